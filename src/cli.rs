@@ -1,0 +1,89 @@
+//! Every flag and subcommand of `dlqctl`, in one place. Doc comments here are the `--help`
+//! text, and `tests/cli.rs` snapshots it, so README and binary stay in agreement.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Declarative dead-letter queues for SQS, RabbitMQ and Kafka.
+///
+/// One YAML spec per channel (retries, backoff, retention, dead-letter naming, alarms) is
+/// checked by `lint`, compared with the live systems by `plan`, and made real by `apply`.
+#[derive(Debug, Parser)]
+#[command(name = "dlqctl", version, max_term_width = 100)]
+pub struct Cli {
+    /// When to use colour: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check spec files offline: schema, then domain rules. Exit 0 clean, 1 findings, 2 usage or I/O error.
+    Lint(LintArgs),
+    /// Write the JSON schemas of the spec documents (for editors and CI).
+    Schema(SchemaArgs),
+}
+
+impl Command {
+    /// The exit code for an error that stops the command (I/O, connection, usage).
+    pub fn error_code(&self) -> u8 {
+        match self {
+            Command::Lint(_) | Command::Schema(_) => 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// Source excerpts with carets, for people.
+    Human,
+    /// One JSON document (format_version 1), for tools.
+    Json,
+    /// GitHub Actions workflow annotations.
+    Github,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// The Targets file; default: dlqctl.yaml among, beside or above the paths.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
+    pub format: LintFormat,
+
+    /// Exit 1 on warnings too.
+    #[arg(long)]
+    pub deny_warnings: bool,
+
+    /// Print only errors and warnings, not infos nor the summary line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Folder to write channel.v1.json, targets.v1.json and defaults.v1.json into.
+    #[arg(long, default_value = "schemas", value_name = "DIR")]
+    pub out_dir: PathBuf,
+
+    /// Write nothing; exit 1 if the files in DIR differ from this binary's schemas.
+    #[arg(long)]
+    pub check: bool,
+}

@@ -1,0 +1,168 @@
+//! Durations as users write them: `500ms`, `30s`, `5m`, `7d`, or combined (`1h30m`).
+//!
+//! The JSON schema states the same pattern the parser accepts, so an editor flags a bad
+//! duration before `dlqctl lint` does. Values are kept in milliseconds: every backend limit
+//! dlqctl checks is a whole number of milliseconds or seconds.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The pattern the schema publishes; kept in step with [`Duration::parse`] by a test.
+pub const PATTERN: &str = "^([0-9]+(ms|s|m|h|d))+$";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration {
+    millis: u64,
+}
+
+impl Duration {
+    pub const fn from_millis(millis: u64) -> Self {
+        Duration { millis }
+    }
+
+    pub const fn from_secs(secs: u64) -> Self {
+        Duration {
+            millis: secs * 1000,
+        }
+    }
+
+    pub const fn as_millis(self) -> u64 {
+        self.millis
+    }
+
+    /// Whole seconds, rounded up: a backend that counts seconds never gets less than asked.
+    pub const fn as_secs_ceil(self) -> u64 {
+        self.millis.div_ceil(1000)
+    }
+
+    /// Parses `1h30m`-style text. The error says what was wrong.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("empty duration; write a number and a unit, e.g. `30s`".into());
+        }
+        let mut total: u64 = 0;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 {
+                return Err(format!(
+                    "`{text}` is not a duration; write a number and a unit (ms, s, m, h, d), e.g. `30s`"
+                ));
+            }
+            let number: u64 = rest[..digits]
+                .parse()
+                .map_err(|_| format!("`{text}` is too large"))?;
+            rest = &rest[digits..];
+            let (unit_ms, len) = if rest.starts_with("ms") {
+                (1, 2)
+            } else if rest.starts_with('s') {
+                (1_000, 1)
+            } else if rest.starts_with('m') {
+                (60_000, 1)
+            } else if rest.starts_with('h') {
+                (3_600_000, 1)
+            } else if rest.starts_with('d') {
+                (86_400_000, 1)
+            } else {
+                return Err(format!(
+                    "`{text}` has no valid unit; use ms, s, m, h or d, e.g. `30s`"
+                ));
+            };
+            rest = &rest[len..];
+            total = number
+                .checked_mul(unit_ms)
+                .and_then(|ms| total.checked_add(ms))
+                .ok_or_else(|| format!("`{text}` is too large"))?;
+        }
+        Ok(Duration { millis: total })
+    }
+}
+
+impl fmt::Display for Duration {
+    /// The shortest exact form: `90s` → `1m30s`, `1500ms` stays `1500ms`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.millis;
+        if ms == 0 {
+            return f.write_str("0s");
+        }
+        if ms % 1000 != 0 {
+            return write!(f, "{ms}ms");
+        }
+        let mut secs = ms / 1000;
+        for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+            if secs >= size {
+                write!(f, "{}{unit}", secs / size)?;
+                secs %= size;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        Duration::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Duration {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": PATTERN,
+            "description": "A duration: a number and a unit (ms, s, m, h, d), combinable, e.g. `500ms`, `30s`, `1h30m`, `7d`.",
+            "examples": ["30s", "5m", "4d"]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_combinations() {
+        assert_eq!(Duration::parse("500ms").unwrap().as_millis(), 500);
+        assert_eq!(Duration::parse("30s").unwrap().as_millis(), 30_000);
+        assert_eq!(Duration::parse("1h30m").unwrap().as_millis(), 5_400_000);
+        assert_eq!(Duration::parse("14d").unwrap().as_millis(), 1_209_600_000);
+    }
+
+    #[test]
+    fn rejects_what_the_pattern_rejects() {
+        for bad in ["", "5", "s", "5x", "1.5s", "-1s", " 5s", "5 s", "99999999999999999999d"] {
+            assert!(Duration::parse(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn pattern_and_parser_agree() {
+        let re = jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": PATTERN}))
+            .unwrap();
+        for text in ["500ms", "30s", "1h30m", "7d", "", "5", "5x", "1.5s", "5 s"] {
+            let by_pattern = re.is_valid(&serde_json::json!(text));
+            assert_eq!(by_pattern, Duration::parse(text).is_ok(), "{text}");
+        }
+    }
+
+    #[test]
+    fn displays_the_shortest_exact_form() {
+        assert_eq!(Duration::from_secs(90).to_string(), "1m30s");
+        assert_eq!(Duration::from_millis(1500).to_string(), "1500ms");
+        assert_eq!(Duration::from_secs(4 * 86_400).to_string(), "4d");
+    }
+}

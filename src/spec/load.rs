@@ -1,0 +1,372 @@
+//! Reading spec files into validated, typed documents.
+//!
+//! Paths → files (directories recursively, `*.yaml`/`*.yml`) → YAML documents with positions
+//! → schema validation → typed values, with `Defaults` merged into each channel. Every problem
+//! becomes a [`Diagnostic`] and loading goes on, so one run reports all of them. Only a path
+//! that cannot be read at all is an error of the run (exit code 2).
+//!
+//! YAML documents that are not dlqctl documents (no dlqctl `apiVersion` and no dlqctl `kind`)
+//! are skipped and counted, so a pre-commit hook over `*.yaml` does not trip on CI configs.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::locate::Locations;
+use super::model::{API_VERSION, Channel, Defaults, Targets};
+use super::schema::{self, DocKind, did_you_mean};
+use super::yaml::{self, Limits, NodeValue, Span};
+use crate::diag::{Diagnostic, Loc, Sources};
+
+/// Larger files are refused unread: a spec is a few kilobytes.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Names of the targets file looked for beside and above the inputs.
+pub const TARGETS_FILE_NAMES: [&str; 2] = ["dlqctl.yaml", "dlqctl.yml"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: no such file or directory", .0.display())]
+    NotFound(PathBuf),
+    #[error("{}: {}", .0.display(), .1)]
+    Io(PathBuf, #[source] std::io::Error),
+}
+
+/// A typed document and where it came from.
+#[derive(Debug, Clone)]
+pub struct Doc<T> {
+    pub value: T,
+    pub locs: Locations,
+    /// The document's start (for findings about it as a whole).
+    pub loc: Loc,
+}
+
+/// Everything read in one run.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    pub sources: Sources,
+    pub channels: Vec<Doc<Channel>>,
+    pub targets: Vec<Doc<Targets>>,
+    pub defaults: Option<Doc<Defaults>>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// YAML documents that were not dlqctl documents.
+    pub skipped: usize,
+}
+
+/// A document that passed the YAML layer, before schema validation.
+struct RawDoc {
+    kind: DocKind,
+    json: Value,
+    locs: Locations,
+    loc: Loc,
+}
+
+/// Loads `paths`; `targets_file` overrides the discovery of `dlqctl.yaml`.
+pub fn load(paths: &[PathBuf], targets_file: Option<&Path>) -> Result<Workspace, LoadError> {
+    let mut ws = Workspace::default();
+    let mut raw = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        collect_files(p, &mut files)?;
+    }
+    if let Some(t) = targets_file {
+        if !t.is_file() {
+            return Err(LoadError::NotFound(t.to_path_buf()));
+        }
+        files.push(t.to_path_buf());
+    }
+    dedup_paths(&mut files);
+    for f in &files {
+        read_file(f, &mut ws, &mut raw)?;
+    }
+    if targets_file.is_none() && !raw.iter().any(|d| d.kind == DocKind::Targets) {
+        if let Some(found) = discover_targets(paths, &files) {
+            read_file(&found, &mut ws, &mut raw)?;
+        }
+    }
+    finish(&mut ws, raw);
+    Ok(ws)
+}
+
+/// Loads documents from text (tests and fuzzing use this; `load` wraps it with files).
+pub fn load_str(path: &str, text: &str) -> Workspace {
+    let mut ws = Workspace::default();
+    let mut raw = Vec::new();
+    parse_text(PathBuf::from(path), text.to_owned(), &mut ws, &mut raw);
+    finish(&mut ws, raw);
+    ws
+}
+
+fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
+    let meta = match fs_err::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LoadError::NotFound(path.to_path_buf()));
+        }
+        Err(e) => return Err(LoadError::Io(path.to_path_buf(), e)),
+    };
+    if !meta.is_dir() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut found = Vec::new();
+    for entry in walkdir::WalkDir::new(path).follow_links(false) {
+        let entry = entry.map_err(|e| {
+            let p = e.path().unwrap_or(path).to_path_buf();
+            LoadError::Io(p, e.into_io_error().unwrap_or_else(|| std::io::Error::other("loop")))
+        })?;
+        let is_yaml = entry
+            .path()
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml");
+        if entry.file_type().is_file() && is_yaml {
+            found.push(entry.into_path());
+        }
+    }
+    found.sort();
+    out.extend(found);
+    Ok(())
+}
+
+fn dedup_paths(files: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+}
+
+/// `dlqctl.yaml` in the inputs' folders or the nearest folder above them.
+fn discover_targets(paths: &[PathBuf], already: &[PathBuf]) -> Option<PathBuf> {
+    for p in paths {
+        let start = if p.is_dir() { Some(p.as_path()) } else { p.parent() };
+        let abs = start.and_then(|s| std::path::absolute(if s.as_os_str().is_empty() { Path::new(".") } else { s }).ok())?;
+        for dir in abs.ancestors() {
+            for name in TARGETS_FILE_NAMES {
+                let candidate = dir.join(name);
+                if candidate.is_file()
+                    && !already.iter().any(|a| same_file(a, &candidate))
+                {
+                    return Some(candidate);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(), LoadError> {
+    let io = |e: std::io::Error| LoadError::Io(path.to_path_buf(), e);
+    let size = fs_err::metadata(path).map_err(io)?.len();
+    if size > MAX_FILE_BYTES {
+        let file = ws.sources.add(path.to_path_buf(), String::new());
+        ws.diagnostics.push(
+            Diagnostic::error(
+                "file/too-large",
+                format!("file is {size} bytes; spec files may be at most {MAX_FILE_BYTES} bytes"),
+            )
+            .at(Loc { file, span: Span { line: 1, col: 1, ..Span::default() } })
+            .hint("split it into one file per channel"),
+        );
+        return Ok(());
+    }
+    let bytes = fs_err::read(path).map_err(io)?;
+    match String::from_utf8(bytes) {
+        Ok(text) => parse_text(path.to_path_buf(), text, ws, raw),
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let before = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let start = before.len();
+            let file = ws.sources.add(path.to_path_buf(), lossy);
+            ws.diagnostics.push(
+                Diagnostic::error(
+                    "file/not-utf8",
+                    format!("file is not UTF-8 text: invalid byte at offset {valid}"),
+                )
+                .at(Loc { file, span: Span { start, end: start + 1, line, col } })
+                .hint("spec files must be UTF-8; is this a binary file or another encoding?"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<RawDoc>) {
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(t) => t.to_owned(),
+        None => text,
+    };
+    let file = ws.sources.add(path, text);
+    let docs = match yaml::parse(ws.sources.text(file), Limits::default()) {
+        Ok(d) => d,
+        Err(e) => {
+            let mut d = Diagnostic::error(e.kind.rule(), e.message.clone()).at(Loc { file, span: e.span });
+            if let Some(r) = e.related {
+                d = d.related(Loc { file, span: r }, "first defined here");
+            }
+            ws.diagnostics.push(d);
+            return;
+        }
+    };
+    for doc in docs {
+        let loc = Loc { file, span: doc.span };
+        let entries = match &doc.root.value {
+            NodeValue::Map(entries) => entries,
+            NodeValue::Null => continue,
+            _ => {
+                ws.skipped += 1;
+                continue;
+            }
+        };
+        let get = |k: &str| {
+            entries.iter().find(|(key, _, _)| key == k).map(|(_, ks, v)| (*ks, v))
+        };
+        let api = get("apiVersion");
+        let kind = get("kind");
+        let api_text = api.and_then(|(_, v)| match &v.value {
+            NodeValue::Str(s) => Some(s.as_str()),
+            _ => None,
+        });
+        let kind_text = kind.and_then(|(_, v)| match &v.value {
+            NodeValue::Str(s) => Some(s.as_str()),
+            _ => None,
+        });
+        let ours_api = api_text.is_some_and(|a| a.starts_with("dlqctl/"));
+        let ours_kind = kind_text.and_then(DocKind::from_kind);
+        if !ours_api && ours_kind.is_none() {
+            ws.skipped += 1;
+            continue;
+        }
+        let locs = Locations::of(file, &doc.root);
+        if let Some(a) = api_text.filter(|a| a.starts_with("dlqctl/") && *a != API_VERSION) {
+            ws.diagnostics.push(
+                Diagnostic::error(
+                    "spec/api-version",
+                    format!("unsupported apiVersion `{a}`; this dlqctl reads `{API_VERSION}`"),
+                )
+                .at(locs.value("/apiVersion"))
+                .hint("upgrade dlqctl, or write the spec for dlqctl/v1"),
+            );
+            continue;
+        }
+        let Some(kind) = ours_kind else {
+            let names = DocKind::ALL.map(DocKind::name);
+            let mut d = match kind_text {
+                Some(k) => Diagnostic::error(
+                    "spec/kind",
+                    format!("unknown kind `{k}`; dlqctl/v1 documents are Channel, Targets or Defaults"),
+                )
+                .at(locs.value("/kind")),
+                None => Diagnostic::error(
+                    "spec/kind",
+                    "missing `kind`; dlqctl/v1 documents are Channel, Targets or Defaults",
+                )
+                .at(loc),
+            };
+            if let Some(m) = kind_text.and_then(|k| did_you_mean(k, names.into_iter())) {
+                d = d.hint(format!("did you mean `{m}`?"));
+            }
+            ws.diagnostics.push(d);
+            continue;
+        };
+        raw.push(RawDoc {
+            kind,
+            json: doc.root.to_json(),
+            locs,
+            loc,
+        });
+    }
+}
+
+fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Option<Doc<T>> {
+    let problems = schema::validate(raw.kind, &raw.json, &raw.locs);
+    if !problems.is_empty() {
+        ws.diagnostics.extend(problems);
+        return None;
+    }
+    match serde_json::from_value::<T>(raw.json) {
+        Ok(value) => Some(Doc {
+            value,
+            locs: raw.locs,
+            loc: raw.loc,
+        }),
+        Err(e) => {
+            // The schema accepted it, so this is a value the types check more strictly
+            // (a duration that overflows, say).
+            ws.diagnostics.push(Diagnostic::error("schema/invalid", e.to_string()).at(raw.loc));
+            None
+        }
+    }
+}
+
+fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
+    let (mut defaults_raw, rest): (Vec<_>, Vec<_>) =
+        raw.into_iter().partition(|d| d.kind == DocKind::Defaults);
+    if defaults_raw.len() > 1 {
+        let first = defaults_raw[0].loc;
+        for extra in &defaults_raw[1..] {
+            ws.diagnostics.push(
+                Diagnostic::error(
+                    "spec/defaults-duplicate",
+                    "more than one Defaults document; dlqctl reads one per run",
+                )
+                .at(extra.loc)
+                .related(first, "the first Defaults document")
+                .hint("merge them into one document"),
+            );
+        }
+        defaults_raw.truncate(1);
+    }
+    let defaults_json = defaults_raw.first().map(|d| (d.json.clone(), d.locs.clone()));
+    if let Some(d) = defaults_raw.pop() {
+        ws.defaults = typed::<Defaults>(d, ws);
+    }
+    // Defaults that failed validation were reported once; channels go on without them.
+    let merge_from = defaults_json.filter(|_| ws.defaults.is_some());
+    for mut d in rest {
+        match d.kind {
+            DocKind::Targets => {
+                if let Some(t) = typed::<Targets>(d, ws) {
+                    ws.targets.push(t);
+                }
+            }
+            DocKind::Channel => {
+                if let Some((dj, dl)) = &merge_from
+                    && let (Some(dspec), Some(obj)) = (dj.get("spec"), d.json.as_object_mut())
+                {
+                    let spec = obj.entry("spec").or_insert_with(|| Value::Object(Default::default()));
+                    if spec.is_object() {
+                        merge_under(spec, dspec);
+                        d.locs.fill_from(dl, "/spec", "/spec");
+                    }
+                }
+                if let Some(c) = typed::<Channel>(d, ws) {
+                    ws.channels.push(c);
+                }
+            }
+            DocKind::Defaults => {}
+        }
+    }
+}
+
+/// Deep-merges `base` under `top`: `top`'s values win, mappings merge key by key.
+fn merge_under(top: &mut Value, base: &Value) {
+    if let (Value::Object(t), Value::Object(b)) = (top, base) {
+        for (k, bv) in b {
+            match t.get_mut(k) {
+                Some(tv) => merge_under(tv, bv),
+                None => {
+                    t.insert(k.clone(), bv.clone());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The spec: YAML files in, validated typed channels out.
+//!
+//! `yaml` parses with positions, `load` turns files into documents (schema layer), `rules`
+//! adds the domain checks, `resolve` gives each channel its effective settings on its backend.
+
+pub mod duration;
+pub mod load;
+pub mod locate;
+pub mod model;
+pub mod resolve;
+pub mod rules;
+pub mod schema;
+pub mod yaml;
+
+pub use duration::Duration;

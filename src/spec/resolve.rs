@@ -1,0 +1,326 @@
+//! A channel's effective settings on its backend: names expanded, defaults filled in.
+//!
+//! Both the lint rules (name validity, collisions, ranges) and the planner (desired resources)
+//! read a channel through this one view, so what lint checks is exactly what apply creates.
+//! Pure: no I/O.
+
+use super::duration::Duration;
+use super::model::{
+    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target,
+};
+
+/// SQS's own default retention, which dlqctl keeps for the main queue.
+pub const SQS_DEFAULT_RETENTION: Duration = Duration::from_secs(4 * 86_400);
+/// SQS's maximum, dlqctl's default for dead-letter queues: dead letters wait for people.
+pub const SQS_DEFAULT_DLQ_RETENTION: Duration = Duration::from_secs(14 * 86_400);
+pub const SQS_DEFAULT_VISIBILITY: Duration = Duration::from_secs(30);
+/// Spring Kafka's default back-off (FixedBackOff, 1000 ms).
+pub const KAFKA_DEFAULT_DELAY: Duration = Duration::from_secs(1);
+pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub channel: String,
+    pub target: String,
+    pub backend: Backend,
+    /// Main queue or topic.
+    pub main: String,
+    pub dead_letter: String,
+    /// Retry queues/topics, in the order a message meets them.
+    pub retry_stages: Vec<RetryStage>,
+    /// The delay before each retry (`max_attempts - 1` entries).
+    pub delays: Vec<Duration>,
+    pub max_attempts: u32,
+    pub retention: Option<Duration>,
+    pub dead_letter_retention: Option<Duration>,
+    pub sqs: Option<SqsResolved>,
+    pub rabbitmq: Option<RabbitResolved>,
+    pub kafka: Option<KafkaResolved>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryStage {
+    pub name: String,
+    pub delay: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqsResolved {
+    pub visibility_timeout: Duration,
+    pub fifo: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RabbitResolved {
+    pub vhost: String,
+    pub queue_type: QueueType,
+    pub dlx: DlxMode,
+    pub retry_model: RetryModel,
+    pub exchange: Option<ExchangeResolved>,
+    pub policy_priority: i32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExchangeResolved {
+    pub name: String,
+    pub kind: ExchangeKind,
+    pub routing_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KafkaResolved {
+    pub partitions: u32,
+    pub replication_factor: u16,
+    pub dead_letter_partitions: u32,
+    pub naming: KafkaNaming,
+    pub config: std::collections::BTreeMap<String, String>,
+}
+
+/// Why a channel could not be resolved; each names the JSON pointer of the field at fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolveError {
+    pub pointer: &'static str,
+    pub rule: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Expands `{channel}`, `{delay}` and `{index}` in a name template.
+pub fn expand(
+    template: &str,
+    channel: &str,
+    delay: Option<Duration>,
+    index: Option<usize>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len() + channel.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            return Err(format!("`{template}` has an unclosed `{{`"));
+        };
+        match &after[..close] {
+            "channel" => out.push_str(channel),
+            "delay" => match delay {
+                Some(d) => out.push_str(&d.as_millis().to_string()),
+                None => return Err(format!("`{template}`: `{{delay}}` is only valid in retry names")),
+            },
+            "index" => match index {
+                Some(i) => out.push_str(&i.to_string()),
+                None => return Err(format!("`{template}`: `{{index}}` is only valid in retry names")),
+            },
+            other => {
+                return Err(format!(
+                    "`{template}` uses `{{{other}}}`; templates know `{{channel}}`, `{{delay}}` and `{{index}}`"
+                ));
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The delay before each retry, from the backoff settings.
+pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
+    let retry = channel.spec.retry.as_ref();
+    let retries = retry.and_then(|r| r.max_attempts).unwrap_or(1).saturating_sub(1) as usize;
+    let Some(backoff) = retry.and_then(|r| r.backoff.as_ref()) else {
+        return default.map(|d| vec![d; retries]).unwrap_or_default();
+    };
+    let multiplier = backoff.multiplier.unwrap_or(1.0);
+    let initial = backoff.initial.as_millis() as f64;
+    let cap = backoff.max.map(|m| m.as_millis() as f64).unwrap_or(f64::MAX);
+    (0..retries)
+        .map(|i| {
+            let exp = i32::try_from(i).unwrap_or(i32::MAX);
+            let ms = (initial * multiplier.powi(exp)).min(cap).min(u64::MAX as f64);
+            Duration::from_millis(ms.round() as u64)
+        })
+        .collect()
+}
+
+fn distinct(delays: &[Duration]) -> Vec<Duration> {
+    let mut out: Vec<Duration> = Vec::new();
+    for d in delays {
+        if !out.contains(d) {
+            out.push(*d);
+        }
+    }
+    out
+}
+
+/// Resolves a channel against its target. The channel must have `spec.target` and
+/// `spec.retry.maxAttempts` (the rules report their absence first).
+pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<Resolved, ResolveError> {
+    let spec = &channel.spec;
+    let name = channel.metadata.name.as_str();
+    let backend = target.backend;
+    let err = |pointer, message: String| ResolveError {
+        pointer,
+        rule: "name/template",
+        message,
+        hint: None,
+    };
+    let max_attempts = spec.retry.as_ref().and_then(|r| r.max_attempts).unwrap_or(1);
+    let fifo = spec.sqs.as_ref().and_then(|s| s.fifo).unwrap_or(false);
+    let (main_default, dlq_default) = match backend {
+        Backend::Sqs if fifo => ("{channel}.fifo", "{channel}-dlq.fifo"),
+        Backend::Sqs => ("{channel}", "{channel}-dlq"),
+        Backend::Rabbitmq => ("{channel}", "{channel}.dlq"),
+        Backend::Kafka => ("{channel}", "{channel}-dlt"),
+    };
+    let main = expand(spec.name.as_deref().unwrap_or(main_default), name, None, None)
+        .map_err(|m| err("/spec/name", m))?;
+    let dlq_template = spec.dead_letter.as_ref().and_then(|d| d.name.as_deref());
+    let dead_letter =
+        expand(dlq_template.unwrap_or(dlq_default), name, None, None).map_err(|m| err("/spec/deadLetter/name", m))?;
+
+    let retry_template = spec.retry.as_ref().and_then(|r| r.name.as_deref());
+    let rabbit_model = spec
+        .rabbitmq
+        .as_ref()
+        .and_then(|r| r.retry_model)
+        .unwrap_or(RetryModel::Ttl);
+    let delays = match backend {
+        Backend::Sqs => Vec::new(),
+        Backend::Rabbitmq if rabbit_model == RetryModel::DeliveryLimit => Vec::new(),
+        Backend::Rabbitmq => delays(channel, None),
+        Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
+    };
+    let kafka_naming = spec
+        .kafka
+        .as_ref()
+        .and_then(|k| k.naming)
+        .unwrap_or(KafkaNaming::Spring);
+    let mut retry_stages = Vec::new();
+    match backend {
+        Backend::Sqs => {}
+        Backend::Rabbitmq | Backend::Kafka => {
+            let by_index = backend == Backend::Kafka && kafka_naming == KafkaNaming::Index;
+            if by_index {
+                let t = retry_template.unwrap_or("{channel}-retry-{index}");
+                for (i, d) in delays.iter().enumerate() {
+                    let n = expand(t, name, Some(*d), Some(i + 1)).map_err(|m| err("/spec/retry/name", m))?;
+                    retry_stages.push(RetryStage { name: n, delay: *d });
+                }
+            } else {
+                let uniq = distinct(&delays);
+                let sep = if backend == Backend::Kafka { "-" } else { "." };
+                let default_t = if uniq.len() == 1 {
+                    format!("{{channel}}{sep}retry")
+                } else {
+                    format!("{{channel}}{sep}retry{sep}{{delay}}")
+                };
+                let t = retry_template.unwrap_or(&default_t);
+                for (i, d) in uniq.iter().enumerate() {
+                    let n = expand(t, name, Some(*d), Some(i + 1)).map_err(|m| err("/spec/retry/name", m))?;
+                    retry_stages.push(RetryStage { name: n, delay: *d });
+                }
+            }
+        }
+    }
+
+    let (retention, dead_letter_retention) = {
+        let r = spec.retention;
+        let d = spec.dead_letter.as_ref().and_then(|d| d.retention);
+        match backend {
+            Backend::Sqs => (
+                Some(r.unwrap_or(SQS_DEFAULT_RETENTION)),
+                Some(d.unwrap_or(SQS_DEFAULT_DLQ_RETENTION)),
+            ),
+            _ => (r, d),
+        }
+    };
+
+    let sqs = (backend == Backend::Sqs).then(|| SqsResolved {
+        visibility_timeout: spec
+            .sqs
+            .as_ref()
+            .and_then(|s| s.visibility_timeout)
+            .unwrap_or(SQS_DEFAULT_VISIBILITY),
+        fifo,
+    });
+    let rabbitmq = if backend == Backend::Rabbitmq {
+        let o = spec.rabbitmq.clone().unwrap_or_default();
+        let exchange = match &o.exchange {
+            Some(x) => Some(ExchangeResolved {
+                name: expand(&x.name, name, None, None).map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
+                kind: x.kind.unwrap_or(ExchangeKind::Direct),
+                routing_keys: x.routing_keys.clone().unwrap_or_else(|| vec![main.clone()]),
+            }),
+            None => None,
+        };
+        Some(RabbitResolved {
+            vhost: o
+                .vhost
+                .or_else(|| target.vhost.clone())
+                .unwrap_or_else(|| "/".to_owned()),
+            queue_type: o.queue_type.unwrap_or(QueueType::Classic),
+            dlx: o.dlx.unwrap_or(DlxMode::Policy),
+            retry_model: rabbit_model,
+            exchange,
+            policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
+        })
+    } else {
+        None
+    };
+    let kafka = (backend == Backend::Kafka).then(|| {
+        let o = spec.kafka.clone().unwrap_or_default();
+        let partitions = o.partitions.unwrap_or(1);
+        KafkaResolved {
+            partitions,
+            replication_factor: o.replication_factor.unwrap_or(1),
+            dead_letter_partitions: o.dead_letter_partitions.unwrap_or(partitions),
+            naming: kafka_naming,
+            config: o
+                .config
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.to_string()))
+                .collect(),
+        }
+    });
+    Ok(Resolved {
+        channel: name.to_owned(),
+        target: target_name.to_owned(),
+        backend,
+        main,
+        dead_letter,
+        retry_stages,
+        delays,
+        max_attempts,
+        retention,
+        dead_letter_retention,
+        sqs,
+        rabbitmq,
+        kafka,
+    })
+}
+
+impl Resolved {
+    /// Every queue or topic name of the channel, with the role it plays.
+    pub fn names(&self) -> Vec<(&str, &'static str)> {
+        let mut v = vec![(self.main.as_str(), "main"), (self.dead_letter.as_str(), "dead-letter")];
+        v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_known_placeholders_only() {
+        assert_eq!(expand("{channel}.dlq", "orders", None, None).unwrap(), "orders.dlq");
+        assert_eq!(
+            expand("{channel}-retry-{delay}", "o", Some(Duration::from_secs(2)), None).unwrap(),
+            "o-retry-2000"
+        );
+        assert!(expand("{chanel}.dlq", "o", None, None).is_err());
+        assert!(expand("{channel", "o", None, None).is_err());
+        assert!(expand("{delay}", "o", None, None).is_err());
+    }
+}

@@ -1,0 +1,373 @@
+//! The JSON schemas, generated from the spec types, and the first validation layer.
+//!
+//! `dlqctl schema` writes these to `schemas/` for editors; a test fails when the committed
+//! files drift from the types. Validation errors from the `jsonschema` crate are rewritten
+//! here into findings that name the field (`spec.retry.maxAttempts`), the offending value and
+//! the place in the file, with a did-you-mean hint for unknown fields and enum values.
+
+use std::sync::LazyLock;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::Value;
+
+use super::locate::{Locations, field_path};
+use super::model::{Channel, Defaults, Targets};
+use crate::diag::Diagnostic;
+
+/// The document kinds dlqctl reads, and the file each schema is written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Channel,
+    Targets,
+    Defaults,
+}
+
+impl DocKind {
+    pub const ALL: [DocKind; 3] = [DocKind::Channel, DocKind::Targets, DocKind::Defaults];
+
+    pub fn from_kind(kind: &str) -> Option<Self> {
+        match kind {
+            "Channel" => Some(DocKind::Channel),
+            "Targets" => Some(DocKind::Targets),
+            "Defaults" => Some(DocKind::Defaults),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DocKind::Channel => "Channel",
+            DocKind::Targets => "Targets",
+            DocKind::Defaults => "Defaults",
+        }
+    }
+
+    /// File name under `schemas/`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            DocKind::Channel => "channel.v1.json",
+            DocKind::Targets => "targets.v1.json",
+            DocKind::Defaults => "defaults.v1.json",
+        }
+    }
+
+    pub fn schema(self) -> &'static Value {
+        &COMPILED[self as usize].0
+    }
+
+    fn validator(self) -> &'static jsonschema::Validator {
+        &COMPILED[self as usize].1
+    }
+}
+
+fn generate<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::draft2020_12().into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    strip_null(&mut schema);
+    schema
+}
+
+/// Optional fields are omitted, never `null`: drop the null branch schemars adds for `Option`,
+/// so an error says "must be a string" rather than "not valid under any of the schemas".
+fn strip_null(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            let single = match map.get("anyOf") {
+                Some(Value::Array(branches)) if branches.len() == 2 => branches
+                    .iter()
+                    .find(|b| b.get("type") != Some(&Value::from("null")))
+                    .filter(|_| branches.iter().any(|b| b.get("type") == Some(&Value::from("null"))))
+                    .cloned(),
+                _ => None,
+            };
+            if let Some(Value::Object(branch)) = single {
+                map.remove("anyOf");
+                for (k, bv) in branch {
+                    map.entry(k).or_insert(bv);
+                }
+            }
+            for child in map.values_mut() {
+                strip_null(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_null),
+        _ => {}
+    }
+}
+
+static COMPILED: LazyLock<Vec<(Value, jsonschema::Validator)>> = LazyLock::new(|| {
+    DocKind::ALL
+        .iter()
+        .map(|kind| {
+            let schema = match kind {
+                DocKind::Channel => generate::<Channel>(),
+                DocKind::Targets => generate::<Targets>(),
+                DocKind::Defaults => generate::<Defaults>(),
+            };
+            // The schemas are generated from our own types; failing to compile one is a bug in
+            // dlqctl caught by the schema tests, not something a user can cause.
+            let validator = jsonschema::validator_for(&schema)
+                .unwrap_or_else(|e| panic!("generated {} schema is invalid: {e}", kind.name()));
+            (schema, validator)
+        })
+        .collect()
+});
+
+/// The schema as written to `schemas/`: pretty JSON with a trailing newline.
+pub fn schema_text(kind: DocKind) -> String {
+    let mut text = serde_json::to_string_pretty(kind.schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Validates one document, returning a finding per problem (all of them, not the first).
+pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for err in kind.validator().iter_errors(doc) {
+        let pointer = err.instance_path().as_str().to_owned();
+        let field = field_path(&pointer);
+        let found = doc.pointer(&pointer);
+        match err.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known = known_fields(kind.schema(), &pointer);
+                for key in unexpected {
+                    let child = format!("{pointer}/{}", escape(key));
+                    let where_ = if field.is_empty() { "the document".to_owned() } else { format!("`{field}`") };
+                    let mut d = Diagnostic::error(
+                        "schema/unknown-field",
+                        format!("unknown field `{key}` in {where_}"),
+                    )
+                    .at(locs.key(&child));
+                    d = match did_you_mean(key, known.iter().map(String::as_str)) {
+                        Some(s) => d.hint(format!("did you mean `{s}`?")),
+                        None if !known.is_empty() => {
+                            d.hint(format!("expected one of: {}", known.join(", ")))
+                        }
+                        None => d,
+                    };
+                    out.push(d);
+                }
+            }
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                let full = join_field(&field, name);
+                let parent = if field.is_empty() { "the document".to_owned() } else { format!("`{field}`") };
+                out.push(
+                    Diagnostic::error(
+                        "schema/required",
+                        format!("missing required field `{full}` in {parent}"),
+                    )
+                    .at(locs.key(&pointer))
+                    .hint(format!("add `{name}:`")),
+                );
+            }
+            ValidationErrorKind::Type { kind: expected } => {
+                let expected = match expected {
+                    TypeKind::Single(t) => article(&t.to_string()),
+                    TypeKind::Multiple(set) => set
+                        .iter()
+                        .map(|t| article(&t.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                };
+                out.push(
+                    Diagnostic::error(
+                        "schema/type",
+                        format!(
+                            "`{field}` must be {expected}, found {}",
+                            describe(found)
+                        ),
+                    )
+                    .at(locs.value(&pointer)),
+                );
+            }
+            ValidationErrorKind::Enum { options } => {
+                let allowed: Vec<String> = options
+                    .as_array()
+                    .map(|a| a.iter().map(plain).collect())
+                    .unwrap_or_default();
+                let mut d = Diagnostic::error(
+                    "schema/enum",
+                    format!(
+                        "`{field}` must be one of {}, found {}",
+                        allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "),
+                        describe(found)
+                    ),
+                )
+                .at(locs.value(&pointer));
+                if let Some(Value::String(s)) = found
+                    && let Some(m) = did_you_mean(s, allowed.iter().map(String::as_str))
+                {
+                    d = d.hint(format!("did you mean `{m}`?"));
+                }
+                out.push(d);
+            }
+            ValidationErrorKind::Constant { expected_value } => out.push(
+                Diagnostic::error(
+                    "schema/enum",
+                    format!("`{field}` must be `{}`, found {}", plain(expected_value), describe(found)),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::Pattern { pattern } => {
+                let d = if pattern == super::duration::PATTERN {
+                    let why = found
+                        .and_then(Value::as_str)
+                        .map(|s| super::duration::Duration::parse(s).err().unwrap_or_default())
+                        .unwrap_or_default();
+                    Diagnostic::error(
+                        "schema/duration",
+                        format!("`{field}` is not a duration: {why}"),
+                    )
+                    .hint("durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d`")
+                } else {
+                    Diagnostic::error(
+                        "schema/pattern",
+                        format!("`{field}` is {}, which does not match `{pattern}`", describe(found)),
+                    )
+                };
+                out.push(d.at(locs.value(&pointer)));
+            }
+            ValidationErrorKind::Minimum { limit } | ValidationErrorKind::ExclusiveMinimum { limit } => out.push(
+                Diagnostic::error(
+                    "schema/range",
+                    format!("`{field}` must be at least {limit}, found {}", describe(found)),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::Maximum { limit } | ValidationErrorKind::ExclusiveMaximum { limit } => out.push(
+                Diagnostic::error(
+                    "schema/range",
+                    format!("`{field}` must be at most {limit}, found {}", describe(found)),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::MinLength { limit } => out.push(
+                Diagnostic::error(
+                    "schema/length",
+                    format!("`{field}` must be at least {limit} characters long, found {}", describe(found)),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::MaxLength { limit } => out.push(
+                Diagnostic::error(
+                    "schema/length",
+                    format!("`{field}` must be at most {limit} characters long"),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::PropertyNames { error } => out.push(
+                Diagnostic::error(
+                    "schema/key",
+                    format!("a key in `{field}` is not allowed: {error}"),
+                )
+                .at(locs.value(&pointer)),
+            ),
+            _ => out.push(
+                Diagnostic::error("schema/invalid", format!("`{field}`: {err}"))
+                    .at(locs.value(&pointer)),
+            ),
+        }
+    }
+    out
+}
+
+fn article(t: &str) -> String {
+    match t {
+        "integer" | "array" | "object" => format!("an {t}"),
+        "null" => "null".into(),
+        _ => format!("a {t}"),
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// How a found value is named in a message: its type and, for scalars, its text.
+pub fn describe(v: Option<&Value>) -> String {
+    match v {
+        None => "nothing".into(),
+        Some(Value::Null) => "an empty value".into(),
+        Some(Value::Bool(b)) => format!("the boolean `{b}`"),
+        Some(Value::Number(n)) => format!("the number `{n}`"),
+        Some(Value::String(s)) => {
+            let shown: String = s.chars().take(60).collect();
+            let more = if s.chars().count() > 60 { "…" } else { "" };
+            format!("the string `{}{more}`", shown.escape_debug())
+        }
+        Some(Value::Array(_)) => "a list".into(),
+        Some(Value::Object(_)) => "a mapping".into(),
+    }
+}
+
+fn join_field(parent: &str, name: &str) -> String {
+    if parent.is_empty() { name.to_owned() } else { format!("{parent}.{name}") }
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The closest candidate by edit distance, if it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_lowercase();
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(&lower, &c.to_lowercase()), c))
+        .filter(|(d, c)| *d <= 1.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The property names the schema allows at `pointer` (for did-you-mean hints).
+fn known_fields(root: &Value, pointer: &str) -> Vec<String> {
+    let mut node = resolve(root, root);
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        let next = node
+            .get("properties")
+            .and_then(|p| p.get(&seg))
+            .or_else(|| node.get("additionalProperties").filter(|v| v.is_object()))
+            .or_else(|| node.get("items"));
+        match next {
+            Some(n) => node = resolve(root, n),
+            None => return Vec::new(),
+        }
+    }
+    node.get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Follows `$ref` and picks the non-null branch of `anyOf` (how schemars writes `Option`).
+fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
+    for _ in 0..16 {
+        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+                Some(n) => node = n,
+                None => return node,
+            }
+        } else if let Some(branches) = node.get("anyOf").and_then(Value::as_array) {
+            match branches.iter().find(|b| b.get("type") != Some(&Value::from("null"))) {
+                Some(b) => node = b,
+                None => return node,
+            }
+        } else {
+            return node;
+        }
+    }
+    node
+}
