@@ -31,6 +31,10 @@ pub enum ColorChoice {
 pub enum Command {
     /// Check spec files offline: schema, then domain rules. Exit 0 clean, 1 findings, 2 usage or I/O error.
     Lint(LintArgs),
+    /// Compare the specs with the live systems and show the changes. Read-only.
+    Plan(PlanArgs),
+    /// Make the live systems match the specs (or a saved plan).
+    Apply(ApplyArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
     Schema(SchemaArgs),
 }
@@ -40,6 +44,7 @@ impl Command {
     pub fn error_code(&self) -> u8 {
         match self {
             Command::Lint(_) | Command::Schema(_) => 2,
+            Command::Plan(_) | Command::Apply(_) => 1,
         }
     }
 }
@@ -86,4 +91,78 @@ pub struct SchemaArgs {
     /// Write nothing; exit 1 if the files in DIR differ from this binary's schemas.
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// For people: each change with field-level old → new.
+    Human,
+    /// The versioned plan document (format_version 1), as `--out` saves it.
+    Json,
+    /// A pull-request comment.
+    Markdown,
+}
+
+/// Where specs and connections come from; shared by plan and apply.
+#[derive(Debug, Args)]
+pub struct SpecArgs {
+    /// The Targets file; default: dlqctl.yaml among, beside or above the paths.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Accept TLS certificates that cannot be verified (prints a warning). Never the default.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub spec: SpecArgs,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
+    pub format: PlanFormat,
+
+    /// Save the plan (JSON, with a fingerprint of every live object read) for `dlqctl apply FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Exit 0 when there are no changes, 2 when there are, 1 on error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+
+    /// Print the number of calls made per API to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Spec files or folders, or one plan file saved by `dlqctl plan --out`.
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub spec: SpecArgs,
+
+    /// Apply without asking (for automation). Without it, apply asks on a terminal and refuses otherwise.
+    #[arg(long)]
+    pub auto_approve: bool,
+
+    /// Allow changes that delete and re-create a resource (e.g. a RabbitMQ queue's x-arguments).
+    #[arg(long)]
+    pub allow_replace: bool,
+
+    /// Allow deleting resources.
+    #[arg(long)]
+    pub allow_delete: bool,
+
+    /// Allow a replace or delete to drop messages the resource holds. Separate from the flags above on purpose.
+    #[arg(long)]
+    pub allow_message_loss: bool,
 }

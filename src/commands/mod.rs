@@ -1,15 +1,92 @@
 //! One module per subcommand; each takes its parsed arguments and the printer and returns
 //! the process exit code. `anyhow` stops here: below, errors are typed.
 
+mod apply;
 mod lint;
+mod plan;
 mod schema;
 
-use crate::cli::Command;
-use crate::printer::Printer;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::backend::ConnectOptions;
+use crate::backend::http::Stats;
+use crate::cli::{Command, SpecArgs};
+use crate::diag::{self, Severity};
+use crate::printer::{Printer, Style};
+use crate::spec::model::Target;
+use crate::spec::resolve::Resolved;
+use crate::spec::{load, rules};
 
 pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
     match command {
         Command::Lint(args) => lint::run(&args, printer),
+        Command::Plan(args) => plan::run(&args, printer),
+        Command::Apply(args) => apply::run(&args, printer),
         Command::Schema(args) => schema::run(&args, printer),
     }
+}
+
+/// Specs that passed lint, resolved, with the targets they use.
+pub struct Loaded {
+    pub channels: Vec<Resolved>,
+    pub targets: BTreeMap<String, Target>,
+}
+
+/// Loads and checks specs as `lint` does. Errors and warnings go to stderr (stdout is the
+/// plan's); `None` when there were errors.
+pub fn load_checked(paths: &[PathBuf], spec: &SpecArgs, printer: &Printer) -> anyhow::Result<Option<Loaded>> {
+    let ws = load::load(paths, spec.targets.as_deref())?;
+    let (findings, checked) = rules::check(&ws);
+    let mut diags = ws.diagnostics.clone();
+    diags.extend(findings);
+    diags.retain(|d| d.severity != Severity::Info);
+    diag::sort(&mut diags);
+    if !diags.is_empty() {
+        let mut text = diag::render_human(&diags, &ws.sources, printer.color_stderr());
+        text.push_str(&diag::summary(&diags, ws.sources.len()));
+        printer.err(text.trim_end());
+    }
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        return Ok(None);
+    }
+    if ws.channels.is_empty() {
+        anyhow::bail!(
+            "no channels found in {}",
+            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let targets = ws
+        .targets
+        .iter()
+        .flat_map(|d| d.value.targets.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    Ok(Some(Loaded {
+        channels: checked.into_iter().map(|c| c.resolved).collect(),
+        targets,
+    }))
+}
+
+pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {
+    if spec.insecure {
+        printer.err(&format!(
+            "{} --insecure: TLS certificates are not verified; anyone on the network path can read the credentials",
+            printer.paint_err("warning:", Style::Warning)
+        ));
+    }
+    ConnectOptions {
+        insecure: spec.insecure,
+    }
+}
+
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+pub fn print_stats(stats: &Stats, printer: &Printer) {
+    let calls = stats.snapshot();
+    let total: u64 = calls.values().sum();
+    let mut lines = vec![format!("API calls: {total}")];
+    lines.extend(calls.iter().map(|(api, n)| format!("  {n:>6}  {api}")));
+    printer.err(&lines.join("\n"));
 }

@@ -339,7 +339,7 @@ pub enum TargetsKind {
 
 /// One connection. Which fields apply depends on `backend`; credentials are never written
 /// here, only the names of the environment variables that hold them.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Target {
     pub backend: Backend,
@@ -406,7 +406,7 @@ impl std::fmt::Display for Backend {
 
 /// What dlqctl may change or delete on this target. RabbitMQ and Kafka have nowhere to record
 /// ownership, so it is declared here; SQS queues and alarms are also tagged.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Ownership {
     /// Queue, exchange, policy and topic names starting with one of these are dlqctl's.

@@ -1,0 +1,138 @@
+//! Executes a plan: guards first, then each change in order, one at a time.
+//!
+//! Nothing is written unless every guard passes. Each finished step is reported as it
+//! finishes; on the first failure apply stops and reports what was done and what was not, so
+//! that a fresh plan lists exactly the remainder. Ctrl-C lets the current step finish, then
+//! stops the same way.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::backend::Writer;
+use crate::plan::{Action, Change, Plan};
+use crate::printer::{Printer, Style};
+
+/// What the user explicitly allowed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Guards {
+    pub allow_replace: bool,
+    pub allow_delete: bool,
+    pub allow_message_loss: bool,
+}
+
+/// Every reason the plan may not be applied as it is (empty: go ahead).
+pub fn refusals(plan: &Plan, g: &Guards) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &plan.changes {
+        let what = format!("{} on target `{}`", c.resource, c.resource.target);
+        match c.action {
+            Action::Impossible => out.push(format!(
+                "{what}: {}",
+                c.reason.as_deref().unwrap_or("this change cannot be made in place")
+            )),
+            Action::Replace if !g.allow_replace => {
+                out.push(format!("{what} would be replaced (deleted and created again); pass --allow-replace"))
+            }
+            Action::Delete if !g.allow_delete => out.push(format!("{what} would be deleted; pass --allow-delete")),
+            _ => {}
+        }
+        if c.may_lose_messages() && !g.allow_message_loss {
+            let count = c.messages.map_or("an unknown number of".to_owned(), |n| n.to_string());
+            out.push(format!(
+                "{what} holds {count} messages that the {} would drop; move them first, or pass --allow-message-loss",
+                c.action.as_str()
+            ));
+        }
+    }
+    out
+}
+
+/// How an apply ended.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub done: usize,
+    pub total: usize,
+    /// The step that failed, with the error.
+    pub failed: Option<(usize, String)>,
+    pub interrupted: bool,
+    /// Changes the backend had not reflected when apply gave up waiting.
+    pub unsettled: Vec<String>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.failed.is_none() && !self.interrupted && self.done == self.total
+    }
+}
+
+fn describe(c: &Change) -> String {
+    format!("{} {} on {}", c.action.as_str(), c.resource, c.resource.target)
+}
+
+/// Applies the plan's changes in order. Call only after [`refusals`] came back empty.
+pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, printer: &Printer, stop: &AtomicBool) -> Report {
+    let steps: Vec<&Change> = plan.changes.iter().filter(|c| c.action != Action::Impossible).collect();
+    let mut report = Report {
+        total: steps.len(),
+        ..Report::default()
+    };
+    let width = steps.len().to_string().len();
+    for (i, c) in steps.iter().enumerate() {
+        if stop.load(Ordering::SeqCst) {
+            report.interrupted = true;
+            break;
+        }
+        let Some(w) = writers.get(&c.resource.target) else {
+            report.failed = Some((i, format!("no connection for target `{}`", c.resource.target)));
+            break;
+        };
+        let started = Instant::now();
+        let prefix = format!("[{:>width$}/{}]", i + 1, steps.len());
+        match w.apply(c, g.allow_message_loss).await {
+            Ok(()) => {
+                report.done += 1;
+                printer.err(&format!(
+                    "{prefix} {} {} ({} ms)",
+                    describe(c),
+                    printer.paint_err("done", Style::Good),
+                    started.elapsed().as_millis()
+                ));
+            }
+            Err(e) => {
+                printer.err(&format!("{prefix} {} {}", describe(c), printer.paint_err("FAILED", Style::Error)));
+                report.failed = Some((i, e.to_string()));
+                break;
+            }
+        }
+    }
+    // Wait for the backends to show what was written, so the next plan sees it.
+    for (name, w) in writers {
+        let applied: Vec<&Change> = steps.iter().take(report.done).copied().filter(|c| &c.resource.target == name).collect();
+        if applied.is_empty() {
+            continue;
+        }
+        match w.settle(&applied).await {
+            Ok(pending) => report.unsettled.extend(pending),
+            Err(e) => report.unsettled.push(format!("target `{name}`: could not check: {e}")),
+        }
+    }
+    if !report.ok() {
+        let mut lines = vec![format!(
+            "Apply stopped after {} of {} changes{}.",
+            report.done,
+            report.total,
+            if report.interrupted { " (interrupted)" } else { "" }
+        )];
+        if let Some((i, e)) = &report.failed {
+            lines.push(format!("  failed:   {}: {e}", describe(steps[*i])));
+        }
+        // The failed step was reported above; everything after it was not attempted.
+        for c in steps.iter().skip(report.done + usize::from(report.failed.is_some())) {
+            lines.push(format!("  not done: {}", describe(c)));
+        }
+        lines.push("Run `dlqctl plan` to see what remains; `dlqctl apply` completes it.".into());
+        printer.err(&lines.join("\n"));
+    }
+    report
+}

@@ -1,0 +1,165 @@
+//! Connections to live systems: one read-only [`Reader`] per target for plan, turned into a
+//! [`Writer`] only by apply.
+//!
+//! Credentials come only from the environment variables the targets file names; they are
+//! held in memory for the calls and never printed, logged or saved.
+
+pub mod http;
+pub mod rabbitmq;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::plan::Change;
+use crate::resource::{Kind, Live, ResourceId};
+use crate::spec::model::{Backend, Target};
+use http::{HttpConfig, HttpError, ReadHttp, Stats};
+
+/// Connection options from the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectOptions {
+    /// Accept any TLS certificate (`--insecure`).
+    pub insecure: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("target `{target}`: environment variable {var} ({field}) is not set")]
+    MissingEnv { target: String, field: &'static str, var: String },
+    #[error("target `{target}`: {message}")]
+    Config { target: String, message: String },
+    #[error("target `{target}`: {source}")]
+    Http {
+        target: String,
+        #[source]
+        source: HttpError,
+    },
+    #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
+    Unsupported { target: String, backend: Backend },
+}
+
+impl BackendError {
+    pub fn http(target: &str, source: HttpError) -> Self {
+        BackendError::Http {
+            target: target.to_owned(),
+            source,
+        }
+    }
+}
+
+fn env_value(target: &str, field: &'static str, var: Option<&String>) -> Result<Option<String>, BackendError> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Err(BackendError::MissingEnv {
+            target: target.to_owned(),
+            field,
+            var: var.clone(),
+        }),
+    }
+}
+
+/// Read-only access to one target.
+#[derive(Debug, Clone)]
+pub enum Reader {
+    Rabbitmq(rabbitmq::Reader),
+}
+
+/// Read-write access to one target.
+#[derive(Debug, Clone)]
+pub enum Writer {
+    Rabbitmq(rabbitmq::Writer),
+}
+
+impl Reader {
+    pub fn connect(name: &str, target: &Target, opts: ConnectOptions, stats: Arc<Stats>) -> Result<Self, BackendError> {
+        match target.backend {
+            Backend::Rabbitmq => {
+                let url = target.url.clone().ok_or_else(|| BackendError::Config {
+                    target: name.to_owned(),
+                    message: "no `url`".into(),
+                })?;
+                let user = env_value(name, "usernameEnv", target.username_env.as_ref())?;
+                let password = env_value(name, "passwordEnv", target.password_env.as_ref())?;
+                let creds_hint = match (&target.username_env, &target.password_env) {
+                    (Some(u), Some(p)) => format!("{u} / {p}"),
+                    _ => "usernameEnv / passwordEnv of the target (none set)".into(),
+                };
+                let http = ReadHttp::new(
+                    HttpConfig {
+                        base: url,
+                        user,
+                        password,
+                        creds_hint,
+                        insecure: opts.insecure,
+                    },
+                    stats,
+                )
+                .map_err(|e| BackendError::http(name, e))?;
+                let prefixes = target.ownership.as_ref().map(|o| o.prefixes.clone()).unwrap_or_default();
+                Ok(Reader::Rabbitmq(rabbitmq::Reader::new(name, http, prefixes)))
+            }
+            other => Err(BackendError::Unsupported {
+                target: name.to_owned(),
+                backend: other,
+            }),
+        }
+    }
+
+    pub fn target(&self) -> &str {
+        match self {
+            Reader::Rabbitmq(r) => &r.target,
+        }
+    }
+
+    /// Reads the live state of everything `ids` could name (and more of the same scope).
+    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+        match self {
+            Reader::Rabbitmq(r) => {
+                let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
+                r.read(&vhosts).await.map_err(|e| BackendError::http(&r.target, e))
+            }
+        }
+    }
+
+    /// Messages held by a queue or topic, where the backend can tell.
+    pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
+        match self {
+            Reader::Rabbitmq(r) if id.kind == Kind::Queue => {
+                r.message_count(&id.scope, &id.name).await.map_err(|e| BackendError::http(&r.target, e))
+            }
+            Reader::Rabbitmq(_) => Ok(None),
+        }
+    }
+
+    pub fn into_writer(self) -> Writer {
+        match self {
+            Reader::Rabbitmq(r) => {
+                let http = r.http_for_writer();
+                Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
+            }
+        }
+    }
+}
+
+impl Writer {
+    pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
+        match self {
+            Writer::Rabbitmq(w) => w.apply(change, allow_loss).await.map_err(|e| BackendError::http(&w.reader.target, e)),
+        }
+    }
+
+    /// Waits for the backend to show what was written; returns what did not settle in time.
+    pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, BackendError> {
+        match self {
+            Writer::Rabbitmq(w) => {
+                let policies: Vec<(String, String)> = applied
+                    .iter()
+                    .filter(|c| c.resource.kind == Kind::Policy && c.action != crate::plan::Action::Delete)
+                    .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
+                    .collect();
+                w.settle(&policies).await.map_err(|e| BackendError::http(&w.reader.target, e))
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Builds a plan: desired resources, live reads per target (concurrently, read-only), diff.
+//!
+//! Also re-checks a saved plan's fingerprints before apply. This is the only place that
+//! talks to backends during `plan`; it holds [`Reader`]s, which cannot write.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::future::try_join_all;
+
+use crate::backend::http::Stats;
+use crate::backend::{BackendError, ConnectOptions, Reader, rabbitmq};
+use crate::desired;
+use crate::plan::{self, Fingerprint, Note, Plan};
+use crate::resource::{Desired, Live, ResourceId};
+use crate::spec::model::Target;
+use crate::spec::resolve::Resolved;
+
+/// A plan and the readers that made it (apply turns them into writers).
+pub struct Planned {
+    pub plan: Plan,
+    pub readers: BTreeMap<String, Reader>,
+    pub stats: Arc<Stats>,
+}
+
+/// Connects a reader per target named by `names`.
+pub fn connect(
+    names: impl IntoIterator<Item = String>,
+    targets: &BTreeMap<String, Target>,
+    opts: ConnectOptions,
+    stats: &Arc<Stats>,
+) -> Result<BTreeMap<String, Reader>, BackendError> {
+    let mut readers = BTreeMap::new();
+    for name in names {
+        let target = targets.get(&name).ok_or_else(|| BackendError::Config {
+            target: name.clone(),
+            message: "not defined in the targets file".into(),
+        })?;
+        readers.insert(name.clone(), Reader::connect(&name, target, opts, Arc::clone(stats))?);
+    }
+    Ok(readers)
+}
+
+/// Reads each target's live state, concurrently across targets.
+async fn read_all(readers: &BTreeMap<String, Reader>, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+    let reads = readers.iter().map(|(name, r)| {
+        let mine: Vec<&ResourceId> = ids.iter().copied().filter(|i| &i.target == name).collect();
+        async move {
+            if mine.is_empty() {
+                Ok(BTreeMap::new())
+            } else {
+                r.read(&mine).await
+            }
+        }
+    });
+    let mut live = BTreeMap::new();
+    for part in try_join_all(reads).await? {
+        live.extend(part);
+    }
+    Ok(live)
+}
+
+pub async fn plan(channels: &[Resolved], targets: &BTreeMap<String, Target>, opts: ConnectOptions) -> Result<Planned, BackendError> {
+    let stats = Arc::new(Stats::default());
+    let desired: Vec<Desired> = channels.iter().flat_map(desired::for_channel).collect();
+    let names: std::collections::BTreeSet<String> = channels.iter().map(|c| c.target.clone()).collect();
+    let used: BTreeMap<String, Target> = targets.iter().filter(|(k, _)| names.contains(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let readers = connect(names, &used, opts, &stats)?;
+    let ids: Vec<&ResourceId> = desired.iter().map(|d| &d.id).collect();
+    let live = read_all(&readers, &ids).await?;
+
+    let mut changes = Vec::new();
+    let mut notes = Vec::new();
+    let mut unchanged = 0;
+    for d in &desired {
+        let l = live.get(&d.id);
+        match plan::diff(d, l) {
+            Some(c) => changes.push(c),
+            None if d.present => unchanged += 1,
+            None => {}
+        }
+        if let Some(l) = l
+            && d.present
+        {
+            for u in plan::unmanaged(d, l) {
+                notes.push(Note {
+                    resource: d.id.clone(),
+                    message: format!("unmanaged setting, left as is: {u}"),
+                });
+            }
+        }
+    }
+    for (id, message) in rabbitmq::policy_notes(&desired, &live) {
+        notes.push(Note { resource: id, message });
+    }
+    // What a replace or delete would drop: read the counts of just those queues.
+    for c in changes.iter_mut().filter(|c| c.drops_object() && c.resource.kind.holds_messages()) {
+        if let Some(r) = readers.get(&c.resource.target) {
+            c.messages = r.message_count(&c.resource).await?;
+        }
+    }
+    let fingerprints = desired
+        .iter()
+        .map(|d| Fingerprint {
+            resource: d.id.clone(),
+            hash: live.get(&d.id).map(Live::fingerprint),
+        })
+        .collect();
+    Ok(Planned {
+        plan: Plan::new(changes, notes, unchanged, used, fingerprints),
+        readers,
+        stats,
+    })
+}
+
+/// Re-reads what a saved plan read; returns the resources that changed since, with how.
+pub async fn stale(plan: &Plan, readers: &BTreeMap<String, Reader>) -> Result<Vec<String>, BackendError> {
+    let ids: Vec<&ResourceId> = plan.fingerprints.iter().map(|f| &f.resource).collect();
+    let live = read_all(readers, &ids).await?;
+    let mut out = Vec::new();
+    for f in &plan.fingerprints {
+        let now = live.get(&f.resource).map(Live::fingerprint);
+        if now != f.hash {
+            let how = match (&f.hash, &now) {
+                (None, Some(_)) => "was created",
+                (Some(_), None) => "was deleted",
+                _ => "was modified",
+            };
+            out.push(format!("{} on target `{}` {how}", f.resource, f.resource.target));
+        }
+    }
+    Ok(out)
+}

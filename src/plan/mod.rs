@@ -1,0 +1,338 @@
+//! The plan: a value that says exactly what apply would do, built before anything changes.
+//!
+//! `diff` compares desired resources with what was read (only the keys dlqctl owns; other live
+//! keys are listed as information) and labels each difference create / update / replace /
+//! delete / impossible. The plan carries a fingerprint of every live object it read, so a saved
+//! plan can be refused when the world moved on. Rendering lives in `render`.
+
+pub mod render;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::resource::{Desired, Live, Props, ResourceId, Role, same};
+use crate::spec::model::Target;
+
+/// Version of the plan JSON (both `--format json` and saved plans).
+pub const FORMAT_VERSION: u32 = 1;
+/// The `kind` field that marks a saved plan file.
+pub const PLAN_KIND: &str = "dlqctl/plan";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Create,
+    Update,
+    Replace,
+    Delete,
+    Impossible,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Replace => "replace",
+            Action::Delete => "delete",
+            Action::Impossible => "impossible",
+        }
+    }
+}
+
+/// One property that differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldChange {
+    pub key: String,
+    /// `None`: absent live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old: Option<Value>,
+    /// `None`: to be removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub resource: ResourceId,
+    pub channel: String,
+    pub role: Role,
+    pub action: Action,
+    /// For updates and replaces: each differing field. For creates: every desired field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+    /// What the resource must hold after apply (the full desired state).
+    pub desired: Props,
+    /// Messages the live object holds, for replaces and deletes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Why an `impossible` change cannot be made, and what to do instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Change {
+    /// Whether applying it drops the live object (and with it, any messages it holds).
+    pub fn drops_object(&self) -> bool {
+        matches!(self.action, Action::Replace | Action::Delete)
+    }
+
+    /// Whether it would drop messages: a count above zero, or a count nobody could read.
+    pub fn may_lose_messages(&self) -> bool {
+        self.drops_object()
+            && self.resource.kind.holds_messages()
+            && self.messages != Some(0)
+    }
+}
+
+impl crate::resource::Kind {
+    pub fn holds_messages(self) -> bool {
+        matches!(self, crate::resource::Kind::Queue | crate::resource::Kind::Topic)
+    }
+}
+
+/// Information that needs no action: unmanaged live settings, broker-side observations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub resource: ResourceId,
+    pub message: String,
+}
+
+/// What the plan read: every live object (or its absence) by fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub resource: ResourceId,
+    /// `None`: the object did not exist.
+    pub hash: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub create: usize,
+    pub update: usize,
+    pub replace: usize,
+    pub delete: usize,
+    pub impossible: usize,
+    pub unchanged: usize,
+}
+
+impl Summary {
+    pub fn has_changes(&self) -> bool {
+        self.create + self.update + self.replace + self.delete + self.impossible > 0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format_version: u32,
+    pub kind: String,
+    pub dlqctl_version: String,
+    /// In apply order.
+    pub changes: Vec<Change>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+    pub summary: Summary,
+    /// The connections, so a saved plan can be applied on its own (no credentials: only the
+    /// names of the variables that hold them).
+    pub targets: BTreeMap<String, Target>,
+    pub fingerprints: Vec<Fingerprint>,
+}
+
+/// Compares one desired resource with its live state.
+pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
+    let change = |action, fields| Change {
+        resource: desired.id.clone(),
+        channel: desired.channel.clone(),
+        role: desired.role,
+        action,
+        fields,
+        desired: desired.props.clone(),
+        messages: live.and_then(|l| l.messages),
+        reason: None,
+    };
+    if !desired.present {
+        return live.map(|_| change(Action::Delete, Vec::new()));
+    }
+    let Some(live) = live else {
+        let fields = desired
+            .props
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| FieldChange {
+                key: k.clone(),
+                old: None,
+                new: Some(v.clone()),
+            })
+            .collect();
+        return Some(change(Action::Create, fields));
+    };
+    let fields: Vec<FieldChange> = desired
+        .props
+        .iter()
+        .filter(|(k, v)| !same(v, live.props.get(*k)))
+        .map(|(k, v)| FieldChange {
+            key: k.clone(),
+            old: live.props.get(k).filter(|o| !o.is_null()).cloned(),
+            new: (!v.is_null()).then(|| v.clone()),
+        })
+        .collect();
+    if fields.is_empty() {
+        return None;
+    }
+    let action = if desired.immutable { Action::Replace } else { Action::Update };
+    Some(change(action, fields))
+}
+
+/// Live keys the spec does not own, shown as information (never changed).
+pub fn unmanaged(desired: &Desired, live: &Live) -> Vec<String> {
+    live.props
+        .iter()
+        .filter(|(k, v)| !desired.props.contains_key(*k) && !k.starts_with('@') && !v.is_null())
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect()
+}
+
+impl Plan {
+    pub fn new(mut changes: Vec<Change>, notes: Vec<Note>, unchanged: usize, targets: BTreeMap<String, Target>, fingerprints: Vec<Fingerprint>) -> Self {
+        sort_for_apply(&mut changes);
+        let mut summary = Summary {
+            unchanged,
+            ..Summary::default()
+        };
+        for c in &changes {
+            match c.action {
+                Action::Create => summary.create += 1,
+                Action::Update => summary.update += 1,
+                Action::Replace => summary.replace += 1,
+                Action::Delete => summary.delete += 1,
+                Action::Impossible => summary.impossible += 1,
+            }
+        }
+        Plan {
+            format_version: FORMAT_VERSION,
+            kind: PLAN_KIND.to_owned(),
+            dlqctl_version: env!("CARGO_PKG_VERSION").to_owned(),
+            changes,
+            notes,
+            summary,
+            targets,
+            fingerprints,
+        }
+    }
+}
+
+/// Apply order: per target and channel, the dead-letter side first, then what points at it;
+/// deletes after everything else, in reverse.
+pub fn sort_for_apply(changes: &mut [Change]) {
+    changes.sort_by(|a, b| {
+        let key = |c: &Change| {
+            let deleting = c.action == Action::Delete;
+            let role = c.role as i32;
+            (
+                c.resource.target.clone(),
+                deleting,
+                c.channel.clone(),
+                if deleting { -role } else { role },
+                c.resource.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Kind;
+    use crate::spec::model::Backend;
+    use serde_json::json;
+
+    fn desired(immutable: bool, props: Value) -> Desired {
+        Desired {
+            id: ResourceId {
+                target: "t".into(),
+                backend: Backend::Rabbitmq,
+                kind: Kind::Queue,
+                scope: "/".into(),
+                name: "q".into(),
+            },
+            channel: "c".into(),
+            role: Role::Main,
+            props: serde_json::from_value(props).unwrap(),
+            immutable,
+            present: true,
+        }
+    }
+
+    fn live(props: Value) -> Live {
+        Live {
+            props: serde_json::from_value(props).unwrap(),
+            messages: Some(0),
+        }
+    }
+
+    #[test]
+    fn equal_meaning_is_no_change() {
+        let d = desired(false, json!({"ttl": 5000, "absent": null}));
+        assert_eq!(diff(&d, Some(&live(json!({"ttl": 5000.0})))), None);
+    }
+
+    #[test]
+    fn a_missing_object_is_created() {
+        let d = desired(false, json!({"ttl": 5000}));
+        assert_eq!(diff(&d, None).unwrap().action, Action::Create);
+    }
+
+    #[test]
+    fn mutable_differences_update_immutable_ones_replace() {
+        let l = live(json!({"ttl": 1000, "extra": 1}));
+        let c = diff(&desired(false, json!({"ttl": 5000})), Some(&l)).unwrap();
+        assert_eq!(c.action, Action::Update);
+        assert_eq!(c.fields, vec![FieldChange { key: "ttl".into(), old: Some(json!(1000)), new: Some(json!(5000)) }]);
+        let c = diff(&desired(true, json!({"ttl": 5000})), Some(&l)).unwrap();
+        assert_eq!(c.action, Action::Replace);
+    }
+
+    #[test]
+    fn an_owned_key_that_must_be_absent_is_a_change() {
+        let c = diff(&desired(false, json!({"ttl": null})), Some(&live(json!({"ttl": 1})))).unwrap();
+        assert_eq!(c.fields[0].new, None);
+    }
+
+    #[test]
+    fn unowned_keys_are_information() {
+        let l = live(json!({"ttl": 1, "x-max-length": 10}));
+        assert_eq!(unmanaged(&desired(false, json!({"ttl": 1})), &l), vec!["x-max-length = 10"]);
+    }
+
+    #[test]
+    fn apply_order_puts_the_dead_letter_side_first_and_deletes_last_in_reverse() {
+        let mk = |role, action| {
+            let mut c = diff(&desired(false, json!({"a": 1})), None).unwrap();
+            c.role = role;
+            c.action = action;
+            c
+        };
+        let mut v = vec![
+            mk(Role::Main, Action::Create),
+            mk(Role::DeadLetter, Action::Delete),
+            mk(Role::DeadLetter, Action::Create),
+            mk(Role::Main, Action::Delete),
+            mk(Role::Retry, Action::Create),
+        ];
+        sort_for_apply(&mut v);
+        let order: Vec<_> = v.iter().map(|c| (c.role, c.action)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (Role::DeadLetter, Action::Create),
+                (Role::Retry, Action::Create),
+                (Role::Main, Action::Create),
+                (Role::Main, Action::Delete),
+                (Role::DeadLetter, Action::Delete),
+            ]
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! A plan, shown three ways: for a terminal, for a pull-request comment (markdown), and as a
+//! versioned JSON document. All three are snapshot-tested.
+//!
+//! Values are shown as compact JSON (`5000`, `"orders.retry"`); a value too long for one line
+//! is shown as a unified text diff.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{Action, Change, FieldChange, Plan};
+use crate::printer::{Printer, Style};
+
+/// `Plan: 3 to create, 1 to update, 0 to replace, 0 to delete.`
+pub fn summary_line(plan: &Plan) -> String {
+    let s = &plan.summary;
+    if !s.has_changes() {
+        return format!("No changes. Live state matches the specs ({} resources checked).", s.unchanged);
+    }
+    let mut line = format!(
+        "Plan: {} to create, {} to update, {} to replace, {} to delete.",
+        s.create, s.update, s.replace, s.delete
+    );
+    if s.impossible > 0 {
+        let _ = write!(line, " {} impossible.", s.impossible);
+    }
+    line
+}
+
+fn symbol(a: Action) -> &'static str {
+    match a {
+        Action::Create => "+",
+        Action::Update => "~",
+        Action::Replace => "-/+",
+        Action::Delete => "-",
+        Action::Impossible => "!",
+    }
+}
+
+fn style(a: Action) -> Style {
+    match a {
+        Action::Create => Style::Good,
+        Action::Update => Style::Warning,
+        Action::Replace | Action::Delete | Action::Impossible => Style::Error,
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    match v {
+        None => "(absent)".into(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// Too long for `old → new` on one line: show a text diff.
+fn is_large(f: &FieldChange) -> bool {
+    let len = |v: &Option<Value>| v.as_ref().map_or(0, |v| v.to_string().len());
+    len(&f.old) + len(&f.new) > 100
+}
+
+fn text_diff(f: &FieldChange) -> String {
+    let pretty = |v: &Option<Value>| {
+        v.as_ref()
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+            .unwrap_or_default()
+    };
+    let (old, new) = (pretty(&f.old), pretty(&f.new));
+    similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header("live", "spec")
+        .to_string()
+}
+
+fn drop_warning(c: &Change) -> Option<String> {
+    if !c.drops_object() || !c.resource.kind.holds_messages() {
+        return None;
+    }
+    Some(match c.messages {
+        Some(0) => "holds 0 messages".into(),
+        Some(n) => format!("holds {n} messages that would be lost"),
+        None => "message count unknown".into(),
+    })
+}
+
+/// The terminal rendering.
+pub fn human(plan: &Plan, printer: &Printer) -> String {
+    let mut out = String::new();
+    let mut current: Option<(&str, &str)> = None;
+    for c in &plan.changes {
+        let here = (c.resource.target.as_str(), c.channel.as_str());
+        if current != Some(here) {
+            let _ = writeln!(
+                out,
+                "\n{}",
+                printer.paint(&format!("target {} · channel {}", here.0, here.1), Style::Bold)
+            );
+            current = Some(here);
+        }
+        let head = format!("{:>3} {:<10} {}", symbol(c.action), c.action.as_str(), c.resource);
+        let _ = write!(out, "  {}", printer.paint(&head, style(c.action)));
+        if let Some(w) = drop_warning(c) {
+            let _ = write!(out, "  ({w})");
+        }
+        out.push('\n');
+        if let Some(r) = &c.reason {
+            let _ = writeln!(out, "        {}", printer.paint(r, Style::Error));
+        }
+        for f in &c.fields {
+            if is_large(f) {
+                let _ = writeln!(out, "        {}:", f.key);
+                for line in text_diff(f).lines() {
+                    let _ = writeln!(out, "          {line}");
+                }
+            } else if c.action == Action::Create {
+                let _ = writeln!(out, "        {}: {}", f.key, show(f.new.as_ref()));
+            } else {
+                let _ = writeln!(out, "        {}: {} → {}", f.key, show(f.old.as_ref()), show(f.new.as_ref()));
+            }
+        }
+    }
+    if !plan.notes.is_empty() {
+        let _ = writeln!(out, "\n{}", printer.paint("Notes (no action):", Style::Dim));
+        for n in &plan.notes {
+            let _ = writeln!(out, "  · {} on target {}: {}", n.resource, n.resource.target, n.message);
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&printer.paint(&summary_line(plan), Style::Bold));
+    out.push('\n');
+    out
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// A pull-request comment.
+pub fn markdown(plan: &Plan) -> String {
+    let mut out = String::from("### dlqctl plan\n\n");
+    let _ = writeln!(out, "**{}**\n", summary_line(plan));
+    if !plan.changes.is_empty() {
+        out.push_str("| action | resource | target | channel | details |\n|---|---|---|---|---|\n");
+        for c in &plan.changes {
+            let mut details: Vec<String> = c
+                .fields
+                .iter()
+                .filter(|f| !is_large(f))
+                .map(|f| match c.action {
+                    Action::Create => format!("`{}`: `{}`", f.key, show(f.new.as_ref())),
+                    _ => format!("`{}`: `{}` → `{}`", f.key, show(f.old.as_ref()), show(f.new.as_ref())),
+                })
+                .collect();
+            if let Some(w) = drop_warning(c) {
+                details.insert(0, format!("⚠️ {w}"));
+            }
+            if let Some(r) = &c.reason {
+                details.insert(0, r.clone());
+            }
+            let _ = writeln!(
+                out,
+                "| {} {} | `{}` | {} | {} | {} |",
+                symbol(c.action),
+                c.action.as_str(),
+                md_escape(&c.resource.to_string()),
+                md_escape(&c.resource.target),
+                md_escape(&c.channel),
+                md_escape(&details.join("<br>"))
+            );
+        }
+        for c in &plan.changes {
+            for f in c.fields.iter().filter(|f| is_large(f)) {
+                let _ = write!(
+                    out,
+                    "\n<details><summary>{} · {}</summary>\n\n```diff\n{}```\n</details>\n",
+                    c.resource, f.key, text_diff(f)
+                );
+            }
+        }
+    }
+    if !plan.notes.is_empty() {
+        out.push_str("\n<details><summary>Notes (no action)</summary>\n\n");
+        for n in &plan.notes {
+            let _ = writeln!(out, "- `{}` on {}: {}", n.resource, n.resource.target, n.message);
+        }
+        out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// The versioned JSON document (also what `--out` saves).
+pub fn json(plan: &Plan) -> String {
+    let mut s = serde_json::to_string_pretty(plan).unwrap_or_default();
+    s.push('\n');
+    s
+}

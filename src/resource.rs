@@ -1,0 +1,129 @@
+//! The backend-neutral vocabulary of the engine: which live object, what it should hold, what
+//! it holds now.
+//!
+//! Desired and live state use the same flat property map (`arguments.x-message-ttl` → 5000),
+//! normalised by each backend when it reads, so the diff is one generic comparison of values
+//! and every plan renders the same way whatever the backend.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::model::Backend;
+
+/// What kind of live object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Queue,
+    Policy,
+    Exchange,
+    Binding,
+    Topic,
+    Alarm,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Queue => "queue",
+            Kind::Policy => "policy",
+            Kind::Exchange => "exchange",
+            Kind::Binding => "binding",
+            Kind::Topic => "topic",
+            Kind::Alarm => "alarm",
+        }
+    }
+}
+
+/// One live object: on which target, of which kind, in which scope (a RabbitMQ vhost;
+/// empty elsewhere), under which name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ResourceId {
+    pub target: String,
+    pub backend: Backend,
+    pub kind: Kind,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scope: String,
+    pub name: String,
+}
+
+impl fmt::Display for ResourceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind.as_str(), self.name)?;
+        if !self.scope.is_empty() {
+            write!(f, " (vhost {})", self.scope)?;
+        }
+        Ok(())
+    }
+}
+
+/// The part a resource plays in its channel; also its place in the apply order
+/// (dead-letter side first, then what points at it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    DeadLetter,
+    DeadLetterPolicy,
+    Retry,
+    RetryPolicy,
+    Main,
+    MainPolicy,
+    Exchange,
+    Binding,
+    Alarm,
+}
+
+/// Flat properties: `arguments.x-message-ttl` → `5000`. In desired state, `null` means
+/// "owned by dlqctl and must be absent".
+pub type Props = BTreeMap<String, Value>;
+
+/// A resource as the specs want it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Desired {
+    pub id: ResourceId,
+    pub channel: String,
+    pub role: Role,
+    pub props: Props,
+    /// Whether a change to any property needs the object rebuilt (RabbitMQ queue arguments).
+    pub immutable: bool,
+    /// `false`: dlqctl owns this name and it must not exist (a policy the spec no longer
+    /// needs); a live one is deleted.
+    pub present: bool,
+}
+
+/// A resource as read from the live system.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Live {
+    pub props: Props,
+    /// Messages it holds, where the backend can tell (what a delete or replace would drop).
+    pub messages: Option<u64>,
+}
+
+impl Live {
+    /// A hash of everything read (not the message count, which moves all the time): a saved
+    /// plan records it, and apply refuses when the object has changed since.
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.props)
+    }
+}
+
+pub fn fingerprint(props: &Props) -> String {
+    use sha2::Digest;
+    let canonical = serde_json::to_string(props).unwrap_or_default();
+    let digest = sha2::Sha256::digest(canonical.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Equality of meaning: numbers by value (`5000` = `5000.0`), everything else exactly;
+/// `null` desired equals absent.
+pub fn same(desired: &Value, live: Option<&Value>) -> bool {
+    match (desired, live) {
+        (Value::Null, None | Some(Value::Null)) => true,
+        (_, None) => false,
+        (Value::Number(a), Some(Value::Number(b))) => a.as_f64() == b.as_f64(),
+        (a, Some(b)) => a == b,
+    }
+}

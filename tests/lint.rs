@@ -1,0 +1,208 @@
+//! `dlqctl lint` through the real binary: every invalid fixture yields its snapshot and the
+//! rule it was written for; the examples are clean; the committed schemas are current.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary with a cleared environment, run from the repo root, so that nothing on the
+/// host (NO_COLOR, TERM, AWS variables) leaks into a snapshot.
+fn dlqctl() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    c.env_clear().current_dir(root());
+    c
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = dlqctl().args(args).output().expect("dlqctl runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn targets_for(fixture: &str) -> Vec<String> {
+    if fixture.contains("kind: Targets") {
+        Vec::new()
+    } else {
+        vec!["--targets".into(), "tests/fixtures/targets.yaml".into()]
+    }
+}
+
+/// Each fixture's first line is `# expect: RULE[, RULE...]`: the findings it must produce.
+fn expected_rules(text: &str) -> Vec<String> {
+    text.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# expect:"))
+        .map(|r| r.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn invalid_fixtures_match_their_snapshots() {
+    let dir = root().join("tests/fixtures/invalid");
+    let mut count = 0;
+    insta::glob!("fixtures/invalid/*", |path| {
+        count += 1;
+        let rel = path.strip_prefix(root()).expect("fixture under the repo");
+        let rel = rel.to_str().expect("utf-8 path");
+        let bytes = std::fs::read(path).expect("fixture readable");
+        let text = String::from_utf8_lossy(&bytes);
+        let expect = expected_rules(&text);
+        assert!(!expect.is_empty(), "{rel}: first line must be `# expect: RULE`");
+        let mut args = vec!["lint", "--color", "never", rel];
+        let targets = targets_for(&text);
+        args.extend(targets.iter().map(String::as_str));
+        let r = run(&args);
+        assert!(r.stderr.is_empty(), "{rel}: stderr: {}", r.stderr);
+        for rule in &expect {
+            assert!(
+                r.stdout.contains(&format!("[{rule}]")),
+                "{rel}: expected a `{rule}` finding, got:\n{}",
+                r.stdout
+            );
+        }
+        let errors_expected = expect.iter().any(|r| !is_advice(r));
+        assert_eq!(r.code, i32::from(errors_expected), "{rel}: exit code\n{}", r.stdout);
+        insta::assert_snapshot!(format!("exit: {}\n{}", r.code, r.stdout));
+    });
+    assert!(dir.is_dir());
+    assert!(count >= 30, "at least 30 invalid fixtures, found {count}");
+}
+
+/// Rules that only warn or inform (exit 0 without --deny-warnings).
+fn is_advice(rule: &str) -> bool {
+    matches!(
+        rule,
+        "retry/none"
+            | "alarms/missing"
+            | "alarms/unsupported-backend"
+            | "sqs/backoff-consumer"
+            | "retry/jitter-consumer"
+    )
+}
+
+#[test]
+fn examples_are_clean_even_with_deny_warnings() {
+    let r = run(&["lint", "--color", "never", "--deny-warnings", "examples"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("no problems found"), "{}", r.stdout);
+}
+
+#[test]
+fn examples_point_editors_at_the_schema() {
+    for entry in std::fs::read_dir(root().join("examples")).expect("examples/") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let first = text.lines().next().unwrap_or_default();
+        let schema = first
+            .strip_prefix("# yaml-language-server: $schema=")
+            .unwrap_or_else(|| panic!("{}: first line must name the schema", path.display()));
+        let file = path.parent().map(|p| p.join(schema)).expect("parent");
+        assert!(file.is_file(), "{}: {schema} does not exist", path.display());
+    }
+}
+
+#[test]
+fn committed_schemas_are_current() {
+    let r = run(&["schema", "--check", "--out-dir", "schemas"]);
+    assert_eq!(
+        r.code, 0,
+        "schemas/ is stale: run `cargo run -- schema` and commit the result\n{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn committed_schemas_accept_the_examples() {
+    // The schema file an editor uses must agree with the binary on every example.
+    for (file, schema) in [
+        ("examples/payments-sqs.yaml", "schemas/channel.v1.json"),
+        ("examples/dlqctl.yaml", "schemas/targets.v1.json"),
+    ] {
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root().join(schema)).expect("schema")).expect("json");
+        let validator = jsonschema::validator_for(&schema).expect("valid schema");
+        let ws = dlqctl::spec::load::load(&[root().join(file)], None).expect("loads");
+        assert!(ws.diagnostics.is_empty(), "{file}: {:?}", ws.diagnostics);
+        let text = std::fs::read_to_string(root().join(file)).expect("example");
+        let docs = dlqctl::spec::yaml::parse(&text, Default::default()).expect("yaml");
+        for d in docs {
+            let errors: Vec<String> = validator.iter_errors(&d.root.to_json()).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{file}: {errors:?}");
+        }
+    }
+}
+
+#[test]
+fn output_formats() {
+    let f = "tests/fixtures/invalid/sqs-retention-range.yaml";
+    for format in ["json", "github"] {
+        let r = run(&["lint", "--format", format, f, "--targets", "tests/fixtures/targets.yaml"]);
+        assert_eq!(r.code, 1);
+        insta::assert_snapshot!(format!("format-{format}"), r.stdout);
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &run(&["lint", "--format", "json", f, "--targets", "tests/fixtures/targets.yaml"]).stdout,
+    )
+    .expect("lint --format json is JSON");
+    assert_eq!(json["format_version"], 1);
+}
+
+#[test]
+fn colour_only_when_asked_and_never_with_no_color() {
+    let f = "tests/fixtures/invalid/sqs-retention-range.yaml";
+    let plain = run(&["lint", f, "--targets", "tests/fixtures/targets.yaml"]);
+    assert!(!plain.stdout.contains('\x1b'), "not a terminal: no colour");
+    let forced = run(&["lint", "--color", "always", f, "--targets", "tests/fixtures/targets.yaml"]);
+    assert!(forced.stdout.contains('\x1b'), "--color always colours");
+}
+
+#[test]
+fn missing_path_is_a_usage_error() {
+    let r = run(&["lint", "does/not/exist.yaml"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("does/not/exist.yaml"), "{}", r.stderr);
+}
+
+#[test]
+fn non_dlqctl_yaml_is_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("ci.yml"), "on: push\njobs: {}\n").expect("write");
+    let r = run(&["lint", "--color", "never", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}
+
+#[test]
+fn warnings_fail_only_with_deny_warnings() {
+    let f = "tests/fixtures/invalid/alarms-missing.yaml";
+    let t = ["--targets", "tests/fixtures/targets.yaml"];
+    let plain = run(&[&["lint", f][..], &t[..]].concat());
+    assert_eq!(plain.code, 0, "{}", plain.stdout);
+    let deny = run(&[&["lint", "--deny-warnings", f][..], &t[..]].concat());
+    assert_eq!(deny.code, 1, "{}", deny.stdout);
+}
+
+#[test]
+fn help_is_snapshotted() {
+    for args in [&["--help"][..], &["lint", "--help"][..], &["schema", "--help"][..]] {
+        let r = run(args);
+        assert_eq!(r.code, 0);
+        insta::assert_snapshot!(format!("help-{}", args.join("-").trim_start_matches('-')), r.stdout);
+    }
+}
+
+#[test]
+fn fixture_paths_exist() {
+    assert!(Path::new(&root().join("tests/fixtures/targets.yaml")).is_file());
+}

@@ -1,0 +1,104 @@
+//! Shared by the integration tests: the local stack's endpoints, random resource names, and
+//! the rule that live tests never skip silently.
+//!
+//! Endpoints come from the variables `scripts/stack env` exports, with the stack's defaults.
+//! When a server does not answer, a test fails under `CI=true` or `DLQCTL_LIVE_REQUIRED=1`
+//! (as `scripts/test` sets), and otherwise skips with a loud message on stderr.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn var(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+pub fn rabbitmq_url() -> String {
+    var("DLQCTL_RABBITMQ_URL", "http://127.0.0.1:15672")
+}
+
+pub fn amqp_url() -> String {
+    var("DLQCTL_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2f")
+}
+
+pub fn aws_endpoint() -> String {
+    var("DLQCTL_AWS_ENDPOINT", "http://127.0.0.1:5000")
+}
+
+pub fn kafka_bootstrap() -> String {
+    var("DLQCTL_KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+}
+
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("DLQCTL_CACHE").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dlqctl")
+    })
+}
+
+/// Live tests must run: in CI, or when the test script asks for it.
+pub fn live_required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("DLQCTL_LIVE_REQUIRED").is_ok_and(|v| v == "1")
+}
+
+/// Returns false (and says so loudly) when the server is down and live tests may skip;
+/// panics when they may not.
+pub fn require(what: &str, up: bool) -> bool {
+    if up {
+        return true;
+    }
+    if live_required() {
+        panic!("{what} is not reachable, and live tests are required (CI=true or DLQCTL_LIVE_REQUIRED=1): run `scripts/stack up`");
+    }
+    eprintln!("\n*** SKIPPED: {what} is not reachable; run `scripts/stack up` to run this live test ***\n");
+    false
+}
+
+/// Whether something accepts TCP connections at `host:port`.
+pub fn tcp_up(addr: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok())
+}
+
+/// `http://127.0.0.1:15672` → `127.0.0.1:15672`.
+pub fn host_port(url: &str) -> String {
+    url.split("://").nth(1).unwrap_or(url).trim_end_matches('/').to_owned()
+}
+
+/// A name no other test or earlier run uses: `<prefix><pid>-<time>-<n>`, lowercase.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    format!("{prefix}{}-{}-{}", std::process::id(), t % 1_000_000_000, N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The binary under test, with a cleared environment plus what the test passes in.
+pub fn dlqctl() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).current_dir(root());
+    c
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn output(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("command runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
