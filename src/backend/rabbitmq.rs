@@ -211,7 +211,7 @@ pub fn exact_pattern(name: &str) -> String {
 fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 4);
     for c in s.chars() {
-        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+        if "\\.+*?()|[]{}^$".contains(c) {
             out.push('\\');
         }
         out.push(c);

@@ -43,7 +43,8 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         allow_delete: args.allow_delete,
         allow_message_loss: args.allow_message_loss,
     };
-    let (plan, readers) = match saved_plan(&args.paths)? {
+    // A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
+    let (plan, readers, reviewed) = match saved_plan(&args.paths)? {
         Some(plan) => {
             let path = args.paths[0].display();
             let stats = Arc::new(Stats::default());
@@ -58,7 +59,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
                 return Ok(1);
             }
             printer.err(&format!("{path}: live state unchanged since planning."));
-            (plan, readers)
+            (plan, readers, true)
         }
         None => {
             let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
@@ -66,7 +67,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             };
             let planned = rt.block_on(engine::plan(&loaded.channels, &loaded.targets, opts))?;
             printer.out(&render::human(&planned.plan, printer));
-            (planned.plan, planned.readers)
+            (planned.plan, planned.readers, false)
         }
     };
     if !plan.summary.has_changes() {
@@ -81,7 +82,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         ));
         return Ok(1);
     }
-    if !args.auto_approve && !confirm(printer)? {
+    if !args.auto_approve && !reviewed && !confirm(printer)? {
         printer.err("Apply cancelled; nothing was changed.");
         return Ok(1);
     }
@@ -104,7 +105,8 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err(&format!("{} {u}: not yet visible on the server", printer.paint_err("warning:", Style::Warning)));
     }
     if report.ok() {
-        printer.err(&format!("Apply complete: {} changes applied.", report.done));
+        let noun = if report.done == 1 { "change" } else { "changes" };
+        printer.err(&format!("Apply complete: {} {noun} applied.", report.done));
         Ok(0)
     } else {
         Ok(1)

@@ -1,0 +1,387 @@
+//! RabbitMQ, live: the real broker from `scripts/stack up`, its management API and AMQP.
+//!
+//! Every test works on its own channel name (`orders.<random>`), inside the example target's
+//! ownership prefix, and deletes what it created. The invariant checked throughout: after
+//! apply, a plan is empty.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Output, dlqctl, output, unique};
+
+/// Per-test workspace: a targets file pointing at the local broker, and the channel's spec.
+struct Fixture {
+    dir: tempfile::TempDir,
+    channel: String,
+}
+
+impl Fixture {
+    fn new() -> Option<Self> {
+        let up = support::tcp_up(&support::host_port(&support::rabbitmq_url()));
+        if !support::require("RabbitMQ management API", up) {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
+            .expect("examples/dlqctl.yaml")
+            .replace("http://127.0.0.1:15672", &support::rabbitmq_url());
+        std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
+        Some(Fixture {
+            dir,
+            channel: unique("orders.t"),
+        })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes the orders example with this fixture's channel name and the given edits.
+    fn write_example(&self, edit: impl Fn(String) -> String) -> PathBuf {
+        let text = std::fs::read_to_string(support::root().join("examples/orders-rabbitmq.yaml")).expect("example");
+        let text = text.replace("  name: orders\n", &format!("  name: {}\n", self.channel));
+        let path = self.dir.path().join("channel.yaml");
+        std::fs::write(&path, edit(text)).expect("write spec");
+        path
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        output(
+            dlqctl()
+                .args(args)
+                .arg("--color")
+                .arg("never")
+                .env("DLQCTL_RABBITMQ_USER", "guest")
+                .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
+                .current_dir(self.path()),
+        )
+    }
+
+    fn plan(&self) -> Output {
+        self.run(&["plan", "channel.yaml", "--detailed-exitcode"])
+    }
+
+    fn apply(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["apply", "channel.yaml", "--auto-approve"];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    fn names(&self) -> [String; 4] {
+        let c = &self.channel;
+        [format!("{c}.process"), format!("{c}.retry"), format!("{c}.dlq"), format!("{c}.exchange")]
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let names = self.names();
+        rt.block_on(async {
+            for q in &names[..3] {
+                let _ = api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{q}"), None).await;
+                let _ = api(reqwest::Method::DELETE, &format!("/api/policies/%2F/{q}"), None).await;
+            }
+            let _ = api(reqwest::Method::DELETE, &format!("/api/exchanges/%2F/{}", names[3]), None).await;
+        });
+    }
+}
+
+/// A management API call made by hand, as an operator would (not through dlqctl).
+async fn api(method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, format!("{}{path}", support::rabbitmq_url())).basic_auth("guest", Some("guest"));
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("management API answers");
+    let status = resp.status().as_u16();
+    let value = resp.json().await.unwrap_or(Value::Null);
+    (status, value)
+}
+
+fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
+}
+
+fn assert_empty_plan(f: &Fixture, context: &str) {
+    let p = f.plan();
+    assert_eq!(p.code, 0, "{context}: plan must be empty (exit 0)\n{}{}", p.stdout, p.stderr);
+    assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
+}
+
+#[test]
+fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    let first = f.plan();
+    assert_eq!(first.code, 2, "a fresh channel has changes\n{}{}", first.stdout, first.stderr);
+    assert!(first.stdout.contains("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete."), "{}", first.stdout);
+
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains("[7/7]"), "each step is reported\n{}", a.stderr);
+    assert_empty_plan(&f, "after apply");
+
+    let again = f.apply(&[]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert!(again.stdout.contains("No changes."), "{}", again.stdout);
+    assert!(!again.stderr.contains("[1/"), "a second apply makes no writes\n{}", again.stderr);
+
+    // The topology is the one the README documents.
+    let [main, retry, dlq, _] = f.names();
+    let (_, p) = block(api(reqwest::Method::GET, &format!("/api/policies/%2F/{retry}"), None));
+    assert_eq!(p["definition"], json!({"message-ttl": 5000, "dead-letter-exchange": "", "dead-letter-routing-key": main}));
+    let (_, p) = block(api(reqwest::Method::GET, &format!("/api/policies/%2F/{main}"), None));
+    assert_eq!(p["definition"]["dead-letter-routing-key"], json!(retry));
+    let (status, _) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{dlq}"), None));
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    assert_eq!(f.apply(&[]).code, 0);
+    let [main, retry, _, exchange] = f.names();
+    block(async {
+        // An operator edits the retry policy, deletes the DLQ... no: the retry queue, and a binding.
+        let (s, _) = api(
+            reqwest::Method::PUT,
+            &format!("/api/policies/%2F/{retry}"),
+            Some(json!({"pattern": format!("^{}$", retry.replace('.', "\\.")), "apply-to": "queues", "priority": 10,
+                        "definition": {"message-ttl": 9000, "dead-letter-exchange": "", "dead-letter-routing-key": main}})),
+        )
+        .await;
+        assert!(s == 201 || s == 204, "policy edit: {s}");
+        let (s, _) = api(reqwest::Method::DELETE, &format!("/api/bindings/%2F/e/{exchange}/q/{main}/process"), None).await;
+        assert_eq!(s, 204, "binding delete");
+    });
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    assert!(p.stdout.contains(&format!("~ update     policy {retry}")), "{}", p.stdout);
+    assert!(p.stdout.contains("definition.message-ttl: 9000 → 5000"), "{}", p.stdout);
+    assert!(p.stdout.contains(&format!("+ create     binding {exchange} -> {main} [process]")), "{}", p.stdout);
+
+    // A deleted queue is re-created.
+    block(api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{retry}"), None));
+    let p = f.plan();
+    assert!(p.stdout.contains(&format!("+ create     queue {retry}")), "{}", p.stdout);
+    assert_eq!(f.apply(&[]).code, 0);
+    assert_empty_plan(&f, "after repair");
+}
+
+#[test]
+fn changing_a_delay_updates_the_policy_in_place() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    assert_eq!(f.apply(&[]).code, 0);
+    f.write_example(|t| t.replace("backoff: {initial: 5s}", "backoff: {initial: 7s}"));
+    let p = f.plan();
+    assert!(p.stdout.contains("definition.message-ttl: 5000 → 7000"), "{}", p.stdout);
+    assert!(p.stdout.contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete."), "{}", p.stdout);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "an in-place update needs no flag\n{}", a.stderr);
+    assert_empty_plan(&f, "after the update");
+}
+
+#[test]
+fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messages() {
+    let Some(f) = Fixture::new() else { return };
+    let args_mode = |delay: &'static str| move |t: String| t.replace("dlx: policy", "dlx: arguments").replace("initial: 5s", delay);
+    f.write_example(args_mode("initial: 5s"));
+    assert_eq!(f.apply(&[]).code, 0);
+    assert_empty_plan(&f, "arguments mode");
+    let [main, retry, dlq, _] = f.names();
+    // Exactly what a hand-written consumer would declare for this topology.
+    let args = |q: String| block(async move { api(reqwest::Method::GET, &format!("/api/queues/%2F/{q}"), None).await.1["arguments"].clone() });
+    assert_eq!(args(retry.clone()), json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": main, "x-message-ttl": 5000}));
+    assert_eq!(args(main.clone()), json!({}));
+    assert_eq!(args(dlq), json!({}));
+
+    // A message waits in the retry queue; changing its TTL means rebuilding the queue.
+    block(publish("", &retry, b"keep me"));
+    wait_for_messages(&retry, 1);
+    f.write_example(args_mode("initial: 6s"));
+    let p = f.plan();
+    assert!(p.stdout.contains(&format!("-/+ replace    queue {retry}")), "{}", p.stdout);
+    assert!(p.stdout.contains("holds 1 messages that would be lost"), "{}", p.stdout);
+    assert!(p.stdout.contains("arguments.x-message-ttl: 5000 → 6000"), "{}", p.stdout);
+
+    let refused = f.apply(&[]);
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("--allow-replace"), "{}", refused.stderr);
+    let refused = f.apply(&["--allow-replace"]);
+    assert_eq!(refused.code, 1, "replace allowed, message loss not\n{}", refused.stderr);
+    assert!(refused.stderr.contains("--allow-message-loss"), "{}", refused.stderr);
+    assert!(!refused.stderr.contains("[1/"), "zero writes\n{}", refused.stderr);
+    assert_eq!(args(retry.clone())["x-message-ttl"], json!(5000), "the queue is untouched");
+    wait_for_messages(&retry, 1);
+
+    let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(args(retry)["x-message-ttl"], json!(6000));
+    assert_empty_plan(&f, "after the replace");
+}
+
+#[test]
+fn a_saved_plan_is_refused_when_the_live_state_changed() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let [main, ..] = f.names();
+    // Someone creates the main queue by hand between plan and apply.
+    block(api(reqwest::Method::PUT, &format!("/api/queues/%2F/{main}"), Some(json!({"durable": true}))));
+    let a = f.run(&["apply", "plan.json"]);
+    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains("refused"), "{}", a.stderr);
+    assert!(a.stderr.contains(&format!("queue {main} (vhost /) on target `local-rabbitmq` was created")), "{}", a.stderr);
+    let (status, _) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{}.dlq", f.channel), None));
+    assert_eq!(status, 404, "zero writes: the DLQ the plan would create does not exist");
+
+    // An unchanged saved plan applies.
+    block(api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{main}"), None));
+    let a = f.run(&["apply", "plan.json"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_empty_plan(&f, "after applying the saved plan");
+}
+
+/// Publishes one message through AMQP.
+async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    use lapin::options::BasicPublishOptions;
+    let conn = lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default()).await.expect("AMQP");
+    let ch = conn.create_channel().await.expect("channel");
+    ch.basic_publish(exchange.into(), key.into(), BasicPublishOptions::default(), body, lapin::BasicProperties::default())
+        .await
+        .expect("publish")
+        .await
+        .expect("confirm");
+    let _ = conn.close(200, "done".into()).await;
+}
+
+/// Polls the management API until a queue reports `n` messages (its statistics lag).
+fn wait_for_messages(queue: &str, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, q) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{queue}?columns=messages"), None));
+        if q["messages"].as_u64() == Some(n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{queue} never reported {n} messages: {q}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// How many times the message has expired out of a retry queue, from its `x-death` header.
+fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
+    use lapin::types::AMQPValue;
+    let Some(headers) = props.headers() else { return 0 };
+    let Some(AMQPValue::FieldArray(deaths)) = headers.inner().get("x-death") else { return 0 };
+    deaths
+        .as_slice()
+        .iter()
+        .filter_map(|d| match d {
+            AMQPValue::FieldTable(t) => Some(t),
+            _ => None,
+        })
+        .filter(|t| matches!(t.inner().get("reason"), Some(AMQPValue::LongString(r)) if r.to_string() == "expired"))
+        .map(|t| match t.inner().get("count") {
+            Some(AMQPValue::LongLongInt(c)) => *c as u64,
+            Some(AMQPValue::LongInt(c)) => *c as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
+    let Some(f) = Fixture::new() else { return };
+    // 3 attempts, 700 ms apart, to keep the test short.
+    f.write_example(|t| t.replace("maxAttempts: 4", "maxAttempts: 3").replace("initial: 5s", "initial: 700ms"));
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    let [main, _, dlq, exchange] = f.names();
+    block(async {
+        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions};
+        let conn = lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default()).await.expect("AMQP");
+        let ch = conn.create_channel().await.expect("channel");
+        ch.basic_publish(exchange.as_str().into(), "process".into(), BasicPublishOptions::default(), b"order-42", lapin::BasicProperties::default())
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+        // The consumer contract from the README: reject while attempts remain; after the last
+        // attempt, publish to the DLQ and ack.
+        let mut deliveries: Vec<Instant> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            let Some(msg) = ch.basic_get(main.as_str().into(), BasicGetOptions::default()).await.expect("get") else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            deliveries.push(Instant::now());
+            let attempt = retries_so_far(&msg.delivery.properties) + 1;
+            assert_eq!(attempt as usize, deliveries.len(), "x-death counts the attempts");
+            assert_eq!(msg.delivery.data, b"order-42");
+            if attempt < 3 {
+                msg.delivery.reject(BasicRejectOptions { requeue: false }).await.expect("reject");
+            } else {
+                ch.basic_publish("".into(), dlq.as_str().into(), BasicPublishOptions::default(), &msg.delivery.data, msg.delivery.properties.clone())
+                    .await
+                    .expect("publish to DLQ")
+                    .await
+                    .expect("confirm");
+                msg.delivery.ack(BasicAckOptions::default()).await.expect("ack");
+                break;
+            }
+        }
+        assert_eq!(deliveries.len(), 3, "delivered maxAttempts times");
+        for w in deliveries.windows(2) {
+            let gap = w[1] - w[0];
+            assert!(gap >= Duration::from_millis(650), "retried after the 700 ms delay, not {gap:?}");
+        }
+        let dead = ch.basic_get(dlq.as_str().into(), BasicGetOptions::default()).await.expect("get").expect("the message is in the DLQ");
+        assert_eq!(dead.delivery.data, b"order-42", "nothing lost");
+        dead.delivery.ack(BasicAckOptions::default()).await.expect("ack");
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+#[test]
+fn plans_render_in_every_format() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    assert_eq!(f.apply(&[]).code, 0);
+    // One in-place update, one re-create, and an unmanaged setting to report.
+    let [main, retry, dlq, _] = f.names();
+    block(async {
+        api(
+            reqwest::Method::PUT,
+            &format!("/api/policies/%2F/{retry}"),
+            Some(json!({"pattern": format!("^{}$", retry.replace('.', "\\.")), "apply-to": "queues", "priority": 10,
+                        "definition": {"message-ttl": 9000, "dead-letter-exchange": "", "dead-letter-routing-key": main, "max-length": 1000}})),
+        )
+        .await;
+        api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{dlq}"), None).await;
+    });
+    let mut settings = insta::Settings::clone_current();
+    // The random part of the channel name (`orders.t<pid>-<time>-<n>`), however it is escaped.
+    settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
+    settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
+    settings.add_filter(r#""dlqctl_version": "[^"]+""#, r#""dlqctl_version": "[VERSION]""#);
+    settings.bind(|| {
+        for format in ["human", "json", "markdown"] {
+            let p = f.run(&["plan", "channel.yaml", "--format", format]);
+            assert_eq!(p.code, 0, "{}", p.stderr);
+            insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
+        }
+    });
+    let json: Value = serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout).expect("JSON plan");
+    assert_eq!(json["format_version"], 1);
+    assert_eq!(json["summary"]["update"], 1);
+    assert_eq!(json["summary"]["create"], 1);
+}
