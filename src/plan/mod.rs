@@ -71,6 +71,10 @@ pub struct Change {
     /// Why an `impossible` change cannot be made, and what to do instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when an in-place change itself destroys messages (lowering SQS retention deletes
+    /// older messages): says how. Guarded like a drop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<String>,
 }
 
 impl Change {
@@ -79,11 +83,11 @@ impl Change {
         matches!(self.action, Action::Replace | Action::Delete)
     }
 
-    /// Whether it would drop messages: a count above zero, or a count nobody could read.
+    /// Whether it would drop messages: a count above zero, or a count nobody could read; or
+    /// an in-place change that destroys messages by itself.
     pub fn may_lose_messages(&self) -> bool {
-        self.drops_object()
-            && self.resource.kind.holds_messages()
-            && self.messages != Some(0)
+        self.destructive.is_some()
+            || (self.drops_object() && self.resource.kind.holds_messages() && self.messages != Some(0))
     }
 }
 
@@ -151,6 +155,7 @@ pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
         desired: desired.props.clone(),
         messages: live.and_then(|l| l.messages),
         reason: None,
+        destructive: None,
     };
     if !desired.present {
         return live.map(|_| change(Action::Delete, Vec::new()));

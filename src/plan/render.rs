@@ -73,6 +73,9 @@ fn text_diff(f: &FieldChange) -> String {
 }
 
 fn drop_warning(c: &Change) -> Option<String> {
+    if let Some(how) = &c.destructive {
+        return Some(how.clone());
+    }
     if !c.drops_object() || !c.resource.kind.holds_messages() {
         return None;
     }
