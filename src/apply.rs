@@ -29,12 +29,16 @@ pub fn refusals(plan: &Plan, g: &Guards) -> Vec<String> {
         match c.action {
             Action::Impossible => out.push(format!(
                 "{what}: {}",
-                c.reason.as_deref().unwrap_or("this change cannot be made in place")
+                c.reason
+                    .as_deref()
+                    .unwrap_or("this change cannot be made in place")
             )),
-            Action::Replace if !g.allow_replace => {
-                out.push(format!("{what} would be replaced (deleted and created again); pass --allow-replace"))
+            Action::Replace if !g.allow_replace => out.push(format!(
+                "{what} would be replaced (deleted and created again); pass --allow-replace"
+            )),
+            Action::Delete if !g.allow_delete => {
+                out.push(format!("{what} would be deleted; pass --allow-delete"))
             }
-            Action::Delete if !g.allow_delete => out.push(format!("{what} would be deleted; pass --allow-delete")),
             _ => {}
         }
         if let Some(how) = &c.destructive
@@ -42,7 +46,9 @@ pub fn refusals(plan: &Plan, g: &Guards) -> Vec<String> {
         {
             out.push(format!("{what}: {how}; pass --allow-message-loss"));
         } else if c.may_lose_messages() && !g.allow_message_loss {
-            let count = c.messages.map_or("an unknown number of".to_owned(), |n| n.to_string());
+            let count = c
+                .messages
+                .map_or("an unknown number of".to_owned(), |n| n.to_string());
             out.push(format!(
                 "{what} holds {count} messages that the {} would drop; move them first, or pass --allow-message-loss",
                 c.action.as_str()
@@ -71,12 +77,27 @@ impl Report {
 }
 
 fn describe(c: &Change) -> String {
-    format!("{} {} on {}", c.action.as_str(), c.resource, c.resource.target)
+    format!(
+        "{} {} on {}",
+        c.action.as_str(),
+        c.resource,
+        c.resource.target
+    )
 }
 
 /// Applies the plan's changes in order. Call only after [`refusals`] came back empty.
-pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, printer: &Printer, stop: &AtomicBool) -> Report {
-    let steps: Vec<&Change> = plan.changes.iter().filter(|c| c.action != Action::Impossible).collect();
+pub async fn run(
+    plan: &Plan,
+    writers: &BTreeMap<String, Writer>,
+    g: &Guards,
+    printer: &Printer,
+    stop: &AtomicBool,
+) -> Report {
+    let steps: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action != Action::Impossible)
+        .collect();
     let mut report = Report {
         total: steps.len(),
         ..Report::default()
@@ -88,7 +109,10 @@ pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, pr
             break;
         }
         let Some(w) = writers.get(&c.resource.target) else {
-            report.failed = Some((i, format!("no connection for target `{}`", c.resource.target)));
+            report.failed = Some((
+                i,
+                format!("no connection for target `{}`", c.resource.target),
+            ));
             break;
         };
         let started = Instant::now();
@@ -104,7 +128,11 @@ pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, pr
                 ));
             }
             Err(e) => {
-                printer.err(&format!("{prefix} {} {}", describe(c), printer.paint_err("FAILED", Style::Error)));
+                printer.err(&format!(
+                    "{prefix} {} {}",
+                    describe(c),
+                    printer.paint_err("FAILED", Style::Error)
+                ));
                 report.failed = Some((i, e.to_string()));
                 break;
             }
@@ -112,13 +140,20 @@ pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, pr
     }
     // Wait for the backends to show what was written, so the next plan sees it.
     for (name, w) in writers {
-        let applied: Vec<&Change> = steps.iter().take(report.done).copied().filter(|c| &c.resource.target == name).collect();
+        let applied: Vec<&Change> = steps
+            .iter()
+            .take(report.done)
+            .copied()
+            .filter(|c| &c.resource.target == name)
+            .collect();
         if applied.is_empty() {
             continue;
         }
         match w.settle(&applied).await {
             Ok(pending) => report.unsettled.extend(pending),
-            Err(e) => report.unsettled.push(format!("target `{name}`: could not check: {e}")),
+            Err(e) => report
+                .unsettled
+                .push(format!("target `{name}`: could not check: {e}")),
         }
     }
     if !report.ok() {
@@ -126,13 +161,20 @@ pub async fn run(plan: &Plan, writers: &BTreeMap<String, Writer>, g: &Guards, pr
             "Apply stopped after {} of {} changes{}.",
             report.done,
             report.total,
-            if report.interrupted { " (interrupted)" } else { "" }
+            if report.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
         )];
         if let Some((i, e)) = &report.failed {
             lines.push(format!("  failed:   {}: {e}", describe(steps[*i])));
         }
         // The failed step was reported above; everything after it was not attempted.
-        for c in steps.iter().skip(report.done + usize::from(report.failed.is_some())) {
+        for c in steps
+            .iter()
+            .skip(report.done + usize::from(report.failed.is_some()))
+        {
             lines.push(format!("  not done: {}", describe(c)));
         }
         lines.push("Run `dlqctl plan` to see what remains; `dlqctl apply` completes it.".into());

@@ -232,7 +232,13 @@ pub fn render_human(diags: &[Diagnostic], sources: &Sources, color: bool) -> Str
 /// The summary line that closes human output.
 pub fn summary(diags: &[Diagnostic], files: usize) -> String {
     let c = Counts::of(diags);
-    if c.errors == 0 && c.warnings == 0 {
+    if c.errors == 0 && c.warnings == 0 && c.infos > 0 {
+        format!(
+            "{} checked: no problems found, {}.",
+            plural(files, "file"),
+            plural(c.infos, "note")
+        )
+    } else if c.errors == 0 && c.warnings == 0 {
         format!("{} checked: no problems found.", plural(files, "file"))
     } else {
         format!(
@@ -353,7 +359,9 @@ pub fn render_github(diags: &[Diagnostic], sources: &Sources) -> String {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {

@@ -36,13 +36,19 @@ pub fn connect(
             target: name.clone(),
             message: "not defined in the targets file".into(),
         })?;
-        readers.insert(name.clone(), Reader::connect(&name, target, opts, Arc::clone(stats))?);
+        readers.insert(
+            name.clone(),
+            Reader::connect(&name, target, opts, Arc::clone(stats))?,
+        );
     }
     Ok(readers)
 }
 
 /// Reads each target's live state, concurrently across targets.
-async fn read_all(readers: &BTreeMap<String, Reader>, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+async fn read_all(
+    readers: &BTreeMap<String, Reader>,
+    ids: &[&ResourceId],
+) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
     let reads = readers.iter().map(|(name, r)| {
         let mine: Vec<&ResourceId> = ids.iter().copied().filter(|i| &i.target == name).collect();
         async move {
@@ -60,11 +66,20 @@ async fn read_all(readers: &BTreeMap<String, Reader>, ids: &[&ResourceId]) -> Re
     Ok(live)
 }
 
-pub async fn plan(channels: &[Resolved], targets: &BTreeMap<String, Target>, opts: ConnectOptions) -> Result<Planned, BackendError> {
+pub async fn plan(
+    channels: &[Resolved],
+    targets: &BTreeMap<String, Target>,
+    opts: ConnectOptions,
+) -> Result<Planned, BackendError> {
     let stats = Arc::new(Stats::default());
     let desired: Vec<Desired> = channels.iter().flat_map(desired::for_channel).collect();
-    let names: std::collections::BTreeSet<String> = channels.iter().map(|c| c.target.clone()).collect();
-    let used: BTreeMap<String, Target> = targets.iter().filter(|(k, _)| names.contains(*k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let names: std::collections::BTreeSet<String> =
+        channels.iter().map(|c| c.target.clone()).collect();
+    let used: BTreeMap<String, Target> = targets
+        .iter()
+        .filter(|(k, _)| names.contains(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let readers = connect(names, &used, opts, &stats)?;
     let ids: Vec<&ResourceId> = desired.iter().map(|d| &d.id).collect();
     let live = read_all(&readers, &ids).await?;
@@ -94,10 +109,16 @@ pub async fn plan(channels: &[Resolved], targets: &BTreeMap<String, Target>, opt
         }
     }
     for (id, message) in rabbitmq::policy_notes(&desired, &live) {
-        notes.push(Note { resource: id, message });
+        notes.push(Note {
+            resource: id,
+            message,
+        });
     }
     // What a replace or delete would drop: read the counts of just those queues.
-    for c in changes.iter_mut().filter(|c| c.drops_object() && c.resource.kind.holds_messages()) {
+    for c in changes
+        .iter_mut()
+        .filter(|c| c.drops_object() && c.resource.kind.holds_messages())
+    {
         if let Some(r) = readers.get(&c.resource.target) {
             c.messages = r.message_count(&c.resource).await?;
         }
@@ -117,7 +138,10 @@ pub async fn plan(channels: &[Resolved], targets: &BTreeMap<String, Target>, opt
 }
 
 /// Re-reads what a saved plan read; returns the resources that changed since, with how.
-pub async fn stale(plan: &Plan, readers: &BTreeMap<String, Reader>) -> Result<Vec<String>, BackendError> {
+pub async fn stale(
+    plan: &Plan,
+    readers: &BTreeMap<String, Reader>,
+) -> Result<Vec<String>, BackendError> {
     let ids: Vec<&ResourceId> = plan.fingerprints.iter().map(|f| &f.resource).collect();
     let live = read_all(readers, &ids).await?;
     let mut out = Vec::new();
@@ -129,7 +153,10 @@ pub async fn stale(plan: &Plan, readers: &BTreeMap<String, Reader>) -> Result<Ve
                 (Some(_), None) => "was deleted",
                 _ => "was modified",
             };
-            out.push(format!("{} on target `{}` {how}", f.resource, f.resource.target));
+            out.push(format!(
+                "{} on target `{}` {how}",
+                f.resource, f.resource.target
+            ));
         }
     }
     Ok(out)

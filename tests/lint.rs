@@ -44,7 +44,12 @@ fn expected_rules(text: &str) -> Vec<String> {
     text.lines()
         .next()
         .and_then(|l| l.strip_prefix("# expect:"))
-        .map(|r| r.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+        .map(|r| {
+            r.split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -59,7 +64,10 @@ fn invalid_fixtures_match_their_snapshots() {
         let bytes = std::fs::read(path).expect("fixture readable");
         let text = String::from_utf8_lossy(&bytes);
         let expect = expected_rules(&text);
-        assert!(!expect.is_empty(), "{rel}: first line must be `# expect: RULE`");
+        assert!(
+            !expect.is_empty(),
+            "{rel}: first line must be `# expect: RULE`"
+        );
         let mut args = vec!["lint", "--color", "never", rel];
         let targets = targets_for(&text);
         args.extend(targets.iter().map(String::as_str));
@@ -73,7 +81,12 @@ fn invalid_fixtures_match_their_snapshots() {
             );
         }
         let errors_expected = expect.iter().any(|r| !is_advice(r));
-        assert_eq!(r.code, i32::from(errors_expected), "{rel}: exit code\n{}", r.stdout);
+        assert_eq!(
+            r.code,
+            i32::from(errors_expected),
+            "{rel}: exit code\n{}",
+            r.stdout
+        );
         insta::assert_snapshot!(format!("exit: {}\n{}", r.code, r.stdout));
     });
     assert!(dir.is_dir());
@@ -82,14 +95,7 @@ fn invalid_fixtures_match_their_snapshots() {
 
 /// Rules that only warn or inform (exit 0 without --deny-warnings).
 fn is_advice(rule: &str) -> bool {
-    matches!(
-        rule,
-        "retry/none"
-            | "alarms/missing"
-            | "alarms/unsupported-backend"
-            | "sqs/backoff-consumer"
-            | "retry/jitter-consumer"
-    )
+    dlqctl::spec::rules::ADVICE_RULES.contains(&rule) || rule == "lint/unknown-rule"
 }
 
 #[test]
@@ -109,7 +115,11 @@ fn examples_point_editors_at_the_schema() {
             .strip_prefix("# yaml-language-server: $schema=")
             .unwrap_or_else(|| panic!("{}: first line must name the schema", path.display()));
         let file = path.parent().map(|p| p.join(schema)).expect("parent");
-        assert!(file.is_file(), "{}: {schema} does not exist", path.display());
+        assert!(
+            file.is_file(),
+            "{}: {schema} does not exist",
+            path.display()
+        );
     }
 }
 
@@ -131,14 +141,18 @@ fn committed_schemas_accept_the_examples() {
         ("examples/dlqctl.yaml", "schemas/targets.v1.json"),
     ] {
         let schema: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(root().join(schema)).expect("schema")).expect("json");
+            serde_json::from_str(&std::fs::read_to_string(root().join(schema)).expect("schema"))
+                .expect("json");
         let validator = jsonschema::validator_for(&schema).expect("valid schema");
         let ws = dlqctl::spec::load::load(&[root().join(file)], None).expect("loads");
         assert!(ws.diagnostics.is_empty(), "{file}: {:?}", ws.diagnostics);
         let text = std::fs::read_to_string(root().join(file)).expect("example");
         let docs = dlqctl::spec::yaml::parse(&text, Default::default()).expect("yaml");
         for d in docs {
-            let errors: Vec<String> = validator.iter_errors(&d.root.to_json()).map(|e| e.to_string()).collect();
+            let errors: Vec<String> = validator
+                .iter_errors(&d.root.to_json())
+                .map(|e| e.to_string())
+                .collect();
             assert!(errors.is_empty(), "{file}: {errors:?}");
         }
     }
@@ -148,12 +162,27 @@ fn committed_schemas_accept_the_examples() {
 fn output_formats() {
     let f = "tests/fixtures/invalid/sqs-retention-range.yaml";
     for format in ["json", "github"] {
-        let r = run(&["lint", "--format", format, f, "--targets", "tests/fixtures/targets.yaml"]);
+        let r = run(&[
+            "lint",
+            "--format",
+            format,
+            f,
+            "--targets",
+            "tests/fixtures/targets.yaml",
+        ]);
         assert_eq!(r.code, 1);
         insta::assert_snapshot!(format!("format-{format}"), r.stdout);
     }
     let json: serde_json::Value = serde_json::from_str(
-        &run(&["lint", "--format", "json", f, "--targets", "tests/fixtures/targets.yaml"]).stdout,
+        &run(&[
+            "lint",
+            "--format",
+            "json",
+            f,
+            "--targets",
+            "tests/fixtures/targets.yaml",
+        ])
+        .stdout,
     )
     .expect("lint --format json is JSON");
     assert_eq!(json["format_version"], 1);
@@ -164,7 +193,14 @@ fn colour_only_when_asked_and_never_with_no_color() {
     let f = "tests/fixtures/invalid/sqs-retention-range.yaml";
     let plain = run(&["lint", f, "--targets", "tests/fixtures/targets.yaml"]);
     assert!(!plain.stdout.contains('\x1b'), "not a terminal: no colour");
-    let forced = run(&["lint", "--color", "always", f, "--targets", "tests/fixtures/targets.yaml"]);
+    let forced = run(&[
+        "lint",
+        "--color",
+        "always",
+        f,
+        "--targets",
+        "tests/fixtures/targets.yaml",
+    ]);
     assert!(forced.stdout.contains('\x1b'), "--color always colours");
 }
 
@@ -179,7 +215,12 @@ fn missing_path_is_a_usage_error() {
 fn non_dlqctl_yaml_is_skipped() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("ci.yml"), "on: push\njobs: {}\n").expect("write");
-    let r = run(&["lint", "--color", "never", dir.path().to_str().expect("utf-8")]);
+    let r = run(&[
+        "lint",
+        "--color",
+        "never",
+        dir.path().to_str().expect("utf-8"),
+    ]);
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
 
@@ -195,14 +236,74 @@ fn warnings_fail_only_with_deny_warnings() {
 
 #[test]
 fn help_is_snapshotted() {
-    for args in [&["--help"][..], &["lint", "--help"][..], &["schema", "--help"][..]] {
+    for args in [
+        &["--help"][..],
+        &["lint", "--help"][..],
+        &["schema", "--help"][..],
+    ] {
         let r = run(args);
         assert_eq!(r.code, 0);
-        insta::assert_snapshot!(format!("help-{}", args.join("-").trim_start_matches('-')), r.stdout);
+        insta::assert_snapshot!(
+            format!("help-{}", args.join("-").trim_start_matches('-')),
+            r.stdout
+        );
     }
 }
 
 #[test]
 fn fixture_paths_exist() {
     assert!(Path::new(&root().join("tests/fixtures/targets.yaml")).is_file());
+}
+
+#[test]
+fn a_defaults_backend_block_applies_only_to_channels_of_that_backend() {
+    // Regression: an `sqs:` block in Defaults used to reach Kafka channels too.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("specs.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  sqs: {visibilityTimeout: 60s}\n---\n\
+         apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.inventory}\nspec:\n  target: kafka\n  retry: {maxAttempts: 3}\n  lint: {allow: [alarms/missing]}\n---\n\
+         apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: payments}\nspec:\n  target: sqs\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  alarms: {depth: {above: 0}}\n",
+    )
+    .expect("write");
+    let ws = dlqctl::spec::load::load(
+        &[dir.path().join("specs.yaml")],
+        Some(&root().join("tests/fixtures/targets.yaml")),
+    )
+    .expect("loads");
+    let (findings, checked) = dlqctl::spec::rules::check(&ws);
+    assert!(
+        ws.diagnostics.is_empty()
+            && findings
+                .iter()
+                .all(|d| d.severity != dlqctl::diag::Severity::Error),
+        "{findings:?}"
+    );
+    let sqs = checked
+        .iter()
+        .find(|c| c.resolved.channel == "payments")
+        .expect("sqs channel");
+    assert_eq!(
+        sqs.resolved
+            .sqs
+            .as_ref()
+            .map(|s| s.visibility_timeout.as_millis()),
+        Some(60_000),
+        "the SQS channel inherits it"
+    );
+}
+
+#[test]
+fn a_file_over_the_size_cap_is_refused_unread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = dir.path().join("big.yaml");
+    let line = "# padding padding padding padding padding padding padding padding\n";
+    std::fs::write(&big, line.repeat((1024 * 1024) / line.len() + 10)).expect("write");
+    let r = run(&["lint", "--color", "never", big.to_str().expect("utf-8")]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("[file/too-large]") && r.stdout.contains("big.yaml:1:1"),
+        "{}",
+        r.stdout
+    );
 }

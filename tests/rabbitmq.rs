@@ -41,7 +41,8 @@ impl Fixture {
 
     /// Writes the orders example with this fixture's channel name and the given edits.
     fn write_example(&self, edit: impl Fn(String) -> String) -> PathBuf {
-        let text = std::fs::read_to_string(support::root().join("examples/orders-rabbitmq.yaml")).expect("example");
+        let text = std::fs::read_to_string(support::root().join("examples/orders-rabbitmq.yaml"))
+            .expect("example");
         let text = text.replace("  name: orders\n", &format!("  name: {}\n", self.channel));
         let path = self.dir.path().join("channel.yaml");
         std::fs::write(&path, edit(text)).expect("write spec");
@@ -72,20 +73,43 @@ impl Fixture {
 
     fn names(&self) -> [String; 4] {
         let c = &self.channel;
-        [format!("{c}.process"), format!("{c}.retry"), format!("{c}.dlq"), format!("{c}.exchange")]
+        [
+            format!("{c}.process"),
+            format!("{c}.retry"),
+            format!("{c}.dlq"),
+            format!("{c}.exchange"),
+        ]
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         let names = self.names();
         rt.block_on(async {
             for q in &names[..3] {
-                let _ = api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{q}"), None).await;
-                let _ = api(reqwest::Method::DELETE, &format!("/api/policies/%2F/{q}"), None).await;
+                let _ = api(
+                    reqwest::Method::DELETE,
+                    &format!("/api/queues/%2F/{q}"),
+                    None,
+                )
+                .await;
+                let _ = api(
+                    reqwest::Method::DELETE,
+                    &format!("/api/policies/%2F/{q}"),
+                    None,
+                )
+                .await;
             }
-            let _ = api(reqwest::Method::DELETE, &format!("/api/exchanges/%2F/{}", names[3]), None).await;
+            let _ = api(
+                reqwest::Method::DELETE,
+                &format!("/api/exchanges/%2F/{}", names[3]),
+                None,
+            )
+            .await;
         });
     }
 }
@@ -93,7 +117,9 @@ impl Drop for Fixture {
 /// A management API call made by hand, as an operator would (not through dlqctl).
 async fn api(method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let client = reqwest::Client::new();
-    let mut req = client.request(method, format!("{}{path}", support::rabbitmq_url())).basic_auth("guest", Some("guest"));
+    let mut req = client
+        .request(method, format!("{}{path}", support::rabbitmq_url()))
+        .basic_auth("guest", Some("guest"));
     if let Some(b) = body {
         req = req.json(&b);
     }
@@ -104,12 +130,20 @@ async fn api(method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, 
 }
 
 fn block<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
 }
 
 fn assert_empty_plan(f: &Fixture, context: &str) {
     let p = f.plan();
-    assert_eq!(p.code, 0, "{context}: plan must be empty (exit 0)\n{}{}", p.stdout, p.stderr);
+    assert_eq!(
+        p.code, 0,
+        "{context}: plan must be empty (exit 0)\n{}{}",
+        p.stdout, p.stderr
+    );
     assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
 }
 
@@ -118,26 +152,59 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
     let first = f.plan();
-    assert_eq!(first.code, 2, "a fresh channel has changes\n{}{}", first.stdout, first.stderr);
-    assert!(first.stdout.contains("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete."), "{}", first.stdout);
+    assert_eq!(
+        first.code, 2,
+        "a fresh channel has changes\n{}{}",
+        first.stdout, first.stderr
+    );
+    assert!(
+        first
+            .stdout
+            .contains("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete."),
+        "{}",
+        first.stdout
+    );
 
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("[7/7]"), "each step is reported\n{}", a.stderr);
+    assert!(
+        a.stderr.contains("[7/7]"),
+        "each step is reported\n{}",
+        a.stderr
+    );
     assert_empty_plan(&f, "after apply");
 
     let again = f.apply(&[]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
     assert!(again.stdout.contains("No changes."), "{}", again.stdout);
-    assert!(!again.stderr.contains("[1/"), "a second apply makes no writes\n{}", again.stderr);
+    assert!(
+        !again.stderr.contains("[1/"),
+        "a second apply makes no writes\n{}",
+        again.stderr
+    );
 
     // The topology is the one the README documents.
     let [main, retry, dlq, _] = f.names();
-    let (_, p) = block(api(reqwest::Method::GET, &format!("/api/policies/%2F/{retry}"), None));
-    assert_eq!(p["definition"], json!({"message-ttl": 5000, "dead-letter-exchange": "", "dead-letter-routing-key": main}));
-    let (_, p) = block(api(reqwest::Method::GET, &format!("/api/policies/%2F/{main}"), None));
+    let (_, p) = block(api(
+        reqwest::Method::GET,
+        &format!("/api/policies/%2F/{retry}"),
+        None,
+    ));
+    assert_eq!(
+        p["definition"],
+        json!({"message-ttl": 5000, "dead-letter-exchange": "", "dead-letter-routing-key": main})
+    );
+    let (_, p) = block(api(
+        reqwest::Method::GET,
+        &format!("/api/policies/%2F/{main}"),
+        None,
+    ));
     assert_eq!(p["definition"]["dead-letter-routing-key"], json!(retry));
-    let (status, _) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{dlq}"), None));
+    let (status, _) = block(api(
+        reqwest::Method::GET,
+        &format!("/api/queues/%2F/{dlq}"),
+        None,
+    ));
     assert_eq!(status, 200);
 }
 
@@ -157,19 +224,46 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
         )
         .await;
         assert!(s == 201 || s == 204, "policy edit: {s}");
-        let (s, _) = api(reqwest::Method::DELETE, &format!("/api/bindings/%2F/e/{exchange}/q/{main}/process"), None).await;
+        let (s, _) = api(
+            reqwest::Method::DELETE,
+            &format!("/api/bindings/%2F/e/{exchange}/q/{main}/process"),
+            None,
+        )
+        .await;
         assert_eq!(s, 204, "binding delete");
     });
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(p.stdout.contains(&format!("~ update     policy {retry}")), "{}", p.stdout);
-    assert!(p.stdout.contains("definition.message-ttl: 9000 → 5000"), "{}", p.stdout);
-    assert!(p.stdout.contains(&format!("+ create     binding {exchange} -> {main} [process]")), "{}", p.stdout);
+    assert!(
+        p.stdout.contains(&format!("~ update     policy {retry}")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains("definition.message-ttl: 9000 → 5000"),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains(&format!(
+            "+ create     binding {exchange} -> {main} [process]"
+        )),
+        "{}",
+        p.stdout
+    );
 
     // A deleted queue is re-created.
-    block(api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{retry}"), None));
+    block(api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{retry}"),
+        None,
+    ));
     let p = f.plan();
-    assert!(p.stdout.contains(&format!("+ create     queue {retry}")), "{}", p.stdout);
+    assert!(
+        p.stdout.contains(&format!("+ create     queue {retry}")),
+        "{}",
+        p.stdout
+    );
     assert_eq!(f.apply(&[]).code, 0);
     assert_empty_plan(&f, "after repair");
 }
@@ -181,8 +275,17 @@ fn changing_a_delay_updates_the_policy_in_place() {
     assert_eq!(f.apply(&[]).code, 0);
     f.write_example(|t| t.replace("backoff: {initial: 5s}", "backoff: {initial: 7s}"));
     let p = f.plan();
-    assert!(p.stdout.contains("definition.message-ttl: 5000 → 7000"), "{}", p.stdout);
-    assert!(p.stdout.contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete."), "{}", p.stdout);
+    assert!(
+        p.stdout.contains("definition.message-ttl: 5000 → 7000"),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout
+            .contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete."),
+        "{}",
+        p.stdout
+    );
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "an in-place update needs no flag\n{}", a.stderr);
     assert_empty_plan(&f, "after the update");
@@ -191,14 +294,29 @@ fn changing_a_delay_updates_the_policy_in_place() {
 #[test]
 fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messages() {
     let Some(f) = Fixture::new() else { return };
-    let args_mode = |delay: &'static str| move |t: String| t.replace("dlx: policy", "dlx: arguments").replace("initial: 5s", delay);
+    let args_mode = |delay: &'static str| {
+        move |t: String| {
+            t.replace("dlx: policy", "dlx: arguments")
+                .replace("initial: 5s", delay)
+        }
+    };
     f.write_example(args_mode("initial: 5s"));
     assert_eq!(f.apply(&[]).code, 0);
     assert_empty_plan(&f, "arguments mode");
     let [main, retry, dlq, _] = f.names();
     // Exactly what a hand-written consumer would declare for this topology.
-    let args = |q: String| block(async move { api(reqwest::Method::GET, &format!("/api/queues/%2F/{q}"), None).await.1["arguments"].clone() });
-    assert_eq!(args(retry.clone()), json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": main, "x-message-ttl": 5000}));
+    let args = |q: String| {
+        block(async move {
+            api(reqwest::Method::GET, &format!("/api/queues/%2F/{q}"), None)
+                .await
+                .1["arguments"]
+                .clone()
+        })
+    };
+    assert_eq!(
+        args(retry.clone()),
+        json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": main, "x-message-ttl": 5000})
+    );
     assert_eq!(args(main.clone()), json!({}));
     assert_eq!(args(dlq), json!({}));
 
@@ -207,18 +325,50 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     wait_for_messages(&retry, 1);
     f.write_example(args_mode("initial: 6s"));
     let p = f.plan();
-    assert!(p.stdout.contains(&format!("-/+ replace    queue {retry}")), "{}", p.stdout);
-    assert!(p.stdout.contains("holds 1 messages that would be lost"), "{}", p.stdout);
-    assert!(p.stdout.contains("arguments.x-message-ttl: 5000 → 6000"), "{}", p.stdout);
+    assert!(
+        p.stdout.contains(&format!("-/+ replace    queue {retry}")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains("holds 1 messages that would be lost"),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains("arguments.x-message-ttl: 5000 → 6000"),
+        "{}",
+        p.stdout
+    );
 
     let refused = f.apply(&[]);
     assert_eq!(refused.code, 1);
-    assert!(refused.stderr.contains("--allow-replace"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--allow-replace"),
+        "{}",
+        refused.stderr
+    );
     let refused = f.apply(&["--allow-replace"]);
-    assert_eq!(refused.code, 1, "replace allowed, message loss not\n{}", refused.stderr);
-    assert!(refused.stderr.contains("--allow-message-loss"), "{}", refused.stderr);
-    assert!(!refused.stderr.contains("[1/"), "zero writes\n{}", refused.stderr);
-    assert_eq!(args(retry.clone())["x-message-ttl"], json!(5000), "the queue is untouched");
+    assert_eq!(
+        refused.code, 1,
+        "replace allowed, message loss not\n{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--allow-message-loss"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("[1/"),
+        "zero writes\n{}",
+        refused.stderr
+    );
+    assert_eq!(
+        args(retry.clone())["x-message-ttl"],
+        json!(5000),
+        "the queue is untouched"
+    );
     wait_for_messages(&retry, 1);
 
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
@@ -235,16 +385,37 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
     assert_eq!(p.code, 0, "{}", p.stderr);
     let [main, ..] = f.names();
     // Someone creates the main queue by hand between plan and apply.
-    block(api(reqwest::Method::PUT, &format!("/api/queues/%2F/{main}"), Some(json!({"durable": true}))));
+    block(api(
+        reqwest::Method::PUT,
+        &format!("/api/queues/%2F/{main}"),
+        Some(json!({"durable": true})),
+    ));
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
     assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(a.stderr.contains(&format!("queue {main} (vhost /) on target `local-rabbitmq` was created")), "{}", a.stderr);
-    let (status, _) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{}.dlq", f.channel), None));
-    assert_eq!(status, 404, "zero writes: the DLQ the plan would create does not exist");
+    assert!(
+        a.stderr.contains(&format!(
+            "queue {main} (vhost /) on target `local-rabbitmq` was created"
+        )),
+        "{}",
+        a.stderr
+    );
+    let (status, _) = block(api(
+        reqwest::Method::GET,
+        &format!("/api/queues/%2F/{}.dlq", f.channel),
+        None,
+    ));
+    assert_eq!(
+        status, 404,
+        "zero writes: the DLQ the plan would create does not exist"
+    );
 
     // An unchanged saved plan applies.
-    block(api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{main}"), None));
+    block(api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{main}"),
+        None,
+    ));
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
     assert_empty_plan(&f, "after applying the saved plan");
@@ -253,13 +424,22 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
 /// Publishes one message through AMQP.
 async fn publish(exchange: &str, key: &str, body: &[u8]) {
     use lapin::options::BasicPublishOptions;
-    let conn = lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default()).await.expect("AMQP");
+    let conn =
+        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
+            .await
+            .expect("AMQP");
     let ch = conn.create_channel().await.expect("channel");
-    ch.basic_publish(exchange.into(), key.into(), BasicPublishOptions::default(), body, lapin::BasicProperties::default())
-        .await
-        .expect("publish")
-        .await
-        .expect("confirm");
+    ch.basic_publish(
+        exchange.into(),
+        key.into(),
+        BasicPublishOptions::default(),
+        body,
+        lapin::BasicProperties::default(),
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("confirm");
     let _ = conn.close(200, "done".into()).await;
 }
 
@@ -267,11 +447,18 @@ async fn publish(exchange: &str, key: &str, body: &[u8]) {
 fn wait_for_messages(queue: &str, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let (_, q) = block(api(reqwest::Method::GET, &format!("/api/queues/%2F/{queue}?columns=messages"), None));
+        let (_, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{queue}?columns=messages"),
+            None,
+        ));
         if q["messages"].as_u64() == Some(n) {
             return;
         }
-        assert!(Instant::now() < deadline, "{queue} never reported {n} messages: {q}");
+        assert!(
+            Instant::now() < deadline,
+            "{queue} never reported {n} messages: {q}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -279,8 +466,12 @@ fn wait_for_messages(queue: &str, n: u64) {
 /// How many times the message has expired out of a retry queue, from its `x-death` header.
 fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
     use lapin::types::AMQPValue;
-    let Some(headers) = props.headers() else { return 0 };
-    let Some(AMQPValue::FieldArray(deaths)) = headers.inner().get("x-death") else { return 0 };
+    let Some(headers) = props.headers() else {
+        return 0;
+    };
+    let Some(AMQPValue::FieldArray(deaths)) = headers.inner().get("x-death") else {
+        return 0;
+    };
     deaths
         .as_slice()
         .iter()
@@ -301,52 +492,98 @@ fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
 fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
     let Some(f) = Fixture::new() else { return };
     // 3 attempts, 700 ms apart, to keep the test short.
-    f.write_example(|t| t.replace("maxAttempts: 4", "maxAttempts: 3").replace("initial: 5s", "initial: 700ms"));
+    f.write_example(|t| {
+        t.replace("maxAttempts: 4", "maxAttempts: 3")
+            .replace("initial: 5s", "initial: 700ms")
+    });
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "{}", a.stderr);
     let [main, _, dlq, exchange] = f.names();
     block(async {
-        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions};
-        let conn = lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default()).await.expect("AMQP");
+        use lapin::options::{
+            BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions,
+        };
+        let conn = lapin::Connection::connect(
+            &support::amqp_url(),
+            lapin::ConnectionProperties::default(),
+        )
+        .await
+        .expect("AMQP");
         let ch = conn.create_channel().await.expect("channel");
-        ch.basic_publish(exchange.as_str().into(), "process".into(), BasicPublishOptions::default(), b"order-42", lapin::BasicProperties::default())
-            .await
-            .expect("publish")
-            .await
-            .expect("confirm");
+        ch.basic_publish(
+            exchange.as_str().into(),
+            "process".into(),
+            BasicPublishOptions::default(),
+            b"order-42",
+            lapin::BasicProperties::default(),
+        )
+        .await
+        .expect("publish")
+        .await
+        .expect("confirm");
         // The consumer contract from the README: reject while attempts remain; after the last
         // attempt, publish to the DLQ and ack.
         let mut deliveries: Vec<Instant> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            let Some(msg) = ch.basic_get(main.as_str().into(), BasicGetOptions::default()).await.expect("get") else {
+            let Some(msg) = ch
+                .basic_get(main.as_str().into(), BasicGetOptions::default())
+                .await
+                .expect("get")
+            else {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             deliveries.push(Instant::now());
             let attempt = retries_so_far(&msg.delivery.properties) + 1;
-            assert_eq!(attempt as usize, deliveries.len(), "x-death counts the attempts");
+            assert_eq!(
+                attempt as usize,
+                deliveries.len(),
+                "x-death counts the attempts"
+            );
             assert_eq!(msg.delivery.data, b"order-42");
             if attempt < 3 {
-                msg.delivery.reject(BasicRejectOptions { requeue: false }).await.expect("reject");
+                msg.delivery
+                    .reject(BasicRejectOptions { requeue: false })
+                    .await
+                    .expect("reject");
             } else {
-                ch.basic_publish("".into(), dlq.as_str().into(), BasicPublishOptions::default(), &msg.delivery.data, msg.delivery.properties.clone())
+                ch.basic_publish(
+                    "".into(),
+                    dlq.as_str().into(),
+                    BasicPublishOptions::default(),
+                    &msg.delivery.data,
+                    msg.delivery.properties.clone(),
+                )
+                .await
+                .expect("publish to DLQ")
+                .await
+                .expect("confirm");
+                msg.delivery
+                    .ack(BasicAckOptions::default())
                     .await
-                    .expect("publish to DLQ")
-                    .await
-                    .expect("confirm");
-                msg.delivery.ack(BasicAckOptions::default()).await.expect("ack");
+                    .expect("ack");
                 break;
             }
         }
         assert_eq!(deliveries.len(), 3, "delivered maxAttempts times");
         for w in deliveries.windows(2) {
             let gap = w[1] - w[0];
-            assert!(gap >= Duration::from_millis(650), "retried after the 700 ms delay, not {gap:?}");
+            assert!(
+                gap >= Duration::from_millis(650),
+                "retried after the 700 ms delay, not {gap:?}"
+            );
         }
-        let dead = ch.basic_get(dlq.as_str().into(), BasicGetOptions::default()).await.expect("get").expect("the message is in the DLQ");
+        let dead = ch
+            .basic_get(dlq.as_str().into(), BasicGetOptions::default())
+            .await
+            .expect("get")
+            .expect("the message is in the DLQ");
         assert_eq!(dead.delivery.data, b"order-42", "nothing lost");
-        dead.delivery.ack(BasicAckOptions::default()).await.expect("ack");
+        dead.delivery
+            .ack(BasicAckOptions::default())
+            .await
+            .expect("ack");
         let _ = conn.close(200, "done".into()).await;
     });
 }
@@ -366,13 +603,21 @@ fn plans_render_in_every_format() {
                         "definition": {"message-ttl": 9000, "dead-letter-exchange": "", "dead-letter-routing-key": main, "max-length": 1000}})),
         )
         .await;
-        api(reqwest::Method::DELETE, &format!("/api/queues/%2F/{dlq}"), None).await;
+        api(
+            reqwest::Method::DELETE,
+            &format!("/api/queues/%2F/{dlq}"),
+            None,
+        )
+        .await;
     });
     let mut settings = insta::Settings::clone_current();
     // The random part of the channel name (`orders.t<pid>-<time>-<n>`), however it is escaped.
     settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
     settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
-    settings.add_filter(r#""dlqctl_version": "[^"]+""#, r#""dlqctl_version": "[VERSION]""#);
+    settings.add_filter(
+        r#""dlqctl_version": "[^"]+""#,
+        r#""dlqctl_version": "[VERSION]""#,
+    );
     settings.bind(|| {
         for format in ["human", "json", "markdown"] {
             let p = f.run(&["plan", "channel.yaml", "--format", format]);
@@ -380,7 +625,9 @@ fn plans_render_in_every_format() {
             insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
         }
     });
-    let json: Value = serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout).expect("JSON plan");
+    let json: Value =
+        serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout)
+            .expect("JSON plan");
     assert_eq!(json["format_version"], 1);
     assert_eq!(json["summary"]["update"], 1);
     assert_eq!(json["summary"]["create"], 1);

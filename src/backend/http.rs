@@ -46,7 +46,11 @@ pub enum HttpError {
     #[error("{api}: login failed (HTTP 401); check the credentials in {creds}")]
     Unauthorized { api: String, creds: String },
     #[error("{api}: HTTP {status}: {reason}")]
-    Status { api: String, status: u16, reason: String },
+    Status {
+        api: String,
+        status: u16,
+        reason: String,
+    },
     #[error("{api}: the response was not the expected JSON: {reason}")]
     Decode { api: String, reason: String },
 }
@@ -75,7 +79,9 @@ struct Inner {
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the password, not even in debug output.
-        f.debug_struct("Http").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("Http")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -141,9 +147,11 @@ impl ReadHttp {
             match self.inner.send(Method::GET, api, path, None).await {
                 Ok((status, _)) if status == StatusCode::NOT_FOUND => return Ok(None),
                 Ok((_, body)) => {
-                    return serde_json::from_slice(&body).map(Some).map_err(|e| HttpError::Decode {
-                        api: api.to_owned(),
-                        reason: e.to_string(),
+                    return serde_json::from_slice(&body).map(Some).map_err(|e| {
+                        HttpError::Decode {
+                            api: api.to_owned(),
+                            reason: e.to_string(),
+                        }
                     });
                 }
                 Err(e) if attempt < READ_ATTEMPTS && retryable(&e) => {
@@ -171,13 +179,29 @@ impl WriteHttp {
     }
 
     /// One write; never retried (the caller re-reads after a failure).
-    pub async fn send(&self, method: Method, api: &str, path: &str, body: Option<&Value>) -> Result<StatusCode, HttpError> {
-        self.read.inner.send(method, api, path, body).await.map(|(s, _)| s)
+    pub async fn send(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<StatusCode, HttpError> {
+        self.read
+            .inner
+            .send(method, api, path, body)
+            .await
+            .map(|(s, _)| s)
     }
 }
 
 impl Inner {
-    async fn send(&self, method: Method, api: &str, path: &str, body: Option<&Value>) -> Result<(StatusCode, Vec<u8>), HttpError> {
+    async fn send(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Vec<u8>), HttpError> {
         self.stats.count(api);
         let url = format!("{}{path}", self.base);
         let mut req = self.client.request(method, &url);
@@ -189,7 +213,11 @@ impl Inner {
         }
         let resp = req.send().await.map_err(|e| classify(&self.base, &e))?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|e| classify(&self.base, &e))?.to_vec();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| classify(&self.base, &e))?
+            .to_vec();
         if status.is_success() || status == StatusCode::NOT_FOUND {
             return Ok((status, bytes));
         }
@@ -216,7 +244,11 @@ fn reason(body: &[u8]) -> String {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect());
-    text.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    text.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 fn classify(base: &str, e: &reqwest::Error) -> HttpError {

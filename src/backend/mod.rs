@@ -25,7 +25,11 @@ pub struct ConnectOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("target `{target}`: environment variable {var} ({field}) is not set")]
-    MissingEnv { target: String, field: &'static str, var: String },
+    MissingEnv {
+        target: String,
+        field: &'static str,
+        var: String,
+    },
     #[error("target `{target}`: {message}")]
     Config { target: String, message: String },
     #[error("target `{target}`: {source}")]
@@ -47,7 +51,11 @@ impl BackendError {
     }
 }
 
-fn env_value(target: &str, field: &'static str, var: Option<&String>) -> Result<Option<String>, BackendError> {
+fn env_value(
+    target: &str,
+    field: &'static str,
+    var: Option<&String>,
+) -> Result<Option<String>, BackendError> {
     let Some(var) = var else { return Ok(None) };
     match std::env::var(var) {
         Ok(v) => Ok(Some(v)),
@@ -82,7 +90,12 @@ pub enum Writer {
 }
 
 impl Reader {
-    pub fn connect(name: &str, target: &Target, opts: ConnectOptions, stats: Arc<Stats>) -> Result<Self, BackendError> {
+    pub fn connect(
+        name: &str,
+        target: &Target,
+        opts: ConnectOptions,
+        stats: Arc<Stats>,
+    ) -> Result<Self, BackendError> {
         match target.backend {
             Backend::Rabbitmq => {
                 let url = target.url.clone().ok_or_else(|| BackendError::Config {
@@ -106,8 +119,14 @@ impl Reader {
                     stats,
                 )
                 .map_err(|e| BackendError::http(name, e))?;
-                let prefixes = target.ownership.as_ref().map(|o| o.prefixes.clone()).unwrap_or_default();
-                Ok(Reader::Rabbitmq(rabbitmq::Reader::new(name, http, prefixes)))
+                let prefixes = target
+                    .ownership
+                    .as_ref()
+                    .map(|o| o.prefixes.clone())
+                    .unwrap_or_default();
+                Ok(Reader::Rabbitmq(rabbitmq::Reader::new(
+                    name, http, prefixes,
+                )))
             }
             other => Err(BackendError::Unsupported {
                 target: name.to_owned(),
@@ -123,11 +142,16 @@ impl Reader {
     }
 
     /// Reads the live state of everything `ids` could name (and more of the same scope).
-    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+    pub async fn read(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
         match self {
             Reader::Rabbitmq(r) => {
                 let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
-                r.read(&vhosts).await.map_err(|e| BackendError::http(&r.target, e))
+                r.read(&vhosts)
+                    .await
+                    .map_err(|e| BackendError::http(&r.target, e))
             }
         }
     }
@@ -135,9 +159,10 @@ impl Reader {
     /// Messages held by a queue or topic, where the backend can tell.
     pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
         match self {
-            Reader::Rabbitmq(r) if id.kind == Kind::Queue => {
-                r.message_count(&id.scope, &id.name).await.map_err(|e| BackendError::http(&r.target, e))
-            }
+            Reader::Rabbitmq(r) if id.kind == Kind::Queue => r
+                .message_count(&id.scope, &id.name)
+                .await
+                .map_err(|e| BackendError::http(&r.target, e)),
             Reader::Rabbitmq(_) => Ok(None),
         }
     }
@@ -155,7 +180,10 @@ impl Reader {
 impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
         match self {
-            Writer::Rabbitmq(w) => w.apply(change, allow_loss).await.map_err(|e| BackendError::http(&w.reader.target, e)),
+            Writer::Rabbitmq(w) => w
+                .apply(change, allow_loss)
+                .await
+                .map_err(|e| BackendError::http(&w.reader.target, e)),
         }
     }
 
@@ -165,10 +193,14 @@ impl Writer {
             Writer::Rabbitmq(w) => {
                 let policies: Vec<(String, String)> = applied
                     .iter()
-                    .filter(|c| c.resource.kind == Kind::Policy && c.action != crate::plan::Action::Delete)
+                    .filter(|c| {
+                        c.resource.kind == Kind::Policy && c.action != crate::plan::Action::Delete
+                    })
                     .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
                     .collect();
-                w.settle(&policies).await.map_err(|e| BackendError::http(&w.reader.target, e))
+                w.settle(&policies)
+                    .await
+                    .map_err(|e| BackendError::http(&w.reader.target, e))
             }
         }
     }

@@ -52,7 +52,9 @@ type Settings = Vec<(&'static str, Value)>;
 
 /// The desired resources of one channel (pure).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
-    let Some(rb) = &r.rabbitmq else { return Vec::new() };
+    let Some(rb) = &r.rabbitmq else {
+        return Vec::new();
+    };
     let vhost = rb.vhost.as_str();
     let mut out = Vec::new();
     let dl_exchange = || ("dead-letter-exchange", json!(""));
@@ -62,7 +64,12 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     if let Some(t) = r.dead_letter_retention {
         dlq.push(("message-ttl", json!(t.as_millis())));
     }
-    queues.push((&r.dead_letter, Role::DeadLetter, Role::DeadLetterPolicy, dlq));
+    queues.push((
+        &r.dead_letter,
+        Role::DeadLetter,
+        Role::DeadLetterPolicy,
+        dlq,
+    ));
 
     for stage in &r.retry_stages {
         queues.push((
@@ -172,7 +179,12 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         });
         for key in &x.routing_keys {
             out.push(Desired {
-                id: id(&r.target, Kind::Binding, vhost, &binding_name(&x.name, &r.main, key)),
+                id: id(
+                    &r.target,
+                    Kind::Binding,
+                    vhost,
+                    &binding_name(&x.name, &r.main, key),
+                ),
                 channel: r.channel.clone(),
                 role: Role::Binding,
                 props: [
@@ -237,7 +249,10 @@ impl Reader {
     }
 
     /// Reads every owned queue, policy, exchange and binding of the given vhosts.
-    pub async fn read(&self, vhosts: &BTreeSet<String>) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+    pub async fn read(
+        &self,
+        vhosts: &BTreeSet<String>,
+    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
         let mut out = BTreeMap::new();
         for vhost in vhosts {
             self.read_vhost(vhost, &mut out).await?;
@@ -254,11 +269,19 @@ impl Reader {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
 
-    async fn read_vhost(&self, vhost: &str, out: &mut BTreeMap<ResourceId, Live>) -> Result<(), HttpError> {
+    async fn read_vhost(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
         let v = seg(vhost);
         let name_filter = format!(
             "^({})",
-            self.prefixes.iter().map(|p| regex_escape(p)).collect::<Vec<_>>().join("|")
+            self.prefixes
+                .iter()
+                .map(|p| regex_escape(p))
+                .collect::<Vec<_>>()
+                .join("|")
         );
         let mut page = 1;
         loop {
@@ -273,8 +296,15 @@ impl Reader {
                     reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec".into(),
                 });
             };
-            for q in body.get("items").and_then(Value::as_array).into_iter().flatten() {
-                let Some(name) = q.get("name").and_then(Value::as_str) else { continue };
+            for q in body
+                .get("items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(name) = q.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
                 if !self.owned(name) {
                     continue;
                 }
@@ -284,13 +314,24 @@ impl Reader {
                         props.insert(k.into(), x.clone());
                     }
                 }
-                for (k, x) in q.get("arguments").and_then(Value::as_object).into_iter().flatten() {
+                for (k, x) in q
+                    .get("arguments")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
                     props.insert(format!("arguments.{k}"), x.clone());
                 }
                 if let Some(p) = q.get("policy").and_then(Value::as_str) {
                     props.insert("@policy".into(), json!(p));
                 }
-                out.insert(id(&self.target, Kind::Queue, vhost, name), Live { props, messages: None });
+                out.insert(
+                    id(&self.target, Kind::Queue, vhost, name),
+                    Live {
+                        props,
+                        messages: None,
+                    },
+                );
             }
             let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
             if page as u64 >= pages || page >= 10_000 {
@@ -299,9 +340,19 @@ impl Reader {
             page += 1;
         }
 
-        let policies = self.http.get("GET /api/policies/{vhost}", &format!("/api/policies/{v}")).await?;
-        for p in policies.as_ref().and_then(Value::as_array).into_iter().flatten() {
-            let Some(name) = p.get("name").and_then(Value::as_str) else { continue };
+        let policies = self
+            .http
+            .get("GET /api/policies/{vhost}", &format!("/api/policies/{v}"))
+            .await?;
+        for p in policies
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = p.get("name").and_then(Value::as_str) else {
+                continue;
+            };
             if !self.owned(name) {
                 continue;
             }
@@ -311,18 +362,36 @@ impl Reader {
                     props.insert(k.into(), x.clone());
                 }
             }
-            for (k, x) in p.get("definition").and_then(Value::as_object).into_iter().flatten() {
+            for (k, x) in p
+                .get("definition")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
                 props.insert(format!("definition.{k}"), x.clone());
             }
-            out.insert(id(&self.target, Kind::Policy, vhost, name), Live { props, messages: None });
+            out.insert(
+                id(&self.target, Kind::Policy, vhost, name),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
         }
 
         let exchanges = self
             .http
             .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal"))
             .await?;
-        for x in exchanges.as_ref().and_then(Value::as_array).into_iter().flatten() {
-            let Some(name) = x.get("name").and_then(Value::as_str) else { continue };
+        for x in exchanges
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = x.get("name").and_then(Value::as_str) else {
+                continue;
+            };
             if !self.owned(name) {
                 continue;
             }
@@ -330,11 +399,25 @@ impl Reader {
                 .into_iter()
                 .filter_map(|k| x.get(k).map(|v| (k.to_owned(), v.clone())))
                 .collect();
-            out.insert(id(&self.target, Kind::Exchange, vhost, name), Live { props, messages: None });
+            out.insert(
+                id(&self.target, Kind::Exchange, vhost, name),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
         }
 
-        let bindings = self.http.get("GET /api/bindings/{vhost}", &format!("/api/bindings/{v}")).await?;
-        for b in bindings.as_ref().and_then(Value::as_array).into_iter().flatten() {
+        let bindings = self
+            .http
+            .get("GET /api/bindings/{vhost}", &format!("/api/bindings/{v}"))
+            .await?;
+        for b in bindings
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let get = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default();
             let (source, dest) = (get("source"), get("destination"));
             if get("destination_type") != "queue" || !self.owned(source) {
@@ -347,35 +430,68 @@ impl Reader {
                 ("routing_key".to_owned(), json!(key)),
             ]
             .into();
-            if let Some(args) = b.get("arguments").filter(|a| a.as_object().is_some_and(|o| !o.is_empty())) {
+            if let Some(args) = b
+                .get("arguments")
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+            {
                 props.insert("arguments".into(), args.clone());
             }
             props.insert("@properties_key".into(), json!(get("properties_key")));
-            out.insert(id(&self.target, Kind::Binding, vhost, &binding_name(source, dest, key)), Live { props, messages: None });
+            out.insert(
+                id(
+                    &self.target,
+                    Kind::Binding,
+                    vhost,
+                    &binding_name(source, dest, key),
+                ),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
         }
         Ok(())
     }
 
     /// Messages in one queue (for the plan's drop warnings). `None` if it cannot be read.
     pub async fn message_count(&self, vhost: &str, queue: &str) -> Result<Option<u64>, HttpError> {
-        let path = format!("/api/queues/{}/{}?columns=messages,messages_ready,messages_unacknowledged", seg(vhost), seg(queue));
-        let body = self.http.get("GET /api/queues/{vhost}/{name}", &path).await?;
+        let path = format!(
+            "/api/queues/{}/{}?columns=messages,messages_ready,messages_unacknowledged",
+            seg(vhost),
+            seg(queue)
+        );
+        let body = self
+            .http
+            .get("GET /api/queues/{vhost}/{name}", &path)
+            .await?;
         Ok(body.and_then(|b| {
-            b.get("messages")
-                .and_then(Value::as_u64)
-                .or_else(|| {
-                    let ready = b.get("messages_ready").and_then(Value::as_u64)?;
-                    let unacked = b.get("messages_unacknowledged").and_then(Value::as_u64).unwrap_or(0);
-                    Some(ready + unacked)
-                })
+            b.get("messages").and_then(Value::as_u64).or_else(|| {
+                let ready = b.get("messages_ready").and_then(Value::as_u64)?;
+                let unacked = b
+                    .get("messages_unacknowledged")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                Some(ready + unacked)
+            })
         }))
     }
 
     /// The policy RabbitMQ currently applies to a queue.
-    pub async fn applied_policy(&self, vhost: &str, queue: &str) -> Result<Option<String>, HttpError> {
+    pub async fn applied_policy(
+        &self,
+        vhost: &str,
+        queue: &str,
+    ) -> Result<Option<String>, HttpError> {
         // `disable_stats` would hide the `policy` field here; `columns` keeps the answer small.
-        let path = format!("/api/queues/{}/{}?columns=name,policy", seg(vhost), seg(queue));
-        let body = self.http.get("GET /api/queues/{vhost}/{name}", &path).await?;
+        let path = format!(
+            "/api/queues/{}/{}?columns=name,policy",
+            seg(vhost),
+            seg(queue)
+        );
+        let body = self
+            .http
+            .get("GET /api/queues/{vhost}/{name}", &path)
+            .await?;
         Ok(body.and_then(|b| b.get("policy").and_then(Value::as_str).map(str::to_owned)))
     }
 }
@@ -408,13 +524,22 @@ impl Writer {
             }
             (Kind::Queue, _) => self.put_queue(&v, &n, &change.desired).await,
             (Kind::Policy, Action::Delete) => {
-                self.send(Method::DELETE, "DELETE /api/policies/{vhost}/{name}", &format!("/api/policies/{v}/{n}"), None).await
+                self.send(
+                    Method::DELETE,
+                    "DELETE /api/policies/{vhost}/{name}",
+                    &format!("/api/policies/{v}/{n}"),
+                    None,
+                )
+                .await
             }
             (Kind::Policy, _) => {
                 let definition: serde_json::Map<String, Value> = change
                     .desired
                     .iter()
-                    .filter_map(|(k, val)| k.strip_prefix("definition.").map(|d| (d.to_owned(), val.clone())))
+                    .filter_map(|(k, val)| {
+                        k.strip_prefix("definition.")
+                            .map(|d| (d.to_owned(), val.clone()))
+                    })
                     .filter(|(_, val)| !val.is_null())
                     .collect();
                 let body = json!({
@@ -423,34 +548,85 @@ impl Writer {
                     "priority": change.desired.get("priority"),
                     "definition": definition,
                 });
-                self.send(Method::PUT, "PUT /api/policies/{vhost}/{name}", &format!("/api/policies/{v}/{n}"), Some(&body)).await
+                self.send(
+                    Method::PUT,
+                    "PUT /api/policies/{vhost}/{name}",
+                    &format!("/api/policies/{v}/{n}"),
+                    Some(&body),
+                )
+                .await
             }
             (Kind::Exchange, Action::Delete) => {
-                self.send(Method::DELETE, "DELETE /api/exchanges/{vhost}/{name}", &format!("/api/exchanges/{v}/{n}"), None).await
+                self.send(
+                    Method::DELETE,
+                    "DELETE /api/exchanges/{vhost}/{name}",
+                    &format!("/api/exchanges/{v}/{n}"),
+                    None,
+                )
+                .await
             }
             (Kind::Exchange, action) => {
                 if action == Action::Replace {
-                    self.send(Method::DELETE, "DELETE /api/exchanges/{vhost}/{name}", &format!("/api/exchanges/{v}/{n}"), None).await?;
+                    self.send(
+                        Method::DELETE,
+                        "DELETE /api/exchanges/{vhost}/{name}",
+                        &format!("/api/exchanges/{v}/{n}"),
+                        None,
+                    )
+                    .await?;
                 }
                 let body = json!({
                     "type": change.desired.get("type"),
                     "durable": true, "auto_delete": false, "internal": false, "arguments": {},
                 });
-                self.send(Method::PUT, "PUT /api/exchanges/{vhost}/{name}", &format!("/api/exchanges/{v}/{n}"), Some(&body)).await
+                self.send(
+                    Method::PUT,
+                    "PUT /api/exchanges/{vhost}/{name}",
+                    &format!("/api/exchanges/{v}/{n}"),
+                    Some(&body),
+                )
+                .await
             }
             (Kind::Binding, action) => {
-                let get = |k: &str| change.desired.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-                let (x, q, key) = (seg(&get("source")), seg(&get("destination")), get("routing_key"));
+                let get = |k: &str| {
+                    change
+                        .desired
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let (x, q, key) = (
+                    seg(&get("source")),
+                    seg(&get("destination")),
+                    get("routing_key"),
+                );
                 if matches!(action, Action::Delete | Action::Replace) {
                     // With no binding arguments, RabbitMQ's properties key is the routing key.
-                    let props_key = if key.is_empty() { "~".to_owned() } else { seg(&key) };
-                    self.send(Method::DELETE, "DELETE /api/bindings/{vhost}/e/{x}/q/{q}/{key}", &format!("/api/bindings/{v}/e/{x}/q/{q}/{props_key}"), None).await?;
+                    let props_key = if key.is_empty() {
+                        "~".to_owned()
+                    } else {
+                        seg(&key)
+                    };
+                    self.send(
+                        Method::DELETE,
+                        "DELETE /api/bindings/{vhost}/e/{x}/q/{q}/{key}",
+                        &format!("/api/bindings/{v}/e/{x}/q/{q}/{props_key}"),
+                        None,
+                    )
+                    .await?;
                     if action == Action::Delete {
                         return Ok(());
                     }
                 }
                 let body = json!({"routing_key": key, "arguments": {}});
-                self.send(Method::POST, "POST /api/bindings/{vhost}/e/{x}/q/{q}", &format!("/api/bindings/{v}/e/{x}/q/{q}"), Some(&body)).await
+                self.send(
+                    Method::POST,
+                    "POST /api/bindings/{vhost}/e/{x}/q/{q}",
+                    &format!("/api/bindings/{v}/e/{x}/q/{q}"),
+                    Some(&body),
+                )
+                .await
             }
             (Kind::Topic | Kind::Alarm, _) => Ok(()),
         }
@@ -459,7 +635,10 @@ impl Writer {
     async fn put_queue(&self, v: &str, n: &str, desired: &Props) -> Result<(), HttpError> {
         let arguments: serde_json::Map<String, Value> = desired
             .iter()
-            .filter_map(|(k, val)| k.strip_prefix("arguments.").map(|a| (a.to_owned(), val.clone())))
+            .filter_map(|(k, val)| {
+                k.strip_prefix("arguments.")
+                    .map(|a| (a.to_owned(), val.clone()))
+            })
             .filter(|(_, val)| !val.is_null())
             .collect();
         let body = json!({
@@ -467,15 +646,33 @@ impl Writer {
             "auto_delete": false,
             "arguments": arguments,
         });
-        self.send(Method::PUT, "PUT /api/queues/{vhost}/{name}", &format!("/api/queues/{v}/{n}"), Some(&body)).await
+        self.send(
+            Method::PUT,
+            "PUT /api/queues/{vhost}/{name}",
+            &format!("/api/queues/{v}/{n}"),
+            Some(&body),
+        )
+        .await
     }
 
     async fn delete_queue(&self, v: &str, n: &str, allow_loss: bool) -> Result<(), HttpError> {
         let guard = if allow_loss { "" } else { "?if-empty=true" };
-        self.send(Method::DELETE, "DELETE /api/queues/{vhost}/{name}", &format!("/api/queues/{v}/{n}{guard}"), None).await
+        self.send(
+            Method::DELETE,
+            "DELETE /api/queues/{vhost}/{name}",
+            &format!("/api/queues/{v}/{n}{guard}"),
+            None,
+        )
+        .await
     }
 
-    async fn send(&self, method: Method, api: &str, path: &str, body: Option<&Value>) -> Result<(), HttpError> {
+    async fn send(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(), HttpError> {
         self.http.send(method, api, path, body).await.map(|_| ())
     }
 
@@ -488,7 +685,9 @@ impl Writer {
             let mut still = Vec::new();
             for p in pending {
                 let (vhost, queue) = p;
-                if self.reader.applied_policy(vhost, queue).await?.as_deref() != Some(queue.as_str()) {
+                if self.reader.applied_policy(vhost, queue).await?.as_deref()
+                    != Some(queue.as_str())
+                {
                     still.push(p);
                 }
             }
@@ -498,17 +697,31 @@ impl Writer {
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        Ok(pending.into_iter().map(|(v, q)| format!("{q} (vhost {v})")).collect())
+        Ok(pending
+            .into_iter()
+            .map(|(v, q)| format!("{q} (vhost {v})"))
+            .collect())
     }
 }
 
 /// Broker-side observations for a plan: a queue whose dlqctl policy exists but is not the one
 /// RabbitMQ applies (another policy with a higher priority wins, or it is still propagating).
-pub fn policy_notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<(ResourceId, String)> {
+pub fn policy_notes(
+    desired: &[Desired],
+    live: &BTreeMap<ResourceId, Live>,
+) -> Vec<(ResourceId, String)> {
     let mut out = Vec::new();
-    for d in desired.iter().filter(|d| d.id.kind == Kind::Policy && d.present) {
-        let queue_id = ResourceId { kind: Kind::Queue, ..d.id.clone() };
-        let (Some(q), Some(_)) = (live.get(&queue_id), live.get(&d.id)) else { continue };
+    for d in desired
+        .iter()
+        .filter(|d| d.id.kind == Kind::Policy && d.present)
+    {
+        let queue_id = ResourceId {
+            kind: Kind::Queue,
+            ..d.id.clone()
+        };
+        let (Some(q), Some(_)) = (live.get(&queue_id), live.get(&d.id)) else {
+            continue;
+        };
         let applied = q.props.get("@policy").and_then(Value::as_str);
         if applied != Some(d.id.name.as_str()) {
             out.push((

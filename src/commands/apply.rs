@@ -27,11 +27,17 @@ fn saved_plan(paths: &[std::path::PathBuf]) -> anyhow::Result<Option<Plan>> {
     if value.get("kind").and_then(|k| k.as_str()) != Some(PLAN_KIND) {
         return Ok(None);
     }
-    let version = value.get("format_version").and_then(serde_json::Value::as_u64);
+    let version = value
+        .get("format_version")
+        .and_then(serde_json::Value::as_u64);
     if version != Some(u64::from(FORMAT_VERSION)) {
-        bail!("{}: plan format_version {version:?} is not {FORMAT_VERSION}; plan again with this dlqctl", path.display());
+        bail!(
+            "{}: plan format_version {version:?} is not {FORMAT_VERSION}; plan again with this dlqctl",
+            path.display()
+        );
     }
-    let plan = serde_json::from_value(value).with_context(|| format!("{}: not a valid saved plan", path.display()))?;
+    let plan = serde_json::from_value(value)
+        .with_context(|| format!("{}: not a valid saved plan", path.display()))?;
     Ok(Some(plan))
 }
 
@@ -48,7 +54,8 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         Some(plan) => {
             let path = args.paths[0].display();
             let stats = Arc::new(Stats::default());
-            let readers = engine::connect(plan.targets.keys().cloned(), &plan.targets, opts, &stats)?;
+            let readers =
+                engine::connect(plan.targets.keys().cloned(), &plan.targets, opts, &stats)?;
             let changed = rt.block_on(engine::stale(&plan, &readers))?;
             if !changed.is_empty() {
                 printer.err(&format!(
@@ -78,7 +85,11 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err(&format!(
             "{} nothing was applied:\n{}",
             printer.paint_err("refused:", Style::Error),
-            refused.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n")
+            refused
+                .iter()
+                .map(|r| format!("  - {r}"))
+                .collect::<Vec<_>>()
+                .join("\n")
         ));
         return Ok(1);
     }
@@ -86,7 +97,10 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err("Apply cancelled; nothing was changed.");
         return Ok(1);
     }
-    let writers: BTreeMap<String, _> = readers.into_iter().map(|(k, r)| (k, r.into_writer())).collect();
+    let writers: BTreeMap<String, _> = readers
+        .into_iter()
+        .map(|(k, r)| (k, r.into_writer()))
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let report = rt.block_on(async {
         let flag = Arc::clone(&stop);
@@ -102,10 +116,17 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         report
     });
     for u in &report.unsettled {
-        printer.err(&format!("{} {u}: not yet visible on the server", printer.paint_err("warning:", Style::Warning)));
+        printer.err(&format!(
+            "{} {u}: not yet visible on the server",
+            printer.paint_err("warning:", Style::Warning)
+        ));
     }
     if report.ok() {
-        let noun = if report.done == 1 { "change" } else { "changes" };
+        let noun = if report.done == 1 {
+            "change"
+        } else {
+            "changes"
+        };
         printer.err(&format!("Apply complete: {} {noun} applied.", report.done));
         Ok(0)
     } else {

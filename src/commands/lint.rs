@@ -30,5 +30,7 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     printer.out(&text);
     let c = Counts::of(&diags);
-    Ok(u8::from(c.errors > 0 || (args.deny_warnings && c.warnings > 0)))
+    Ok(u8::from(
+        c.errors > 0 || (args.deny_warnings && c.warnings > 0),
+    ))
 }

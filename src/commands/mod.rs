@@ -35,7 +35,11 @@ pub struct Loaded {
 
 /// Loads and checks specs as `lint` does. Errors and warnings go to stderr (stdout is the
 /// plan's); `None` when there were errors.
-pub fn load_checked(paths: &[PathBuf], spec: &SpecArgs, printer: &Printer) -> anyhow::Result<Option<Loaded>> {
+pub fn load_checked(
+    paths: &[PathBuf],
+    spec: &SpecArgs,
+    printer: &Printer,
+) -> anyhow::Result<Option<Loaded>> {
     let ws = load::load(paths, spec.targets.as_deref())?;
     let (findings, checked) = rules::check(&ws);
     let mut diags = ws.diagnostics.clone();
@@ -53,7 +57,11 @@ pub fn load_checked(paths: &[PathBuf], spec: &SpecArgs, printer: &Printer) -> an
     if ws.channels.is_empty() {
         anyhow::bail!(
             "no channels found in {}",
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let targets = ws
@@ -80,7 +88,9 @@ pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 pub fn print_stats(stats: &Stats, printer: &Printer) {

@@ -11,7 +11,8 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
         return Ok(1);
     };
     let opts = super::connect_options(&args.spec, printer);
-    let planned = super::runtime()?.block_on(engine::plan(&loaded.channels, &loaded.targets, opts))?;
+    let planned =
+        super::runtime()?.block_on(engine::plan(&loaded.channels, &loaded.targets, opts))?;
     let plan = &planned.plan;
     if let Some(out) = &args.out {
         fs_err::write(out, render::json(plan))?;
@@ -23,10 +24,18 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     printer.out(&text);
     if let Some(out) = &args.out {
-        printer.err(&format!("Saved the plan to {}; apply it with `dlqctl apply {}`.", out.display(), out.display()));
+        printer.err(&format!(
+            "Saved the plan to {}; apply it with `dlqctl apply {}`.",
+            out.display(),
+            out.display()
+        ));
     }
     if args.stats {
         super::print_stats(&planned.stats, printer);
     }
-    Ok(if args.detailed_exitcode && plan.summary.has_changes() { 2 } else { 0 })
+    Ok(if args.detailed_exitcode && plan.summary.has_changes() {
+        2
+    } else {
+        0
+    })
 }

@@ -87,13 +87,18 @@ impl Change {
     /// an in-place change that destroys messages by itself.
     pub fn may_lose_messages(&self) -> bool {
         self.destructive.is_some()
-            || (self.drops_object() && self.resource.kind.holds_messages() && self.messages != Some(0))
+            || (self.drops_object()
+                && self.resource.kind.holds_messages()
+                && self.messages != Some(0))
     }
 }
 
 impl crate::resource::Kind {
     pub fn holds_messages(self) -> bool {
-        matches!(self, crate::resource::Kind::Queue | crate::resource::Kind::Topic)
+        matches!(
+            self,
+            crate::resource::Kind::Queue | crate::resource::Kind::Topic
+        )
     }
 }
 
@@ -186,7 +191,11 @@ pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
     if fields.is_empty() {
         return None;
     }
-    let action = if desired.immutable { Action::Replace } else { Action::Update };
+    let action = if desired.immutable {
+        Action::Replace
+    } else {
+        Action::Update
+    };
     Some(change(action, fields))
 }
 
@@ -200,7 +209,13 @@ pub fn unmanaged(desired: &Desired, live: &Live) -> Vec<String> {
 }
 
 impl Plan {
-    pub fn new(mut changes: Vec<Change>, notes: Vec<Note>, unchanged: usize, targets: BTreeMap<String, Target>, fingerprints: Vec<Fingerprint>) -> Self {
+    pub fn new(
+        mut changes: Vec<Change>,
+        notes: Vec<Note>,
+        unchanged: usize,
+        targets: BTreeMap<String, Target>,
+        fingerprints: Vec<Fingerprint>,
+    ) -> Self {
         sort_for_apply(&mut changes);
         let mut summary = Summary {
             unchanged,
@@ -295,21 +310,35 @@ mod tests {
         let l = live(json!({"ttl": 1000, "extra": 1}));
         let c = diff(&desired(false, json!({"ttl": 5000})), Some(&l)).unwrap();
         assert_eq!(c.action, Action::Update);
-        assert_eq!(c.fields, vec![FieldChange { key: "ttl".into(), old: Some(json!(1000)), new: Some(json!(5000)) }]);
+        assert_eq!(
+            c.fields,
+            vec![FieldChange {
+                key: "ttl".into(),
+                old: Some(json!(1000)),
+                new: Some(json!(5000))
+            }]
+        );
         let c = diff(&desired(true, json!({"ttl": 5000})), Some(&l)).unwrap();
         assert_eq!(c.action, Action::Replace);
     }
 
     #[test]
     fn an_owned_key_that_must_be_absent_is_a_change() {
-        let c = diff(&desired(false, json!({"ttl": null})), Some(&live(json!({"ttl": 1})))).unwrap();
+        let c = diff(
+            &desired(false, json!({"ttl": null})),
+            Some(&live(json!({"ttl": 1}))),
+        )
+        .unwrap();
         assert_eq!(c.fields[0].new, None);
     }
 
     #[test]
     fn unowned_keys_are_information() {
         let l = live(json!({"ttl": 1, "x-max-length": 10}));
-        assert_eq!(unmanaged(&desired(false, json!({"ttl": 1})), &l), vec!["x-max-length = 10"]);
+        assert_eq!(
+            unmanaged(&desired(false, json!({"ttl": 1})), &l),
+            vec!["x-max-length = 10"]
+        );
     }
 
     #[test]

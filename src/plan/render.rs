@@ -15,7 +15,10 @@ use crate::printer::{Printer, Style};
 pub fn summary_line(plan: &Plan) -> String {
     let s = &plan.summary;
     if !s.has_changes() {
-        return format!("No changes. Live state matches the specs ({} resources checked).", s.unchanged);
+        return format!(
+            "No changes. Live state matches the specs ({} resources checked).",
+            s.unchanged
+        );
     }
     let mut line = format!(
         "Plan: {} to create, {} to update, {} to replace, {} to delete.",
@@ -96,11 +99,19 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
             let _ = writeln!(
                 out,
                 "\n{}",
-                printer.paint(&format!("target {} · channel {}", here.0, here.1), Style::Bold)
+                printer.paint(
+                    &format!("target {} · channel {}", here.0, here.1),
+                    Style::Bold
+                )
             );
             current = Some(here);
         }
-        let head = format!("{:>3} {:<10} {}", symbol(c.action), c.action.as_str(), c.resource);
+        let head = format!(
+            "{:>3} {:<10} {}",
+            symbol(c.action),
+            c.action.as_str(),
+            c.resource
+        );
         let _ = write!(out, "  {}", printer.paint(&head, style(c.action)));
         if let Some(w) = drop_warning(c) {
             let _ = write!(out, "  ({w})");
@@ -118,14 +129,24 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
             } else if c.action == Action::Create {
                 let _ = writeln!(out, "        {}: {}", f.key, show(f.new.as_ref()));
             } else {
-                let _ = writeln!(out, "        {}: {} → {}", f.key, show(f.old.as_ref()), show(f.new.as_ref()));
+                let _ = writeln!(
+                    out,
+                    "        {}: {} → {}",
+                    f.key,
+                    show(f.old.as_ref()),
+                    show(f.new.as_ref())
+                );
             }
         }
     }
     if !plan.notes.is_empty() {
         let _ = writeln!(out, "\n{}", printer.paint("Notes (no action):", Style::Dim));
         for n in &plan.notes {
-            let _ = writeln!(out, "  · {} on target {}: {}", n.resource, n.resource.target, n.message);
+            let _ = writeln!(
+                out,
+                "  · {} on target {}: {}",
+                n.resource, n.resource.target, n.message
+            );
         }
     }
     if !out.is_empty() {
@@ -153,7 +174,12 @@ pub fn markdown(plan: &Plan) -> String {
                 .filter(|f| !is_large(f))
                 .map(|f| match c.action {
                     Action::Create => format!("`{}`: `{}`", f.key, show(f.new.as_ref())),
-                    _ => format!("`{}`: `{}` → `{}`", f.key, show(f.old.as_ref()), show(f.new.as_ref())),
+                    _ => format!(
+                        "`{}`: `{}` → `{}`",
+                        f.key,
+                        show(f.old.as_ref()),
+                        show(f.new.as_ref())
+                    ),
                 })
                 .collect();
             if let Some(w) = drop_warning(c) {
@@ -178,7 +204,9 @@ pub fn markdown(plan: &Plan) -> String {
                 let _ = write!(
                     out,
                     "\n<details><summary>{} · {}</summary>\n\n```diff\n{}```\n</details>\n",
-                    c.resource, f.key, text_diff(f)
+                    c.resource,
+                    f.key,
+                    text_diff(f)
                 );
             }
         }
@@ -186,7 +214,11 @@ pub fn markdown(plan: &Plan) -> String {
     if !plan.notes.is_empty() {
         out.push_str("\n<details><summary>Notes (no action)</summary>\n\n");
         for n in &plan.notes {
-            let _ = writeln!(out, "- `{}` on {}: {}", n.resource, n.resource.target, n.message);
+            let _ = writeln!(
+                out,
+                "- `{}` on {}: {}",
+                n.resource, n.resource.target, n.message
+            );
         }
         out.push_str("\n</details>\n");
     }

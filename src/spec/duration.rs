@@ -38,40 +38,44 @@ impl Duration {
         self.millis.div_ceil(1000)
     }
 
-    /// Parses `1h30m`-style text. The error says what was wrong.
+    /// Parses `1h30m`-style text. The error says what was wrong, without repeating the text's
+    /// role ("is not a duration") that the caller adds.
     pub fn parse(text: &str) -> Result<Self, String> {
+        const HOW: &str = "write a number and a unit (ms, s, m, h, d), e.g. `30s`";
         if text.is_empty() {
-            return Err("empty duration; write a number and a unit, e.g. `30s`".into());
+            return Err(format!("it is empty; {HOW}"));
+        }
+        if text.contains(['.', ',']) {
+            return Err(format!(
+                "`{text}` has a fraction; use a smaller unit, e.g. `1500ms` for 1.5s"
+            ));
         }
         let mut total: u64 = 0;
         let mut rest = text;
         while !rest.is_empty() {
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
             if digits == 0 {
-                return Err(format!(
-                    "`{text}` is not a duration; write a number and a unit (ms, s, m, h, d), e.g. `30s`"
-                ));
+                return Err(format!("`{text}` does not start with a number; {HOW}"));
             }
             let number: u64 = rest[..digits]
                 .parse()
                 .map_err(|_| format!("`{text}` is too large"))?;
             rest = &rest[digits..];
-            let (unit_ms, len) = if rest.starts_with("ms") {
-                (1, 2)
-            } else if rest.starts_with('s') {
-                (1_000, 1)
-            } else if rest.starts_with('m') {
-                (60_000, 1)
-            } else if rest.starts_with('h') {
-                (3_600_000, 1)
-            } else if rest.starts_with('d') {
-                (86_400_000, 1)
-            } else {
-                return Err(format!(
-                    "`{text}` has no valid unit; use ms, s, m, h or d, e.g. `30s`"
-                ));
+            let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+            let unit_ms = match &rest[..unit_len] {
+                "ms" => 1,
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                "" => return Err(format!("`{text}` has no unit; {HOW}")),
+                other => {
+                    return Err(format!(
+                        "`{text}`: unknown unit `{other}`; use ms, s, m, h or d"
+                    ));
+                }
             };
-            rest = &rest[len..];
+            rest = &rest[unit_len..];
             total = number
                 .checked_mul(unit_ms)
                 .and_then(|ms| total.checked_add(ms))
@@ -144,15 +148,26 @@ mod tests {
 
     #[test]
     fn rejects_what_the_pattern_rejects() {
-        for bad in ["", "5", "s", "5x", "1.5s", "-1s", " 5s", "5 s", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "5",
+            "s",
+            "5x",
+            "1.5s",
+            "-1s",
+            " 5s",
+            "5 s",
+            "99999999999999999999d",
+        ] {
             assert!(Duration::parse(bad).is_err(), "{bad} should be refused");
         }
     }
 
     #[test]
     fn pattern_and_parser_agree() {
-        let re = jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": PATTERN}))
-            .unwrap();
+        let re =
+            jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": PATTERN}))
+                .unwrap();
         for text in ["500ms", "30s", "1h30m", "7d", "", "5", "5x", "1.5s", "5 s"] {
             let by_pattern = re.is_valid(&serde_json::json!(text));
             assert_eq!(by_pattern, Duration::parse(text).is_ok(), "{text}");

@@ -114,7 +114,11 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
     for entry in walkdir::WalkDir::new(path).follow_links(false) {
         let entry = entry.map_err(|e| {
             let p = e.path().unwrap_or(path).to_path_buf();
-            LoadError::Io(p, e.into_io_error().unwrap_or_else(|| std::io::Error::other("loop")))
+            LoadError::Io(
+                p,
+                e.into_io_error()
+                    .unwrap_or_else(|| std::io::Error::other("loop")),
+            )
         })?;
         let is_yaml = entry
             .path()
@@ -137,14 +141,23 @@ fn dedup_paths(files: &mut Vec<PathBuf>) {
 /// `dlqctl.yaml` in the inputs' folders or the nearest folder above them.
 fn discover_targets(paths: &[PathBuf], already: &[PathBuf]) -> Option<PathBuf> {
     for p in paths {
-        let start = if p.is_dir() { Some(p.as_path()) } else { p.parent() };
-        let abs = start.and_then(|s| std::path::absolute(if s.as_os_str().is_empty() { Path::new(".") } else { s }).ok())?;
+        let start = if p.is_dir() {
+            Some(p.as_path())
+        } else {
+            p.parent()
+        };
+        let abs = start.and_then(|s| {
+            std::path::absolute(if s.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                s
+            })
+            .ok()
+        })?;
         for dir in abs.ancestors() {
             for name in TARGETS_FILE_NAMES {
                 let candidate = dir.join(name);
-                if candidate.is_file()
-                    && !already.iter().any(|a| same_file(a, &candidate))
-                {
+                if candidate.is_file() && !already.iter().any(|a| same_file(a, &candidate)) {
                     return Some(candidate);
                 }
             }
@@ -170,7 +183,14 @@ fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(
                 "file/too-large",
                 format!("file is {size} bytes; spec files may be at most {MAX_FILE_BYTES} bytes"),
             )
-            .at(Loc { file, span: Span { line: 1, col: 1, ..Span::default() } })
+            .at(Loc {
+                file,
+                span: Span {
+                    line: 1,
+                    col: 1,
+                    ..Span::default()
+                },
+            })
             .hint("split it into one file per channel"),
         );
         return Ok(());
@@ -191,7 +211,15 @@ fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(
                     "file/not-utf8",
                     format!("file is not UTF-8 text: invalid byte at offset {valid}"),
                 )
-                .at(Loc { file, span: Span { start, end: start + 1, line, col } })
+                .at(Loc {
+                    file,
+                    span: Span {
+                        start,
+                        end: start + 1,
+                        line,
+                        col,
+                    },
+                })
                 .hint("spec files must be UTF-8; is this a binary file or another encoding?"),
             );
         }
@@ -208,7 +236,8 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
     let docs = match yaml::parse(ws.sources.text(file), Limits::default()) {
         Ok(d) => d,
         Err(e) => {
-            let mut d = Diagnostic::error(e.kind.rule(), e.message.clone()).at(Loc { file, span: e.span });
+            let mut d =
+                Diagnostic::error(e.kind.rule(), e.message.clone()).at(Loc { file, span: e.span });
             if let Some(r) = e.related {
                 d = d.related(Loc { file, span: r }, "first defined here");
             }
@@ -217,7 +246,10 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
         }
     };
     for doc in docs {
-        let loc = Loc { file, span: doc.span };
+        let loc = Loc {
+            file,
+            span: doc.span,
+        };
         let entries = match &doc.root.value {
             NodeValue::Map(entries) => entries,
             NodeValue::Null => continue,
@@ -227,7 +259,10 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
             }
         };
         let get = |k: &str| {
-            entries.iter().find(|(key, _, _)| key == k).map(|(_, ks, v)| (*ks, v))
+            entries
+                .iter()
+                .find(|(key, _, _)| key == k)
+                .map(|(_, ks, v)| (*ks, v))
         };
         let api = get("apiVersion");
         let kind = get("kind");
@@ -259,13 +294,22 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
         }
         let Some(kind) = ours_kind else {
             let names = DocKind::ALL.map(DocKind::name);
-            let mut d = match kind_text {
-                Some(k) => Diagnostic::error(
+            let mut d = match (kind_text, kind) {
+                (None, Some((_, node))) if !matches!(node.value, NodeValue::Null) => {
+                    Diagnostic::error(
+                        "spec/kind",
+                        "`kind` must be a string: Channel, Targets or Defaults",
+                    )
+                    .at(locs.value("/kind"))
+                }
+                (Some(k), _) => Diagnostic::error(
                     "spec/kind",
-                    format!("unknown kind `{k}`; dlqctl/v1 documents are Channel, Targets or Defaults"),
+                    format!(
+                        "unknown kind `{k}`; dlqctl/v1 documents are Channel, Targets or Defaults"
+                    ),
                 )
                 .at(locs.value("/kind")),
-                None => Diagnostic::error(
+                (None, _) => Diagnostic::error(
                     "spec/kind",
                     "missing `kind`; dlqctl/v1 documents are Channel, Targets or Defaults",
                 )
@@ -292,7 +336,7 @@ fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Option<Doc<T>>
         ws.diagnostics.extend(problems);
         return None;
     }
-    match serde_json::from_value::<T>(raw.json) {
+    match serde_path_to_error::deserialize::<_, T>(raw.json) {
         Ok(value) => Some(Doc {
             value,
             locs: raw.locs,
@@ -300,8 +344,23 @@ fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Option<Doc<T>>
         }),
         Err(e) => {
             // The schema accepted it, so this is a value the types check more strictly
-            // (a duration that overflows, say).
-            ws.diagnostics.push(Diagnostic::error("schema/invalid", e.to_string()).at(raw.loc));
+            // (a duration that overflows, say). Point at the field.
+            let pointer: String = e
+                .path()
+                .iter()
+                .map(|seg| match seg {
+                    serde_path_to_error::Segment::Seq { index } => format!("/{index}"),
+                    serde_path_to_error::Segment::Map { key } => {
+                        format!("/{}", key.replace('~', "~0").replace('/', "~1"))
+                    }
+                    _ => String::new(),
+                })
+                .collect();
+            let field = super::locate::field_path(&pointer);
+            ws.diagnostics.push(
+                Diagnostic::error("schema/invalid", format!("`{field}`: {}", e.inner()))
+                    .at(raw.locs.value(&pointer)),
+            );
             None
         }
     }
@@ -325,12 +384,15 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
         }
         defaults_raw.truncate(1);
     }
-    let defaults_json = defaults_raw.first().map(|d| (d.json.clone(), d.locs.clone()));
+    let merge_from = defaults_raw
+        .first()
+        .map(|d| (d.json.clone(), d.locs.clone()));
     if let Some(d) = defaults_raw.pop() {
         ws.defaults = typed::<Defaults>(d, ws);
     }
-    // Defaults that failed validation were reported once; channels go on without them.
-    let merge_from = defaults_json.filter(|_| ws.defaults.is_some());
+    // Even invalid defaults are merged: a channel then reports the bad value at its place in
+    // the defaults file (repeats collapse), instead of a misleading "missing field".
+    let backends = target_backends(&rest);
     for mut d in rest {
         match d.kind {
             DocKind::Targets => {
@@ -340,11 +402,24 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
             }
             DocKind::Channel => {
                 if let Some((dj, dl)) = &merge_from
-                    && let (Some(dspec), Some(obj)) = (dj.get("spec"), d.json.as_object_mut())
+                    && let (Some(Value::Object(dspec)), Some(obj)) =
+                        (dj.get("spec"), d.json.as_object_mut())
                 {
-                    let spec = obj.entry("spec").or_insert_with(|| Value::Object(Default::default()));
+                    let spec = obj
+                        .entry("spec")
+                        .or_insert_with(|| Value::Object(Default::default()));
                     if spec.is_object() {
-                        merge_under(spec, dspec);
+                        // A defaults backend block applies only to channels of that backend.
+                        let target = spec
+                            .get("target")
+                            .or_else(|| dspec.get("target"))
+                            .and_then(Value::as_str);
+                        let backend = target.and_then(|t| backends.get(t)).map(String::as_str);
+                        let mut shared = dspec.clone();
+                        shared.retain(|k, _| {
+                            !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
+                        });
+                        merge_under(spec, &Value::Object(shared));
                         d.locs.fill_from(dl, "/spec", "/spec");
                     }
                 }
@@ -355,6 +430,18 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
             DocKind::Defaults => {}
         }
     }
+}
+
+const BACKEND_BLOCKS: [&str; 3] = ["sqs", "rabbitmq", "kafka"];
+
+/// Target name → backend, from the (not yet validated) Targets documents.
+fn target_backends(raw: &[RawDoc]) -> std::collections::HashMap<String, String> {
+    raw.iter()
+        .filter(|d| d.kind == DocKind::Targets)
+        .filter_map(|d| d.json.get("targets").and_then(Value::as_object))
+        .flat_map(|m| m.iter())
+        .filter_map(|(name, t)| Some((name.clone(), t.get("backend")?.as_str()?.to_owned())))
+        .collect()
 }
 
 /// Deep-merges `base` under `top`: `top`'s values win, mappings merge key by key.

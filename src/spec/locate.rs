@@ -66,7 +66,13 @@ impl Locations {
         let mut p = pointer;
         loop {
             if let Some(e) = self.entries.get(p) {
-                let span = if prefer_key { e.key.unwrap_or(e.value) } else { e.value };
+                let span = if prefer_key {
+                    e.key.unwrap_or(e.value)
+                } else {
+                    e.value
+                };
+                // The document itself: point at its first line, not the whole of it.
+                let span = if p.is_empty() { first_line(span) } else { span };
                 return Loc { file: e.file, span };
             }
             match p.rfind('/') {
@@ -93,6 +99,13 @@ impl Locations {
     }
 }
 
+fn first_line(span: Span) -> Span {
+    Span {
+        end: span.start + 1,
+        ..span
+    }
+}
+
 /// `/spec/alarms/actions/0` → `spec.alarms.actions[0]`: how fields are named to users.
 pub fn field_path(pointer: &str) -> String {
     let mut out = String::new();
@@ -116,7 +129,10 @@ mod tests {
 
     #[test]
     fn field_paths_read_like_yaml() {
-        assert_eq!(field_path("/spec/alarms/actions/0"), "spec.alarms.actions[0]");
+        assert_eq!(
+            field_path("/spec/alarms/actions/0"),
+            "spec.alarms.actions[0]"
+        );
         assert_eq!(field_path(""), "");
         assert_eq!(field_path("/a~1b"), "a/b");
     }

@@ -42,7 +42,10 @@ pub enum ChannelKind {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Metadata {
     /// The channel id, unique per target. `{channel}` in name templates is replaced by it.
-    #[schemars(regex(pattern = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"), length(min = 1, max = 200))]
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"),
+        length(min = 1, max = 200)
+    )]
     pub name: String,
     /// Free-form labels (team, tier, ...); carried into plans, never sent to a backend.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -292,12 +295,23 @@ pub enum KafkaNaming {
 }
 
 /// A topic config value; numbers and booleans are sent as their text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ConfigValue {
     Text(String),
     Int(i64),
     Bool(bool),
+}
+
+impl JsonSchema for ConfigValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConfigValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // One type union, so an error reads "must be a string, an integer or a boolean".
+        schemars::json_schema!({"type": ["string", "integer", "boolean"]})
+    }
 }
 
 impl std::fmt::Display for ConfigValue {
@@ -380,7 +394,9 @@ pub struct Target {
     pub ownership: Option<Ownership>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     Sqs,
@@ -394,6 +410,34 @@ impl Backend {
             Backend::Sqs => "sqs",
             Backend::Rabbitmq => "rabbitmq",
             Backend::Kafka => "kafka",
+        }
+    }
+}
+
+impl Backend {
+    /// The product name, for prose: `SQS`, `RabbitMQ`, `Kafka`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Backend::Sqs => "SQS",
+            Backend::Rabbitmq => "RabbitMQ",
+            Backend::Kafka => "Kafka",
+        }
+    }
+
+    /// `an SQS`, `a RabbitMQ`, `a Kafka`.
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Backend::Sqs => "an SQS",
+            Backend::Rabbitmq => "a RabbitMQ",
+            Backend::Kafka => "a Kafka",
+        }
+    }
+
+    /// What its message stores are called: `queue` or `topic`.
+    pub fn resource_noun(self) -> &'static str {
+        match self {
+            Backend::Sqs | Backend::Rabbitmq => "queue",
+            Backend::Kafka => "topic",
         }
     }
 }

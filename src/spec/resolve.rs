@@ -104,11 +104,19 @@ pub fn expand(
             "channel" => out.push_str(channel),
             "delay" => match delay {
                 Some(d) => out.push_str(&d.as_millis().to_string()),
-                None => return Err(format!("`{template}`: `{{delay}}` is only valid in retry names")),
+                None => {
+                    return Err(format!(
+                        "`{template}`: `{{delay}}` is only valid in retry names"
+                    ));
+                }
             },
             "index" => match index {
                 Some(i) => out.push_str(&i.to_string()),
-                None => return Err(format!("`{template}`: `{{index}}` is only valid in retry names")),
+                None => {
+                    return Err(format!(
+                        "`{template}`: `{{index}}` is only valid in retry names"
+                    ));
+                }
             },
             other => {
                 return Err(format!(
@@ -125,17 +133,25 @@ pub fn expand(
 /// The delay before each retry, from the backoff settings.
 pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
     let retry = channel.spec.retry.as_ref();
-    let retries = retry.and_then(|r| r.max_attempts).unwrap_or(1).saturating_sub(1) as usize;
+    let retries = retry
+        .and_then(|r| r.max_attempts)
+        .unwrap_or(1)
+        .saturating_sub(1) as usize;
     let Some(backoff) = retry.and_then(|r| r.backoff.as_ref()) else {
         return default.map(|d| vec![d; retries]).unwrap_or_default();
     };
     let multiplier = backoff.multiplier.unwrap_or(1.0);
     let initial = backoff.initial.as_millis() as f64;
-    let cap = backoff.max.map(|m| m.as_millis() as f64).unwrap_or(f64::MAX);
+    let cap = backoff
+        .max
+        .map(|m| m.as_millis() as f64)
+        .unwrap_or(f64::MAX);
     (0..retries)
         .map(|i| {
             let exp = i32::try_from(i).unwrap_or(i32::MAX);
-            let ms = (initial * multiplier.powi(exp)).min(cap).min(u64::MAX as f64);
+            let ms = (initial * multiplier.powi(exp))
+                .min(cap)
+                .min(u64::MAX as f64);
             Duration::from_millis(ms.round() as u64)
         })
         .collect()
@@ -153,7 +169,11 @@ fn distinct(delays: &[Duration]) -> Vec<Duration> {
 
 /// Resolves a channel against its target. The channel must have `spec.target` and
 /// `spec.retry.maxAttempts` (the rules report their absence first).
-pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<Resolved, ResolveError> {
+pub fn resolve(
+    channel: &Channel,
+    target_name: &str,
+    target: &Target,
+) -> Result<Resolved, ResolveError> {
     let spec = &channel.spec;
     let name = channel.metadata.name.as_str();
     let backend = target.backend;
@@ -163,7 +183,11 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
         message,
         hint: None,
     };
-    let max_attempts = spec.retry.as_ref().and_then(|r| r.max_attempts).unwrap_or(1);
+    let max_attempts = spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.max_attempts)
+        .unwrap_or(1);
     let fifo = spec.sqs.as_ref().and_then(|s| s.fifo).unwrap_or(false);
     let (main_default, dlq_default) = match backend {
         Backend::Sqs if fifo => ("{channel}.fifo", "{channel}-dlq.fifo"),
@@ -171,11 +195,16 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
         Backend::Rabbitmq => ("{channel}", "{channel}.dlq"),
         Backend::Kafka => ("{channel}", "{channel}-dlt"),
     };
-    let main = expand(spec.name.as_deref().unwrap_or(main_default), name, None, None)
-        .map_err(|m| err("/spec/name", m))?;
+    let main = expand(
+        spec.name.as_deref().unwrap_or(main_default),
+        name,
+        None,
+        None,
+    )
+    .map_err(|m| err("/spec/name", m))?;
     let dlq_template = spec.dead_letter.as_ref().and_then(|d| d.name.as_deref());
-    let dead_letter =
-        expand(dlq_template.unwrap_or(dlq_default), name, None, None).map_err(|m| err("/spec/deadLetter/name", m))?;
+    let dead_letter = expand(dlq_template.unwrap_or(dlq_default), name, None, None)
+        .map_err(|m| err("/spec/deadLetter/name", m))?;
 
     let retry_template = spec.retry.as_ref().and_then(|r| r.name.as_deref());
     let rabbit_model = spec
@@ -202,7 +231,8 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
             if by_index {
                 let t = retry_template.unwrap_or("{channel}-retry-{index}");
                 for (i, d) in delays.iter().enumerate() {
-                    let n = expand(t, name, Some(*d), Some(i + 1)).map_err(|m| err("/spec/retry/name", m))?;
+                    let n = expand(t, name, Some(*d), Some(i + 1))
+                        .map_err(|m| err("/spec/retry/name", m))?;
                     retry_stages.push(RetryStage { name: n, delay: *d });
                 }
             } else {
@@ -215,7 +245,8 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
                 };
                 let t = retry_template.unwrap_or(&default_t);
                 for (i, d) in uniq.iter().enumerate() {
-                    let n = expand(t, name, Some(*d), Some(i + 1)).map_err(|m| err("/spec/retry/name", m))?;
+                    let n = expand(t, name, Some(*d), Some(i + 1))
+                        .map_err(|m| err("/spec/retry/name", m))?;
                     retry_stages.push(RetryStage { name: n, delay: *d });
                 }
             }
@@ -246,7 +277,8 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
         let o = spec.rabbitmq.clone().unwrap_or_default();
         let exchange = match &o.exchange {
             Some(x) => Some(ExchangeResolved {
-                name: expand(&x.name, name, None, None).map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
+                name: expand(&x.name, name, None, None)
+                    .map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
                 kind: x.kind.unwrap_or(ExchangeKind::Direct),
                 routing_keys: x.routing_keys.clone().unwrap_or_else(|| vec![main.clone()]),
             }),
@@ -302,7 +334,10 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
 impl Resolved {
     /// Every queue or topic name of the channel, with the role it plays.
     pub fn names(&self) -> Vec<(&str, &'static str)> {
-        let mut v = vec![(self.main.as_str(), "main"), (self.dead_letter.as_str(), "dead-letter")];
+        let mut v = vec![
+            (self.main.as_str(), "main"),
+            (self.dead_letter.as_str(), "dead-letter"),
+        ];
         v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
         v
     }
@@ -314,9 +349,18 @@ mod tests {
 
     #[test]
     fn templates_expand_known_placeholders_only() {
-        assert_eq!(expand("{channel}.dlq", "orders", None, None).unwrap(), "orders.dlq");
         assert_eq!(
-            expand("{channel}-retry-{delay}", "o", Some(Duration::from_secs(2)), None).unwrap(),
+            expand("{channel}.dlq", "orders", None, None).unwrap(),
+            "orders.dlq"
+        );
+        assert_eq!(
+            expand(
+                "{channel}-retry-{delay}",
+                "o",
+                Some(Duration::from_secs(2)),
+                None
+            )
+            .unwrap(),
             "o-retry-2000"
         );
         assert!(expand("{chanel}.dlq", "o", None, None).is_err());

@@ -26,6 +26,15 @@ pub const KAFKA_MAX_NAME: usize = 249;
 pub const KAFKA_MIN_RETENTION: Duration = Duration::from_secs(1);
 pub const CLOUDWATCH_MAX_EVALUATION: Duration = Duration::from_secs(86_400);
 
+/// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
+pub const ADVICE_RULES: [&str; 5] = [
+    "retry/none",
+    "alarms/missing",
+    "alarms/unsupported-backend",
+    "sqs/backoff-consumer",
+    "retry/jitter-consumer",
+];
+
 /// A channel that passed the required-field checks, resolved against its target.
 pub struct Checked<'a> {
     pub doc: &'a Doc<Channel>,
@@ -49,7 +58,29 @@ pub fn check(ws: &Workspace) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
             .as_ref()
             .map(|l| l.allow.as_slice())
             .unwrap_or(&[]);
-        local.retain(|d| d.severity == crate::diag::Severity::Error || !allow.iter().any(|a| a == d.rule));
+        local.retain(|d| {
+            d.severity == crate::diag::Severity::Error || !allow.iter().any(|a| a == d.rule)
+        });
+        for (i, a) in allow.iter().enumerate() {
+            if ADVICE_RULES.contains(&a.as_str()) {
+                continue;
+            }
+            let mut d = Diagnostic::warning(
+                "lint/unknown-rule",
+                format!(
+                    "`spec.lint.allow[{i}]` is `{a}`, which is not a rule that can be silenced"
+                ),
+            )
+            .at(doc.locs.value(&format!("/spec/lint/allow/{i}")));
+            d = match did_you_mean(a, ADVICE_RULES.into_iter()) {
+                Some(m) => d.hint(format!("did you mean `{m}`?")),
+                None => d.hint(format!(
+                    "only warnings and notes can be silenced: {}",
+                    ADVICE_RULES.join(", ")
+                )),
+            };
+            local.push(d);
+        }
         out.extend(local);
     }
     check_across(&checked, &mut out);
@@ -66,9 +97,12 @@ fn collect_targets<'a>(ws: &'a Workspace, out: &mut Vec<Diagnostic>) -> TargetMa
             let loc = doc.locs.key(&base);
             if let Some((_, first)) = map.get(name.as_str()) {
                 out.push(
-                    Diagnostic::error("target/duplicate", format!("target `{name}` is defined twice"))
-                        .at(loc)
-                        .related(*first, "first defined here"),
+                    Diagnostic::error(
+                        "target/duplicate",
+                        format!("target `{name}` is defined twice"),
+                    )
+                    .at(loc)
+                    .related(*first, "first defined here"),
                 );
                 continue;
             }
@@ -79,25 +113,50 @@ fn collect_targets<'a>(ws: &'a Workspace, out: &mut Vec<Diagnostic>) -> TargetMa
     map
 }
 
-fn check_target(name: &str, t: &Target, doc: &Doc<super::model::Targets>, base: &str, out: &mut Vec<Diagnostic>) {
+fn check_target(
+    name: &str,
+    t: &Target,
+    doc: &Doc<super::model::Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     let fields: [(&str, bool, &[Backend]); 10] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
         ("url", t.url.is_some(), &[Backend::Rabbitmq]),
         ("vhost", t.vhost.is_some(), &[Backend::Rabbitmq]),
-        ("usernameEnv", t.username_env.is_some(), &[Backend::Rabbitmq]),
-        ("passwordEnv", t.password_env.is_some(), &[Backend::Rabbitmq]),
-        ("bootstrapServers", t.bootstrap_servers.is_some(), &[Backend::Kafka]),
+        (
+            "usernameEnv",
+            t.username_env.is_some(),
+            &[Backend::Rabbitmq],
+        ),
+        (
+            "passwordEnv",
+            t.password_env.is_some(),
+            &[Backend::Rabbitmq],
+        ),
+        (
+            "bootstrapServers",
+            t.bootstrap_servers.is_some(),
+            &[Backend::Kafka],
+        ),
         ("properties", t.properties.is_some(), &[Backend::Kafka]),
-        ("secretProperties", t.secret_properties.is_some(), &[Backend::Kafka]),
+        (
+            "secretProperties",
+            t.secret_properties.is_some(),
+            &[Backend::Kafka],
+        ),
     ];
     for (field, set, backends) in fields {
         if set && !backends.contains(&t.backend) {
             out.push(
                 Diagnostic::error(
                     "target/field-not-applicable",
-                    format!("`targets.{name}.{field}` does not apply to a {} target", t.backend),
+                    format!(
+                        "`targets.{name}.{field}` does not apply to {} target",
+                        t.backend.with_article()
+                    ),
                 )
                 .at(doc.locs.key(&format!("{base}/{field}"))),
             );
@@ -105,7 +164,10 @@ fn check_target(name: &str, t: &Target, doc: &Doc<super::model::Targets>, base: 
     }
     let required: &[(&str, bool)] = match t.backend {
         Backend::Sqs => &[("region", t.region.is_some())],
-        Backend::Rabbitmq => &[("url", t.url.is_some()), ("ownership", t.ownership.is_some())],
+        Backend::Rabbitmq => &[
+            ("url", t.url.is_some()),
+            ("ownership", t.ownership.is_some()),
+        ],
         Backend::Kafka => &[
             ("bootstrapServers", t.bootstrap_servers.is_some()),
             ("ownership", t.ownership.is_some()),
@@ -115,13 +177,16 @@ fn check_target(name: &str, t: &Target, doc: &Doc<super::model::Targets>, base: 
         if !set {
             let mut d = Diagnostic::error(
                 "target/missing-field",
-                format!("`targets.{name}.{field}` is required for a {} target", t.backend),
+                format!(
+                    "`targets.{name}.{field}` is required for {} target",
+                    t.backend.with_article()
+                ),
             )
             .at(doc.locs.key(base));
             if *field == "ownership" {
                 d = d.hint(format!(
                     "{} has no place to record ownership; declare the name prefixes dlqctl may manage, e.g. `ownership: {{prefixes: [\"orders.\"]}}`",
-                    t.backend
+                    t.backend.display_name()
                 ));
             }
             out.push(d);
@@ -134,7 +199,9 @@ fn check_target(name: &str, t: &Target, doc: &Doc<super::model::Targets>, base: 
             out.push(
                 Diagnostic::error(
                     "target/url",
-                    format!("`targets.{name}.{field}` must be an http:// or https:// URL, found `{v}`"),
+                    format!(
+                        "`targets.{name}.{field}` must be an http:// or https:// URL, found `{v}`"
+                    ),
                 )
                 .at(doc.locs.value(&format!("{base}/{field}"))),
             );
@@ -180,9 +247,12 @@ fn check_channel(
     }
     let Some(target_name) = spec.target.as_deref() else {
         out.push(
-            Diagnostic::error("spec/required", format!("channel `{name}` has no `spec.target`"))
-                .at(key("/spec"))
-                .hint("name a connection from the Targets document (dlqctl.yaml), here or in Defaults"),
+            Diagnostic::error(
+                "spec/required",
+                format!("channel `{name}` has no `spec.target`"),
+            )
+            .at(key("/spec"))
+            .hint("name a connection from the Targets document (dlqctl.yaml), here or in Defaults"),
         );
         return None;
     };
@@ -206,7 +276,11 @@ fn check_channel(
         return None;
     };
     let backend = target.backend;
-    for (block, b) in [("sqs", Backend::Sqs), ("rabbitmq", Backend::Rabbitmq), ("kafka", Backend::Kafka)] {
+    for (block, b) in [
+        ("sqs", Backend::Sqs),
+        ("rabbitmq", Backend::Rabbitmq),
+        ("kafka", Backend::Kafka),
+    ] {
         let set = match b {
             Backend::Sqs => spec.sqs.is_some(),
             Backend::Rabbitmq => spec.rabbitmq.is_some(),
@@ -216,10 +290,16 @@ fn check_channel(
             out.push(
                 Diagnostic::error(
                     "target/backend-mismatch",
-                    format!("`spec.{block}` is set, but target `{target_name}` is a {backend} target"),
+                    format!(
+                        "`spec.{block}` is set, but target `{target_name}` is {} target",
+                        backend.with_article()
+                    ),
                 )
                 .at(key(&format!("/spec/{block}")))
-                .hint(format!("use a `{backend}:` block, or point `spec.target` at a {block} target")),
+                .hint(format!(
+                    "use a `{backend}:` block, or point `spec.target` at {} target",
+                    b.with_article()
+                )),
             );
         }
     }
@@ -272,7 +352,14 @@ fn check_channel(
     Some(r)
 }
 
-fn range_error(rule: &'static str, field: &str, value: Duration, min: Duration, max: Duration, backend: &str) -> Diagnostic {
+fn range_error(
+    rule: &'static str,
+    field: &str,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+    backend: &str,
+) -> Diagnostic {
     Diagnostic::error(
         rule,
         format!("`{field}` is {value}, outside {backend}'s range of {min} to {max}"),
@@ -284,15 +371,26 @@ fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
     let at = |p: &str| doc.locs.value(p);
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", spec.retention),
-        ("spec.deadLetter.retention", "/spec/deadLetter/retention", spec.dead_letter.as_ref().and_then(|d| d.retention)),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            spec.dead_letter.as_ref().and_then(|d| d.retention),
+        ),
     ] {
         if let Some(v) = value
             && (v < SQS_MIN_RETENTION || v > SQS_MAX_RETENTION)
         {
             out.push(
-                range_error("sqs/retention-range", field, v, SQS_MIN_RETENTION, SQS_MAX_RETENTION, "SQS")
-                    .at(at(pointer))
-                    .hint("SQS keeps messages between 60s and 14d (MessageRetentionPeriod)"),
+                range_error(
+                    "sqs/retention-range",
+                    field,
+                    v,
+                    SQS_MIN_RETENTION,
+                    SQS_MAX_RETENTION,
+                    "SQS",
+                )
+                .at(at(pointer))
+                .hint("SQS keeps messages between 60s and 14d (MessageRetentionPeriod)"),
             );
         }
     }
@@ -309,11 +407,20 @@ fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
         );
     }
     let sqs = r.sqs.as_ref();
-    let vis = sqs.map(|s| s.visibility_timeout).unwrap_or(resolve::SQS_DEFAULT_VISIBILITY);
+    let vis = sqs
+        .map(|s| s.visibility_timeout)
+        .unwrap_or(resolve::SQS_DEFAULT_VISIBILITY);
     if vis > SQS_MAX_VISIBILITY {
         out.push(
-            range_error("sqs/visibility-range", "spec.sqs.visibilityTimeout", vis, Duration::from_secs(0), SQS_MAX_VISIBILITY, "SQS")
-                .at(at("/spec/sqs/visibilityTimeout")),
+            range_error(
+                "sqs/visibility-range",
+                "spec.sqs.visibilityTimeout",
+                vis,
+                Duration::from_secs(0),
+                SQS_MAX_VISIBILITY,
+                "SQS",
+            )
+            .at(at("/spec/sqs/visibilityTimeout")),
         );
     }
     if vis.as_millis() % 1000 != 0 {
@@ -339,7 +446,11 @@ fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
                 ),
             )
             .at(at(if doc.locs.has("/spec/deadLetter/retention") { "/spec/deadLetter/retention" } else { "/spec/retention" }))
-            .hint("make `spec.deadLetter.retention` longer than `spec.retention` (14d is the SQS maximum)"),
+            .hint(if src >= SQS_MAX_RETENTION {
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`".to_owned()
+            } else {
+                "make `spec.deadLetter.retention` longer than `spec.retention` (14d is the SQS maximum)".to_owned()
+            }),
         );
     }
     if spec.retry.as_ref().is_some_and(|x| x.backoff.is_some()) {
@@ -353,7 +464,8 @@ fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
             .at(doc.locs.key("/spec/retry/backoff")),
         );
     }
-    let retry_time = Duration::from_millis(vis.as_millis().saturating_mul(u64::from(r.max_attempts)));
+    let retry_time =
+        Duration::from_millis(vis.as_millis().saturating_mul(u64::from(r.max_attempts)));
     if let Some(src) = r.retention
         && retry_time >= src
     {
@@ -372,10 +484,24 @@ fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
 }
 
 fn check_alarms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    let Some(alarms) = &doc.value.spec.alarms else { return };
+    let Some(alarms) = &doc.value.spec.alarms else {
+        return;
+    };
     let periods = [
-        ("depth", alarms.depth.as_ref().map(|a| (a.period, a.evaluation_periods))),
-        ("oldestMessageAge", alarms.oldest_message_age.as_ref().map(|a| (a.period, a.evaluation_periods))),
+        (
+            "depth",
+            alarms
+                .depth
+                .as_ref()
+                .map(|a| (a.period, a.evaluation_periods)),
+        ),
+        (
+            "oldestMessageAge",
+            alarms
+                .oldest_message_age
+                .as_ref()
+                .map(|a| (a.period, a.evaluation_periods)),
+        ),
     ];
     for (name, v) in periods {
         let Some((period, evals)) = v else { continue };
@@ -390,7 +516,11 @@ fn check_alarms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
                 .at(doc.locs.value(&pointer)),
             );
         }
-        let total = Duration::from_millis(period.as_millis().saturating_mul(u64::from(evals.unwrap_or(1))));
+        let total = Duration::from_millis(
+            period
+                .as_millis()
+                .saturating_mul(u64::from(evals.unwrap_or(1))),
+        );
         if total > CLOUDWATCH_MAX_EVALUATION {
             out.push(
                 Diagnostic::error(
@@ -407,7 +537,10 @@ fn check_alarms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
         out.push(
             Diagnostic::error(
                 "alarms/whole-seconds",
-                format!("`spec.alarms.oldestMessageAge.above` is {}; the metric is in whole seconds", age.above),
+                format!(
+                    "`spec.alarms.oldestMessageAge.above` is {}; the metric is in whole seconds",
+                    age.above
+                ),
             )
             .at(doc.locs.value("/spec/alarms/oldestMessageAge/above")),
         );
@@ -431,7 +564,7 @@ fn alarms_unsupported(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagno
         out.push(
             Diagnostic::warning(
                 "alarms/unsupported-backend",
-                format!("alarms are not provisioned for {backend} targets yet; `spec.alarms` is not applied"),
+                format!("alarms are not provisioned for {} targets yet; `spec.alarms` is not applied", backend.display_name()),
             )
             .at(doc.locs.key("/spec/alarms"))
             .hint("alert on the dead-letter queue's depth in your monitoring system (e.g. Prometheus)"),
@@ -440,11 +573,18 @@ fn alarms_unsupported(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagno
 }
 
 fn jitter_info(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
-    if doc.value.spec.retry.as_ref().and_then(|r| r.backoff.as_ref()).is_some_and(|b| b.jitter.is_some()) {
+    if doc
+        .value
+        .spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.backoff.as_ref())
+        .is_some_and(|b| b.jitter.is_some())
+    {
         out.push(
             Diagnostic::info(
                 "retry/jitter-consumer",
-                format!("{backend} cannot add jitter to a delay: consumers apply `retry.backoff.jitter` themselves"),
+                format!("{} cannot add jitter to a delay: consumers apply `retry.backoff.jitter` themselves", backend.display_name()),
             )
             .at(doc.locs.key("/spec/retry/backoff/jitter")),
         );
@@ -458,18 +598,33 @@ fn check_rabbitmq(doc: &Doc<Channel>, r: &Resolved, target: &Target, out: &mut V
     jitter_info(doc, Backend::Rabbitmq, out);
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", r.retention),
-        ("spec.deadLetter.retention", "/spec/deadLetter/retention", r.dead_letter_retention),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            r.dead_letter_retention,
+        ),
     ] {
         if let Some(v) = value
             && v.as_millis() > RABBIT_MAX_TTL_MS
         {
             out.push(
-                range_error("rabbitmq/ttl-range", field, v, Duration::from_millis(0), Duration::from_millis(RABBIT_MAX_TTL_MS), "RabbitMQ's message TTL")
-                    .at(doc.locs.value(pointer)),
+                Diagnostic::error(
+                    "rabbitmq/ttl-range",
+                    format!("`{field}` is {v}; RabbitMQ's message TTL is at most {RABBIT_MAX_TTL_MS} ms (about 49.7 days)"),
+                )
+                .at(doc.locs.value(pointer))
+                .hint("leave the retention unset: RabbitMQ keeps messages until they are consumed"),
             );
         }
     }
-    if rb.retry_model == RetryModel::Ttl && r.max_attempts > 1 && spec.retry.as_ref().and_then(|x| x.backoff.as_ref()).is_none() {
+    if rb.retry_model == RetryModel::Ttl
+        && r.max_attempts > 1
+        && spec
+            .retry
+            .as_ref()
+            .and_then(|x| x.backoff.as_ref())
+            .is_none()
+    {
         out.push(
             Diagnostic::error(
                 "rabbitmq/backoff-required",
@@ -484,9 +639,17 @@ fn check_rabbitmq(doc: &Doc<Channel>, r: &Resolved, target: &Target, out: &mut V
             out.push(
                 Diagnostic::error(
                     "rabbitmq/ttl-range",
-                    format!("retry delay {} is longer than RabbitMQ's largest message TTL", s.delay),
+                    format!(
+                        "retry delay {} is longer than RabbitMQ's largest message TTL ({RABBIT_MAX_TTL_MS} ms, about 49.7 days)",
+                        s.delay
+                    ),
                 )
-                .at(doc.locs.value("/spec/retry/backoff")),
+                .at(doc.locs.value(if doc.locs.has("/spec/retry/backoff/max") {
+                    "/spec/retry/backoff/max"
+                } else {
+                    "/spec/retry/backoff/initial"
+                }))
+                .hint("cap the delay with `backoff.max`"),
             );
         }
     }
@@ -501,12 +664,22 @@ fn check_rabbitmq(doc: &Doc<Channel>, r: &Resolved, target: &Target, out: &mut V
         );
     }
     if let Some(x) = &rb.exchange {
-        check_scope(doc, &x.name, "exchange", target, "/spec/rabbitmq/exchange/name", out);
+        check_scope(
+            doc,
+            &x.name,
+            "exchange",
+            target,
+            "/spec/rabbitmq/exchange/name",
+            out,
+        );
         if x.name.starts_with("amq.") || x.name.is_empty() {
             out.push(
                 Diagnostic::error(
                     "name/invalid",
-                    format!("exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange", x.name),
+                    format!(
+                        "exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange",
+                        x.name
+                    ),
                 )
                 .at(doc.locs.value("/spec/rabbitmq/exchange/name")),
             );
@@ -533,7 +706,11 @@ fn check_kafka(doc: &Doc<Channel>, r: &Resolved, _target: &Target, out: &mut Vec
     }
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", r.retention),
-        ("spec.deadLetter.retention", "/spec/deadLetter/retention", r.dead_letter_retention),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            r.dead_letter_retention,
+        ),
     ] {
         if let Some(v) = value
             && v < KAFKA_MIN_RETENTION
@@ -570,7 +747,14 @@ fn check_kafka(doc: &Doc<Channel>, r: &Resolved, _target: &Target, out: &mut Vec
     }
 }
 
-fn check_scope(doc: &Doc<Channel>, name: &str, what: &str, target: &Target, pointer: &str, out: &mut Vec<Diagnostic>) {
+fn check_scope(
+    doc: &Doc<Channel>,
+    name: &str,
+    what: &str,
+    target: &Target,
+    pointer: &str,
+    out: &mut Vec<Diagnostic>,
+) {
     let Some(own) = &target.ownership else { return };
     if !own.prefixes.iter().any(|p| name.starts_with(p.as_str())) {
         out.push(
@@ -604,13 +788,19 @@ fn check_names(doc: &Doc<Channel>, r: &Resolved, target: &Target, out: &mut Vec<
         let pointer = name_pointer(doc, role);
         let at = doc.locs.value(pointer);
         if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
-            out.push(
-                Diagnostic::error(
-                    "name/collision",
-                    format!("the {role} and {other} queues are both named `{name}`"),
+            let noun = r.backend.resource_noun();
+            let (what, hint) = if role == *other {
+                (
+                    format!("two {role} {noun}s are both named `{name}`"),
+                    "each retry delay needs its own name: put `{delay}` (or `{index}`) in `spec.retry.name`",
                 )
-                .at(at),
-            );
+            } else {
+                (
+                    format!("the {role} and {other} {noun}s are both named `{name}`"),
+                    "give each its own name template",
+                )
+            };
+            out.push(Diagnostic::error("name/collision", what).at(at).hint(hint));
             continue;
         }
         seen.push((name, role));
@@ -634,17 +824,28 @@ pub fn sqs_name_problem(name: &str, fifo: bool) -> Option<String> {
     let base = match (name.strip_suffix(".fifo"), fifo) {
         (Some(b), true) => b,
         (None, true) => return Some("a FIFO queue's name must end in `.fifo`".into()),
-        (Some(_), false) => return Some("only FIFO queues may end in `.fifo` (set `sqs.fifo: true`)".into()),
+        (Some(_), false) => {
+            return Some("only FIFO queues may end in `.fifo` (set `sqs.fifo: true`)".into());
+        }
         (None, false) => name,
     };
     if name.chars().count() > SQS_MAX_NAME {
-        return Some(format!("SQS names are at most {SQS_MAX_NAME} characters, this is {}", name.chars().count()));
+        return Some(format!(
+            "SQS names are at most {SQS_MAX_NAME} characters, this is {}",
+            name.chars().count()
+        ));
     }
     if base.is_empty() {
         return Some("empty name".into());
     }
-    if let Some(c) = base.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_')) {
-        return Some(format!("SQS names allow only A-Z, a-z, 0-9, `-` and `_`, not `{}`", c.escape_default()));
+    if let Some(c) = base
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Some(format!(
+            "SQS names allow only A-Z, a-z, 0-9, `-` and `_`, not `{}`",
+            c.escape_default()
+        ));
     }
     None
 }
@@ -654,7 +855,10 @@ pub fn rabbit_name_problem(name: &str) -> Option<String> {
         return Some("empty name".into());
     }
     if name.len() > RABBIT_MAX_NAME_BYTES {
-        return Some(format!("RabbitMQ names are at most {RABBIT_MAX_NAME_BYTES} bytes, this is {}", name.len()));
+        return Some(format!(
+            "RabbitMQ names are at most {RABBIT_MAX_NAME_BYTES} bytes, this is {}",
+            name.len()
+        ));
     }
     if name.starts_with("amq.") {
         return Some("names starting with `amq.` are reserved by RabbitMQ".into());
@@ -670,10 +874,19 @@ pub fn kafka_name_problem(name: &str) -> Option<String> {
         return Some("`.` and `..` are not valid topic names".into());
     }
     if name.chars().count() > KAFKA_MAX_NAME {
-        return Some(format!("Kafka topic names are at most {KAFKA_MAX_NAME} characters, this is {}", name.chars().count()));
+        return Some(format!(
+            "Kafka topic names are at most {KAFKA_MAX_NAME} characters, this is {}",
+            name.chars().count()
+        ));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Some(format!("Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `{}`", c.escape_default()));
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Some(format!(
+            "Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `{}`",
+            c.escape_default()
+        ));
     }
     None
 }
@@ -689,7 +902,10 @@ fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::error(
                     "channel/duplicate",
-                    format!("channel `{}` is defined twice for target `{}`", r.channel, r.target),
+                    format!(
+                        "channel `{}` is defined twice for target `{}`",
+                        r.channel, r.target
+                    ),
                 )
                 .at(loc)
                 .related(*first, "first defined here"),
@@ -698,16 +914,24 @@ fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
         }
         channels.insert((r.target.as_str(), r.channel.as_str()), loc);
         // RabbitMQ names are per vhost; others per target.
-        let scope = r.rabbitmq.as_ref().map(|x| x.vhost.clone()).unwrap_or_default();
+        let scope = r
+            .rabbitmq
+            .as_ref()
+            .map(|x| x.vhost.clone())
+            .unwrap_or_default();
         for (name, role) in r.names() {
             let at = c.doc.locs.value(name_pointer(c.doc, role));
             match names.get(&(r.target.as_str(), scope.clone(), name)) {
+                // Within one channel, `check_names` has reported it already.
+                Some((_, other)) if *other == r.channel => {}
                 Some((first, other)) => out.push(
                     Diagnostic::error(
                         "name/collision",
                         format!(
-                            "{role} queue `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
-                            r.channel, r.target
+                            "{role} {} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
+                            r.backend.resource_noun(),
+                            r.channel,
+                            r.target
                         ),
                     )
                     .at(at)

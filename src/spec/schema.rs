@@ -85,7 +85,11 @@ fn strip_null(v: &mut Value) {
                 Some(Value::Array(branches)) if branches.len() == 2 => branches
                     .iter()
                     .find(|b| b.get("type") != Some(&Value::from("null")))
-                    .filter(|_| branches.iter().any(|b| b.get("type") == Some(&Value::from("null"))))
+                    .filter(|_| {
+                        branches
+                            .iter()
+                            .any(|b| b.get("type") == Some(&Value::from("null")))
+                    })
                     .cloned(),
                 _ => None,
             };
@@ -141,13 +145,20 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
                 let known = known_fields(kind.schema(), &pointer);
                 for key in unexpected {
                     let child = format!("{pointer}/{}", escape(key));
-                    let where_ = if field.is_empty() { "the document".to_owned() } else { format!("`{field}`") };
+                    let where_ = if field.is_empty() {
+                        "the document".to_owned()
+                    } else {
+                        format!("`{field}`")
+                    };
                     let mut d = Diagnostic::error(
                         "schema/unknown-field",
                         format!("unknown field `{key}` in {where_}"),
                     )
                     .at(locs.key(&child));
                     d = match did_you_mean(key, known.iter().map(String::as_str)) {
+                        _ if key == "<<" => d.hint(
+                            "YAML merge keys are not supported; put shared settings in a `kind: Defaults` document",
+                        ),
                         Some(s) => d.hint(format!("did you mean `{s}`?")),
                         None if !known.is_empty() => {
                             d.hint(format!("expected one of: {}", known.join(", ")))
@@ -160,7 +171,11 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
                 let full = join_field(&field, name);
-                let parent = if field.is_empty() { "the document".to_owned() } else { format!("`{field}`") };
+                let parent = if field.is_empty() {
+                    "the document".to_owned()
+                } else {
+                    format!("`{field}`")
+                };
                 out.push(
                     Diagnostic::error(
                         "schema/required",
@@ -173,19 +188,21 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
             ValidationErrorKind::Type { kind: expected } => {
                 let expected = match expected {
                     TypeKind::Single(t) => article(&t.to_string()),
-                    TypeKind::Multiple(set) => set
-                        .iter()
-                        .map(|t| article(&t.to_string()))
-                        .collect::<Vec<_>>()
-                        .join(" or "),
+                    TypeKind::Multiple(set) => {
+                        let names: Vec<String> =
+                            set.iter().map(|t| article(&t.to_string())).collect();
+                        match names.split_last() {
+                            Some((last, rest)) if !rest.is_empty() => {
+                                format!("{} or {last}", rest.join(", "))
+                            }
+                            _ => names.join(""),
+                        }
+                    }
                 };
                 out.push(
                     Diagnostic::error(
                         "schema/type",
-                        format!(
-                            "`{field}` must be {expected}, found {}",
-                            describe(found)
-                        ),
+                        format!("`{field}` must be {expected}, found {}", describe(found)),
                     )
                     .at(locs.value(&pointer)),
                 );
@@ -199,7 +216,11 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
                     "schema/enum",
                     format!(
                         "`{field}` must be one of {}, found {}",
-                        allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "),
+                        allowed
+                            .iter()
+                            .map(|a| format!("`{a}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         describe(found)
                     ),
                 )
@@ -214,7 +235,11 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
             ValidationErrorKind::Constant { expected_value } => out.push(
                 Diagnostic::error(
                     "schema/enum",
-                    format!("`{field}` must be `{}`, found {}", plain(expected_value), describe(found)),
+                    format!(
+                        "`{field}` must be `{}`, found {}",
+                        plain(expected_value),
+                        describe(found)
+                    ),
                 )
                 .at(locs.value(&pointer)),
             ),
@@ -222,7 +247,11 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
                 let d = if pattern == super::duration::PATTERN {
                     let why = found
                         .and_then(Value::as_str)
-                        .map(|s| super::duration::Duration::parse(s).err().unwrap_or_default())
+                        .map(|s| {
+                            super::duration::Duration::parse(s)
+                                .err()
+                                .unwrap_or_default()
+                        })
                         .unwrap_or_default();
                     Diagnostic::error(
                         "schema/duration",
@@ -232,29 +261,57 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
                 } else {
                     Diagnostic::error(
                         "schema/pattern",
-                        format!("`{field}` is {}, which does not match `{pattern}`", describe(found)),
+                        format!(
+                            "`{field}` is {}, which does not match `{pattern}`",
+                            describe(found)
+                        ),
                     )
                 };
                 out.push(d.at(locs.value(&pointer)));
             }
-            ValidationErrorKind::Minimum { limit } | ValidationErrorKind::ExclusiveMinimum { limit } => out.push(
+            ValidationErrorKind::Minimum { limit }
+            | ValidationErrorKind::ExclusiveMinimum { limit } => out.push(
                 Diagnostic::error(
                     "schema/range",
-                    format!("`{field}` must be at least {limit}, found {}", describe(found)),
+                    format!(
+                        "`{field}` must be at least {limit}, found {}",
+                        describe(found)
+                    ),
                 )
                 .at(locs.value(&pointer)),
             ),
-            ValidationErrorKind::Maximum { limit } | ValidationErrorKind::ExclusiveMaximum { limit } => out.push(
+            ValidationErrorKind::Maximum { limit }
+            | ValidationErrorKind::ExclusiveMaximum { limit } => out.push(
                 Diagnostic::error(
                     "schema/range",
-                    format!("`{field}` must be at most {limit}, found {}", describe(found)),
+                    format!(
+                        "`{field}` must be at most {limit}, found {}",
+                        describe(found)
+                    ),
                 )
                 .at(locs.value(&pointer)),
             ),
             ValidationErrorKind::MinLength { limit } => out.push(
                 Diagnostic::error(
                     "schema/length",
-                    format!("`{field}` must be at least {limit} characters long, found {}", describe(found)),
+                    if *limit == 1 {
+                        format!("`{field}` must not be empty")
+                    } else {
+                        format!(
+                            "`{field}` must be at least {limit} characters long, found {}",
+                            describe(found)
+                        )
+                    },
+                )
+                .at(locs.value(&pointer)),
+            ),
+            ValidationErrorKind::MinItems { limit } => out.push(
+                Diagnostic::error(
+                    "schema/length",
+                    format!(
+                        "`{field}` must list at least {limit} item{}",
+                        if *limit == 1 { "" } else { "s" }
+                    ),
                 )
                 .at(locs.value(&pointer)),
             ),
@@ -265,13 +322,23 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
                 )
                 .at(locs.value(&pointer)),
             ),
-            ValidationErrorKind::PropertyNames { error } => out.push(
-                Diagnostic::error(
-                    "schema/key",
-                    format!("a key in `{field}` is not allowed: {error}"),
-                )
-                .at(locs.value(&pointer)),
-            ),
+            ValidationErrorKind::PropertyNames { error } => {
+                // The inner error's instance is the offending key.
+                let key = error
+                    .instance()
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_default();
+                let pattern = match error.kind() {
+                    ValidationErrorKind::Pattern { pattern } => format!(" (`{pattern}`)"),
+                    _ => String::new(),
+                };
+                out.push(
+                    Diagnostic::error("schema/key", format!("`{key}` is not an allowed name in `{field}`{pattern}"))
+                        .at(locs.key(&format!("{pointer}/{}", escape(&key))))
+                        .hint("names use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
+                );
+            }
             _ => out.push(
                 Diagnostic::error("schema/invalid", format!("`{field}`: {err}"))
                     .at(locs.value(&pointer)),
@@ -281,10 +348,13 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
     out
 }
 
+/// JSON type names as a YAML user knows them.
 fn article(t: &str) -> String {
     match t {
-        "integer" | "array" | "object" => format!("an {t}"),
-        "null" => "null".into(),
+        "integer" => "an integer".into(),
+        "array" => "a list".into(),
+        "object" => "a mapping".into(),
+        "null" => "empty".into(),
         _ => format!("a {t}"),
     }
 }
@@ -306,7 +376,18 @@ pub fn describe(v: Option<&Value>) -> String {
         Some(Value::String(s)) => {
             let shown: String = s.chars().take(60).collect();
             let more = if s.chars().count() > 60 { "…" } else { "" };
-            format!("the string `{}{more}`", shown.escape_debug())
+            // Look-alike letters (Cyrillic `о` for Latin `o`) are invisible: name them.
+            let odd = s
+                .chars()
+                .find(|c| !c.is_ascii())
+                .map(|c| {
+                    format!(
+                        " (with the non-ASCII character `{c}`, U+{:04X})",
+                        u32::from(c)
+                    )
+                })
+                .unwrap_or_default();
+            format!("the string `{}{more}`{odd}", shown.escape_debug())
         }
         Some(Value::Array(_)) => "a list".into(),
         Some(Value::Object(_)) => "a mapping".into(),
@@ -314,7 +395,11 @@ pub fn describe(v: Option<&Value>) -> String {
 }
 
 fn join_field(parent: &str, name: &str) -> String {
-    if parent.is_empty() { name.to_owned() } else { format!("{parent}.{name}") }
+    if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}.{name}")
+    }
 }
 
 fn escape(key: &str) -> String {
@@ -361,7 +446,10 @@ fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
                 None => return node,
             }
         } else if let Some(branches) = node.get("anyOf").and_then(Value::as_array) {
-            match branches.iter().find(|b| b.get("type") != Some(&Value::from("null"))) {
+            match branches
+                .iter()
+                .find(|b| b.get("type") != Some(&Value::from("null")))
+            {
                 Some(b) => node = b,
                 None => return node,
             }

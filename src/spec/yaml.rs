@@ -126,9 +126,7 @@ impl LineIndex {
 
     fn span(&self, src: &str, s: YamlSpan) -> Span {
         let start = self.byte_offset(src, s.start.line(), s.start.col());
-        let end = self
-            .byte_offset(src, s.end.line(), s.end.col())
-            .max(start);
+        let end = self.byte_offset(src, s.end.line(), s.end.col()).max(start);
         Span {
             start,
             end,
@@ -169,10 +167,7 @@ impl<'a> Loader<'a> {
             Some(Ok((ev, span))) => Ok((ev, self.index.span(self.src, span))),
             Some(Err(e)) => {
                 let m = e.marker();
-                let at = self.index.span(
-                    self.src,
-                    YamlSpan::new(*m, *m),
-                );
+                let at = self.index.span(self.src, YamlSpan::new(*m, *m));
                 Err(YamlError {
                     kind: YamlErrorKind::Syntax,
                     message: format!("invalid YAML: {}", e.info()),
@@ -284,7 +279,10 @@ impl<'a> Loader<'a> {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 self.count(1, span)?;
-                let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
+                // Shown as written: `!!python/object`, not the expanded `tag:yaml.org,2002:` form.
+                let tag = tag.map(|t| {
+                    format!("{}{}", t.handle, t.suffix).replacen("tag:yaml.org,2002:", "!!", 1)
+                });
                 let value = scalar(&text, style, tag.as_deref()).ok_or_else(|| {
                     self.error(
                         YamlErrorKind::UnsupportedTag,
@@ -300,7 +298,11 @@ impl<'a> Loader<'a> {
                 Ok(node)
             }
             Event::SequenceStart(anchor, tag) => {
-                self.check_collection_tag(tag.as_deref().map(|t| (&*t.handle, &*t.suffix)), "seq", span)?;
+                self.check_collection_tag(
+                    tag.as_deref().map(|t| (&*t.handle, &*t.suffix)),
+                    "seq",
+                    span,
+                )?;
                 self.count(1, span)?;
                 let before = self.nodes;
                 let mut items = Vec::new();
@@ -320,7 +322,11 @@ impl<'a> Loader<'a> {
                 Ok(node)
             }
             Event::MappingStart(anchor, tag) => {
-                self.check_collection_tag(tag.as_deref().map(|t| (&*t.handle, &*t.suffix)), "map", span)?;
+                self.check_collection_tag(
+                    tag.as_deref().map(|t| (&*t.handle, &*t.suffix)),
+                    "map",
+                    span,
+                )?;
                 self.count(1, span)?;
                 let before = self.nodes;
                 let mut entries: Vec<(String, Span, Node)> = Vec::new();
@@ -392,7 +398,10 @@ impl<'a> Loader<'a> {
             Some((handle, suffix)) if core_tag(handle, suffix) == Some(expected) => Ok(()),
             Some((handle, suffix)) => Err(self.error(
                 YamlErrorKind::UnsupportedTag,
-                format!("unsupported YAML tag `{handle}{suffix}`; specs use plain values"),
+                format!(
+                    "unsupported YAML tag `{}`; specs use plain values",
+                    format!("{handle}{suffix}").replacen("tag:yaml.org,2002:", "!!", 1)
+                ),
                 span,
             )),
         }
@@ -525,7 +534,12 @@ impl Node {
 
     /// Calls `f` with the JSON pointer, key span (if any) and node of every value in the tree.
     pub fn walk(&self, f: &mut impl FnMut(&str, Option<Span>, &Node)) {
-        fn go(node: &Node, path: &mut String, key: Option<Span>, f: &mut impl FnMut(&str, Option<Span>, &Node)) {
+        fn go(
+            node: &Node,
+            path: &mut String,
+            key: Option<Span>,
+            f: &mut impl FnMut(&str, Option<Span>, &Node),
+        ) {
             f(path, key, node);
             match &node.value {
                 NodeValue::Seq(items) => {

@@ -36,9 +36,11 @@ pub fn kafka_bootstrap() -> String {
 }
 
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("DLQCTL_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dlqctl")
-    })
+    std::env::var_os("DLQCTL_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/dlqctl")
+        })
 }
 
 /// Live tests must run: in CI, or when the test script asks for it.
@@ -49,14 +51,19 @@ pub fn live_required() -> bool {
 
 /// Returns false (and says so loudly) when the server is down and live tests may skip;
 /// panics when they may not.
+#[allow(clippy::print_stderr)] // the loud skip message is the point
 pub fn require(what: &str, up: bool) -> bool {
     if up {
         return true;
     }
     if live_required() {
-        panic!("{what} is not reachable, and live tests are required (CI=true or DLQCTL_LIVE_REQUIRED=1): run `scripts/stack up`");
+        panic!(
+            "{what} is not reachable, and live tests are required (CI=true or DLQCTL_LIVE_REQUIRED=1): run `scripts/stack up`"
+        );
     }
-    eprintln!("\n*** SKIPPED: {what} is not reachable; run `scripts/stack up` to run this live test ***\n");
+    eprintln!(
+        "\n*** SKIPPED: {what} is not reachable; run `scripts/stack up` to run this live test ***\n"
+    );
     false
 }
 
@@ -71,20 +78,34 @@ pub fn tcp_up(addr: &str) -> bool {
 
 /// `http://127.0.0.1:15672` → `127.0.0.1:15672`.
 pub fn host_port(url: &str) -> String {
-    url.split("://").nth(1).unwrap_or(url).trim_end_matches('/').to_owned()
+    url.split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// A name no other test or earlier run uses: `<prefix><pid>-<time>-<n>`, lowercase.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
-    let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
-    format!("{prefix}{}-{}-{}", std::process::id(), t % 1_000_000_000, N.fetch_add(1, Ordering::Relaxed))
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros())
+        .unwrap_or(0);
+    format!(
+        "{prefix}{}-{}-{}",
+        std::process::id(),
+        t % 1_000_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The binary under test, with a cleared environment plus what the test passes in.
 pub fn dlqctl() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
-    c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).current_dir(root());
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .current_dir(root());
     c
 }
 
