@@ -6,6 +6,9 @@
 //! (as `scripts/test` sets), and otherwise skips with a loud message on stderr.
 #![allow(dead_code)]
 
+pub mod proxy;
+pub mod rabbit;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,377 @@
+//! Promises a production apply depends on, each proven against the real local RabbitMQ,
+//! through a fault-injecting proxy where the fault cannot be had otherwise:
+//! flaky reads leave the plan unchanged; a failed step stops apply and the next plan lists
+//! exactly the remainder; a write whose answer was lost is re-read, not retried; Ctrl-C lets
+//! the current step finish; credentials never appear anywhere; bad connections give one
+//! actionable line.
+
+mod support;
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::proxy::{Faults, Proxy};
+use support::rabbit::{Fixture, api, block};
+
+fn rabbit_throttle() -> Faults {
+    Faults {
+        throttle_status: 503,
+        throttle_body: r#"{"error":"service_unavailable","reason":"throttled"}"#.into(),
+        ..Faults::default()
+    }
+}
+
+/// Total API calls from `plan --stats` output.
+fn calls(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("API calls: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `API calls:` line in\n{stderr}"))
+}
+
+#[test]
+fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
+    let Some(direct) = Fixture::new() else { return };
+    direct.write_example(|t| t);
+    assert_eq!(direct.apply(&[]).code, 0);
+    // One change to show, so the plan has content worth comparing.
+    let retry = direct.names()[1].clone();
+    block(api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{retry}"),
+        None,
+    ));
+    let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
+    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    let base_calls = calls(&baseline.stderr);
+
+    let mut faulted = 0;
+    for seed in 1..=8 {
+        let proxy = Proxy::start(
+            &support::rabbitmq_url(),
+            Faults {
+                read_fault_percent: 20,
+                seed,
+                ..rabbit_throttle()
+            },
+        );
+        let Some(via) = Fixture::with_url(&proxy.addr) else {
+            return;
+        };
+        std::fs::copy(
+            direct.path().join("channel.yaml"),
+            via.path().join("channel.yaml"),
+        )
+        .expect("copy spec");
+        let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
+        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
+        assert_eq!(
+            flaky.stdout, baseline.stdout,
+            "seed {seed}: the plan must not change under faults"
+        );
+        // Retry budget (documented in README): at most 5 attempts per read.
+        let attempts = calls(&flaky.stderr);
+        assert!(
+            attempts <= base_calls * 5,
+            "seed {seed}: {attempts} calls for {base_calls} reads"
+        );
+        faulted += proxy
+            .counters
+            .faulted
+            .load(std::sync::atomic::Ordering::SeqCst);
+    }
+    assert!(
+        faulted >= 3,
+        "the proxy injected only {faulted} faults: the test proves nothing"
+    );
+}
+
+#[test]
+fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
+    let proxy = Proxy::start(
+        &support::rabbitmq_url(),
+        Faults {
+            fail_write: Some(3),
+            ..rabbit_throttle()
+        },
+    );
+    let Some(f) = Fixture::with_url(&proxy.addr) else {
+        return;
+    };
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    assert!(
+        a.stderr.contains("[1/7]") && a.stderr.contains("[2/7]"),
+        "{}",
+        a.stderr
+    );
+    assert!(a.stderr.contains("FAILED"), "{}", a.stderr);
+    assert!(
+        a.stderr.contains("Apply stopped after 2 of 7 changes"),
+        "{}",
+        a.stderr
+    );
+    assert!(
+        a.stderr.contains("injected failure"),
+        "the server's reason is shown\n{}",
+        a.stderr
+    );
+    assert_eq!(a.stderr.matches("not done:").count(), 4, "{}", a.stderr);
+
+    let p = f.plan();
+    assert!(
+        p.stdout
+            .contains("Plan: 5 to create, 0 to update, 0 to replace, 0 to delete."),
+        "exactly the remainder\n{}",
+        p.stdout
+    );
+    let done = f.apply(&[]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(done.stderr.contains("[5/5]"), "{}", done.stderr);
+    assert_eq!(f.plan().code, 0);
+}
+
+#[test]
+fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
+    let proxy = Proxy::start(
+        &support::rabbitmq_url(),
+        Faults {
+            lose_write_answer: Some(1),
+            ..rabbit_throttle()
+        },
+    );
+    let Some(f) = Fixture::with_url(&proxy.addr) else {
+        return;
+    };
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    assert_eq!(
+        proxy
+            .counters
+            .writes
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the write is not retried"
+    );
+    // The write did happen: a new plan re-reads and no longer lists it.
+    let p = f.plan();
+    assert!(p.stdout.contains("Plan: 6 to create"), "{}", p.stdout);
+    assert_eq!(f.apply(&[]).code, 0);
+    assert_eq!(f.plan().code, 0);
+}
+
+#[test]
+fn ctrl_c_finishes_the_current_step_then_stops() {
+    let proxy = Proxy::start(
+        &support::rabbitmq_url(),
+        Faults {
+            write_delay: Duration::from_millis(400),
+            ..rabbit_throttle()
+        },
+    );
+    let Some(f) = Fixture::with_url(&proxy.addr) else {
+        return;
+    };
+    f.write_example(|t| t);
+    let mut child = support::dlqctl()
+        .args([
+            "apply",
+            "channel.yaml",
+            "--auto-approve",
+            "--color",
+            "never",
+        ])
+        .envs(f.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(f.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Interrupt once the first write is under way.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proxy
+        .counters
+        .writes
+        .load(std::sync::atomic::Ordering::SeqCst)
+        < 1
+    {
+        assert!(Instant::now() < deadline, "apply never started writing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Interrupted"), "{stderr}");
+    assert!(
+        stderr.contains("[1/7]") && stderr.contains("done"),
+        "the current step finishes\n{stderr}"
+    );
+    assert!(
+        stderr.contains("(interrupted)") && stderr.contains("not done:"),
+        "{stderr}"
+    );
+    let done_steps = stderr.matches(" done (").count();
+    let p = f.plan();
+    assert!(
+        p.stdout
+            .contains(&format!("Plan: {} to create", 7 - done_steps)),
+        "{}\n{stderr}",
+        p.stdout
+    );
+}
+
+#[test]
+fn credentials_appear_nowhere() {
+    let Some(mut f) = Fixture::new() else { return };
+    let user = support::unique("dlqctl-secret-user-");
+    let secret = format!("S3cret-{}-do-not-print", support::unique("p"));
+    block(async {
+        let (s, _) = api(
+            reqwest::Method::PUT,
+            &format!("/api/users/{user}"),
+            Some(serde_json::json!({"password": secret, "tags": "administrator"})),
+        )
+        .await;
+        assert!(s == 201 || s == 204, "create user: {s}");
+        let (s, _) = api(
+            reqwest::Method::PUT,
+            &format!("/api/permissions/%2F/{user}"),
+            Some(serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"})),
+        )
+        .await;
+        assert!(s == 201 || s == 204, "permissions: {s}");
+    });
+    f.env = vec![
+        ("DLQCTL_RABBITMQ_USER".into(), user.clone()),
+        ("DLQCTL_RABBITMQ_PASSWORD".into(), secret.clone()),
+    ];
+    f.write_example(|t| t);
+    let mut seen = Vec::new();
+    for args in [
+        &["plan", "channel.yaml"][..],
+        &[
+            "plan",
+            "channel.yaml",
+            "--format",
+            "json",
+            "--out",
+            "plan.json",
+        ],
+        &["plan", "channel.yaml", "--format", "markdown"],
+        &["apply", "plan.json"],
+        &["plan", "channel.yaml", "--stats"],
+    ] {
+        let r = f.run(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        seen.push((format!("{args:?}"), r.stdout + &r.stderr));
+    }
+    seen.push((
+        "plan.json".into(),
+        std::fs::read_to_string(f.path().join("plan.json")).expect("saved plan"),
+    ));
+    // A wrong user with the secret as password: the error names the variables, not the value.
+    f.env[0].1 = "nobody".into();
+    let r = f.run(&["plan", "channel.yaml"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD"),
+        "{}",
+        r.stderr
+    );
+    seen.push(("401".into(), r.stdout + &r.stderr));
+    for (what, text) in &seen {
+        assert!(
+            !text.contains(&secret),
+            "{what} leaks the password:\n{text}"
+        );
+    }
+    block(api(
+        reqwest::Method::DELETE,
+        &format!("/api/users/{user}"),
+        None,
+    ));
+}
+
+/// One line, naming the target, exit 1, no panic or backtrace.
+fn assert_one_line_error(r: &support::Output, needle: &str) {
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line:\n{}", r.stderr);
+    assert!(lines[0].contains("target `local-rabbitmq`"), "{}", r.stderr);
+    assert!(
+        lines[0].contains(needle),
+        "expected `{needle}` in\n{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("panicked") && !r.stderr.contains("backtrace"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn bad_connections_are_one_actionable_line() {
+    let Some(mut f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    f.env[1].1 = "wrong-password".into();
+    assert_one_line_error(&f.plan(), "login failed");
+
+    f.env[1].1 = "guest".into();
+    f.write_example(|t| {
+        t.replace(
+            "    queueType: classic",
+            "    vhost: /no-such-vhost\n    queueType: classic",
+        )
+    });
+    assert_one_line_error(&f.plan(), "vhost `/no-such-vhost`");
+
+    f.env.retain(|(k, _)| k != "DLQCTL_RABBITMQ_PASSWORD");
+    f.write_example(|t| t);
+    assert_one_line_error(&f.plan(), "DLQCTL_RABBITMQ_PASSWORD");
+
+    // Port 9 (discard) on loopback: nothing listens there.
+    let Some(closed) = Fixture::with_url("http://127.0.0.1:9") else {
+        return;
+    };
+    closed.write_example(|t| t);
+    assert_one_line_error(&closed.plan(), "cannot connect to http://127.0.0.1:9");
+}
+
+#[test]
+fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    let r = f.run(&["plan", "channel.yaml", "--insecure"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--insecure: TLS certificates are not verified"),
+        "{}",
+        r.stderr
+    );
+    for sub in ["plan", "apply", "lint"] {
+        let help = support::output(support::dlqctl().args([sub, "--help"]));
+        assert!(
+            !help.stdout.to_lowercase().contains("password"),
+            "{sub} --help mentions a password flag:\n{}",
+            help.stdout
+        );
+    }
+}
