@@ -133,7 +133,10 @@ impl Sources {
     /// 1-based line and column of the end of a span, for editors that want a range.
     fn end_line_col(&self, loc: Loc) -> (usize, usize) {
         let text = self.text(loc.file);
-        let end = loc.span.end.min(text.len());
+        let mut end = loc.span.end.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
         let before = &text[..end];
         let line = before.matches('\n').count() + 1;
         let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -251,11 +254,22 @@ pub fn summary(diags: &[Diagnostic], files: usize) -> String {
 }
 
 fn range(loc: Loc, sources: &Sources) -> Range<usize> {
-    let len = sources.text(loc.file).len();
-    let start = loc.span.start.min(len);
-    let end = loc.span.end.clamp(start, len);
-    // A zero-width span still gets a visible caret.
-    start..end.max((start + 1).min(len))
+    let text = sources.text(loc.file);
+    let floor = |mut i: usize| {
+        i = i.min(text.len());
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let start = floor(loc.span.start);
+    // A zero-width span still gets a visible caret: extend to the end of the next character.
+    let next = text[start..]
+        .chars()
+        .next()
+        .map_or(start, |c| start + c.len_utf8());
+    let end = floor(loc.span.end.max(next)).max(start);
+    start..end
 }
 
 #[derive(Serialize)]

@@ -307,3 +307,65 @@ fn a_file_over_the_size_cap_is_refused_unread() {
         r.stdout
     );
 }
+
+/// Peak resident memory of all finished child processes, in KiB (Linux `ru_maxrss`).
+fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage writes into the zeroed struct we own; no other invariants.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage.ru_maxrss
+    }
+}
+
+#[test]
+fn every_hostile_file_gets_located_findings_in_bounded_time_and_memory() {
+    let dir = root().join("tests/fixtures/invalid");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 50,
+        "the hostile corpus has at least 50 files"
+    );
+    for path in &files {
+        let rel = path
+            .strip_prefix(root())
+            .expect("under root")
+            .to_str()
+            .expect("utf-8")
+            .to_owned();
+        let text = String::from_utf8_lossy(&std::fs::read(path).expect("read")).into_owned();
+        let mut args = vec![
+            "lint".to_owned(),
+            "--format".into(),
+            "json".into(),
+            rel.clone(),
+        ];
+        args.extend(targets_for(&text));
+        let started = std::time::Instant::now();
+        let r = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "{rel}: took {took:?}"
+        );
+        assert!(!r.stderr.contains("panicked"), "{rel}: {}", r.stderr);
+        let doc: serde_json::Value =
+            serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{rel}: {e}\n{}", r.stdout));
+        let diags = doc["diagnostics"].as_array().expect("diagnostics");
+        assert!(!diags.is_empty(), "{rel}: no finding");
+        for d in diags {
+            assert!(
+                d["file"].is_string()
+                    && d["line"].as_u64().is_some_and(|l| l >= 1)
+                    && d["column"].as_u64().is_some(),
+                "{rel}: finding without a location: {d}"
+            );
+        }
+    }
+    let rss_mib = children_max_rss_kib() / 1024;
+    assert!(rss_mib < 64, "a lint run peaked at {rss_mib} MiB");
+}
