@@ -4,14 +4,17 @@
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
+pub mod aws;
+pub mod cloudwatch;
 pub mod http;
 pub mod rabbitmq;
+pub mod sqs;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::plan::Change;
-use crate::resource::{Kind, Live, ResourceId};
+use crate::plan::{Change, Note};
+use crate::resource::{Desired, Kind, Live, ResourceId};
 use crate::spec::model::{Backend, Target};
 use http::{HttpConfig, HttpError, ReadHttp, Stats};
 
@@ -34,6 +37,9 @@ pub enum BackendError {
         #[source]
         source: HttpError,
     },
+    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
+    #[error("target `{target}`: {error}")]
+    Aws { target: String, error: aws::AwsError },
     #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
     Unsupported { target: String, backend: Backend },
 }
@@ -43,6 +49,13 @@ impl BackendError {
         BackendError::Http {
             target: target.to_owned(),
             source,
+        }
+    }
+
+    pub fn aws(target: &str, error: aws::AwsError) -> Self {
+        BackendError::Aws {
+            target: target.to_owned(),
+            error,
         }
     }
 }
@@ -64,21 +77,25 @@ fn env_value(target: &str, field: &'static str, var: Option<&String>) -> Result<
 /// Pure; called on every change of a plan.
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
-        Backend::Rabbitmq | Backend::Sqs | Backend::Kafka => {}
+        Backend::Sqs => sqs::refine(change),
+        Backend::Rabbitmq | Backend::Kafka => {}
     }
-    let _ = change;
 }
 
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
     Rabbitmq(rabbitmq::Reader),
+    Sqs(sqs::Reader),
 }
 
 /// Read-write access to one target.
+// One per target, built once by apply: variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Writer {
     Rabbitmq(rabbitmq::Writer),
+    Sqs(sqs::Writer),
 }
 
 impl Reader {
@@ -109,6 +126,12 @@ impl Reader {
                 let prefixes = target.ownership.as_ref().map(|o| o.prefixes.clone()).unwrap_or_default();
                 Ok(Reader::Rabbitmq(rabbitmq::Reader::new(name, http, prefixes)))
             }
+            // The AWS SDK's standard credential chain; the targets file only says where.
+            Backend::Sqs => Ok(Reader::Sqs(sqs::Reader::new(
+                name,
+                aws::Settings::from_target(target),
+                stats,
+            ))),
             other => Err(BackendError::Unsupported {
                 target: name.to_owned(),
                 backend: other,
@@ -119,6 +142,7 @@ impl Reader {
     pub fn target(&self) -> &str {
         match self {
             Reader::Rabbitmq(r) => &r.target,
+            Reader::Sqs(r) => &r.target,
         }
     }
 
@@ -129,6 +153,28 @@ impl Reader {
                 let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
                 r.read(&vhosts).await.map_err(|e| BackendError::http(&r.target, e))
             }
+            Reader::Sqs(r) => r
+                .read(ids)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+        }
+    }
+
+    /// Checks a plan's changes on this target against what the generic diff cannot see and
+    /// only further reads can tell (SQS: ownership tags, read only where the plan would write).
+    pub async fn review(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), BackendError> {
+        match self {
+            Reader::Sqs(r) => r
+                .review(desired, live, changes, notes)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Rabbitmq(_) => Ok(()),
         }
     }
 
@@ -139,6 +185,11 @@ impl Reader {
                 r.message_count(&id.scope, &id.name).await.map_err(|e| BackendError::http(&r.target, e))
             }
             Reader::Rabbitmq(_) => Ok(None),
+            Reader::Sqs(r) if id.kind == Kind::Queue => r
+                .message_count(&id.name)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Sqs(_) => Ok(None),
         }
     }
 
@@ -148,6 +199,7 @@ impl Reader {
                 let http = r.http_for_writer();
                 Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
             }
+            Reader::Sqs(r) => Writer::Sqs(sqs::Writer::new(r)),
         }
     }
 }
@@ -156,6 +208,10 @@ impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
         match self {
             Writer::Rabbitmq(w) => w.apply(change, allow_loss).await.map_err(|e| BackendError::http(&w.reader.target, e)),
+            Writer::Sqs(w) => w
+                .apply(change, allow_loss)
+                .await
+                .map_err(|e| BackendError::aws(&w.reader.target, e)),
         }
     }
 
@@ -170,6 +226,10 @@ impl Writer {
                     .collect();
                 w.settle(&policies).await.map_err(|e| BackendError::http(&w.reader.target, e))
             }
+            Writer::Sqs(w) => w
+                .settle(applied)
+                .await
+                .map_err(|e| BackendError::aws(&w.reader.target, e)),
         }
     }
 }
