@@ -86,16 +86,11 @@ pub async fn plan(
 
     let mut changes = Vec::new();
     let mut notes = Vec::new();
-    let mut unchanged = 0;
     for d in &desired {
         let l = live.get(&d.id);
-        match plan::diff(d, l) {
-            Some(mut c) => {
-                crate::backend::refine(&mut c);
-                changes.push(c);
-            }
-            None if d.present => unchanged += 1,
-            None => {}
+        if let Some(mut c) = plan::diff(d, l) {
+            crate::backend::refine(&mut c);
+            changes.push(c);
         }
         if let Some(l) = l
             && d.present
@@ -114,6 +109,16 @@ pub async fn plan(
             message,
         });
     }
+    // Backend checks that need more reads (SQS ownership tags), only where the plan writes.
+    for r in readers.values() {
+        r.review(&desired, &live, &mut changes, &mut notes).await?;
+    }
+    let changed: std::collections::BTreeSet<&ResourceId> =
+        changes.iter().map(|c| &c.resource).collect();
+    let unchanged = desired
+        .iter()
+        .filter(|d| d.present && !changed.contains(&d.id))
+        .count();
     // What a replace or delete would drop: read the counts of just those queues.
     for c in changes
         .iter_mut()

@@ -4,14 +4,17 @@
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
+pub mod aws;
+pub mod cloudwatch;
 pub mod http;
 pub mod rabbitmq;
+pub mod sqs;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::plan::Change;
-use crate::resource::{Kind, Live, ResourceId};
+use crate::plan::{Change, Note};
+use crate::resource::{Desired, Kind, Live, ResourceId};
 use crate::spec::model::{Backend, Target};
 use http::{HttpConfig, HttpError, ReadHttp, Stats};
 
@@ -32,21 +35,31 @@ pub enum BackendError {
     },
     #[error("target `{target}`: {message}")]
     Config { target: String, message: String },
-    #[error("target `{target}`: {source}")]
-    Http {
+    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
+    #[error("target `{target}`: {error}")]
+    Http { target: String, error: HttpError },
+    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
+    #[error("target `{target}`: {error}")]
+    Aws {
         target: String,
-        #[source]
-        source: HttpError,
+        error: aws::AwsError,
     },
     #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
     Unsupported { target: String, backend: Backend },
 }
 
 impl BackendError {
-    pub fn http(target: &str, source: HttpError) -> Self {
+    pub fn http(target: &str, error: HttpError) -> Self {
         BackendError::Http {
             target: target.to_owned(),
-            source,
+            error,
+        }
+    }
+
+    pub fn aws(target: &str, error: aws::AwsError) -> Self {
+        BackendError::Aws {
+            target: target.to_owned(),
+            error,
         }
     }
 }
@@ -72,21 +85,25 @@ fn env_value(
 /// Pure; called on every change of a plan.
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
-        Backend::Rabbitmq | Backend::Sqs | Backend::Kafka => {}
+        Backend::Sqs => sqs::refine(change),
+        Backend::Rabbitmq | Backend::Kafka => {}
     }
-    let _ = change;
 }
 
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
     Rabbitmq(rabbitmq::Reader),
+    Sqs(sqs::Reader),
 }
 
 /// Read-write access to one target.
+// One per target, built once by apply: variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Writer {
     Rabbitmq(rabbitmq::Writer),
+    Sqs(sqs::Writer),
 }
 
 impl Reader {
@@ -128,6 +145,12 @@ impl Reader {
                     name, http, prefixes,
                 )))
             }
+            // The AWS SDK's standard credential chain; the targets file only says where.
+            Backend::Sqs => Ok(Reader::Sqs(sqs::Reader::new(
+                name,
+                aws::Settings::from_target(target),
+                stats,
+            ))),
             other => Err(BackendError::Unsupported {
                 target: name.to_owned(),
                 backend: other,
@@ -138,6 +161,7 @@ impl Reader {
     pub fn target(&self) -> &str {
         match self {
             Reader::Rabbitmq(r) => &r.target,
+            Reader::Sqs(r) => &r.target,
         }
     }
 
@@ -153,6 +177,28 @@ impl Reader {
                     .await
                     .map_err(|e| BackendError::http(&r.target, e))
             }
+            Reader::Sqs(r) => r
+                .read(ids)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+        }
+    }
+
+    /// Checks a plan's changes on this target against what the generic diff cannot see and
+    /// only further reads can tell (SQS: ownership tags, read only where the plan would write).
+    pub async fn review(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), BackendError> {
+        match self {
+            Reader::Sqs(r) => r
+                .review(desired, live, changes, notes)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Rabbitmq(_) => Ok(()),
         }
     }
 
@@ -164,6 +210,11 @@ impl Reader {
                 .await
                 .map_err(|e| BackendError::http(&r.target, e)),
             Reader::Rabbitmq(_) => Ok(None),
+            Reader::Sqs(r) if id.kind == Kind::Queue => r
+                .message_count(&id.name)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Sqs(_) => Ok(None),
         }
     }
 
@@ -173,6 +224,7 @@ impl Reader {
                 let http = r.http_for_writer();
                 Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
             }
+            Reader::Sqs(r) => Writer::Sqs(sqs::Writer::new(r)),
         }
     }
 }
@@ -184,6 +236,10 @@ impl Writer {
                 .apply(change, allow_loss)
                 .await
                 .map_err(|e| BackendError::http(&w.reader.target, e)),
+            Writer::Sqs(w) => w
+                .apply(change, allow_loss)
+                .await
+                .map_err(|e| BackendError::aws(&w.reader.target, e)),
         }
     }
 
@@ -202,6 +258,10 @@ impl Writer {
                     .await
                     .map_err(|e| BackendError::http(&w.reader.target, e))
             }
+            Writer::Sqs(w) => w
+                .settle(applied)
+                .await
+                .map_err(|e| BackendError::aws(&w.reader.target, e)),
         }
     }
 }

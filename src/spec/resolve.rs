@@ -17,6 +17,9 @@ pub const SQS_DEFAULT_VISIBILITY: Duration = Duration::from_secs(30);
 /// Spring Kafka's default back-off (FixedBackOff, 1000 ms).
 pub const KAFKA_DEFAULT_DELAY: Duration = Duration::from_secs(1);
 pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
+/// CloudWatch alarm defaults: one period of a minute (SQS publishes metrics per minute).
+pub const DEFAULT_ALARM_PERIOD: Duration = Duration::from_secs(60);
+pub const DEFAULT_ALARM_EVALUATION_PERIODS: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
@@ -36,6 +39,26 @@ pub struct Resolved {
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
+    /// The alarms the spec asks for, defaults filled in (provisioned on SQS targets only).
+    pub alarms: AlarmsResolved,
+}
+
+/// `spec.alarms` with defaults filled in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlarmsResolved {
+    /// Messages waiting in the DLQ: fires above `threshold` messages.
+    pub depth: Option<AlarmResolved>,
+    /// Age of the oldest dead letter: fires above `threshold` seconds.
+    pub oldest_message_age: Option<AlarmResolved>,
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlarmResolved {
+    /// Messages (depth) or whole seconds (oldest message age).
+    pub threshold: u64,
+    pub period: Duration,
+    pub evaluation_periods: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -314,6 +337,26 @@ pub fn resolve(
                 .collect(),
         }
     });
+    let alarms = spec
+        .alarms
+        .as_ref()
+        .map_or_else(AlarmsResolved::default, |a| AlarmsResolved {
+            depth: a.depth.as_ref().map(|d| AlarmResolved {
+                threshold: d.above,
+                period: d.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+                evaluation_periods: d
+                    .evaluation_periods
+                    .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            }),
+            oldest_message_age: a.oldest_message_age.as_ref().map(|o| AlarmResolved {
+                threshold: o.above.as_millis() / 1000,
+                period: o.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+                evaluation_periods: o
+                    .evaluation_periods
+                    .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            }),
+            actions: a.actions.clone().unwrap_or_default(),
+        });
     Ok(Resolved {
         channel: name.to_owned(),
         target: target_name.to_owned(),
@@ -328,6 +371,7 @@ pub fn resolve(
         sqs,
         rabbitmq,
         kafka,
+        alarms,
     })
 }
 

@@ -1,0 +1,296 @@
+//! The AWS side shared by SQS and CloudWatch: one SDK configuration per target, errors that
+//! say what to do, and the retry rules.
+//!
+//! Credentials come from the SDK's standard chain only (environment, profile, web identity,
+//! container and instance roles); the targets file may name a `profile`, a `region` and an
+//! `endpoint` override. The SDK's own retries are disabled: reads retry throttling, 5xx and
+//! dropped connections here with a bounded backoff; writes are sent once, and after an
+//! ambiguous failure the caller re-reads to learn what happened. Every attempt is counted in
+//! the plan's [`Stats`] under a label such as `sqs:GetQueueAttributes`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use tokio::sync::OnceCell;
+
+use super::http::Stats;
+use crate::spec::model::Target;
+
+/// Attempts per read (the first included) before a throttled or failed read gives up.
+pub const READ_ATTEMPTS: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Error codes AWS uses for throttling (SQS says `RequestThrottled`, CloudWatch `Throttling`).
+/// `LimitExceeded` is a quota, not a throttle: it is never retried.
+const THROTTLE_CODES: [&str; 6] = [
+    "Throttling",
+    "ThrottlingException",
+    "RequestThrottled",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+];
+
+/// A failed AWS call: which API, on which live resource, and what AWS said.
+#[derive(Debug, thiserror::Error)]
+#[error("{api} on {resource}: {detail}")]
+pub struct AwsError {
+    /// `sqs:CreateQueue`.
+    pub api: &'static str,
+    /// `queue payments-dlq`, `alarm payments-dlq-depth`, `queues starting with payments`.
+    pub resource: String,
+    /// The AWS error code, when AWS answered (`QueueDeletedRecently`).
+    pub code: Option<String>,
+    pub kind: ErrorKind,
+    pub detail: String,
+}
+
+/// What kind of failure, which decides retries (reads) and re-reads (writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// AWS answered with an error that will not go away by asking again.
+    Rejected,
+    /// Throttled or a server-side (5xx) error: reads retry it.
+    Throttled,
+    /// No answer: timeout or dropped connection. A write may or may not have happened.
+    NoAnswer,
+    /// The request never left (no credentials, bad endpoint, ...).
+    Local,
+}
+
+impl AwsError {
+    pub fn new(
+        api: &'static str,
+        resource: impl Into<String>,
+        kind: ErrorKind,
+        detail: impl Into<String>,
+    ) -> Self {
+        AwsError {
+            api,
+            resource: resource.into(),
+            code: None,
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn is_code(&self, codes: &[&str]) -> bool {
+        self.code.as_deref().is_some_and(|c| codes.contains(&c))
+    }
+
+    /// Whether a write that failed this way may still have happened (re-read to find out).
+    pub fn ambiguous(&self) -> bool {
+        matches!(self.kind, ErrorKind::NoAnswer | ErrorKind::Throttled)
+    }
+}
+
+/// Turns an SDK error into an [`AwsError`]. The text never contains credentials: the SDK
+/// does not put them in errors, and request bodies are not included.
+pub fn classify<E>(api: &'static str, resource: &str, e: SdkError<E>) -> AwsError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let status = e.raw_response().map(|r| r.status().as_u16());
+    let code = e.code().map(str::to_owned);
+    let (kind, detail) = match &e {
+        SdkError::ServiceError(_) | SdkError::ResponseError(_) => {
+            let throttled = code.as_deref().is_some_and(|c| THROTTLE_CODES.contains(&c));
+            let kind = if throttled || status.is_some_and(|s| s >= 500) {
+                ErrorKind::Throttled
+            } else {
+                ErrorKind::Rejected
+            };
+            let text = match (&code, e.message()) {
+                (Some(c), Some(m)) => format!("{c}: {m}"),
+                (Some(c), None) => c.clone(),
+                (None, Some(m)) => m.to_owned(),
+                (None, None) => {
+                    format!("HTTP {}: {}", status.unwrap_or(0), DisplayErrorContext(&e))
+                }
+            };
+            (kind, text)
+        }
+        SdkError::TimeoutError(_) => (
+            ErrorKind::NoAnswer,
+            format!("no answer within {}s", OPERATION_TIMEOUT.as_secs()),
+        ),
+        SdkError::DispatchFailure(d) if d.is_timeout() || d.is_io() => (
+            ErrorKind::NoAnswer,
+            format!("cannot reach the endpoint: {}", innermost(&e)),
+        ),
+        _ => (ErrorKind::Local, local_reason(&e)),
+    };
+    AwsError {
+        api,
+        resource: resource.to_owned(),
+        code,
+        kind,
+        detail,
+    }
+}
+
+/// The innermost cause ("Connection refused"), without the layers of SDK wrapping.
+fn innermost(e: &dyn std::error::Error) -> String {
+    let mut source = e;
+    while let Some(s) = source.source() {
+        source = s;
+    }
+    source.to_string()
+}
+
+fn local_reason<E>(e: &SdkError<E>) -> String
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let text = DisplayErrorContext(e).to_string();
+    if text.to_ascii_lowercase().contains("credential") {
+        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the target's `profile` (the standard AWS credential chain)".to_owned()
+    } else {
+        innermost(e)
+    }
+}
+
+/// Where and how to reach AWS for one target (no credentials here: the SDK's chain finds
+/// them when the first call is made).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub region: Option<String>,
+    pub profile: Option<String>,
+    pub endpoint: Option<String>,
+}
+
+impl Settings {
+    pub fn from_target(t: &Target) -> Self {
+        Settings {
+            region: t.region.clone(),
+            profile: t.profile.clone(),
+            endpoint: t.endpoint.clone(),
+        }
+    }
+}
+
+/// The SDK clients of one target, built on first use (loading the AWS configuration is
+/// asynchronous; connecting a reader is not).
+#[derive(Debug, Clone)]
+pub struct Clients {
+    pub sqs: aws_sdk_sqs::Client,
+    pub cloudwatch: aws_sdk_cloudwatch::Client,
+}
+
+/// One target's AWS access: settings, lazily built clients and the call counter.
+#[derive(Debug)]
+pub struct Aws {
+    settings: Settings,
+    clients: OnceCell<Clients>,
+    pub stats: Arc<Stats>,
+}
+
+impl Aws {
+    pub fn new(settings: Settings, stats: Arc<Stats>) -> Self {
+        Aws {
+            settings,
+            clients: OnceCell::new(),
+            stats,
+        }
+    }
+
+    pub fn region(&self) -> Option<&str> {
+        self.settings.region.as_deref()
+    }
+
+    pub async fn clients(&self) -> &Clients {
+        self.clients
+            .get_or_init(|| async {
+                let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .retry_config(aws_config::retry::RetryConfig::disabled())
+                    .timeout_config(
+                        aws_config::timeout::TimeoutConfig::builder()
+                            .operation_timeout(OPERATION_TIMEOUT)
+                            .connect_timeout(CONNECT_TIMEOUT)
+                            .build(),
+                    );
+                if let Some(r) = &self.settings.region {
+                    loader = loader.region(aws_config::Region::new(r.clone()));
+                }
+                if let Some(p) = &self.settings.profile {
+                    loader = loader.profile_name(p);
+                }
+                if let Some(e) = &self.settings.endpoint {
+                    loader = loader.endpoint_url(e);
+                }
+                let config = loader.load().await;
+                Clients {
+                    sqs: aws_sdk_sqs::Client::new(&config),
+                    cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+                }
+            })
+            .await
+    }
+
+    /// One read, retried while AWS throttles, fails on its side, or does not answer.
+    pub async fn read<T, F, Fut>(&self, api: &'static str, call: F) -> Result<T, AwsError>
+    where
+        F: Fn(Clients) -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        let clients = self.clients().await.clone();
+        let mut delay = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            self.stats.count(api);
+            match call(clients.clone()).await {
+                Err(e)
+                    if attempt < READ_ATTEMPTS
+                        && matches!(e.kind, ErrorKind::Throttled | ErrorKind::NoAnswer) =>
+                {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One write, sent once: never retried blindly.
+    pub async fn write<T, F, Fut>(&self, api: &'static str, call: F) -> Result<T, AwsError>
+    where
+        F: FnOnce(Clients) -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        let clients = self.clients().await.clone();
+        self.stats.count(api);
+        call(clients).await
+    }
+}
+
+/// The last segment of an ARN (`arn:aws:sqs:us-east-1:123456789012:payments` → `payments`).
+pub fn arn_name(arn: &str) -> &str {
+    arn.rsplit(':').next().unwrap_or(arn)
+}
+
+/// The ARN prefix of the account and region (`arn:aws:sqs:us-east-1:123456789012:`).
+pub fn arn_prefix(arn: &str) -> &str {
+    match arn.rfind(':') {
+        Some(i) => &arn[..=i],
+        None => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arns_split_into_account_prefix_and_name() {
+        let arn = "arn:aws:sqs:us-east-1:123456789012:payments-dlq";
+        assert_eq!(arn_name(arn), "payments-dlq");
+        assert_eq!(arn_prefix(arn), "arn:aws:sqs:us-east-1:123456789012:");
+        assert_eq!(arn_name("plain"), "plain");
+        assert_eq!(arn_prefix("plain"), "");
+    }
+}

@@ -1,0 +1,377 @@
+//! CloudWatch alarms on a channel's dead-letter queue: what they should be, how they read
+//! back, and the full definition PutMetricAlarm sends.
+//!
+//! Two alarms per channel, named from the DLQ's name by a fixed template (documented in
+//! docs/sqs.md): `{dlq}-depth` on ApproximateNumberOfMessagesVisible and `{dlq}-oldest-age`
+//! on ApproximateAgeOfOldestMessage (seconds). Both use namespace AWS/SQS, dimension
+//! QueueName, statistic Maximum, GreaterThanThreshold and TreatMissingData notBreaching (SQS
+//! stops publishing metrics for an idle queue, which must not page anyone).
+//!
+//! PutMetricAlarm replaces the whole alarm, so every field it takes is owned: fields dlqctl
+//! never sets are desired absent (`null`) and shown in a plan when someone sets them.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, MetricAlarm, Statistic, Tag};
+use serde_json::{Value, json};
+
+use super::aws::{Aws, AwsError, classify};
+use crate::resource::{Desired, Kind, Props, ResourceId, Role};
+use crate::spec::model::Backend;
+use crate::spec::resolve::{AlarmResolved, Resolved};
+
+/// DescribeAlarms takes at most 100 names per call.
+pub const NAMES_PER_CALL: usize = 100;
+pub const DEPTH_SUFFIX: &str = "-depth";
+pub const OLDEST_AGE_SUFFIX: &str = "-oldest-age";
+pub const NAMESPACE: &str = "AWS/SQS";
+pub const DEPTH_METRIC: &str = "ApproximateNumberOfMessagesVisible";
+pub const OLDEST_AGE_METRIC: &str = "ApproximateAgeOfOldestMessage";
+
+/// The alarm names of a dead-letter queue: `{dlq}-depth`, `{dlq}-oldest-age`.
+pub fn alarm_names(dlq: &str) -> [String; 2] {
+    [
+        format!("{dlq}{DEPTH_SUFFIX}"),
+        format!("{dlq}{OLDEST_AGE_SUFFIX}"),
+    ]
+}
+
+/// The channel's two alarms; one the spec does not ask for is desired absent, so a dlqctl
+/// alarm left over from an earlier spec is deleted (guarded like any delete).
+pub fn desired(r: &Resolved) -> Vec<Desired> {
+    let [depth_name, age_name] = alarm_names(&r.dead_letter);
+    let a = &r.alarms;
+    [
+        (
+            depth_name,
+            DEPTH_METRIC,
+            a.depth,
+            "messages wait in the dead-letter queue",
+        ),
+        (
+            age_name,
+            OLDEST_AGE_METRIC,
+            a.oldest_message_age,
+            "the oldest dead letter is older than the threshold (seconds)",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, metric, alarm, what)| Desired {
+        id: ResourceId {
+            target: r.target.clone(),
+            backend: Backend::Sqs,
+            kind: Kind::Alarm,
+            scope: String::new(),
+            name,
+        },
+        channel: r.channel.clone(),
+        role: Role::Alarm,
+        props: alarm.map(|x| props(r, metric, x, what)).unwrap_or_default(),
+        immutable: false,
+        present: alarm.is_some(),
+    })
+    .collect()
+}
+
+fn props(r: &Resolved, metric: &str, a: AlarmResolved, what: &str) -> Props {
+    let mut actions = r.alarms.actions.clone();
+    actions.sort();
+    actions.dedup();
+    [
+        (
+            "AlarmDescription",
+            json!(format!("dlqctl channel {}: {what}", r.channel)),
+        ),
+        ("Namespace", json!(NAMESPACE)),
+        ("MetricName", json!(metric)),
+        ("Dimensions", json!({"QueueName": r.dead_letter})),
+        ("Statistic", json!("Maximum")),
+        ("ExtendedStatistic", Value::Null),
+        ("Period", json!(a.period.as_millis() / 1000)),
+        ("EvaluationPeriods", json!(a.evaluation_periods)),
+        ("DatapointsToAlarm", Value::Null),
+        ("Threshold", json!(a.threshold)),
+        ("ComparisonOperator", json!("GreaterThanThreshold")),
+        ("TreatMissingData", json!("notBreaching")),
+        ("Unit", Value::Null),
+        ("ActionsEnabled", json!(true)),
+        ("AlarmActions", json!(actions)),
+        ("OKActions", json!([])),
+        ("InsufficientDataActions", json!([])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// A number as JSON: integral values as integers (`5.0` reads back as `5`).
+fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+fn sorted(list: &[String]) -> Value {
+    let mut v = list.to_vec();
+    v.sort();
+    v.dedup();
+    json!(v)
+}
+
+/// A live alarm in the same flat shape as [`desired`]'s props.
+pub fn live_props(a: &MetricAlarm) -> Props {
+    let mut p = Props::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            p.insert(k.to_owned(), v);
+        }
+    };
+    put("AlarmDescription", a.alarm_description().map(|s| json!(s)));
+    put("Namespace", a.namespace().map(|s| json!(s)));
+    put("MetricName", a.metric_name().map(|s| json!(s)));
+    let dims: serde_json::Map<String, Value> = a
+        .dimensions()
+        .iter()
+        .filter_map(|d| Some((d.name()?.to_owned(), json!(d.value()?))))
+        .collect();
+    put("Dimensions", Some(Value::Object(dims)));
+    put("Statistic", a.statistic().map(|s| json!(s.as_str())));
+    put(
+        "ExtendedStatistic",
+        a.extended_statistic().map(|s| json!(s)),
+    );
+    put("Period", a.period().map(|n| json!(n)));
+    put(
+        "EvaluationPeriods",
+        a.evaluation_periods().map(|n| json!(n)),
+    );
+    put(
+        "DatapointsToAlarm",
+        a.datapoints_to_alarm().map(|n| json!(n)),
+    );
+    put("Threshold", a.threshold().map(number));
+    put(
+        "ComparisonOperator",
+        a.comparison_operator().map(|c| json!(c.as_str())),
+    );
+    put("TreatMissingData", a.treat_missing_data().map(|s| json!(s)));
+    put("Unit", a.unit().map(|u| json!(u.as_str())));
+    put("ActionsEnabled", a.actions_enabled().map(|b| json!(b)));
+    put("AlarmActions", Some(sorted(a.alarm_actions())));
+    put("OKActions", Some(sorted(a.ok_actions())));
+    put(
+        "InsufficientDataActions",
+        Some(sorted(a.insufficient_data_actions())),
+    );
+    p
+}
+
+/// A live alarm: its properties and its ARN (for tags).
+#[derive(Debug, Clone)]
+pub struct LiveAlarm {
+    pub props: Props,
+    pub arn: Option<String>,
+}
+
+/// Reads the named alarms, at most 100 names per DescribeAlarms call; absent names are
+/// simply missing from the answer.
+pub async fn read(aws: &Aws, names: &[String]) -> Result<BTreeMap<String, LiveAlarm>, AwsError> {
+    let mut out = BTreeMap::new();
+    for chunk in names.chunks(NAMES_PER_CALL) {
+        let what = match chunk {
+            [one] => format!("alarm {one}"),
+            _ => format!("{} alarms ({} ...)", chunk.len(), chunk[0]),
+        };
+        let mut token: Option<String> = None;
+        loop {
+            let page = aws
+                .read("cloudwatch:DescribeAlarms", |c| {
+                    let (chunk, token, what) = (chunk.to_vec(), token.clone(), what.clone());
+                    async move {
+                        c.cloudwatch
+                            .describe_alarms()
+                            .set_alarm_names(Some(chunk))
+                            .alarm_types(aws_sdk_cloudwatch::types::AlarmType::MetricAlarm)
+                            .max_records(100)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(|e| classify("cloudwatch:DescribeAlarms", &what, e))
+                    }
+                })
+                .await?;
+            for a in page.metric_alarms() {
+                if let Some(name) = a.alarm_name() {
+                    out.insert(
+                        name.to_owned(),
+                        LiveAlarm {
+                            props: live_props(a),
+                            arn: a.alarm_arn().map(str::to_owned),
+                        },
+                    );
+                }
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The tags of one alarm.
+pub async fn tags(aws: &Aws, name: &str, arn: &str) -> Result<BTreeMap<String, String>, AwsError> {
+    let what = format!("alarm {name}");
+    let out = aws
+        .read("cloudwatch:ListTagsForResource", |c| {
+            let (arn, what) = (arn.to_owned(), what.clone());
+            async move {
+                c.cloudwatch
+                    .list_tags_for_resource()
+                    .resource_arn(arn)
+                    .send()
+                    .await
+                    .map_err(|e| classify("cloudwatch:ListTagsForResource", &what, e))
+            }
+        })
+        .await?;
+    Ok(out
+        .tags()
+        .iter()
+        .filter_map(|t| Some((t.key()?.to_owned(), t.value()?.to_owned())))
+        .collect())
+}
+
+/// Creates or replaces an alarm with the full definition in `desired` (PutMetricAlarm
+/// replaces every field). `tags` are set on creation; CloudWatch ignores them on updates.
+pub async fn put(
+    aws: &Aws,
+    name: &str,
+    desired: &Props,
+    tags: &[(&str, &str)],
+) -> Result<(), AwsError> {
+    let what = format!("alarm {name}");
+    let text = |k: &str| desired.get(k).and_then(Value::as_str).map(str::to_owned);
+    let int = |k: &str| {
+        desired
+            .get(k)
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+    };
+    let list = |k: &str| -> Vec<String> {
+        desired
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let dimensions: Vec<Dimension> = desired
+        .get("Dimensions")
+        .and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some(Dimension::builder().name(k).value(v.as_str()?).build()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let tags: Vec<Tag> = tags
+        .iter()
+        .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
+        .collect();
+    let req = |c: super::aws::Clients| {
+        c.cloudwatch
+            .put_metric_alarm()
+            .alarm_name(name)
+            .set_alarm_description(text("AlarmDescription"))
+            .set_namespace(text("Namespace"))
+            .set_metric_name(text("MetricName"))
+            .set_dimensions(Some(dimensions.clone()))
+            .set_statistic(text("Statistic").map(|s| Statistic::from(s.as_str())))
+            .set_period(int("Period"))
+            .set_evaluation_periods(int("EvaluationPeriods"))
+            .set_threshold(desired.get("Threshold").and_then(Value::as_f64))
+            .set_comparison_operator(
+                text("ComparisonOperator").map(|s| ComparisonOperator::from(s.as_str())),
+            )
+            .set_treat_missing_data(text("TreatMissingData"))
+            .set_actions_enabled(desired.get("ActionsEnabled").and_then(Value::as_bool))
+            .set_alarm_actions(Some(list("AlarmActions")))
+            .set_ok_actions(Some(list("OKActions")))
+            .set_insufficient_data_actions(Some(list("InsufficientDataActions")))
+            .set_tags((!tags.is_empty()).then(|| tags.clone()))
+    };
+    aws.write("cloudwatch:PutMetricAlarm", |c| async move {
+        req(c)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify("cloudwatch:PutMetricAlarm", &what, e))
+    })
+    .await
+}
+
+pub async fn delete(aws: &Aws, name: &str) -> Result<(), AwsError> {
+    let what = format!("alarm {name}");
+    aws.write("cloudwatch:DeleteAlarms", |c| async move {
+        c.cloudwatch
+            .delete_alarms()
+            .alarm_names(name)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify("cloudwatch:DeleteAlarms", &what, e))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::same;
+
+    #[test]
+    fn a_live_alarm_reads_back_in_the_desired_shape() {
+        let live = MetricAlarm::builder()
+            .alarm_name("p-dlq-depth")
+            .namespace(NAMESPACE)
+            .metric_name(DEPTH_METRIC)
+            .dimensions(
+                Dimension::builder()
+                    .name("QueueName")
+                    .value("p-dlq")
+                    .build(),
+            )
+            .statistic(Statistic::Maximum)
+            .period(60)
+            .evaluation_periods(1)
+            .threshold(0.0)
+            .comparison_operator(ComparisonOperator::GreaterThanThreshold)
+            .treat_missing_data("notBreaching")
+            .actions_enabled(true)
+            .alarm_actions("arn:b")
+            .alarm_actions("arn:a")
+            .build();
+        let p = live_props(&live);
+        assert_eq!(p["Threshold"], json!(0));
+        assert_eq!(p["Dimensions"], json!({"QueueName": "p-dlq"}));
+        assert_eq!(p["AlarmActions"], json!(["arn:a", "arn:b"]));
+        assert_eq!(p["OKActions"], json!([]));
+        assert!(same(&Value::Null, p.get("DatapointsToAlarm")));
+        assert_eq!(number(2.5), json!(2.5));
+    }
+
+    #[test]
+    fn alarm_names_follow_the_documented_template() {
+        assert_eq!(
+            alarm_names("payments-dlq"),
+            ["payments-dlq-depth", "payments-dlq-oldest-age"]
+        );
+    }
+}

@@ -1,0 +1,1270 @@
+//! SQS: a channel's dead-letter queue, its main queue with the redrive policy pointing at it,
+//! and (through `cloudwatch`) the two alarms on the DLQ.
+//!
+//! Queue attributes are read back into flat, normalised properties so that the generic diff
+//! compares meaning: numbers as numbers, `FifoQueue` as a boolean, and the RedrivePolicy JSON
+//! as `RedrivePolicy.deadLetterTarget` (the DLQ's *name*, so a plan needs no ARN before the
+//! DLQ exists; apply resolves the ARN) and `RedrivePolicy.maxReceiveCount`.
+//!
+//! Ownership is recorded on the live objects as tags (`managed-by: dlqctl`,
+//! `dlqctl-channel: <channel>`). Tags cost one call per object, so they are read only where a
+//! plan would write: a plan with no changes makes ⌈Q/1000⌉ ListQueues calls, one
+//! GetQueueAttributes per existing queue and ⌈A/100⌉ DescribeAlarms calls, nothing more. A
+//! queue or alarm that is not provably dlqctl's is never changed or deleted: the plan marks it
+//! `impossible` instead of adopting it.
+//!
+//! RedriveAllowPolicy is written on the DLQ, but some endpoints cannot return it (moto answers
+//! InvalidAttributeName). When a plan finds it missing, one probe asks for it by name; if the
+//! endpoint cannot return it, the plan says so in a note instead of showing a change forever.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use super::aws::{Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify};
+use super::cloudwatch;
+use super::http::Stats;
+use crate::plan::{Action, Change, Note};
+use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, same};
+use crate::spec::model::Backend;
+use crate::spec::resolve::Resolved;
+
+/// ListQueues page size (the API's maximum).
+pub const PAGE_SIZE: i32 = 1000;
+/// Calls in flight at once per target.
+pub const CONCURRENCY: usize = 8;
+pub const TAG_MANAGED_BY: &str = "managed-by";
+pub const TAG_MANAGED_BY_VALUE: &str = "dlqctl";
+pub const TAG_CHANNEL: &str = "dlqctl-channel";
+/// How long SQS refuses to re-create a queue name after deleting it.
+pub const NAME_REUSE_DELAY: Duration = Duration::from_secs(60);
+
+const RETENTION: &str = "MessageRetentionPeriod";
+const VISIBILITY: &str = "VisibilityTimeout";
+const FIFO: &str = "FifoQueue";
+const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
+const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
+const ALLOW_PERMISSION: &str = "RedriveAllowPolicy.redrivePermission";
+const ALLOW_SOURCES: &str = "RedriveAllowPolicy.sourceQueues";
+
+/// SQS says "no such queue" in two ways, depending on the protocol.
+const NO_SUCH_QUEUE: [&str; 2] = [
+    "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueDoesNotExist",
+];
+const QUEUE_EXISTS: [&str; 2] = ["QueueAlreadyExists", "QueueNameExists"];
+const DELETED_RECENTLY: [&str; 2] = [
+    "AWS.SimpleQueueService.QueueDeletedRecently",
+    "QueueDeletedRecently",
+];
+
+fn queue_id(target: &str, name: &str) -> ResourceId {
+    ResourceId {
+        target: target.to_owned(),
+        backend: Backend::Sqs,
+        kind: Kind::Queue,
+        scope: String::new(),
+        name: name.to_owned(),
+    }
+}
+
+/// The desired resources of one channel (pure): DLQ, main queue, two alarms.
+pub fn desired(r: &Resolved) -> Vec<Desired> {
+    let Some(s) = &r.sqs else { return Vec::new() };
+    let secs = |d: Option<crate::spec::duration::Duration>| {
+        d.map_or(Value::Null, |d| json!(d.as_millis() / 1000))
+    };
+    let visibility = json!(s.visibility_timeout.as_millis() / 1000);
+    let dlq: Props = [
+        (RETENTION, secs(r.dead_letter_retention)),
+        (VISIBILITY, visibility.clone()),
+        (FIFO, json!(s.fifo)),
+        // A DLQ does not dead-letter further: a redrive policy on it is removed.
+        (DLQ_TARGET, Value::Null),
+        (MAX_RECEIVE, Value::Null),
+        (ALLOW_PERMISSION, json!("byQueue")),
+        (ALLOW_SOURCES, json!([r.main])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let main: Props = [
+        (RETENTION, secs(r.retention)),
+        (VISIBILITY, visibility),
+        (FIFO, json!(s.fifo)),
+        (DLQ_TARGET, json!(r.dead_letter)),
+        (MAX_RECEIVE, json!(r.max_attempts)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let mut out: Vec<Desired> = [
+        (&r.dead_letter, Role::DeadLetter, dlq),
+        (&r.main, Role::Main, main),
+    ]
+    .into_iter()
+    .map(|(name, role, props)| Desired {
+        id: queue_id(&r.target, name),
+        channel: r.channel.clone(),
+        role,
+        props,
+        immutable: false,
+        present: true,
+    })
+    .collect();
+    out.extend(cloudwatch::desired(r));
+    out
+}
+
+/// Rules the generic diff cannot know (pure): `FifoQueue` cannot change in place (the queue
+/// is replaced), and lowering the retention deletes every message older than the new value.
+pub fn refine(c: &mut Change) {
+    if c.resource.kind != Kind::Queue || c.action != Action::Update {
+        return;
+    }
+    if c.fields.iter().any(|f| f.key == FIFO) {
+        c.action = Action::Replace;
+        return;
+    }
+    let secs = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64);
+    if let Some(f) = c.fields.iter().find(|f| f.key == RETENTION)
+        && let (Some(old), Some(new)) = (secs(&f.old), secs(&f.new))
+        && new < old
+    {
+        let held = match c.messages {
+            Some(n) => format!("; the queue holds {n} messages now"),
+            None => String::new(),
+        };
+        c.destructive = Some(format!(
+            "lowering {RETENTION} from {old} s to {new} s deletes every message older than {new} s at once{held}"
+        ));
+    }
+}
+
+/// Why a live object is not provably this channel's, from its tags (`None`: it is).
+pub fn ownership_problem(tags: &BTreeMap<String, String>, channel: &str) -> Option<String> {
+    if tags.get(TAG_MANAGED_BY).map(String::as_str) != Some(TAG_MANAGED_BY_VALUE) {
+        return Some(format!(
+            "exists but is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; delete or rename it, or adopt it with `dlqctl import` (planned, not in this release)"
+        ));
+    }
+    match tags.get(TAG_CHANNEL) {
+        Some(c) if c == channel => None,
+        Some(other) => Some(format!(
+            "belongs to dlqctl channel `{other}` (tag `{TAG_CHANNEL}`), not `{channel}`; two channels cannot share it"
+        )),
+        None => Some(format!(
+            "has no `{TAG_CHANNEL}` tag, so it cannot be tied to channel `{channel}`"
+        )),
+    }
+}
+
+/// The tags dlqctl puts on everything it creates.
+fn ownership_tags(channel: &str) -> [(&'static str, &str); 2] {
+    [
+        (TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE),
+        (TAG_CHANNEL, channel),
+    ]
+}
+
+/// A queue's attributes (as GetQueueAttributes returns them) in the flat shape of
+/// [`desired`], with the messages it holds.
+pub fn live_queue(attrs: &BTreeMap<String, String>) -> Live {
+    let mut props = Props::new();
+    let number = |k: &str| attrs.get(k).and_then(|v| v.trim().parse::<u64>().ok());
+    for k in [RETENTION, VISIBILITY] {
+        if let Some(v) = attrs.get(k) {
+            props.insert(
+                k.to_owned(),
+                number(k).map_or_else(|| json!(v), |n| json!(n)),
+            );
+        }
+    }
+    props.insert(
+        FIFO.to_owned(),
+        json!(
+            attrs
+                .get(FIFO)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        ),
+    );
+    let own_prefix = attrs
+        .get("QueueArn")
+        .map(|a| arn_prefix(a).to_owned())
+        .unwrap_or_default();
+    // An ARN in this queue's account and region is shown by name; any other in full.
+    let short = |arn: &str| {
+        if !own_prefix.is_empty() && arn_prefix(arn) == own_prefix {
+            arn_name(arn).to_owned()
+        } else {
+            arn.to_owned()
+        }
+    };
+    if let Some(raw) = attrs.get("RedrivePolicy").filter(|r| !r.trim().is_empty()) {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(p) => {
+                if let Some(arn) = p.get("deadLetterTargetArn").and_then(Value::as_str) {
+                    props.insert(DLQ_TARGET.to_owned(), json!(short(arn)));
+                }
+                if let Some(n) = p.get("maxReceiveCount").and_then(as_count) {
+                    props.insert(MAX_RECEIVE.to_owned(), n);
+                }
+            }
+            Err(_) => {
+                props.insert("RedrivePolicy".to_owned(), json!(raw));
+            }
+        }
+    }
+    if let Some(raw) = attrs
+        .get("RedriveAllowPolicy")
+        .filter(|r| !r.trim().is_empty())
+    {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(p) => {
+                if let Some(perm) = p.get("redrivePermission").and_then(Value::as_str) {
+                    props.insert(ALLOW_PERMISSION.to_owned(), json!(perm));
+                }
+                if let Some(arns) = p.get("sourceQueueArns").and_then(Value::as_array) {
+                    let mut names: Vec<String> =
+                        arns.iter().filter_map(Value::as_str).map(short).collect();
+                    names.sort();
+                    props.insert(ALLOW_SOURCES.to_owned(), json!(names));
+                }
+            }
+            Err(_) => {
+                props.insert("RedriveAllowPolicy".to_owned(), json!(raw));
+            }
+        }
+    }
+    let messages = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    .iter()
+    .map(|k| number(k))
+    .try_fold(0u64, |acc, n| n.map(|n| acc.saturating_add(n)));
+    Live { props, messages }
+}
+
+/// `maxReceiveCount` as a number, whether it was stored as `3` or `"3"`.
+fn as_count(v: &Value) -> Option<Value> {
+    match v {
+        Value::Number(_) => Some(v.clone()),
+        Value::String(s) => s.trim().parse::<u64>().ok().map(|n| json!(n)),
+        _ => None,
+    }
+}
+
+/// The longest prefix shared by all names (ListQueues filters by prefix).
+fn common_prefix<'a>(names: &[&'a str]) -> &'a str {
+    let Some(first) = names.first() else {
+        return "";
+    };
+    let mut len = first.len();
+    for n in &names[1..] {
+        len = first
+            .char_indices()
+            .zip(n.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8())
+            .min(len);
+    }
+    &first[..len]
+}
+
+/// Names seen during a run: queue URLs and ARNs, alarm ARNs (saves calls in apply).
+#[derive(Debug, Default)]
+struct Cache {
+    urls: BTreeMap<String, String>,
+    arns: BTreeMap<String, String>,
+    alarm_arns: BTreeMap<String, String>,
+}
+
+/// Read-only view of one SQS target (and its CloudWatch alarms).
+#[derive(Debug, Clone)]
+pub struct Reader {
+    pub target: String,
+    aws: Arc<Aws>,
+    cache: Arc<Mutex<Cache>>,
+    /// Whether the endpoint can return RedriveAllowPolicy (probed at most once, when needed).
+    allow_policy_readable: Arc<OnceCell<bool>>,
+}
+
+impl Reader {
+    pub fn new(target: &str, settings: Settings, stats: Arc<Stats>) -> Self {
+        Reader {
+            target: target.to_owned(),
+            aws: Arc::new(Aws::new(settings, stats)),
+            cache: Arc::new(Mutex::new(Cache::default())),
+            allow_policy_readable: Arc::new(OnceCell::new()),
+        }
+    }
+
+    fn cached<T>(&self, f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
+        self.cache.lock().ok().map(|mut c| f(&mut c))
+    }
+
+    /// Reads the queues and alarms `ids` names (those that exist).
+    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, AwsError> {
+        let queues: Vec<&str> = ids
+            .iter()
+            .filter(|i| i.kind == Kind::Queue)
+            .map(|i| i.name.as_str())
+            .collect();
+        let alarms: Vec<String> = ids
+            .iter()
+            .filter(|i| i.kind == Kind::Alarm)
+            .map(|i| i.name.clone())
+            .collect();
+        let (queues, alarms) = tokio::join!(self.read_queues(&queues), async {
+            if alarms.is_empty() {
+                Ok(BTreeMap::new())
+            } else {
+                cloudwatch::read(&self.aws, &alarms).await
+            }
+        });
+        let mut out = queues?;
+        for (name, a) in alarms? {
+            if let Some(arn) = &a.arn {
+                self.cached(|c| c.alarm_arns.insert(name.clone(), arn.clone()));
+            }
+            let id = ResourceId {
+                kind: Kind::Alarm,
+                ..queue_id(&self.target, &name)
+            };
+            out.insert(
+                id,
+                Live {
+                    props: a.props,
+                    messages: None,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    async fn read_queues(&self, names: &[&str]) -> Result<BTreeMap<ResourceId, Live>, AwsError> {
+        if names.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let wanted: BTreeSet<&str> = names.iter().copied().collect();
+        let prefix = common_prefix(names).to_owned();
+        let what = if prefix.is_empty() {
+            "queues".to_owned()
+        } else {
+            format!("queues starting with {prefix}")
+        };
+        let mut existing: Vec<(String, String)> = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .aws
+                .read("sqs:ListQueues", |c| {
+                    let (prefix, token, what) = (prefix.clone(), token.clone(), what.clone());
+                    async move {
+                        c.sqs
+                            .list_queues()
+                            .set_queue_name_prefix((!prefix.is_empty()).then_some(prefix))
+                            .max_results(PAGE_SIZE)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ListQueues", &what, e))
+                    }
+                })
+                .await?;
+            for url in page.queue_urls() {
+                let name = url
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default();
+                if wanted.contains(name) {
+                    existing.push((name.to_owned(), url.clone()));
+                }
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        self.cached(|c| c.urls.extend(existing.iter().cloned()));
+        let read: Vec<Option<(String, Live)>> = stream::iter(existing)
+            .map(|(name, url)| async move {
+                let attrs = self
+                    .attributes(&name, &url, QueueAttributeName::All)
+                    .await?;
+                Ok::<_, AwsError>(attrs.map(|a| {
+                    if let Some(arn) = a.get("QueueArn") {
+                        self.cached(|c| c.arns.insert(name.clone(), arn.clone()));
+                    }
+                    (name, live_queue(&a))
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(read
+            .into_iter()
+            .flatten()
+            .map(|(name, live)| (queue_id(&self.target, &name), live))
+            .collect())
+    }
+
+    /// One GetQueueAttributes call; `None` when the queue no longer exists.
+    async fn attributes(
+        &self,
+        name: &str,
+        url: &str,
+        which: QueueAttributeName,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:GetQueueAttributes", |c| {
+                let (url, which, what) = (url.to_owned(), which.clone(), what.clone());
+                async move {
+                    c.sqs
+                        .get_queue_attributes()
+                        .queue_url(url)
+                        .attribute_names(which)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:GetQueueAttributes", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => Ok(Some(
+                out.attributes()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                    .collect(),
+            )),
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A queue's URL: from this run's listing, else GetQueueUrl. `None`: it does not exist.
+    async fn url(&self, name: &str) -> Result<Option<String>, AwsError> {
+        if let Some(Some(u)) = self.cached(|c| c.urls.get(name).cloned()) {
+            return Ok(Some(u));
+        }
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:GetQueueUrl", |c| {
+                let (name, what) = (name.to_owned(), what.clone());
+                async move {
+                    c.sqs
+                        .get_queue_url()
+                        .queue_name(name)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:GetQueueUrl", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => {
+                let url = out.queue_url().map(str::to_owned);
+                if let Some(u) = &url {
+                    self.cached(|c| c.urls.insert(name.to_owned(), u.clone()));
+                }
+                Ok(url)
+            }
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A queue's ARN (for redrive policies): from this run's reads, else one lookup.
+    async fn arn(&self, name: &str) -> Result<String, AwsError> {
+        if let Some(Some(a)) = self.cached(|c| c.arns.get(name).cloned()) {
+            return Ok(a);
+        }
+        let missing = || {
+            AwsError::new(
+                "sqs:GetQueueAttributes",
+                format!("queue {name}"),
+                ErrorKind::Rejected,
+                "the queue does not exist, so its ARN cannot be used in a redrive policy; run `dlqctl plan` again",
+            )
+        };
+        let url = self.url(name).await?.ok_or_else(missing)?;
+        let attrs = self
+            .attributes(name, &url, QueueAttributeName::QueueArn)
+            .await?
+            .ok_or_else(missing)?;
+        let arn = attrs.get("QueueArn").cloned().ok_or_else(missing)?;
+        self.cached(|c| c.arns.insert(name.to_owned(), arn.clone()));
+        Ok(arn)
+    }
+
+    /// Messages a queue holds (visible + in flight + delayed). `None`: no such queue.
+    pub async fn message_count(&self, name: &str) -> Result<Option<u64>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .attributes(name, &url, QueueAttributeName::All)
+            .await?
+            .and_then(|a| live_queue(&a).messages))
+    }
+
+    async fn queue_tags(&self, name: &str) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:ListQueueTags", |c| {
+                let (url, what) = (url.clone(), what.clone());
+                async move {
+                    c.sqs
+                        .list_queue_tags()
+                        .queue_url(url)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:ListQueueTags", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => Ok(Some(
+                out.tags()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn alarm_arn(&self, name: &str) -> Result<Option<String>, AwsError> {
+        if let Some(Some(a)) = self.cached(|c| c.alarm_arns.get(name).cloned()) {
+            return Ok(Some(a));
+        }
+        let found = cloudwatch::read(&self.aws, &[name.to_owned()]).await?;
+        Ok(found.get(name).and_then(|a| a.arn.clone()))
+    }
+
+    /// The tags of a live queue or alarm; `None` when it does not exist (any more).
+    async fn tags(&self, id: &ResourceId) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        match id.kind {
+            Kind::Alarm => match self.alarm_arn(&id.name).await? {
+                Some(arn) => cloudwatch::tags(&self.aws, &id.name, &arn).await.map(Some),
+                None => Ok(None),
+            },
+            _ => self.queue_tags(&id.name).await,
+        }
+    }
+
+    /// Whether the endpoint returns RedriveAllowPolicy: asks for it by name once. AWS answers
+    /// (with or without a value); an endpoint that does not store it answers
+    /// InvalidAttributeName.
+    async fn allow_policy_readable(&self, queue: &str) -> Result<bool, AwsError> {
+        let readable = self
+            .allow_policy_readable
+            .get_or_try_init(|| async {
+                let Some(url) = self.url(queue).await? else {
+                    return Ok(true);
+                };
+                match self
+                    .attributes(queue, &url, QueueAttributeName::RedriveAllowPolicy)
+                    .await
+                {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.is_code(&["InvalidAttributeName"]) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        Ok(*readable)
+    }
+
+    /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
+    /// (read for the channels the plan would change, and nowhere else) and a
+    /// RedriveAllowPolicy the endpoint cannot return.
+    pub async fn review(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), AwsError> {
+        let mine = |id: &ResourceId| id.target == self.target && id.backend == Backend::Sqs;
+
+        // 1. A RedriveAllowPolicy that reads back absent: absent, or unreadable here?
+        let mut i = 0;
+        while i < changes.len() {
+            let c = &changes[i];
+            let allow_missing = mine(&c.resource)
+                && c.action == Action::Update
+                && c.fields
+                    .iter()
+                    .any(|f| f.key.starts_with("RedriveAllowPolicy.") && f.old.is_none())
+                && live
+                    .get(&c.resource)
+                    .is_some_and(|l| !l.props.keys().any(|k| k.starts_with("RedriveAllowPolicy")));
+            if allow_missing && !self.allow_policy_readable(&c.resource.name).await? {
+                let c = &mut changes[i];
+                c.fields
+                    .retain(|f| !f.key.starts_with("RedriveAllowPolicy."));
+                notes.push(Note {
+                    resource: c.resource.clone(),
+                    message: "RedriveAllowPolicy cannot be read from this endpoint (it answers InvalidAttributeName, as moto does): dlqctl writes it but cannot read it back to verify it".into(),
+                });
+                if c.fields.is_empty() {
+                    changes.remove(i);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+
+        // 2. Ownership of every existing object in a channel the plan would change.
+        let touched: BTreeSet<&str> = changes
+            .iter()
+            .filter(|c| mine(&c.resource))
+            .map(|c| c.channel.as_str())
+            .collect();
+        let to_check: Vec<&Desired> = desired
+            .iter()
+            .filter(|d| {
+                mine(&d.id) && touched.contains(d.channel.as_str()) && live.contains_key(&d.id)
+            })
+            .collect();
+        let verdicts: Vec<(&Desired, Option<String>)> = stream::iter(to_check)
+            .map(|d| async move {
+                let tags = self.tags(&d.id).await?;
+                // Gone since it was read: the plan's create/delete logic stands.
+                Ok::<_, AwsError>((d, tags.and_then(|t| ownership_problem(&t, &d.channel))))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        for (d, problem) in verdicts {
+            let Some(problem) = problem else { continue };
+            let pos = changes.iter().position(|c| c.resource == d.id);
+            if !d.present {
+                // Not dlqctl's and not wanted: nothing to do with it.
+                if let Some(p) = pos {
+                    changes.remove(p);
+                }
+                notes.push(Note {
+                    resource: d.id.clone(),
+                    message: format!("{} {problem}; left alone", d.id.kind.as_str()),
+                });
+                continue;
+            }
+            let change = Change {
+                resource: d.id.clone(),
+                channel: d.channel.clone(),
+                role: d.role,
+                action: Action::Impossible,
+                fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
+                desired: d.props.clone(),
+                messages: live.get(&d.id).and_then(|l| l.messages),
+                reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
+                destructive: None,
+            };
+            match pos {
+                Some(p) => changes[p] = change,
+                None => changes.push(change),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Read-write access to one SQS target, for apply.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    pub reader: Reader,
+}
+
+impl Writer {
+    pub fn new(reader: Reader) -> Self {
+        Writer { reader }
+    }
+
+    fn aws(&self) -> &Aws {
+        &self.reader.aws
+    }
+
+    /// Applies one change. Updates, replaces and deletes first re-check the ownership tags,
+    /// and a queue is only dropped with messages in it when `allow_loss`.
+    pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), AwsError> {
+        let r = &change.resource;
+        match (r.kind, change.action) {
+            (_, Action::Impossible) => Ok(()),
+            (Kind::Queue, Action::Create) => self.create_queue(change).await,
+            (Kind::Queue, Action::Update) => {
+                self.ensure_owned(change).await?;
+                self.set_attributes(change).await
+            }
+            (Kind::Queue, Action::Replace) => {
+                self.ensure_owned(change).await?;
+                self.delete_queue(&r.name, allow_loss).await?;
+                self.create_after_delete(change).await
+            }
+            (Kind::Queue, Action::Delete) => {
+                self.ensure_owned(change).await?;
+                self.delete_queue(&r.name, allow_loss).await
+            }
+            (Kind::Alarm, Action::Delete) => {
+                self.ensure_owned(change).await?;
+                let res = cloudwatch::delete(self.aws(), &r.name).await;
+                self.verify_alarm(res, &r.name, None).await
+            }
+            (Kind::Alarm, action) => {
+                let tags = ownership_tags(&change.channel);
+                let tags: &[(&str, &str)] = if action == Action::Create {
+                    &tags
+                } else {
+                    self.ensure_owned(change).await?;
+                    &[]
+                };
+                let res = cloudwatch::put(self.aws(), &r.name, &change.desired, tags).await;
+                self.verify_alarm(res, &r.name, Some(&change.desired)).await
+            }
+            (Kind::Policy | Kind::Exchange | Kind::Binding | Kind::Topic, _) => Ok(()),
+        }
+    }
+
+    /// Refuses to touch a live object that is not provably this channel's (the plan checked,
+    /// but tags may have changed since, and a saved plan's fingerprints do not cover them).
+    async fn ensure_owned(&self, change: &Change) -> Result<(), AwsError> {
+        let r = &change.resource;
+        let api = if r.kind == Kind::Alarm {
+            "cloudwatch:ListTagsForResource"
+        } else {
+            "sqs:ListQueueTags"
+        };
+        let what = format!("{} {}", r.kind.as_str(), r.name);
+        match self.reader.tags(r).await? {
+            None => Err(AwsError::new(
+                api,
+                what,
+                ErrorKind::Rejected,
+                "it no longer exists; run `dlqctl plan` again",
+            )),
+            Some(tags) => match ownership_problem(&tags, &change.channel) {
+                Some(p) => Err(AwsError::new(
+                    api,
+                    what,
+                    ErrorKind::Rejected,
+                    format!("refusing to change it: it {p}"),
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// The attributes to send. `create`: only what must be set (a new queue has no redrive
+    /// policy to remove, and `FifoQueue` can only be given at creation).
+    async fn attributes(
+        &self,
+        name: &str,
+        desired: &Props,
+        create: bool,
+    ) -> Result<Vec<(QueueAttributeName, String)>, AwsError> {
+        let mut out = Vec::new();
+        for k in [RETENTION, VISIBILITY] {
+            if let Some(n) = desired.get(k).and_then(Value::as_u64) {
+                out.push((QueueAttributeName::from(k), n.to_string()));
+            }
+        }
+        if create && desired.get(FIFO).and_then(Value::as_bool) == Some(true) {
+            out.push((QueueAttributeName::FifoQueue, "true".into()));
+        }
+        match desired.get(DLQ_TARGET) {
+            Some(Value::String(dlq)) => {
+                let arn = self.reader.arn(dlq).await?;
+                let count = desired.get(MAX_RECEIVE).cloned().unwrap_or(json!(1));
+                let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": count});
+                out.push((QueueAttributeName::RedrivePolicy, policy.to_string()));
+            }
+            Some(Value::Null) if !create => {
+                out.push((QueueAttributeName::RedrivePolicy, String::new()))
+            }
+            _ => {}
+        }
+        // The allow policy needs this queue's own ARN; on create it is set right after.
+        if !create {
+            if let Some(a) = self.allow_policy(name, desired).await? {
+                out.push((QueueAttributeName::RedriveAllowPolicy, a));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The RedriveAllowPolicy JSON (source queues are in the DLQ's account and region), `""`
+    /// to remove one, `None` when dlqctl does not own it on this queue.
+    async fn allow_policy(&self, name: &str, desired: &Props) -> Result<Option<String>, AwsError> {
+        match desired.get(ALLOW_PERMISSION) {
+            Some(Value::String(perm)) => {
+                let own = self.reader.arn(name).await?;
+                let prefix = arn_prefix(&own);
+                let sources: Vec<String> = desired
+                    .get(ALLOW_SOURCES)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(|s| format!("{prefix}{s}"))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut policy = json!({"redrivePermission": perm});
+                if perm == "byQueue" {
+                    policy["sourceQueueArns"] = json!(sources);
+                }
+                Ok(Some(policy.to_string()))
+            }
+            Some(Value::Null) => Ok(Some(String::new())),
+            _ => Ok(None),
+        }
+    }
+
+    async fn create_queue(&self, change: &Change) -> Result<(), AwsError> {
+        let name = change.resource.name.as_str();
+        let attrs = self.attributes(name, &change.desired, true).await?;
+        let what = format!("queue {name}");
+        let channel = change.channel.clone();
+        let res = self
+            .aws()
+            .write("sqs:CreateQueue", |c| async move {
+                let mut req = c.sqs.create_queue().queue_name(name);
+                for (k, v) in attrs {
+                    req = req.attributes(k, v);
+                }
+                for (k, v) in ownership_tags(&channel) {
+                    req = req.tags(k, v);
+                }
+                req.send()
+                    .await
+                    .map_err(|e| classify("sqs:CreateQueue", &what, e))
+            })
+            .await;
+        match res {
+            Ok(out) => {
+                if let Some(u) = out.queue_url() {
+                    self.reader
+                        .cached(|c| c.urls.insert(name.to_owned(), u.to_owned()));
+                }
+            }
+            Err(e) if e.is_code(&DELETED_RECENTLY) => return Err(deleted_recently(e)),
+            Err(e) if e.is_code(&QUEUE_EXISTS) => {
+                return Err(AwsError {
+                    detail: format!(
+                        "{}; it was created with other settings after the plan was made: run `dlqctl plan` again",
+                        e.detail
+                    ),
+                    ..e
+                });
+            }
+            Err(e) if e.ambiguous() => self.verify_queue(e, change, true).await?,
+            Err(e) => return Err(e),
+        }
+        // Set after creation: the allow policy names source ARNs in the DLQ's own account.
+        if let Some(policy) = self
+            .allow_policy(name, &change.desired)
+            .await?
+            .filter(|p| !p.is_empty())
+        {
+            self.set(
+                name,
+                vec![(QueueAttributeName::RedriveAllowPolicy, policy)],
+                change,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The create half of a replace: SQS refuses a deleted queue's name for 60 s, and that
+    /// refusal is an answer, not an ambiguity, so asking again until it passes is safe.
+    async fn create_after_delete(&self, change: &Change) -> Result<(), AwsError> {
+        let deadline = tokio::time::Instant::now() + NAME_REUSE_DELAY + Duration::from_secs(10);
+        loop {
+            match self.create_queue(change).await {
+                Err(e)
+                    if e.is_code(&DELETED_RECENTLY) && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn set_attributes(&self, change: &Change) -> Result<(), AwsError> {
+        let name = change.resource.name.as_str();
+        let attrs = self.attributes(name, &change.desired, false).await?;
+        self.set(name, attrs, change).await
+    }
+
+    async fn set(
+        &self,
+        name: &str,
+        attrs: Vec<(QueueAttributeName, String)>,
+        change: &Change,
+    ) -> Result<(), AwsError> {
+        let what = format!("queue {name}");
+        let missing = || {
+            AwsError::new(
+                "sqs:SetQueueAttributes",
+                what.clone(),
+                ErrorKind::Rejected,
+                "the queue does not exist any more; run `dlqctl plan` again",
+            )
+        };
+        let url = self.reader.url(name).await?.ok_or_else(missing)?;
+        let res = self
+            .aws()
+            .write("sqs:SetQueueAttributes", |c| async move {
+                let mut req = c.sqs.set_queue_attributes().queue_url(url);
+                for (k, v) in attrs {
+                    req = req.attributes(k, v);
+                }
+                req.send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| classify("sqs:SetQueueAttributes", &what, e))
+            })
+            .await;
+        match res {
+            Err(e) if e.ambiguous() => self.verify_queue(e, change, false).await,
+            other => other,
+        }
+    }
+
+    /// After a write that may or may not have happened: re-read, and succeed only if the
+    /// queue now holds what was asked.
+    async fn verify_queue(
+        &self,
+        err: AwsError,
+        change: &Change,
+        create: bool,
+    ) -> Result<(), AwsError> {
+        let name = &change.resource.name;
+        if create {
+            self.reader.cached(|c| c.urls.remove(name));
+        }
+        let Some(url) = self.reader.url(name).await? else {
+            return Err(err);
+        };
+        let Some(attrs) = self
+            .reader
+            .attributes(name, &url, QueueAttributeName::All)
+            .await?
+        else {
+            return Err(err);
+        };
+        let live = live_queue(&attrs);
+        let settled = change
+            .desired
+            .iter()
+            .filter(|(k, _)| !k.starts_with("RedriveAllowPolicy."))
+            .all(|(k, v)| same(v, live.props.get(k)));
+        if settled { Ok(()) } else { Err(err) }
+    }
+
+    async fn verify_alarm(
+        &self,
+        res: Result<(), AwsError>,
+        name: &str,
+        desired: Option<&Props>,
+    ) -> Result<(), AwsError> {
+        let err = match res {
+            Err(e) if e.ambiguous() => e,
+            other => return other,
+        };
+        let found = cloudwatch::read(self.aws(), &[name.to_owned()]).await?;
+        let ok = match (desired, found.get(name)) {
+            (None, None) => true,
+            (Some(d), Some(a)) => d.iter().all(|(k, v)| same(v, a.props.get(k))),
+            _ => false,
+        };
+        if ok { Ok(()) } else { Err(err) }
+    }
+
+    /// Deletes a queue. Without `allow_loss` it first checks the queue is empty: SQS has no
+    /// conditional delete, so a message arriving in the last milliseconds is still lost.
+    async fn delete_queue(&self, name: &str, allow_loss: bool) -> Result<(), AwsError> {
+        let what = format!("queue {name}");
+        let Some(url) = self.reader.url(name).await? else {
+            return Ok(());
+        };
+        if !allow_loss {
+            let held = self.reader.message_count(name).await?;
+            if held != Some(0) {
+                let n = held.map_or("an unknown number of".to_owned(), |n| n.to_string());
+                return Err(AwsError::new(
+                    "sqs:DeleteQueue",
+                    what,
+                    ErrorKind::Rejected,
+                    format!(
+                        "not deleted: it holds {n} messages now; move them first, or pass --allow-message-loss"
+                    ),
+                ));
+            }
+        }
+        let res = self
+            .aws()
+            .write("sqs:DeleteQueue", |c| {
+                let what = what.clone();
+                async move {
+                    c.sqs
+                        .delete_queue()
+                        .queue_url(url)
+                        .send()
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| classify("sqs:DeleteQueue", &what, e))
+                }
+            })
+            .await;
+        self.reader.cached(|c| {
+            c.urls.remove(name);
+            c.arns.remove(name)
+        });
+        match res {
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(()),
+            Err(e) if e.ambiguous() => match self.reader.url(name).await? {
+                None => Ok(()),
+                Some(_) => Err(e),
+            },
+            other => other,
+        }
+    }
+
+    /// Waits until each written queue reads back as desired (AWS propagates attribute
+    /// changes within seconds, retention within minutes); returns what did not settle.
+    pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, AwsError> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut pending: Vec<&Change> = applied
+            .iter()
+            .copied()
+            .filter(|c| {
+                c.resource.kind == Kind::Queue
+                    && matches!(c.action, Action::Create | Action::Update | Action::Replace)
+            })
+            .collect();
+        while !pending.is_empty() {
+            let mut still = Vec::new();
+            for c in pending {
+                let name = &c.resource.name;
+                let live = match self.reader.url(name).await? {
+                    Some(url) => self
+                        .reader
+                        .attributes(name, &url, QueueAttributeName::All)
+                        .await?
+                        .map(|a| live_queue(&a)),
+                    None => None,
+                };
+                let done = live.is_some_and(|l| {
+                    c.desired
+                        .iter()
+                        .filter(|(k, _)| !k.starts_with("RedriveAllowPolicy."))
+                        .all(|(k, v)| same(v, l.props.get(k)))
+                });
+                if !done {
+                    still.push(c);
+                }
+            }
+            pending = still;
+            if pending.is_empty() || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Ok(pending
+            .into_iter()
+            .map(|c| c.resource.to_string())
+            .collect())
+    }
+}
+
+/// SQS's refusal to reuse a name within 60 s of deleting it, said plainly.
+fn deleted_recently(e: AwsError) -> AwsError {
+    AwsError {
+        detail: format!(
+            "SQS does not allow re-creating a queue within {} s of deleting one with the same name (QueueDeletedRecently); wait a minute, then run `dlqctl apply` again: the plan will show the remaining create",
+            NAME_REUSE_DELAY.as_secs()
+        ),
+        ..e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{FieldChange, diff};
+
+    fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn attributes_read_back_as_meaning_not_text() {
+        let live = live_queue(&attrs(&[
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            ("MessageRetentionPeriod", "345600"),
+            ("VisibilityTimeout", "30"),
+            (
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:payments-dlq", "maxReceiveCount": "5"}"#,
+            ),
+            ("ApproximateNumberOfMessages", "2"),
+            ("ApproximateNumberOfMessagesNotVisible", "1"),
+            ("ApproximateNumberOfMessagesDelayed", "0"),
+        ]));
+        assert_eq!(live.props[RETENTION], json!(345600));
+        assert_eq!(live.props[FIFO], json!(false));
+        assert_eq!(live.props[DLQ_TARGET], json!("payments-dlq"));
+        assert_eq!(live.props[MAX_RECEIVE], json!(5));
+        assert_eq!(live.messages, Some(3));
+    }
+
+    #[test]
+    fn a_dead_letter_target_in_another_account_is_shown_in_full() {
+        let live = live_queue(&attrs(&[
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            (
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:999999999999:payments-dlq","maxReceiveCount":5}"#,
+            ),
+            (
+                "RedriveAllowPolicy",
+                r#"{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:b","arn:aws:sqs:us-east-1:123456789012:a"]}"#,
+            ),
+        ]));
+        assert_eq!(
+            live.props[DLQ_TARGET],
+            json!("arn:aws:sqs:us-east-1:999999999999:payments-dlq")
+        );
+        assert_eq!(live.props[ALLOW_SOURCES], json!(["a", "b"]));
+        assert_eq!(live.messages, None, "counts not read");
+    }
+
+    #[test]
+    fn unparsable_policies_are_kept_as_text_and_differ() {
+        let live = live_queue(&attrs(&[("RedrivePolicy", "{not json")]));
+        assert_eq!(live.props["RedrivePolicy"], json!("{not json"));
+        assert!(!live.props.contains_key(DLQ_TARGET));
+    }
+
+    fn update(fields: Vec<FieldChange>) -> Change {
+        let d = Desired {
+            id: queue_id("t", "q"),
+            channel: "c".into(),
+            role: Role::Main,
+            props: Props::new(),
+            immutable: false,
+            present: true,
+        };
+        let mut c = diff(&d, None).unwrap_or_else(|| unreachable!());
+        c.action = Action::Update;
+        c.fields = fields;
+        c.messages = Some(7);
+        c
+    }
+
+    #[test]
+    fn lowering_retention_is_destructive_and_raising_it_is_not() {
+        let f = |old: u64, new: u64| FieldChange {
+            key: RETENTION.into(),
+            old: Some(json!(old)),
+            new: Some(json!(new)),
+        };
+        let mut c = update(vec![f(345600, 86400)]);
+        refine(&mut c);
+        assert_eq!(c.action, Action::Update);
+        let how = c.destructive.unwrap_or_default();
+        assert!(
+            how.contains("345600 s to 86400 s") && how.contains("holds 7 messages"),
+            "{how}"
+        );
+        let mut c = update(vec![f(86400, 345600)]);
+        refine(&mut c);
+        assert_eq!(c.destructive, None);
+    }
+
+    #[test]
+    fn a_fifo_change_is_a_replace() {
+        let mut c = update(vec![FieldChange {
+            key: FIFO.into(),
+            old: Some(json!(false)),
+            new: Some(json!(true)),
+        }]);
+        refine(&mut c);
+        assert_eq!(c.action, Action::Replace);
+    }
+
+    #[test]
+    fn only_tagged_objects_of_the_same_channel_are_owned() {
+        let tags = |pairs: &[(&str, &str)]| attrs(pairs);
+        assert_eq!(
+            ownership_problem(
+                &tags(&[("managed-by", "dlqctl"), ("dlqctl-channel", "c")]),
+                "c"
+            ),
+            None
+        );
+        assert!(
+            ownership_problem(&tags(&[]), "c")
+                .unwrap_or_default()
+                .contains("dlqctl import")
+        );
+        assert!(
+            ownership_problem(
+                &tags(&[("managed-by", "dlqctl"), ("dlqctl-channel", "d")]),
+                "c"
+            )
+            .unwrap_or_default()
+            .contains("`d`")
+        );
+    }
+
+    #[test]
+    fn the_name_reuse_refusal_says_what_to_do() {
+        let e = AwsError::new(
+            "sqs:CreateQueue",
+            "queue q",
+            ErrorKind::Rejected,
+            "QueueDeletedRecently: ...",
+        );
+        let text = deleted_recently(e).to_string();
+        assert!(text.starts_with("sqs:CreateQueue on queue q: "), "{text}");
+        assert!(
+            text.contains("within 60 s") && text.contains("run `dlqctl apply` again"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn listing_uses_the_longest_shared_prefix() {
+        assert_eq!(common_prefix(&["payments", "payments-dlq"]), "payments");
+        assert_eq!(common_prefix(&["a-x", "a-y", "a-"]), "a-");
+        assert_eq!(common_prefix(&["x", "y"]), "");
+        assert_eq!(common_prefix(&[]), "");
+    }
+}
