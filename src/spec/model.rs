@@ -100,7 +100,8 @@ pub struct Retry {
     pub name: Option<String>,
 }
 
-/// Delay before retry n: `initial * multiplier^(n-1)`, capped at `max`.
+/// Delay before retry n: the previous delay times `multiplier` (whole milliseconds, rounded
+/// down, as Spring's `ExponentialBackOff` does), starting at `initial`, capped at `max`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Backoff {
@@ -121,7 +122,7 @@ pub struct Backoff {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeadLetter {
     /// Name template of the dead-letter queue or topic (`{channel}` is replaced).
-    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka `{channel}-dlt`.
+    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub name: Option<String>,
@@ -273,8 +274,10 @@ pub struct KafkaOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100000))]
     pub dead_letter_partitions: Option<u32>,
-    /// Topic naming profile: `spring` (Spring Kafka's `-retry-<delay>` / `-dlt`, the default),
-    /// `index` (`-retry-1`, `-retry-2`, ...) or `custom` (`retry.name`, `deadLetter.name`).
+    /// Retry topic naming profile, as Spring Kafka 3.2+ names them by default: `spring`
+    /// (`<main>-retry-<delay ms>`, or `<main>-retry` for a single retry topic; the default),
+    /// `index` (Spring's index suffixing: `<main>-retry-0`, `-retry-1`, ...) or `custom`
+    /// (`retry.name`). The dead-letter topic is `<main>-dlt` unless `deadLetter.name` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub naming: Option<KafkaNaming>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,

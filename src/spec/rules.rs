@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::duration::Duration;
 use super::load::{Doc, Workspace};
-use super::model::{Backend, Channel, QueueType, RetryModel, Target};
+use super::model::{Backend, Channel, KafkaNaming, QueueType, RetryModel, Target};
 use super::resolve::{self, Resolved};
 use super::schema::did_you_mean;
 use crate::diag::{Diagnostic, Loc};
@@ -546,6 +546,23 @@ fn check_kafka(doc: &Doc<Channel>, r: &Resolved, _target: &Target, out: &mut Vec
                 .at(doc.locs.value(pointer)),
             );
         }
+    }
+    let retry_template = doc.value.spec.retry.as_ref().and_then(|t| t.name.as_ref());
+    match (k.naming, retry_template) {
+        (KafkaNaming::Custom, None) if !r.retry_stages.is_empty() => out.push(
+            Diagnostic::error("kafka/naming", "`kafka.naming: custom` names the retry topics by `retry.name`, which is not set")
+                .at(doc.locs.value("/spec/kafka/naming"))
+                .hint("set `retry.name` (e.g. `{channel}.retry.{delay}`), or use `naming: spring`"),
+        ),
+        (KafkaNaming::Spring | KafkaNaming::Index, Some(_)) => out.push(
+            Diagnostic::error(
+                "kafka/naming",
+                "`retry.name` would be ignored: with the `spring` and `index` naming profiles, retry topics are named as Spring Kafka names them",
+            )
+            .at(doc.locs.value("/spec/retry/name"))
+            .hint("remove `retry.name`, or set `kafka.naming: custom`"),
+        ),
+        _ => {}
     }
     if k.config.contains_key("retention.ms") {
         out.push(
