@@ -8,6 +8,7 @@ use crate::spec::resolve::Resolved;
 pub fn for_channel(r: &Resolved) -> Vec<Desired> {
     match r.backend {
         Backend::Rabbitmq => crate::backend::rabbitmq::desired(r),
-        Backend::Sqs | Backend::Kafka => Vec::new(),
+        Backend::Kafka => crate::backend::kafka::desired(r),
+        Backend::Sqs => Vec::new(),
     }
 }

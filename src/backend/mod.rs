@@ -5,6 +5,7 @@
 //! held in memory for the calls and never printed, logged or saved.
 
 pub mod http;
+pub mod kafka;
 pub mod rabbitmq;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +35,12 @@ pub enum BackendError {
         #[source]
         source: HttpError,
     },
+    #[error("target `{target}`: {source}")]
+    Kafka {
+        target: String,
+        #[source]
+        source: kafka::KafkaError,
+    },
     #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
     Unsupported { target: String, backend: Backend },
 }
@@ -41,6 +48,13 @@ pub enum BackendError {
 impl BackendError {
     pub fn http(target: &str, source: HttpError) -> Self {
         BackendError::Http {
+            target: target.to_owned(),
+            source,
+        }
+    }
+
+    pub fn kafka(target: &str, source: kafka::KafkaError) -> Self {
+        BackendError::Kafka {
             target: target.to_owned(),
             source,
         }
@@ -64,21 +78,23 @@ fn env_value(target: &str, field: &'static str, var: Option<&String>) -> Result<
 /// Pure; called on every change of a plan.
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
-        Backend::Rabbitmq | Backend::Sqs | Backend::Kafka => {}
+        Backend::Kafka => kafka::refine(change),
+        Backend::Rabbitmq | Backend::Sqs => {}
     }
-    let _ = change;
 }
 
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
     Rabbitmq(rabbitmq::Reader),
+    Kafka(kafka::Reader),
 }
 
 /// Read-write access to one target.
 #[derive(Debug, Clone)]
 pub enum Writer {
     Rabbitmq(rabbitmq::Writer),
+    Kafka(kafka::Writer),
 }
 
 impl Reader {
@@ -109,6 +125,7 @@ impl Reader {
                 let prefixes = target.ownership.as_ref().map(|o| o.prefixes.clone()).unwrap_or_default();
                 Ok(Reader::Rabbitmq(rabbitmq::Reader::new(name, http, prefixes)))
             }
+            Backend::Kafka => Ok(Reader::Kafka(kafka::Reader::connect(name, target, stats)?)),
             other => Err(BackendError::Unsupported {
                 target: name.to_owned(),
                 backend: other,
@@ -119,6 +136,7 @@ impl Reader {
     pub fn target(&self) -> &str {
         match self {
             Reader::Rabbitmq(r) => &r.target,
+            Reader::Kafka(r) => &r.target,
         }
     }
 
@@ -129,6 +147,7 @@ impl Reader {
                 let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
                 r.read(&vhosts).await.map_err(|e| BackendError::http(&r.target, e))
             }
+            Reader::Kafka(r) => r.read(ids).await.map_err(|e| BackendError::kafka(&r.target, e)),
         }
     }
 
@@ -139,6 +158,8 @@ impl Reader {
                 r.message_count(&id.scope, &id.name).await.map_err(|e| BackendError::http(&r.target, e))
             }
             Reader::Rabbitmq(_) => Ok(None),
+            // dlqctl never drops a topic, so no plan needs to count its records.
+            Reader::Kafka(_) => Ok(None),
         }
     }
 
@@ -148,6 +169,7 @@ impl Reader {
                 let http = r.http_for_writer();
                 Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
             }
+            Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
         }
     }
 }
@@ -156,6 +178,7 @@ impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
         match self {
             Writer::Rabbitmq(w) => w.apply(change, allow_loss).await.map_err(|e| BackendError::http(&w.reader.target, e)),
+            Writer::Kafka(w) => w.apply(change).await.map_err(|e| BackendError::kafka(&w.reader.target, e)),
         }
     }
 
@@ -170,6 +193,7 @@ impl Writer {
                     .collect();
                 w.settle(&policies).await.map_err(|e| BackendError::http(&w.reader.target, e))
             }
+            Writer::Kafka(w) => w.settle(applied).await.map_err(|e| BackendError::kafka(&w.reader.target, e)),
         }
     }
 }
