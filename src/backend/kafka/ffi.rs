@@ -148,11 +148,14 @@ async fn run_blocking<T: Send + 'static>(
         })
 }
 
+/// Config keys and values (`None`: DELETE) for one topic, as C strings.
+type Ops = Vec<(CString, Option<CString>)>;
+
 /// A request in owned Rust values; the C objects exist only inside [`Request::send`].
 #[derive(Debug)]
 struct Request {
     api: &'static str,
-    topics: Vec<(CString, Vec<(CString, Option<CString>)>)>,
+    topics: Vec<(CString, Ops)>,
 }
 
 /// What came back, copied out of librdkafka's memory.

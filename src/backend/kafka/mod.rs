@@ -898,8 +898,7 @@ mod tests {
             "prod",
             &target(json!({"sasl.password": "hunter2"}), Value::Null),
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert!(e.to_string().contains("secretProperties"), "{e}");
         assert!(!e.to_string().contains("hunter2"));
 
@@ -910,16 +909,14 @@ mod tests {
                 json!({"sasl.password": "DLQCTL_TEST_UNSET_VAR"}),
             ),
         )
-        .err()
-        .expect("missing env");
+        .expect_err("missing env");
         assert!(e.to_string().contains("DLQCTL_TEST_UNSET_VAR"), "{e}");
 
         let e = client_config(
             "prod",
             &target(json!({"allow.auto.create.topics": "true"}), Value::Null),
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert!(e.to_string().contains("allow.auto.create.topics"), "{e}");
 
         // librdkafka quotes a refused value; for a secret property dlqctl names the variable.
