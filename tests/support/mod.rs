@@ -49,6 +49,7 @@ pub fn live_required() -> bool {
 
 /// Returns false (and says so loudly) when the server is down and live tests may skip;
 /// panics when they may not.
+#[allow(clippy::print_stderr)] // the skip notice is for whoever runs the tests
 pub fn require(what: &str, up: bool) -> bool {
     if up {
         return true;
