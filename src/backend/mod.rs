@@ -35,12 +35,9 @@ pub enum BackendError {
         #[source]
         source: HttpError,
     },
-    #[error("target `{target}`: {source}")]
-    Kafka {
-        target: String,
-        #[source]
-        source: kafka::KafkaError,
-    },
+    // Not a `#[source]`: the message already says it, and `{:#}` would repeat it.
+    #[error("target `{target}`: {error}")]
+    Kafka { target: String, error: kafka::KafkaError },
     #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
     Unsupported { target: String, backend: Backend },
 }
@@ -53,10 +50,10 @@ impl BackendError {
         }
     }
 
-    pub fn kafka(target: &str, source: kafka::KafkaError) -> Self {
+    pub fn kafka(target: &str, error: kafka::KafkaError) -> Self {
         BackendError::Kafka {
             target: target.to_owned(),
-            source,
+            error,
         }
     }
 }

@@ -42,6 +42,8 @@ use ffi::{Admin, ConfigOp, Source};
 
 /// How long one admin request may take before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the first request (Metadata) waits for a broker to answer at all.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long apply waits for the brokers to show what it wrote.
 pub const SETTLE: Duration = Duration::from_secs(20);
 
@@ -404,7 +406,7 @@ impl Reader {
         self.stats.count("kafka:Metadata");
         let admin = Arc::clone(&self.admin);
         let read = tokio::task::spawn_blocking(move || {
-            let md = admin.inner().fetch_metadata(None, TIMEOUT)?;
+            let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT)?;
             let mut out = BTreeMap::new();
             for t in md.topics() {
                 if t.error().is_some() {
@@ -929,6 +931,16 @@ mod tests {
         );
         let m = describe_config_error(&t, &err);
         assert!(!m.contains("secret-value") && m.contains("$PATH"), "{m}");
+    }
+
+    #[test]
+    fn sasl_ssl_with_scram_is_supported_by_this_build() {
+        // librdkafka refuses these properties when it was built without OpenSSL.
+        let t = target(
+            json!({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "dlqctl"}),
+            json!({"sasl.password": "PATH"}),
+        );
+        Reader::connect("prod", &t, Arc::new(Stats::default())).expect("SASL_SSL + SCRAM client");
     }
 
     #[test]
