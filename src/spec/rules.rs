@@ -737,3 +737,26 @@ fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule ids one Kafka channel (with `spec` lines appended) produces.
+    fn kafka_rules(spec: &str) -> Vec<&'static str> {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  k: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n  retry:\n    maxAttempts: 3\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        check(&ws).0.iter().map(|d| d.rule).collect()
+    }
+
+    #[test]
+    fn kafka_retry_templates_belong_to_the_custom_profile_only() {
+        assert_eq!(kafka_rules(""), Vec::<&str>::new());
+        assert_eq!(kafka_rules("    name: \"{channel}.r.{index}\"\n"), ["kafka/naming"], "ignored with spring");
+        assert_eq!(kafka_rules("  kafka: {naming: custom}\n"), ["kafka/naming"], "custom needs retry.name");
+        assert_eq!(kafka_rules("    name: \"{channel}.r.{index}\"\n  kafka: {naming: custom}\n"), Vec::<&str>::new());
+    }
+}
