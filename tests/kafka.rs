@@ -246,7 +246,7 @@ fn the_inventory_example_has_the_topics_spring_kafka_expects() {
 #[test]
 fn every_naming_profile_applies_then_plans_empty() {
     type Case = (&'static str, fn(String) -> String, &'static [&'static str]);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         // Fixed backoff: Spring (3.2+) reuses one `-retry` topic for every attempt.
         (
             "fixed",
@@ -257,6 +257,21 @@ fn every_naming_profile_applies_then_plans_empty() {
                 )
             },
             &["-retry"],
+        ),
+        // Spring's RetryTopicConfigurationBuilder default: one topic per attempt, by index.
+        (
+            "multiple",
+            |t| {
+                t.replace(
+                    "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                    "backoff: {initial: 2s}",
+                )
+                .replace(
+                    "naming: spring",
+                    "naming: spring\n    sameIntervalTopicReuse: multipleTopics",
+                )
+            },
+            &["-retry-0", "-retry-1", "-retry-2"],
         ),
         (
             "index",

@@ -280,6 +280,12 @@ pub struct KafkaOptions {
     /// (`retry.name`). The dead-letter topic is `<main>-dlt` unless `deadLetter.name` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub naming: Option<KafkaNaming>,
+    /// Spring's `SameIntervalTopicReuseStrategy`: `singleTopic` (the default of
+    /// `@RetryableTopic` since Spring Kafka 3.2) lets the trailing attempts with the same delay
+    /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`,
+    /// and of `@RetryableTopic` before 3.2) gives every attempt its own topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_interval_topic_reuse: Option<TopicReuse>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
     /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,6 +298,13 @@ pub enum KafkaNaming {
     Spring,
     Index,
     Custom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TopicReuse {
+    SingleTopic,
+    MultipleTopics,
 }
 
 /// A topic config value; numbers and booleans are sent as their text.

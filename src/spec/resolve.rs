@@ -6,7 +6,7 @@
 
 use super::duration::Duration;
 use super::model::{
-    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target,
+    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target, TopicReuse,
 };
 
 /// SQS's own default retention, which dlqctl keeps for the main queue.
@@ -147,24 +147,31 @@ pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
 }
 
 /// Spring Kafka's retry topics for the given delays, as (name suffix after the main topic,
-/// delay). Mirrors `DestinationTopicPropertiesFactory` with the defaults of Spring Kafka 3.2
-/// and later (`SameIntervalTopicReuseStrategy.SINGLE_TOPIC`): the trailing attempts that share
-/// one delay (fixed backoff, or the attempts at `maxDelay`) reuse a single topic; a lone retry
-/// topic is plain `-retry`; otherwise each topic gets its delay in ms (`-retry-1000`), or with
-/// `by_index` (`TopicSuffixingStrategy.SUFFIX_WITH_INDEX_VALUE`) its 0-based index (`-retry-0`).
-pub fn spring_retry_suffixes(delays: &[Duration], by_index: bool) -> Vec<(String, Duration)> {
+/// delay). Mirrors `DestinationTopicPropertiesFactory`. With `reuse`
+/// (`SameIntervalTopicReuseStrategy.SINGLE_TOPIC`, the `@RetryableTopic` default since Spring
+/// Kafka 3.2) the trailing attempts that share one delay (fixed backoff, or the attempts at
+/// `maxDelay`) reuse a single topic, and a lone retry topic is plain `-retry`. Otherwise each
+/// topic gets its delay in ms (`-retry-1000`), or its 0-based index (`-retry-0`) with
+/// `by_index` (`TopicSuffixingStrategy.SUFFIX_WITH_INDEX_VALUE`) and, without reuse, for a
+/// fixed backoff; without reuse a repeated delay also gets its repetition (`-retry-3000-1`).
+pub fn spring_retry_suffixes(delays: &[Duration], by_index: bool, reuse: bool) -> Vec<(String, Duration)> {
     let n = delays.len();
+    let count = |d: &Duration| delays.iter().filter(|x| *x == d).count();
     let reusable = match delays.last() {
-        Some(last) if n > 1 => delays.iter().filter(|d| *d == last).count() - 1,
+        Some(last) if reuse && n > 1 => count(last) - 1,
         _ => 0,
     };
     let topics = n - reusable;
+    let fixed = by_index || (n > 1 && delays.iter().all(|d| Some(d) == delays.first()));
     let mut out: Vec<(String, Duration)> = Vec::with_capacity(topics);
     for (i, d) in delays.iter().take(topics).enumerate() {
-        let suffix = if topics == 1 {
+        let suffix = if reuse && topics == 1 {
             "-retry".to_owned()
-        } else if by_index {
+        } else if fixed {
             format!("-retry-{i}")
+        } else if !reuse && count(d) > 1 {
+            let first = delays.iter().position(|x| x == d).unwrap_or(i);
+            format!("-retry-{}-{}", d.as_millis(), i - first)
         } else {
             format!("-retry-{}", d.as_millis())
         };
@@ -232,6 +239,11 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
         .as_ref()
         .and_then(|k| k.naming)
         .unwrap_or(KafkaNaming::Spring);
+    let kafka_reuse = spec
+        .kafka
+        .as_ref()
+        .and_then(|k| k.same_interval_topic_reuse)
+        .unwrap_or(TopicReuse::SingleTopic);
     let mut retry_stages = Vec::new();
     match backend {
         Backend::Sqs => {}
@@ -239,7 +251,8 @@ pub fn resolve(channel: &Channel, target_name: &str, target: &Target) -> Result<
             // Retry topics follow Spring Kafka's grouping; `spring` and `index` name them as
             // Spring does (suffixes on the main topic), `custom` by the `retry.name` template.
             let by_index = kafka_naming == KafkaNaming::Index;
-            for (i, (suffix, d)) in spring_retry_suffixes(&delays, by_index).into_iter().enumerate() {
+            let reuse = kafka_reuse == TopicReuse::SingleTopic;
+            for (i, (suffix, d)) in spring_retry_suffixes(&delays, by_index, reuse).into_iter().enumerate() {
                 let n = match (kafka_naming, retry_template) {
                     (KafkaNaming::Custom, Some(t)) => {
                         expand(t, name, Some(d), Some(i + 1)).map_err(|m| err("/spec/retry/name", m))?
@@ -371,7 +384,26 @@ mod tests {
     }
 
     fn suffixes(delays: &[u64], by_index: bool) -> Vec<String> {
-        spring_retry_suffixes(&ms(delays), by_index).into_iter().map(|(s, _)| s).collect()
+        spring_retry_suffixes(&ms(delays), by_index, true).into_iter().map(|(s, _)| s).collect()
+    }
+
+    fn multiple(delays: &[u64], by_index: bool) -> Vec<String> {
+        spring_retry_suffixes(&ms(delays), by_index, false).into_iter().map(|(s, _)| s).collect()
+    }
+
+    /// The expectations of Spring Kafka's own DestinationTopicPropertiesFactoryTests with
+    /// `MULTIPLE_TOPICS` (the `RetryTopicConfigurationBuilder` default).
+    #[test]
+    fn multiple_topics_suffixes_match_spring_kafka() {
+        assert_eq!(multiple(&[1000, 2000], false), ["-retry-1000", "-retry-2000"]);
+        assert_eq!(multiple(&[5000, 5000], false), ["-retry-0", "-retry-1"], "fixed backoff: by index");
+        assert_eq!(
+            multiple(&[1000, 2000, 3000, 3000], false),
+            ["-retry-1000", "-retry-2000", "-retry-3000-0", "-retry-3000-1"],
+            "the attempts at maxDelay"
+        );
+        assert_eq!(multiple(&[1000, 2000], true), ["-retry-0", "-retry-1"]);
+        assert_eq!(multiple(&[1000], false), ["-retry-1000"], "a lone topic keeps its delay");
     }
 
     /// The cases of Spring Kafka's reference ("Topic Naming") and of
@@ -433,6 +465,9 @@ mod tests {
 
         let r = kafka("  retry: {maxAttempts: 4, backoff: {initial: 1s, multiplier: 3, max: 5s}}\n  kafka: {naming: index}\n");
         assert_eq!(names(&r), [("app.orders-retry-0", 1000), ("app.orders-retry-1", 3000), ("app.orders-retry-2", 5000)]);
+
+        let r = kafka("  retry: {maxAttempts: 3}\n  kafka: {sameIntervalTopicReuse: multipleTopics}\n");
+        assert_eq!(names(&r), [("app.orders-retry-0", 1000), ("app.orders-retry-1", 1000)]);
 
         let r = kafka(
             "  retry: {maxAttempts: 3, name: \"{channel}.retry.{index}\", backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {name: \"{channel}.dead\"}\n  kafka: {naming: custom}\n",
