@@ -933,6 +933,33 @@ mod tests {
         assert!(!m.contains("secret-value") && m.contains("$PATH"), "{m}");
     }
 
+    #[tokio::test]
+    async fn topics_outside_the_ownership_prefixes_are_never_written() {
+        let mut t = target(Value::Null, Value::Null);
+        t.bootstrap_servers = Some("127.0.0.1:1".into());
+        t.ownership = Some(crate::spec::model::Ownership {
+            prefixes: vec!["app.".into()],
+        });
+        let w = Reader::connect("prod", &t, Arc::new(Stats::default()))
+            .expect("client")
+            .into_writer();
+        let mut c = diff(
+            &topic(json!({"partitions": 1, "replication.factor": 1})),
+            None,
+        )
+        .expect("create");
+        c.resource.name = "billing.orders".into();
+        let e = w.apply(&c).await.expect_err("refused");
+        assert!(
+            e.to_string().contains("topic `billing.orders` is outside"),
+            "{e}"
+        );
+        assert!(
+            w.reader.stats.snapshot().is_empty(),
+            "refused before any request"
+        );
+    }
+
     #[test]
     fn sasl_ssl_with_scram_is_supported_by_this_build() {
         // librdkafka refuses these properties when it was built without OpenSSL.
