@@ -79,6 +79,18 @@ pub enum CallError {
     },
 }
 
+impl CallError {
+    /// The message without the API name (for errors that name the API themselves).
+    pub fn detail(&self) -> String {
+        match self {
+            CallError::Request { message, .. } | CallError::Failed { message, .. } => {
+                message.clone()
+            }
+            CallError::Timeout { secs, .. } => format!("no answer within {secs}s"),
+        }
+    }
+}
+
 /// What the broker said about one topic of a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]

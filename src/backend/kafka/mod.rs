@@ -67,8 +67,6 @@ pub const DEFAULTS_KEY: &str = "@defaults";
 /// A Kafka call that failed, said so that the user knows which topic and API.
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaError {
-    #[error("{0}")]
-    Config(String),
     #[error(
         "cannot read the cluster at {bootstrap}: {reason}; is Kafka running and `bootstrapServers` right?"
     )]
@@ -409,7 +407,9 @@ impl Reader {
             let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT)?;
             let mut out = BTreeMap::new();
             for t in md.topics() {
-                if t.error().is_some() {
+                // A topic being created may answer LeaderNotAvailable with its partitions;
+                // without partitions it is not (yet) there.
+                if t.error().is_some() && t.partitions().is_empty() {
                     continue;
                 }
                 let replication = t
@@ -638,7 +638,8 @@ impl Writer {
             &[(topic.to_owned(), ops)],
             TIMEOUT,
         )
-        .await?;
+        .await
+        .map_err(|e| topic_error(topic, "IncrementalAlterConfigs", e.detail()))?;
         for (name, result) in answers {
             result.map_err(|e| topic_error(&name, "IncrementalAlterConfigs", e))?;
         }
