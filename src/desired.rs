@@ -9,6 +9,6 @@ pub fn for_channel(r: &Resolved) -> Vec<Desired> {
     match r.backend {
         Backend::Rabbitmq => crate::backend::rabbitmq::desired(r),
         Backend::Sqs => crate::backend::sqs::desired(r),
-        Backend::Kafka => Vec::new(),
+        Backend::Kafka => crate::backend::kafka::desired(r),
     }
 }

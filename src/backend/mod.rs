@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod cloudwatch;
 pub mod http;
+pub mod kafka;
 pub mod rabbitmq;
 pub mod sqs;
 
@@ -44,8 +45,12 @@ pub enum BackendError {
         target: String,
         error: aws::AwsError,
     },
-    #[error("target `{target}`: the {backend} backend is not supported by this build yet")]
-    Unsupported { target: String, backend: Backend },
+    // Not a `#[source]`: the message already says it, and `{:#}` would repeat it.
+    #[error("target `{target}`: {error}")]
+    Kafka {
+        target: String,
+        error: kafka::KafkaError,
+    },
 }
 
 impl BackendError {
@@ -58,6 +63,13 @@ impl BackendError {
 
     pub fn aws(target: &str, error: aws::AwsError) -> Self {
         BackendError::Aws {
+            target: target.to_owned(),
+            error,
+        }
+    }
+
+    pub fn kafka(target: &str, error: kafka::KafkaError) -> Self {
+        BackendError::Kafka {
             target: target.to_owned(),
             error,
         }
@@ -86,7 +98,8 @@ fn env_value(
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
         Backend::Sqs => sqs::refine(change),
-        Backend::Rabbitmq | Backend::Kafka => {}
+        Backend::Kafka => kafka::refine(change),
+        Backend::Rabbitmq => {}
     }
 }
 
@@ -95,6 +108,7 @@ pub fn refine(change: &mut Change) {
 pub enum Reader {
     Rabbitmq(rabbitmq::Reader),
     Sqs(sqs::Reader),
+    Kafka(kafka::Reader),
 }
 
 /// Read-write access to one target.
@@ -104,6 +118,7 @@ pub enum Reader {
 pub enum Writer {
     Rabbitmq(rabbitmq::Writer),
     Sqs(sqs::Writer),
+    Kafka(kafka::Writer),
 }
 
 impl Reader {
@@ -151,10 +166,7 @@ impl Reader {
                 aws::Settings::from_target(target),
                 stats,
             ))),
-            other => Err(BackendError::Unsupported {
-                target: name.to_owned(),
-                backend: other,
-            }),
+            Backend::Kafka => Ok(Reader::Kafka(kafka::Reader::connect(name, target, stats)?)),
         }
     }
 
@@ -162,6 +174,7 @@ impl Reader {
         match self {
             Reader::Rabbitmq(r) => &r.target,
             Reader::Sqs(r) => &r.target,
+            Reader::Kafka(r) => &r.target,
         }
     }
 
@@ -181,6 +194,10 @@ impl Reader {
                 .read(ids)
                 .await
                 .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Kafka(r) => r
+                .read(ids)
+                .await
+                .map_err(|e| BackendError::kafka(&r.target, e)),
         }
     }
 
@@ -198,7 +215,7 @@ impl Reader {
                 .review(desired, live, changes, notes)
                 .await
                 .map_err(|e| BackendError::aws(&r.target, e)),
-            Reader::Rabbitmq(_) => Ok(()),
+            Reader::Rabbitmq(_) | Reader::Kafka(_) => Ok(()),
         }
     }
 
@@ -215,6 +232,8 @@ impl Reader {
                 .await
                 .map_err(|e| BackendError::aws(&r.target, e)),
             Reader::Sqs(_) => Ok(None),
+            // dlqctl never drops a topic, so no plan needs to count its records.
+            Reader::Kafka(_) => Ok(None),
         }
     }
 
@@ -225,6 +244,7 @@ impl Reader {
                 Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
             }
             Reader::Sqs(r) => Writer::Sqs(sqs::Writer::new(r)),
+            Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
         }
     }
 }
@@ -240,6 +260,10 @@ impl Writer {
                 .apply(change, allow_loss)
                 .await
                 .map_err(|e| BackendError::aws(&w.reader.target, e)),
+            Writer::Kafka(w) => w
+                .apply(change)
+                .await
+                .map_err(|e| BackendError::kafka(&w.reader.target, e)),
         }
     }
 
@@ -262,6 +286,10 @@ impl Writer {
                 .settle(applied)
                 .await
                 .map_err(|e| BackendError::aws(&w.reader.target, e)),
+            Writer::Kafka(w) => w
+                .settle(applied)
+                .await
+                .map_err(|e| BackendError::kafka(&w.reader.target, e)),
         }
     }
 }

@@ -199,11 +199,20 @@ pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
     Some(change(action, fields))
 }
 
-/// Live keys the spec does not own, shown as information (never changed).
+/// Live keys the spec does not own, shown as information (never changed). A backend may list
+/// under `@defaults` the keys whose live value is the server's default (Kafka reports every
+/// topic config): nobody set those, so they are not shown.
 pub fn unmanaged(desired: &Desired, live: &Live) -> Vec<String> {
+    let defaults: Vec<&str> = live
+        .props
+        .get("@defaults")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     live.props
         .iter()
         .filter(|(k, v)| !desired.props.contains_key(*k) && !k.starts_with('@') && !v.is_null())
+        .filter(|(k, _)| !defaults.contains(&k.as_str()))
         .map(|(k, v)| format!("{k} = {v}"))
         .collect()
 }

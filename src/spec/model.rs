@@ -103,7 +103,8 @@ pub struct Retry {
     pub name: Option<String>,
 }
 
-/// Delay before retry n: `initial * multiplier^(n-1)`, capped at `max`.
+/// Delay before retry n: the previous delay times `multiplier` (whole milliseconds, rounded
+/// down, as Spring's `ExponentialBackOff` does), starting at `initial`, capped at `max`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Backoff {
@@ -124,7 +125,7 @@ pub struct Backoff {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeadLetter {
     /// Name template of the dead-letter queue or topic (`{channel}` is replaced).
-    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka `{channel}-dlt`.
+    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub name: Option<String>,
@@ -276,10 +277,18 @@ pub struct KafkaOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100000))]
     pub dead_letter_partitions: Option<u32>,
-    /// Topic naming profile: `spring` (Spring Kafka's `-retry-<delay>` / `-dlt`, the default),
-    /// `index` (`-retry-1`, `-retry-2`, ...) or `custom` (`retry.name`, `deadLetter.name`).
+    /// Retry topic naming profile, as Spring Kafka 3.2+ names them by default: `spring`
+    /// (`<main>-retry-<delay ms>`, or `<main>-retry` for a single retry topic; the default),
+    /// `index` (Spring's index suffixing: `<main>-retry-0`, `-retry-1`, ...) or `custom`
+    /// (`retry.name`). The dead-letter topic is `<main>-dlt` unless `deadLetter.name` says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub naming: Option<KafkaNaming>,
+    /// Spring's `SameIntervalTopicReuseStrategy`: `singleTopic` (the default of
+    /// `@RetryableTopic` since Spring Kafka 3.2) lets the trailing attempts with the same delay
+    /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`,
+    /// and of `@RetryableTopic` before 3.2) gives every attempt its own topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_interval_topic_reuse: Option<TopicReuse>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
     /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,6 +301,13 @@ pub enum KafkaNaming {
     Spring,
     Index,
     Custom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TopicReuse {
+    SingleTopic,
+    MultipleTopics,
 }
 
 /// A topic config value; numbers and booleans are sent as their text.

@@ -6,7 +6,7 @@
 
 use super::duration::Duration;
 use super::model::{
-    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target,
+    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target, TopicReuse,
 };
 
 /// SQS's own default retention, which dlqctl keeps for the main queue.
@@ -153,7 +153,10 @@ pub fn expand(
     Ok(out)
 }
 
-/// The delay before each retry, from the backoff settings.
+/// The delay before each retry, from the backoff settings: each delay is the previous one
+/// times `multiplier`, truncated to whole milliseconds and capped at `max` — exactly as Spring's
+/// `ExponentialBackOff` (and spring-retry's `ExponentialBackOffPolicy`) computes it, so that
+/// delay-suffixed Kafka topic names match the ones a Spring consumer derives.
 pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
     let retry = channel.spec.retry.as_ref();
     let retries = retry
@@ -164,20 +167,58 @@ pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
         return default.map(|d| vec![d; retries]).unwrap_or_default();
     };
     let multiplier = backoff.multiplier.unwrap_or(1.0);
-    let initial = backoff.initial.as_millis() as f64;
-    let cap = backoff
-        .max
-        .map(|m| m.as_millis() as f64)
-        .unwrap_or(f64::MAX);
-    (0..retries)
-        .map(|i| {
-            let exp = i32::try_from(i).unwrap_or(i32::MAX);
-            let ms = (initial * multiplier.powi(exp))
-                .min(cap)
-                .min(u64::MAX as f64);
-            Duration::from_millis(ms.round() as u64)
-        })
-        .collect()
+    let cap = backoff.max.map_or(u64::MAX, |m| m.as_millis());
+    let mut current = backoff.initial.as_millis().min(cap);
+    let mut out = Vec::with_capacity(retries);
+    for i in 0..retries {
+        if i > 0 && current < cap {
+            // `as` truncates toward zero and saturates, like Java's `(long)` cast.
+            current = ((current as f64 * multiplier) as u64).min(cap);
+        }
+        out.push(Duration::from_millis(current));
+    }
+    out
+}
+
+/// Spring Kafka's retry topics for the given delays, as (name suffix after the main topic,
+/// delay). Mirrors `DestinationTopicPropertiesFactory`. With `reuse`
+/// (`SameIntervalTopicReuseStrategy.SINGLE_TOPIC`, the `@RetryableTopic` default since Spring
+/// Kafka 3.2) the trailing attempts that share one delay (fixed backoff, or the attempts at
+/// `maxDelay`) reuse a single topic, and a lone retry topic is plain `-retry`. Otherwise each
+/// topic gets its delay in ms (`-retry-1000`), or its 0-based index (`-retry-0`) with
+/// `by_index` (`TopicSuffixingStrategy.SUFFIX_WITH_INDEX_VALUE`) and, without reuse, for a
+/// fixed backoff; without reuse a repeated delay also gets its repetition (`-retry-3000-1`).
+pub fn spring_retry_suffixes(
+    delays: &[Duration],
+    by_index: bool,
+    reuse: bool,
+) -> Vec<(String, Duration)> {
+    let n = delays.len();
+    let count = |d: &Duration| delays.iter().filter(|x| *x == d).count();
+    let reusable = match delays.last() {
+        Some(last) if reuse && n > 1 => count(last) - 1,
+        _ => 0,
+    };
+    let topics = n - reusable;
+    let fixed = by_index || (n > 1 && delays.iter().all(|d| Some(d) == delays.first()));
+    let mut out: Vec<(String, Duration)> = Vec::with_capacity(topics);
+    for (i, d) in delays.iter().take(topics).enumerate() {
+        let suffix = if reuse && topics == 1 {
+            "-retry".to_owned()
+        } else if fixed {
+            format!("-retry-{i}")
+        } else if !reuse && count(d) > 1 {
+            let first = delays.iter().position(|x| x == d).unwrap_or(i);
+            format!("-retry-{}-{}", d.as_millis(), i - first)
+        } else {
+            format!("-retry-{}", d.as_millis())
+        };
+        // Spring names a repeated delay in mid-chain the same; it is one topic.
+        if !out.iter().any(|(s, _)| *s == suffix) {
+            out.push((suffix, *d));
+        }
+    }
+    out
 }
 
 fn distinct(delays: &[Duration]) -> Vec<Duration> {
@@ -226,8 +267,12 @@ pub fn resolve(
     )
     .map_err(|m| err("/spec/name", m))?;
     let dlq_template = spec.dead_letter.as_ref().and_then(|d| d.name.as_deref());
-    let dead_letter = expand(dlq_template.unwrap_or(dlq_default), name, None, None)
-        .map_err(|m| err("/spec/deadLetter/name", m))?;
+    let dead_letter = match (backend, dlq_template) {
+        // Spring Kafka suffixes the main topic (not the channel id) with `-dlt`.
+        (Backend::Kafka, None) => format!("{main}-dlt"),
+        _ => expand(dlq_template.unwrap_or(dlq_default), name, None, None)
+            .map_err(|m| err("/spec/deadLetter/name", m))?,
+    };
 
     let retry_template = spec.retry.as_ref().and_then(|r| r.name.as_deref());
     let rabbit_model = spec
@@ -246,32 +291,43 @@ pub fn resolve(
         .as_ref()
         .and_then(|k| k.naming)
         .unwrap_or(KafkaNaming::Spring);
+    let kafka_reuse = spec
+        .kafka
+        .as_ref()
+        .and_then(|k| k.same_interval_topic_reuse)
+        .unwrap_or(TopicReuse::SingleTopic);
     let mut retry_stages = Vec::new();
     match backend {
         Backend::Sqs => {}
-        Backend::Rabbitmq | Backend::Kafka => {
-            let by_index = backend == Backend::Kafka && kafka_naming == KafkaNaming::Index;
-            if by_index {
-                let t = retry_template.unwrap_or("{channel}-retry-{index}");
-                for (i, d) in delays.iter().enumerate() {
-                    let n = expand(t, name, Some(*d), Some(i + 1))
-                        .map_err(|m| err("/spec/retry/name", m))?;
-                    retry_stages.push(RetryStage { name: n, delay: *d });
-                }
-            } else {
-                let uniq = distinct(&delays);
-                let sep = if backend == Backend::Kafka { "-" } else { "." };
-                let default_t = if uniq.len() == 1 {
-                    format!("{{channel}}{sep}retry")
-                } else {
-                    format!("{{channel}}{sep}retry{sep}{{delay}}")
+        Backend::Kafka => {
+            // Retry topics follow Spring Kafka's grouping; `spring` and `index` name them as
+            // Spring does (suffixes on the main topic), `custom` by the `retry.name` template.
+            let by_index = kafka_naming == KafkaNaming::Index;
+            let reuse = kafka_reuse == TopicReuse::SingleTopic;
+            for (i, (suffix, d)) in spring_retry_suffixes(&delays, by_index, reuse)
+                .into_iter()
+                .enumerate()
+            {
+                let n = match (kafka_naming, retry_template) {
+                    (KafkaNaming::Custom, Some(t)) => expand(t, name, Some(d), Some(i + 1))
+                        .map_err(|m| err("/spec/retry/name", m))?,
+                    _ => format!("{main}{suffix}"),
                 };
-                let t = retry_template.unwrap_or(&default_t);
-                for (i, d) in uniq.iter().enumerate() {
-                    let n = expand(t, name, Some(*d), Some(i + 1))
-                        .map_err(|m| err("/spec/retry/name", m))?;
-                    retry_stages.push(RetryStage { name: n, delay: *d });
-                }
+                retry_stages.push(RetryStage { name: n, delay: d });
+            }
+        }
+        Backend::Rabbitmq => {
+            let uniq = distinct(&delays);
+            let default_t = if uniq.len() == 1 {
+                "{channel}.retry"
+            } else {
+                "{channel}.retry.{delay}"
+            };
+            let t = retry_template.unwrap_or(default_t);
+            for (i, d) in uniq.iter().enumerate() {
+                let n = expand(t, name, Some(*d), Some(i + 1))
+                    .map_err(|m| err("/spec/retry/name", m))?;
+                retry_stages.push(RetryStage { name: n, delay: *d });
             }
         }
     }
@@ -410,5 +466,184 @@ mod tests {
         assert!(expand("{chanel}.dlq", "o", None, None).is_err());
         assert!(expand("{channel", "o", None, None).is_err());
         assert!(expand("{delay}", "o", None, None).is_err());
+    }
+
+    fn ms(v: &[u64]) -> Vec<Duration> {
+        v.iter().map(|m| Duration::from_millis(*m)).collect()
+    }
+
+    fn suffixes(delays: &[u64], by_index: bool) -> Vec<String> {
+        spring_retry_suffixes(&ms(delays), by_index, true)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    fn multiple(delays: &[u64], by_index: bool) -> Vec<String> {
+        spring_retry_suffixes(&ms(delays), by_index, false)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    /// The expectations of Spring Kafka's own DestinationTopicPropertiesFactoryTests with
+    /// `MULTIPLE_TOPICS` (the `RetryTopicConfigurationBuilder` default).
+    #[test]
+    fn multiple_topics_suffixes_match_spring_kafka() {
+        assert_eq!(
+            multiple(&[1000, 2000], false),
+            ["-retry-1000", "-retry-2000"]
+        );
+        assert_eq!(
+            multiple(&[5000, 5000], false),
+            ["-retry-0", "-retry-1"],
+            "fixed backoff: by index"
+        );
+        assert_eq!(
+            multiple(&[1000, 2000, 3000, 3000], false),
+            [
+                "-retry-1000",
+                "-retry-2000",
+                "-retry-3000-0",
+                "-retry-3000-1"
+            ],
+            "the attempts at maxDelay"
+        );
+        assert_eq!(multiple(&[1000, 2000], true), ["-retry-0", "-retry-1"]);
+        assert_eq!(
+            multiple(&[1000], false),
+            ["-retry-1000"],
+            "a lone topic keeps its delay"
+        );
+    }
+
+    /// The cases of Spring Kafka's reference ("Topic Naming") and of
+    /// `DestinationTopicPropertiesFactory` with the 3.2+ default `SINGLE_TOPIC` reuse.
+    #[test]
+    fn retry_topic_suffixes_match_spring_kafka() {
+        // Exponential 1000 × 2, 4 attempts: one topic per delay.
+        assert_eq!(
+            suffixes(&[1000, 2000, 4000], false),
+            ["-retry-1000", "-retry-2000", "-retry-4000"]
+        );
+        // The attempts at maxDelay share the last topic (the reference's 16 s example).
+        assert_eq!(
+            suffixes(&[1000, 2000, 4000, 8000, 16000, 16000, 16000], false),
+            [
+                "-retry-1000",
+                "-retry-2000",
+                "-retry-4000",
+                "-retry-8000",
+                "-retry-16000"
+            ]
+        );
+        // Fixed delay: one topic, no delay appended; likewise a single retry.
+        assert_eq!(suffixes(&[1000, 1000, 1000], false), ["-retry"]);
+        assert_eq!(suffixes(&[3000], false), ["-retry"]);
+        assert_eq!(suffixes(&[], false), Vec::<String>::new());
+        // SUFFIX_WITH_INDEX_VALUE: 0-based indexes, same grouping.
+        assert_eq!(
+            suffixes(&[1000, 2000, 4000], true),
+            ["-retry-0", "-retry-1", "-retry-2"]
+        );
+        assert_eq!(
+            suffixes(&[1000, 2000, 4000, 4000], true),
+            ["-retry-0", "-retry-1", "-retry-2"]
+        );
+        assert_eq!(suffixes(&[1000, 1000], true), ["-retry"]);
+    }
+
+    fn kafka(spec: &str) -> Resolved {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n{spec}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = Target {
+            backend: Backend::Kafka,
+            region: None,
+            endpoint: None,
+            profile: None,
+            url: None,
+            vhost: None,
+            username_env: None,
+            password_env: None,
+            bootstrap_servers: Some("127.0.0.1:9092".into()),
+            properties: None,
+            secret_properties: None,
+            ownership: None,
+        };
+        resolve(&ws.channels[0].value, "k", &target).expect("resolves")
+    }
+
+    fn names(r: &Resolved) -> Vec<(&str, u64)> {
+        r.retry_stages
+            .iter()
+            .map(|s| (s.name.as_str(), s.delay.as_millis()))
+            .collect()
+    }
+
+    #[test]
+    fn kafka_profiles_name_topics_after_the_main_topic() {
+        let r = kafka("  retry: {maxAttempts: 4, backoff: {initial: 1s, multiplier: 2}}\n");
+        assert_eq!(
+            names(&r),
+            [
+                ("app.orders-retry-1000", 1000),
+                ("app.orders-retry-2000", 2000),
+                ("app.orders-retry-4000", 4000)
+            ]
+        );
+        assert_eq!(r.dead_letter, "app.orders-dlt");
+
+        // Spring suffixes the main topic, not the channel id.
+        let r = kafka(
+            "  name: \"{channel}.v2\"\n  retry: {maxAttempts: 3}\n  kafka: {naming: index}\n",
+        );
+        assert_eq!(
+            names(&r),
+            [("app.orders.v2-retry", 1000)],
+            "fixed 1 s default backoff: one topic"
+        );
+        assert_eq!(r.dead_letter, "app.orders.v2-dlt");
+
+        let r = kafka(
+            "  retry: {maxAttempts: 4, backoff: {initial: 1s, multiplier: 3, max: 5s}}\n  kafka: {naming: index}\n",
+        );
+        assert_eq!(
+            names(&r),
+            [
+                ("app.orders-retry-0", 1000),
+                ("app.orders-retry-1", 3000),
+                ("app.orders-retry-2", 5000)
+            ]
+        );
+
+        let r =
+            kafka("  retry: {maxAttempts: 3}\n  kafka: {sameIntervalTopicReuse: multipleTopics}\n");
+        assert_eq!(
+            names(&r),
+            [("app.orders-retry-0", 1000), ("app.orders-retry-1", 1000)]
+        );
+
+        let r = kafka(
+            "  retry: {maxAttempts: 3, name: \"{channel}.retry.{index}\", backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {name: \"{channel}.dead\"}\n  kafka: {naming: custom}\n",
+        );
+        assert_eq!(
+            names(&r),
+            [("app.orders.retry.1", 1000), ("app.orders.retry.2", 2000)]
+        );
+        assert_eq!(r.dead_letter, "app.orders.dead");
+    }
+
+    #[test]
+    fn exponential_delays_truncate_each_step_like_spring() {
+        // 1000, 1500, 2250, 3375, 5062 (5062.5 truncated), then 7593: Spring's sequence.
+        let r = kafka("  retry: {maxAttempts: 7, backoff: {initial: 1s, multiplier: 1.5}}\n");
+        let d: Vec<u64> = r.delays.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(d, [1000, 1500, 2250, 3375, 5062, 7593]);
+        // `initial` above `max` starts at `max`.
+        let r = kafka("  retry: {maxAttempts: 3, backoff: {initial: 10s, max: 4s}}\n");
+        assert_eq!(r.delays, ms(&[4000, 4000]));
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::duration::Duration;
 use super::load::{Doc, Workspace};
-use super::model::{Backend, Channel, QueueType, RetryModel, Target};
+use super::model::{Backend, Channel, KafkaNaming, QueueType, RetryModel, Target};
 use super::resolve::{self, Resolved};
 use super::schema::did_you_mean;
 use crate::diag::{Diagnostic, Loc};
@@ -724,6 +724,23 @@ fn check_kafka(doc: &Doc<Channel>, r: &Resolved, _target: &Target, out: &mut Vec
             );
         }
     }
+    let retry_template = doc.value.spec.retry.as_ref().and_then(|t| t.name.as_ref());
+    match (k.naming, retry_template) {
+        (KafkaNaming::Custom, None) if !r.retry_stages.is_empty() => out.push(
+            Diagnostic::error("kafka/naming", "`kafka.naming: custom` names the retry topics by `retry.name`, which is not set")
+                .at(doc.locs.value("/spec/kafka/naming"))
+                .hint("set `retry.name` (e.g. `{channel}.retry.{delay}`), or use `naming: spring`"),
+        ),
+        (KafkaNaming::Spring | KafkaNaming::Index, Some(_)) => out.push(
+            Diagnostic::error(
+                "kafka/naming",
+                "`retry.name` would be ignored: with the `spring` and `index` naming profiles, retry topics are named as Spring Kafka names them",
+            )
+            .at(doc.locs.value("/spec/retry/name"))
+            .hint("remove `retry.name`, or set `kafka.naming: custom`"),
+        ),
+        _ => {}
+    }
     if k.config.contains_key("retention.ms") {
         out.push(
             Diagnostic::error(
@@ -942,5 +959,39 @@ fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule ids one Kafka channel (with `spec` lines appended) produces.
+    fn kafka_rules(spec: &str) -> Vec<&'static str> {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  k: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n  retry:\n    maxAttempts: 3\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        check(&ws).0.iter().map(|d| d.rule).collect()
+    }
+
+    #[test]
+    fn kafka_retry_templates_belong_to_the_custom_profile_only() {
+        assert_eq!(kafka_rules(""), Vec::<&str>::new());
+        assert_eq!(
+            kafka_rules("    name: \"{channel}.r.{index}\"\n"),
+            ["kafka/naming"],
+            "ignored with spring"
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {naming: custom}\n"),
+            ["kafka/naming"],
+            "custom needs retry.name"
+        );
+        assert_eq!(
+            kafka_rules("    name: \"{channel}.r.{index}\"\n  kafka: {naming: custom}\n"),
+            Vec::<&str>::new()
+        );
     }
 }

@@ -1,0 +1,611 @@
+//! Topic configs over librdkafka's C API: `DescribeConfigs` and `IncrementalAlterConfigs`.
+//!
+//! Why this exists: rdkafka 0.39 has no wrapper for IncrementalAlterConfigs (its
+//! `alter_configs` is the legacy AlterConfigs, which resets every key it is not given to the
+//! default, and which tansu does not implement), and its `describe_configs` drops the error of
+//! each resource, so a topic whose configs could not be read looks like a topic with none.
+//!
+//! This is the only module with `unsafe`. Each call builds its C objects, owned by small guards
+//! that free them on every path, sends one request on a private event queue, waits for the
+//! answer on a blocking thread, and copies the answer into owned Rust values before anything
+//! is freed. Only topics; only SET and DELETE (APPEND crashed tansu 0.6.0, and dlqctl has no
+//! list-valued settings to append to).
+
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::admin::AdminClient;
+use rdkafka::bindings as rd;
+use rdkafka::client::DefaultClientContext;
+use rdkafka::types::RDKafkaErrorCode;
+
+/// The admin client the calls go through (rdkafka's, shared with the rest of the backend).
+pub type Admin = AdminClient<DefaultClientContext>;
+
+/// One change to one topic config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOp {
+    /// Set the topic-level value.
+    Set { key: String, value: String },
+    /// Remove the topic-level value: the broker's default applies again.
+    Delete { key: String },
+}
+
+impl ConfigOp {
+    pub fn key(&self) -> &str {
+        match self {
+            ConfigOp::Set { key, .. } | ConfigOp::Delete { key } => key,
+        }
+    }
+}
+
+/// Where a config value comes from (Kafka's `ConfigSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Unknown,
+    DynamicTopic,
+    DynamicBroker,
+    DynamicDefaultBroker,
+    StaticBroker,
+    Default,
+    Other,
+}
+
+/// One config entry as the broker reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    /// `None` for sensitive values and for keys without a value.
+    pub value: Option<String>,
+    pub source: Source,
+    pub is_default: bool,
+    pub is_sensitive: bool,
+}
+
+/// A failed call as a whole: the request could not be built, sent or answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("{api}: {message}")]
+    Request { api: &'static str, message: String },
+    #[error("{api}: no answer within {secs}s")]
+    Timeout { api: &'static str, secs: u64 },
+    /// librdkafka or the broker refused the request as a whole.
+    #[error("{api}: {message}")]
+    Failed {
+        api: &'static str,
+        code: RDKafkaErrorCode,
+        message: String,
+    },
+}
+
+impl CallError {
+    /// The message without the API name (for errors that name the API themselves).
+    pub fn detail(&self) -> String {
+        match self {
+            CallError::Request { message, .. } | CallError::Failed { message, .. } => {
+                message.clone()
+            }
+            CallError::Timeout { secs, .. } => format!("no answer within {secs}s"),
+        }
+    }
+}
+
+/// What the broker said about one topic of a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct TopicError {
+    pub code: RDKafkaErrorCode,
+    pub message: String,
+}
+
+const ALTER: &str = "IncrementalAlterConfigs";
+const DESCRIBE: &str = "DescribeConfigs";
+
+/// Applies `ops` to the topic configs, every topic in one request. Answers per topic, in the
+/// order the broker answered (each names its topic).
+pub async fn incremental_alter_topic_configs(
+    admin: &Arc<Admin>,
+    changes: &[(String, Vec<ConfigOp>)],
+    timeout: Duration,
+) -> Result<Vec<(String, Result<(), TopicError>)>, CallError> {
+    let request = Request::alter(changes)?;
+    let admin = Arc::clone(admin);
+    run_blocking(ALTER, move || request.send(&admin, timeout))
+        .await?
+        .map(|answer| {
+            answer
+                .resources
+                .into_iter()
+                .map(|r| (r.name, r.error.map_or(Ok(()), Err)))
+                .collect()
+        })
+}
+
+/// Reads the configs of the topics, in one request. Per topic: its entries, or the broker's
+/// error for it (a topic that does not exist, or that this client may not describe).
+pub async fn describe_topic_configs(
+    admin: &Arc<Admin>,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
+    let request = Request::describe(topics)?;
+    let admin = Arc::clone(admin);
+    run_blocking(DESCRIBE, move || request.send(&admin, timeout))
+        .await?
+        .map(|answer| {
+            answer
+                .resources
+                .into_iter()
+                .map(|r| {
+                    let result = match r.error {
+                        Some(e) => Err(e),
+                        None => Ok(r.entries),
+                    };
+                    (r.name, result)
+                })
+                .collect()
+        })
+}
+
+async fn run_blocking<T: Send + 'static>(
+    api: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CallError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CallError::Request {
+            api,
+            message: format!("the request thread failed: {e}"),
+        })
+}
+
+/// Config keys and values (`None`: DELETE) for one topic, as C strings.
+type Ops = Vec<(CString, Option<CString>)>;
+
+/// A request in owned Rust values; the C objects exist only inside [`Request::send`].
+#[derive(Debug)]
+struct Request {
+    api: &'static str,
+    topics: Vec<(CString, Ops)>,
+}
+
+/// What came back, copied out of librdkafka's memory.
+struct Answer {
+    resources: Vec<Resource>,
+}
+
+struct Resource {
+    name: String,
+    error: Option<TopicError>,
+    entries: Vec<Entry>,
+}
+
+fn c_string(api: &'static str, what: &str, s: &str) -> Result<CString, CallError> {
+    CString::new(s).map_err(|_| CallError::Request {
+        api,
+        message: format!("{what} `{}` contains a NUL byte", s.escape_default()),
+    })
+}
+
+impl Request {
+    fn alter(changes: &[(String, Vec<ConfigOp>)]) -> Result<Self, CallError> {
+        let mut topics = Vec::with_capacity(changes.len());
+        for (topic, ops) in changes {
+            let mut c_ops = Vec::with_capacity(ops.len());
+            for op in ops {
+                let key = c_string(ALTER, "config key", op.key())?;
+                let value = match op {
+                    ConfigOp::Set { value, .. } => Some(c_string(ALTER, "config value", value)?),
+                    ConfigOp::Delete { .. } => None,
+                };
+                c_ops.push((key, value));
+            }
+            topics.push((c_string(ALTER, "topic", topic)?, c_ops));
+        }
+        Ok(Request { api: ALTER, topics })
+    }
+
+    fn describe(names: &[String]) -> Result<Self, CallError> {
+        let topics = names
+            .iter()
+            .map(|t| Ok((c_string(DESCRIBE, "topic", t)?, Vec::new())))
+            .collect::<Result<_, CallError>>()?;
+        Ok(Request {
+            api: DESCRIBE,
+            topics,
+        })
+    }
+
+    /// Builds the C request, sends it, and waits (blocking) for the answer.
+    fn send(&self, admin: &Admin, timeout: Duration) -> Result<Answer, CallError> {
+        let api = self.api;
+        let rk = admin.inner().native_ptr();
+        let op = if api == ALTER {
+            rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_INCREMENTALALTERCONFIGS
+        } else {
+            rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS
+        };
+        let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
+
+        let mut resources = Resources(Vec::with_capacity(self.topics.len()));
+        for (topic, ops) in &self.topics {
+            // SAFETY: `topic` is a valid C string; librdkafka copies it. A null return (an
+            // invalid resource type) is checked; the guard owns the result from here on.
+            let res = unsafe {
+                rd::rd_kafka_ConfigResource_new(
+                    rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC,
+                    topic.as_ptr(),
+                )
+            };
+            if res.is_null() {
+                return Err(CallError::Request {
+                    api,
+                    message: "librdkafka refused to create a topic resource".into(),
+                });
+            }
+            resources.0.push(res);
+            for (key, value) in ops {
+                let op_type = if value.is_some() {
+                    rd::rd_kafka_AlterConfigOpType_t::RD_KAFKA_ALTER_CONFIG_OP_TYPE_SET
+                } else {
+                    rd::rd_kafka_AlterConfigOpType_t::RD_KAFKA_ALTER_CONFIG_OP_TYPE_DELETE
+                };
+                let value_ptr = value.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
+                // SAFETY: `res` is the live resource just created; key and value are valid C
+                // strings (or null for DELETE, which the API allows) that librdkafka copies.
+                let err = unsafe {
+                    rd::rd_kafka_ConfigResource_add_incremental_config(
+                        res,
+                        key.as_ptr(),
+                        op_type,
+                        value_ptr,
+                    )
+                };
+                if let Some(message) = take_error(err) {
+                    return Err(CallError::Request {
+                        api,
+                        message: format!(
+                            "topic `{}`, config `{}`: {message}",
+                            topic.to_string_lossy(),
+                            key.to_string_lossy()
+                        ),
+                    });
+                }
+            }
+        }
+
+        // SAFETY: `rk` is the admin client's live handle, borrowed for this call.
+        let options = Guard(
+            unsafe { rd::rd_kafka_AdminOptions_new(rk, op) },
+            rd::rd_kafka_AdminOptions_destroy,
+        );
+        if options.0.is_null() {
+            return Err(CallError::Request {
+                api,
+                message: "librdkafka refused the admin options".into(),
+            });
+        }
+        let mut errstr = [0 as c_char; 512];
+        // SAFETY: valid options; `errstr` is a writable buffer of the given size.
+        let rc = unsafe {
+            rd::rd_kafka_AdminOptions_set_request_timeout(
+                options.0,
+                timeout_ms,
+                errstr.as_mut_ptr(),
+                errstr.len(),
+            )
+        };
+        if rc != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            // SAFETY: librdkafka NUL-terminates what it writes into `errstr`.
+            let message = unsafe { CStr::from_ptr(errstr.as_ptr()) }
+                .to_string_lossy()
+                .into_owned();
+            return Err(CallError::Request { api, message });
+        }
+        // A private queue: the answer to this request, and nothing else, arrives on it.
+        // SAFETY: `rk` is live; the guard destroys the queue (librdkafka keeps its own
+        // reference while a request is in flight, so dropping early after a timeout is safe).
+        let queue = Guard(
+            unsafe { rd::rd_kafka_queue_new(rk) },
+            rd::rd_kafka_queue_destroy,
+        );
+        if queue.0.is_null() {
+            return Err(CallError::Request {
+                api,
+                message: "librdkafka could not create an event queue".into(),
+            });
+        }
+        // SAFETY: the array holds `len` live resources; librdkafka copies them (we still free
+        // ours); options and queue are live.
+        unsafe {
+            if api == ALTER {
+                rd::rd_kafka_IncrementalAlterConfigs(
+                    rk,
+                    resources.0.as_mut_ptr(),
+                    resources.0.len(),
+                    options.0,
+                    queue.0,
+                );
+            } else {
+                rd::rd_kafka_DescribeConfigs(
+                    rk,
+                    resources.0.as_mut_ptr(),
+                    resources.0.len(),
+                    options.0,
+                    queue.0,
+                );
+            }
+        }
+        // librdkafka enforces the request timeout itself; the extra second only covers the
+        // hand-over of its timeout event.
+        let wait_ms = timeout_ms.saturating_add(1000);
+        // SAFETY: the queue is live; a null return means nothing arrived in time.
+        let event = Guard(
+            unsafe { rd::rd_kafka_queue_poll(queue.0, wait_ms) },
+            rd::rd_kafka_event_destroy,
+        );
+        if event.0.is_null() {
+            return Err(CallError::Timeout {
+                api,
+                secs: timeout.as_secs(),
+            });
+        }
+        // SAFETY: the event is live until its guard drops, after every read below.
+        unsafe { read_answer(api, event.0, timeout) }
+    }
+}
+
+/// Copies the answer out of the event.
+///
+/// # Safety
+/// `event` must be a live event returned by `rd_kafka_queue_poll` for a request of `api`.
+unsafe fn read_answer(
+    api: &'static str,
+    event: *mut rd::rd_kafka_event_t,
+    timeout: Duration,
+) -> Result<Answer, CallError> {
+    // SAFETY (whole function): every pointer read here belongs to `event`, which outlives this
+    // function; strings are copied before returning.
+    unsafe {
+        let err = rd::rd_kafka_event_error(event);
+        if err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            let code = RDKafkaErrorCode::from(err);
+            let message = opt_string(rd::rd_kafka_event_error_string(event))
+                .unwrap_or_else(|| code.to_string());
+            if code == RDKafkaErrorCode::RequestTimedOut
+                || err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__TIMED_OUT
+            {
+                return Err(CallError::Timeout {
+                    api,
+                    secs: timeout.as_secs(),
+                });
+            }
+            return Err(CallError::Failed { api, code, message });
+        }
+        let mut n = 0usize;
+        let list = if api == ALTER {
+            let result = rd::rd_kafka_event_IncrementalAlterConfigs_result(event);
+            if result.is_null() {
+                return Err(wrong_event(api));
+            }
+            rd::rd_kafka_IncrementalAlterConfigs_result_resources(result, &mut n)
+        } else {
+            let result = rd::rd_kafka_event_DescribeConfigs_result(event);
+            if result.is_null() {
+                return Err(wrong_event(api));
+            }
+            rd::rd_kafka_DescribeConfigs_result_resources(result, &mut n)
+        };
+        let mut resources = Vec::with_capacity(n);
+        for i in 0..n {
+            let res = *list.add(i);
+            let name = opt_string(rd::rd_kafka_ConfigResource_name(res)).unwrap_or_default();
+            let code = rd::rd_kafka_ConfigResource_error(res);
+            let error = (code != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR).then(|| {
+                let code = RDKafkaErrorCode::from(code);
+                TopicError {
+                    code,
+                    message: opt_string(rd::rd_kafka_ConfigResource_error_string(res))
+                        .unwrap_or_else(|| code.to_string()),
+                }
+            });
+            let mut m = 0usize;
+            let entries_ptr = rd::rd_kafka_ConfigResource_configs(res, &mut m);
+            let mut entries = Vec::with_capacity(m);
+            for j in 0..m {
+                let e = *entries_ptr.add(j);
+                entries.push(Entry {
+                    name: opt_string(rd::rd_kafka_ConfigEntry_name(e)).unwrap_or_default(),
+                    value: opt_string(rd::rd_kafka_ConfigEntry_value(e)),
+                    source: source(rd::rd_kafka_ConfigEntry_source(e)),
+                    is_default: rd::rd_kafka_ConfigEntry_is_default(e) != 0,
+                    is_sensitive: rd::rd_kafka_ConfigEntry_is_sensitive(e) != 0,
+                });
+            }
+            resources.push(Resource {
+                name,
+                error,
+                entries,
+            });
+        }
+        Ok(Answer { resources })
+    }
+}
+
+fn wrong_event(api: &'static str) -> CallError {
+    CallError::Request {
+        api,
+        message: "librdkafka answered with an event of another type".into(),
+    }
+}
+
+fn source(s: rd::rd_kafka_ConfigSource_t) -> Source {
+    use rd::rd_kafka_ConfigSource_t as S;
+    match s {
+        S::RD_KAFKA_CONFIG_SOURCE_UNKNOWN_CONFIG => Source::Unknown,
+        S::RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG => Source::DynamicTopic,
+        S::RD_KAFKA_CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG => Source::DynamicBroker,
+        S::RD_KAFKA_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG => Source::DynamicDefaultBroker,
+        S::RD_KAFKA_CONFIG_SOURCE_STATIC_BROKER_CONFIG => Source::StaticBroker,
+        S::RD_KAFKA_CONFIG_SOURCE_DEFAULT_CONFIG => Source::Default,
+        _ => Source::Other,
+    }
+}
+
+/// Copies a C string that librdkafka owns; `None` for null.
+///
+/// # Safety
+/// `p` must be null or a NUL-terminated string that stays valid for the call.
+unsafe fn opt_string(p: *const c_char) -> Option<String> {
+    // SAFETY: guaranteed by the caller.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Takes ownership of an `rd_kafka_error_t` (null: no error) and returns its message.
+fn take_error(err: *mut rd::rd_kafka_error_t) -> Option<String> {
+    if err.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null error returned to us is ours to read and to destroy, once.
+    unsafe {
+        let message =
+            opt_string(rd::rd_kafka_error_string(err)).unwrap_or_else(|| "unknown error".into());
+        rd::rd_kafka_error_destroy(err);
+        Some(message)
+    }
+}
+
+/// Frees one C object when dropped.
+struct Guard<T>(*mut T, unsafe extern "C" fn(*mut T));
+
+impl<T> Drop for Guard<T> {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: the pointer came from the matching constructor and is freed only here.
+            unsafe { (self.1)(self.0) }
+        }
+    }
+}
+
+/// The request's config resources, freed together.
+struct Resources(Vec<*mut rd::rd_kafka_ConfigResource_t>);
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        for r in self.0.drain(..) {
+            // SAFETY: each was created by `rd_kafka_ConfigResource_new` and is freed once.
+            unsafe { rd::rd_kafka_ConfigResource_destroy(r) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The request and answer paths without a broker (tansu covers SET and DELETE live, in
+    //! tests/kafka.rs): building requests, refusing what C cannot carry, and a timeout that
+    //! frees everything and says which API timed out.
+    use super::*;
+    use rdkafka::ClientConfig;
+
+    fn admin_without_broker() -> Arc<Admin> {
+        // Nothing listens on port 1; every request times out.
+        let admin: Admin = ClientConfig::new()
+            .set("bootstrap.servers", "127.0.0.1:1")
+            .set("allow.auto.create.topics", "false")
+            .set("reconnect.backoff.max.ms", "100")
+            .create()
+            .expect("client");
+        Arc::new(admin)
+    }
+
+    #[test]
+    fn alter_requests_carry_set_and_delete() {
+        let r = Request::alter(&[(
+            "app.t".into(),
+            vec![
+                ConfigOp::Set {
+                    key: "retention.ms".into(),
+                    value: "1000".into(),
+                },
+                ConfigOp::Delete {
+                    key: "cleanup.policy".into(),
+                },
+            ],
+        )])
+        .expect("builds");
+        assert_eq!(r.topics.len(), 1);
+        let ops = &r.topics[0].1;
+        assert_eq!(ops[0].1.as_deref().map(CStr::to_bytes), Some(&b"1000"[..]));
+        assert_eq!(ops[1].1, None, "DELETE sends no value");
+    }
+
+    #[test]
+    fn nul_bytes_are_refused_before_any_c_call() {
+        let e = Request::alter(&[(
+            "app.t".into(),
+            vec![ConfigOp::Set {
+                key: "a\0b".into(),
+                value: "1".into(),
+            }],
+        )])
+        .unwrap_err();
+        assert!(e.to_string().contains("NUL"), "{e}");
+        assert!(Request::describe(&["x\0".into()]).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_times_out_and_names_the_api() {
+        let admin = admin_without_broker();
+        let ops = vec![(
+            "app.t".to_owned(),
+            vec![ConfigOp::Delete {
+                key: "retention.ms".into(),
+            }],
+        )];
+        let e = incremental_alter_topic_configs(&admin, &ops, Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("IncrementalAlterConfigs: "),
+            "{e}"
+        );
+        let e = describe_topic_configs(&admin, &["app.t".into()], Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().starts_with("DescribeConfigs: "), "{e}");
+    }
+
+    #[test]
+    fn duplicate_keys_in_one_topic_are_refused_by_librdkafka() {
+        // librdkafka refuses the request locally, before it needs a broker.
+        let admin = admin_without_broker();
+        let r = Request::alter(&[(
+            "app.t".into(),
+            vec![
+                ConfigOp::Delete {
+                    key: "retention.ms".into(),
+                },
+                ConfigOp::Delete {
+                    key: "retention.ms".into(),
+                },
+            ],
+        )])
+        .expect("builds");
+        let e = r
+            .send(&admin, Duration::from_secs(5))
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(
+                e,
+                CallError::Failed {
+                    code: RDKafkaErrorCode::InvalidArgument,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("Duplicate ConfigEntry"), "{e}");
+    }
+}

@@ -1,0 +1,621 @@
+//! Kafka, live: the tansu broker from `scripts/stack up --only kafka`, through the real binary.
+//!
+//! Every test works on its own channel (`inventory.t<random>`, inside the example target's
+//! ownership prefix) and deletes its topics when it ends. Hand changes are made the way an
+//! operator would: raw admin calls (rdkafka's AdminClient, and IncrementalAlterConfigs through
+//! dlqctl's wrapper), never through dlqctl's plan.
+//!
+//! What tansu 0.6.0 cannot run is covered by unit tests instead (src/backend/kafka/mod.rs):
+//! it answers CreatePartitions with UnsupportedFeature and has one broker, so growing
+//! partitions and changing the replication factor are only checked here as far as the plan
+//! and the error message go.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dlqctl::backend::kafka::ffi::{self, Admin, ConfigOp};
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+use serde_json::Value;
+use support::{Output, dlqctl, output, unique};
+
+/// The Kafka examples: every example channel on the `local-kafka` target.
+fn kafka_examples() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(support::root().join("examples"))
+        .expect("examples/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("target: local-kafka")))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Per-test workspace: a targets file pointing at the local broker, and one channel's spec.
+struct Fixture {
+    dir: tempfile::TempDir,
+    channel: String,
+}
+
+impl Fixture {
+    fn new() -> Option<Self> {
+        if !support::require(
+            "Kafka (tansu)",
+            support::tcp_up(&support::kafka_bootstrap()),
+        ) {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
+            .expect("examples/dlqctl.yaml")
+            .replace(
+                "bootstrapServers: 127.0.0.1:9092",
+                &format!("bootstrapServers: {}", support::kafka_bootstrap()),
+            );
+        std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
+        Some(Fixture {
+            dir,
+            channel: unique("inventory.t"),
+        })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes an example as `channel.yaml`, renamed to this fixture's channel, with edits.
+    fn write(&self, example: &Path, edit: impl Fn(String) -> String) {
+        let text = std::fs::read_to_string(example).expect("example");
+        // The first `  name:` is the metadata's (metadata comes before spec in the examples).
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  name: "))
+            .expect("metadata.name")
+            .to_owned();
+        let text = text.replacen(&line, &format!("  name: {}", self.channel), 1);
+        std::fs::write(self.dir.path().join("channel.yaml"), edit(text)).expect("write spec");
+    }
+
+    fn write_inventory(&self, edit: impl Fn(String) -> String) {
+        self.write(&support::root().join("examples/inventory-kafka.yaml"), edit);
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        output(
+            dlqctl()
+                .args(args)
+                .arg("--color")
+                .arg("never")
+                .current_dir(self.path()),
+        )
+    }
+
+    fn plan(&self) -> Output {
+        self.run(&["plan", "channel.yaml", "--detailed-exitcode"])
+    }
+
+    fn apply(&self) -> Output {
+        self.run(&["apply", "channel.yaml", "--auto-approve"])
+    }
+
+    /// The live topics of this channel, with their partition counts.
+    fn topics(&self) -> BTreeMap<String, usize> {
+        live_topics(&self.channel)
+    }
+
+    fn main(&self) -> String {
+        self.channel.clone()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let names: Vec<String> = live_topics(&self.channel).into_keys().collect();
+        if !names.is_empty() {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let _ = block(admin().delete_topics(&refs, &AdminOptions::new()));
+        }
+    }
+}
+
+fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+/// An operator's admin client (never auto-creates topics).
+fn admin() -> Arc<Admin> {
+    let admin: Admin = ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .expect("admin client");
+    Arc::new(admin)
+}
+
+fn live_topics(prefix: &str) -> BTreeMap<String, usize> {
+    let md = admin()
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    md.topics()
+        .iter()
+        .filter(|t| t.name().starts_with(prefix) && t.error().is_none())
+        .map(|t| (t.name().to_owned(), t.partitions().len()))
+        .collect()
+}
+
+/// A config change made by hand, through IncrementalAlterConfigs.
+fn alter(topic: &str, op: ConfigOp) {
+    let answers = block(ffi::incremental_alter_topic_configs(
+        &admin(),
+        &[(topic.to_owned(), vec![op])],
+        Duration::from_secs(10),
+    ))
+    .expect("IncrementalAlterConfigs");
+    for (t, r) in answers {
+        r.unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+}
+
+fn set(key: &str, value: &str) -> ConfigOp {
+    ConfigOp::Set {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+fn assert_empty_plan(f: &Fixture, context: &str) {
+    let p = f.plan();
+    assert_eq!(
+        p.code, 0,
+        "{context}: plan must be empty (exit 0)\n{}{}",
+        p.stdout, p.stderr
+    );
+    assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
+}
+
+#[test]
+fn every_kafka_example_applies_then_plans_empty_and_a_second_apply_writes_nothing() {
+    let examples = kafka_examples();
+    assert!(
+        !examples.is_empty(),
+        "no example uses the local-kafka target"
+    );
+    for example in examples {
+        let Some(f) = Fixture::new() else { return };
+        let name = example.display();
+        f.write(&example, |t| t);
+        let first = f.plan();
+        assert_eq!(
+            first.code, 2,
+            "{name}: a fresh channel has changes\n{}{}",
+            first.stdout, first.stderr
+        );
+
+        let a = f.apply();
+        assert_eq!(a.code, 0, "{name}\n{}{}", a.stdout, a.stderr);
+        assert_empty_plan(&f, &format!("{name} after apply"));
+
+        let again = f.apply();
+        assert_eq!(again.code, 0, "{name}\n{}{}", again.stdout, again.stderr);
+        assert!(again.stdout.contains("No changes."), "{}", again.stdout);
+        assert!(
+            !again.stderr.contains("[1/"),
+            "{name}: a second apply makes no writes\n{}",
+            again.stderr
+        );
+
+        // A no-change plan costs one Metadata and one DescribeConfigs request, whatever the
+        // number of topics.
+        let stats = f.run(&["plan", "channel.yaml", "--stats"]);
+        assert!(stats.stderr.contains("API calls: 2\n"), "{}", stats.stderr);
+        assert!(
+            stats.stderr.contains("1  kafka:Metadata")
+                && stats.stderr.contains("1  kafka:DescribeConfigs"),
+            "{}",
+            stats.stderr
+        );
+    }
+}
+
+#[test]
+fn the_inventory_example_has_the_topics_spring_kafka_expects() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    let c = &f.channel;
+    // Backoff 1 s × 2 up to 4 s, 4 attempts: one retry topic per delay, DLT as wide as the source.
+    let expected: BTreeMap<String, usize> = [
+        (c.clone(), 3),
+        (format!("{c}-dlt"), 3),
+        (format!("{c}-retry-1000"), 3),
+        (format!("{c}-retry-2000"), 3),
+        (format!("{c}-retry-4000"), 3),
+    ]
+    .into();
+    assert_eq!(f.topics(), expected);
+}
+
+#[test]
+fn every_naming_profile_applies_then_plans_empty() {
+    type Case = (&'static str, fn(String) -> String, &'static [&'static str]);
+    let cases: [Case; 4] = [
+        // Fixed backoff: Spring (3.2+) reuses one `-retry` topic for every attempt.
+        (
+            "fixed",
+            |t| {
+                t.replace(
+                    "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                    "backoff: {initial: 2s}",
+                )
+            },
+            &["-retry"],
+        ),
+        // Spring's RetryTopicConfigurationBuilder default: one topic per attempt, by index.
+        (
+            "multiple",
+            |t| {
+                t.replace(
+                    "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                    "backoff: {initial: 2s}",
+                )
+                .replace(
+                    "naming: spring",
+                    "naming: spring\n    sameIntervalTopicReuse: multipleTopics",
+                )
+            },
+            &["-retry-0", "-retry-1", "-retry-2"],
+        ),
+        (
+            "index",
+            |t| t.replace("naming: spring", "naming: index"),
+            &["-retry-0", "-retry-1", "-retry-2"],
+        ),
+        (
+            "custom",
+            |t| {
+                t.replace("naming: spring", "naming: custom")
+                    .replace(
+                        "    maxAttempts: 4\n",
+                        "    maxAttempts: 4\n    name: \"{channel}.retry.{index}\"\n",
+                    )
+                    .replace(
+                        "  deadLetter:\n",
+                        "  deadLetter:\n    name: \"{channel}.dead\"\n",
+                    )
+            },
+            &[".retry.1", ".retry.2", ".retry.3", ".dead"],
+        ),
+    ];
+    for (profile, edit, suffixes) in cases {
+        let Some(f) = Fixture::new() else { return };
+        f.write_inventory(edit);
+        let a = f.apply();
+        assert_eq!(a.code, 0, "{profile}\n{}{}", a.stdout, a.stderr);
+        let live: Vec<String> = f.topics().into_keys().filter(|t| t != &f.channel).collect();
+        let mut expected: Vec<String> = suffixes
+            .iter()
+            .map(|s| format!("{}{s}", f.channel))
+            .collect();
+        if profile != "custom" {
+            expected.push(format!("{}-dlt", f.channel));
+        }
+        expected.sort();
+        assert_eq!(live, expected, "{profile}");
+        assert_empty_plan(&f, profile);
+    }
+}
+
+#[test]
+fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    let main = f.main();
+    let dlt = format!("{main}-dlt");
+    let retry = format!("{main}-retry-2000");
+
+    alter(&main, set("retention.ms", "1000"));
+    alter(
+        &dlt,
+        ConfigOp::Delete {
+            key: "cleanup.policy".into(),
+        },
+    );
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    assert!(
+        p.stdout.contains(&format!("~ update     topic {main}\n")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains("config.retention.ms: 1000 → 604800000"),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains(&format!("~ update     topic {dlt}\n")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout
+            .contains("config.cleanup.policy: (absent) → \"delete\""),
+        "{}",
+        p.stdout
+    );
+
+    // A retry topic deleted by hand is created again.
+    block(admin().delete_topics(&[retry.as_str()], &AdminOptions::new())).expect("delete");
+    let p = f.plan();
+    assert!(
+        p.stdout.contains(&format!("+ create     topic {retry}\n")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout
+            .contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete."),
+        "{}",
+        p.stdout
+    );
+
+    let a = f.apply();
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_empty_plan(&f, "after repair");
+    assert!(f.topics().contains_key(&retry));
+}
+
+#[test]
+fn a_shorter_retention_is_guarded_as_message_loss() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    f.write_inventory(|t| t.replace("  retention: 7d\n", "  retention: 1d\n"));
+    let p = f.plan();
+    assert!(
+        p.stdout
+            .contains("lowering retention.ms from 7d to 1d deletes the records older than that"),
+        "{}",
+        p.stdout
+    );
+    let refused = f.apply();
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("--allow-message-loss") && !refused.stderr.contains("[1/"),
+        "{}",
+        refused.stderr
+    );
+    let done = f.run(&[
+        "apply",
+        "channel.yaml",
+        "--auto-approve",
+        "--allow-message-loss",
+    ]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_empty_plan(&f, "after the shorter retention");
+}
+
+#[test]
+fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_with_reasons() {
+    // Growing partitions is a plain update made by CreatePartitions; tansu 0.6.0 answers it
+    // with UnsupportedFeature, so here only the plan and the error are checked (the request
+    // itself is unit-tested in src/backend/kafka/mod.rs).
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    let main = f.main();
+
+    f.write_inventory(|t| t.replace("partitions: 3", "partitions: 4"));
+    let p = f.plan();
+    assert!(
+        p.stdout.contains(&format!(
+            "~ update     topic {main}\n        partitions: 3 → 4"
+        )),
+        "{}",
+        p.stdout
+    );
+    let a = f.apply();
+    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    // The error names the target and the topic (the dead-letter topic goes first).
+    assert!(
+        a.stderr.contains(&format!(
+            "target `local-kafka`: topic `{main}-dlt`: CreatePartitions: "
+        )),
+        "{}",
+        a.stderr
+    );
+
+    f.write_inventory(|t| t.replace("partitions: 3", "partitions: 2"));
+    let p = f.plan();
+    assert!(
+        p.stdout.contains(&format!("! impossible topic {main}\n")),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        p.stdout.contains("Kafka cannot remove partitions (3 → 2)"),
+        "{}",
+        p.stdout
+    );
+    let refused = f.apply();
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("cannot remove partitions") && !refused.stderr.contains("[1/"),
+        "{}",
+        refused.stderr
+    );
+
+    f.write_inventory(|t| t.replace("replicationFactor: 1", "replicationFactor: 3"));
+    let p = f.plan();
+    assert!(
+        p.stdout
+            .contains("changing the replication factor (1 → 3) needs a partition reassignment"),
+        "{}",
+        p.stdout
+    );
+    assert_eq!(
+        f.topics().values().copied().collect::<Vec<_>>(),
+        vec![3; 5],
+        "nothing was changed"
+    );
+}
+
+#[test]
+fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::{Message, Offset, TopicPartitionList};
+
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("allow.auto.create.topics", "false")
+        .set("message.timeout.ms", "10000")
+        .create()
+        .expect("producer");
+    for topic in f.topics().into_keys() {
+        let payload = format!("record for {topic}");
+        let delivery = block(
+            producer.send(
+                FutureRecord::to(&topic)
+                    .key("sku-1")
+                    .payload(&payload)
+                    .partition(0),
+                Duration::from_secs(10),
+            ),
+        )
+        .unwrap_or_else(|(e, _)| panic!("produce to {topic}: {e}"));
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", support::kafka_bootstrap())
+            .set("group.id", unique("dlqctl-test-"))
+            .set("enable.auto.commit", "false")
+            .set("allow.auto.create.topics", "false")
+            .create()
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, delivery.partition, Offset::Offset(delivery.offset))
+            .expect("offset");
+        consumer.assign(&tpl).expect("assign");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let read = loop {
+            assert!(Instant::now() < deadline, "{topic}: nothing read back");
+            match consumer.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => break m.payload().map(<[u8]>::to_vec),
+                Some(Err(e)) => panic!("{topic}: {e}"),
+                None => {}
+            }
+        };
+        assert_eq!(read.as_deref(), Some(payload.as_bytes()), "{topic}");
+    }
+}
+
+#[test]
+fn a_stale_saved_plan_is_refused_with_zero_writes() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    // Someone creates the dead-letter topic by hand between plan and apply.
+    let dlt = format!("{}-dlt", f.channel);
+    let new = NewTopic::new(&dlt, 1, TopicReplication::Fixed(1));
+    block(admin().create_topics([&new], &AdminOptions::new())).expect("create by hand");
+    let a = f.run(&["apply", "plan.json"]);
+    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains("refused"), "{}", a.stderr);
+    assert!(
+        a.stderr
+            .contains(&format!("topic {dlt} on target `local-kafka` was created")),
+        "{}",
+        a.stderr
+    );
+    assert_eq!(
+        f.topics().into_keys().collect::<Vec<_>>(),
+        vec![dlt.clone()],
+        "zero writes"
+    );
+
+    // Same for a config changed by hand after an update was planned.
+    block(admin().delete_topics(&[dlt.as_str()], &AdminOptions::new())).expect("delete");
+    assert_eq!(f.apply().code, 0);
+    let main = f.main();
+    alter(&main, set("retention.ms", "1000"));
+    assert_eq!(
+        f.run(&["plan", "channel.yaml", "--out", "plan.json"]).code,
+        0
+    );
+    alter(&main, set("retention.ms", "2000"));
+    let a = f.run(&["apply", "plan.json"]);
+    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    assert!(
+        a.stderr.contains(&format!(
+            "topic {main} on target `local-kafka` was modified"
+        )),
+        "{}",
+        a.stderr
+    );
+    let p = f.plan();
+    assert!(
+        p.stdout.contains("config.retention.ms: 2000 → 604800000"),
+        "zero writes\n{}",
+        p.stdout
+    );
+}
+
+#[test]
+fn plans_render_in_every_format() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_inventory(|t| t);
+    assert_eq!(f.apply().code, 0);
+    // One in-place update and one re-create.
+    let main = f.main();
+    alter(&main, set("retention.ms", "86400000"));
+    block(admin().delete_topics(
+        &[format!("{main}-retry-2000").as_str()],
+        &AdminOptions::new(),
+    ))
+    .expect("delete");
+    let mut settings = insta::Settings::clone_current();
+    // The random part of the channel name (`inventory.t<pid>-<time>-<n>`).
+    settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
+    settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
+    settings.add_filter(
+        r#""dlqctl_version": "[^"]+""#,
+        r#""dlqctl_version": "[VERSION]""#,
+    );
+    settings.add_filter(&regex_escape(&support::kafka_bootstrap()), "[BOOTSTRAP]");
+    settings.bind(|| {
+        for format in ["human", "json", "markdown"] {
+            let p = f.run(&["plan", "channel.yaml", "--format", format]);
+            assert_eq!(p.code, 0, "{}", p.stderr);
+            insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
+        }
+    });
+    let json: Value =
+        serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout)
+            .expect("JSON plan");
+    assert_eq!(json["summary"]["update"], 1);
+    assert_eq!(json["summary"]["create"], 1);
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$".contains(c);
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
+        })
+        .collect()
+}
