@@ -789,20 +789,29 @@ fn check_scope(
 }
 
 /// Which field a resolved name came from, for pointing at it.
-fn name_pointer(doc: &Doc<Channel>, role: &str) -> &'static str {
-    let (field, fallback) = match role {
-        "main" => ("/spec/name", "/metadata/name"),
-        "dead-letter" => ("/spec/deadLetter/name", "/metadata/name"),
-        _ => ("/spec/retry/name", "/metadata/name"),
+fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static str {
+    // Kafka's spring and index profiles derive retry and DLT names from the main topic's.
+    let naming = doc.value.spec.kafka.as_ref().and_then(|k| k.naming);
+    let derived = backend == Backend::Kafka && naming != Some(super::model::KafkaNaming::Custom);
+    let main = if doc.locs.has("/spec/name") {
+        "/spec/name"
+    } else {
+        "/metadata/name"
     };
-    if doc.locs.has(field) { field } else { fallback }
+    let field = match role {
+        "main" => return main,
+        "dead-letter" => "/spec/deadLetter/name",
+        _ if derived => return main,
+        _ => "/spec/retry/name",
+    };
+    if doc.locs.has(field) { field } else { main }
 }
 
 fn check_names(doc: &Doc<Channel>, r: &Resolved, target: &Target, out: &mut Vec<Diagnostic>) {
     let fifo = r.sqs.as_ref().is_some_and(|s| s.fifo);
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for (name, role) in r.names() {
-        let pointer = name_pointer(doc, role);
+        let pointer = name_pointer(doc, r.backend, role);
         let at = doc.locs.value(pointer);
         if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
             let noun = r.backend.resource_noun();
@@ -937,7 +946,7 @@ fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
             .map(|x| x.vhost.clone())
             .unwrap_or_default();
         for (name, role) in r.names() {
-            let at = c.doc.locs.value(name_pointer(c.doc, role));
+            let at = c.doc.locs.value(name_pointer(c.doc, r.backend, role));
             match names.get(&(r.target.as_str(), scope.clone(), name)) {
                 // Within one channel, `check_names` has reported it already.
                 Some((_, other)) if *other == r.channel => {}
