@@ -1,0 +1,134 @@
+//! The benchmark's CI smoke test (see bench/ and BENCHMARKS.md): a small mix of channels on
+//! all three backends is applied, then planned with `--stats`. The plan must be empty, must
+//! make no write call, and must stay within 2% of the fewest reads possible for the mix:
+//! SQS ⌈Q/1000⌉ ListQueues + one GetQueueAttributes per queue, CloudWatch ⌈A/100⌉
+//! DescribeAlarms, RabbitMQ ⌈Q/500⌉ queue pages + one call each for policies, exchanges and
+//! bindings, Kafka one Metadata + one DescribeConfigs. Counts, not times: speed is measured
+//! in bench/, never in a test.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+const SQS: u64 = 20;
+const RABBIT: u64 = 20;
+const KAFKA: u64 = 10;
+
+fn stats(stderr: &str) -> BTreeMap<String, u64> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let (n, api) = l.split_once(char::is_whitespace)?;
+            Some((api.trim().to_owned(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+fn is_write(api: &str) -> bool {
+    ["PUT ", "POST ", "DELETE "]
+        .iter()
+        .any(|m| api.starts_with(m))
+        || [
+            "Create", "Set", "Tag", "Put", "Delete", "Alter", "Untag", "Purge", "Send",
+        ]
+        .iter()
+        .any(|w| api.split(':').nth(1).is_some_and(|op| op.starts_with(w)))
+}
+
+#[test]
+fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
+    let up = support::tcp_up(&support::host_port(&support::rabbitmq_url()))
+        && support::tcp_up(&support::host_port(&support::aws_endpoint()))
+        && support::tcp_up(&support::kafka_bootstrap());
+    if !support::require("the local stack (RabbitMQ, moto, Kafka)", up) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prefix = format!("{}.", support::unique("smoke"));
+    let ok = Command::new("python3")
+        .arg(support::root().join("bench/gen.py"))
+        .args([
+            (SQS + RABBIT + KAFKA).to_string(),
+            dir.path().display().to_string(),
+        ])
+        .args([
+            "--mix",
+            &format!("{SQS}:{RABBIT}:{KAFKA}"),
+            "--prefix",
+            &prefix,
+        ])
+        .args([
+            "--aws",
+            &support::aws_endpoint(),
+            "--rabbit",
+            &support::rabbitmq_url(),
+            "--kafka",
+            &support::kafka_bootstrap(),
+        ])
+        .status()
+        .expect("python3 runs bench/gen.py")
+        .success();
+    assert!(ok, "bench/gen.py failed");
+    let run = |args: &[&str]| {
+        support::output(
+            support::dlqctl()
+                .args(args)
+                .args(["--color", "never"])
+                .env("DLQCTL_RABBITMQ_USER", "guest")
+                .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
+                .env("AWS_ACCESS_KEY_ID", "testing")
+                .env("AWS_SECRET_ACCESS_KEY", "testing")
+                .env("AWS_REGION", "us-east-1")
+                .current_dir(dir.path()),
+        )
+    };
+    let applied = run(&["apply", ".", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    let plan = run(&["plan", ".", "--detailed-exitcode", "--stats"]);
+    assert_eq!(
+        plan.code, 0,
+        "the plan after apply is empty\n{}{}",
+        plan.stdout, plan.stderr
+    );
+
+    let calls = stats(&plan.stderr);
+    let writes: Vec<_> = calls.keys().filter(|api| is_write(api)).collect();
+    assert!(writes.is_empty(), "plan made write calls: {writes:?}");
+    let total: u64 = calls.values().sum();
+    let (sqs_queues, alarms, rabbit_queues) = (2 * SQS, 2 * SQS, 3 * RABBIT);
+    let lower_bound = sqs_queues.div_ceil(1000)
+        + sqs_queues
+        + alarms.div_ceil(100)
+        + rabbit_queues.div_ceil(500)
+        + 3
+        + 2;
+    // + 1: the one-off probe for whether the endpoint can return RedriveAllowPolicy (moto cannot).
+    let allowed = lower_bound + lower_bound.div_ceil(50) + 1;
+    assert!(
+        total <= allowed,
+        "{total} calls for a lower bound of {lower_bound} (allowed {allowed}): {calls:?}"
+    );
+
+    // RabbitMQ keeps its state across stack restarts: remove what this test made.
+    support::rabbit::block(async {
+        for i in SQS..SQS + RABBIT {
+            let c = format!("{prefix}rmq-{i:05}");
+            for q in [c.clone(), format!("{c}.retry"), format!("{c}.dlq")] {
+                support::rabbit::api(
+                    reqwest::Method::DELETE,
+                    &format!("/api/queues/%2F/{q}"),
+                    None,
+                )
+                .await;
+                support::rabbit::api(
+                    reqwest::Method::DELETE,
+                    &format!("/api/policies/%2F/{q}"),
+                    None,
+                )
+                .await;
+            }
+        }
+    });
+}
