@@ -115,6 +115,25 @@ pub struct SpecArgs {
     pub insecure: bool,
 }
 
+/// What a plan covers beyond the specs' own resources; shared by plan and apply.
+#[derive(Debug, Args)]
+pub struct ScopeArgs {
+    /// Also delete owned resources that no spec names: on RabbitMQ and Kafka, those inside the
+    /// target's ownership prefixes; on SQS, queues and alarms tagged `managed-by: dlqctl` (and
+    /// inside the prefixes, if the target declares them). Only targets the specs use; each
+    /// delete is listed with its message count, and apply still needs --allow-delete (and
+    /// --allow-message-loss for anything not empty).
+    #[arg(long)]
+    pub prune: bool,
+
+    /// Adopt existing SQS queues and CloudWatch alarms that the specs name but nothing claims
+    /// yet (no `managed-by` tag): the plan adds the `managed-by: dlqctl` and `dlqctl-channel`
+    /// tags, and changes only settings that differ from the spec. Objects another tool or
+    /// another channel claims are never adopted.
+    #[arg(long)]
+    pub adopt: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// Spec files or folders (read recursively: *.yaml, *.yml).
@@ -123,6 +142,9 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub spec: SpecArgs,
+
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
@@ -149,6 +171,10 @@ pub struct ApplyArgs {
 
     #[command(flatten)]
     pub spec: SpecArgs,
+
+    /// (Not with a saved plan: it already says what it prunes and adopts.)
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 
     /// Apply without asking (for automation). Without it, apply asks on a terminal and refuses otherwise.
     #[arg(long)]

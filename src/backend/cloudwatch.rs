@@ -222,6 +222,72 @@ pub async fn read(aws: &Aws, names: &[String]) -> Result<BTreeMap<String, LiveAl
     Ok(out)
 }
 
+/// Every metric alarm whose name starts with `prefix` (`""`: all of the account and region),
+/// 100 per DescribeAlarms page: what `import` and `plan --prune` look through.
+pub async fn list(aws: &Aws, prefix: &str) -> Result<BTreeMap<String, LiveAlarm>, AwsError> {
+    let what = if prefix.is_empty() {
+        "alarms".to_owned()
+    } else {
+        format!("alarms starting with {prefix}")
+    };
+    let mut out = BTreeMap::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = aws
+            .read("cloudwatch:DescribeAlarms", |c| {
+                let (prefix, token, what) = (prefix.to_owned(), token.clone(), what.clone());
+                async move {
+                    c.cloudwatch
+                        .describe_alarms()
+                        .set_alarm_name_prefix((!prefix.is_empty()).then_some(prefix))
+                        .alarm_types(aws_sdk_cloudwatch::types::AlarmType::MetricAlarm)
+                        .max_records(100)
+                        .set_next_token(token)
+                        .send()
+                        .await
+                        .map_err(|e| classify("cloudwatch:DescribeAlarms", &what, e))
+                }
+            })
+            .await?;
+        for a in page.metric_alarms() {
+            if let Some(name) = a.alarm_name() {
+                out.insert(
+                    name.to_owned(),
+                    LiveAlarm {
+                        props: live_props(a),
+                        arn: a.alarm_arn().map(str::to_owned),
+                    },
+                );
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Adds tags to an existing alarm (adoption); other tags stay.
+pub async fn tag(aws: &Aws, name: &str, arn: &str, tags: &[(&str, &str)]) -> Result<(), AwsError> {
+    let what = format!("alarm {name}");
+    let tags: Vec<Tag> = tags
+        .iter()
+        .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
+        .collect();
+    aws.write("cloudwatch:TagResource", |c| async move {
+        c.cloudwatch
+            .tag_resource()
+            .resource_arn(arn)
+            .set_tags(Some(tags))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify("cloudwatch:TagResource", &what, e))
+    })
+    .await
+}
+
 /// The tags of one alarm.
 pub async fn tags(aws: &Aws, name: &str, arn: &str) -> Result<BTreeMap<String, String>, AwsError> {
     let what = format!("alarm {name}");

@@ -11,8 +11,9 @@ use std::path::PathBuf;
 
 use crate::backend::ConnectOptions;
 use crate::backend::http::Stats;
-use crate::cli::{Command, SpecArgs};
+use crate::cli::{Command, ScopeArgs, SpecArgs};
 use crate::diag::{self, Severity};
+use crate::engine::PlanOptions;
 use crate::printer::{Printer, Style};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
@@ -84,6 +85,13 @@ pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {
     }
     ConnectOptions {
         insecure: spec.insecure,
+    }
+}
+
+pub fn plan_options(scope: &ScopeArgs) -> PlanOptions {
+    PlanOptions {
+        prune: scope.prune,
+        adopt: scope.adopt,
     }
 }
 
