@@ -27,6 +27,9 @@ pub const OLDEST_AGE_SUFFIX: &str = "-oldest-age";
 pub const NAMESPACE: &str = "AWS/SQS";
 pub const DEPTH_METRIC: &str = "ApproximateNumberOfMessagesVisible";
 pub const OLDEST_AGE_METRIC: &str = "ApproximateAgeOfOldestMessage";
+pub const DEPTH_DESCRIPTION: &str = "messages wait in the dead-letter queue";
+pub const OLDEST_AGE_DESCRIPTION: &str =
+    "the oldest dead letter is older than the threshold (seconds)";
 
 /// The alarm names of a dead-letter queue: `{dlq}-depth`, `{dlq}-oldest-age`.
 pub fn alarm_names(dlq: &str) -> [String; 2] {
@@ -45,14 +48,14 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         (
             depth_name,
             DEPTH_METRIC,
-            a.depth,
-            "messages wait in the dead-letter queue",
+            a.depth.as_ref(),
+            DEPTH_DESCRIPTION,
         ),
         (
             age_name,
             OLDEST_AGE_METRIC,
-            a.oldest_message_age,
-            "the oldest dead letter is older than the threshold (seconds)",
+            a.oldest_message_age.as_ref(),
+            OLDEST_AGE_DESCRIPTION,
         ),
     ]
     .into_iter()
@@ -73,15 +76,22 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .collect()
 }
 
-fn props(r: &Resolved, metric: &str, a: AlarmResolved, what: &str) -> Props {
+/// dlqctl's own alarm description: `dlqctl channel <channel>: <what>`.
+pub fn default_description(channel: &str, what: &str) -> String {
+    format!("dlqctl channel {channel}: {what}")
+}
+
+fn props(r: &Resolved, metric: &str, a: &AlarmResolved, what: &str) -> Props {
     let mut actions = r.alarms.actions.clone();
     actions.sort();
     actions.dedup();
+    let description = match a.description.as_deref() {
+        None => json!(default_description(&r.channel, what)),
+        Some("") => Value::Null,
+        Some(d) => json!(d),
+    };
     [
-        (
-            "AlarmDescription",
-            json!(format!("dlqctl channel {}: {what}", r.channel)),
-        ),
+        ("AlarmDescription", description),
         ("Namespace", json!(NAMESPACE)),
         ("MetricName", json!(metric)),
         ("Dimensions", json!({"QueueName": r.dead_letter})),
