@@ -35,6 +35,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Make the live systems match the specs (or a saved plan).
     Apply(ApplyArgs),
+    /// Write specs for what already exists on a target (read-only), to adopt it.
+    Import(ImportArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
     Schema(SchemaArgs),
 }
@@ -44,7 +46,7 @@ impl Command {
     pub fn error_code(&self) -> u8 {
         match self {
             Command::Lint(_) | Command::Schema(_) => 2,
-            Command::Plan(_) | Command::Apply(_) => 1,
+            Command::Plan(_) | Command::Apply(_) | Command::Import(_) => 1,
         }
     }
 }
@@ -80,6 +82,39 @@ pub struct LintArgs {
     /// Print only errors and warnings, not infos nor the summary line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Reads the queues, policies, exchanges, topics and alarms of one target and writes one
+/// channel spec per dead-letter channel found, grouping each source with its DLQ, retry queues
+/// or topics and alarms by following the live links. What a spec cannot express, and what fits
+/// no channel, is listed on stderr per resource. Nothing is changed on the target: SQS queues
+/// and alarms that are not tagged as dlqctl's are adopted by a later `dlqctl apply --adopt`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The target to read, as named in the Targets file.
+    #[arg(long, value_name = "NAME")]
+    pub target: String,
+
+    /// Only channels with a resource whose name starts with this (the target's ownership
+    /// prefixes always apply).
+    #[arg(long, value_name = "P")]
+    pub prefix: Option<String>,
+
+    /// Folder to write the specs into (one `<channel>.yaml` each; created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: PathBuf,
+
+    /// The Targets file; default: dlqctl.yaml in, beside or above DIR, else the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Overwrite spec files that already exist in DIR.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Accept TLS certificates that cannot be verified (prints a warning). Never the default.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 #[derive(Debug, Args)]

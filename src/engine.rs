@@ -199,7 +199,23 @@ async fn prunable(
         vhosts.insert(t.vhost.clone().unwrap_or_else(|| "/".to_owned()));
     }
     vhosts.retain(|v| !v.is_empty());
-    reader.prunable(&skip, &vhosts).await
+    let mut found = reader.prunable(&skip, &vhosts).await?;
+    // Group the deletes by the channel each object would be imported into, so that they read
+    // (and run) channel by channel, main side first.
+    if let Some(t) = targets.get(target) {
+        let live: BTreeMap<ResourceId, Live> = found
+            .iter()
+            .map(|p| (p.id.clone(), p.live.clone()))
+            .collect();
+        let labels = crate::import::labels(&live, target, t);
+        for p in &mut found {
+            if let Some((channel, role)) = labels.get(&p.id) {
+                p.channel.clone_from(channel);
+                p.role = *role;
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Re-reads what a saved plan read; returns the resources that changed since, with how.

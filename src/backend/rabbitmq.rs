@@ -463,6 +463,37 @@ impl Reader {
         Ok(())
     }
 
+    /// One policy by name, wherever its name is (import: the policy RabbitMQ applies to an
+    /// owned queue may be named outside the prefixes). Same shape as [`read`](Self::read)'s.
+    pub async fn policy(&self, vhost: &str, name: &str) -> Result<Option<Live>, HttpError> {
+        let path = format!("/api/policies/{}/{}", seg(vhost), seg(name));
+        let Some(p) = self
+            .http
+            .get("GET /api/policies/{vhost}/{name}", &path)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut props = Props::new();
+        for k in ["pattern", "apply-to", "priority"] {
+            if let Some(x) = p.get(k) {
+                props.insert(k.into(), x.clone());
+            }
+        }
+        for (k, x) in p
+            .get("definition")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            props.insert(format!("definition.{k}"), x.clone());
+        }
+        Ok(Some(Live {
+            props,
+            messages: None,
+        }))
+    }
+
     /// Messages in one queue (for the plan's drop warnings). `None` if it cannot be read.
     pub async fn message_count(&self, vhost: &str, queue: &str) -> Result<Option<u64>, HttpError> {
         let path = format!(

@@ -45,11 +45,11 @@ pub const TAG_CHANNEL: &str = "dlqctl-channel";
 /// How long SQS refuses to re-create a queue name after deleting it.
 pub const NAME_REUSE_DELAY: Duration = Duration::from_secs(60);
 
-const RETENTION: &str = "MessageRetentionPeriod";
-const VISIBILITY: &str = "VisibilityTimeout";
-const FIFO: &str = "FifoQueue";
-const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
-const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
+pub const RETENTION: &str = "MessageRetentionPeriod";
+pub const VISIBILITY: &str = "VisibilityTimeout";
+pub const FIFO: &str = "FifoQueue";
+pub const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
+pub const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
 const ALLOW_PERMISSION: &str = "RedriveAllowPolicy.redrivePermission";
 const ALLOW_SOURCES: &str = "RedriveAllowPolicy.sourceQueues";
 
@@ -85,7 +85,7 @@ const DELETED_RECENTLY: [&str; 2] = [
     "QueueDeletedRecently",
 ];
 
-fn queue_id(target: &str, name: &str) -> ResourceId {
+pub fn queue_id(target: &str, name: &str) -> ResourceId {
     ResourceId {
         target: target.to_owned(),
         backend: Backend::Sqs,

@@ -2,6 +2,7 @@
 //! the process exit code. `anyhow` stops here: below, errors are typed.
 
 mod apply;
+mod import;
 mod lint;
 mod plan;
 mod schema;
@@ -24,6 +25,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Lint(args) => lint::run(&args, printer),
         Command::Plan(args) => plan::run(&args, printer),
         Command::Apply(args) => apply::run(&args, printer),
+        Command::Import(args) => import::run(&args, printer),
         Command::Schema(args) => schema::run(&args, printer),
     }
 }
