@@ -36,6 +36,13 @@ pub enum Command {
     /// Make the live systems match the specs (or a saved plan).
     Apply(ApplyArgs),
     /// Write specs for what already exists on a target (read-only), to adopt it.
+    ///
+    /// Reads the queues, policies, exchanges, topics and alarms of one target and writes one
+    /// channel spec per dead-letter channel found, grouping each source with its DLQ, retry
+    /// queues or topics and alarms by following the live links. What a spec cannot express,
+    /// and what fits no channel, is listed on stderr per resource; stdout lists the files
+    /// written. Nothing is changed on the target: SQS queues and alarms not tagged as dlqctl's
+    /// are adopted later by `dlqctl apply --adopt`, which only adds the tags. See docs/import.md.
     Import(ImportArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
     Schema(SchemaArgs),
@@ -84,11 +91,6 @@ pub struct LintArgs {
     pub quiet: bool,
 }
 
-/// Reads the queues, policies, exchanges, topics and alarms of one target and writes one
-/// channel spec per dead-letter channel found, grouping each source with its DLQ, retry queues
-/// or topics and alarms by following the live links. What a spec cannot express, and what fits
-/// no channel, is listed on stderr per resource. Nothing is changed on the target: SQS queues
-/// and alarms that are not tagged as dlqctl's are adopted by a later `dlqctl apply --adopt`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The target to read, as named in the Targets file.
