@@ -11,7 +11,9 @@
 //! plan would write: a plan with no changes makes ⌈Q/1000⌉ ListQueues calls, one
 //! GetQueueAttributes per existing queue and ⌈A/100⌉ DescribeAlarms calls, nothing more. A
 //! queue or alarm that is not provably dlqctl's is never changed or deleted: the plan marks it
-//! `impossible` instead of adopting it.
+//! `impossible`, unless `--adopt` asks to take over what no tool claims yet (an update that
+//! adds the two tags; tags are then read for every existing object). `--prune` lists the
+//! queues and alarms in scope and reads the tags of those no spec names.
 //!
 //! RedriveAllowPolicy is written on the DLQ, but some endpoints cannot return it (moto answers
 //! InvalidAttributeName). When a plan finds it missing, one probe asks for it by name; if the
@@ -932,7 +934,8 @@ impl Reader {
     }
 
     /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
-    /// (read for the channels the plan would change, and nowhere else) and a
+    /// (read for the channels the plan would change, and nowhere else; with `adopt`, for every
+    /// existing object, and an unclaimed one gets an update adding the tags) and a
     /// RedriveAllowPolicy the endpoint cannot return.
     pub async fn review(
         &self,

@@ -18,7 +18,9 @@
 //! [`ffi`]; plans only SET, since every owned key has a value; DELETE is there for a key that
 //! must lose its topic-level value) and CreatePartitions. Fewer partitions and another
 //! replication factor are `impossible` in the plan ([`refine`]). Only topics inside the
-//! target's ownership prefixes are ever written; dlqctl never deletes a topic.
+//! target's ownership prefixes are ever written. A topic is deleted (DeleteTopics) only when
+//! `plan --prune` planned it, and, unless message loss is allowed, only while it holds no
+//! records ([`Reader::record_count`]).
 
 pub mod ffi;
 
