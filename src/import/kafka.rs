@@ -299,10 +299,15 @@ fn candidates(main: &str, retries: &[&str]) -> Vec<Try> {
         if let Some((b, attempts)) = fit_backoff(&distinct) {
             out.push((Spring, SingleTopic, Some(b.clone()), attempts, false));
             out.push((Spring, MultipleTopics, Some(b.clone()), attempts, false));
+            // Repeated delays (`-retry-4000-0`, `-retry-4000-1`): the attempts at the cap.
+            let capped = Backoff {
+                max: distinct.last().copied().map(millis),
+                ..b
+            };
             let all = u32::try_from(delays.len())
                 .unwrap_or(u32::MAX)
                 .saturating_add(1);
-            out.push((Spring, MultipleTopics, Some(b), all, false));
+            out.push((Spring, MultipleTopics, Some(capped), all, false));
         }
     }
     // `-retry` or `-retry-0`, `-retry-1`, ...: indexes or a fixed delay; delays unknown.
@@ -358,6 +363,72 @@ mod tests {
         assert!(found[0].findings.is_empty(), "{:?}", found[0].findings);
         assert_eq!(unmatched.len(), 1);
         assert!(unmatched[0].contains("inv.lonely"));
+    }
+
+    #[test]
+    fn every_naming_profile_dlqctl_writes_is_imported_back_to_the_same_topics() {
+        let backoffs: [(Option<Backoff>, u32); 4] = [
+            (None, 1),
+            (None, 3),
+            (
+                Some(Backoff {
+                    initial: millis(1000),
+                    multiplier: Some(2.0),
+                    max: Some(millis(4000)),
+                    jitter: None,
+                }),
+                5,
+            ),
+            (
+                Some(Backoff {
+                    initial: millis(500),
+                    multiplier: Some(1.5),
+                    max: None,
+                    jitter: None,
+                }),
+                4,
+            ),
+        ];
+        for naming in [KafkaNaming::Spring, KafkaNaming::Index] {
+            for reuse in [TopicReuse::SingleTopic, TopicReuse::MultipleTopics] {
+                for (backoff, attempts) in &backoffs {
+                    let spec = ChannelSpec {
+                        target: Some("k".into()),
+                        retry: Some(Retry {
+                            max_attempts: Some(*attempts),
+                            backoff: backoff.clone(),
+                            name: None,
+                        }),
+                        kafka: Some(KafkaOptions {
+                            naming: Some(naming),
+                            same_interval_topic_reuse: Some(reuse),
+                            ..KafkaOptions::default()
+                        }),
+                        ..ChannelSpec::default()
+                    };
+                    let r = resolve::resolve(&channel("inv.p", spec), "k", &target())
+                        .expect("resolves");
+                    let mut names: BTreeSet<String> =
+                        r.retry_stages.iter().map(|s| s.name.clone()).collect();
+                    names.insert(r.main.clone());
+                    names.insert(r.dead_letter.clone());
+                    let l: BTreeMap<ResourceId, Live> = names
+                        .iter()
+                        .map(|n| (topic_id("k", n), topic(1, None)))
+                        .collect();
+                    let (found, unmatched) = group(&l, "k", &target());
+                    let case = format!("{naming:?} {reuse:?} {backoff:?} x{attempts}: {names:?}");
+                    assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
+                    let back =
+                        resolve::resolve(&found[0].channel, "k", &target()).expect("resolves");
+                    let mut got: BTreeSet<String> =
+                        back.retry_stages.iter().map(|s| s.name.clone()).collect();
+                    got.insert(back.main.clone());
+                    got.insert(back.dead_letter.clone());
+                    assert_eq!(got, names, "{case}");
+                }
+            }
+        }
     }
 
     #[test]

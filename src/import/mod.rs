@@ -379,8 +379,9 @@ pub fn sanitise_channel_id(name: &str) -> String {
     }
 }
 
-/// The longest common prefix of the names, without trailing separators (`orders.process`,
-/// `orders.retry` → `orders`).
+/// The longest common prefix of the names that ends at a word boundary, without trailing
+/// separators (`orders.process`, `orders.retry` → `orders`; `o.work`, `o.wait` → `o`, not
+/// `o.w`; `payments`, `payments-dlq` → `payments`).
 pub fn common_stem(names: &[&str]) -> String {
     let Some(first) = names.first() else {
         return String::new();
@@ -396,9 +397,18 @@ pub fn common_stem(names: &[&str]) -> String {
                 .map_or(0, |((i, a), _)| i + a.len_utf8()),
         );
     }
-    first[..len]
-        .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-        .to_owned()
+    let separator = |c: char| !c.is_ascii_alphanumeric();
+    let prefix = &first[..len];
+    // At a boundary: the whole of some name, or followed by a separator in every name.
+    let at_boundary = names
+        .iter()
+        .all(|n| n.len() == len || n[len..].chars().next().is_some_and(separator));
+    let cut = if at_boundary {
+        prefix
+    } else {
+        prefix.rfind(separator).map_or("", |i| &prefix[..i])
+    };
+    cut.trim_end_matches(separator).to_owned()
 }
 
 /// A name template that expands to `name` for channel `channel`: `{channel}` for the leading
@@ -495,6 +505,7 @@ mod tests {
         );
         assert_eq!(common_stem(&["payments", "payments-dlq"]), "payments");
         assert_eq!(common_stem(&["a", "b"]), "");
+        assert_eq!(common_stem(&["o.ch.work", "o.ch.wait-1"]), "o.ch");
         assert_eq!(sanitise_channel_id("_weird name!"), "weird-name");
         assert!(valid_channel_id("orders.t1-2-3"));
         assert!(!valid_channel_id("-x"));

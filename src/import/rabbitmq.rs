@@ -37,14 +37,20 @@ const SETTINGS: [&str; 6] = [
     "overflow",
 ];
 
-/// Names tried for the dead-letter queue of a TTL retry loop, after the channel's stem.
-const DLQ_SUFFIXES: [&str; 6] = [
+/// Names tried for the dead-letter queue of a TTL retry loop, after the channel's stem (and
+/// after the main queue's name), in this order.
+pub const DLQ_SUFFIXES: [&str; 11] = [
     ".dlq",
     "-dlq",
     "_dlq",
     ".dead-letter",
     "-dead-letter",
     ".dead",
+    "-dead",
+    ".failed",
+    "-failed",
+    ".error",
+    "-error",
 ];
 
 /// How many queues, policies, exchanges and bindings were read.
@@ -739,6 +745,134 @@ mod tests {
         );
         assert_eq!(unmatched.len(), 1);
         assert!(unmatched[0].contains("orders.other"), "{unmatched:?}");
+    }
+
+    #[test]
+    fn a_quorum_queue_with_a_delivery_limit_by_policy_becomes_a_delivery_limit_channel() {
+        let quorum = json!({"durable": true, "auto_delete": false, "type": "quorum"});
+        let mut main = quorum.clone();
+        main["@policy"] = json!("o.work");
+        let policy = json!({"pattern": "^o\\.work$", "apply-to": "queues", "priority": 20,
+            "definition.delivery-limit": 4, "definition.dead-letter-exchange": "",
+            "definition.dead-letter-routing-key": "o.failed",
+            "definition.dead-letter-strategy": "at-least-once", "definition.overflow": "reject-publish"});
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.work"), live(main)),
+            (id(Kind::Policy, "o.work"), live(policy)),
+            (id(Kind::Queue, "o.failed"), live(quorum)),
+        ]
+        .into();
+        let (found, unmatched) = group(&l, &BTreeMap::new(), "r", &target(), "/", None);
+        assert!(unmatched.is_empty(), "{unmatched:?}");
+        let c = &found[0].channel;
+        assert_eq!(c.metadata.name, "o");
+        assert_eq!(c.spec.retry.as_ref().and_then(|r| r.max_attempts), Some(5));
+        let rb = c.spec.rabbitmq.as_ref().expect("rabbitmq");
+        assert_eq!(rb.queue_type, Some(QueueType::Quorum));
+        assert_eq!(rb.policy_priority, Some(20));
+        assert_eq!(
+            c.spec.dead_letter.as_ref().and_then(|d| d.name.as_deref()),
+            Some("{channel}.failed")
+        );
+    }
+
+    #[test]
+    fn dead_lettering_from_a_pattern_policy_is_reported_not_guessed() {
+        let mut retry = json!({"durable": true, "auto_delete": false, "type": "classic", "@policy": "all-retries"});
+        retry["arguments.x-message-ttl"] = json!(1000);
+        let foreign: BTreeMap<String, Live> = [(
+            "all-retries".to_owned(),
+            live(
+                json!({"pattern": "\\.retry$", "definition.dead-letter-exchange": "",
+                "definition.dead-letter-routing-key": "o.main"}),
+            ),
+        )]
+        .into();
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.main"), live(plain.clone())),
+            (id(Kind::Queue, "o.retry"), live(retry)),
+            (id(Kind::Queue, "o.dlq"), live(plain)),
+        ]
+        .into();
+        let (found, unmatched) = group(&l, &foreign, "r", &target(), "/", None);
+        assert!(found.is_empty());
+        assert!(
+            unmatched
+                .iter()
+                .any(|u| u.contains("all-retries") && u.contains("o.retry")),
+            "{unmatched:?}"
+        );
+        assert_eq!(
+            unmatched.len(),
+            3,
+            "every queue of the group is listed: {unmatched:?}"
+        );
+    }
+
+    /// The live state dlqctl's own apply leaves behind, in the shape the reader returns.
+    fn applied(desired: &[crate::resource::Desired]) -> BTreeMap<ResourceId, Live> {
+        let mut out = BTreeMap::new();
+        for d in desired.iter().filter(|d| d.present) {
+            let mut props: crate::resource::Props = d
+                .props
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if d.id.kind == Kind::Queue
+                && desired
+                    .iter()
+                    .any(|p| p.present && p.id.kind == Kind::Policy && p.id.name == d.id.name)
+            {
+                props.insert("@policy".into(), json!(d.id.name));
+            }
+            out.insert(
+                d.id.clone(),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn every_topology_dlqctl_writes_is_imported_back_to_a_spec_that_plans_empty() {
+        let cases = [
+            "retry: {maxAttempts: 4, backoff: {initial: 5s}}",
+            "retry: {maxAttempts: 4, backoff: {initial: 1s, multiplier: 2}}\n  retention: 1d\n  deadLetter: {retention: 7d}",
+            "retry: {maxAttempts: 5, backoff: {initial: 1s, multiplier: 3, max: 5s}}\n  rabbitmq: {dlx: arguments}",
+            "name: \"{channel}.work\"\n  retry: {maxAttempts: 3, backoff: {initial: 2s, multiplier: 2}, name: \"{channel}.wait-{index}\"}\n  deadLetter: {name: \"{channel}-dead\"}",
+            "retry: {maxAttempts: 6}\n  rabbitmq: {queueType: quorum, retryModel: deliveryLimit, policyPriority: 50}",
+            "retry: {maxAttempts: 2, backoff: {initial: 3s}}\n  rabbitmq: {exchange: {name: \"{channel}.in\", type: topic, routingKeys: [a.#, b]}}",
+        ];
+        for case in cases {
+            let text = format!(
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: o.ch}}\nspec:\n  target: r\n  {case}\n"
+            );
+            let ws = crate::spec::load::load_str("c.yaml", &text);
+            assert!(ws.diagnostics.is_empty(), "{case}: {:?}", ws.diagnostics);
+            let r = resolve_rabbit(&ws.channels[0].value);
+            let live = applied(&crate::backend::rabbitmq::desired(&r));
+            let (found, unmatched) = group(&live, &BTreeMap::new(), "r", &target(), "/", None);
+            assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
+            assert!(unmatched.is_empty(), "{case}: {unmatched:?}");
+            let back = resolve_rabbit(&found[0].channel);
+            for d in crate::backend::rabbitmq::desired(&back) {
+                assert_eq!(
+                    crate::plan::diff(&d, live.get(&d.id)),
+                    None,
+                    "{case}: {}",
+                    serde_json::to_string(&found[0].channel).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    fn resolve_rabbit(c: &crate::spec::model::Channel) -> crate::spec::resolve::Resolved {
+        crate::spec::resolve::resolve(c, "r", &target()).expect("resolves")
     }
 
     #[test]

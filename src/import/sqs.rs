@@ -436,6 +436,80 @@ mod tests {
     const ARN: &str = "arn:aws:sqs:us-east-1:123456789012:";
 
     #[test]
+    fn every_sqs_example_is_imported_back_to_a_spec_that_plans_empty() {
+        let target: Target =
+            serde_json::from_value(serde_json::json!({"backend": "sqs", "region": "us-east-1"}))
+                .expect("target");
+        for example in ["payments-sqs.yaml", "refunds-sqs-fifo.yaml"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples")
+                .join(example);
+            let text = std::fs::read_to_string(&path).expect("example");
+            let ws = crate::spec::load::load_str(example, &text);
+            let mut c = ws.channels[0].value.clone();
+            c.spec.target = Some("t".into());
+            let r = crate::spec::resolve::resolve(&c, "t", &target).expect("resolves");
+            let desired = crate::backend::sqs::desired(&r);
+            // What apply leaves: the desired properties (the DLQ's target by name, as the
+            // reader shows it), the tags, and nothing the endpoint cannot return.
+            let tags = [
+                ("managed-by", "dlqctl"),
+                ("dlqctl-channel", r.channel.as_str()),
+            ];
+            let mut inv = Inventory::default();
+            for d in desired.iter().filter(|d| d.present) {
+                let props: crate::resource::Props = d
+                    .props
+                    .iter()
+                    .filter(|(k, v)| !v.is_null() && !k.starts_with("RedriveAllowPolicy"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let tags = tags
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                if d.id.kind == Kind::Alarm {
+                    inv.alarms
+                        .insert(d.id.name.clone(), SeenAlarm { props, tags });
+                } else {
+                    let live = Live {
+                        props,
+                        messages: Some(0),
+                    };
+                    inv.queues.insert(
+                        d.id.name.clone(),
+                        SeenQueue {
+                            live,
+                            tags,
+                            attributes: BTreeMap::new(),
+                        },
+                    );
+                }
+            }
+            let (found, unmatched) = group(&inv, "t");
+            assert!(unmatched.is_empty(), "{example}: {unmatched:?}");
+            assert_eq!(found.len(), 1, "{example}");
+            assert!(
+                found[0].to_adopt.is_empty(),
+                "tagged objects are dlqctl's already"
+            );
+            assert_eq!(found[0].channel.metadata.name, r.channel);
+            let back =
+                crate::spec::resolve::resolve(&found[0].channel, "t", &target).expect("resolves");
+            for d in crate::backend::sqs::desired(&back) {
+                let mut d = d;
+                d.props.retain(|k, _| !k.starts_with("RedriveAllowPolicy"));
+                assert_eq!(
+                    crate::plan::diff(&d, found[0].live.get(&d.id)),
+                    None,
+                    "{example}: {}",
+                    serde_json::to_string(&found[0].channel).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_queue_and_its_redrive_target_become_one_channel() {
         let mut inv = Inventory::default();
         let redrive = format!(r#"{{"deadLetterTargetArn":"{ARN}pay-dlq","maxReceiveCount":5}}"#);
