@@ -514,7 +514,14 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
         format!("{s}.misc"),
     );
     create_topics(&[
-        (&main, 2, &[("retention.ms", "86400000")]),
+        (
+            &main,
+            2,
+            &[
+                ("retention.ms", "86400000"),
+                ("max.message.bytes", "2000000"),
+            ],
+        ),
         (&retry, 2, &[("retention.ms", "86400000")]),
         (&dlt, 4, &[("retention.ms", "1209600000")]),
         (&misc, 1, &[]),
@@ -535,7 +542,22 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
         "{}",
         o.stderr
     );
+    // A config on one topic only: no `kafka.config` can say it; reported, then a plan note.
+    assert!(
+        o.stderr.contains(&format!(
+            "topic {main}: not in the spec, left as is (plans list it as a note): config.max.message.bytes = 2000000"
+        )),
+        "{}",
+        o.stderr
+    );
     w.assert_empty_plan(&["imported"], &[], "hand-made topics after import");
+    let p = w.ok(&["plan", "imported"]);
+    assert!(
+        p.stdout
+            .contains("unmanaged setting, left as is: config.max.message.bytes = 2000000"),
+        "{}",
+        p.stdout
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -84,10 +84,6 @@ pub fn group(
     (out, unmatched)
 }
 
-/// A real broker reports every topic config (dozens), most at their default; a broker that
-/// reports only a handful, all marked default, reports only what was set (tansu does).
-const SPARSE_ANSWER: usize = 10;
-
 /// The configs set on a topic (not broker defaults).
 fn topic_configs(l: &Live) -> BTreeMap<String, Value> {
     let defaults: Vec<&str> = l
@@ -96,17 +92,10 @@ fn topic_configs(l: &Live) -> BTreeMap<String, Value> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let configs: BTreeMap<String, Value> = l
-        .props
+    l.props
         .iter()
-        .filter(|(k, _)| k.starts_with("config."))
+        .filter(|(k, _)| k.starts_with("config.") && !defaults.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let sparse =
-        configs.len() < SPARSE_ANSWER && configs.keys().all(|k| defaults.contains(&k.as_str()));
-    configs
-        .into_iter()
-        .filter(|(k, _)| sparse || !defaults.contains(&k.as_str()))
         .collect()
 }
 

@@ -11,7 +11,9 @@
 //! whose value dlqctl cannot know: a spec value for it is set explicitly.
 //!
 //! dlqctl owns a config key while the spec gives it a value; a key removed from the spec keeps
-//! its value on the topic (the plan then lists it as an unmanaged setting).
+//! its value on the topic (the plan then lists it as an unmanaged setting). A broker that
+//! answers DescribeConfigs with only a handful of keys, all marked default (tansu), lists only
+//! what was set: those keys count as set, so unmanaged ones are listed too.
 //!
 //! Reads are batched: one Metadata request (all topics) and one DescribeConfigs request for
 //! every topic of the target that exists. Writes: CreateTopics, IncrementalAlterConfigs (see
@@ -570,7 +572,12 @@ fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
         }
         props.insert(key, normalise_value(value));
     }
-    if !defaults.is_empty() {
+    // A real broker reports every topic config (dozens), most at their default. One that
+    // reports only a handful, all marked default, reports only what was set on the topic
+    // (tansu does): those are settings, not defaults.
+    let configs = props.keys().filter(|k| k.starts_with("config.")).count();
+    let sparse = configs < SPARSE_ANSWER && defaults.len() == configs;
+    if !defaults.is_empty() && !sparse {
         props.insert(DEFAULTS_KEY.into(), Value::Array(defaults));
     }
     Live {
@@ -578,6 +585,10 @@ fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
         messages: None,
     }
 }
+
+/// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists
+/// only what was set (see [`live_topic`]).
+pub const SPARSE_ANSWER: usize = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Writes
@@ -970,6 +981,35 @@ mod tests {
                 old: None,
                 new: Some(json!("delete"))
             }]
+        );
+    }
+
+    #[test]
+    fn a_broker_that_lists_only_set_keys_has_no_defaults_to_hide() {
+        // tansu: the keys set on the topic, all marked Default.
+        let m = TopicMeta {
+            partitions: 1,
+            replication: 1,
+        };
+        let entry = |name: &str, value: &str| ffi::Entry {
+            name: name.into(),
+            value: Some(value.into()),
+            source: Source::Default,
+            is_default: true,
+            is_sensitive: false,
+        };
+        let l = live_topic(
+            &m,
+            &[
+                entry("retention.ms", "1000"),
+                entry("max.message.bytes", "2000000"),
+            ],
+        );
+        let d =
+            topic(json!({"partitions": 1, "replication.factor": 1, "config.retention.ms": 1000}));
+        assert_eq!(
+            crate::plan::unmanaged(&d, &l),
+            vec!["config.max.message.bytes = 2000000"]
         );
     }
 
