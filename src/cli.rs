@@ -35,6 +35,15 @@ pub enum Command {
     Plan(PlanArgs),
     /// Make the live systems match the specs (or a saved plan).
     Apply(ApplyArgs),
+    /// Write specs for what already exists on a target (read-only), to adopt it.
+    ///
+    /// Reads the queues, policies, exchanges, topics and alarms of one target and writes one
+    /// channel spec per dead-letter channel found, grouping each source with its DLQ, retry
+    /// queues or topics and alarms by following the live links. What a spec cannot express,
+    /// and what fits no channel, is listed on stderr per resource; stdout lists the files
+    /// written. Nothing is changed on the target: SQS queues and alarms not tagged as dlqctl's
+    /// are adopted later by `dlqctl apply --adopt`, which only adds the tags. See docs/import.md.
+    Import(ImportArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
     Schema(SchemaArgs),
 }
@@ -44,7 +53,7 @@ impl Command {
     pub fn error_code(&self) -> u8 {
         match self {
             Command::Lint(_) | Command::Schema(_) => 2,
-            Command::Plan(_) | Command::Apply(_) => 1,
+            Command::Plan(_) | Command::Apply(_) | Command::Import(_) => 1,
         }
     }
 }
@@ -83,6 +92,34 @@ pub struct LintArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The target to read, as named in the Targets file.
+    #[arg(long, value_name = "NAME")]
+    pub target: String,
+
+    /// Only channels with a resource whose name starts with this (the target's ownership
+    /// prefixes always apply).
+    #[arg(long, value_name = "P")]
+    pub prefix: Option<String>,
+
+    /// Folder to write the specs into (one `<channel>.yaml` each; created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: PathBuf,
+
+    /// The Targets file; default: dlqctl.yaml in, beside or above DIR, else the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Overwrite spec files that already exist in DIR.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Accept TLS certificates that cannot be verified (prints a warning). Never the default.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct SchemaArgs {
     /// Folder to write channel.v1.json, targets.v1.json and defaults.v1.json into.
     #[arg(long, default_value = "schemas", value_name = "DIR")]
@@ -115,6 +152,25 @@ pub struct SpecArgs {
     pub insecure: bool,
 }
 
+/// What a plan covers beyond the specs' own resources; shared by plan and apply.
+#[derive(Debug, Args)]
+pub struct ScopeArgs {
+    /// Also delete owned resources that no spec names: on RabbitMQ and Kafka, those inside the
+    /// target's ownership prefixes; on SQS, queues and alarms tagged `managed-by: dlqctl` (and
+    /// inside the prefixes, if the target declares them). Only targets the specs use; each
+    /// delete is listed with its message count, and apply still needs --allow-delete (and
+    /// --allow-message-loss for anything not empty).
+    #[arg(long)]
+    pub prune: bool,
+
+    /// Adopt existing SQS queues and CloudWatch alarms that the specs name but nothing claims
+    /// yet (no `managed-by` tag): the plan adds the `managed-by: dlqctl` and `dlqctl-channel`
+    /// tags, and changes only settings that differ from the spec. Objects another tool or
+    /// another channel claims are never adopted.
+    #[arg(long)]
+    pub adopt: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// Spec files or folders (read recursively: *.yaml, *.yml).
@@ -123,6 +179,9 @@ pub struct PlanArgs {
 
     #[command(flatten)]
     pub spec: SpecArgs,
+
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Human)]
@@ -149,6 +208,10 @@ pub struct ApplyArgs {
 
     #[command(flatten)]
     pub spec: SpecArgs,
+
+    /// (Not with a saved plan: it already says what it prunes and adopts.)
+    #[command(flatten)]
+    pub scope: ScopeArgs,
 
     /// Apply without asking (for automation). Without it, apply asks on a terminal and refuses otherwise.
     #[arg(long)]

@@ -3,18 +3,28 @@
 //! Also re-checks a saved plan's fingerprints before apply. This is the only place that
 //! talks to backends during `plan`; it holds [`Reader`]s, which cannot write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
 use crate::backend::http::Stats;
-use crate::backend::{BackendError, ConnectOptions, Reader, rabbitmq};
+use crate::backend::{BackendError, ConnectOptions, Prunable, Reader, rabbitmq};
 use crate::desired;
-use crate::plan::{self, Fingerprint, Note, Plan};
+use crate::plan::{self, Action, Change, Fingerprint, Note, Plan};
 use crate::resource::{Desired, Live, ResourceId};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
+
+/// What a plan covers beyond making the specs' resources match.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanOptions {
+    /// Also delete owned live objects that no spec names (`--prune`).
+    pub prune: bool,
+    /// Take over existing objects the specs name that nothing claims yet, by adding the
+    /// ownership tags where the backend records ownership (`--adopt`; SQS and CloudWatch).
+    pub adopt: bool,
+}
 
 /// A plan and the readers that made it (apply turns them into writers).
 pub struct Planned {
@@ -70,6 +80,7 @@ pub async fn plan(
     channels: &[Resolved],
     targets: &BTreeMap<String, Target>,
     opts: ConnectOptions,
+    scope: PlanOptions,
 ) -> Result<Planned, BackendError> {
     let stats = Arc::new(Stats::default());
     let desired: Vec<Desired> = channels.iter().flat_map(desired::for_channel).collect();
@@ -111,7 +122,31 @@ pub async fn plan(
     }
     // Backend checks that need more reads (SQS ownership tags), only where the plan writes.
     for r in readers.values() {
-        r.review(&desired, &live, &mut changes, &mut notes).await?;
+        r.review(&desired, &live, &mut changes, &mut notes, scope.adopt)
+            .await?;
+    }
+    let mut pruned_fingerprints = Vec::new();
+    if scope.prune {
+        for (name, r) in &readers {
+            for p in prunable(name, r, &desired, targets).await? {
+                pruned_fingerprints.push(Fingerprint {
+                    resource: p.id.clone(),
+                    hash: Some(p.live.fingerprint()),
+                });
+                changes.push(Change {
+                    resource: p.id,
+                    channel: p.channel,
+                    role: p.role,
+                    action: Action::Delete,
+                    fields: Vec::new(),
+                    desired: p.identity,
+                    messages: p.live.messages,
+                    reason: None,
+                    destructive: None,
+                    pruned: true,
+                });
+            }
+        }
     }
     let changed: std::collections::BTreeSet<&ResourceId> =
         changes.iter().map(|c| &c.resource).collect();
@@ -128,18 +163,59 @@ pub async fn plan(
             c.messages = r.message_count(&c.resource).await?;
         }
     }
-    let fingerprints = desired
+    let mut fingerprints: Vec<Fingerprint> = desired
         .iter()
         .map(|d| Fingerprint {
             resource: d.id.clone(),
             hash: live.get(&d.id).map(Live::fingerprint),
         })
         .collect();
+    fingerprints.extend(pruned_fingerprints);
     Ok(Planned {
         plan: Plan::new(changes, notes, unchanged, used, fingerprints),
         readers,
         stats,
     })
+}
+
+/// What `--prune` deletes on one target: owned live objects that none of the specs name.
+/// The specs given are taken as the whole truth for each target they use; a target no spec
+/// uses is not looked at.
+async fn prunable(
+    target: &str,
+    reader: &Reader,
+    desired: &[Desired],
+    targets: &BTreeMap<String, Target>,
+) -> Result<Vec<Prunable>, BackendError> {
+    let skip: BTreeSet<ResourceId> = desired
+        .iter()
+        .filter(|d| d.id.target == target)
+        .map(|d| d.id.clone())
+        .collect();
+    let mut vhosts: BTreeSet<String> = skip.iter().map(|i| i.scope.clone()).collect();
+    if let Some(t) = targets.get(target)
+        && t.backend == crate::spec::model::Backend::Rabbitmq
+    {
+        vhosts.insert(t.vhost.clone().unwrap_or_else(|| "/".to_owned()));
+    }
+    vhosts.retain(|v| !v.is_empty());
+    let mut found = reader.prunable(&skip, &vhosts).await?;
+    // Group the deletes by the channel each object would be imported into, so that they read
+    // (and run) channel by channel, main side first.
+    if let Some(t) = targets.get(target) {
+        let live: BTreeMap<ResourceId, Live> = found
+            .iter()
+            .map(|p| (p.id.clone(), p.live.clone()))
+            .collect();
+        let labels = crate::import::labels(&live, target, t);
+        for p in &mut found {
+            if let Some((channel, role)) = labels.get(&p.id) {
+                p.channel.clone_from(channel);
+                p.role = *role;
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Re-reads what a saved plan read; returns the resources that changed since, with how.

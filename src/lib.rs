@@ -11,6 +11,7 @@ pub mod commands;
 pub mod desired;
 pub mod diag;
 pub mod engine;
+pub mod import;
 pub mod plan;
 pub mod printer;
 pub mod resource;

@@ -240,6 +240,8 @@ fn help_is_snapshotted() {
         &["--help"][..],
         &["lint", "--help"][..],
         &["schema", "--help"][..],
+        &["plan", "--help"][..],
+        &["apply", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);

@@ -27,6 +27,9 @@ pub const OLDEST_AGE_SUFFIX: &str = "-oldest-age";
 pub const NAMESPACE: &str = "AWS/SQS";
 pub const DEPTH_METRIC: &str = "ApproximateNumberOfMessagesVisible";
 pub const OLDEST_AGE_METRIC: &str = "ApproximateAgeOfOldestMessage";
+pub const DEPTH_DESCRIPTION: &str = "messages wait in the dead-letter queue";
+pub const OLDEST_AGE_DESCRIPTION: &str =
+    "the oldest dead letter is older than the threshold (seconds)";
 
 /// The alarm names of a dead-letter queue: `{dlq}-depth`, `{dlq}-oldest-age`.
 pub fn alarm_names(dlq: &str) -> [String; 2] {
@@ -45,14 +48,14 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         (
             depth_name,
             DEPTH_METRIC,
-            a.depth,
-            "messages wait in the dead-letter queue",
+            a.depth.as_ref(),
+            DEPTH_DESCRIPTION,
         ),
         (
             age_name,
             OLDEST_AGE_METRIC,
-            a.oldest_message_age,
-            "the oldest dead letter is older than the threshold (seconds)",
+            a.oldest_message_age.as_ref(),
+            OLDEST_AGE_DESCRIPTION,
         ),
     ]
     .into_iter()
@@ -73,15 +76,22 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .collect()
 }
 
-fn props(r: &Resolved, metric: &str, a: AlarmResolved, what: &str) -> Props {
+/// dlqctl's own alarm description: `dlqctl channel <channel>: <what>`.
+pub fn default_description(channel: &str, what: &str) -> String {
+    format!("dlqctl channel {channel}: {what}")
+}
+
+fn props(r: &Resolved, metric: &str, a: &AlarmResolved, what: &str) -> Props {
     let mut actions = r.alarms.actions.clone();
     actions.sort();
     actions.dedup();
+    let description = match a.description.as_deref() {
+        None => json!(default_description(&r.channel, what)),
+        Some("") => Value::Null,
+        Some(d) => json!(d),
+    };
     [
-        (
-            "AlarmDescription",
-            json!(format!("dlqctl channel {}: {what}", r.channel)),
-        ),
+        ("AlarmDescription", description),
         ("Namespace", json!(NAMESPACE)),
         ("MetricName", json!(metric)),
         ("Dimensions", json!({"QueueName": r.dead_letter})),
@@ -220,6 +230,72 @@ pub async fn read(aws: &Aws, names: &[String]) -> Result<BTreeMap<String, LiveAl
         }
     }
     Ok(out)
+}
+
+/// Every metric alarm whose name starts with `prefix` (`""`: all of the account and region),
+/// 100 per DescribeAlarms page: what `import` and `plan --prune` look through.
+pub async fn list(aws: &Aws, prefix: &str) -> Result<BTreeMap<String, LiveAlarm>, AwsError> {
+    let what = if prefix.is_empty() {
+        "alarms".to_owned()
+    } else {
+        format!("alarms starting with {prefix}")
+    };
+    let mut out = BTreeMap::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = aws
+            .read("cloudwatch:DescribeAlarms", |c| {
+                let (prefix, token, what) = (prefix.to_owned(), token.clone(), what.clone());
+                async move {
+                    c.cloudwatch
+                        .describe_alarms()
+                        .set_alarm_name_prefix((!prefix.is_empty()).then_some(prefix))
+                        .alarm_types(aws_sdk_cloudwatch::types::AlarmType::MetricAlarm)
+                        .max_records(100)
+                        .set_next_token(token)
+                        .send()
+                        .await
+                        .map_err(|e| classify("cloudwatch:DescribeAlarms", &what, e))
+                }
+            })
+            .await?;
+        for a in page.metric_alarms() {
+            if let Some(name) = a.alarm_name() {
+                out.insert(
+                    name.to_owned(),
+                    LiveAlarm {
+                        props: live_props(a),
+                        arn: a.alarm_arn().map(str::to_owned),
+                    },
+                );
+            }
+        }
+        match page.next_token() {
+            Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Adds tags to an existing alarm (adoption); other tags stay.
+pub async fn tag(aws: &Aws, name: &str, arn: &str, tags: &[(&str, &str)]) -> Result<(), AwsError> {
+    let what = format!("alarm {name}");
+    let tags: Vec<Tag> = tags
+        .iter()
+        .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
+        .collect();
+    aws.write("cloudwatch:TagResource", |c| async move {
+        c.cloudwatch
+            .tag_resource()
+            .resource_arn(arn)
+            .set_tags(Some(tags))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| classify("cloudwatch:TagResource", &what, e))
+    })
+    .await
 }
 
 /// The tags of one alarm.

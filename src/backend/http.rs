@@ -53,6 +53,9 @@ pub enum HttpError {
     },
     #[error("{api}: the response was not the expected JSON: {reason}")]
     Decode { api: String, reason: String },
+    /// Refused by dlqctl itself before any request (a name outside the ownership prefixes).
+    #[error("{what}: {reason}")]
+    Refused { what: String, reason: String },
 }
 
 impl HttpError {

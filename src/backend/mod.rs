@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Kind, Live, ResourceId};
+use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role};
 use crate::spec::model::{Backend, Target};
 use http::{HttpConfig, HttpError, ReadHttp, Stats};
 
@@ -103,6 +103,25 @@ pub fn refine(change: &mut Change) {
     }
 }
 
+/// A live object in a target's ownership scope that no spec names: what `plan --prune`
+/// deletes.
+#[derive(Debug, Clone)]
+pub struct Prunable {
+    pub id: ResourceId,
+    pub live: Live,
+    /// The channel it belonged to: its `dlqctl-channel` tag (SQS), or the channel its name
+    /// suggests (RabbitMQ, Kafka), for grouping and ordering the deletes.
+    pub channel: String,
+    pub role: Role,
+    /// What a delete needs besides the name (a RabbitMQ binding's source, destination, routing
+    /// and properties key); carried in the change's `desired`.
+    pub identity: Props,
+}
+
+/// The channel label of pruned RabbitMQ resources: names alone do not say which channel a
+/// queue belonged to.
+pub const NO_SPEC_CHANNEL: &str = "(no spec)";
+
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
@@ -164,6 +183,11 @@ impl Reader {
             Backend::Sqs => Ok(Reader::Sqs(sqs::Reader::new(
                 name,
                 aws::Settings::from_target(target),
+                target
+                    .ownership
+                    .as_ref()
+                    .map(|o| o.prefixes.clone())
+                    .unwrap_or_default(),
                 stats,
             ))),
             Backend::Kafka => Ok(Reader::Kafka(kafka::Reader::connect(name, target, stats)?)),
@@ -209,13 +233,85 @@ impl Reader {
         live: &BTreeMap<ResourceId, Live>,
         changes: &mut Vec<Change>,
         notes: &mut Vec<Note>,
+        adopt: bool,
     ) -> Result<(), BackendError> {
         match self {
             Reader::Sqs(r) => r
-                .review(desired, live, changes, notes)
+                .review(desired, live, changes, notes, adopt)
                 .await
                 .map_err(|e| BackendError::aws(&r.target, e)),
             Reader::Rabbitmq(_) | Reader::Kafka(_) => Ok(()),
+        }
+    }
+
+    /// Every owned live object on this target that `skip` does not name (`plan --prune`).
+    /// Ownership: RabbitMQ and Kafka, inside the ownership prefixes (RabbitMQ: in `vhosts`);
+    /// SQS and CloudWatch, tagged `managed-by: dlqctl` (and inside the prefixes, if declared).
+    pub async fn prunable(
+        &self,
+        skip: &BTreeSet<ResourceId>,
+        vhosts: &BTreeSet<String>,
+    ) -> Result<Vec<Prunable>, BackendError> {
+        match self {
+            Reader::Rabbitmq(r) => {
+                let live = r
+                    .read(vhosts)
+                    .await
+                    .map_err(|e| BackendError::http(&r.target, e))?;
+                Ok(live
+                    .into_iter()
+                    .filter(|(id, _)| !skip.contains(id))
+                    .map(|(id, live)| {
+                        let role = match id.kind {
+                            Kind::Binding => Role::Binding,
+                            Kind::Exchange => Role::Exchange,
+                            Kind::Policy => Role::MainPolicy,
+                            _ => Role::Main,
+                        };
+                        let identity = if id.kind == Kind::Binding {
+                            ["source", "destination", "routing_key", "@properties_key"]
+                                .into_iter()
+                                .filter_map(|k| {
+                                    live.props.get(k).map(|v| (k.to_owned(), v.clone()))
+                                })
+                                .collect()
+                        } else {
+                            Props::new()
+                        };
+                        Prunable {
+                            id,
+                            live,
+                            channel: NO_SPEC_CHANNEL.to_owned(),
+                            role,
+                            identity,
+                        }
+                    })
+                    .collect())
+            }
+            Reader::Sqs(r) => r
+                .prunable(skip)
+                .await
+                .map_err(|e| BackendError::aws(&r.target, e)),
+            Reader::Kafka(r) => {
+                let live = r
+                    .inventory(None)
+                    .await
+                    .map_err(|e| BackendError::kafka(&r.target, e))?;
+                Ok(live
+                    .into_iter()
+                    .filter(|(id, _)| !skip.contains(id))
+                    .map(|(id, live)| {
+                        let (channel, role) = kafka::role_by_name(&id.name);
+                        Prunable {
+                            id,
+                            live,
+                            channel,
+                            role,
+                            identity: Props::new(),
+                        }
+                    })
+                    .collect())
+            }
         }
     }
 
@@ -232,7 +328,10 @@ impl Reader {
                 .await
                 .map_err(|e| BackendError::aws(&r.target, e)),
             Reader::Sqs(_) => Ok(None),
-            // dlqctl never drops a topic, so no plan needs to count its records.
+            Reader::Kafka(r) if id.kind == Kind::Topic => r
+                .record_count(&id.name)
+                .await
+                .map_err(|e| BackendError::kafka(&r.target, e)),
             Reader::Kafka(_) => Ok(None),
         }
     }
@@ -261,7 +360,7 @@ impl Writer {
                 .await
                 .map_err(|e| BackendError::aws(&w.reader.target, e)),
             Writer::Kafka(w) => w
-                .apply(change)
+                .apply(change, allow_loss)
                 .await
                 .map_err(|e| BackendError::kafka(&w.reader.target, e)),
         }

@@ -236,7 +236,7 @@ fn regex_escape(s: &str) -> String {
 pub struct Reader {
     pub target: String,
     http: ReadHttp,
-    prefixes: Vec<String>,
+    pub(crate) prefixes: Vec<String>,
 }
 
 impl Reader {
@@ -265,7 +265,7 @@ impl Reader {
         self.http.clone().into_writer()
     }
 
-    fn owned(&self, name: &str) -> bool {
+    pub fn owned(&self, name: &str) -> bool {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
 
@@ -381,7 +381,7 @@ impl Reader {
 
         let exchanges = self
             .http
-            .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal"))
+            .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"))
             .await?;
         for x in exchanges
             .as_ref()
@@ -395,10 +395,20 @@ impl Reader {
             if !self.owned(name) {
                 continue;
             }
-            let props: Props = ["type", "durable", "auto_delete", "internal"]
+            let mut props: Props = ["type", "durable", "auto_delete", "internal"]
                 .into_iter()
                 .filter_map(|k| x.get(k).map(|v| (k.to_owned(), v.clone())))
                 .collect();
+            // dlqctl declares exchanges without arguments; any (alternate-exchange, ...) are
+            // someone else's and show up in a plan as unmanaged settings.
+            for (k, v) in x
+                .get("arguments")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                props.insert(format!("arguments.{k}"), v.clone());
+            }
             out.insert(
                 id(&self.target, Kind::Exchange, vhost, name),
                 Live {
@@ -451,6 +461,37 @@ impl Reader {
             );
         }
         Ok(())
+    }
+
+    /// One policy by name, wherever its name is (import: the policy RabbitMQ applies to an
+    /// owned queue may be named outside the prefixes). Same shape as [`read`](Self::read)'s.
+    pub async fn policy(&self, vhost: &str, name: &str) -> Result<Option<Live>, HttpError> {
+        let path = format!("/api/policies/{}/{}", seg(vhost), seg(name));
+        let Some(p) = self
+            .http
+            .get("GET /api/policies/{vhost}/{name}", &path)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut props = Props::new();
+        for k in ["pattern", "apply-to", "priority"] {
+            if let Some(x) = p.get(k) {
+                props.insert(k.into(), x.clone());
+            }
+        }
+        for (k, x) in p
+            .get("definition")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            props.insert(format!("definition.{k}"), x.clone());
+        }
+        Ok(Some(Live {
+            props,
+            messages: None,
+        }))
     }
 
     /// Messages in one queue (for the plan's drop warnings). `None` if it cannot be read.
@@ -515,6 +556,25 @@ impl Writer {
         let r = &change.resource;
         let v = seg(&r.scope);
         let n = seg(&r.name);
+        // Checked again here, whatever the plan said: nothing outside the prefixes is touched.
+        let named = match r.kind {
+            Kind::Binding => change
+                .desired
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            _ => r.name.clone(),
+        };
+        if change.action != Action::Impossible && !self.reader.owned(&named) {
+            return Err(HttpError::Refused {
+                what: r.to_string(),
+                reason: format!(
+                    "refusing to change it: `{named}` is outside the target's ownership prefixes ({})",
+                    self.reader.prefixes.join(", ")
+                ),
+            });
+        }
         match (r.kind, change.action) {
             (_, Action::Impossible) => Ok(()),
             (Kind::Queue, Action::Delete) => self.delete_queue(&v, &n, allow_loss).await,
@@ -602,11 +662,12 @@ impl Writer {
                     get("routing_key"),
                 );
                 if matches!(action, Action::Delete | Action::Replace) {
-                    // With no binding arguments, RabbitMQ's properties key is the routing key.
-                    let props_key = if key.is_empty() {
-                        "~".to_owned()
-                    } else {
-                        seg(&key)
+                    // With no binding arguments, RabbitMQ's properties key is the routing key;
+                    // a pruned binding carries the one RabbitMQ reported.
+                    let props_key = match get("@properties_key") {
+                        k if !k.is_empty() => seg(&k),
+                        _ if key.is_empty() => "~".to_owned(),
+                        _ => seg(&key),
                     };
                     self.send(
                         Method::DELETE,

@@ -11,7 +11,9 @@
 //! plan would write: a plan with no changes makes ⌈Q/1000⌉ ListQueues calls, one
 //! GetQueueAttributes per existing queue and ⌈A/100⌉ DescribeAlarms calls, nothing more. A
 //! queue or alarm that is not provably dlqctl's is never changed or deleted: the plan marks it
-//! `impossible` instead of adopting it.
+//! `impossible`, unless `--adopt` asks to take over what no tool claims yet (an update that
+//! adds the two tags; tags are then read for every existing object). `--prune` lists the
+//! queues and alarms in scope and reads the tags of those no spec names.
 //!
 //! RedriveAllowPolicy is written on the DLQ, but some endpoints cannot return it (moto answers
 //! InvalidAttributeName). When a plan finds it missing, one probe asks for it by name; if the
@@ -26,10 +28,11 @@ use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
+use super::Prunable;
 use super::aws::{Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify};
 use super::cloudwatch;
 use super::http::Stats;
-use crate::plan::{Action, Change, Note};
+use crate::plan::{Action, Change, FieldChange, Note};
 use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, same};
 use crate::spec::model::Backend;
 use crate::spec::resolve::Resolved;
@@ -44,13 +47,34 @@ pub const TAG_CHANNEL: &str = "dlqctl-channel";
 /// How long SQS refuses to re-create a queue name after deleting it.
 pub const NAME_REUSE_DELAY: Duration = Duration::from_secs(60);
 
-const RETENTION: &str = "MessageRetentionPeriod";
-const VISIBILITY: &str = "VisibilityTimeout";
-const FIFO: &str = "FifoQueue";
-const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
-const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
+pub const RETENTION: &str = "MessageRetentionPeriod";
+pub const VISIBILITY: &str = "VisibilityTimeout";
+pub const FIFO: &str = "FifoQueue";
+pub const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
+pub const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
 const ALLOW_PERMISSION: &str = "RedriveAllowPolicy.redrivePermission";
 const ALLOW_SOURCES: &str = "RedriveAllowPolicy.sourceQueues";
+
+/// Queue attributes dlqctl does not own, read so that a plan can list them as unmanaged
+/// settings, with the values SQS gives a queue nobody configured (either of two for
+/// MaximumMessageSize: AWS raised its default from 256 KiB to 1 MiB in 2025). Read-only
+/// attributes (ARN, timestamps, counts) are not settings and are left out.
+const UNOWNED_ATTRIBUTES: [(&str, &[&str]); 10] = [
+    ("DelaySeconds", &["0"]),
+    ("MaximumMessageSize", &["262144", "1048576"]),
+    ("ReceiveMessageWaitTimeSeconds", &["0"]),
+    ("KmsMasterKeyId", &[]),
+    ("KmsDataKeyReusePeriodSeconds", &["300"]),
+    ("SqsManagedSseEnabled", &["true"]),
+    ("ContentBasedDeduplication", &["false"]),
+    ("DeduplicationScope", &["queue"]),
+    ("FifoThroughputLimit", &["perQueue"]),
+    ("Policy", &[]),
+];
+
+/// The live key listing the unowned attributes that hold SQS's default value (see
+/// [`crate::plan::unmanaged`]).
+const DEFAULTS_KEY: &str = "@defaults";
 
 /// SQS says "no such queue" in two ways, depending on the protocol.
 const NO_SUCH_QUEUE: [&str; 2] = [
@@ -63,7 +87,7 @@ const DELETED_RECENTLY: [&str; 2] = [
     "QueueDeletedRecently",
 ];
 
-fn queue_id(target: &str, name: &str) -> ResourceId {
+pub fn queue_id(target: &str, name: &str) -> ResourceId {
     ResourceId {
         target: target.to_owned(),
         backend: Backend::Sqs,
@@ -148,10 +172,18 @@ pub fn refine(c: &mut Change) {
 
 /// Why a live object is not provably this channel's, from its tags (`None`: it is).
 pub fn ownership_problem(tags: &BTreeMap<String, String>, channel: &str) -> Option<String> {
-    if tags.get(TAG_MANAGED_BY).map(String::as_str) != Some(TAG_MANAGED_BY_VALUE) {
-        return Some(format!(
-            "exists but is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; delete or rename it, or adopt it with `dlqctl import` (planned, not in this release)"
-        ));
+    match tags.get(TAG_MANAGED_BY).map(String::as_str) {
+        Some(TAG_MANAGED_BY_VALUE) => {}
+        None => {
+            return Some(format!(
+                "exists but is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; adopt it with `dlqctl plan --adopt` / `dlqctl apply --adopt` (only the two tags are added; `dlqctl import` writes a spec from it), or delete or rename it"
+            ));
+        }
+        Some(other) => {
+            return Some(format!(
+                "is tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, and dlqctl will not change or adopt it"
+            ));
+        }
     }
     match tags.get(TAG_CHANNEL) {
         Some(c) if c == channel => None,
@@ -162,6 +194,80 @@ pub fn ownership_problem(tags: &BTreeMap<String, String>, channel: &str) -> Opti
             "has no `{TAG_CHANNEL}` tag, so it cannot be tied to channel `{channel}`"
         )),
     }
+}
+
+/// Why a live object is not dlqctl's at all, whatever its channel (`None`: it is).
+fn ownership_problem_any(tags: &BTreeMap<String, String>) -> Option<String> {
+    let channel = tags.get(TAG_CHANNEL).map_or("", String::as_str);
+    if channel.is_empty() {
+        return Some(format!("has no `{TAG_CHANNEL}` tag"));
+    }
+    ownership_problem(tags, channel)
+}
+
+/// Whether `--adopt` may take over a live object with these tags: nothing claims it yet
+/// (no `managed-by` tag). Objects another tool manages are never adopted.
+pub fn adoptable(tags: &BTreeMap<String, String>) -> bool {
+    !tags.contains_key(TAG_MANAGED_BY)
+}
+
+/// Plan fields that add the ownership tags (an adoption); apply writes them as tags.
+pub const TAG_FIELD_PREFIX: &str = "tags.";
+
+fn adoption_fields(tags: &BTreeMap<String, String>, channel: &str) -> Vec<FieldChange> {
+    vec![
+        FieldChange {
+            key: format!("{TAG_FIELD_PREFIX}{TAG_MANAGED_BY}"),
+            old: None,
+            new: Some(json!(TAG_MANAGED_BY_VALUE)),
+        },
+        FieldChange {
+            key: format!("{TAG_FIELD_PREFIX}{TAG_CHANNEL}"),
+            old: tags.get(TAG_CHANNEL).map(|c| json!(c)),
+            new: Some(json!(channel)),
+        },
+    ]
+}
+
+/// Whether a planned change adopts the object (adds the ownership tags).
+pub fn is_adoption(change: &Change) -> bool {
+    change
+        .fields
+        .iter()
+        .any(|f| f.key.starts_with(TAG_FIELD_PREFIX))
+}
+
+/// Whether a name is inside the target's ownership prefixes (no prefixes: every name).
+pub fn in_prefixes(prefixes: &[String], name: &str) -> bool {
+    prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p.as_str()))
+}
+
+/// The prefixes to list (ListQueues, DescribeAlarms) to see every name inside the ownership
+/// prefixes that also starts with `filter`: `[""]` is everything.
+pub fn listing_prefixes(prefixes: &[String], filter: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = match (prefixes.is_empty(), filter) {
+        (true, None) => vec![String::new()],
+        (true, Some(f)) => vec![f.to_owned()],
+        (false, None) => prefixes.to_vec(),
+        (false, Some(f)) => prefixes
+            .iter()
+            .filter_map(|p| {
+                if f.starts_with(p.as_str()) {
+                    Some(f.to_owned())
+                } else if p.starts_with(f) {
+                    Some(p.clone())
+                } else {
+                    None
+                }
+            })
+            .collect(),
+    };
+    out.sort();
+    out.dedup();
+    // A prefix that another one in the list starts with is already covered.
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q.as_str())));
+    out
 }
 
 /// The tags dlqctl puts on everything it creates.
@@ -241,6 +347,22 @@ pub fn live_queue(attrs: &BTreeMap<String, String>) -> Live {
             }
         }
     }
+    let mut defaults = Vec::new();
+    for (key, default_values) in UNOWNED_ATTRIBUTES {
+        let Some(v) = attrs.get(key) else { continue };
+        if default_values.contains(&v.as_str()) {
+            defaults.push(json!(key));
+        }
+        props.insert(
+            key.to_owned(),
+            v.trim()
+                .parse::<u64>()
+                .map_or_else(|_| json!(v), |n| json!(n)),
+        );
+    }
+    if !defaults.is_empty() {
+        props.insert(DEFAULTS_KEY.to_owned(), Value::Array(defaults));
+    }
     let messages = [
         "ApproximateNumberOfMessages",
         "ApproximateNumberOfMessagesNotVisible",
@@ -295,16 +417,266 @@ pub struct Reader {
     cache: Arc<Mutex<Cache>>,
     /// Whether the endpoint can return RedriveAllowPolicy (probed at most once, when needed).
     allow_policy_readable: Arc<OnceCell<bool>>,
+    /// The target's optional `ownership.prefixes`: when declared, dlqctl also keeps to names
+    /// inside them (prune, import, and every change or delete of a live object).
+    prefixes: Vec<String>,
+}
+
+/// What `import` needs of one SQS target: queues with their tags, and the alarms that may
+/// watch them.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub queues: BTreeMap<String, SeenQueue>,
+    pub alarms: BTreeMap<String, SeenAlarm>,
+    /// Whether this endpoint returns RedriveAllowPolicy at all (moto does not).
+    pub allow_policy_readable: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SeenQueue {
+    pub live: Live,
+    pub tags: BTreeMap<String, String>,
+    /// The raw attributes (RedrivePolicy's target ARN, QueueArn).
+    pub attributes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SeenAlarm {
+    pub props: Props,
+    pub tags: BTreeMap<String, String>,
 }
 
 impl Reader {
-    pub fn new(target: &str, settings: Settings, stats: Arc<Stats>) -> Self {
+    pub fn new(target: &str, settings: Settings, prefixes: Vec<String>, stats: Arc<Stats>) -> Self {
         Reader {
             target: target.to_owned(),
             aws: Arc::new(Aws::new(settings, stats)),
             cache: Arc::new(Mutex::new(Cache::default())),
             allow_policy_readable: Arc::new(OnceCell::new()),
+            prefixes,
         }
+    }
+
+    /// Every page of ListQueues for one name prefix (`""`: all queues), as (name, URL).
+    async fn list_queues(&self, prefix: &str) -> Result<Vec<(String, String)>, AwsError> {
+        let what = if prefix.is_empty() {
+            "queues".to_owned()
+        } else {
+            format!("queues starting with {prefix}")
+        };
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .aws
+                .read("sqs:ListQueues", |c| {
+                    let (prefix, token, what) = (prefix.to_owned(), token.clone(), what.clone());
+                    async move {
+                        c.sqs
+                            .list_queues()
+                            .set_queue_name_prefix((!prefix.is_empty()).then_some(prefix))
+                            .max_results(PAGE_SIZE)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ListQueues", &what, e))
+                    }
+                })
+                .await?;
+            for url in page.queue_urls() {
+                let name = url
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default();
+                out.push((name.to_owned(), url.clone()));
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        self.cached(|c| c.urls.extend(out.iter().cloned()));
+        Ok(out)
+    }
+
+    /// Queue names in scope: inside the ownership prefixes and starting with `filter`.
+    async fn queues_in_scope(&self, filter: Option<&str>) -> Result<Vec<String>, AwsError> {
+        let mut names = BTreeSet::new();
+        for prefix in listing_prefixes(&self.prefixes, filter) {
+            for (name, _) in self.list_queues(&prefix).await? {
+                if in_prefixes(&self.prefixes, &name) && filter.is_none_or(|f| name.starts_with(f))
+                {
+                    names.insert(name);
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// One queue by name, with its tags; `None` when it does not exist.
+    pub async fn seen_queue(&self, name: &str) -> Result<Option<SeenQueue>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        let Some(attributes) = self.attributes(name, &url, QueueAttributeName::All).await? else {
+            return Ok(None);
+        };
+        if let Some(arn) = attributes.get("QueueArn") {
+            self.cached(|c| c.arns.insert(name.to_owned(), arn.clone()));
+        }
+        let Some(tags) = self.queue_tags(name).await? else {
+            return Ok(None);
+        };
+        Ok(Some(SeenQueue {
+            live: live_queue(&attributes),
+            tags,
+            attributes,
+        }))
+    }
+
+    /// Everything `import` reads: every queue in scope with its attributes and tags, and every
+    /// metric alarm of the account and region (alarms are matched to queues by their
+    /// QueueName dimension, whatever they are called).
+    pub async fn inventory(&self, filter: Option<&str>) -> Result<Inventory, AwsError> {
+        let names = self.queues_in_scope(filter).await?;
+        let seen: Vec<Option<(String, SeenQueue)>> = stream::iter(names)
+            .map(|name| async move {
+                Ok::<_, AwsError>(self.seen_queue(&name).await?.map(|q| (name, q)))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let queues: BTreeMap<String, SeenQueue> = seen.into_iter().flatten().collect();
+        let alarms = cloudwatch::list(&self.aws, "").await?;
+        let watched: Vec<(String, Option<String>, Props)> = alarms
+            .into_iter()
+            .filter(|(_, a)| {
+                a.props
+                    .get("Dimensions")
+                    .and_then(|d| d.get("QueueName"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|q| {
+                        queues.contains_key(q)
+                            || (in_prefixes(&self.prefixes, q)
+                                && filter.is_none_or(|f| q.starts_with(f)))
+                    })
+            })
+            .map(|(name, a)| (name, a.arn, a.props))
+            .collect();
+        let alarms: Vec<(String, SeenAlarm)> = stream::iter(watched)
+            .map(|(name, arn, props)| async move {
+                let tags = match &arn {
+                    Some(arn) => cloudwatch::tags(&self.aws, &name, arn).await?,
+                    None => BTreeMap::new(),
+                };
+                if let Some(arn) = arn {
+                    self.cached(|c| c.alarm_arns.insert(name.clone(), arn));
+                }
+                Ok::<_, AwsError>((name, SeenAlarm { props, tags }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let probe = queues.keys().next().cloned();
+        let allow_policy_readable = match probe {
+            Some(q) => self.allow_policy_readable(&q).await?,
+            None => true,
+        };
+        Ok(Inventory {
+            queues,
+            alarms: alarms.into_iter().collect(),
+            allow_policy_readable,
+        })
+    }
+
+    /// What `plan --prune` may delete on this target: queues and alarms tagged
+    /// `managed-by: dlqctl`, inside the ownership prefixes if the target declares them, that
+    /// `skip` (every name the specs use) does not name. Tags are read for every other queue
+    /// in scope, and for every AWS/SQS alarm in scope.
+    pub async fn prunable(&self, skip: &BTreeSet<ResourceId>) -> Result<Vec<Prunable>, AwsError> {
+        let skipped = |kind: Kind, name: &str| {
+            skip.contains(&ResourceId {
+                kind,
+                ..queue_id(&self.target, name)
+            })
+        };
+        let names: Vec<String> = self
+            .queues_in_scope(None)
+            .await?
+            .into_iter()
+            .filter(|n| !skipped(Kind::Queue, n))
+            .collect();
+        let queues: Vec<Option<Prunable>> = stream::iter(names)
+            .map(|name| async move {
+                let Some(tags) = self.queue_tags(&name).await? else {
+                    return Ok(None);
+                };
+                if ownership_problem_any(&tags).is_some() {
+                    return Ok(None);
+                }
+                let Some(q) = self.seen_queue(&name).await? else {
+                    return Ok(None);
+                };
+                let role = if q.live.props.contains_key(DLQ_TARGET) {
+                    Role::Main
+                } else {
+                    Role::DeadLetter
+                };
+                Ok::<_, AwsError>(Some(Prunable {
+                    id: queue_id(&self.target, &name),
+                    live: q.live,
+                    channel: tags.get(TAG_CHANNEL).cloned().unwrap_or_default(),
+                    role,
+                    identity: Props::new(),
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut out: Vec<Prunable> = queues.into_iter().flatten().collect();
+        let mut alarms = BTreeMap::new();
+        for prefix in listing_prefixes(&self.prefixes, None) {
+            alarms.extend(cloudwatch::list(&self.aws, &prefix).await?);
+        }
+        let candidates: Vec<(String, cloudwatch::LiveAlarm)> = alarms
+            .into_iter()
+            .filter(|(name, a)| {
+                in_prefixes(&self.prefixes, name)
+                    && !skipped(Kind::Alarm, name)
+                    && a.props.get("Namespace").and_then(Value::as_str)
+                        == Some(cloudwatch::NAMESPACE)
+            })
+            .collect();
+        let found: Vec<Option<Prunable>> = stream::iter(candidates)
+            .map(|(name, a)| async move {
+                let Some(arn) = a.arn.clone() else {
+                    return Ok(None);
+                };
+                self.cached(|c| c.alarm_arns.insert(name.clone(), arn.clone()));
+                let tags = cloudwatch::tags(&self.aws, &name, &arn).await?;
+                if ownership_problem_any(&tags).is_some() {
+                    return Ok(None);
+                }
+                Ok::<_, AwsError>(Some(Prunable {
+                    id: ResourceId {
+                        kind: Kind::Alarm,
+                        ..queue_id(&self.target, &name)
+                    },
+                    live: Live {
+                        props: a.props,
+                        messages: None,
+                    },
+                    channel: tags.get(TAG_CHANNEL).cloned().unwrap_or_default(),
+                    role: Role::Alarm,
+                    identity: Props::new(),
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        out.extend(found.into_iter().flatten());
+        Ok(out)
     }
 
     fn cached<T>(&self, f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
@@ -356,46 +728,12 @@ impl Reader {
         }
         let wanted: BTreeSet<&str> = names.iter().copied().collect();
         let prefix = common_prefix(names).to_owned();
-        let what = if prefix.is_empty() {
-            "queues".to_owned()
-        } else {
-            format!("queues starting with {prefix}")
-        };
-        let mut existing: Vec<(String, String)> = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = self
-                .aws
-                .read("sqs:ListQueues", |c| {
-                    let (prefix, token, what) = (prefix.clone(), token.clone(), what.clone());
-                    async move {
-                        c.sqs
-                            .list_queues()
-                            .set_queue_name_prefix((!prefix.is_empty()).then_some(prefix))
-                            .max_results(PAGE_SIZE)
-                            .set_next_token(token)
-                            .send()
-                            .await
-                            .map_err(|e| classify("sqs:ListQueues", &what, e))
-                    }
-                })
-                .await?;
-            for url in page.queue_urls() {
-                let name = url
-                    .trim_end_matches('/')
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default();
-                if wanted.contains(name) {
-                    existing.push((name.to_owned(), url.clone()));
-                }
-            }
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
-            }
-        }
-        self.cached(|c| c.urls.extend(existing.iter().cloned()));
+        let existing: Vec<(String, String)> = self
+            .list_queues(&prefix)
+            .await?
+            .into_iter()
+            .filter(|(name, _)| wanted.contains(name.as_str()))
+            .collect();
         let read: Vec<Option<(String, Live)>> = stream::iter(existing)
             .map(|(name, url)| async move {
                 let attrs = self
@@ -596,7 +934,8 @@ impl Reader {
     }
 
     /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
-    /// (read for the channels the plan would change, and nowhere else) and a
+    /// (read for the channels the plan would change, and nowhere else; with `adopt`, for every
+    /// existing object, and an unclaimed one gets an update adding the tags) and a
     /// RedriveAllowPolicy the endpoint cannot return.
     pub async fn review(
         &self,
@@ -604,6 +943,7 @@ impl Reader {
         live: &BTreeMap<ResourceId, Live>,
         changes: &mut Vec<Change>,
         notes: &mut Vec<Note>,
+        adopt: bool,
     ) -> Result<(), AwsError> {
         let mine = |id: &ResourceId| id.target == self.target && id.backend == Backend::Sqs;
 
@@ -635,7 +975,8 @@ impl Reader {
             i += 1;
         }
 
-        // 2. Ownership of every existing object in a channel the plan would change.
+        // 2. Ownership of every existing object in a channel the plan would change (with
+        //    `adopt`: of every existing object, since adopting is itself a change).
         let touched: BTreeSet<&str> = changes
             .iter()
             .filter(|c| mine(&c.resource))
@@ -644,21 +985,52 @@ impl Reader {
         let to_check: Vec<&Desired> = desired
             .iter()
             .filter(|d| {
-                mine(&d.id) && touched.contains(d.channel.as_str()) && live.contains_key(&d.id)
+                mine(&d.id)
+                    && (adopt || touched.contains(d.channel.as_str()))
+                    && live.contains_key(&d.id)
             })
             .collect();
-        let verdicts: Vec<(&Desired, Option<String>)> = stream::iter(to_check)
-            .map(|d| async move {
-                let tags = self.tags(&d.id).await?;
-                // Gone since it was read: the plan's create/delete logic stands.
-                Ok::<_, AwsError>((d, tags.and_then(|t| ownership_problem(&t, &d.channel))))
-            })
+        let verdicts: Vec<(&Desired, Option<BTreeMap<String, String>>)> = stream::iter(to_check)
+            .map(|d| async move { Ok::<_, AwsError>((d, self.tags(&d.id).await?)) })
             .buffer_unordered(CONCURRENCY)
             .try_collect()
             .await?;
-        for (d, problem) in verdicts {
-            let Some(problem) = problem else { continue };
+        let mut verdicts: Vec<(&Desired, BTreeMap<String, String>, String)> = verdicts
+            .into_iter()
+            // Gone since it was read: the plan's create/delete logic stands.
+            .filter_map(|(d, tags)| {
+                let tags = tags?;
+                let problem = ownership_problem(&tags, &d.channel)?;
+                Some((d, tags, problem))
+            })
+            .collect();
+        verdicts.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        for (d, tags, problem) in verdicts {
             let pos = changes.iter().position(|c| c.resource == d.id);
+            let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
+            if adopt && d.present && adoptable(&tags) && in_place {
+                // Adoption: add the ownership tags; settings that already match stay as they are.
+                let fields = adoption_fields(&tags, &d.channel);
+                match pos {
+                    Some(p) => {
+                        let c = &mut changes[p];
+                        c.fields.splice(0..0, fields);
+                    }
+                    None => changes.push(Change {
+                        resource: d.id.clone(),
+                        channel: d.channel.clone(),
+                        role: d.role,
+                        action: Action::Update,
+                        fields,
+                        desired: d.props.clone(),
+                        messages: live.get(&d.id).and_then(|l| l.messages),
+                        reason: None,
+                        destructive: None,
+                        pruned: false,
+                    }),
+                }
+                continue;
+            }
             if !d.present {
                 // Not dlqctl's and not wanted: nothing to do with it.
                 if let Some(p) = pos {
@@ -680,6 +1052,7 @@ impl Reader {
                 messages: live.get(&d.id).and_then(|l| l.messages),
                 reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
                 destructive: None,
+                pruned: false,
             };
             match pos {
                 Some(p) => changes[p] = change,
@@ -713,7 +1086,18 @@ impl Writer {
             (_, Action::Impossible) => Ok(()),
             (Kind::Queue, Action::Create) => self.create_queue(change).await,
             (Kind::Queue, Action::Update) => {
-                self.ensure_owned(change).await?;
+                if is_adoption(change) {
+                    self.adopt(change).await?;
+                    if change
+                        .fields
+                        .iter()
+                        .all(|f| f.key.starts_with(TAG_FIELD_PREFIX))
+                    {
+                        return Ok(());
+                    }
+                } else {
+                    self.ensure_owned(change).await?;
+                }
                 self.set_attributes(change).await
             }
             (Kind::Queue, Action::Replace) => {
@@ -734,6 +1118,16 @@ impl Writer {
                 let tags = ownership_tags(&change.channel);
                 let tags: &[(&str, &str)] = if action == Action::Create {
                     &tags
+                } else if is_adoption(change) {
+                    self.adopt(change).await?;
+                    if change
+                        .fields
+                        .iter()
+                        .all(|f| f.key.starts_with(TAG_FIELD_PREFIX))
+                    {
+                        return Ok(());
+                    }
+                    &[]
                 } else {
                     self.ensure_owned(change).await?;
                     &[]
@@ -743,6 +1137,103 @@ impl Writer {
             }
             (Kind::Policy | Kind::Exchange | Kind::Binding | Kind::Topic, _) => Ok(()),
         }
+    }
+
+    /// Adopts a live object (`--adopt`): adds the ownership tags, and nothing else. Refuses
+    /// when, since the plan, another tool or another dlqctl channel has claimed it; succeeds
+    /// when it already carries exactly these tags (an earlier apply got this far).
+    async fn adopt(&self, change: &Change) -> Result<(), AwsError> {
+        let r = &change.resource;
+        let (api, read_api) = if r.kind == Kind::Alarm {
+            ("cloudwatch:TagResource", "cloudwatch:ListTagsForResource")
+        } else {
+            ("sqs:TagQueue", "sqs:ListQueueTags")
+        };
+        let what = format!("{} {}", r.kind.as_str(), r.name);
+        self.check_prefixes(change, api)?;
+        let Some(tags) = self.reader.tags(r).await? else {
+            return Err(AwsError::new(
+                read_api,
+                what,
+                ErrorKind::Rejected,
+                "it no longer exists; run `dlqctl plan` again",
+            ));
+        };
+        if ownership_problem(&tags, &change.channel).is_none() {
+            return Ok(());
+        }
+        if !adoptable(&tags) {
+            let problem = ownership_problem(&tags, &change.channel).unwrap_or_default();
+            return Err(AwsError::new(
+                api,
+                what,
+                ErrorKind::Rejected,
+                format!("refusing to adopt it: it {problem}"),
+            ));
+        }
+        let wanted = ownership_tags(&change.channel);
+        let res = match r.kind {
+            Kind::Alarm => {
+                let arn = self.reader.alarm_arn(&r.name).await?.ok_or_else(|| {
+                    AwsError::new(
+                        api,
+                        what.clone(),
+                        ErrorKind::Rejected,
+                        "it no longer exists; run `dlqctl plan` again",
+                    )
+                })?;
+                cloudwatch::tag(self.aws(), &r.name, &arn, &wanted).await
+            }
+            _ => {
+                let url = self.reader.url(&r.name).await?.ok_or_else(|| {
+                    AwsError::new(
+                        api,
+                        what.clone(),
+                        ErrorKind::Rejected,
+                        "it no longer exists; run `dlqctl plan` again",
+                    )
+                })?;
+                self.aws()
+                    .write("sqs:TagQueue", |c| {
+                        let what = what.clone();
+                        async move {
+                            let mut req = c.sqs.tag_queue().queue_url(url);
+                            for (k, v) in wanted {
+                                req = req.tags(k, v);
+                            }
+                            req.send()
+                                .await
+                                .map(|_| ())
+                                .map_err(|e| classify("sqs:TagQueue", &what, e))
+                        }
+                    })
+                    .await
+            }
+        };
+        match res {
+            Err(e) if e.ambiguous() => match self.reader.tags(r).await? {
+                Some(t) if ownership_problem(&t, &change.channel).is_none() => Ok(()),
+                _ => Err(e),
+            },
+            other => other,
+        }
+    }
+
+    /// Refuses a name outside the target's ownership prefixes, when it declares them.
+    fn check_prefixes(&self, change: &Change, api: &'static str) -> Result<(), AwsError> {
+        let r = &change.resource;
+        if in_prefixes(&self.reader.prefixes, &r.name) {
+            return Ok(());
+        }
+        Err(AwsError::new(
+            api,
+            format!("{} {}", r.kind.as_str(), r.name),
+            ErrorKind::Rejected,
+            format!(
+                "refusing to change it: it is outside the target's ownership prefixes ({})",
+                self.reader.prefixes.join(", ")
+            ),
+        ))
     }
 
     /// Refuses to touch a live object that is not provably this channel's (the plan checked,
@@ -755,6 +1246,7 @@ impl Writer {
             "sqs:ListQueueTags"
         };
         let what = format!("{} {}", r.kind.as_str(), r.name);
+        self.check_prefixes(change, api)?;
         match self.reader.tags(r).await? {
             None => Err(AwsError::new(
                 api,
@@ -1142,6 +1634,26 @@ mod tests {
         assert_eq!(live.props[DLQ_TARGET], json!("payments-dlq"));
         assert_eq!(live.props[MAX_RECEIVE], json!(5));
         assert_eq!(live.messages, Some(3));
+    }
+
+    #[test]
+    fn unowned_attributes_are_listed_unless_they_hold_the_default() {
+        let live = live_queue(&attrs(&[
+            ("DelaySeconds", "5"),
+            ("MaximumMessageSize", "1048576"),
+            ("ReceiveMessageWaitTimeSeconds", "0"),
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            ("CreatedTimestamp", "1796045196"),
+        ]));
+        let d = Desired {
+            id: queue_id("t", "payments"),
+            channel: "c".into(),
+            role: Role::Main,
+            props: [(FIFO.to_owned(), json!(false))].into(),
+            immutable: false,
+            present: true,
+        };
+        assert_eq!(crate::plan::unmanaged(&d, &live), vec!["DelaySeconds = 5"]);
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     // A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
     let (plan, readers, reviewed) = match saved_plan(&args.paths)? {
+        Some(_) if args.scope.prune || args.scope.adopt => {
+            bail!(
+                "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
+            );
+        }
         Some(plan) => {
             let path = args.paths[0].display();
             let stats = Arc::new(Stats::default());
@@ -72,7 +77,12 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
                 return Ok(1);
             };
-            let planned = rt.block_on(engine::plan(&loaded.channels, &loaded.targets, opts))?;
+            let planned = rt.block_on(engine::plan(
+                &loaded.channels,
+                &loaded.targets,
+                opts,
+                super::plan_options(&args.scope),
+            ))?;
             printer.out(&render::human(&planned.plan, printer));
             (planned.plan, planned.readers, false)
         }

@@ -2,6 +2,7 @@
 //! the process exit code. `anyhow` stops here: below, errors are typed.
 
 mod apply;
+mod import;
 mod lint;
 mod plan;
 mod schema;
@@ -11,8 +12,9 @@ use std::path::PathBuf;
 
 use crate::backend::ConnectOptions;
 use crate::backend::http::Stats;
-use crate::cli::{Command, SpecArgs};
+use crate::cli::{Command, ScopeArgs, SpecArgs};
 use crate::diag::{self, Severity};
+use crate::engine::PlanOptions;
 use crate::printer::{Printer, Style};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
@@ -23,6 +25,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Lint(args) => lint::run(&args, printer),
         Command::Plan(args) => plan::run(&args, printer),
         Command::Apply(args) => apply::run(&args, printer),
+        Command::Import(args) => import::run(&args, printer),
         Command::Schema(args) => schema::run(&args, printer),
     }
 }
@@ -84,6 +87,13 @@ pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {
     }
     ConnectOptions {
         insecure: spec.insecure,
+    }
+}
+
+pub fn plan_options(scope: &ScopeArgs) -> PlanOptions {
+    PlanOptions {
+        prune: scope.prune,
+        adopt: scope.adopt,
     }
 }
 

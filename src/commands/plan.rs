@@ -11,8 +11,12 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
         return Ok(1);
     };
     let opts = super::connect_options(&args.spec, printer);
-    let planned =
-        super::runtime()?.block_on(engine::plan(&loaded.channels, &loaded.targets, opts))?;
+    let planned = super::runtime()?.block_on(engine::plan(
+        &loaded.channels,
+        &loaded.targets,
+        opts,
+        super::plan_options(&args.scope),
+    ))?;
     let plan = &planned.plan;
     if let Some(out) = &args.out {
         fs_err::write(out, render::json(plan))?;

@@ -63,7 +63,9 @@ pub struct Change {
     /// For updates and replaces: each differing field. For creates: every desired field.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldChange>,
-    /// What the resource must hold after apply (the full desired state).
+    /// What the resource must hold after apply (the full desired state). For a delete added
+    /// by `--prune`: what identifies it besides its name (a RabbitMQ binding's source,
+    /// destination and keys).
     pub desired: Props,
     /// Messages the live object holds, for replaces and deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +77,9 @@ pub struct Change {
     /// older messages): says how. Guarded like a drop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive: Option<String>,
+    /// A delete added by `--prune`: an owned live object that no spec names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pruned: bool,
 }
 
 impl Change {
@@ -161,6 +166,7 @@ pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
         messages: live.and_then(|l| l.messages),
         reason: None,
         destructive: None,
+        pruned: false,
     };
     if !desired.present {
         return live.map(|_| change(Action::Delete, Vec::new()));

@@ -30,6 +30,9 @@ pub fn summary_line(plan: &Plan) -> String {
     line
 }
 
+/// How a delete added by `--prune` is marked.
+const PRUNED: &str = "no spec names it: --prune";
+
 fn symbol(a: Action) -> &'static str {
     match a {
         Action::Create => "+",
@@ -116,6 +119,9 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
         if let Some(w) = drop_warning(c) {
             let _ = write!(out, "  ({w})");
         }
+        if c.pruned {
+            let _ = write!(out, "  [{PRUNED}]");
+        }
         out.push('\n');
         if let Some(r) = &c.reason {
             let _ = writeln!(out, "        {}", printer.paint(r, Style::Error));
@@ -184,6 +190,9 @@ pub fn markdown(plan: &Plan) -> String {
                 .collect();
             if let Some(w) = drop_warning(c) {
                 details.insert(0, format!("⚠️ {w}"));
+            }
+            if c.pruned {
+                details.insert(0, PRUNED.to_owned());
             }
             if let Some(r) = &c.reason {
                 details.insert(0, r.clone());

@@ -139,7 +139,7 @@ fn dedup_paths(files: &mut Vec<PathBuf>) {
 }
 
 /// `dlqctl.yaml` in the inputs' folders or the nearest folder above them.
-fn discover_targets(paths: &[PathBuf], already: &[PathBuf]) -> Option<PathBuf> {
+pub fn discover_targets(paths: &[PathBuf], already: &[PathBuf]) -> Option<PathBuf> {
     for p in paths {
         let start = if p.is_dir() {
             Some(p.as_path())

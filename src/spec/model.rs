@@ -161,6 +161,11 @@ pub struct DepthAlarm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub evaluation_periods: Option<u32>,
+    /// The alarm's description (AlarmDescription). Default: `dlqctl channel <channel>: …`
+    /// saying what fired; `""` for none (as `dlqctl import` writes for an alarm without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -174,6 +179,11 @@ pub struct AgeAlarm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub evaluation_periods: Option<u32>,
+    /// The alarm's description (AlarmDescription). Default: `dlqctl channel <channel>: …`
+    /// saying what fired; `""` for none (as `dlqctl import` writes for an alarm without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub description: Option<String>,
 }
 
 /// SQS settings; only for channels whose target is an SQS target.

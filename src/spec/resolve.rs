@@ -53,12 +53,14 @@ pub struct AlarmsResolved {
     pub actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AlarmResolved {
     /// Messages (depth) or whole seconds (oldest message age).
     pub threshold: u64,
     pub period: Duration,
     pub evaluation_periods: u32,
+    /// `None`: dlqctl's own description; `Some("")`: none.
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -403,6 +405,7 @@ pub fn resolve(
                 evaluation_periods: d
                     .evaluation_periods
                     .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+                description: d.description.clone(),
             }),
             oldest_message_age: a.oldest_message_age.as_ref().map(|o| AlarmResolved {
                 threshold: o.above.as_millis() / 1000,
@@ -410,6 +413,7 @@ pub fn resolve(
                 evaluation_periods: o
                     .evaluation_periods
                     .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+                description: o.description.clone(),
             }),
             actions: a.actions.clone().unwrap_or_default(),
         });

@@ -11,14 +11,18 @@
 //! whose value dlqctl cannot know: a spec value for it is set explicitly.
 //!
 //! dlqctl owns a config key while the spec gives it a value; a key removed from the spec keeps
-//! its value on the topic (the plan then lists it as an unmanaged setting).
+//! its value on the topic (the plan then lists it as an unmanaged setting). A broker that
+//! answers DescribeConfigs with only a handful of keys, all marked default (tansu), lists only
+//! what was set: those keys count as set, so unmanaged ones are listed too.
 //!
 //! Reads are batched: one Metadata request (all topics) and one DescribeConfigs request for
 //! every topic of the target that exists. Writes: CreateTopics, IncrementalAlterConfigs (see
 //! [`ffi`]; plans only SET, since every owned key has a value; DELETE is there for a key that
 //! must lose its topic-level value) and CreatePartitions. Fewer partitions and another
 //! replication factor are `impossible` in the plan ([`refine`]). Only topics inside the
-//! target's ownership prefixes are ever written; dlqctl never deletes a topic.
+//! target's ownership prefixes are ever written. A topic is deleted (DeleteTopics) only when
+//! `plan --prune` planned it, and, unless message loss is allowed, only while it holds no
+//! records ([`Reader::record_count`]).
 
 pub mod ffi;
 
@@ -142,6 +146,23 @@ pub fn topic_id(target: &str, name: &str) -> ResourceId {
         scope: String::new(),
         name: name.to_owned(),
     }
+}
+
+/// The channel (its main topic) and role a topic's name suggests under Spring's naming:
+/// `<main>-dlt` / `<main>.DLT` is a dead-letter topic, `<main>-retry[-…]` a retry topic.
+pub fn role_by_name(topic: &str) -> (String, Role) {
+    for suffix in ["-dlt", ".DLT"] {
+        if let Some(main) = topic.strip_suffix(suffix) {
+            return (main.to_owned(), Role::DeadLetter);
+        }
+    }
+    if let Some(i) = topic.rfind("-retry") {
+        let rest = &topic[i + "-retry".len()..];
+        if rest.is_empty() || rest.starts_with('-') {
+            return (topic[..i].to_owned(), Role::Retry);
+        }
+    }
+    (topic.to_owned(), Role::Main)
 }
 
 /// A config value as compared and shown: whole numbers as numbers, lists without blanks
@@ -474,6 +495,60 @@ impl Reader {
         Ok(out)
     }
 
+    /// Records a topic holds: the sum over its partitions of high minus low watermark (what a
+    /// delete would drop). `None` when the topic does not exist.
+    pub async fn record_count(&self, topic: &str) -> Result<Option<u64>, KafkaError> {
+        let meta = self.metadata().await?;
+        let Some(m) = meta.get(topic) else {
+            return Ok(None);
+        };
+        self.stats.count("kafka:ListOffsets");
+        let admin = Arc::clone(&self.admin);
+        let (name, partitions) = (topic.to_owned(), m.partitions);
+        let counted = tokio::task::spawn_blocking(move || {
+            let mut total: u64 = 0;
+            for p in 0..partitions {
+                let p = i32::try_from(p).map_err(|_| format!("partition {p} is out of range"))?;
+                let (low, high) = admin
+                    .inner()
+                    .fetch_watermarks(&name, p, TIMEOUT)
+                    .map_err(|e| format!("partition {p}: {e}"))?;
+                total = total.saturating_add(u64::try_from(high.saturating_sub(low)).unwrap_or(0));
+            }
+            Ok::<_, String>(total)
+        })
+        .await
+        .map_err(|e| {
+            topic_error(
+                topic,
+                "ListOffsets",
+                format!("the offsets thread failed: {e}"),
+            )
+        })?;
+        counted
+            .map(Some)
+            .map_err(|m| topic_error(topic, "ListOffsets", m))
+    }
+
+    /// Every topic inside the ownership prefixes (and starting with `prefix`, if given), read
+    /// as [`read`](Self::read) reads them: the scope of `plan --prune` and `import`.
+    pub async fn inventory(
+        &self,
+        prefix: Option<&str>,
+    ) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
+        let meta = self.metadata().await?;
+        let ids: Vec<ResourceId> = meta
+            .keys()
+            .filter(|t| self.owned(t) && prefix.is_none_or(|p| t.starts_with(p)))
+            .map(|t| topic_id(&self.target, t))
+            .collect();
+        let refs: Vec<&ResourceId> = ids.iter().collect();
+        if refs.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        self.read(&refs).await
+    }
+
     pub fn into_writer(self) -> Writer {
         Writer { reader: self }
     }
@@ -497,7 +572,12 @@ fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
         }
         props.insert(key, normalise_value(value));
     }
-    if !defaults.is_empty() {
+    // A real broker reports every topic config (dozens), most at their default. One that
+    // reports only a handful, all marked default, reports only what was set on the topic
+    // (tansu does): those are settings, not defaults.
+    let configs = props.keys().filter(|k| k.starts_with("config.")).count();
+    let sparse = configs < SPARSE_ANSWER && defaults.len() == configs;
+    if !defaults.is_empty() && !sparse {
         props.insert(DEFAULTS_KEY.into(), Value::Array(defaults));
     }
     Live {
@@ -505,6 +585,10 @@ fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
         messages: None,
     }
 }
+
+/// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists
+/// only what was set (see [`live_topic`]).
+pub const SPARSE_ANSWER: usize = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Writes
@@ -533,8 +617,9 @@ impl Writer {
             .operation_timeout(Some(TIMEOUT))
     }
 
-    /// Applies one change to one topic.
-    pub async fn apply(&self, change: &Change) -> Result<(), KafkaError> {
+    /// Applies one change to one topic. A delete (only `plan --prune` plans one) drops a
+    /// topic that holds records only with `allow_loss`; the count is read again first.
+    pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), KafkaError> {
         let topic = change.resource.name.as_str();
         if change.action == Action::Impossible {
             return Ok(());
@@ -552,12 +637,45 @@ impl Writer {
                 }
                 Ok(())
             }
-            Action::Replace | Action::Delete | Action::Impossible => Err(topic_error(
+            Action::Delete => self.delete(topic, allow_loss).await,
+            Action::Replace | Action::Impossible => Err(topic_error(
                 topic,
                 "apply",
-                "dlqctl does not delete Kafka topics; delete it by hand if it must go",
+                "dlqctl does not re-create Kafka topics; delete it by hand if it must go",
             )),
         }
+    }
+
+    async fn delete(&self, topic: &str, allow_loss: bool) -> Result<(), KafkaError> {
+        if !allow_loss {
+            match self.reader.record_count(topic).await? {
+                None => return Ok(()),
+                Some(0) => {}
+                Some(n) => {
+                    return Err(topic_error(
+                        topic,
+                        "DeleteTopics",
+                        format!(
+                            "not deleted: it holds {n} records now; move them first, or pass --allow-message-loss"
+                        ),
+                    ));
+                }
+            }
+        }
+        self.reader.stats.count("kafka:DeleteTopics");
+        let results = self
+            .reader
+            .admin
+            .delete_topics(&[topic], &Self::options())
+            .await
+            .map_err(|e| topic_error(topic, "DeleteTopics", e))?;
+        for r in results {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Err((name, code)) => return Err(topic_error(&name, "DeleteTopics", code)),
+            }
+        }
+        Ok(())
     }
 
     async fn create(&self, change: &Change) -> Result<(), KafkaError> {
@@ -669,12 +787,15 @@ impl Writer {
         let mut pending: Vec<&Change> = applied
             .iter()
             .copied()
-            .filter(|c| matches!(c.action, Action::Create | Action::Update))
+            .filter(|c| matches!(c.action, Action::Create | Action::Update | Action::Delete))
             .collect();
         while !pending.is_empty() {
             let ids: Vec<&ResourceId> = pending.iter().map(|c| &c.resource).collect();
             let live = self.reader.read(&ids).await?;
-            pending.retain(|c| crate::plan::diff(&as_desired(c), live.get(&c.resource)).is_some());
+            pending.retain(|c| match c.action {
+                Action::Delete => live.contains_key(&c.resource),
+                _ => crate::plan::diff(&as_desired(c), live.get(&c.resource)).is_some(),
+            });
             if pending.is_empty() || tokio::time::Instant::now() >= deadline {
                 break;
             }
@@ -864,6 +985,35 @@ mod tests {
     }
 
     #[test]
+    fn a_broker_that_lists_only_set_keys_has_no_defaults_to_hide() {
+        // tansu: the keys set on the topic, all marked Default.
+        let m = TopicMeta {
+            partitions: 1,
+            replication: 1,
+        };
+        let entry = |name: &str, value: &str| ffi::Entry {
+            name: name.into(),
+            value: Some(value.into()),
+            source: Source::Default,
+            is_default: true,
+            is_sensitive: false,
+        };
+        let l = live_topic(
+            &m,
+            &[
+                entry("retention.ms", "1000"),
+                entry("max.message.bytes", "2000000"),
+            ],
+        );
+        let d =
+            topic(json!({"partitions": 1, "replication.factor": 1, "config.retention.ms": 1000}));
+        assert_eq!(
+            crate::plan::unmanaged(&d, &l),
+            vec!["config.max.message.bytes = 2000000"]
+        );
+    }
+
+    #[test]
     fn values_are_normalised_on_both_sides() {
         assert_eq!(normalise_value("604800000"), json!(604_800_000));
         assert_eq!(normalise_value("-1"), json!(-1));
@@ -950,7 +1100,7 @@ mod tests {
         )
         .expect("create");
         c.resource.name = "billing.orders".into();
-        let e = w.apply(&c).await.expect_err("refused");
+        let e = w.apply(&c, false).await.expect_err("refused");
         assert!(
             e.to_string().contains("topic `billing.orders` is outside"),
             "{e}"

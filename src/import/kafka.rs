@@ -1,0 +1,438 @@
+//! Import from Kafka: a topic with a dead-letter topic next to it (`<main>-dlt`, or Spring's
+//! older `<main>.DLT`) becomes a channel, with its retry topics (`<main>-retry…`).
+//!
+//! Topics carry no links, so the grouping follows Spring Kafka's naming, the same profiles
+//! dlqctl writes (docs/kafka.md). Which profile, backoff and number of attempts give exactly
+//! the live retry topics is found by trying candidates and resolving each as `plan` would;
+//! the first that reproduces every name wins. When the names do not carry the delays
+//! (`-retry`, `-retry-0`, ...), import says that the delays it wrote are assumptions.
+//!
+//! Pure: it groups what [`crate::backend::kafka::Reader::inventory`] read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{
+    Candidate, channel, fit_backoff, millis, sanitise_channel_id, template, valid_channel_id,
+};
+use crate::backend::kafka::{DEFAULTS_KEY, topic_id};
+use crate::resource::{Live, ResourceId};
+use crate::spec::model::{
+    Backoff, ChannelSpec, ConfigValue, DeadLetter, KafkaNaming, KafkaOptions, Retry, Target,
+    TopicReuse,
+};
+use crate::spec::resolve;
+
+/// Groups topics into channels; returns them and what fits no channel.
+pub fn group(
+    live: &BTreeMap<ResourceId, Live>,
+    target_name: &str,
+    target: &Target,
+) -> (Vec<Candidate>, Vec<String>) {
+    let topics: BTreeSet<&str> = live.keys().map(|i| i.name.as_str()).collect();
+    let dlt_of = |main: &str| {
+        [format!("{main}-dlt"), format!("{main}.DLT")]
+            .into_iter()
+            .find(|d| topics.contains(d.as_str()))
+    };
+    let mains: Vec<&str> = topics
+        .iter()
+        .copied()
+        .filter(|t| dlt_of(t).is_some())
+        .collect();
+    let mut claimed: BTreeSet<String> = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut unmatched = Vec::new();
+    for main in &mains {
+        let Some(dlt) = dlt_of(main) else { continue };
+        let retries: Vec<&str> = topics
+            .iter()
+            .copied()
+            .filter(|t| {
+                t.strip_prefix(*main)
+                    .and_then(|r| r.strip_prefix("-retry"))
+                    .is_some_and(|r| r.is_empty() || r.starts_with('-'))
+                    && !mains.contains(t)
+                    && dlt_of(t).is_none()
+                    && !t.ends_with("-dlt")
+            })
+            .collect();
+        let mut names: Vec<String> = vec![(*main).to_owned(), dlt.clone()];
+        names.extend(retries.iter().map(|r| (*r).to_owned()));
+        match build(live, target_name, target, main, &dlt, &retries) {
+            Ok(c) => out.push(c),
+            Err(why) => {
+                for n in &names {
+                    unmatched.push(format!(
+                        "{}: fits no channel: {why}",
+                        topic_id(target_name, n)
+                    ));
+                }
+            }
+        }
+        claimed.extend(names);
+    }
+    for t in &topics {
+        if !claimed.contains(*t) {
+            unmatched.push(format!(
+                "{}: fits no channel: no `{t}-dlt` topic next to it, and it is no other channel's retry or dead-letter topic",
+                topic_id(target_name, t)
+            ));
+        }
+    }
+    (out, unmatched)
+}
+
+/// The configs set on a topic (not broker defaults).
+fn topic_configs(l: &Live) -> BTreeMap<String, Value> {
+    let defaults: Vec<&str> = l
+        .props
+        .get(DEFAULTS_KEY)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    l.props
+        .iter()
+        .filter(|(k, _)| k.starts_with("config.") && !defaults.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The topic's effective retention (set on it, or the broker's default, written out: a
+/// dead-letter channel should say how long it keeps messages).
+fn retention(
+    l: &Live,
+    topic: &ResourceId,
+    findings: &mut Vec<String>,
+) -> Option<crate::spec::duration::Duration> {
+    let v = l.props.get("config.retention.ms").cloned()?;
+    match v.as_i64() {
+        Some(ms) if ms >= 1000 => u64::try_from(ms).ok().map(millis),
+        _ => {
+            findings.push(format!(
+                "{topic}: retention.ms = {v} cannot be written as a spec retention (at least 1s); left as is"
+            ));
+            None
+        }
+    }
+}
+
+fn build(
+    live: &BTreeMap<ResourceId, Live>,
+    target_name: &str,
+    target: &Target,
+    main: &str,
+    dlt: &str,
+    retries: &[&str],
+) -> Result<Candidate, String> {
+    let get = |n: &str| live.get(&topic_id(target_name, n));
+    let (Some(ml), Some(dl)) = (get(main), get(dlt)) else {
+        return Err("it was not read".into());
+    };
+    let id = if valid_channel_id(main) {
+        main.to_owned()
+    } else {
+        sanitise_channel_id(main)
+    };
+    let number = |l: &Live, k: &str| l.props.get(k).and_then(Value::as_u64);
+    let partitions = number(ml, "partitions").and_then(|n| u32::try_from(n).ok());
+    let dlt_partitions = number(dl, "partitions").and_then(|n| u32::try_from(n).ok());
+    let replication = number(ml, "replication.factor").and_then(|n| u16::try_from(n).ok());
+    let mut findings = Vec::new();
+
+    // Configs every topic of the channel has, with the same value.
+    let all: Vec<&Live> = std::iter::once(ml)
+        .chain(retries.iter().filter_map(|r| get(r)))
+        .chain([dl])
+        .collect();
+    let mut shared: BTreeMap<String, ConfigValue> = BTreeMap::new();
+    for (k, v) in topic_configs(ml) {
+        if k == "config.retention.ms" {
+            continue;
+        }
+        if all.iter().all(|l| topic_configs(l).get(&k) == Some(&v)) {
+            let value = match &v {
+                Value::Number(n) => n
+                    .as_i64()
+                    .map_or_else(|| ConfigValue::Text(n.to_string()), ConfigValue::Int),
+                Value::Bool(b) => ConfigValue::Bool(*b),
+                Value::String(s) => ConfigValue::Text(s.clone()),
+                other => ConfigValue::Text(other.to_string()),
+            };
+            shared.insert(k.trim_start_matches("config.").to_owned(), value);
+        }
+    }
+    let dead_letter_name = if dlt == format!("{main}-dlt") {
+        None
+    } else {
+        Some(template(dlt, &id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
+    };
+    let base = ChannelSpec {
+        target: Some(target_name.to_owned()),
+        name: (id != main).then(|| main.to_owned()),
+        retention: retention(ml, &topic_id(target_name, main), &mut findings),
+        retry: None,
+        dead_letter: Some(DeadLetter {
+            name: dead_letter_name,
+            retention: retention(dl, &topic_id(target_name, dlt), &mut findings),
+        }),
+        kafka: Some(KafkaOptions {
+            partitions,
+            replication_factor: replication,
+            dead_letter_partitions: dlt_partitions.filter(|d| Some(*d) != partitions),
+            naming: None,
+            same_interval_topic_reuse: None,
+            config: (!shared.is_empty()).then_some(shared),
+        }),
+        ..ChannelSpec::default()
+    };
+    let wanted: BTreeSet<&str> = retries.iter().copied().collect();
+    let (spec, assumed) = candidates(main, retries)
+        .into_iter()
+        .map(|(naming, reuse, backoff, attempts, assumed)| {
+            let mut spec = base.clone();
+            spec.retry = Some(Retry {
+                max_attempts: Some(attempts),
+                backoff,
+                name: None,
+            });
+            if let Some(k) = spec.kafka.as_mut() {
+                k.naming = (naming != KafkaNaming::Spring).then_some(naming);
+                k.same_interval_topic_reuse = (reuse != TopicReuse::SingleTopic).then_some(reuse);
+            }
+            (spec, assumed)
+        })
+        .find(|(spec, _)| {
+            let c = channel(&id, spec.clone());
+            resolve::resolve(&c, target_name, target).is_ok_and(|r| {
+                let got: BTreeSet<&str> = r.retry_stages.iter().map(|s| s.name.as_str()).collect();
+                got == wanted && r.dead_letter == dlt && r.main == main
+            })
+        })
+        .ok_or_else(|| {
+            format!(
+                "its retry topics ({}) follow none of the naming profiles (spring, index; singleTopic, multipleTopics)",
+                if retries.is_empty() { "none".to_owned() } else { retries.join(", ") }
+            )
+        })?;
+    if assumed {
+        findings.push(format!(
+            "{}: the retry topic names do not carry the delays; the backoff in the spec is an assumption (Spring's default 1s): set the one your consumer uses",
+            topic_id(target_name, main)
+        ));
+    }
+    let members: BTreeMap<ResourceId, Live> = std::iter::once(main)
+        .chain(retries.iter().copied())
+        .chain([dlt])
+        .filter_map(|n| get(n).map(|l| (topic_id(target_name, n), l.clone())))
+        .collect();
+    Ok(Candidate {
+        channel: channel(&id, spec),
+        live: members,
+        findings,
+        to_adopt: Vec::new(),
+        unreadable: Vec::new(),
+    })
+}
+
+type Try = (KafkaNaming, TopicReuse, Option<Backoff>, u32, bool);
+
+/// Profiles, backoffs and attempt counts that may give these retry topics, most likely first;
+/// the last field says whether the delays are a guess.
+fn candidates(main: &str, retries: &[&str]) -> Vec<Try> {
+    use KafkaNaming::{Index, Spring};
+    use TopicReuse::{MultipleTopics, SingleTopic};
+    let rests: Vec<&str> = retries
+        .iter()
+        .filter_map(|r| r.strip_prefix(main).and_then(|r| r.strip_prefix("-retry")))
+        .collect();
+    let k = u32::try_from(rests.len()).unwrap_or(u32::MAX);
+    if rests.is_empty() {
+        return vec![(Spring, SingleTopic, None, 1, false)];
+    }
+    let fixed = |ms: u64| Backoff {
+        initial: millis(ms),
+        multiplier: None,
+        max: None,
+        jitter: None,
+    };
+    let growing = Backoff {
+        initial: millis(1000),
+        multiplier: Some(2.0),
+        max: None,
+        jitter: None,
+    };
+    let mut out: Vec<Try> = Vec::new();
+    // `-retry-<ms>` and `-retry-<ms>-<n>`: the delays are in the names.
+    let mut delays: Vec<u64> = Vec::new();
+    let mut parsed = true;
+    for r in &rests {
+        let parts: Vec<&str> = r.trim_start_matches('-').split('-').collect();
+        match parts.as_slice() {
+            [ms] if !ms.is_empty() => match ms.parse::<u64>() {
+                Ok(ms) => delays.push(ms),
+                Err(_) => parsed = false,
+            },
+            [ms, n] => match (ms.parse::<u64>(), n.parse::<u64>()) {
+                (Ok(ms), Ok(_)) => delays.push(ms),
+                _ => parsed = false,
+            },
+            _ => parsed = false,
+        }
+    }
+    if parsed {
+        delays.sort_unstable();
+        let mut distinct = delays.clone();
+        distinct.dedup();
+        if let Some((b, attempts)) = fit_backoff(&distinct) {
+            out.push((Spring, SingleTopic, Some(b.clone()), attempts, false));
+            out.push((Spring, MultipleTopics, Some(b.clone()), attempts, false));
+            // Repeated delays (`-retry-4000-0`, `-retry-4000-1`): the attempts at the cap.
+            let capped = Backoff {
+                max: distinct.last().copied().map(millis),
+                ..b
+            };
+            let all = u32::try_from(delays.len())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1);
+            out.push((Spring, MultipleTopics, Some(capped), all, false));
+        }
+    }
+    // `-retry` or `-retry-0`, `-retry-1`, ...: indexes or a fixed delay; delays unknown.
+    out.push((Spring, SingleTopic, Some(fixed(1000)), k + 1, true));
+    out.push((Spring, SingleTopic, Some(fixed(1000)), 2, true));
+    out.push((Index, SingleTopic, Some(growing.clone()), k + 1, true));
+    out.push((Spring, MultipleTopics, Some(fixed(1000)), k + 1, true));
+    out.push((Index, MultipleTopics, Some(growing), k + 1, true));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn topic(partitions: u64, retention: Option<i64>) -> Live {
+        let mut props = json!({"partitions": partitions, "replication.factor": 1});
+        if let Some(r) = retention {
+            props["config.retention.ms"] = json!(r);
+        }
+        Live {
+            props: serde_json::from_value(props).expect("props"),
+            messages: None,
+        }
+    }
+
+    fn target() -> Target {
+        serde_json::from_value(
+            json!({"backend": "kafka", "bootstrapServers": "x:1", "ownership": {"prefixes": ["inv."]}}),
+        )
+        .expect("target")
+    }
+
+    #[test]
+    fn spring_named_topics_become_one_channel_with_their_backoff() {
+        let l: BTreeMap<ResourceId, Live> = [
+            ("inv.e", topic(3, Some(604_800_000))),
+            ("inv.e-retry-1000", topic(3, Some(604_800_000))),
+            ("inv.e-retry-2000", topic(3, Some(604_800_000))),
+            ("inv.e-retry-4000", topic(3, Some(604_800_000))),
+            ("inv.e-dlt", topic(3, Some(2_592_000_000))),
+            ("inv.lonely", topic(1, None)),
+        ]
+        .into_iter()
+        .map(|(n, l)| (topic_id("k", n), l))
+        .collect();
+        let (found, unmatched) = group(&l, "k", &target());
+        assert_eq!(found.len(), 1, "{unmatched:?}");
+        let spec = &found[0].channel.spec;
+        assert_eq!(spec.retry.as_ref().and_then(|r| r.max_attempts), Some(4));
+        assert_eq!(spec.retention.map(|d| d.to_string()).as_deref(), Some("7d"));
+        assert!(found[0].findings.is_empty(), "{:?}", found[0].findings);
+        assert_eq!(unmatched.len(), 1);
+        assert!(unmatched[0].contains("inv.lonely"));
+    }
+
+    #[test]
+    fn every_naming_profile_dlqctl_writes_is_imported_back_to_the_same_topics() {
+        let backoffs: [(Option<Backoff>, u32); 4] = [
+            (None, 1),
+            (None, 3),
+            (
+                Some(Backoff {
+                    initial: millis(1000),
+                    multiplier: Some(2.0),
+                    max: Some(millis(4000)),
+                    jitter: None,
+                }),
+                5,
+            ),
+            (
+                Some(Backoff {
+                    initial: millis(500),
+                    multiplier: Some(1.5),
+                    max: None,
+                    jitter: None,
+                }),
+                4,
+            ),
+        ];
+        for naming in [KafkaNaming::Spring, KafkaNaming::Index] {
+            for reuse in [TopicReuse::SingleTopic, TopicReuse::MultipleTopics] {
+                for (backoff, attempts) in &backoffs {
+                    let spec = ChannelSpec {
+                        target: Some("k".into()),
+                        retry: Some(Retry {
+                            max_attempts: Some(*attempts),
+                            backoff: backoff.clone(),
+                            name: None,
+                        }),
+                        kafka: Some(KafkaOptions {
+                            naming: Some(naming),
+                            same_interval_topic_reuse: Some(reuse),
+                            ..KafkaOptions::default()
+                        }),
+                        ..ChannelSpec::default()
+                    };
+                    let r = resolve::resolve(&channel("inv.p", spec), "k", &target())
+                        .expect("resolves");
+                    let mut names: BTreeSet<String> =
+                        r.retry_stages.iter().map(|s| s.name.clone()).collect();
+                    names.insert(r.main.clone());
+                    names.insert(r.dead_letter.clone());
+                    let l: BTreeMap<ResourceId, Live> = names
+                        .iter()
+                        .map(|n| (topic_id("k", n), topic(1, None)))
+                        .collect();
+                    let (found, unmatched) = group(&l, "k", &target());
+                    let case = format!("{naming:?} {reuse:?} {backoff:?} x{attempts}: {names:?}");
+                    assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
+                    let back =
+                        resolve::resolve(&found[0].channel, "k", &target()).expect("resolves");
+                    let mut got: BTreeSet<String> =
+                        back.retry_stages.iter().map(|s| s.name.clone()).collect();
+                    got.insert(back.main.clone());
+                    got.insert(back.dead_letter.clone());
+                    assert_eq!(got, names, "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn index_named_topics_are_imported_with_assumed_delays() {
+        let l: BTreeMap<ResourceId, Live> =
+            ["inv.o", "inv.o-retry-0", "inv.o-retry-1", "inv.o-dlt"]
+                .into_iter()
+                .map(|n| (topic_id("k", n), topic(1, None)))
+                .collect();
+        let (found, unmatched) = group(&l, "k", &target());
+        assert_eq!(found.len(), 1, "{unmatched:?}");
+        assert!(
+            found[0].findings[0].contains("assumption"),
+            "{:?}",
+            found[0].findings
+        );
+    }
+}

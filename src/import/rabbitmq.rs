@@ -1,0 +1,901 @@
+//! Import from RabbitMQ: queues linked by dead-letter routing become channels.
+//!
+//! A queue's dead-lettering is read from its x-arguments and from the policy RabbitMQ applies
+//! to it (arguments win, as in RabbitMQ). The links dlqctl's own topologies use are followed:
+//! a retry queue with a TTL dead-letters back into its main queue through the default
+//! exchange (the TTL retry loop; in policy mode the main queue dead-letters into its first
+//! retry queue), or a quorum main queue with a delivery limit dead-letters into its DLQ. In
+//! the TTL loop nothing on the broker points at the DLQ (the consumer publishes to it), so it
+//! is found by name next to the main queue (`<stem>.dlq`, `<stem>-dlq`, ...). Retry delays
+//! become a backoff; the number of attempts is not recorded anywhere on the broker, so import
+//! writes the fewest that use every retry queue and says so.
+//!
+//! Pure: it groups what [`crate::backend::rabbitmq::Reader::read`] returned.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{
+    Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
+    template, valid_channel_id,
+};
+use crate::resource::{Kind, Live, ResourceId};
+use crate::spec::model::{
+    Backend, ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
+    RabbitMqOptions, Retry, Target,
+};
+use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
+
+/// The dead-lettering settings dlqctl writes (policy keys; `x-` + key as arguments).
+const SETTINGS: [&str; 6] = [
+    "message-ttl",
+    "dead-letter-exchange",
+    "dead-letter-routing-key",
+    "delivery-limit",
+    "dead-letter-strategy",
+    "overflow",
+];
+
+/// Names tried for the dead-letter queue of a TTL retry loop, after the channel's stem (and
+/// after the main queue's name), in this order.
+pub const DLQ_SUFFIXES: [&str; 11] = [
+    ".dlq",
+    "-dlq",
+    "_dlq",
+    ".dead-letter",
+    "-dead-letter",
+    ".dead",
+    "-dead",
+    ".failed",
+    "-failed",
+    ".error",
+    "-error",
+];
+
+/// How many queues, policies, exchanges and bindings were read.
+pub fn counts(live: &BTreeMap<ResourceId, Live>) -> BTreeMap<&'static str, usize> {
+    let mut out = BTreeMap::new();
+    for id in live.keys() {
+        let k = match id.kind {
+            Kind::Queue => "queues",
+            Kind::Policy => "policies",
+            Kind::Exchange => "exchanges",
+            Kind::Binding => "bindings",
+            _ => continue,
+        };
+        *out.entry(k).or_insert(0) += 1;
+    }
+    out
+}
+
+/// Policies applied to owned queues whose names are outside the prefixes (not read yet).
+pub fn foreign_policies(live: &BTreeMap<ResourceId, Live>) -> Vec<String> {
+    let owned: BTreeSet<&str> = live
+        .keys()
+        .filter(|i| i.kind == Kind::Policy)
+        .map(|i| i.name.as_str())
+        .collect();
+    let mut out: Vec<String> = live
+        .iter()
+        .filter(|(i, _)| i.kind == Kind::Queue)
+        .filter_map(|(_, l)| l.props.get("@policy").and_then(Value::as_str))
+        .filter(|p| !owned.contains(p))
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Where a queue's dead-lettering settings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    None,
+    Arguments,
+    /// A policy named after the queue, matching exactly it (what dlqctl writes).
+    OwnPolicy,
+    /// Any other policy (a pattern over many queues, another name): a spec cannot say it.
+    OtherPolicy,
+    Mixed,
+}
+
+#[derive(Debug, Clone)]
+struct Queue<'a> {
+    name: &'a str,
+    live: &'a Live,
+    settings: BTreeMap<String, Value>,
+    source: Source,
+    policy: Option<String>,
+}
+
+impl Queue<'_> {
+    fn ttl(&self) -> Option<u64> {
+        self.settings.get("message-ttl").and_then(Value::as_u64)
+    }
+
+    /// The queue it dead-letters into through the default exchange; `Err` for another
+    /// exchange (a spec cannot say that).
+    fn edge(&self) -> Result<Option<&str>, String> {
+        match self.settings.get("dead-letter-exchange") {
+            None => Ok(None),
+            Some(Value::String(x)) if x.is_empty() => Ok(self
+                .settings
+                .get("dead-letter-routing-key")
+                .and_then(Value::as_str)),
+            Some(x) => Err(format!(
+                "it dead-letters through exchange {x}; dlqctl dead-letters through the default exchange"
+            )),
+        }
+    }
+
+    fn queue_type(&self) -> QueueType {
+        match self.live.props.get("type").and_then(Value::as_str) {
+            Some("quorum") => QueueType::Quorum,
+            _ => QueueType::Classic,
+        }
+    }
+}
+
+fn queue_id(target: &str, vhost: &str, kind: Kind, name: &str) -> ResourceId {
+    ResourceId {
+        target: target.to_owned(),
+        backend: Backend::Rabbitmq,
+        kind,
+        scope: vhost.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+fn queues<'a>(
+    live: &'a BTreeMap<ResourceId, Live>,
+    foreign: &'a BTreeMap<String, Live>,
+    vhost: &str,
+) -> BTreeMap<&'a str, Queue<'a>> {
+    let policies: BTreeMap<&str, &Live> = live
+        .iter()
+        .filter(|(i, _)| i.kind == Kind::Policy && i.scope == vhost)
+        .map(|(i, l)| (i.name.as_str(), l))
+        .chain(foreign.iter().map(|(n, l)| (n.as_str(), l)))
+        .collect();
+    let mut out = BTreeMap::new();
+    for (id, l) in live
+        .iter()
+        .filter(|(i, _)| i.kind == Kind::Queue && i.scope == vhost)
+    {
+        let mut settings = BTreeMap::new();
+        let mut from_policy = false;
+        let policy = l
+            .props
+            .get("@policy")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let own_policy = policy.as_deref().is_some_and(|p| {
+            p == id.name
+                && policies.get(p).is_some_and(|pl| {
+                    pl.props.get("pattern").and_then(Value::as_str)
+                        == Some(crate::backend::rabbitmq::exact_pattern(&id.name).as_str())
+                })
+        });
+        if let Some(pl) = policy.as_deref().and_then(|p| policies.get(p)) {
+            for k in SETTINGS {
+                if let Some(v) = pl.props.get(&format!("definition.{k}")) {
+                    settings.insert(k.to_owned(), v.clone());
+                    from_policy = true;
+                }
+            }
+        }
+        let mut from_args = false;
+        for k in SETTINGS {
+            if let Some(v) = l.props.get(&format!("arguments.x-{k}")) {
+                settings.insert(k.to_owned(), v.clone());
+                from_args = true;
+            }
+        }
+        let source = match (from_args, from_policy) {
+            (false, false) => Source::None,
+            (true, false) => Source::Arguments,
+            (false, true) if own_policy => Source::OwnPolicy,
+            (false, true) => Source::OtherPolicy,
+            (true, true) => Source::Mixed,
+        };
+        out.insert(
+            id.name.as_str(),
+            Queue {
+                name: id.name.as_str(),
+                live: l,
+                settings,
+                source,
+                policy,
+            },
+        );
+    }
+    out
+}
+
+/// Groups queues, policies, exchanges and bindings into channels; returns them and what fits
+/// no channel. `prefix`: only channels with a name starting with it (and only such objects
+/// are reported as unmatched).
+pub fn group(
+    live: &BTreeMap<ResourceId, Live>,
+    foreign: &BTreeMap<String, Live>,
+    target_name: &str,
+    target: &Target,
+    vhost: &str,
+    prefix: Option<&str>,
+) -> (Vec<Candidate>, Vec<String>) {
+    let qs = queues(live, foreign, vhost);
+    let mut retries_of: BTreeMap<&str, Vec<&Queue>> = BTreeMap::new();
+    let mut unmatched = Vec::new();
+    let mut failed: BTreeSet<&str> = BTreeSet::new();
+    for q in qs.values() {
+        match q.edge() {
+            Ok(Some(t)) if t != q.name && qs.contains_key(t) && q.ttl().is_some() => {
+                retries_of.entry(t).or_default().push(q);
+            }
+            Ok(_) => {}
+            Err(why) => {
+                unmatched.push(format!(
+                    "{}: fits no channel: {why}",
+                    queue_id(target_name, vhost, Kind::Queue, q.name)
+                ));
+                failed.insert(q.name);
+            }
+        }
+    }
+    let mut mains: Vec<&str> = retries_of.keys().copied().collect();
+    for q in qs.values() {
+        if q.settings.contains_key("delivery-limit") && !mains.contains(&q.name) {
+            mains.push(q.name);
+        }
+    }
+    mains.sort();
+    let mut claimed: BTreeSet<String> = BTreeSet::new();
+    let mut out = Vec::new();
+    for main in mains {
+        if claimed.contains(main) || failed.contains(main) {
+            continue;
+        }
+        let retries = retries_of.get(main).cloned().unwrap_or_default();
+        let built = build(
+            &qs,
+            live,
+            target_name,
+            target,
+            vhost,
+            main,
+            retries,
+            &claimed,
+        );
+        match built {
+            Ok((c, names)) => {
+                let keep = prefix.is_none_or(|p| names.iter().any(|n| n.starts_with(p)));
+                claimed.extend(names);
+                if keep {
+                    out.push(c);
+                }
+            }
+            Err((why, names)) => {
+                for n in &names {
+                    if prefix.is_none_or(|p| n.starts_with(p)) {
+                        unmatched.push(format!(
+                            "{}: fits no channel: {why}",
+                            queue_id(target_name, vhost, Kind::Queue, n)
+                        ));
+                    }
+                }
+                claimed.extend(names);
+            }
+        }
+    }
+    // What no channel took.
+    let in_channels: BTreeSet<ResourceId> =
+        out.iter().flat_map(|c| c.live.keys().cloned()).collect();
+    for (id, l) in live.iter().filter(|(i, _)| i.scope == vhost) {
+        let named = match id.kind {
+            Kind::Binding => l
+                .props
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            _ => id.name.as_str(),
+        };
+        if in_channels.contains(id)
+            || claimed.contains(&id.name)
+            || failed.contains(id.name.as_str())
+            || prefix.is_some_and(|p| !named.starts_with(p))
+        {
+            continue;
+        }
+        let why = match id.kind {
+            Kind::Queue => "no dead-letter routing ties it to a retry loop or a delivery limit",
+            Kind::Policy => "it applies to no imported queue",
+            Kind::Exchange => "it routes into no imported main queue",
+            _ => "it routes into no imported main queue",
+        };
+        unmatched.push(format!("{id}: fits no channel: {why}"));
+    }
+    (out, unmatched)
+}
+
+type Built = Result<(Candidate, Vec<String>), (String, Vec<String>)>;
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    qs: &BTreeMap<&str, Queue>,
+    live: &BTreeMap<ResourceId, Live>,
+    target_name: &str,
+    target: &Target,
+    vhost: &str,
+    main: &str,
+    mut retries: Vec<&Queue>,
+    claimed: &BTreeSet<String>,
+) -> Built {
+    let fail = |why: String, names: Vec<&str>| -> Built {
+        Err((why, names.into_iter().map(str::to_owned).collect()))
+    };
+    let Some(m) = qs.get(main) else {
+        return fail("it was not read".into(), vec![main]);
+    };
+    retries.sort_by_key(|r| (r.ttl(), r.name));
+    let mut names: Vec<&str> = vec![main];
+    names.extend(retries.iter().map(|r| r.name));
+    let delivery_limit = m.settings.get("delivery-limit").and_then(Value::as_u64);
+    let (model, dlq) = if let Some(limit) = delivery_limit {
+        if !retries.is_empty() {
+            return fail(
+                "it has both a delivery limit and TTL retry queues; a spec has one retry model"
+                    .into(),
+                names,
+            );
+        }
+        match m.edge() {
+            Ok(Some(d)) if qs.contains_key(d) && d != main => (Loop::DeliveryLimit(limit), d),
+            _ => {
+                return fail(
+                    "it has a delivery limit but dead-letters into no queue of this vhost".into(),
+                    names,
+                );
+            }
+        }
+    } else {
+        // TTL loop: the DLQ is the queue named like the channel's stem.
+        let stem = common_stem(&names);
+        let stem = if stem.is_empty() {
+            main.to_owned()
+        } else {
+            stem
+        };
+        let tried: Vec<String> = DLQ_SUFFIXES
+            .iter()
+            .flat_map(|s| [format!("{stem}{s}"), format!("{main}{s}")])
+            .collect();
+        let found = tried.iter().find(|n| {
+            qs.get(n.as_str()).is_some_and(|q| {
+                !claimed.contains(n.as_str())
+                    && matches!(q.edge(), Ok(None))
+                    && !names.contains(&q.name)
+            })
+        });
+        match found {
+            Some(d) => (Loop::Ttl, qs.get(d.as_str()).map_or("", |q| q.name)),
+            None => {
+                return fail(
+                    format!(
+                        "it is the main queue of a TTL retry loop, but no dead-letter queue was found next to it (looked for {})",
+                        tried.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                    names,
+                );
+            }
+        }
+    };
+    names.push(dlq);
+    if claimed.contains(dlq) {
+        return fail(
+            format!("its dead-letter queue {dlq} already belongs to another channel"),
+            names,
+        );
+    }
+    let Some(d) = qs.get(dlq) else {
+        return fail(format!("its dead-letter queue {dlq} was not read"), names);
+    };
+    let members: Vec<&Queue> = std::iter::once(m)
+        .chain(retries.iter().copied())
+        .chain([d])
+        .collect();
+
+    // One way of setting things for the whole channel.
+    let sources: BTreeSet<String> = members
+        .iter()
+        .filter(|q| q.source != Source::None)
+        .map(|q| format!("{:?}", q.source))
+        .collect();
+    let mode = match sources
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["OwnPolicy"] => DlxMode::Policy,
+        ["Arguments"] => DlxMode::Arguments,
+        _ => {
+            let other: Vec<String> = members
+                .iter()
+                .filter(|q| matches!(q.source, Source::OtherPolicy | Source::Mixed))
+                .map(|q| format!("{} (policy {})", q.name, q.policy.as_deref().unwrap_or("-")))
+                .collect();
+            let why = if other.is_empty() {
+                "its queues mix x-arguments and policies; a spec uses one or the other".to_owned()
+            } else {
+                format!(
+                    "{} get dead-lettering from a policy not named after the queue (or from both a policy and x-arguments); dlqctl writes one policy per queue, named after it",
+                    other.join(", ")
+                )
+            };
+            return fail(why, names);
+        }
+    };
+    if let Ok(Some(t)) = m.edge()
+        && model == Loop::Ttl
+        && retries.first().is_none_or(|r| r.name != t)
+    {
+        return fail(
+            format!("it dead-letters into {t}, not into its first retry queue"),
+            names,
+        );
+    }
+    let types: BTreeSet<String> = members
+        .iter()
+        .map(|q| format!("{:?}", q.queue_type()))
+        .collect();
+    if types.len() > 1 {
+        return fail(
+            "its queues are of different types (classic and quorum); a spec gives them one type"
+                .into(),
+            names,
+        );
+    }
+
+    let stem = common_stem(&names);
+    let id = if valid_channel_id(&stem) {
+        stem
+    } else if valid_channel_id(main) {
+        main.to_owned()
+    } else {
+        sanitise_channel_id(main)
+    };
+    let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
+    let Some(main_t) = template(main, &id) else {
+        return fail(braces(main), names);
+    };
+    let Some(dlq_t) = template(dlq, &id) else {
+        return fail(braces(dlq), names);
+    };
+    let mut findings = Vec::new();
+    let mut retry = Retry {
+        max_attempts: None,
+        backoff: None,
+        name: None,
+    };
+    let mut retry_model = None;
+    match model {
+        Loop::DeliveryLimit(limit) => {
+            retry.max_attempts = u32::try_from(limit).ok().map(|l| l.saturating_add(1));
+            retry_model = Some(crate::spec::model::RetryModel::DeliveryLimit);
+        }
+        Loop::Ttl => {
+            let ttls: Vec<u64> = retries.iter().filter_map(|r| r.ttl()).collect();
+            let mut distinct = ttls.clone();
+            distinct.dedup();
+            if distinct.len() != ttls.len() {
+                return fail("two of its retry queues have the same TTL; a spec has one retry queue per delay".into(), names);
+            }
+            let Some((backoff, attempts)) = fit_backoff(&distinct) else {
+                return fail(
+                    format!(
+                        "its retry delays ({} ms) do not follow an exponential backoff a spec can express",
+                        distinct
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    names,
+                );
+            };
+            retry.max_attempts = Some(attempts);
+            retry.backoff = Some(backoff);
+            findings.push(format!(
+                "{}: RabbitMQ does not record how many attempts the consumer makes; `retry.maxAttempts` was set to {attempts}, the fewest that use every retry queue: set the number your consumer uses",
+                queue_id(target_name, vhost, Kind::Queue, main)
+            ));
+            match retry_template(&retries, &id) {
+                Some(t) => {
+                    let default = if distinct.len() == 1 {
+                        "{channel}.retry"
+                    } else {
+                        "{channel}.retry.{delay}"
+                    };
+                    retry.name = non_default(t, default);
+                }
+                None => {
+                    return fail(
+                        "the names of its retry queues follow no template ({channel}, {delay}, {index})".into(),
+                        names,
+                    );
+                }
+            }
+        }
+    }
+
+    // Exchange: the one with the most bindings into the main queue.
+    let mut by_exchange: BTreeMap<&str, Vec<(&ResourceId, &Live)>> = BTreeMap::new();
+    for (bid, bl) in live
+        .iter()
+        .filter(|(i, _)| i.kind == Kind::Binding && i.scope == vhost)
+    {
+        let get = |k: &str| bl.props.get(k).and_then(Value::as_str).unwrap_or_default();
+        if members.iter().any(|q| q.name == get("destination")) {
+            by_exchange
+                .entry(get("source"))
+                .or_default()
+                .push((bid, bl));
+        }
+    }
+    let mut member_live: BTreeMap<ResourceId, Live> = BTreeMap::new();
+    for q in &members {
+        member_live.insert(
+            queue_id(target_name, vhost, Kind::Queue, q.name),
+            q.live.clone(),
+        );
+        let pid = queue_id(target_name, vhost, Kind::Policy, q.name);
+        if let Some(pl) = live.get(&pid) {
+            member_live.insert(pid, pl.clone());
+        }
+    }
+    let chosen = by_exchange
+        .iter()
+        .filter(|(x, bs)| {
+            live.contains_key(&queue_id(target_name, vhost, Kind::Exchange, x))
+                && bs
+                    .iter()
+                    .any(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
+        })
+        .max_by_key(|(x, bs)| (bs.len(), std::cmp::Reverse(**x)))
+        .map(|(x, _)| *x);
+    let mut exchange = None;
+    for (x, bs) in &by_exchange {
+        for (bid, bl) in bs {
+            let to_main = bl.props.get("destination").and_then(Value::as_str) == Some(main);
+            if Some(*x) == chosen && to_main {
+                member_live.insert((*bid).clone(), (*bl).clone());
+            } else {
+                findings.push(format!(
+                    "{bid}: not in the spec, left as is (a spec binds one exchange to the main queue); `plan --prune` would delete it"
+                ));
+            }
+        }
+    }
+    if let Some(x) = chosen {
+        let xid = queue_id(target_name, vhost, Kind::Exchange, x);
+        let kind = match live
+            .get(&xid)
+            .and_then(|l| l.props.get("type"))
+            .and_then(Value::as_str)
+        {
+            Some("topic") => ExchangeKind::Topic,
+            Some("fanout") => ExchangeKind::Fanout,
+            Some("headers") => ExchangeKind::Headers,
+            _ => ExchangeKind::Direct,
+        };
+        let mut keys: Vec<String> = by_exchange
+            .get(x)
+            .into_iter()
+            .flatten()
+            .filter(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
+            .filter_map(|(_, b)| b.props.get("routing_key").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        keys.sort();
+        keys.dedup();
+        match template(x, &id) {
+            Some(name) => {
+                if let Some(l) = live.get(&xid) {
+                    member_live.insert(xid, l.clone());
+                }
+                exchange = Some(ExchangeBinding {
+                    name,
+                    kind: (kind != ExchangeKind::Direct).then_some(kind),
+                    routing_keys: (keys != [main.to_owned()]).then_some(keys),
+                });
+            }
+            None => findings.push(format!("{xid}: not in the spec: {}", braces(x))),
+        }
+    }
+    let priority = members
+        .iter()
+        .filter(|q| q.source == Source::OwnPolicy)
+        .find_map(|q| {
+            live.get(&queue_id(target_name, vhost, Kind::Policy, q.name))
+                .and_then(|p| p.props.get("priority"))
+                .and_then(Value::as_i64)
+                .and_then(|p| i32::try_from(p).ok())
+        })
+        .filter(|p| *p != DEFAULT_POLICY_PRIORITY);
+    let queue_type = m.queue_type();
+    let target_vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+    let spec = ChannelSpec {
+        target: Some(target_name.to_owned()),
+        name: non_default(main_t, "{channel}"),
+        retention: m.ttl().map(millis),
+        retry: Some(retry),
+        dead_letter: Some(DeadLetter {
+            name: non_default(dlq_t, "{channel}.dlq"),
+            retention: d.ttl().map(millis),
+        }),
+        rabbitmq: Some(RabbitMqOptions {
+            vhost: (vhost != target_vhost).then(|| vhost.to_owned()),
+            queue_type: (queue_type != QueueType::Classic).then_some(queue_type),
+            dlx: (mode != DlxMode::Policy).then_some(mode),
+            retry_model,
+            exchange,
+            policy_priority: priority,
+        }),
+        ..ChannelSpec::default()
+    };
+    let claimed_names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    Ok((
+        Candidate {
+            channel: channel(&id, spec),
+            live: member_live,
+            findings,
+            to_adopt: Vec::new(),
+            unreadable: Vec::new(),
+        },
+        claimed_names,
+    ))
+}
+
+/// The retry model found on the broker (with the delivery limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loop {
+    Ttl,
+    DeliveryLimit(u64),
+}
+
+/// A `retry.name` template that gives every retry queue its live name: `{channel}` for the
+/// stem, then `{delay}` (ms) or `{index}` (from 1) where the names differ.
+fn retry_template(retries: &[&Queue], id: &str) -> Option<String> {
+    let templates: Vec<String> = retries
+        .iter()
+        .map(|r| template(r.name, id))
+        .collect::<Option<_>>()?;
+    if let [only] = templates.as_slice() {
+        return Some(only.clone());
+    }
+    let by = |placeholder: &str, value: &dyn Fn(usize, &Queue) -> String| -> Option<String> {
+        let mut found: Option<String> = None;
+        for (i, (t, r)) in templates.iter().zip(retries).enumerate() {
+            let v = value(i, r);
+            let pos = t.rfind(&v)?;
+            let candidate = format!("{}{placeholder}{}", &t[..pos], &t[pos + v.len()..]);
+            match &found {
+                Some(f) if *f != candidate => return None,
+                _ => found = Some(candidate),
+            }
+        }
+        found
+    };
+    by("{delay}", &|_, r| r.ttl().unwrap_or(0).to_string())
+        .or_else(|| by("{index}", &|i, _| (i + 1).to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn id(kind: Kind, name: &str) -> ResourceId {
+        queue_id("r", "/", kind, name)
+    }
+
+    fn live(props: Value) -> Live {
+        Live {
+            props: serde_json::from_value(props).expect("props"),
+            messages: None,
+        }
+    }
+
+    fn target() -> Target {
+        serde_json::from_value(
+            json!({"backend": "rabbitmq", "url": "http://x", "ownership": {"prefixes": ["o"]}}),
+        )
+        .expect("target")
+    }
+
+    #[test]
+    fn a_hand_declared_ttl_loop_in_arguments_becomes_one_channel() {
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let mut retry = plain.clone();
+        retry["arguments.x-message-ttl"] = json!(5000);
+        retry["arguments.x-dead-letter-exchange"] = json!("");
+        retry["arguments.x-dead-letter-routing-key"] = json!("orders.process");
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "orders.process"), live(plain.clone())),
+            (id(Kind::Queue, "orders.retry"), live(retry)),
+            (id(Kind::Queue, "orders.dlq"), live(plain.clone())),
+            (id(Kind::Queue, "orders.other"), live(plain)),
+        ]
+        .into();
+        let (found, unmatched) = group(&l, &BTreeMap::new(), "r", &target(), "/", None);
+        assert_eq!(found.len(), 1, "{unmatched:?}");
+        let c = &found[0].channel;
+        assert_eq!(c.metadata.name, "orders");
+        assert_eq!(c.spec.name.as_deref(), Some("{channel}.process"));
+        let rb = c.spec.rabbitmq.as_ref().expect("rabbitmq");
+        assert_eq!(rb.dlx, Some(DlxMode::Arguments));
+        assert_eq!(
+            c.spec
+                .retry
+                .as_ref()
+                .and_then(|r| r.backoff.as_ref())
+                .map(|b| b.initial.as_millis()),
+            Some(5000)
+        );
+        assert_eq!(unmatched.len(), 1);
+        assert!(unmatched[0].contains("orders.other"), "{unmatched:?}");
+    }
+
+    #[test]
+    fn a_quorum_queue_with_a_delivery_limit_by_policy_becomes_a_delivery_limit_channel() {
+        let quorum = json!({"durable": true, "auto_delete": false, "type": "quorum"});
+        let mut main = quorum.clone();
+        main["@policy"] = json!("o.work");
+        let policy = json!({"pattern": "^o\\.work$", "apply-to": "queues", "priority": 20,
+            "definition.delivery-limit": 4, "definition.dead-letter-exchange": "",
+            "definition.dead-letter-routing-key": "o.failed",
+            "definition.dead-letter-strategy": "at-least-once", "definition.overflow": "reject-publish"});
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.work"), live(main)),
+            (id(Kind::Policy, "o.work"), live(policy)),
+            (id(Kind::Queue, "o.failed"), live(quorum)),
+        ]
+        .into();
+        let (found, unmatched) = group(&l, &BTreeMap::new(), "r", &target(), "/", None);
+        assert!(unmatched.is_empty(), "{unmatched:?}");
+        let c = &found[0].channel;
+        assert_eq!(c.metadata.name, "o");
+        assert_eq!(c.spec.retry.as_ref().and_then(|r| r.max_attempts), Some(5));
+        let rb = c.spec.rabbitmq.as_ref().expect("rabbitmq");
+        assert_eq!(rb.queue_type, Some(QueueType::Quorum));
+        assert_eq!(rb.policy_priority, Some(20));
+        assert_eq!(
+            c.spec.dead_letter.as_ref().and_then(|d| d.name.as_deref()),
+            Some("{channel}.failed")
+        );
+    }
+
+    #[test]
+    fn dead_lettering_from_a_pattern_policy_is_reported_not_guessed() {
+        let mut retry = json!({"durable": true, "auto_delete": false, "type": "classic", "@policy": "all-retries"});
+        retry["arguments.x-message-ttl"] = json!(1000);
+        let foreign: BTreeMap<String, Live> = [(
+            "all-retries".to_owned(),
+            live(
+                json!({"pattern": "\\.retry$", "definition.dead-letter-exchange": "",
+                "definition.dead-letter-routing-key": "o.main"}),
+            ),
+        )]
+        .into();
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.main"), live(plain.clone())),
+            (id(Kind::Queue, "o.retry"), live(retry)),
+            (id(Kind::Queue, "o.dlq"), live(plain)),
+        ]
+        .into();
+        let (found, unmatched) = group(&l, &foreign, "r", &target(), "/", None);
+        assert!(found.is_empty());
+        assert!(
+            unmatched
+                .iter()
+                .any(|u| u.contains("all-retries") && u.contains("o.retry")),
+            "{unmatched:?}"
+        );
+        assert_eq!(
+            unmatched.len(),
+            3,
+            "every queue of the group is listed: {unmatched:?}"
+        );
+    }
+
+    /// The live state dlqctl's own apply leaves behind, in the shape the reader returns.
+    fn applied(desired: &[crate::resource::Desired]) -> BTreeMap<ResourceId, Live> {
+        let mut out = BTreeMap::new();
+        for d in desired.iter().filter(|d| d.present) {
+            let mut props: crate::resource::Props = d
+                .props
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if d.id.kind == Kind::Queue
+                && desired
+                    .iter()
+                    .any(|p| p.present && p.id.kind == Kind::Policy && p.id.name == d.id.name)
+            {
+                props.insert("@policy".into(), json!(d.id.name));
+            }
+            out.insert(
+                d.id.clone(),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn every_topology_dlqctl_writes_is_imported_back_to_a_spec_that_plans_empty() {
+        let cases = [
+            "retry: {maxAttempts: 4, backoff: {initial: 5s}}",
+            "retry: {maxAttempts: 4, backoff: {initial: 1s, multiplier: 2}}\n  retention: 1d\n  deadLetter: {retention: 7d}",
+            "retry: {maxAttempts: 5, backoff: {initial: 1s, multiplier: 3, max: 5s}}\n  rabbitmq: {dlx: arguments}",
+            "name: \"{channel}.work\"\n  retry: {maxAttempts: 3, backoff: {initial: 2s, multiplier: 2}, name: \"{channel}.wait-{index}\"}\n  deadLetter: {name: \"{channel}-dead\"}",
+            "retry: {maxAttempts: 6}\n  rabbitmq: {queueType: quorum, retryModel: deliveryLimit, policyPriority: 50}",
+            "retry: {maxAttempts: 2, backoff: {initial: 3s}}\n  rabbitmq: {exchange: {name: \"{channel}.in\", type: topic, routingKeys: [a.#, b]}}",
+        ];
+        for case in cases {
+            let text = format!(
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: o.ch}}\nspec:\n  target: r\n  {case}\n"
+            );
+            let ws = crate::spec::load::load_str("c.yaml", &text);
+            assert!(ws.diagnostics.is_empty(), "{case}: {:?}", ws.diagnostics);
+            let r = resolve_rabbit(&ws.channels[0].value);
+            let live = applied(&crate::backend::rabbitmq::desired(&r));
+            let (found, unmatched) = group(&live, &BTreeMap::new(), "r", &target(), "/", None);
+            assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
+            assert!(unmatched.is_empty(), "{case}: {unmatched:?}");
+            let back = resolve_rabbit(&found[0].channel);
+            for d in crate::backend::rabbitmq::desired(&back) {
+                assert_eq!(
+                    crate::plan::diff(&d, live.get(&d.id)),
+                    None,
+                    "{case}: {}",
+                    serde_json::to_string(&found[0].channel).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    fn resolve_rabbit(c: &crate::spec::model::Channel) -> crate::spec::resolve::Resolved {
+        crate::spec::resolve::resolve(c, "r", &target()).expect("resolves")
+    }
+
+    #[test]
+    fn retry_names_become_a_delay_or_index_template() {
+        let mk = |name: &'static str, ttl: u64| {
+            let l: &'static Live = Box::leak(Box::new(live(json!({}))));
+            Queue {
+                name,
+                live: l,
+                settings: [("message-ttl".to_owned(), json!(ttl))].into(),
+                source: Source::Arguments,
+                policy: None,
+            }
+        };
+        let (a, b) = (mk("o.retry.1000", 1000), mk("o.retry.2000", 2000));
+        assert_eq!(
+            retry_template(&[&a, &b], "o").as_deref(),
+            Some("{channel}.retry.{delay}")
+        );
+        let (a, b) = (mk("o.r1", 1000), mk("o.r2", 2000));
+        assert_eq!(
+            retry_template(&[&a, &b], "o").as_deref(),
+            Some("{channel}.r{index}")
+        );
+    }
+}

@@ -1,0 +1,559 @@
+//! Import from SQS and CloudWatch: a queue with a RedrivePolicy and the queue it dead-letters
+//! into become one channel, with the CloudWatch alarms whose QueueName dimension is that
+//! dead-letter queue.
+//!
+//! Pure: it groups what [`crate::backend::sqs::Reader::inventory`] read. The channel id is the
+//! `dlqctl-channel` tag when dlqctl created the queues, else the main queue's name; explicit
+//! name templates are written only where the defaults would not give the live names. An alarm
+//! the spec cannot describe (another metric, another name, another statistic, ...) is left
+//! out of the spec and reported; it then stays as it is, unmanaged.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{
+    Candidate, channel, non_default, number, sanitise_channel_id, template, valid_channel_id,
+};
+use crate::backend::cloudwatch::{
+    self, DEPTH_DESCRIPTION, DEPTH_METRIC, NAMESPACE, OLDEST_AGE_DESCRIPTION, OLDEST_AGE_METRIC,
+};
+use crate::backend::sqs::{
+    DLQ_TARGET, FIFO, Inventory, MAX_RECEIVE, RETENTION, SeenAlarm, SeenQueue, TAG_CHANNEL,
+    TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY, in_prefixes, queue_id,
+};
+use crate::resource::{Kind, Live, ResourceId};
+use crate::spec::duration::Duration;
+use crate::spec::model::{
+    AgeAlarm, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Retry, SqsOptions, Target,
+};
+
+fn prefixes(target: &Target) -> Vec<String> {
+    target
+        .ownership
+        .as_ref()
+        .map(|o| o.prefixes.clone())
+        .unwrap_or_default()
+}
+
+/// The dead-letter target of a queue: a name in the same account and region, or a full ARN.
+fn dead_letter_target(q: &SeenQueue) -> Option<&str> {
+    q.live.props.get(DLQ_TARGET).and_then(Value::as_str)
+}
+
+/// Dead-letter queues named by a redrive policy but not read (outside `--prefix`), inside
+/// the ownership prefixes: import reads them too.
+pub fn missing_dead_letter_queues(inv: &Inventory, target: &Target) -> Vec<String> {
+    let prefixes = prefixes(target);
+    let mut out: Vec<String> = inv
+        .queues
+        .values()
+        .filter_map(dead_letter_target)
+        .filter(|t| !t.contains(':') && !inv.queues.contains_key(*t) && in_prefixes(&prefixes, t))
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn alarm_queue(a: &SeenAlarm) -> Option<&str> {
+    a.props
+        .get("Dimensions")
+        .and_then(|d| d.get("QueueName"))
+        .and_then(Value::as_str)
+}
+
+fn alarm_id(target: &str, name: &str) -> ResourceId {
+    ResourceId {
+        kind: Kind::Alarm,
+        ..queue_id(target, name)
+    }
+}
+
+fn dlqctl_channel(tags: &BTreeMap<String, String>) -> Option<&str> {
+    (tags.get(TAG_MANAGED_BY).map(String::as_str) == Some(TAG_MANAGED_BY_VALUE))
+        .then(|| tags.get(TAG_CHANNEL).map(String::as_str))
+        .flatten()
+}
+
+/// Groups queues and alarms into channels; returns them and what fits no channel.
+pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>) {
+    let mut unmatched = Vec::new();
+    let mut claimed: BTreeSet<String> = BTreeSet::new();
+    let mut handled: BTreeSet<String> = BTreeSet::new();
+    let mut alarms_handled: BTreeSet<String> = BTreeSet::new();
+    let is_dlq: BTreeSet<&str> = inv.queues.values().filter_map(dead_letter_target).collect();
+    // Sources first: a queue that is itself some queue's DLQ comes after those that are not.
+    let mut mains: Vec<(&String, &SeenQueue)> = inv
+        .queues
+        .iter()
+        .filter(|(_, q)| dead_letter_target(q).is_some())
+        .collect();
+    mains.sort_by_key(|(name, _)| (is_dlq.contains(name.as_str()), (*name).clone()));
+    let mut out = Vec::new();
+    for (main, mq) in mains {
+        let id = queue_id(target_name, main);
+        let Some(dlq) = dead_letter_target(mq) else {
+            continue;
+        };
+        handled.insert(main.clone());
+        let why = if dlq.contains(':') {
+            Some(format!(
+                "dead-letters into {dlq}, in another account or region; a spec's dead-letter queue is a queue of the same target"
+            ))
+        } else if dlq == main {
+            Some("dead-letters into itself".to_owned())
+        } else if !inv.queues.contains_key(dlq) {
+            Some(format!(
+                "dead-letters into {dlq}, which was not found (deleted, or outside the target's ownership prefixes)"
+            ))
+        } else if claimed.contains(main.as_str()) || claimed.contains(dlq) {
+            Some(format!(
+                "dead-letters into {dlq}, which is already part of another imported channel; a dead-letter queue serves one channel (its RedriveAllowPolicy names one source)"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            unmatched.push(format!("{id}: fits no channel: it {why}"));
+            continue;
+        }
+        let Some(dq) = inv.queues.get(dlq) else {
+            continue;
+        };
+        match build(inv, target_name, main, mq, dlq, dq, &mut alarms_handled) {
+            Ok(c) => {
+                claimed.insert(main.clone());
+                claimed.insert(dlq.to_owned());
+                handled.insert(dlq.to_owned());
+                out.push(c);
+            }
+            Err(why) => unmatched.push(format!("{id}: fits no channel: {why}")),
+        }
+    }
+    for name in inv.queues.keys() {
+        if handled.contains(name) {
+            continue;
+        }
+        let why = if is_dlq.contains(name.as_str()) {
+            "it is the dead-letter queue of a queue that could not be imported (see above)"
+        } else {
+            "it has no RedrivePolicy, and no queue in scope dead-letters into it"
+        };
+        unmatched.push(format!(
+            "{}: fits no channel: {why}",
+            queue_id(target_name, name)
+        ));
+    }
+    for (name, a) in &inv.alarms {
+        if alarms_handled.contains(name) {
+            continue;
+        }
+        let on = alarm_queue(a).unwrap_or("?");
+        unmatched.push(format!(
+            "{}: fits no channel: it watches queue {on}, which is not an imported dead-letter queue",
+            alarm_id(target_name, name)
+        ));
+    }
+    (out, unmatched)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    inv: &Inventory,
+    target_name: &str,
+    main: &str,
+    mq: &SeenQueue,
+    dlq: &str,
+    dq: &SeenQueue,
+    alarms_handled: &mut BTreeSet<String>,
+) -> Result<Candidate, String> {
+    let fifo = mq.live.props.get(FIFO) == Some(&Value::Bool(true));
+    if (dq.live.props.get(FIFO) == Some(&Value::Bool(true))) != fifo {
+        return Err(format!(
+            "it and its dead-letter queue {dlq} are not both FIFO or both standard, which SQS refuses"
+        ));
+    }
+    let stem = if fifo {
+        main.strip_suffix(".fifo").unwrap_or(main)
+    } else {
+        main
+    };
+    let id = match (dlqctl_channel(&mq.tags), dlqctl_channel(&dq.tags)) {
+        (Some(a), Some(b)) if a == b && valid_channel_id(a) => a.to_owned(),
+        (Some(a), None) | (None, Some(a)) if valid_channel_id(a) => a.to_owned(),
+        _ if valid_channel_id(stem) => stem.to_owned(),
+        _ => sanitise_channel_id(stem),
+    };
+    let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
+    let main_t = template(main, &id).ok_or_else(|| braces(main))?;
+    let dlq_t = template(dlq, &id).ok_or_else(|| braces(dlq))?;
+    let (main_default, dlq_default) = if fifo {
+        ("{channel}.fifo", "{channel}-dlq.fifo")
+    } else {
+        ("{channel}", "{channel}-dlq")
+    };
+    let secs = |q: &SeenQueue, k: &str| number(&q.live, k).map(Duration::from_secs);
+    let max_attempts = number(&mq.live, MAX_RECEIVE)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
+    let mut spec = ChannelSpec {
+        target: Some(target_name.to_owned()),
+        name: non_default(main_t, main_default),
+        retention: secs(mq, RETENTION),
+        retry: Some(Retry {
+            max_attempts: Some(max_attempts),
+            backoff: None,
+            name: None,
+        }),
+        dead_letter: Some(DeadLetter {
+            name: non_default(dlq_t, dlq_default),
+            retention: secs(dq, RETENTION),
+        }),
+        sqs: Some(SqsOptions {
+            visibility_timeout: secs(mq, VISIBILITY),
+            fifo: fifo.then_some(true),
+        }),
+        ..ChannelSpec::default()
+    };
+    let mut live: BTreeMap<ResourceId, Live> = BTreeMap::new();
+    live.insert(queue_id(target_name, main), mq.live.clone());
+    live.insert(queue_id(target_name, dlq), dq.live.clone());
+    let mut findings = Vec::new();
+    let mut to_adopt = Vec::new();
+    for (name, q) in [(main, mq), (dlq, dq)] {
+        let rid = queue_id(target_name, name);
+        match q.tags.get(TAG_MANAGED_BY).map(String::as_str) {
+            None => to_adopt.push(rid),
+            Some(TAG_MANAGED_BY_VALUE) => {}
+            Some(other) => findings.push(format!(
+                "{rid}: tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, so dlqctl will never change it (a plan with changes shows it as impossible)"
+            )),
+        }
+    }
+
+    // Alarms on the dead-letter queue.
+    let [depth_name, age_name] = cloudwatch::alarm_names(dlq);
+    let mut alarms = Alarms::default();
+    let mut actions: Option<Vec<String>> = None;
+    let watching: Vec<(&String, &SeenAlarm)> = inv
+        .alarms
+        .iter()
+        .filter(|(_, a)| alarm_queue(a) == Some(dlq) || alarm_queue(a) == Some(main))
+        .collect();
+    // The depth alarm first: its actions become the channel's.
+    let mut ordered = watching.clone();
+    ordered.sort_by_key(|(n, _)| (**n != depth_name, (*n).clone()));
+    for (name, a) in ordered {
+        alarms_handled.insert(name.clone());
+        let rid = alarm_id(target_name, name);
+        if alarm_queue(a) == Some(main) {
+            findings.push(format!("{rid}: not imported, left as is: it watches the main queue {main}; dlqctl's alarms watch the dead-letter queue"));
+            continue;
+        }
+        let metric = a
+            .props
+            .get("MetricName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (expected, what) = match metric {
+            DEPTH_METRIC => (&depth_name, DEPTH_DESCRIPTION),
+            OLDEST_AGE_METRIC => (&age_name, OLDEST_AGE_DESCRIPTION),
+            other => {
+                findings.push(format!("{rid}: not imported, left as is: it watches {other}; dlqctl's alarms watch {DEPTH_METRIC} and {OLDEST_AGE_METRIC}"));
+                continue;
+            }
+        };
+        if name != expected {
+            findings.push(format!("{rid}: not imported, left as is: dlqctl names this alarm {expected} (a fixed template); rename it to adopt it"));
+            continue;
+        }
+        let ours = dlqctl_channel(&a.tags) == Some(id.as_str());
+        let problems = alarm_problems(a, dlq);
+        if !problems.is_empty() && !ours {
+            findings.push(format!(
+                "{rid}: not imported, left as is: the spec cannot express {}",
+                problems.join(", ")
+            ));
+            continue;
+        }
+        let mut list: Vec<String> = a
+            .props
+            .get("AlarmActions")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        list.sort();
+        match &actions {
+            Some(existing) if *existing != list => {
+                findings.push(format!("{rid}: not imported, left as is: its AlarmActions differ from the other alarm's, and a spec gives both alarms the same `alarms.actions`"));
+                continue;
+            }
+            _ => actions = Some(list),
+        }
+        let description = match a.props.get("AlarmDescription").and_then(Value::as_str) {
+            None => Some(String::new()),
+            Some(d) if d == cloudwatch::default_description(&id, what) => None,
+            Some(d) => Some(d.to_owned()),
+        };
+        let threshold = a
+            .props
+            .get("Threshold")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let period = number_of(a, "Period").map(Duration::from_secs);
+        let evaluation_periods =
+            number_of(a, "EvaluationPeriods").and_then(|n| u32::try_from(n).ok());
+        if metric == DEPTH_METRIC {
+            alarms.depth = Some(DepthAlarm {
+                above: threshold,
+                period,
+                evaluation_periods,
+                description,
+            });
+        } else {
+            alarms.oldest_message_age = Some(AgeAlarm {
+                above: Duration::from_secs(threshold),
+                period,
+                evaluation_periods,
+                description,
+            });
+        }
+        live.insert(
+            rid.clone(),
+            Live {
+                props: a.props.clone(),
+                messages: None,
+            },
+        );
+        if !a.tags.contains_key(TAG_MANAGED_BY) {
+            to_adopt.push(rid);
+        }
+    }
+    if alarms.depth.is_some() || alarms.oldest_message_age.is_some() {
+        alarms.actions = actions.filter(|a| !a.is_empty());
+        spec.alarms = Some(alarms);
+    }
+    Ok(Candidate {
+        channel: channel(&id, spec),
+        live,
+        findings,
+        to_adopt,
+        unreadable: if inv.allow_policy_readable {
+            Vec::new()
+        } else {
+            vec!["RedriveAllowPolicy.".to_owned()]
+        },
+    })
+}
+
+fn number_of(a: &SeenAlarm, key: &str) -> Option<u64> {
+    a.props.get(key).and_then(Value::as_u64)
+}
+
+/// The fields of an alarm that a spec cannot give it (dlqctl owns every field of its
+/// alarms: PutMetricAlarm replaces them all).
+fn alarm_problems(a: &SeenAlarm, dlq: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let text = |k: &str| a.props.get(k).and_then(Value::as_str);
+    let want = |k: &str, v: &str, out: &mut Vec<String>| {
+        if text(k) != Some(v) {
+            out.push(format!("{k} = {} (dlqctl: {v})", show(a.props.get(k))));
+        }
+    };
+    want("Namespace", NAMESPACE, &mut out);
+    want("Statistic", "Maximum", &mut out);
+    want("ComparisonOperator", "GreaterThanThreshold", &mut out);
+    want("TreatMissingData", "notBreaching", &mut out);
+    if a.props.get("Dimensions") != Some(&serde_json::json!({"QueueName": dlq})) {
+        out.push(format!("Dimensions = {}", show(a.props.get("Dimensions"))));
+    }
+    for k in ["ExtendedStatistic", "DatapointsToAlarm", "Unit"] {
+        if a.props.get(k).is_some_and(|v| !v.is_null()) {
+            out.push(format!("{k} = {}", show(a.props.get(k))));
+        }
+    }
+    if a.props.get("ActionsEnabled") == Some(&Value::Bool(false)) {
+        out.push("ActionsEnabled = false".to_owned());
+    }
+    for k in ["OKActions", "InsufficientDataActions"] {
+        if a.props
+            .get(k)
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.is_empty())
+        {
+            out.push(format!("{k} = {}", show(a.props.get(k))));
+        }
+    }
+    match a.props.get("Threshold") {
+        Some(v) if v.as_u64().is_some() => {}
+        other => out.push(format!("Threshold = {} (whole, not negative)", show(other))),
+    }
+    let period = number_of(a, "Period").unwrap_or(0);
+    let evaluations = number_of(a, "EvaluationPeriods").unwrap_or(0);
+    if period == 0
+        || period % 60 != 0
+        || period.saturating_mul(evaluations) > 86_400
+        || evaluations == 0
+    {
+        out.push(format!(
+            "Period = {period} s × EvaluationPeriods = {evaluations} (dlqctl: whole minutes, at most a day in total)"
+        ));
+    }
+    out
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or("(absent)".to_owned(), Value::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sqs::live_queue;
+
+    fn queue(attrs: &[(&str, &str)], tags: &[(&str, &str)]) -> SeenQueue {
+        let attributes: BTreeMap<String, String> = attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        SeenQueue {
+            live: live_queue(&attributes),
+            tags: tags
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            attributes,
+        }
+    }
+
+    const ARN: &str = "arn:aws:sqs:us-east-1:123456789012:";
+
+    #[test]
+    fn every_sqs_example_is_imported_back_to_a_spec_that_plans_empty() {
+        let target: Target =
+            serde_json::from_value(serde_json::json!({"backend": "sqs", "region": "us-east-1"}))
+                .expect("target");
+        for example in ["payments-sqs.yaml", "refunds-sqs-fifo.yaml"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples")
+                .join(example);
+            let text = std::fs::read_to_string(&path).expect("example");
+            let ws = crate::spec::load::load_str(example, &text);
+            let mut c = ws.channels[0].value.clone();
+            c.spec.target = Some("t".into());
+            let r = crate::spec::resolve::resolve(&c, "t", &target).expect("resolves");
+            let desired = crate::backend::sqs::desired(&r);
+            // What apply leaves: the desired properties (the DLQ's target by name, as the
+            // reader shows it), the tags, and nothing the endpoint cannot return.
+            let tags = [
+                ("managed-by", "dlqctl"),
+                ("dlqctl-channel", r.channel.as_str()),
+            ];
+            let mut inv = Inventory::default();
+            for d in desired.iter().filter(|d| d.present) {
+                let props: crate::resource::Props = d
+                    .props
+                    .iter()
+                    .filter(|(k, v)| !v.is_null() && !k.starts_with("RedriveAllowPolicy"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let tags = tags
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                if d.id.kind == Kind::Alarm {
+                    inv.alarms
+                        .insert(d.id.name.clone(), SeenAlarm { props, tags });
+                } else {
+                    let live = Live {
+                        props,
+                        messages: Some(0),
+                    };
+                    inv.queues.insert(
+                        d.id.name.clone(),
+                        SeenQueue {
+                            live,
+                            tags,
+                            attributes: BTreeMap::new(),
+                        },
+                    );
+                }
+            }
+            let (found, unmatched) = group(&inv, "t");
+            assert!(unmatched.is_empty(), "{example}: {unmatched:?}");
+            assert_eq!(found.len(), 1, "{example}");
+            assert!(
+                found[0].to_adopt.is_empty(),
+                "tagged objects are dlqctl's already"
+            );
+            assert_eq!(found[0].channel.metadata.name, r.channel);
+            let back =
+                crate::spec::resolve::resolve(&found[0].channel, "t", &target).expect("resolves");
+            for d in crate::backend::sqs::desired(&back) {
+                let mut d = d;
+                d.props.retain(|k, _| !k.starts_with("RedriveAllowPolicy"));
+                assert_eq!(
+                    crate::plan::diff(&d, found[0].live.get(&d.id)),
+                    None,
+                    "{example}: {}",
+                    serde_json::to_string(&found[0].channel).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_queue_and_its_redrive_target_become_one_channel() {
+        let mut inv = Inventory::default();
+        let redrive = format!(r#"{{"deadLetterTargetArn":"{ARN}pay-dlq","maxReceiveCount":5}}"#);
+        inv.queues.insert(
+            "pay".into(),
+            queue(
+                &[
+                    ("QueueArn", &format!("{ARN}pay")),
+                    ("RedrivePolicy", &redrive),
+                    ("MessageRetentionPeriod", "345600"),
+                    ("VisibilityTimeout", "30"),
+                ],
+                &[],
+            ),
+        );
+        inv.queues.insert(
+            "pay-dlq".into(),
+            queue(
+                &[
+                    ("QueueArn", &format!("{ARN}pay-dlq")),
+                    ("MessageRetentionPeriod", "1209600"),
+                    ("VisibilityTimeout", "30"),
+                ],
+                &[],
+            ),
+        );
+        inv.queues.insert(
+            "lonely".into(),
+            queue(&[("QueueArn", &format!("{ARN}lonely"))], &[]),
+        );
+        let (found, unmatched) = group(&inv, "t");
+        assert_eq!(found.len(), 1);
+        let c = &found[0];
+        assert_eq!(c.channel.metadata.name, "pay");
+        assert_eq!(c.channel.spec.name, None, "default names need no template");
+        assert_eq!(
+            c.channel.spec.retry.as_ref().and_then(|r| r.max_attempts),
+            Some(5)
+        );
+        assert_eq!(c.to_adopt.len(), 2, "untagged queues are to be adopted");
+        assert_eq!(unmatched.len(), 1);
+        assert!(
+            unmatched[0].contains("queue lonely: fits no channel"),
+            "{unmatched:?}"
+        );
+    }
+}
