@@ -71,10 +71,10 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
             flaky.stdout, baseline.stdout,
             "seed {seed}: the plan must not change under faults"
         );
-        // Retry budget (documented in README): at most 5 attempts per read.
+        // The retry budget (documented in README and backend/retry.rs) per read.
         let attempts = calls(&flaky.stderr);
         assert!(
-            attempts <= base_calls * 5,
+            attempts <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
             "seed {seed}: {attempts} calls for {base_calls} reads"
         );
         faulted += proxy
@@ -374,4 +374,193 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
             help.stdout
         );
     }
+}
+
+/// An SQS workspace: the example targets file pointing at `endpoint`, the payments example
+/// under a random channel name.
+fn sqs_workspace(endpoint: &str, channel: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
+        .expect("targets")
+        .replace("http://127.0.0.1:5000", endpoint);
+    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
+    let spec = std::fs::read_to_string(support::root().join("examples/payments-sqs.yaml"))
+        .expect("example")
+        .replace(
+            "name: payments-transactions-pending",
+            &format!("name: {channel}"),
+        );
+    std::fs::write(dir.path().join("channel.yaml"), spec).expect("write");
+    dir
+}
+
+fn run_in(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> support::Output {
+    support::output(
+        support::dlqctl()
+            .args(args)
+            .args(["--color", "never"])
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_REGION", "us-east-1")
+            .envs(env.iter().copied())
+            .current_dir(dir),
+    )
+}
+
+#[test]
+fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
+    if !support::require(
+        "moto",
+        support::tcp_up(&support::host_port(&support::aws_endpoint())),
+    ) {
+        return;
+    }
+    let channel = support::unique("rel-t");
+    let direct = sqs_workspace(&support::aws_endpoint(), &channel);
+    assert_eq!(
+        run_in(
+            direct.path(),
+            &[],
+            &["apply", "channel.yaml", "--auto-approve"]
+        )
+        .code,
+        0
+    );
+    // Change the spec so the plan has something to say.
+    let spec = direct.path().join("channel.yaml");
+    let text = std::fs::read_to_string(&spec)
+        .expect("spec")
+        .replace("maxAttempts: 5", "maxAttempts: 6");
+    std::fs::write(&spec, text).expect("write");
+    let baseline = run_in(direct.path(), &[], &["plan", "channel.yaml", "--stats"]);
+    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    let base_calls = calls(&baseline.stderr);
+    let mut faulted = 0;
+    for seed in 1..=6 {
+        let proxy = Proxy::start(
+            &support::aws_endpoint(),
+            Faults {
+                protocol: support::proxy::Protocol::Aws,
+                read_fault_percent: 20,
+                seed,
+                ..Faults::default()
+            },
+        );
+        let via = sqs_workspace(&proxy.addr, &channel);
+        std::fs::copy(&spec, via.path().join("channel.yaml")).expect("copy");
+        let flaky = run_in(via.path(), &[], &["plan", "channel.yaml", "--stats"]);
+        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
+        assert_eq!(
+            flaky.stdout, baseline.stdout,
+            "seed {seed}: the plan must not change under faults"
+        );
+        assert!(
+            calls(&flaky.stderr) <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
+            "seed {seed}: beyond the retry budget"
+        );
+        faulted += proxy
+            .counters
+            .faulted
+            .load(std::sync::atomic::Ordering::SeqCst);
+    }
+    assert!(
+        faulted >= 3,
+        "only {faulted} faults injected: the test proves nothing"
+    );
+    // The channel's queues stay in moto, which is in memory and lives for one stack run.
+}
+
+#[test]
+fn aws_and_kafka_credentials_appear_nowhere() {
+    let up = support::tcp_up(&support::host_port(&support::aws_endpoint()))
+        && support::tcp_up(&support::kafka_bootstrap());
+    if !support::require("moto and Kafka", up) {
+        return;
+    }
+    let aws_secret = format!(
+        "AwsSecret{}DoNotPrint",
+        support::unique("x").replace('-', "")
+    );
+    let kafka_secret = format!(
+        "KafkaSecret{}DoNotPrint",
+        support::unique("y").replace('-', "")
+    );
+    let channel = support::unique("cred-t");
+    let dir = sqs_workspace(&support::aws_endpoint(), &channel);
+    // A Kafka target whose secret property comes from an env var, and a channel on it.
+    let targets = std::fs::read_to_string(dir.path().join("dlqctl.yaml"))
+        .expect("targets")
+        .replace("    bootstrapServers: 127.0.0.1:9092\n", &format!("    bootstrapServers: {}\n    secretProperties: {{sasl.password: KAFKA_PASSWORD}}\n", support::kafka_bootstrap()));
+    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
+    let kafka_channel = format!("inventory.{}", support::unique("cred"));
+    let kafka_spec = std::fs::read_to_string(support::root().join("examples/inventory-kafka.yaml"))
+        .expect("example")
+        .replace("name: inventory.events", &format!("name: {kafka_channel}"));
+    std::fs::write(dir.path().join("kafka.yaml"), kafka_spec).expect("write");
+    let env = [
+        ("AWS_SECRET_ACCESS_KEY", aws_secret.as_str()),
+        ("KAFKA_PASSWORD", kafka_secret.as_str()),
+    ];
+    let mut seen = Vec::new();
+    for args in [
+        &["plan", "."][..],
+        &["plan", ".", "--format", "json", "--out", "plan.json"],
+        &["plan", ".", "--format", "markdown"],
+        &["apply", "plan.json"],
+        &["plan", ".", "--stats"],
+    ] {
+        let r = run_in(dir.path(), &env, args);
+        seen.push((format!("{args:?} (exit {})", r.code), r.stdout + &r.stderr));
+    }
+    seen.push((
+        "plan.json".into(),
+        std::fs::read_to_string(dir.path().join("plan.json")).unwrap_or_default(),
+    ));
+    for (what, text) in &seen {
+        assert!(
+            !text.contains(&aws_secret) && !text.contains(&kafka_secret),
+            "{what} leaks a secret:\n{text}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|(w, _)| w.contains("apply") && w.contains("exit 0")),
+        "the run really applied: {:?}",
+        seen.iter().map(|s| &s.0).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn unreachable_sqs_and_kafka_targets_are_one_actionable_line() {
+    let channel = support::unique("down-t");
+    // Port 9 (discard) on loopback: nothing listens there.
+    let dir = sqs_workspace("http://127.0.0.1:9", &channel);
+    let r = run_in(dir.path(), &[], &["plan", "channel.yaml"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    assert!(
+        lines[0].contains("target `local-sqs`") && !r.stderr.contains("panicked"),
+        "{}",
+        r.stderr
+    );
+
+    let targets = std::fs::read_to_string(dir.path().join("dlqctl.yaml"))
+        .expect("targets")
+        .replace("127.0.0.1:9092", "127.0.0.1:9");
+    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
+    std::fs::copy(
+        support::root().join("examples/inventory-kafka.yaml"),
+        dir.path().join("kafka.yaml"),
+    )
+    .expect("copy");
+    let r = run_in(dir.path(), &[], &["plan", "kafka.yaml"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    assert!(
+        lines[0].contains("target `local-kafka`") && lines[0].contains("127.0.0.1:9"),
+        "{}",
+        r.stderr
+    );
 }

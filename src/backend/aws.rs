@@ -18,9 +18,8 @@ use tokio::sync::OnceCell;
 use super::http::Stats;
 use crate::spec::model::Target;
 
-/// Attempts per read (the first included) before a throttled or failed read gives up.
-pub const READ_ATTEMPTS: u32 = 5;
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+use super::retry::FIRST_BACKOFF;
+pub use super::retry::READ_ATTEMPTS;
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -118,7 +117,9 @@ where
             ErrorKind::NoAnswer,
             format!("no answer within {}s", OPERATION_TIMEOUT.as_secs()),
         ),
-        SdkError::DispatchFailure(d) if d.is_timeout() || d.is_io() => (
+        // A connection refused, reset or closed mid-answer ("connection closed before message
+        // completed" is `other`): the request may or may not have arrived.
+        SdkError::DispatchFailure(d) if !d.is_user() => (
             ErrorKind::NoAnswer,
             format!("cannot reach the endpoint: {}", innermost(&e)),
         ),
@@ -248,7 +249,7 @@ impl Aws {
                         && matches!(e.kind, ErrorKind::Throttled | ErrorKind::NoAnswer) =>
                 {
                     tokio::time::sleep(delay).await;
-                    delay *= 2;
+                    delay = super::retry::next(delay);
                     attempt += 1;
                 }
                 other => return other,

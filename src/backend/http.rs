@@ -13,9 +13,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-/// Attempts per read (the first included) before a throttled or dropped read fails.
-pub const READ_ATTEMPTS: u32 = 5;
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+use super::retry::FIRST_BACKOFF;
+pub use super::retry::READ_ATTEMPTS;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Calls made, per API (`GET /api/queues/{vhost}`), and retries.
@@ -159,7 +158,7 @@ impl ReadHttp {
                 }
                 Err(e) if attempt < READ_ATTEMPTS && retryable(&e) => {
                     tokio::time::sleep(delay).await;
-                    delay *= 2;
+                    delay = super::retry::next(delay);
                     attempt += 1;
                 }
                 Err(e) => return Err(e),

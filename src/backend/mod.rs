@@ -9,6 +9,7 @@ pub mod cloudwatch;
 pub mod http;
 pub mod kafka;
 pub mod rabbitmq;
+pub mod retry;
 pub mod sqs;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -13,9 +13,23 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+/// Which protocol the upstream speaks: how reads are told from writes, and how the backend
+/// says "throttled".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// The RabbitMQ management API: GET reads; 503 throttles.
+    #[default]
+    Rabbitmq,
+    /// AWS over moto: every call is a POST; SQS names its operation in `x-amz-target`
+    /// (JSON protocol, throttled as `RequestThrottled`), CloudWatch in the form body's
+    /// `Action` (query protocol, throttled as `Throttling`).
+    Aws,
+}
+
 /// What the proxy does to which requests.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
+    pub protocol: Protocol,
     /// Percentage (0–100) of reads (GET) to fault; half throttled, half dropped.
     pub read_fault_percent: u64,
     /// The throttling answer: status and body.
@@ -168,7 +182,13 @@ async fn connection(
         reader.read_exact(&mut body).await?;
         counters.requests.fetch_add(1, Ordering::SeqCst);
 
-        let is_read = method == "GET";
+        let operation = aws_operation(&headers, &body);
+        let is_read = match faults.protocol {
+            Protocol::Rabbitmq => method == "GET",
+            Protocol::Aws => ["Get", "List", "Describe"]
+                .iter()
+                .any(|p| operation.starts_with(p)),
+        };
         if is_read {
             counters.reads.fetch_add(1, Ordering::SeqCst);
             if next(rng) % 100 < faults.read_fault_percent {
@@ -176,7 +196,12 @@ async fn connection(
                 if next(rng) % 2 == 0 {
                     return Ok(()); // dropped connection
                 }
-                respond(&mut write, faults.throttle_status, &faults.throttle_body).await?;
+                match faults.protocol {
+                    Protocol::Rabbitmq => {
+                        respond(&mut write, faults.throttle_status, &faults.throttle_body).await?
+                    }
+                    Protocol::Aws => throttle_aws(&mut write, &headers).await?,
+                }
                 continue;
             }
         } else {
@@ -224,6 +249,51 @@ async fn respond(
 ) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    w.write_all(head.as_bytes()).await?;
+    w.write_all(body.as_bytes()).await?;
+    w.flush().await
+}
+
+/// The AWS operation a request calls (`GetQueueAttributes`, `DescribeAlarms`), or "".
+fn aws_operation(headers: &[(String, String)], body: &[u8]) -> String {
+    if let Some((_, target)) = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("x-amz-target"))
+    {
+        return target.rsplit('.').next().unwrap_or_default().to_owned();
+    }
+    String::from_utf8_lossy(body)
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("Action="))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The throttling answer of the service the request is for, as AWS sends it.
+async fn throttle_aws(
+    w: &mut tokio::net::tcp::OwnedWriteHalf,
+    headers: &[(String, String)],
+) -> std::io::Result<()> {
+    let sqs = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("x-amz-target"));
+    let (extra, kind, body) = if sqs {
+        (
+            "x-amzn-query-error: RequestThrottled;Sender\r\n",
+            "application/x-amz-json-1.0",
+            r#"{"__type":"com.amazonaws.sqs#RequestThrottled","message":"Rate exceeded"}"#,
+        )
+    } else {
+        (
+            "",
+            "text/xml",
+            r#"<ErrorResponse xmlns="http://monitoring.amazonaws.com/doc/2010-08-01/"><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>injected</RequestId></ErrorResponse>"#,
+        )
+    };
+    let head = format!(
+        "HTTP/1.1 400 X\r\ncontent-type: {kind}\r\n{extra}content-length: {}\r\n\r\n",
         body.len()
     );
     w.write_all(head.as_bytes()).await?;
