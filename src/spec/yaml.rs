@@ -17,7 +17,8 @@ use serde_json::{Map, Number, Value};
 pub struct Limits {
     /// Deepest nesting of mappings and sequences.
     pub max_depth: usize,
-    /// Most nodes one file may expand to, aliases included.
+    /// Most nodes one file may expand to, aliases included. A 1 MiB spec file holds far
+    /// fewer; an alias bomb asks for billions.
     pub max_nodes: usize,
 }
 
@@ -258,15 +259,12 @@ impl<'a> Loader<'a> {
         }
         match ev {
             Event::Alias(id) => {
-                let found = self
-                    .anchors
-                    .iter()
-                    .rev()
-                    .find(|(a, _, _)| *a == id)
-                    .map(|(_, n, size)| (n.clone(), *size));
+                // Count before copying: a bomb is refused without building what it asks for.
+                let found = self.anchors.iter().rposition(|(a, _, _)| *a == id);
                 match found {
-                    Some((mut node, size)) => {
-                        self.count(size, span)?;
+                    Some(i) => {
+                        self.count(self.anchors[i].2, span)?;
+                        let mut node = self.anchors[i].1.clone();
                         node.span = span;
                         Ok(node)
                     }
