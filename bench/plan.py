@@ -16,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,13 +32,15 @@ def free_port():
 
 def measured(cmd, cwd, env):
     """Like run, but with the child's own peak RSS from wait4."""
-    start = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - start
-    return os.waitstatus_to_exitcode(status), out.decode(), err.decode(), wall, usage.ru_maxrss / 1024
+    # Output goes to files, not pipes: a full pipe would stall the child mid-run.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode(), wall, usage.ru_maxrss / 1024
 
 
 def stats(stderr):
