@@ -118,11 +118,16 @@ where
             format!("no answer within {}s", OPERATION_TIMEOUT.as_secs()),
         ),
         // A connection refused, reset or closed mid-answer ("connection closed before message
-        // completed" is `other`): the request may or may not have arrived.
-        SdkError::DispatchFailure(d) if !d.is_user() => (
-            ErrorKind::NoAnswer,
-            format!("cannot reach the endpoint: {}", innermost(&e)),
-        ),
+        // completed" is `other`): the request may or may not have arrived. A missing
+        // credential is `other` too, but local and final: `local_reason` says so.
+        SdkError::DispatchFailure(d)
+            if d.is_timeout() || d.is_io() || (d.is_other() && !mentions_credentials(&e)) =>
+        {
+            (
+                ErrorKind::NoAnswer,
+                format!("cannot reach the endpoint: {}", innermost(&e)),
+            )
+        }
         _ => (ErrorKind::Local, local_reason(&e)),
     };
     AwsError {
@@ -143,12 +148,22 @@ fn innermost(e: &dyn std::error::Error) -> String {
     source.to_string()
 }
 
+/// Whether the SDK failed because it found no credentials (said in its error text only).
+fn mentions_credentials<E>(e: &SdkError<E>) -> bool
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    DisplayErrorContext(e)
+        .to_string()
+        .to_ascii_lowercase()
+        .contains("credential")
+}
+
 fn local_reason<E>(e: &SdkError<E>) -> String
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    let text = DisplayErrorContext(e).to_string();
-    if text.to_ascii_lowercase().contains("credential") {
+    if mentions_credentials(e) {
         "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the target's `profile` (the standard AWS credential chain)".to_owned()
     } else {
         innermost(e)
