@@ -215,6 +215,27 @@ pub fn binding_name(exchange: &str, queue: &str, key: &str) -> String {
     format!("{exchange} -> {queue} [{key}]")
 }
 
+/// The policy fields dlqctl reads besides its definition.
+const POLICY_KEYS: [&str; 3] = ["pattern", "apply-to", "priority"];
+
+/// Flat props from a management API object: `keys` as they are, and each entry of the
+/// `nested` object (`arguments`, `definition`) as `nested.key`.
+fn flat(item: &Value, keys: &[&str], nested: &str) -> Props {
+    let mut props: Props = keys
+        .iter()
+        .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .collect();
+    for (k, v) in item
+        .get(nested)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        props.insert(format!("{nested}.{k}"), v.clone());
+    }
+    props
+}
+
 /// A policy pattern that matches exactly one queue name.
 pub fn exact_pattern(name: &str) -> String {
     format!("^{}$", regex_escape(name))
@@ -265,6 +286,20 @@ impl Reader {
         self.http.clone().into_writer()
     }
 
+    /// The items of a management API listing whose `name` is inside the ownership prefixes.
+    fn owned_items<'a>(
+        &'a self,
+        list: Option<&'a Value>,
+    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(move |item| {
+                let name = item.get("name").and_then(Value::as_str)?;
+                self.owned(name).then_some((name, item))
+            })
+    }
+
     pub fn owned(&self, name: &str) -> bool {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
@@ -296,32 +331,8 @@ impl Reader {
                     reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec".into(),
                 });
             };
-            for q in body
-                .get("items")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let Some(name) = q.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                if !self.owned(name) {
-                    continue;
-                }
-                let mut props = Props::new();
-                for k in ["durable", "auto_delete", "type"] {
-                    if let Some(x) = q.get(k) {
-                        props.insert(k.into(), x.clone());
-                    }
-                }
-                for (k, x) in q
-                    .get("arguments")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                {
-                    props.insert(format!("arguments.{k}"), x.clone());
-                }
+            for (name, q) in self.owned_items(body.get("items")) {
+                let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
                 if let Some(p) = q.get("policy").and_then(Value::as_str) {
                     props.insert("@policy".into(), json!(p));
                 }
@@ -344,32 +355,8 @@ impl Reader {
             .http
             .get("GET /api/policies/{vhost}", &format!("/api/policies/{v}"))
             .await?;
-        for p in policies
-            .as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(name) = p.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            if !self.owned(name) {
-                continue;
-            }
-            let mut props = Props::new();
-            for k in ["pattern", "apply-to", "priority"] {
-                if let Some(x) = p.get(k) {
-                    props.insert(k.into(), x.clone());
-                }
-            }
-            for (k, x) in p
-                .get("definition")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                props.insert(format!("definition.{k}"), x.clone());
-            }
+        for (name, p) in self.owned_items(policies.as_ref()) {
+            let props = flat(p, &POLICY_KEYS, "definition");
             out.insert(
                 id(&self.target, Kind::Policy, vhost, name),
                 Live {
@@ -383,32 +370,14 @@ impl Reader {
             .http
             .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"))
             .await?;
-        for x in exchanges
-            .as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(name) = x.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            if !self.owned(name) {
-                continue;
-            }
-            let mut props: Props = ["type", "durable", "auto_delete", "internal"]
-                .into_iter()
-                .filter_map(|k| x.get(k).map(|v| (k.to_owned(), v.clone())))
-                .collect();
+        for (name, x) in self.owned_items(exchanges.as_ref()) {
             // dlqctl declares exchanges without arguments; any (alternate-exchange, ...) are
             // someone else's and show up in a plan as unmanaged settings.
-            for (k, v) in x
-                .get("arguments")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                props.insert(format!("arguments.{k}"), v.clone());
-            }
+            let props = flat(
+                x,
+                &["type", "durable", "auto_delete", "internal"],
+                "arguments",
+            );
             out.insert(
                 id(&self.target, Kind::Exchange, vhost, name),
                 Live {
@@ -474,22 +443,8 @@ impl Reader {
         else {
             return Ok(None);
         };
-        let mut props = Props::new();
-        for k in ["pattern", "apply-to", "priority"] {
-            if let Some(x) = p.get(k) {
-                props.insert(k.into(), x.clone());
-            }
-        }
-        for (k, x) in p
-            .get("definition")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            props.insert(format!("definition.{k}"), x.clone());
-        }
         Ok(Some(Live {
-            props,
+            props: flat(&p, &POLICY_KEYS, "definition"),
             messages: None,
         }))
     }
