@@ -194,40 +194,7 @@ pub async fn read(aws: &Aws, names: &[String]) -> Result<BTreeMap<String, LiveAl
             [one] => format!("alarm {one}"),
             _ => format!("{} alarms ({} ...)", chunk.len(), chunk[0]),
         };
-        let mut token: Option<String> = None;
-        loop {
-            let page = aws
-                .read("cloudwatch:DescribeAlarms", |c| {
-                    let (chunk, token, what) = (chunk.to_vec(), token.clone(), what.clone());
-                    async move {
-                        c.cloudwatch
-                            .describe_alarms()
-                            .set_alarm_names(Some(chunk))
-                            .alarm_types(aws_sdk_cloudwatch::types::AlarmType::MetricAlarm)
-                            .max_records(100)
-                            .set_next_token(token)
-                            .send()
-                            .await
-                            .map_err(|e| classify("cloudwatch:DescribeAlarms", &what, e))
-                    }
-                })
-                .await?;
-            for a in page.metric_alarms() {
-                if let Some(name) = a.alarm_name() {
-                    out.insert(
-                        name.to_owned(),
-                        LiveAlarm {
-                            props: live_props(a),
-                            arn: a.alarm_arn().map(str::to_owned),
-                        },
-                    );
-                }
-            }
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
-            }
-        }
+        describe(aws, Some(chunk), None, &what, &mut out).await?;
     }
     Ok(out)
 }
@@ -241,15 +208,31 @@ pub async fn list(aws: &Aws, prefix: &str) -> Result<BTreeMap<String, LiveAlarm>
         format!("alarms starting with {prefix}")
     };
     let mut out = BTreeMap::new();
+    let prefix = (!prefix.is_empty()).then_some(prefix);
+    describe(aws, None, prefix, &what, &mut out).await?;
+    Ok(out)
+}
+
+/// One paginated DescribeAlarms (metric alarms, 100 a page), by names or by name prefix.
+async fn describe(
+    aws: &Aws,
+    names: Option<&[String]>,
+    prefix: Option<&str>,
+    what: &str,
+    out: &mut BTreeMap<String, LiveAlarm>,
+) -> Result<(), AwsError> {
     let mut token: Option<String> = None;
     loop {
         let page = aws
             .read("cloudwatch:DescribeAlarms", |c| {
-                let (prefix, token, what) = (prefix.to_owned(), token.clone(), what.clone());
+                let names = names.map(<[String]>::to_vec);
+                let prefix = prefix.map(str::to_owned);
+                let (token, what) = (token.clone(), what.to_owned());
                 async move {
                     c.cloudwatch
                         .describe_alarms()
-                        .set_alarm_name_prefix((!prefix.is_empty()).then_some(prefix))
+                        .set_alarm_names(names)
+                        .set_alarm_name_prefix(prefix)
                         .alarm_types(aws_sdk_cloudwatch::types::AlarmType::MetricAlarm)
                         .max_records(100)
                         .set_next_token(token)
@@ -272,10 +255,9 @@ pub async fn list(aws: &Aws, prefix: &str) -> Result<BTreeMap<String, LiveAlarm>
         }
         match page.next_token() {
             Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-            _ => break,
+            _ => return Ok(()),
         }
     }
-    Ok(out)
 }
 
 /// Adds tags to an existing alarm (adoption); other tags stay.
