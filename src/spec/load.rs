@@ -10,13 +10,14 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::locate::Locations;
 use super::model::{API_VERSION, Channel, Defaults, Targets};
 use super::schema::{self, DocKind, did_you_mean};
-use super::yaml::{self, Limits, NodeValue, Span};
+use super::yaml::{self, Document, Limits, NodeValue, Span, YamlError};
 use crate::diag::{Diagnostic, Loc, Sources};
 
 /// Larger files are refused unread: a spec is a few kilobytes.
@@ -77,8 +78,11 @@ pub fn load(paths: &[PathBuf], targets_file: Option<&Path>) -> Result<Workspace,
         files.push(t.to_path_buf());
     }
     dedup_paths(&mut files);
-    for f in &files {
-        read_file(f, &mut ws, &mut raw)?;
+    // Reading and parsing are independent per file: done in parallel, then added in the
+    // files' order, so file ids, findings and their order do not depend on timing.
+    let read: Vec<Result<FileRead, LoadError>> = files.par_iter().map(|f| read(f)).collect();
+    for (f, r) in files.iter().zip(read) {
+        add_read(f, r?, &mut ws, &mut raw);
     }
     if targets_file.is_none() && !raw.iter().any(|d| d.kind == DocKind::Targets) {
         if let Some(found) = discover_targets(paths, &files) {
@@ -173,32 +177,59 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(), LoadError> {
+/// One file, read and parsed (the part of loading that needs no shared state).
+enum FileRead {
+    TooLarge(u64),
+    NotUtf8(std::string::FromUtf8Error),
+    Parsed(String, Result<Vec<Document>, YamlError>),
+}
+
+fn read(path: &Path) -> Result<FileRead, LoadError> {
     let io = |e: std::io::Error| LoadError::Io(path.to_path_buf(), e);
     let size = fs_err::metadata(path).map_err(io)?.len();
     if size > MAX_FILE_BYTES {
-        let file = ws.sources.add(path.to_path_buf(), String::new());
-        ws.diagnostics.push(
-            Diagnostic::error(
-                "file/too-large",
-                format!("file is {size} bytes; spec files may be at most {MAX_FILE_BYTES} bytes"),
-            )
-            .at(Loc {
-                file,
-                span: Span {
-                    line: 1,
-                    col: 1,
-                    ..Span::default()
-                },
-            })
-            .hint("split it into one file per channel"),
-        );
-        return Ok(());
+        return Ok(FileRead::TooLarge(size));
     }
     let bytes = fs_err::read(path).map_err(io)?;
-    match String::from_utf8(bytes) {
-        Ok(text) => parse_text(path.to_path_buf(), text, ws, raw),
-        Err(e) => {
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => {
+            let text = strip_bom(text);
+            let parsed = yaml::parse(&text, Limits::default());
+            FileRead::Parsed(text, parsed)
+        }
+        Err(e) => FileRead::NotUtf8(e),
+    })
+}
+
+fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(), LoadError> {
+    add_read(path, read(path)?, ws, raw);
+    Ok(())
+}
+
+fn add_read(path: &Path, read: FileRead, ws: &mut Workspace, raw: &mut Vec<RawDoc>) {
+    match read {
+        FileRead::Parsed(text, parsed) => add_parsed(path.to_path_buf(), text, parsed, ws, raw),
+        FileRead::TooLarge(size) => {
+            let file = ws.sources.add(path.to_path_buf(), String::new());
+            ws.diagnostics.push(
+                Diagnostic::error(
+                    "file/too-large",
+                    format!(
+                        "file is {size} bytes; spec files may be at most {MAX_FILE_BYTES} bytes"
+                    ),
+                )
+                .at(Loc {
+                    file,
+                    span: Span {
+                        line: 1,
+                        col: 1,
+                        ..Span::default()
+                    },
+                })
+                .hint("split it into one file per channel"),
+            );
+        }
+        FileRead::NotUtf8(e) => {
             let valid = e.utf8_error().valid_up_to();
             let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
             let before = String::from_utf8_lossy(&e.as_bytes()[..valid]).into_owned();
@@ -224,16 +255,30 @@ fn read_file(path: &Path, ws: &mut Workspace, raw: &mut Vec<RawDoc>) -> Result<(
             );
         }
     }
-    Ok(())
+}
+
+fn strip_bom(text: String) -> String {
+    match text.strip_prefix('\u{feff}') {
+        Some(t) => t.to_owned(),
+        None => text,
+    }
 }
 
 fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<RawDoc>) {
-    let text = match text.strip_prefix('\u{feff}') {
-        Some(t) => t.to_owned(),
-        None => text,
-    };
+    let text = strip_bom(text);
+    let parsed = yaml::parse(&text, Limits::default());
+    add_parsed(path, text, parsed, ws, raw);
+}
+
+fn add_parsed(
+    path: PathBuf,
+    text: String,
+    parsed: Result<Vec<Document>, YamlError>,
+    ws: &mut Workspace,
+    raw: &mut Vec<RawDoc>,
+) {
     let file = ws.sources.add(path, text);
-    let docs = match yaml::parse(ws.sources.text(file), Limits::default()) {
+    let docs = match parsed {
         Ok(d) => d,
         Err(e) => {
             let mut d =
@@ -280,14 +325,14 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
             ws.skipped += 1;
             continue;
         }
-        let locs = Locations::of(file, &doc.root);
+        let at = |pointer: &str| Locations::at(file, &doc.root, pointer);
         if let Some(a) = api_text.filter(|a| a.starts_with("dlqctl/") && *a != API_VERSION) {
             ws.diagnostics.push(
                 Diagnostic::error(
                     "spec/api-version",
                     format!("unsupported apiVersion `{a}`; this dlqctl reads `{API_VERSION}`"),
                 )
-                .at(locs.value("/apiVersion"))
+                .at(at("/apiVersion"))
                 .hint("upgrade dlqctl, or write the spec for dlqctl/v1"),
             );
             continue;
@@ -300,7 +345,7 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
                         "spec/kind",
                         "`kind` must be a string: Channel, Targets or Defaults",
                     )
-                    .at(locs.value("/kind"))
+                    .at(at("/kind"))
                 }
                 (Some(k), _) => Diagnostic::error(
                     "spec/kind",
@@ -308,7 +353,7 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
                         "unknown kind `{k}`; dlqctl/v1 documents are Channel, Targets or Defaults"
                     ),
                 )
-                .at(locs.value("/kind")),
+                .at(at("/kind")),
                 (None, _) => Diagnostic::error(
                     "spec/kind",
                     "missing `kind`; dlqctl/v1 documents are Channel, Targets or Defaults",
@@ -324,7 +369,7 @@ fn parse_text(path: PathBuf, text: String, ws: &mut Workspace, raw: &mut Vec<Raw
         raw.push(RawDoc {
             kind,
             json: doc.root.to_json(),
-            locs,
+            locs: Locations::of(file, doc.root),
             loc,
         });
     }

@@ -5,10 +5,28 @@
 //! at line 12, column 18. Values merged in from a `Defaults` document keep the defaults file's
 //! position, so the finding points where the value was written.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::yaml::{Node, Span};
+use super::yaml::{Node, NodeValue, Span};
 use crate::diag::{FileId, Loc};
+
+/// A document's tree, searched by JSON pointer when a finding needs a position. Nothing is
+/// indexed up front: most documents have no finding, and building a map of every pointer
+/// cost a fifth of a clean lint run.
+#[derive(Debug, Clone, Default)]
+pub struct Locations {
+    file: FileId,
+    root: Option<Arc<Node>>,
+    /// Documents that fill in what this one does not write (defaults merging).
+    fills: Vec<Fill>,
+}
+
+#[derive(Debug, Clone)]
+struct Fill {
+    from: Locations,
+    from_prefix: String,
+    to_prefix: String,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -17,33 +35,19 @@ struct Entry {
     value: Span,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct Locations {
-    entries: HashMap<String, Entry>,
-    /// Where the document starts: the answer of last resort.
-    root: Option<Loc>,
-}
-
 impl Locations {
-    pub fn of(file: FileId, root: &Node) -> Self {
-        let mut entries = HashMap::new();
-        root.walk(&mut |pointer, key, node| {
-            entries.insert(
-                pointer.to_owned(),
-                Entry {
-                    file,
-                    key,
-                    value: node.span,
-                },
-            );
-        });
+    pub fn of(file: FileId, root: Node) -> Self {
         Locations {
-            entries,
-            root: Some(Loc {
-                file,
-                span: root.span,
-            }),
+            file,
+            root: Some(Arc::new(root)),
+            fills: Vec::new(),
         }
+    }
+
+    /// Where the value at `pointer` (or its nearest ancestor) is in a tree that is not kept
+    /// (documents refused before they are indexed; copies the tree).
+    pub fn at(file: FileId, root: &Node, pointer: &str) -> Loc {
+        Locations::of(file, root.clone()).value(pointer)
     }
 
     /// The value at `pointer`, or its nearest ancestor that exists.
@@ -59,13 +63,30 @@ impl Locations {
 
     /// Whether the document itself wrote this pointer (not only an ancestor of it).
     pub fn has(&self, pointer: &str) -> bool {
-        self.entries.contains_key(pointer)
+        self.entry(pointer).is_some()
+    }
+
+    fn entry(&self, pointer: &str) -> Option<Entry> {
+        if let Some((key, value)) = self.root.as_deref().and_then(|r| lookup(r, pointer)) {
+            return Some(Entry {
+                file: self.file,
+                key,
+                value,
+            });
+        }
+        self.fills.iter().find_map(|f| {
+            let rest = pointer.strip_prefix(f.to_prefix.as_str())?;
+            if !(rest.is_empty() || rest.starts_with('/')) {
+                return None;
+            }
+            f.from.entry(&format!("{}{rest}", f.from_prefix))
+        })
     }
 
     fn find(&self, pointer: &str, prefer_key: bool) -> Loc {
         let mut p = pointer;
         loop {
-            if let Some(e) = self.entries.get(p) {
+            if let Some(e) = self.entry(p) {
                 let span = if prefer_key {
                     e.key.unwrap_or(e.value)
                 } else {
@@ -80,23 +101,48 @@ impl Locations {
                 None => break,
             }
         }
-        self.root.unwrap_or(Loc {
-            file: 0,
+        Loc {
+            file: self.file,
             span: Span::default(),
-        })
-    }
-
-    /// Adds `other`'s entries under `prefix` where this document has none (defaults merging).
-    pub fn fill_from(&mut self, other: &Locations, from_prefix: &str, to_prefix: &str) {
-        for (p, e) in &other.entries {
-            if let Some(rest) = p.strip_prefix(from_prefix)
-                && (rest.is_empty() || rest.starts_with('/'))
-            {
-                let target = format!("{to_prefix}{rest}");
-                self.entries.entry(target).or_insert(*e);
-            }
         }
     }
+
+    /// Takes `other`'s values under `from_prefix`, placed under `to_prefix`, where this
+    /// document has none (defaults merging).
+    pub fn fill_from(&mut self, other: &Locations, from_prefix: &str, to_prefix: &str) {
+        self.fills.push(Fill {
+            from: other.clone(),
+            from_prefix: from_prefix.to_owned(),
+            to_prefix: to_prefix.to_owned(),
+        });
+    }
+}
+
+/// The key span (none for the root and sequence items) and value span at `pointer`.
+fn lookup(root: &Node, pointer: &str) -> Option<(Option<Span>, Span)> {
+    let mut node = root;
+    let mut key = None;
+    if pointer.is_empty() {
+        return Some((None, node.span));
+    }
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        match &node.value {
+            NodeValue::Map(entries) => {
+                let (_, k, v) = entries.iter().find(|(k, _, _)| *k == seg)?;
+                key = Some(*k);
+                node = v;
+            }
+            NodeValue::Seq(items) => {
+                // Canonical indexes only: `/items/01` names nothing.
+                let i = seg.parse::<usize>().ok().filter(|i| i.to_string() == seg)?;
+                key = None;
+                node = items.get(i)?;
+            }
+            _ => return None,
+        }
+    }
+    Some((key, node.span))
 }
 
 fn first_line(span: Span) -> Span {
@@ -135,5 +181,41 @@ mod tests {
         );
         assert_eq!(field_path(""), "");
         assert_eq!(field_path("/a~1b"), "a/b");
+    }
+
+    fn doc(src: &str) -> Node {
+        let mut docs =
+            crate::spec::yaml::parse(src, crate::spec::yaml::Limits::default()).expect("yaml");
+        docs.remove(0).root
+    }
+
+    #[test]
+    fn pointers_find_keys_values_and_nearest_ancestors() {
+        let locs = Locations::of(3, doc("a:\n  b: [x, y]\n  'c/d~e': 1\n"));
+        let at = |p: &str, key: bool| {
+            let l = if key { locs.key(p) } else { locs.value(p) };
+            (l.file, l.span.line, l.span.col)
+        };
+        assert_eq!(at("/a/b/1", false), (3, 2, 10));
+        assert_eq!(at("/a/b/1", true), (3, 2, 10));
+        assert_eq!(at("/a/b", true), (3, 2, 3));
+        assert_eq!(at("/a/c~1d~0e", false), (3, 3, 12));
+        // Missing: the nearest ancestor that exists.
+        assert_eq!(at("/a/b/7", false), at("/a/b", false));
+        assert_eq!(at("/a/b/01", false), at("/a/b", false));
+        assert_eq!(at("/zzz/q", false).1, 1);
+        assert!(locs.has("/a/b/0") && !locs.has("/a/q"));
+    }
+
+    #[test]
+    fn filled_values_point_into_the_document_that_wrote_them() {
+        let mut chan = Locations::of(1, doc("spec:\n  target: t\n"));
+        let defaults = Locations::of(2, doc("spec:\n  retention: 4d\n  target: u\n"));
+        chan.fill_from(&defaults, "/spec", "/spec");
+        assert_eq!(chan.value("/spec/retention").file, 2);
+        assert_eq!(chan.value("/spec/retention").span.line, 2);
+        // The channel's own value wins.
+        assert_eq!(chan.value("/spec/target").file, 1);
+        assert!(chan.has("/spec/retention"));
     }
 }
