@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{Action, Change, FieldChange, Plan};
+use super::{Action, Change, FieldChange, Note, Plan};
 use crate::printer::{Printer, Style};
 
 /// `Plan: 3 to create, 1 to update, 0 to replace, 0 to delete.`
@@ -147,11 +147,17 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
     }
     if !plan.notes.is_empty() {
         let _ = writeln!(out, "\n{}", printer.paint("Notes (no action):", Style::Dim));
-        for n in &plan.notes {
+        for g in grouped(&plan.notes) {
+            let more = match g.more {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
             let _ = writeln!(
                 out,
-                "  · {} on target {}: {}",
-                n.resource, n.resource.target, n.message
+                "  · {}{more} on target {}: {}",
+                g.named.join(", "),
+                g.target,
+                g.message
             );
         }
     }
@@ -161,6 +167,43 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
     out.push_str(&printer.paint(&summary_line(plan), Style::Bold));
     out.push('\n');
     out
+}
+
+/// Notes that say the same thing on the same target, one line each.
+struct NoteGroup<'a> {
+    target: &'a str,
+    message: &'a str,
+    /// The first few resources, by name.
+    named: Vec<String>,
+    /// How many more.
+    more: usize,
+}
+
+/// Groups notes by target and message: a note about an endpoint can concern thousands of
+/// resources, and one line naming the first few says it once. JSON keeps every note.
+fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
+    const NAMED: usize = 3;
+    let mut groups: Vec<NoteGroup<'_>> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for n in notes {
+        let key = (n.resource.target.as_str(), n.message.as_str());
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push(NoteGroup {
+                target: key.0,
+                message: key.1,
+                named: Vec::new(),
+                more: 0,
+            });
+            groups.len() - 1
+        });
+        let g = &mut groups[i];
+        if g.named.len() < NAMED {
+            g.named.push(n.resource.to_string());
+        } else {
+            g.more += 1;
+        }
+    }
+    groups
 }
 
 fn md_escape(s: &str) -> String {
@@ -222,11 +265,18 @@ pub fn markdown(plan: &Plan) -> String {
     }
     if !plan.notes.is_empty() {
         out.push_str("\n<details><summary>Notes (no action)</summary>\n\n");
-        for n in &plan.notes {
+        for g in grouped(&plan.notes) {
+            let named: Vec<String> = g.named.iter().map(|n| format!("`{n}`")).collect();
+            let more = match g.more {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
             let _ = writeln!(
                 out,
-                "- `{}` on {}: {}",
-                n.resource, n.resource.target, n.message
+                "- {}{more} on {}: {}",
+                named.join(", "),
+                g.target,
+                g.message
             );
         }
         out.push_str("\n</details>\n");
@@ -239,4 +289,51 @@ pub fn json(plan: &Plan) -> String {
     let mut s = serde_json::to_string_pretty(plan).unwrap_or_default();
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::{Kind, ResourceId};
+    use crate::spec::model::Backend;
+
+    fn note(target: &str, name: &str, message: &str) -> Note {
+        Note {
+            resource: ResourceId {
+                target: target.into(),
+                backend: Backend::Sqs,
+                kind: Kind::Queue,
+                scope: String::new(),
+                name: name.into(),
+            },
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn notes_saying_the_same_thing_on_a_target_share_a_line() {
+        let mut notes: Vec<Note> = (0..6)
+            .map(|i| note("t", &format!("q{i}"), "same"))
+            .collect();
+        notes.insert(2, note("t", "q9", "other"));
+        notes.push(note("u", "q0", "same"));
+        let plan = Plan::new(Vec::new(), notes, 0, Default::default(), Vec::new());
+        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("  · ")).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "  · queue q0, queue q1, queue q2 and 3 more on target t: same",
+                "  · queue q9 on target t: other",
+                "  · queue q0 on target u: same",
+            ]
+        );
+        let md = markdown(&plan);
+        assert!(
+            md.contains("- `queue q0`, `queue q1`, `queue q2` and 3 more on t: same"),
+            "{md}"
+        );
+        // JSON keeps every note.
+        assert_eq!(json(&plan).matches("\"message\": \"same\"").count(), 7);
+    }
 }
