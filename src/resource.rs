@@ -5,7 +5,6 @@
 //! normalised by each backend when it reads, so the diff is one generic comparison of values
 //! and every plan renders the same way whatever the backend.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -78,7 +77,7 @@ pub enum Role {
 
 /// Flat properties: `arguments.x-message-ttl` → `5000`. In desired state, `null` means
 /// "owned by dlqctl and must be absent".
-pub type Props = BTreeMap<String, Value>;
+pub type Props = litemap::LiteMap<String, Value>;
 
 /// A resource as the specs want it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -417,10 +417,10 @@ mod tests {
             .alarm_actions("arn:a")
             .build();
         let p = live_props(&live);
-        assert_eq!(p["Threshold"], json!(0));
-        assert_eq!(p["Dimensions"], json!({"QueueName": "p-dlq"}));
-        assert_eq!(p["AlarmActions"], json!(["arn:a", "arn:b"]));
-        assert_eq!(p["OKActions"], json!([]));
+        assert_eq!(*p.get("Threshold").unwrap(), json!(0));
+        assert_eq!(*p.get("Dimensions").unwrap(), json!({"QueueName": "p-dlq"}));
+        assert_eq!(*p.get("AlarmActions").unwrap(), json!(["arn:a", "arn:b"]));
+        assert_eq!(*p.get("OKActions").unwrap(), json!([]));
         assert!(same(&Value::Null, p.get("DatapointsToAlarm")));
         assert_eq!(number(2.5), json!(2.5));
     }

@@ -173,7 +173,8 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
                 ("auto_delete".to_owned(), json!(false)),
                 ("internal".to_owned(), json!(false)),
             ]
-            .into(),
+            .into_iter()
+            .collect(),
             immutable: true,
             present: true,
         });
@@ -192,7 +193,8 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
                     ("destination".to_owned(), json!(r.main)),
                     ("routing_key".to_owned(), json!(key)),
                 ]
-                .into(),
+                .into_iter()
+                .collect(),
                 immutable: true,
                 present: true,
             });
@@ -408,7 +410,8 @@ impl Reader {
                 ("destination".to_owned(), json!(dest)),
                 ("routing_key".to_owned(), json!(key)),
             ]
-            .into();
+            .into_iter()
+            .collect();
             if let Some(args) = b
                 .get("arguments")
                 .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))

@@ -1156,9 +1156,18 @@ mod tests {
                 ("app.orders", Role::Main)
             ]
         );
-        assert_eq!(d[0].props["partitions"], json!(6));
-        assert_eq!(d[0].props["config.retention.ms"], json!(2_592_000_000_u64));
-        assert_eq!(d[1].props["config.retention.ms"], json!(604_800_000));
-        assert_eq!(d[3].props["config.cleanup.policy"], json!("delete"));
+        assert_eq!(*d[0].props.get("partitions").unwrap(), json!(6));
+        assert_eq!(
+            *d[0].props.get("config.retention.ms").unwrap(),
+            json!(2_592_000_000_u64)
+        );
+        assert_eq!(
+            *d[1].props.get("config.retention.ms").unwrap(),
+            json!(604_800_000)
+        );
+        assert_eq!(
+            *d[3].props.get("config.cleanup.policy").unwrap(),
+            json!("delete")
+        );
     }
 }
