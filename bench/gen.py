@@ -2,7 +2,7 @@
 """Generates N channel specs (and a targets file) for benchmarks: a realistic mix of SQS,
 RabbitMQ and Kafka channels, one file each, all lint-clean.
 
-usage: bench/gen.py N OUT_DIR [--mix sqs:rabbitmq:kafka] [--prefix P]
+usage: bench/gen.py N OUT_DIR [--mix sqs:rabbitmq:kafka] [--prefix P] [--vhost V]
 """
 import argparse
 import os
@@ -17,7 +17,7 @@ targets:
   local-rabbitmq:
     backend: rabbitmq
     url: {rabbit}
-    vhost: /
+    vhost: {vhost}
     usernameEnv: DLQCTL_RABBITMQ_USER
     passwordEnv: DLQCTL_RABBITMQ_PASSWORD
     ownership: {{prefixes: ["{prefix}"]}}
@@ -82,6 +82,7 @@ def main():
     p.add_argument("out")
     p.add_argument("--mix", default="2:2:1", help="sqs:rabbitmq:kafka weights")
     p.add_argument("--prefix", default="bench.")
+    p.add_argument("--vhost", default="/", help="RabbitMQ vhost of the channels")
     p.add_argument("--aws", default=os.environ.get("DLQCTL_AWS_ENDPOINT", "http://127.0.0.1:5000"))
     p.add_argument("--rabbit", default=os.environ.get("DLQCTL_RABBITMQ_URL", "http://127.0.0.1:15672"))
     p.add_argument("--kafka", default=os.environ.get("DLQCTL_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
@@ -92,7 +93,7 @@ def main():
     counts[0] += a.n - sum(counts)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "dlqctl.yaml"), "w") as f:
-        f.write(TARGETS.format(aws=a.aws, rabbit=a.rabbit, kafka=a.kafka, prefix=a.prefix))
+        f.write(TARGETS.format(aws=a.aws, rabbit=a.rabbit, kafka=a.kafka, prefix=a.prefix, vhost=a.vhost))
     # SQS names allow no dots: the SQS prefix uses dashes.
     sqs_prefix = a.prefix.replace(".", "-")
     i = 0

@@ -9,6 +9,8 @@ usage: bench/plan.py [--channels 5000] [--latency-ms 20] [--runs 3] [--dlqctl PA
 Needs the stack up (`scripts/stack up`) and a release build (`cargo build --release`).
 """
 import argparse
+import base64
+import json
 import math
 import os
 import re
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,17 +34,38 @@ def free_port():
     return port
 
 
-def measured(cmd, cwd, env):
-    """Like run, but with the child's own peak RSS from wait4."""
+def measured(cmd, cwd, env, progress=False):
+    """Runs cmd; returns exit code, stdout, stderr, wall time and the child's own peak RSS
+    (from wait4). With progress, prints the child's latest `[i/N]` line every 30 s."""
     # Output goes to files, not pipes: a full pipe would stall the child mid-run.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(p.pid, 0)
+        shown = start
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG if progress else 0)
+            if pid:
+                break
+            time.sleep(0.5)
+            if time.perf_counter() - shown >= 30:
+                shown = time.perf_counter()
+                size = os.fstat(err.fileno()).st_size
+                tail = os.pread(err.fileno(), 4096, max(0, size - 4096)).decode(errors="replace").splitlines()
+                steps = [l for l in tail if l.startswith("[")]
+                print(f"  {shown - start:6.0f} s  {steps[-1] if steps else '(reading)'}", flush=True)
         wall = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
         return os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode(), wall, usage.ru_maxrss / 1024
+
+
+def management(url, env, method, path, body):
+    """One call to RabbitMQ's management API (only to create or delete the bench vhost)."""
+    auth = base64.b64encode(f"{env['DLQCTL_RABBITMQ_USER']}:{env['DLQCTL_RABBITMQ_PASSWORD']}".encode()).decode()
+    req = urllib.request.Request(url.rstrip("/") + path, method=method, data=json.dumps(body).encode(),
+                                 headers={"Authorization": f"Basic {auth}", "content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        resp.read()
 
 
 def stats(stderr):
@@ -58,6 +83,8 @@ def main():
     ap.add_argument("--latency-ms", type=float, default=20)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dlqctl", default=os.path.join(ROOT, "target", "release", "dlqctl"))
+    ap.add_argument("--cleanup", action="store_true", help="delete the benchmark's RabbitMQ vhost at the end "
+                    "(moto and tansu keep their state in memory: `scripts/stack down --only moto,kafka` clears it)")
     a = ap.parse_args()
     env = dict(os.environ)
     env.setdefault("DLQCTL_RABBITMQ_USER", "guest")
@@ -71,14 +98,22 @@ def main():
     n = a.channels
     n_sqs, n_rmq, n_kafka = 2 * n // 5, 2 * n // 5, n - 4 * n // 5
     prefix = f"b{n}."
+    # A vhost of its own: RabbitMQ matches policies per vhost, and thousands of benchmark
+    # policies in `/` would slow every other user of the local stack.
+    vhost = f"bench-{n}"
+    vh = urllib.parse.quote(vhost, safe="")
+    management(rabbit, env, "PUT", f"/api/vhosts/{vh}", {})
+    management(rabbit, env, "PUT", f"/api/permissions/{vh}/{urllib.parse.quote(env['DLQCTL_RABBITMQ_USER'], safe='')}",
+               {"configure": ".*", "write": ".*", "read": ".*"})
     work = os.path.join(ROOT, "bench", ".work", f"plan-{n}")
     direct, slow = os.path.join(work, "direct"), os.path.join(work, "delayed")
     gen = [sys.executable, os.path.join(ROOT, "bench", "gen.py"), str(n)]
-    mix = ["--mix", f"{n_sqs}:{n_rmq}:{n_kafka}", "--prefix", prefix]
+    mix = ["--mix", f"{n_sqs}:{n_rmq}:{n_kafka}", "--prefix", prefix, "--vhost", vhost]
     subprocess.run(gen + [direct] + mix + ["--aws", aws, "--rabbit", rabbit, "--kafka", kafka], check=True)
 
     # Apply once (idempotent: a second run of the benchmark finds nothing to do).
-    code, out, err, wall, rss = measured([a.dlqctl, "apply", ".", "--auto-approve", "--color", "never"], direct, env)
+    print(f"applying {n} channels (progress every 30 s) ...", flush=True)
+    code, out, err, wall, rss = measured([a.dlqctl, "apply", ".", "--auto-approve", "--color", "never"], direct, env, progress=True)
     if code != 0:
         sys.exit(f"apply failed:\n{err[-3000:]}")
     applied = re.search(r"Apply complete: (\d+)", err)
@@ -144,6 +179,9 @@ def main():
           f"≈ {naive_wall:.0f} s with +{a.latency_ms:.0f} ms per call ({naive_wall / slow_wall:.0f}× dlqctl's measured {slow_wall:.1f} s)")
     per_channel = (calls.get("sqs:GetQueueAttributes", 0) + calls.get("sqs:ListQueues", 0) + calls.get("cloudwatch:DescribeAlarms", 0)) / max(n_sqs, 1)
     print(f"SQS reads per channel (2 queues, 2 alarms): dlqctl {per_channel:.2f}; Terraform's AWS provider ≈ 7")
+    if a.cleanup:
+        management(rabbit, env, "DELETE", f"/api/vhosts/{vh}", {})
+        print(f"deleted RabbitMQ vhost {vhost}")
 
 
 if __name__ == "__main__":
