@@ -258,32 +258,37 @@ impl Plan {
     }
 }
 
-/// Apply order, per target: policies written before anything else, then per channel the
-/// dead-letter side first and what points at it after; deletes after everything else, in
-/// reverse.
+/// Apply order, per target: policies of queues this plan creates, before anything else; then
+/// per channel the dead-letter side first and what points at it after; deletes after
+/// everything else, in reverse.
 ///
-/// Policies go first because a RabbitMQ policy write makes the broker re-match every queue
-/// of the vhost against every policy: written before the queues exist it costs next to
-/// nothing, and each queue is then born with its dead-letter settings. Interleaved with queue
-/// creation, the cost of each write grows with queues × policies (measured: 64 ms per
-/// queue+policy pair at 250 channels, 800 ms at 750; all policies first: 3–7 ms a policy and
-/// ~20 ms a queue at 1,000 channels — BENCHMARKS.md).
+/// A RabbitMQ policy write makes the broker re-match every queue of the vhost against every
+/// policy: written before its queue exists it costs next to nothing, and the queue is born
+/// with its dead-letter settings. Interleaved with queue creation, the cost of each write
+/// grows with queues × policies (measured: 64 ms per queue+policy pair at 250 channels,
+/// 800 ms at 750; policies first: 3–7 ms a policy, then ~19 ms a queue at 1,000 policies —
+/// BENCHMARKS.md). The policy of a queue that already exists keeps its place after the queues
+/// it routes to, so a live queue never dead-letters towards one that is not there yet.
 pub fn sort_for_apply(changes: &mut [Change]) {
-    changes.sort_by(|a, b| {
-        let key = |c: &Change| {
-            let deleting = c.action == Action::Delete;
-            let role = c.role as i32;
-            let policy_first = !deleting && c.resource.kind == Kind::Policy;
-            (
-                c.resource.target.clone(),
-                deleting,
-                !policy_first,
-                c.channel.clone(),
-                if deleting { -role } else { role },
-                c.resource.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
+    let queue = |r: &ResourceId| (r.target.clone(), r.scope.clone(), r.name.clone());
+    let created: std::collections::HashSet<_> = changes
+        .iter()
+        .filter(|c| c.action == Action::Create && c.resource.kind == Kind::Queue)
+        .map(|c| queue(&c.resource))
+        .collect();
+    changes.sort_by_cached_key(|c| {
+        let deleting = c.action == Action::Delete;
+        let policy_first =
+            !deleting && c.resource.kind == Kind::Policy && created.contains(&queue(&c.resource));
+        let role = c.role as i32;
+        (
+            c.resource.target.clone(),
+            deleting,
+            !policy_first,
+            c.channel.clone(),
+            if deleting { -role } else { role },
+            c.resource.clone(),
+        )
     });
 }
 
@@ -395,35 +400,62 @@ mod tests {
     }
 
     #[test]
-    fn apply_order_writes_policies_before_any_queue_and_deletes_in_reverse() {
-        let mk = |channel: &str, kind, role, action| {
+    fn apply_order_writes_policies_of_new_queues_first_and_keeps_existing_queues_safe() {
+        let mk = |channel: &str, name: &str, kind, role, action| {
             let mut c = diff(&desired(false, json!({"a": 1})), None).unwrap();
             c.channel = channel.into();
             c.resource.kind = kind;
-            c.resource.name = format!("{channel}-{role:?}");
+            c.resource.name = name.into();
             c.role = role;
             c.action = action;
             c
         };
         let mut v = vec![
-            mk("a", Kind::Queue, Role::Main, Action::Create),
-            mk("a", Kind::Policy, Role::MainPolicy, Action::Create),
-            mk("b", Kind::Queue, Role::DeadLetter, Action::Create),
-            mk("b", Kind::Policy, Role::RetryPolicy, Action::Update),
-            mk("c", Kind::Policy, Role::MainPolicy, Action::Delete),
-            mk("c", Kind::Queue, Role::Main, Action::Delete),
+            // Channel a: new; its main policy may go before every queue.
+            mk("a", "a.main", Kind::Queue, Role::Main, Action::Create),
+            mk(
+                "a",
+                "a.main",
+                Kind::Policy,
+                Role::MainPolicy,
+                Action::Create,
+            ),
+            mk("a", "a.dlq", Kind::Queue, Role::DeadLetter, Action::Create),
+            // Channel b: its main queue exists; the policy now routes to a new retry queue,
+            // which must exist first.
+            mk("b", "b.retry", Kind::Queue, Role::Retry, Action::Create),
+            mk(
+                "b",
+                "b.main",
+                Kind::Policy,
+                Role::MainPolicy,
+                Action::Update,
+            ),
+            // Channel c: going away.
+            mk(
+                "c",
+                "c.main",
+                Kind::Policy,
+                Role::MainPolicy,
+                Action::Delete,
+            ),
+            mk("c", "c.main", Kind::Queue, Role::Main, Action::Delete),
         ];
         sort_for_apply(&mut v);
-        let order: Vec<_> = v.iter().map(|c| c.resource.name.as_str()).collect();
+        let order: Vec<_> = v
+            .iter()
+            .map(|c| format!("{} {}", c.resource.kind.as_str(), c.resource.name))
+            .collect();
         assert_eq!(
             order,
             vec![
-                "a-MainPolicy",
-                "b-RetryPolicy",
-                "a-Main",
-                "b-DeadLetter",
-                "c-MainPolicy",
-                "c-Main",
+                "policy a.main",
+                "queue a.dlq",
+                "queue a.main",
+                "queue b.retry",
+                "policy b.main",
+                "policy c.main",
+                "queue c.main",
             ]
         );
     }
