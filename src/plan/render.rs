@@ -92,11 +92,20 @@ fn drop_warning(c: &Change) -> Option<String> {
     })
 }
 
+/// Changes as people read them: by target and channel, each channel's changes in apply
+/// order. (Apply order itself puts some RabbitMQ policies ahead of every channel's queues;
+/// JSON and apply keep it.)
+fn by_channel(plan: &Plan) -> Vec<&Change> {
+    let mut shown: Vec<&Change> = plan.changes.iter().collect();
+    shown.sort_by(|a, b| (&a.resource.target, &a.channel).cmp(&(&b.resource.target, &b.channel)));
+    shown
+}
+
 /// The terminal rendering.
 pub fn human(plan: &Plan, printer: &Printer) -> String {
     let mut out = String::new();
     let mut current: Option<(&str, &str)> = None;
-    for c in &plan.changes {
+    for c in by_channel(plan) {
         let here = (c.resource.target.as_str(), c.channel.as_str());
         if current != Some(here) {
             let _ = writeln!(
@@ -216,7 +225,8 @@ pub fn markdown(plan: &Plan) -> String {
     let _ = writeln!(out, "**{}**\n", summary_line(plan));
     if !plan.changes.is_empty() {
         out.push_str("| action | resource | target | channel | details |\n|---|---|---|---|---|\n");
-        for c in &plan.changes {
+        let shown = by_channel(plan);
+        for &c in &shown {
             let mut details: Vec<String> = c
                 .fields
                 .iter()
@@ -251,7 +261,7 @@ pub fn markdown(plan: &Plan) -> String {
                 md_escape(&details.join("<br>"))
             );
         }
-        for c in &plan.changes {
+        for c in shown {
             for f in c.fields.iter().filter(|f| is_large(f)) {
                 let _ = write!(
                     out,
@@ -335,5 +345,45 @@ mod tests {
         );
         // JSON keeps every note.
         assert_eq!(json(&plan).matches("\"message\": \"same\"").count(), 7);
+    }
+
+    #[test]
+    fn changes_are_listed_by_channel_whatever_the_apply_order() {
+        use crate::resource::{Desired, Role};
+        let mk = |channel: &str, kind, name: &str, role| {
+            let d = Desired {
+                id: ResourceId {
+                    target: "rmq".into(),
+                    backend: Backend::Rabbitmq,
+                    kind,
+                    scope: "/".into(),
+                    name: name.into(),
+                },
+                channel: channel.into(),
+                role,
+                props: [("durable".to_owned(), serde_json::json!(true))]
+                    .into_iter()
+                    .collect(),
+                immutable: false,
+                present: true,
+            };
+            crate::plan::diff(&d, None).expect("a create")
+        };
+        let changes = vec![
+            mk("a", Kind::Queue, "a.main", Role::Main),
+            mk("a", Kind::Policy, "a.main", Role::MainPolicy),
+            mk("b", Kind::Queue, "b.main", Role::Main),
+            mk("b", Kind::Policy, "b.main", Role::MainPolicy),
+        ];
+        let plan = Plan::new(changes, Vec::new(), 0, Default::default(), Vec::new());
+        // Apply order: both policies first.
+        assert_eq!(plan.changes[1].resource.kind, Kind::Policy);
+        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("target ")).collect();
+        assert_eq!(heads, ["target rmq · channel a", "target rmq · channel b"]);
+        let md = markdown(&plan);
+        let a = md.find("`queue a.main").expect("row");
+        let b = md.find("`policy b.main").expect("row");
+        assert!(a < b, "{md}");
     }
 }
