@@ -5,6 +5,7 @@ RabbitMQ and Kafka channels, one file each, all lint-clean.
 usage: bench/gen.py N OUT_DIR [--mix sqs:rabbitmq:kafka] [--prefix P] [--vhost V]
 """
 import argparse
+import json
 import os
 
 TARGETS = """apiVersion: dlqctl/v1
@@ -93,7 +94,7 @@ def main():
     counts[0] += a.n - sum(counts)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "dlqctl.yaml"), "w") as f:
-        f.write(TARGETS.format(aws=a.aws, rabbit=a.rabbit, kafka=a.kafka, prefix=a.prefix, vhost=a.vhost))
+        f.write(TARGETS.format(aws=a.aws, rabbit=a.rabbit, kafka=a.kafka, prefix=a.prefix, vhost=json.dumps(a.vhost)))
     # SQS names allow no dots: the SQS prefix uses dashes.
     sqs_prefix = a.prefix.replace(".", "-")
     i = 0

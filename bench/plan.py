@@ -9,6 +9,7 @@ usage: bench/plan.py [--channels 5000] [--latency-ms 20] [--runs 3] [--dlqctl PA
 Needs the stack up (`scripts/stack up`) and a release build (`cargo build --release`).
 """
 import argparse
+import atexit
 import base64
 import json
 import math
@@ -46,7 +47,7 @@ def measured(cmd, cwd, env, progress=False):
             pid, status, usage = os.wait4(p.pid, os.WNOHANG if progress else 0)
             if pid:
                 break
-            time.sleep(0.5)
+            time.sleep(0.1)
             if time.perf_counter() - shown >= 30:
                 shown = time.perf_counter()
                 size = os.fstat(err.fileno()).st_size
@@ -108,6 +109,10 @@ def main():
     work = os.path.join(ROOT, "bench", ".work", f"plan-{n}")
     direct, slow = os.path.join(work, "direct"), os.path.join(work, "delayed")
     gen = [sys.executable, os.path.join(ROOT, "bench", "gen.py"), str(n)]
+    if a.cleanup:
+        # Also when the run fails part-way (sys.exit): thousands of policies must not stay behind.
+        atexit.register(lambda: (management(rabbit, env, "DELETE", f"/api/vhosts/{vh}", {}),
+                                 print(f"deleted RabbitMQ vhost {vhost}")))
     mix = ["--mix", f"{n_sqs}:{n_rmq}:{n_kafka}", "--prefix", prefix, "--vhost", vhost]
     subprocess.run(gen + [direct] + mix + ["--aws", aws, "--rabbit", rabbit, "--kafka", kafka], check=True)
 
@@ -179,9 +184,6 @@ def main():
           f"≈ {naive_wall:.0f} s with +{a.latency_ms:.0f} ms per call ({naive_wall / slow_wall:.0f}× dlqctl's measured {slow_wall:.1f} s)")
     per_channel = (calls.get("sqs:GetQueueAttributes", 0) + calls.get("sqs:ListQueues", 0) + calls.get("cloudwatch:DescribeAlarms", 0)) / max(n_sqs, 1)
     print(f"SQS reads per channel (2 queues, 2 alarms): dlqctl {per_channel:.2f}; Terraform's AWS provider ≈ 7")
-    if a.cleanup:
-        management(rabbit, env, "DELETE", f"/api/vhosts/{vh}", {})
-        print(f"deleted RabbitMQ vhost {vhost}")
 
 
 if __name__ == "__main__":
