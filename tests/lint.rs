@@ -296,6 +296,40 @@ fn a_defaults_backend_block_applies_only_to_channels_of_that_backend() {
 }
 
 #[test]
+fn a_directory_walk_reads_symlinked_spec_files_but_not_symlinked_folders() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shared = dir.path().join("shared");
+    let specs = dir.path().join("specs");
+    std::fs::create_dir_all(&shared).expect("mkdir");
+    std::fs::create_dir_all(&specs).expect("mkdir");
+    std::fs::copy(
+        root().join("examples/payments-sqs.yaml"),
+        shared.join("payments.yaml"),
+    )
+    .expect("copy");
+    std::os::unix::fs::symlink(shared.join("payments.yaml"), specs.join("payments.yaml"))
+        .expect("symlink");
+    // A link back to an ancestor: followed, it would loop.
+    std::os::unix::fs::symlink(dir.path(), specs.join("loop")).expect("symlink");
+    let ws = dlqctl::spec::load::load(
+        std::slice::from_ref(&specs),
+        Some(&root().join("examples/dlqctl.yaml")),
+    )
+    .expect("loads");
+    let names: Vec<&str> = ws
+        .channels
+        .iter()
+        .map(|c| c.value.metadata.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["payments-transactions-pending"],
+        "{:?}",
+        ws.diagnostics
+    );
+}
+
+#[test]
 fn a_file_over_the_size_cap_is_refused_unread() {
     let dir = tempfile::tempdir().expect("tempdir");
     let big = dir.path().join("big.yaml");

@@ -128,7 +128,11 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
             .path()
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml");
-        if entry.file_type().is_file() && is_yaml {
+        // Symlinked files count (specs shared between folders); symlinked folders are not
+        // followed, so a link loop cannot make the walk endless.
+        let is_file =
+            entry.file_type().is_file() || (entry.path_is_symlink() && entry.path().is_file());
+        if is_file && is_yaml {
             found.push(entry.into_path());
         }
     }
