@@ -20,7 +20,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
-use support::rabbit::{api, block};
+use support::rabbit::{api, block, wait_for_messages};
 use support::{Output, dlqctl, output, unique};
 
 /// One test's world: a temp folder with a targets file scoped to a random stem.
@@ -592,6 +592,9 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     ));
     std::fs::remove_file(b_spec).expect("remove b's spec");
     w.assert_empty_plan(&["specs"], &[], "without --prune nothing is deleted");
+    // The broker reports a new queue's message count with its first statistics (every 5 s);
+    // the plan below must show it, so wait for it rather than race it.
+    wait_for_messages(&format!("{b}.dlq"), 0);
 
     let deletes = pruned(&w);
     assert_eq!(deletes.len(), 7, "{deletes:#?}");
@@ -602,7 +605,8 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     assert!(
         deletes
             .iter()
-            .any(|d| d.contains(&format!("queue {b}.dlq")) && d.contains("holds 0 messages"))
+            .any(|d| d.contains(&format!("queue {b}.dlq")) && d.contains("holds 0 messages")),
+        "{deletes:#?}"
     );
     let refused = w.run(&["apply", "specs", "--prune", "--auto-approve"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);

@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::rabbit::{Fixture, api, block};
+use support::rabbit::{Fixture, api, block, wait_for_messages};
 
 fn assert_empty_plan(f: &Fixture, context: &str) {
     let p = f.plan();
@@ -315,26 +315,6 @@ async fn publish(exchange: &str, key: &str, body: &[u8]) {
     .await
     .expect("confirm");
     let _ = conn.close(200, "done".into()).await;
-}
-
-/// Polls the management API until a queue reports `n` messages (its statistics lag).
-fn wait_for_messages(queue: &str, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, q) = block(api(
-            reqwest::Method::GET,
-            &format!("/api/queues/%2F/{queue}?columns=messages"),
-            None,
-        ));
-        if q["messages"].as_u64() == Some(n) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{queue} never reported {n} messages: {q}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// How many times the message has expired out of a retry queue, from its `x-death` header.

@@ -141,3 +141,23 @@ pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
         .expect("runtime")
         .block_on(f)
 }
+
+/// Polls the management API until a queue reports `n` messages (its statistics lag).
+pub fn wait_for_messages(queue: &str, n: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let (_, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{queue}?columns=messages"),
+            None,
+        ));
+        if q["messages"].as_u64() == Some(n) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{queue} never reported {n} messages: {q}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
