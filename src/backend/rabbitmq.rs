@@ -36,7 +36,8 @@ pub const OWNED_ARGUMENTS: [&str; 7] = [
 /// Page size of queue listings (the management API's maximum).
 pub const PAGE_SIZE: usize = 500;
 
-fn id(target: &str, kind: Kind, vhost: &str, name: &str) -> ResourceId {
+/// A RabbitMQ object's identity (also how `import` names what it reads).
+pub(crate) fn id(target: &str, kind: Kind, vhost: &str, name: &str) -> ResourceId {
     ResourceId {
         target: target.to_owned(),
         backend: Backend::Rabbitmq,

@@ -20,10 +20,11 @@ use super::{
     Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
     template, valid_channel_id,
 };
+use crate::backend::rabbitmq::id as resource_id;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
-    Backend, ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
-    RabbitMqOptions, Retry, Target,
+    ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
+    Retry, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
 
@@ -137,16 +138,6 @@ impl Queue<'_> {
     }
 }
 
-fn queue_id(target: &str, vhost: &str, kind: Kind, name: &str) -> ResourceId {
-    ResourceId {
-        target: target.to_owned(),
-        backend: Backend::Rabbitmq,
-        kind,
-        scope: vhost.to_owned(),
-        name: name.to_owned(),
-    }
-}
-
 fn queues<'a>(
     live: &'a BTreeMap<ResourceId, Live>,
     foreign: &'a BTreeMap<String, Live>,
@@ -237,7 +228,7 @@ pub fn group(
             Err(why) => {
                 unmatched.push(format!(
                     "{}: fits no channel: {why}",
-                    queue_id(target_name, vhost, Kind::Queue, q.name)
+                    resource_id(target_name, Kind::Queue, vhost, q.name)
                 ));
                 failed.insert(q.name);
             }
@@ -280,7 +271,7 @@ pub fn group(
                     if prefix.is_none_or(|p| n.starts_with(p)) {
                         unmatched.push(format!(
                             "{}: fits no channel: {why}",
-                            queue_id(target_name, vhost, Kind::Queue, n)
+                            resource_id(target_name, Kind::Queue, vhost, n)
                         ));
                     }
                 }
@@ -508,7 +499,7 @@ fn build(
             retry.backoff = Some(backoff);
             findings.push(format!(
                 "{}: RabbitMQ does not record how many attempts the consumer makes; `retry.maxAttempts` was set to {attempts}, the fewest that use every retry queue: set the number your consumer uses",
-                queue_id(target_name, vhost, Kind::Queue, main)
+                resource_id(target_name, Kind::Queue, vhost, main)
             ));
             match retry_template(&retries, &id) {
                 Some(t) => {
@@ -546,10 +537,10 @@ fn build(
     let mut member_live: BTreeMap<ResourceId, Live> = BTreeMap::new();
     for q in &members {
         member_live.insert(
-            queue_id(target_name, vhost, Kind::Queue, q.name),
+            resource_id(target_name, Kind::Queue, vhost, q.name),
             q.live.clone(),
         );
-        let pid = queue_id(target_name, vhost, Kind::Policy, q.name);
+        let pid = resource_id(target_name, Kind::Policy, vhost, q.name);
         if let Some(pl) = live.get(&pid) {
             member_live.insert(pid, pl.clone());
         }
@@ -557,7 +548,7 @@ fn build(
     let chosen = by_exchange
         .iter()
         .filter(|(x, bs)| {
-            live.contains_key(&queue_id(target_name, vhost, Kind::Exchange, x))
+            live.contains_key(&resource_id(target_name, Kind::Exchange, vhost, x))
                 && bs
                     .iter()
                     .any(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
@@ -578,7 +569,7 @@ fn build(
         }
     }
     if let Some(x) = chosen {
-        let xid = queue_id(target_name, vhost, Kind::Exchange, x);
+        let xid = resource_id(target_name, Kind::Exchange, vhost, x);
         let kind = match live
             .get(&xid)
             .and_then(|l| l.props.get("type"))
@@ -617,7 +608,7 @@ fn build(
         .iter()
         .filter(|q| q.source == Source::OwnPolicy)
         .find_map(|q| {
-            live.get(&queue_id(target_name, vhost, Kind::Policy, q.name))
+            live.get(&resource_id(target_name, Kind::Policy, vhost, q.name))
                 .and_then(|p| p.props.get("priority"))
                 .and_then(Value::as_i64)
                 .and_then(|p| i32::try_from(p).ok())
@@ -697,7 +688,7 @@ mod tests {
     use serde_json::json;
 
     fn id(kind: Kind, name: &str) -> ResourceId {
-        queue_id("r", "/", kind, name)
+        super::resource_id("r", kind, "/", name)
     }
 
     fn live(props: Value) -> Live {
