@@ -157,10 +157,7 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
     if !plan.notes.is_empty() {
         let _ = writeln!(out, "\n{}", printer.paint("Notes (no action):", Style::Dim));
         for g in grouped(&plan.notes) {
-            let more = match g.more {
-                0 => String::new(),
-                n => format!(" and {n} more"),
-            };
+            let more = g.more_text();
             let _ = writeln!(
                 out,
                 "  · {}{more} on target {}: {}",
@@ -186,6 +183,16 @@ struct NoteGroup<'a> {
     named: Vec<String>,
     /// How many more.
     more: usize,
+}
+
+impl NoteGroup<'_> {
+    /// ` and 3 more`, or nothing.
+    fn more_text(&self) -> String {
+        match self.more {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        }
+    }
 }
 
 /// Groups notes by target and message: a note about an endpoint can concern thousands of
@@ -277,10 +284,7 @@ pub fn markdown(plan: &Plan) -> String {
         out.push_str("\n<details><summary>Notes (no action)</summary>\n\n");
         for g in grouped(&plan.notes) {
             let named: Vec<String> = g.named.iter().map(|n| format!("`{n}`")).collect();
-            let more = match g.more {
-                0 => String::new(),
-                n => format!(" and {n} more"),
-            };
+            let more = g.more_text();
             let _ = writeln!(
                 out,
                 "- {}{more} on {}: {}",
