@@ -77,15 +77,9 @@ impl World {
 
     fn run(&self, args: &[&str]) -> Output {
         output(
-            dlqctl()
+            support::dlqctl_local(self.path())
                 .args(args)
-                .args(["--color", "never"])
-                .env("DLQCTL_RABBITMQ_USER", "guest")
-                .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
-                .env("AWS_ACCESS_KEY_ID", "testing")
-                .env("AWS_SECRET_ACCESS_KEY", "testing")
-                .env("AWS_REGION", "us-east-1")
-                .current_dir(self.path()),
+                .args(["--color", "never"]),
         )
     }
 

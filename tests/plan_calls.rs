@@ -73,15 +73,9 @@ fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
     assert!(ok, "bench/gen.py failed");
     let run = |args: &[&str]| {
         support::output(
-            support::dlqctl()
+            support::dlqctl_local(dir.path())
                 .args(args)
-                .args(["--color", "never"])
-                .env("DLQCTL_RABBITMQ_USER", "guest")
-                .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
-                .env("AWS_ACCESS_KEY_ID", "testing")
-                .env("AWS_SECRET_ACCESS_KEY", "testing")
-                .env("AWS_REGION", "us-east-1")
-                .current_dir(dir.path()),
+                .args(["--color", "never"]),
         )
     };
     let applied = run(&["apply", ".", "--auto-approve"]);

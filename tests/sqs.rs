@@ -101,14 +101,9 @@ impl Fixture {
 
     fn run(&self, args: &[&str]) -> Output {
         output(
-            dlqctl()
+            support::dlqctl_local(self.path())
                 .args(args)
-                .arg("--color")
-                .arg("never")
-                .env("AWS_ACCESS_KEY_ID", "testing")
-                .env("AWS_SECRET_ACCESS_KEY", "testing")
-                .env("AWS_REGION", "us-east-1")
-                .current_dir(self.path()),
+                .args(["--color", "never"]),
         )
     }
 

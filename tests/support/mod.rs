@@ -112,6 +112,19 @@ pub fn dlqctl() -> Command {
     c
 }
 
+/// `dlqctl` with the local stack's credentials (RabbitMQ's guest, moto's test keys), run in
+/// `dir`.
+pub fn dlqctl_local(dir: &std::path::Path) -> Command {
+    let mut c = dlqctl();
+    c.env("DLQCTL_RABBITMQ_USER", "guest")
+        .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .current_dir(dir);
+    c
+}
+
 pub struct Output {
     pub code: i32,
     pub stdout: String,
