@@ -4,14 +4,11 @@
 //! value → apply. This crate root only parses the command line and dispatches; each
 //! subcommand is one function in `commands`, and one [`printer::Printer`] owns the terminal.
 
-pub mod apply;
 pub mod backend;
 pub mod cli;
 pub mod commands;
-pub mod desired;
 pub mod diag;
 pub mod engine;
-pub mod import;
 pub mod plan;
 pub mod printer;
 pub mod resource;

@@ -1,24 +1,46 @@
-//! Connections to live systems: one read-only [`Reader`] per target for plan, turned into a
-//! [`Writer`] only by apply.
+//! The backends, one folder each with the same doors, and the one dispatch over them.
+//!
+//! Every backend folder (`sqs/`, `rabbitmq/`, `kafka/`) has the same files for the same doors:
+//!
+//! | file | door | may do |
+//! |---|---|---|
+//! | `desired.rs` | resolved channel → desired resources | pure, no I/O |
+//! | `read.rs` | the read-only [`Reader`]: live state, prunable objects, message counts | reads only |
+//! | `plan.rs` | backend rules on top of the generic diff: refine, notes, apply-order hints, review | pure, except the review, which may read |
+//! | `apply.rs` | the [`Writer`] | the only door that writes |
+//! | `import.rs` | live objects → channel specs | pure over what `read.rs` returned |
+//!
+//! plus what a backend needs of its own (`sqs/alarms.rs` for CloudWatch, `kafka/ffi.rs`).
+//! Below them, `wire/` holds the clients (AWS, HTTP, retry budget, call counts) and never
+//! imports the spec. Above them, `crate::engine` holds the backend-neutral verbs (plan, apply,
+//! import), which reach a backend only through this file: each dispatch arm is one line, and
+//! each backend's own error becomes a [`BackendError`] naming the target in one place
+//! ([`AtTarget`]). Adding an operation to every backend is one file per backend folder, one
+//! method here, and one driver in `crate::engine`.
 //!
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
-pub mod aws;
-pub mod cloudwatch;
-pub mod http;
+pub mod import_kit;
 pub mod kafka;
 pub mod rabbitmq;
-pub mod retry;
 pub mod sqs;
+pub mod wire;
 
-use std::collections::{BTreeMap, BTreeSet};
+/// The read retry budget, where tests and docs have always found it.
+pub use wire::retry;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role};
+use crate::resource::{Desired, Live, Props, ResourceId, Role};
 use crate::spec::model::{Backend, Target};
-use http::{HttpConfig, HttpError, ReadHttp, Stats};
+use crate::spec::resolve::Resolved;
+use import_kit::Candidate;
+use wire::Stats;
+use wire::aws::AwsError;
+use wire::http::HttpError;
 
 /// Connection options from the command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,10 +64,7 @@ pub enum BackendError {
     Http { target: String, error: HttpError },
     // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
     #[error("target `{target}`: {error}")]
-    Aws {
-        target: String,
-        error: aws::AwsError,
-    },
+    Aws { target: String, error: AwsError },
     // Not a `#[source]`: the message already says it, and `{:#}` would repeat it.
     #[error("target `{target}`: {error}")]
     Kafka {
@@ -54,30 +73,47 @@ pub enum BackendError {
     },
 }
 
-impl BackendError {
-    pub fn http(target: &str, error: HttpError) -> Self {
+/// A backend's own error, turned into the target-level [`BackendError`]: the one place where
+/// that happens.
+pub trait AtTarget {
+    fn at(self, target: &str) -> BackendError;
+}
+
+impl AtTarget for HttpError {
+    fn at(self, target: &str) -> BackendError {
         BackendError::Http {
             target: target.to_owned(),
-            error,
-        }
-    }
-
-    pub fn aws(target: &str, error: aws::AwsError) -> Self {
-        BackendError::Aws {
-            target: target.to_owned(),
-            error,
-        }
-    }
-
-    pub fn kafka(target: &str, error: kafka::KafkaError) -> Self {
-        BackendError::Kafka {
-            target: target.to_owned(),
-            error,
+            error: self,
         }
     }
 }
 
-fn env_value(
+impl AtTarget for AwsError {
+    fn at(self, target: &str) -> BackendError {
+        BackendError::Aws {
+            target: target.to_owned(),
+            error: self,
+        }
+    }
+}
+
+impl AtTarget for kafka::KafkaError {
+    fn at(self, target: &str) -> BackendError {
+        BackendError::Kafka {
+            target: target.to_owned(),
+            error: self,
+        }
+    }
+}
+
+impl AtTarget for BackendError {
+    fn at(self, _target: &str) -> BackendError {
+        self
+    }
+}
+
+/// The value of the environment variable a target names for `field` (`None`: none named).
+pub(crate) fn env_value(
     target: &str,
     field: &'static str,
     var: Option<&String>,
@@ -93,16 +129,60 @@ fn env_value(
     }
 }
 
+/// The target's ownership prefixes (none declared: empty).
+pub(crate) fn prefixes(target: &Target) -> Vec<String> {
+    target
+        .ownership
+        .as_ref()
+        .map(|o| o.prefixes.clone())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure doors, dispatched on the backend
+// ---------------------------------------------------------------------------------------------
+
+/// Every resource a channel needs on its backend (pure).
+pub fn desired(r: &Resolved) -> Vec<Desired> {
+    match r.backend {
+        Backend::Rabbitmq => rabbitmq::desired(r),
+        Backend::Sqs => sqs::desired(r),
+        Backend::Kafka => kafka::desired(r),
+    }
+}
+
 /// Backend rules the generic diff cannot know: a change that is impossible in place (fewer
 /// Kafka partitions), or one that destroys messages by itself (lower SQS retention).
 /// Pure; called on every change of a plan.
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
+        Backend::Rabbitmq => rabbitmq::plan::refine(change),
         Backend::Sqs => sqs::refine(change),
         Backend::Kafka => kafka::refine(change),
-        Backend::Rabbitmq => {}
     }
 }
+
+/// Backend observations for a plan that the diff cannot make, from the desired resources and
+/// what was read (pure): e.g. a RabbitMQ policy the broker does not apply.
+pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
+    let mut out = rabbitmq::plan::notes(desired, live);
+    out.extend(sqs::plan::notes(desired, live));
+    out.extend(kafka::plan::notes(desired, live));
+    out
+}
+
+/// The changes that must run before everything else of their target (pure): e.g. the
+/// RabbitMQ policies of queues this plan creates (see [`crate::plan::sort_for_apply`]).
+pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
+    let mut out = rabbitmq::plan::goes_first(changes);
+    out.extend(sqs::plan::goes_first(changes));
+    out.extend(kafka::plan::goes_first(changes));
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read and write doors
+// ---------------------------------------------------------------------------------------------
 
 /// A live object in a target's ownership scope that no spec names: what `plan --prune`
 /// deletes.
@@ -119,9 +199,12 @@ pub struct Prunable {
     pub identity: Props,
 }
 
-/// The channel label of pruned RabbitMQ resources: names alone do not say which channel a
-/// queue belonged to.
+/// The channel label of pruned objects whose names fit no channel.
 pub const NO_SPEC_CHANNEL: &str = "(no spec)";
+
+/// What a backend's import door found on a target: channel candidates, objects that fit
+/// none (with why), and how much was read (for the summary).
+pub type Found = (Vec<Candidate>, Vec<String>, BTreeMap<&'static str, usize>);
 
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
@@ -141,6 +224,17 @@ pub enum Writer {
     Kafka(kafka::Writer),
 }
 
+/// Calls the same door on whichever backend `$reader` is, and names the target in its error.
+macro_rules! each {
+    ($enum:ident, $value:expr, $b:ident => $call:expr) => {
+        match $value {
+            $enum::Rabbitmq($b) => $call.map_err(|e| e.at($b.target())),
+            $enum::Sqs($b) => $call.map_err(|e| e.at($b.target())),
+            $enum::Kafka($b) => $call.map_err(|e| e.at($b.target())),
+        }
+    };
+}
+
 impl Reader {
     pub fn connect(
         name: &str,
@@ -148,58 +242,20 @@ impl Reader {
         opts: ConnectOptions,
         stats: Arc<Stats>,
     ) -> Result<Self, BackendError> {
-        match target.backend {
+        Ok(match target.backend {
             Backend::Rabbitmq => {
-                let url = target.url.clone().ok_or_else(|| BackendError::Config {
-                    target: name.to_owned(),
-                    message: "no `url`".into(),
-                })?;
-                let user = env_value(name, "usernameEnv", target.username_env.as_ref())?;
-                let password = env_value(name, "passwordEnv", target.password_env.as_ref())?;
-                let creds_hint = match (&target.username_env, &target.password_env) {
-                    (Some(u), Some(p)) => format!("{u} / {p}"),
-                    _ => "usernameEnv / passwordEnv of the target (none set)".into(),
-                };
-                let http = ReadHttp::new(
-                    HttpConfig {
-                        base: url,
-                        user,
-                        password,
-                        creds_hint,
-                        insecure: opts.insecure,
-                    },
-                    stats,
-                )
-                .map_err(|e| BackendError::http(name, e))?;
-                let prefixes = target
-                    .ownership
-                    .as_ref()
-                    .map(|o| o.prefixes.clone())
-                    .unwrap_or_default();
-                Ok(Reader::Rabbitmq(rabbitmq::Reader::new(
-                    name, http, prefixes,
-                )))
+                Reader::Rabbitmq(rabbitmq::Reader::connect(name, target, opts, stats)?)
             }
-            // The AWS SDK's standard credential chain; the targets file only says where.
-            Backend::Sqs => Ok(Reader::Sqs(sqs::Reader::new(
-                name,
-                aws::Settings::from_target(target),
-                target
-                    .ownership
-                    .as_ref()
-                    .map(|o| o.prefixes.clone())
-                    .unwrap_or_default(),
-                stats,
-            ))),
-            Backend::Kafka => Ok(Reader::Kafka(kafka::Reader::connect(name, target, stats)?)),
-        }
+            Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, stats)),
+            Backend::Kafka => Reader::Kafka(kafka::Reader::connect(name, target, stats)?),
+        })
     }
 
     pub fn target(&self) -> &str {
         match self {
-            Reader::Rabbitmq(r) => &r.target,
-            Reader::Sqs(r) => &r.target,
-            Reader::Kafka(r) => &r.target,
+            Reader::Rabbitmq(r) => r.target(),
+            Reader::Sqs(r) => r.target(),
+            Reader::Kafka(r) => r.target(),
         }
     }
 
@@ -208,22 +264,7 @@ impl Reader {
         &self,
         ids: &[&ResourceId],
     ) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
-        match self {
-            Reader::Rabbitmq(r) => {
-                let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
-                r.read(&vhosts)
-                    .await
-                    .map_err(|e| BackendError::http(&r.target, e))
-            }
-            Reader::Sqs(r) => r
-                .read(ids)
-                .await
-                .map_err(|e| BackendError::aws(&r.target, e)),
-            Reader::Kafka(r) => r
-                .read(ids)
-                .await
-                .map_err(|e| BackendError::kafka(&r.target, e)),
-        }
+        each!(Reader, self, r => r.read(ids).await)
     }
 
     /// Checks a plan's changes on this target against what the generic diff cannot see and
@@ -236,114 +277,37 @@ impl Reader {
         notes: &mut Vec<Note>,
         adopt: bool,
     ) -> Result<(), BackendError> {
-        match self {
-            Reader::Sqs(r) => r
-                .review(desired, live, changes, notes, adopt)
-                .await
-                .map_err(|e| BackendError::aws(&r.target, e)),
-            Reader::Rabbitmq(_) | Reader::Kafka(_) => Ok(()),
-        }
+        each!(Reader, self, r => r.review(desired, live, changes, notes, adopt).await)
     }
 
-    /// Every owned live object on this target that `skip` does not name (`plan --prune`).
-    /// Ownership: RabbitMQ and Kafka, inside the ownership prefixes (RabbitMQ: in `vhosts`);
-    /// SQS and CloudWatch, tagged `managed-by: dlqctl` (and inside the prefixes, if declared).
+    /// Every owned live object on this target that `skip` does not name (`plan --prune`),
+    /// labelled with the channel and role it would have if it were imported.
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
-        vhosts: &BTreeSet<String>,
+        target: &Target,
     ) -> Result<Vec<Prunable>, BackendError> {
-        match self {
-            Reader::Rabbitmq(r) => {
-                let live = r
-                    .read(vhosts)
-                    .await
-                    .map_err(|e| BackendError::http(&r.target, e))?;
-                Ok(live
-                    .into_iter()
-                    .filter(|(id, _)| !skip.contains(id))
-                    .map(|(id, live)| {
-                        let role = match id.kind {
-                            Kind::Binding => Role::Binding,
-                            Kind::Exchange => Role::Exchange,
-                            Kind::Policy => Role::MainPolicy,
-                            _ => Role::Main,
-                        };
-                        let identity = if id.kind == Kind::Binding {
-                            ["source", "destination", "routing_key", "@properties_key"]
-                                .into_iter()
-                                .filter_map(|k| {
-                                    live.props.get(k).map(|v| (k.to_owned(), v.clone()))
-                                })
-                                .collect()
-                        } else {
-                            Props::new()
-                        };
-                        Prunable {
-                            id,
-                            live,
-                            channel: NO_SPEC_CHANNEL.to_owned(),
-                            role,
-                            identity,
-                        }
-                    })
-                    .collect())
-            }
-            Reader::Sqs(r) => r
-                .prunable(skip)
-                .await
-                .map_err(|e| BackendError::aws(&r.target, e)),
-            Reader::Kafka(r) => {
-                let live = r
-                    .inventory(None)
-                    .await
-                    .map_err(|e| BackendError::kafka(&r.target, e))?;
-                Ok(live
-                    .into_iter()
-                    .filter(|(id, _)| !skip.contains(id))
-                    .map(|(id, live)| {
-                        let (channel, role) = kafka::role_by_name(&id.name);
-                        Prunable {
-                            id,
-                            live,
-                            channel,
-                            role,
-                            identity: Props::new(),
-                        }
-                    })
-                    .collect())
-            }
-        }
+        each!(Reader, self, r => r.prunable(skip, target).await)
     }
 
     /// Messages held by a queue or topic, where the backend can tell.
     pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
-        match self {
-            Reader::Rabbitmq(r) if id.kind == Kind::Queue => r
-                .message_count(&id.scope, &id.name)
-                .await
-                .map_err(|e| BackendError::http(&r.target, e)),
-            Reader::Rabbitmq(_) => Ok(None),
-            Reader::Sqs(r) if id.kind == Kind::Queue => r
-                .message_count(&id.name)
-                .await
-                .map_err(|e| BackendError::aws(&r.target, e)),
-            Reader::Sqs(_) => Ok(None),
-            Reader::Kafka(r) if id.kind == Kind::Topic => r
-                .record_count(&id.name)
-                .await
-                .map_err(|e| BackendError::kafka(&r.target, e)),
-            Reader::Kafka(_) => Ok(None),
-        }
+        each!(Reader, self, r => r.message_count(id).await)
+    }
+
+    /// Groups what the target holds into channel candidates (`dlqctl import`).
+    pub async fn import(
+        &self,
+        target: &Target,
+        prefix: Option<&str>,
+    ) -> Result<Found, BackendError> {
+        each!(Reader, self, r => r.import(target, prefix).await)
     }
 
     pub fn into_writer(self) -> Writer {
         match self {
-            Reader::Rabbitmq(r) => {
-                let http = r.http_for_writer();
-                Writer::Rabbitmq(rabbitmq::Writer::new(r, http))
-            }
-            Reader::Sqs(r) => Writer::Sqs(sqs::Writer::new(r)),
+            Reader::Rabbitmq(r) => Writer::Rabbitmq(r.into_writer()),
+            Reader::Sqs(r) => Writer::Sqs(r.into_writer()),
             Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
         }
     }
@@ -351,45 +315,11 @@ impl Reader {
 
 impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
-        match self {
-            Writer::Rabbitmq(w) => w
-                .apply(change, allow_loss)
-                .await
-                .map_err(|e| BackendError::http(&w.reader.target, e)),
-            Writer::Sqs(w) => w
-                .apply(change, allow_loss)
-                .await
-                .map_err(|e| BackendError::aws(&w.reader.target, e)),
-            Writer::Kafka(w) => w
-                .apply(change, allow_loss)
-                .await
-                .map_err(|e| BackendError::kafka(&w.reader.target, e)),
-        }
+        each!(Writer, self, w => w.apply(change, allow_loss).await)
     }
 
     /// Waits for the backend to show what was written; returns what did not settle in time.
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, BackendError> {
-        match self {
-            Writer::Rabbitmq(w) => {
-                let policies: Vec<(String, String)> = applied
-                    .iter()
-                    .filter(|c| {
-                        c.resource.kind == Kind::Policy && c.action != crate::plan::Action::Delete
-                    })
-                    .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
-                    .collect();
-                w.settle(&policies)
-                    .await
-                    .map_err(|e| BackendError::http(&w.reader.target, e))
-            }
-            Writer::Sqs(w) => w
-                .settle(applied)
-                .await
-                .map_err(|e| BackendError::aws(&w.reader.target, e)),
-            Writer::Kafka(w) => w
-                .settle(applied)
-                .await
-                .map_err(|e| BackendError::kafka(&w.reader.target, e)),
-        }
+        each!(Writer, self, w => w.settle(applied).await)
     }
 }

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 
-use crate::apply::{self, Guards};
-use crate::backend::http::Stats;
+use crate::backend::wire::http::Stats;
 use crate::cli::ApplyArgs;
 use crate::engine;
+use crate::engine::apply::{self, Guards};
 use crate::plan::{FORMAT_VERSION, PLAN_KIND, Plan, render};
 use crate::printer::{Printer, Style};
 

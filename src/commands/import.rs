@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
 
-use crate::backend::http::Stats;
+use crate::backend::wire::http::Stats;
 use crate::backend::{ConnectOptions, Reader};
 use crate::cli::ImportArgs;
 use crate::diag::{self, Severity};
-use crate::import;
+use crate::engine::import;
 use crate::printer::{Printer, Style};
 use crate::spec::model::Target;
 use crate::spec::schema::{DocKind, schema_text};
@@ -128,7 +128,11 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     let mut adopt = 0;
     for (c, path) in outcome.channels.iter().zip(&paths) {
-        let text = import::emit::document(&schema_ref, &c.comments, &import::to_value(&c.channel));
+        let text = crate::engine::emit::document(
+            &schema_ref,
+            &c.comments,
+            &crate::backend::import_kit::to_value(&c.channel),
+        );
         fs_err::write(path, text)?;
         printer.line(&path.display().to_string());
         let members: Vec<String> = c.members.iter().map(ToString::to_string).collect();

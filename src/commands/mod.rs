@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::backend::ConnectOptions;
-use crate::backend::http::Stats;
+use crate::backend::wire::http::Stats;
 use crate::cli::{Command, ScopeArgs, SpecArgs};
 use crate::diag::{self, Severity};
 use crate::engine::PlanOptions;

@@ -7,12 +7,12 @@
 
 pub mod render;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, same};
+use crate::resource::{Desired, Live, Props, ResourceId, Role, same};
 use crate::spec::model::Target;
 
 /// Version of the plan JSON (both `--format json` and saved plans).
@@ -230,8 +230,9 @@ impl Plan {
         unchanged: usize,
         targets: BTreeMap<String, Target>,
         fingerprints: Vec<Fingerprint>,
+        first: &HashSet<ResourceId>,
     ) -> Self {
-        sort_for_apply(&mut changes);
+        sort_for_apply(&mut changes, first);
         let mut summary = Summary {
             unchanged,
             ..Summary::default()
@@ -258,33 +259,19 @@ impl Plan {
     }
 }
 
-/// Apply order, per target: policies of queues this plan creates, before anything else; then
-/// per channel the dead-letter side first and what points at it after; deletes after
-/// everything else, in reverse.
-///
-/// A RabbitMQ policy write makes the broker re-match every queue of the vhost against every
-/// policy: written before its queue exists it costs next to nothing, and the queue is born
-/// with its dead-letter settings. Interleaved with queue creation, the cost of each write
-/// grows with queues × policies (measured: 64 ms per queue+policy pair at 250 channels,
-/// 800 ms at 750; policies first: 3–7 ms a policy, then ~19 ms a queue at 1,000 policies —
-/// BENCHMARKS.md). The policy of a queue that already exists keeps its place after the queues
-/// it routes to, so a live queue never dead-letters towards one that is not there yet.
-pub fn sort_for_apply(changes: &mut [Change]) {
-    let queue = |r: &ResourceId| (r.target.clone(), r.scope.clone(), r.name.clone());
-    let created: std::collections::HashSet<_> = changes
-        .iter()
-        .filter(|c| c.action == Action::Create && c.resource.kind == Kind::Queue)
-        .map(|c| queue(&c.resource))
-        .collect();
+/// Apply order, per target: the changes a backend says go first (`first`: e.g. RabbitMQ
+/// policies of queues this plan creates, see `crate::backend::goes_first`), before anything
+/// else; then per channel the dead-letter side first and what points at it after; deletes
+/// after everything else, in reverse.
+pub fn sort_for_apply(changes: &mut [Change], first: &HashSet<ResourceId>) {
     changes.sort_by_cached_key(|c| {
         let deleting = c.action == Action::Delete;
-        let policy_first =
-            !deleting && c.resource.kind == Kind::Policy && created.contains(&queue(&c.resource));
+        let goes_first = !deleting && first.contains(&c.resource);
         let role = c.role as i32;
         (
             c.resource.target.clone(),
             deleting,
-            !policy_first,
+            !goes_first,
             c.channel.clone(),
             if deleting { -role } else { role },
             c.resource.clone(),
@@ -295,6 +282,7 @@ pub fn sort_for_apply(changes: &mut [Change]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::Kind;
     use crate::spec::model::Backend;
     use serde_json::json;
 
@@ -385,7 +373,7 @@ mod tests {
             mk(Role::Main, Action::Delete),
             mk(Role::Retry, Action::Create),
         ];
-        sort_for_apply(&mut v);
+        sort_for_apply(&mut v, &HashSet::new());
         let order: Vec<_> = v.iter().map(|c| (c.role, c.action)).collect();
         assert_eq!(
             order,
@@ -395,67 +383,6 @@ mod tests {
                 (Role::Main, Action::Create),
                 (Role::Main, Action::Delete),
                 (Role::DeadLetter, Action::Delete),
-            ]
-        );
-    }
-
-    #[test]
-    fn apply_order_writes_policies_of_new_queues_first_and_keeps_existing_queues_safe() {
-        let mk = |channel: &str, name: &str, kind, role, action| {
-            let mut c = diff(&desired(false, json!({"a": 1})), None).unwrap();
-            c.channel = channel.into();
-            c.resource.kind = kind;
-            c.resource.name = name.into();
-            c.role = role;
-            c.action = action;
-            c
-        };
-        let mut v = vec![
-            // Channel a: new; its main policy may go before every queue.
-            mk("a", "a.main", Kind::Queue, Role::Main, Action::Create),
-            mk(
-                "a",
-                "a.main",
-                Kind::Policy,
-                Role::MainPolicy,
-                Action::Create,
-            ),
-            mk("a", "a.dlq", Kind::Queue, Role::DeadLetter, Action::Create),
-            // Channel b: its main queue exists; the policy now routes to a new retry queue,
-            // which must exist first.
-            mk("b", "b.retry", Kind::Queue, Role::Retry, Action::Create),
-            mk(
-                "b",
-                "b.main",
-                Kind::Policy,
-                Role::MainPolicy,
-                Action::Update,
-            ),
-            // Channel c: going away.
-            mk(
-                "c",
-                "c.main",
-                Kind::Policy,
-                Role::MainPolicy,
-                Action::Delete,
-            ),
-            mk("c", "c.main", Kind::Queue, Role::Main, Action::Delete),
-        ];
-        sort_for_apply(&mut v);
-        let order: Vec<_> = v
-            .iter()
-            .map(|c| format!("{} {}", c.resource.kind.as_str(), c.resource.name))
-            .collect();
-        assert_eq!(
-            order,
-            vec![
-                "policy a.main",
-                "queue a.dlq",
-                "queue a.main",
-                "queue b.retry",
-                "policy b.main",
-                "policy c.main",
-                "queue c.main",
             ]
         );
     }

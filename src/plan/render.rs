@@ -331,7 +331,14 @@ mod tests {
             .collect();
         notes.insert(2, note("t", "q9", "other"));
         notes.push(note("u", "q0", "same"));
-        let plan = Plan::new(Vec::new(), notes, 0, Default::default(), Vec::new());
+        let plan = Plan::new(
+            Vec::new(),
+            notes,
+            0,
+            Default::default(),
+            Vec::new(),
+            &Default::default(),
+        );
         let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("  · ")).collect();
         assert_eq!(
@@ -379,7 +386,14 @@ mod tests {
             mk("b", Kind::Queue, "b.main", Role::Main),
             mk("b", Kind::Policy, "b.main", Role::MainPolicy),
         ];
-        let plan = Plan::new(changes, Vec::new(), 0, Default::default(), Vec::new());
+        let plan = Plan::new(
+            changes,
+            Vec::new(),
+            0,
+            Default::default(),
+            Vec::new(),
+            &Default::default(),
+        );
         // Apply order: both policies first.
         assert_eq!(plan.changes[1].resource.kind, Kind::Policy);
         let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));

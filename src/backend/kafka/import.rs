@@ -13,16 +13,38 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{
-    Candidate, channel, fit_backoff, millis, sanitise_channel_id, template, valid_channel_id,
+use super::{DEFAULTS_KEY, KafkaError, topic_id};
+use crate::backend::Found;
+use crate::backend::import_kit::{
+    self, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template, valid_channel_id,
 };
-use crate::backend::kafka::{DEFAULTS_KEY, topic_id};
+use crate::resource::Role;
 use crate::resource::{Live, ResourceId};
 use crate::spec::model::{
     Backoff, ChannelSpec, ConfigValue, DeadLetter, KafkaNaming, KafkaOptions, Retry, Target,
     TopicReuse,
 };
 use crate::spec::resolve;
+
+impl super::Reader {
+    /// The import door: every topic in scope, grouped into channels by Spring's naming.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
+        let live = self.inventory(prefix).await?;
+        let read = BTreeMap::from([("topics", live.len())]);
+        let (c, u) = group(&live, self.target(), target);
+        Ok((c, u, read))
+    }
+}
+
+/// The channel and role each live topic would have if it were imported (see
+/// [`import_kit::labels`]).
+pub fn labels(
+    live: &BTreeMap<ResourceId, Live>,
+    target_name: &str,
+    target: &Target,
+) -> BTreeMap<ResourceId, (String, Role)> {
+    import_kit::labels(group(live, target_name, target).0, target_name, target)
+}
 
 /// Groups topics into channels; returns them and what fits no channel.
 pub fn group(

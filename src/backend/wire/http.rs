@@ -6,8 +6,9 @@
 //! after a failed or timed-out write the caller re-reads to learn what happened.
 //! Every call is counted per API for `plan --stats`.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+pub use super::stats::Stats;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -16,24 +17,6 @@ use serde_json::Value;
 use super::retry::FIRST_BACKOFF;
 pub use super::retry::READ_ATTEMPTS;
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Calls made, per API (`GET /api/queues/{vhost}`), and retries.
-#[derive(Debug, Default)]
-pub struct Stats {
-    calls: Mutex<BTreeMap<String, u64>>,
-}
-
-impl Stats {
-    pub fn count(&self, api: &str) {
-        if let Ok(mut m) = self.calls.lock() {
-            *m.entry(api.to_owned()).or_default() += 1;
-        }
-    }
-
-    pub fn snapshot(&self) -> BTreeMap<String, u64> {
-        self.calls.lock().map(|m| m.clone()).unwrap_or_default()
-    }
-}
 
 /// A failed call, said so that the user knows which target and what to do.
 #[derive(Debug, thiserror::Error)]

@@ -15,8 +15,7 @@ use std::time::Duration;
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use tokio::sync::OnceCell;
 
-use super::http::Stats;
-use crate::spec::model::Target;
+use super::stats::Stats;
 
 use super::retry::FIRST_BACKOFF;
 pub use super::retry::READ_ATTEMPTS;
@@ -177,16 +176,6 @@ pub struct Settings {
     pub region: Option<String>,
     pub profile: Option<String>,
     pub endpoint: Option<String>,
-}
-
-impl Settings {
-    pub fn from_target(t: &Target) -> Self {
-        Settings {
-            region: t.region.clone(),
-            profile: t.profile.clone(),
-            endpoint: t.endpoint.clone(),
-        }
-    }
 }
 
 /// The SDK clients of one target, built on first use (loading the AWS configuration is

@@ -16,17 +16,54 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{
-    Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
+use super::id as resource_id;
+use crate::backend::Found;
+use crate::backend::import_kit::{
+    self, Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
     template, valid_channel_id,
 };
-use crate::backend::rabbitmq::id as resource_id;
+use crate::backend::wire::http::HttpError;
+use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
     ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
     Retry, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
+
+impl super::Reader {
+    /// The import door: the target's vhost, with the policies named outside the prefixes that
+    /// apply to owned queues, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
+        let vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+        let live = self.read_vhosts(&BTreeSet::from([vhost.clone()])).await?;
+        // Policies that apply to owned queues but are named outside the prefixes.
+        let mut foreign = BTreeMap::new();
+        for name in foreign_policies(&live) {
+            if let Some(p) = self.policy(&vhost, &name).await? {
+                foreign.insert(name, p);
+            }
+        }
+        let read = counts(&live);
+        let (c, u) = group(&live, &foreign, self.target(), target, &vhost, prefix);
+        Ok((c, u, read))
+    }
+}
+
+/// The channel and role each live object would have if it were imported (see
+/// [`import_kit::labels`]).
+pub fn labels(
+    live: &BTreeMap<ResourceId, Live>,
+    target_name: &str,
+    target: &Target,
+) -> BTreeMap<ResourceId, (String, Role)> {
+    let vhosts: BTreeSet<&str> = live.keys().map(|i| i.scope.as_str()).collect();
+    let candidates = vhosts
+        .into_iter()
+        .flat_map(|v| group(live, &BTreeMap::new(), target_name, target, v, None).0)
+        .collect();
+    import_kit::labels(candidates, target_name, target)
+}
 
 /// The dead-lettering settings dlqctl writes (policy keys; `x-` + key as arguments).
 const SETTINGS: [&str; 6] = [
@@ -688,7 +725,7 @@ mod tests {
     use serde_json::json;
 
     fn id(kind: Kind, name: &str) -> ResourceId {
-        super::resource_id("r", kind, "/", name)
+        resource_id("r", kind, "/", name)
     }
 
     fn live(props: Value) -> Live {

@@ -12,16 +12,18 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{
-    Candidate, channel, non_default, number, sanitise_channel_id, template, valid_channel_id,
-};
-use crate::backend::cloudwatch::{
+use super::alarms::{
     self, DEPTH_DESCRIPTION, DEPTH_METRIC, NAMESPACE, OLDEST_AGE_DESCRIPTION, OLDEST_AGE_METRIC,
 };
-use crate::backend::sqs::{
+use super::{
     DLQ_TARGET, FIFO, Inventory, MAX_RECEIVE, RETENTION, SeenAlarm, SeenQueue, TAG_CHANNEL,
     TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY, in_prefixes, queue_id,
 };
+use crate::backend::Found;
+use crate::backend::import_kit::{
+    Candidate, channel, non_default, number, sanitise_channel_id, template, valid_channel_id,
+};
+use crate::backend::wire::aws::AwsError;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
@@ -29,11 +31,7 @@ use crate::spec::model::{
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
-    target
-        .ownership
-        .as_ref()
-        .map(|o| o.prefixes.clone())
-        .unwrap_or_default()
+    crate::backend::prefixes(target)
 }
 
 /// The dead-letter target of a queue: a name in the same account and region, or a full ARN.
@@ -234,7 +232,7 @@ fn build(
     }
 
     // Alarms on the dead-letter queue.
-    let [depth_name, age_name] = cloudwatch::alarm_names(dlq);
+    let [depth_name, age_name] = alarms::alarm_names(dlq);
     let mut alarms = Alarms::default();
     let mut actions: Option<Vec<String>> = None;
     let watching: Vec<(&String, &SeenAlarm)> = inv
@@ -299,7 +297,7 @@ fn build(
         }
         let description = match a.props.get("AlarmDescription").and_then(Value::as_str) {
             None => Some(String::new()),
-            Some(d) if d == cloudwatch::default_description(&id, what) => None,
+            Some(d) if d == alarms::default_description(&id, what) => None,
             Some(d) => Some(d.to_owned()),
         };
         let threshold = a
@@ -411,6 +409,23 @@ fn alarm_problems(a: &SeenAlarm, dlq: &str) -> Vec<String> {
 
 fn show(v: Option<&Value>) -> String {
     v.map_or("(absent)".to_owned(), Value::to_string)
+}
+
+impl super::Reader {
+    /// The import door: every queue in scope (and the dead-letter queues their redrive
+    /// policies point at, even outside `prefix`) with its alarms, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, AwsError> {
+        let mut inv = self.inventory(prefix).await?;
+        // Follow redrive links to dead-letter queues outside the `--prefix` filter.
+        for name in missing_dead_letter_queues(&inv, target) {
+            if let Some(q) = self.seen_queue(&name).await? {
+                inv.queues.insert(name, q);
+            }
+        }
+        let read = BTreeMap::from([("queues", inv.queues.len()), ("alarms", inv.alarms.len())]);
+        let (c, u) = group(&inv, self.target());
+        Ok((c, u, read))
+    }
 }
 
 #[cfg(test)]

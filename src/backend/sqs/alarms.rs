@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, MetricAlarm, Statistic, Tag};
 use serde_json::{Value, json};
 
-use super::aws::{Aws, AwsError, classify};
+use crate::backend::wire::aws::{Aws, AwsError, classify};
 use crate::resource::{Desired, Kind, Props, ResourceId, Role};
 use crate::spec::model::Backend;
 use crate::spec::resolve::{AlarmResolved, Resolved};
@@ -343,7 +343,7 @@ pub async fn put(
         .iter()
         .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
         .collect();
-    let req = |c: super::aws::Clients| {
+    let req = |c: crate::backend::wire::aws::Clients| {
         c.cloudwatch
             .put_metric_alarm()
             .alarm_name(name)

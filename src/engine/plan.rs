@@ -1,16 +1,17 @@
-//! Builds a plan: desired resources, live reads per target (concurrently, read-only), diff.
+//! The plan driver: desired resources, live reads per target (concurrently, read-only), the
+//! generic diff, then each backend's rules through its doors.
 //!
 //! Also re-checks a saved plan's fingerprints before apply. This is the only place that
-//! talks to backends during `plan`; it holds [`Reader`]s, which cannot write.
+//! talks to backends during `plan`; it holds [`Reader`]s, which cannot write. It names no
+//! backend: everything backend-specific comes back through `crate::backend`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
-use crate::backend::http::Stats;
-use crate::backend::{BackendError, ConnectOptions, Prunable, Reader, rabbitmq};
-use crate::desired;
+use crate::backend::wire::Stats;
+use crate::backend::{self, BackendError, ConnectOptions, Prunable, Reader};
 use crate::plan::{self, Action, Change, Fingerprint, Note, Plan};
 use crate::resource::{Desired, Live, ResourceId};
 use crate::spec::model::Target;
@@ -83,7 +84,7 @@ pub async fn plan(
     scope: PlanOptions,
 ) -> Result<Planned, BackendError> {
     let stats = Arc::new(Stats::default());
-    let desired: Vec<Desired> = channels.iter().flat_map(desired::for_channel).collect();
+    let desired: Vec<Desired> = channels.iter().flat_map(backend::desired).collect();
     let names: std::collections::BTreeSet<String> =
         channels.iter().map(|c| c.target.clone()).collect();
     let used: BTreeMap<String, Target> = targets
@@ -100,7 +101,7 @@ pub async fn plan(
     for d in &desired {
         let l = live.get(&d.id);
         if let Some(mut c) = plan::diff(d, l) {
-            crate::backend::refine(&mut c);
+            backend::refine(&mut c);
             changes.push(c);
         }
         if let Some(l) = l
@@ -114,12 +115,7 @@ pub async fn plan(
             }
         }
     }
-    for (id, message) in rabbitmq::policy_notes(&desired, &live) {
-        notes.push(Note {
-            resource: id,
-            message,
-        });
-    }
+    notes.extend(backend::notes(&desired, &live));
     // Backend checks that need more reads (SQS ownership tags), only where the plan writes.
     for r in readers.values() {
         r.review(&desired, &live, &mut changes, &mut notes, scope.adopt)
@@ -128,7 +124,7 @@ pub async fn plan(
     let mut pruned_fingerprints = Vec::new();
     if scope.prune {
         for (name, r) in &readers {
-            for p in prunable(name, r, &desired, targets).await? {
+            for p in prunable(name, r, &desired, &used).await? {
                 pruned_fingerprints.push(Fingerprint {
                     resource: p.id.clone(),
                     hash: Some(p.live.fingerprint()),
@@ -172,7 +168,10 @@ pub async fn plan(
         .collect();
     fingerprints.extend(pruned_fingerprints);
     Ok(Planned {
-        plan: Plan::new(changes, notes, unchanged, used, fingerprints),
+        plan: {
+            let first = backend::goes_first(&changes);
+            Plan::new(changes, notes, unchanged, used, fingerprints, &first)
+        },
         readers,
         stats,
     })
@@ -192,30 +191,10 @@ async fn prunable(
         .filter(|d| d.id.target == target)
         .map(|d| d.id.clone())
         .collect();
-    let mut vhosts: BTreeSet<String> = skip.iter().map(|i| i.scope.clone()).collect();
-    if let Some(t) = targets.get(target)
-        && t.backend == crate::spec::model::Backend::Rabbitmq
-    {
-        vhosts.insert(t.vhost.clone().unwrap_or_else(|| "/".to_owned()));
-    }
-    vhosts.retain(|v| !v.is_empty());
-    let mut found = reader.prunable(&skip, &vhosts).await?;
-    // Group the deletes by the channel each object would be imported into, so that they read
-    // (and run) channel by channel, main side first.
-    if let Some(t) = targets.get(target) {
-        let live: BTreeMap<ResourceId, Live> = found
-            .iter()
-            .map(|p| (p.id.clone(), p.live.clone()))
-            .collect();
-        let labels = crate::import::labels(&live, target, t);
-        for p in &mut found {
-            if let Some((channel, role)) = labels.get(&p.id) {
-                p.channel.clone_from(channel);
-                p.role = *role;
-            }
-        }
-    }
-    Ok(found)
+    let Some(t) = targets.get(target) else {
+        return Ok(Vec::new());
+    };
+    reader.prunable(&skip, t).await
 }
 
 /// Re-reads what a saved plan read; returns the resources that changed since, with how.

@@ -1,0 +1,363 @@
+//! Kafka reads (read-only: Metadata, DescribeConfigs, watermarks): the live topics a plan
+//! names, the inventory for `import` and `--prune`, record counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use rdkafka::ClientConfig;
+use rdkafka::types::RDKafkaErrorCode;
+use serde_json::{Value, json};
+
+use super::ffi::{self, Admin, Source};
+use super::*;
+use crate::backend::BackendError;
+use crate::backend::Prunable;
+use crate::backend::wire::http::Stats;
+use crate::plan::{Change, Note};
+use crate::resource::{Desired, Live, Props};
+use crate::spec::model::Target;
+
+/// The settings of one target that make a client, minus secrets.
+pub(super) fn client_config(
+    name: &str,
+    target: &Target,
+) -> Result<(ClientConfig, String), BackendError> {
+    let config_error = |message: String| BackendError::Config {
+        target: name.to_owned(),
+        message,
+    };
+    let bootstrap = target
+        .bootstrap_servers
+        .clone()
+        .ok_or_else(|| config_error("no `bootstrapServers`".into()))?;
+    let mut config = ClientConfig::new();
+    config.set("client.id", "dlqctl");
+    for (key, value) in target.properties.iter().flatten() {
+        if SECRET_PROPERTIES.contains(&key.as_str()) {
+            return Err(config_error(format!(
+                "`properties.{key}` holds a secret: name the environment variable that holds it under `secretProperties` instead"
+            )));
+        }
+        if FIXED_PROPERTIES.contains(&key.as_str()) {
+            return Err(config_error(format!(
+                "`properties.{key}` is set by dlqctl (bootstrapServers; topics are never auto-created)"
+            )));
+        }
+        config.set(key, value);
+    }
+    for (key, var) in target.secret_properties.iter().flatten() {
+        if FIXED_PROPERTIES.contains(&key.as_str()) {
+            return Err(config_error(format!(
+                "`secretProperties.{key}` is set by dlqctl"
+            )));
+        }
+        let value = std::env::var(var).map_err(|_| BackendError::MissingEnv {
+            target: name.to_owned(),
+            field: "secretProperties",
+            var: var.clone(),
+        })?;
+        config.set(key, value);
+    }
+    config.set("bootstrap.servers", &bootstrap);
+    // A metadata request must never create a topic (tansu does unless told).
+    config.set("allow.auto.create.topics", "false");
+    Ok((config, bootstrap))
+}
+
+/// librdkafka's complaint about a property, without the value when it is a secret (its own
+/// message quotes the value).
+pub(super) fn describe_config_error(target: &Target, e: &rdkafka::error::KafkaError) -> String {
+    match e {
+        rdkafka::error::KafkaError::ClientConfig(_, desc, key, _) => {
+            let secret = target.secret_properties.as_ref().and_then(|s| s.get(key));
+            match secret {
+                Some(var) => format!("librdkafka refused property `{key}` (from ${var})"),
+                None => format!("librdkafka refused property `{key}`: {desc}"),
+            }
+        }
+        other => format!("cannot create the Kafka client: {other}"),
+    }
+}
+
+/// Partition count and replication factor of one topic, from Metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct TopicMeta {
+    pub(super) partitions: usize,
+    pub(super) replication: usize,
+}
+
+/// Read-only view of one Kafka target.
+#[derive(Clone)]
+pub struct Reader {
+    pub target: String,
+    pub(super) bootstrap: String,
+    pub(super) admin: Arc<Admin>,
+    pub(super) prefixes: Vec<String>,
+    pub(super) stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the client config: it holds the secret properties.
+        f.debug_struct("kafka::Reader")
+            .field("target", &self.target)
+            .field("bootstrap", &self.bootstrap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reader {
+    /// Builds the client (it connects on first use).
+    pub fn connect(name: &str, target: &Target, stats: Arc<Stats>) -> Result<Self, BackendError> {
+        let (config, bootstrap) = client_config(name, target)?;
+        let admin: Admin = config.create().map_err(|e| BackendError::Config {
+            target: name.to_owned(),
+            message: describe_config_error(target, &e),
+        })?;
+        Ok(Reader {
+            target: name.to_owned(),
+            bootstrap,
+            admin: Arc::new(admin),
+            prefixes: target
+                .ownership
+                .as_ref()
+                .map(|o| o.prefixes.clone())
+                .unwrap_or_default(),
+            stats,
+        })
+    }
+
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Kafka's plan rules need no further reads: nothing to review.
+    pub async fn review(
+        &self,
+        _desired: &[Desired],
+        _live: &BTreeMap<ResourceId, Live>,
+        _changes: &mut Vec<Change>,
+        _notes: &mut Vec<Note>,
+        _adopt: bool,
+    ) -> Result<(), KafkaError> {
+        Ok(())
+    }
+
+    /// What `plan --prune` may delete: every topic inside the ownership prefixes that `skip`
+    /// does not name, labelled with the channel and role it would have if it were imported
+    /// (else the ones its name suggests).
+    pub async fn prunable(
+        &self,
+        skip: &BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, KafkaError> {
+        let live = self.inventory(None).await?;
+        let mut found: Vec<Prunable> = live
+            .into_iter()
+            .filter(|(id, _)| !skip.contains(id))
+            .map(|(id, live)| {
+                let (channel, role) = role_by_name(&id.name);
+                Prunable {
+                    id,
+                    live,
+                    channel,
+                    role,
+                    identity: Props::new(),
+                }
+            })
+            .collect();
+        let live: BTreeMap<ResourceId, Live> = found
+            .iter()
+            .map(|p| (p.id.clone(), p.live.clone()))
+            .collect();
+        let labels = super::import::labels(&live, &self.target, target);
+        for p in &mut found {
+            if let Some((channel, role)) = labels.get(&p.id) {
+                p.channel.clone_from(channel);
+                p.role = *role;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Records a topic holds (`None` for anything else, or a topic that does not exist).
+    pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, KafkaError> {
+        if id.kind != Kind::Topic {
+            return Ok(None);
+        }
+        self.record_count(&id.name).await
+    }
+
+    pub fn owned(&self, topic: &str) -> bool {
+        self.prefixes.iter().any(|p| topic.starts_with(p.as_str()))
+    }
+
+    /// One Metadata request for every topic of the cluster.
+    pub(super) async fn metadata(&self) -> Result<BTreeMap<String, TopicMeta>, KafkaError> {
+        self.stats.count("kafka:Metadata");
+        let admin = Arc::clone(&self.admin);
+        let read = tokio::task::spawn_blocking(move || {
+            let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT)?;
+            let mut out = BTreeMap::new();
+            for t in md.topics() {
+                // A topic being created may answer LeaderNotAvailable with its partitions;
+                // without partitions it is not (yet) there.
+                if t.error().is_some() && t.partitions().is_empty() {
+                    continue;
+                }
+                let replication = t
+                    .partitions()
+                    .iter()
+                    .map(|p| p.replicas().len())
+                    .min()
+                    .unwrap_or(0);
+                out.insert(
+                    t.name().to_owned(),
+                    TopicMeta {
+                        partitions: t.partitions().len(),
+                        replication,
+                    },
+                );
+            }
+            Ok::<_, rdkafka::error::KafkaError>(out)
+        });
+        match read.await {
+            Ok(Ok(topics)) => Ok(topics),
+            Ok(Err(e)) => Err(KafkaError::Connect {
+                bootstrap: self.bootstrap.clone(),
+                reason: e
+                    .rdkafka_error_code()
+                    .map_or_else(|| e.to_string(), |c| c.to_string()),
+            }),
+            Err(e) => Err(KafkaError::Connect {
+                bootstrap: self.bootstrap.clone(),
+                reason: format!("the metadata thread failed: {e}"),
+            }),
+        }
+    }
+
+    /// Reads the topics `ids` name: existence, partitions and replication factor from one
+    /// Metadata request, configs from one DescribeConfigs request for all that exist.
+    pub async fn read(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
+        let meta = self.metadata().await?;
+        let wanted: BTreeSet<&str> = ids
+            .iter()
+            .filter(|i| i.kind == Kind::Topic && meta.contains_key(&i.name))
+            .map(|i| i.name.as_str())
+            .collect();
+        let mut out = BTreeMap::new();
+        if wanted.is_empty() {
+            return Ok(out);
+        }
+        self.stats.count("kafka:DescribeConfigs");
+        let names: Vec<String> = wanted.iter().map(|s| (*s).to_owned()).collect();
+        for (topic, answer) in ffi::describe_topic_configs(&self.admin, &names, TIMEOUT).await? {
+            let entries = match answer {
+                Ok(entries) => entries,
+                // Deleted between the two requests: it does not exist.
+                Err(e) if e.code == RDKafkaErrorCode::UnknownTopicOrPartition => continue,
+                Err(e) => return Err(topic_error(&topic, "DescribeConfigs", e)),
+            };
+            let Some(m) = meta.get(&topic) else { continue };
+            out.insert(topic_id(&self.target, &topic), live_topic(m, &entries));
+        }
+        Ok(out)
+    }
+
+    /// Records a topic holds: the sum over its partitions of high minus low watermark (what a
+    /// delete would drop). `None` when the topic does not exist.
+    pub async fn record_count(&self, topic: &str) -> Result<Option<u64>, KafkaError> {
+        let meta = self.metadata().await?;
+        let Some(m) = meta.get(topic) else {
+            return Ok(None);
+        };
+        self.stats.count("kafka:ListOffsets");
+        let admin = Arc::clone(&self.admin);
+        let (name, partitions) = (topic.to_owned(), m.partitions);
+        let counted = tokio::task::spawn_blocking(move || {
+            let mut total: u64 = 0;
+            for p in 0..partitions {
+                let p = i32::try_from(p).map_err(|_| format!("partition {p} is out of range"))?;
+                let (low, high) = admin
+                    .inner()
+                    .fetch_watermarks(&name, p, TIMEOUT)
+                    .map_err(|e| format!("partition {p}: {e}"))?;
+                total = total.saturating_add(u64::try_from(high.saturating_sub(low)).unwrap_or(0));
+            }
+            Ok::<_, String>(total)
+        })
+        .await
+        .map_err(|e| {
+            topic_error(
+                topic,
+                "ListOffsets",
+                format!("the offsets thread failed: {e}"),
+            )
+        })?;
+        counted
+            .map(Some)
+            .map_err(|m| topic_error(topic, "ListOffsets", m))
+    }
+
+    /// Every topic inside the ownership prefixes (and starting with `prefix`, if given), read
+    /// as [`read`](Self::read) reads them: the scope of `plan --prune` and `import`.
+    pub async fn inventory(
+        &self,
+        prefix: Option<&str>,
+    ) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
+        let meta = self.metadata().await?;
+        let ids: Vec<ResourceId> = meta
+            .keys()
+            .filter(|t| self.owned(t) && prefix.is_none_or(|p| t.starts_with(p)))
+            .map(|t| topic_id(&self.target, t))
+            .collect();
+        let refs: Vec<&ResourceId> = ids.iter().collect();
+        if refs.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        self.read(&refs).await
+    }
+
+    pub fn into_writer(self) -> Writer {
+        Writer { reader: self }
+    }
+}
+
+/// A topic's live properties: the effective value of every config the broker reports, and
+/// which of those are the broker's defaults rather than set on the topic.
+pub(super) fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
+    let mut props = Props::new();
+    props.insert("partitions".into(), json!(m.partitions));
+    props.insert("replication.factor".into(), json!(m.replication));
+    let mut defaults = Vec::new();
+    for e in entries {
+        let Some(value) = &e.value else { continue };
+        if e.is_sensitive {
+            continue;
+        }
+        let key = format!("config.{}", e.name);
+        if !matches!(e.source, Source::DynamicTopic | Source::Unknown) {
+            defaults.push(json!(key));
+        }
+        props.insert(key, normalise_value(value));
+    }
+    // A real broker reports every topic config (dozens), most at their default. One that
+    // reports only a handful, all marked default, reports only what was set on the topic
+    // (tansu does): those are settings, not defaults.
+    let configs = props.keys().filter(|k| k.starts_with("config.")).count();
+    let sparse = configs < SPARSE_ANSWER && defaults.len() == configs;
+    if !defaults.is_empty() && !sparse {
+        props.insert(DEFAULTS_KEY.into(), Value::Array(defaults));
+    }
+    Live {
+        props,
+        messages: None,
+    }
+}
+
+/// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists
+/// only what was set (see [`live_topic`]).
+pub const SPARSE_ANSWER: usize = 10;

@@ -1,0 +1,247 @@
+//! RabbitMQ apply: the only module that writes to the management API.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::read::Reader;
+use super::*;
+use crate::backend::wire::http::{HttpError, WriteHttp, seg};
+use crate::plan::{Action, Change};
+use crate::resource::Props;
+
+/// Read-write access to one RabbitMQ target, for apply.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    pub reader: Reader,
+    http: WriteHttp,
+}
+
+impl Writer {
+    pub fn target(&self) -> &str {
+        &self.reader.target
+    }
+
+    pub fn new(reader: Reader, http: WriteHttp) -> Self {
+        Writer { reader, http }
+    }
+
+    /// Applies one change. `allow_loss`: a queue with messages may be deleted; otherwise the
+    /// delete carries `if-empty=true`, so RabbitMQ itself refuses to drop a message that
+    /// arrived after the plan.
+    pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), HttpError> {
+        let r = &change.resource;
+        let v = seg(&r.scope);
+        let n = seg(&r.name);
+        // Checked again here, whatever the plan said: nothing outside the prefixes is touched.
+        let named = match r.kind {
+            Kind::Binding => change
+                .desired
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            _ => r.name.clone(),
+        };
+        if change.action != Action::Impossible && !self.reader.owned(&named) {
+            return Err(HttpError::Refused {
+                what: r.to_string(),
+                reason: format!(
+                    "refusing to change it: `{named}` is outside the target's ownership prefixes ({})",
+                    self.reader.prefixes.join(", ")
+                ),
+            });
+        }
+        match (r.kind, change.action) {
+            (_, Action::Impossible) => Ok(()),
+            (Kind::Queue, Action::Delete) => self.delete_queue(&v, &n, allow_loss).await,
+            (Kind::Queue, Action::Replace) => {
+                self.delete_queue(&v, &n, allow_loss).await?;
+                self.put_queue(&v, &n, &change.desired).await
+            }
+            (Kind::Queue, _) => self.put_queue(&v, &n, &change.desired).await,
+            (Kind::Policy, Action::Delete) => {
+                self.send(
+                    Method::DELETE,
+                    "DELETE /api/policies/{vhost}/{name}",
+                    &format!("/api/policies/{v}/{n}"),
+                    None,
+                )
+                .await
+            }
+            (Kind::Policy, _) => {
+                let definition: serde_json::Map<String, Value> = change
+                    .desired
+                    .iter()
+                    .filter_map(|(k, val)| {
+                        k.strip_prefix("definition.")
+                            .map(|d| (d.to_owned(), val.clone()))
+                    })
+                    .filter(|(_, val)| !val.is_null())
+                    .collect();
+                let body = json!({
+                    "pattern": change.desired.get("pattern"),
+                    "apply-to": change.desired.get("apply-to"),
+                    "priority": change.desired.get("priority"),
+                    "definition": definition,
+                });
+                self.send(
+                    Method::PUT,
+                    "PUT /api/policies/{vhost}/{name}",
+                    &format!("/api/policies/{v}/{n}"),
+                    Some(&body),
+                )
+                .await
+            }
+            (Kind::Exchange, Action::Delete) => {
+                self.send(
+                    Method::DELETE,
+                    "DELETE /api/exchanges/{vhost}/{name}",
+                    &format!("/api/exchanges/{v}/{n}"),
+                    None,
+                )
+                .await
+            }
+            (Kind::Exchange, action) => {
+                if action == Action::Replace {
+                    self.send(
+                        Method::DELETE,
+                        "DELETE /api/exchanges/{vhost}/{name}",
+                        &format!("/api/exchanges/{v}/{n}"),
+                        None,
+                    )
+                    .await?;
+                }
+                let body = json!({
+                    "type": change.desired.get("type"),
+                    "durable": true, "auto_delete": false, "internal": false, "arguments": {},
+                });
+                self.send(
+                    Method::PUT,
+                    "PUT /api/exchanges/{vhost}/{name}",
+                    &format!("/api/exchanges/{v}/{n}"),
+                    Some(&body),
+                )
+                .await
+            }
+            (Kind::Binding, action) => {
+                let get = |k: &str| {
+                    change
+                        .desired
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let (x, q, key) = (
+                    seg(&get("source")),
+                    seg(&get("destination")),
+                    get("routing_key"),
+                );
+                if matches!(action, Action::Delete | Action::Replace) {
+                    // With no binding arguments, RabbitMQ's properties key is the routing key;
+                    // a pruned binding carries the one RabbitMQ reported.
+                    let props_key = match get("@properties_key") {
+                        k if !k.is_empty() => seg(&k),
+                        _ if key.is_empty() => "~".to_owned(),
+                        _ => seg(&key),
+                    };
+                    self.send(
+                        Method::DELETE,
+                        "DELETE /api/bindings/{vhost}/e/{x}/q/{q}/{key}",
+                        &format!("/api/bindings/{v}/e/{x}/q/{q}/{props_key}"),
+                        None,
+                    )
+                    .await?;
+                    if action == Action::Delete {
+                        return Ok(());
+                    }
+                }
+                let body = json!({"routing_key": key, "arguments": {}});
+                self.send(
+                    Method::POST,
+                    "POST /api/bindings/{vhost}/e/{x}/q/{q}",
+                    &format!("/api/bindings/{v}/e/{x}/q/{q}"),
+                    Some(&body),
+                )
+                .await
+            }
+            (Kind::Topic | Kind::Alarm, _) => Ok(()),
+        }
+    }
+
+    async fn put_queue(&self, v: &str, n: &str, desired: &Props) -> Result<(), HttpError> {
+        let arguments: serde_json::Map<String, Value> = desired
+            .iter()
+            .filter_map(|(k, val)| {
+                k.strip_prefix("arguments.")
+                    .map(|a| (a.to_owned(), val.clone()))
+            })
+            .filter(|(_, val)| !val.is_null())
+            .collect();
+        let body = json!({
+            "durable": desired.get("durable").cloned().unwrap_or(json!(true)),
+            "auto_delete": false,
+            "arguments": arguments,
+        });
+        self.send(
+            Method::PUT,
+            "PUT /api/queues/{vhost}/{name}",
+            &format!("/api/queues/{v}/{n}"),
+            Some(&body),
+        )
+        .await
+    }
+
+    async fn delete_queue(&self, v: &str, n: &str, allow_loss: bool) -> Result<(), HttpError> {
+        let guard = if allow_loss { "" } else { "?if-empty=true" };
+        self.send(
+            Method::DELETE,
+            "DELETE /api/queues/{vhost}/{name}",
+            &format!("/api/queues/{v}/{n}{guard}"),
+            None,
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(), HttpError> {
+        self.http.send(method, api, path, body).await.map(|_| ())
+    }
+
+    /// Waits until RabbitMQ applies each policy to its queue (the management API lags by up
+    /// to several seconds), so that a plan right after apply sees the final state.
+    pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, HttpError> {
+        let policies: Vec<(String, String)> = applied
+            .iter()
+            .filter(|c| c.resource.kind == Kind::Policy && c.action != Action::Delete)
+            .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
+            .collect();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut pending: Vec<&(String, String)> = policies.iter().collect();
+        while !pending.is_empty() {
+            let mut still = Vec::new();
+            for p in pending {
+                let (vhost, queue) = p;
+                if self.reader.applied_policy(vhost, queue).await?.as_deref()
+                    != Some(queue.as_str())
+                {
+                    still.push(p);
+                }
+            }
+            pending = still;
+            if pending.is_empty() || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok(pending
+            .into_iter()
+            .map(|(v, q)| format!("{q} (vhost {v})"))
+            .collect())
+    }
+}

@@ -1,0 +1,405 @@
+//! RabbitMQ reads through a [`ReadHttp`], which can only GET: live queues, policies, exchanges
+//! and bindings inside the ownership prefixes, single policies, message counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::backend::wire::Stats;
+use crate::backend::wire::http::HttpConfig;
+use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
+use crate::backend::{
+    AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
+};
+use crate::plan::{Change, Note};
+use crate::resource::{Desired, Live, Props, Role};
+use crate::spec::model::Target;
+
+/// The policy fields dlqctl reads besides its definition.
+pub(super) const POLICY_KEYS: [&str; 3] = ["pattern", "apply-to", "priority"];
+
+/// Flat props from a management API object: `keys` as they are, and each entry of the
+/// `nested` object (`arguments`, `definition`) as `nested.key`.
+pub(super) fn flat(item: &Value, keys: &[&str], nested: &str) -> Props {
+    let mut props: Props = keys
+        .iter()
+        .filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .collect();
+    for (k, v) in item
+        .get(nested)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        props.insert(format!("{nested}.{k}"), v.clone());
+    }
+    props
+}
+
+/// Read-only view of one RabbitMQ target.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    pub target: String,
+    pub(super) http: ReadHttp,
+    pub(crate) prefixes: Vec<String>,
+}
+
+impl Reader {
+    /// A reader for the target: the management URL, and the credentials from the environment
+    /// variables the target names (never from the file itself).
+    pub fn connect(
+        name: &str,
+        target: &Target,
+        opts: ConnectOptions,
+        stats: Arc<Stats>,
+    ) -> Result<Self, BackendError> {
+        let url = target.url.clone().ok_or_else(|| BackendError::Config {
+            target: name.to_owned(),
+            message: "no `url`".into(),
+        })?;
+        let user = env_value(name, "usernameEnv", target.username_env.as_ref())?;
+        let password = env_value(name, "passwordEnv", target.password_env.as_ref())?;
+        let creds_hint = match (&target.username_env, &target.password_env) {
+            (Some(u), Some(p)) => format!("{u} / {p}"),
+            _ => "usernameEnv / passwordEnv of the target (none set)".into(),
+        };
+        let http = ReadHttp::new(
+            HttpConfig {
+                base: url,
+                user,
+                password,
+                creds_hint,
+                insecure: opts.insecure,
+            },
+            stats,
+        )
+        .map_err(|e| e.at(name))?;
+        Ok(Reader::new(name, http, crate::backend::prefixes(target)))
+    }
+
+    pub fn new(target: &str, http: ReadHttp, prefixes: Vec<String>) -> Self {
+        Reader {
+            target: target.to_owned(),
+            http,
+            prefixes,
+        }
+    }
+
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    pub fn into_writer(self) -> super::Writer {
+        let http = self.http_for_writer();
+        super::Writer::new(self, http)
+    }
+
+    /// Reads every owned queue, policy, exchange and binding of the vhosts `ids` name.
+    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
+        self.read_vhosts(&vhosts).await
+    }
+
+    /// RabbitMQ's plan rules need no further reads: nothing to review.
+    pub async fn review(
+        &self,
+        _desired: &[Desired],
+        _live: &BTreeMap<ResourceId, Live>,
+        _changes: &mut Vec<Change>,
+        _notes: &mut Vec<Note>,
+        _adopt: bool,
+    ) -> Result<(), HttpError> {
+        Ok(())
+    }
+
+    /// What `plan --prune` may delete: every owned object in the vhosts the specs use and the
+    /// target's own vhost that `skip` does not name, labelled with the channel and role it
+    /// would have if it were imported.
+    pub async fn prunable(
+        &self,
+        skip: &BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, HttpError> {
+        let mut vhosts: BTreeSet<String> = skip
+            .iter()
+            .filter(|i| i.target == self.target)
+            .map(|i| i.scope.clone())
+            .collect();
+        vhosts.insert(target.vhost.clone().unwrap_or_else(|| "/".to_owned()));
+        vhosts.retain(|v| !v.is_empty());
+        let live = self.read_vhosts(&vhosts).await?;
+        let mut found: Vec<Prunable> = live
+            .into_iter()
+            .filter(|(id, _)| !skip.contains(id))
+            .map(|(id, live)| {
+                let role = match id.kind {
+                    Kind::Binding => Role::Binding,
+                    Kind::Exchange => Role::Exchange,
+                    Kind::Policy => Role::MainPolicy,
+                    _ => Role::Main,
+                };
+                let identity = if id.kind == Kind::Binding {
+                    ["source", "destination", "routing_key", "@properties_key"]
+                        .into_iter()
+                        .filter_map(|k| live.props.get(k).map(|v| (k.to_owned(), v.clone())))
+                        .collect()
+                } else {
+                    Props::new()
+                };
+                Prunable {
+                    id,
+                    live,
+                    channel: NO_SPEC_CHANNEL.to_owned(),
+                    role,
+                    identity,
+                }
+            })
+            .collect();
+        let live: BTreeMap<ResourceId, Live> = found
+            .iter()
+            .map(|p| (p.id.clone(), p.live.clone()))
+            .collect();
+        let labels = super::import::labels(&live, &self.target, target);
+        for p in &mut found {
+            if let Some((channel, role)) = labels.get(&p.id) {
+                p.channel.clone_from(channel);
+                p.role = *role;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Reads every owned queue, policy, exchange and binding of the given vhosts.
+    pub async fn read_vhosts(
+        &self,
+        vhosts: &BTreeSet<String>,
+    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let mut out = BTreeMap::new();
+        for vhost in vhosts {
+            self.read_vhost(vhost, &mut out).await?;
+        }
+        Ok(out)
+    }
+
+    /// The HTTP client with write access; only `Reader::into_writer` (apply) calls this.
+    pub(super) fn http_for_writer(&self) -> WriteHttp {
+        self.http.clone().into_writer()
+    }
+
+    /// The items of a management API listing whose `name` is inside the ownership prefixes.
+    pub(super) fn owned_items<'a>(
+        &'a self,
+        list: Option<&'a Value>,
+    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(move |item| {
+                let name = item.get("name").and_then(Value::as_str)?;
+                self.owned(name).then_some((name, item))
+            })
+    }
+
+    pub fn owned(&self, name: &str) -> bool {
+        self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+
+    pub(super) async fn read_vhost(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
+        let name_filter = format!(
+            "^({})",
+            self.prefixes
+                .iter()
+                .map(|p| regex_escape(p))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        let mut page = 1;
+        loop {
+            let path = format!(
+                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns=name,arguments,policy,type,durable,auto_delete",
+                seg(&name_filter)
+            );
+            let Some(body) = self.http.get("GET /api/queues/{vhost}", &path).await? else {
+                return Err(HttpError::Status {
+                    api: format!("vhost `{vhost}`"),
+                    status: 404,
+                    reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec".into(),
+                });
+            };
+            for (name, q) in self.owned_items(body.get("items")) {
+                let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
+                if let Some(p) = q.get("policy").and_then(Value::as_str) {
+                    props.insert("@policy".into(), json!(p));
+                }
+                out.insert(
+                    id(&self.target, Kind::Queue, vhost, name),
+                    Live {
+                        props,
+                        messages: None,
+                    },
+                );
+            }
+            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
+            if page as u64 >= pages || page >= 10_000 {
+                break;
+            }
+            page += 1;
+        }
+
+        let policies = self
+            .http
+            .get("GET /api/policies/{vhost}", &format!("/api/policies/{v}"))
+            .await?;
+        for (name, p) in self.owned_items(policies.as_ref()) {
+            let props = flat(p, &POLICY_KEYS, "definition");
+            out.insert(
+                id(&self.target, Kind::Policy, vhost, name),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
+        }
+
+        let exchanges = self
+            .http
+            .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"))
+            .await?;
+        for (name, x) in self.owned_items(exchanges.as_ref()) {
+            // dlqctl declares exchanges without arguments; any (alternate-exchange, ...) are
+            // someone else's and show up in a plan as unmanaged settings.
+            let props = flat(
+                x,
+                &["type", "durable", "auto_delete", "internal"],
+                "arguments",
+            );
+            out.insert(
+                id(&self.target, Kind::Exchange, vhost, name),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
+        }
+
+        let bindings = self
+            .http
+            .get("GET /api/bindings/{vhost}", &format!("/api/bindings/{v}"))
+            .await?;
+        for b in bindings
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let get = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default();
+            let (source, dest) = (get("source"), get("destination"));
+            if get("destination_type") != "queue" || !self.owned(source) {
+                continue;
+            }
+            let key = get("routing_key");
+            let mut props: Props = [
+                ("source".to_owned(), json!(source)),
+                ("destination".to_owned(), json!(dest)),
+                ("routing_key".to_owned(), json!(key)),
+            ]
+            .into_iter()
+            .collect();
+            if let Some(args) = b
+                .get("arguments")
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+            {
+                props.insert("arguments".into(), args.clone());
+            }
+            props.insert("@properties_key".into(), json!(get("properties_key")));
+            out.insert(
+                id(
+                    &self.target,
+                    Kind::Binding,
+                    vhost,
+                    &binding_name(source, dest, key),
+                ),
+                Live {
+                    props,
+                    messages: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// One policy by name, wherever its name is (import: the policy RabbitMQ applies to an
+    /// owned queue may be named outside the prefixes). Same shape as [`read`](Self::read)'s.
+    pub async fn policy(&self, vhost: &str, name: &str) -> Result<Option<Live>, HttpError> {
+        let path = format!("/api/policies/{}/{}", seg(vhost), seg(name));
+        let Some(p) = self
+            .http
+            .get("GET /api/policies/{vhost}/{name}", &path)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Live {
+            props: flat(&p, &POLICY_KEYS, "definition"),
+            messages: None,
+        }))
+    }
+
+    /// Messages in one queue (for the plan's drop warnings). `None` if it cannot be read.
+    /// Messages held by a queue (`None` for anything else, or a queue that does not exist).
+    pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, HttpError> {
+        if id.kind != Kind::Queue {
+            return Ok(None);
+        }
+        self.queue_messages(&id.scope, &id.name).await
+    }
+
+    /// Messages held by one queue, ready and unacknowledged.
+    pub async fn queue_messages(&self, vhost: &str, queue: &str) -> Result<Option<u64>, HttpError> {
+        let path = format!(
+            "/api/queues/{}/{}?columns=messages,messages_ready,messages_unacknowledged",
+            seg(vhost),
+            seg(queue)
+        );
+        let body = self
+            .http
+            .get("GET /api/queues/{vhost}/{name}", &path)
+            .await?;
+        Ok(body.and_then(|b| {
+            b.get("messages").and_then(Value::as_u64).or_else(|| {
+                let ready = b.get("messages_ready").and_then(Value::as_u64)?;
+                let unacked = b
+                    .get("messages_unacknowledged")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                Some(ready + unacked)
+            })
+        }))
+    }
+
+    /// The policy RabbitMQ currently applies to a queue.
+    pub async fn applied_policy(
+        &self,
+        vhost: &str,
+        queue: &str,
+    ) -> Result<Option<String>, HttpError> {
+        // `disable_stats` would hide the `policy` field here; `columns` keeps the answer small.
+        let path = format!(
+            "/api/queues/{}/{}?columns=name,policy",
+            seg(vhost),
+            seg(queue)
+        );
+        let body = self
+            .http
+            .get("GET /api/queues/{vhost}/{name}", &path)
+            .await?;
+        Ok(body.and_then(|b| b.get("policy").and_then(Value::as_str).map(str::to_owned)))
+    }
+}

@@ -1,0 +1,402 @@
+//! SQS: a channel's dead-letter queue, its main queue with the redrive policy pointing at it,
+//! and (through [`alarms`]) the two CloudWatch alarms on the DLQ.
+//!
+//! The doors, each in its own file: [`desired`] (pure: resolved channel → resources),
+//! [`read`] (read-only: live state, inventory, prunable objects, message counts), [`plan`]
+//! (backend rules on top of the generic diff; its review reads tags but never writes),
+//! [`apply`] (the only writer), [`import`] (live → specs, pure over what `read` saw) and
+//! [`alarms`] (CloudWatch, for all of them). This file holds what they share: names,
+//! attribute keys and the ownership rules.
+//!
+//! Queue attributes are read back into flat, normalised properties so that the generic diff
+//! compares meaning: numbers as numbers, `FifoQueue` as a boolean, and the RedrivePolicy JSON
+//! as `RedrivePolicy.deadLetterTarget` (the DLQ's *name*, so a plan needs no ARN before the
+//! DLQ exists; apply resolves the ARN) and `RedrivePolicy.maxReceiveCount`.
+//!
+//! Ownership is recorded on the live objects as tags (`managed-by: dlqctl`,
+//! `dlqctl-channel: <channel>`). Tags cost one call per object, so they are read only where a
+//! plan would write: a plan with no changes makes ⌈Q/1000⌉ ListQueues calls, one
+//! GetQueueAttributes per existing queue and ⌈A/100⌉ DescribeAlarms calls, nothing more. A
+//! queue or alarm that is not provably dlqctl's is never changed or deleted: the plan marks it
+//! `impossible`, unless `--adopt` asks to take over what no tool claims yet (an update that
+//! adds the two tags; tags are then read for every existing object). `--prune` lists the
+//! queues and alarms in scope and reads the tags of those no spec names.
+//!
+//! RedriveAllowPolicy is written on the DLQ, but some endpoints cannot return it (moto answers
+//! InvalidAttributeName). When a plan finds it missing, one probe asks for it by name; if the
+//! endpoint cannot return it, the plan says so in a note instead of showing a change forever.
+
+pub mod alarms;
+pub mod apply;
+pub mod desired;
+pub mod import;
+pub mod plan;
+pub mod read;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::plan::{Change, FieldChange};
+use crate::resource::{Kind, ResourceId};
+use crate::spec::model::Backend;
+
+pub use apply::Writer;
+pub use desired::desired;
+pub use plan::refine;
+pub use read::{Inventory, Reader, SeenAlarm, SeenQueue, live_queue};
+
+/// ListQueues page size (the API's maximum).
+pub const PAGE_SIZE: i32 = 1000;
+/// Calls in flight at once per target.
+pub const CONCURRENCY: usize = 8;
+pub const TAG_MANAGED_BY: &str = "managed-by";
+pub const TAG_MANAGED_BY_VALUE: &str = "dlqctl";
+pub const TAG_CHANNEL: &str = "dlqctl-channel";
+/// How long SQS refuses to re-create a queue name after deleting it.
+pub const NAME_REUSE_DELAY: Duration = Duration::from_secs(60);
+
+pub const RETENTION: &str = "MessageRetentionPeriod";
+pub const VISIBILITY: &str = "VisibilityTimeout";
+pub const FIFO: &str = "FifoQueue";
+pub const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
+pub const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
+pub(super) const ALLOW_PERMISSION: &str = "RedriveAllowPolicy.redrivePermission";
+pub(super) const ALLOW_SOURCES: &str = "RedriveAllowPolicy.sourceQueues";
+
+/// Queue attributes dlqctl does not own, read so that a plan can list them as unmanaged
+/// settings, with the values SQS gives a queue nobody configured (either of two for
+/// MaximumMessageSize: AWS raised its default from 256 KiB to 1 MiB in 2025). Read-only
+/// attributes (ARN, timestamps, counts) are not settings and are left out.
+pub(super) const UNOWNED_ATTRIBUTES: [(&str, &[&str]); 10] = [
+    ("DelaySeconds", &["0"]),
+    ("MaximumMessageSize", &["262144", "1048576"]),
+    ("ReceiveMessageWaitTimeSeconds", &["0"]),
+    ("KmsMasterKeyId", &[]),
+    ("KmsDataKeyReusePeriodSeconds", &["300"]),
+    ("SqsManagedSseEnabled", &["true"]),
+    ("ContentBasedDeduplication", &["false"]),
+    ("DeduplicationScope", &["queue"]),
+    ("FifoThroughputLimit", &["perQueue"]),
+    ("Policy", &[]),
+];
+
+/// The live key listing the unowned attributes that hold SQS's default value (see
+/// [`crate::plan::unmanaged`]).
+pub(super) const DEFAULTS_KEY: &str = "@defaults";
+
+/// SQS says "no such queue" in two ways, depending on the protocol.
+pub(super) const NO_SUCH_QUEUE: [&str; 2] = [
+    "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueDoesNotExist",
+];
+pub(super) const QUEUE_EXISTS: [&str; 2] = ["QueueAlreadyExists", "QueueNameExists"];
+pub(super) const DELETED_RECENTLY: [&str; 2] = [
+    "AWS.SimpleQueueService.QueueDeletedRecently",
+    "QueueDeletedRecently",
+];
+
+pub fn queue_id(target: &str, name: &str) -> ResourceId {
+    ResourceId {
+        target: target.to_owned(),
+        backend: Backend::Sqs,
+        kind: Kind::Queue,
+        scope: String::new(),
+        name: name.to_owned(),
+    }
+}
+
+/// Why a live object is not provably this channel's, from its tags (`None`: it is).
+pub fn ownership_problem(tags: &BTreeMap<String, String>, channel: &str) -> Option<String> {
+    match tags.get(TAG_MANAGED_BY).map(String::as_str) {
+        Some(TAG_MANAGED_BY_VALUE) => {}
+        None => {
+            return Some(format!(
+                "exists but is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; adopt it with `dlqctl plan --adopt` / `dlqctl apply --adopt` (only the two tags are added; `dlqctl import` writes a spec from it), or delete or rename it"
+            ));
+        }
+        Some(other) => {
+            return Some(format!(
+                "is tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, and dlqctl will not change or adopt it"
+            ));
+        }
+    }
+    match tags.get(TAG_CHANNEL) {
+        Some(c) if c == channel => None,
+        Some(other) => Some(format!(
+            "belongs to dlqctl channel `{other}` (tag `{TAG_CHANNEL}`), not `{channel}`; two channels cannot share it"
+        )),
+        None => Some(format!(
+            "has no `{TAG_CHANNEL}` tag, so it cannot be tied to channel `{channel}`"
+        )),
+    }
+}
+
+/// Why a live object is not dlqctl's at all, whatever its channel (`None`: it is).
+pub(super) fn ownership_problem_any(tags: &BTreeMap<String, String>) -> Option<String> {
+    let channel = tags.get(TAG_CHANNEL).map_or("", String::as_str);
+    if channel.is_empty() {
+        return Some(format!("has no `{TAG_CHANNEL}` tag"));
+    }
+    ownership_problem(tags, channel)
+}
+
+/// Whether `--adopt` may take over a live object with these tags: nothing claims it yet
+/// (no `managed-by` tag). Objects another tool manages are never adopted.
+pub fn adoptable(tags: &BTreeMap<String, String>) -> bool {
+    !tags.contains_key(TAG_MANAGED_BY)
+}
+
+/// Plan fields that add the ownership tags (an adoption); apply writes them as tags.
+pub const TAG_FIELD_PREFIX: &str = "tags.";
+
+pub(super) fn adoption_fields(tags: &BTreeMap<String, String>, channel: &str) -> Vec<FieldChange> {
+    vec![
+        FieldChange {
+            key: format!("{TAG_FIELD_PREFIX}{TAG_MANAGED_BY}"),
+            old: None,
+            new: Some(json!(TAG_MANAGED_BY_VALUE)),
+        },
+        FieldChange {
+            key: format!("{TAG_FIELD_PREFIX}{TAG_CHANNEL}"),
+            old: tags.get(TAG_CHANNEL).map(|c| json!(c)),
+            new: Some(json!(channel)),
+        },
+    ]
+}
+
+/// Whether a planned change adopts the object (adds the ownership tags).
+pub fn is_adoption(change: &Change) -> bool {
+    change
+        .fields
+        .iter()
+        .any(|f| f.key.starts_with(TAG_FIELD_PREFIX))
+}
+
+/// Whether a name is inside the target's ownership prefixes (no prefixes: every name).
+pub fn in_prefixes(prefixes: &[String], name: &str) -> bool {
+    prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p.as_str()))
+}
+
+/// The prefixes to list (ListQueues, DescribeAlarms) to see every name inside the ownership
+/// prefixes that also starts with `filter`: `[""]` is everything.
+pub fn listing_prefixes(prefixes: &[String], filter: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = match (prefixes.is_empty(), filter) {
+        (true, None) => vec![String::new()],
+        (true, Some(f)) => vec![f.to_owned()],
+        (false, None) => prefixes.to_vec(),
+        (false, Some(f)) => prefixes
+            .iter()
+            .filter_map(|p| {
+                if f.starts_with(p.as_str()) {
+                    Some(f.to_owned())
+                } else if p.starts_with(f) {
+                    Some(p.clone())
+                } else {
+                    None
+                }
+            })
+            .collect(),
+    };
+    out.sort();
+    out.dedup();
+    // A prefix that another one in the list starts with is already covered.
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q.as_str())));
+    out
+}
+
+/// The tags dlqctl puts on everything it creates.
+pub(super) fn ownership_tags(channel: &str) -> [(&'static str, &str); 2] {
+    [
+        (TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE),
+        (TAG_CHANNEL, channel),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apply::*;
+    use super::plan::*;
+    use super::read::*;
+    use super::*;
+    use crate::backend::wire::aws::{AwsError, ErrorKind};
+    use crate::plan::{Action, diff};
+    use crate::resource::{Desired, Props, Role};
+
+    fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn attributes_read_back_as_meaning_not_text() {
+        let live = live_queue(&attrs(&[
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            ("MessageRetentionPeriod", "345600"),
+            ("VisibilityTimeout", "30"),
+            (
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:payments-dlq", "maxReceiveCount": "5"}"#,
+            ),
+            ("ApproximateNumberOfMessages", "2"),
+            ("ApproximateNumberOfMessagesNotVisible", "1"),
+            ("ApproximateNumberOfMessagesDelayed", "0"),
+        ]));
+        assert_eq!(*live.props.get(RETENTION).unwrap(), json!(345600));
+        assert_eq!(*live.props.get(FIFO).unwrap(), json!(false));
+        assert_eq!(*live.props.get(DLQ_TARGET).unwrap(), json!("payments-dlq"));
+        assert_eq!(*live.props.get(MAX_RECEIVE).unwrap(), json!(5));
+        assert_eq!(live.messages, Some(3));
+    }
+
+    #[test]
+    fn unowned_attributes_are_listed_unless_they_hold_the_default() {
+        let live = live_queue(&attrs(&[
+            ("DelaySeconds", "5"),
+            ("MaximumMessageSize", "1048576"),
+            ("ReceiveMessageWaitTimeSeconds", "0"),
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            ("CreatedTimestamp", "1796045196"),
+        ]));
+        let d = Desired {
+            id: queue_id("t", "payments"),
+            channel: "c".into(),
+            role: Role::Main,
+            props: [(FIFO.to_owned(), json!(false))].into_iter().collect(),
+            immutable: false,
+            present: true,
+        };
+        assert_eq!(crate::plan::unmanaged(&d, &live), vec!["DelaySeconds = 5"]);
+    }
+
+    #[test]
+    fn a_dead_letter_target_in_another_account_is_shown_in_full() {
+        let live = live_queue(&attrs(&[
+            ("QueueArn", "arn:aws:sqs:us-east-1:123456789012:payments"),
+            (
+                "RedrivePolicy",
+                r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:999999999999:payments-dlq","maxReceiveCount":5}"#,
+            ),
+            (
+                "RedriveAllowPolicy",
+                r#"{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:123456789012:b","arn:aws:sqs:us-east-1:123456789012:a"]}"#,
+            ),
+        ]));
+        assert_eq!(
+            *live.props.get(DLQ_TARGET).unwrap(),
+            json!("arn:aws:sqs:us-east-1:999999999999:payments-dlq")
+        );
+        assert_eq!(*live.props.get(ALLOW_SOURCES).unwrap(), json!(["a", "b"]));
+        assert_eq!(live.messages, None, "counts not read");
+    }
+
+    #[test]
+    fn unparsable_policies_are_kept_as_text_and_differ() {
+        let live = live_queue(&attrs(&[("RedrivePolicy", "{not json")]));
+        assert_eq!(
+            *live.props.get("RedrivePolicy").unwrap(),
+            json!("{not json")
+        );
+        assert!(!live.props.contains_key(DLQ_TARGET));
+    }
+
+    fn update(fields: Vec<FieldChange>) -> Change {
+        let d = Desired {
+            id: queue_id("t", "q"),
+            channel: "c".into(),
+            role: Role::Main,
+            props: Props::new(),
+            immutable: false,
+            present: true,
+        };
+        let mut c = diff(&d, None).unwrap_or_else(|| unreachable!());
+        c.action = Action::Update;
+        c.fields = fields;
+        c.messages = Some(7);
+        c
+    }
+
+    #[test]
+    fn lowering_retention_is_destructive_and_raising_it_is_not() {
+        let f = |old: u64, new: u64| FieldChange {
+            key: RETENTION.into(),
+            old: Some(json!(old)),
+            new: Some(json!(new)),
+        };
+        let mut c = update(vec![f(345600, 86400)]);
+        refine(&mut c);
+        assert_eq!(c.action, Action::Update);
+        let how = c.destructive.unwrap_or_default();
+        assert!(
+            how.contains("345600 s to 86400 s") && how.contains("holds 7 messages"),
+            "{how}"
+        );
+        let mut c = update(vec![f(86400, 345600)]);
+        refine(&mut c);
+        assert_eq!(c.destructive, None);
+    }
+
+    #[test]
+    fn a_fifo_change_is_a_replace() {
+        let mut c = update(vec![FieldChange {
+            key: FIFO.into(),
+            old: Some(json!(false)),
+            new: Some(json!(true)),
+        }]);
+        refine(&mut c);
+        assert_eq!(c.action, Action::Replace);
+    }
+
+    #[test]
+    fn only_tagged_objects_of_the_same_channel_are_owned() {
+        let tags = |pairs: &[(&str, &str)]| attrs(pairs);
+        assert_eq!(
+            ownership_problem(
+                &tags(&[("managed-by", "dlqctl"), ("dlqctl-channel", "c")]),
+                "c"
+            ),
+            None
+        );
+        assert!(
+            ownership_problem(&tags(&[]), "c")
+                .unwrap_or_default()
+                .contains("dlqctl import")
+        );
+        assert!(
+            ownership_problem(
+                &tags(&[("managed-by", "dlqctl"), ("dlqctl-channel", "d")]),
+                "c"
+            )
+            .unwrap_or_default()
+            .contains("`d`")
+        );
+    }
+
+    #[test]
+    fn the_name_reuse_refusal_says_what_to_do() {
+        let e = AwsError::new(
+            "sqs:CreateQueue",
+            "queue q",
+            ErrorKind::Rejected,
+            "QueueDeletedRecently: ...",
+        );
+        let text = deleted_recently(e).to_string();
+        assert!(text.starts_with("sqs:CreateQueue on queue q: "), "{text}");
+        assert!(
+            text.contains("within 60 s") && text.contains("run `dlqctl apply` again"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn listing_uses_the_longest_shared_prefix() {
+        assert_eq!(common_prefix(&["payments", "payments-dlq"]), "payments");
+        assert_eq!(common_prefix(&["a-x", "a-y", "a-"]), "a-");
+        assert_eq!(common_prefix(&["x", "y"]), "");
+        assert_eq!(common_prefix(&[]), "");
+    }
+}

@@ -1,0 +1,179 @@
+//! SQS plan rules on top of the generic diff: [`refine`] (pure) and the review of a plan's
+//! changes against what only further reads can tell (ownership tags, a RedriveAllowPolicy the
+//! endpoint cannot return). The review reads; it never writes.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde_json::Value;
+
+use super::*;
+use crate::backend::wire::aws::AwsError;
+use crate::plan::{Action, Note};
+use crate::resource::{Desired, Live};
+
+/// SQS has no observations beyond the review's (pure door, for the same shape as the others).
+pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
+    Vec::new()
+}
+
+/// No SQS change needs to run before the per-channel order (pure door).
+pub fn goes_first(_changes: &[Change]) -> HashSet<ResourceId> {
+    HashSet::new()
+}
+
+/// Rules the generic diff cannot know (pure): `FifoQueue` cannot change in place (the queue
+/// is replaced), and lowering the retention deletes every message older than the new value.
+pub fn refine(c: &mut Change) {
+    if c.resource.kind != Kind::Queue || c.action != Action::Update {
+        return;
+    }
+    if c.fields.iter().any(|f| f.key == FIFO) {
+        c.action = Action::Replace;
+        return;
+    }
+    let secs = |v: &Option<Value>| v.as_ref().and_then(Value::as_u64);
+    if let Some(f) = c.fields.iter().find(|f| f.key == RETENTION)
+        && let (Some(old), Some(new)) = (secs(&f.old), secs(&f.new))
+        && new < old
+    {
+        let held = match c.messages {
+            Some(n) => format!("; the queue holds {n} messages now"),
+            None => String::new(),
+        };
+        c.destructive = Some(format!(
+            "lowering {RETENTION} from {old} s to {new} s deletes every message older than {new} s at once{held}"
+        ));
+    }
+}
+
+impl Reader {
+    /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
+    /// (read for the channels the plan would change, and nowhere else; with `adopt`, for every
+    /// existing object, and an unclaimed one gets an update adding the tags) and a
+    /// RedriveAllowPolicy the endpoint cannot return.
+    pub async fn review(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+        adopt: bool,
+    ) -> Result<(), AwsError> {
+        let mine = |id: &ResourceId| id.target == self.target && id.backend == Backend::Sqs;
+
+        // 1. A RedriveAllowPolicy that reads back absent: absent, or unreadable here?
+        let mut i = 0;
+        while i < changes.len() {
+            let c = &changes[i];
+            let allow_missing = mine(&c.resource)
+                && c.action == Action::Update
+                && c.fields
+                    .iter()
+                    .any(|f| f.key.starts_with("RedriveAllowPolicy.") && f.old.is_none())
+                && live
+                    .get(&c.resource)
+                    .is_some_and(|l| !l.props.keys().any(|k| k.starts_with("RedriveAllowPolicy")));
+            if allow_missing && !self.allow_policy_readable(&c.resource.name).await? {
+                let c = &mut changes[i];
+                c.fields
+                    .retain(|f| !f.key.starts_with("RedriveAllowPolicy."));
+                notes.push(Note {
+                    resource: c.resource.clone(),
+                    message: "RedriveAllowPolicy cannot be read from this endpoint (it answers InvalidAttributeName, as moto does): dlqctl writes it but cannot read it back to verify it".into(),
+                });
+                if c.fields.is_empty() {
+                    changes.remove(i);
+                    continue;
+                }
+            }
+            i += 1;
+        }
+
+        // 2. Ownership of every existing object in a channel the plan would change (with
+        //    `adopt`: of every existing object, since adopting is itself a change).
+        let touched: BTreeSet<&str> = changes
+            .iter()
+            .filter(|c| mine(&c.resource))
+            .map(|c| c.channel.as_str())
+            .collect();
+        let to_check: Vec<&Desired> = desired
+            .iter()
+            .filter(|d| {
+                mine(&d.id)
+                    && (adopt || touched.contains(d.channel.as_str()))
+                    && live.contains_key(&d.id)
+            })
+            .collect();
+        let verdicts: Vec<(&Desired, Option<BTreeMap<String, String>>)> = stream::iter(to_check)
+            .map(|d| async move { Ok::<_, AwsError>((d, self.tags(&d.id).await?)) })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut verdicts: Vec<(&Desired, BTreeMap<String, String>, String)> = verdicts
+            .into_iter()
+            // Gone since it was read: the plan's create/delete logic stands.
+            .filter_map(|(d, tags)| {
+                let tags = tags?;
+                let problem = ownership_problem(&tags, &d.channel)?;
+                Some((d, tags, problem))
+            })
+            .collect();
+        verdicts.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        for (d, tags, problem) in verdicts {
+            let pos = changes.iter().position(|c| c.resource == d.id);
+            let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
+            if adopt && d.present && adoptable(&tags) && in_place {
+                // Adoption: add the ownership tags; settings that already match stay as they are.
+                let fields = adoption_fields(&tags, &d.channel);
+                match pos {
+                    Some(p) => {
+                        let c = &mut changes[p];
+                        c.fields.splice(0..0, fields);
+                    }
+                    None => changes.push(Change {
+                        resource: d.id.clone(),
+                        channel: d.channel.clone(),
+                        role: d.role,
+                        action: Action::Update,
+                        fields,
+                        desired: d.props.clone(),
+                        messages: live.get(&d.id).and_then(|l| l.messages),
+                        reason: None,
+                        destructive: None,
+                        pruned: false,
+                    }),
+                }
+                continue;
+            }
+            if !d.present {
+                // Not dlqctl's and not wanted: nothing to do with it.
+                if let Some(p) = pos {
+                    changes.remove(p);
+                }
+                notes.push(Note {
+                    resource: d.id.clone(),
+                    message: format!("{} {problem}; left alone", d.id.kind.as_str()),
+                });
+                continue;
+            }
+            let change = Change {
+                resource: d.id.clone(),
+                channel: d.channel.clone(),
+                role: d.role,
+                action: Action::Impossible,
+                fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
+                desired: d.props.clone(),
+                messages: live.get(&d.id).and_then(|l| l.messages),
+                reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
+                destructive: None,
+                pruned: false,
+            };
+            match pos {
+                Some(p) => changes[p] = change,
+                None => changes.push(change),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,719 @@
+//! SQS reads (read-only: no call here changes a queue, an alarm or a message): live state of
+//! the queues and alarms a plan names, the inventory `import` groups, what `--prune` may
+//! delete, and message counts. Everything is paged and bounded to [`CONCURRENCY`] calls in
+//! flight.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+use super::alarms;
+use super::*;
+use crate::backend::Prunable;
+use crate::backend::wire::aws::{
+    Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify,
+};
+use crate::backend::wire::http::Stats;
+use crate::resource::{Live, Props, Role};
+use crate::spec::model::Target;
+
+/// A queue's attributes (as GetQueueAttributes returns them) in the flat shape of
+/// [`desired`], with the messages it holds.
+pub fn live_queue(attrs: &BTreeMap<String, String>) -> Live {
+    let mut props = Props::new();
+    let number = |k: &str| attrs.get(k).and_then(|v| v.trim().parse::<u64>().ok());
+    for k in [RETENTION, VISIBILITY] {
+        if let Some(v) = attrs.get(k) {
+            props.insert(
+                k.to_owned(),
+                number(k).map_or_else(|| json!(v), |n| json!(n)),
+            );
+        }
+    }
+    props.insert(
+        FIFO.to_owned(),
+        json!(
+            attrs
+                .get(FIFO)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        ),
+    );
+    let own_prefix = attrs
+        .get("QueueArn")
+        .map(|a| arn_prefix(a).to_owned())
+        .unwrap_or_default();
+    // An ARN in this queue's account and region is shown by name; any other in full.
+    let short = |arn: &str| {
+        if !own_prefix.is_empty() && arn_prefix(arn) == own_prefix {
+            arn_name(arn).to_owned()
+        } else {
+            arn.to_owned()
+        }
+    };
+    if let Some(raw) = attrs.get("RedrivePolicy").filter(|r| !r.trim().is_empty()) {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(p) => {
+                if let Some(arn) = p.get("deadLetterTargetArn").and_then(Value::as_str) {
+                    props.insert(DLQ_TARGET.to_owned(), json!(short(arn)));
+                }
+                if let Some(n) = p.get("maxReceiveCount").and_then(as_count) {
+                    props.insert(MAX_RECEIVE.to_owned(), n);
+                }
+            }
+            Err(_) => {
+                props.insert("RedrivePolicy".to_owned(), json!(raw));
+            }
+        }
+    }
+    if let Some(raw) = attrs
+        .get("RedriveAllowPolicy")
+        .filter(|r| !r.trim().is_empty())
+    {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(p) => {
+                if let Some(perm) = p.get("redrivePermission").and_then(Value::as_str) {
+                    props.insert(ALLOW_PERMISSION.to_owned(), json!(perm));
+                }
+                if let Some(arns) = p.get("sourceQueueArns").and_then(Value::as_array) {
+                    let mut names: Vec<String> =
+                        arns.iter().filter_map(Value::as_str).map(short).collect();
+                    names.sort();
+                    props.insert(ALLOW_SOURCES.to_owned(), json!(names));
+                }
+            }
+            Err(_) => {
+                props.insert("RedriveAllowPolicy".to_owned(), json!(raw));
+            }
+        }
+    }
+    let mut defaults = Vec::new();
+    for (key, default_values) in UNOWNED_ATTRIBUTES {
+        let Some(v) = attrs.get(key) else { continue };
+        if default_values.contains(&v.as_str()) {
+            defaults.push(json!(key));
+        }
+        props.insert(
+            key.to_owned(),
+            v.trim()
+                .parse::<u64>()
+                .map_or_else(|_| json!(v), |n| json!(n)),
+        );
+    }
+    if !defaults.is_empty() {
+        props.insert(DEFAULTS_KEY.to_owned(), Value::Array(defaults));
+    }
+    let messages = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    .iter()
+    .map(|k| number(k))
+    .try_fold(0u64, |acc, n| n.map(|n| acc.saturating_add(n)));
+    Live { props, messages }
+}
+
+/// `maxReceiveCount` as a number, whether it was stored as `3` or `"3"`.
+pub(super) fn as_count(v: &Value) -> Option<Value> {
+    match v {
+        Value::Number(_) => Some(v.clone()),
+        Value::String(s) => s.trim().parse::<u64>().ok().map(|n| json!(n)),
+        _ => None,
+    }
+}
+
+/// The longest prefix shared by all names (ListQueues filters by prefix).
+pub(super) fn common_prefix<'a>(names: &[&'a str]) -> &'a str {
+    let Some(first) = names.first() else {
+        return "";
+    };
+    let mut len = first.len();
+    for n in &names[1..] {
+        len = first
+            .char_indices()
+            .zip(n.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, a), _)| i + a.len_utf8())
+            .min(len);
+    }
+    &first[..len]
+}
+
+/// Names seen during a run: queue URLs and ARNs, alarm ARNs (saves calls in apply).
+#[derive(Debug, Default)]
+pub(super) struct Cache {
+    pub(super) urls: BTreeMap<String, String>,
+    pub(super) arns: BTreeMap<String, String>,
+    pub(super) alarm_arns: BTreeMap<String, String>,
+}
+
+/// Read-only view of one SQS target (and its CloudWatch alarms).
+#[derive(Debug, Clone)]
+pub struct Reader {
+    pub target: String,
+    pub(super) aws: Arc<Aws>,
+    pub(super) cache: Arc<Mutex<Cache>>,
+    /// Whether the endpoint can return RedriveAllowPolicy (probed at most once, when needed).
+    pub(super) allow_policy_readable: Arc<OnceCell<bool>>,
+    /// The target's optional `ownership.prefixes`: when declared, dlqctl also keeps to names
+    /// inside them (prune, import, and every change or delete of a live object).
+    pub(super) prefixes: Vec<String>,
+}
+
+/// What `import` needs of one SQS target: queues with their tags, and the alarms that may
+/// watch them.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub queues: BTreeMap<String, SeenQueue>,
+    pub alarms: BTreeMap<String, SeenAlarm>,
+    /// Whether this endpoint returns RedriveAllowPolicy at all (moto does not).
+    pub allow_policy_readable: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SeenQueue {
+    pub live: Live,
+    pub tags: BTreeMap<String, String>,
+    /// The raw attributes (RedrivePolicy's target ARN, QueueArn).
+    pub attributes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SeenAlarm {
+    pub props: Props,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl Reader {
+    /// A reader for the target: the AWS SDK's standard credential chain; the targets file only
+    /// says where (region, profile, endpoint).
+    pub fn connect(name: &str, target: &Target, stats: Arc<Stats>) -> Self {
+        let settings = Settings {
+            region: target.region.clone(),
+            profile: target.profile.clone(),
+            endpoint: target.endpoint.clone(),
+        };
+        Reader::new(name, settings, crate::backend::prefixes(target), stats)
+    }
+
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    pub fn into_writer(self) -> super::Writer {
+        super::Writer::new(self)
+    }
+
+    pub fn new(target: &str, settings: Settings, prefixes: Vec<String>, stats: Arc<Stats>) -> Self {
+        Reader {
+            target: target.to_owned(),
+            aws: Arc::new(Aws::new(settings, stats)),
+            cache: Arc::new(Mutex::new(Cache::default())),
+            allow_policy_readable: Arc::new(OnceCell::new()),
+            prefixes,
+        }
+    }
+
+    /// Every page of ListQueues for one name prefix (`""`: all queues), as (name, URL).
+    pub(super) async fn list_queues(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, AwsError> {
+        let what = if prefix.is_empty() {
+            "queues".to_owned()
+        } else {
+            format!("queues starting with {prefix}")
+        };
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .aws
+                .read("sqs:ListQueues", |c| {
+                    let (prefix, token, what) = (prefix.to_owned(), token.clone(), what.clone());
+                    async move {
+                        c.sqs
+                            .list_queues()
+                            .set_queue_name_prefix((!prefix.is_empty()).then_some(prefix))
+                            .max_results(PAGE_SIZE)
+                            .set_next_token(token)
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ListQueues", &what, e))
+                    }
+                })
+                .await?;
+            for url in page.queue_urls() {
+                let name = url
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default();
+                out.push((name.to_owned(), url.clone()));
+            }
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
+                _ => break,
+            }
+        }
+        self.cached(|c| c.urls.extend(out.iter().cloned()));
+        Ok(out)
+    }
+
+    /// Queue names in scope: inside the ownership prefixes and starting with `filter`.
+    pub(super) async fn queues_in_scope(
+        &self,
+        filter: Option<&str>,
+    ) -> Result<Vec<String>, AwsError> {
+        let mut names = BTreeSet::new();
+        for prefix in listing_prefixes(&self.prefixes, filter) {
+            for (name, _) in self.list_queues(&prefix).await? {
+                if in_prefixes(&self.prefixes, &name) && filter.is_none_or(|f| name.starts_with(f))
+                {
+                    names.insert(name);
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    /// One queue by name, with its tags; `None` when it does not exist.
+    pub async fn seen_queue(&self, name: &str) -> Result<Option<SeenQueue>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        let Some(attributes) = self.attributes(name, &url, QueueAttributeName::All).await? else {
+            return Ok(None);
+        };
+        if let Some(arn) = attributes.get("QueueArn") {
+            self.cached(|c| c.arns.insert(name.to_owned(), arn.clone()));
+        }
+        let Some(tags) = self.queue_tags(name).await? else {
+            return Ok(None);
+        };
+        Ok(Some(SeenQueue {
+            live: live_queue(&attributes),
+            tags,
+            attributes,
+        }))
+    }
+
+    /// Everything `import` reads: every queue in scope with its attributes and tags, and every
+    /// metric alarm of the account and region (alarms are matched to queues by their
+    /// QueueName dimension, whatever they are called).
+    pub async fn inventory(&self, filter: Option<&str>) -> Result<Inventory, AwsError> {
+        let names = self.queues_in_scope(filter).await?;
+        let seen: Vec<Option<(String, SeenQueue)>> = stream::iter(names)
+            .map(|name| async move {
+                Ok::<_, AwsError>(self.seen_queue(&name).await?.map(|q| (name, q)))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let queues: BTreeMap<String, SeenQueue> = seen.into_iter().flatten().collect();
+        let alarms = alarms::list(&self.aws, "").await?;
+        let watched: Vec<(String, Option<String>, Props)> = alarms
+            .into_iter()
+            .filter(|(_, a)| {
+                a.props
+                    .get("Dimensions")
+                    .and_then(|d| d.get("QueueName"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|q| {
+                        queues.contains_key(q)
+                            || (in_prefixes(&self.prefixes, q)
+                                && filter.is_none_or(|f| q.starts_with(f)))
+                    })
+            })
+            .map(|(name, a)| (name, a.arn, a.props))
+            .collect();
+        let alarms: Vec<(String, SeenAlarm)> = stream::iter(watched)
+            .map(|(name, arn, props)| async move {
+                let tags = match &arn {
+                    Some(arn) => alarms::tags(&self.aws, &name, arn).await?,
+                    None => BTreeMap::new(),
+                };
+                if let Some(arn) = arn {
+                    self.cached(|c| c.alarm_arns.insert(name.clone(), arn));
+                }
+                Ok::<_, AwsError>((name, SeenAlarm { props, tags }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let probe = queues.keys().next().cloned();
+        let allow_policy_readable = match probe {
+            Some(q) => self.allow_policy_readable(&q).await?,
+            None => true,
+        };
+        Ok(Inventory {
+            queues,
+            alarms: alarms.into_iter().collect(),
+            allow_policy_readable,
+        })
+    }
+
+    /// What `plan --prune` may delete on this target: queues and alarms tagged
+    /// `managed-by: dlqctl`, inside the ownership prefixes if the target declares them, that
+    /// `skip` (every name the specs use) does not name. Tags are read for every other queue
+    /// in scope, and for every AWS/SQS alarm in scope.
+    pub async fn prunable(
+        &self,
+        skip: &BTreeSet<ResourceId>,
+        _target: &Target,
+    ) -> Result<Vec<Prunable>, AwsError> {
+        let skipped = |kind: Kind, name: &str| {
+            skip.contains(&ResourceId {
+                kind,
+                ..queue_id(&self.target, name)
+            })
+        };
+        let names: Vec<String> = self
+            .queues_in_scope(None)
+            .await?
+            .into_iter()
+            .filter(|n| !skipped(Kind::Queue, n))
+            .collect();
+        let queues: Vec<Option<Prunable>> = stream::iter(names)
+            .map(|name| async move {
+                let Some(tags) = self.queue_tags(&name).await? else {
+                    return Ok(None);
+                };
+                if ownership_problem_any(&tags).is_some() {
+                    return Ok(None);
+                }
+                let Some(q) = self.seen_queue(&name).await? else {
+                    return Ok(None);
+                };
+                let role = if q.live.props.contains_key(DLQ_TARGET) {
+                    Role::Main
+                } else {
+                    Role::DeadLetter
+                };
+                Ok::<_, AwsError>(Some(Prunable {
+                    id: queue_id(&self.target, &name),
+                    live: q.live,
+                    channel: tags.get(TAG_CHANNEL).cloned().unwrap_or_default(),
+                    role,
+                    identity: Props::new(),
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut out: Vec<Prunable> = queues.into_iter().flatten().collect();
+        let mut alarms = BTreeMap::new();
+        for prefix in listing_prefixes(&self.prefixes, None) {
+            alarms.extend(alarms::list(&self.aws, &prefix).await?);
+        }
+        let candidates: Vec<(String, alarms::LiveAlarm)> = alarms
+            .into_iter()
+            .filter(|(name, a)| {
+                in_prefixes(&self.prefixes, name)
+                    && !skipped(Kind::Alarm, name)
+                    && a.props.get("Namespace").and_then(Value::as_str) == Some(alarms::NAMESPACE)
+            })
+            .collect();
+        let found: Vec<Option<Prunable>> = stream::iter(candidates)
+            .map(|(name, a)| async move {
+                let Some(arn) = a.arn.clone() else {
+                    return Ok(None);
+                };
+                self.cached(|c| c.alarm_arns.insert(name.clone(), arn.clone()));
+                let tags = alarms::tags(&self.aws, &name, &arn).await?;
+                if ownership_problem_any(&tags).is_some() {
+                    return Ok(None);
+                }
+                Ok::<_, AwsError>(Some(Prunable {
+                    id: ResourceId {
+                        kind: Kind::Alarm,
+                        ..queue_id(&self.target, &name)
+                    },
+                    live: Live {
+                        props: a.props,
+                        messages: None,
+                    },
+                    channel: tags.get(TAG_CHANNEL).cloned().unwrap_or_default(),
+                    role: Role::Alarm,
+                    identity: Props::new(),
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        out.extend(found.into_iter().flatten());
+        Ok(out)
+    }
+
+    pub(super) fn cached<T>(&self, f: impl FnOnce(&mut Cache) -> T) -> Option<T> {
+        self.cache.lock().ok().map(|mut c| f(&mut c))
+    }
+
+    /// Reads the queues and alarms `ids` names (those that exist).
+    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, AwsError> {
+        let queues: Vec<&str> = ids
+            .iter()
+            .filter(|i| i.kind == Kind::Queue)
+            .map(|i| i.name.as_str())
+            .collect();
+        let alarms: Vec<String> = ids
+            .iter()
+            .filter(|i| i.kind == Kind::Alarm)
+            .map(|i| i.name.clone())
+            .collect();
+        let (queues, alarms) = tokio::join!(self.read_queues(&queues), async {
+            if alarms.is_empty() {
+                Ok(BTreeMap::new())
+            } else {
+                alarms::read(&self.aws, &alarms).await
+            }
+        });
+        let mut out = queues?;
+        for (name, a) in alarms? {
+            if let Some(arn) = &a.arn {
+                self.cached(|c| c.alarm_arns.insert(name.clone(), arn.clone()));
+            }
+            let id = ResourceId {
+                kind: Kind::Alarm,
+                ..queue_id(&self.target, &name)
+            };
+            out.insert(
+                id,
+                Live {
+                    props: a.props,
+                    messages: None,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn read_queues(
+        &self,
+        names: &[&str],
+    ) -> Result<BTreeMap<ResourceId, Live>, AwsError> {
+        if names.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let wanted: BTreeSet<&str> = names.iter().copied().collect();
+        let prefix = common_prefix(names).to_owned();
+        let existing: Vec<(String, String)> = self
+            .list_queues(&prefix)
+            .await?
+            .into_iter()
+            .filter(|(name, _)| wanted.contains(name.as_str()))
+            .collect();
+        let read: Vec<Option<(String, Live)>> = stream::iter(existing)
+            .map(|(name, url)| async move {
+                let attrs = self
+                    .attributes(&name, &url, QueueAttributeName::All)
+                    .await?;
+                Ok::<_, AwsError>(attrs.map(|a| {
+                    if let Some(arn) = a.get("QueueArn") {
+                        self.cached(|c| c.arns.insert(name.clone(), arn.clone()));
+                    }
+                    (name, live_queue(&a))
+                }))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(read
+            .into_iter()
+            .flatten()
+            .map(|(name, live)| (queue_id(&self.target, &name), live))
+            .collect())
+    }
+
+    /// One GetQueueAttributes call; `None` when the queue no longer exists.
+    pub(super) async fn attributes(
+        &self,
+        name: &str,
+        url: &str,
+        which: QueueAttributeName,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:GetQueueAttributes", |c| {
+                let (url, which, what) = (url.to_owned(), which.clone(), what.clone());
+                async move {
+                    c.sqs
+                        .get_queue_attributes()
+                        .queue_url(url)
+                        .attribute_names(which)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:GetQueueAttributes", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => Ok(Some(
+                out.attributes()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                    .collect(),
+            )),
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A queue's URL: from this run's listing, else GetQueueUrl. `None`: it does not exist.
+    pub(super) async fn url(&self, name: &str) -> Result<Option<String>, AwsError> {
+        if let Some(Some(u)) = self.cached(|c| c.urls.get(name).cloned()) {
+            return Ok(Some(u));
+        }
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:GetQueueUrl", |c| {
+                let (name, what) = (name.to_owned(), what.clone());
+                async move {
+                    c.sqs
+                        .get_queue_url()
+                        .queue_name(name)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:GetQueueUrl", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => {
+                let url = out.queue_url().map(str::to_owned);
+                if let Some(u) = &url {
+                    self.cached(|c| c.urls.insert(name.to_owned(), u.clone()));
+                }
+                Ok(url)
+            }
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A queue's ARN (for redrive policies): from this run's reads, else one lookup.
+    pub(super) async fn arn(&self, name: &str) -> Result<String, AwsError> {
+        if let Some(Some(a)) = self.cached(|c| c.arns.get(name).cloned()) {
+            return Ok(a);
+        }
+        let missing = || {
+            AwsError::new(
+                "sqs:GetQueueAttributes",
+                format!("queue {name}"),
+                ErrorKind::Rejected,
+                "the queue does not exist, so its ARN cannot be used in a redrive policy; run `dlqctl plan` again",
+            )
+        };
+        let url = self.url(name).await?.ok_or_else(missing)?;
+        let attrs = self
+            .attributes(name, &url, QueueAttributeName::QueueArn)
+            .await?
+            .ok_or_else(missing)?;
+        let arn = attrs.get("QueueArn").cloned().ok_or_else(missing)?;
+        self.cached(|c| c.arns.insert(name.to_owned(), arn.clone()));
+        Ok(arn)
+    }
+
+    /// Messages a queue holds (visible + in flight + delayed). `None`: no such queue.
+    pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, AwsError> {
+        if id.kind != Kind::Queue {
+            return Ok(None);
+        }
+        let name = id.name.as_str();
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .attributes(name, &url, QueueAttributeName::All)
+            .await?
+            .and_then(|a| live_queue(&a).messages))
+    }
+
+    pub(super) async fn queue_tags(
+        &self,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        let what = format!("queue {name}");
+        let res = self
+            .aws
+            .read("sqs:ListQueueTags", |c| {
+                let (url, what) = (url.clone(), what.clone());
+                async move {
+                    c.sqs
+                        .list_queue_tags()
+                        .queue_url(url)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:ListQueueTags", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => Ok(Some(
+                out.tags()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(super) async fn alarm_arn(&self, name: &str) -> Result<Option<String>, AwsError> {
+        if let Some(Some(a)) = self.cached(|c| c.alarm_arns.get(name).cloned()) {
+            return Ok(Some(a));
+        }
+        let found = alarms::read(&self.aws, &[name.to_owned()]).await?;
+        Ok(found.get(name).and_then(|a| a.arn.clone()))
+    }
+
+    /// The tags of a live queue or alarm; `None` when it does not exist (any more).
+    pub(super) async fn tags(
+        &self,
+        id: &ResourceId,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        match id.kind {
+            Kind::Alarm => match self.alarm_arn(&id.name).await? {
+                Some(arn) => alarms::tags(&self.aws, &id.name, &arn).await.map(Some),
+                None => Ok(None),
+            },
+            _ => self.queue_tags(&id.name).await,
+        }
+    }
+
+    /// Whether the endpoint returns RedriveAllowPolicy: asks for it by name once. AWS answers
+    /// (with or without a value); an endpoint that does not store it answers
+    /// InvalidAttributeName.
+    pub(super) async fn allow_policy_readable(&self, queue: &str) -> Result<bool, AwsError> {
+        let readable = self
+            .allow_policy_readable
+            .get_or_try_init(|| async {
+                let Some(url) = self.url(queue).await? else {
+                    return Ok(true);
+                };
+                match self
+                    .attributes(queue, &url, QueueAttributeName::RedriveAllowPolicy)
+                    .await
+                {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.is_code(&["InvalidAttributeName"]) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        Ok(*readable)
+    }
+}

@@ -1,0 +1,208 @@
+//! `dlqctl import`: turns what already exists on a target into channel specs, so that teams
+//! can adopt dead-letter infrastructure built by hand (or by another tool) instead of
+//! rebuilding it.
+//!
+//! Each backend module reads nothing itself: it gets what a read-only [`Reader`] saw and groups
+//! it into channels by following the live links (SQS RedrivePolicy, RabbitMQ dead-letter
+//! routing, Kafka's retry/DLT naming, CloudWatch's QueueName dimension), then writes a
+//! [`Channel`] for each group. Every candidate is then checked the way `plan` would check it:
+//! resolved, turned into desired resources and diffed against the very objects that were read.
+//! Whatever the spec cannot express shows up in that diff or as an unmanaged setting, and is
+//! reported per resource, never dropped silently; so is every object that fits no channel.
+//! Finally the spec is linted with the real rules: warnings that describe the live state as it
+//! was found (no alarm on a DLQ) are allowed in the file with a comment saying why, and a
+//! channel with lint errors is not written.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::emit;
+use crate::backend::import_kit::{Candidate, to_value};
+use crate::backend::{BackendError, Reader};
+use crate::diag::Severity;
+use crate::plan::{self, Action};
+use crate::resource::{Desired, Live, ResourceId};
+use crate::spec::model::{Channel, LintOptions, Target};
+use crate::spec::{load, resolve, rules};
+
+/// A channel ready to be written, with what the user must know about it.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub channel: Channel,
+    pub members: Vec<ResourceId>,
+    pub findings: Vec<String>,
+    pub to_adopt: Vec<ResourceId>,
+    /// Comment lines for the top of the file.
+    pub comments: Vec<String>,
+}
+
+/// Everything one import found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub channels: Vec<Imported>,
+    /// Objects in scope that fit no channel (or whose channel could not be written), with why.
+    pub unmatched: Vec<String>,
+    /// How much was read.
+    pub read: BTreeMap<&'static str, usize>,
+}
+
+/// Reads the target (read-only) and builds checked channels from what it holds.
+pub async fn run(
+    reader: &Reader,
+    target_name: &str,
+    target: &Target,
+    targets_text: &str,
+    prefix: Option<&str>,
+) -> Result<Outcome, BackendError> {
+    let (candidates, unmatched, read) = reader.import(target, prefix).await?;
+    let mut out = Outcome {
+        unmatched,
+        read,
+        ..Outcome::default()
+    };
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for mut c in candidates {
+        // Channel ids are unique per target.
+        let base = c.channel.metadata.name.clone();
+        let mut n = 2;
+        while used.contains(&c.channel.metadata.name) {
+            c.channel.metadata.name = format!("{base}-{n}");
+            n += 1;
+        }
+        match check(c, target_name, target, targets_text) {
+            Ok(imported) => {
+                used.insert(imported.channel.metadata.name.clone());
+                out.channels.push(imported);
+            }
+            Err(why) => out.unmatched.extend(why),
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a candidate as `plan` and `lint` would: every remaining difference is a finding;
+/// lint errors keep it from being written (`Err` lists why, per resource).
+fn check(
+    c: Candidate,
+    target_name: &str,
+    target: &Target,
+    targets_text: &str,
+) -> Result<Imported, Vec<String>> {
+    let name = c.channel.metadata.name.clone();
+    let members: Vec<ResourceId> = c.live.keys().cloned().collect();
+    let refuse = |why: String| -> Vec<String> {
+        members
+            .iter()
+            .map(|m| format!("{m}: not imported: channel `{name}` {why}"))
+            .collect()
+    };
+    let resolved = resolve::resolve(&c.channel, target_name, target)
+        .map_err(|e| refuse(format!("cannot be expressed: {}", e.message)))?;
+    let mut findings = c.findings.clone();
+    for mut d in crate::backend::desired(&resolved) {
+        d.props
+            .retain(|k, _| !c.unreadable.iter().any(|u| k.starts_with(u.as_str())));
+        findings.extend(compare(&d, c.live.get(&d.id)));
+    }
+    let mut channel = c.channel;
+    let mut comments = vec![format!(
+        "Imported by `dlqctl import` from target `{target_name}`; review it before relying on it."
+    )];
+    // Lint it as it will be linted on disk; allow the warnings that describe what was found.
+    let mut allowed: Vec<(String, String)> = Vec::new();
+    for _ in 0..3 {
+        let text = format!(
+            "{}\n---\n{targets_text}",
+            emit::document("channel.v1.json", &[], &to_value(&channel))
+        );
+        let ws = load::load_str("imported.yaml", &text);
+        let (diags, _) = rules::check(&ws);
+        let diags: Vec<_> = ws.diagnostics.iter().chain(diags.iter()).collect();
+        let errors: Vec<String> = diags
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| format!("{} ({})", d.message, d.rule))
+            .collect();
+        if !errors.is_empty() {
+            return Err(refuse(format!(
+                "would not pass `dlqctl lint`: {}",
+                errors.join("; ")
+            )));
+        }
+        let warnings: Vec<(String, String)> = diags
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(|d| (d.rule.to_owned(), d.message.clone()))
+            .filter(|(rule, _)| !allowed.iter().any(|(r, _)| r == rule))
+            .collect();
+        if warnings.is_empty() {
+            break;
+        }
+        allowed.extend(warnings);
+        let lint = channel.spec.lint.get_or_insert_with(LintOptions::default);
+        lint.allow = allowed.iter().map(|(r, _)| r.clone()).collect();
+    }
+    if !allowed.is_empty() {
+        comments.push(
+            "lint.allow silences warnings that describe the live state as it was found:".into(),
+        );
+        for (rule, message) in &allowed {
+            comments.push(format!("  {rule}: {message}"));
+        }
+    }
+    Ok(Imported {
+        channel,
+        members,
+        findings,
+        to_adopt: c.to_adopt,
+        comments,
+    })
+}
+
+/// What `plan` would say about one desired resource against what import read, in words.
+fn compare(d: &Desired, live: Option<&Live>) -> Vec<String> {
+    let mut out = Vec::new();
+    match plan::diff(d, live) {
+        None => {}
+        Some(c) if c.action == Action::Create => out.push(format!(
+            "{}: does not exist, but the spec needs it: `dlqctl plan` will create it",
+            d.id
+        )),
+        Some(c) if c.action == Action::Delete => out.push(format!(
+            "{}: exists, but the spec cannot include it: `dlqctl plan` shows a delete if dlqctl owns it, and leaves it alone otherwise",
+            d.id
+        )),
+        Some(c) => {
+            let how = if c.action == Action::Replace {
+                "replace it"
+            } else {
+                "change it"
+            };
+            for f in &c.fields {
+                out.push(format!(
+                    "{}: the spec cannot express {} = {}; `dlqctl plan` will {how} ({})",
+                    d.id,
+                    f.key,
+                    show(f.old.as_ref()),
+                    show(f.new.as_ref())
+                ));
+            }
+        }
+    }
+    if let Some(l) = live
+        && d.present
+    {
+        for u in plan::unmanaged(d, l) {
+            out.push(format!(
+                "{}: not in the spec, left as is (plans list it as a note): {u}",
+                d.id
+            ));
+        }
+    }
+    out
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or("(absent)".to_owned(), Value::to_string)
+}

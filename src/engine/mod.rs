@@ -1,0 +1,12 @@
+//! The verbs, backend-neutral: the plan, apply and import drivers. Each calls the backends
+//! only through `crate::backend`'s doors and names no backend itself; what differs per
+//! backend (ordering hints, notes, reviews, grouping into channels) comes back as data.
+//!
+//! Adding an operation to every backend is one driver here plus one file per backend folder.
+
+pub mod apply;
+pub mod emit;
+pub mod import;
+pub mod plan;
+
+pub use plan::{PlanOptions, Planned, connect, plan, stale};
