@@ -31,14 +31,9 @@ impl Default for Limits {
     }
 }
 
-/// A byte range of the source, with the 1-based line and column of its start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-    pub line: usize,
-    pub col: usize,
-}
+/// Defined in `diag` (which must not import `spec`); re-exported here, where it has always
+/// been found.
+pub use crate::diag::Span;
 
 /// A YAML value with its position.
 #[derive(Debug, Clone)]
