@@ -10,7 +10,7 @@ use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, QueueType, RetryModel, Target};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{ExchangeResolved, RabbitResolved, Resolved};
 
 /// `x-message-ttl` is an unsigned 32-bit number of milliseconds.
 pub const RABBIT_MAX_TTL_MS: u64 = u32::MAX as u64;
@@ -21,10 +21,20 @@ pub(super) fn check_rabbitmq(
     target: &Target,
     out: &mut Vec<Diagnostic>,
 ) {
-    let spec = &doc.value.spec;
     let Some(rb) = &r.rabbitmq else { return };
     alarms_unsupported(doc, Backend::Rabbitmq, out);
     jitter_info(doc, Backend::Rabbitmq, out);
+    check_retention_ttl(doc, r, out);
+    check_backoff_required(doc, r, rb, out);
+    check_retry_ttl(doc, r, out);
+    check_delivery_limit(doc, rb, out);
+    if let Some(x) = &rb.exchange {
+        check_exchange(doc, x, target, out);
+    }
+}
+
+/// `rabbitmq/ttl-range` for the retentions, which become message TTLs.
+fn check_retention_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", r.retention),
         (
@@ -46,6 +56,16 @@ pub(super) fn check_rabbitmq(
             );
         }
     }
+}
+
+/// `rabbitmq/backoff-required`: under the `ttl` model the backoff is the retry queues' TTL.
+fn check_backoff_required(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    rb: &RabbitResolved,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &doc.value.spec;
     if rb.retry_model == RetryModel::Ttl
         && r.max_attempts > 1
         && spec
@@ -63,6 +83,10 @@ pub(super) fn check_rabbitmq(
             .hint("add `backoff: {initial: 5s}`, or use `rabbitmq: {queueType: quorum, retryModel: deliveryLimit}` for immediate redelivery"),
         );
     }
+}
+
+/// `rabbitmq/ttl-range` for the retry delays, which become retry queues' TTLs.
+fn check_retry_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
     for s in &r.retry_stages {
         if s.delay.as_millis() > RABBIT_MAX_TTL_MS {
             out.push(
@@ -82,6 +106,10 @@ pub(super) fn check_rabbitmq(
             );
         }
     }
+}
+
+/// `rabbitmq/delivery-limit-quorum`: only quorum queues count deliveries.
+fn check_delivery_limit(doc: &Doc<Channel>, rb: &RabbitResolved, out: &mut Vec<Diagnostic>) {
     if rb.retry_model == RetryModel::DeliveryLimit && rb.queue_type != QueueType::Quorum {
         out.push(
             Diagnostic::error(
@@ -92,26 +120,33 @@ pub(super) fn check_rabbitmq(
             .hint("set `rabbitmq.queueType: quorum`"),
         );
     }
-    if let Some(x) = &rb.exchange {
-        check_scope(
-            doc,
-            &x.name,
-            "exchange",
-            target,
-            "/spec/rabbitmq/exchange/name",
-            out,
+}
+
+/// The exchange's name: inside the ownership prefixes, and not one RabbitMQ reserves.
+fn check_exchange(
+    doc: &Doc<Channel>,
+    x: &ExchangeResolved,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    check_scope(
+        doc,
+        &x.name,
+        "exchange",
+        target,
+        "/spec/rabbitmq/exchange/name",
+        out,
+    );
+    if x.name.starts_with("amq.") || x.name.is_empty() {
+        out.push(
+            Diagnostic::error(
+                "name/invalid",
+                format!(
+                    "exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange",
+                    x.name
+                ),
+            )
+            .at(doc.locs.value("/spec/rabbitmq/exchange/name")),
         );
-        if x.name.starts_with("amq.") || x.name.is_empty() {
-            out.push(
-                Diagnostic::error(
-                    "name/invalid",
-                    format!(
-                        "exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange",
-                        x.name
-                    ),
-                )
-                .at(doc.locs.value("/spec/rabbitmq/exchange/name")),
-            );
-        }
     }
 }
