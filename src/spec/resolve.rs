@@ -6,7 +6,8 @@
 
 use super::duration::Duration;
 use super::model::{
-    Backend, Channel, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel, Target, TopicReuse,
+    Backend, Channel, ChannelSpec, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel,
+    Target, TopicReuse,
 };
 
 /// SQS's own default retention, which dlqctl keeps for the main queue.
@@ -243,18 +244,81 @@ pub fn resolve(
     let spec = &channel.spec;
     let name = channel.metadata.name.as_str();
     let backend = target.backend;
-    let err = |pointer, message: String| ResolveError {
-        pointer,
-        rule: "name/template",
-        message,
-        hint: None,
-    };
     let max_attempts = spec
         .retry
         .as_ref()
         .and_then(|r| r.max_attempts)
         .unwrap_or(1);
     let fifo = spec.sqs.as_ref().and_then(|s| s.fifo).unwrap_or(false);
+    let (main, dead_letter) = main_and_dead_letter(spec, name, backend, fifo)?;
+    let rabbit_model = spec
+        .rabbitmq
+        .as_ref()
+        .and_then(|r| r.retry_model)
+        .unwrap_or(RetryModel::Ttl);
+    let delays = match backend {
+        Backend::Sqs => Vec::new(),
+        Backend::Rabbitmq if rabbit_model == RetryModel::DeliveryLimit => Vec::new(),
+        Backend::Rabbitmq => delays(channel, None),
+        Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
+    };
+    let kafka_naming = spec
+        .kafka
+        .as_ref()
+        .and_then(|k| k.naming)
+        .unwrap_or(KafkaNaming::Spring);
+    let retry_stages = retry_stages(spec, name, backend, &main, &delays, kafka_naming)?;
+    let (retention, dead_letter_retention) = retentions(spec, backend);
+    let sqs = (backend == Backend::Sqs).then(|| SqsResolved {
+        visibility_timeout: spec
+            .sqs
+            .as_ref()
+            .and_then(|s| s.visibility_timeout)
+            .unwrap_or(SQS_DEFAULT_VISIBILITY),
+        fifo,
+    });
+    let rabbitmq = if backend == Backend::Rabbitmq {
+        Some(rabbitmq(spec, name, target, &main, rabbit_model)?)
+    } else {
+        None
+    };
+    let kafka = (backend == Backend::Kafka).then(|| kafka(spec, kafka_naming));
+    Ok(Resolved {
+        channel: name.to_owned(),
+        target: target_name.to_owned(),
+        backend,
+        main,
+        dead_letter,
+        retry_stages,
+        delays,
+        max_attempts,
+        retention,
+        dead_letter_retention,
+        sqs,
+        rabbitmq,
+        kafka,
+        alarms: alarms(spec),
+    })
+}
+
+/// A name template that does not expand (`name/template`), at `pointer`.
+fn template_error(pointer: &'static str, message: String) -> ResolveError {
+    ResolveError {
+        pointer,
+        rule: "name/template",
+        message,
+        hint: None,
+    }
+}
+
+/// The main queue or topic's name and the dead-letter one's, defaults per backend.
+fn main_and_dead_letter(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    fifo: bool,
+) -> Result<(String, String), ResolveError> {
+    let err = template_error;
     let (main_default, dlq_default) = match backend {
         Backend::Sqs if fifo => ("{channel}.fifo", "{channel}-dlq.fifo"),
         Backend::Sqs => ("{channel}", "{channel}-dlq"),
@@ -275,24 +339,20 @@ pub fn resolve(
         _ => expand(dlq_template.unwrap_or(dlq_default), name, None, None)
             .map_err(|m| err("/spec/deadLetter/name", m))?,
     };
+    Ok((main, dead_letter))
+}
 
+/// The retry queues or topics, in the order a message meets them (none on SQS).
+fn retry_stages(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    main: &str,
+    delays: &[Duration],
+    kafka_naming: KafkaNaming,
+) -> Result<Vec<RetryStage>, ResolveError> {
+    let err = template_error;
     let retry_template = spec.retry.as_ref().and_then(|r| r.name.as_deref());
-    let rabbit_model = spec
-        .rabbitmq
-        .as_ref()
-        .and_then(|r| r.retry_model)
-        .unwrap_or(RetryModel::Ttl);
-    let delays = match backend {
-        Backend::Sqs => Vec::new(),
-        Backend::Rabbitmq if rabbit_model == RetryModel::DeliveryLimit => Vec::new(),
-        Backend::Rabbitmq => delays(channel, None),
-        Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
-    };
-    let kafka_naming = spec
-        .kafka
-        .as_ref()
-        .and_then(|k| k.naming)
-        .unwrap_or(KafkaNaming::Spring);
     let kafka_reuse = spec
         .kafka
         .as_ref()
@@ -306,7 +366,7 @@ pub fn resolve(
             // Spring does (suffixes on the main topic), `custom` by the `retry.name` template.
             let by_index = kafka_naming == KafkaNaming::Index;
             let reuse = kafka_reuse == TopicReuse::SingleTopic;
-            for (i, (suffix, d)) in spring_retry_suffixes(&delays, by_index, reuse)
+            for (i, (suffix, d)) in spring_retry_suffixes(delays, by_index, reuse)
                 .into_iter()
                 .enumerate()
             {
@@ -319,7 +379,7 @@ pub fn resolve(
             }
         }
         Backend::Rabbitmq => {
-            let uniq = distinct(&delays);
+            let uniq = distinct(delays);
             let default_t = if uniq.len() == 1 {
                 "{channel}.retry"
             } else {
@@ -334,69 +394,78 @@ pub fn resolve(
         }
     }
 
-    let (retention, dead_letter_retention) = {
-        let r = spec.retention;
-        let d = spec.dead_letter.as_ref().and_then(|d| d.retention);
-        match backend {
-            Backend::Sqs => (
-                Some(r.unwrap_or(SQS_DEFAULT_RETENTION)),
-                Some(d.unwrap_or(SQS_DEFAULT_DLQ_RETENTION)),
-            ),
-            _ => (r, d),
-        }
-    };
+    Ok(retry_stages)
+}
 
-    let sqs = (backend == Backend::Sqs).then(|| SqsResolved {
-        visibility_timeout: spec
-            .sqs
-            .as_ref()
-            .and_then(|s| s.visibility_timeout)
-            .unwrap_or(SQS_DEFAULT_VISIBILITY),
-        fifo,
-    });
-    let rabbitmq = if backend == Backend::Rabbitmq {
-        let o = spec.rabbitmq.clone().unwrap_or_default();
-        let exchange = match &o.exchange {
-            Some(x) => Some(ExchangeResolved {
-                name: expand(&x.name, name, None, None)
-                    .map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
-                kind: x.kind.unwrap_or(ExchangeKind::Direct),
-                routing_keys: x.routing_keys.clone().unwrap_or_else(|| vec![main.clone()]),
-            }),
-            None => None,
-        };
-        Some(RabbitResolved {
-            vhost: o
-                .vhost
-                .or_else(|| target.vhost.clone())
-                .unwrap_or_else(|| "/".to_owned()),
-            queue_type: o.queue_type.unwrap_or(QueueType::Classic),
-            dlx: o.dlx.unwrap_or(DlxMode::Policy),
-            retry_model: rabbit_model,
-            exchange,
-            policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
-        })
-    } else {
-        None
+/// The main and dead-letter retentions; on SQS, its defaults when unset.
+fn retentions(spec: &ChannelSpec, backend: Backend) -> (Option<Duration>, Option<Duration>) {
+    let r = spec.retention;
+    let d = spec.dead_letter.as_ref().and_then(|d| d.retention);
+    match backend {
+        Backend::Sqs => (
+            Some(r.unwrap_or(SQS_DEFAULT_RETENTION)),
+            Some(d.unwrap_or(SQS_DEFAULT_DLQ_RETENTION)),
+        ),
+        _ => (r, d),
+    }
+}
+
+/// `spec.rabbitmq` with defaults filled in, the exchange's name expanded.
+fn rabbitmq(
+    spec: &ChannelSpec,
+    name: &str,
+    target: &Target,
+    main: &str,
+    retry_model: RetryModel,
+) -> Result<RabbitResolved, ResolveError> {
+    let err = template_error;
+    let o = spec.rabbitmq.clone().unwrap_or_default();
+    let exchange = match &o.exchange {
+        Some(x) => Some(ExchangeResolved {
+            name: expand(&x.name, name, None, None)
+                .map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
+            kind: x.kind.unwrap_or(ExchangeKind::Direct),
+            routing_keys: x
+                .routing_keys
+                .clone()
+                .unwrap_or_else(|| vec![main.to_owned()]),
+        }),
+        None => None,
     };
-    let kafka = (backend == Backend::Kafka).then(|| {
-        let o = spec.kafka.clone().unwrap_or_default();
-        let partitions = o.partitions.unwrap_or(1);
-        KafkaResolved {
-            partitions,
-            replication_factor: o.replication_factor.unwrap_or(1),
-            dead_letter_partitions: o.dead_letter_partitions.unwrap_or(partitions),
-            naming: kafka_naming,
-            config: o
-                .config
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.to_string()))
-                .collect(),
-        }
-    });
-    let alarms = spec
-        .alarms
+    Ok(RabbitResolved {
+        vhost: o
+            .vhost
+            .or_else(|| target.vhost.clone())
+            .unwrap_or_else(|| "/".to_owned()),
+        queue_type: o.queue_type.unwrap_or(QueueType::Classic),
+        dlx: o.dlx.unwrap_or(DlxMode::Policy),
+        retry_model,
+        exchange,
+        policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
+    })
+}
+
+/// `spec.kafka` with defaults filled in.
+fn kafka(spec: &ChannelSpec, naming: KafkaNaming) -> KafkaResolved {
+    let o = spec.kafka.clone().unwrap_or_default();
+    let partitions = o.partitions.unwrap_or(1);
+    KafkaResolved {
+        partitions,
+        replication_factor: o.replication_factor.unwrap_or(1),
+        dead_letter_partitions: o.dead_letter_partitions.unwrap_or(partitions),
+        naming,
+        config: o
+            .config
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect(),
+    }
+}
+
+/// `spec.alarms` with defaults filled in.
+fn alarms(spec: &ChannelSpec) -> AlarmsResolved {
+    spec.alarms
         .as_ref()
         .map_or_else(AlarmsResolved::default, |a| AlarmsResolved {
             depth: a.depth.as_ref().map(|d| AlarmResolved {
@@ -416,23 +485,7 @@ pub fn resolve(
                 description: o.description.clone(),
             }),
             actions: a.actions.clone().unwrap_or_default(),
-        });
-    Ok(Resolved {
-        channel: name.to_owned(),
-        target: target_name.to_owned(),
-        backend,
-        main,
-        dead_letter,
-        retry_stages,
-        delays,
-        max_attempts,
-        retention,
-        dead_letter_retention,
-        sqs,
-        rabbitmq,
-        kafka,
-        alarms,
-    })
+        })
 }
 
 impl Resolved {

@@ -7,6 +7,7 @@
 
 use std::sync::LazyLock;
 
+use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -138,214 +139,269 @@ pub fn validate(kind: DocKind, doc: &Value, locs: &Locations) -> Vec<Diagnostic>
     let mut out = Vec::new();
     for err in kind.validator().iter_errors(doc) {
         let pointer = err.instance_path().as_str().to_owned();
-        let field = field_path(&pointer);
-        let found = doc.pointer(&pointer);
+        let at = At {
+            field: field_path(&pointer),
+            found: doc.pointer(&pointer),
+            pointer,
+            locs,
+        };
         match err.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let known = known_fields(kind.schema(), &pointer);
-                for key in unexpected {
-                    let child = format!("{pointer}/{}", escape(key));
-                    let where_ = if field.is_empty() {
-                        "the document".to_owned()
-                    } else {
-                        format!("`{field}`")
-                    };
-                    let mut d = Diagnostic::error(
-                        "schema/unknown-field",
-                        format!("unknown field `{key}` in {where_}"),
-                    )
-                    .at(locs.key(&child));
-                    d = match did_you_mean(key, known.iter().map(String::as_str)) {
-                        _ if key == "<<" => d.hint(
-                            "YAML merge keys are not supported; put shared settings in a `kind: Defaults` document",
-                        ),
-                        Some(s) => d.hint(format!("did you mean `{s}`?")),
-                        None if !known.is_empty() => {
-                            d.hint(format!("expected one of: {}", known.join(", ")))
-                        }
-                        None => d,
-                    };
-                    out.push(d);
-                }
+                unknown_fields(kind, &at, unexpected, &mut out);
             }
-            ValidationErrorKind::Required { property } => {
-                let name = property.as_str().unwrap_or_default();
-                let full = join_field(&field, name);
-                let parent = if field.is_empty() {
-                    "the document".to_owned()
-                } else {
-                    format!("`{field}`")
-                };
-                out.push(
-                    Diagnostic::error(
-                        "schema/required",
-                        format!("missing required field `{full}` in {parent}"),
-                    )
-                    .at(locs.key(&pointer))
-                    .hint(format!("add `{name}:`")),
-                );
-            }
-            ValidationErrorKind::Type { kind: expected } => {
-                let expected = match expected {
-                    TypeKind::Single(t) => article(&t.to_string()),
-                    TypeKind::Multiple(set) => {
-                        let names: Vec<String> =
-                            set.iter().map(|t| article(&t.to_string())).collect();
-                        match names.split_last() {
-                            Some((last, rest)) if !rest.is_empty() => {
-                                format!("{} or {last}", rest.join(", "))
-                            }
-                            _ => names.join(""),
-                        }
-                    }
-                };
-                out.push(
-                    Diagnostic::error(
-                        "schema/type",
-                        format!("`{field}` must be {expected}, found {}", describe(found)),
-                    )
-                    .at(locs.value(&pointer)),
-                );
-            }
-            ValidationErrorKind::Enum { options } => {
-                let allowed: Vec<String> = options
-                    .as_array()
-                    .map(|a| a.iter().map(plain).collect())
-                    .unwrap_or_default();
-                let mut d = Diagnostic::error(
-                    "schema/enum",
-                    format!(
-                        "`{field}` must be one of {}, found {}",
-                        allowed
-                            .iter()
-                            .map(|a| format!("`{a}`"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        describe(found)
-                    ),
-                )
-                .at(locs.value(&pointer));
-                if let Some(Value::String(s)) = found
-                    && let Some(m) = did_you_mean(s, allowed.iter().map(String::as_str))
-                {
-                    d = d.hint(format!("did you mean `{m}`?"));
-                }
-                out.push(d);
-            }
-            ValidationErrorKind::Constant { expected_value } => out.push(
-                Diagnostic::error(
-                    "schema/enum",
-                    format!(
-                        "`{field}` must be `{}`, found {}",
-                        plain(expected_value),
-                        describe(found)
-                    ),
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::Pattern { pattern } => {
-                let d = if pattern == super::duration::PATTERN {
-                    let why = found
-                        .and_then(Value::as_str)
-                        .map(|s| {
-                            super::duration::Duration::parse(s)
-                                .err()
-                                .unwrap_or_default()
-                        })
-                        .unwrap_or_default();
-                    Diagnostic::error(
-                        "schema/duration",
-                        format!("`{field}` is not a duration: {why}"),
-                    )
-                    .hint("durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d`")
-                } else {
-                    Diagnostic::error(
-                        "schema/pattern",
-                        format!(
-                            "`{field}` is {}, which does not match `{pattern}`",
-                            describe(found)
-                        ),
-                    )
-                };
-                out.push(d.at(locs.value(&pointer)));
-            }
-            ValidationErrorKind::Minimum { limit }
-            | ValidationErrorKind::ExclusiveMinimum { limit } => out.push(
-                Diagnostic::error(
-                    "schema/range",
-                    format!(
-                        "`{field}` must be at least {limit}, found {}",
-                        describe(found)
-                    ),
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::Maximum { limit }
-            | ValidationErrorKind::ExclusiveMaximum { limit } => out.push(
-                Diagnostic::error(
-                    "schema/range",
-                    format!(
-                        "`{field}` must be at most {limit}, found {}",
-                        describe(found)
-                    ),
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::MinLength { limit } => out.push(
-                Diagnostic::error(
-                    "schema/length",
-                    if *limit == 1 {
-                        format!("`{field}` must not be empty")
-                    } else {
-                        format!(
-                            "`{field}` must be at least {limit} characters long, found {}",
-                            describe(found)
-                        )
-                    },
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::MinItems { limit } => out.push(
-                Diagnostic::error(
-                    "schema/length",
-                    format!(
-                        "`{field}` must list at least {limit} item{}",
-                        if *limit == 1 { "" } else { "s" }
-                    ),
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::MaxLength { limit } => out.push(
-                Diagnostic::error(
-                    "schema/length",
-                    format!("`{field}` must be at most {limit} characters long"),
-                )
-                .at(locs.value(&pointer)),
-            ),
-            ValidationErrorKind::PropertyNames { error } => {
-                // The inner error's instance is the offending key.
-                let key = error
-                    .instance()
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_default();
-                let pattern = match error.kind() {
-                    ValidationErrorKind::Pattern { pattern } => format!(" (`{pattern}`)"),
-                    _ => String::new(),
-                };
-                out.push(
-                    Diagnostic::error("schema/key", format!("`{key}` is not an allowed name in `{field}`{pattern}"))
-                        .at(locs.key(&format!("{pointer}/{}", escape(&key))))
-                        .hint("names use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
-                );
-            }
-            _ => out.push(
-                Diagnostic::error("schema/invalid", format!("`{field}`: {err}"))
-                    .at(locs.value(&pointer)),
-            ),
+            ValidationErrorKind::Required { property } => missing_field(&at, property, &mut out),
+            ValidationErrorKind::Type { kind: expected } => wrong_type(&at, expected, &mut out),
+            ValidationErrorKind::Enum { options } => not_allowed(&at, options, &mut out),
+            ValidationErrorKind::Pattern { pattern } => no_match(&at, pattern, &mut out),
+            ValidationErrorKind::PropertyNames { error } => bad_key(&at, error, &mut out),
+            _ => other(&at, &err, &mut out),
         }
     }
     out
+}
+
+/// Where a validation error is: its JSON pointer, the field as a user writes it, the value
+/// found there, and the positions to point at.
+struct At<'a> {
+    pointer: String,
+    field: String,
+    found: Option<&'a Value>,
+    locs: &'a Locations,
+}
+
+impl<'a> At<'a> {
+    fn parts(&self) -> (&str, &str, Option<&'a Value>, &'a Locations) {
+        (&self.pointer, &self.field, self.found, self.locs)
+    }
+}
+
+/// `schema/unknown-field`, one per key the schema does not know, with a did-you-mean hint.
+fn unknown_fields(kind: DocKind, at: &At<'_>, unexpected: &[String], out: &mut Vec<Diagnostic>) {
+    let (pointer, field, _, locs) = at.parts();
+    let known = known_fields(kind.schema(), pointer);
+    for key in unexpected {
+        let child = format!("{pointer}/{}", escape(key));
+        let where_ = if field.is_empty() {
+            "the document".to_owned()
+        } else {
+            format!("`{field}`")
+        };
+        let mut d = Diagnostic::error(
+            "schema/unknown-field",
+            format!("unknown field `{key}` in {where_}"),
+        )
+        .at(locs.key(&child));
+        d = match did_you_mean(key, known.iter().map(String::as_str)) {
+                _ if key == "<<" => d.hint(
+                    "YAML merge keys are not supported; put shared settings in a `kind: Defaults` document",
+                ),
+                Some(s) => d.hint(format!("did you mean `{s}`?")),
+                None if !known.is_empty() => {
+                    d.hint(format!("expected one of: {}", known.join(", ")))
+                }
+                None => d,
+            };
+        out.push(d);
+    }
+}
+
+/// `schema/required`.
+fn missing_field(at: &At<'_>, property: &Value, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, _, locs) = at.parts();
+    let name = property.as_str().unwrap_or_default();
+    let full = join_field(field, name);
+    let parent = if field.is_empty() {
+        "the document".to_owned()
+    } else {
+        format!("`{field}`")
+    };
+    out.push(
+        Diagnostic::error(
+            "schema/required",
+            format!("missing required field `{full}` in {parent}"),
+        )
+        .at(locs.key(pointer))
+        .hint(format!("add `{name}:`")),
+    );
+}
+
+/// `schema/type`: names the expected types as a YAML user knows them.
+fn wrong_type(at: &At<'_>, expected: &TypeKind, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, found, locs) = at.parts();
+    let expected = match expected {
+        TypeKind::Single(t) => article(&t.to_string()),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|t| article(&t.to_string())).collect();
+            match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} or {last}", rest.join(", "))
+                }
+                _ => names.join(""),
+            }
+        }
+    };
+    out.push(
+        Diagnostic::error(
+            "schema/type",
+            format!("`{field}` must be {expected}, found {}", describe(found)),
+        )
+        .at(locs.value(pointer)),
+    );
+}
+
+/// `schema/enum`, with a did-you-mean hint.
+fn not_allowed(at: &At<'_>, options: &Value, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, found, locs) = at.parts();
+    let allowed: Vec<String> = options
+        .as_array()
+        .map(|a| a.iter().map(plain).collect())
+        .unwrap_or_default();
+    let mut d = Diagnostic::error(
+        "schema/enum",
+        format!(
+            "`{field}` must be one of {}, found {}",
+            allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            describe(found)
+        ),
+    )
+    .at(locs.value(pointer));
+    if let Some(Value::String(s)) = found
+        && let Some(m) = did_you_mean(s, allowed.iter().map(String::as_str))
+    {
+        d = d.hint(format!("did you mean `{m}`?"));
+    }
+    out.push(d);
+}
+
+/// `schema/duration` for a malformed duration, else `schema/pattern`.
+fn no_match(at: &At<'_>, pattern: &str, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, found, locs) = at.parts();
+    let d = if pattern == super::duration::PATTERN {
+        let why = found
+            .and_then(Value::as_str)
+            .map(|s| {
+                super::duration::Duration::parse(s)
+                    .err()
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        Diagnostic::error(
+            "schema/duration",
+            format!("`{field}` is not a duration: {why}"),
+        )
+        .hint("durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d`")
+    } else {
+        Diagnostic::error(
+            "schema/pattern",
+            format!(
+                "`{field}` is {}, which does not match `{pattern}`",
+                describe(found)
+            ),
+        )
+    };
+    out.push(d.at(locs.value(pointer)));
+}
+
+/// `schema/key`: a map key the schema's `propertyNames` rejects.
+fn bad_key(at: &At<'_>, error: &ValidationError<'_>, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, _, locs) = at.parts();
+    // The inner error's instance is the offending key.
+    let key = error
+        .instance()
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let pattern = match error.kind() {
+        ValidationErrorKind::Pattern { pattern } => format!(" (`{pattern}`)"),
+        _ => String::new(),
+    };
+    out.push(
+        Diagnostic::error(
+            "schema/key",
+            format!("`{key}` is not an allowed name in `{field}`{pattern}"),
+        )
+        .at(locs.key(&format!("{pointer}/{}", escape(&key))))
+        .hint("names use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
+    );
+}
+
+/// The one-line findings: constants, ranges and lengths; anything else as `schema/invalid`.
+fn other(at: &At<'_>, err: &ValidationError<'_>, out: &mut Vec<Diagnostic>) {
+    let (pointer, field, found, locs) = at.parts();
+    match err.kind() {
+        ValidationErrorKind::Constant { expected_value } => out.push(
+            Diagnostic::error(
+                "schema/enum",
+                format!(
+                    "`{field}` must be `{}`, found {}",
+                    plain(expected_value),
+                    describe(found)
+                ),
+            )
+            .at(locs.value(pointer)),
+        ),
+        ValidationErrorKind::Minimum { limit }
+        | ValidationErrorKind::ExclusiveMinimum { limit } => out.push(
+            Diagnostic::error(
+                "schema/range",
+                format!(
+                    "`{field}` must be at least {limit}, found {}",
+                    describe(found)
+                ),
+            )
+            .at(locs.value(pointer)),
+        ),
+        ValidationErrorKind::Maximum { limit }
+        | ValidationErrorKind::ExclusiveMaximum { limit } => out.push(
+            Diagnostic::error(
+                "schema/range",
+                format!(
+                    "`{field}` must be at most {limit}, found {}",
+                    describe(found)
+                ),
+            )
+            .at(locs.value(pointer)),
+        ),
+        ValidationErrorKind::MinLength { limit } => out.push(
+            Diagnostic::error(
+                "schema/length",
+                if *limit == 1 {
+                    format!("`{field}` must not be empty")
+                } else {
+                    format!(
+                        "`{field}` must be at least {limit} characters long, found {}",
+                        describe(found)
+                    )
+                },
+            )
+            .at(locs.value(pointer)),
+        ),
+        ValidationErrorKind::MinItems { limit } => out.push(
+            Diagnostic::error(
+                "schema/length",
+                format!(
+                    "`{field}` must list at least {limit} item{}",
+                    if *limit == 1 { "" } else { "s" }
+                ),
+            )
+            .at(locs.value(pointer)),
+        ),
+        ValidationErrorKind::MaxLength { limit } => out.push(
+            Diagnostic::error(
+                "schema/length",
+                format!("`{field}` must be at most {limit} characters long"),
+            )
+            .at(locs.value(pointer)),
+        ),
+        _ => out.push(
+            Diagnostic::error("schema/invalid", format!("`{field}`: {err}"))
+                .at(locs.value(pointer)),
+        ),
+    }
 }
 
 /// JSON type names as a YAML user knows them.

@@ -31,14 +31,9 @@ impl Default for Limits {
     }
 }
 
-/// A byte range of the source, with the 1-based line and column of its start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-    pub line: usize,
-    pub col: usize,
-}
+/// Defined in `diag` (which must not import `spec`); re-exported here, where it has always
+/// been found.
+pub use crate::diag::Span;
 
 /// A YAML value with its position.
 #[derive(Debug, Clone)]
@@ -258,42 +253,13 @@ impl<'a> Loader<'a> {
             ));
         }
         match ev {
-            Event::Alias(id) => {
-                // Count before copying: a bomb is refused without building what it asks for.
-                let found = self.anchors.iter().rposition(|(a, _, _)| *a == id);
-                match found {
-                    Some(i) => {
-                        self.count(self.anchors[i].2, span)?;
-                        let mut node = self.anchors[i].1.clone();
-                        node.span = span;
-                        Ok(node)
-                    }
-                    None => Err(self.error(
-                        YamlErrorKind::Syntax,
-                        "invalid YAML: alias to an unknown anchor".into(),
-                        span,
-                    )),
-                }
-            }
+            Event::Alias(id) => self.alias(id, span),
             Event::Scalar(text, style, anchor, tag) => {
-                self.count(1, span)?;
                 // Shown as written: `!!python/object`, not the expanded `tag:yaml.org,2002:` form.
                 let tag = tag.map(|t| {
                     format!("{}{}", t.handle, t.suffix).replacen("tag:yaml.org,2002:", "!!", 1)
                 });
-                let value = scalar(&text, style, tag.as_deref()).ok_or_else(|| {
-                    self.error(
-                        YamlErrorKind::UnsupportedTag,
-                        format!(
-                            "unsupported YAML tag `{}`; specs use plain values",
-                            tag.as_deref().unwrap_or_default()
-                        ),
-                        span,
-                    )
-                })?;
-                let node = Node { value, span };
-                self.remember(anchor, &node, 1);
-                Ok(node)
+                self.scalar_node(&text, style, anchor, tag, span)
             }
             Event::SequenceStart(anchor, tag) => {
                 self.check_collection_tag(
@@ -302,22 +268,7 @@ impl<'a> Loader<'a> {
                     span,
                 )?;
                 self.count(1, span)?;
-                let before = self.nodes;
-                let mut items = Vec::new();
-                let end = loop {
-                    let (ev, s) = self.next()?;
-                    if matches!(ev, Event::SequenceEnd) {
-                        break s;
-                    }
-                    items.push(self.node(ev, s, depth + 1)?);
-                };
-                let last = items.last().map(|n| n.span);
-                let node = Node {
-                    value: NodeValue::Seq(items),
-                    span: join(span, last.unwrap_or(end)),
-                };
-                self.remember(anchor, &node, self.nodes - before + 1);
-                Ok(node)
+                self.sequence(anchor, span, depth)
             }
             Event::MappingStart(anchor, tag) => {
                 self.check_collection_tag(
@@ -326,50 +277,7 @@ impl<'a> Loader<'a> {
                     span,
                 )?;
                 self.count(1, span)?;
-                let before = self.nodes;
-                let mut entries: Vec<(String, Span, Node)> = Vec::new();
-                let end = loop {
-                    let (ev, key_span) = self.next()?;
-                    if matches!(ev, Event::MappingEnd) {
-                        break key_span;
-                    }
-                    let key_node = self.node(ev, key_span, depth + 1)?;
-                    let key = match key_node.value {
-                        NodeValue::Str(s) => s,
-                        NodeValue::Int(i) => i.to_string(),
-                        NodeValue::Bool(b) => b.to_string(),
-                        NodeValue::Float(f) => f.to_string(),
-                        NodeValue::Null => "null".into(),
-                        NodeValue::Seq(_) | NodeValue::Map(_) => {
-                            return Err(self.error(
-                                YamlErrorKind::NonStringKey,
-                                "mapping keys must be plain strings, not collections".into(),
-                                key_node.span,
-                            ));
-                        }
-                    };
-                    if let Some((_, first, _)) = entries.iter().find(|(k, _, _)| *k == key) {
-                        return Err(YamlError {
-                            kind: YamlErrorKind::DuplicateKey,
-                            message: format!(
-                                "duplicate key `{key}` (first defined on line {})",
-                                first.line
-                            ),
-                            span: key_node.span,
-                            related: Some(*first),
-                        });
-                    }
-                    let (ev, s) = self.next()?;
-                    let value = self.node(ev, s, depth + 1)?;
-                    entries.push((key, key_node.span, value));
-                };
-                let last = entries.last().map(|(_, _, n)| n.span);
-                let node = Node {
-                    value: NodeValue::Map(entries),
-                    span: join(span, last.unwrap_or(end)),
-                };
-                self.remember(anchor, &node, self.nodes - before + 1);
-                Ok(node)
+                self.mapping(anchor, span, depth)
             }
             Event::StreamStart
             | Event::StreamEnd
@@ -380,6 +288,122 @@ impl<'a> Loader<'a> {
             | Event::Nothing => Err(self.error(
                 YamlErrorKind::Syntax,
                 "invalid YAML: unexpected structure".into(),
+                span,
+            )),
+        }
+    }
+
+    /// A copy of the anchored node, counted against the limits first.
+    fn alias(&mut self, id: usize, span: Span) -> Result<Node, YamlError> {
+        // Count before copying: a bomb is refused without building what it asks for.
+        let found = self.anchors.iter().rposition(|(a, _, _)| *a == id);
+        match found {
+            Some(i) => {
+                self.count(self.anchors[i].2, span)?;
+                let mut node = self.anchors[i].1.clone();
+                node.span = span;
+                Ok(node)
+            }
+            None => Err(self.error(
+                YamlErrorKind::Syntax,
+                "invalid YAML: alias to an unknown anchor".into(),
+                span,
+            )),
+        }
+    }
+
+    /// A plain value; `tag` is as written (`!!str`), and only core tags are accepted.
+    fn scalar_node(
+        &mut self,
+        text: &str,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<String>,
+        span: Span,
+    ) -> Result<Node, YamlError> {
+        self.count(1, span)?;
+        let value = scalar(text, style, tag.as_deref()).ok_or_else(|| {
+            self.error(
+                YamlErrorKind::UnsupportedTag,
+                format!(
+                    "unsupported YAML tag `{}`; specs use plain values",
+                    tag.as_deref().unwrap_or_default()
+                ),
+                span,
+            )
+        })?;
+        let node = Node { value, span };
+        self.remember(anchor, &node, 1);
+        Ok(node)
+    }
+
+    /// The items of a sequence whose start event was just read, up to its end event.
+    fn sequence(&mut self, anchor: usize, span: Span, depth: usize) -> Result<Node, YamlError> {
+        let before = self.nodes;
+        let mut items = Vec::new();
+        let end = loop {
+            let (ev, s) = self.next()?;
+            if matches!(ev, Event::SequenceEnd) {
+                break s;
+            }
+            items.push(self.node(ev, s, depth + 1)?);
+        };
+        let last = items.last().map(|n| n.span);
+        let node = Node {
+            value: NodeValue::Seq(items),
+            span: join(span, last.unwrap_or(end)),
+        };
+        self.remember(anchor, &node, self.nodes - before + 1);
+        Ok(node)
+    }
+
+    /// The entries of a mapping whose start event was just read, up to its end event; keys
+    /// are unique strings.
+    fn mapping(&mut self, anchor: usize, span: Span, depth: usize) -> Result<Node, YamlError> {
+        let before = self.nodes;
+        let mut entries: Vec<(String, Span, Node)> = Vec::new();
+        let end = loop {
+            let (ev, key_span) = self.next()?;
+            if matches!(ev, Event::MappingEnd) {
+                break key_span;
+            }
+            let key_node = self.node(ev, key_span, depth + 1)?;
+            let key = self.map_key(key_node.value, key_node.span)?;
+            if let Some((_, first, _)) = entries.iter().find(|(k, _, _)| *k == key) {
+                return Err(YamlError {
+                    kind: YamlErrorKind::DuplicateKey,
+                    message: format!(
+                        "duplicate key `{key}` (first defined on line {})",
+                        first.line
+                    ),
+                    span: key_node.span,
+                    related: Some(*first),
+                });
+            }
+            let (ev, s) = self.next()?;
+            let value = self.node(ev, s, depth + 1)?;
+            entries.push((key, key_node.span, value));
+        };
+        let last = entries.last().map(|(_, _, n)| n.span);
+        let node = Node {
+            value: NodeValue::Map(entries),
+            span: join(span, last.unwrap_or(end)),
+        };
+        self.remember(anchor, &node, self.nodes - before + 1);
+        Ok(node)
+    }
+
+    /// A mapping key as the string it reads as; collections are refused.
+    fn map_key(&self, value: NodeValue, span: Span) -> Result<String, YamlError> {
+        match value {
+            NodeValue::Str(s) => Ok(s),
+            NodeValue::Int(i) => Ok(i.to_string()),
+            NodeValue::Bool(b) => Ok(b.to_string()),
+            NodeValue::Float(f) => Ok(f.to_string()),
+            NodeValue::Null => Ok("null".into()),
+            NodeValue::Seq(_) | NodeValue::Map(_) => Err(self.error(
+                YamlErrorKind::NonStringKey,
+                "mapping keys must be plain strings, not collections".into(),
                 span,
             )),
         }

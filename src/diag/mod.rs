@@ -14,7 +14,9 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use serde::Serialize;
 
-use crate::spec::yaml::Span;
+mod span;
+
+pub use span::Span;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,0 +1,155 @@
+//! The `Channel` and `Defaults` documents: a channel's identity, its main queue or topic, its
+//! retries, its dead-letter queue and its lint settings.
+//!
+//! `ChannelSpec` is shared by both documents (every field optional, so Defaults can fill the
+//! gaps). It holds the backend blocks and alarms by type only; their fields live in the
+//! sibling modules. Depends on nothing outside `spec::model` and `spec::duration`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ApiVersion;
+use super::alarms::Alarms;
+use super::kafka::KafkaOptions;
+use super::rabbitmq::RabbitMqOptions;
+use super::sqs::SqsOptions;
+use crate::spec::duration::Duration;
+
+/// A dead-letter channel: a main queue or topic, its retries and its dead-letter queue.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "dlqctl Channel (dlqctl/v1)")]
+pub struct Channel {
+    pub api_version: ApiVersion,
+    pub kind: ChannelKind,
+    pub metadata: Metadata,
+    pub spec: ChannelSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ChannelKind {
+    Channel,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Metadata {
+    /// The channel id, unique per target. `{channel}` in name templates is replaced by it.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"),
+        length(min = 1, max = 200)
+    )]
+    pub name: String,
+    /// Free-form labels (team, tier, ...); carried into plans, never sent to a backend.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What the channel should look like. Unset fields come from the `Defaults` document, then
+/// from the backend's defaults.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChannelSpec {
+    /// The name of a connection in the `Targets` document (e.g. `dlqctl.yaml`). Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub target: Option<String>,
+    /// Name of the main queue or topic, as a template: `{channel}` is the channel id.
+    /// Default: `{channel}` (SQS FIFO: `{channel}.fifo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub name: Option<String>,
+    /// How long the main queue or topic keeps a message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<DeadLetter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarms: Option<Alarms>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqs: Option<SqsOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rabbitmq: Option<RabbitMqOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<KafkaOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<LintOptions>,
+}
+
+/// How often and how far apart a failed message is delivered again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Retry {
+    /// Deliveries before a message is dead-lettered, the first one included
+    /// (`1` means no retry at all). SQS: maxReceiveCount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
+    pub max_attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// Name template of retry queues or topics: `{channel}`, `{delay}` (e.g. `5000`, in ms)
+    /// and `{index}` (1-based) are replaced. Default per backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub name: Option<String>,
+}
+
+/// Delay before retry n: the previous delay times `multiplier` (whole milliseconds, rounded
+/// down, as Spring's `ExponentialBackOff` does), starting at `initial`, capped at `max`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Backoff {
+    pub initial: Duration,
+    /// Growth factor between retries; 1 (the default) keeps the delay fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub multiplier: Option<f64>,
+    /// Longest delay between two retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Duration>,
+    /// Random spread a consumer adds to each delay (not provisioned by brokers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeadLetter {
+    /// Name template of the dead-letter queue or topic (`{channel}` is replaced).
+    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub name: Option<String>,
+    /// How long dead letters are kept. On SQS it must exceed the main queue's retention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Duration>,
+}
+
+/// Per-channel lint settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LintOptions {
+    /// Warning rule ids to silence for this channel (e.g. `alarms/missing`). Errors cannot be
+    /// silenced.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
+/// Settings shared by every channel (channel values win).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "dlqctl Defaults (dlqctl/v1)")]
+pub struct Defaults {
+    pub api_version: ApiVersion,
+    pub kind: DefaultsKind,
+    pub spec: ChannelSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DefaultsKind {
+    Defaults,
+}

@@ -1,0 +1,88 @@
+//! `spec.kafka`: the settings that apply only to channels on a Kafka target (partitions,
+//! replication, Spring Kafka's retry topic naming, topic configs).
+//!
+//! Depends on nothing else in the crate.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Kafka settings; only for channels whose target is a Kafka target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KafkaOptions {
+    /// Partitions of the main topic (and retry topics). Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub partitions: Option<u32>,
+    /// Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 32767))]
+    pub replication_factor: Option<u16>,
+    /// Partitions of the dead-letter topic; at least the main topic's. Default: the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub dead_letter_partitions: Option<u32>,
+    /// Retry topic naming profile, as Spring Kafka 3.2+ names them by default: `spring`
+    /// (`<main>-retry-<delay ms>`, or `<main>-retry` for a single retry topic; the default),
+    /// `index` (Spring's index suffixing: `<main>-retry-0`, `-retry-1`, ...) or `custom`
+    /// (`retry.name`). The dead-letter topic is `<main>-dlt` unless `deadLetter.name` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub naming: Option<KafkaNaming>,
+    /// Spring's `SameIntervalTopicReuseStrategy`: `singleTopic` (the default of
+    /// `@RetryableTopic` since Spring Kafka 3.2) lets the trailing attempts with the same delay
+    /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`,
+    /// and of `@RetryableTopic` before 3.2) gives every attempt its own topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_interval_topic_reuse: Option<TopicReuse>,
+    /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
+    /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<BTreeMap<String, ConfigValue>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum KafkaNaming {
+    Spring,
+    Index,
+    Custom,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TopicReuse {
+    SingleTopic,
+    MultipleTopics,
+}
+
+/// A topic config value; numbers and booleans are sent as their text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConfigValue {
+    Text(String),
+    Int(i64),
+    Bool(bool),
+}
+
+impl JsonSchema for ConfigValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConfigValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // One type union, so an error reads "must be a string, an integer or a boolean".
+        schemars::json_schema!({"type": ["string", "integer", "boolean"]})
+    }
+}
+
+impl std::fmt::Display for ConfigValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigValue::Text(s) => f.write_str(s),
+            ConfigValue::Int(i) => write!(f, "{i}"),
+            ConfigValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}

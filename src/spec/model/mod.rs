@@ -1,0 +1,42 @@
+//! The spec as Rust types: the single source of the JSON schemas in `schemas/` and of the
+//! typed values the rules and the planner read.
+//!
+//! Doc comments here become schema descriptions, which editors show as hover help, so they
+//! are written for the person editing a spec. Every field of a channel's `spec` is optional at
+//! this layer so that a `Defaults` document can share the same shape; what must be present
+//! after defaults are applied is checked by the rules (`spec::rules`), with a position.
+//!
+//! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
+//! Targets document and `Backend`), `alarms`, and one per backend block (`sqs`, `rabbitmq`,
+//! `kafka`). Everything is re-exported here, so `spec::model::X` is the path to use.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+mod alarms;
+mod channel;
+mod kafka;
+mod rabbitmq;
+mod sqs;
+mod targets;
+
+pub use alarms::{AgeAlarm, Alarms, DepthAlarm};
+pub use channel::{
+    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, LintOptions,
+    Metadata, Retry,
+};
+pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse};
+pub use rabbitmq::{
+    DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions, RetryModel,
+};
+pub use sqs::SqsOptions;
+pub use targets::{Backend, Ownership, Target, Targets, TargetsKind};
+
+/// The only `apiVersion` this release reads.
+pub const API_VERSION: &str = "dlqctl/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ApiVersion {
+    #[serde(rename = "dlqctl/v1")]
+    V1,
+}

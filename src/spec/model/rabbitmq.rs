@@ -1,0 +1,79 @@
+//! `spec.rabbitmq`: the settings that apply only to channels on a RabbitMQ target (queue
+//! type, how dead-lettering is configured, the retry model, an exchange binding).
+//!
+//! Depends on nothing else in the crate.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// RabbitMQ settings; only for channels whose target is a RabbitMQ target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RabbitMqOptions {
+    /// Virtual host. Default: the target's vhost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub vhost: Option<String>,
+    /// Default `classic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_type: Option<QueueType>,
+    /// How dead-lettering and TTLs are set: `policy` (mutable, updated in place; the default)
+    /// or `arguments` (queue x-arguments, immutable: a change replaces the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dlx: Option<DlxMode>,
+    /// `ttl` (default): retry queues whose TTL dead-letters back to the main queue.
+    /// `deliveryLimit` (quorum queues): the broker requeues and dead-letters after the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_model: Option<RetryModel>,
+    /// An exchange that routes into the main queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<ExchangeBinding>,
+    /// Priority of the policies dlqctl writes (policy mode). Default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub policy_priority: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum QueueType {
+    Classic,
+    Quorum,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DlxMode {
+    Policy,
+    Arguments,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RetryModel {
+    Ttl,
+    DeliveryLimit,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExchangeBinding {
+    /// Exchange name (template: `{channel}` is replaced).
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Default `direct`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ExchangeKind>,
+    /// Binding keys from the exchange to the main queue. Default: the main queue's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_keys: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ExchangeKind {
+    Direct,
+    Topic,
+    Fanout,
+    Headers,
+}

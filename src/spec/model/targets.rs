@@ -1,0 +1,136 @@
+//! The `Targets` document (usually `dlqctl.yaml`): named connections to the live systems,
+//! which backend each one is, and what dlqctl may change there.
+//!
+//! `Backend` lives here because a target is what has one; channels learn theirs through
+//! `spec.target`. Depends only on `ApiVersion` from `spec::model`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ApiVersion;
+
+/// Named connections to the live systems, and what dlqctl may change there.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "dlqctl Targets (dlqctl/v1)")]
+pub struct Targets {
+    pub api_version: ApiVersion,
+    pub kind: TargetsKind,
+    /// Connections by name; channels refer to them with `spec.target`.
+    #[schemars(extend("propertyNames" = {"pattern": "^[a-z0-9][a-z0-9_-]*$"}))]
+    pub targets: BTreeMap<String, Target>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TargetsKind {
+    Targets,
+}
+
+/// One connection. Which fields apply depends on `backend`; credentials are never written
+/// here, only the names of the environment variables that hold them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Target {
+    pub backend: Backend,
+    /// SQS: AWS region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// SQS: endpoint override (a local emulator); default: the AWS endpoint of the region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// SQS: named AWS profile; default: the standard credential chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// RabbitMQ: management API URL, e.g. `https://rabbit.internal:15671`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// RabbitMQ: default virtual host. Default `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vhost: Option<String>,
+    /// RabbitMQ: name of the environment variable holding the user name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub username_env: Option<String>,
+    /// RabbitMQ: name of the environment variable holding the password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub password_env: Option<String>,
+    /// Kafka: bootstrap servers, `host:port[,host:port]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_servers: Option<String>,
+    /// Kafka: librdkafka properties (no secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<BTreeMap<String, String>>,
+    /// Kafka: librdkafka properties whose values are read from the named environment variables
+    /// (e.g. `sasl.password: KAFKA_PASSWORD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_properties: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ownership: Option<Ownership>,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Sqs,
+    Rabbitmq,
+    Kafka,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqs => "sqs",
+            Backend::Rabbitmq => "rabbitmq",
+            Backend::Kafka => "kafka",
+        }
+    }
+}
+
+impl Backend {
+    /// The product name, for prose: `SQS`, `RabbitMQ`, `Kafka`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Backend::Sqs => "SQS",
+            Backend::Rabbitmq => "RabbitMQ",
+            Backend::Kafka => "Kafka",
+        }
+    }
+
+    /// `an SQS`, `a RabbitMQ`, `a Kafka`.
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Backend::Sqs => "an SQS",
+            Backend::Rabbitmq => "a RabbitMQ",
+            Backend::Kafka => "a Kafka",
+        }
+    }
+
+    /// What its message stores are called: `queue` or `topic`.
+    pub fn resource_noun(self) -> &'static str {
+        match self {
+            Backend::Sqs | Backend::Rabbitmq => "queue",
+            Backend::Kafka => "topic",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What dlqctl may change or delete on this target. RabbitMQ and Kafka have nowhere to record
+/// ownership, so it is declared here; SQS queues and alarms are also tagged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Ownership {
+    /// Queue, exchange, policy and topic names starting with one of these are dlqctl's.
+    #[schemars(length(min = 1))]
+    pub prefixes: Vec<String>,
+}

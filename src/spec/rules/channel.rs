@@ -1,0 +1,216 @@
+//! Rules on one channel as a whole: required fields, its target (exists, right backend),
+//! resolving it against the target, and the advice every backend shares (no retry, no
+//! alarms, jitter). It then hands the resolved channel to its backend's rules and to the
+//! name rules.
+//!
+//! The entry point of the per-channel rules; depends on `targets` (to look targets up), on
+//! the backend modules, `names` and `resolve`.
+
+use super::names::check_names;
+use super::targets::TargetMap;
+use super::{kafka, rabbitmq, sqs};
+use crate::diag::Diagnostic;
+use crate::spec::load::Doc;
+use crate::spec::model::{Backend, Channel, Target};
+use crate::spec::resolve::{self, Resolved};
+use crate::spec::schema::did_you_mean;
+
+/// All rules on one channel; the resolved channel if it got far enough to resolve.
+pub(super) fn check_channel(
+    doc: &Doc<Channel>,
+    targets: &TargetMap<'_>,
+    no_targets_doc: bool,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Resolved> {
+    let complete = check_max_attempts(doc, out);
+    let (target_name, target) = find_target(doc, targets, no_targets_doc, out)?;
+    let backend = target.backend;
+    check_backend_blocks(doc, target_name, backend, out);
+    if !complete {
+        return None;
+    }
+    let r = resolve_channel(doc, target_name, target, out)?;
+    check_advice(doc, &r, out);
+    match backend {
+        Backend::Sqs => sqs::check_sqs(doc, &r, out),
+        Backend::Rabbitmq => rabbitmq::check_rabbitmq(doc, &r, target, out),
+        Backend::Kafka => kafka::check_kafka(doc, &r, target, out),
+    }
+    check_names(doc, &r, target, out);
+    Some(r)
+}
+
+/// `spec/required` for `retry.maxAttempts`; false if it is missing.
+fn check_max_attempts(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) -> bool {
+    let spec = &doc.value.spec;
+    let name = &doc.value.metadata.name;
+    let key = |p: &str| doc.locs.key(p);
+    if spec.retry.as_ref().and_then(|r| r.max_attempts).is_none() {
+        out.push(
+            Diagnostic::error(
+                "spec/required",
+                format!("channel `{name}` has no `spec.retry.maxAttempts`"),
+            )
+            .at(key(if doc.locs.has("/spec/retry") { "/spec/retry" } else { "/spec" }))
+            .hint("say how many deliveries a message gets before it is dead-lettered, e.g. `retry: {maxAttempts: 5}`"),
+        );
+        return false;
+    }
+    true
+}
+
+/// `spec/required` for `spec.target`, or `target/unknown`; the target if it is defined.
+fn find_target<'a, 'd>(
+    doc: &'d Doc<Channel>,
+    targets: &TargetMap<'a>,
+    no_targets_doc: bool,
+    out: &mut Vec<Diagnostic>,
+) -> Option<(&'d str, &'a Target)> {
+    let spec = &doc.value.spec;
+    let name = &doc.value.metadata.name;
+    let at = |p: &str| doc.locs.value(p);
+    let key = |p: &str| doc.locs.key(p);
+    let Some(target_name) = spec.target.as_deref() else {
+        out.push(
+            Diagnostic::error(
+                "spec/required",
+                format!("channel `{name}` has no `spec.target`"),
+            )
+            .at(key("/spec"))
+            .hint("name a connection from the Targets document (dlqctl.yaml), here or in Defaults"),
+        );
+        return None;
+    };
+    let Some((target, _)) = targets.get(target_name) else {
+        let mut d = Diagnostic::error(
+            "target/unknown",
+            format!("`spec.target` is `{target_name}`, which no Targets document defines"),
+        )
+        .at(at("/spec/target"));
+        d = if no_targets_doc {
+            d.hint("no Targets document was found: create `dlqctl.yaml` (kind: Targets) beside or above the specs, or pass --targets FILE")
+        } else if let Some(m) = did_you_mean(target_name, targets.keys().copied()) {
+            d.hint(format!("did you mean `{m}`?"))
+        } else {
+            d.hint(format!(
+                "defined targets: {}",
+                targets.keys().copied().collect::<Vec<_>>().join(", ")
+            ))
+        };
+        out.push(d);
+        return None;
+    };
+    Some((target_name, target))
+}
+
+/// `target/backend-mismatch`: a backend block (`sqs:`, ...) that is not the target's.
+fn check_backend_blocks(
+    doc: &Doc<Channel>,
+    target_name: &str,
+    backend: Backend,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &doc.value.spec;
+    let key = |p: &str| doc.locs.key(p);
+    for (block, b) in [
+        ("sqs", Backend::Sqs),
+        ("rabbitmq", Backend::Rabbitmq),
+        ("kafka", Backend::Kafka),
+    ] {
+        let set = match b {
+            Backend::Sqs => spec.sqs.is_some(),
+            Backend::Rabbitmq => spec.rabbitmq.is_some(),
+            Backend::Kafka => spec.kafka.is_some(),
+        };
+        if set && b != backend {
+            out.push(
+                Diagnostic::error(
+                    "target/backend-mismatch",
+                    format!(
+                        "`spec.{block}` is set, but target `{target_name}` is {} target",
+                        backend.with_article()
+                    ),
+                )
+                .at(key(&format!("/spec/{block}")))
+                .hint(format!(
+                    "use a `{backend}:` block, or point `spec.target` at {} target",
+                    b.with_article()
+                )),
+            );
+        }
+    }
+}
+
+/// The channel's effective settings on its target, or the finding that says why not.
+fn resolve_channel(
+    doc: &Doc<Channel>,
+    target_name: &str,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) -> Option<Resolved> {
+    let at = |p: &str| doc.locs.value(p);
+    match resolve::resolve(&doc.value, target_name, target) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            let mut d = Diagnostic::error(e.rule, e.message).at(at(e.pointer));
+            if let Some(h) = e.hint {
+                d = d.hint(h);
+            }
+            out.push(d);
+            None
+        }
+    }
+}
+
+/// `retry/none` and `alarms/missing`: advice for every backend.
+fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let spec = &doc.value.spec;
+    let name = &doc.value.metadata.name;
+    let at = |p: &str| doc.locs.value(p);
+    let key = |p: &str| doc.locs.key(p);
+
+    if r.max_attempts == 1 {
+        out.push(
+            Diagnostic::warning(
+                "retry/none",
+                "`spec.retry.maxAttempts` is 1: a message that fails once goes straight to the dead-letter queue, with no retry",
+            )
+            .at(at("/spec/retry/maxAttempts"))
+            .hint("use 2 or more to retry; keep 1 only if failures are never transient"),
+        );
+    }
+    let has_alarms = spec
+        .alarms
+        .as_ref()
+        .is_some_and(|a| a.depth.is_some() || a.oldest_message_age.is_some());
+    if !has_alarms {
+        out.push(
+            Diagnostic::warning(
+                "alarms/missing",
+                format!("channel `{name}` has no alarms: a dead-letter queue nobody watches is a graveyard"),
+            )
+            .at(key(if doc.locs.has("/spec/alarms") { "/spec/alarms" } else { "/spec" }))
+            .hint("add `alarms: {depth: {above: 0}}`, or silence with `lint: {allow: [alarms/missing]}`"),
+        );
+    }
+}
+
+/// `retry/jitter-consumer`: brokers cannot add jitter; consumers do.
+pub(super) fn jitter_info(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
+    if doc
+        .value
+        .spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.backoff.as_ref())
+        .is_some_and(|b| b.jitter.is_some())
+    {
+        out.push(
+            Diagnostic::info(
+                "retry/jitter-consumer",
+                format!("{} cannot add jitter to a delay: consumers apply `retry.backoff.jitter` themselves", backend.display_name()),
+            )
+            .at(doc.locs.key("/spec/retry/backoff/jitter")),
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! Rules for channels on a Kafka target: partitions of the dead-letter topic, retention,
+//! Spring Kafka's retry topic naming profiles, and topic configs dlqctl owns.
+//!
+//! Depends on `alarms` and `channel` (the advice every broker shares) and the resolved
+//! channel.
+
+use super::alarms::alarms_unsupported;
+use super::channel::jitter_info;
+use crate::diag::Diagnostic;
+use crate::spec::duration::Duration;
+use crate::spec::load::Doc;
+use crate::spec::model::{Backend, Channel, KafkaNaming, Target};
+use crate::spec::resolve::Resolved;
+
+pub const KAFKA_MIN_RETENTION: Duration = Duration::from_secs(1);
+
+pub(super) fn check_kafka(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    _target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    alarms_unsupported(doc, Backend::Kafka, out);
+    jitter_info(doc, Backend::Kafka, out);
+    let Some(k) = &r.kafka else { return };
+    if k.dead_letter_partitions < k.partitions {
+        out.push(
+            Diagnostic::error(
+                "kafka/dlt-partitions",
+                format!(
+                    "the dead-letter topic has {} partitions, fewer than its source's {}; a record published to the DLT's partition of the same number would fail",
+                    k.dead_letter_partitions, k.partitions
+                ),
+            )
+            .at(doc.locs.value("/spec/kafka/deadLetterPartitions"))
+            .hint("give the DLT at least as many partitions as the main topic (Spring Kafka's DeadLetterPublishingRecoverer uses the same partition)"),
+        );
+    }
+    for (field, pointer, value) in [
+        ("spec.retention", "/spec/retention", r.retention),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            r.dead_letter_retention,
+        ),
+    ] {
+        if let Some(v) = value
+            && v < KAFKA_MIN_RETENTION
+        {
+            out.push(
+                Diagnostic::error(
+                    "kafka/retention-range",
+                    format!("`{field}` is {v}; Kafka's retention.ms must be at least 1s here"),
+                )
+                .at(doc.locs.value(pointer)),
+            );
+        }
+    }
+    let retry_template = doc.value.spec.retry.as_ref().and_then(|t| t.name.as_ref());
+    match (k.naming, retry_template) {
+        (KafkaNaming::Custom, None) if !r.retry_stages.is_empty() => out.push(
+            Diagnostic::error("kafka/naming", "`kafka.naming: custom` names the retry topics by `retry.name`, which is not set")
+                .at(doc.locs.value("/spec/kafka/naming"))
+                .hint("set `retry.name` (e.g. `{channel}.retry.{delay}`), or use `naming: spring`"),
+        ),
+        (KafkaNaming::Spring | KafkaNaming::Index, Some(_)) => out.push(
+            Diagnostic::error(
+                "kafka/naming",
+                "`retry.name` would be ignored: with the `spring` and `index` naming profiles, retry topics are named as Spring Kafka names them",
+            )
+            .at(doc.locs.value("/spec/retry/name"))
+            .hint("remove `retry.name`, or set `kafka.naming: custom`"),
+        ),
+        _ => {}
+    }
+    if k.config.contains_key("retention.ms") {
+        out.push(
+            Diagnostic::error(
+                "kafka/config-retention",
+                "`spec.kafka.config` sets `retention.ms`; use `spec.retention` and `spec.deadLetter.retention` instead",
+            )
+            .at(doc.locs.key("/spec/kafka/config/retention.ms")),
+        );
+    }
+    let total = Duration::from_millis(r.delays.iter().map(|d| d.as_millis()).sum());
+    if let Some(ret) = r.retention
+        && total >= ret
+    {
+        out.push(
+            Diagnostic::error(
+                "retry/exceeds-retention",
+                format!("the retry delays add up to {total}, which does not fit inside the retention of {ret}"),
+            )
+            .at(doc.locs.value("/spec/retention")),
+        );
+    }
+}

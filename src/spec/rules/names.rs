@@ -1,0 +1,231 @@
+//! Rules on the names of queues, topics and exchanges: valid for their backend, inside the
+//! target's ownership prefixes, and never shared, within a channel or across channels.
+//!
+//! Depends on the model, `diag` and the resolved channels; the backend rule modules use
+//! [`check_scope`] for names they check themselves (a RabbitMQ exchange).
+
+use std::collections::BTreeMap;
+
+use super::Checked;
+use crate::diag::{Diagnostic, Loc};
+use crate::spec::load::Doc;
+use crate::spec::model::{Backend, Channel, KafkaNaming, Target};
+use crate::spec::resolve::Resolved;
+
+pub const SQS_MAX_NAME: usize = 80;
+pub const RABBIT_MAX_NAME_BYTES: usize = 255;
+pub const KAFKA_MAX_NAME: usize = 249;
+
+/// `target/outside-ownership`: dlqctl may only manage names under the target's prefixes.
+pub(super) fn check_scope(
+    doc: &Doc<Channel>,
+    name: &str,
+    what: &str,
+    target: &Target,
+    pointer: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(own) = &target.ownership else { return };
+    if !own.prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+        out.push(
+            Diagnostic::error(
+                "target/outside-ownership",
+                format!(
+                    "{what} `{name}` is outside the target's ownership prefixes ({}); dlqctl would never be allowed to manage it",
+                    own.prefixes.join(", ")
+                ),
+            )
+            .at(doc.locs.value(pointer))
+            .hint("rename it, or add a prefix to the target's `ownership.prefixes`"),
+        );
+    }
+}
+
+/// Which field a resolved name came from, for pointing at it.
+fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static str {
+    // Kafka's spring and index profiles derive retry and DLT names from the main topic's.
+    let naming = doc.value.spec.kafka.as_ref().and_then(|k| k.naming);
+    let derived = backend == Backend::Kafka && naming != Some(KafkaNaming::Custom);
+    let main = if doc.locs.has("/spec/name") {
+        "/spec/name"
+    } else {
+        "/metadata/name"
+    };
+    let field = match role {
+        "main" => return main,
+        "dead-letter" => "/spec/deadLetter/name",
+        _ if derived => return main,
+        _ => "/spec/retry/name",
+    };
+    if doc.locs.has(field) { field } else { main }
+}
+
+/// `name/collision` within a channel, `target/outside-ownership` and `name/invalid`.
+pub(super) fn check_names(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    let fifo = r.sqs.as_ref().is_some_and(|s| s.fifo);
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for (name, role) in r.names() {
+        let pointer = name_pointer(doc, r.backend, role);
+        let at = doc.locs.value(pointer);
+        if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
+            let noun = r.backend.resource_noun();
+            let (what, hint) = if role == *other {
+                (
+                    format!("two {role} {noun}s are both named `{name}`"),
+                    "each retry delay needs its own name: put `{delay}` (or `{index}`) in `spec.retry.name`",
+                )
+            } else {
+                (
+                    format!("the {role} and {other} {noun}s are both named `{name}`"),
+                    "give each its own name template",
+                )
+            };
+            out.push(Diagnostic::error("name/collision", what).at(at).hint(hint));
+            continue;
+        }
+        seen.push((name, role));
+        check_scope(doc, name, &format!("{role} queue"), target, pointer, out);
+        let problem = match r.backend {
+            Backend::Sqs => sqs_name_problem(name, fifo),
+            Backend::Rabbitmq => rabbit_name_problem(name),
+            Backend::Kafka => kafka_name_problem(name),
+        };
+        if let Some(p) = problem {
+            out.push(
+                Diagnostic::error("name/invalid", format!("{role} name `{name}`: {p}"))
+                    .at(at)
+                    .hint("set the name template explicitly (`spec.name`, `spec.deadLetter.name`, `spec.retry.name`)"),
+            );
+        }
+    }
+}
+
+pub fn sqs_name_problem(name: &str, fifo: bool) -> Option<String> {
+    let base = match (name.strip_suffix(".fifo"), fifo) {
+        (Some(b), true) => b,
+        (None, true) => return Some("a FIFO queue's name must end in `.fifo`".into()),
+        (Some(_), false) => {
+            return Some("only FIFO queues may end in `.fifo` (set `sqs.fifo: true`)".into());
+        }
+        (None, false) => name,
+    };
+    if name.chars().count() > SQS_MAX_NAME {
+        return Some(format!(
+            "SQS names are at most {SQS_MAX_NAME} characters, this is {}",
+            name.chars().count()
+        ));
+    }
+    if base.is_empty() {
+        return Some("empty name".into());
+    }
+    if let Some(c) = base
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Some(format!(
+            "SQS names allow only A-Z, a-z, 0-9, `-` and `_`, not `{}`",
+            c.escape_default()
+        ));
+    }
+    None
+}
+
+pub fn rabbit_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("empty name".into());
+    }
+    if name.len() > RABBIT_MAX_NAME_BYTES {
+        return Some(format!(
+            "RabbitMQ names are at most {RABBIT_MAX_NAME_BYTES} bytes, this is {}",
+            name.len()
+        ));
+    }
+    if name.starts_with("amq.") {
+        return Some("names starting with `amq.` are reserved by RabbitMQ".into());
+    }
+    None
+}
+
+pub fn kafka_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("empty name".into());
+    }
+    if name == "." || name == ".." {
+        return Some("`.` and `..` are not valid topic names".into());
+    }
+    if name.chars().count() > KAFKA_MAX_NAME {
+        return Some(format!(
+            "Kafka topic names are at most {KAFKA_MAX_NAME} characters, this is {}",
+            name.chars().count()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Some(format!(
+            "Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `{}`",
+            c.escape_default()
+        ));
+    }
+    None
+}
+
+/// Rules across channels: unique channel names and resource names per target.
+pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
+    let mut channels: BTreeMap<(&str, &str), Loc> = BTreeMap::new();
+    let mut names: BTreeMap<(&str, String, &str), (Loc, &str)> = BTreeMap::new();
+    for c in checked {
+        let r = &c.resolved;
+        let loc = c.doc.locs.value("/metadata/name");
+        if let Some(first) = channels.get(&(r.target.as_str(), r.channel.as_str())) {
+            out.push(
+                Diagnostic::error(
+                    "channel/duplicate",
+                    format!(
+                        "channel `{}` is defined twice for target `{}`",
+                        r.channel, r.target
+                    ),
+                )
+                .at(loc)
+                .related(*first, "first defined here"),
+            );
+            continue;
+        }
+        channels.insert((r.target.as_str(), r.channel.as_str()), loc);
+        // RabbitMQ names are per vhost; others per target.
+        let scope = r
+            .rabbitmq
+            .as_ref()
+            .map(|x| x.vhost.clone())
+            .unwrap_or_default();
+        for (name, role) in r.names() {
+            let at = c.doc.locs.value(name_pointer(c.doc, r.backend, role));
+            match names.get(&(r.target.as_str(), scope.clone(), name)) {
+                // Within one channel, `check_names` has reported it already.
+                Some((_, other)) if *other == r.channel => {}
+                Some((first, other)) => out.push(
+                    Diagnostic::error(
+                        "name/collision",
+                        format!(
+                            "{role} {} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
+                            r.backend.resource_noun(),
+                            r.channel,
+                            r.target
+                        ),
+                    )
+                    .at(at)
+                    .related(*first, format!("used by `{other}` here")),
+                ),
+                None => {
+                    names.insert((r.target.as_str(), scope.clone(), name), (at, r.channel.as_str()));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Rules for channels on a RabbitMQ target: the 32-bit millisecond TTL limit, what the
+//! `ttl` and `deliveryLimit` retry models need, and the exchange binding.
+//!
+//! Depends on `alarms` and `channel` (the advice every broker shares), `names` (ownership)
+//! and the resolved channel.
+
+use super::alarms::alarms_unsupported;
+use super::channel::jitter_info;
+use super::names::check_scope;
+use crate::diag::Diagnostic;
+use crate::spec::load::Doc;
+use crate::spec::model::{Backend, Channel, QueueType, RetryModel, Target};
+use crate::spec::resolve::{ExchangeResolved, RabbitResolved, Resolved};
+
+/// `x-message-ttl` is an unsigned 32-bit number of milliseconds.
+pub const RABBIT_MAX_TTL_MS: u64 = u32::MAX as u64;
+
+pub(super) fn check_rabbitmq(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(rb) = &r.rabbitmq else { return };
+    alarms_unsupported(doc, Backend::Rabbitmq, out);
+    jitter_info(doc, Backend::Rabbitmq, out);
+    check_retention_ttl(doc, r, out);
+    check_backoff_required(doc, r, rb, out);
+    check_retry_ttl(doc, r, out);
+    check_delivery_limit(doc, rb, out);
+    if let Some(x) = &rb.exchange {
+        check_exchange(doc, x, target, out);
+    }
+}
+
+/// `rabbitmq/ttl-range` for the retentions, which become message TTLs.
+fn check_retention_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    for (field, pointer, value) in [
+        ("spec.retention", "/spec/retention", r.retention),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            r.dead_letter_retention,
+        ),
+    ] {
+        if let Some(v) = value
+            && v.as_millis() > RABBIT_MAX_TTL_MS
+        {
+            out.push(
+                Diagnostic::error(
+                    "rabbitmq/ttl-range",
+                    format!("`{field}` is {v}; RabbitMQ's message TTL is at most {RABBIT_MAX_TTL_MS} ms (about 49.7 days)"),
+                )
+                .at(doc.locs.value(pointer))
+                .hint("leave the retention unset: RabbitMQ keeps messages until they are consumed"),
+            );
+        }
+    }
+}
+
+/// `rabbitmq/backoff-required`: under the `ttl` model the backoff is the retry queues' TTL.
+fn check_backoff_required(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    rb: &RabbitResolved,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &doc.value.spec;
+    if rb.retry_model == RetryModel::Ttl
+        && r.max_attempts > 1
+        && spec
+            .retry
+            .as_ref()
+            .and_then(|x| x.backoff.as_ref())
+            .is_none()
+    {
+        out.push(
+            Diagnostic::error(
+                "rabbitmq/backoff-required",
+                "the `ttl` retry model needs `spec.retry.backoff`: the delay is each retry queue's TTL",
+            )
+            .at(doc.locs.key("/spec/retry"))
+            .hint("add `backoff: {initial: 5s}`, or use `rabbitmq: {queueType: quorum, retryModel: deliveryLimit}` for immediate redelivery"),
+        );
+    }
+}
+
+/// `rabbitmq/ttl-range` for the retry delays, which become retry queues' TTLs.
+fn check_retry_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    for s in &r.retry_stages {
+        if s.delay.as_millis() > RABBIT_MAX_TTL_MS {
+            out.push(
+                Diagnostic::error(
+                    "rabbitmq/ttl-range",
+                    format!(
+                        "retry delay {} is longer than RabbitMQ's largest message TTL ({RABBIT_MAX_TTL_MS} ms, about 49.7 days)",
+                        s.delay
+                    ),
+                )
+                .at(doc.locs.value(if doc.locs.has("/spec/retry/backoff/max") {
+                    "/spec/retry/backoff/max"
+                } else {
+                    "/spec/retry/backoff/initial"
+                }))
+                .hint("cap the delay with `backoff.max`"),
+            );
+        }
+    }
+}
+
+/// `rabbitmq/delivery-limit-quorum`: only quorum queues count deliveries.
+fn check_delivery_limit(doc: &Doc<Channel>, rb: &RabbitResolved, out: &mut Vec<Diagnostic>) {
+    if rb.retry_model == RetryModel::DeliveryLimit && rb.queue_type != QueueType::Quorum {
+        out.push(
+            Diagnostic::error(
+                "rabbitmq/delivery-limit-quorum",
+                "`retryModel: deliveryLimit` needs quorum queues: classic queues do not count deliveries",
+            )
+            .at(doc.locs.value("/spec/rabbitmq/retryModel"))
+            .hint("set `rabbitmq.queueType: quorum`"),
+        );
+    }
+}
+
+/// The exchange's name: inside the ownership prefixes, and not one RabbitMQ reserves.
+fn check_exchange(
+    doc: &Doc<Channel>,
+    x: &ExchangeResolved,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    check_scope(
+        doc,
+        &x.name,
+        "exchange",
+        target,
+        "/spec/rabbitmq/exchange/name",
+        out,
+    );
+    if x.name.starts_with("amq.") || x.name.is_empty() {
+        out.push(
+            Diagnostic::error(
+                "name/invalid",
+                format!(
+                    "exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange",
+                    x.name
+                ),
+            )
+            .at(doc.locs.value("/spec/rabbitmq/exchange/name")),
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! Rules for channels on an SQS target: SQS's limits (retention, visibility timeout,
+//! maxReceiveCount) and what SQS's redrive means for the settings (a standard DLQ keeps the
+//! original enqueue time; retries are spaced by the visibility timeout). Alarms, which only
+//! SQS targets provision, are checked from here.
+//!
+//! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
+
+use super::alarms::check_alarms;
+use super::range_error;
+use crate::diag::Diagnostic;
+use crate::spec::duration::Duration;
+use crate::spec::load::Doc;
+use crate::spec::model::Channel;
+use crate::spec::resolve::{self, Resolved};
+
+pub const SQS_MIN_RETENTION: Duration = Duration::from_secs(60);
+pub const SQS_MAX_RETENTION: Duration = Duration::from_secs(14 * 86_400);
+pub const SQS_MAX_VISIBILITY: Duration = Duration::from_secs(12 * 3_600);
+pub const SQS_MAX_RECEIVE_COUNT: u32 = 1000;
+
+pub(super) fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    check_retention_range(doc, out);
+    check_max_receive_count(doc, r, out);
+    let vis = check_visibility(doc, r, out);
+    check_dlq_retention(doc, r, out);
+    backoff_consumer(doc, vis, out);
+    check_retry_fits_retention(doc, r, vis, out);
+    check_alarms(doc, out);
+}
+
+/// `sqs/retention-range`: both retentions within SQS's 60s to 14d.
+fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
+    let spec = &doc.value.spec;
+    let at = |p: &str| doc.locs.value(p);
+    for (field, pointer, value) in [
+        ("spec.retention", "/spec/retention", spec.retention),
+        (
+            "spec.deadLetter.retention",
+            "/spec/deadLetter/retention",
+            spec.dead_letter.as_ref().and_then(|d| d.retention),
+        ),
+    ] {
+        if let Some(v) = value
+            && (v < SQS_MIN_RETENTION || v > SQS_MAX_RETENTION)
+        {
+            out.push(
+                range_error(
+                    "sqs/retention-range",
+                    field,
+                    v,
+                    SQS_MIN_RETENTION,
+                    SQS_MAX_RETENTION,
+                    "SQS",
+                )
+                .at(at(pointer))
+                .hint("SQS keeps messages between 60s and 14d (MessageRetentionPeriod)"),
+            );
+        }
+    }
+}
+
+/// `sqs/max-receive-count`: `retry.maxAttempts` becomes maxReceiveCount.
+fn check_max_receive_count(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let at = |p: &str| doc.locs.value(p);
+    if r.max_attempts > SQS_MAX_RECEIVE_COUNT {
+        out.push(
+            Diagnostic::error(
+                "sqs/max-receive-count",
+                format!(
+                    "`spec.retry.maxAttempts` is {}, but SQS's maxReceiveCount is at most {SQS_MAX_RECEIVE_COUNT}",
+                    r.max_attempts
+                ),
+            )
+            .at(at("/spec/retry/maxAttempts")),
+        );
+    }
+}
+
+/// `sqs/visibility-range` and `sqs/whole-seconds`; returns the effective visibility timeout.
+fn check_visibility(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) -> Duration {
+    let at = |p: &str| doc.locs.value(p);
+    let sqs = r.sqs.as_ref();
+    let vis = sqs
+        .map(|s| s.visibility_timeout)
+        .unwrap_or(resolve::SQS_DEFAULT_VISIBILITY);
+    if vis > SQS_MAX_VISIBILITY {
+        out.push(
+            range_error(
+                "sqs/visibility-range",
+                "spec.sqs.visibilityTimeout",
+                vis,
+                Duration::from_secs(0),
+                SQS_MAX_VISIBILITY,
+                "SQS",
+            )
+            .at(at("/spec/sqs/visibilityTimeout")),
+        );
+    }
+    if vis.as_millis() % 1000 != 0 {
+        out.push(
+            Diagnostic::error(
+                "sqs/whole-seconds",
+                format!("`spec.sqs.visibilityTimeout` is {vis}; SQS counts it in whole seconds"),
+            )
+            .at(at("/spec/sqs/visibilityTimeout")),
+        );
+    }
+    vis
+}
+
+/// `sqs/dlq-retention`: a standard DLQ must keep messages longer than its source.
+fn check_dlq_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let at = |p: &str| doc.locs.value(p);
+    let fifo = r.sqs.as_ref().is_some_and(|s| s.fifo);
+    if let (Some(src), Some(dlq)) = (r.retention, r.dead_letter_retention)
+        && !fifo
+        && dlq <= src
+        && (SQS_MIN_RETENTION..=SQS_MAX_RETENTION).contains(&src)
+    {
+        out.push(
+            Diagnostic::error(
+                "sqs/dlq-retention",
+                format!(
+                    "the dead-letter queue keeps messages {dlq}, not longer than its source ({src}); SQS keeps a message's original enqueue time when it moves to a standard DLQ, so dead letters would expire early"
+                ),
+            )
+            .at(at(if doc.locs.has("/spec/deadLetter/retention") { "/spec/deadLetter/retention" } else { "/spec/retention" }))
+            .hint(if src >= SQS_MAX_RETENTION {
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`".to_owned()
+            } else {
+                "make `spec.deadLetter.retention` longer than `spec.retention` (14d is the SQS maximum)".to_owned()
+            }),
+        );
+    }
+}
+
+/// `sqs/backoff-consumer`: SQS has no native backoff.
+fn backoff_consumer(doc: &Doc<Channel>, vis: Duration, out: &mut Vec<Diagnostic>) {
+    let spec = &doc.value.spec;
+    if spec.retry.as_ref().is_some_and(|x| x.backoff.is_some()) {
+        out.push(
+            Diagnostic::info(
+                "sqs/backoff-consumer",
+                format!(
+                    "SQS has no native backoff: messages are retried when the visibility timeout ({vis}) ends; the consumer must apply `retry.backoff` itself (ChangeMessageVisibility)"
+                ),
+            )
+            .at(doc.locs.key("/spec/retry/backoff")),
+        );
+    }
+}
+
+/// `retry/exceeds-retention`: every attempt's visibility timeout fits inside the retention.
+fn check_retry_fits_retention(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    vis: Duration,
+    out: &mut Vec<Diagnostic>,
+) {
+    let at = |p: &str| doc.locs.value(p);
+    let retry_time =
+        Duration::from_millis(vis.as_millis().saturating_mul(u64::from(r.max_attempts)));
+    if let Some(src) = r.retention
+        && retry_time >= src
+    {
+        out.push(
+            Diagnostic::error(
+                "retry/exceeds-retention",
+                format!(
+                    "{} attempts × visibility timeout {vis} = {retry_time}, which does not fit inside the retention of {src}: messages would expire before they are dead-lettered",
+                    r.max_attempts
+                ),
+            )
+            .at(at(if doc.locs.has("/spec/retention") { "/spec/retention" } else { "/spec/retry/maxAttempts" })),
+        );
+    }
+}

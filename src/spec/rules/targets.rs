@@ -1,0 +1,179 @@
+//! Rules on the `Targets` document: each connection on its own (fields that fit its
+//! backend, required fields, URLs, ownership prefixes) and target names unique across files.
+//!
+//! Runs before any channel, and hands the channel rules a [`TargetMap`] to look targets up in.
+//! Depends on the model, the loaded documents and `diag`; not on the other rule modules.
+
+use std::collections::BTreeMap;
+
+use crate::diag::{Diagnostic, Loc};
+use crate::spec::load::{Doc, Workspace};
+use crate::spec::model::{Backend, Target, Targets};
+
+/// Every target by name, with where its name is written.
+pub(super) type TargetMap<'a> = BTreeMap<&'a str, (&'a Target, Loc)>;
+
+pub(super) fn collect_targets<'a>(ws: &'a Workspace, out: &mut Vec<Diagnostic>) -> TargetMap<'a> {
+    let mut map: TargetMap<'a> = BTreeMap::new();
+    for doc in &ws.targets {
+        for (name, t) in &doc.value.targets {
+            let base = format!("/targets/{name}");
+            let loc = doc.locs.key(&base);
+            if let Some((_, first)) = map.get(name.as_str()) {
+                out.push(
+                    Diagnostic::error(
+                        "target/duplicate",
+                        format!("target `{name}` is defined twice"),
+                    )
+                    .at(loc)
+                    .related(*first, "first defined here"),
+                );
+                continue;
+            }
+            check_target(name, t, doc, &base, out);
+            map.insert(name, (t, loc));
+        }
+    }
+    map
+}
+
+fn check_target(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
+    check_fields_apply(name, t, doc, base, out);
+    check_required_fields(name, t, doc, base, out);
+    check_urls(name, t, doc, base, out);
+    check_ownership(name, t, doc, base, out);
+}
+
+/// `target/field-not-applicable`: a field of another backend (`region` on a Kafka target).
+fn check_fields_apply(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let fields: [(&str, bool, &[Backend]); 10] = [
+        ("region", t.region.is_some(), &[Backend::Sqs]),
+        ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
+        ("profile", t.profile.is_some(), &[Backend::Sqs]),
+        ("url", t.url.is_some(), &[Backend::Rabbitmq]),
+        ("vhost", t.vhost.is_some(), &[Backend::Rabbitmq]),
+        (
+            "usernameEnv",
+            t.username_env.is_some(),
+            &[Backend::Rabbitmq],
+        ),
+        (
+            "passwordEnv",
+            t.password_env.is_some(),
+            &[Backend::Rabbitmq],
+        ),
+        (
+            "bootstrapServers",
+            t.bootstrap_servers.is_some(),
+            &[Backend::Kafka],
+        ),
+        ("properties", t.properties.is_some(), &[Backend::Kafka]),
+        (
+            "secretProperties",
+            t.secret_properties.is_some(),
+            &[Backend::Kafka],
+        ),
+    ];
+    for (field, set, backends) in fields {
+        if set && !backends.contains(&t.backend) {
+            out.push(
+                Diagnostic::error(
+                    "target/field-not-applicable",
+                    format!(
+                        "`targets.{name}.{field}` does not apply to {} target",
+                        t.backend.with_article()
+                    ),
+                )
+                .at(doc.locs.key(&format!("{base}/{field}"))),
+            );
+        }
+    }
+}
+
+/// `target/missing-field`: what the backend cannot connect or claim ownership without.
+fn check_required_fields(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let required: &[(&str, bool)] = match t.backend {
+        Backend::Sqs => &[("region", t.region.is_some())],
+        Backend::Rabbitmq => &[
+            ("url", t.url.is_some()),
+            ("ownership", t.ownership.is_some()),
+        ],
+        Backend::Kafka => &[
+            ("bootstrapServers", t.bootstrap_servers.is_some()),
+            ("ownership", t.ownership.is_some()),
+        ],
+    };
+    for (field, set) in required {
+        if !set {
+            let mut d = Diagnostic::error(
+                "target/missing-field",
+                format!(
+                    "`targets.{name}.{field}` is required for {} target",
+                    t.backend.with_article()
+                ),
+            )
+            .at(doc.locs.key(base));
+            if *field == "ownership" {
+                d = d.hint(format!(
+                    "{} has no place to record ownership; declare the name prefixes dlqctl may manage, e.g. `ownership: {{prefixes: [\"orders.\"]}}`",
+                    t.backend.display_name()
+                ));
+            }
+            out.push(d);
+        }
+    }
+}
+
+/// `target/url`: `url` and `endpoint` are http(s) URLs.
+fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
+    for (field, value) in [("url", &t.url), ("endpoint", &t.endpoint)] {
+        if let Some(v) = value
+            && !(v.starts_with("http://") || v.starts_with("https://"))
+        {
+            out.push(
+                Diagnostic::error(
+                    "target/url",
+                    format!(
+                        "`targets.{name}.{field}` must be an http:// or https:// URL, found `{v}`"
+                    ),
+                )
+                .at(doc.locs.value(&format!("{base}/{field}"))),
+            );
+        }
+    }
+}
+
+/// `target/ownership`: an empty prefix would claim every resource on the target.
+fn check_ownership(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    if let Some(o) = &t.ownership {
+        for (i, p) in o.prefixes.iter().enumerate() {
+            if p.is_empty() {
+                out.push(
+                    Diagnostic::error(
+                        "target/ownership",
+                        format!("`targets.{name}.ownership.prefixes[{i}]` is empty, which would claim every resource"),
+                    )
+                    .at(doc.locs.value(&format!("{base}/ownership/prefixes/{i}"))),
+                );
+            }
+        }
+    }
+}
