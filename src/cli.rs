@@ -117,6 +117,13 @@ pub struct ImportArgs {
     /// Accept TLS certificates that cannot be verified (prints a warning). Never the default.
     #[arg(long)]
     pub insecure: bool,
+
+    /// Seconds a target's reads may spend, in all, on attempts that get no answer (timeouts,
+    /// refused or dropped connections) before the target is given up on. Throttled and
+    /// successful reads do not count.
+    #[arg(long, value_name = "SECS", env = "DLQCTL_READ_TIMEOUT", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +157,13 @@ pub struct SpecArgs {
     /// Accept TLS certificates that cannot be verified (prints a warning). Never the default.
     #[arg(long)]
     pub insecure: bool,
+
+    /// Seconds a target's reads may spend, in all, on attempts that get no answer (timeouts,
+    /// refused or dropped connections) before the target is given up on. Throttled and
+    /// successful reads do not count.
+    #[arg(long, value_name = "SECS", env = "DLQCTL_READ_TIMEOUT", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub read_timeout: u64,
 }
 
 /// What a plan covers beyond the specs' own resources; shared by plan and apply.

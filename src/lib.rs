@@ -18,9 +18,23 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The exit code of a command line that cannot be parsed (an unknown flag, a missing value):
+/// EX_USAGE, so that it can never be read as `--detailed-exitcode`'s 2, "changes present".
+pub const USAGE_EXIT: u8 = 64;
+
 /// Runs dlqctl with the process's arguments; the exit code follows each command's contract.
 pub fn run() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout and succeed; anything else is a usage error.
+            let code = if e.use_stderr() { USAGE_EXIT } else { 0 };
+            // clap writes its own message (with colour only on a terminal); a closed stream
+            // leaves nothing to report to.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     let printer = printer::Printer::new(cli.color);
     let on_error = cli.command.error_code();
     match commands::dispatch(cli.command, &printer) {

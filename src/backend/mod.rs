@@ -43,10 +43,21 @@ use wire::aws::AwsError;
 use wire::http::HttpError;
 
 /// Connection options from the command line.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ConnectOptions {
     /// Accept any TLS certificate (`--insecure`).
     pub insecure: bool,
+    /// Each target's budget for reads that get no answer (`--read-timeout`).
+    pub read_timeout: std::time::Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            insecure: false,
+            read_timeout: wire::retry::DEFAULT_READ_BUDGET,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -246,7 +257,7 @@ impl Reader {
             Backend::Rabbitmq => {
                 Reader::Rabbitmq(rabbitmq::Reader::connect(name, target, opts, stats)?)
             }
-            Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, stats)),
+            Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, opts, stats)),
             Backend::Kafka => Reader::Kafka(kafka::Reader::connect(name, target, stats)?),
         })
     }

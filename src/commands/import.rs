@@ -72,6 +72,7 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
         target,
         ConnectOptions {
             insecure: args.insecure,
+            ..ConnectOptions::default()
         },
         Arc::new(Stats::default()),
     )?;

@@ -87,6 +87,7 @@ pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {
     }
     ConnectOptions {
         insecure: spec.insecure,
+        read_timeout: std::time::Duration::from_secs(spec.read_timeout),
     }
 }
 

@@ -183,7 +183,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// One file, read and parsed (the part of loading that needs no shared state).
 enum FileRead {
-    TooLarge(u64),
+    /// Over the cap: its size when the file system said it, `None` when only reading told.
+    TooLarge(Option<u64>),
     NotUtf8(std::string::FromUtf8Error),
     Parsed(String, Result<Vec<Document>, YamlError>),
 }
@@ -192,9 +193,22 @@ fn read(path: &Path) -> Result<FileRead, LoadError> {
     let io = |e: std::io::Error| LoadError::Io(path.to_path_buf(), e);
     let size = fs_err::metadata(path).map_err(io)?.len();
     if size > MAX_FILE_BYTES {
-        return Ok(FileRead::TooLarge(size));
+        return Ok(FileRead::TooLarge(Some(size)));
     }
-    let bytes = fs_err::read(path).map_err(io)?;
+    // The size on disk can lie (`/dev/zero`, a pipe, a file growing while it is read): the
+    // read itself stops one byte past the cap.
+    let mut bytes = Vec::new();
+    {
+        use std::io::Read;
+        fs_err::File::open(path)
+            .map_err(io)?
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Ok(FileRead::TooLarge(None));
+    }
     Ok(match String::from_utf8(bytes) {
         Ok(text) => {
             let text = strip_bom(text);
@@ -219,7 +233,11 @@ fn add_read(path: &Path, read: FileRead, ws: &mut Workspace, raw: &mut Vec<RawDo
                 Diagnostic::error(
                     "file/too-large",
                     format!(
-                        "file is {size} bytes; spec files may be at most {MAX_FILE_BYTES} bytes"
+                        "file is {} bytes; spec files may be at most {MAX_FILE_BYTES} bytes",
+                        size.map_or_else(
+                            || format!("more than {MAX_FILE_BYTES}"),
+                            |n| n.to_string()
+                        )
                     ),
                 )
                 .at(Loc {

@@ -10,6 +10,7 @@ use super::*;
 use crate::backend::wire::Stats;
 use crate::backend::wire::http::HttpConfig;
 use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
+use crate::backend::wire::retry::ReadBudget;
 use crate::backend::{
     AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
 };
@@ -72,6 +73,7 @@ impl Reader {
                 password,
                 creds_hint,
                 insecure: opts.insecure,
+                budget: ReadBudget::new(opts.read_timeout),
             },
             stats,
         )

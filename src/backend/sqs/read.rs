@@ -18,6 +18,7 @@ use crate::backend::wire::aws::{
     Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify,
 };
 use crate::backend::wire::http::Stats;
+use crate::backend::wire::retry::ReadBudget;
 use crate::resource::{Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -144,6 +145,9 @@ pub(super) fn common_prefix<'a>(names: &[&'a str]) -> &'a str {
     &first[..len]
 }
 
+/// The longest queue name SQS allows (80 characters; `.fifo` included).
+pub const MAX_QUEUE_NAME: usize = 80;
+
 /// Names seen during a run: queue URLs and ARNs, alarm ARNs (saves calls in apply).
 #[derive(Debug, Default)]
 pub(super) struct Cache {
@@ -192,11 +196,17 @@ pub struct SeenAlarm {
 impl Reader {
     /// A reader for the target: the AWS SDK's standard credential chain; the targets file only
     /// says where (region, profile, endpoint).
-    pub fn connect(name: &str, target: &Target, stats: Arc<Stats>) -> Self {
+    pub fn connect(
+        name: &str,
+        target: &Target,
+        opts: crate::backend::ConnectOptions,
+        stats: Arc<Stats>,
+    ) -> Self {
         let settings = Settings {
             region: target.region.clone(),
             profile: target.profile.clone(),
             endpoint: target.endpoint.clone(),
+            read_budget: ReadBudget::new(opts.read_timeout),
         };
         Reader::new(name, settings, crate::backend::prefixes(target), stats)
     }
@@ -254,6 +264,20 @@ impl Reader {
                     .rsplit('/')
                     .next()
                     .unwrap_or_default();
+                if name.len() > MAX_QUEUE_NAME {
+                    // SQS never returns such a name: refuse it rather than send it back in
+                    // every later call (a megabyte-long URL the SDK cannot even parse).
+                    return Err(AwsError::new(
+                        "sqs:ListQueues",
+                        what.clone(),
+                        ErrorKind::Rejected,
+                        format!(
+                            "the endpoint listed a queue name of {} bytes starting `{}…`; SQS names are at most {MAX_QUEUE_NAME} characters, so this endpoint does not behave like SQS",
+                            name.len(),
+                            name.chars().take(40).collect::<String>()
+                        ),
+                    ));
+                }
                 out.push((name.to_owned(), url.clone()));
             }
             match page.next_token() {

@@ -17,8 +17,8 @@ use tokio::sync::OnceCell;
 
 use super::stats::Stats;
 
-use super::retry::FIRST_BACKOFF;
 pub use super::retry::READ_ATTEMPTS;
+use super::retry::{FIRST_BACKOFF, ReadBudget};
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -110,7 +110,7 @@ where
                     format!("HTTP {}: {}", status.unwrap_or(0), DisplayErrorContext(&e))
                 }
             };
-            (kind, text)
+            (kind, bounded(&text))
         }
         SdkError::TimeoutError(_) => (
             ErrorKind::NoAnswer,
@@ -119,6 +119,14 @@ where
         // A connection refused, reset or closed mid-answer ("connection closed before message
         // completed" is `other`): the request may or may not have arrived. A missing
         // credential is `other` too, but local and final: `local_reason` says so.
+        // A certificate the endpoint presents that cannot be verified: retrying cannot help.
+        SdkError::DispatchFailure(_) if super::http::is_certificate_error(&innermost(&e)) => (
+            ErrorKind::Local,
+            format!(
+                "TLS: {}; check the endpoint's certificate",
+                bounded(&innermost(&e))
+            ),
+        ),
         SdkError::DispatchFailure(d)
             if d.is_timeout() || d.is_io() || (d.is_other() && !mentions_credentials(&e)) =>
         {
@@ -127,7 +135,7 @@ where
                 format!("cannot reach the endpoint: {}", innermost(&e)),
             )
         }
-        _ => (ErrorKind::Local, local_reason(&e)),
+        _ => (ErrorKind::Local, bounded(&local_reason(&e))),
     };
     AwsError {
         api,
@@ -136,6 +144,28 @@ where
         kind,
         detail,
     }
+}
+
+/// The most of a server's text an error shows (a broken endpoint can answer megabytes on one
+/// line): 500 characters, control characters escaped.
+const MAX_DETAIL: usize = 500;
+
+fn bounded(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(MAX_DETAIL)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if text.chars().nth(MAX_DETAIL).is_some() {
+        out.push_str(" … (cut)");
+    }
+    out
 }
 
 /// The innermost cause ("Connection refused"), without the layers of SDK wrapping.
@@ -176,6 +206,8 @@ pub struct Settings {
     pub region: Option<String>,
     pub profile: Option<String>,
     pub endpoint: Option<String>,
+    /// The target's budget for reads that get no answer.
+    pub read_budget: ReadBudget,
 }
 
 /// The SDK clients of one target, built on first use (loading the AWS configuration is
@@ -243,15 +275,44 @@ impl Aws {
         Fut: Future<Output = Result<T, AwsError>>,
     {
         let clients = self.clients().await.clone();
+        let budget = &self.settings.read_budget;
         let mut delay = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
             self.stats.count(api);
-            match call(clients.clone()).await {
-                Err(e)
-                    if attempt < READ_ATTEMPTS
-                        && matches!(e.kind, ErrorKind::Throttled | ErrorKind::NoAnswer) =>
-                {
+            let started = std::time::Instant::now();
+            // An attempt never outlasts what is left of the target's budget.
+            let limit = OPERATION_TIMEOUT.min(budget.remaining().max(Duration::from_millis(1)));
+            let result = match tokio::time::timeout(limit, call(clients.clone())).await {
+                Ok(r) => r,
+                Err(_) => Err(AwsError::new(
+                    api,
+                    "(this call)",
+                    ErrorKind::NoAnswer,
+                    format!("no answer within {}s", limit.as_secs().max(1)),
+                )),
+            };
+            match result {
+                Err(e) if e.kind == ErrorKind::NoAnswer => {
+                    budget.spend(started.elapsed() + delay);
+                    if budget.exhausted() {
+                        return Err(AwsError {
+                            detail: format!(
+                                "{}; gave up: no answer within the target's read budget of {}s (DLQCTL_READ_TIMEOUT / --read-timeout)",
+                                e.detail,
+                                budget.limit().as_secs()
+                            ),
+                            ..e
+                        });
+                    }
+                    if attempt >= READ_ATTEMPTS {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(delay).await;
+                    delay = super::retry::next(delay);
+                    attempt += 1;
+                }
+                Err(e) if attempt < READ_ATTEMPTS && e.kind == ErrorKind::Throttled => {
                     tokio::time::sleep(delay).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
@@ -289,6 +350,19 @@ pub fn arn_prefix(arn: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_text_in_errors_is_bounded_and_escaped() {
+        let huge = format!("<html>\u{1b}[31m{}", "x".repeat(5_000_000));
+        let b = bounded(&huge);
+        assert!(b.len() < 600, "{}", b.len());
+        assert!(!b.contains('\u{1b}'));
+        assert!(b.ends_with("(cut)"));
+        assert_eq!(
+            bounded("QueueDoesNotExist: gone"),
+            "QueueDoesNotExist: gone"
+        );
+    }
 
     #[test]
     fn arns_split_into_account_prefix_and_name() {

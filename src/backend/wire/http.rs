@@ -2,9 +2,14 @@
 //!
 //! Two types make "plan never writes" true by construction: [`ReadHttp`] can only GET, and
 //! only a [`WriteHttp`] (built by `apply`) can PUT, POST or DELETE. Reads retry throttling
-//! (429, 503) and dropped connections with a bounded backoff; writes are never retried here —
-//! after a failed or timed-out write the caller re-reads to learn what happened.
-//! Every call is counted per API for `plan --stats`.
+//! (429, 503) and dropped connections with a bounded backoff, within the target's
+//! [`ReadBudget`] for attempts that get no answer; a TLS certificate error is final. Writes are
+//! never retried here — after a failed or timed-out write the caller re-reads to learn what
+//! happened. Every call is counted per API for `plan --stats`.
+//!
+//! What a server sends is bounded: a body larger than [`MAX_BODY`] is refused while it streams
+//! in (never buffered whole), and redirects are never followed, so credentials go only to the
+//! URL the targets file names.
 
 use std::sync::Arc;
 
@@ -14,9 +19,13 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use super::retry::FIRST_BACKOFF;
 pub use super::retry::READ_ATTEMPTS;
+use super::retry::{FIRST_BACKOFF, ReadBudget};
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest answer dlqctl reads (64 MiB): a management API listing of 500 queues is under
+/// 1 MiB; anything far larger is a broken or hostile server, refused before it fills memory.
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
 
 /// A failed call, said so that the user knows which target and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +44,30 @@ pub enum HttpError {
     },
     #[error("{api}: the response was not the expected JSON: {reason}")]
     Decode { api: String, reason: String },
+    #[error(
+        "{api}: the answer is larger than {limit} MiB; refusing to read it (a broken or hostile server?)"
+    )]
+    TooLarge { api: String, limit: usize },
+    #[error(
+        "{api}: the server redirects (HTTP {status}) to {location}; dlqctl never follows redirects: set the target's `url` to the address that answers"
+    )]
+    Redirect {
+        api: String,
+        status: u16,
+        location: String,
+    },
+    #[error(
+        "cannot connect to {url}: TLS: {reason}; check the server's certificate (or pass --insecure for a test server)"
+    )]
+    Tls { url: String, reason: String },
+    #[error(
+        "{url}: no answer within the target's read budget of {secs}s (DLQCTL_READ_TIMEOUT / --read-timeout): {last}"
+    )]
+    Budget {
+        url: String,
+        secs: u64,
+        last: String,
+    },
     /// Refused by dlqctl itself before any request (a name outside the ownership prefixes).
     #[error("{what}: {reason}")]
     Refused { what: String, reason: String },
@@ -59,6 +92,7 @@ struct Inner {
     /// How to name the credentials in an error (the env var names, never the values).
     creds_hint: String,
     stats: Arc<Stats>,
+    budget: ReadBudget,
 }
 
 impl std::fmt::Debug for Inner {
@@ -77,6 +111,7 @@ pub struct HttpConfig {
     pub password: Option<String>,
     pub creds_hint: String,
     pub insecure: bool,
+    pub budget: ReadBudget,
 }
 
 /// Read-only access: GET only.
@@ -98,6 +133,9 @@ impl ReadHttp {
             .connect_timeout(Duration::from_secs(10))
             .danger_accept_invalid_certs(cfg.insecure)
             .user_agent(concat!("dlqctl/", env!("CARGO_PKG_VERSION")))
+            // Credentials go only to the URL the targets file names: no redirect is followed,
+            // for reads or writes (a 3xx becomes an error that says where it pointed).
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| HttpError::Connect {
                 url: cfg.base.clone(),
@@ -106,11 +144,12 @@ impl ReadHttp {
         Ok(ReadHttp {
             inner: Inner {
                 client,
-                base: cfg.base.trim_end_matches('/').to_owned(),
+                base: redact_userinfo(cfg.base.trim_end_matches('/')),
                 user: cfg.user,
                 password: cfg.password,
                 creds_hint: cfg.creds_hint,
                 stats,
+                budget: cfg.budget,
             },
         })
     }
@@ -128,8 +167,11 @@ impl ReadHttp {
     pub async fn get(&self, api: &str, path: &str) -> Result<Option<Value>, HttpError> {
         let mut delay = FIRST_BACKOFF;
         let mut attempt = 1;
+        let budget = &self.inner.budget;
         loop {
-            match self.inner.send(Method::GET, api, path, None).await {
+            let started = std::time::Instant::now();
+            let timeout = TIMEOUT.min(budget.remaining().max(Duration::from_millis(1)));
+            match self.inner.send(Method::GET, api, path, None, timeout).await {
                 Ok((status, _)) if status == StatusCode::NOT_FOUND => return Ok(None),
                 Ok((_, body)) => {
                     return serde_json::from_slice(&body).map(Some).map_err(|e| {
@@ -140,12 +182,34 @@ impl ReadHttp {
                     });
                 }
                 Err(e) if attempt < READ_ATTEMPTS && retryable(&e) => {
+                    if no_answer(&e) {
+                        budget.spend(started.elapsed() + delay);
+                        if budget.exhausted() {
+                            return Err(self.out_of_budget(&e));
+                        }
+                    }
                     tokio::time::sleep(delay).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
                 }
+                Err(e) if no_answer(&e) => {
+                    budget.spend(started.elapsed());
+                    return Err(if budget.exhausted() {
+                        self.out_of_budget(&e)
+                    } else {
+                        e
+                    });
+                }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    fn out_of_budget(&self, last: &HttpError) -> HttpError {
+        HttpError::Budget {
+            url: self.inner.base.clone(),
+            secs: self.inner.budget.limit().as_secs(),
+            last: last.to_string(),
         }
     }
 }
@@ -156,6 +220,11 @@ fn retryable(e: &HttpError) -> bool {
         HttpError::Connect { .. } | HttpError::Timeout { .. } => true,
         _ => false,
     }
+}
+
+/// An attempt that got no answer at all: what the read budget counts.
+fn no_answer(e: &HttpError) -> bool {
+    matches!(e, HttpError::Connect { .. } | HttpError::Timeout { .. })
 }
 
 impl WriteHttp {
@@ -173,7 +242,7 @@ impl WriteHttp {
     ) -> Result<StatusCode, HttpError> {
         self.read
             .inner
-            .send(method, api, path, body)
+            .send(method, api, path, body, TIMEOUT)
             .await
             .map(|(s, _)| s)
     }
@@ -186,23 +255,53 @@ impl Inner {
         api: &str,
         path: &str,
         body: Option<&Value>,
+        timeout: Duration,
     ) -> Result<(StatusCode, Vec<u8>), HttpError> {
         self.stats.count(api);
         let url = format!("{}{path}", self.base);
-        let mut req = self.client.request(method, &url);
+        let mut req = self.client.request(method, &url).timeout(timeout);
         if let Some(user) = &self.user {
             req = req.basic_auth(user, self.password.as_ref());
         }
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().await.map_err(|e| classify(&self.base, &e))?;
-        let status = resp.status();
-        let bytes = resp
-            .bytes()
+        let mut resp = req
+            .send()
             .await
-            .map_err(|e| classify(&self.base, &e))?
-            .to_vec();
+            .map_err(|e| classify(&self.base, &e, timeout))?;
+        let status = resp.status();
+        if status.is_redirection() {
+            let location = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map_or_else(|| "(no Location)".to_owned(), redact_userinfo);
+            return Err(HttpError::Redirect {
+                api: api.to_owned(),
+                status: status.as_u16(),
+                location: location.chars().take(300).collect(),
+            });
+        }
+        let too_large = || HttpError::TooLarge {
+            api: api.to_owned(),
+            limit: MAX_BODY / (1024 * 1024),
+        };
+        if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
+            return Err(too_large());
+        }
+        // Streamed with a running check: an endless or huge answer stops at the cap.
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| classify(&self.base, &e, timeout))?
+        {
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         if status.is_success() || status == StatusCode::NOT_FOUND {
             return Ok((status, bytes));
         }
@@ -236,17 +335,28 @@ fn reason(body: &[u8]) -> String {
         .replace("&amp;", "&")
 }
 
-fn classify(base: &str, e: &reqwest::Error) -> HttpError {
+fn classify(base: &str, e: &reqwest::Error, timeout: Duration) -> HttpError {
     if e.is_timeout() {
         return HttpError::Timeout {
             url: base.to_owned(),
-            secs: TIMEOUT.as_secs(),
+            secs: timeout.as_secs().max(1),
         };
     }
     // The innermost cause says what happened ("Connection refused"), without the URL noise.
     let mut source: &dyn std::error::Error = e;
-    while let Some(s) = source.source() {
-        source = s;
+    let mut tls = false;
+    loop {
+        tls |= is_certificate_error(&source.to_string());
+        match source.source() {
+            Some(s) => source = s,
+            None => break,
+        }
+    }
+    if tls {
+        return HttpError::Tls {
+            url: base.to_owned(),
+            reason: source.to_string(),
+        };
     }
     HttpError::Connect {
         url: base.to_owned(),
@@ -254,7 +364,50 @@ fn classify(base: &str, e: &reqwest::Error) -> HttpError {
     }
 }
 
+/// Whether an error text is a TLS certificate problem: final, since retrying cannot fix it.
+pub fn is_certificate_error(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("certificate") || t.contains("unknownissuer") || t.contains("invalid peer cert")
+}
+
+/// A URL without its userinfo (`http://user:pass@host/` → `http://host/`): what errors and
+/// saved plans may show.
+pub fn redact_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
 /// Percent-encodes one path segment (a vhost `/` becomes `%2F`).
 pub fn seg(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_never_leaves_a_url() {
+        assert_eq!(
+            redact_userinfo("http://user:secret@127.0.0.1:15672/api"),
+            "http://127.0.0.1:15672/api"
+        );
+        assert_eq!(redact_userinfo("https://h/x@y"), "https://h/x@y");
+        assert_eq!(redact_userinfo("h:1"), "h:1");
+    }
+
+    #[test]
+    fn certificate_errors_are_recognised() {
+        assert!(is_certificate_error(
+            "invalid peer certificate: UnknownIssuer"
+        ));
+        assert!(!is_certificate_error("Connection refused (os error 111)"));
+    }
 }

@@ -136,9 +136,24 @@ fn check_required_fields(
     }
 }
 
-/// `target/url`: `url` and `endpoint` are http(s) URLs.
+/// `target/url`: `url` and `endpoint` are http(s) URLs; `target/credentials-in-url`: and they
+/// carry no `user:password@` (credentials come only from the named environment variables, and a
+/// URL is printed in errors and saved in plans).
 fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
     for (field, value) in [("url", &t.url), ("endpoint", &t.endpoint)] {
+        if let Some(v) = value
+            && has_userinfo(v)
+        {
+            out.push(
+                Diagnostic::error(
+                    "target/credentials-in-url",
+                    format!(
+                        "`targets.{name}.{field}` holds credentials (`user:password@`); remove them and name environment variables instead (`usernameEnv`, `passwordEnv`; the AWS credential chain for SQS)"
+                    ),
+                )
+                .at(doc.locs.value(&format!("{base}/{field}"))),
+            );
+        }
         if let Some(v) = value
             && !(v.starts_with("http://") || v.starts_with("https://"))
         {
@@ -146,13 +161,38 @@ fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut 
                 Diagnostic::error(
                     "target/url",
                     format!(
-                        "`targets.{name}.{field}` must be an http:// or https:// URL, found `{v}`"
+                        "`targets.{name}.{field}` must be an http:// or https:// URL, found `{}`",
+                        without_userinfo(v)
                     ),
                 )
                 .at(doc.locs.value(&format!("{base}/{field}"))),
             );
         }
     }
+}
+
+/// The URL with any `user[:password]@` cut out, for messages.
+fn without_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            match rest[..end].rfind('@') {
+                Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+                None => url.to_owned(),
+            }
+        }
+        None => url
+            .rsplit_once('@')
+            .map_or(url, |(_, host)| host)
+            .to_owned(),
+    }
+}
+
+/// Whether a URL has a `user[:password]@` part before its host.
+fn has_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority.contains('@')
 }
 
 /// `target/ownership`: an empty prefix would claim every resource on the target.
