@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context as _, bail};
 
 use crate::backend::wire::http::Stats;
+use crate::backend::{Reader, Writer};
 use crate::cli::ApplyArgs;
 use crate::engine;
 use crate::engine::apply::{self, Guards};
@@ -43,49 +44,18 @@ fn saved_plan(paths: &[std::path::PathBuf]) -> anyhow::Result<Option<Plan>> {
 
 pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     let rt = super::runtime()?;
-    let opts = super::connect_options(&args.spec, printer);
     let guards = Guards {
         allow_replace: args.allow_replace,
         allow_delete: args.allow_delete,
         allow_message_loss: args.allow_message_loss,
     };
-    // A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
-    let (plan, readers, reviewed) = match saved_plan(&args.paths)? {
-        Some(_) if args.scope.prune || args.scope.adopt => {
-            bail!(
-                "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
-            );
-        }
-        Some(plan) => {
-            let path = args.paths[0].display();
-            let stats = Arc::new(Stats::default());
-            let readers =
-                engine::connect(plan.targets.keys().cloned(), &plan.targets, opts, &stats)?;
-            let changed = rt.block_on(engine::stale(&plan, &readers))?;
-            if !changed.is_empty() {
-                printer.err(&format!(
-                    "{} the live state changed since {path} was planned; nothing was applied:\n{}\nPlan again.",
-                    printer.paint_err("refused:", Style::Error),
-                    changed.iter().map(|c| format!("  - {c}")).collect::<Vec<_>>().join("\n")
-                ));
-                return Ok(1);
-            }
-            printer.err(&format!("{path}: live state unchanged since planning."));
-            (plan, readers, true)
-        }
-        None => {
-            let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
-                return Ok(1);
-            };
-            let planned = rt.block_on(engine::plan(
-                &loaded.channels,
-                &loaded.targets,
-                opts,
-                super::plan_options(&args.scope),
-            ))?;
-            printer.out(&render::human(&planned.plan, printer));
-            (planned.plan, planned.readers, false)
-        }
+    let Some(ToApply {
+        plan,
+        readers,
+        reviewed,
+    }) = to_apply(args, printer, &rt)?
+    else {
+        return Ok(1);
     };
     if !plan.summary.has_changes() {
         return Ok(0);
@@ -107,24 +77,11 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err("Apply cancelled; nothing was changed.");
         return Ok(1);
     }
-    let writers: BTreeMap<String, _> = readers
+    let writers: BTreeMap<String, Writer> = readers
         .into_iter()
         .map(|(k, r)| (k, r.into_writer()))
         .collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let report = rt.block_on(async {
-        let flag = Arc::clone(&stop);
-        let printer2 = *printer;
-        let watcher = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                flag.store(true, Ordering::SeqCst);
-                printer2.err("Interrupted: finishing the current step, then stopping.");
-            }
-        });
-        let report = apply::run(&plan, &writers, &guards, printer, &stop).await;
-        watcher.abort();
-        report
-    });
+    let report = rt.block_on(interruptible(&plan, &writers, &guards, printer));
     for u in &report.unsettled {
         printer.err(&format!(
             "{} {u}: not yet visible on the server",
@@ -142,6 +99,90 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     } else {
         Ok(1)
     }
+}
+
+/// The plan to apply, with a reader per target and whether it was already reviewed.
+struct ToApply {
+    plan: Plan,
+    readers: BTreeMap<String, Reader>,
+    /// A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
+    reviewed: bool,
+}
+
+/// The plan to apply: a saved plan whose live state has not changed since, or one made from
+/// the specs now (and shown). `None`: nothing can be applied (the reason was printed).
+fn to_apply(
+    args: &ApplyArgs,
+    printer: &Printer,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<Option<ToApply>> {
+    let opts = super::connect_options(&args.spec, printer);
+    match saved_plan(&args.paths)? {
+        Some(_) if args.scope.prune || args.scope.adopt => {
+            bail!(
+                "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
+            );
+        }
+        Some(plan) => {
+            let path = args.paths[0].display();
+            let stats = Arc::new(Stats::default());
+            let readers =
+                engine::connect(plan.targets.keys().cloned(), &plan.targets, opts, &stats)?;
+            let changed = rt.block_on(engine::stale(&plan, &readers))?;
+            if !changed.is_empty() {
+                printer.err(&format!(
+                    "{} the live state changed since {path} was planned; nothing was applied:\n{}\nPlan again.",
+                    printer.paint_err("refused:", Style::Error),
+                    changed.iter().map(|c| format!("  - {c}")).collect::<Vec<_>>().join("\n")
+                ));
+                return Ok(None);
+            }
+            printer.err(&format!("{path}: live state unchanged since planning."));
+            Ok(Some(ToApply {
+                plan,
+                readers,
+                reviewed: true,
+            }))
+        }
+        None => {
+            let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+                return Ok(None);
+            };
+            let planned = rt.block_on(engine::plan(
+                &loaded.channels,
+                &loaded.targets,
+                opts,
+                super::plan_options(&args.scope),
+            ))?;
+            printer.out(&render::human(&planned.plan, printer));
+            Ok(Some(ToApply {
+                plan: planned.plan,
+                readers: planned.readers,
+                reviewed: false,
+            }))
+        }
+    }
+}
+
+/// Applies the plan; Ctrl-C lets the current step finish, then stops.
+async fn interruptible(
+    plan: &Plan,
+    writers: &BTreeMap<String, Writer>,
+    guards: &Guards,
+    printer: &Printer,
+) -> apply::Report {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let printer2 = *printer;
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, Ordering::SeqCst);
+            printer2.err("Interrupted: finishing the current step, then stopping.");
+        }
+    });
+    let report = apply::run(plan, writers, guards, printer, &stop).await;
+    watcher.abort();
+    report
 }
 
 fn confirm(printer: &Printer) -> anyhow::Result<bool> {

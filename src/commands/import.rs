@@ -21,44 +21,9 @@ use crate::spec::{load, rules};
 /// Exit codes: 0 when the import ran (even if some objects fit no channel: they are listed),
 /// 1 on errors (no targets file, unknown target, unreachable server, a spec file in the way).
 pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let targets_file = match &args.targets {
-        Some(t) => t.clone(),
-        None => {
-            let mut starts = Vec::new();
-            if args.out.is_dir() {
-                starts.push(args.out.clone());
-            }
-            starts.push(PathBuf::from("."));
-            load::discover_targets(&starts, &[]).ok_or_else(|| {
-                anyhow!(
-                    "no dlqctl.yaml (or dlqctl.yml) in or above {} or the current folder; pass --targets FILE",
-                    args.out.display()
-                )
-            })?
-        }
-    };
-    let ws = load::load(&[], Some(&targets_file))?;
-    let (findings, _) = rules::check(&ws);
-    let mut diags = ws.diagnostics.clone();
-    diags.extend(findings);
-    diags.retain(|d| d.severity == Severity::Error);
-    if !diags.is_empty() {
-        let text = diag::render_human(&diags, &ws.sources, printer.color_stderr());
-        printer.err(text.trim_end());
+    let targets_file = targets_file(args)?;
+    let Some(target) = load_target(args, &targets_file, printer)? else {
         return Ok(1);
-    }
-    let targets: BTreeMap<String, Target> = ws
-        .targets
-        .iter()
-        .flat_map(|d| d.value.targets.iter().map(|(k, v)| (k.clone(), v.clone())))
-        .collect();
-    let Some(target) = targets.get(&args.target) else {
-        bail!(
-            "target `{}` is not defined in {} (it defines: {})",
-            args.target,
-            targets_file.display(),
-            targets.keys().cloned().collect::<Vec<_>>().join(", ")
-        );
     };
     let targets_text = fs_err::read_to_string(&targets_file)?;
     if args.insecure {
@@ -69,7 +34,7 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
     }
     let reader = Reader::connect(
         &args.target,
-        target,
+        &target,
         ConnectOptions {
             insecure: args.insecure,
             ..ConnectOptions::default()
@@ -79,11 +44,75 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
     let outcome = super::runtime()?.block_on(import::run(
         &reader,
         &args.target,
-        target,
+        &target,
         &targets_text,
         args.prefix.as_deref(),
     ))?;
+    report_read(args, &outcome, printer);
+    let adopt = write_specs(args, &outcome, printer)?;
+    if !outcome.unmatched.is_empty() {
+        printer.err(&printer.paint_err("Not imported (left as is):", Style::Warning));
+        for u in &outcome.unmatched {
+            printer.err(&format!("  {u}"));
+        }
+    }
+    report_next(args, &outcome, adopt, printer);
+    Ok(0)
+}
 
+/// The targets file: `--targets`, else the `dlqctl.yaml` found in or above `--out` or the
+/// current folder.
+fn targets_file(args: &ImportArgs) -> anyhow::Result<PathBuf> {
+    if let Some(t) = &args.targets {
+        return Ok(t.clone());
+    }
+    let mut starts = Vec::new();
+    if args.out.is_dir() {
+        starts.push(args.out.clone());
+    }
+    starts.push(PathBuf::from("."));
+    load::discover_targets(&starts, &[]).ok_or_else(|| {
+        anyhow!(
+            "no dlqctl.yaml (or dlqctl.yml) in or above {} or the current folder; pass --targets FILE",
+            args.out.display()
+        )
+    })
+}
+
+/// The target to read, from a targets file without errors (`None`: its errors were printed).
+fn load_target(
+    args: &ImportArgs,
+    targets_file: &Path,
+    printer: &Printer,
+) -> anyhow::Result<Option<Target>> {
+    let ws = load::load(&[], Some(targets_file))?;
+    let (findings, _) = rules::check(&ws);
+    let mut diags = ws.diagnostics.clone();
+    diags.extend(findings);
+    diags.retain(|d| d.severity == Severity::Error);
+    if !diags.is_empty() {
+        let text = diag::render_human(&diags, &ws.sources, printer.color_stderr());
+        printer.err(text.trim_end());
+        return Ok(None);
+    }
+    let mut targets: BTreeMap<String, Target> = ws
+        .targets
+        .iter()
+        .flat_map(|d| d.value.targets.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    let Some(target) = targets.remove(&args.target) else {
+        bail!(
+            "target `{}` is not defined in {} (it defines: {})",
+            args.target,
+            targets_file.display(),
+            targets.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    };
+    Ok(Some(target))
+}
+
+/// Says on stderr what was read from the target.
+fn report_read(args: &ImportArgs, outcome: &import::Outcome, printer: &Printer) {
     let read: Vec<String> = outcome
         .read
         .iter()
@@ -102,8 +131,15 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
             read.join(", ")
         }
     ));
+}
 
-    // Refuse before writing anything if a file is in the way.
+/// Writes one spec file per channel (refusing before writing anything if a file is in the
+/// way, unless `--force`); returns how many objects are not tagged as dlqctl's yet.
+fn write_specs(
+    args: &ImportArgs,
+    outcome: &import::Outcome,
+    printer: &Printer,
+) -> anyhow::Result<usize> {
     let paths: Vec<PathBuf> = outcome
         .channels
         .iter()
@@ -149,12 +185,11 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
         }
         adopt += c.to_adopt.len();
     }
-    if !outcome.unmatched.is_empty() {
-        printer.err(&printer.paint_err("Not imported (left as is):", Style::Warning));
-        for u in &outcome.unmatched {
-            printer.err(&format!("  {u}"));
-        }
-    }
+    Ok(adopt)
+}
+
+/// Says on stderr what to run next (`--adopt` when `adopt` objects are not dlqctl's yet).
+fn report_next(args: &ImportArgs, outcome: &import::Outcome, adopt: usize, printer: &Printer) {
     let dir = args.out.display();
     if outcome.channels.is_empty() {
         printer.err("Nothing to import: no channel was found.");
@@ -167,7 +202,6 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
             "Next: `dlqctl lint {dir}`, then `dlqctl plan {dir}`."
         ));
     }
-    Ok(0)
 }
 
 /// The `$schema` reference for files in `out`: a `schemas/channel.v1.json` in or above it

@@ -82,7 +82,15 @@ pub fn group(
             .collect();
         let mut names: Vec<String> = vec![(*main).to_owned(), dlt.clone()];
         names.extend(retries.iter().map(|r| (*r).to_owned()));
-        match build(live, target_name, target, main, &dlt, &retries) {
+        let t = Topics {
+            live,
+            target_name,
+            target,
+            main,
+            dlt: &dlt,
+            retries: &retries,
+        };
+        match build(&t) {
             Ok(c) => out.push(c),
             Err(why) => {
                 for n in &names {
@@ -140,34 +148,103 @@ fn retention(
     }
 }
 
-fn build(
-    live: &BTreeMap<ResourceId, Live>,
-    target_name: &str,
-    target: &Target,
-    main: &str,
-    dlt: &str,
-    retries: &[&str],
-) -> Result<Candidate, String> {
-    let get = |n: &str| live.get(&topic_id(target_name, n));
-    let (Some(ml), Some(dl)) = (get(main), get(dlt)) else {
+/// A main topic with its dead-letter and retry topics, and what they were read from.
+struct Topics<'a> {
+    live: &'a BTreeMap<ResourceId, Live>,
+    target_name: &'a str,
+    target: &'a Target,
+    main: &'a str,
+    dlt: &'a str,
+    retries: &'a [&'a str],
+}
+
+impl Topics<'_> {
+    /// The topic as read.
+    fn get(&self, name: &str) -> Option<&Live> {
+        self.live.get(&topic_id(self.target_name, name))
+    }
+}
+
+/// The channel the topics make, or why no naming profile gives exactly its retry topics.
+fn build(t: &Topics) -> Result<Candidate, String> {
+    let (Some(ml), Some(dl)) = (t.get(t.main), t.get(t.dlt)) else {
         return Err("it was not read".into());
     };
-    let id = if valid_channel_id(main) {
-        main.to_owned()
+    let id = if valid_channel_id(t.main) {
+        t.main.to_owned()
     } else {
-        sanitise_channel_id(main)
+        sanitise_channel_id(t.main)
     };
+    let mut findings = Vec::new();
+    let base = base_spec(t, &id, [ml, dl], &mut findings)?;
+    let (spec, assumed) = matching_retry(t, &id, &base)?;
+    if assumed {
+        findings.push(format!(
+            "{}: the retry topic names do not carry the delays; the backoff in the spec is an assumption (Spring's default 1s): set the one your consumer uses",
+            topic_id(t.target_name, t.main)
+        ));
+    }
+    let members: BTreeMap<ResourceId, Live> = std::iter::once(t.main)
+        .chain(t.retries.iter().copied())
+        .chain([t.dlt])
+        .filter_map(|n| t.get(n).map(|l| (topic_id(t.target_name, n), l.clone())))
+        .collect();
+    Ok(Candidate {
+        channel: channel(&id, spec),
+        live: members,
+        findings,
+        to_adopt: Vec::new(),
+        unreadable: Vec::new(),
+    })
+}
+
+/// The spec without its retry block: partitions, replication, retentions, the dead-letter
+/// name where it is not the default, and the configs every topic shares.
+fn base_spec(
+    t: &Topics,
+    id: &str,
+    [ml, dl]: [&Live; 2],
+    findings: &mut Vec<String>,
+) -> Result<ChannelSpec, String> {
     let number = |l: &Live, k: &str| l.props.get(k).and_then(Value::as_u64);
     let partitions = number(ml, "partitions").and_then(|n| u32::try_from(n).ok());
     let dlt_partitions = number(dl, "partitions").and_then(|n| u32::try_from(n).ok());
     let replication = number(ml, "replication.factor").and_then(|n| u16::try_from(n).ok());
-    let mut findings = Vec::new();
-
-    // Configs every topic of the channel has, with the same value.
     let all: Vec<&Live> = std::iter::once(ml)
-        .chain(retries.iter().filter_map(|r| get(r)))
+        .chain(t.retries.iter().filter_map(|r| t.get(r)))
         .chain([dl])
         .collect();
+    let shared = shared_configs(ml, &all);
+    let (main, dlt) = (t.main, t.dlt);
+    let dead_letter_name = if dlt == format!("{main}-dlt") {
+        None
+    } else {
+        Some(template(dlt, id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
+    };
+    Ok(ChannelSpec {
+        target: Some(t.target_name.to_owned()),
+        name: (id != main).then(|| main.to_owned()),
+        retention: retention(ml, &topic_id(t.target_name, main), findings),
+        retry: None,
+        dead_letter: Some(DeadLetter {
+            name: dead_letter_name,
+            retention: retention(dl, &topic_id(t.target_name, dlt), findings),
+        }),
+        kafka: Some(KafkaOptions {
+            partitions,
+            replication_factor: replication,
+            dead_letter_partitions: dlt_partitions.filter(|d| Some(*d) != partitions),
+            naming: None,
+            same_interval_topic_reuse: None,
+            config: (!shared.is_empty()).then_some(shared),
+        }),
+        ..ChannelSpec::default()
+    })
+}
+
+/// The main topic's configs (retention aside) that every topic of the channel has with the
+/// same value: a spec sets one config for all of them.
+fn shared_configs(ml: &Live, all: &[&Live]) -> BTreeMap<String, ConfigValue> {
     let mut shared: BTreeMap<String, ConfigValue> = BTreeMap::new();
     for (k, v) in topic_configs(ml) {
         if k == "config.retention.ms" {
@@ -185,32 +262,14 @@ fn build(
             shared.insert(k.trim_start_matches("config.").to_owned(), value);
         }
     }
-    let dead_letter_name = if dlt == format!("{main}-dlt") {
-        None
-    } else {
-        Some(template(dlt, &id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
-    };
-    let base = ChannelSpec {
-        target: Some(target_name.to_owned()),
-        name: (id != main).then(|| main.to_owned()),
-        retention: retention(ml, &topic_id(target_name, main), &mut findings),
-        retry: None,
-        dead_letter: Some(DeadLetter {
-            name: dead_letter_name,
-            retention: retention(dl, &topic_id(target_name, dlt), &mut findings),
-        }),
-        kafka: Some(KafkaOptions {
-            partitions,
-            replication_factor: replication,
-            dead_letter_partitions: dlt_partitions.filter(|d| Some(*d) != partitions),
-            naming: None,
-            same_interval_topic_reuse: None,
-            config: (!shared.is_empty()).then_some(shared),
-        }),
-        ..ChannelSpec::default()
-    };
-    let wanted: BTreeSet<&str> = retries.iter().copied().collect();
-    let (spec, assumed) = candidates(main, retries)
+    shared
+}
+
+/// The first candidate retry block (profile, backoff, attempts) that, resolved as `plan`
+/// would, gives exactly the live retry topic names; with whether its delays are a guess.
+fn matching_retry(t: &Topics, id: &str, base: &ChannelSpec) -> Result<(ChannelSpec, bool), String> {
+    let wanted: BTreeSet<&str> = t.retries.iter().copied().collect();
+    candidates(t.main, t.retries)
         .into_iter()
         .map(|(naming, reuse, backoff, attempts, assumed)| {
             let mut spec = base.clone();
@@ -226,36 +285,18 @@ fn build(
             (spec, assumed)
         })
         .find(|(spec, _)| {
-            let c = channel(&id, spec.clone());
-            resolve::resolve(&c, target_name, target).is_ok_and(|r| {
+            let c = channel(id, spec.clone());
+            resolve::resolve(&c, t.target_name, t.target).is_ok_and(|r| {
                 let got: BTreeSet<&str> = r.retry_stages.iter().map(|s| s.name.as_str()).collect();
-                got == wanted && r.dead_letter == dlt && r.main == main
+                got == wanted && r.dead_letter == t.dlt && r.main == t.main
             })
         })
         .ok_or_else(|| {
             format!(
                 "its retry topics ({}) follow none of the naming profiles (spring, index; singleTopic, multipleTopics)",
-                if retries.is_empty() { "none".to_owned() } else { retries.join(", ") }
+                if t.retries.is_empty() { "none".to_owned() } else { t.retries.join(", ") }
             )
-        })?;
-    if assumed {
-        findings.push(format!(
-            "{}: the retry topic names do not carry the delays; the backoff in the spec is an assumption (Spring's default 1s): set the one your consumer uses",
-            topic_id(target_name, main)
-        ));
-    }
-    let members: BTreeMap<ResourceId, Live> = std::iter::once(main)
-        .chain(retries.iter().copied())
-        .chain([dlt])
-        .filter_map(|n| get(n).map(|l| (topic_id(target_name, n), l.clone())))
-        .collect();
-    Ok(Candidate {
-        channel: channel(&id, spec),
-        live: members,
-        findings,
-        to_adopt: Vec::new(),
-        unreadable: Vec::new(),
-    })
+        })
 }
 
 type Try = (KafkaNaming, TopicReuse, Option<Backoff>, u32, bool);

@@ -27,7 +27,7 @@ use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
     ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
-    Retry, Target,
+    Retry, RetryModel, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
 
@@ -45,7 +45,13 @@ impl super::Reader {
             }
         }
         let read = counts(&live);
-        let (c, u) = group(&live, &foreign, self.target(), target, &vhost, prefix);
+        let s = Scope {
+            live: &live,
+            target_name: self.target(),
+            target,
+            vhost: &vhost,
+        };
+        let (c, u) = group(&s, &foreign, prefix);
         Ok((c, u, read))
     }
 }
@@ -60,7 +66,15 @@ pub fn labels(
     let vhosts: BTreeSet<&str> = live.keys().map(|i| i.scope.as_str()).collect();
     let candidates = vhosts
         .into_iter()
-        .flat_map(|v| group(live, &BTreeMap::new(), target_name, target, v, None).0)
+        .flat_map(|vhost| {
+            let s = Scope {
+                live,
+                target_name,
+                target,
+                vhost,
+            };
+            group(&s, &BTreeMap::new(), None).0
+        })
         .collect();
     import_kit::labels(candidates, target_name, target)
 }
@@ -241,36 +255,28 @@ fn queues<'a>(
     out
 }
 
+/// The vhost being grouped: what every channel found in it is built from.
+pub struct Scope<'a> {
+    pub live: &'a BTreeMap<ResourceId, Live>,
+    pub target_name: &'a str,
+    pub target: &'a Target,
+    pub vhost: &'a str,
+}
+
+/// The vhost's queues by name, with their dead-lettering settings.
+type Queues<'a> = BTreeMap<&'a str, Queue<'a>>;
+
 /// Groups queues, policies, exchanges and bindings into channels; returns them and what fits
 /// no channel. `prefix`: only channels with a name starting with it (and only such objects
 /// are reported as unmatched).
 pub fn group(
-    live: &BTreeMap<ResourceId, Live>,
+    s: &Scope,
     foreign: &BTreeMap<String, Live>,
-    target_name: &str,
-    target: &Target,
-    vhost: &str,
     prefix: Option<&str>,
 ) -> (Vec<Candidate>, Vec<String>) {
-    let qs = queues(live, foreign, vhost);
-    let mut retries_of: BTreeMap<&str, Vec<&Queue>> = BTreeMap::new();
+    let qs = queues(s.live, foreign, s.vhost);
     let mut unmatched = Vec::new();
-    let mut failed: BTreeSet<&str> = BTreeSet::new();
-    for q in qs.values() {
-        match q.edge() {
-            Ok(Some(t)) if t != q.name && qs.contains_key(t) && q.ttl().is_some() => {
-                retries_of.entry(t).or_default().push(q);
-            }
-            Ok(_) => {}
-            Err(why) => {
-                unmatched.push(format!(
-                    "{}: fits no channel: {why}",
-                    resource_id(target_name, Kind::Queue, vhost, q.name)
-                ));
-                failed.insert(q.name);
-            }
-        }
-    }
+    let (retries_of, failed) = retry_links(s, &qs, &mut unmatched);
     let mut mains: Vec<&str> = retries_of.keys().copied().collect();
     for q in qs.values() {
         if q.settings.contains_key("delivery-limit") && !mains.contains(&q.name) {
@@ -285,17 +291,7 @@ pub fn group(
             continue;
         }
         let retries = retries_of.get(main).cloned().unwrap_or_default();
-        let built = build(
-            &qs,
-            live,
-            target_name,
-            target,
-            vhost,
-            main,
-            retries,
-            &claimed,
-        );
-        match built {
+        match build(s, &qs, main, retries, &claimed) {
             Ok((c, names)) => {
                 let keep = prefix.is_none_or(|p| names.iter().any(|n| n.starts_with(p)));
                 claimed.extend(names);
@@ -308,7 +304,7 @@ pub fn group(
                     if prefix.is_none_or(|p| n.starts_with(p)) {
                         unmatched.push(format!(
                             "{}: fits no channel: {why}",
-                            resource_id(target_name, Kind::Queue, vhost, n)
+                            resource_id(s.target_name, Kind::Queue, s.vhost, n)
                         ));
                     }
                 }
@@ -316,10 +312,57 @@ pub fn group(
             }
         }
     }
-    // What no channel took.
-    let in_channels: BTreeSet<ResourceId> =
-        out.iter().flat_map(|c| c.live.keys().cloned()).collect();
-    for (id, l) in live.iter().filter(|(i, _)| i.scope == vhost) {
+    let taken = Taken {
+        channels: &out,
+        claimed: &claimed,
+        failed: &failed,
+    };
+    unmatched.extend(leftovers(s, &taken, prefix));
+    (out, unmatched)
+}
+
+/// The retry queues of each main queue, from the TTL queues that dead-letter into it through
+/// the default exchange; a queue dead-lettering through another exchange is reported (in
+/// `unmatched`) and returned as failed.
+fn retry_links<'q>(
+    s: &Scope,
+    qs: &'q Queues<'q>,
+    unmatched: &mut Vec<String>,
+) -> (BTreeMap<&'q str, Vec<&'q Queue<'q>>>, BTreeSet<&'q str>) {
+    let mut retries_of: BTreeMap<&str, Vec<&Queue>> = BTreeMap::new();
+    let mut failed: BTreeSet<&str> = BTreeSet::new();
+    for q in qs.values() {
+        match q.edge() {
+            Ok(Some(t)) if t != q.name && qs.contains_key(t) && q.ttl().is_some() => {
+                retries_of.entry(t).or_default().push(q);
+            }
+            Ok(_) => {}
+            Err(why) => {
+                unmatched.push(format!(
+                    "{}: fits no channel: {why}",
+                    resource_id(s.target_name, Kind::Queue, s.vhost, q.name)
+                ));
+                failed.insert(q.name);
+            }
+        }
+    }
+    (retries_of, failed)
+}
+
+/// What the grouping has taken: the channels built, the queue names they (or a failed
+/// attempt) claimed, and the queues that failed on their own.
+struct Taken<'t> {
+    channels: &'t [Candidate],
+    claimed: &'t BTreeSet<String>,
+    failed: &'t BTreeSet<&'t str>,
+}
+
+/// The objects of the vhost no channel took, each with why (only those named after `prefix`).
+fn leftovers(s: &Scope, taken: &Taken, prefix: Option<&str>) -> Vec<String> {
+    let in_channels: BTreeSet<&ResourceId> =
+        taken.channels.iter().flat_map(|c| c.live.keys()).collect();
+    let mut out = Vec::new();
+    for (id, l) in s.live.iter().filter(|(i, _)| i.scope == s.vhost) {
         let named = match id.kind {
             Kind::Binding => l
                 .props
@@ -329,8 +372,8 @@ pub fn group(
             _ => id.name.as_str(),
         };
         if in_channels.contains(id)
-            || claimed.contains(&id.name)
-            || failed.contains(id.name.as_str())
+            || taken.claimed.contains(&id.name)
+            || taken.failed.contains(id.name.as_str())
             || prefix.is_some_and(|p| !named.starts_with(p))
         {
             continue;
@@ -341,348 +384,431 @@ pub fn group(
             Kind::Exchange => "it routes into no imported main queue",
             _ => "it routes into no imported main queue",
         };
-        unmatched.push(format!("{id}: fits no channel: {why}"));
+        out.push(format!("{id}: fits no channel: {why}"));
     }
-    (out, unmatched)
+    out
 }
 
 type Built = Result<(Candidate, Vec<String>), (String, Vec<String>)>;
 
-#[allow(clippy::too_many_arguments)]
+/// The channel around the main queue `main`, with the queue names it claims; or why it fits
+/// no channel, with the queue names that reason applies to.
 fn build(
-    qs: &BTreeMap<&str, Queue>,
-    live: &BTreeMap<ResourceId, Live>,
-    target_name: &str,
-    target: &Target,
-    vhost: &str,
+    s: &Scope,
+    qs: &Queues,
     main: &str,
     mut retries: Vec<&Queue>,
     claimed: &BTreeSet<String>,
 ) -> Built {
-    let fail = |why: String, names: Vec<&str>| -> Built {
-        Err((why, names.into_iter().map(str::to_owned).collect()))
+    let fail = |why: String, names: &[&str]| -> Built {
+        Err((why, names.iter().map(|n| (*n).to_owned()).collect()))
     };
     let Some(m) = qs.get(main) else {
-        return fail("it was not read".into(), vec![main]);
+        return fail("it was not read".into(), &[main]);
     };
     retries.sort_by_key(|r| (r.ttl(), r.name));
     let mut names: Vec<&str> = vec![main];
     names.extend(retries.iter().map(|r| r.name));
-    let delivery_limit = m.settings.get("delivery-limit").and_then(Value::as_u64);
-    let (model, dlq) = if let Some(limit) = delivery_limit {
-        if !retries.is_empty() {
-            return fail(
-                "it has both a delivery limit and TTL retry queues; a spec has one retry model"
-                    .into(),
-                names,
-            );
-        }
-        match m.edge() {
-            Ok(Some(d)) if qs.contains_key(d) && d != main => (Loop::DeliveryLimit(limit), d),
-            _ => {
-                return fail(
-                    "it has a delivery limit but dead-letters into no queue of this vhost".into(),
-                    names,
-                );
-            }
-        }
-    } else {
-        // TTL loop: the DLQ is the queue named like the channel's stem.
-        let stem = common_stem(&names);
-        let stem = if stem.is_empty() {
-            main.to_owned()
-        } else {
-            stem
-        };
-        let tried: Vec<String> = DLQ_SUFFIXES
-            .iter()
-            .flat_map(|s| [format!("{stem}{s}"), format!("{main}{s}")])
-            .collect();
-        let found = tried.iter().find(|n| {
-            qs.get(n.as_str()).is_some_and(|q| {
-                !claimed.contains(n.as_str())
-                    && matches!(q.edge(), Ok(None))
-                    && !names.contains(&q.name)
-            })
-        });
-        match found {
-            Some(d) => (Loop::Ttl, qs.get(d.as_str()).map_or("", |q| q.name)),
-            None => {
-                return fail(
-                    format!(
-                        "it is the main queue of a TTL retry loop, but no dead-letter queue was found next to it (looked for {})",
-                        tried.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                    names,
-                );
-            }
-        }
+    let (model, dlq) = match retry_loop(qs, m, !retries.is_empty(), &names, claimed) {
+        Ok(found) => found,
+        Err(why) => return fail(why, &names),
     };
     names.push(dlq);
     if claimed.contains(dlq) {
         return fail(
             format!("its dead-letter queue {dlq} already belongs to another channel"),
-            names,
+            &names,
         );
     }
     let Some(d) = qs.get(dlq) else {
-        return fail(format!("its dead-letter queue {dlq} was not read"), names);
+        return fail(format!("its dead-letter queue {dlq} was not read"), &names);
     };
-    let members: Vec<&Queue> = std::iter::once(m)
-        .chain(retries.iter().copied())
-        .chain([d])
-        .collect();
+    let members = Members {
+        main: m,
+        retries,
+        dlq: d,
+        model,
+    };
+    match candidate(s, &members, &names) {
+        Ok(c) => Ok((c, names.iter().map(|n| (*n).to_owned()).collect())),
+        Err(why) => fail(why, &names),
+    }
+}
 
-    // One way of setting things for the whole channel.
-    let sources: BTreeSet<String> = members
-        .iter()
-        .filter(|q| q.source != Source::None)
-        .map(|q| format!("{:?}", q.source))
-        .collect();
-    let mode = match sources
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        [] | ["OwnPolicy"] => DlxMode::Policy,
-        ["Arguments"] => DlxMode::Arguments,
-        _ => {
-            let other: Vec<String> = members
-                .iter()
-                .filter(|q| matches!(q.source, Source::OtherPolicy | Source::Mixed))
-                .map(|q| format!("{} (policy {})", q.name, q.policy.as_deref().unwrap_or("-")))
-                .collect();
-            let why = if other.is_empty() {
-                "its queues mix x-arguments and policies; a spec uses one or the other".to_owned()
-            } else {
-                format!(
-                    "{} get dead-lettering from a policy not named after the queue (or from both a policy and x-arguments); dlqctl writes one policy per queue, named after it",
-                    other.join(", ")
-                )
-            };
-            return fail(why, names);
-        }
+/// The retry model and dead-letter queue the main queue's links give: a delivery limit
+/// dead-letters into its DLQ; a TTL retry loop's DLQ is only found by name.
+fn retry_loop<'q>(
+    qs: &'q Queues<'q>,
+    m: &'q Queue<'q>,
+    has_retries: bool,
+    names: &[&str],
+    claimed: &BTreeSet<String>,
+) -> Result<(Loop, &'q str), String> {
+    let Some(limit) = m.settings.get("delivery-limit").and_then(Value::as_u64) else {
+        return ttl_dead_letter_queue(qs, m.name, names, claimed).map(|d| (Loop::Ttl, d));
     };
-    if let Ok(Some(t)) = m.edge()
-        && model == Loop::Ttl
-        && retries.first().is_none_or(|r| r.name != t)
-    {
-        return fail(
-            format!("it dead-letters into {t}, not into its first retry queue"),
-            names,
+    if has_retries {
+        return Err(
+            "it has both a delivery limit and TTL retry queues; a spec has one retry model".into(),
         );
+    }
+    match m.edge() {
+        Ok(Some(d)) if qs.contains_key(d) && d != m.name => Ok((Loop::DeliveryLimit(limit), d)),
+        _ => Err("it has a delivery limit but dead-letters into no queue of this vhost".into()),
+    }
+}
+
+/// The DLQ of a TTL retry loop: nothing on the broker points at it (the consumer publishes
+/// to it), so it is the unclaimed dead-end queue named like the channel's stem plus a suffix.
+fn ttl_dead_letter_queue<'q>(
+    qs: &'q Queues<'q>,
+    main: &str,
+    names: &[&str],
+    claimed: &BTreeSet<String>,
+) -> Result<&'q str, String> {
+    let stem = common_stem(names);
+    let stem = if stem.is_empty() {
+        main.to_owned()
+    } else {
+        stem
+    };
+    let tried: Vec<String> = DLQ_SUFFIXES
+        .iter()
+        .flat_map(|s| [format!("{stem}{s}"), format!("{main}{s}")])
+        .collect();
+    let found = tried.iter().find(|n| {
+        qs.get(n.as_str()).is_some_and(|q| {
+            !claimed.contains(n.as_str())
+                && matches!(q.edge(), Ok(None))
+                && !names.contains(&q.name)
+        })
+    });
+    match found {
+        Some(d) => Ok(qs.get(d.as_str()).map_or("", |q| q.name)),
+        None => Err(format!(
+            "it is the main queue of a TTL retry loop, but no dead-letter queue was found next to it (looked for {})",
+            tried.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// The queues of one channel as its dead-letter links tie them, with its retry model.
+struct Members<'q> {
+    main: &'q Queue<'q>,
+    /// By TTL, then name.
+    retries: Vec<&'q Queue<'q>>,
+    dlq: &'q Queue<'q>,
+    model: Loop,
+}
+
+impl<'q> Members<'q> {
+    /// Main queue, retry queues, dead-letter queue, in that order.
+    fn all(&self) -> Vec<&'q Queue<'q>> {
+        std::iter::once(self.main)
+            .chain(self.retries.iter().copied())
+            .chain([self.dlq])
+            .collect()
+    }
+}
+
+/// The spec (and the live objects it covers) the channel's queues make, or why a spec cannot
+/// say how they are set up. `names`: the channel's queue names, main first.
+fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, String> {
+    let (main, dlq) = (ms.main.name, ms.dlq.name);
+    let members = ms.all();
+    let mode = dlx_mode(&members)?;
+    if let Ok(Some(t)) = ms.main.edge()
+        && ms.model == Loop::Ttl
+        && ms.retries.first().is_none_or(|r| r.name != t)
+    {
+        return Err(format!(
+            "it dead-letters into {t}, not into its first retry queue"
+        ));
     }
     let types: BTreeSet<String> = members
         .iter()
         .map(|q| format!("{:?}", q.queue_type()))
         .collect();
     if types.len() > 1 {
-        return fail(
+        return Err(
             "its queues are of different types (classic and quorum); a spec gives them one type"
                 .into(),
-            names,
         );
     }
+    let id = channel_id(names, main);
+    let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
+    let main_t = template(main, &id).ok_or_else(|| braces(main))?;
+    let dlq_t = template(dlq, &id).ok_or_else(|| braces(dlq))?;
+    let mut found = Gathered {
+        live: member_objects(s, &members),
+        findings: Vec::new(),
+    };
+    let (retry, retry_model) = retry_settings(s, ms, &id, &mut found.findings)?;
+    let exchange = exchange(s, &members, main, &id, &mut found);
+    let queue_type = ms.main.queue_type();
+    let target_vhost = s.target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+    let spec = ChannelSpec {
+        target: Some(s.target_name.to_owned()),
+        name: non_default(main_t, "{channel}"),
+        retention: ms.main.ttl().map(millis),
+        retry: Some(retry),
+        dead_letter: Some(DeadLetter {
+            name: non_default(dlq_t, "{channel}.dlq"),
+            retention: ms.dlq.ttl().map(millis),
+        }),
+        rabbitmq: Some(RabbitMqOptions {
+            vhost: (s.vhost != target_vhost).then(|| s.vhost.to_owned()),
+            queue_type: (queue_type != QueueType::Classic).then_some(queue_type),
+            dlx: (mode != DlxMode::Policy).then_some(mode),
+            retry_model,
+            exchange,
+            policy_priority: policy_priority(s, &members),
+        }),
+        ..ChannelSpec::default()
+    };
+    Ok(Candidate {
+        channel: channel(&id, spec),
+        live: found.live,
+        findings: found.findings,
+        to_adopt: Vec::new(),
+        unreadable: Vec::new(),
+    })
+}
 
-    let stem = common_stem(&names);
-    let id = if valid_channel_id(&stem) {
+/// What a channel gathers besides its spec: the live objects it covers and the findings.
+struct Gathered {
+    live: BTreeMap<ResourceId, Live>,
+    findings: Vec<String>,
+}
+
+/// The channel's name: the queues' common stem, else the main queue's name (made valid).
+fn channel_id(names: &[&str], main: &str) -> String {
+    let stem = common_stem(names);
+    if valid_channel_id(&stem) {
         stem
     } else if valid_channel_id(main) {
         main.to_owned()
     } else {
         sanitise_channel_id(main)
-    };
-    let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
-    let Some(main_t) = template(main, &id) else {
-        return fail(braces(main), names);
-    };
-    let Some(dlq_t) = template(dlq, &id) else {
-        return fail(braces(dlq), names);
-    };
-    let mut findings = Vec::new();
+    }
+}
+
+/// The one way the whole channel's dead-lettering is set (a spec says policy or x-arguments,
+/// and its policies are named after their queues); mixed or foreign sources are refused.
+fn dlx_mode(members: &[&Queue]) -> Result<DlxMode, String> {
+    let sources: BTreeSet<String> = members
+        .iter()
+        .filter(|q| q.source != Source::None)
+        .map(|q| format!("{:?}", q.source))
+        .collect();
+    match sources
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["OwnPolicy"] => Ok(DlxMode::Policy),
+        ["Arguments"] => Ok(DlxMode::Arguments),
+        _ => {
+            let other: Vec<String> = members
+                .iter()
+                .filter(|q| matches!(q.source, Source::OtherPolicy | Source::Mixed))
+                .map(|q| format!("{} (policy {})", q.name, q.policy.as_deref().unwrap_or("-")))
+                .collect();
+            Err(if other.is_empty() {
+                "its queues mix x-arguments and policies; a spec uses one or the other".to_owned()
+            } else {
+                format!(
+                    "{} get dead-lettering from a policy not named after the queue (or from both a policy and x-arguments); dlqctl writes one policy per queue, named after it",
+                    other.join(", ")
+                )
+            })
+        }
+    }
+}
+
+/// The retry block: attempts from the delivery limit, or the backoff the TTL loop's delays
+/// fit (with the fewest attempts that use every retry queue, said in a finding).
+fn retry_settings(
+    s: &Scope,
+    ms: &Members,
+    id: &str,
+    findings: &mut Vec<String>,
+) -> Result<(Retry, Option<RetryModel>), String> {
     let mut retry = Retry {
         max_attempts: None,
         backoff: None,
         name: None,
     };
-    let mut retry_model = None;
-    match model {
-        Loop::DeliveryLimit(limit) => {
-            retry.max_attempts = u32::try_from(limit).ok().map(|l| l.saturating_add(1));
-            retry_model = Some(crate::spec::model::RetryModel::DeliveryLimit);
-        }
-        Loop::Ttl => {
-            let ttls: Vec<u64> = retries.iter().filter_map(|r| r.ttl()).collect();
-            let mut distinct = ttls.clone();
-            distinct.dedup();
-            if distinct.len() != ttls.len() {
-                return fail("two of its retry queues have the same TTL; a spec has one retry queue per delay".into(), names);
-            }
-            let Some((backoff, attempts)) = fit_backoff(&distinct) else {
-                return fail(
-                    format!(
-                        "its retry delays ({} ms) do not follow an exponential backoff a spec can express",
-                        distinct
-                            .iter()
-                            .map(u64::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    names,
-                );
-            };
-            retry.max_attempts = Some(attempts);
-            retry.backoff = Some(backoff);
-            findings.push(format!(
-                "{}: RabbitMQ does not record how many attempts the consumer makes; `retry.maxAttempts` was set to {attempts}, the fewest that use every retry queue: set the number your consumer uses",
-                resource_id(target_name, Kind::Queue, vhost, main)
-            ));
-            match retry_template(&retries, &id) {
-                Some(t) => {
-                    let default = if distinct.len() == 1 {
-                        "{channel}.retry"
-                    } else {
-                        "{channel}.retry.{delay}"
-                    };
-                    retry.name = non_default(t, default);
-                }
-                None => {
-                    return fail(
-                        "the names of its retry queues follow no template ({channel}, {delay}, {index})".into(),
-                        names,
-                    );
-                }
-            }
+    if let Loop::DeliveryLimit(limit) = ms.model {
+        retry.max_attempts = u32::try_from(limit).ok().map(|l| l.saturating_add(1));
+        return Ok((retry, Some(RetryModel::DeliveryLimit)));
+    }
+    let ttls: Vec<u64> = ms.retries.iter().filter_map(|r| r.ttl()).collect();
+    let mut distinct = ttls.clone();
+    distinct.dedup();
+    if distinct.len() != ttls.len() {
+        return Err(
+            "two of its retry queues have the same TTL; a spec has one retry queue per delay"
+                .into(),
+        );
+    }
+    let Some((backoff, attempts)) = fit_backoff(&distinct) else {
+        return Err(format!(
+            "its retry delays ({} ms) do not follow an exponential backoff a spec can express",
+            distinct
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    retry.max_attempts = Some(attempts);
+    retry.backoff = Some(backoff);
+    findings.push(format!(
+        "{}: RabbitMQ does not record how many attempts the consumer makes; `retry.maxAttempts` was set to {attempts}, the fewest that use every retry queue: set the number your consumer uses",
+        resource_id(s.target_name, Kind::Queue, s.vhost, ms.main.name)
+    ));
+    let Some(t) = retry_template(&ms.retries, id) else {
+        return Err(
+            "the names of its retry queues follow no template ({channel}, {delay}, {index})".into(),
+        );
+    };
+    let default = if distinct.len() == 1 {
+        "{channel}.retry"
+    } else {
+        "{channel}.retry.{delay}"
+    };
+    retry.name = non_default(t, default);
+    Ok((retry, None))
+}
+
+/// The channel's queues and the policies named after them, as read.
+fn member_objects(s: &Scope, members: &[&Queue]) -> BTreeMap<ResourceId, Live> {
+    let mut out = BTreeMap::new();
+    for q in members {
+        out.insert(
+            resource_id(s.target_name, Kind::Queue, s.vhost, q.name),
+            q.live.clone(),
+        );
+        let pid = resource_id(s.target_name, Kind::Policy, s.vhost, q.name);
+        if let Some(pl) = s.live.get(&pid) {
+            out.insert(pid, pl.clone());
         }
     }
+    out
+}
 
-    // Exchange: the one with the most bindings into the main queue.
-    let mut by_exchange: BTreeMap<&str, Vec<(&ResourceId, &Live)>> = BTreeMap::new();
-    for (bid, bl) in live
+/// Bindings into a channel's queues, by source exchange.
+type ByExchange<'l> = BTreeMap<&'l str, Vec<(&'l ResourceId, &'l Live)>>;
+
+/// Every binding of the vhost into one of the channel's queues, by source exchange.
+fn bindings_by_exchange<'l>(s: &Scope<'l>, members: &[&Queue]) -> ByExchange<'l> {
+    let mut out: ByExchange = BTreeMap::new();
+    for (bid, bl) in s
+        .live
         .iter()
-        .filter(|(i, _)| i.kind == Kind::Binding && i.scope == vhost)
+        .filter(|(i, _)| i.kind == Kind::Binding && i.scope == s.vhost)
     {
         let get = |k: &str| bl.props.get(k).and_then(Value::as_str).unwrap_or_default();
         if members.iter().any(|q| q.name == get("destination")) {
-            by_exchange
-                .entry(get("source"))
-                .or_default()
-                .push((bid, bl));
+            out.entry(get("source")).or_default().push((bid, bl));
         }
     }
-    let mut member_live: BTreeMap<ResourceId, Live> = BTreeMap::new();
-    for q in &members {
-        member_live.insert(
-            resource_id(target_name, Kind::Queue, vhost, q.name),
-            q.live.clone(),
-        );
-        let pid = resource_id(target_name, Kind::Policy, vhost, q.name);
-        if let Some(pl) = live.get(&pid) {
-            member_live.insert(pid, pl.clone());
-        }
-    }
-    let chosen = by_exchange
+    out
+}
+
+/// The read exchange a spec binds to the main queue: the one with the most bindings into it
+/// (ties: the first by name).
+fn chosen_exchange<'l>(s: &Scope, by_exchange: &ByExchange<'l>, main: &str) -> Option<&'l str> {
+    by_exchange
         .iter()
         .filter(|(x, bs)| {
-            live.contains_key(&resource_id(target_name, Kind::Exchange, vhost, x))
+            s.live
+                .contains_key(&resource_id(s.target_name, Kind::Exchange, s.vhost, x))
                 && bs
                     .iter()
                     .any(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
         })
         .max_by_key(|(x, bs)| (bs.len(), std::cmp::Reverse(**x)))
-        .map(|(x, _)| *x);
-    let mut exchange = None;
+        .map(|(x, _)| *x)
+}
+
+/// The channel's exchange: the chosen exchange and its bindings into the main queue join the
+/// channel; every other binding into its queues is reported and left as is.
+fn exchange(
+    s: &Scope,
+    members: &[&Queue],
+    main: &str,
+    id: &str,
+    found: &mut Gathered,
+) -> Option<ExchangeBinding> {
+    let by_exchange = bindings_by_exchange(s, members);
+    let chosen = chosen_exchange(s, &by_exchange, main);
     for (x, bs) in &by_exchange {
         for (bid, bl) in bs {
             let to_main = bl.props.get("destination").and_then(Value::as_str) == Some(main);
             if Some(*x) == chosen && to_main {
-                member_live.insert((*bid).clone(), (*bl).clone());
+                found.live.insert((*bid).clone(), (*bl).clone());
             } else {
-                findings.push(format!(
+                found.findings.push(format!(
                     "{bid}: not in the spec, left as is (a spec binds one exchange to the main queue); `plan --prune` would delete it"
                 ));
             }
         }
     }
-    if let Some(x) = chosen {
-        let xid = resource_id(target_name, Kind::Exchange, vhost, x);
-        let kind = match live
-            .get(&xid)
-            .and_then(|l| l.props.get("type"))
-            .and_then(Value::as_str)
-        {
-            Some("topic") => ExchangeKind::Topic,
-            Some("fanout") => ExchangeKind::Fanout,
-            Some("headers") => ExchangeKind::Headers,
-            _ => ExchangeKind::Direct,
-        };
-        let mut keys: Vec<String> = by_exchange
-            .get(x)
-            .into_iter()
-            .flatten()
-            .filter(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
-            .filter_map(|(_, b)| b.props.get("routing_key").and_then(Value::as_str))
-            .map(str::to_owned)
-            .collect();
-        keys.sort();
-        keys.dedup();
-        match template(x, &id) {
-            Some(name) => {
-                if let Some(l) = live.get(&xid) {
-                    member_live.insert(xid, l.clone());
-                }
-                exchange = Some(ExchangeBinding {
-                    name,
-                    kind: (kind != ExchangeKind::Direct).then_some(kind),
-                    routing_keys: (keys != [main.to_owned()]).then_some(keys),
-                });
-            }
-            None => findings.push(format!("{xid}: not in the spec: {}", braces(x))),
-        }
+    let x = chosen?;
+    let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+    let kind = match s
+        .live
+        .get(&xid)
+        .and_then(|l| l.props.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some("topic") => ExchangeKind::Topic,
+        Some("fanout") => ExchangeKind::Fanout,
+        Some("headers") => ExchangeKind::Headers,
+        _ => ExchangeKind::Direct,
+    };
+    let mut keys: Vec<String> = by_exchange
+        .get(x)
+        .into_iter()
+        .flatten()
+        .filter(|(_, b)| b.props.get("destination").and_then(Value::as_str) == Some(main))
+        .filter_map(|(_, b)| b.props.get("routing_key").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let Some(name) = template(x, id) else {
+        found.findings.push(format!(
+            "{xid}: not in the spec: the name {x} holds `{{` or `}}`, which a name template cannot"
+        ));
+        return None;
+    };
+    if let Some(l) = s.live.get(&xid) {
+        found.live.insert(xid, l.clone());
     }
-    let priority = members
+    Some(ExchangeBinding {
+        name,
+        kind: (kind != ExchangeKind::Direct).then_some(kind),
+        routing_keys: (keys != [main.to_owned()]).then_some(keys),
+    })
+}
+
+/// The priority of the channel's own policies, when it is not dlqctl's default.
+fn policy_priority(s: &Scope, members: &[&Queue]) -> Option<i32> {
+    members
         .iter()
         .filter(|q| q.source == Source::OwnPolicy)
         .find_map(|q| {
-            live.get(&resource_id(target_name, Kind::Policy, vhost, q.name))
+            s.live
+                .get(&resource_id(s.target_name, Kind::Policy, s.vhost, q.name))
                 .and_then(|p| p.props.get("priority"))
                 .and_then(Value::as_i64)
                 .and_then(|p| i32::try_from(p).ok())
         })
-        .filter(|p| *p != DEFAULT_POLICY_PRIORITY);
-    let queue_type = m.queue_type();
-    let target_vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
-    let spec = ChannelSpec {
-        target: Some(target_name.to_owned()),
-        name: non_default(main_t, "{channel}"),
-        retention: m.ttl().map(millis),
-        retry: Some(retry),
-        dead_letter: Some(DeadLetter {
-            name: non_default(dlq_t, "{channel}.dlq"),
-            retention: d.ttl().map(millis),
-        }),
-        rabbitmq: Some(RabbitMqOptions {
-            vhost: (vhost != target_vhost).then(|| vhost.to_owned()),
-            queue_type: (queue_type != QueueType::Classic).then_some(queue_type),
-            dlx: (mode != DlxMode::Policy).then_some(mode),
-            retry_model,
-            exchange,
-            policy_priority: priority,
-        }),
-        ..ChannelSpec::default()
-    };
-    let claimed_names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-    Ok((
-        Candidate {
-            channel: channel(&id, spec),
-            live: member_live,
-            findings,
-            to_adopt: Vec::new(),
-            unreadable: Vec::new(),
-        },
-        claimed_names,
-    ))
+        .filter(|p| *p != DEFAULT_POLICY_PRIORITY)
 }
 
 /// The retry model found on the broker (with the delivery limit).
@@ -735,6 +861,15 @@ mod tests {
         }
     }
 
+    fn scope(live: &BTreeMap<ResourceId, Live>) -> Scope<'_> {
+        Scope {
+            live,
+            target_name: "r",
+            target: Box::leak(Box::new(target())),
+            vhost: "/",
+        }
+    }
+
     fn target() -> Target {
         serde_json::from_value(
             json!({"backend": "rabbitmq", "url": "http://x", "ownership": {"prefixes": ["o"]}}),
@@ -756,7 +891,7 @@ mod tests {
             (id(Kind::Queue, "orders.other"), live(plain)),
         ]
         .into();
-        let (found, unmatched) = group(&l, &BTreeMap::new(), "r", &target(), "/", None);
+        let (found, unmatched) = group(&scope(&l), &BTreeMap::new(), None);
         assert_eq!(found.len(), 1, "{unmatched:?}");
         let c = &found[0].channel;
         assert_eq!(c.metadata.name, "orders");
@@ -790,7 +925,7 @@ mod tests {
             (id(Kind::Queue, "o.failed"), live(quorum)),
         ]
         .into();
-        let (found, unmatched) = group(&l, &BTreeMap::new(), "r", &target(), "/", None);
+        let (found, unmatched) = group(&scope(&l), &BTreeMap::new(), None);
         assert!(unmatched.is_empty(), "{unmatched:?}");
         let c = &found[0].channel;
         assert_eq!(c.metadata.name, "o");
@@ -823,7 +958,7 @@ mod tests {
             (id(Kind::Queue, "o.dlq"), live(plain)),
         ]
         .into();
-        let (found, unmatched) = group(&l, &foreign, "r", &target(), "/", None);
+        let (found, unmatched) = group(&scope(&l), &foreign, None);
         assert!(found.is_empty());
         assert!(
             unmatched
@@ -884,7 +1019,7 @@ mod tests {
             assert!(ws.diagnostics.is_empty(), "{case}: {:?}", ws.diagnostics);
             let r = resolve_rabbit(&ws.channels[0].value);
             let live = applied(&crate::backend::rabbitmq::desired(&r));
-            let (found, unmatched) = group(&live, &BTreeMap::new(), "r", &target(), "/", None);
+            let (found, unmatched) = group(&scope(&live), &BTreeMap::new(), None);
             assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
             assert!(unmatched.is_empty(), "{case}: {unmatched:?}");
             let back = resolve_rabbit(&found[0].channel);

@@ -96,31 +96,22 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
             continue;
         };
         handled.insert(main.clone());
-        let why = if dlq.contains(':') {
-            Some(format!(
-                "dead-letters into {dlq}, in another account or region; a spec's dead-letter queue is a queue of the same target"
-            ))
-        } else if dlq == main {
-            Some("dead-letters into itself".to_owned())
-        } else if !inv.queues.contains_key(dlq) {
-            Some(format!(
-                "dead-letters into {dlq}, which was not found (deleted, or outside the target's ownership prefixes)"
-            ))
-        } else if claimed.contains(main.as_str()) || claimed.contains(dlq) {
-            Some(format!(
-                "dead-letters into {dlq}, which is already part of another imported channel; a dead-letter queue serves one channel (its RedriveAllowPolicy names one source)"
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = why {
+        if let Some(why) = unlinkable(inv, main, dlq, &claimed) {
             unmatched.push(format!("{id}: fits no channel: it {why}"));
             continue;
         }
         let Some(dq) = inv.queues.get(dlq) else {
             continue;
         };
-        match build(inv, target_name, main, mq, dlq, dq, &mut alarms_handled) {
+        let link = Link {
+            inv,
+            target_name,
+            main,
+            mq,
+            dlq,
+            dq,
+        };
+        match build(&link, &mut alarms_handled) {
             Ok(c) => {
                 claimed.insert(main.clone());
                 claimed.insert(dlq.to_owned());
@@ -157,49 +148,129 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
     (out, unmatched)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build(
+/// Why the redrive link from `main` to `dlq` cannot become a channel (after "it "), if it
+/// cannot: a spec's dead-letter queue is another queue of the same target, serving one channel.
+fn unlinkable(
     inv: &Inventory,
-    target_name: &str,
     main: &str,
-    mq: &SeenQueue,
     dlq: &str,
-    dq: &SeenQueue,
-    alarms_handled: &mut BTreeSet<String>,
-) -> Result<Candidate, String> {
-    let fifo = mq.live.props.get(FIFO) == Some(&Value::Bool(true));
-    if (dq.live.props.get(FIFO) == Some(&Value::Bool(true))) != fifo {
+    claimed: &BTreeSet<String>,
+) -> Option<String> {
+    if dlq.contains(':') {
+        Some(format!(
+            "dead-letters into {dlq}, in another account or region; a spec's dead-letter queue is a queue of the same target"
+        ))
+    } else if dlq == main {
+        Some("dead-letters into itself".to_owned())
+    } else if !inv.queues.contains_key(dlq) {
+        Some(format!(
+            "dead-letters into {dlq}, which was not found (deleted, or outside the target's ownership prefixes)"
+        ))
+    } else if claimed.contains(main) || claimed.contains(dlq) {
+        Some(format!(
+            "dead-letters into {dlq}, which is already part of another imported channel; a dead-letter queue serves one channel (its RedriveAllowPolicy names one source)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// A main queue and the dead-letter queue its RedrivePolicy names, with what they were read
+/// from.
+struct Link<'a> {
+    inv: &'a Inventory,
+    target_name: &'a str,
+    main: &'a str,
+    mq: &'a SeenQueue,
+    dlq: &'a str,
+    dq: &'a SeenQueue,
+}
+
+/// What a channel gathers besides its spec: the live objects it covers, the findings, and
+/// the objects not tagged as dlqctl's yet.
+#[derive(Default)]
+struct Gathered {
+    live: BTreeMap<ResourceId, Live>,
+    findings: Vec<String>,
+    to_adopt: Vec<ResourceId>,
+}
+
+/// The channel a redrive link makes, with the alarms on its dead-letter queue (marked in
+/// `alarms_handled`), or why a spec cannot say it.
+fn build(l: &Link, alarms_handled: &mut BTreeSet<String>) -> Result<Candidate, String> {
+    let fifo = l.mq.live.props.get(FIFO) == Some(&Value::Bool(true));
+    if (l.dq.live.props.get(FIFO) == Some(&Value::Bool(true))) != fifo {
         return Err(format!(
-            "it and its dead-letter queue {dlq} are not both FIFO or both standard, which SQS refuses"
+            "it and its dead-letter queue {} are not both FIFO or both standard, which SQS refuses",
+            l.dlq
         ));
     }
+    let id = channel_id(l, fifo);
+    let mut spec = queue_spec(l, &id, fifo)?;
+    let mut g = Gathered::default();
+    g.live
+        .insert(queue_id(l.target_name, l.main), l.mq.live.clone());
+    g.live
+        .insert(queue_id(l.target_name, l.dlq), l.dq.live.clone());
+    for (name, q) in [(l.main, l.mq), (l.dlq, l.dq)] {
+        let rid = queue_id(l.target_name, name);
+        match q.tags.get(TAG_MANAGED_BY).map(String::as_str) {
+            None => g.to_adopt.push(rid),
+            Some(TAG_MANAGED_BY_VALUE) => {}
+            Some(other) => g.findings.push(format!(
+                "{rid}: tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, so dlqctl will never change it (a plan with changes shows it as impossible)"
+            )),
+        }
+    }
+    spec.alarms = dead_letter_alarms(l, &id, alarms_handled, &mut g);
+    Ok(Candidate {
+        channel: channel(&id, spec),
+        live: g.live,
+        findings: g.findings,
+        to_adopt: g.to_adopt,
+        unreadable: if l.inv.allow_policy_readable {
+            Vec::new()
+        } else {
+            vec!["RedriveAllowPolicy.".to_owned()]
+        },
+    })
+}
+
+/// The channel's name: the `dlqctl-channel` tag the queues agree on (dlqctl made them), else
+/// the main queue's name without `.fifo` (made valid).
+fn channel_id(l: &Link, fifo: bool) -> String {
     let stem = if fifo {
-        main.strip_suffix(".fifo").unwrap_or(main)
+        l.main.strip_suffix(".fifo").unwrap_or(l.main)
     } else {
-        main
+        l.main
     };
-    let id = match (dlqctl_channel(&mq.tags), dlqctl_channel(&dq.tags)) {
+    match (dlqctl_channel(&l.mq.tags), dlqctl_channel(&l.dq.tags)) {
         (Some(a), Some(b)) if a == b && valid_channel_id(a) => a.to_owned(),
         (Some(a), None) | (None, Some(a)) if valid_channel_id(a) => a.to_owned(),
         _ if valid_channel_id(stem) => stem.to_owned(),
         _ => sanitise_channel_id(stem),
-    };
+    }
+}
+
+/// The spec of the two queues (no alarms yet): names only where the defaults would not give
+/// the live ones, and the attempts from the RedrivePolicy's maxReceiveCount.
+fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
     let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
-    let main_t = template(main, &id).ok_or_else(|| braces(main))?;
-    let dlq_t = template(dlq, &id).ok_or_else(|| braces(dlq))?;
+    let main_t = template(l.main, id).ok_or_else(|| braces(l.main))?;
+    let dlq_t = template(l.dlq, id).ok_or_else(|| braces(l.dlq))?;
     let (main_default, dlq_default) = if fifo {
         ("{channel}.fifo", "{channel}-dlq.fifo")
     } else {
         ("{channel}", "{channel}-dlq")
     };
     let secs = |q: &SeenQueue, k: &str| number(&q.live, k).map(Duration::from_secs);
-    let max_attempts = number(&mq.live, MAX_RECEIVE)
+    let max_attempts = number(&l.mq.live, MAX_RECEIVE)
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
-    let mut spec = ChannelSpec {
-        target: Some(target_name.to_owned()),
+    Ok(ChannelSpec {
+        target: Some(l.target_name.to_owned()),
         name: non_default(main_t, main_default),
-        retention: secs(mq, RETENTION),
+        retention: secs(l.mq, RETENTION),
         retry: Some(Retry {
             max_attempts: Some(max_attempts),
             backoff: None,
@@ -207,123 +278,57 @@ fn build(
         }),
         dead_letter: Some(DeadLetter {
             name: non_default(dlq_t, dlq_default),
-            retention: secs(dq, RETENTION),
+            retention: secs(l.dq, RETENTION),
         }),
         sqs: Some(SqsOptions {
-            visibility_timeout: secs(mq, VISIBILITY),
+            visibility_timeout: secs(l.mq, VISIBILITY),
             fifo: fifo.then_some(true),
         }),
         ..ChannelSpec::default()
-    };
-    let mut live: BTreeMap<ResourceId, Live> = BTreeMap::new();
-    live.insert(queue_id(target_name, main), mq.live.clone());
-    live.insert(queue_id(target_name, dlq), dq.live.clone());
-    let mut findings = Vec::new();
-    let mut to_adopt = Vec::new();
-    for (name, q) in [(main, mq), (dlq, dq)] {
-        let rid = queue_id(target_name, name);
-        match q.tags.get(TAG_MANAGED_BY).map(String::as_str) {
-            None => to_adopt.push(rid),
-            Some(TAG_MANAGED_BY_VALUE) => {}
-            Some(other) => findings.push(format!(
-                "{rid}: tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, so dlqctl will never change it (a plan with changes shows it as impossible)"
-            )),
-        }
-    }
+    })
+}
 
-    // Alarms on the dead-letter queue.
-    let [depth_name, age_name] = alarms::alarm_names(dlq);
+/// The alarm settings the spec can express, from the alarms watching the channel's queues
+/// (the depth alarm first: its actions become the channel's); the others are reported.
+fn dead_letter_alarms(
+    l: &Link,
+    id: &str,
+    alarms_handled: &mut BTreeSet<String>,
+    g: &mut Gathered,
+) -> Option<Alarms> {
+    let [depth_name, _] = alarms::alarm_names(l.dlq);
     let mut alarms = Alarms::default();
     let mut actions: Option<Vec<String>> = None;
-    let watching: Vec<(&String, &SeenAlarm)> = inv
+    let mut ordered: Vec<(&String, &SeenAlarm)> = l
+        .inv
         .alarms
         .iter()
-        .filter(|(_, a)| alarm_queue(a) == Some(dlq) || alarm_queue(a) == Some(main))
+        .filter(|(_, a)| alarm_queue(a) == Some(l.dlq) || alarm_queue(a) == Some(l.main))
         .collect();
-    // The depth alarm first: its actions become the channel's.
-    let mut ordered = watching.clone();
     ordered.sort_by_key(|(n, _)| (**n != depth_name, (*n).clone()));
     for (name, a) in ordered {
         alarms_handled.insert(name.clone());
-        let rid = alarm_id(target_name, name);
-        if alarm_queue(a) == Some(main) {
-            findings.push(format!("{rid}: not imported, left as is: it watches the main queue {main}; dlqctl's alarms watch the dead-letter queue"));
-            continue;
-        }
-        let metric = a
-            .props
-            .get("MetricName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let (expected, what) = match metric {
-            DEPTH_METRIC => (&depth_name, DEPTH_DESCRIPTION),
-            OLDEST_AGE_METRIC => (&age_name, OLDEST_AGE_DESCRIPTION),
-            other => {
-                findings.push(format!("{rid}: not imported, left as is: it watches {other}; dlqctl's alarms watch {DEPTH_METRIC} and {OLDEST_AGE_METRIC}"));
+        let rid = alarm_id(l.target_name, name);
+        let fits = alarm_fit(l, id, name, a).and_then(|what| {
+            let list = alarm_actions(a);
+            match &actions {
+                Some(existing) if *existing != list => Err("its AlarmActions differ from the other alarm's, and a spec gives both alarms the same `alarms.actions`".to_owned()),
+                _ => {
+                    actions = Some(list);
+                    Ok(what)
+                }
+            }
+        });
+        let what = match fits {
+            Ok(what) => what,
+            Err(why) => {
+                g.findings
+                    .push(format!("{rid}: not imported, left as is: {why}"));
                 continue;
             }
         };
-        if name != expected {
-            findings.push(format!("{rid}: not imported, left as is: dlqctl names this alarm {expected} (a fixed template); rename it to adopt it"));
-            continue;
-        }
-        let ours = dlqctl_channel(&a.tags) == Some(id.as_str());
-        let problems = alarm_problems(a, dlq);
-        if !problems.is_empty() && !ours {
-            findings.push(format!(
-                "{rid}: not imported, left as is: the spec cannot express {}",
-                problems.join(", ")
-            ));
-            continue;
-        }
-        let mut list: Vec<String> = a
-            .props
-            .get("AlarmActions")
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        list.sort();
-        match &actions {
-            Some(existing) if *existing != list => {
-                findings.push(format!("{rid}: not imported, left as is: its AlarmActions differ from the other alarm's, and a spec gives both alarms the same `alarms.actions`"));
-                continue;
-            }
-            _ => actions = Some(list),
-        }
-        let description = match a.props.get("AlarmDescription").and_then(Value::as_str) {
-            None => Some(String::new()),
-            Some(d) if d == alarms::default_description(&id, what) => None,
-            Some(d) => Some(d.to_owned()),
-        };
-        let threshold = a
-            .props
-            .get("Threshold")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        let period = number_of(a, "Period").map(Duration::from_secs);
-        let evaluation_periods =
-            number_of(a, "EvaluationPeriods").and_then(|n| u32::try_from(n).ok());
-        if metric == DEPTH_METRIC {
-            alarms.depth = Some(DepthAlarm {
-                above: threshold,
-                period,
-                evaluation_periods,
-                description,
-            });
-        } else {
-            alarms.oldest_message_age = Some(AgeAlarm {
-                above: Duration::from_secs(threshold),
-                period,
-                evaluation_periods,
-                description,
-            });
-        }
-        live.insert(
+        set_alarm(&mut alarms, a, id, what);
+        g.live.insert(
             rid.clone(),
             Live {
                 props: a.props.clone(),
@@ -331,24 +336,100 @@ fn build(
             },
         );
         if !a.tags.contains_key(TAG_MANAGED_BY) {
-            to_adopt.push(rid);
+            g.to_adopt.push(rid);
         }
     }
-    if alarms.depth.is_some() || alarms.oldest_message_age.is_some() {
-        alarms.actions = actions.filter(|a| !a.is_empty());
-        spec.alarms = Some(alarms);
+    if alarms.depth.is_none() && alarms.oldest_message_age.is_none() {
+        return None;
     }
-    Ok(Candidate {
-        channel: channel(&id, spec),
-        live,
-        findings,
-        to_adopt,
-        unreadable: if inv.allow_policy_readable {
-            Vec::new()
-        } else {
-            vec!["RedriveAllowPolicy.".to_owned()]
-        },
-    })
+    alarms.actions = actions.filter(|a| !a.is_empty());
+    Some(alarms)
+}
+
+/// Which of dlqctl's two alarms this one can become (its default description's wording), or
+/// why the spec cannot take it over: another queue, metric or name, or fields a spec cannot set.
+fn alarm_fit(l: &Link, id: &str, name: &str, a: &SeenAlarm) -> Result<&'static str, String> {
+    if alarm_queue(a) == Some(l.main) {
+        return Err(format!(
+            "it watches the main queue {}; dlqctl's alarms watch the dead-letter queue",
+            l.main
+        ));
+    }
+    let [depth_name, age_name] = alarms::alarm_names(l.dlq);
+    let metric = a
+        .props
+        .get("MetricName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (expected, what) = match metric {
+        DEPTH_METRIC => (&depth_name, DEPTH_DESCRIPTION),
+        OLDEST_AGE_METRIC => (&age_name, OLDEST_AGE_DESCRIPTION),
+        other => {
+            return Err(format!(
+                "it watches {other}; dlqctl's alarms watch {DEPTH_METRIC} and {OLDEST_AGE_METRIC}"
+            ));
+        }
+    };
+    if name != expected {
+        return Err(format!(
+            "dlqctl names this alarm {expected} (a fixed template); rename it to adopt it"
+        ));
+    }
+    let ours = dlqctl_channel(&a.tags) == Some(id);
+    let problems = alarm_problems(a, l.dlq);
+    if !problems.is_empty() && !ours {
+        return Err(format!("the spec cannot express {}", problems.join(", ")));
+    }
+    Ok(what)
+}
+
+/// The alarm's AlarmActions, sorted.
+fn alarm_actions(a: &SeenAlarm) -> Vec<String> {
+    let mut list: Vec<String> = a
+        .props
+        .get("AlarmActions")
+        .and_then(Value::as_array)
+        .map(|v| {
+            v.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    list.sort();
+    list
+}
+
+/// Writes the alarm's threshold, period and description into the spec's depth or
+/// oldest-message-age alarm (`what` says which).
+fn set_alarm(alarms: &mut Alarms, a: &SeenAlarm, id: &str, what: &str) {
+    let description = match a.props.get("AlarmDescription").and_then(Value::as_str) {
+        None => Some(String::new()),
+        Some(d) if d == alarms::default_description(id, what) => None,
+        Some(d) => Some(d.to_owned()),
+    };
+    let threshold = a
+        .props
+        .get("Threshold")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let period = number_of(a, "Period").map(Duration::from_secs);
+    let evaluation_periods = number_of(a, "EvaluationPeriods").and_then(|n| u32::try_from(n).ok());
+    if what == DEPTH_DESCRIPTION {
+        alarms.depth = Some(DepthAlarm {
+            above: threshold,
+            period,
+            evaluation_periods,
+            description,
+        });
+    } else {
+        alarms.oldest_message_age = Some(AgeAlarm {
+            above: Duration::from_secs(threshold),
+            period,
+            evaluation_periods,
+            description,
+        });
+    }
 }
 
 fn number_of(a: &SeenAlarm, key: &str) -> Option<u64> {

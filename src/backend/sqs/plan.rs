@@ -60,13 +60,41 @@ impl Reader {
         notes: &mut Vec<Note>,
         adopt: bool,
     ) -> Result<(), AwsError> {
-        let mine = |id: &ResourceId| id.target == self.target && id.backend == Backend::Sqs;
+        self.drop_unreadable_allow_policies(live, changes, notes)
+            .await?;
+        let verdicts = self
+            .ownership_problems(desired, live, changes, adopt)
+            .await?;
+        for (d, tags, problem) in verdicts {
+            let verdict = Verdict {
+                desired: d,
+                tags: &tags,
+                problem: &problem,
+                live,
+                adopt,
+            };
+            verdict.apply(changes, notes);
+        }
+        Ok(())
+    }
 
-        // 1. A RedriveAllowPolicy that reads back absent: absent, or unreadable here?
+    /// Whether the resource is one of this target's SQS objects.
+    fn mine(&self, id: &ResourceId) -> bool {
+        id.target == self.target && id.backend == Backend::Sqs
+    }
+
+    /// A RedriveAllowPolicy that reads back absent: absent, or unreadable here? Unreadable:
+    /// its fields leave the change (and a change left empty goes), with a note.
+    async fn drop_unreadable_allow_policies(
+        &self,
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+    ) -> Result<(), AwsError> {
         let mut i = 0;
         while i < changes.len() {
             let c = &changes[i];
-            let allow_missing = mine(&c.resource)
+            let allow_missing = self.mine(&c.resource)
                 && c.action == Action::Update
                 && c.fields
                     .iter()
@@ -89,18 +117,28 @@ impl Reader {
             }
             i += 1;
         }
+        Ok(())
+    }
 
-        // 2. Ownership of every existing object in a channel the plan would change (with
-        //    `adopt`: of every existing object, since adopting is itself a change).
+    /// The ownership problems of every existing object in a channel the plan would change
+    /// (with `adopt`: of every existing object, since adopting is itself a change), by id;
+    /// an object gone since it was read is left out (the plan's create/delete logic stands).
+    async fn ownership_problems<'d>(
+        &self,
+        desired: &'d [Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &[Change],
+        adopt: bool,
+    ) -> Result<Vec<(&'d Desired, BTreeMap<String, String>, String)>, AwsError> {
         let touched: BTreeSet<&str> = changes
             .iter()
-            .filter(|c| mine(&c.resource))
+            .filter(|c| self.mine(&c.resource))
             .map(|c| c.channel.as_str())
             .collect();
         let to_check: Vec<&Desired> = desired
             .iter()
             .filter(|d| {
-                mine(&d.id)
+                self.mine(&d.id)
                     && (adopt || touched.contains(d.channel.as_str()))
                     && live.contains_key(&d.id)
             })
@@ -112,7 +150,6 @@ impl Reader {
             .await?;
         let mut verdicts: Vec<(&Desired, BTreeMap<String, String>, String)> = verdicts
             .into_iter()
-            // Gone since it was read: the plan's create/delete logic stands.
             .filter_map(|(d, tags)| {
                 let tags = tags?;
                 let problem = ownership_problem(&tags, &d.channel)?;
@@ -120,60 +157,81 @@ impl Reader {
             })
             .collect();
         verdicts.sort_by(|a, b| a.0.id.cmp(&b.0.id));
-        for (d, tags, problem) in verdicts {
-            let pos = changes.iter().position(|c| c.resource == d.id);
-            let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
-            if adopt && d.present && adoptable(&tags) && in_place {
-                // Adoption: add the ownership tags; settings that already match stay as they are.
-                let fields = adoption_fields(&tags, &d.channel);
-                match pos {
-                    Some(p) => {
-                        let c = &mut changes[p];
-                        c.fields.splice(0..0, fields);
-                    }
-                    None => changes.push(Change {
-                        resource: d.id.clone(),
-                        channel: d.channel.clone(),
-                        role: d.role,
-                        action: Action::Update,
-                        fields,
-                        desired: d.props.clone(),
-                        messages: live.get(&d.id).and_then(|l| l.messages),
-                        reason: None,
-                        destructive: None,
-                        pruned: false,
-                    }),
-                }
-                continue;
-            }
-            if !d.present {
-                // Not dlqctl's and not wanted: nothing to do with it.
-                if let Some(p) = pos {
-                    changes.remove(p);
-                }
-                notes.push(Note {
-                    resource: d.id.clone(),
-                    message: format!("{} {problem}; left alone", d.id.kind.as_str()),
-                });
-                continue;
-            }
-            let change = Change {
-                resource: d.id.clone(),
-                channel: d.channel.clone(),
-                role: d.role,
-                action: Action::Impossible,
-                fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
-                desired: d.props.clone(),
-                messages: live.get(&d.id).and_then(|l| l.messages),
-                reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
-                destructive: None,
-                pruned: false,
-            };
+        Ok(verdicts)
+    }
+}
+
+/// An existing object whose tags do not say it is this channel's, and what the plan needs.
+struct Verdict<'a> {
+    desired: &'a Desired,
+    tags: &'a BTreeMap<String, String>,
+    problem: &'a str,
+    live: &'a BTreeMap<ResourceId, Live>,
+    adopt: bool,
+}
+
+impl Verdict<'_> {
+    /// What the ownership problem does to the plan: with `adopt`, an unclaimed object changed
+    /// in place gets the ownership tags; one not wanted is left alone (noted); any other
+    /// change to it becomes impossible.
+    fn apply(&self, changes: &mut Vec<Change>, notes: &mut Vec<Note>) {
+        let d = self.desired;
+        let pos = changes.iter().position(|c| c.resource == d.id);
+        let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
+        if self.adopt && d.present && adoptable(self.tags) && in_place {
+            // Adoption: add the ownership tags; settings that already match stay as they are.
+            let fields = adoption_fields(self.tags, &d.channel);
             match pos {
-                Some(p) => changes[p] = change,
-                None => changes.push(change),
+                Some(p) => {
+                    let c = &mut changes[p];
+                    c.fields.splice(0..0, fields);
+                }
+                None => changes.push(Change {
+                    resource: d.id.clone(),
+                    channel: d.channel.clone(),
+                    role: d.role,
+                    action: Action::Update,
+                    fields,
+                    desired: d.props.clone(),
+                    messages: self.live.get(&d.id).and_then(|l| l.messages),
+                    reason: None,
+                    destructive: None,
+                    pruned: false,
+                }),
             }
+            return;
         }
-        Ok(())
+        if !d.present {
+            // Not dlqctl's and not wanted: nothing to do with it.
+            if let Some(p) = pos {
+                changes.remove(p);
+            }
+            notes.push(Note {
+                resource: d.id.clone(),
+                message: format!("{} {}; left alone", d.id.kind.as_str(), self.problem),
+            });
+            return;
+        }
+        let change = Change {
+            resource: d.id.clone(),
+            channel: d.channel.clone(),
+            role: d.role,
+            action: Action::Impossible,
+            fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
+            desired: d.props.clone(),
+            messages: self.live.get(&d.id).and_then(|l| l.messages),
+            reason: Some(format!(
+                "{} {} {}",
+                d.id.kind.as_str(),
+                d.id.name,
+                self.problem
+            )),
+            destructive: None,
+            pruned: false,
+        };
+        match pos {
+            Some(p) => changes[p] = change,
+            None => changes.push(change),
+        }
     }
 }
