@@ -9,17 +9,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::rabbit::{Fixture, api, block, wait_for_messages};
-
-fn assert_empty_plan(f: &Fixture, context: &str) {
-    let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "{context}: plan must be empty (exit 0)\n{}{}",
-        p.stdout, p.stderr
-    );
-    assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
-}
+use support::block;
+use support::rabbit::{
+    Fixture, amqp, api, delete_queue, publish, publish_on, queue_status, wait_for_messages,
+};
 
 #[test]
 fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
@@ -46,7 +39,7 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
         "each step is reported\n{}",
         a.stderr
     );
-    assert_empty_plan(&f, "after apply");
+    f.assert_empty_plan("after apply");
 
     let again = f.apply(&[]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
@@ -74,12 +67,7 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
         None,
     ));
     assert_eq!(p["definition"]["dead-letter-routing-key"], json!(retry));
-    let (status, _) = block(api(
-        reqwest::Method::GET,
-        &format!("/api/queues/%2F/{dlq}"),
-        None,
-    ));
-    assert_eq!(status, 200);
+    assert_eq!(queue_status(&dlq), 200);
 }
 
 #[test]
@@ -127,11 +115,7 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
     );
 
     // A deleted queue is re-created.
-    block(api(
-        reqwest::Method::DELETE,
-        &format!("/api/queues/%2F/{retry}"),
-        None,
-    ));
+    delete_queue(&retry);
     let p = f.plan();
     assert!(
         p.stdout.contains(&format!("+ create     queue {retry}")),
@@ -139,7 +123,7 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
         p.stdout
     );
     assert_eq!(f.apply(&[]).code, 0);
-    assert_empty_plan(&f, "after repair");
+    f.assert_empty_plan("after repair");
 }
 
 #[test]
@@ -162,7 +146,7 @@ fn changing_a_delay_updates_the_policy_in_place() {
     );
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "an in-place update needs no flag\n{}", a.stderr);
-    assert_empty_plan(&f, "after the update");
+    f.assert_empty_plan("after the update");
 }
 
 #[test]
@@ -176,7 +160,7 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     };
     f.write_example(args_mode("initial: 5s"));
     assert_eq!(f.apply(&[]).code, 0);
-    assert_empty_plan(&f, "arguments mode");
+    f.assert_empty_plan("arguments mode");
     let [main, retry, dlq, _] = f.names();
     // Exactly what a hand-written consumer would declare for this topology.
     let args = |q: String| {
@@ -248,7 +232,7 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(args(retry)["x-message-ttl"], json!(6000));
-    assert_empty_plan(&f, "after the replace");
+    f.assert_empty_plan("after the replace");
 }
 
 #[test]
@@ -274,47 +258,17 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
         "{}",
         a.stderr
     );
-    let (status, _) = block(api(
-        reqwest::Method::GET,
-        &format!("/api/queues/%2F/{}.dlq", f.channel),
-        None,
-    ));
     assert_eq!(
-        status, 404,
+        queue_status(&format!("{}.dlq", f.channel)),
+        404,
         "zero writes: the DLQ the plan would create does not exist"
     );
 
     // An unchanged saved plan applies.
-    block(api(
-        reqwest::Method::DELETE,
-        &format!("/api/queues/%2F/{main}"),
-        None,
-    ));
+    delete_queue(&main);
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
-    assert_empty_plan(&f, "after applying the saved plan");
-}
-
-/// Publishes one message through AMQP.
-async fn publish(exchange: &str, key: &str, body: &[u8]) {
-    use lapin::options::BasicPublishOptions;
-    let conn =
-        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
-            .await
-            .expect("AMQP");
-    let ch = conn.create_channel().await.expect("channel");
-    ch.basic_publish(
-        exchange.into(),
-        key.into(),
-        BasicPublishOptions::default(),
-        body,
-        lapin::BasicProperties::default(),
-    )
-    .await
-    .expect("publish")
-    .await
-    .expect("confirm");
-    let _ = conn.close(200, "done".into()).await;
+    f.assert_empty_plan("after applying the saved plan");
 }
 
 /// How many times the message has expired out of a retry queue, from its `x-death` header.
@@ -354,27 +308,17 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
     assert_eq!(a.code, 0, "{}", a.stderr);
     let [main, _, dlq, exchange] = f.names();
     block(async {
-        use lapin::options::{
-            BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions,
-        };
-        let conn = lapin::Connection::connect(
-            &support::amqp_url(),
-            lapin::ConnectionProperties::default(),
-        )
-        .await
-        .expect("AMQP");
+        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+        let conn = amqp().await;
         let ch = conn.create_channel().await.expect("channel");
-        ch.basic_publish(
-            exchange.as_str().into(),
-            "process".into(),
-            BasicPublishOptions::default(),
+        publish_on(
+            &ch,
+            &exchange,
+            "process",
             b"order-42",
             lapin::BasicProperties::default(),
         )
-        .await
-        .expect("publish")
-        .await
-        .expect("confirm");
+        .await;
         // The consumer contract from the README: reject while attempts remain; after the last
         // attempt, publish to the DLQ and ack.
         let mut deliveries: Vec<Instant> = Vec::new();
@@ -402,17 +346,14 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
                     .await
                     .expect("reject");
             } else {
-                ch.basic_publish(
-                    "".into(),
-                    dlq.as_str().into(),
-                    BasicPublishOptions::default(),
+                publish_on(
+                    &ch,
+                    "",
+                    &dlq,
                     &msg.delivery.data,
                     msg.delivery.properties.clone(),
                 )
-                .await
-                .expect("publish to DLQ")
-                .await
-                .expect("confirm");
+                .await;
                 msg.delivery
                     .ack(BasicAckOptions::default())
                     .await
@@ -464,21 +405,7 @@ fn plans_render_in_every_format() {
         )
         .await;
     });
-    let mut settings = insta::Settings::clone_current();
-    // The random part of the channel name (`orders.t<pid>-<time>-<n>`), however it is escaped.
-    settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
-    settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
-    settings.add_filter(
-        r#""dlqctl_version": "[^"]+""#,
-        r#""dlqctl_version": "[VERSION]""#,
-    );
-    settings.bind(|| {
-        for format in ["human", "json", "markdown"] {
-            let p = f.run(&["plan", "channel.yaml", "--format", format]);
-            assert_eq!(p.code, 0, "{}", p.stderr);
-            insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
-        }
-    });
+    assert_plan_snapshots!(f, None);
     let json: Value =
         serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout)
             .expect("JSON plan");

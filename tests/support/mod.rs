@@ -1,13 +1,23 @@
-//! Shared by the integration tests: the local stack's endpoints, random resource names, and
-//! the rule that live tests never skip silently.
+//! Shared by the integration tests: the local stack's endpoints, random resource names, the
+//! rule that live tests never skip silently, and the live-test kit built on them.
 //!
 //! Endpoints come from the variables `scripts/stack env` exports, with the stack's defaults.
 //! When a server does not answer, a test fails under `CI=true` or `DLQCTL_LIVE_REQUIRED=1`
 //! (as `scripts/test` sets), and otherwise skips with a loud message on stderr.
+//!
+//! The kit: [`workspace::Workspace`] is a temp folder with a targets file and one channel,
+//! run through the real binary; `rabbit`, `sqs` and `kafka` each wrap it in a `Fixture` with
+//! the same face (`new()`, `write_example`, `plan`/`apply`/`run`, `assert_empty_plan`,
+//! cleanup on drop) and hold the one third-party client the tests use for that backend;
+//! `snapshot` holds the insta settings every plan snapshot shares.
 #![allow(dead_code)]
 
+pub mod kafka;
 pub mod proxy;
 pub mod rabbit;
+pub mod snapshot;
+pub mod sqs;
+pub mod workspace;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -112,17 +122,50 @@ pub fn dlqctl() -> Command {
     c
 }
 
-/// `dlqctl` with the local stack's credentials (RabbitMQ's guest, moto's test keys), run in
-/// `dir`.
+/// The local stack's credentials (RabbitMQ's guest, moto's test keys), in this order: the
+/// RabbitMQ user first, its password second.
+pub fn local_env() -> Vec<(String, String)> {
+    [
+        ("DLQCTL_RABBITMQ_USER", "guest"),
+        ("DLQCTL_RABBITMQ_PASSWORD", "guest"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// `dlqctl` with the local stack's credentials, run in `dir`.
 pub fn dlqctl_local(dir: &std::path::Path) -> Command {
     let mut c = dlqctl();
-    c.env("DLQCTL_RABBITMQ_USER", "guest")
-        .env("DLQCTL_RABBITMQ_PASSWORD", "guest")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .current_dir(dir);
+    c.envs(local_env()).current_dir(dir);
     c
+}
+
+/// Runs a future to completion on a fresh current-thread runtime (tests are synchronous).
+pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+/// The example files (under `examples/`) whose channel uses `target`, sorted by name.
+pub fn examples_on(target: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join("examples"))
+        .expect("examples/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            std::fs::read_to_string(root().join("examples").join(n)).is_ok_and(|t| {
+                t.contains("kind: Channel") && t.contains(&format!("target: {target}"))
+            })
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 pub struct Output {
