@@ -271,13 +271,8 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
         "an unmanaged setting is reported, not dropped\n{}",
         o.stderr
     );
-    assert!(
-        o.stderr
-            .contains(&format!("queue {other} (vhost /): fits no channel")),
-        "{}",
-        o.stderr
-    );
-    assert!(o.stderr.contains("maxAttempts"), "{}", o.stderr);
+    o.assert_stderr_contains(&format!("queue {other} (vhost /): fits no channel"));
+    o.assert_stderr_contains("maxAttempts");
     w.assert_empty_plan(&["imported"], &[], "hand-made queues after import");
 }
 
@@ -343,25 +338,16 @@ fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
     ] {
         assert!(text.contains(expected), "missing `{expected}`\n{text}");
     }
-    assert!(o.stderr.contains("DelaySeconds = 2"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!(
-            "alarm {s}-orders-avg-alarm: not imported, left as is"
-        )),
-        "{}",
-        o.stderr
-    );
-    assert!(o.stderr.contains("--adopt"), "{}", o.stderr);
+    o.assert_stderr_contains("DelaySeconds = 2");
+    o.assert_stderr_contains(&format!(
+        "alarm {s}-orders-avg-alarm: not imported, left as is"
+    ));
+    o.assert_stderr_contains("--adopt");
 
     // Adoption: an update that only adds the two tags, on each of the three objects.
     let p = w.run(&["plan", "imported", "--adopt", "--detailed-exitcode"]);
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout
-            .contains("Plan: 0 to create, 3 to update, 0 to replace, 0 to delete."),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains("Plan: 0 to create, 3 to update, 0 to replace, 0 to delete.");
     let fields: Vec<&str> = p
         .stdout
         .lines()
@@ -425,28 +411,15 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
     ] {
         assert!(text.contains(expected), "missing `{expected}`\n{text}");
     }
-    assert!(o.stderr.contains("assumption"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!("topic {misc}: fits no channel")),
-        "{}",
-        o.stderr
-    );
+    o.assert_stderr_contains("assumption");
+    o.assert_stderr_contains(&format!("topic {misc}: fits no channel"));
     // A config on one topic only: no `kafka.config` can say it; reported, then a plan note.
-    assert!(
-        o.stderr.contains(&format!(
+    o.assert_stderr_contains(&format!(
             "topic {main}: not in the spec, left as is (plans list it as a note): config.max.message.bytes = 2000000"
-        )),
-        "{}",
-        o.stderr
-    );
+        ));
     w.assert_empty_plan(&["imported"], &[], "hand-made topics after import");
     let p = w.ok(&["plan", "imported"]);
-    assert!(
-        p.stdout
-            .contains("unmanaged setting, left as is: config.max.message.bytes = 2000000"),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains("unmanaged setting, left as is: config.max.message.bytes = 2000000");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -499,11 +472,7 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     );
     let refused = w.run(&["apply", "specs", "--prune", "--auto-approve"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("--allow-delete"),
-        "{}",
-        refused.stderr
-    );
+    refused.assert_stderr_contains("--allow-delete");
 
     w.ok(&[
         "apply",
@@ -573,11 +542,7 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
         "--allow-delete",
     ]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("--allow-message-loss"),
-        "{}",
-        refused.stderr
-    );
+    refused.assert_stderr_contains("--allow-message-loss");
     assert!(
         w.aws.exists(&format!("{b}-dlq")),
         "refused with zero writes"

@@ -30,32 +30,14 @@ fn every_kafka_example_applies_then_plans_empty_and_a_second_apply_writes_nothin
     );
     for example in examples {
         let Some(f) = Fixture::new() else { return };
-        let name = &example;
         f.write_from(&example, |t| t);
-        let first = f.plan();
-        assert_eq!(
-            first.code, 2,
-            "{name}: a fresh channel has changes\n{}{}",
-            first.stdout, first.stderr
-        );
-
-        let a = f.apply(&[]);
-        assert_eq!(a.code, 0, "{name}\n{}{}", a.stdout, a.stderr);
-        f.assert_empty_plan(&format!("{name} after apply"));
-
-        let again = f.apply(&[]);
-        assert_eq!(again.code, 0, "{name}\n{}{}", again.stdout, again.stderr);
-        assert!(again.stdout.contains("No changes."), "{}", again.stdout);
-        assert!(
-            !again.stderr.contains("[1/"),
-            "{name}: a second apply makes no writes\n{}",
-            again.stderr
-        );
+        f.first_apply(&example);
+        f.assert_second_apply_writes_nothing(&example);
 
         // A no-change plan costs one Metadata and one DescribeConfigs request, whatever the
         // number of topics.
         let stats = f.run(&["plan", "channel.yaml", "--stats"]);
-        assert!(stats.stderr.contains("API calls: 2\n"), "{}", stats.stderr);
+        stats.assert_stderr_contains("API calls: 2\n");
         assert!(
             stats.stderr.contains("1  kafka:Metadata")
                 && stats.stderr.contains("1  kafka:DescribeConfigs"),
@@ -67,9 +49,7 @@ fn every_kafka_example_applies_then_plans_empty_and_a_second_apply_writes_nothin
 
 #[test]
 fn the_inventory_example_has_the_topics_spring_kafka_expects() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let c = &f.channel;
     // Backoff 1 s × 2 up to 4 s, 4 attempts: one retry topic per delay, DLT as wide as the source.
     let expected: BTreeMap<String, usize> = [
@@ -155,9 +135,7 @@ fn every_naming_profile_applies_then_plans_empty() {
 
 #[test]
 fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let main = f.main();
     let dlt = format!("{main}-dlt");
     let retry = format!("{main}-retry-2000");
@@ -171,42 +149,16 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
     );
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!("~ update     topic {main}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("config.retention.ms: 1000 → 604800000"),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains(&format!("~ update     topic {dlt}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout
-            .contains("config.cleanup.policy: (absent) → \"delete\""),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("~ update     topic {main}\n"));
+    p.assert_stdout_contains("config.retention.ms: 1000 → 604800000");
+    p.assert_stdout_contains(&format!("~ update     topic {dlt}\n"));
+    p.assert_stdout_contains("config.cleanup.policy: (absent) → \"delete\"");
 
     // A retry topic deleted by hand is created again.
     delete_topics(&[&retry]);
     let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("+ create     topic {retry}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout
-            .contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete."),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("+ create     topic {retry}\n"));
+    p.assert_stdout_contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete.");
 
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
@@ -216,16 +168,10 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
 
 #[test]
 fn a_shorter_retention_is_guarded_as_message_loss() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
-    f.write_example(|t| t.replace("  retention: 7d\n", "  retention: 1d\n"));
-    let p = f.plan();
-    assert!(
-        p.stdout
-            .contains("lowering retention.ms from 7d to 1d deletes the records older than that"),
-        "{}",
-        p.stdout
+    let Some(f) = Fixture::applied() else { return };
+    let p = f.plan_edited(|t| t.replace("  retention: 7d\n", "  retention: 1d\n"));
+    p.assert_stdout_contains(
+        "lowering retention.ms from 7d to 1d deletes the records older than that",
     );
     let refused = f.apply(&[]);
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
@@ -244,43 +190,23 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
     // Growing partitions is a plain update made by CreatePartitions; tansu 0.6.0 answers it
     // with UnsupportedFeature, so here only the plan and the error are checked (the request
     // itself is unit-tested in src/backend/kafka/mod.rs).
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let main = f.main();
 
-    f.write_example(|t| t.replace("partitions: 3", "partitions: 4"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!(
-            "~ update     topic {main}\n        partitions: 3 → 4"
-        )),
-        "{}",
-        p.stdout
-    );
+    let p = f.plan_edited(|t| t.replace("partitions: 3", "partitions: 4"));
+    p.assert_stdout_contains(&format!(
+        "~ update     topic {main}\n        partitions: 3 → 4"
+    ));
     let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
     // The error names the target and the topic (the dead-letter topic goes first).
-    assert!(
-        a.stderr.contains(&format!(
-            "target `local-kafka`: topic `{main}-dlt`: CreatePartitions: "
-        )),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains(&format!(
+        "target `local-kafka`: topic `{main}-dlt`: CreatePartitions: "
+    ));
 
-    f.write_example(|t| t.replace("partitions: 3", "partitions: 2"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("! impossible topic {main}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("Kafka cannot remove partitions (3 → 2)"),
-        "{}",
-        p.stdout
-    );
+    let p = f.plan_edited(|t| t.replace("partitions: 3", "partitions: 2"));
+    p.assert_stdout_contains(&format!("! impossible topic {main}\n"));
+    p.assert_stdout_contains("Kafka cannot remove partitions (3 → 2)");
     let refused = f.apply(&[]);
     assert_eq!(refused.code, 1);
     assert!(
@@ -289,13 +215,9 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
         refused.stderr
     );
 
-    f.write_example(|t| t.replace("replicationFactor: 1", "replicationFactor: 3"));
-    let p = f.plan();
-    assert!(
-        p.stdout
-            .contains("changing the replication factor (1 → 3) needs a partition reassignment"),
-        "{}",
-        p.stdout
+    let p = f.plan_edited(|t| t.replace("replicationFactor: 1", "replicationFactor: 3"));
+    p.assert_stdout_contains(
+        "changing the replication factor (1 → 3) needs a partition reassignment",
     );
     assert_eq!(
         f.topics().values().copied().collect::<Vec<_>>(),
@@ -310,9 +232,7 @@ fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     use rdkafka::{Message, Offset, TopicPartitionList};
 
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", support::kafka_bootstrap())
         .set("allow.auto.create.topics", "false")
@@ -359,20 +279,14 @@ fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
 fn a_stale_saved_plan_is_refused_with_zero_writes() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
-    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}", p.stderr);
+    f.save_plan();
     // Someone creates the dead-letter topic by hand between plan and apply.
     let dlt = format!("{}-dlt", f.channel);
     create_topics(&[(&dlt, 1, &[])]);
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(
-        a.stderr
-            .contains(&format!("topic {dlt} on target `local-kafka` was created")),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains("refused");
+    a.assert_stderr_contains(&format!("topic {dlt} on target `local-kafka` was created"));
     assert_eq!(
         f.topics().into_keys().collect::<Vec<_>>(),
         vec![dlt.clone()],
@@ -384,20 +298,13 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
     assert_eq!(f.apply(&[]).code, 0);
     let main = f.main();
     alter(&main, set("retention.ms", "1000"));
-    assert_eq!(
-        f.run(&["plan", "channel.yaml", "--out", "plan.json"]).code,
-        0
-    );
+    f.save_plan();
     alter(&main, set("retention.ms", "2000"));
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(
-        a.stderr.contains(&format!(
-            "topic {main} on target `local-kafka` was modified"
-        )),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains(&format!(
+        "topic {main} on target `local-kafka` was modified"
+    ));
     let p = f.plan();
     assert!(
         p.stdout.contains("config.retention.ms: 2000 → 604800000"),
@@ -408,9 +315,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 
 #[test]
 fn plans_render_in_every_format() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     // One in-place update and one re-create.
     let main = f.main();
     alter(&main, set("retention.ms", "86400000"));

@@ -34,9 +34,9 @@ fn calls(stderr: &str) -> u64 {
 
 #[test]
 fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
-    let Some(direct) = Fixture::new() else { return };
-    direct.write_example(|t| t);
-    assert_eq!(direct.apply(&[]).code, 0);
+    let Some(direct) = Fixture::applied() else {
+        return;
+    };
     // One change to show, so the plan has content worth comparing.
     let retry = direct.names()[1].clone();
     delete_queue(&retry);
@@ -105,12 +105,8 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
         "{}",
         a.stderr
     );
-    assert!(a.stderr.contains("FAILED"), "{}", a.stderr);
-    assert!(
-        a.stderr.contains("Apply stopped after 2 of 7 changes"),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains("FAILED");
+    a.assert_stderr_contains("Apply stopped after 2 of 7 changes");
     assert!(
         a.stderr.contains("injected failure"),
         "the server's reason is shown\n{}",
@@ -127,7 +123,7 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
     );
     let done = f.apply(&[]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert!(done.stderr.contains("[5/5]"), "{}", done.stderr);
+    done.assert_stderr_contains("[5/5]");
     assert_eq!(f.plan().code, 0);
 }
 
@@ -156,7 +152,7 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
     );
     // The write did happen: a new plan re-reads and no longer lists it.
     let p = f.plan();
-    assert!(p.stdout.contains("Plan: 6 to create"), "{}", p.stdout);
+    p.assert_stdout_contains("Plan: 6 to create");
     assert_eq!(f.apply(&[]).code, 0);
     assert_eq!(f.plan().code, 0);
 }
@@ -283,12 +279,7 @@ fn credentials_appear_nowhere() {
     f.set_env("DLQCTL_RABBITMQ_USER", "nobody");
     let r = f.run(&["plan", "channel.yaml"]);
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr
-            .contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD");
     seen.push(("401".into(), r.stdout + &r.stderr));
     for (what, text) in &seen {
         assert!(
@@ -363,12 +354,7 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
     f.write_example(|t| t);
     let r = f.run(&["plan", "channel.yaml", "--insecure"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("--insecure: TLS certificates are not verified"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_contains("--insecure: TLS certificates are not verified");
     for sub in ["plan", "apply", "lint"] {
         let help = support::output(support::dlqctl().args([sub, "--help"]));
         assert!(
@@ -381,11 +367,9 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
 
 #[test]
 fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
-    let Some(direct) = support::sqs::Fixture::new() else {
+    let Some(direct) = support::sqs::Fixture::applied() else {
         return;
     };
-    direct.write_example(|t| t);
-    assert_eq!(direct.apply(&[]).code, 0);
     // Change the spec so the plan has something to say.
     let spec = direct.write_example(|t| t.replace("maxAttempts: 5", "maxAttempts: 6"));
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);

@@ -45,16 +45,7 @@ fn every_sqs_example_applies_then_plans_empty_and_a_second_apply_writes_nothing(
     for example in examples {
         let Some(f) = Fixture::new() else { return };
         f.write_from(&example, |t| t);
-        let first = f.plan();
-        assert_eq!(
-            first.code, 2,
-            "{example}: a fresh channel has changes\n{}{}",
-            first.stdout, first.stderr
-        );
-
-        let a = f.apply(&[]);
-        assert_eq!(a.code, 0, "{example}\n{}{}", a.stdout, a.stderr);
-        f.assert_empty_plan(&format!("{example} after apply"));
+        f.first_apply(&example);
 
         // A plan with nothing to change reads at the lower bound: one listing, one
         // GetQueueAttributes per queue, one DescribeAlarms, and no tags.
@@ -81,21 +72,9 @@ fn every_sqs_example_applies_then_plans_empty_and_a_second_apply_writes_nothing(
             !calls.keys().any(|k| k.contains("Tags")),
             "{example}: no tag reads without changes: {calls:?}"
         );
-        assert!(
-            p.stdout
-                .contains("RedriveAllowPolicy cannot be read from this endpoint"),
-            "{}",
-            p.stdout
-        );
+        p.assert_stdout_contains("RedriveAllowPolicy cannot be read from this endpoint");
 
-        let again = f.apply(&[]);
-        assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
-        assert!(again.stdout.contains("No changes."), "{}", again.stdout);
-        assert!(
-            !again.stderr.contains("[1/"),
-            "a second apply makes no writes\n{}",
-            again.stderr
-        );
+        f.assert_second_apply_writes_nothing(&example);
     }
 }
 
@@ -156,9 +135,7 @@ fn the_standard_example_builds_the_documented_topology() {
 
 #[test]
 fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let [main, dlq, depth, age] = f.names();
     let dlq_arn = f.aws.attributes(&dlq)["QueueArn"].clone();
 
@@ -205,11 +182,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
         format!("+ create     alarm {age}"),
         "Plan: 1 to create, 2 to update, 0 to replace, 0 to delete.".to_owned(),
     ] {
-        assert!(
-            p.stdout.contains(&expected),
-            "missing `{expected}`\n{}",
-            p.stdout
-        );
+        p.assert_stdout_contains(&expected);
     }
     assert!(
         !p.stdout.contains("destructive") && !p.stdout.contains("deletes every message"),
@@ -221,20 +194,11 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     f.assert_empty_plan("after the repair");
 
     // An alarm the spec no longer asks for is deleted, and only with --allow-delete.
-    f.write_example(|t| t.replace("    oldestMessageAge: {above: 30m}\n", ""));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("- delete     alarm {age}")),
-        "{}",
-        p.stdout
-    );
+    let p = f.plan_edited(|t| t.replace("    oldestMessageAge: {above: 30m}\n", ""));
+    p.assert_stdout_contains(&format!("- delete     alarm {age}"));
     let refused = f.apply(&[]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("--allow-delete"),
-        "{}",
-        refused.stderr
-    );
+    refused.assert_stderr_contains("--allow-delete");
     assert!(f.aws.alarm(&age).is_some(), "zero writes");
     assert_eq!(f.apply(&["--allow-delete"]).code, 0);
     assert!(f.aws.alarm(&age).is_none());
@@ -243,13 +207,14 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
 
 #[test]
 fn a_message_received_max_attempts_times_ends_up_in_the_dlq() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| {
+    // Three attempts, one second apart, to keep the test short.
+    let three_quick_attempts = |t: String| {
         t.replace("maxAttempts: 5", "maxAttempts: 3")
             .replace("visibilityTimeout: 30s", "visibilityTimeout: 1s")
-    });
-    let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    };
+    let Some(f) = Fixture::applied_with(three_quick_attempts) else {
+        return;
+    };
     let [main, dlq, ..] = f.names();
     f.aws.send(&main, "payment-42");
     let (main_url, dlq_url) = (f.aws.url(&main), f.aws.url(&dlq));
@@ -301,38 +266,19 @@ fn a_message_received_max_attempts_times_ends_up_in_the_dlq() {
 
 #[test]
 fn lowering_retention_is_refused_without_allow_message_loss_and_shows_the_count() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let [main, ..] = f.names();
     f.aws.send(&main, "a");
     f.aws.send(&main, "b");
-    f.write_example(|t| t.replace("retention: 4d", "retention: 1d"));
-    let p = f.plan();
+    let p = f.plan_edited(|t| t.replace("retention: 4d", "retention: 1d"));
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!("~ update     queue {main}")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("lowering MessageRetentionPeriod from 345600 s to 86400 s deletes every message older than 86400 s at once; the queue holds 2 messages now"),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("~ update     queue {main}"));
+    p.assert_stdout_contains("lowering MessageRetentionPeriod from 345600 s to 86400 s deletes every message older than 86400 s at once; the queue holds 2 messages now");
 
     let refused = f.apply(&[]);
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
-    assert!(
-        refused.stderr.contains("--allow-message-loss"),
-        "{}",
-        refused.stderr
-    );
-    assert!(
-        !refused.stderr.contains("[1/"),
-        "zero writes\n{}",
-        refused.stderr
-    );
+    refused.assert_stderr_contains("--allow-message-loss");
+    refused.assert_zero_writes();
     assert_eq!(
         f.aws.attributes(&main)["MessageRetentionPeriod"],
         "345600",
@@ -362,39 +308,19 @@ fn a_fifo_flip_is_a_guarded_replace_that_shows_the_messages_it_would_drop() {
 
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!(
-            "-/+ replace    queue {main}  (holds 1 messages that would be lost)"
-        )),
-        "{}",
-        p.stdout
-    );
-    assert!(p.stdout.contains("FifoQueue: false → true"), "{}", p.stdout);
+    p.assert_stdout_contains(&format!(
+        "-/+ replace    queue {main}  (holds 1 messages that would be lost)"
+    ));
+    p.assert_stdout_contains("FifoQueue: false → true");
 
-    let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1);
-    assert!(
-        refused.stderr.contains("--allow-replace"),
-        "{}",
-        refused.stderr
-    );
-    let refused = f.apply(&["--allow-replace"]);
-    assert_eq!(
-        refused.code, 1,
-        "replace allowed, message loss not\n{}",
-        refused.stderr
-    );
+    let refused = f.apply_refused_replace();
     assert!(
         refused.stderr.contains("holds 1 messages")
             && refused.stderr.contains("--allow-message-loss"),
         "{}",
         refused.stderr
     );
-    assert!(
-        !refused.stderr.contains("[1/"),
-        "zero writes\n{}",
-        refused.stderr
-    );
+    refused.assert_zero_writes();
     assert!(
         !f.aws.exists(&format!("{}-dlq.fifo", f.channel)),
         "zero writes: the DLQ was not created"
@@ -424,11 +350,7 @@ fn an_existing_untagged_queue_is_not_adopted() {
 
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!("! impossible queue {main}")),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("! impossible queue {main}"));
     assert!(
         p.stdout.contains("is not tagged `managed-by: dlqctl`")
             && p.stdout.contains("dlqctl import"),
@@ -456,17 +378,10 @@ fn an_existing_untagged_queue_is_not_adopted() {
 
 #[test]
 fn a_stale_saved_plan_is_refused_with_zero_writes() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     f.write_example(|t| t.replace("maxAttempts: 5", "maxAttempts: 6"));
-    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}", p.stderr);
-    assert!(
-        p.stdout.contains("RedrivePolicy.maxReceiveCount: 5 → 6"),
-        "{}",
-        p.stdout
-    );
+    let p = f.save_plan();
+    p.assert_stdout_contains("RedrivePolicy.maxReceiveCount: 5 → 6");
     let saved = std::fs::read_to_string(f.path().join("plan.json")).expect("saved plan");
     assert!(
         !saved.contains("\"testing\""),
@@ -481,13 +396,8 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
     );
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(
-        a.stderr
-            .contains(&format!("queue {main} on target `{TARGET}` was modified")),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains("refused");
+    a.assert_stderr_contains(&format!("queue {main} on target `{TARGET}` was modified"));
     let policy: Value =
         serde_json::from_str(&f.aws.attributes(&main)["RedrivePolicy"]).expect("JSON");
     assert_eq!(policy["maxReceiveCount"], json!(5), "zero writes");
@@ -504,9 +414,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 
 #[test]
 fn plans_render_in_every_format() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let [main, dlq, depth, _] = f.names();
     let dlq_arn = f.aws.attributes(&dlq)["QueueArn"].clone();
     f.aws.set(
@@ -536,16 +444,8 @@ fn errors_name_the_target_and_never_print_credentials() {
             .current_dir(f.path()),
     );
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains(&format!("target `{TARGET}`")),
-        "{}",
-        out.stderr
-    );
-    assert!(
-        out.stderr.contains("cannot reach the endpoint"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stderr_contains(&format!("target `{TARGET}`"));
+    out.assert_stderr_contains("cannot reach the endpoint");
     assert!(
         !out.stderr.contains("s3cr3t") && !out.stdout.contains("s3cr3t"),
         "{}",

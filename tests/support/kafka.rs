@@ -3,7 +3,6 @@
 //! AdminClient, and IncrementalAlterConfigs through dlqctl's wrapper (rdkafka has none).
 
 use std::collections::BTreeMap;
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +20,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Option<Self> {
-        if !up() {
-            return None;
-        }
-        Some(Fixture {
+        up().then(|| Fixture {
             ws: Workspace::new("inventory-kafka.yaml", "inventory.t", &Endpoints::default()),
         })
     }
@@ -39,18 +35,7 @@ impl Fixture {
     }
 }
 
-impl Deref for Fixture {
-    type Target = Workspace;
-    fn deref(&self) -> &Workspace {
-        &self.ws
-    }
-}
-
-impl DerefMut for Fixture {
-    fn deref_mut(&mut self) -> &mut Workspace {
-        &mut self.ws
-    }
-}
+fixture_face!(Fixture);
 
 impl Drop for Fixture {
     fn drop(&mut self) {

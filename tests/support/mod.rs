@@ -12,6 +12,41 @@
 //! `snapshot` holds the insta settings every plan snapshot shares.
 #![allow(dead_code)]
 
+/// What every backend's `Fixture` shares: it derefs to its workspace (field `ws`), and
+/// `applied()` / `applied_with(edit)` are `new()` with the example written and applied.
+macro_rules! fixture_face {
+    ($fixture:ident) => {
+        impl std::ops::Deref for $fixture {
+            type Target = $crate::support::workspace::Workspace;
+            fn deref(&self) -> &Self::Target {
+                &self.ws
+            }
+        }
+
+        impl std::ops::DerefMut for $fixture {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.ws
+            }
+        }
+
+        impl $fixture {
+            /// `new()`, then the example written unchanged and applied (which must succeed).
+            pub fn applied() -> Option<Self> {
+                Self::applied_with(|t| t)
+            }
+
+            /// `new()`, then the example written with `edit` and applied (which must succeed).
+            pub fn applied_with(edit: impl Fn(String) -> String) -> Option<Self> {
+                let f = Self::new()?;
+                f.write_example(edit);
+                let a = f.apply(&[]);
+                assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+                Some(f)
+            }
+        }
+    };
+}
+
 pub mod kafka;
 pub mod proxy;
 pub mod rabbit;
@@ -172,6 +207,26 @@ pub struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Output {
+    /// Asserts that stdout contains `needle`, showing stdout when it does not.
+    #[track_caller]
+    pub fn assert_stdout_contains(&self, needle: &str) {
+        assert!(self.stdout.contains(needle), "{}", self.stdout);
+    }
+
+    /// Asserts that the run wrote nothing: no `[1/n]` step started.
+    #[track_caller]
+    pub fn assert_zero_writes(&self) {
+        assert!(!self.stderr.contains("[1/"), "zero writes\n{}", self.stderr);
+    }
+
+    /// Asserts that stderr contains `needle`, showing stderr when it does not.
+    #[track_caller]
+    pub fn assert_stderr_contains(&self, needle: &str) {
+        assert!(self.stderr.contains(needle), "{}", self.stderr);
+    }
 }
 
 pub fn output(cmd: &mut Command) -> Output {

@@ -2,8 +2,6 @@
 //! drop) and the third-party clients the tests use, as an operator would: the management API
 //! by hand (reqwest) and AMQP (lapin).
 
-use std::ops::{Deref, DerefMut};
-
 use serde_json::Value;
 
 use super::block;
@@ -21,14 +19,11 @@ impl Fixture {
 
     /// A fixture whose target talks to `url` (a fault-injecting proxy, a closed port, ...).
     pub fn with_url(url: &str) -> Option<Self> {
-        if !up() {
-            return None;
-        }
         let endpoints = Endpoints {
             rabbitmq: url.to_owned(),
             ..Endpoints::default()
         };
-        Some(Fixture {
+        up().then(|| Fixture {
             ws: Workspace::new("orders-rabbitmq.yaml", "orders.t", &endpoints),
         })
     }
@@ -45,18 +40,7 @@ impl Fixture {
     }
 }
 
-impl Deref for Fixture {
-    type Target = Workspace;
-    fn deref(&self) -> &Workspace {
-        &self.ws
-    }
-}
-
-impl DerefMut for Fixture {
-    fn deref_mut(&mut self) -> &mut Workspace {
-        &mut self.ws
-    }
-}
+fixture_face!(Fixture);
 
 impl Drop for Fixture {
     fn drop(&mut self) {

@@ -3,7 +3,6 @@
 //! party would (not through dlqctl).
 
 use std::collections::BTreeMap;
-use std::ops::{Deref, DerefMut};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -23,10 +22,7 @@ impl Fixture {
 
     /// A fixture whose target talks to `endpoint` (a fault-injecting proxy, ...).
     pub fn with_endpoint(endpoint: &str) -> Option<Self> {
-        if !up() {
-            return None;
-        }
-        Some(Fixture {
+        up().then(|| Fixture {
             ws: workspace(endpoint),
             aws: Aws::new(),
         })
@@ -54,18 +50,7 @@ pub fn workspace(endpoint: &str) -> Workspace {
     Workspace::new("payments-sqs.yaml", "payments-t", &endpoints)
 }
 
-impl Deref for Fixture {
-    type Target = Workspace;
-    fn deref(&self) -> &Workspace {
-        &self.ws
-    }
-}
-
-impl DerefMut for Fixture {
-    fn deref_mut(&mut self) -> &mut Workspace {
-        &mut self.ws
-    }
-}
+fixture_face!(Fixture);
 
 impl Drop for Fixture {
     fn drop(&mut self) {

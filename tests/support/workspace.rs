@@ -109,6 +109,61 @@ impl Workspace {
         self.run(&args)
     }
 
+    /// Writes the example with `edit`, then plans it.
+    pub fn plan_edited(&self, edit: impl Fn(String) -> String) -> Output {
+        self.write_example(edit);
+        self.plan()
+    }
+
+    /// `plan channel.yaml --out plan.json`, which must succeed.
+    pub fn save_plan(&self) -> Output {
+        let p = self.run(&["plan", "channel.yaml", "--out", "plan.json"]);
+        assert_eq!(p.code, 0, "{}", p.stderr);
+        p
+    }
+
+    /// The first apply of a fresh channel: the plan has changes (exit 2), apply succeeds,
+    /// then the plan is empty. Returns the plan and the apply.
+    pub fn first_apply(&self, context: &str) -> (Output, Output) {
+        let first = self.plan();
+        assert_eq!(
+            first.code, 2,
+            "{context}: a fresh channel has changes\n{}{}",
+            first.stdout, first.stderr
+        );
+        let a = self.apply(&[]);
+        assert_eq!(a.code, 0, "{context}\n{}{}", a.stdout, a.stderr);
+        self.assert_empty_plan(&format!("{context} after apply"));
+        (first, a)
+    }
+
+    /// Applying again changes nothing and makes no writes.
+    pub fn assert_second_apply_writes_nothing(&self, context: &str) {
+        let again = self.apply(&[]);
+        assert_eq!(again.code, 0, "{context}\n{}{}", again.stdout, again.stderr);
+        again.assert_stdout_contains("No changes.");
+        assert!(
+            !again.stderr.contains("[1/"),
+            "{context}: a second apply makes no writes\n{}",
+            again.stderr
+        );
+    }
+
+    /// A guarded replace: apply is refused for want of `--allow-replace`, then, with it, for
+    /// message loss; returns the second refusal.
+    pub fn apply_refused_replace(&self) -> Output {
+        let refused = self.apply(&[]);
+        assert_eq!(refused.code, 1);
+        refused.assert_stderr_contains("--allow-replace");
+        let refused = self.apply(&["--allow-replace"]);
+        assert_eq!(
+            refused.code, 1,
+            "replace allowed, message loss not\n{}",
+            refused.stderr
+        );
+        refused
+    }
+
     /// The channel's plan is empty: exit 0 with `--detailed-exitcode`, and "No changes.".
     pub fn assert_empty_plan(&self, context: &str) {
         self.assert_empty_plan_of(&["channel.yaml"], &[], context, String::new);
