@@ -27,7 +27,7 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
     );
     f.assert_second_apply_writes_nothing("the orders example");
 
-    // The topology is the one the README documents.
+    // The topology is the one docs/rabbitmq.md documents.
     let [main, retry, dlq, _] = f.names();
     let (_, p) = block(api(
         reqwest::Method::GET,
@@ -227,7 +227,7 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
             lapin::BasicProperties::default(),
         )
         .await;
-        // The consumer contract from the README: reject while attempts remain; after the last
+        // The consumer contract from docs/rabbitmq.md: reject while attempts remain; after the last
         // attempt, publish to the DLQ and ack.
         let mut deliveries: Vec<Instant> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(20);
