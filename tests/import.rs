@@ -425,6 +425,32 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
 // ---------------------------------------------------------------------------------------------
 // --prune
 
+impl World {
+    /// `apply specs --prune --auto-approve <extra>`.
+    fn apply_prune(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["apply", "specs", "--prune", "--auto-approve"];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// A prune with every consent given, which must succeed.
+    fn prune_all(&self) {
+        let done = self.apply_prune(&["--allow-delete", "--allow-message-loss"]);
+        assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    }
+}
+
+/// One of the planned deletes is `what` and shows its live message count, `n`.
+fn assert_deletes_one_holding(deletes: &[String], what: &str, n: u64) {
+    let holds = format!("holds {n} messages");
+    assert!(
+        deletes
+            .iter()
+            .any(|d| d.contains(what) && d.contains(&holds)),
+        "{deletes:#?}"
+    );
+}
+
 /// Plans with --prune and returns the resources it would delete.
 fn pruned(w: &World) -> Vec<String> {
     let p = w.run(&["plan", "specs", "--prune", "--detailed-exitcode"]);
@@ -464,24 +490,12 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
         deletes.iter().all(|d| d.contains(&format!("{b}."))),
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("queue {b}.dlq")) && d.contains("holds 0 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&["apply", "specs", "--prune", "--auto-approve"]);
+    assert_deletes_one_holding(&deletes, &format!("queue {b}.dlq"), 0);
+    let refused = w.apply_prune(&[]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     refused.assert_stderr_contains("--allow-delete");
 
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
+    w.prune_all();
     let exists = |q: &str| queue_status(q) == 200;
     assert!(!exists(&format!("{b}.dlq")) && !exists(&format!("{b}.process")));
     assert!(exists(&format!("{a}.dlq")) && exists(&format!("{a}.process")));
@@ -528,19 +542,8 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
         ],
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("queue {b}-dlq")) && d.contains("holds 1 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-    ]);
+    assert_deletes_one_holding(&deletes, &format!("queue {b}-dlq"), 1);
+    let refused = w.apply_prune(&["--allow-delete"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     refused.assert_stderr_contains("--allow-message-loss");
     assert!(
@@ -548,14 +551,7 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
         "refused with zero writes"
     );
 
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
+    w.prune_all();
     assert!(!w.aws.exists(&b) && !w.aws.exists(&format!("{b}-dlq")));
     assert!(w.aws.exists(&a) && w.aws.exists(&format!("{a}-dlq")));
     assert!(w.aws.exists(&untagged), "an untagged look-alike survives");
@@ -595,28 +591,10 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
         deletes.iter().all(|d| d.contains(&format!("topic {b}"))),
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("topic {b}-dlt ")) && d.contains("holds 1 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-    ]);
+    assert_deletes_one_holding(&deletes, &format!("topic {b}-dlt "), 1);
+    let refused = w.apply_prune(&["--allow-delete"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
+    w.prune_all();
     let left: Vec<String> = support::kafka::topics(&w.stem).into_keys().collect();
     assert!(left.iter().all(|t| !t.starts_with(b.as_str())), "{left:?}");
     assert_eq!(

@@ -23,6 +23,43 @@ fn rabbit_throttle() -> Faults {
     }
 }
 
+/// A fixture whose target talks to RabbitMQ through a proxy with `faults`, the example
+/// written; `None` when live tests may skip.
+fn through_proxy(faults: Faults) -> Option<(Proxy, Fixture)> {
+    let proxy = Proxy::start(&support::rabbitmq_url(), faults);
+    let f = Fixture::with_url(&proxy.addr)?;
+    f.write_example(|t| t);
+    Some((proxy, f))
+}
+
+/// Plans `via`, a workspace whose target is behind `proxy`, and checks it against the direct
+/// `baseline` (`plan --stats`): the same plan, within the retry budget. Returns the number of
+/// faults the proxy injected.
+fn assert_plan_unchanged_under_faults(
+    seed: u64,
+    proxy: &Proxy,
+    via: &support::workspace::Workspace,
+    baseline: &support::Output,
+) -> u64 {
+    let base_calls = calls(&baseline.stderr);
+    let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
+    assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
+    assert_eq!(
+        flaky.stdout, baseline.stdout,
+        "seed {seed}: the plan must not change under faults"
+    );
+    // The retry budget (documented in README and backend/retry.rs) per read.
+    let attempts = calls(&flaky.stderr);
+    assert!(
+        attempts <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
+        "seed {seed}: {attempts} calls for {base_calls} reads"
+    );
+    proxy
+        .counters
+        .faulted
+        .load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Total API calls from `plan --stats` output.
 fn calls(stderr: &str) -> u64 {
     stderr
@@ -42,7 +79,6 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
     delete_queue(&retry);
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
-    let base_calls = calls(&baseline.stderr);
 
     let mut faulted = 0;
     for seed in 1..=8 {
@@ -62,22 +98,7 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
             via.path().join("channel.yaml"),
         )
         .expect("copy spec");
-        let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
-        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
-        assert_eq!(
-            flaky.stdout, baseline.stdout,
-            "seed {seed}: the plan must not change under faults"
-        );
-        // The retry budget (documented in README and backend/retry.rs) per read.
-        let attempts = calls(&flaky.stderr);
-        assert!(
-            attempts <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
-            "seed {seed}: {attempts} calls for {base_calls} reads"
-        );
-        faulted += proxy
-            .counters
-            .faulted
-            .load(std::sync::atomic::Ordering::SeqCst);
+        faulted += assert_plan_unchanged_under_faults(seed, &proxy, &via, &baseline);
     }
     assert!(
         faulted >= 3,
@@ -87,17 +108,12 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
 
 #[test]
 fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            fail_write: Some(3),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((_proxy, f)) = through_proxy(Faults {
+        fail_write: Some(3),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}", a.stderr);
     assert!(
@@ -129,17 +145,12 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
 
 #[test]
 fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            lose_write_answer: Some(1),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((proxy, f)) = through_proxy(Faults {
+        lose_write_answer: Some(1),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}", a.stderr);
     assert_eq!(
@@ -159,17 +170,12 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
 
 #[test]
 fn ctrl_c_finishes_the_current_step_then_stops() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            write_delay: Duration::from_millis(400),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((proxy, f)) = through_proxy(Faults {
+        write_delay: Duration::from_millis(400),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let mut child = support::dlqctl()
         .args([
             "apply",
@@ -374,7 +380,6 @@ fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
     let spec = direct.write_example(|t| t.replace("maxAttempts: 5", "maxAttempts: 6"));
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
-    let base_calls = calls(&baseline.stderr);
     let mut faulted = 0;
     for seed in 1..=6 {
         let proxy = Proxy::start(
@@ -390,20 +395,7 @@ fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
             return;
         };
         std::fs::copy(&spec, via.path().join("channel.yaml")).expect("copy");
-        let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
-        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
-        assert_eq!(
-            flaky.stdout, baseline.stdout,
-            "seed {seed}: the plan must not change under faults"
-        );
-        assert!(
-            calls(&flaky.stderr) <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
-            "seed {seed}: beyond the retry budget"
-        );
-        faulted += proxy
-            .counters
-            .faulted
-            .load(std::sync::atomic::Ordering::SeqCst);
+        faulted += assert_plan_unchanged_under_faults(seed, &proxy, &via, &baseline);
     }
     assert!(
         faulted >= 3,

@@ -137,17 +137,13 @@ fn the_standard_example_builds_the_documented_topology() {
 fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     let Some(f) = Fixture::applied() else { return };
     let [main, dlq, depth, age] = f.names();
-    let dlq_arn = f.aws.attributes(&dlq)["QueueArn"].clone();
 
     // Someone raises maxReceiveCount and shortens retention on the main queue, edits the depth
     // alarm's threshold (PutMetricAlarm, as the console does) and deletes the age alarm.
     f.aws.set(
         &main,
         &[
-            (
-                QueueAttributeName::RedrivePolicy,
-                json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 9}).to_string(),
-            ),
+            f.aws.redrive_policy(&dlq, json!(9)),
             (QueueAttributeName::MessageRetentionPeriod, "172800".into()),
         ],
     );
@@ -416,14 +412,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 fn plans_render_in_every_format() {
     let Some(f) = Fixture::applied() else { return };
     let [main, dlq, depth, _] = f.names();
-    let dlq_arn = f.aws.attributes(&dlq)["QueueArn"].clone();
-    f.aws.set(
-        &main,
-        &[(
-            QueueAttributeName::RedrivePolicy,
-            json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "9"}).to_string(),
-        )],
-    );
+    f.aws.set(&main, &[f.aws.redrive_policy(&dlq, json!("9"))]);
     block(f.aws.cw.delete_alarms().alarm_names(&depth).send()).expect("DeleteAlarms");
     f.write_example(|t| t.replace("retention: 4d", "retention: 3d"));
 

@@ -151,6 +151,18 @@ impl Aws {
         block(req.send()).expect("SetQueueAttributes");
     }
 
+    /// A RedrivePolicy attribute towards `dlq` (by its ARN), as someone would write it by hand.
+    pub fn redrive_policy(
+        &self,
+        dlq: &str,
+        max_receive_count: serde_json::Value,
+    ) -> (QueueAttributeName, String) {
+        let arn = self.attributes(dlq)["QueueArn"].clone();
+        let policy =
+            serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max_receive_count});
+        (QueueAttributeName::RedrivePolicy, policy.to_string())
+    }
+
     pub fn send(&self, queue: &str, body: &str) {
         let url = self.url(queue);
         block(
