@@ -4,30 +4,33 @@
 //! Every test works in its own namespace: a targets file whose ownership prefixes (SQS too)
 //! start with a random stem, so that an import or a prune sees only what this test made,
 //! even with other tests (or another checkout's tests) running against the same servers.
-//! Objects "made by hand" are made the way an operator would: RabbitMQ management API calls,
-//! boto3 from the stack's venv, rdkafka admin calls. Everything under the stem is deleted
-//! when the test ends, look-alikes included.
+//! Objects "made by hand" are made the way an operator would, with the clients `support` holds
+//! for each backend: RabbitMQ management API calls, the AWS SDK, rdkafka admin calls.
+//! Everything under the stem is deleted when the test ends, look-alikes included.
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use aws_sdk_cloudwatch::types::Statistic;
+use aws_sdk_sqs::types::QueueAttributeName;
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
-use support::rabbit::{api, block, wait_for_messages};
-use support::{Output, dlqctl, output, unique};
+use support::kafka::create_topics;
+use support::rabbit::{api_ok, queue_status, wait_for_messages};
+use support::sqs::Aws;
+use support::workspace::{Endpoints, Workspace};
+use support::{Output, block, dlqctl, output};
 
-/// One test's world: a temp folder with a targets file scoped to a random stem.
+/// One test's world: a workspace whose targets file is scoped to a random stem.
 struct World {
-    dir: tempfile::TempDir,
+    ws: Workspace,
     /// `imp<pid>-<time>-<n>`: every name this test makes starts with it.
     stem: String,
+    aws: Aws,
 }
 
 impl World {
@@ -43,44 +46,29 @@ impl World {
                 return None;
             }
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let stem = unique("imp");
+        let ws = Workspace::new("orders-rabbitmq.yaml", "imp", &Endpoints::default());
+        let stem = ws.channel.clone();
         let targets = format!(
             "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-sqs:\n    backend: sqs\n    region: us-east-1\n    endpoint: {aws}\n    ownership: {{prefixes: [\"{stem}-\"]}}\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {rabbit}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {kafka}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
             aws = support::aws_endpoint(),
             rabbit = support::rabbitmq_url(),
             kafka = support::kafka_bootstrap(),
         );
-        std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("targets");
-        std::fs::create_dir_all(dir.path().join("specs")).expect("specs/");
-        Some(World { dir, stem })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
+        ws.edit_targets(|_| targets.clone());
+        std::fs::create_dir_all(ws.path().join("specs")).expect("specs/");
+        Some(World {
+            ws,
+            stem,
+            aws: Aws::new(),
+        })
     }
 
     /// Writes an example into `specs/` under `channel` (its `metadata.name`).
     fn example(&self, example: &str, channel: &str) -> PathBuf {
-        let text = std::fs::read_to_string(support::root().join("examples").join(example))
-            .expect("example");
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("  name: "))
-            .expect("metadata.name")
-            .to_owned();
-        let text = text.replacen(&line, &format!("  name: {channel}"), 1);
+        let text = support::workspace::renamed(example, channel);
         let path = self.path().join("specs").join(format!("{channel}.yaml"));
         std::fs::write(&path, text).expect("write spec");
         path
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        output(
-            support::dlqctl_local(self.path())
-                .args(args)
-                .args(["--color", "never"]),
-        )
     }
 
     fn ok(&self, args: &[&str]) -> Output {
@@ -121,151 +109,29 @@ impl World {
     }
 
     fn assert_empty_plan(&self, paths: &[&str], extra: &[&str], context: &str) {
-        let mut args = vec!["plan"];
-        args.extend_from_slice(paths);
-        args.push("--detailed-exitcode");
-        args.extend_from_slice(extra);
-        let p = self.run(&args);
-        assert_eq!(
-            p.code,
-            0,
-            "{context}: plan must be empty (exit 0)\n{}{}\n{}",
-            p.stdout,
-            p.stderr,
-            self.imported_text()
-        );
-        assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
+        self.assert_empty_plan_of(paths, extra, context, || self.imported_text());
+    }
+}
+
+impl Deref for World {
+    type Target = Workspace;
+    fn deref(&self) -> &Workspace {
+        &self.ws
     }
 }
 
 impl Drop for World {
     fn drop(&mut self) {
-        let stem = self.stem.clone();
-        // RabbitMQ: queues, policies, exchanges under the stem.
         if support::tcp_up(&support::host_port(&support::rabbitmq_url())) {
-            block(async {
-                for (kind, list) in [
-                    ("queues", "/api/queues/%2F?columns=name"),
-                    ("policies", "/api/policies/%2F"),
-                    ("exchanges", "/api/exchanges/%2F?columns=name"),
-                ] {
-                    let (_, all) = api(reqwest::Method::GET, list, None).await;
-                    for item in all.as_array().into_iter().flatten() {
-                        let Some(name) = item["name"].as_str() else {
-                            continue;
-                        };
-                        if name.starts_with(&stem) {
-                            let path = format!("/api/{kind}/%2F/{}", enc(name));
-                            let _ = api(reqwest::Method::DELETE, &path, None).await;
-                        }
-                    }
-                }
-            });
+            support::rabbit::delete_prefixed(&self.stem);
         }
-        // SQS and CloudWatch.
         if support::tcp_up(&support::host_port(&support::aws_endpoint())) {
-            let _ = boto3(&format!(
-                "for u in sqs.list_queues(QueueNamePrefix={stem:?}).get('QueueUrls', []):\n    sqs.delete_queue(QueueUrl=u)\n\
-                 names = [a['AlarmName'] for a in cw.describe_alarms(AlarmNamePrefix={stem:?})['MetricAlarms']]\n\
-                 if names:\n    cw.delete_alarms(AlarmNames=names)\n"
-            ));
+            self.aws.delete_prefixed(&self.stem);
         }
-        // Kafka.
         if support::tcp_up(&support::kafka_bootstrap()) {
-            let names = topics(&stem);
-            if !names.is_empty() {
-                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                let _ = block(kafka_admin().delete_topics(&refs, &AdminOptions::new()));
-            }
+            support::kafka::delete_prefixed(&self.stem);
         }
     }
-}
-
-fn enc(name: &str) -> String {
-    name.replace('%', "%25").replace('/', "%2F")
-}
-
-/// Runs a boto3 script with `sqs` and `cw` clients for the local endpoint, as an operator's
-/// script would (not through dlqctl); returns its stdout.
-fn boto3(script: &str) -> String {
-    let python = support::cache_dir().join("venv/bin/python");
-    let prelude = format!(
-        "import boto3, json\nsqs = boto3.client('sqs', endpoint_url={e:?}, region_name='us-east-1')\ncw = boto3.client('cloudwatch', endpoint_url={e:?}, region_name='us-east-1')\n",
-        e = support::aws_endpoint()
-    );
-    let out = Command::new(&python)
-        .arg("-c")
-        .arg(format!("{prelude}{script}"))
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "{} runs (scripts/stack up installs it): {e}",
-                python.display()
-            )
-        });
-    assert!(
-        out.status.success(),
-        "boto3 script failed:\n{script}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn sqs_exists(name: &str) -> bool {
-    boto3(&format!(
-        "print(any(u.rsplit('/', 1)[-1] == {name:?} for u in sqs.list_queues(QueueNamePrefix={name:?}).get('QueueUrls', [])))"
-    ))
-    .trim()
-        == "True"
-}
-
-fn kafka_admin() -> Arc<AdminClient<DefaultClientContext>> {
-    Arc::new(
-        ClientConfig::new()
-            .set("bootstrap.servers", support::kafka_bootstrap())
-            .set("allow.auto.create.topics", "false")
-            .create()
-            .expect("admin client"),
-    )
-}
-
-fn topics(prefix: &str) -> Vec<String> {
-    let md = kafka_admin()
-        .inner()
-        .fetch_metadata(None, Duration::from_secs(10))
-        .expect("metadata");
-    md.topics()
-        .iter()
-        .filter(|t| t.name().starts_with(prefix) && t.error().is_none())
-        .map(|t| t.name().to_owned())
-        .collect()
-}
-
-/// A topic to create by hand: name, partitions, configs.
-type TopicSpec<'a> = (&'a str, i32, &'a [(&'a str, &'a str)]);
-
-fn create_topics(specs: &[TopicSpec]) {
-    let news: Vec<NewTopic> = specs
-        .iter()
-        .map(|(name, partitions, configs)| {
-            let mut t = NewTopic::new(name, *partitions, TopicReplication::Fixed(1));
-            for (k, v) in *configs {
-                t = t.set(k, v);
-            }
-            t
-        })
-        .collect();
-    let refs: Vec<&NewTopic> = news.iter().collect();
-    for r in block(kafka_admin().create_topics(refs, &AdminOptions::new())).expect("CreateTopics") {
-        r.unwrap_or_else(|(t, e)| panic!("{t}: {e}"));
-    }
-}
-
-async fn rabbit(method: reqwest::Method, path: &str, body: Value) {
-    let (status, answer) = api(method, path, Some(body)).await;
-    assert!((200..300).contains(&status), "{path}: {status} {answer}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,25 +230,25 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
     // messages a week, and a queue with a length limit that no channel explains.
     block(async {
         let q = |args: Value| json!({"durable": true, "auto_delete": false, "arguments": args});
-        rabbit(
+        api_ok(
             reqwest::Method::PUT,
             &format!("/api/queues/%2F/{main}"),
             q(json!({"x-max-length": 10000})),
         )
         .await;
-        rabbit(
+        api_ok(
             reqwest::Method::PUT,
             &format!("/api/queues/%2F/{retry}"),
             q(json!({"x-message-ttl": 10000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": main})),
         )
         .await;
-        rabbit(
+        api_ok(
             reqwest::Method::PUT,
             &format!("/api/queues/%2F/{dlq}"),
             q(json!({"x-message-ttl": 604_800_000})),
         )
         .await;
-        rabbit(
+        api_ok(
             reqwest::Method::PUT,
             &format!("/api/queues/%2F/{other}"),
             q(json!({})),
@@ -405,13 +271,8 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
         "an unmanaged setting is reported, not dropped\n{}",
         o.stderr
     );
-    assert!(
-        o.stderr
-            .contains(&format!("queue {other} (vhost /): fits no channel")),
-        "{}",
-        o.stderr
-    );
-    assert!(o.stderr.contains("maxAttempts"), "{}", o.stderr);
+    o.assert_stderr_contains(&format!("queue {other} (vhost /): fits no channel"));
+    o.assert_stderr_contains("maxAttempts");
     w.assert_empty_plan(&["imported"], &[], "hand-made queues after import");
 }
 
@@ -422,16 +283,47 @@ fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
     };
     let s = &w.stem;
     let (main, dlq) = (format!("{s}-orders"), format!("{s}-orders-dlq"));
-    boto3(&format!(
-        "d = sqs.create_queue(QueueName={dlq:?}, Attributes={{'MessageRetentionPeriod': '1209600', 'VisibilityTimeout': '45'}})['QueueUrl']\n\
-         arn = sqs.get_queue_attributes(QueueUrl=d, AttributeNames=['QueueArn'])['Attributes']['QueueArn']\n\
-         sqs.create_queue(QueueName={main:?}, Attributes={{'RedrivePolicy': json.dumps({{'deadLetterTargetArn': arn, 'maxReceiveCount': '3'}}), 'VisibilityTimeout': '45', 'DelaySeconds': '2'}}, tags={{'team': 'orders'}})\n\
-         dims = [{{'Name': 'QueueName', 'Value': {dlq:?}}}]\n\
-         cw.put_metric_alarm(AlarmName={depth:?}, AlarmDescription='orders DLQ is filling up', Namespace='AWS/SQS', MetricName='ApproximateNumberOfMessagesVisible', Dimensions=dims, Statistic='Maximum', Period=300, EvaluationPeriods=2, Threshold=5, ComparisonOperator='GreaterThanThreshold', TreatMissingData='notBreaching', AlarmActions=['arn:aws:sns:us-east-1:123456789012:orders-ops'])\n\
-         cw.put_metric_alarm(AlarmName={odd:?}, Namespace='AWS/SQS', MetricName='ApproximateNumberOfMessagesVisible', Dimensions=dims, Statistic='Average', Period=60, EvaluationPeriods=1, Threshold=1, ComparisonOperator='GreaterThanThreshold')\n",
-        depth = format!("{dlq}-depth"),
-        odd = format!("{s}-orders-avg-alarm"),
-    ));
+    let aws = &w.aws;
+    aws.create(
+        &dlq,
+        &[
+            (QueueAttributeName::MessageRetentionPeriod, "1209600".into()),
+            (QueueAttributeName::VisibilityTimeout, "45".into()),
+        ],
+        &[],
+    );
+    let arn = aws.attributes(&dlq)["QueueArn"].clone();
+    // The RedrivePolicy as Python's json.dumps writes it, the count a string.
+    let redrive = format!(r#"{{"deadLetterTargetArn": "{arn}", "maxReceiveCount": "3"}}"#);
+    aws.create(
+        &main,
+        &[
+            (QueueAttributeName::RedrivePolicy, redrive),
+            (QueueAttributeName::VisibilityTimeout, "45".into()),
+            (QueueAttributeName::DelaySeconds, "2".into()),
+        ],
+        &[("team", "orders")],
+    );
+    block(
+        aws.put_alarm(
+            &format!("{dlq}-depth"),
+            &dlq,
+            Statistic::Maximum,
+            (300, 2),
+            5.0,
+        )
+        .alarm_description("orders DLQ is filling up")
+        .treat_missing_data("notBreaching")
+        .alarm_actions("arn:aws:sns:us-east-1:123456789012:orders-ops")
+        .send(),
+    )
+    .expect("PutMetricAlarm");
+    let odd = format!("{s}-orders-avg-alarm");
+    block(
+        aws.put_alarm(&odd, &dlq, Statistic::Average, (60, 1), 1.0)
+            .send(),
+    )
+    .expect("PutMetricAlarm");
 
     let o = w.import("local-sqs", &["--prefix", &main]);
     let text = w.imported_text();
@@ -446,25 +338,16 @@ fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
     ] {
         assert!(text.contains(expected), "missing `{expected}`\n{text}");
     }
-    assert!(o.stderr.contains("DelaySeconds = 2"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!(
-            "alarm {s}-orders-avg-alarm: not imported, left as is"
-        )),
-        "{}",
-        o.stderr
-    );
-    assert!(o.stderr.contains("--adopt"), "{}", o.stderr);
+    o.assert_stderr_contains("DelaySeconds = 2");
+    o.assert_stderr_contains(&format!(
+        "alarm {s}-orders-avg-alarm: not imported, left as is"
+    ));
+    o.assert_stderr_contains("--adopt");
 
     // Adoption: an update that only adds the two tags, on each of the three objects.
     let p = w.run(&["plan", "imported", "--adopt", "--detailed-exitcode"]);
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout
-            .contains("Plan: 0 to create, 3 to update, 0 to replace, 0 to delete."),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains("Plan: 0 to create, 3 to update, 0 to replace, 0 to delete.");
     let fields: Vec<&str> = p
         .stdout
         .lines()
@@ -482,12 +365,10 @@ fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
         refused.stdout
     );
     w.ok(&["apply", "imported", "--adopt", "--auto-approve"]);
-    let tags = boto3(&format!(
-        "u = sqs.get_queue_url(QueueName={main:?})['QueueUrl']\nprint(json.dumps(sqs.list_queue_tags(QueueUrl=u)['Tags'], sort_keys=True))"
-    ));
+    let tags = serde_json::to_value(w.aws.tags(&main)).unwrap_or_default();
     let channel = main.clone();
     assert_eq!(
-        serde_json::from_str::<Value>(tags.trim()).unwrap_or_default(),
+        tags,
         json!({"dlqctl-channel": channel, "managed-by": "dlqctl", "team": "orders"}),
         "the tags were added, the existing one kept"
     );
@@ -530,32 +411,45 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
     ] {
         assert!(text.contains(expected), "missing `{expected}`\n{text}");
     }
-    assert!(o.stderr.contains("assumption"), "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!("topic {misc}: fits no channel")),
-        "{}",
-        o.stderr
-    );
+    o.assert_stderr_contains("assumption");
+    o.assert_stderr_contains(&format!("topic {misc}: fits no channel"));
     // A config on one topic only: no `kafka.config` can say it; reported, then a plan note.
-    assert!(
-        o.stderr.contains(&format!(
+    o.assert_stderr_contains(&format!(
             "topic {main}: not in the spec, left as is (plans list it as a note): config.max.message.bytes = 2000000"
-        )),
-        "{}",
-        o.stderr
-    );
+        ));
     w.assert_empty_plan(&["imported"], &[], "hand-made topics after import");
     let p = w.ok(&["plan", "imported"]);
-    assert!(
-        p.stdout
-            .contains("unmanaged setting, left as is: config.max.message.bytes = 2000000"),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains("unmanaged setting, left as is: config.max.message.bytes = 2000000");
 }
 
 // ---------------------------------------------------------------------------------------------
 // --prune
+
+impl World {
+    /// `apply specs --prune --auto-approve <extra>`.
+    fn apply_prune(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["apply", "specs", "--prune", "--auto-approve"];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// A prune with every consent given, which must succeed.
+    fn prune_all(&self) {
+        let done = self.apply_prune(&["--allow-delete", "--allow-message-loss"]);
+        assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    }
+}
+
+/// One of the planned deletes is `what` and shows its live message count, `n`.
+fn assert_deletes_one_holding(deletes: &[String], what: &str, n: u64) {
+    let holds = format!("holds {n} messages");
+    assert!(
+        deletes
+            .iter()
+            .any(|d| d.contains(what) && d.contains(&holds)),
+        "{deletes:#?}"
+    );
+}
 
 /// Plans with --prune and returns the resources it would delete.
 fn pruned(w: &World) -> Vec<String> {
@@ -579,7 +473,7 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     w.ok(&["apply", "specs", "--auto-approve"]);
     // A look-alike outside the ownership prefixes, made by hand.
     let lookalike = format!("{}x.b.dlq", w.stem);
-    block(rabbit(
+    block(api_ok(
         reqwest::Method::PUT,
         &format!("/api/queues/%2F/{lookalike}"),
         json!({"durable": true}),
@@ -596,36 +490,13 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
         deletes.iter().all(|d| d.contains(&format!("{b}."))),
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("queue {b}.dlq")) && d.contains("holds 0 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&["apply", "specs", "--prune", "--auto-approve"]);
+    assert_deletes_one_holding(&deletes, &format!("queue {b}.dlq"), 0);
+    let refused = w.apply_prune(&[]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("--allow-delete"),
-        "{}",
-        refused.stderr
-    );
+    refused.assert_stderr_contains("--allow-delete");
 
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
-    let exists = |q: &str| {
-        block(api(
-            reqwest::Method::GET,
-            &format!("/api/queues/%2F/{q}"),
-            None,
-        ))
-        .0 == 200
-    };
+    w.prune_all();
+    let exists = |q: &str| queue_status(q) == 200;
     assert!(!exists(&format!("{b}.dlq")) && !exists(&format!("{b}.process")));
     assert!(exists(&format!("{a}.dlq")) && exists(&format!("{a}.process")));
     assert!(
@@ -646,12 +517,13 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     w.ok(&["apply", "specs", "--auto-approve"]);
     // Look-alikes by hand: untagged inside the prefixes, and tagged as dlqctl's outside them.
     let (untagged, outside) = (format!("{b}-dlq-copy"), format!("{}x-b-dlq", w.stem));
-    boto3(&format!(
-        "sqs.create_queue(QueueName={untagged:?})\n\
-         sqs.create_queue(QueueName={outside:?}, tags={{'managed-by': 'dlqctl', 'dlqctl-channel': {b:?}}})\n\
-         sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName={dlq:?})['QueueUrl'], MessageBody='kept for a human')\n",
-        dlq = format!("{b}-dlq"),
-    ));
+    w.aws.create(&untagged, &[], &[]);
+    w.aws.create(
+        &outside,
+        &[],
+        &[("managed-by", "dlqctl"), ("dlqctl-channel", &b)],
+    );
+    w.aws.send(&format!("{b}-dlq"), "kept for a human");
     std::fs::remove_file(b_spec).expect("remove b's spec");
 
     let deletes = pruned(&w);
@@ -670,40 +542,21 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
         ],
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("queue {b}-dlq")) && d.contains("holds 1 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-    ]);
+    assert_deletes_one_holding(&deletes, &format!("queue {b}-dlq"), 1);
+    let refused = w.apply_prune(&["--allow-delete"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.assert_stderr_contains("--allow-message-loss");
     assert!(
-        refused.stderr.contains("--allow-message-loss"),
-        "{}",
-        refused.stderr
+        w.aws.exists(&format!("{b}-dlq")),
+        "refused with zero writes"
     );
-    assert!(sqs_exists(&format!("{b}-dlq")), "refused with zero writes");
 
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
-    assert!(!sqs_exists(&b) && !sqs_exists(&format!("{b}-dlq")));
-    assert!(sqs_exists(&a) && sqs_exists(&format!("{a}-dlq")));
-    assert!(sqs_exists(&untagged), "an untagged look-alike survives");
+    w.prune_all();
+    assert!(!w.aws.exists(&b) && !w.aws.exists(&format!("{b}-dlq")));
+    assert!(w.aws.exists(&a) && w.aws.exists(&format!("{a}-dlq")));
+    assert!(w.aws.exists(&untagged), "an untagged look-alike survives");
     assert!(
-        sqs_exists(&outside),
+        w.aws.exists(&outside),
         "a tagged queue outside the prefixes survives"
     );
     w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
@@ -738,29 +591,11 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
         deletes.iter().all(|d| d.contains(&format!("topic {b}"))),
         "{deletes:#?}"
     );
-    assert!(
-        deletes
-            .iter()
-            .any(|d| d.contains(&format!("topic {b}-dlt ")) && d.contains("holds 1 messages")),
-        "{deletes:#?}"
-    );
-    let refused = w.run(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-    ]);
+    assert_deletes_one_holding(&deletes, &format!("topic {b}-dlt "), 1);
+    let refused = w.apply_prune(&["--allow-delete"]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
-    w.ok(&[
-        "apply",
-        "specs",
-        "--prune",
-        "--auto-approve",
-        "--allow-delete",
-        "--allow-message-loss",
-    ]);
-    let left = topics(&w.stem);
+    w.prune_all();
+    let left: Vec<String> = support::kafka::topics(&w.stem).into_keys().collect();
     assert!(left.iter().all(|t| !t.starts_with(b.as_str())), "{left:?}");
     assert_eq!(
         left.iter().filter(|t| t.starts_with(a.as_str())).count(),

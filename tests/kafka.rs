@@ -13,209 +13,31 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dlqctl::backend::kafka::ffi::{self, Admin, ConfigOp};
+use dlqctl::backend::kafka::ffi::ConfigOp;
 use rdkafka::ClientConfig;
-use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use serde_json::Value;
-use support::{Output, dlqctl, output, unique};
-
-/// The Kafka examples: every example channel on the `local-kafka` target.
-fn kafka_examples() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(support::root().join("examples"))
-        .expect("examples/")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("target: local-kafka")))
-        .collect();
-    out.sort();
-    out
-}
-
-/// Per-test workspace: a targets file pointing at the local broker, and one channel's spec.
-struct Fixture {
-    dir: tempfile::TempDir,
-    channel: String,
-}
-
-impl Fixture {
-    fn new() -> Option<Self> {
-        if !support::require(
-            "Kafka (tansu)",
-            support::tcp_up(&support::kafka_bootstrap()),
-        ) {
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
-            .expect("examples/dlqctl.yaml")
-            .replace(
-                "bootstrapServers: 127.0.0.1:9092",
-                &format!("bootstrapServers: {}", support::kafka_bootstrap()),
-            );
-        std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
-        Some(Fixture {
-            dir,
-            channel: unique("inventory.t"),
-        })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Writes an example as `channel.yaml`, renamed to this fixture's channel, with edits.
-    fn write(&self, example: &Path, edit: impl Fn(String) -> String) {
-        let text = std::fs::read_to_string(example).expect("example");
-        // The first `  name:` is the metadata's (metadata comes before spec in the examples).
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("  name: "))
-            .expect("metadata.name")
-            .to_owned();
-        let text = text.replacen(&line, &format!("  name: {}", self.channel), 1);
-        std::fs::write(self.dir.path().join("channel.yaml"), edit(text)).expect("write spec");
-    }
-
-    fn write_inventory(&self, edit: impl Fn(String) -> String) {
-        self.write(&support::root().join("examples/inventory-kafka.yaml"), edit);
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        output(
-            dlqctl()
-                .args(args)
-                .arg("--color")
-                .arg("never")
-                .current_dir(self.path()),
-        )
-    }
-
-    fn plan(&self) -> Output {
-        self.run(&["plan", "channel.yaml", "--detailed-exitcode"])
-    }
-
-    fn apply(&self) -> Output {
-        self.run(&["apply", "channel.yaml", "--auto-approve"])
-    }
-
-    /// The live topics of this channel, with their partition counts.
-    fn topics(&self) -> BTreeMap<String, usize> {
-        live_topics(&self.channel)
-    }
-
-    fn main(&self) -> String {
-        self.channel.clone()
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let names: Vec<String> = live_topics(&self.channel).into_keys().collect();
-        if !names.is_empty() {
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            let _ = block(admin().delete_topics(&refs, &AdminOptions::new()));
-        }
-    }
-}
-
-fn block<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(f)
-}
-
-/// An operator's admin client (never auto-creates topics).
-fn admin() -> Arc<Admin> {
-    let admin: Admin = ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("allow.auto.create.topics", "false")
-        .create()
-        .expect("admin client");
-    Arc::new(admin)
-}
-
-fn live_topics(prefix: &str) -> BTreeMap<String, usize> {
-    let md = admin()
-        .inner()
-        .fetch_metadata(None, Duration::from_secs(10))
-        .expect("metadata");
-    md.topics()
-        .iter()
-        .filter(|t| t.name().starts_with(prefix) && t.error().is_none())
-        .map(|t| (t.name().to_owned(), t.partitions().len()))
-        .collect()
-}
-
-/// A config change made by hand, through IncrementalAlterConfigs.
-fn alter(topic: &str, op: ConfigOp) {
-    let answers = block(ffi::incremental_alter_topic_configs(
-        &admin(),
-        &[(topic.to_owned(), vec![op])],
-        Duration::from_secs(10),
-    ))
-    .expect("IncrementalAlterConfigs");
-    for (t, r) in answers {
-        r.unwrap_or_else(|e| panic!("{t}: {e}"));
-    }
-}
-
-fn set(key: &str, value: &str) -> ConfigOp {
-    ConfigOp::Set {
-        key: key.into(),
-        value: value.into(),
-    }
-}
-
-fn assert_empty_plan(f: &Fixture, context: &str) {
-    let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "{context}: plan must be empty (exit 0)\n{}{}",
-        p.stdout, p.stderr
-    );
-    assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
-}
+use support::kafka::{Fixture, alter, create_topics, delete_topics, set};
+use support::{block, unique};
 
 #[test]
 fn every_kafka_example_applies_then_plans_empty_and_a_second_apply_writes_nothing() {
-    let examples = kafka_examples();
+    let examples = support::examples_on("local-kafka");
     assert!(
         !examples.is_empty(),
         "no example uses the local-kafka target"
     );
     for example in examples {
         let Some(f) = Fixture::new() else { return };
-        let name = example.display();
-        f.write(&example, |t| t);
-        let first = f.plan();
-        assert_eq!(
-            first.code, 2,
-            "{name}: a fresh channel has changes\n{}{}",
-            first.stdout, first.stderr
-        );
-
-        let a = f.apply();
-        assert_eq!(a.code, 0, "{name}\n{}{}", a.stdout, a.stderr);
-        assert_empty_plan(&f, &format!("{name} after apply"));
-
-        let again = f.apply();
-        assert_eq!(again.code, 0, "{name}\n{}{}", again.stdout, again.stderr);
-        assert!(again.stdout.contains("No changes."), "{}", again.stdout);
-        assert!(
-            !again.stderr.contains("[1/"),
-            "{name}: a second apply makes no writes\n{}",
-            again.stderr
-        );
+        f.write_from(&example, |t| t);
+        f.first_apply(&example);
+        f.assert_second_apply_writes_nothing(&example);
 
         // A no-change plan costs one Metadata and one DescribeConfigs request, whatever the
         // number of topics.
         let stats = f.run(&["plan", "channel.yaml", "--stats"]);
-        assert!(stats.stderr.contains("API calls: 2\n"), "{}", stats.stderr);
+        stats.assert_stderr_contains("API calls: 2\n");
         assert!(
             stats.stderr.contains("1  kafka:Metadata")
                 && stats.stderr.contains("1  kafka:DescribeConfigs"),
@@ -227,9 +49,7 @@ fn every_kafka_example_applies_then_plans_empty_and_a_second_apply_writes_nothin
 
 #[test]
 fn the_inventory_example_has_the_topics_spring_kafka_expects() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let c = &f.channel;
     // Backoff 1 s × 2 up to 4 s, 4 attempts: one retry topic per delay, DLT as wide as the source.
     let expected: BTreeMap<String, usize> = [
@@ -296,8 +116,8 @@ fn every_naming_profile_applies_then_plans_empty() {
     ];
     for (profile, edit, suffixes) in cases {
         let Some(f) = Fixture::new() else { return };
-        f.write_inventory(edit);
-        let a = f.apply();
+        f.write_example(edit);
+        let a = f.apply(&[]);
         assert_eq!(a.code, 0, "{profile}\n{}{}", a.stdout, a.stderr);
         let live: Vec<String> = f.topics().into_keys().filter(|t| t != &f.channel).collect();
         let mut expected: Vec<String> = suffixes
@@ -309,15 +129,13 @@ fn every_naming_profile_applies_then_plans_empty() {
         }
         expected.sort();
         assert_eq!(live, expected, "{profile}");
-        assert_empty_plan(&f, profile);
+        f.assert_empty_plan(profile);
     }
 }
 
 #[test]
 fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let main = f.main();
     let dlt = format!("{main}-dlt");
     let retry = format!("{main}-retry-2000");
@@ -331,77 +149,40 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
     );
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!("~ update     topic {main}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("config.retention.ms: 1000 → 604800000"),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains(&format!("~ update     topic {dlt}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout
-            .contains("config.cleanup.policy: (absent) → \"delete\""),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("~ update     topic {main}\n"));
+    p.assert_stdout_contains("config.retention.ms: 1000 → 604800000");
+    p.assert_stdout_contains(&format!("~ update     topic {dlt}\n"));
+    p.assert_stdout_contains("config.cleanup.policy: (absent) → \"delete\"");
 
     // A retry topic deleted by hand is created again.
-    block(admin().delete_topics(&[retry.as_str()], &AdminOptions::new())).expect("delete");
+    delete_topics(&[&retry]);
     let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("+ create     topic {retry}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout
-            .contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete."),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("+ create     topic {retry}\n"));
+    p.assert_stdout_contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete.");
 
-    let a = f.apply();
+    let a = f.apply(&[]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
-    assert_empty_plan(&f, "after repair");
+    f.assert_empty_plan("after repair");
     assert!(f.topics().contains_key(&retry));
 }
 
 #[test]
 fn a_shorter_retention_is_guarded_as_message_loss() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
-    f.write_inventory(|t| t.replace("  retention: 7d\n", "  retention: 1d\n"));
-    let p = f.plan();
-    assert!(
-        p.stdout
-            .contains("lowering retention.ms from 7d to 1d deletes the records older than that"),
-        "{}",
-        p.stdout
+    let Some(f) = Fixture::applied() else { return };
+    let p = f.plan_edited(|t| t.replace("  retention: 7d\n", "  retention: 1d\n"));
+    p.assert_stdout_contains(
+        "lowering retention.ms from 7d to 1d deletes the records older than that",
     );
-    let refused = f.apply();
+    let refused = f.apply(&[]);
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
     assert!(
         refused.stderr.contains("--allow-message-loss") && !refused.stderr.contains("[1/"),
         "{}",
         refused.stderr
     );
-    let done = f.run(&[
-        "apply",
-        "channel.yaml",
-        "--auto-approve",
-        "--allow-message-loss",
-    ]);
+    let done = f.apply(&["--allow-message-loss"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert_empty_plan(&f, "after the shorter retention");
+    f.assert_empty_plan("after the shorter retention");
 }
 
 #[test]
@@ -409,44 +190,24 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
     // Growing partitions is a plain update made by CreatePartitions; tansu 0.6.0 answers it
     // with UnsupportedFeature, so here only the plan and the error are checked (the request
     // itself is unit-tested in src/backend/kafka/mod.rs).
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let main = f.main();
 
-    f.write_inventory(|t| t.replace("partitions: 3", "partitions: 4"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!(
-            "~ update     topic {main}\n        partitions: 3 → 4"
-        )),
-        "{}",
-        p.stdout
-    );
-    let a = f.apply();
+    let p = f.plan_edited(|t| t.replace("partitions: 3", "partitions: 4"));
+    p.assert_stdout_contains(&format!(
+        "~ update     topic {main}\n        partitions: 3 → 4"
+    ));
+    let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
     // The error names the target and the topic (the dead-letter topic goes first).
-    assert!(
-        a.stderr.contains(&format!(
-            "target `local-kafka`: topic `{main}-dlt`: CreatePartitions: "
-        )),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains(&format!(
+        "target `local-kafka`: topic `{main}-dlt`: CreatePartitions: "
+    ));
 
-    f.write_inventory(|t| t.replace("partitions: 3", "partitions: 2"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("! impossible topic {main}\n")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("Kafka cannot remove partitions (3 → 2)"),
-        "{}",
-        p.stdout
-    );
-    let refused = f.apply();
+    let p = f.plan_edited(|t| t.replace("partitions: 3", "partitions: 2"));
+    p.assert_stdout_contains(&format!("! impossible topic {main}\n"));
+    p.assert_stdout_contains("Kafka cannot remove partitions (3 → 2)");
+    let refused = f.apply(&[]);
     assert_eq!(refused.code, 1);
     assert!(
         refused.stderr.contains("cannot remove partitions") && !refused.stderr.contains("[1/"),
@@ -454,13 +215,9 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
         refused.stderr
     );
 
-    f.write_inventory(|t| t.replace("replicationFactor: 1", "replicationFactor: 3"));
-    let p = f.plan();
-    assert!(
-        p.stdout
-            .contains("changing the replication factor (1 → 3) needs a partition reassignment"),
-        "{}",
-        p.stdout
+    let p = f.plan_edited(|t| t.replace("replicationFactor: 1", "replicationFactor: 3"));
+    p.assert_stdout_contains(
+        "changing the replication factor (1 → 3) needs a partition reassignment",
     );
     assert_eq!(
         f.topics().values().copied().collect::<Vec<_>>(),
@@ -475,9 +232,7 @@ fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     use rdkafka::{Message, Offset, TopicPartitionList};
 
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", support::kafka_bootstrap())
         .set("allow.auto.create.topics", "false")
@@ -523,22 +278,15 @@ fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
 #[test]
 fn a_stale_saved_plan_is_refused_with_zero_writes() {
     let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}", p.stderr);
+    f.write_example(|t| t);
+    f.save_plan();
     // Someone creates the dead-letter topic by hand between plan and apply.
     let dlt = format!("{}-dlt", f.channel);
-    let new = NewTopic::new(&dlt, 1, TopicReplication::Fixed(1));
-    block(admin().create_topics([&new], &AdminOptions::new())).expect("create by hand");
+    create_topics(&[(&dlt, 1, &[])]);
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(
-        a.stderr
-            .contains(&format!("topic {dlt} on target `local-kafka` was created")),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains("refused");
+    a.assert_stderr_contains(&format!("topic {dlt} on target `local-kafka` was created"));
     assert_eq!(
         f.topics().into_keys().collect::<Vec<_>>(),
         vec![dlt.clone()],
@@ -546,24 +294,17 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
     );
 
     // Same for a config changed by hand after an update was planned.
-    block(admin().delete_topics(&[dlt.as_str()], &AdminOptions::new())).expect("delete");
-    assert_eq!(f.apply().code, 0);
+    delete_topics(&[&dlt]);
+    assert_eq!(f.apply(&[]).code, 0);
     let main = f.main();
     alter(&main, set("retention.ms", "1000"));
-    assert_eq!(
-        f.run(&["plan", "channel.yaml", "--out", "plan.json"]).code,
-        0
-    );
+    f.save_plan();
     alter(&main, set("retention.ms", "2000"));
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(
-        a.stderr.contains(&format!(
-            "topic {main} on target `local-kafka` was modified"
-        )),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains(&format!(
+        "topic {main} on target `local-kafka` was modified"
+    ));
     let p = f.plan();
     assert!(
         p.stdout.contains("config.retention.ms: 2000 → 604800000"),
@@ -574,48 +315,15 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 
 #[test]
 fn plans_render_in_every_format() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_inventory(|t| t);
-    assert_eq!(f.apply().code, 0);
+    let Some(f) = Fixture::applied() else { return };
     // One in-place update and one re-create.
     let main = f.main();
     alter(&main, set("retention.ms", "86400000"));
-    block(admin().delete_topics(
-        &[format!("{main}-retry-2000").as_str()],
-        &AdminOptions::new(),
-    ))
-    .expect("delete");
-    let mut settings = insta::Settings::clone_current();
-    // The random part of the channel name (`inventory.t<pid>-<time>-<n>`).
-    settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
-    settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
-    settings.add_filter(
-        r#""dlqctl_version": "[^"]+""#,
-        r#""dlqctl_version": "[VERSION]""#,
-    );
-    settings.add_filter(&regex_escape(&support::kafka_bootstrap()), "[BOOTSTRAP]");
-    settings.bind(|| {
-        for format in ["human", "json", "markdown"] {
-            let p = f.run(&["plan", "channel.yaml", "--format", format]);
-            assert_eq!(p.code, 0, "{}", p.stderr);
-            insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
-        }
-    });
+    delete_topics(&[&format!("{main}-retry-2000")]);
+    assert_plan_snapshots!(f, Some((&support::kafka_bootstrap(), "[BOOTSTRAP]")));
     let json: Value =
         serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout)
             .expect("JSON plan");
     assert_eq!(json["summary"]["update"], 1);
     assert_eq!(json["summary"]["create"], 1);
-}
-
-fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let special = "\\.+*?()|[]{}^$".contains(c);
-            special
-                .then_some('\\')
-                .into_iter()
-                .chain(std::iter::once(c))
-        })
-        .collect()
 }

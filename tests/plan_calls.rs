@@ -106,23 +106,5 @@ fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
     );
 
     // RabbitMQ keeps its state across stack restarts: remove what this test made.
-    support::rabbit::block(async {
-        for i in SQS..SQS + RABBIT {
-            let c = format!("{prefix}rmq-{i:05}");
-            for q in [c.clone(), format!("{c}.retry"), format!("{c}.dlq")] {
-                support::rabbit::api(
-                    reqwest::Method::DELETE,
-                    &format!("/api/queues/%2F/{q}"),
-                    None,
-                )
-                .await;
-                support::rabbit::api(
-                    reqwest::Method::DELETE,
-                    &format!("/api/policies/%2F/{q}"),
-                    None,
-                )
-                .await;
-            }
-        }
-    });
+    support::rabbit::delete_prefixed(&prefix);
 }

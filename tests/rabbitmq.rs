@@ -9,55 +9,25 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::rabbit::{Fixture, api, block, wait_for_messages};
-
-fn assert_empty_plan(f: &Fixture, context: &str) {
-    let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "{context}: plan must be empty (exit 0)\n{}{}",
-        p.stdout, p.stderr
-    );
-    assert!(p.stdout.contains("No changes."), "{context}\n{}", p.stdout);
-}
+use support::block;
+use support::rabbit::{
+    Fixture, amqp, api, delete_queue, publish, publish_on, queue_status, wait_for_messages,
+};
 
 #[test]
 fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
-    let first = f.plan();
-    assert_eq!(
-        first.code, 2,
-        "a fresh channel has changes\n{}{}",
-        first.stdout, first.stderr
-    );
-    assert!(
-        first
-            .stdout
-            .contains("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete."),
-        "{}",
-        first.stdout
-    );
-
-    let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let (first, a) = f.first_apply("the orders example");
+    first.assert_stdout_contains("Plan: 7 to create, 0 to update, 0 to replace, 0 to delete.");
     assert!(
         a.stderr.contains("[7/7]"),
         "each step is reported\n{}",
         a.stderr
     );
-    assert_empty_plan(&f, "after apply");
+    f.assert_second_apply_writes_nothing("the orders example");
 
-    let again = f.apply(&[]);
-    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
-    assert!(again.stdout.contains("No changes."), "{}", again.stdout);
-    assert!(
-        !again.stderr.contains("[1/"),
-        "a second apply makes no writes\n{}",
-        again.stderr
-    );
-
-    // The topology is the one the README documents.
+    // The topology is the one docs/rabbitmq.md documents.
     let [main, retry, dlq, _] = f.names();
     let (_, p) = block(api(
         reqwest::Method::GET,
@@ -74,19 +44,12 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
         None,
     ));
     assert_eq!(p["definition"]["dead-letter-routing-key"], json!(retry));
-    let (status, _) = block(api(
-        reqwest::Method::GET,
-        &format!("/api/queues/%2F/{dlq}"),
-        None,
-    ));
-    assert_eq!(status, 200);
+    assert_eq!(queue_status(&dlq), 200);
 }
 
 #[test]
 fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     let [main, retry, _, exchange] = f.names();
     block(async {
         // An operator edits the retry policy, deletes the DLQ... no: the retry queue, and a binding.
@@ -108,61 +71,29 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
     });
     let p = f.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stdout.contains(&format!("~ update     policy {retry}")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("definition.message-ttl: 9000 → 5000"),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains(&format!(
-            "+ create     binding {exchange} -> {main} [process]"
-        )),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("~ update     policy {retry}"));
+    p.assert_stdout_contains("definition.message-ttl: 9000 → 5000");
+    p.assert_stdout_contains(&format!(
+        "+ create     binding {exchange} -> {main} [process]"
+    ));
 
     // A deleted queue is re-created.
-    block(api(
-        reqwest::Method::DELETE,
-        &format!("/api/queues/%2F/{retry}"),
-        None,
-    ));
+    delete_queue(&retry);
     let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("+ create     queue {retry}")),
-        "{}",
-        p.stdout
-    );
+    p.assert_stdout_contains(&format!("+ create     queue {retry}"));
     assert_eq!(f.apply(&[]).code, 0);
-    assert_empty_plan(&f, "after repair");
+    f.assert_empty_plan("after repair");
 }
 
 #[test]
 fn changing_a_delay_updates_the_policy_in_place() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
-    f.write_example(|t| t.replace("backoff: {initial: 5s}", "backoff: {initial: 7s}"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains("definition.message-ttl: 5000 → 7000"),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout
-            .contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete."),
-        "{}",
-        p.stdout
-    );
+    let Some(f) = Fixture::applied() else { return };
+    let p = f.plan_edited(|t| t.replace("backoff: {initial: 5s}", "backoff: {initial: 7s}"));
+    p.assert_stdout_contains("definition.message-ttl: 5000 → 7000");
+    p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
     let a = f.apply(&[]);
     assert_eq!(a.code, 0, "an in-place update needs no flag\n{}", a.stderr);
-    assert_empty_plan(&f, "after the update");
+    f.assert_empty_plan("after the update");
 }
 
 #[test]
@@ -176,7 +107,7 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     };
     f.write_example(args_mode("initial: 5s"));
     assert_eq!(f.apply(&[]).code, 0);
-    assert_empty_plan(&f, "arguments mode");
+    f.assert_empty_plan("arguments mode");
     let [main, retry, dlq, _] = f.names();
     // Exactly what a hand-written consumer would declare for this topology.
     let args = |q: String| {
@@ -197,47 +128,14 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     // A message waits in the retry queue; changing its TTL means rebuilding the queue.
     block(publish("", &retry, b"keep me"));
     wait_for_messages(&retry, 1);
-    f.write_example(args_mode("initial: 6s"));
-    let p = f.plan();
-    assert!(
-        p.stdout.contains(&format!("-/+ replace    queue {retry}")),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("holds 1 messages that would be lost"),
-        "{}",
-        p.stdout
-    );
-    assert!(
-        p.stdout.contains("arguments.x-message-ttl: 5000 → 6000"),
-        "{}",
-        p.stdout
-    );
+    let p = f.plan_edited(args_mode("initial: 6s"));
+    p.assert_stdout_contains(&format!("-/+ replace    queue {retry}"));
+    p.assert_stdout_contains("holds 1 messages that would be lost");
+    p.assert_stdout_contains("arguments.x-message-ttl: 5000 → 6000");
 
-    let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1);
-    assert!(
-        refused.stderr.contains("--allow-replace"),
-        "{}",
-        refused.stderr
-    );
-    let refused = f.apply(&["--allow-replace"]);
-    assert_eq!(
-        refused.code, 1,
-        "replace allowed, message loss not\n{}",
-        refused.stderr
-    );
-    assert!(
-        refused.stderr.contains("--allow-message-loss"),
-        "{}",
-        refused.stderr
-    );
-    assert!(
-        !refused.stderr.contains("[1/"),
-        "zero writes\n{}",
-        refused.stderr
-    );
+    let refused = f.apply_refused_replace();
+    refused.assert_stderr_contains("--allow-message-loss");
+    refused.assert_zero_writes();
     assert_eq!(
         args(retry.clone())["x-message-ttl"],
         json!(5000),
@@ -248,15 +146,14 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!(args(retry)["x-message-ttl"], json!(6000));
-    assert_empty_plan(&f, "after the replace");
+    f.assert_empty_plan("after the replace");
 }
 
 #[test]
 fn a_saved_plan_is_refused_when_the_live_state_changed() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
-    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}", p.stderr);
+    f.save_plan();
     let [main, ..] = f.names();
     // Someone creates the main queue by hand between plan and apply.
     block(api(
@@ -266,55 +163,21 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
     ));
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(
-        a.stderr.contains(&format!(
-            "queue {main} (vhost /) on target `local-rabbitmq` was created"
-        )),
-        "{}",
-        a.stderr
-    );
-    let (status, _) = block(api(
-        reqwest::Method::GET,
-        &format!("/api/queues/%2F/{}.dlq", f.channel),
-        None,
+    a.assert_stderr_contains("refused");
+    a.assert_stderr_contains(&format!(
+        "queue {main} (vhost /) on target `local-rabbitmq` was created"
     ));
     assert_eq!(
-        status, 404,
+        queue_status(&format!("{}.dlq", f.channel)),
+        404,
         "zero writes: the DLQ the plan would create does not exist"
     );
 
     // An unchanged saved plan applies.
-    block(api(
-        reqwest::Method::DELETE,
-        &format!("/api/queues/%2F/{main}"),
-        None,
-    ));
+    delete_queue(&main);
     let a = f.run(&["apply", "plan.json"]);
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
-    assert_empty_plan(&f, "after applying the saved plan");
-}
-
-/// Publishes one message through AMQP.
-async fn publish(exchange: &str, key: &str, body: &[u8]) {
-    use lapin::options::BasicPublishOptions;
-    let conn =
-        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
-            .await
-            .expect("AMQP");
-    let ch = conn.create_channel().await.expect("channel");
-    ch.basic_publish(
-        exchange.into(),
-        key.into(),
-        BasicPublishOptions::default(),
-        body,
-        lapin::BasicProperties::default(),
-    )
-    .await
-    .expect("publish")
-    .await
-    .expect("confirm");
-    let _ = conn.close(200, "done".into()).await;
+    f.assert_empty_plan("after applying the saved plan");
 }
 
 /// How many times the message has expired out of a retry queue, from its `x-death` header.
@@ -344,38 +207,27 @@ fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
 
 #[test]
 fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
-    let Some(f) = Fixture::new() else { return };
     // 3 attempts, 700 ms apart, to keep the test short.
-    f.write_example(|t| {
+    let Some(f) = Fixture::applied_with(|t| {
         t.replace("maxAttempts: 4", "maxAttempts: 3")
             .replace("initial: 5s", "initial: 700ms")
-    });
-    let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}", a.stderr);
+    }) else {
+        return;
+    };
     let [main, _, dlq, exchange] = f.names();
     block(async {
-        use lapin::options::{
-            BasicAckOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions,
-        };
-        let conn = lapin::Connection::connect(
-            &support::amqp_url(),
-            lapin::ConnectionProperties::default(),
-        )
-        .await
-        .expect("AMQP");
+        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+        let conn = amqp().await;
         let ch = conn.create_channel().await.expect("channel");
-        ch.basic_publish(
-            exchange.as_str().into(),
-            "process".into(),
-            BasicPublishOptions::default(),
+        publish_on(
+            &ch,
+            &exchange,
+            "process",
             b"order-42",
             lapin::BasicProperties::default(),
         )
-        .await
-        .expect("publish")
-        .await
-        .expect("confirm");
-        // The consumer contract from the README: reject while attempts remain; after the last
+        .await;
+        // The consumer contract from docs/rabbitmq.md: reject while attempts remain; after the last
         // attempt, publish to the DLQ and ack.
         let mut deliveries: Vec<Instant> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -402,17 +254,14 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
                     .await
                     .expect("reject");
             } else {
-                ch.basic_publish(
-                    "".into(),
-                    dlq.as_str().into(),
-                    BasicPublishOptions::default(),
+                publish_on(
+                    &ch,
+                    "",
+                    &dlq,
                     &msg.delivery.data,
                     msg.delivery.properties.clone(),
                 )
-                .await
-                .expect("publish to DLQ")
-                .await
-                .expect("confirm");
+                .await;
                 msg.delivery
                     .ack(BasicAckOptions::default())
                     .await
@@ -444,9 +293,7 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
 
 #[test]
 fn plans_render_in_every_format() {
-    let Some(f) = Fixture::new() else { return };
-    f.write_example(|t| t);
-    assert_eq!(f.apply(&[]).code, 0);
+    let Some(f) = Fixture::applied() else { return };
     // One in-place update, one re-create, and an unmanaged setting to report.
     let [main, retry, dlq, _] = f.names();
     block(async {
@@ -464,21 +311,7 @@ fn plans_render_in_every_format() {
         )
         .await;
     });
-    let mut settings = insta::Settings::clone_current();
-    // The random part of the channel name (`orders.t<pid>-<time>-<n>`), however it is escaped.
-    settings.add_filter(r"t\d+-\d+-\d+", "[ID]");
-    settings.add_filter(r#""hash": "[0-9a-f]{32}""#, r#""hash": "[HASH]""#);
-    settings.add_filter(
-        r#""dlqctl_version": "[^"]+""#,
-        r#""dlqctl_version": "[VERSION]""#,
-    );
-    settings.bind(|| {
-        for format in ["human", "json", "markdown"] {
-            let p = f.run(&["plan", "channel.yaml", "--format", format]);
-            assert_eq!(p.code, 0, "{}", p.stderr);
-            insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
-        }
-    });
+    assert_plan_snapshots!(f, None);
     let json: Value =
         serde_json::from_str(&f.run(&["plan", "channel.yaml", "--format", "json"]).stdout)
             .expect("JSON plan");

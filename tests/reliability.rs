@@ -11,8 +11,9 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use support::block;
 use support::proxy::{Faults, Proxy};
-use support::rabbit::{Fixture, api, block};
+use support::rabbit::{Fixture, api, delete_queue};
 
 fn rabbit_throttle() -> Faults {
     Faults {
@@ -20,6 +21,43 @@ fn rabbit_throttle() -> Faults {
         throttle_body: r#"{"error":"service_unavailable","reason":"throttled"}"#.into(),
         ..Faults::default()
     }
+}
+
+/// A fixture whose target talks to RabbitMQ through a proxy with `faults`, the example
+/// written; `None` when live tests may skip.
+fn through_proxy(faults: Faults) -> Option<(Proxy, Fixture)> {
+    let proxy = Proxy::start(&support::rabbitmq_url(), faults);
+    let f = Fixture::with_url(&proxy.addr)?;
+    f.write_example(|t| t);
+    Some((proxy, f))
+}
+
+/// Plans `via`, a workspace whose target is behind `proxy`, and checks it against the direct
+/// `baseline` (`plan --stats`): the same plan, within the retry budget. Returns the number of
+/// faults the proxy injected.
+fn assert_plan_unchanged_under_faults(
+    seed: u64,
+    proxy: &Proxy,
+    via: &support::workspace::Workspace,
+    baseline: &support::Output,
+) -> u64 {
+    let base_calls = calls(&baseline.stderr);
+    let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
+    assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
+    assert_eq!(
+        flaky.stdout, baseline.stdout,
+        "seed {seed}: the plan must not change under faults"
+    );
+    // The retry budget (documented in README and backend/retry.rs) per read.
+    let attempts = calls(&flaky.stderr);
+    assert!(
+        attempts <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
+        "seed {seed}: {attempts} calls for {base_calls} reads"
+    );
+    proxy
+        .counters
+        .faulted
+        .load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Total API calls from `plan --stats` output.
@@ -33,19 +71,14 @@ fn calls(stderr: &str) -> u64 {
 
 #[test]
 fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
-    let Some(direct) = Fixture::new() else { return };
-    direct.write_example(|t| t);
-    assert_eq!(direct.apply(&[]).code, 0);
+    let Some(direct) = Fixture::applied() else {
+        return;
+    };
     // One change to show, so the plan has content worth comparing.
     let retry = direct.names()[1].clone();
-    block(api(
-        reqwest::Method::DELETE,
-        &format!("/api/queues/%2F/{retry}"),
-        None,
-    ));
+    delete_queue(&retry);
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
-    let base_calls = calls(&baseline.stderr);
 
     let mut faulted = 0;
     for seed in 1..=8 {
@@ -65,22 +98,7 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
             via.path().join("channel.yaml"),
         )
         .expect("copy spec");
-        let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
-        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
-        assert_eq!(
-            flaky.stdout, baseline.stdout,
-            "seed {seed}: the plan must not change under faults"
-        );
-        // The retry budget (documented in README and backend/retry.rs) per read.
-        let attempts = calls(&flaky.stderr);
-        assert!(
-            attempts <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
-            "seed {seed}: {attempts} calls for {base_calls} reads"
-        );
-        faulted += proxy
-            .counters
-            .faulted
-            .load(std::sync::atomic::Ordering::SeqCst);
+        faulted += assert_plan_unchanged_under_faults(seed, &proxy, &via, &baseline);
     }
     assert!(
         faulted >= 3,
@@ -90,17 +108,12 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
 
 #[test]
 fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            fail_write: Some(3),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((_proxy, f)) = through_proxy(Faults {
+        fail_write: Some(3),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}", a.stderr);
     assert!(
@@ -108,12 +121,8 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
         "{}",
         a.stderr
     );
-    assert!(a.stderr.contains("FAILED"), "{}", a.stderr);
-    assert!(
-        a.stderr.contains("Apply stopped after 2 of 7 changes"),
-        "{}",
-        a.stderr
-    );
+    a.assert_stderr_contains("FAILED");
+    a.assert_stderr_contains("Apply stopped after 2 of 7 changes");
     assert!(
         a.stderr.contains("injected failure"),
         "the server's reason is shown\n{}",
@@ -130,23 +139,18 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
     );
     let done = f.apply(&[]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert!(done.stderr.contains("[5/5]"), "{}", done.stderr);
+    done.assert_stderr_contains("[5/5]");
     assert_eq!(f.plan().code, 0);
 }
 
 #[test]
 fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            lose_write_answer: Some(1),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((proxy, f)) = through_proxy(Faults {
+        lose_write_answer: Some(1),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let a = f.apply(&[]);
     assert_eq!(a.code, 1, "{}", a.stderr);
     assert_eq!(
@@ -159,24 +163,19 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
     );
     // The write did happen: a new plan re-reads and no longer lists it.
     let p = f.plan();
-    assert!(p.stdout.contains("Plan: 6 to create"), "{}", p.stdout);
+    p.assert_stdout_contains("Plan: 6 to create");
     assert_eq!(f.apply(&[]).code, 0);
     assert_eq!(f.plan().code, 0);
 }
 
 #[test]
 fn ctrl_c_finishes_the_current_step_then_stops() {
-    let proxy = Proxy::start(
-        &support::rabbitmq_url(),
-        Faults {
-            write_delay: Duration::from_millis(400),
-            ..rabbit_throttle()
-        },
-    );
-    let Some(f) = Fixture::with_url(&proxy.addr) else {
+    let Some((proxy, f)) = through_proxy(Faults {
+        write_delay: Duration::from_millis(400),
+        ..rabbit_throttle()
+    }) else {
         return;
     };
-    f.write_example(|t| t);
     let mut child = support::dlqctl()
         .args([
             "apply",
@@ -256,10 +255,8 @@ fn credentials_appear_nowhere() {
         .await;
         assert!(s == 201 || s == 204, "permissions: {s}");
     });
-    f.env = vec![
-        ("DLQCTL_RABBITMQ_USER".into(), user.clone()),
-        ("DLQCTL_RABBITMQ_PASSWORD".into(), secret.clone()),
-    ];
+    f.set_env("DLQCTL_RABBITMQ_USER", &user);
+    f.set_env("DLQCTL_RABBITMQ_PASSWORD", &secret);
     f.write_example(|t| t);
     let mut seen = Vec::new();
     for args in [
@@ -285,15 +282,10 @@ fn credentials_appear_nowhere() {
         std::fs::read_to_string(f.path().join("plan.json")).expect("saved plan"),
     ));
     // A wrong user with the secret as password: the error names the variables, not the value.
-    f.env[0].1 = "nobody".into();
+    f.set_env("DLQCTL_RABBITMQ_USER", "nobody");
     let r = f.run(&["plan", "channel.yaml"]);
     assert_eq!(r.code, 1);
-    assert!(
-        r.stderr
-            .contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD");
     seen.push(("401".into(), r.stdout + &r.stderr));
     for (what, text) in &seen {
         assert!(
@@ -309,11 +301,15 @@ fn credentials_appear_nowhere() {
 }
 
 /// One line, naming the target, exit 1, no panic or backtrace.
-fn assert_one_line_error(r: &support::Output, needle: &str) {
+fn assert_one_line_error(r: &support::Output, target: &str, needle: &str) {
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line:\n{}", r.stderr);
-    assert!(lines[0].contains("target `local-rabbitmq`"), "{}", r.stderr);
+    assert!(
+        lines[0].contains(&format!("target `{target}`")),
+        "{}",
+        r.stderr
+    );
     assert!(
         lines[0].contains(needle),
         "expected `{needle}` in\n{}",
@@ -330,28 +326,32 @@ fn assert_one_line_error(r: &support::Output, needle: &str) {
 fn bad_connections_are_one_actionable_line() {
     let Some(mut f) = Fixture::new() else { return };
     f.write_example(|t| t);
-    f.env[1].1 = "wrong-password".into();
-    assert_one_line_error(&f.plan(), "login failed");
+    f.set_env("DLQCTL_RABBITMQ_PASSWORD", "wrong-password");
+    assert_one_line_error(&f.plan(), "local-rabbitmq", "login failed");
 
-    f.env[1].1 = "guest".into();
+    f.set_env("DLQCTL_RABBITMQ_PASSWORD", "guest");
     f.write_example(|t| {
         t.replace(
             "    queueType: classic",
             "    vhost: /no-such-vhost\n    queueType: classic",
         )
     });
-    assert_one_line_error(&f.plan(), "vhost `/no-such-vhost`");
+    assert_one_line_error(&f.plan(), "local-rabbitmq", "vhost `/no-such-vhost`");
 
     f.env.retain(|(k, _)| k != "DLQCTL_RABBITMQ_PASSWORD");
     f.write_example(|t| t);
-    assert_one_line_error(&f.plan(), "DLQCTL_RABBITMQ_PASSWORD");
+    assert_one_line_error(&f.plan(), "local-rabbitmq", "DLQCTL_RABBITMQ_PASSWORD");
 
     // Port 9 (discard) on loopback: nothing listens there.
     let Some(closed) = Fixture::with_url("http://127.0.0.1:9") else {
         return;
     };
     closed.write_example(|t| t);
-    assert_one_line_error(&closed.plan(), "cannot connect to http://127.0.0.1:9");
+    assert_one_line_error(
+        &closed.plan(),
+        "local-rabbitmq",
+        "cannot connect to http://127.0.0.1:9",
+    );
 }
 
 #[test]
@@ -360,12 +360,7 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
     f.write_example(|t| t);
     let r = f.run(&["plan", "channel.yaml", "--insecure"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("--insecure: TLS certificates are not verified"),
-        "{}",
-        r.stderr
-    );
+    r.assert_stderr_contains("--insecure: TLS certificates are not verified");
     for sub in ["plan", "apply", "lint"] {
         let help = support::output(support::dlqctl().args([sub, "--help"]));
         assert!(
@@ -376,65 +371,15 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
     }
 }
 
-/// An SQS workspace: the example targets file pointing at `endpoint`, the payments example
-/// under a random channel name.
-fn sqs_workspace(endpoint: &str, channel: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
-        .expect("targets")
-        .replace("http://127.0.0.1:5000", endpoint);
-    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
-    let spec = std::fs::read_to_string(support::root().join("examples/payments-sqs.yaml"))
-        .expect("example")
-        .replace(
-            "name: payments-transactions-pending",
-            &format!("name: {channel}"),
-        );
-    std::fs::write(dir.path().join("channel.yaml"), spec).expect("write");
-    dir
-}
-
-fn run_in(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> support::Output {
-    support::output(
-        support::dlqctl()
-            .args(args)
-            .args(["--color", "never"])
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", "us-east-1")
-            .envs(env.iter().copied())
-            .current_dir(dir),
-    )
-}
-
 #[test]
 fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
-    if !support::require(
-        "moto",
-        support::tcp_up(&support::host_port(&support::aws_endpoint())),
-    ) {
+    let Some(direct) = support::sqs::Fixture::applied() else {
         return;
-    }
-    let channel = support::unique("rel-t");
-    let direct = sqs_workspace(&support::aws_endpoint(), &channel);
-    assert_eq!(
-        run_in(
-            direct.path(),
-            &[],
-            &["apply", "channel.yaml", "--auto-approve"]
-        )
-        .code,
-        0
-    );
+    };
     // Change the spec so the plan has something to say.
-    let spec = direct.path().join("channel.yaml");
-    let text = std::fs::read_to_string(&spec)
-        .expect("spec")
-        .replace("maxAttempts: 5", "maxAttempts: 6");
-    std::fs::write(&spec, text).expect("write");
-    let baseline = run_in(direct.path(), &[], &["plan", "channel.yaml", "--stats"]);
+    let spec = direct.write_example(|t| t.replace("maxAttempts: 5", "maxAttempts: 6"));
+    let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
     assert_eq!(baseline.code, 0, "{}", baseline.stderr);
-    let base_calls = calls(&baseline.stderr);
     let mut faulted = 0;
     for seed in 1..=6 {
         let proxy = Proxy::start(
@@ -446,28 +391,16 @@ fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
                 ..Faults::default()
             },
         );
-        let via = sqs_workspace(&proxy.addr, &channel);
+        let Some(via) = support::sqs::Fixture::with_endpoint(&proxy.addr) else {
+            return;
+        };
         std::fs::copy(&spec, via.path().join("channel.yaml")).expect("copy");
-        let flaky = run_in(via.path(), &[], &["plan", "channel.yaml", "--stats"]);
-        assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
-        assert_eq!(
-            flaky.stdout, baseline.stdout,
-            "seed {seed}: the plan must not change under faults"
-        );
-        assert!(
-            calls(&flaky.stderr) <= base_calls * u64::from(dlqctl::backend::retry::READ_ATTEMPTS),
-            "seed {seed}: beyond the retry budget"
-        );
-        faulted += proxy
-            .counters
-            .faulted
-            .load(std::sync::atomic::Ordering::SeqCst);
+        faulted += assert_plan_unchanged_under_faults(seed, &proxy, &via, &baseline);
     }
     assert!(
         faulted >= 3,
         "only {faulted} faults injected: the test proves nothing"
     );
-    // The channel's queues stay in moto, which is in memory and lives for one stack run.
 }
 
 #[test]
@@ -485,22 +418,23 @@ fn aws_and_kafka_credentials_appear_nowhere() {
         "KafkaSecret{}DoNotPrint",
         support::unique("y").replace('-', "")
     );
-    let channel = support::unique("cred-t");
-    let dir = sqs_workspace(&support::aws_endpoint(), &channel);
+    let Some(mut f) = support::sqs::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| t);
     // A Kafka target whose secret property comes from an env var, and a channel on it.
-    let targets = std::fs::read_to_string(dir.path().join("dlqctl.yaml"))
-        .expect("targets")
-        .replace("    bootstrapServers: 127.0.0.1:9092\n", &format!("    bootstrapServers: {}\n    secretProperties: {{sasl.password: KAFKA_PASSWORD}}\n", support::kafka_bootstrap()));
-    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
+    let line = format!("    bootstrapServers: {}\n", support::kafka_bootstrap());
+    f.edit_targets(|t| {
+        t.replace(
+            &line,
+            &format!("{line}    secretProperties: {{sasl.password: KAFKA_PASSWORD}}\n"),
+        )
+    });
     let kafka_channel = format!("inventory.{}", support::unique("cred"));
-    let kafka_spec = std::fs::read_to_string(support::root().join("examples/inventory-kafka.yaml"))
-        .expect("example")
-        .replace("name: inventory.events", &format!("name: {kafka_channel}"));
-    std::fs::write(dir.path().join("kafka.yaml"), kafka_spec).expect("write");
-    let env = [
-        ("AWS_SECRET_ACCESS_KEY", aws_secret.as_str()),
-        ("KAFKA_PASSWORD", kafka_secret.as_str()),
-    ];
+    let kafka_spec = support::workspace::renamed("inventory-kafka.yaml", &kafka_channel);
+    std::fs::write(f.path().join("kafka.yaml"), kafka_spec).expect("write");
+    f.set_env("AWS_SECRET_ACCESS_KEY", &aws_secret);
+    f.set_env("KAFKA_PASSWORD", &kafka_secret);
     let mut seen = Vec::new();
     for args in [
         &["plan", "."][..],
@@ -509,13 +443,14 @@ fn aws_and_kafka_credentials_appear_nowhere() {
         &["apply", "plan.json"],
         &["plan", ".", "--stats"],
     ] {
-        let r = run_in(dir.path(), &env, args);
+        let r = f.run(args);
         seen.push((format!("{args:?} (exit {})", r.code), r.stdout + &r.stderr));
     }
     seen.push((
         "plan.json".into(),
-        std::fs::read_to_string(dir.path().join("plan.json")).unwrap_or_default(),
+        std::fs::read_to_string(f.path().join("plan.json")).unwrap_or_default(),
     ));
+    support::kafka::delete_prefixed(&kafka_channel);
     for (what, text) in &seen {
         assert!(
             !text.contains(&aws_secret) && !text.contains(&kafka_secret),
@@ -532,35 +467,19 @@ fn aws_and_kafka_credentials_appear_nowhere() {
 
 #[test]
 fn unreachable_sqs_and_kafka_targets_are_one_actionable_line() {
-    let channel = support::unique("down-t");
     // Port 9 (discard) on loopback: nothing listens there.
-    let dir = sqs_workspace("http://127.0.0.1:9", &channel);
-    let r = run_in(dir.path(), &[], &["plan", "channel.yaml"]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "{}", r.stderr);
-    assert!(
-        lines[0].contains("target `local-sqs`") && !r.stderr.contains("panicked"),
-        "{}",
-        r.stderr
-    );
+    let w = support::sqs::workspace("http://127.0.0.1:9");
+    w.write_example(|t| t);
+    let r = w.run(&["plan", "channel.yaml"]);
+    assert_one_line_error(&r, "local-sqs", "target `local-sqs`");
 
-    let targets = std::fs::read_to_string(dir.path().join("dlqctl.yaml"))
-        .expect("targets")
-        .replace("127.0.0.1:9092", "127.0.0.1:9");
-    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write");
+    let line = format!("bootstrapServers: {}", support::kafka_bootstrap());
+    w.edit_targets(|t| t.replace(&line, "bootstrapServers: 127.0.0.1:9"));
     std::fs::copy(
         support::root().join("examples/inventory-kafka.yaml"),
-        dir.path().join("kafka.yaml"),
+        w.path().join("kafka.yaml"),
     )
     .expect("copy");
-    let r = run_in(dir.path(), &[], &["plan", "kafka.yaml"]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "{}", r.stderr);
-    assert!(
-        lines[0].contains("target `local-kafka`") && lines[0].contains("127.0.0.1:9"),
-        "{}",
-        r.stderr
-    );
+    let r = w.run(&["plan", "kafka.yaml"]);
+    assert_one_line_error(&r, "local-kafka", "127.0.0.1:9");
 }

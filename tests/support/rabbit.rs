@@ -1,18 +1,15 @@
-//! The RabbitMQ test fixture: a temp folder with a targets file and the orders example under
-//! a random channel name, run through the real binary; cleans up what it created.
-
-use std::path::{Path, PathBuf};
+//! RabbitMQ: the live fixture (the orders example under a random channel name, cleaned up on
+//! drop) and the third-party clients the tests use, as an operator would: the management API
+//! by hand (reqwest) and AMQP (lapin).
 
 use serde_json::Value;
 
-use super::{Output, dlqctl, output, unique};
+use super::block;
+use super::workspace::{Endpoints, Workspace};
 
-/// Per-test workspace: a targets file pointing at the local broker, and the channel's spec.
+/// A workspace with a channel on the `local-rabbitmq` target; deletes what it names on drop.
 pub struct Fixture {
-    pub dir: tempfile::TempDir,
-    pub channel: String,
-    /// Extra environment for the binary (credentials under test).
-    pub env: Vec<(String, String)>,
+    ws: Workspace,
 }
 
 impl Fixture {
@@ -22,60 +19,16 @@ impl Fixture {
 
     /// A fixture whose target talks to `url` (a fault-injecting proxy, a closed port, ...).
     pub fn with_url(url: &str) -> Option<Self> {
-        let up = super::tcp_up(&super::host_port(&super::rabbitmq_url()));
-        if !super::require("RabbitMQ management API", up) {
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let targets = std::fs::read_to_string(super::root().join("examples/dlqctl.yaml"))
-            .expect("examples/dlqctl.yaml")
-            .replace("http://127.0.0.1:15672", url);
-        std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
-        Some(Fixture {
-            dir,
-            channel: unique("orders.t"),
-            env: vec![
-                ("DLQCTL_RABBITMQ_USER".into(), "guest".into()),
-                ("DLQCTL_RABBITMQ_PASSWORD".into(), "guest".into()),
-            ],
+        let endpoints = Endpoints {
+            rabbitmq: url.to_owned(),
+            ..Endpoints::default()
+        };
+        up().then(|| Fixture {
+            ws: Workspace::new("orders-rabbitmq.yaml", "orders.t", &endpoints),
         })
     }
 
-    pub fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Writes the orders example with this fixture's channel name and the given edits.
-    pub fn write_example(&self, edit: impl Fn(String) -> String) -> PathBuf {
-        let text = std::fs::read_to_string(super::root().join("examples/orders-rabbitmq.yaml"))
-            .expect("example");
-        let text = text.replace("  name: orders\n", &format!("  name: {}\n", self.channel));
-        let path = self.dir.path().join("channel.yaml");
-        std::fs::write(&path, edit(text)).expect("write spec");
-        path
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        output(
-            dlqctl()
-                .args(args)
-                .arg("--color")
-                .arg("never")
-                .envs(self.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(self.path()),
-        )
-    }
-
-    pub fn plan(&self) -> Output {
-        self.run(&["plan", "channel.yaml", "--detailed-exitcode"])
-    }
-
-    pub fn apply(&self, extra: &[&str]) -> Output {
-        let mut args = vec!["apply", "channel.yaml", "--auto-approve"];
-        args.extend_from_slice(extra);
-        self.run(&args)
-    }
-
+    /// Main queue, retry queue, DLQ, exchange.
     pub fn names(&self) -> [String; 4] {
         let c = &self.channel;
         [
@@ -87,36 +40,18 @@ impl Fixture {
     }
 }
 
+fixture_face!(Fixture);
+
 impl Drop for Fixture {
     fn drop(&mut self) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let names = self.names();
-        rt.block_on(async {
-            for q in &names[..3] {
-                let _ = api(
-                    reqwest::Method::DELETE,
-                    &format!("/api/queues/%2F/{q}"),
-                    None,
-                )
-                .await;
-                let _ = api(
-                    reqwest::Method::DELETE,
-                    &format!("/api/policies/%2F/{q}"),
-                    None,
-                )
-                .await;
-            }
-            let _ = api(
-                reqwest::Method::DELETE,
-                &format!("/api/exchanges/%2F/{}", names[3]),
-                None,
-            )
-            .await;
-        });
+        delete_prefixed(&format!("{}.", self.channel));
     }
+}
+
+/// Whether the management API answers (the live rule: skip loudly, or fail when required).
+pub fn up() -> bool {
+    let up = super::tcp_up(&super::host_port(&super::rabbitmq_url()));
+    super::require("RabbitMQ management API", up)
 }
 
 /// A management API call made by hand, as an operator would (not through dlqctl).
@@ -134,12 +69,55 @@ pub async fn api(method: reqwest::Method, path: &str, body: Option<Value>) -> (u
     (status, value)
 }
 
-pub fn block<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(f)
+/// A management API call by hand that must succeed (2xx).
+pub async fn api_ok(method: reqwest::Method, path: &str, body: Value) {
+    let (status, answer) = api(method, path, Some(body)).await;
+    assert!((200..300).contains(&status), "{path}: {status} {answer}");
+}
+
+/// The HTTP status of `GET /api/queues/%2F/<queue>` (200: it exists, 404: it does not).
+pub fn queue_status(queue: &str) -> u16 {
+    block(api(
+        reqwest::Method::GET,
+        &format!("/api/queues/%2F/{queue}"),
+        None,
+    ))
+    .0
+}
+
+/// Deletes a queue by hand.
+pub fn delete_queue(queue: &str) {
+    block(api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{queue}"),
+        None,
+    ));
+}
+
+/// Deletes every queue, policy and exchange in vhost `/` whose name starts with `prefix`.
+pub fn delete_prefixed(prefix: &str) {
+    block(async {
+        for (kind, list) in [
+            ("queues", "/api/queues/%2F?columns=name"),
+            ("policies", "/api/policies/%2F"),
+            ("exchanges", "/api/exchanges/%2F?columns=name"),
+        ] {
+            let (_, all) = api(reqwest::Method::GET, list, None).await;
+            for item in all.as_array().into_iter().flatten() {
+                let Some(name) = item["name"].as_str() else {
+                    continue;
+                };
+                if name.starts_with(prefix) {
+                    let path = format!("/api/{kind}/%2F/{}", enc(name));
+                    let _ = api(reqwest::Method::DELETE, &path, None).await;
+                }
+            }
+        }
+    });
+}
+
+fn enc(name: &str) -> String {
+    name.replace('%', "%25").replace('/', "%2F")
 }
 
 /// Polls the management API until a queue reports `n` messages (its statistics lag).
@@ -160,4 +138,40 @@ pub fn wait_for_messages(queue: &str, n: u64) {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// An AMQP connection to the local broker.
+pub async fn amqp() -> lapin::Connection {
+    lapin::Connection::connect(&super::amqp_url(), lapin::ConnectionProperties::default())
+        .await
+        .expect("AMQP")
+}
+
+/// Publishes one message through AMQP on `ch`, and waits for the broker's confirm.
+pub async fn publish_on(
+    ch: &lapin::Channel,
+    exchange: &str,
+    key: &str,
+    body: &[u8],
+    props: lapin::BasicProperties,
+) {
+    ch.basic_publish(
+        exchange.into(),
+        key.into(),
+        lapin::options::BasicPublishOptions::default(),
+        body,
+        props,
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("confirm");
+}
+
+/// Publishes one message through a connection of its own.
+pub async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    let conn = amqp().await;
+    let ch = conn.create_channel().await.expect("channel");
+    publish_on(&ch, exchange, key, body, lapin::BasicProperties::default()).await;
+    let _ = conn.close(200, "done".into()).await;
 }

@@ -1,0 +1,127 @@
+//! Kafka: the live fixture (the inventory example under a random channel name, its topics
+//! deleted on drop) and the admin client the tests use as an operator would: rdkafka's
+//! AdminClient, and IncrementalAlterConfigs through dlqctl's wrapper (rdkafka has none).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dlqctl::backend::kafka::ffi::{self, Admin, ConfigOp};
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+
+use super::block;
+use super::workspace::{Endpoints, Workspace};
+
+/// A workspace with a channel on the `local-kafka` target; deletes its topics on drop.
+pub struct Fixture {
+    ws: Workspace,
+}
+
+impl Fixture {
+    pub fn new() -> Option<Self> {
+        up().then(|| Fixture {
+            ws: Workspace::new("inventory-kafka.yaml", "inventory.t", &Endpoints::default()),
+        })
+    }
+
+    /// The live topics of this channel, with their partition counts.
+    pub fn topics(&self) -> BTreeMap<String, usize> {
+        topics(&self.channel)
+    }
+
+    pub fn main(&self) -> String {
+        self.channel.clone()
+    }
+}
+
+fixture_face!(Fixture);
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        delete_prefixed(&self.channel);
+    }
+}
+
+/// Whether the broker answers (the live rule: skip loudly, or fail when required).
+pub fn up() -> bool {
+    super::require("Kafka (tansu)", super::tcp_up(&super::kafka_bootstrap()))
+}
+
+/// An operator's admin client (never auto-creates topics).
+pub fn admin() -> Arc<Admin> {
+    let admin: Admin = ClientConfig::new()
+        .set("bootstrap.servers", super::kafka_bootstrap())
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .expect("admin client");
+    Arc::new(admin)
+}
+
+/// The live topics whose names start with `prefix`, with their partition counts.
+pub fn topics(prefix: &str) -> BTreeMap<String, usize> {
+    let md = admin()
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    md.topics()
+        .iter()
+        .filter(|t| t.name().starts_with(prefix) && t.error().is_none())
+        .map(|t| (t.name().to_owned(), t.partitions().len()))
+        .collect()
+}
+
+/// A topic to create by hand: name, partitions, configs.
+pub type TopicSpec<'a> = (&'a str, i32, &'a [(&'a str, &'a str)]);
+
+/// CreateTopics by hand (replication factor 1); every topic must be created.
+pub fn create_topics(specs: &[TopicSpec]) {
+    let news: Vec<NewTopic> = specs
+        .iter()
+        .map(|(name, partitions, configs)| {
+            let mut t = NewTopic::new(name, *partitions, TopicReplication::Fixed(1));
+            for (k, v) in *configs {
+                t = t.set(k, v);
+            }
+            t
+        })
+        .collect();
+    let refs: Vec<&NewTopic> = news.iter().collect();
+    for r in block(admin().create_topics(refs, &AdminOptions::new())).expect("CreateTopics") {
+        r.unwrap_or_else(|(t, e)| panic!("{t}: {e}"));
+    }
+}
+
+/// DeleteTopics by hand; the request must be answered.
+pub fn delete_topics(names: &[&str]) {
+    block(admin().delete_topics(names, &AdminOptions::new())).expect("delete");
+}
+
+/// Deletes every topic whose name starts with `prefix` (best effort).
+pub fn delete_prefixed(prefix: &str) {
+    let names: Vec<String> = topics(prefix).into_keys().collect();
+    if !names.is_empty() {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let _ = block(admin().delete_topics(&refs, &AdminOptions::new()));
+    }
+}
+
+/// A config change made by hand, through IncrementalAlterConfigs.
+pub fn alter(topic: &str, op: ConfigOp) {
+    let answers = block(ffi::incremental_alter_topic_configs(
+        &admin(),
+        &[(topic.to_owned(), vec![op])],
+        Duration::from_secs(10),
+    ))
+    .expect("IncrementalAlterConfigs");
+    for (t, r) in answers {
+        r.unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+}
+
+pub fn set(key: &str, value: &str) -> ConfigOp {
+    ConfigOp::Set {
+        key: key.into(),
+        value: value.into(),
+    }
+}
