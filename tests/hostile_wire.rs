@@ -86,6 +86,8 @@ fn plan(dir: &Path, extra: &[&str]) -> (Output, Duration) {
 
 /// Runs `cmd` and returns its output with its own peak resident set in MiB (wait4, so the
 /// figure is this child's alone, whatever other tests run at the same time).
+// Reaped with wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
 fn measured(cmd: &mut std::process::Command) -> (Output, i64) {
     use std::io::Read;
     let mut child = cmd
