@@ -37,7 +37,7 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
         &target,
         ConnectOptions {
             insecure: args.insecure,
-            ..ConnectOptions::default()
+            read_timeout: std::time::Duration::from_secs(args.read_timeout),
         },
         Arc::new(Stats::default()),
     )?;
