@@ -383,7 +383,8 @@ fn apply_call_count() {
     assert_eq!(a.code, 0, "{}", a.stderr);
     let c = &proxy.counters;
     use std::sync::atomic::Ordering::SeqCst;
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "apply of 7 creates: {} requests ({} reads, {} writes)",
         c.requests.load(SeqCst),
         c.reads.load(SeqCst),
