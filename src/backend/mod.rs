@@ -306,6 +306,12 @@ impl Reader {
         each!(Reader, self, r => r.message_count(id).await)
     }
 
+    /// Which server this target is (RabbitMQ cluster name, Kafka cluster id, AWS endpoint and
+    /// region): what a saved plan is bound to.
+    pub async fn identity(&self) -> Result<String, BackendError> {
+        each!(Reader, self, r => r.identity().await)
+    }
+
     /// Groups what the target holds into channel candidates (`dlqctl import`).
     pub async fn import(
         &self,

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 
-use crate::backend::wire::http::Stats;
-use crate::backend::{Reader, Writer};
 use crate::cli::ApplyArgs;
 use crate::engine;
 use crate::engine::apply::{self, Guards};
@@ -44,18 +42,38 @@ fn saved_plan(paths: &[std::path::PathBuf]) -> anyhow::Result<Option<Plan>> {
 
 pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     let rt = super::runtime()?;
+    let opts = super::connect_options(&args.spec, printer);
     let guards = Guards {
         allow_replace: args.allow_replace,
         allow_delete: args.allow_delete,
         allow_message_loss: args.allow_message_loss,
     };
-    let Some(ToApply {
-        plan,
-        readers,
-        reviewed,
-    }) = to_apply(args, printer, &rt)?
-    else {
-        return Ok(1);
+    // A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
+    let (plan, readers, baseline, reviewed) = match saved_plan(&args.paths)? {
+        Some(_) if args.scope.prune || args.scope.adopt => {
+            bail!(
+                "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
+            );
+        }
+        Some(saved) => {
+            let Some(fresh) = replan(&saved, args, opts, &rt, printer)? else {
+                return Ok(1);
+            };
+            (fresh.plan, fresh.readers, fresh.baseline, true)
+        }
+        None => {
+            let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+                return Ok(1);
+            };
+            let planned = rt.block_on(engine::plan(
+                &loaded.channels,
+                &loaded.targets,
+                opts,
+                super::plan_options(&args.scope),
+            ))?;
+            printer.out(&render::human(&planned.plan, printer));
+            (planned.plan, planned.readers, planned.baseline, false)
+        }
     };
     if !plan.summary.has_changes() {
         return Ok(0);
@@ -77,11 +95,33 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err("Apply cancelled; nothing was changed.");
         return Ok(1);
     }
-    let writers: BTreeMap<String, Writer> = readers
-        .into_iter()
-        .map(|(k, r)| (k, r.into_writer()))
+    let writers: BTreeMap<String, _> = readers
+        .iter()
+        .map(|(k, r)| (k.clone(), r.clone().into_writer()))
         .collect();
-    let report = rt.block_on(interruptible(&plan, &writers, &guards, printer));
+    let stop = Arc::new(AtomicBool::new(false));
+    let report = rt.block_on(async {
+        let flag = Arc::clone(&stop);
+        let printer2 = *printer;
+        // Ctrl-C, or SIGTERM (a CI cancel): finish the current step, then stop and report.
+        let watcher = tokio::spawn(async move {
+            if interrupted().await {
+                flag.store(true, Ordering::SeqCst);
+                printer2.err("Interrupted: finishing the current step, then stopping.");
+            }
+        });
+        let report = apply::run(
+            &plan,
+            &writers,
+            (&readers, &baseline),
+            &guards,
+            printer,
+            &stop,
+        )
+        .await;
+        watcher.abort();
+        report
+    });
     for u in &report.unsettled {
         printer.err(&format!(
             "{} {u}: not yet visible on the server",
@@ -101,90 +141,6 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     }
 }
 
-/// The plan to apply, with a reader per target and whether it was already reviewed.
-struct ToApply {
-    plan: Plan,
-    readers: BTreeMap<String, Reader>,
-    /// A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
-    reviewed: bool,
-}
-
-/// The plan to apply: a saved plan whose live state has not changed since, or one made from
-/// the specs now (and shown). `None`: nothing can be applied (the reason was printed).
-fn to_apply(
-    args: &ApplyArgs,
-    printer: &Printer,
-    rt: &tokio::runtime::Runtime,
-) -> anyhow::Result<Option<ToApply>> {
-    let opts = super::connect_options(&args.spec, printer);
-    match saved_plan(&args.paths)? {
-        Some(_) if args.scope.prune || args.scope.adopt => {
-            bail!(
-                "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
-            );
-        }
-        Some(plan) => {
-            let path = args.paths[0].display();
-            let stats = Arc::new(Stats::default());
-            let readers =
-                engine::connect(plan.targets.keys().cloned(), &plan.targets, opts, &stats)?;
-            let changed = rt.block_on(engine::stale(&plan, &readers))?;
-            if !changed.is_empty() {
-                printer.err(&format!(
-                    "{} the live state changed since {path} was planned; nothing was applied:\n{}\nPlan again.",
-                    printer.paint_err("refused:", Style::Error),
-                    changed.iter().map(|c| format!("  - {c}")).collect::<Vec<_>>().join("\n")
-                ));
-                return Ok(None);
-            }
-            printer.err(&format!("{path}: live state unchanged since planning."));
-            Ok(Some(ToApply {
-                plan,
-                readers,
-                reviewed: true,
-            }))
-        }
-        None => {
-            let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
-                return Ok(None);
-            };
-            let planned = rt.block_on(engine::plan(
-                &loaded.channels,
-                &loaded.targets,
-                opts,
-                super::plan_options(&args.scope),
-            ))?;
-            printer.out(&render::human(&planned.plan, printer));
-            Ok(Some(ToApply {
-                plan: planned.plan,
-                readers: planned.readers,
-                reviewed: false,
-            }))
-        }
-    }
-}
-
-/// Applies the plan; Ctrl-C lets the current step finish, then stops.
-async fn interruptible(
-    plan: &Plan,
-    writers: &BTreeMap<String, Writer>,
-    guards: &Guards,
-    printer: &Printer,
-) -> apply::Report {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let printer2 = *printer;
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            flag.store(true, Ordering::SeqCst);
-            printer2.err("Interrupted: finishing the current step, then stopping.");
-        }
-    });
-    let report = apply::run(plan, writers, guards, printer, &stop).await;
-    watcher.abort();
-    report
-}
-
 fn confirm(printer: &Printer) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
         bail!(
@@ -195,4 +151,146 @@ fn confirm(printer: &Printer) -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(answer.trim() == "yes")
+}
+
+/// Waits for Ctrl-C or SIGTERM; false if neither can be listened for.
+async fn interrupted() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return tokio::signal::ctrl_c().await.is_ok();
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
+fn refuse(printer: &Printer, what: &str, lines: &[String]) {
+    printer.err(&format!(
+        "{} {what}; nothing was applied:\n{}\nPlan again.",
+        printer.paint_err("refused:", Style::Error),
+        lines
+            .iter()
+            .map(|c| format!("  - {c}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ));
+}
+
+/// A saved plan is not trusted: its specs are loaded again (and must be the files it was
+/// made from, unchanged), targets and credentials come from the current targets file, and a
+/// fresh read-only plan must make exactly the saved changes, against the same servers, from
+/// the same live state. Returns the fresh plan (what gets applied), or `None` after saying
+/// why it was refused (nothing written).
+fn replan(
+    saved: &Plan,
+    args: &ApplyArgs,
+    opts: crate::backend::ConnectOptions,
+    rt: &tokio::runtime::Runtime,
+    printer: &Printer,
+) -> anyhow::Result<Option<engine::Planned>> {
+    let path = args.paths[0].display();
+    let Some(source) = &saved.source else {
+        bail!(
+            "{path}: the plan does not record the specs it was made from, so it cannot be checked; plan again with `dlqctl plan --out`"
+        );
+    };
+    let spec = crate::cli::SpecArgs {
+        targets: args
+            .spec
+            .targets
+            .clone()
+            .or_else(|| source.targets_file.clone()),
+        insecure: args.spec.insecure,
+        read_timeout: args.spec.read_timeout,
+    };
+    let Some(loaded) = super::load_checked(&source.paths, &spec, printer)? else {
+        return Ok(None);
+    };
+    let mut moved = Vec::new();
+    for (file, hash) in &source.files {
+        match loaded.files.get(file) {
+            None => moved.push(format!(
+                "{} was read for the plan, but not now",
+                file.display()
+            )),
+            Some(h) if h != hash => {
+                moved.push(format!("{} changed since planning", file.display()))
+            }
+            Some(_) => {}
+        }
+    }
+    for file in loaded.files.keys() {
+        if !source.files.contains_key(file) {
+            moved.push(format!(
+                "{} is read now, but was not for the plan",
+                file.display()
+            ));
+        }
+    }
+    if !moved.is_empty() {
+        refuse(
+            printer,
+            &format!("the files {path} was planned from changed"),
+            &moved,
+        );
+        return Ok(None);
+    }
+    let fresh = rt.block_on(engine::plan(
+        &loaded.channels,
+        &loaded.targets,
+        opts,
+        engine::PlanOptions {
+            prune: source.prune,
+            adopt: source.adopt,
+        },
+    ))?;
+    let now = rt.block_on(engine::plan::identities(&fresh.readers))?;
+    let mut other = Vec::new();
+    for (target, id) in &now {
+        match source.identities.get(target) {
+            Some(then) if then == id => {}
+            Some(then) => other.push(format!(
+                "target `{target}` is {id}; {path} was planned against {then}"
+            )),
+            None => other.push(format!(
+                "target `{target}`: {path} records no server for it"
+            )),
+        }
+    }
+    if !other.is_empty() {
+        refuse(
+            printer,
+            &format!("{path} was planned against another server"),
+            &other,
+        );
+        return Ok(None);
+    }
+    let changed = engine::plan::stale_against(saved, &fresh.plan);
+    if !changed.is_empty() {
+        refuse(
+            printer,
+            &format!("the live state changed since {path} was planned"),
+            &changed,
+        );
+        return Ok(None);
+    }
+    let differ = engine::plan::differences(saved, &fresh.plan);
+    if !differ.is_empty() {
+        refuse(
+            printer,
+            &format!("{path} is not what its specs plan now (edited?)"),
+            &differ,
+        );
+        return Ok(None);
+    }
+    printer.err(&format!("{path}: live state unchanged since planning."));
+    Ok(Some(fresh))
 }

@@ -34,6 +34,18 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
 pub struct Loaded {
     pub channels: Vec<Resolved>,
     pub targets: BTreeMap<String, Target>,
+    /// Every file read (specs, targets, defaults), with the SHA-256 of its content: what a
+    /// saved plan records, and apply of a saved plan compares.
+    pub files: BTreeMap<PathBuf, String>,
+}
+
+/// The SHA-256 of a file's content, in hex.
+pub fn content_hash(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Loads and checks specs as `lint` does. Errors and warnings go to stderr (stdout is the
@@ -72,9 +84,18 @@ pub fn load_checked(
         .iter()
         .flat_map(|d| d.value.targets.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect();
+    let files = (0..ws.sources.len())
+        .map(|id| {
+            (
+                ws.sources.path(id).to_path_buf(),
+                content_hash(ws.sources.text(id)),
+            )
+        })
+        .collect();
     Ok(Some(Loaded {
         channels: checked.into_iter().map(|c| c.resolved).collect(),
         targets,
+        files,
     }))
 }
 

@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::backend::Writer;
+use crate::backend::{Reader, Writer};
 use crate::plan::{Action, Change, Plan};
 use crate::printer::{Printer, Style};
+use crate::resource::ResourceId;
 
 /// What the user explicitly allowed.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,10 +86,43 @@ fn describe(c: &Change) -> String {
     )
 }
 
+/// Optimistic concurrency: re-reads the resource a step is about to write and says how it
+/// changed since planning (`None`: as planned, or nothing to compare with).
+async fn moved(
+    c: &Change,
+    readers: &BTreeMap<String, Reader>,
+    baseline: &BTreeMap<ResourceId, Option<String>>,
+) -> Option<String> {
+    let (Some(r), Some(then)) = (readers.get(&c.resource.target), baseline.get(&c.resource)) else {
+        return None;
+    };
+    let what = format!("{} on target `{}`", c.resource, c.resource.target);
+    let live = match r.read(&[&c.resource]).await {
+        Ok(live) => live,
+        Err(e) => return Some(format!("{what}: could not re-check it before writing: {e}")),
+    };
+    let now = crate::engine::plan::step_fingerprint(live.get(&c.resource));
+    let how = match (then, &now) {
+        (a, b) if a == b => return None,
+        (None, Some(_)) => "was created",
+        (Some(_), None) => "was deleted",
+        _ => "was modified",
+    };
+    Some(format!(
+        "{what} {how} since planning (another apply, or a hand change); not written"
+    ))
+}
+
 /// Applies the plan's changes in order. Call only after [`refusals`] came back empty.
+/// Before each step, the resource it writes is re-read through `readers` and compared with
+/// `baseline` (what the plan read); a resource that moved stops apply before it is written.
 pub async fn run(
     plan: &Plan,
     writers: &BTreeMap<String, Writer>,
+    (readers, baseline): (
+        &BTreeMap<String, Reader>,
+        &BTreeMap<ResourceId, Option<String>>,
+    ),
     g: &Guards,
     printer: &Printer,
     stop: &AtomicBool,
@@ -117,6 +151,15 @@ pub async fn run(
         };
         let started = Instant::now();
         let prefix = format!("[{:>width$}/{}]", i + 1, steps.len());
+        if let Some(why) = moved(c, readers, baseline).await {
+            printer.err(&format!(
+                "{prefix} {} {}",
+                describe(c),
+                printer.paint_err("FAILED", Style::Error)
+            ));
+            report.failed = Some((i, why));
+            break;
+        }
         match w.apply(c, g.allow_message_loss).await {
             Ok(()) => {
                 report.done += 1;

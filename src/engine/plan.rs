@@ -32,6 +32,24 @@ pub struct Planned {
     pub plan: Plan,
     pub readers: BTreeMap<String, Reader>,
     pub stats: Arc<Stats>,
+    /// Per planned resource, its [`step_fingerprint`] as read: what apply re-checks
+    /// immediately before writing it.
+    pub baseline: BTreeMap<ResourceId, Option<String>>,
+}
+
+/// What apply's per-step re-check compares: the object's settings without the server's own
+/// annotations (`@` keys, e.g. the effective RabbitMQ policy, which an earlier step of the
+/// same apply may set). `None`: absent.
+pub fn step_fingerprint(live: Option<&Live>) -> Option<String> {
+    live.map(|l| {
+        let props: crate::resource::Props = l
+            .props
+            .iter()
+            .filter(|(k, _)| !k.starts_with('@'))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        crate::resource::fingerprint(&props)
+    })
 }
 
 /// Connects a reader per target named by `names`.
@@ -122,6 +140,10 @@ pub async fn plan(
             .await?;
     }
     let mut pruned_fingerprints = Vec::new();
+    let mut baseline: BTreeMap<ResourceId, Option<String>> = desired
+        .iter()
+        .map(|d| (d.id.clone(), step_fingerprint(live.get(&d.id))))
+        .collect();
     if scope.prune {
         for (name, r) in &readers {
             for p in prunable(name, r, &desired, &used).await? {
@@ -129,6 +151,7 @@ pub async fn plan(
                     resource: p.id.clone(),
                     hash: Some(p.live.fingerprint()),
                 });
+                baseline.insert(p.id.clone(), step_fingerprint(Some(&p.live)));
                 changes.push(Change {
                     resource: p.id,
                     channel: p.channel,
@@ -174,7 +197,108 @@ pub async fn plan(
         },
         readers,
         stats,
+        baseline,
     })
+}
+
+/// Each target's server identity (what a saved plan is bound to).
+pub async fn identities(
+    readers: &BTreeMap<String, Reader>,
+) -> Result<BTreeMap<String, String>, BackendError> {
+    let mut out = BTreeMap::new();
+    for (name, r) in readers {
+        out.insert(name.clone(), r.identity().await?);
+    }
+    Ok(out)
+}
+
+/// The resources whose live state differs between a saved plan and a fresh one (made from
+/// the same specs, just now), with how; a resource the fresh plan read that the saved plan
+/// has no fingerprint for counts as changed.
+pub fn stale_against(saved: &Plan, fresh: &Plan) -> Vec<String> {
+    let then: BTreeMap<&ResourceId, &Option<String>> = saved
+        .fingerprints
+        .iter()
+        .map(|f| (&f.resource, &f.hash))
+        .collect();
+    let mut out = Vec::new();
+    for f in &fresh.fingerprints {
+        let what = format!("{} on target `{}`", f.resource, f.resource.target);
+        match then.get(&f.resource) {
+            None => out.push(format!(
+                "{what} has no fingerprint in the saved plan (the file was edited, or made by another dlqctl)"
+            )),
+            Some(h) if **h != f.hash => {
+                let how = match (h, &f.hash) {
+                    (None, Some(_)) => "was created",
+                    (Some(_), None) => "was deleted",
+                    _ => "was modified",
+                };
+                out.push(format!("{what} {how}"));
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+/// Every way the saved plan's changes differ from a fresh plan's (same resources, actions,
+/// fields, desired values): empty when the saved plan is exactly what the specs make now.
+/// Message counts are not compared: the fresh plan's are the ones the guards check.
+pub fn differences(saved: &Plan, fresh: &Plan) -> Vec<String> {
+    let key = |c: &Change| (c.resource.clone(), c.action);
+    let now: BTreeMap<_, &Change> = fresh.changes.iter().map(|c| (key(c), c)).collect();
+    let then: BTreeMap<_, &Change> = saved.changes.iter().map(|c| (key(c), c)).collect();
+    let name = |c: &Change| {
+        format!(
+            "{} {} on target `{}`",
+            c.action.as_str(),
+            c.resource,
+            c.resource.target
+        )
+    };
+    let mut out = Vec::new();
+    if saved.changes.len() != then.len() {
+        out.push("the saved plan lists a change twice".to_owned());
+    }
+    for (k, s) in &then {
+        let Some(f) = now.get(k) else {
+            out.push(format!(
+                "{}: in the saved plan, but a fresh plan from its specs does not make it",
+                name(s)
+            ));
+            continue;
+        };
+        let mut parts = Vec::new();
+        if s.fields != f.fields {
+            parts.push("fields");
+        }
+        if s.desired != f.desired {
+            parts.push("desired values");
+        }
+        if s.channel != f.channel || s.role != f.role {
+            parts.push("channel or role");
+        }
+        if s.reason != f.reason || s.destructive != f.destructive || s.pruned != f.pruned {
+            parts.push("guard notes");
+        }
+        if !parts.is_empty() {
+            out.push(format!(
+                "{}: its {} differ from a fresh plan's",
+                name(s),
+                parts.join(", ")
+            ));
+        }
+    }
+    for (k, f) in &now {
+        if !then.contains_key(k) {
+            out.push(format!(
+                "{}: a fresh plan from the same specs makes it, the saved plan does not",
+                name(f)
+            ));
+        }
+    }
+    out
 }
 
 /// What `--prune` deletes on one target: owned live objects that none of the specs name.

@@ -152,6 +152,29 @@ pub struct Plan {
     /// names of the variables that hold them).
     pub targets: BTreeMap<String, Target>,
     pub fingerprints: Vec<Fingerprint>,
+    /// Saved plans only (`plan --out`): what the plan was made from. `apply FILE` re-plans
+    /// from it and trusts nothing else in the file that it can re-derive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+}
+
+/// What a saved plan was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    /// The spec paths as given to `plan` (relative to the folder it ran in).
+    pub paths: Vec<std::path::PathBuf>,
+    /// `--targets`, if it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets_file: Option<std::path::PathBuf>,
+    /// Every file read (specs, targets file, defaults), with the SHA-256 of its content.
+    pub files: BTreeMap<std::path::PathBuf, String>,
+    #[serde(default)]
+    pub prune: bool,
+    #[serde(default)]
+    pub adopt: bool,
+    /// Per target, the server planned against (RabbitMQ cluster name, Kafka cluster id,
+    /// AWS endpoint and region).
+    pub identities: BTreeMap<String, String>,
 }
 
 /// Compares one desired resource with its live state.
@@ -255,6 +278,7 @@ impl Plan {
             summary,
             targets,
             fingerprints,
+            source: None,
         }
     }
 }

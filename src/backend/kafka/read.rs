@@ -324,6 +324,21 @@ impl Reader {
     pub fn into_writer(self) -> Writer {
         Writer { reader: self }
     }
+
+    /// Which cluster this is, for binding a saved plan to it: the cluster id.
+    pub async fn identity(&self) -> Result<String, KafkaError> {
+        self.stats.count("kafka:ClusterId");
+        let admin = Arc::clone(&self.admin);
+        let id =
+            tokio::task::spawn_blocking(move || admin.inner().fetch_cluster_id(CONNECT_TIMEOUT))
+                .await
+                .ok()
+                .flatten();
+        Ok(format!(
+            "kafka cluster {}",
+            id.as_deref().unwrap_or("(unknown)")
+        ))
+    }
 }
 
 /// A topic's live properties: the effective value of every config the broker reports, and

@@ -404,4 +404,14 @@ impl Reader {
             .await?;
         Ok(body.and_then(|b| b.get("policy").and_then(Value::as_str).map(str::to_owned)))
     }
+
+    /// Which server this is, for binding a saved plan to it: the cluster name.
+    pub async fn identity(&self) -> Result<String, HttpError> {
+        let body = self.http.get("GET /api/overview", "/api/overview").await?;
+        let name = body.as_ref().and_then(|b| b.get("cluster_name"));
+        Ok(format!(
+            "rabbitmq cluster {}",
+            name.and_then(Value::as_str).unwrap_or("(unnamed)")
+        ))
+    }
 }

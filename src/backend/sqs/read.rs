@@ -740,4 +740,16 @@ impl Reader {
             .await?;
         Ok(*readable)
     }
+
+    /// Which region this is, for binding a saved plan to it (as the SDK resolves it; the
+    /// endpoint and account id are not included: the SDK does not expose the one, and the
+    /// other would cost a call).
+    pub async fn identity(&self) -> Result<String, AwsError> {
+        let clients = self.aws.clients().await;
+        let region = clients.sqs.config().region().map(|r| r.to_string());
+        Ok(format!(
+            "aws region {}",
+            region.as_deref().unwrap_or("(default)")
+        ))
+    }
 }
