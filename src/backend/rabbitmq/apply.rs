@@ -210,7 +210,18 @@ impl Writer {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(), HttpError> {
-        self.http.send(method, api, path, body).await.map(|_| ())
+        let deletes = method == Method::DELETE;
+        let status = self.http.send(method, api, path, body).await?;
+        // Only a delete may take "not found" as done: any other write that RabbitMQ did not
+        // acknowledge (the vhost, exchange or queue is gone) did not happen.
+        if status == reqwest::StatusCode::NOT_FOUND && !deletes {
+            return Err(HttpError::Status {
+                api: format!("{api} ({path})"),
+                status: 404,
+                reason: "not found: the vhost or an object this write needs no longer exists; the write was not made".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Waits until RabbitMQ applies each policy to its queue (the management API lags by up

@@ -38,6 +38,85 @@ pub(super) fn flat(item: &Value, keys: &[&str], nested: &str) -> Props {
     props
 }
 
+/// A management API answer of a shape the API never returns: an error naming the call,
+/// never an empty state (which a plan would turn into creates).
+fn bad_shape(api: &str, path: &str, what: &str) -> HttpError {
+    HttpError::Decode {
+        api: format!("{api} ({path})"),
+        reason: what.to_owned(),
+    }
+}
+
+/// The list a listing answered, or an error naming the call.
+fn list<'a>(api: &str, path: &str, body: &'a Value) -> Result<&'a Vec<Value>, HttpError> {
+    body.as_array()
+        .ok_or_else(|| bad_shape(api, path, "expected a JSON list"))
+}
+
+/// A listed object's `name`, or an error naming the call.
+fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, HttpError> {
+    item.get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_shape(api, path, "a listed object has no string `name`"))
+}
+
+/// A 404 on a vhost listing: the vhost does not exist (or was deleted since the last call).
+fn no_vhost(vhost: &str) -> HttpError {
+    HttpError::Status {
+        api: format!("vhost `{vhost}`"),
+        status: 404,
+        reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec"
+            .into(),
+    }
+}
+
+/// One binding as the management API lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub source: String,
+    pub destination: String,
+    /// `queue` or `exchange`.
+    pub destination_type: String,
+    pub routing_key: String,
+    pub properties_key: String,
+    /// `None` when it has none.
+    pub arguments: Option<Value>,
+}
+
+impl Binding {
+    /// `None` when a field the API always sends is missing or not a string.
+    pub fn from_value(b: &Value) -> Option<Binding> {
+        let get = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(Binding {
+            source: get("source")?,
+            destination: get("destination")?,
+            destination_type: get("destination_type")?,
+            routing_key: get("routing_key")?,
+            properties_key: get("properties_key").unwrap_or_default(),
+            arguments: b
+                .get("arguments")
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+                .cloned(),
+        })
+    }
+
+    /// The flat props a binding is read as (and what re-creates it).
+    pub fn props(&self) -> Props {
+        let mut props: Props = [
+            ("source".to_owned(), json!(self.source)),
+            ("destination".to_owned(), json!(self.destination)),
+            ("routing_key".to_owned(), json!(self.routing_key)),
+        ]
+        .into_iter()
+        .collect();
+        if let Some(args) = &self.arguments {
+            props.insert("arguments".into(), args.clone());
+        }
+        props.insert("@properties_key".into(), json!(self.properties_key));
+        props
+    }
+}
+
 /// Read-only view of one RabbitMQ target.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -188,20 +267,6 @@ impl Reader {
         self.http.clone().into_writer()
     }
 
-    /// The items of a management API listing whose `name` is inside the ownership prefixes.
-    pub(super) fn owned_items<'a>(
-        &'a self,
-        list: Option<&'a Value>,
-    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
-        list.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(move |item| {
-                let name = item.get("name").and_then(Value::as_str)?;
-                self.owned(name).then_some((name, item))
-            })
-    }
-
     pub fn owned(&self, name: &str) -> bool {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
@@ -222,21 +287,44 @@ impl Reader {
         );
         let mut page = 1;
         loop {
+            let api = "GET /api/queues/{vhost}";
             let path = format!(
                 "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns=name,arguments,policy,type,durable,auto_delete",
                 seg(&name_filter)
             );
-            let Some(body) = self.http.get("GET /api/queues/{vhost}", &path).await? else {
-                return Err(HttpError::Status {
-                    api: format!("vhost `{vhost}`"),
-                    status: 404,
-                    reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec".into(),
-                });
+            let Some(body) = self.http.get(api, &path).await? else {
+                return Err(no_vhost(vhost));
             };
-            for (name, q) in self.owned_items(body.get("items")) {
+            let items = body
+                .get("items")
+                .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
+            for q in list(api, &path, items)? {
+                let name = item_name(api, &path, q)?;
+                if !self.owned(name) {
+                    continue;
+                }
+                if q.get("arguments")
+                    .is_some_and(|a| !a.is_object() && !a.is_array())
+                {
+                    return Err(bad_shape(
+                        api,
+                        &path,
+                        &format!("queue `{name}`: `arguments` is not an object"),
+                    ));
+                }
                 let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
-                if let Some(p) = q.get("policy").and_then(Value::as_str) {
-                    props.insert("@policy".into(), json!(p));
+                match q.get("policy") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(p)) => {
+                        props.insert("@policy".into(), json!(p));
+                    }
+                    Some(_) => {
+                        return Err(bad_shape(
+                            api,
+                            &path,
+                            &format!("queue `{name}`: `policy` is not a string"),
+                        ));
+                    }
                 }
                 out.insert(
                     id(&self.target, Kind::Queue, vhost, name),
@@ -246,18 +334,36 @@ impl Reader {
                     },
                 );
             }
-            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
+            let pages = match body.get("page_count") {
+                None => 1,
+                Some(n) => n
+                    .as_u64()
+                    .ok_or_else(|| bad_shape(api, &path, "`page_count` is not a number"))?,
+            };
             if page as u64 >= pages || page >= 10_000 {
                 break;
             }
             page += 1;
         }
 
+        let (api, path) = ("GET /api/policies/{vhost}", format!("/api/policies/{v}"));
         let policies = self
             .http
-            .get("GET /api/policies/{vhost}", &format!("/api/policies/{v}"))
-            .await?;
-        for (name, p) in self.owned_items(policies.as_ref()) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        for p in list(api, &path, &policies)? {
+            let name = item_name(api, &path, p)?;
+            if !self.owned(name) {
+                continue;
+            }
+            if !p.get("definition").is_some_and(Value::is_object) {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    &format!("policy `{name}`: `definition` is not an object"),
+                ));
+            }
             let props = flat(p, &POLICY_KEYS, "definition");
             out.insert(
                 id(&self.target, Kind::Policy, vhost, name),
@@ -268,11 +374,27 @@ impl Reader {
             );
         }
 
+        let api = "GET /api/exchanges/{vhost}";
+        let path = format!(
+            "/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"
+        );
         let exchanges = self
             .http
-            .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"))
-            .await?;
-        for (name, x) in self.owned_items(exchanges.as_ref()) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        for x in list(api, &path, &exchanges)? {
+            let name = item_name(api, &path, x)?;
+            if !self.owned(name) {
+                continue;
+            }
+            if !x.get("type").is_some_and(Value::is_string) {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    &format!("exchange `{name}`: `type` is not a string"),
+                ));
+            }
             // dlqctl declares exchanges without arguments; any (alternate-exchange, ...) are
             // someone else's and show up in a plan as unmanaged settings.
             let props = flat(
@@ -289,45 +411,32 @@ impl Reader {
             );
         }
 
+        let (api, path) = ("GET /api/bindings/{vhost}", format!("/api/bindings/{v}"));
         let bindings = self
             .http
-            .get("GET /api/bindings/{vhost}", &format!("/api/bindings/{v}"))
-            .await?;
-        for b in bindings
-            .as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let get = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default();
-            let (source, dest) = (get("source"), get("destination"));
-            if get("destination_type") != "queue" || !self.owned(source) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        for b in list(api, &path, &bindings)? {
+            let Some(b) = Binding::from_value(b) else {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    "a binding lacks a string `source`, `destination`, `destination_type` or `routing_key`",
+                ));
+            };
+            if b.destination_type != "queue" || !self.owned(&b.source) {
                 continue;
             }
-            let key = get("routing_key");
-            let mut props: Props = [
-                ("source".to_owned(), json!(source)),
-                ("destination".to_owned(), json!(dest)),
-                ("routing_key".to_owned(), json!(key)),
-            ]
-            .into_iter()
-            .collect();
-            if let Some(args) = b
-                .get("arguments")
-                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
-            {
-                props.insert("arguments".into(), args.clone());
-            }
-            props.insert("@properties_key".into(), json!(get("properties_key")));
             out.insert(
                 id(
                     &self.target,
                     Kind::Binding,
                     vhost,
-                    &binding_name(source, dest, key),
+                    &binding_name(&b.source, &b.destination, &b.routing_key),
                 ),
                 Live {
-                    props,
+                    props: b.props(),
                     messages: None,
                 },
             );
