@@ -247,3 +247,257 @@ fn a_write_answered_404_fails_the_step_and_apply() {
         "apply stops at the first failed write"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Live: the local broker
+// ---------------------------------------------------------------------------------------------
+
+use reqwest::Method;
+use support::rabbit::{Fixture, api, block, wait_for_messages};
+
+/// Publishes one message through AMQP (confirmed by the broker).
+async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+    let conn =
+        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
+            .await
+            .expect("AMQP");
+    let ch = conn.create_channel().await.expect("channel");
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirms");
+    ch.basic_publish(
+        exchange.into(),
+        key.into(),
+        BasicPublishOptions::default(),
+        body,
+        lapin::BasicProperties::default(),
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("confirm");
+    let _ = conn.close(200, "done".into()).await;
+}
+
+/// Takes (and acknowledges) one message from a queue; `false` when it is empty.
+async fn take_one(queue: &str) -> bool {
+    use lapin::options::{BasicAckOptions, BasicGetOptions};
+    let conn =
+        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
+            .await
+            .expect("AMQP");
+    let ch = conn.create_channel().await.expect("channel");
+    let got = ch
+        .basic_get(queue.into(), BasicGetOptions::default())
+        .await
+        .expect("basic.get");
+    let taken = match got {
+        Some(m) => {
+            m.delivery
+                .acker
+                .ack(BasicAckOptions::default())
+                .await
+                .expect("ack");
+            true
+        }
+        None => false,
+    };
+    let _ = conn.close(200, "done".into()).await;
+    taken
+}
+
+/// (source, routing key) of every binding of a queue, the default exchange's left out.
+fn bindings_of(queue: &str) -> Vec<(String, String)> {
+    let (status, list) = block(api(
+        Method::GET,
+        &format!("/api/queues/%2F/{queue}/bindings"),
+        None,
+    ));
+    assert_eq!(status, 200, "{list}");
+    let mut out: Vec<(String, String)> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["source"] != "")
+        .map(|b| {
+            (
+                b["source"].as_str().unwrap_or_default().to_owned(),
+                b["routing_key"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() {
+    let Some(f) = Fixture::new() else { return };
+    let [main, _, _, exchange] = f.names();
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    // Another tool binds the main queue to an exchange dlqctl does not own.
+    let (status, body) = block(api(
+        Method::POST,
+        &format!("/api/bindings/%2F/e/amq.direct/q/{main}"),
+        Some(json!({"routing_key": "foreign", "arguments": {}})),
+    ));
+    assert_eq!(status, 201, "{body}");
+    let before = bindings_of(&main);
+    assert_eq!(
+        before,
+        vec![
+            ("amq.direct".to_owned(), "foreign".to_owned()),
+            (exchange.clone(), "process".to_owned())
+        ]
+    );
+
+    f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    for b in [
+        format!("binding amq.direct -> {main} [foreign]"),
+        format!("binding {exchange} -> {main} [process]"),
+    ] {
+        assert!(
+            p.stdout.contains(&b),
+            "the replace lists `{b}`\n{}",
+            p.stdout
+        );
+    }
+    let a = f.apply(&["--allow-replace"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_eq!(bindings_of(&main), before, "every binding is back");
+    let p = f.plan();
+    assert_eq!(
+        p.code, 0,
+        "the next plan is empty\n{}{}",
+        p.stdout, p.stderr
+    );
+    // A message published through the exchange is routed to the new queue.
+    block(publish(&exchange, "process", b"order-1"));
+    wait_for_messages(&main, 1);
+}
+
+#[test]
+fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
+    let Some(f) = Fixture::new() else { return };
+    let [_, _, dlq, _] = f.names();
+    f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+
+    // A replace of the (empty) quorum queues, planned and saved.
+    f.write_example(|t| t);
+    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    assert!(
+        p.stdout
+            .contains("counts its messages just before the delete"),
+        "the plan says how a quorum queue is guarded\n{}",
+        p.stdout
+    );
+    // A dead letter arrives after the plan: apply counts it and refuses to drop it.
+    block(publish("", &dlq, b"dead-letter-1"));
+    wait_for_messages(&dlq, 1);
+    let a = f.run(&["apply", "plan.json", "--allow-replace"]);
+    assert_ne!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert!(
+        a.stderr.contains("holds 1 messages now"),
+        "refused with the count\n{}",
+        a.stderr
+    );
+    wait_for_messages(&dlq, 1);
+
+    // Once it is empty, the replace goes through without --allow-message-loss.
+    assert!(block(take_one(&dlq)), "the dead letter is still there");
+    wait_for_messages(&dlq, 0);
+    let a = f.apply(&["--allow-replace"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let p = f.plan();
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+}
+
+/// A policy made by another tool, removed when the test ends (whatever happens).
+struct ForeignPolicy(String);
+
+impl Drop for ForeignPolicy {
+    fn drop(&mut self) {
+        let _ = block(api(
+            Method::DELETE,
+            &format!("/api/policies/%2F/{}", self.0),
+            None,
+        ));
+    }
+}
+
+#[test]
+fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
+    let Some(f) = Fixture::new() else { return };
+    let [_, _, dlq, _] = f.names();
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+
+    // Outside the ownership prefixes, higher priority, on every queue of the channel.
+    let policy = ForeignPolicy(support::unique("hostile-cap-"));
+    let (status, body) = block(api(
+        Method::PUT,
+        &format!("/api/policies/%2F/{}", policy.0),
+        Some(json!({
+            "pattern": format!("^{}\\.", f.channel.replace('.', "\\.")),
+            "apply-to": "queues",
+            "priority": 100,
+            "definition": {"max-length": 1, "overflow": "drop-head"},
+        })),
+    ));
+    assert!(status == 201 || status == 204, "{status} {body}");
+    // Bounded wait until RabbitMQ applies it to the DLQ.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (_, q) = block(api(
+            Method::GET,
+            "/api/queues/%2F?disable_stats=true&columns=name,policy",
+            None,
+        ));
+        let applied = q
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["name"] == dlq.as_str() && i["policy"] == policy.0.as_str());
+        if applied {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "policy never applied: {q}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let p = f.plan();
+    assert_eq!(
+        p.code, 2,
+        "drift, not \"matches\"\n{}{}",
+        p.stdout, p.stderr
+    );
+    assert!(
+        p.stdout.contains(&format!("impossible queue {dlq}"))
+            && p.stdout
+                .contains("effective_policy.max-length: 1 → (absent)")
+            && p.stdout.contains(&format!("policy `{}`", policy.0)),
+        "the DLQ's drift names the policy\n{}",
+        p.stdout
+    );
+    let a = f.apply(&[]);
+    assert_ne!(a.code, 0, "apply refuses\n{}{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains(&policy.0), "{}", a.stderr);
+    let (status, _) = block(api(
+        Method::GET,
+        &format!("/api/policies/%2F/{}", policy.0),
+        None,
+    ));
+    assert_eq!(status, 200, "the foreign policy is left alone");
+}

@@ -13,7 +13,7 @@ use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
 use crate::backend::{
     AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
 };
-use crate::plan::{Change, Note};
+use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -60,6 +60,18 @@ fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, Http
         .ok_or_else(|| bad_shape(api, path, "a listed object has no string `name`"))
 }
 
+/// Messages held by a queue as the management API reports them (`None`: not reported).
+fn count(b: &Value) -> Option<u64> {
+    b.get("messages").and_then(Value::as_u64).or_else(|| {
+        let ready = b.get("messages_ready").and_then(Value::as_u64)?;
+        let unacked = b
+            .get("messages_unacknowledged")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Some(ready + unacked)
+    })
+}
+
 /// A 404 on a vhost listing: the vhost does not exist (or was deleted since the last call).
 fn no_vhost(vhost: &str) -> HttpError {
     HttpError::Status {
@@ -98,6 +110,21 @@ impl Binding {
                 .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
                 .cloned(),
         })
+    }
+
+    /// As the management API lists it (what a replace carries in its plan).
+    pub fn to_value(&self) -> Value {
+        let mut v = json!({
+            "source": self.source,
+            "destination": self.destination,
+            "destination_type": self.destination_type,
+            "routing_key": self.routing_key,
+            "properties_key": self.properties_key,
+        });
+        if let (Some(args), Some(o)) = (&self.arguments, v.as_object_mut()) {
+            o.insert("arguments".into(), args.clone());
+        }
+        v
     }
 
     /// The flat props a binding is read as (and what re-creates it).
@@ -181,16 +208,170 @@ impl Reader {
         self.read_vhosts(&vhosts).await
     }
 
-    /// RabbitMQ's plan rules need no further reads: nothing to review.
+    /// What only further reads can tell, where the plan replaces an object: the bindings a
+    /// replace deletes with it (the spec's and everyone else's), listed in the change and
+    /// re-created by apply; and how a quorum queue is guarded before it is dropped.
     pub async fn review(
         &self,
-        _desired: &[Desired],
-        _live: &BTreeMap<ResourceId, Live>,
-        _changes: &mut Vec<Change>,
-        _notes: &mut Vec<Note>,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
         _adopt: bool,
     ) -> Result<(), HttpError> {
+        for c in changes.iter_mut() {
+            if c.resource.target != self.target || c.action != Action::Replace {
+                continue;
+            }
+            let bindings = self
+                .bindings_of(c.resource.kind, &c.resource.scope, &c.resource.name)
+                .await?;
+            super::plan::list_rebinds(c, &bindings);
+        }
+        notes.extend(super::plan::quorum_notes(changes, live));
+        let operator = self.operator_policies(desired, live).await?;
+        super::plan::add_policy_drift(changes, desired, live, &operator);
         Ok(())
+    }
+
+    /// The operator policies that govern the spec's live queues: one listing per vhost, and
+    /// only when one of them sets a governing key, one small read per such queue for the
+    /// operator policy RabbitMQ applies to it.
+    async fn operator_policies(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+    ) -> Result<super::plan::OperatorPolicies, HttpError> {
+        let queues: Vec<&ResourceId> = desired
+            .iter()
+            .filter(|d| {
+                d.id.target == self.target
+                    && d.id.kind == Kind::Queue
+                    && d.present
+                    && live.contains_key(&d.id)
+            })
+            .map(|d| &d.id)
+            .collect();
+        let vhosts: BTreeSet<&str> = queues.iter().map(|q| q.scope.as_str()).collect();
+        let mut out = super::plan::OperatorPolicies::new();
+        for vhost in vhosts {
+            let api = "GET /api/operator-policies/{vhost}";
+            let path = format!("/api/operator-policies/{}", seg(vhost));
+            let Some(body) = self.http.get(api, &path).await? else {
+                return Err(no_vhost(vhost));
+            };
+            let mut governing: BTreeMap<String, Props> = BTreeMap::new();
+            for p in list(api, &path, &body)? {
+                let name = item_name(api, &path, p)?;
+                let def = p
+                    .get("definition")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| {
+                        bad_shape(
+                            api,
+                            &path,
+                            &format!("operator policy `{name}`: `definition` is not an object"),
+                        )
+                    })?;
+                let keys: Props = def
+                    .iter()
+                    .filter(|(k, _)| super::plan::GOVERNING_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !keys.is_empty() {
+                    governing.insert(name.to_owned(), keys);
+                }
+            }
+            if governing.is_empty() {
+                continue;
+            }
+            for q in queues.iter().filter(|q| q.scope == vhost) {
+                let api = "GET /api/queues/{vhost}/{name}";
+                let path = format!(
+                    "/api/queues/{}/{}?columns=name,operator_policy",
+                    seg(vhost),
+                    seg(&q.name)
+                );
+                let applied = self.http.get(api, &path).await?.and_then(|b| {
+                    b.get("operator_policy")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+                if let Some(name) = applied
+                    && let Some(keys) = governing.get(&name)
+                {
+                    out.insert((*q).clone(), (name, keys.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every binding a delete of this queue or exchange drops with it (`None`: it does not
+    /// exist), except the default exchange's, which RabbitMQ makes and removes by itself.
+    pub async fn bindings_of(
+        &self,
+        kind: Kind,
+        vhost: &str,
+        name: &str,
+    ) -> Result<Vec<Binding>, HttpError> {
+        let (v, n) = (seg(vhost), seg(name));
+        let calls = match kind {
+            Kind::Queue => vec![(
+                "GET /api/queues/{vhost}/{name}/bindings",
+                format!("/api/queues/{v}/{n}/bindings"),
+            )],
+            Kind::Exchange => vec![
+                (
+                    "GET /api/exchanges/{vhost}/{name}/bindings/source",
+                    format!("/api/exchanges/{v}/{n}/bindings/source"),
+                ),
+                (
+                    "GET /api/exchanges/{vhost}/{name}/bindings/destination",
+                    format!("/api/exchanges/{v}/{n}/bindings/destination"),
+                ),
+            ],
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (api, path) in calls {
+            let Some(body) = self.http.get(api, &path).await? else {
+                continue;
+            };
+            for b in list(api, &path, &body)? {
+                let b = Binding::from_value(b).ok_or_else(|| {
+                    bad_shape(api, &path, "a binding lacks a string `source`, `destination`, `destination_type` or `routing_key`")
+                })?;
+                if !b.source.is_empty() && !out.contains(&b) {
+                    out.push(b);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A queue's type and message count, read just before it is dropped (`None`: it does not
+    /// exist). The count is `None` when RabbitMQ has not reported one yet.
+    pub async fn queue_state(
+        &self,
+        vhost: &str,
+        queue: &str,
+    ) -> Result<Option<(String, Option<u64>)>, HttpError> {
+        let api = "GET /api/queues/{vhost}/{name}";
+        let path = format!(
+            "/api/queues/{}/{}?columns=type,messages,messages_ready,messages_unacknowledged",
+            seg(vhost),
+            seg(queue)
+        );
+        let Some(b) = self.http.get(api, &path).await? else {
+            return Ok(None);
+        };
+        let kind = b
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad_shape(api, &path, "no string `type`"))?
+            .to_owned();
+        Ok(Some((kind, count(&b))))
     }
 
     /// What `plan --prune` may delete: every owned object in the vhosts the specs use and the
@@ -352,17 +533,26 @@ impl Reader {
             .get(api, &path)
             .await?
             .ok_or_else(|| no_vhost(vhost))?;
+        // Every policy's governing keys, owned or not: a queue may be governed by either.
+        let mut governing: BTreeMap<&str, Vec<(&str, &Value)>> = BTreeMap::new();
         for p in list(api, &path, &policies)? {
             let name = item_name(api, &path, p)?;
-            if !self.owned(name) {
-                continue;
-            }
-            if !p.get("definition").is_some_and(Value::is_object) {
+            let Some(def) = p.get("definition").and_then(Value::as_object) else {
                 return Err(bad_shape(
                     api,
                     &path,
                     &format!("policy `{name}`: `definition` is not an object"),
                 ));
+            };
+            governing.insert(
+                name,
+                def.iter()
+                    .filter(|(k, _)| super::plan::GOVERNING_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.as_str(), v))
+                    .collect(),
+            );
+            if !self.owned(name) {
+                continue;
             }
             let props = flat(p, &POLICY_KEYS, "definition");
             out.insert(
@@ -372,6 +562,29 @@ impl Reader {
                     messages: None,
                 },
             );
+        }
+
+        // A queue governed by a policy other than its own dlqctl policy (named after it)
+        // carries that policy's governing keys, for the plan's drift check.
+        for (qid, q) in out.iter_mut() {
+            if qid.kind != Kind::Queue || qid.scope != vhost || qid.target != self.target {
+                continue;
+            }
+            let Some(applied) = q
+                .props
+                .get("@policy")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            if applied == qid.name {
+                continue;
+            }
+            for (k, v) in governing.get(applied.as_str()).into_iter().flatten() {
+                q.props
+                    .insert(format!("{}{k}", super::plan::FOREIGN_POLICY), (*v).clone());
+            }
         }
 
         let api = "GET /api/exchanges/{vhost}";
@@ -481,16 +694,7 @@ impl Reader {
             .http
             .get("GET /api/queues/{vhost}/{name}", &path)
             .await?;
-        Ok(body.and_then(|b| {
-            b.get("messages").and_then(Value::as_u64).or_else(|| {
-                let ready = b.get("messages_ready").and_then(Value::as_u64)?;
-                let unacked = b
-                    .get("messages_unacknowledged")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                Some(ready + unacked)
-            })
-        }))
+        Ok(body.as_ref().and_then(count))
     }
 
     /// The policy RabbitMQ currently applies to a queue.
