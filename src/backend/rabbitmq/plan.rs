@@ -317,6 +317,109 @@ mod tests {
         }
     }
 
+    fn live(props: serde_json::Value) -> Live {
+        Live {
+            props: serde_json::from_value(props).expect("props"),
+            messages: None,
+        }
+    }
+
+    #[test]
+    fn a_foreign_policy_that_caps_a_queue_without_a_dlqctl_policy_is_impossible_drift() {
+        let dlq = queue();
+        let mut changes = Vec::new();
+        // `queue-mode` is harmless: the reader never carries it.
+        let capped = live(
+            json!({"a": 1, "@policy": "cap", "@policy_definition.max-length": 1, "@policy_definition.overflow": "drop-head"}),
+        );
+        let state = [(dlq.id.clone(), capped)].into_iter().collect();
+        add_policy_drift(
+            &mut changes,
+            &[dlq.clone()],
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert_eq!(changes.len(), 1);
+        let c = &changes[0];
+        assert_eq!(c.action, Action::Impossible);
+        let keys: Vec<&str> = c.fields.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["effective_policy.max-length", "effective_policy.overflow"]
+        );
+        let reason = c.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("policy `cap`") && reason.contains("remove"),
+            "{reason}"
+        );
+
+        // An operator policy counts the same; no policy at all is no drift.
+        let mut changes = Vec::new();
+        let op: OperatorPolicies = [(
+            dlq.id.clone(),
+            (
+                "limits".to_owned(),
+                [("message-ttl".to_owned(), json!(1000))]
+                    .into_iter()
+                    .collect(),
+            ),
+        )]
+        .into_iter()
+        .collect();
+        let state = [(dlq.id.clone(), live(json!({"a": 1})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(
+            &mut changes,
+            &[dlq.clone()],
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert!(changes.is_empty());
+        add_policy_drift(&mut changes, &[dlq], &state, &op);
+        assert_eq!(changes.len(), 1);
+        assert!(
+            changes[0]
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("operator policy `limits`")
+        );
+    }
+
+    #[test]
+    fn a_foreign_policy_winning_over_dlqctls_drops_its_dead_lettering() {
+        let q = queue();
+        let mut policy = queue();
+        policy.id.kind = Kind::Policy;
+        policy.props = [("definition.dead-letter-exchange".to_owned(), json!(""))]
+            .into_iter()
+            .collect();
+        let mut changes = Vec::new();
+        let state = [(q.id.clone(), live(json!({"a": 1, "@policy": "other"})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(
+            &mut changes,
+            &[q.clone(), policy.clone()],
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            changes[0].fields[0].key,
+            "effective_policy.dead-letter-exchange"
+        );
+        assert_eq!(changes[0].fields[0].old, None);
+        // dlqctl's own policy applied: nothing to say.
+        let mut changes = Vec::new();
+        let state = [(q.id.clone(), live(json!({"a": 1, "@policy": "q"})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(&mut changes, &[q, policy], &state, &OperatorPolicies::new());
+        assert!(changes.is_empty());
+    }
+
     #[test]
     fn apply_order_writes_policies_of_new_queues_first_and_keeps_existing_queues_safe() {
         let mk = |channel: &str, name: &str, kind, role, action| {
