@@ -335,7 +335,7 @@ mod tests {
         let state = [(dlq.id.clone(), capped)].into_iter().collect();
         add_policy_drift(
             &mut changes,
-            &[dlq.clone()],
+            std::slice::from_ref(&dlq),
             &state,
             &OperatorPolicies::new(),
         );
@@ -371,7 +371,7 @@ mod tests {
             .collect();
         add_policy_drift(
             &mut changes,
-            &[dlq.clone()],
+            std::slice::from_ref(&dlq),
             &state,
             &OperatorPolicies::new(),
         );
