@@ -286,6 +286,35 @@ mod tests {
     }
 
     #[test]
+    fn a_retention_set_where_none_was_read_is_guarded_as_possibly_destructive() {
+        for key in ["config.retention.ms", "config.retention.bytes"] {
+            let c = planned(json!({key: 1000}), json!({"partitions": 3}));
+            assert_eq!(c.action, Action::Update, "{key}");
+            let how = c.destructive.as_deref().unwrap_or_default();
+            assert!(
+                how.contains("may delete records") && how.contains(&key[7..]),
+                "{key}: {how}"
+            );
+            // A topic known to hold no records loses nothing.
+            let mut empty = diff(
+                &topic(json!({key: 1000})),
+                Some(&Live {
+                    props: serde_json::from_value(json!({"partitions": 3})).expect("props"),
+                    messages: Some(0),
+                }),
+            )
+            .expect("a change");
+            refine(&mut empty);
+            assert_eq!(empty.destructive, None, "{key}");
+        }
+        // A create is never destructive.
+        let mut create = diff(&topic(json!({"config.retention.ms": 1000})), None).expect("create");
+        refine(&mut create);
+        assert_eq!(create.action, Action::Create);
+        assert_eq!(create.destructive, None);
+    }
+
+    #[test]
     fn effective_values_are_compared_whatever_their_source() {
         // A real broker reports retention.ms at its default: equal to the spec means no change,
         // and a default is not an unmanaged setting.

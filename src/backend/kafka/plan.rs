@@ -52,7 +52,17 @@ pub fn refine(change: &mut Change) {
                     (Some(o), Some(n)) => n >= 0 && (o < 0 || n < o),
                     _ => false,
                 };
-                if shorter {
+                // No topic-level value read (tansu lists only explicit keys; a broker may hide
+                // its default): the retention in force is unknown, so a new limit may be
+                // shorter. Only a topic known to be empty is spared the guard.
+                let unknown = f.old.is_none() && new.is_some_and(|n| n >= 0);
+                if unknown && change.messages != Some(0) {
+                    let key = f.key.trim_start_matches("config.");
+                    destructive.push(format!(
+                        "{key} has no value read on the topic (the broker's default applies, unknown here), so setting it to {} may delete records the topic holds now",
+                        show(f.new.as_ref())
+                    ));
+                } else if shorter {
                     let what = if f.key.ends_with(".ms") {
                         let d = |ms: i64| duration::Duration::from_millis(ms.unsigned_abs()).to_string();
                         let from = old.filter(|o| *o >= 0).map_or("unlimited".to_owned(), d);

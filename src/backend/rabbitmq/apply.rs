@@ -3,11 +3,11 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::read::Reader;
+use super::read::{Binding, Reader};
 use super::*;
 use crate::backend::wire::http::{HttpError, WriteHttp, seg};
 use crate::plan::{Action, Change};
-use crate::resource::Props;
+use crate::resource::{Props, ResourceId};
 
 /// Read-write access to one RabbitMQ target, for apply.
 #[derive(Debug, Clone)]
@@ -53,10 +53,14 @@ impl Writer {
         }
         match (r.kind, change.action) {
             (_, Action::Impossible) => Ok(()),
-            (Kind::Queue, Action::Delete) => self.delete_queue(&v, &n, allow_loss).await,
+            (Kind::Queue, Action::Delete) => self.delete_queue(r, allow_loss).await,
             (Kind::Queue, Action::Replace) => {
-                self.delete_queue(&v, &n, allow_loss).await?;
-                self.put_queue(&v, &n, &change.desired).await
+                // Every binding the delete drops, the spec's and everyone else's: as the plan
+                // listed them and as they are now.
+                let bindings = self.bindings_to_restore(change).await?;
+                self.delete_queue(r, allow_loss).await?;
+                self.put_queue(&v, &n, &change.desired).await?;
+                self.rebind(r, &bindings).await
             }
             (Kind::Queue, _) => self.put_queue(&v, &n, &change.desired).await,
             (Kind::Policy, Action::Delete) => {
@@ -102,7 +106,9 @@ impl Writer {
                 .await
             }
             (Kind::Exchange, action) => {
+                let mut bindings = Vec::new();
                 if action == Action::Replace {
+                    bindings = self.bindings_to_restore(change).await?;
                     self.send(
                         Method::DELETE,
                         "DELETE /api/exchanges/{vhost}/{name}",
@@ -121,7 +127,8 @@ impl Writer {
                     &format!("/api/exchanges/{v}/{n}"),
                     Some(&body),
                 )
-                .await
+                .await?;
+                self.rebind(r, &bindings).await
             }
             (Kind::Binding, action) => {
                 let get = |k: &str| {
@@ -192,8 +199,41 @@ impl Writer {
         .await
     }
 
-    async fn delete_queue(&self, v: &str, n: &str, allow_loss: bool) -> Result<(), HttpError> {
-        let guard = if allow_loss { "" } else { "?if-empty=true" };
+    /// Deletes a queue. Unless `allow_loss`: a classic queue with `if-empty=true`, so that
+    /// RabbitMQ itself refuses to drop a message that arrived after the plan; a quorum (or
+    /// stream) queue, which refuses `if-empty`, only when a count read just before is zero.
+    async fn delete_queue(&self, r: &ResourceId, allow_loss: bool) -> Result<(), HttpError> {
+        let (v, n) = (seg(&r.scope), seg(&r.name));
+        let mut guard = "";
+        if !allow_loss {
+            let Some((kind, count)) = self.reader.queue_state(&r.scope, &r.name).await? else {
+                // Already gone: nothing to delete.
+                return Ok(());
+            };
+            if kind == "classic" {
+                guard = "?if-empty=true";
+            } else {
+                match count {
+                    Some(0) => {}
+                    Some(n) => {
+                        return Err(HttpError::Refused {
+                            what: r.to_string(),
+                            reason: format!(
+                                "refusing to delete this {kind} queue: it holds {n} messages now (RabbitMQ cannot delete it only if empty); move them first, or pass --allow-message-loss"
+                            ),
+                        });
+                    }
+                    None => {
+                        return Err(HttpError::Refused {
+                            what: r.to_string(),
+                            reason: format!(
+                                "refusing to delete this {kind} queue: RabbitMQ reports no message count for it yet (RabbitMQ cannot delete it only if empty); try again in a few seconds, or pass --allow-message-loss"
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         self.send(
             Method::DELETE,
             "DELETE /api/queues/{vhost}/{name}",
@@ -203,6 +243,61 @@ impl Writer {
         .await
     }
 
+    /// The bindings a replace must re-create: those the plan listed, and those the object has
+    /// now (one made since the plan is not lost either). The default exchange's are left out.
+    async fn bindings_to_restore(&self, change: &Change) -> Result<Vec<Binding>, HttpError> {
+        let r = &change.resource;
+        let mut out = super::plan::rebinds(change);
+        for b in self.reader.bindings_of(r.kind, &r.scope, &r.name).await? {
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Re-creates bindings a replace dropped; names every one that could not be.
+    async fn rebind(&self, r: &ResourceId, bindings: &[Binding]) -> Result<(), HttpError> {
+        let v = seg(&r.scope);
+        let mut failed = Vec::new();
+        for b in bindings {
+            let (x, d) = (seg(&b.source), seg(&b.destination));
+            let (api, path) = if b.destination_type == "exchange" {
+                (
+                    "POST /api/bindings/{vhost}/e/{x}/e/{y}",
+                    format!("/api/bindings/{v}/e/{x}/e/{d}"),
+                )
+            } else {
+                (
+                    "POST /api/bindings/{vhost}/e/{x}/q/{q}",
+                    format!("/api/bindings/{v}/e/{x}/q/{d}"),
+                )
+            };
+            let body = json!({
+                "routing_key": b.routing_key,
+                "arguments": b.arguments.clone().unwrap_or_else(|| json!({})),
+            });
+            if let Err(e) = self.send(Method::POST, api, &path, Some(&body)).await {
+                failed.push(format!(
+                    "{}: {e}",
+                    binding_name(&b.source, &b.destination, &b.routing_key)
+                ));
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(HttpError::Refused {
+            what: r.to_string(),
+            reason: format!(
+                "re-created, but {} of its {} bindings could not be re-created; add them by hand: {}",
+                failed.len(),
+                bindings.len(),
+                failed.join("; ")
+            ),
+        })
+    }
+
     async fn send(
         &self,
         method: Method,
@@ -210,7 +305,18 @@ impl Writer {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(), HttpError> {
-        self.http.send(method, api, path, body).await.map(|_| ())
+        let deletes = method == Method::DELETE;
+        let status = self.http.send(method, api, path, body).await?;
+        // Only a delete may take "not found" as done: any other write that RabbitMQ did not
+        // acknowledge (the vhost, exchange or queue is gone) did not happen.
+        if status == reqwest::StatusCode::NOT_FOUND && !deletes {
+            return Err(HttpError::Status {
+                api: format!("{api} ({path})"),
+                status: 404,
+                reason: "not found: the vhost or an object this write needs no longer exists; the write was not made".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Waits until RabbitMQ applies each policy to its queue (the management API lags by up

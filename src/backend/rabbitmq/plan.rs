@@ -5,8 +5,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use crate::plan::{Action, Change, Note};
-use crate::resource::{Desired, Kind, Live, ResourceId};
+use serde_json::json;
+
+use super::binding_name;
+use super::read::Binding;
+use crate::plan::{Action, Change, FieldChange, Note};
+use crate::resource::{Desired, Kind, Live, Props, ResourceId};
 
 /// Broker-side observations for a plan: a queue whose dlqctl policy exists but is not the one
 /// RabbitMQ applies (another policy with a higher priority wins, or it is still propagating).
@@ -39,6 +43,224 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
 
 /// RabbitMQ's changes are all made in place or by the guarded replace: nothing to refine.
 pub fn refine(_change: &mut Change) {}
+
+/// Policy keys that change what a queue dead-letters, keeps or drops. Any of these set by a
+/// policy dlqctl does not own for that queue (or by an operator policy) is drift; others
+/// (`queue-mode`, `ha-*`, ...) are harmless to dead letters.
+pub const GOVERNING_KEYS: [&str; 9] = [
+    "dead-letter-exchange",
+    "dead-letter-routing-key",
+    "message-ttl",
+    "expires",
+    "max-length",
+    "max-length-bytes",
+    "overflow",
+    "delivery-limit",
+    "dead-letter-strategy",
+];
+
+/// Where the reader puts the governing keys of a policy that applies to a queue and is not
+/// that queue's dlqctl policy: `@policy_definition.<key>`.
+pub const FOREIGN_POLICY: &str = "@policy_definition.";
+
+/// An operator policy that applies to an owned queue: its name and governing keys.
+pub type OperatorPolicies = BTreeMap<ResourceId, (String, Props)>;
+
+/// Policies dlqctl does not own (for that queue) that govern an owned queue's dead-lettering,
+/// length or TTL: an `impossible` change on the queue, one `effective_policy.<key>` field per
+/// key that differs from what the spec wants in force, and a reason that names the policy and
+/// says what to do. dlqctl never changes a policy it does not own, so apply refuses the plan
+/// until the policy is removed or narrowed; `--detailed-exitcode` says 2.
+pub fn add_policy_drift(
+    changes: &mut Vec<Change>,
+    desired: &[Desired],
+    live: &BTreeMap<ResourceId, Live>,
+    operator: &OperatorPolicies,
+) {
+    let policies: BTreeMap<&ResourceId, &Desired> = desired
+        .iter()
+        .filter(|d| d.id.kind == Kind::Policy && d.present)
+        .map(|d| (&d.id, d))
+        .collect();
+    for d in desired
+        .iter()
+        .filter(|d| d.id.kind == Kind::Queue && d.present)
+    {
+        let Some(q) = live.get(&d.id) else { continue };
+        let own = policies
+            .get(&ResourceId {
+                kind: Kind::Policy,
+                ..d.id.clone()
+            })
+            .copied();
+        // What the spec wants in force for a key: its policy's value, or its x-argument.
+        let wanted = |k: &str| -> Option<Value> {
+            own.and_then(|p| p.props.get(&format!("definition.{k}")).cloned())
+                .or_else(|| d.props.get(&format!("arguments.x-{k}")).cloned())
+                .filter(|v| !v.is_null())
+        };
+        let mut fields = Vec::new();
+        let mut reasons = Vec::new();
+        let mut compare = |what: String, found: Props, replaces_own: bool, fix: &str| {
+            let mut set = Vec::new();
+            for k in GOVERNING_KEYS {
+                let have = found.get(k).filter(|v| !v.is_null());
+                let want = wanted(k);
+                let drift = match (&want, have) {
+                    (_, None) => false,
+                    (Some(w), Some(h)) => !crate::resource::same(w, Some(h)),
+                    (None, Some(_)) => true,
+                };
+                // Only one policy applies: one that is not dlqctl's leaves out what dlqctl's set.
+                let dropped = replaces_own
+                    && have.is_none()
+                    && own.is_some_and(|p| {
+                        p.props
+                            .get(&format!("definition.{k}"))
+                            .is_some_and(|v| !v.is_null())
+                    });
+                if drift || dropped {
+                    fields.push(FieldChange {
+                        key: format!("effective_policy.{k}"),
+                        old: have.cloned(),
+                        new: want.clone(),
+                    });
+                    if let Some(h) = have {
+                        set.push(format!("{k} = {h}"));
+                    } else {
+                        set.push(format!("no {k}"));
+                    }
+                }
+            }
+            if !set.is_empty() {
+                reasons.push(format!(
+                    "{what} applies to this queue with {}, which changes what it dead-letters, keeps or drops; dlqctl does not change policies it does not own: {fix}, then plan again",
+                    set.join(", ")
+                ));
+            }
+        };
+        if let Some(name) = q.props.get("@policy").and_then(Value::as_str)
+            && name != d.id.name
+        {
+            let found: Props = q
+                .props
+                .iter()
+                .filter_map(|(k, v)| {
+                    k.strip_prefix(FOREIGN_POLICY)
+                        .map(|k| (k.to_owned(), v.clone()))
+                })
+                .collect();
+            let fix = if own.is_some() {
+                format!(
+                    "remove policy `{name}` or narrow its pattern so it no longer matches this queue, or raise `rabbitmq.policyPriority` above its priority"
+                )
+            } else {
+                format!(
+                    "remove policy `{name}` or narrow its pattern so it no longer matches this queue"
+                )
+            };
+            compare(
+                format!("policy `{name}` (not dlqctl's for this queue)"),
+                found,
+                true,
+                &fix,
+            );
+        }
+        if let Some((name, found)) = operator.get(&d.id) {
+            compare(
+                format!("operator policy `{name}`"),
+                found.clone(),
+                false,
+                &format!(
+                    "remove operator policy `{name}` (rabbitmqctl clear_operator_policy) or narrow its pattern so it no longer matches this queue"
+                ),
+            );
+        }
+        if fields.is_empty() {
+            continue;
+        }
+        let reason = reasons.join("; ");
+        match changes.iter_mut().find(|c| c.resource == d.id) {
+            Some(c) => {
+                c.action = Action::Impossible;
+                c.fields.extend(fields);
+                c.reason = Some(match c.reason.take() {
+                    Some(r) => format!("{r}; {reason}"),
+                    None => reason,
+                });
+            }
+            None => changes.push(Change {
+                resource: d.id.clone(),
+                channel: d.channel.clone(),
+                role: d.role,
+                action: Action::Impossible,
+                fields,
+                desired: d.props.clone(),
+                messages: None,
+                reason: Some(reason),
+                destructive: None,
+                pruned: false,
+            }),
+        }
+    }
+}
+
+/// Where a replace carries the bindings it re-creates (in the change's `desired`).
+pub const REBINDS: &str = "@bindings";
+
+/// Lists in a replace every binding the delete drops with the object, the spec's and
+/// everyone else's: one field each, and the whole list in `desired` for apply.
+pub fn list_rebinds(change: &mut Change, bindings: &[Binding]) {
+    if bindings.is_empty() {
+        return;
+    }
+    let kind = change.resource.kind.as_str();
+    for b in bindings {
+        change.fields.push(FieldChange {
+            key: format!(
+                "binding {}",
+                binding_name(&b.source, &b.destination, &b.routing_key)
+            ),
+            old: Some(json!(format!("deleted with the {kind}"))),
+            new: Some(json!("re-created")),
+        });
+    }
+    change.desired.insert(
+        REBINDS.to_owned(),
+        Value::Array(bindings.iter().map(Binding::to_value).collect()),
+    );
+}
+
+/// The bindings a replace re-creates, as the plan listed them.
+pub fn rebinds(change: &Change) -> Vec<Binding> {
+    change
+        .desired
+        .get(REBINDS)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Binding::from_value)
+        .collect()
+}
+
+/// How a quorum queue is dropped: RabbitMQ refuses `if-empty` on it, so apply counts its
+/// messages just before the delete instead; the plan says so.
+pub fn quorum_notes(changes: &[Change], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
+    changes
+        .iter()
+        .filter(|c| c.drops_object() && c.resource.kind == Kind::Queue)
+        .filter(|c| {
+            live.get(&c.resource)
+                .and_then(|l| l.props.get("type"))
+                .and_then(Value::as_str)
+                == Some("quorum")
+        })
+        .map(|c| Note {
+            resource: c.resource.clone(),
+            message: "quorum queue: RabbitMQ cannot delete it only if empty, so apply counts its messages just before the delete and stops if it holds any (the count lags by up to the broker's statistics interval, 5 s by default: stop producers first)".to_owned(),
+        })
+        .collect()
+}
 
 /// The policies of queues this plan creates go before anything else of their target.
 ///
@@ -77,7 +299,6 @@ mod tests {
     use crate::plan::{diff, sort_for_apply};
     use crate::resource::Role;
     use crate::spec::model::Backend;
-    use serde_json::json;
 
     fn queue() -> Desired {
         Desired {
@@ -94,6 +315,109 @@ mod tests {
             immutable: false,
             present: true,
         }
+    }
+
+    fn live(props: serde_json::Value) -> Live {
+        Live {
+            props: serde_json::from_value(props).expect("props"),
+            messages: None,
+        }
+    }
+
+    #[test]
+    fn a_foreign_policy_that_caps_a_queue_without_a_dlqctl_policy_is_impossible_drift() {
+        let dlq = queue();
+        let mut changes = Vec::new();
+        // `queue-mode` is harmless: the reader never carries it.
+        let capped = live(
+            json!({"a": 1, "@policy": "cap", "@policy_definition.max-length": 1, "@policy_definition.overflow": "drop-head"}),
+        );
+        let state = [(dlq.id.clone(), capped)].into_iter().collect();
+        add_policy_drift(
+            &mut changes,
+            std::slice::from_ref(&dlq),
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert_eq!(changes.len(), 1);
+        let c = &changes[0];
+        assert_eq!(c.action, Action::Impossible);
+        let keys: Vec<&str> = c.fields.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["effective_policy.max-length", "effective_policy.overflow"]
+        );
+        let reason = c.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.contains("policy `cap`") && reason.contains("remove"),
+            "{reason}"
+        );
+
+        // An operator policy counts the same; no policy at all is no drift.
+        let mut changes = Vec::new();
+        let op: OperatorPolicies = [(
+            dlq.id.clone(),
+            (
+                "limits".to_owned(),
+                [("message-ttl".to_owned(), json!(1000))]
+                    .into_iter()
+                    .collect(),
+            ),
+        )]
+        .into_iter()
+        .collect();
+        let state = [(dlq.id.clone(), live(json!({"a": 1})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(
+            &mut changes,
+            std::slice::from_ref(&dlq),
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert!(changes.is_empty());
+        add_policy_drift(&mut changes, &[dlq], &state, &op);
+        assert_eq!(changes.len(), 1);
+        assert!(
+            changes[0]
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("operator policy `limits`")
+        );
+    }
+
+    #[test]
+    fn a_foreign_policy_winning_over_dlqctls_drops_its_dead_lettering() {
+        let q = queue();
+        let mut policy = queue();
+        policy.id.kind = Kind::Policy;
+        policy.props = [("definition.dead-letter-exchange".to_owned(), json!(""))]
+            .into_iter()
+            .collect();
+        let mut changes = Vec::new();
+        let state = [(q.id.clone(), live(json!({"a": 1, "@policy": "other"})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(
+            &mut changes,
+            &[q.clone(), policy.clone()],
+            &state,
+            &OperatorPolicies::new(),
+        );
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            changes[0].fields[0].key,
+            "effective_policy.dead-letter-exchange"
+        );
+        assert_eq!(changes[0].fields[0].old, None);
+        // dlqctl's own policy applied: nothing to say.
+        let mut changes = Vec::new();
+        let state = [(q.id.clone(), live(json!({"a": 1, "@policy": "q"})))]
+            .into_iter()
+            .collect();
+        add_policy_drift(&mut changes, &[q, policy], &state, &OperatorPolicies::new());
+        assert!(changes.is_empty());
     }
 
     #[test]

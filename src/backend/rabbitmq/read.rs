@@ -14,7 +14,7 @@ use crate::backend::wire::retry::ReadBudget;
 use crate::backend::{
     AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
 };
-use crate::plan::{Change, Note};
+use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -37,6 +37,112 @@ pub(super) fn flat(item: &Value, keys: &[&str], nested: &str) -> Props {
         props.insert(format!("{nested}.{k}"), v.clone());
     }
     props
+}
+
+/// A management API answer of a shape the API never returns: an error naming the call,
+/// never an empty state (which a plan would turn into creates).
+fn bad_shape(api: &str, path: &str, what: &str) -> HttpError {
+    HttpError::Decode {
+        api: format!("{api} ({path})"),
+        reason: what.to_owned(),
+    }
+}
+
+/// The list a listing answered, or an error naming the call.
+fn list<'a>(api: &str, path: &str, body: &'a Value) -> Result<&'a Vec<Value>, HttpError> {
+    body.as_array()
+        .ok_or_else(|| bad_shape(api, path, "expected a JSON list"))
+}
+
+/// A listed object's `name`, or an error naming the call.
+fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, HttpError> {
+    item.get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_shape(api, path, "a listed object has no string `name`"))
+}
+
+/// Messages held by a queue as the management API reports them (`None`: not reported).
+fn count(b: &Value) -> Option<u64> {
+    b.get("messages").and_then(Value::as_u64).or_else(|| {
+        let ready = b.get("messages_ready").and_then(Value::as_u64)?;
+        let unacked = b
+            .get("messages_unacknowledged")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        Some(ready + unacked)
+    })
+}
+
+/// A 404 on a vhost listing: the vhost does not exist (or was deleted since the last call).
+fn no_vhost(vhost: &str) -> HttpError {
+    HttpError::Status {
+        api: format!("vhost `{vhost}`"),
+        status: 404,
+        reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec"
+            .into(),
+    }
+}
+
+/// One binding as the management API lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub source: String,
+    pub destination: String,
+    /// `queue` or `exchange`.
+    pub destination_type: String,
+    pub routing_key: String,
+    pub properties_key: String,
+    /// `None` when it has none.
+    pub arguments: Option<Value>,
+}
+
+impl Binding {
+    /// `None` when a field the API always sends is missing or not a string.
+    pub fn from_value(b: &Value) -> Option<Binding> {
+        let get = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(Binding {
+            source: get("source")?,
+            destination: get("destination")?,
+            destination_type: get("destination_type")?,
+            routing_key: get("routing_key")?,
+            properties_key: get("properties_key").unwrap_or_default(),
+            arguments: b
+                .get("arguments")
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+                .cloned(),
+        })
+    }
+
+    /// As the management API lists it (what a replace carries in its plan).
+    pub fn to_value(&self) -> Value {
+        let mut v = json!({
+            "source": self.source,
+            "destination": self.destination,
+            "destination_type": self.destination_type,
+            "routing_key": self.routing_key,
+            "properties_key": self.properties_key,
+        });
+        if let (Some(args), Some(o)) = (&self.arguments, v.as_object_mut()) {
+            o.insert("arguments".into(), args.clone());
+        }
+        v
+    }
+
+    /// The flat props a binding is read as (and what re-creates it).
+    pub fn props(&self) -> Props {
+        let mut props: Props = [
+            ("source".to_owned(), json!(self.source)),
+            ("destination".to_owned(), json!(self.destination)),
+            ("routing_key".to_owned(), json!(self.routing_key)),
+        ]
+        .into_iter()
+        .collect();
+        if let Some(args) = &self.arguments {
+            props.insert("arguments".into(), args.clone());
+        }
+        props.insert("@properties_key".into(), json!(self.properties_key));
+        props
+    }
 }
 
 /// Read-only view of one RabbitMQ target.
@@ -104,16 +210,170 @@ impl Reader {
         self.read_vhosts(&vhosts).await
     }
 
-    /// RabbitMQ's plan rules need no further reads: nothing to review.
+    /// What only further reads can tell, where the plan replaces an object: the bindings a
+    /// replace deletes with it (the spec's and everyone else's), listed in the change and
+    /// re-created by apply; and how a quorum queue is guarded before it is dropped.
     pub async fn review(
         &self,
-        _desired: &[Desired],
-        _live: &BTreeMap<ResourceId, Live>,
-        _changes: &mut Vec<Change>,
-        _notes: &mut Vec<Note>,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
         _adopt: bool,
     ) -> Result<(), HttpError> {
+        for c in changes.iter_mut() {
+            if c.resource.target != self.target || c.action != Action::Replace {
+                continue;
+            }
+            let bindings = self
+                .bindings_of(c.resource.kind, &c.resource.scope, &c.resource.name)
+                .await?;
+            super::plan::list_rebinds(c, &bindings);
+        }
+        notes.extend(super::plan::quorum_notes(changes, live));
+        let operator = self.operator_policies(desired, live).await?;
+        super::plan::add_policy_drift(changes, desired, live, &operator);
         Ok(())
+    }
+
+    /// The operator policies that govern the spec's live queues: one listing per vhost, and
+    /// only when one of them sets a governing key, one small read per such queue for the
+    /// operator policy RabbitMQ applies to it.
+    async fn operator_policies(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+    ) -> Result<super::plan::OperatorPolicies, HttpError> {
+        let queues: Vec<&ResourceId> = desired
+            .iter()
+            .filter(|d| {
+                d.id.target == self.target
+                    && d.id.kind == Kind::Queue
+                    && d.present
+                    && live.contains_key(&d.id)
+            })
+            .map(|d| &d.id)
+            .collect();
+        let vhosts: BTreeSet<&str> = queues.iter().map(|q| q.scope.as_str()).collect();
+        let mut out = super::plan::OperatorPolicies::new();
+        for vhost in vhosts {
+            let api = "GET /api/operator-policies/{vhost}";
+            let path = format!("/api/operator-policies/{}", seg(vhost));
+            let Some(body) = self.http.get(api, &path).await? else {
+                return Err(no_vhost(vhost));
+            };
+            let mut governing: BTreeMap<String, Props> = BTreeMap::new();
+            for p in list(api, &path, &body)? {
+                let name = item_name(api, &path, p)?;
+                let def = p
+                    .get("definition")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| {
+                        bad_shape(
+                            api,
+                            &path,
+                            &format!("operator policy `{name}`: `definition` is not an object"),
+                        )
+                    })?;
+                let keys: Props = def
+                    .iter()
+                    .filter(|(k, _)| super::plan::GOVERNING_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !keys.is_empty() {
+                    governing.insert(name.to_owned(), keys);
+                }
+            }
+            if governing.is_empty() {
+                continue;
+            }
+            for q in queues.iter().filter(|q| q.scope == vhost) {
+                let api = "GET /api/queues/{vhost}/{name}";
+                let path = format!(
+                    "/api/queues/{}/{}?columns=name,operator_policy",
+                    seg(vhost),
+                    seg(&q.name)
+                );
+                let applied = self.http.get(api, &path).await?.and_then(|b| {
+                    b.get("operator_policy")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+                if let Some(name) = applied
+                    && let Some(keys) = governing.get(&name)
+                {
+                    out.insert((*q).clone(), (name, keys.clone()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every binding a delete of this queue or exchange drops with it (`None`: it does not
+    /// exist), except the default exchange's, which RabbitMQ makes and removes by itself.
+    pub async fn bindings_of(
+        &self,
+        kind: Kind,
+        vhost: &str,
+        name: &str,
+    ) -> Result<Vec<Binding>, HttpError> {
+        let (v, n) = (seg(vhost), seg(name));
+        let calls = match kind {
+            Kind::Queue => vec![(
+                "GET /api/queues/{vhost}/{name}/bindings",
+                format!("/api/queues/{v}/{n}/bindings"),
+            )],
+            Kind::Exchange => vec![
+                (
+                    "GET /api/exchanges/{vhost}/{name}/bindings/source",
+                    format!("/api/exchanges/{v}/{n}/bindings/source"),
+                ),
+                (
+                    "GET /api/exchanges/{vhost}/{name}/bindings/destination",
+                    format!("/api/exchanges/{v}/{n}/bindings/destination"),
+                ),
+            ],
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (api, path) in calls {
+            let Some(body) = self.http.get(api, &path).await? else {
+                continue;
+            };
+            for b in list(api, &path, &body)? {
+                let b = Binding::from_value(b).ok_or_else(|| {
+                    bad_shape(api, &path, "a binding lacks a string `source`, `destination`, `destination_type` or `routing_key`")
+                })?;
+                if !b.source.is_empty() && !out.contains(&b) {
+                    out.push(b);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A queue's type and message count, read just before it is dropped (`None`: it does not
+    /// exist). The count is `None` when RabbitMQ has not reported one yet.
+    pub async fn queue_state(
+        &self,
+        vhost: &str,
+        queue: &str,
+    ) -> Result<Option<(String, Option<u64>)>, HttpError> {
+        let api = "GET /api/queues/{vhost}/{name}";
+        let path = format!(
+            "/api/queues/{}/{}?columns=type,messages,messages_ready,messages_unacknowledged",
+            seg(vhost),
+            seg(queue)
+        );
+        let Some(b) = self.http.get(api, &path).await? else {
+            return Ok(None);
+        };
+        let kind = b
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad_shape(api, &path, "no string `type`"))?
+            .to_owned();
+        Ok(Some((kind, count(&b))))
     }
 
     /// What `plan --prune` may delete: every owned object in the vhosts the specs use and the
@@ -190,20 +450,6 @@ impl Reader {
         self.http.clone().into_writer()
     }
 
-    /// The items of a management API listing whose `name` is inside the ownership prefixes.
-    pub(super) fn owned_items<'a>(
-        &'a self,
-        list: Option<&'a Value>,
-    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
-        list.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(move |item| {
-                let name = item.get("name").and_then(Value::as_str)?;
-                self.owned(name).then_some((name, item))
-            })
-    }
-
     pub fn owned(&self, name: &str) -> bool {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
@@ -224,21 +470,44 @@ impl Reader {
         );
         let mut page = 1;
         loop {
+            let api = "GET /api/queues/{vhost}";
             let path = format!(
                 "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns=name,arguments,policy,type,durable,auto_delete",
                 seg(&name_filter)
             );
-            let Some(body) = self.http.get("GET /api/queues/{vhost}", &path).await? else {
-                return Err(HttpError::Status {
-                    api: format!("vhost `{vhost}`"),
-                    status: 404,
-                    reason: "the vhost does not exist; create it or fix `vhost` in the targets file or spec".into(),
-                });
+            let Some(body) = self.http.get(api, &path).await? else {
+                return Err(no_vhost(vhost));
             };
-            for (name, q) in self.owned_items(body.get("items")) {
+            let items = body
+                .get("items")
+                .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
+            for q in list(api, &path, items)? {
+                let name = item_name(api, &path, q)?;
+                if !self.owned(name) {
+                    continue;
+                }
+                if q.get("arguments")
+                    .is_some_and(|a| !a.is_object() && !a.is_array())
+                {
+                    return Err(bad_shape(
+                        api,
+                        &path,
+                        &format!("queue `{name}`: `arguments` is not an object"),
+                    ));
+                }
                 let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
-                if let Some(p) = q.get("policy").and_then(Value::as_str) {
-                    props.insert("@policy".into(), json!(p));
+                match q.get("policy") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::String(p)) => {
+                        props.insert("@policy".into(), json!(p));
+                    }
+                    Some(_) => {
+                        return Err(bad_shape(
+                            api,
+                            &path,
+                            &format!("queue `{name}`: `policy` is not a string"),
+                        ));
+                    }
                 }
                 out.insert(
                     id(&self.target, Kind::Queue, vhost, name),
@@ -248,18 +517,45 @@ impl Reader {
                     },
                 );
             }
-            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
+            let pages = match body.get("page_count") {
+                None => 1,
+                Some(n) => n
+                    .as_u64()
+                    .ok_or_else(|| bad_shape(api, &path, "`page_count` is not a number"))?,
+            };
             if page as u64 >= pages || page >= 10_000 {
                 break;
             }
             page += 1;
         }
 
+        let (api, path) = ("GET /api/policies/{vhost}", format!("/api/policies/{v}"));
         let policies = self
             .http
-            .get("GET /api/policies/{vhost}", &format!("/api/policies/{v}"))
-            .await?;
-        for (name, p) in self.owned_items(policies.as_ref()) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        // Every policy's governing keys, owned or not: a queue may be governed by either.
+        let mut governing: BTreeMap<&str, Vec<(&str, &Value)>> = BTreeMap::new();
+        for p in list(api, &path, &policies)? {
+            let name = item_name(api, &path, p)?;
+            let Some(def) = p.get("definition").and_then(Value::as_object) else {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    &format!("policy `{name}`: `definition` is not an object"),
+                ));
+            };
+            governing.insert(
+                name,
+                def.iter()
+                    .filter(|(k, _)| super::plan::GOVERNING_KEYS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.as_str(), v))
+                    .collect(),
+            );
+            if !self.owned(name) {
+                continue;
+            }
             let props = flat(p, &POLICY_KEYS, "definition");
             out.insert(
                 id(&self.target, Kind::Policy, vhost, name),
@@ -270,11 +566,50 @@ impl Reader {
             );
         }
 
+        // A queue governed by a policy other than its own dlqctl policy (named after it)
+        // carries that policy's governing keys, for the plan's drift check.
+        for (qid, q) in out.iter_mut() {
+            if qid.kind != Kind::Queue || qid.scope != vhost || qid.target != self.target {
+                continue;
+            }
+            let Some(applied) = q
+                .props
+                .get("@policy")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            if applied == qid.name {
+                continue;
+            }
+            for (k, v) in governing.get(applied.as_str()).into_iter().flatten() {
+                q.props
+                    .insert(format!("{}{k}", super::plan::FOREIGN_POLICY), (*v).clone());
+            }
+        }
+
+        let api = "GET /api/exchanges/{vhost}";
+        let path = format!(
+            "/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"
+        );
         let exchanges = self
             .http
-            .get("GET /api/exchanges/{vhost}", &format!("/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"))
-            .await?;
-        for (name, x) in self.owned_items(exchanges.as_ref()) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        for x in list(api, &path, &exchanges)? {
+            let name = item_name(api, &path, x)?;
+            if !self.owned(name) {
+                continue;
+            }
+            if !x.get("type").is_some_and(Value::is_string) {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    &format!("exchange `{name}`: `type` is not a string"),
+                ));
+            }
             // dlqctl declares exchanges without arguments; any (alternate-exchange, ...) are
             // someone else's and show up in a plan as unmanaged settings.
             let props = flat(
@@ -291,45 +626,32 @@ impl Reader {
             );
         }
 
+        let (api, path) = ("GET /api/bindings/{vhost}", format!("/api/bindings/{v}"));
         let bindings = self
             .http
-            .get("GET /api/bindings/{vhost}", &format!("/api/bindings/{v}"))
-            .await?;
-        for b in bindings
-            .as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let get = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default();
-            let (source, dest) = (get("source"), get("destination"));
-            if get("destination_type") != "queue" || !self.owned(source) {
+            .get(api, &path)
+            .await?
+            .ok_or_else(|| no_vhost(vhost))?;
+        for b in list(api, &path, &bindings)? {
+            let Some(b) = Binding::from_value(b) else {
+                return Err(bad_shape(
+                    api,
+                    &path,
+                    "a binding lacks a string `source`, `destination`, `destination_type` or `routing_key`",
+                ));
+            };
+            if b.destination_type != "queue" || !self.owned(&b.source) {
                 continue;
             }
-            let key = get("routing_key");
-            let mut props: Props = [
-                ("source".to_owned(), json!(source)),
-                ("destination".to_owned(), json!(dest)),
-                ("routing_key".to_owned(), json!(key)),
-            ]
-            .into_iter()
-            .collect();
-            if let Some(args) = b
-                .get("arguments")
-                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
-            {
-                props.insert("arguments".into(), args.clone());
-            }
-            props.insert("@properties_key".into(), json!(get("properties_key")));
             out.insert(
                 id(
                     &self.target,
                     Kind::Binding,
                     vhost,
-                    &binding_name(source, dest, key),
+                    &binding_name(&b.source, &b.destination, &b.routing_key),
                 ),
                 Live {
-                    props,
+                    props: b.props(),
                     messages: None,
                 },
             );
@@ -374,16 +696,7 @@ impl Reader {
             .http
             .get("GET /api/queues/{vhost}/{name}", &path)
             .await?;
-        Ok(body.and_then(|b| {
-            b.get("messages").and_then(Value::as_u64).or_else(|| {
-                let ready = b.get("messages_ready").and_then(Value::as_u64)?;
-                let unacked = b
-                    .get("messages_unacknowledged")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                Some(ready + unacked)
-            })
-        }))
+        Ok(body.as_ref().and_then(count))
     }
 
     /// The policy RabbitMQ currently applies to a queue.

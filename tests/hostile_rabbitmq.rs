@@ -1,0 +1,503 @@
+//! RabbitMQ against a hostile or failing broker (issue 14): answers of a shape the management
+//! API never returns, writes that are not acknowledged, and the live paths a hand-made change
+//! or a foreign policy opens (replaces with bindings, quorum deletes, policies that disable
+//! dead-lettering).
+//!
+//! The fake management API is a tokio `TcpListener` on 127.0.0.1 answering canned HTTP
+//! responses and recording every request it saw.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// (method, path) of every request the fake server answered.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// How the fake server answers one request: (status, body).
+type Answer = Arc<dyn Fn(&str, &str) -> (u16, String) + Send + Sync>;
+
+/// A fake management API on 127.0.0.1; stops with the test process.
+struct FakeApi {
+    url: String,
+    seen: Seen,
+}
+
+impl FakeApi {
+    fn start(answer: impl Fn(&str, &str) -> (u16, String) + Send + Sync + 'static) -> FakeApi {
+        let answer: Answer = Arc::new(answer);
+        let seen: Seen = Arc::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let seen2 = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind 127.0.0.1");
+                tx.send(listener.local_addr().expect("addr"))
+                    .expect("send addr");
+                // Bounded: no test makes anywhere near this many requests.
+                for _ in 0..1000 {
+                    let Ok((mut sock, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let answer = Arc::clone(&answer);
+                    let seen = Arc::clone(&seen2);
+                    tokio::spawn(async move {
+                        let mut buf = Vec::new();
+                        let mut chunk = [0u8; 4096];
+                        // The request head, then as much body as Content-Length says.
+                        let (head_end, len) = loop {
+                            let Ok(n) = sock.read(&mut chunk).await else { return };
+                            if n == 0 {
+                                return;
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                                let len = head
+                                    .lines()
+                                    .find_map(|l| l.strip_prefix("content-length:"))
+                                    .and_then(|v| v.trim().parse::<usize>().ok())
+                                    .unwrap_or(0);
+                                break (i + 4, len);
+                            }
+                        };
+                        while buf.len() < head_end + len {
+                            let Ok(n) = sock.read(&mut chunk).await else { return };
+                            if n == 0 {
+                                break;
+                            }
+                            buf.extend_from_slice(&chunk[..n]);
+                        }
+                        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                        let mut first = head.lines().next().unwrap_or_default().split(' ');
+                        let method = first.next().unwrap_or_default().to_owned();
+                        let path = first.next().unwrap_or_default().to_owned();
+                        seen.lock()
+                            .expect("lock")
+                            .push((method.clone(), path.clone()));
+                        let (status, body) = answer(&method, &path);
+                        let resp = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = sock.write_all(resp.as_bytes()).await;
+                        let _ = sock.shutdown().await;
+                    });
+                }
+            });
+        });
+        let addr = rx.recv().expect("fake server address");
+        FakeApi {
+            url: format!("http://{addr}"),
+            seen,
+        }
+    }
+
+    fn writes(&self) -> Vec<(String, String)> {
+        self.seen
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(m, _)| m != "GET")
+            .cloned()
+            .collect()
+    }
+}
+
+/// An empty vhost, as RabbitMQ lists it.
+fn empty_state(path: &str) -> (u16, String) {
+    if path.starts_with("/api/queues/") && path.contains("page=") {
+        let page = json!({"filtered_count": 0, "item_count": 0, "items": [], "page": 1,
+            "page_count": 1, "page_size": 500, "total_count": 0});
+        (200, page.to_string())
+    } else if path.starts_with("/api/queues/") {
+        (
+            404,
+            json!({"error": "Object Not Found", "reason": "Not Found"}).to_string(),
+        )
+    } else {
+        (200, "[]".to_owned())
+    }
+}
+
+/// A workspace whose RabbitMQ target is `url`, holding the orders example.
+fn workspace(url: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
+        .expect("targets")
+        .replace("http://127.0.0.1:15672", url);
+    std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
+    let spec = std::fs::read_to_string(support::root().join("examples/orders-rabbitmq.yaml"))
+        .expect("example");
+    std::fs::write(dir.path().join("channel.yaml"), spec).expect("write spec");
+    dir
+}
+
+fn run(dir: &tempfile::TempDir, args: &[&str]) -> support::Output {
+    support::output(
+        support::dlqctl_local(dir.path())
+            .args(args)
+            .args(["--color", "never"]),
+    )
+}
+
+#[test]
+fn wrong_shaped_json_is_an_error_naming_the_endpoint_never_an_empty_state() {
+    let cases: Vec<(&str, &str, Value)> = vec![
+        (
+            "items as an object",
+            "queues",
+            json!({"items": {}, "page": 1, "page_count": 1}),
+        ),
+        (
+            "items as a JSON string",
+            "queues",
+            json!({"items": "[]", "page": 1, "page_count": 1}),
+        ),
+        (
+            "page_count a word",
+            "queues",
+            json!({"items": [], "page": 1, "page_count": "many"}),
+        ),
+        (
+            "a queue without a name",
+            "queues",
+            json!({"items": [{"type": "classic"}], "page": 1, "page_count": 1}),
+        ),
+        ("policies as an object", "policies", json!({"items": []})),
+        ("exchanges as a string", "exchanges", json!("[]")),
+        ("bindings as an object", "bindings", json!({})),
+    ];
+    for (what, endpoint, body) in cases {
+        let body = body.to_string();
+        let api = FakeApi::start(move |_, path| {
+            if path.starts_with(&format!("/api/{endpoint}/")) {
+                (200, body.clone())
+            } else {
+                empty_state(path)
+            }
+        });
+        let dir = workspace(&api.url);
+        let p = run(&dir, &["plan", "channel.yaml", "--detailed-exitcode"]);
+        assert_eq!(
+            p.code, 1,
+            "{what}: plan must fail\n{}{}",
+            p.stdout, p.stderr
+        );
+        let lines: Vec<&str> = p.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(
+            lines.len() == 1
+                && lines[0].contains("local-rabbitmq")
+                && lines[0].contains(&format!("/api/{endpoint}/")),
+            "{what}: one line naming the target and the endpoint:\n{}",
+            p.stderr
+        );
+        let a = run(&dir, &["apply", "channel.yaml", "--auto-approve"]);
+        assert_eq!(
+            a.code, 1,
+            "{what}: apply must fail\n{}{}",
+            a.stdout, a.stderr
+        );
+        assert_eq!(
+            api.writes(),
+            Vec::new(),
+            "{what}: no write after a bad read"
+        );
+    }
+}
+
+#[test]
+fn a_write_answered_404_fails_the_step_and_apply() {
+    // The vhost was deleted mid-apply: every write is answered "vhost not found".
+    let api = FakeApi::start(|method, path| {
+        if method == "GET" {
+            empty_state(path)
+        } else {
+            (
+                404,
+                json!({"error": "not_found", "reason": "vhost_not_found"}).to_string(),
+            )
+        }
+    });
+    let dir = workspace(&api.url);
+    let a = run(&dir, &["apply", "channel.yaml", "--auto-approve"]);
+    assert_ne!(a.code, 0, "apply must fail\n{}{}", a.stdout, a.stderr);
+    assert!(
+        a.stderr.contains("FAILED") && a.stderr.contains("404"),
+        "the first write fails, with the status\n{}",
+        a.stderr
+    );
+    assert!(
+        !a.stderr.contains(" done (") && !a.stderr.contains("Apply complete"),
+        "no step counts as done\n{}{}",
+        a.stdout,
+        a.stderr
+    );
+    assert_eq!(
+        api.writes().len(),
+        1,
+        "apply stops at the first failed write"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live: the local broker
+// ---------------------------------------------------------------------------------------------
+
+use reqwest::Method;
+use support::rabbit::{Fixture, api, block, wait_for_messages};
+
+/// Publishes one message through AMQP (confirmed by the broker).
+async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+    let conn =
+        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
+            .await
+            .expect("AMQP");
+    let ch = conn.create_channel().await.expect("channel");
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirms");
+    ch.basic_publish(
+        exchange.into(),
+        key.into(),
+        BasicPublishOptions::default(),
+        body,
+        lapin::BasicProperties::default(),
+    )
+    .await
+    .expect("publish")
+    .await
+    .expect("confirm");
+    let _ = conn.close(200, "done".into()).await;
+}
+
+/// Takes (and acknowledges) one message from a queue; `false` when it is empty.
+async fn take_one(queue: &str) -> bool {
+    use lapin::options::{BasicAckOptions, BasicGetOptions};
+    let conn =
+        lapin::Connection::connect(&support::amqp_url(), lapin::ConnectionProperties::default())
+            .await
+            .expect("AMQP");
+    let ch = conn.create_channel().await.expect("channel");
+    let got = ch
+        .basic_get(queue.into(), BasicGetOptions::default())
+        .await
+        .expect("basic.get");
+    let taken = match got {
+        Some(m) => {
+            m.delivery
+                .acker
+                .ack(BasicAckOptions::default())
+                .await
+                .expect("ack");
+            true
+        }
+        None => false,
+    };
+    let _ = conn.close(200, "done".into()).await;
+    taken
+}
+
+/// (source, routing key) of every binding of a queue, the default exchange's left out.
+fn bindings_of(queue: &str) -> Vec<(String, String)> {
+    let (status, list) = block(api(
+        Method::GET,
+        &format!("/api/queues/%2F/{queue}/bindings"),
+        None,
+    ));
+    assert_eq!(status, 200, "{list}");
+    let mut out: Vec<(String, String)> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["source"] != "")
+        .map(|b| {
+            (
+                b["source"].as_str().unwrap_or_default().to_owned(),
+                b["routing_key"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() {
+    let Some(f) = Fixture::new() else { return };
+    let [main, _, _, exchange] = f.names();
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    // Another tool binds the main queue to an exchange dlqctl does not own.
+    let (status, body) = block(api(
+        Method::POST,
+        &format!("/api/bindings/%2F/e/amq.direct/q/{main}"),
+        Some(json!({"routing_key": "foreign", "arguments": {}})),
+    ));
+    assert_eq!(status, 201, "{body}");
+    let before = bindings_of(&main);
+    assert_eq!(
+        before,
+        vec![
+            ("amq.direct".to_owned(), "foreign".to_owned()),
+            (exchange.clone(), "process".to_owned())
+        ]
+    );
+
+    f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    for b in [
+        format!("binding amq.direct -> {main} [foreign]"),
+        format!("binding {exchange} -> {main} [process]"),
+    ] {
+        assert!(
+            p.stdout.contains(&b),
+            "the replace lists `{b}`\n{}",
+            p.stdout
+        );
+    }
+    let a = f.apply(&["--allow-replace"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_eq!(bindings_of(&main), before, "every binding is back");
+    let p = f.plan();
+    assert_eq!(
+        p.code, 0,
+        "the next plan is empty\n{}{}",
+        p.stdout, p.stderr
+    );
+    // A message published through the exchange is routed to the new queue.
+    block(publish(&exchange, "process", b"order-1"));
+    wait_for_messages(&main, 1);
+}
+
+#[test]
+fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
+    let Some(f) = Fixture::new() else { return };
+    let [_, _, dlq, _] = f.names();
+    f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+
+    // A replace of the (empty) quorum queues, planned and saved.
+    f.write_example(|t| t);
+    let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    assert!(
+        p.stdout
+            .contains("counts its messages just before the delete"),
+        "the plan says how a quorum queue is guarded\n{}",
+        p.stdout
+    );
+    // A dead letter arrives after the plan: apply counts it and refuses to drop it.
+    block(publish("", &dlq, b"dead-letter-1"));
+    wait_for_messages(&dlq, 1);
+    let a = f.run(&["apply", "plan.json", "--allow-replace"]);
+    assert_ne!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert!(
+        a.stderr.contains("holds 1 messages now"),
+        "refused with the count\n{}",
+        a.stderr
+    );
+    wait_for_messages(&dlq, 1);
+
+    // Once it is empty, the replace goes through without --allow-message-loss.
+    assert!(block(take_one(&dlq)), "the dead letter is still there");
+    wait_for_messages(&dlq, 0);
+    let a = f.apply(&["--allow-replace"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let p = f.plan();
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+}
+
+/// A policy made by another tool, removed when the test ends (whatever happens).
+struct ForeignPolicy(String);
+
+impl Drop for ForeignPolicy {
+    fn drop(&mut self) {
+        let _ = block(api(
+            Method::DELETE,
+            &format!("/api/policies/%2F/{}", self.0),
+            None,
+        ));
+    }
+}
+
+#[test]
+fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
+    let Some(f) = Fixture::new() else { return };
+    let [_, _, dlq, _] = f.names();
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+
+    // Outside the ownership prefixes, higher priority, on every queue of the channel.
+    let policy = ForeignPolicy(support::unique("hostile-cap-"));
+    let (status, body) = block(api(
+        Method::PUT,
+        &format!("/api/policies/%2F/{}", policy.0),
+        Some(json!({
+            "pattern": format!("^{}\\.", f.channel.replace('.', "\\.")),
+            "apply-to": "queues",
+            "priority": 100,
+            "definition": {"max-length": 1, "overflow": "drop-head"},
+        })),
+    ));
+    assert!(status == 201 || status == 204, "{status} {body}");
+    // Bounded wait until RabbitMQ applies it to the DLQ.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (_, q) = block(api(
+            Method::GET,
+            "/api/queues/%2F?disable_stats=true&columns=name,policy",
+            None,
+        ));
+        let applied = q
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["name"] == dlq.as_str() && i["policy"] == policy.0.as_str());
+        if applied {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "policy never applied: {q}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let p = f.plan();
+    assert_eq!(
+        p.code, 2,
+        "drift, not \"matches\"\n{}{}",
+        p.stdout, p.stderr
+    );
+    assert!(
+        p.stdout.contains(&format!("impossible queue {dlq}"))
+            && p.stdout
+                .contains("effective_policy.max-length: 1 → (absent)")
+            && p.stdout.contains(&format!("policy `{}`", policy.0)),
+        "the DLQ's drift names the policy\n{}",
+        p.stdout
+    );
+    let a = f.apply(&[]);
+    assert_ne!(a.code, 0, "apply refuses\n{}{}", a.stdout, a.stderr);
+    assert!(a.stderr.contains(&policy.0), "{}", a.stderr);
+    let (status, _) = block(api(
+        Method::GET,
+        &format!("/api/policies/%2F/{}", policy.0),
+        None,
+    ));
+    assert_eq!(status, 200, "the foreign policy is left alone");
+}
