@@ -253,7 +253,8 @@ fn a_write_answered_404_fails_the_step_and_apply() {
 // ---------------------------------------------------------------------------------------------
 
 use reqwest::Method;
-use support::rabbit::{Fixture, api, block, wait_for_messages};
+use support::block;
+use support::rabbit::{Fixture, api, wait_for_messages};
 
 /// Publishes one message through AMQP (confirmed by the broker).
 async fn publish(exchange: &str, key: &str, body: &[u8]) {

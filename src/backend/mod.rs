@@ -301,6 +301,12 @@ impl Reader {
         each!(Reader, self, r => r.prunable(skip, target).await)
     }
 
+    /// One object as [`read`](Self::read) would return it, read as cheaply as the backend
+    /// allows (apply's re-check immediately before each write).
+    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, BackendError> {
+        each!(Reader, self, r => r.read_one(id).await)
+    }
+
     /// Messages held by a queue or topic, where the backend can tell.
     pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
         each!(Reader, self, r => r.message_count(id).await)

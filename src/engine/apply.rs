@@ -97,11 +97,11 @@ async fn moved(
         return None;
     };
     let what = format!("{} on target `{}`", c.resource, c.resource.target);
-    let live = match r.read(&[&c.resource]).await {
+    let live = match r.read_one(&c.resource).await {
         Ok(live) => live,
         Err(e) => return Some(format!("{what}: could not re-check it before writing: {e}")),
     };
-    let now = crate::engine::plan::step_fingerprint(live.get(&c.resource));
+    let now = crate::engine::plan::step_fingerprint(live.as_ref());
     let how = match (then, &now) {
         (a, b) if a == b => return None,
         (None, Some(_)) => "was created",

@@ -127,6 +127,11 @@ impl Reader {
         })
     }
 
+    /// One topic as [`read`](Self::read) returns it (apply's re-check before each write).
+    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, KafkaError> {
+        Ok(self.read(&[id]).await?.remove(id))
+    }
+
     pub fn target(&self) -> &str {
         &self.target
     }

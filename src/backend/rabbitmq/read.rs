@@ -74,6 +74,38 @@ fn count(b: &Value) -> Option<u64> {
 }
 
 /// A 404 on a vhost listing: the vhost does not exist (or was deleted since the last call).
+/// The columns of a queue that a plan reads (listings and single reads alike).
+const QUEUE_COLUMNS: &str = "name,arguments,policy,type,durable,auto_delete";
+
+/// A queue object of the management API in the flat shape a plan compares; a field of the
+/// wrong type is an error naming the call.
+fn queue_props(api: &str, path: &str, name: &str, q: &Value) -> Result<Props, HttpError> {
+    if q.get("arguments")
+        .is_some_and(|a| !a.is_object() && !a.is_array())
+    {
+        return Err(bad_shape(
+            api,
+            path,
+            &format!("queue `{name}`: `arguments` is not an object"),
+        ));
+    }
+    let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
+    match q.get("policy") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(p)) => {
+            props.insert("@policy".into(), json!(p));
+        }
+        Some(_) => {
+            return Err(bad_shape(
+                api,
+                path,
+                &format!("queue `{name}`: `policy` is not a string"),
+            ));
+        }
+    }
+    Ok(props)
+}
+
 fn no_vhost(vhost: &str) -> HttpError {
     HttpError::Status {
         api: format!("vhost `{vhost}`"),
@@ -472,7 +504,7 @@ impl Reader {
         loop {
             let api = "GET /api/queues/{vhost}";
             let path = format!(
-                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns=name,arguments,policy,type,durable,auto_delete",
+                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns={QUEUE_COLUMNS}",
                 seg(&name_filter)
             );
             let Some(body) = self.http.get(api, &path).await? else {
@@ -486,29 +518,7 @@ impl Reader {
                 if !self.owned(name) {
                     continue;
                 }
-                if q.get("arguments")
-                    .is_some_and(|a| !a.is_object() && !a.is_array())
-                {
-                    return Err(bad_shape(
-                        api,
-                        &path,
-                        &format!("queue `{name}`: `arguments` is not an object"),
-                    ));
-                }
-                let mut props = flat(q, &["durable", "auto_delete", "type"], "arguments");
-                match q.get("policy") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::String(p)) => {
-                        props.insert("@policy".into(), json!(p));
-                    }
-                    Some(_) => {
-                        return Err(bad_shape(
-                            api,
-                            &path,
-                            &format!("queue `{name}`: `policy` is not a string"),
-                        ));
-                    }
-                }
+                let props = queue_props(api, &path, name, q)?;
                 out.insert(
                     id(&self.target, Kind::Queue, vhost, name),
                     Live {
@@ -657,6 +667,47 @@ impl Reader {
             );
         }
         Ok(())
+    }
+
+    /// One object as [`read`](Self::read) would return it, in one call where the management
+    /// API has one (a queue, a policy, an exchange; a binding reads its vhost): apply's re-check
+    /// immediately before each write. Keys starting with `@` (derived from other objects) may
+    /// be missing; nothing compares them.
+    pub async fn read_one(&self, rid: &ResourceId) -> Result<Option<Live>, HttpError> {
+        let (v, n) = (seg(&rid.scope), seg(&rid.name));
+        let live = |props| Live {
+            props,
+            messages: None,
+        };
+        match rid.kind {
+            Kind::Queue => {
+                let api = "GET /api/queues/{vhost}/{name}";
+                let path =
+                    format!("/api/queues/{v}/{n}?disable_stats=true&columns={QUEUE_COLUMNS}");
+                match self.http.get(api, &path).await? {
+                    None => Ok(None),
+                    Some(q) => Ok(Some(live(queue_props(api, &path, &rid.name, &q)?))),
+                }
+            }
+            Kind::Policy => self.policy(&rid.scope, &rid.name).await,
+            Kind::Exchange => {
+                let api = "GET /api/exchanges/{vhost}/{name}";
+                let path = format!(
+                    "/api/exchanges/{v}/{n}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"
+                );
+                Ok(self.http.get(api, &path).await?.map(|x| {
+                    live(flat(
+                        &x,
+                        &["type", "durable", "auto_delete", "internal"],
+                        "arguments",
+                    ))
+                }))
+            }
+            _ => Ok(self
+                .read_vhosts(&BTreeSet::from([rid.scope.clone()]))
+                .await?
+                .remove(rid)),
+        }
     }
 
     /// One policy by name, wherever its name is (import: the policy RabbitMQ applies to an

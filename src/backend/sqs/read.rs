@@ -211,6 +211,11 @@ impl Reader {
         Reader::new(name, settings, crate::backend::prefixes(target), stats)
     }
 
+    /// One object as [`read`](Self::read) returns it (apply's re-check before each write).
+    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, AwsError> {
+        Ok(self.read(&[id]).await?.remove(id))
+    }
+
     pub fn target(&self) -> &str {
         &self.target
     }
