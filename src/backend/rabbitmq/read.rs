@@ -56,10 +56,28 @@ fn list<'a>(api: &str, path: &str, body: &'a Value) -> Result<&'a Vec<Value>, Ht
 
 /// A listed object's `name`, or an error naming the call.
 fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, HttpError> {
-    item.get("name")
+    let name = item
+        .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| bad_shape(api, path, "a listed object has no string `name`"))
+        .ok_or_else(|| bad_shape(api, path, "a listed object has no string `name`"))?;
+    // RabbitMQ refuses names over 255 bytes: a longer one is a broken or hostile server, and
+    // would be sent back in every later call.
+    if name.len() > MAX_NAME {
+        return Err(bad_shape(
+            api,
+            path,
+            &format!(
+                "a listed name is {} bytes long (RabbitMQ allows {MAX_NAME}): `{}…`",
+                name.len(),
+                name.chars().take(40).collect::<String>()
+            ),
+        ));
+    }
+    Ok(name)
 }
+
+/// The longest queue, exchange or policy name RabbitMQ accepts, in bytes.
+const MAX_NAME: usize = 255;
 
 /// Messages held by a queue as the management API reports them (`None`: not reported).
 fn count(b: &Value) -> Option<u64> {
@@ -714,13 +732,17 @@ impl Reader {
     /// owned queue may be named outside the prefixes). Same shape as [`read`](Self::read)'s.
     pub async fn policy(&self, vhost: &str, name: &str) -> Result<Option<Live>, HttpError> {
         let path = format!("/api/policies/{}/{}", seg(vhost), seg(name));
-        let Some(p) = self
-            .http
-            .get("GET /api/policies/{vhost}/{name}", &path)
-            .await?
-        else {
+        let api = "GET /api/policies/{vhost}/{name}";
+        let Some(p) = self.http.get(api, &path).await? else {
             return Ok(None);
         };
+        if !p.get("definition").is_some_and(Value::is_object) {
+            return Err(bad_shape(
+                api,
+                &path,
+                "a policy without a `definition` object",
+            ));
+        }
         Ok(Some(Live {
             props: flat(&p, &POLICY_KEYS, "definition"),
             messages: None,

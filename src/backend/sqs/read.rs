@@ -17,7 +17,7 @@ use crate::backend::Prunable;
 use crate::backend::wire::aws::{
     Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify,
 };
-use crate::backend::wire::http::Stats;
+use crate::backend::wire::http::{Stats, redact_userinfo};
 use crate::backend::wire::retry::ReadBudget;
 use crate::resource::{Live, Props, Role};
 use crate::spec::model::Target;
@@ -752,8 +752,13 @@ impl Reader {
     pub async fn identity(&self) -> Result<String, AwsError> {
         let clients = self.aws.clients().await;
         let region = clients.sqs.config().region().map(|r| r.to_string());
+        // The endpoint override tells a local emulator from AWS in the same region.
+        let endpoint = self
+            .aws
+            .endpoint()
+            .map_or_else(|| "AWS".to_owned(), redact_userinfo);
         Ok(format!(
-            "aws region {}",
+            "aws region {} at {endpoint}",
             region.as_deref().unwrap_or("(default)")
         ))
     }

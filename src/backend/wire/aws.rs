@@ -239,6 +239,11 @@ impl Aws {
         self.settings.region.as_deref()
     }
 
+    /// The endpoint override, if the target names one (a local emulator, a VPC endpoint).
+    pub fn endpoint(&self) -> Option<&str> {
+        self.settings.endpoint.as_deref()
+    }
+
     pub async fn clients(&self) -> &Clients {
         self.clients
             .get_or_init(|| async {
