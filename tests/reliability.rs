@@ -8,7 +8,6 @@
 mod support;
 
 use std::io::Read;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use support::block;
@@ -176,20 +175,7 @@ fn ctrl_c_finishes_the_current_step_then_stops() {
     }) else {
         return;
     };
-    let mut child = support::dlqctl()
-        .args([
-            "apply",
-            "channel.yaml",
-            "--auto-approve",
-            "--color",
-            "never",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = f.spawn_apply();
     // Interrupt once the first write is under way.
     let deadline = Instant::now() + Duration::from_secs(20);
     while proxy

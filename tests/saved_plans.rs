@@ -6,7 +6,6 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -270,20 +269,7 @@ fn apply_watching(
     f: &Fixture,
     mut on_line: impl FnMut(&str, u32) -> bool,
 ) -> (Option<i32>, String) {
-    let mut child = support::dlqctl()
-        .args([
-            "apply",
-            "channel.yaml",
-            "--auto-approve",
-            "--color",
-            "never",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = f.spawn_apply();
     let pid = child.id();
     let stderr = child.stderr.take().expect("stderr");
     let mut text = String::new();

@@ -26,6 +26,26 @@ pub struct Candidate {
     pub unreadable: Vec<String>,
 }
 
+/// Relabels what `--prune` found with the channel and role each object would have if it were
+/// imported (`labels` groups the objects the way the import door does); objects that fit no
+/// channel keep the labels they had.
+pub fn relabel(
+    found: &mut [crate::backend::Prunable],
+    labels: impl FnOnce(&BTreeMap<ResourceId, Live>) -> BTreeMap<ResourceId, (String, Role)>,
+) {
+    let live: BTreeMap<ResourceId, Live> = found
+        .iter()
+        .map(|p| (p.id.clone(), p.live.clone()))
+        .collect();
+    let labels = labels(&live);
+    for p in found {
+        if let Some((channel, role)) = labels.get(&p.id) {
+            p.channel.clone_from(channel);
+            p.role = *role;
+        }
+    }
+}
+
 /// The channel and role each live object of `candidates` has: how `plan --prune` groups and
 /// orders the deletes of objects no spec names (RabbitMQ and Kafka, where names alone do not
 /// say which channel an object belonged to). Each candidate is resolved and turned into its

@@ -37,6 +37,25 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// Starts `dlqctl apply channel.yaml --auto-approve` in the background with stderr piped,
+    /// for tests that act while it runs (interrupt it, change the live state under it).
+    pub fn spawn_apply(&self) -> std::process::Child {
+        dlqctl()
+            .args([
+                "apply",
+                "channel.yaml",
+                "--auto-approve",
+                "--color",
+                "never",
+            ])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("dlqctl apply starts")
+    }
+
     /// A workspace for `example`, its channel renamed to a fresh `<prefix>…` name. Checks
     /// nothing: the fixtures check that their server answers first.
     pub fn new(example: &'static str, prefix: &str, endpoints: &Endpoints) -> Self {

@@ -469,17 +469,9 @@ impl Reader {
                 }
             })
             .collect();
-        let live: BTreeMap<ResourceId, Live> = found
-            .iter()
-            .map(|p| (p.id.clone(), p.live.clone()))
-            .collect();
-        let labels = super::import::labels(&live, &self.target, target);
-        for p in &mut found {
-            if let Some((channel, role)) = labels.get(&p.id) {
-                p.channel.clone_from(channel);
-                p.role = *role;
-            }
-        }
+        crate::backend::import_kit::relabel(&mut found, |live| {
+            super::import::labels(live, &self.target, target)
+        });
         Ok(found)
     }
 
