@@ -3,114 +3,13 @@
 //! or a foreign policy opens (replaces with bindings, quorum deletes, policies that disable
 //! dead-lettering).
 //!
-//! The fake management API is a tokio `TcpListener` on 127.0.0.1 answering canned HTTP
-//! responses and recording every request it saw.
+//! The fake management API (`support::fake::FakeApi`) answers canned HTTP responses on
+//! 127.0.0.1 and records every request it saw.
 
 mod support;
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// (method, path) of every request the fake server answered.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// How the fake server answers one request: (status, body).
-type Answer = Arc<dyn Fn(&str, &str) -> (u16, String) + Send + Sync>;
-
-/// A fake management API on 127.0.0.1; stops with the test process.
-struct FakeApi {
-    url: String,
-    seen: Seen,
-}
-
-impl FakeApi {
-    fn start(answer: impl Fn(&str, &str) -> (u16, String) + Send + Sync + 'static) -> FakeApi {
-        let answer: Answer = Arc::new(answer);
-        let seen: Seen = Arc::default();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let seen2 = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind 127.0.0.1");
-                tx.send(listener.local_addr().expect("addr"))
-                    .expect("send addr");
-                // Bounded: no test makes anywhere near this many requests.
-                for _ in 0..1000 {
-                    let Ok((mut sock, _)) = listener.accept().await else {
-                        return;
-                    };
-                    let answer = Arc::clone(&answer);
-                    let seen = Arc::clone(&seen2);
-                    tokio::spawn(async move {
-                        let mut buf = Vec::new();
-                        let mut chunk = [0u8; 4096];
-                        // The request head, then as much body as Content-Length says.
-                        let (head_end, len) = loop {
-                            let Ok(n) = sock.read(&mut chunk).await else { return };
-                            if n == 0 {
-                                return;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                                let len = head
-                                    .lines()
-                                    .find_map(|l| l.strip_prefix("content-length:"))
-                                    .and_then(|v| v.trim().parse::<usize>().ok())
-                                    .unwrap_or(0);
-                                break (i + 4, len);
-                            }
-                        };
-                        while buf.len() < head_end + len {
-                            let Ok(n) = sock.read(&mut chunk).await else { return };
-                            if n == 0 {
-                                break;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
-                        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                        let mut first = head.lines().next().unwrap_or_default().split(' ');
-                        let method = first.next().unwrap_or_default().to_owned();
-                        let path = first.next().unwrap_or_default().to_owned();
-                        seen.lock()
-                            .expect("lock")
-                            .push((method.clone(), path.clone()));
-                        let (status, body) = answer(&method, &path);
-                        let resp = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                            body.len()
-                        );
-                        let _ = sock.write_all(resp.as_bytes()).await;
-                        let _ = sock.shutdown().await;
-                    });
-                }
-            });
-        });
-        let addr = rx.recv().expect("fake server address");
-        FakeApi {
-            url: format!("http://{addr}"),
-            seen,
-        }
-    }
-
-    fn writes(&self) -> Vec<(String, String)> {
-        self.seen
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|(m, _)| m != "GET")
-            .cloned()
-            .collect()
-    }
-}
+use support::fake::FakeApi;
 
 /// An empty vhost, as RabbitMQ lists it.
 fn empty_state(path: &str) -> (u16, String) {

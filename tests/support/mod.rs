@@ -47,6 +47,7 @@ macro_rules! fixture_face {
     };
 }
 
+pub mod fake;
 pub mod kafka;
 pub mod proxy;
 pub mod rabbit;
