@@ -224,6 +224,56 @@ fn non_dlqctl_yaml_is_skipped() {
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
 
+/// What a real repository holds beside dlqctl specs: none of it is dlqctl's, whatever its tags,
+/// syntax or keys, so a hook over every YAML file passes it (skipped and counted); a dlqctl
+/// file beside them keeps every check.
+#[test]
+fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = [
+        (
+            "template.yaml",
+            "AWSTemplateFormatVersion: '2010-09-09'\nResources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: !Sub '${AWS::StackName}-q'\n      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt DLQ.Arn\n",
+        ),
+        (
+            "deployment.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n  labels: {{ toYaml .Values.labels | nindent 4 }}\n{{- end }}\n",
+        ),
+        ("dup.yaml", "a: 1\nb: 2\na: 3\n"),
+        (
+            "knative.yaml",
+            "apiVersion: messaging.knative.dev/v1\nkind: Channel\nmetadata: {name: orders}\nspec: {channelTemplate: {}}\n",
+        ),
+        ("latin1.yaml", "name: caf\u{e9}\n"),
+    ];
+    for (name, text) in files {
+        let bytes = if name == "latin1.yaml" {
+            b"name: caf\xe9\n".to_vec()
+        } else {
+            text.as_bytes().to_vec()
+        };
+        std::fs::write(dir.path().join(name), bytes).expect("write");
+    }
+    let d = dir.path().to_str().expect("utf-8");
+    let r = run(&["lint", "--color", "never", d]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("(5 skipped: not dlqctl documents)"),
+        "{}",
+        r.stdout
+    );
+
+    // A broken dlqctl file beside them is still checked.
+    std::fs::write(
+        dir.path().join("orders.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: x\n  target: y\n",
+    )
+    .expect("write");
+    let r = run(&["lint", "--color", "never", d]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("[yaml/duplicate-key]"), "{}", r.stdout);
+}
+
 #[test]
 fn warnings_fail_only_with_deny_warnings() {
     let f = "tests/fixtures/invalid/alarms-missing.yaml";

@@ -20,7 +20,7 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<u8> {
         LintFormat::Human => {
             let mut t = diag::render_human(&diags, &ws.sources, printer.color());
             if !args.quiet {
-                t.push_str(&diag::summary(&diags, ws.sources.len()));
+                t.push_str(&diag::summary(&diags, ws.sources.len(), ws.skipped));
                 t.push('\n');
             }
             t

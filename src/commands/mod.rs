@@ -63,7 +63,7 @@ pub fn load_checked(
     diag::sort(&mut diags);
     if !diags.is_empty() {
         let mut text = diag::render_human(&diags, &ws.sources, printer.color_stderr());
-        text.push_str(&diag::summary(&diags, ws.sources.len()));
+        text.push_str(&diag::summary(&diags, ws.sources.len(), ws.skipped));
         printer.err(text.trim_end());
     }
     if diags.iter().any(|d| d.severity == Severity::Error) {

@@ -234,21 +234,25 @@ pub fn render_human(diags: &[Diagnostic], sources: &Sources, color: bool) -> Str
     out
 }
 
-/// The summary line that closes human output.
-pub fn summary(diags: &[Diagnostic], files: usize) -> String {
+/// The summary line that closes human output; `skipped` counts the YAML documents and files
+/// that are not dlqctl's (said only when there are any).
+pub fn summary(diags: &[Diagnostic], files: usize, skipped: usize) -> String {
     let c = Counts::of(diags);
-    if c.errors == 0 && c.warnings == 0 && c.infos > 0 {
+    let checked = if skipped > 0 {
         format!(
-            "{} checked: no problems found, {}.",
-            plural(files, "file"),
-            plural(c.infos, "note")
+            "{} checked ({skipped} skipped: not dlqctl documents)",
+            plural(files, "file")
         )
+    } else {
+        format!("{} checked", plural(files, "file"))
+    };
+    if c.errors == 0 && c.warnings == 0 && c.infos > 0 {
+        format!("{checked}: no problems found, {}.", plural(c.infos, "note"))
     } else if c.errors == 0 && c.warnings == 0 {
-        format!("{} checked: no problems found.", plural(files, "file"))
+        format!("{checked}: no problems found.")
     } else {
         format!(
-            "{} checked: {}, {}.",
-            plural(files, "file"),
+            "{checked}: {}, {}.",
             plural(c.errors, "error"),
             plural(c.warnings, "warning")
         )

@@ -5,8 +5,11 @@
 //! becomes a [`Diagnostic`] and loading goes on, so one run reports all of them. Only a path
 //! that cannot be read at all is an error of the run (exit code 2).
 //!
-//! YAML documents that are not dlqctl documents (no dlqctl `apiVersion` and no dlqctl `kind`)
-//! are skipped and counted, so a pre-commit hook over `*.yaml` does not trip on CI configs.
+//! YAML documents that are not dlqctl documents (no dlqctl `apiVersion`, and no dlqctl `kind`
+//! without another tool's apiVersion) are skipped and counted, so a pre-commit hook over
+//! `*.yaml` does not trip on CI configs; so are files that cannot be parsed (CloudFormation
+//! tags, Helm templates, duplicate keys, other encodings) unless their text declares a dlqctl
+//! document.
 
 use std::path::{Path, PathBuf};
 
@@ -258,6 +261,10 @@ fn add_read(path: &Path, read: FileRead, ws: &mut Workspace, raw: &mut Vec<RawDo
             let line = before.matches('\n').count() + 1;
             let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             let start = before.len();
+            if !declares_dlqctl(&lossy) {
+                ws.skipped += 1;
+                return;
+            }
             let file = ws.sources.add(path.to_path_buf(), lossy);
             ws.diagnostics.push(
                 Diagnostic::error(
@@ -277,6 +284,29 @@ fn add_read(path: &Path, read: FileRead, ws: &mut Workspace, raw: &mut Vec<RawDo
             );
         }
     }
+}
+
+/// Whether a file's text says it holds a dlqctl document, for files that cannot be parsed: a
+/// line `apiVersion: dlqctl/...`, or a dlqctl `kind:` in a file that names no apiVersion.
+fn declares_dlqctl(text: &str) -> bool {
+    let value = |line: &str, key: &str| {
+        line.strip_prefix(key)
+            .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\'').to_owned())
+    };
+    let mut any_api = false;
+    let mut dlqctl_kind = false;
+    for line in text.lines().map(str::trim_start) {
+        if let Some(v) = value(line, "apiVersion:") {
+            if v.starts_with("dlqctl/") {
+                return true;
+            }
+            any_api = true;
+        }
+        if let Some(v) = value(line, "kind:") {
+            dlqctl_kind |= DocKind::from_kind(&v).is_some();
+        }
+    }
+    dlqctl_kind && !any_api
 }
 
 fn strip_bom(text: String) -> String {
@@ -299,10 +329,16 @@ fn add_parsed(
     ws: &mut Workspace,
     raw: &mut Vec<RawDoc>,
 ) {
-    let file = ws.sources.add(path, text);
     let docs = match parsed {
         Ok(d) => d,
+        // A file that is not YAML dlqctl can read (a CloudFormation `!Sub`, a Helm template,
+        // duplicate keys) is only dlqctl's problem when it says it is a dlqctl document.
+        Err(_) if !declares_dlqctl(&text) => {
+            ws.skipped += 1;
+            return;
+        }
         Err(e) => {
+            let file = ws.sources.add(path, text);
             let mut d =
                 Diagnostic::error(e.kind.rule(), e.message.clone()).at(Loc { file, span: e.span });
             if let Some(r) = e.related {
@@ -312,6 +348,7 @@ fn add_parsed(
             return;
         }
     };
+    let file = ws.sources.add(path, text);
     for doc in docs {
         let loc = Loc {
             file,
@@ -342,8 +379,10 @@ fn add_parsed(
             _ => None,
         });
         let ours_api = api_text.is_some_and(|a| a.starts_with("dlqctl/"));
+        // A dlqctl `kind` counts only without another tool's apiVersion (Knative has a
+        // `kind: Channel` too).
         let ours_kind = kind_text.and_then(DocKind::from_kind);
-        if !ours_api && ours_kind.is_none() {
+        if !ours_api && (ours_kind.is_none() || api.is_some()) {
             ws.skipped += 1;
             continue;
         }

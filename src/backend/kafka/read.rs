@@ -33,7 +33,8 @@ pub(super) fn client_config(
     let mut config = ClientConfig::new();
     config.set("client.id", "dlqctl");
     for (key, value) in target.properties.iter().flatten() {
-        if SECRET_PROPERTIES.contains(&key.as_str()) {
+        if SECRET_PROPERTIES.contains(&key.as_str()) || crate::spec::model::is_secret_property(key)
+        {
             return Err(config_error(format!(
                 "`properties.{key}` holds a secret: name the environment variable that holds it under `secretProperties` instead"
             )));

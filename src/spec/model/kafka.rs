@@ -86,3 +86,18 @@ impl std::fmt::Display for ConfigValue {
         }
     }
 }
+
+/// Whether a librdkafka property holds a secret: the well-known ones, and any key ending in
+/// `.password` or `.secret` (or a JAAS config, which embeds one). Only `secretProperties` (an
+/// environment variable's name) may set these; a value in a targets file is a lint error.
+pub fn is_secret_property(key: &str) -> bool {
+    const KNOWN: [&str; 5] = [
+        "sasl.oauthbearer.client.secret",
+        "sasl.oauthbearer.config",
+        "sasl.jaas.config",
+        "ssl.key.pem",
+        "ssl.keystore.password",
+    ];
+    let k = key.to_ascii_lowercase();
+    KNOWN.contains(&k.as_str()) || k.ends_with(".password") || k.ends_with(".secret")
+}

@@ -25,7 +25,7 @@ pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, LintOptions,
     Metadata, Retry,
 };
-pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse};
+pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
 pub use rabbitmq::{
     DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions, RetryModel,
 };

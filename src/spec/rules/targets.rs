@@ -41,7 +41,33 @@ fn check_target(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mu
     check_fields_apply(name, t, doc, base, out);
     check_required_fields(name, t, doc, base, out);
     check_urls(name, t, doc, base, out);
+    check_secret_properties(name, t, doc, base, out);
     check_ownership(name, t, doc, base, out);
+}
+
+/// `target/secret-in-properties`: a Kafka property that holds a secret (`sasl.password`,
+/// `*.secret`, ...) written as a value; the hook stops the commit before the secret lands.
+fn check_secret_properties(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    for key in t.properties.iter().flatten().map(|(k, _)| k) {
+        if crate::spec::model::is_secret_property(key) {
+            out.push(
+                Diagnostic::error(
+                    "target/secret-in-properties",
+                    format!(
+                        "`targets.{name}.properties.{key}` holds a secret in the file; name the environment variable that holds it under `secretProperties` instead"
+                    ),
+                )
+                .at(doc.locs.key(&format!("{base}/properties/{key}")))
+                .hint(format!("secretProperties: {{{key}: KAFKA_SECRET_ENV_VAR}}")),
+            );
+        }
+    }
 }
 
 /// `target/field-not-applicable`: a field of another backend (`region` on a Kafka target).
