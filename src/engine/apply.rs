@@ -225,3 +225,123 @@ pub async fn run(
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    //! The guards, offline: each refusal, and that each flag lifts exactly its own.
+    use super::*;
+    use crate::resource::{Desired, Kind, Role};
+    use crate::spec::model::Backend;
+    use serde_json::json;
+
+    fn change(kind: Kind, action: Action, messages: Option<u64>) -> Change {
+        let d = Desired {
+            id: ResourceId {
+                target: "t".into(),
+                backend: Backend::Rabbitmq,
+                kind,
+                scope: "/".into(),
+                name: "orders.dlq".into(),
+            },
+            channel: "orders".into(),
+            role: Role::DeadLetter,
+            props: [("a".to_owned(), json!(1))].into_iter().collect(),
+            immutable: false,
+            present: true,
+        };
+        let mut c = crate::plan::diff(&d, None).expect("a create");
+        c.action = action;
+        c.messages = messages;
+        c
+    }
+
+    fn plan(changes: Vec<Change>) -> Plan {
+        Plan::new(
+            changes,
+            Vec::new(),
+            0,
+            BTreeMap::new(),
+            Vec::new(),
+            &Default::default(),
+        )
+    }
+
+    fn all() -> Guards {
+        Guards {
+            allow_replace: true,
+            allow_delete: true,
+            allow_message_loss: true,
+        }
+    }
+
+    #[test]
+    fn replaces_and_deletes_need_their_own_flag() {
+        let p = plan(vec![change(Kind::Policy, Action::Replace, None)]);
+        let r = refusals(&p, &Guards::default());
+        assert!(r.len() == 1 && r[0].contains("--allow-replace"), "{r:?}");
+        let only_delete = Guards {
+            allow_delete: true,
+            ..Guards::default()
+        };
+        assert_eq!(
+            refusals(&p, &only_delete).len(),
+            1,
+            "--allow-delete is not --allow-replace"
+        );
+        assert!(refusals(&p, &all()).is_empty());
+
+        let p = plan(vec![change(Kind::Policy, Action::Delete, None)]);
+        let r = refusals(&p, &Guards::default());
+        assert!(r.len() == 1 && r[0].contains("--allow-delete"), "{r:?}");
+        assert!(refusals(&p, &all()).is_empty());
+    }
+
+    #[test]
+    fn a_drop_of_messages_needs_message_loss_even_when_the_drop_is_allowed() {
+        let p = plan(vec![change(Kind::Queue, Action::Replace, Some(2))]);
+        let allowed = Guards {
+            allow_replace: true,
+            allow_delete: true,
+            allow_message_loss: false,
+        };
+        let r = refusals(&p, &allowed);
+        assert!(
+            r.len() == 1
+                && r[0].contains("holds 2 messages")
+                && r[0].contains("--allow-message-loss"),
+            "{r:?}"
+        );
+        // A count nobody could read is refused too.
+        let p = plan(vec![change(Kind::Queue, Action::Delete, None)]);
+        let r = refusals(&p, &allowed);
+        assert!(
+            r.len() == 1 && r[0].contains("an unknown number of"),
+            "{r:?}"
+        );
+        assert!(refusals(&p, &all()).is_empty());
+        // An empty queue goes with the replace flag alone.
+        let p = plan(vec![change(Kind::Queue, Action::Replace, Some(0))]);
+        assert!(refusals(&p, &allowed).is_empty());
+    }
+
+    #[test]
+    fn a_destructive_update_is_guarded_like_a_drop() {
+        let mut c = change(Kind::Queue, Action::Update, Some(0));
+        c.destructive = Some("lowering MessageRetentionPeriod deletes older messages".into());
+        let p = plan(vec![c]);
+        let r = refusals(&p, &Guards::default());
+        assert!(
+            r.len() == 1 && r[0].contains("lowering MessageRetentionPeriod"),
+            "{r:?}"
+        );
+        assert!(refusals(&p, &all()).is_empty());
+    }
+
+    #[test]
+    fn an_impossible_change_is_refused_whatever_is_allowed() {
+        let mut c = change(Kind::Topic, Action::Impossible, None);
+        c.reason = Some("fewer partitions".into());
+        let r = refusals(&plan(vec![c]), &all());
+        assert!(r.len() == 1 && r[0].contains("fewer partitions"), "{r:?}");
+    }
+}

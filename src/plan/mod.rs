@@ -410,4 +410,121 @@ mod tests {
             ]
         );
     }
+
+    /// A change of `kind` with `action`, holding `messages` (pure values, no server).
+    fn change(kind: Kind, action: Action, messages: Option<u64>) -> Change {
+        let mut c = diff(&desired(false, json!({"a": 1})), None).expect("a create");
+        c.resource.kind = kind;
+        c.action = action;
+        c.messages = messages;
+        c
+    }
+
+    #[test]
+    fn only_replaces_and_deletes_drop_the_object() {
+        for (action, drops) in [
+            (Action::Create, false),
+            (Action::Update, false),
+            (Action::Impossible, false),
+            (Action::Replace, true),
+            (Action::Delete, true),
+        ] {
+            assert_eq!(
+                change(Kind::Queue, action, Some(1)).drops_object(),
+                drops,
+                "{action:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn queues_and_topics_hold_messages_nothing_else_does() {
+        for (kind, holds) in [
+            (Kind::Queue, true),
+            (Kind::Topic, true),
+            (Kind::Policy, false),
+            (Kind::Exchange, false),
+            (Kind::Binding, false),
+            (Kind::Alarm, false),
+        ] {
+            assert_eq!(kind.holds_messages(), holds, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_drop_may_lose_messages_unless_the_object_is_known_to_be_empty() {
+        for action in [Action::Replace, Action::Delete] {
+            assert!(change(Kind::Queue, action, Some(3)).may_lose_messages());
+            // A count nobody could read is not "empty".
+            assert!(change(Kind::Topic, action, None).may_lose_messages());
+            assert!(!change(Kind::Queue, action, Some(0)).may_lose_messages());
+            // Objects that hold no messages lose none, whatever the count says.
+            assert!(!change(Kind::Policy, action, None).may_lose_messages());
+        }
+        // In place: nothing is dropped...
+        assert!(!change(Kind::Queue, Action::Update, Some(5)).may_lose_messages());
+        // ...unless the change destroys messages by itself (lower retention).
+        let mut lower = change(Kind::Queue, Action::Update, Some(0));
+        lower.destructive = Some("lowering retention".into());
+        assert!(lower.may_lose_messages());
+    }
+
+    #[test]
+    fn any_counted_change_is_a_change_for_the_detailed_exit_code() {
+        assert!(!Summary::default().has_changes());
+        assert!(
+            !Summary {
+                unchanged: 9,
+                ..Summary::default()
+            }
+            .has_changes()
+        );
+        for s in [
+            Summary {
+                create: 1,
+                ..Summary::default()
+            },
+            Summary {
+                update: 1,
+                ..Summary::default()
+            },
+            Summary {
+                replace: 1,
+                ..Summary::default()
+            },
+            Summary {
+                delete: 1,
+                ..Summary::default()
+            },
+            Summary {
+                impossible: 1,
+                ..Summary::default()
+            },
+        ] {
+            assert!(s.has_changes(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn what_a_backend_puts_first_goes_before_everything_else_of_its_target_but_never_a_delete() {
+        let mut policy = change(Kind::Policy, Action::Create, None);
+        policy.resource.name = "p".into();
+        policy.role = Role::MainPolicy;
+        let mut dlq = change(Kind::Queue, Action::Create, None);
+        dlq.resource.name = "d".into();
+        dlq.role = Role::DeadLetter;
+        let mut gone = change(Kind::Policy, Action::Delete, None);
+        gone.resource.name = "g".into();
+        let first: HashSet<ResourceId> = [policy.resource.clone(), gone.resource.clone()].into();
+        let mut v = vec![gone.clone(), dlq.clone(), policy.clone()];
+        sort_for_apply(&mut v, &first);
+        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
+        // The delete stays last although the backend named it: deletes never go first.
+        assert_eq!(names, ["p", "d", "g"]);
+        // Without the hint, the dead-letter side comes first.
+        let mut v = vec![policy, dlq];
+        sort_for_apply(&mut v, &HashSet::new());
+        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
+        assert_eq!(names, ["d", "p"]);
+    }
 }

@@ -33,11 +33,6 @@ impl Duration {
         self.millis
     }
 
-    /// Whole seconds, rounded up: a backend that counts seconds never gets less than asked.
-    pub const fn as_secs_ceil(self) -> u64 {
-        self.millis.div_ceil(1000)
-    }
-
     /// Parses `1h30m`-style text. The error says what was wrong, without repeating the text's
     /// role ("is not a duration") that the caller adds.
     pub fn parse(text: &str) -> Result<Self, String> {
