@@ -129,6 +129,66 @@ fn wrong_shaped_json_is_an_error_naming_the_endpoint_never_an_empty_state() {
     }
 }
 
+/// The race the live test cannot stage: a quorum queue is empty when the plan counts it, and a
+/// message lands before apply deletes it. Apply counts again just before the delete (quorum
+/// queues refuse `if-empty`) and refuses, so nothing is lost.
+#[test]
+fn a_message_that_lands_after_the_plan_stops_the_delete_of_a_quorum_queue() {
+    let old = json!({"name": "orders.old", "type": "quorum", "durable": true,
+        "auto_delete": false, "arguments": {"x-queue-type": "quorum"}});
+    let listed = old.clone();
+    let api = FakeApi::start(move |method, path| {
+        let (route, query) = path.split_once('?').unwrap_or((path, ""));
+        match (method, route) {
+            ("GET", "/api/queues/%2F") => (
+                200,
+                json!({"items": [listed], "page": 1, "page_count": 1}).to_string(),
+            ),
+            // The plan's count: empty. The count just before the delete: a dead letter arrived.
+            ("GET", "/api/queues/%2F/orders%2Eold") if query.starts_with("columns=messages") => {
+                (200, json!({"messages": 0}).to_string())
+            }
+            ("GET", "/api/queues/%2F/orders%2Eold") if query.starts_with("columns=type") => {
+                (200, json!({"type": "quorum", "messages": 1}).to_string())
+            }
+            ("GET", "/api/queues/%2F/orders%2Eold") => (200, listed.to_string()),
+            ("GET", _) => empty_state(path),
+            _ => (201, String::new()),
+        }
+    });
+    let dir = workspace(&api.url);
+    // Arguments mode: no policies to wait for; the spec's queues are created, orders.old is
+    // pruned.
+    let spec = std::fs::read_to_string(dir.path().join("channel.yaml")).expect("spec");
+    std::fs::write(
+        dir.path().join("channel.yaml"),
+        spec.replace("dlx: policy", "dlx: arguments"),
+    )
+    .expect("write spec");
+    let a = run(
+        &dir,
+        &[
+            "apply",
+            "channel.yaml",
+            "--prune",
+            "--allow-delete",
+            "--auto-approve",
+        ],
+    );
+    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    assert!(
+        a.stderr.contains("holds 1 messages now"),
+        "refused with the count read just before the delete\n{}",
+        a.stderr
+    );
+    let deletes: Vec<_> = api
+        .writes()
+        .into_iter()
+        .filter(|(m, _)| m == "DELETE")
+        .collect();
+    assert!(deletes.is_empty(), "nothing deleted: {deletes:?}");
+}
+
 #[test]
 fn a_write_answered_404_fails_the_step_and_apply() {
     // The vhost was deleted mid-apply: every write is answered "vhost not found".
