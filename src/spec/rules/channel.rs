@@ -10,6 +10,7 @@ use super::names::check_names;
 use super::targets::TargetMap;
 use super::{kafka, rabbitmq, sqs};
 use crate::diag::Diagnostic;
+use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, Target};
 use crate::spec::resolve::{self, Resolved};
@@ -183,6 +184,23 @@ fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
         .alarms
         .as_ref()
         .is_some_and(|a| a.depth.is_some() || a.oldest_message_age.is_some());
+    let notifies_nobody = r.backend == Backend::Sqs
+        && has_alarms
+        && spec
+            .alarms
+            .as_ref()
+            .is_none_or(|a| a.actions.as_ref().is_none_or(Vec::is_empty));
+    if notifies_nobody {
+        out.push(
+            Diagnostic::warning(
+                "alarms/missing",
+                format!("channel `{name}`'s alarms have no actions: an alarm that notifies nobody watches nothing"),
+            )
+            .at(key("/spec/alarms"))
+            .hint("add `actions: [arn:aws:sns:…]`, or silence with `lint: {allow: [alarms/missing]}`"),
+        );
+    }
+    excessive_retries(doc, r, out);
     if !has_alarms {
         out.push(
             Diagnostic::warning(
@@ -193,6 +211,34 @@ fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
             .hint("add `alarms: {depth: {above: 0}}`, or silence with `lint: {allow: [alarms/missing]}`"),
         );
     }
+}
+
+/// More than this many deliveries is a stuck consumer rather than a retry budget.
+pub const RETRY_EXCESSIVE_ATTEMPTS: u32 = 20;
+/// Retries whose delays add up to more than this hold a message back for over a day.
+pub const RETRY_EXCESSIVE_DELAY: Duration = Duration::from_secs(86_400);
+
+/// `retry/excessive` (warning): more than 20 attempts, or retries that wait more than a day in
+/// all — retrying a hundred times turns a slow dependency into a stuck consumer.
+fn excessive_retries(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let total = Duration::from_millis(r.delays.iter().map(|d| d.as_millis()).sum());
+    let why = if r.max_attempts > RETRY_EXCESSIVE_ATTEMPTS {
+        format!(
+            "`spec.retry.maxAttempts` is {}: more than {RETRY_EXCESSIVE_ATTEMPTS} deliveries turn a slow dependency into a stuck consumer",
+            r.max_attempts
+        )
+    } else if total > RETRY_EXCESSIVE_DELAY {
+        format!(
+            "the retries wait {total} in all before the dead-letter queue: a message is held back for more than a day"
+        )
+    } else {
+        return;
+    };
+    out.push(
+        Diagnostic::warning("retry/excessive", why)
+            .at(doc.locs.value("/spec/retry/maxAttempts"))
+            .hint("dead-letter sooner and redrive once the cause is fixed, or silence with `lint: {allow: [retry/excessive]}`"),
+    );
 }
 
 /// `retry/jitter-consumer`: brokers cannot add jitter; consumers do.

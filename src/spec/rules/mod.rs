@@ -37,8 +37,10 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 5] = [
+pub const ADVICE_RULES: [&str; 7] = [
     "retry/none",
+    "retry/excessive",
+    "sqs/fifo-redrive-order",
     "alarms/missing",
     "alarms/unsupported-backend",
     "sqs/backoff-consumer",

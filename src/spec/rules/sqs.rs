@@ -26,6 +26,22 @@ pub(super) fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnost
     backoff_consumer(doc, vis, out);
     check_retry_fits_retention(doc, r, vis, out);
     check_alarms(doc, out);
+    fifo_redrive_order(doc, r, out);
+}
+
+/// `sqs/fifo-redrive-order` (info): redriven messages of a FIFO channel come back behind newer
+/// messages of their group; said where the people who redrive will read it.
+fn fifo_redrive_order(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    if r.sqs.as_ref().is_some_and(|s| s.fifo) {
+        out.push(
+            Diagnostic::info(
+                "sqs/fifo-redrive-order",
+                "FIFO channel: a message redriven from the dead-letter queue comes back behind the newer messages of its group, not in its original place",
+            )
+            .at(doc.locs.value("/spec/sqs/fifo"))
+            .hint("consumers of a FIFO queue must tolerate a redriven message arriving after later ones of its group"),
+        );
+    }
 }
 
 /// `sqs/retention-range`: both retentions within SQS's 60s to 14d.
