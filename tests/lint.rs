@@ -226,7 +226,7 @@ fn non_dlqctl_yaml_is_skipped() {
 
 /// What a real repository holds beside dlqctl specs: none of it is dlqctl's, whatever its tags,
 /// syntax or keys, so a hook over every YAML file passes it (skipped and counted); a dlqctl
-/// file beside them keeps every check.
+/// file beside them keeps every check, a mistyped apiVersion included.
 #[test]
 fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -240,10 +240,6 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n  labels: {{ toYaml .Values.labels | nindent 4 }}\n{{- end }}\n",
         ),
         ("dup.yaml", "a: 1\nb: 2\na: 3\n"),
-        (
-            "knative.yaml",
-            "apiVersion: messaging.knative.dev/v1\nkind: Channel\nmetadata: {name: orders}\nspec: {channelTemplate: {}}\n",
-        ),
         ("latin1.yaml", "name: caf\u{e9}\n"),
     ];
     for (name, text) in files {
@@ -258,12 +254,32 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     let r = run(&["lint", "--color", "never", d]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout.contains("(5 skipped: not dlqctl documents)"),
+        r.stdout.contains("(4 skipped: not dlqctl documents)"),
         "{}",
         r.stdout
     );
 
-    // A broken dlqctl file beside them is still checked.
+    // A dlqctl document with a mistyped apiVersion is still ours: reported, never skipped.
+    std::fs::write(
+        dir.path().join("typo.yaml"),
+        "apiVersion: v1\nkind: Channel\nmetadata: {name: typo}\nspec: {target: x}\n",
+    )
+    .expect("write");
+    let r = run(&["lint", "--color", "never", d]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("typo.yaml"), "{}", r.stdout);
+    std::fs::remove_file(dir.path().join("typo.yaml")).expect("remove");
+
+    // A broken dlqctl file beside them is still checked, however its keys are written.
+    std::fs::write(
+        dir.path().join("quoted.yaml"),
+        "\"apiVersion\": \"dlqctl/v1\"\n\"kind\": \"Channel\"  # the channel\nspec:\n  target: x\n  target: y\n",
+    )
+    .expect("write");
+    let r = run(&["lint", "--color", "never", d]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("quoted.yaml"), "{}", r.stdout);
+    std::fs::remove_file(dir.path().join("quoted.yaml")).expect("remove");
     std::fs::write(
         dir.path().join("orders.yaml"),
         "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: x\n  target: y\n",

@@ -5,11 +5,10 @@
 //! becomes a [`Diagnostic`] and loading goes on, so one run reports all of them. Only a path
 //! that cannot be read at all is an error of the run (exit code 2).
 //!
-//! YAML documents that are not dlqctl documents (no dlqctl `apiVersion`, and no dlqctl `kind`
-//! without another tool's apiVersion) are skipped and counted, so a pre-commit hook over
-//! `*.yaml` does not trip on CI configs; so are files that cannot be parsed (CloudFormation
-//! tags, Helm templates, duplicate keys, other encodings) unless their text declares a dlqctl
-//! document.
+//! YAML documents that are not dlqctl documents (no dlqctl `apiVersion` and no dlqctl `kind`)
+//! are skipped and counted, so a pre-commit hook over `*.yaml` does not trip on CI configs; so
+//! are files that cannot be parsed (CloudFormation tags, Helm templates, duplicate keys, other
+//! encodings) unless their text declares a dlqctl document.
 
 use std::path::{Path, PathBuf};
 
@@ -286,27 +285,31 @@ fn add_read(path: &Path, read: FileRead, ws: &mut Workspace, raw: &mut Vec<RawDo
     }
 }
 
-/// Whether a file's text says it holds a dlqctl document, for files that cannot be parsed: a
-/// line `apiVersion: dlqctl/...`, or a dlqctl `kind:` in a file that names no apiVersion.
+/// Whether a file's text says it holds a dlqctl document, for files that cannot be parsed:
+/// a line that names dlqctl in its `apiVersion`, or a dlqctl `kind` (keys quoted or not,
+/// values quoted or not, comments after them ignored). Generous on purpose: a broken dlqctl
+/// file must be reported, never skipped.
 fn declares_dlqctl(text: &str) -> bool {
     let value = |line: &str, key: &str| {
-        line.strip_prefix(key)
-            .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\'').to_owned())
+        let line = line.trim_start_matches(['{', ',', ' ', '\t']);
+        let rest = line
+            .strip_prefix(key)
+            .or_else(|| line.strip_prefix(&format!("\"{key}\"")))
+            .or_else(|| line.strip_prefix(&format!("'{key}'")))?;
+        let rest = rest.trim_start().strip_prefix(':')?;
+        let v = rest.split('#').next().unwrap_or("");
+        Some(
+            v.trim()
+                .trim_end_matches([',', '}'])
+                .trim()
+                .trim_matches(|c| c == '"' || c == '\'')
+                .to_owned(),
+        )
     };
-    let mut any_api = false;
-    let mut dlqctl_kind = false;
-    for line in text.lines().map(str::trim_start) {
-        if let Some(v) = value(line, "apiVersion:") {
-            if v.starts_with("dlqctl/") {
-                return true;
-            }
-            any_api = true;
-        }
-        if let Some(v) = value(line, "kind:") {
-            dlqctl_kind |= DocKind::from_kind(&v).is_some();
-        }
-    }
-    dlqctl_kind && !any_api
+    text.lines().map(str::trim_start).any(|line| {
+        value(line, "apiVersion").is_some_and(|v| v.contains("dlqctl"))
+            || value(line, "kind").is_some_and(|v| DocKind::from_kind(&v).is_some())
+    })
 }
 
 fn strip_bom(text: String) -> String {
@@ -379,10 +382,11 @@ fn add_parsed(
             _ => None,
         });
         let ours_api = api_text.is_some_and(|a| a.starts_with("dlqctl/"));
-        // A dlqctl `kind` counts only without another tool's apiVersion (Knative has a
-        // `kind: Channel` too).
+        // A dlqctl `kind` makes the document ours whatever its apiVersion says: a mistyped
+        // apiVersion (`v1`, `dlqctl.io/v1`) must be reported, never skipped, or a broken spec
+        // would pass the hook unread.
         let ours_kind = kind_text.and_then(DocKind::from_kind);
-        if !ours_api && (ours_kind.is_none() || api.is_some()) {
+        if !ours_api && ours_kind.is_none() {
             ws.skipped += 1;
             continue;
         }

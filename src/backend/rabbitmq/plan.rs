@@ -10,7 +10,7 @@ use serde_json::json;
 use super::binding_name;
 use super::read::Binding;
 use crate::plan::{Action, Change, FieldChange, Note};
-use crate::resource::{Desired, Kind, Live, Props, ResourceId};
+use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role};
 
 /// Broker-side observations for a plan: a queue whose dlqctl policy exists but is not the one
 /// RabbitMQ applies (another policy with a higher priority wins, or it is still propagating).
@@ -41,8 +41,40 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
     out
 }
 
-/// RabbitMQ's changes are all made in place or by the guarded replace: nothing to refine.
-pub fn refine(_change: &mut Change) {}
+/// The one in-place RabbitMQ change that drops messages by itself: the dead-letter queue's
+/// policy getting a shorter `message-ttl` (or one where there was none). The DLQ dead-letters
+/// nowhere, so every dead letter older than the new TTL expires at once. Guarded like a drop
+/// (`--allow-message-loss`). A shorter TTL on a retry queue only retries sooner; changes to
+/// queue x-arguments are replaces, guarded by the message count.
+pub fn refine(change: &mut Change) {
+    if change.action != Action::Update
+        || change.resource.kind != Kind::Policy
+        || change.role != Role::DeadLetterPolicy
+    {
+        return;
+    }
+    let Some(f) = change
+        .fields
+        .iter()
+        .find(|f| f.key == "definition.message-ttl")
+    else {
+        return;
+    };
+    let (old, new) = (
+        f.old.as_ref().and_then(Value::as_u64),
+        f.new.as_ref().and_then(Value::as_u64),
+    );
+    let how = match (old, new) {
+        (Some(o), Some(n)) if n < o => format!(
+            "lowering the dead-letter queue's message-ttl from {o} ms to {n} ms expires every dead letter older than {n} ms at once"
+        ),
+        (None, Some(n)) => format!(
+            "a message-ttl of {n} ms on the dead-letter queue expires every dead letter older than that at once"
+        ),
+        _ => return,
+    };
+    change.destructive = Some(how);
+}
 
 /// Policy keys that change what a queue dead-letters, keeps or drops. Any of these set by a
 /// policy dlqctl does not own for that queue (or by an operator policy) is drift; others
@@ -296,7 +328,7 @@ fn queue_key(r: &ResourceId) -> (&str, &str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{diff, sort_for_apply};
+    use crate::plan::{FieldChange, diff, sort_for_apply};
     use crate::resource::Role;
     use crate::spec::model::Backend;
 
@@ -480,5 +512,37 @@ mod tests {
                 "queue c.main",
             ]
         );
+    }
+
+    fn dlq_policy_update(old: Option<u64>, new: Option<u64>, role: Role) -> Change {
+        let mut c = diff(&queue(), None).expect("a create");
+        c.resource.kind = Kind::Policy;
+        c.role = role;
+        c.action = Action::Update;
+        c.fields = vec![FieldChange {
+            key: "definition.message-ttl".into(),
+            old: old.map(|v| json!(v)),
+            new: new.map(|v| json!(v)),
+        }];
+        c
+    }
+
+    #[test]
+    fn a_shorter_or_new_ttl_on_the_dead_letter_queue_is_guarded_as_message_loss() {
+        for (old, new, destructive) in [
+            (Some(86_400_000), Some(3_600_000), true),
+            (None, Some(3_600_000), true),
+            (Some(3_600_000), Some(86_400_000), false),
+            (Some(3_600_000), None, false),
+        ] {
+            let mut c = dlq_policy_update(old, new, Role::DeadLetterPolicy);
+            refine(&mut c);
+            assert_eq!(c.destructive.is_some(), destructive, "{old:?} -> {new:?}");
+            assert_eq!(c.may_lose_messages(), destructive, "{old:?} -> {new:?}");
+        }
+        // A retry queue's TTL is its delay: shorter only retries sooner.
+        let mut c = dlq_policy_update(Some(5_000), Some(1_000), Role::RetryPolicy);
+        refine(&mut c);
+        assert!(c.destructive.is_none());
     }
 }

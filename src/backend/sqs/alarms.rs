@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, MetricAlarm, Statistic, Tag};
 use serde_json::{Value, json};
 
-use crate::backend::wire::aws::{Aws, AwsError, classify};
+use crate::backend::wire::aws::{Aws, AwsError, Pages, classify};
 use crate::resource::{Desired, Kind, Props, ResourceId, Role};
 use crate::spec::model::Backend;
 use crate::spec::resolve::{AlarmResolved, Resolved};
@@ -222,6 +222,7 @@ async fn describe(
     out: &mut BTreeMap<String, LiveAlarm>,
 ) -> Result<(), AwsError> {
     let mut token: Option<String> = None;
+    let mut pages = Pages::default();
     loop {
         let page = aws
             .read("cloudwatch:DescribeAlarms", |c| {
@@ -253,9 +254,9 @@ async fn describe(
                 );
             }
         }
-        match page.next_token() {
-            Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-            _ => return Ok(()),
+        match pages.next("cloudwatch:DescribeAlarms", what, page.next_token())? {
+            Some(t) => token = Some(t),
+            None => return Ok(()),
         }
     }
 }

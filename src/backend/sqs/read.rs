@@ -15,7 +15,7 @@ use super::alarms;
 use super::*;
 use crate::backend::Prunable;
 use crate::backend::wire::aws::{
-    Aws, AwsError, ErrorKind, Settings, arn_name, arn_prefix, classify,
+    Aws, AwsError, ErrorKind, Pages, Settings, arn_name, arn_prefix, classify,
 };
 use crate::backend::wire::http::{Stats, redact_userinfo};
 use crate::backend::wire::retry::ReadBudget;
@@ -245,6 +245,7 @@ impl Reader {
             format!("queues starting with {prefix}")
         };
         let mut out = Vec::new();
+        let mut pages = Pages::default();
         let mut token: Option<String> = None;
         loop {
             let page = self
@@ -285,9 +286,9 @@ impl Reader {
                 }
                 out.push((name.to_owned(), url.clone()));
             }
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_owned()),
-                _ => break,
+            match pages.next("sqs:ListQueues", &what, page.next_token())? {
+                Some(t) => token = Some(t),
+                None => break,
             }
         }
         self.cached(|c| c.urls.extend(out.iter().cloned()));

@@ -339,6 +339,42 @@ impl Aws {
     }
 }
 
+/// The most pages dlqctl reads of one listing: 10,000 pages of 1,000 queues or 100 alarms is
+/// far beyond any account; an endpoint that goes on is broken or hostile.
+pub const MAX_PAGES: usize = 10_000;
+
+/// Pagination that cannot loop: the next page's token, `None` at the end; an error when the
+/// endpoint repeats a token or goes past [`MAX_PAGES`].
+#[derive(Debug, Default)]
+pub struct Pages {
+    seen: std::collections::HashSet<String>,
+}
+
+impl Pages {
+    pub fn next(
+        &mut self,
+        api: &'static str,
+        what: &str,
+        token: Option<&str>,
+    ) -> Result<Option<String>, AwsError> {
+        let Some(t) = token.filter(|t| !t.is_empty()) else {
+            return Ok(None);
+        };
+        let refuse = |why: String| AwsError::new(api, what, ErrorKind::Rejected, why);
+        if self.seen.len() >= MAX_PAGES {
+            return Err(refuse(format!(
+                "more than {MAX_PAGES} pages: the endpoint does not stop listing"
+            )));
+        }
+        if !self.seen.insert(t.to_owned()) {
+            return Err(refuse(
+                "the endpoint returned the same page token twice: it would list forever".into(),
+            ));
+        }
+        Ok(Some(t.to_owned()))
+    }
+}
+
 /// The last segment of an ARN (`arn:aws:sqs:us-east-1:123456789012:payments` → `payments`).
 pub fn arn_name(arn: &str) -> &str {
     arn.rsplit(':').next().unwrap_or(arn)
@@ -355,6 +391,22 @@ pub fn arn_prefix(arn: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_page_token_ends_the_listing_with_an_error() {
+        let mut p = Pages::default();
+        assert_eq!(p.next("sqs:ListQueues", "queues", None).ok(), Some(None));
+        assert_eq!(
+            p.next("sqs:ListQueues", "queues", Some("")).ok(),
+            Some(None)
+        );
+        assert_eq!(
+            p.next("sqs:ListQueues", "queues", Some("a")).ok(),
+            Some(Some("a".to_owned()))
+        );
+        let e = p.next("sqs:ListQueues", "queues", Some("a")).err();
+        assert!(e.is_some_and(|e| e.to_string().contains("same page token twice")));
+    }
 
     #[test]
     fn server_text_in_errors_is_bounded_and_escaped() {

@@ -138,7 +138,7 @@ impl ReadHttp {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| HttpError::Connect {
-                url: cfg.base.clone(),
+                url: redact_userinfo(&cfg.base),
                 reason: e.to_string(),
             })?;
         Ok(ReadHttp {
@@ -371,14 +371,17 @@ pub fn is_certificate_error(text: &str) -> bool {
 }
 
 /// A URL without its userinfo (`http://user:pass@host/` → `http://host/`): what errors and
-/// saved plans may show.
+/// saved plans may show. Everything between `://` and the last `@` goes, so a password with an
+/// unencoded `/`, `?` or `#` (which no URL parser reads as a password) goes too.
 pub fn redact_userinfo(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
+        return match url.rfind('@') {
+            Some(at) => url[at + 1..].to_owned(),
+            None => url.to_owned(),
+        };
     };
     let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
+    match rest.rfind('@') {
         Some(at) => format!("{}{}", &url[..scheme_end + 3], &rest[at + 1..]),
         None => url.to_owned(),
     }
@@ -399,7 +402,11 @@ mod tests {
             redact_userinfo("http://user:secret@127.0.0.1:15672/api"),
             "http://127.0.0.1:15672/api"
         );
-        assert_eq!(redact_userinfo("https://h/x@y"), "https://h/x@y");
+        // A password with characters a URL would read as a path, query or fragment.
+        assert_eq!(
+            redact_userinfo("http://admin:pa/s?s#w@rabbit:15672"),
+            "http://rabbit:15672"
+        );
         assert_eq!(redact_userinfo("h:1"), "h:1");
     }
 

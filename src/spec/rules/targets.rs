@@ -197,28 +197,22 @@ fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut 
     }
 }
 
-/// The URL with any `user[:password]@` cut out, for messages.
+/// The URL with anything between `://` and the last `@` cut out, for messages (a password may
+/// hold an unencoded `/`, `?` or `#`).
 fn without_userinfo(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-            match rest[..end].rfind('@') {
-                Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-                None => url.to_owned(),
-            }
-        }
-        None => url
-            .rsplit_once('@')
-            .map_or(url, |(_, host)| host)
-            .to_owned(),
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    if scheme.is_empty() {
+        host.to_owned()
+    } else {
+        format!("{scheme}://{host}")
     }
 }
 
-/// Whether a URL has a `user[:password]@` part before its host.
+/// Whether a URL carries credentials: any `@` after the scheme. No management API or endpoint
+/// URL needs one elsewhere, and a password may hold characters that would end the host part.
 fn has_userinfo(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    authority.contains('@')
+    url.split_once("://").map_or(url, |(_, r)| r).contains('@')
 }
 
 /// `target/ownership`: an empty prefix would claim every resource on the target.
@@ -241,5 +235,33 @@ fn check_ownership(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_a_url_are_found_and_never_shown_whatever_they_hold() {
+        for url in [
+            "http://admin:secret@rabbit:15672",
+            "http://admin:pa/ss@rabbit:15672",
+            "https://user@rabbit",
+            "http://a:b?c#d@rabbit",
+        ] {
+            assert!(has_userinfo(url), "{url}");
+            let shown = without_userinfo(url);
+            assert!(
+                !shown.contains("admin") && !shown.contains("pa/ss"),
+                "{shown}"
+            );
+            assert!(
+                shown.ends_with("rabbit:15672") || shown.ends_with("rabbit"),
+                "{shown}"
+            );
+        }
+        assert!(!has_userinfo("http://127.0.0.1:15672"));
+        assert!(!has_userinfo("https://sqs.eu-west-1.amazonaws.com"));
     }
 }
