@@ -29,7 +29,7 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check spec files offline: schema, then domain rules. Exit 0 clean, 1 findings, 2 usage or I/O error.
+    /// Check spec files offline: schema, then domain rules. Exit 0 clean, 1 findings, 2 I/O error, 64 usage error.
     Lint(LintArgs),
     /// Compare the specs with the live systems and show the changes. Read-only.
     Plan(PlanArgs),
