@@ -102,12 +102,7 @@ async fn moved(
         Err(e) => return Some(format!("{what}: could not re-check it before writing: {e}")),
     };
     let now = crate::engine::plan::step_fingerprint(live.as_ref());
-    let how = match (then, &now) {
-        (a, b) if a == b => return None,
-        (None, Some(_)) => "was created",
-        (Some(_), None) => "was deleted",
-        _ => "was modified",
-    };
+    let how = crate::engine::plan::how_changed(then, &now)?;
     Some(format!(
         "{what} {how} since planning (another apply, or a hand change); not written"
     ))

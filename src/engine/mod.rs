@@ -9,4 +9,4 @@ pub mod emit;
 pub mod import;
 pub mod plan;
 
-pub use plan::{PlanOptions, Planned, connect, plan, stale};
+pub use plan::{PlanOptions, Planned, connect, plan};

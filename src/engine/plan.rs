@@ -212,6 +212,17 @@ pub async fn identities(
     Ok(out)
 }
 
+/// How a live object moved between two fingerprints (`None`: it did not): what a stale saved
+/// plan and apply's per-step re-check both report.
+pub fn how_changed(then: &Option<String>, now: &Option<String>) -> Option<&'static str> {
+    match (then, now) {
+        (a, b) if a == b => None,
+        (None, Some(_)) => Some("was created"),
+        (Some(_), None) => Some("was deleted"),
+        _ => Some("was modified"),
+    }
+}
+
 /// The resources whose live state differs between a saved plan and a fresh one (made from
 /// the same specs, just now), with how; a resource the fresh plan read that the saved plan
 /// has no fingerprint for counts as changed.
@@ -228,15 +239,11 @@ pub fn stale_against(saved: &Plan, fresh: &Plan) -> Vec<String> {
             None => out.push(format!(
                 "{what} has no fingerprint in the saved plan (the file was edited, or made by another dlqctl)"
             )),
-            Some(h) if **h != f.hash => {
-                let how = match (h, &f.hash) {
-                    (None, Some(_)) => "was created",
-                    (Some(_), None) => "was deleted",
-                    _ => "was modified",
-                };
-                out.push(format!("{what} {how}"));
+            Some(h) => {
+                if let Some(how) = how_changed(h, &f.hash) {
+                    out.push(format!("{what} {how}"));
+                }
             }
-            Some(_) => {}
         }
     }
     out
@@ -319,29 +326,4 @@ async fn prunable(
         return Ok(Vec::new());
     };
     reader.prunable(&skip, t).await
-}
-
-/// Re-reads what a saved plan read; returns the resources that changed since, with how.
-pub async fn stale(
-    plan: &Plan,
-    readers: &BTreeMap<String, Reader>,
-) -> Result<Vec<String>, BackendError> {
-    let ids: Vec<&ResourceId> = plan.fingerprints.iter().map(|f| &f.resource).collect();
-    let live = read_all(readers, &ids).await?;
-    let mut out = Vec::new();
-    for f in &plan.fingerprints {
-        let now = live.get(&f.resource).map(Live::fingerprint);
-        if now != f.hash {
-            let how = match (&f.hash, &now) {
-                (None, Some(_)) => "was created",
-                (Some(_), None) => "was deleted",
-                _ => "was modified",
-            };
-            out.push(format!(
-                "{} on target `{}` {how}",
-                f.resource, f.resource.target
-            ));
-        }
-    }
-    Ok(out)
 }
