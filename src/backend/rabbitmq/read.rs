@@ -747,21 +747,10 @@ impl Reader {
         if id.kind != Kind::Queue {
             return Ok(None);
         }
-        self.queue_messages(&id.scope, &id.name).await
-    }
-
-    /// Messages held by one queue, ready and unacknowledged.
-    pub async fn queue_messages(&self, vhost: &str, queue: &str) -> Result<Option<u64>, HttpError> {
-        let path = format!(
-            "/api/queues/{}/{}?columns=messages,messages_ready,messages_unacknowledged",
-            seg(vhost),
-            seg(queue)
-        );
-        let body = self
-            .http
-            .get("GET /api/queues/{vhost}/{name}", &path)
-            .await?;
-        Ok(body.as_ref().and_then(count))
+        Ok(self
+            .queue_state(&id.scope, &id.name)
+            .await?
+            .and_then(|(_, count)| count))
     }
 
     /// The policy RabbitMQ currently applies to a queue.
