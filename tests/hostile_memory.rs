@@ -5,26 +5,9 @@
 mod support;
 
 use std::io::Write;
-use std::path::Path;
 
 use support::Output;
-use support::fake::raw;
-
-/// A RabbitMQ channel whose target is the management API at `url`.
-fn rabbit_workspace(dir: &Path, url: &str) {
-    std::fs::write(
-        dir.join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  fake:\n    backend: rabbitmq\n    url: {url}\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [hostile.]}}\n"
-        ),
-    )
-    .expect("write targets");
-    std::fs::write(
-        dir.join("c.yaml"),
-        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: hostile}\nspec:\n  target: fake\n  name: \"{channel}.main\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {queueType: classic}\n  lint: {allow: [alarms/missing, alarms/unsupported-backend]}\n",
-    )
-    .expect("write spec");
-}
+use support::fake::{error_lines, rabbit_workspace, raw};
 
 /// Runs `cmd` and returns its output with its own peak resident set in MiB (wait4, so the
 /// figure is this child's alone, whatever other tests run at the same time).
@@ -62,11 +45,6 @@ fn measured(cmd: &mut std::process::Command) -> (Output, i64) {
         stderr: err_t.join().expect("stderr thread"),
     };
     (out, usage.ru_maxrss / 1024)
-}
-
-/// The error lines of a run (dlqctl says what failed in one line).
-fn error_lines(stderr: &str) -> Vec<&str> {
-    stderr.lines().filter(|l| l.starts_with("error:")).collect()
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use support::Output;
-use support::fake::raw;
+use support::fake::{error_lines, rabbit_workspace, raw};
 
 /// The SQS example channel, whose target is the endpoint at `url`.
 fn sqs_workspace(dir: &Path, url: &str) {
@@ -32,22 +32,6 @@ fn sqs_workspace(dir: &Path, url: &str) {
     .expect("write spec");
 }
 
-/// A RabbitMQ channel whose target is the management API at `url`.
-fn rabbit_workspace(dir: &Path, url: &str) {
-    std::fs::write(
-        dir.join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  fake:\n    backend: rabbitmq\n    url: {url}\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [hostile.]}}\n"
-        ),
-    )
-    .expect("write targets");
-    std::fs::write(
-        dir.join("c.yaml"),
-        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: hostile}\nspec:\n  target: fake\n  name: \"{channel}.main\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {queueType: classic}\n  lint: {allow: [alarms/missing, alarms/unsupported-backend]}\n",
-    )
-    .expect("write spec");
-}
-
 fn plan(dir: &Path, extra: &[&str]) -> (Output, Duration) {
     let started = Instant::now();
     let out = support::output(
@@ -56,11 +40,6 @@ fn plan(dir: &Path, extra: &[&str]) -> (Output, Duration) {
             .args(extra),
     );
     (out, started.elapsed())
-}
-
-/// The error lines of a run (dlqctl says what failed in one line).
-fn error_lines(stderr: &str) -> Vec<&str> {
-    stderr.lines().filter(|l| l.starts_with("error:")).collect()
 }
 
 #[test]

@@ -157,3 +157,24 @@ impl FakeApi {
             .collect()
     }
 }
+
+/// A RabbitMQ channel whose target is the management API at `url`.
+pub fn rabbit_workspace(dir: &std::path::Path, url: &str) {
+    std::fs::write(
+        dir.join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  fake:\n    backend: rabbitmq\n    url: {url}\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [hostile.]}}\n"
+        ),
+    )
+    .expect("write targets");
+    std::fs::write(
+        dir.join("c.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: hostile}\nspec:\n  target: fake\n  name: \"{channel}.main\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {queueType: classic}\n  lint: {allow: [alarms/missing, alarms/unsupported-backend]}\n",
+    )
+    .expect("write spec");
+}
+
+/// The error lines of a run (dlqctl says what failed in one line).
+pub fn error_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("error:")).collect()
+}
