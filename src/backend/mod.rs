@@ -117,12 +117,6 @@ impl AtTarget for kafka::KafkaError {
     }
 }
 
-impl AtTarget for BackendError {
-    fn at(self, _target: &str) -> BackendError {
-        self
-    }
-}
-
 /// The value of the environment variable a target names for `field` (`None`: none named).
 pub(crate) fn env_value(
     target: &str,
