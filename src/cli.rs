@@ -46,6 +46,23 @@ pub enum Command {
     Import(ImportArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
     Schema(SchemaArgs),
+    /// Show what waits in each channel's dead-letter queue: depth, age of the oldest, error
+    /// classes, samples.
+    ///
+    /// Nothing is consumed, moved or changed. Where a backend cannot read without leaving a
+    /// trace, each read is the gentlest there is, and said so: SQS receives with visibility
+    /// timeout 0 (the receive count goes up by one), RabbitMQ gets and requeues (the message
+    /// is marked redelivered), Kafka reads by assignment (no group, no commit). A read that
+    /// could lose a message (a RabbitMQ quorum queue with a delivery limit and no dead-letter
+    /// exchange; an SQS dead-letter queue with its own redrive policy) is refused with a note.
+    /// `--no-peek` reads no message at all. Payloads are shown escaped. See docs/status.md.
+    Status(StatusArgs),
+    /// Serve the status figures as Prometheus metrics on /metrics (for alert rules).
+    ///
+    /// Reads every channel once per --interval and answers scrapes from that reading, so
+    /// scrapes never reach the brokers. Depth and Kafka ages need no peek; SQS and RabbitMQ
+    /// ages and error classes need --peek (reads that leave a trace, as in `dlqctl status`).
+    Exporter(ExporterArgs),
 }
 
 impl Command {
@@ -53,7 +70,11 @@ impl Command {
     pub fn error_code(&self) -> u8 {
         match self {
             Command::Lint(_) | Command::Schema(_) => 2,
-            Command::Plan(_) | Command::Apply(_) | Command::Import(_) => 1,
+            Command::Plan(_)
+            | Command::Apply(_)
+            | Command::Import(_)
+            | Command::Status(_)
+            | Command::Exporter(_) => 1,
         }
     }
 }
@@ -242,4 +263,107 @@ pub struct ApplyArgs {
     /// Allow a replace or delete to drop messages the resource holds. Separate from the flags above on purpose.
     #[arg(long)]
     pub allow_message_loss: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFormat {
+    /// For people: a block per channel.
+    Human,
+    /// The versioned status document (format_version 1; docs/status.md).
+    Json,
+    /// A pull-request or incident comment.
+    Markdown,
+    /// Metrics in the text exposition format, for node_exporter's textfile collector.
+    Openmetrics,
+}
+
+/// What to read of each dead-letter queue; shared by status and the exporter.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// Only this channel (repeat for more); default: every channel of the specs.
+    #[arg(long = "channel", value_name = "NAME")]
+    pub channels: Vec<String>,
+
+    /// Messages read from the head of each dead-letter queue for the error-class counts
+    /// (at least --samples).
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u16).range(0..=1000))]
+    pub scan: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub spec: SpecArgs,
+
+    #[command(flatten)]
+    pub read: ReadArgs,
+
+    /// Samples shown per channel: the first N messages read.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u16).range(0..=100))]
+    pub samples: u16,
+
+    /// Bytes of each body shown; 0 hides bodies.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(0..=1_048_576))]
+    pub max_body: u32,
+
+    /// Read no message: depth only (and Kafka ages, which need no trace-leaving read).
+    #[arg(long)]
+    pub no_peek: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatusFormat::Human)]
+    pub format: StatusFormat,
+
+    /// Exit 0 when every dead-letter queue is empty, 2 when one holds messages, 1 on error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+
+    /// Print the number of calls made per API to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub spec: SpecArgs,
+
+    #[command(flatten)]
+    pub read: ReadArgs,
+
+    /// Address to serve /metrics on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: std::net::SocketAddr,
+
+    /// How often the brokers are read (a duration: 30s, 5m); scrapes in between get the last
+    /// reading.
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = parse_interval)]
+    pub interval: std::time::Duration,
+
+    /// Also read messages where that leaves a trace (SQS receive, RabbitMQ get-and-requeue),
+    /// for their ages and error classes. Off by default: scrapes must not touch dead letters.
+    #[arg(long)]
+    pub peek: bool,
+}
+
+/// A duration of at least one second.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let d = crate::spec::duration::Duration::parse(text)?;
+    let d = std::time::Duration::from_millis(d.as_millis());
+    if d < std::time::Duration::from_secs(1) {
+        return Err("at least 1s".into());
+    }
+    Ok(d)
 }

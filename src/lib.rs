@@ -13,6 +13,7 @@ pub mod plan;
 pub mod printer;
 pub mod resource;
 pub mod spec;
+pub mod status;
 
 use std::process::ExitCode;
 

@@ -308,6 +308,8 @@ fn help_is_snapshotted() {
         &["schema", "--help"][..],
         &["plan", "--help"][..],
         &["apply", "--help"][..],
+        &["status", "--help"][..],
+        &["exporter", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);

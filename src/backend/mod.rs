@@ -9,6 +9,7 @@
 //! | `plan.rs` | backend rules on top of the generic diff: refine, notes, apply-order hints, review | pure, except the review, which may read |
 //! | `apply.rs` | the [`Writer`] | the only door that writes |
 //! | `import.rs` | live objects → channel specs | pure over what `read.rs` returned |
+//! | `status.rs` | depth, samples and ages of a channel's dead letters (`dlqctl status`) | reads; its `//!` says what a read does to a message |
 //!
 //! plus what a backend needs of its own (`sqs/alarms.rs` for CloudWatch, `kafka/ffi.rs`).
 //! Below them, `wire/` holds the clients (AWS, HTTP, retry budget, call counts) and never
@@ -37,6 +38,7 @@ use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, Props, ResourceId, Role};
 use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::Resolved;
+use crate::status::{Observed, ReadOptions};
 use import_kit::Candidate;
 use wire::Stats;
 use wire::aws::AwsError;
@@ -312,6 +314,22 @@ impl Reader {
         each!(Reader, self, r => r.identity().await)
     }
 
+    /// What `dlqctl status` shows of each channel: depth, messages read from the head of its
+    /// dead-letter queue, and the depth of its other queues. Each backend's `status.rs` says
+    /// what a read does to a message. The outer error: the target could not be read at all;
+    /// otherwise each channel succeeds or fails on its own.
+    pub async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, BackendError>>, BackendError> {
+        match self {
+            Reader::Rabbitmq(r) => per_channel(r.target(), r.status(channels, read).await),
+            Reader::Sqs(r) => per_channel(r.target(), r.status(channels, read).await),
+            Reader::Kafka(r) => per_channel(r.target(), r.status(channels, read).await),
+        }
+    }
+
     /// Groups what the target holds into channel candidates (`dlqctl import`).
     pub async fn import(
         &self,
@@ -328,6 +346,14 @@ impl Reader {
             Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
         }
     }
+}
+
+/// A door's answer per channel, each error naming the target.
+type PerChannel<T, E> = Result<Vec<Result<T, E>>, E>;
+
+fn per_channel<T, E: AtTarget>(target: &str, r: PerChannel<T, E>) -> PerChannel<T, BackendError> {
+    r.map(|v| v.into_iter().map(|x| x.map_err(|e| e.at(target))).collect())
+        .map_err(|e| e.at(target))
 }
 
 impl Writer {

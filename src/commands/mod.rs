@@ -2,10 +2,12 @@
 //! the process exit code. `anyhow` stops here: below, errors are typed.
 
 mod apply;
+mod exporter;
 mod import;
 mod lint;
 mod plan;
 mod schema;
+mod status;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +29,8 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Apply(args) => apply::run(&args, printer),
         Command::Import(args) => import::run(&args, printer),
         Command::Schema(args) => schema::run(&args, printer),
+        Command::Status(args) => status::run(&args, printer),
+        Command::Exporter(args) => exporter::run(&args, printer),
     }
 }
 

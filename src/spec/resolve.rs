@@ -6,8 +6,8 @@
 
 use super::duration::Duration;
 use super::model::{
-    Backend, Channel, ChannelSpec, DlxMode, ExchangeKind, KafkaNaming, QueueType, RetryModel,
-    Target, TopicReuse,
+    Backend, Channel, ChannelSpec, DlxMode, Envelope, ExchangeKind, KafkaNaming, QueueType,
+    RetryModel, Target, TopicReuse,
 };
 
 /// SQS's own default retention, which dlqctl keeps for the main queue.
@@ -37,6 +37,10 @@ pub struct Resolved {
     pub max_attempts: u32,
     pub retention: Option<Duration>,
     pub dead_letter_retention: Option<Duration>,
+    /// Which headers carry a dead letter's error (`deadLetter.envelope`, default dlqctl's).
+    pub envelope: Envelope,
+    /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
+    pub dead_letter_group: Option<String>,
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
@@ -294,6 +298,15 @@ pub fn resolve(
         max_attempts,
         retention,
         dead_letter_retention,
+        envelope: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.envelope)
+            .unwrap_or(Envelope::Dlqctl),
+        dead_letter_group: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.consumer_group.clone()),
         sqs,
         rabbitmq,
         kafka,

@@ -229,6 +229,8 @@ fn base_spec(
         dead_letter: Some(DeadLetter {
             name: dead_letter_name,
             retention: retention(dl, &topic_id(t.target_name, dlt), findings),
+            envelope: None,
+            consumer_group: None,
         }),
         kafka: Some(KafkaOptions {
             partitions,

@@ -36,6 +36,7 @@ pub mod ffi;
 pub mod import;
 pub mod plan;
 pub mod read;
+pub mod status;
 
 use std::time::Duration;
 

@@ -95,6 +95,9 @@ pub struct Reader {
     pub(super) admin: Arc<Admin>,
     pub(super) prefixes: Vec<String>,
     pub(super) stats: Arc<Stats>,
+    /// The client settings (secrets included: never printed), for the status door's
+    /// read-only consumers.
+    pub(super) config: Arc<ClientConfig>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -116,6 +119,7 @@ impl Reader {
             message: describe_config_error(target, &e),
         })?;
         Ok(Reader {
+            config: Arc::new(config),
             target: name.to_owned(),
             bootstrap,
             admin: Arc::new(admin),

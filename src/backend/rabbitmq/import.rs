@@ -555,6 +555,8 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         dead_letter: Some(DeadLetter {
             name: non_default(dlq_t, "{channel}.dlq"),
             retention: ms.dlq.ttl().map(millis),
+            envelope: None,
+            consumer_group: None,
         }),
         rabbitmq: Some(RabbitMqOptions {
             vhost: (s.vhost != target_vhost).then(|| s.vhost.to_owned()),

@@ -41,7 +41,7 @@ pub(super) fn flat(item: &Value, keys: &[&str], nested: &str) -> Props {
 
 /// A management API answer of a shape the API never returns: an error naming the call,
 /// never an empty state (which a plan would turn into creates).
-fn bad_shape(api: &str, path: &str, what: &str) -> HttpError {
+pub(super) fn bad_shape(api: &str, path: &str, what: &str) -> HttpError {
     HttpError::Decode {
         api: format!("{api} ({path})"),
         reason: what.to_owned(),
@@ -49,13 +49,17 @@ fn bad_shape(api: &str, path: &str, what: &str) -> HttpError {
 }
 
 /// The list a listing answered, or an error naming the call.
-fn list<'a>(api: &str, path: &str, body: &'a Value) -> Result<&'a Vec<Value>, HttpError> {
+pub(super) fn list<'a>(
+    api: &str,
+    path: &str,
+    body: &'a Value,
+) -> Result<&'a Vec<Value>, HttpError> {
     body.as_array()
         .ok_or_else(|| bad_shape(api, path, "expected a JSON list"))
 }
 
 /// A listed object's `name`, or an error naming the call.
-fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, HttpError> {
+pub(super) fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, HttpError> {
     let name = item
         .get("name")
         .and_then(Value::as_str)
@@ -80,7 +84,7 @@ fn item_name<'a>(api: &str, path: &str, item: &'a Value) -> Result<&'a str, Http
 const MAX_NAME: usize = 255;
 
 /// Messages held by a queue as the management API reports them (`None`: not reported).
-fn count(b: &Value) -> Option<u64> {
+pub(super) fn count(b: &Value) -> Option<u64> {
     b.get("messages").and_then(Value::as_u64).or_else(|| {
         let ready = b.get("messages_ready").and_then(Value::as_u64)?;
         let unacked = b
@@ -124,7 +128,7 @@ fn queue_props(api: &str, path: &str, name: &str, q: &Value) -> Result<Props, Ht
     Ok(props)
 }
 
-fn no_vhost(vhost: &str) -> HttpError {
+pub(super) fn no_vhost(vhost: &str) -> HttpError {
     HttpError::Status {
         api: format!("vhost `{vhost}`"),
         status: 404,

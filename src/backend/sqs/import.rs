@@ -279,6 +279,8 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
         dead_letter: Some(DeadLetter {
             name: non_default(dlq_t, dlq_default),
             retention: secs(l.dq, RETENTION),
+            envelope: None,
+            consumer_group: None,
         }),
         sqs: Some(SqsOptions {
             visibility_timeout: secs(l.mq, VISIBILITY),

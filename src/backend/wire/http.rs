@@ -114,7 +114,7 @@ pub struct HttpConfig {
     pub budget: ReadBudget,
 }
 
-/// Read-only access: GET only.
+/// Read-only access: GET, and the one POST that reads ([`ReadHttp::peek`]).
 #[derive(Debug, Clone)]
 pub struct ReadHttp {
     inner: Inner,
@@ -203,6 +203,28 @@ impl ReadHttp {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// A POST that only reads: RabbitMQ's queue `get` with `ackmode: reject_requeue_true`,
+    /// which hands every message back to the queue (marked redelivered). Never retried: a
+    /// retry after a lost answer would read, and mark, the messages twice. Only a status door
+    /// calls it, and only when the caller allowed reads that leave a trace.
+    pub async fn peek(&self, api: &str, path: &str, body: &Value) -> Result<Value, HttpError> {
+        let (status, bytes) = self
+            .inner
+            .send(Method::POST, api, path, Some(body), TIMEOUT)
+            .await?;
+        if status == StatusCode::NOT_FOUND {
+            return Err(HttpError::Status {
+                api: api.to_owned(),
+                status: 404,
+                reason: reason(&bytes),
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
+            api: api.to_owned(),
+            reason: e.to_string(),
+        })
     }
 
     fn out_of_budget(&self, last: &HttpError) -> HttpError {

@@ -127,6 +127,33 @@ pub struct DeadLetter {
     /// How long dead letters are kept. On SQS it must exceed the main queue's retention.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Duration>,
+    /// Which headers carry the error of a dead letter, for `dlqctl status` (docs/envelope.md).
+    /// Default `dlqctl`: `dlq-error-class`, `dlq-error-message`, `dlq-source`,
+    /// `dlq-attempts`, `dlq-dead-lettered-at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<Envelope>,
+    /// Kafka only: the consumer group that works through the dead-letter topic. With it,
+    /// `status` reports what waits (end offsets minus the group's committed offsets); without
+    /// it, what the topic retains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub consumer_group: Option<String>,
+}
+
+/// The set of headers a dead letter's error is read from (see docs/envelope.md). Whatever
+/// the choice, the broker's own headers (RabbitMQ `x-death`) are the fallback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Envelope {
+    /// dlqctl's own: `dlq-error-class`, `dlq-error-message`, `dlq-source`, `dlq-attempts`,
+    /// `dlq-dead-lettered-at` (SQS: message attributes of those names).
+    Dlqctl,
+    /// Spring Kafka's `kafka_dlt-exception-cause-fqcn`, then `kafka_dlt-exception-fqcn`.
+    Spring,
+    /// Kafka Connect's `__connect.errors.exception.class.name`.
+    Connect,
+    /// The producers set no error headers: only the broker's own are read.
+    None,
 }
 
 /// Per-channel lint settings.

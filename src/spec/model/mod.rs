@@ -22,8 +22,8 @@ mod targets;
 
 pub use alarms::{AgeAlarm, Alarms, DepthAlarm};
 pub use channel::{
-    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, LintOptions,
-    Metadata, Retry,
+    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Envelope,
+    LintOptions, Metadata, Retry,
 };
 pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
 pub use rabbitmq::{

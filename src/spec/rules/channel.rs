@@ -27,6 +27,7 @@ pub(super) fn check_channel(
     let (target_name, target) = find_target(doc, targets, no_targets_doc, out)?;
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
+    check_consumer_group(doc, backend, out);
     if !complete {
         return None;
     }
@@ -39,6 +40,24 @@ pub(super) fn check_channel(
     }
     check_names(doc, &r, target, out);
     Some(r)
+}
+
+/// `deadletter/consumer-group`: only a Kafka dead-letter topic has a consumer group.
+fn check_consumer_group(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
+    let pointer = "/spec/deadLetter/consumerGroup";
+    if backend != Backend::Kafka && doc.locs.has(pointer) {
+        out.push(
+            Diagnostic::error(
+                "deadletter/consumer-group",
+                format!(
+                    "`deadLetter.consumerGroup` is for Kafka dead-letter topics; this channel's target is {}",
+                    backend.as_str()
+                ),
+            )
+            .at(doc.locs.key(pointer))
+            .hint("remove it: a queue's depth already counts only the messages that wait"),
+        );
+    }
 }
 
 /// `spec/required` for `retry.maxAttempts`; false if it is missing.

@@ -1,0 +1,340 @@
+//! Kafka's status door: depth from partition watermarks (and the dead-letter topic's consumer
+//! group, when the spec names one), samples and the oldest age from the head of every
+//! partition.
+//!
+//! What a read does to a record (docs/kafka.md, "status"): nothing. Records are read by a
+//! consumer that is assigned partitions directly: it never joins a consumer group, never
+//! commits an offset, and has no `group.id`, so no group's position moves. The committed
+//! offsets of `deadLetter.consumerGroup` are fetched (OffsetFetch) without joining it.
+//! Without a consumer group the depth is what the topic retains (high − low watermark),
+//! labelled "retained", not "waiting".
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message as _};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+use super::read::Reader;
+use super::{CONNECT_TIMEOUT, KafkaError, TIMEOUT, topic_error};
+use crate::spec::resolve::Resolved;
+use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
+
+/// How long sample reads of one topic may take in all.
+const READ_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Low and high watermark of each partition.
+type Marks = Vec<(i64, i64)>;
+
+impl Reader {
+    /// Depth of each channel's topics, samples of its dead-letter topic. The outer error: the
+    /// cluster could not be read at all.
+    pub async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, KafkaError>>, KafkaError> {
+        let meta = self.metadata().await?;
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            out.push(self.channel_status(r, read, &meta).await);
+        }
+        Ok(out)
+    }
+
+    async fn channel_status(
+        &self,
+        r: &Resolved,
+        read: ReadOptions,
+        meta: &BTreeMap<String, super::read::TopicMeta>,
+    ) -> Result<Observed, KafkaError> {
+        let mut others = Vec::new();
+        let topics = std::iter::once((r.main.as_str(), "main"))
+            .chain(r.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        for (name, role) in topics {
+            let depth = match meta.get(name) {
+                Some(m) => {
+                    let marks = self.watermarks(name, m.partitions).await?;
+                    Depth::total(retained(&marks), Measure::Retained)
+                }
+                None => Depth::missing(),
+            };
+            others.push(QueueDepth {
+                name: name.to_owned(),
+                role,
+                depth,
+            });
+        }
+        let Some(m) = meta.get(&r.dead_letter) else {
+            return Ok(Observed::missing(others));
+        };
+        let marks = self.watermarks(&r.dead_letter, m.partitions).await?;
+        // Where reading starts in each partition: the group's committed offset, else the
+        // first record retained.
+        let (starts, measure) = match &r.dead_letter_group {
+            Some(group) => (
+                self.committed(&r.dead_letter, group, &marks).await?,
+                Measure::Waiting,
+            ),
+            None => (
+                marks.iter().map(|(low, _)| *low).collect(),
+                Measure::Retained,
+            ),
+        };
+        let total: u64 = marks
+            .iter()
+            .zip(&starts)
+            .map(|((_, high), start)| u64::try_from(high - start).unwrap_or(0))
+            .sum();
+        let mut observed = Observed {
+            dead_letter: Depth::total(total, measure),
+            others,
+            messages: Vec::new(),
+            head_first: true,
+            metric_age_seconds: None,
+            notes: Vec::new(),
+        };
+        if total > 0 && read.scan > 0 {
+            observed.messages = self.sample(&r.dead_letter, &marks, &starts, read).await?;
+        }
+        Ok(observed)
+    }
+
+    async fn watermarks(&self, topic: &str, partitions: usize) -> Result<Marks, KafkaError> {
+        self.stats.count("kafka:ListOffsets");
+        let admin = Arc::clone(&self.admin);
+        let name = topic.to_owned();
+        tokio::task::spawn_blocking(move || {
+            (0..partitions)
+                .map(|p| {
+                    let p =
+                        i32::try_from(p).map_err(|_| format!("partition {p} is out of range"))?;
+                    admin
+                        .inner()
+                        .fetch_watermarks(&name, p, TIMEOUT)
+                        .map_err(|e| format!("partition {p}: {e}"))
+                })
+                .collect::<Result<Marks, String>>()
+        })
+        .await
+        .map_err(|e| {
+            topic_error(
+                topic,
+                "ListOffsets",
+                format!("the offsets thread failed: {e}"),
+            )
+        })?
+        .map_err(|m| topic_error(topic, "ListOffsets", m))
+    }
+
+    /// The group's committed offset in each partition (the low watermark where it has none,
+    /// or where retention already removed what it had not read). Reads the offsets only: the
+    /// consumer made for it never joins the group.
+    async fn committed(
+        &self,
+        topic: &str,
+        group: &str,
+        marks: &Marks,
+    ) -> Result<Vec<i64>, KafkaError> {
+        self.stats.count("kafka:OffsetFetch");
+        let mut config: ClientConfig = (*self.config).clone();
+        config
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false");
+        let (name, marks2) = (topic.to_owned(), marks.clone());
+        tokio::task::spawn_blocking(move || {
+            let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
+            let mut tpl = TopicPartitionList::new();
+            for p in 0..marks2.len() {
+                tpl.add_partition(&name, i32::try_from(p).map_err(|e| e.to_string())?);
+            }
+            let got = consumer
+                .committed_offsets(tpl, CONNECT_TIMEOUT)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(
+                marks2
+                    .iter()
+                    .enumerate()
+                    .map(|(p, (low, high))| {
+                        let at = got
+                            .find_partition(&name, i32::try_from(p).unwrap_or(i32::MAX))
+                            .and_then(|e| match e.offset() {
+                                Offset::Offset(n) => Some(n),
+                                _ => None,
+                            });
+                        at.map_or(*low, |n| n.clamp(*low, *high))
+                    })
+                    .collect(),
+            )
+        })
+        .await
+        .map_err(|e| {
+            topic_error(
+                topic,
+                "OffsetFetch",
+                format!("the offsets thread failed: {e}"),
+            )
+        })?
+        .map_err(|m| topic_error(topic, "OffsetFetch", m))
+    }
+
+    /// Records from the head (`starts`) of every partition that has any: an equal share of
+    /// `scan` each, at least one (the head, for the oldest age). Read by assignment, never
+    /// by a group; bounded by [`READ_DEADLINE`].
+    async fn sample(
+        &self,
+        topic: &str,
+        marks: &Marks,
+        starts: &[i64],
+        read: ReadOptions,
+    ) -> Result<Vec<Message>, KafkaError> {
+        self.stats.count("kafka:Fetch");
+        let mut config: ClientConfig = (*self.config).clone();
+        config
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("auto.offset.reset", "error");
+        let nonempty: Vec<(i32, i64, i64)> = marks
+            .iter()
+            .zip(starts)
+            .enumerate()
+            .filter(|(_, ((_, high), start))| high > *start)
+            .filter_map(|(p, ((_, high), start))| Some((i32::try_from(p).ok()?, *start, *high)))
+            .collect();
+        let share = (read.scan / nonempty.len().max(1)).max(1);
+        let name = topic.to_owned();
+        let max_body = read.max_body;
+        let records = tokio::task::spawn_blocking(move || {
+            let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
+            let mut tpl = TopicPartitionList::new();
+            // How many more each partition may give, and where it ends.
+            let mut left: BTreeMap<i32, (usize, i64)> = BTreeMap::new();
+            for (p, start, high) in &nonempty {
+                tpl.add_partition_offset(&name, *p, Offset::Offset(*start))
+                    .map_err(|e| e.to_string())?;
+                let available = usize::try_from(high - start).unwrap_or(usize::MAX);
+                left.insert(*p, (share.min(available), *high));
+            }
+            consumer.assign(&tpl).map_err(|e| e.to_string())?;
+            let deadline = Instant::now() + READ_DEADLINE;
+            let mut out = Vec::new();
+            while left.values().any(|(n, _)| *n > 0) && Instant::now() < deadline {
+                match consumer.poll(Duration::from_millis(200)) {
+                    None => {}
+                    Some(Err(e)) => return Err(e.to_string()),
+                    Some(Ok(m)) => {
+                        let Some((n, high)) = left.get_mut(&m.partition()) else {
+                            continue;
+                        };
+                        if *n == 0 || m.offset() >= *high {
+                            continue;
+                        }
+                        *n -= 1;
+                        out.push(record(&m, max_body));
+                    }
+                }
+            }
+            Ok::<_, String>(out)
+        })
+        .await
+        .map_err(|e| topic_error(topic, "Fetch", format!("the reading thread failed: {e}")))?
+        .map_err(|m| topic_error(topic, "Fetch", m))?;
+        let mut records = records;
+        // Oldest first across partitions, as they entered the topic.
+        records.sort_by(|a, b| a.published_ms.cmp(&b.published_ms).then(a.id.cmp(&b.id)));
+        Ok(records)
+    }
+}
+
+fn retained(marks: &Marks) -> u64 {
+    marks
+        .iter()
+        .map(|(low, high)| u64::try_from(high - low).unwrap_or(0))
+        .sum()
+}
+
+/// Spring's numeric headers are big-endian integers, not text.
+const SPRING_NUMBERS: [&str; 3] = [
+    "kafka_dlt-original-partition",
+    "kafka_dlt-original-offset",
+    "kafka_dlt-original-timestamp",
+];
+
+fn header_text(key: &str, v: &[u8]) -> String {
+    if SPRING_NUMBERS.contains(&key) {
+        match v.len() {
+            4 => return i32::from_be_bytes([v[0], v[1], v[2], v[3]]).to_string(),
+            8 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(v);
+                return i64::from_be_bytes(b).to_string();
+            }
+            _ => {}
+        }
+    }
+    match std::str::from_utf8(v) {
+        Ok(t) => t.to_owned(),
+        Err(_) => format!(
+            "(binary, {} bytes) {}",
+            v.len(),
+            v.iter()
+                .take(32)
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
+    }
+}
+
+fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize) -> Message {
+    let payload = m.payload().unwrap_or_default();
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|x| {
+                    (
+                        x.key.to_owned(),
+                        header_text(x.key, x.value.unwrap_or_default()),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Message {
+        id: format!("{}/{}", m.partition(), m.offset()),
+        headers,
+        body: payload[..payload.len().min(max_body.max(1))].to_vec(),
+        body_len: payload.len() as u64,
+        published_ms: m.timestamp().to_millis(),
+        dead_lettered_ms: None,
+        attempts: None,
+        source: None,
+        native_class: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spring_numeric_headers_are_read_as_numbers_and_other_binary_as_hex() {
+        assert_eq!(
+            header_text("kafka_dlt-original-partition", &7i32.to_be_bytes()),
+            "7"
+        );
+        assert_eq!(
+            header_text(
+                "kafka_dlt-original-timestamp",
+                &1_700_000_000_000i64.to_be_bytes()
+            ),
+            "1700000000000"
+        );
+        assert_eq!(header_text("x", &[0xff, 0x00]), "(binary, 2 bytes) ff00");
+        assert_eq!(header_text("x", b"text"), "text");
+        assert_eq!(retained(&vec![(2, 5), (0, 0), (10, 11)]), 4);
+    }
+}

@@ -1,0 +1,364 @@
+//! RabbitMQ's status door: depth of each channel's queues from paged queue listings (one per
+//! vhost, as plan reads), and samples from the head of the dead-letter queue.
+//!
+//! What a read does to a message (docs/rabbitmq.md, "status"): samples come from the
+//! management API's `get` with `ackmode: reject_requeue_true`. Every message read is handed
+//! back to the queue at its place, and marked `redelivered`; nothing is consumed. Two
+//! exceptions, where the read itself could lose a message, are refused with a note:
+//! - a quorum queue with a delivery limit (set by argument or policy, or RabbitMQ 4's default
+//!   of 20) that dead-letters nowhere: each read is a delivery, and at the limit the broker
+//!   drops the message;
+//! - a stream queue, which has no `get`.
+//!
+//! With `peek` off (the exporter's default) no message is read: depth only.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::read::{Reader, bad_shape, count, item_name, list, no_vhost};
+use crate::backend::wire::http::{HttpError, seg};
+use crate::spec::resolve::Resolved;
+use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
+
+/// A regex of exact names longer than this is not sent: the listing falls back to the
+/// ownership prefixes (or the whole vhost), filtered here.
+const MAX_FILTER: usize = 2000;
+
+/// The columns status reads of each queue.
+const COLUMNS: &str = "name,type,messages,messages_ready,messages_unacknowledged,arguments,effective_policy_definition";
+
+impl Reader {
+    /// Depth and samples of each channel's dead-letter queue, depth of its main and retry
+    /// queues. The outer error: the target could not be read at all.
+    pub async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
+        let mut wanted: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for r in channels {
+            let v = vhost(r);
+            let names = wanted.entry(v).or_default();
+            names.insert(&r.dead_letter);
+            names.insert(&r.main);
+            names.extend(r.retry_stages.iter().map(|s| s.name.as_str()));
+        }
+        // `None`: the vhost does not exist, which fails its channels, not the target.
+        let mut queues: BTreeMap<&str, Option<BTreeMap<String, Value>>> = BTreeMap::new();
+        for (v, names) in &wanted {
+            queues.insert(v, self.queue_listing(v, names).await?);
+        }
+        let mut version: Option<u32> = None;
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            let Some(Some(found)) = queues.get(vhost(r)) else {
+                out.push(Err(no_vhost(vhost(r))));
+                continue;
+            };
+            let others = around(r, found);
+            let Some(q) = found.get(&r.dead_letter) else {
+                out.push(Ok(Observed::missing(others)));
+                continue;
+            };
+            let depth = depth_of(q);
+            let mut observed = Observed {
+                dead_letter: depth,
+                others,
+                messages: Vec::new(),
+                head_first: true,
+                metric_age_seconds: None,
+                notes: Vec::new(),
+            };
+            let holds = observed.dead_letter.ready.is_some_and(|n| n > 0);
+            if holds && read.scan > 0 {
+                if !read.peek {
+                    observed.notes.push(
+                        "messages not read (reads with side effects are off): depth only".into(),
+                    );
+                } else if let Some(why) = self.refuse(q, &mut version).await? {
+                    observed.notes.push(why);
+                } else {
+                    match self.peek(vhost(r), &r.dead_letter, read).await {
+                        Ok(m) => observed.messages = m,
+                        Err(e) => {
+                            out.push(Err(e));
+                            continue;
+                        }
+                    }
+                }
+            }
+            out.push(Ok(observed));
+        }
+        Ok(out)
+    }
+
+    /// The queues of one vhost that `names` lists, by name, with their stats.
+    async fn queue_listing(
+        &self,
+        vhost: &str,
+        names: &BTreeSet<&str>,
+    ) -> Result<Option<BTreeMap<String, Value>>, HttpError> {
+        let exact = format!(
+            "^({})$",
+            names
+                .iter()
+                .map(|n| super::regex_escape(n))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        let filter = if exact.len() <= MAX_FILTER {
+            Some(exact)
+        } else if !self.prefixes.is_empty() {
+            Some(format!(
+                "^({})",
+                self.prefixes
+                    .iter()
+                    .map(|p| super::regex_escape(p))
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ))
+        } else {
+            None
+        };
+        let api = "GET /api/queues/{vhost}";
+        let mut found = BTreeMap::new();
+        let mut page = 1u64;
+        loop {
+            let mut path = format!(
+                "/api/queues/{}?page={page}&page_size={}&columns={COLUMNS}",
+                seg(vhost),
+                super::PAGE_SIZE
+            );
+            if let Some(f) = &filter {
+                path.push_str(&format!("&use_regex=true&name={}", seg(f)));
+            }
+            let Some(body) = self.http.get(api, &path).await? else {
+                return Ok(None);
+            };
+            let items = body
+                .get("items")
+                .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
+            for q in list(api, &path, items)? {
+                let name = item_name(api, &path, q)?;
+                if names.contains(name) {
+                    found.insert(name.to_owned(), q.clone());
+                }
+            }
+            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
+            if page >= pages || page >= 10_000 {
+                break;
+            }
+            page += 1;
+        }
+        Ok(Some(found))
+    }
+
+    /// Why reading samples from this queue could lose a message, if it could.
+    async fn refuse(
+        &self,
+        q: &Value,
+        version: &mut Option<u32>,
+    ) -> Result<Option<String>, HttpError> {
+        let kind = q.get("type").and_then(Value::as_str).unwrap_or("classic");
+        if kind == "stream" {
+            return Ok(Some(
+                "samples not read: a stream queue has no `get`; read it with a stream consumer"
+                    .into(),
+            ));
+        }
+        if kind != "quorum" {
+            return Ok(None);
+        }
+        let setting = |arg: &str, policy: &str| {
+            q.get("arguments")
+                .and_then(|a| a.get(arg))
+                .or_else(|| {
+                    q.get("effective_policy_definition")
+                        .and_then(|d| d.get(policy))
+                })
+                .cloned()
+        };
+        let dead_letters = setting("x-dead-letter-exchange", "dead-letter-exchange").is_some();
+        if dead_letters {
+            return Ok(None);
+        }
+        let limit = match setting("x-delivery-limit", "delivery-limit") {
+            Some(l) => Some(l.to_string()),
+            None => {
+                if version.is_none() {
+                    *version = Some(self.major_version().await?);
+                }
+                (version.unwrap_or(0) >= 4).then(|| "20 (RabbitMQ 4's default)".to_owned())
+            }
+        };
+        Ok(limit.map(|l| {
+            format!(
+                "samples not read: this quorum queue has a delivery limit of {l} and no dead-letter exchange, so every read counts as a delivery and the broker drops a message at the limit; give it a dead-letter exchange, or read it with a consumer you control"
+            )
+        }))
+    }
+
+    async fn major_version(&self) -> Result<u32, HttpError> {
+        let body = self.http.get("GET /api/overview", "/api/overview").await?;
+        Ok(body
+            .as_ref()
+            .and_then(|b| b.get("rabbitmq_version"))
+            .and_then(Value::as_str)
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Up to `scan` messages from the head of the queue, each handed straight back.
+    async fn peek(
+        &self,
+        vhost: &str,
+        queue: &str,
+        read: ReadOptions,
+    ) -> Result<Vec<Message>, HttpError> {
+        let api = "POST /api/queues/{vhost}/{name}/get";
+        let path = format!("/api/queues/{}/{}/get", seg(vhost), seg(queue));
+        let body = json!({
+            "count": read.scan,
+            "ackmode": "reject_requeue_true",
+            "encoding": "auto",
+            // Bodies are cut by the broker: a 1 MiB message costs max_body bytes here.
+            "truncate": read.max_body.max(1),
+        });
+        let answer = self.http.peek(api, &path, &body).await?;
+        let items = list(api, &path, &answer)?;
+        Ok(items
+            .iter()
+            .enumerate()
+            .map(|(i, m)| message(i, m))
+            .collect())
+    }
+}
+
+fn vhost(r: &Resolved) -> &str {
+    r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str())
+}
+
+fn depth_of(q: &Value) -> Depth {
+    let ready = q.get("messages_ready").and_then(Value::as_u64);
+    let unacked = q.get("messages_unacknowledged").and_then(Value::as_u64);
+    Depth {
+        total: count(q),
+        ready,
+        in_flight: unacked,
+        delayed: None,
+        measure: Measure::Waiting,
+        exists: true,
+    }
+}
+
+fn around(r: &Resolved, found: &BTreeMap<String, Value>) -> Vec<QueueDepth> {
+    std::iter::once((r.main.as_str(), "main"))
+        .chain(r.retry_stages.iter().map(|s| (s.name.as_str(), "retry")))
+        .map(|(name, role)| QueueDepth {
+            name: name.to_owned(),
+            role,
+            depth: found.get(name).map_or_else(Depth::missing, depth_of),
+        })
+        .collect()
+}
+
+/// A header value as text: strings as they are, anything else (numbers, tables, arrays) as
+/// compact JSON.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// One message of a management `get` answer.
+fn message(i: usize, m: &Value) -> Message {
+    let props = m.get("properties");
+    let headers = props
+        .and_then(|p| p.get("headers"))
+        .and_then(Value::as_object);
+    let payload = m.get("payload").and_then(Value::as_str).unwrap_or("");
+    let body = match m.get("payload_encoding").and_then(Value::as_str) {
+        Some("base64") => base64::engine::general_purpose::STANDARD
+            .decode(payload)
+            .unwrap_or_else(|_| payload.as_bytes().to_vec()),
+        _ => payload.as_bytes().to_vec(),
+    };
+    let body_len = m
+        .get("payload_bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(body.len() as u64);
+    // x-death: the newest death first; x-first-death-*: the first one.
+    let death = headers
+        .and_then(|h| h.get("x-death"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first());
+    let header_str = |k: &str| headers.and_then(|h| h.get(k)).and_then(Value::as_str);
+    let id = props
+        .and_then(|p| p.get("message_id"))
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("#{}", i + 1), str::to_owned);
+    Message {
+        id,
+        headers: headers
+            .map(|h| h.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+            .unwrap_or_default(),
+        body,
+        body_len,
+        published_ms: props
+            .and_then(|p| p.get("timestamp"))
+            .and_then(Value::as_i64)
+            .map(|s| s.saturating_mul(1000)),
+        dead_lettered_ms: death
+            .and_then(|d| d.get("time"))
+            .and_then(Value::as_i64)
+            .map(|s| s.saturating_mul(1000)),
+        attempts: headers
+            .and_then(|h| h.get("x-delivery-count"))
+            .and_then(Value::as_u64)
+            .map(|n| n + 1),
+        source: header_str("x-first-death-queue")
+            .or_else(|| death.and_then(|d| d.get("queue")).and_then(Value::as_str))
+            .map(str::to_owned),
+        native_class: header_str("x-first-death-reason")
+            .or_else(|| death.and_then(|d| d.get("reason")).and_then(Value::as_str))
+            .map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broker_dead_letter_is_read_from_its_x_death_headers() {
+        let m = message(
+            0,
+            &json!({
+                "payload": "aGk=", "payload_encoding": "base64", "payload_bytes": 2,
+                "properties": {
+                    "timestamp": 1_700_000_000,
+                    "headers": {
+                        "x-death": [{"reason": "expired", "queue": "orders.retry", "time": 1_700_000_100, "count": 1}],
+                        "x-first-death-reason": "rejected",
+                        "x-first-death-queue": "orders",
+                    }
+                }
+            }),
+        );
+        assert_eq!(m.body, b"hi");
+        assert_eq!(m.id, "#1");
+        assert_eq!(m.published_ms, Some(1_700_000_000_000));
+        assert_eq!(m.dead_lettered_ms, Some(1_700_000_100_000));
+        assert_eq!(m.native_class.as_deref(), Some("rejected"));
+        assert_eq!(m.source.as_deref(), Some("orders"));
+        assert!(
+            m.headers
+                .iter()
+                .any(|(k, v)| k == "x-death" && v.contains("\"expired\""))
+        );
+    }
+}

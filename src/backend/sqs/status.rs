@@ -1,0 +1,260 @@
+//! SQS's status door: depth from GetQueueAttributes, the age of the oldest message from
+//! CloudWatch's `ApproximateAgeOfOldestMessage` where the endpoint has it, and samples.
+//!
+//! What a read does to a message (docs/sqs.md, "status"): SQS has no read without a receive.
+//! Samples come from ReceiveMessage with `VisibilityTimeout=0`: the messages stay visible to
+//! every consumer, nothing is deleted, but each receive raises the message's
+//! `ApproximateReceiveCount` by one. So samples are never read from a dead-letter queue that
+//! has a redrive policy of its own (the count could move a message on), and, with `peek` off
+//! (the exporter's default), not at all. On a FIFO queue a receive holds the message's group
+//! for the length of the call. Without the CloudWatch metric (e.g. a local emulator), the
+//! oldest age is the oldest `SentTimestamp` among the messages read, labelled as such.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_cloudwatch::primitives::DateTime;
+use aws_sdk_cloudwatch::types::{Dimension, Statistic};
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use futures_util::stream::{self, StreamExt};
+
+use super::Reader;
+use crate::backend::wire::aws::{AwsError, classify};
+use crate::spec::resolve::Resolved;
+use crate::status::envelope::TRANSIENT_EXHAUSTED;
+use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
+
+/// ReceiveMessage's largest batch.
+const BATCH: usize = 10;
+
+impl Reader {
+    /// Depth and samples of each channel's dead-letter queue, depth of its main queue. Each
+    /// channel succeeds or fails on its own; this never fails as a whole.
+    pub async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, AwsError>>, AwsError> {
+        Ok(stream::iter(channels)
+            .map(|r| self.channel_status(r, read))
+            .buffered(super::CONCURRENCY)
+            .collect()
+            .await)
+    }
+
+    async fn channel_status(&self, r: &Resolved, read: ReadOptions) -> Result<Observed, AwsError> {
+        let main = match self.queue_attributes(&r.main).await? {
+            Some(a) => depth(&a),
+            None => Depth::missing(),
+        };
+        let others = vec![QueueDepth {
+            name: r.main.clone(),
+            role: "main",
+            depth: main,
+        }];
+        let Some((url, attrs)) = self.queue_with_url(&r.dead_letter).await? else {
+            return Ok(Observed::missing(others));
+        };
+        let mut observed = Observed {
+            dead_letter: depth(&attrs),
+            others,
+            messages: Vec::new(),
+            head_first: false,
+            metric_age_seconds: None,
+            notes: Vec::new(),
+        };
+        if observed.dead_letter.total.is_none_or(|n| n == 0) {
+            return Ok(observed);
+        }
+        observed.metric_age_seconds = self.oldest_age_metric(&r.dead_letter).await?;
+        let visible = observed.dead_letter.ready.is_some_and(|n| n > 0);
+        if !visible || read.scan == 0 {
+            return Ok(observed);
+        }
+        if !read.peek {
+            observed.notes.push(
+                "messages not read (reads with side effects are off): SQS counts every read as a receive"
+                    .into(),
+            );
+        } else if attrs.contains_key("RedrivePolicy") {
+            observed.notes.push(
+                "samples not read: this dead-letter queue has a redrive policy of its own, and every read raises a message's receive count towards it".into(),
+            );
+        } else {
+            observed.messages = self.peek(&r.dead_letter, &url, read).await?;
+            if !observed.messages.is_empty() {
+                observed.notes.push(format!(
+                    "reading raised the ApproximateReceiveCount of the {} message{} read by one (SQS has no read without a receive; visibility timeout 0, nothing was hidden or deleted){}",
+                    observed.messages.len(),
+                    if observed.messages.len() == 1 { "" } else { "s" },
+                    if attrs.get("FifoQueue").is_some_and(|v| v == "true") {
+                        "; on this FIFO queue each read held its message group for the length of the call"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        Ok(observed)
+    }
+
+    async fn queue_attributes(
+        &self,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        Ok(self.queue_with_url(name).await?.map(|(_, a)| a))
+    }
+
+    async fn queue_with_url(
+        &self,
+        name: &str,
+    ) -> Result<Option<(String, BTreeMap<String, String>)>, AwsError> {
+        let Some(url) = self.url(name).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .attributes(name, &url, QueueAttributeName::All)
+            .await?
+            .map(|a| (url, a)))
+    }
+
+    /// The newest `ApproximateAgeOfOldestMessage` datapoint of the last 15 minutes.
+    async fn oldest_age_metric(&self, queue: &str) -> Result<Option<f64>, AwsError> {
+        let what = format!("metric ApproximateAgeOfOldestMessage of queue {queue}");
+        let now = std::time::SystemTime::now();
+        let out = self
+            .aws
+            .read("cloudwatch:GetMetricStatistics", |c| {
+                let (queue, what) = (queue.to_owned(), what.clone());
+                async move {
+                    c.cloudwatch
+                        .get_metric_statistics()
+                        .namespace("AWS/SQS")
+                        .metric_name("ApproximateAgeOfOldestMessage")
+                        .dimensions(Dimension::builder().name("QueueName").value(queue).build())
+                        .start_time(DateTime::from(now - std::time::Duration::from_secs(900)))
+                        .end_time(DateTime::from(now))
+                        .period(60)
+                        .statistics(Statistic::Maximum)
+                        .send()
+                        .await
+                        .map_err(|e| classify("cloudwatch:GetMetricStatistics", &what, e))
+                }
+            })
+            .await?;
+        Ok(out
+            .datapoints()
+            .iter()
+            .filter_map(|d| Some((d.timestamp()?.secs(), d.maximum()?)))
+            .max_by_key(|(t, _)| *t)
+            .map(|(_, v)| v))
+    }
+
+    /// Up to `scan` distinct messages, received with visibility timeout 0 (see the module's
+    /// contract). Bounded: at most `scan / 10 + 2` calls, and it stops at the first call that
+    /// brings nothing new (a receive may return the same messages again).
+    async fn peek(
+        &self,
+        queue: &str,
+        url: &str,
+        read: ReadOptions,
+    ) -> Result<Vec<Message>, AwsError> {
+        let what = format!("queue {queue}");
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for _ in 0..read.scan.div_ceil(BATCH) + 2 {
+            let want = (read.scan - out.len()).min(BATCH);
+            let got = self
+                .aws
+                .read("sqs:ReceiveMessage", |c| {
+                    let (url, what) = (url.to_owned(), what.clone());
+                    async move {
+                        c.sqs
+                            .receive_message()
+                            .queue_url(url)
+                            .max_number_of_messages(i32::try_from(want).unwrap_or(10))
+                            .visibility_timeout(0)
+                            .wait_time_seconds(0)
+                            .message_attribute_names("All")
+                            .message_system_attribute_names(MessageSystemAttributeName::All)
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
+                    }
+                })
+                .await?;
+            let mut new = 0;
+            for m in got.messages() {
+                let id = m.message_id().unwrap_or_default().to_owned();
+                if seen.insert(id) {
+                    out.push(message(m, read.max_body));
+                    new += 1;
+                }
+            }
+            if new == 0 || out.len() >= read.scan {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn number(attrs: &BTreeMap<String, String>, k: &str) -> Option<u64> {
+    attrs.get(k).and_then(|v| v.trim().parse().ok())
+}
+
+fn depth(attrs: &BTreeMap<String, String>) -> Depth {
+    let ready = number(attrs, "ApproximateNumberOfMessages");
+    let in_flight = number(attrs, "ApproximateNumberOfMessagesNotVisible");
+    let delayed = number(attrs, "ApproximateNumberOfMessagesDelayed");
+    let total = [ready, in_flight, delayed]
+        .iter()
+        .try_fold(0u64, |acc, n| n.map(|n| acc.saturating_add(n)));
+    Depth {
+        total,
+        ready,
+        in_flight,
+        delayed,
+        measure: Measure::Waiting,
+        exists: true,
+    }
+}
+
+fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Message {
+    let body = m.body().unwrap_or_default().as_bytes();
+    let system = m.attributes();
+    let sys = |k: MessageSystemAttributeName| system.and_then(|a| a.get(&k)).cloned();
+    let mut headers: Vec<(String, String)> = m
+        .message_attributes()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let text = v.string_value().map(str::to_owned).unwrap_or_else(|| {
+                v.binary_value()
+                    .map(|b| {
+                        let hex: String = b
+                            .as_ref()
+                            .iter()
+                            .take(64)
+                            .map(|x| format!("{x:02x}"))
+                            .collect();
+                        format!("(binary) {hex}")
+                    })
+                    .unwrap_or_default()
+            });
+            (k.clone(), text)
+        })
+        .collect();
+    headers.sort();
+    Message {
+        id: m.message_id().unwrap_or_default().to_owned(),
+        headers,
+        body: body[..body.len().min(max_body.max(1))].to_vec(),
+        body_len: body.len() as u64,
+        published_ms: sys(MessageSystemAttributeName::SentTimestamp).and_then(|v| v.parse().ok()),
+        dead_lettered_ms: None,
+        attempts: None,
+        source: sys(MessageSystemAttributeName::DeadLetterQueueSourceArn),
+        // Moved by a redrive policy, a message carries no error: it used up its receives.
+        native_class: Some(TRANSIENT_EXHAUSTED.to_owned()),
+    }
+}

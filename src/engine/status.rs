@@ -1,0 +1,113 @@
+//! The status driver: one reader per target the channels use (read-only clients, as plan's),
+//! each target read concurrently through its backend's status door, every channel summarised
+//! the same way. It names no backend.
+//!
+//! A target that cannot be reached fails its own channels, one error each; the others are
+//! still read. The exporter keeps the [`Readers`] and calls [`read`] once per interval.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+
+use crate::backend::wire::Stats;
+use crate::backend::{ConnectOptions, Reader};
+use crate::spec::model::Target;
+use crate::spec::resolve::Resolved;
+use crate::status::{self, ChannelStatus, ReadOptions, Report, safe};
+
+/// A reader per target, or why it could not be made (a missing credential variable, a bad
+/// setting): the channels of such a target fail with that reason.
+pub type Readers = BTreeMap<String, Result<Reader, String>>;
+
+/// Makes a reader for each target the channels use.
+pub fn connect(
+    channels: &[Resolved],
+    targets: &BTreeMap<String, Target>,
+    opts: ConnectOptions,
+    stats: &Arc<Stats>,
+) -> Readers {
+    let mut out = Readers::new();
+    for c in channels {
+        if out.contains_key(&c.target) {
+            continue;
+        }
+        let reader = match targets.get(&c.target) {
+            Some(t) => {
+                Reader::connect(&c.target, t, opts, Arc::clone(stats)).map_err(|e| e.to_string())
+            }
+            None => Err(format!(
+                "target `{}`: not defined in the targets file",
+                c.target
+            )),
+        };
+        out.insert(c.target.clone(), reader);
+    }
+    out
+}
+
+/// Reads every channel, targets side by side; the report lists the channels in the order given.
+pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -> Report {
+    let mut by_target: BTreeMap<&str, Vec<&Resolved>> = BTreeMap::new();
+    for c in channels {
+        by_target.entry(&c.target).or_default().push(c);
+    }
+    let reads = by_target.iter().map(|(target, chs)| async move {
+        let results: Vec<Result<status::Observed, String>> = match readers.get(*target) {
+            Some(Ok(reader)) => match reader.status(chs, opts).await {
+                Ok(each) => each
+                    .into_iter()
+                    .map(|r| r.map_err(|e| e.to_string()))
+                    .collect(),
+                Err(e) => vec![Err(e.to_string()); chs.len()],
+            },
+            Some(Err(why)) => vec![Err(why.clone()); chs.len()],
+            None => vec![Err(format!("target `{target}`: no reader")); chs.len()],
+        };
+        (*target, results)
+    });
+    let now = status::now_ms();
+    let mut answers: BTreeMap<(&str, &str), Result<status::Observed, String>> = BTreeMap::new();
+    for (target, results) in join_all(reads).await {
+        for (c, r) in by_target[target].iter().zip(results) {
+            answers.insert((target, c.channel.as_str()), r);
+        }
+    }
+    let channels = channels
+        .iter()
+        .map(|c| {
+            let base = ChannelStatus {
+                channel: c.channel.clone(),
+                target: c.target.clone(),
+                backend: c.backend,
+                dead_letter_name: c.dead_letter.clone(),
+                dead_letter: None,
+                queues: Vec::new(),
+                error: None,
+            };
+            match answers.remove(&(c.target.as_str(), c.channel.as_str())) {
+                Some(Ok(observed)) => {
+                    let (report, queues) =
+                        status::summarise(&c.dead_letter, c.envelope, opts, observed, now);
+                    ChannelStatus {
+                        dead_letter: Some(report),
+                        queues,
+                        ..base
+                    }
+                }
+                Some(Err(e)) => ChannelStatus {
+                    error: Some(safe(&e)),
+                    ..base
+                },
+                None => ChannelStatus {
+                    error: Some("not read".into()),
+                    ..base
+                },
+            }
+        })
+        .collect();
+    Report {
+        channels,
+        generated_at_ms: now,
+    }
+}

@@ -1,0 +1,576 @@
+//! What `dlqctl status` and `dlqctl exporter` say about a channel's dead letters, whatever the
+//! backend: depth, the age of the oldest, the breakdown by error class, and samples.
+//!
+//! Each backend's status door (`backend/*/status.rs`) reads what it can without losing or
+//! disturbing a message and returns it raw, as an [`Observed`]; [`summarise`] (pure) turns that
+//! into a [`DeadLetterReport`]: the error class of each message from its envelope
+//! ([`envelope`]), the ages, the samples with their bodies made safe to show. `render` prints
+//! the reports in every format. Payloads are untrusted: nothing here or in `render` writes a
+//! byte of a message to the terminal without [`safe`] escaping it.
+
+pub mod envelope;
+pub mod render;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::spec::model::{Backend, Envelope};
+
+/// Samples shown by default, and at most.
+pub const DEFAULT_SAMPLES: usize = 3;
+pub const MAX_SAMPLES: usize = 100;
+/// Messages read for the error-class counts by default, and at most.
+pub const DEFAULT_SCAN: usize = 100;
+pub const MAX_SCAN: usize = 1000;
+/// Bytes of a body shown by default.
+pub const DEFAULT_MAX_BODY: usize = 1024;
+/// Characters of a header value shown: a header is context, not a payload.
+pub const MAX_HEADER_VALUE: usize = 256;
+/// Bytes of a binary body shown, in hex.
+pub const HEX_PREFIX: usize = 32;
+
+/// What the driver asks of every backend's status door.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Samples to show (the first N read).
+    pub samples: usize,
+    /// Messages to read from the head of the DLQ for the class counts (≥ `samples`).
+    pub scan: usize,
+    /// Bytes of each body to keep (0: bodies are not shown, but still read for the class).
+    pub max_body: usize,
+    /// Whether reads that leave a trace on the message are allowed: SQS receive (raises the
+    /// receive count), RabbitMQ get-and-requeue (marks it redelivered). Kafka reads never do.
+    pub peek: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            samples: DEFAULT_SAMPLES,
+            scan: DEFAULT_SCAN,
+            max_body: DEFAULT_MAX_BODY,
+            peek: true,
+        }
+    }
+}
+
+/// How a depth counts: messages that wait to be dealt with, or messages a log retains
+/// (a Kafka topic without a consumer group in the spec).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Measure {
+    Waiting,
+    Retained,
+}
+
+/// How many messages a queue or topic holds. `None`: the backend does not say.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Depth {
+    /// All messages: ready + in flight + delayed (or the retained/waiting records of a topic).
+    pub total: Option<u64>,
+    pub ready: Option<u64>,
+    pub in_flight: Option<u64>,
+    pub delayed: Option<u64>,
+    pub measure: Measure,
+    /// `false`: the queue or topic does not exist (yet).
+    pub exists: bool,
+}
+
+impl Depth {
+    pub fn missing() -> Self {
+        Depth {
+            total: None,
+            ready: None,
+            in_flight: None,
+            delayed: None,
+            measure: Measure::Waiting,
+            exists: false,
+        }
+    }
+
+    /// Just a total (a topic).
+    pub fn total(n: u64, measure: Measure) -> Self {
+        Depth {
+            total: Some(n),
+            ready: None,
+            in_flight: None,
+            delayed: None,
+            measure,
+            exists: true,
+        }
+    }
+}
+
+/// A main or retry queue/topic's depth, for context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueDepth {
+    pub name: String,
+    /// `main` or `retry`.
+    pub role: &'static str,
+    pub depth: Depth,
+}
+
+/// One message as a backend read it, before any interpretation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Message {
+    /// The backend's id (SQS MessageId; RabbitMQ message_id or position; Kafka
+    /// `partition/offset`).
+    pub id: String,
+    /// Headers (SQS: message attributes), values as text (nested values as JSON), in the
+    /// order the backend gave them.
+    pub headers: Vec<(String, String)>,
+    /// The first `max_body` bytes of the body at most.
+    pub body: Vec<u8>,
+    /// The whole body's length.
+    pub body_len: u64,
+    /// When it was first published, in milliseconds since the Unix epoch, if known.
+    pub published_ms: Option<i64>,
+    /// When the broker dead-lettered it (RabbitMQ `x-death[0].time`), if the broker says.
+    pub dead_lettered_ms: Option<i64>,
+    /// Deliveries the broker counted (RabbitMQ `x-death` counts), if it says.
+    pub attempts: Option<u64>,
+    /// Where it came from, as the broker says (SQS DeadLetterQueueSourceArn, RabbitMQ
+    /// `x-death[0].queue`, Spring's `kafka_dlt-original-topic`).
+    pub source: Option<String>,
+    /// The broker's own reason, the fallback class (RabbitMQ `x-death` reason; SQS
+    /// `transient_exhausted` for a message moved by a redrive policy).
+    pub native_class: Option<String>,
+}
+
+/// Where the oldest age came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgeBasis {
+    /// The backend's own metric (CloudWatch ApproximateAgeOfOldestMessage).
+    Metric,
+    /// The head of the queue, or of every partition: the oldest by construction.
+    Head,
+    /// Every message was read.
+    All,
+    /// The oldest among the messages read, which were not all of them: a lower bound.
+    Sample,
+}
+
+/// What a status door read of one channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub dead_letter: Depth,
+    /// Main and retry queues/topics, for context.
+    pub others: Vec<QueueDepth>,
+    /// Messages read from the DLQ, at most `scan`.
+    pub messages: Vec<Message>,
+    /// Whether `messages` starts at the head (RabbitMQ, Kafka partitions): then the oldest
+    /// of them is the oldest of the queue.
+    pub head_first: bool,
+    /// The oldest message's age from a metric, when the backend has one.
+    pub metric_age_seconds: Option<f64>,
+    /// What the read did or did not do, for the operator: refused samples and why.
+    pub notes: Vec<String>,
+}
+
+impl Observed {
+    /// A DLQ that is not there: nothing to read.
+    pub fn missing(others: Vec<QueueDepth>) -> Self {
+        Observed {
+            dead_letter: Depth::missing(),
+            others,
+            messages: Vec::new(),
+            head_first: false,
+            metric_age_seconds: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A message's body, as it may be shown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Body {
+    /// `--max-body 0`.
+    Hidden { length: u64 },
+    /// UTF-8 text, escaped ([`safe`]), cut at `max_body` bytes.
+    Text {
+        length: u64,
+        truncated: bool,
+        text: String,
+    },
+    /// Not UTF-8: its length and the first bytes in hex.
+    Binary {
+        length: u64,
+        #[serde(rename = "hexPrefix")]
+        hex_prefix: String,
+    },
+}
+
+/// One sample, safe to print.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    pub id: String,
+    pub error_class: String,
+    pub error_message: Option<String>,
+    pub age_seconds: Option<f64>,
+    /// `dead-lettered` or `published`: what the age counts from.
+    pub age_since: Option<&'static str>,
+    pub attempts: Option<u64>,
+    pub source: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Body,
+}
+
+/// A channel's dead-letter queue, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetterReport {
+    pub name: String,
+    pub depth: Depth,
+    pub oldest_age_seconds: Option<f64>,
+    pub oldest_age_since: Option<&'static str>,
+    pub oldest_age_basis: Option<AgeBasis>,
+    pub by_error_class: BTreeMap<String, u64>,
+    /// Messages read for the class counts.
+    pub sampled: u64,
+    /// Whether every message the DLQ holds was read (the counts are exact).
+    pub exact: bool,
+    pub samples: Vec<Sample>,
+    pub notes: Vec<String>,
+}
+
+/// One channel in `dlqctl status`: its DLQ summarised, the depths around it, or why it could
+/// not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelStatus {
+    pub channel: String,
+    pub target: String,
+    pub backend: Backend,
+    /// The dead-letter queue or topic's name (known even when it could not be read).
+    pub dead_letter_name: String,
+    pub dead_letter: Option<DeadLetterReport>,
+    pub queues: Vec<QueueDepth>,
+    pub error: Option<String>,
+}
+
+/// Every channel asked for, in spec order, and when it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub channels: Vec<ChannelStatus>,
+    pub generated_at_ms: i64,
+}
+
+impl Report {
+    /// Whether any channel could not be read.
+    pub fn has_errors(&self) -> bool {
+        self.channels.iter().any(|c| c.error.is_some())
+    }
+
+    /// Whether any dead-letter queue holds a message.
+    pub fn has_dead_letters(&self) -> bool {
+        self.channels.iter().any(|c| {
+            c.dead_letter
+                .as_ref()
+                .is_some_and(|d| d.depth.total.is_some_and(|n| n > 0))
+        })
+    }
+}
+
+/// Turns what a door read into the report (pure; `now_ms` is the wall clock).
+pub fn summarise(
+    name: &str,
+    envelope: Envelope,
+    read: ReadOptions,
+    observed: Observed,
+    now_ms: i64,
+) -> (DeadLetterReport, Vec<QueueDepth>) {
+    let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    let mut oldest: Option<(f64, &'static str)> = None;
+    let mut samples = Vec::new();
+    for (i, m) in observed.messages.iter().enumerate() {
+        let e = envelope::read(envelope, m);
+        *by_class.entry(e.class.clone()).or_default() += 1;
+        let (since_ms, since) = match (e.dead_lettered_ms, m.published_ms) {
+            (Some(t), _) => (Some(t), Some("dead-lettered")),
+            (None, Some(t)) => (Some(t), Some("published")),
+            (None, None) => (None, None),
+        };
+        let age = since_ms.map(|t| ((now_ms - t).max(0)) as f64 / 1000.0);
+        if let (Some(a), Some(s)) = (age, since)
+            && oldest.is_none_or(|(o, _)| a > o)
+        {
+            oldest = Some((a, s));
+        }
+        if i < read.samples {
+            samples.push(Sample {
+                id: safe(&m.id),
+                error_class: safe(&e.class),
+                error_message: e
+                    .message
+                    .as_deref()
+                    .map(|t| safe(&cut(t, MAX_HEADER_VALUE))),
+                age_seconds: age,
+                age_since: since,
+                attempts: e.attempts,
+                source: e.source.as_deref().map(safe),
+                headers: m
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            safe(&cut(k, MAX_HEADER_VALUE)),
+                            safe(&cut(v, MAX_HEADER_VALUE)),
+                        )
+                    })
+                    .collect(),
+                body: body(&m.body, m.body_len, read.max_body),
+            });
+        }
+    }
+    let sampled = observed.messages.len() as u64;
+    let exact = observed.dead_letter.total == Some(sampled);
+    let (oldest_age, since, basis) = match (observed.metric_age_seconds, oldest) {
+        (Some(a), _) => (Some(a), None, Some(AgeBasis::Metric)),
+        (None, Some((a, s))) => {
+            let basis = if exact {
+                AgeBasis::All
+            } else if observed.head_first {
+                AgeBasis::Head
+            } else {
+                AgeBasis::Sample
+            };
+            (Some(a), Some(s), Some(basis))
+        }
+        (None, None) => (None, None, None),
+    };
+    (
+        DeadLetterReport {
+            name: name.to_owned(),
+            depth: observed.dead_letter,
+            oldest_age_seconds: oldest_age,
+            oldest_age_since: since,
+            oldest_age_basis: basis,
+            by_error_class: by_class,
+            sampled,
+            exact,
+            samples,
+            notes: observed.notes,
+        },
+        observed.others,
+    )
+}
+
+/// A body as it may be shown: hidden, text cut at `max_body` bytes (on a character
+/// boundary), or binary as length and hex prefix.
+pub fn body(bytes: &[u8], length: u64, max_body: usize) -> Body {
+    if max_body == 0 {
+        return Body::Hidden { length };
+    }
+    let kept = &bytes[..bytes.len().min(max_body)];
+    let truncated = length > kept.len() as u64;
+    let text = match std::str::from_utf8(kept) {
+        Ok(t) => Some(t),
+        // Cut inside a character by the truncation (the backend's or ours): keep what is whole.
+        Err(e) if e.error_len().is_none() && truncated => {
+            std::str::from_utf8(&kept[..e.valid_up_to()]).ok()
+        }
+        Err(_) => None,
+    };
+    match text {
+        Some(t) => Body::Text {
+            length,
+            truncated,
+            text: safe(t),
+        },
+        None => Body::Binary {
+            length,
+            hex_prefix: kept
+                .iter()
+                .take(HEX_PREFIX)
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        },
+    }
+}
+
+/// At most `n` characters of `s`, with `…` when cut.
+pub fn cut(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// Text from a message, made harmless for a terminal, a Markdown page or a metrics file:
+/// every control character (C0, DEL, C1: the bytes of terminal escape sequences), and the
+/// Unicode controls that reorder or hide text (bidirectional overrides and isolates,
+/// zero-width characters), become visible `\u{..}` escapes; backslash becomes `\\`, so an
+/// escape in the output always means one was made. Printable text is left as it is.
+pub fn safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || hides_or_reorders(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Format characters that change how the text around them is shown.
+fn hides_or_reorders(c: char) -> bool {
+    matches!(c,
+        '\u{200b}'..='\u{200f}' // zero-width space/joiners, LRM, RLM
+        | '\u{202a}'..='\u{202e}' // bidi embeddings and overrides
+        | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
+        | '\u{2066}'..='\u{2069}' // bidi isolates
+        | '\u{feff}' // zero-width no-break space
+        | '\u{fff9}'..='\u{fffb}' // interlinear annotations
+    )
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_and_bidi_controls_become_visible() {
+        let hostile = "ok\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}gnp.exe\r\n\\";
+        let shown = safe(hostile);
+        assert_eq!(
+            shown,
+            "ok\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{9b}31m\\u{202e}gnp.exe\\r\\n\\\\"
+        );
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() || hides_or_reorders(c))
+        );
+    }
+
+    #[test]
+    fn bodies_are_text_cut_on_a_character_boundary_or_binary() {
+        // "é" is two bytes: a cut after 3 bytes of "aéé" keeps "aé".
+        assert_eq!(
+            body("aéé".as_bytes(), 5, 4),
+            Body::Text {
+                length: 5,
+                truncated: true,
+                text: "aé".into()
+            }
+        );
+        assert_eq!(
+            body(&[0xff, 0xfe, 0x00, 0x41], 4, 1024),
+            Body::Binary {
+                length: 4,
+                hex_prefix: "fffe0041".into()
+            }
+        );
+        assert_eq!(body(b"secret", 6, 0), Body::Hidden { length: 6 });
+        // A body the backend already cut (1 MiB, 1 KiB kept) says it was cut.
+        assert_eq!(
+            body(&[b'x'; 1024], 1 << 20, 1024),
+            Body::Text {
+                length: 1 << 20,
+                truncated: true,
+                text: "x".repeat(1024)
+            }
+        );
+    }
+
+    fn message(id: &str, class: Option<&str>, published_ms: i64) -> Message {
+        Message {
+            id: id.into(),
+            headers: class
+                .map(|c| vec![("dlq-error-class".to_owned(), c.to_owned())])
+                .unwrap_or_default(),
+            body: b"{}".to_vec(),
+            body_len: 2,
+            published_ms: Some(published_ms),
+            ..Message::default()
+        }
+    }
+
+    fn observed(total: u64, messages: Vec<Message>, head_first: bool) -> Observed {
+        Observed {
+            dead_letter: Depth {
+                total: Some(total),
+                ready: Some(total),
+                in_flight: Some(0),
+                delayed: None,
+                measure: Measure::Waiting,
+                exists: true,
+            },
+            others: Vec::new(),
+            messages,
+            head_first,
+            metric_age_seconds: None,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn classes_are_counted_over_every_message_read_and_samples_are_the_first_n() {
+        let now = 10_000_000;
+        let msgs = vec![
+            message("a", Some("poison"), now - 60_000),
+            message("b", None, now - 30_000),
+            message("c", Some("poison"), now - 90_000),
+        ];
+        let read = ReadOptions {
+            samples: 2,
+            ..ReadOptions::default()
+        };
+        let (r, _) = summarise("q", Envelope::Dlqctl, read, observed(3, msgs, false), now);
+        assert_eq!(
+            r.by_error_class,
+            BTreeMap::from([("poison".into(), 2), ("unknown".into(), 1)])
+        );
+        assert_eq!((r.sampled, r.exact), (3, true));
+        assert_eq!(r.samples.len(), 2);
+        assert_eq!(r.samples[1].id, "b");
+        // All read: the oldest is exact, and it is the oldest of all, not the first.
+        assert_eq!(r.oldest_age_seconds, Some(90.0));
+        assert_eq!(r.oldest_age_basis, Some(AgeBasis::All));
+        assert_eq!(r.oldest_age_since, Some("published"));
+    }
+
+    #[test]
+    fn a_partial_read_says_what_its_oldest_age_is_worth() {
+        let now = 10_000_000;
+        let msgs = vec![message("a", None, now - 5_000)];
+        let (r, _) = summarise(
+            "q",
+            Envelope::Dlqctl,
+            ReadOptions::default(),
+            observed(7, msgs.clone(), false),
+            now,
+        );
+        assert_eq!(
+            (r.exact, r.oldest_age_basis),
+            (false, Some(AgeBasis::Sample))
+        );
+        let (r, _) = summarise(
+            "q",
+            Envelope::Dlqctl,
+            ReadOptions::default(),
+            observed(7, msgs, true),
+            now,
+        );
+        assert_eq!(r.oldest_age_basis, Some(AgeBasis::Head));
+    }
+}

@@ -1,0 +1,538 @@
+//! A status report, shown four ways: for a terminal, for a pull-request or incident comment
+//! (markdown), as a versioned JSON document (docs/status.md), and as metrics in the text
+//! exposition format (OpenMetrics, which Prometheus and node_exporter's textfile collector
+//! read). The first three are snapshot-tested; `promtool check metrics` checks the last.
+//!
+//! Every string that came from a message or a server went through [`super::safe`] before it got
+//! here; the formats add only their own quoting (Markdown cells, label values).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::{Body, DeadLetterReport, Depth, Measure, Report, Sample, safe};
+use crate::printer::{Printer, Style};
+
+/// The JSON document's `kind` and version.
+pub const KIND: &str = "dlqctl/status";
+pub const FORMAT_VERSION: u32 = 1;
+
+/// `1h 2m`, `3d 4h`, `45s`.
+pub fn age(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86_400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
+}
+
+/// `5 waiting (ready 4, in flight 1, delayed 0)`.
+fn depth_line(d: &Depth) -> String {
+    if !d.exists {
+        return "does not exist".to_owned();
+    }
+    let what = match d.measure {
+        Measure::Waiting => "waiting",
+        Measure::Retained => "retained (no consumerGroup in the spec)",
+    };
+    let mut parts = Vec::new();
+    for (label, v) in [
+        ("ready", d.ready),
+        ("in flight", d.in_flight),
+        ("delayed", d.delayed),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{label} {v}"));
+        }
+    }
+    if parts.is_empty() {
+        format!("{} {what}", count(d.total))
+    } else {
+        format!("{} {what} ({})", count(d.total), parts.join(", "))
+    }
+}
+
+fn classes(by: &BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = by.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn read_line(d: &DeadLetterReport) -> String {
+    if d.exact {
+        format!("all {} read", d.sampled)
+    } else {
+        format!("{} of {} read", d.sampled, count(d.depth.total))
+    }
+}
+
+fn oldest_line(d: &DeadLetterReport) -> Option<String> {
+    let a = d.oldest_age_seconds?;
+    let since = d.oldest_age_since.map(|s| format!("since {s}"));
+    let basis = d.oldest_age_basis.map(|b| match b {
+        super::AgeBasis::Metric => "CloudWatch ApproximateAgeOfOldestMessage",
+        super::AgeBasis::Head => "the head of the queue",
+        super::AgeBasis::All => "every message read",
+        super::AgeBasis::Sample => "the oldest of those read; older ones may wait",
+    });
+    let detail: Vec<String> = since.into_iter().chain(basis.map(str::to_owned)).collect();
+    Some(format!("{} ({})", age(a), detail.join("; ")))
+}
+
+fn body_text(b: &Body) -> String {
+    match b {
+        Body::Hidden { length } => format!("({length} bytes, hidden: --max-body 0)"),
+        Body::Text {
+            length,
+            truncated,
+            text,
+        } => {
+            if *truncated {
+                format!("({length} bytes, first {} shown) {text}", text.len())
+            } else {
+                format!("({length} bytes) {text}")
+            }
+        }
+        Body::Binary { length, hex_prefix } => {
+            format!("(binary, {length} bytes) hex {hex_prefix}…")
+        }
+    }
+}
+
+fn sample_head(i: usize, s: &Sample) -> String {
+    let mut line = format!("{}. {}  {}", i + 1, s.error_class, s.id);
+    if let Some(a) = s.age_seconds {
+        let _ = write!(line, "  {} old", age(a));
+    }
+    if let Some(n) = s.attempts {
+        let _ = write!(line, "  attempts {n}");
+    }
+    if let Some(src) = &s.source {
+        let _ = write!(line, "  from {src}");
+    }
+    line
+}
+
+/// For people: one block per channel, then a summary line.
+pub fn human(report: &Report, printer: &Printer) -> String {
+    let mut out = String::new();
+    for c in &report.channels {
+        let head = format!(
+            "{}  {} · target {} · DLQ {}",
+            printer.paint(&c.channel, Style::Bold),
+            c.backend.as_str(),
+            c.target,
+            c.dead_letter_name
+        );
+        if let Some(e) = &c.error {
+            let _ = writeln!(
+                out,
+                "{head}\n  {} {e}\n",
+                printer.paint("not read:", Style::Error)
+            );
+            continue;
+        }
+        let _ = writeln!(out, "{head}");
+        let Some(d) = &c.dead_letter else { continue };
+        let _ = writeln!(out, "  depth     {}", depth_line(&d.depth));
+        if let Some(o) = oldest_line(d) {
+            let _ = writeln!(out, "  oldest    {o}");
+        }
+        if d.sampled > 0 {
+            let _ = writeln!(
+                out,
+                "  classes   {}  ({})",
+                classes(&d.by_error_class),
+                read_line(d)
+            );
+        }
+        if !c.queues.is_empty() {
+            let around: Vec<String> = c
+                .queues
+                .iter()
+                .map(|q| {
+                    if q.depth.exists {
+                        format!("{} {} {}", q.role, q.name, count(q.depth.total))
+                    } else {
+                        format!("{} {} (does not exist)", q.role, q.name)
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "  around    {}", around.join(" · "));
+        }
+        if !d.samples.is_empty() {
+            let _ = writeln!(
+                out,
+                "  samples   first {} of {}",
+                d.samples.len(),
+                count(d.depth.total)
+            );
+            for (i, s) in d.samples.iter().enumerate() {
+                let _ = writeln!(out, "    {}", sample_head(i, s));
+                if let Some(m) = &s.error_message {
+                    let _ = writeln!(out, "       error    {m}");
+                }
+                if !s.headers.is_empty() {
+                    let h: Vec<String> =
+                        s.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                    let _ = writeln!(out, "       headers  {}", h.join("; "));
+                }
+                let _ = writeln!(out, "       body     {}", body_text(&s.body));
+            }
+        }
+        for n in &d.notes {
+            let _ = writeln!(out, "  {} {n}", printer.paint("note:", Style::Warning));
+        }
+        out.push('\n');
+    }
+    out.push_str(&summary(report));
+    out.push('\n');
+    out
+}
+
+/// `3 channels: 2 dead-letter queues hold 8 messages, 1 empty, 0 not read.`
+pub fn summary(report: &Report) -> String {
+    let (mut holding, mut messages, mut empty, mut failed) = (0, 0u64, 0, 0);
+    for c in &report.channels {
+        match (&c.error, &c.dead_letter) {
+            (Some(_), _) => failed += 1,
+            (None, Some(d)) if d.depth.total.is_some_and(|n| n > 0) => {
+                holding += 1;
+                messages += d.depth.total.unwrap_or(0);
+            }
+            _ => empty += 1,
+        }
+    }
+    format!(
+        "{} channel{}: {holding} dead-letter queue{} hold{} {messages} message{}, {empty} empty, {failed} not read.",
+        report.channels.len(),
+        plural(report.channels.len()),
+        plural(holding),
+        if holding == 1 { "s" } else { "" },
+        plural(messages as usize),
+    )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// A Markdown table cell: no pipes, no HTML, no line breaks.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('`', "'")
+}
+
+/// A fence longer than any run of backticks in `s`.
+fn fence(s: &str) -> String {
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// For a pull-request or incident comment.
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::from("### Dead-letter queues\n\n");
+    out.push_str(
+        "| channel | backend | target | dead-letter queue | depth | oldest | classes | read |\n",
+    );
+    out.push_str("|---|---|---|---|---:|---|---|---|\n");
+    for c in &report.channels {
+        let (depth, oldest, cls, read) = match (&c.error, &c.dead_letter) {
+            (Some(e), _) => (
+                format!("not read: {e}"),
+                String::new(),
+                String::new(),
+                String::new(),
+            ),
+            (None, Some(d)) if !d.depth.exists => (
+                "does not exist".to_owned(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ),
+            (None, Some(d)) => (
+                count(d.depth.total),
+                d.oldest_age_seconds.map(age).unwrap_or_default(),
+                classes(&d.by_error_class),
+                if d.sampled > 0 {
+                    read_line(d)
+                } else {
+                    String::new()
+                },
+            ),
+            (None, None) => Default::default(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | `{}` | {} | {} | {} | {} |",
+            cell(&c.channel),
+            c.backend.as_str(),
+            cell(&c.target),
+            cell(&c.dead_letter_name),
+            cell(&depth),
+            cell(&oldest),
+            cell(&cls),
+            cell(&read)
+        );
+    }
+    for c in &report.channels {
+        let Some(d) = &c.dead_letter else { continue };
+        if d.samples.is_empty() && d.notes.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "\n<details><summary>{}: {} sample{}</summary>\n\n",
+            cell(&c.channel),
+            d.samples.len(),
+            plural(d.samples.len())
+        );
+        for n in &d.notes {
+            let _ = writeln!(out, "> {}\n", cell(n));
+        }
+        for (i, s) in d.samples.iter().enumerate() {
+            let _ = writeln!(out, "{}\n", cell(&sample_head(i, s)));
+            let mut block = String::new();
+            if let Some(m) = &s.error_message {
+                let _ = writeln!(block, "error: {m}");
+            }
+            for (k, v) in &s.headers {
+                let _ = writeln!(block, "{k}: {v}");
+            }
+            let _ = writeln!(block, "body {}", body_text(&s.body));
+            let f = fence(&block);
+            let _ = write!(out, "{f}\n{block}{f}\n\n");
+        }
+        out.push_str("</details>\n");
+    }
+    let _ = write!(out, "\n{}\n", summary(report));
+    out
+}
+
+fn depth_json(d: &Depth) -> Value {
+    json!({
+        "total": d.total,
+        "ready": d.ready,
+        "inFlight": d.in_flight,
+        "delayed": d.delayed,
+        "measure": d.measure,
+        "exists": d.exists,
+    })
+}
+
+fn seconds(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, |s| json!((s * 1000.0).round() / 1000.0))
+}
+
+/// The versioned document (`format_version: 1`; docs/status.md describes every field).
+pub fn json(report: &Report) -> String {
+    let channels: Vec<Value> = report
+        .channels
+        .iter()
+        .map(|c| {
+            let dl = match &c.dead_letter {
+                Some(d) => json!({
+                    "name": c.dead_letter_name,
+                    "depth": d.depth.total,
+                    "depthDetail": depth_json(&d.depth),
+                    "oldestAgeSeconds": seconds(d.oldest_age_seconds),
+                    "oldestAgeSince": d.oldest_age_since,
+                    "oldestAgeBasis": d.oldest_age_basis,
+                    "byErrorClass": d.by_error_class,
+                    "sampled": d.sampled,
+                    "exact": d.exact,
+                    "samples": d.samples.iter().map(|s| json!({
+                        "id": s.id,
+                        "errorClass": s.error_class,
+                        "errorMessage": s.error_message,
+                        "ageSeconds": seconds(s.age_seconds),
+                        "ageSince": s.age_since,
+                        "attempts": s.attempts,
+                        "source": s.source,
+                        "headers": s.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                        "body": s.body,
+                    })).collect::<Vec<_>>(),
+                    "notes": d.notes,
+                }),
+                None => json!({
+                    "name": c.dead_letter_name,
+                    "depth": null,
+                    "depthDetail": null,
+                    "oldestAgeSeconds": null,
+                    "oldestAgeSince": null,
+                    "oldestAgeBasis": null,
+                    "byErrorClass": {},
+                    "sampled": 0,
+                    "exact": false,
+                    "samples": [],
+                    "notes": [],
+                }),
+            };
+            json!({
+                "channel": c.channel,
+                "target": c.target,
+                "backend": c.backend.as_str(),
+                "deadLetter": dl,
+                "queues": c.queues.iter().map(|q| json!({
+                    "name": q.name,
+                    "role": q.role,
+                    "depth": q.depth.total,
+                    "depthDetail": depth_json(&q.depth),
+                })).collect::<Vec<_>>(),
+                "error": c.error,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "format_version": FORMAT_VERSION,
+        "kind": KIND,
+        "generatedAt": rfc3339(report.generated_at_ms),
+        "channels": channels,
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
+fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
+/// A label value in the exposition format.
+fn label(v: &str) -> String {
+    safe(v).replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn labels(pairs: &[(&str, &str)]) -> String {
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+/// Gauges in the text exposition format, ending with `# EOF` (OpenMetrics; Prometheus's
+/// parser and node_exporter's textfile collector take it as a comment).
+pub fn openmetrics(report: &Report) -> String {
+    let mut families: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
+    let mut add = |name: &'static str, help: &'static str, l: String, v: f64| {
+        families
+            .entry(name)
+            .or_insert_with(|| (help, Vec::new()))
+            .1
+            .push(format!("{name}{l} {v}"));
+    };
+    let mut targets: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    for c in &report.channels {
+        let t = targets.entry((&c.target, c.backend.as_str())).or_default();
+        t.0 += 1;
+        if c.error.is_some() {
+            t.1 += 1;
+        }
+        let base = [
+            ("channel", c.channel.as_str()),
+            ("target", c.target.as_str()),
+            ("backend", c.backend.as_str()),
+            ("queue", c.dead_letter_name.as_str()),
+        ];
+        let Some(d) = &c.dead_letter else { continue };
+        if let Some(n) = d.depth.total {
+            add(
+                "dlq_depth",
+                "Messages in the dead-letter queue: ready, in flight and delayed (a Kafka dead-letter topic without deadLetter.consumerGroup: the records it retains).",
+                labels(&base),
+                n as f64,
+            );
+        }
+        if let Some(a) = d.oldest_age_seconds {
+            add(
+                "dlq_oldest_message_age_seconds",
+                "Age of the oldest dead letter, since it was dead-lettered where the message says, else since it was published.",
+                labels(&base),
+                (a * 1000.0).round() / 1000.0,
+            );
+        }
+        if d.depth.exists {
+            add(
+                "dlq_messages_read",
+                "Dead letters read for the error-class counts.",
+                labels(&base),
+                d.sampled as f64,
+            );
+        }
+        for (class, n) in &d.by_error_class {
+            let mut l = base.to_vec();
+            l.push(("class", class));
+            add(
+                "dlq_messages_by_error_class",
+                "Dead letters per error class, among those read (dlq_messages_read).",
+                labels(&l),
+                *n as f64,
+            );
+        }
+        for q in &c.queues {
+            if let Some(n) = q.depth.total {
+                let l = [
+                    ("channel", c.channel.as_str()),
+                    ("target", c.target.as_str()),
+                    ("backend", c.backend.as_str()),
+                    ("queue", q.name.as_str()),
+                    ("role", q.role),
+                ];
+                add(
+                    "dlq_channel_queue_depth",
+                    "Messages in the channel's main and retry queues or topics, for context.",
+                    labels(&l),
+                    n as f64,
+                );
+            }
+        }
+    }
+    for ((target, backend), (all, failed)) in &targets {
+        let l = labels(&[("target", target), ("backend", backend)]);
+        add(
+            "dlq_up",
+            "1 when every channel of the target was read at the last read, else 0.",
+            l.clone(),
+            if *failed == 0 && *all > 0 { 1.0 } else { 0.0 },
+        );
+        add(
+            "dlq_read_errors",
+            "Channels of the target that could not be read at the last read.",
+            l,
+            *failed as f64,
+        );
+    }
+    let mut out = String::new();
+    for (name, (help, lines)) in &families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP dlq_last_read_timestamp_seconds When the figures were read.\n# TYPE dlq_last_read_timestamp_seconds gauge\ndlq_last_read_timestamp_seconds {}",
+        report.generated_at_ms as f64 / 1000.0
+    );
+    out.push_str("# EOF\n");
+    out
+}
