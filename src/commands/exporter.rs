@@ -31,7 +31,7 @@ struct Latest {
 fn metrics_text(latest: &Latest) -> String {
     let body = latest.metrics.trim_end_matches("# EOF\n");
     format!(
-        "{body}# HELP dlq_exporter_reads Readings of the brokers since the exporter started (one per interval; scrapes never read).\n# TYPE dlq_exporter_reads counter\ndlq_exporter_reads_total {}\n# EOF\n",
+        "{body}# HELP dlq_exporter_reads_total Readings of the brokers since the exporter started (one per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n# EOF\n",
         latest.reads
     )
 }

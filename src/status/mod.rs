@@ -289,7 +289,7 @@ pub fn summarise(
     let mut samples = Vec::new();
     for (i, m) in observed.messages.iter().enumerate() {
         let e = envelope::read(envelope, m);
-        *by_class.entry(e.class.clone()).or_default() += 1;
+        *by_class.entry(safe(&e.class)).or_default() += 1;
         let (since_ms, since) = match (e.dead_lettered_ms, m.published_ms) {
             (Some(t), _) => (Some(t), Some("dead-lettered")),
             (None, Some(t)) => (Some(t), Some("published")),

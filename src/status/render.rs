@@ -98,7 +98,7 @@ fn body_text(b: &Body) -> String {
             text,
         } => {
             if *truncated {
-                format!("({length} bytes, first {} shown) {text}", text.len())
+                format!("({length} bytes, cut at --max-body) {text}")
             } else {
                 format!("({length} bytes) {text}")
             }
@@ -137,7 +137,7 @@ pub fn human(report: &Report, printer: &Printer) -> String {
         if let Some(e) = &c.error {
             let _ = writeln!(
                 out,
-                "{head}\n  {} {e}\n",
+                "{head}  {} {e}\n",
                 printer.paint("not read:", Style::Error)
             );
             continue;
@@ -202,10 +202,11 @@ pub fn human(report: &Report, printer: &Printer) -> String {
 
 /// `3 channels: 2 dead-letter queues hold 8 messages, 1 empty, 0 not read.`
 pub fn summary(report: &Report) -> String {
-    let (mut holding, mut messages, mut empty, mut failed) = (0, 0u64, 0, 0);
+    let (mut holding, mut messages, mut empty, mut missing, mut failed) = (0, 0u64, 0, 0, 0);
     for c in &report.channels {
         match (&c.error, &c.dead_letter) {
             (Some(_), _) => failed += 1,
+            (None, Some(d)) if !d.depth.exists => missing += 1,
             (None, Some(d)) if d.depth.total.is_some_and(|n| n > 0) => {
                 holding += 1;
                 messages += d.depth.total.unwrap_or(0);
@@ -213,14 +214,19 @@ pub fn summary(report: &Report) -> String {
             _ => empty += 1,
         }
     }
-    format!(
-        "{} channel{}: {holding} dead-letter queue{} hold{} {messages} message{}, {empty} empty, {failed} not read.",
+    let mut line = format!(
+        "{} channel{}: {holding} dead-letter queue{} hold{} {messages} message{}, {empty} empty",
         report.channels.len(),
         plural(report.channels.len()),
         plural(holding),
         if holding == 1 { "s" } else { "" },
         plural(messages as usize),
-    )
+    );
+    if missing > 0 {
+        let _ = write!(line, ", {missing} not created yet");
+    }
+    let _ = write!(line, ", {failed} not read.");
+    line
 }
 
 fn plural(n: usize) -> &'static str {

@@ -175,3 +175,36 @@ pub async fn publish(exchange: &str, key: &str, body: &[u8]) {
     publish_on(&ch, exchange, key, body, lapin::BasicProperties::default()).await;
     let _ = conn.close(200, "done".into()).await;
 }
+
+/// Takes (and acknowledges) every message of a queue, in order: the bodies, and the header
+/// names of each. Bounded: at most 10,000 messages.
+pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, Vec<String>)> {
+    use lapin::options::{BasicAckOptions, BasicGetOptions};
+    let conn = amqp().await;
+    let ch = conn.create_channel().await.expect("channel");
+    let mut out = Vec::new();
+    for _ in 0..10_000 {
+        let Some(m) = ch
+            .basic_get(queue.into(), BasicGetOptions::default())
+            .await
+            .expect("basic.get")
+        else {
+            break;
+        };
+        let names = m
+            .delivery
+            .properties
+            .headers()
+            .as_ref()
+            .map(|h| h.inner().keys().map(|k| k.to_string()).collect())
+            .unwrap_or_default();
+        out.push((m.delivery.data.clone(), names));
+        m.delivery
+            .acker
+            .ack(BasicAckOptions::default())
+            .await
+            .expect("ack");
+    }
+    let _ = conn.close(200, "done".into()).await;
+    out
+}

@@ -3,8 +3,9 @@
 //! partition.
 //!
 //! What a read does to a record (docs/kafka.md, "status"): nothing. Records are read by a
-//! consumer that is assigned partitions directly: it never joins a consumer group, never
-//! commits an offset, and has no `group.id`, so no group's position moves. The committed
+//! consumer that is assigned partitions directly: it never joins a consumer group and never
+//! commits an offset (its `group.id`, [`PEEK_GROUP`], is there because librdkafka asks for
+//! one), so no group's position moves. The committed
 //! offsets of `deadLetter.consumerGroup` are fetched (OffsetFetch) without joining it.
 //! Without a consumer group the depth is what the topic retains (high − low watermark),
 //! labelled "retained", not "waiting".
@@ -24,6 +25,10 @@ use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 
 /// How long sample reads of one topic may take in all.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The group.id of the reading consumer: librdkafka needs one to assign partitions; the
+/// consumer never joins it (it is assigned, not subscribed) and never commits.
+pub const PEEK_GROUP: &str = "dlqctl-status-reader";
 
 /// Low and high watermark of each partition.
 type Marks = Vec<(i64, i64)>;
@@ -193,7 +198,10 @@ impl Reader {
     ) -> Result<Vec<Message>, KafkaError> {
         self.stats.count("kafka:Fetch");
         let mut config: ClientConfig = (*self.config).clone();
+        // librdkafka wants a group.id for any assignment; it is never joined (assign, not
+        // subscribe) and never committed to.
         config
+            .set("group.id", PEEK_GROUP)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "error");

@@ -301,11 +301,14 @@ fn message(i: usize, m: &Value) -> Message {
         .and_then(|p| p.get("message_id"))
         .and_then(Value::as_str)
         .map_or_else(|| format!("#{}", i + 1), str::to_owned);
+    // The management API lists headers in no stable order: sorted by name.
+    let mut headers_text: Vec<(String, String)> = headers
+        .map(|h| h.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+        .unwrap_or_default();
+    headers_text.sort();
     Message {
         id,
-        headers: headers
-            .map(|h| h.iter().map(|(k, v)| (k.clone(), text(v))).collect())
-            .unwrap_or_default(),
+        headers: headers_text,
         body,
         body_len,
         published_ms: props

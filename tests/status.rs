@@ -1,0 +1,788 @@
+//! `dlqctl status` and `dlqctl exporter`, live on every backend. Messages are put into each
+//! dead-letter queue by a third-party client (AMQP through lapin, the AWS SDK, an rdkafka
+//! producer), with each envelope and with none; status must report depth, classes and samples
+//! exactly and the oldest age within a second of the truth, and leave every message in place:
+//! the count before equals the count after, and a consumer reads every body back intact.
+
+mod support;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lapin::BasicProperties;
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use serde_json::{Value, json};
+use support::rabbit::{self, api, publish_on, take_all, wait_for_messages};
+use support::{block, kafka, sqs};
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+}
+
+fn rfc3339(secs: f64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos((secs * 1e9) as i128).expect("time");
+    t.format(&time::format_description::well_known::Rfc3339)
+        .expect("format")
+}
+
+/// `status channel.yaml --format json` in the workspace; the document, and the wall clock
+/// just before and just after the run (for age checks).
+fn status_json(ws: &support::workspace::Workspace, extra: &[&str]) -> (Value, f64, f64) {
+    let before = now_secs();
+    let mut args = vec!["status", "channel.yaml", "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = ws.run(&args);
+    let after = now_secs();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+    assert_eq!(doc["format_version"], 1);
+    assert_eq!(doc["channels"].as_array().map(Vec::len), Some(1));
+    (doc["channels"][0].clone(), before, after)
+}
+
+/// The age status reported is the truth (`now - since`) at some moment of the run, ±1 s.
+#[track_caller]
+fn assert_age(reported: &Value, since: f64, before: f64, after: f64) {
+    let age = reported
+        .as_f64()
+        .unwrap_or_else(|| panic!("an age, not {reported}"));
+    assert!(
+        age >= before - since - 1.0 && age <= after - since + 1.0,
+        "age {age} not within 1 s of the truth ({} .. {})",
+        before - since,
+        after - since
+    );
+}
+
+fn classes(dl: &Value) -> Value {
+    dl["byErrorClass"].clone()
+}
+
+fn table(pairs: &[(&str, AMQPValue)]) -> FieldTable {
+    let mut t = FieldTable::default();
+    for (k, v) in pairs {
+        t.insert(ShortString::from(*k), v.clone());
+    }
+    t
+}
+
+fn text(s: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(s))
+}
+
+#[test]
+fn rabbitmq_status_reads_every_envelope_exactly_and_leaves_every_message() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let side = format!("{}.side", f.channel);
+    let now = now_secs();
+    let dead_lettered = now - 3600.0;
+    block(async {
+        // A queue that dead-letters into the DLQ through the broker itself (x-death).
+        api(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{side}"),
+            Some(json!({"durable": true, "arguments": {
+                "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}})),
+        )
+        .await;
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let props = |h: FieldTable, ts: f64| {
+            BasicProperties::default()
+                .with_headers(h)
+                .with_timestamp(ts as u64)
+        };
+        // dlqctl's envelope, dead-lettered an hour ago, published two hours ago.
+        let dlqctl = table(&[
+            ("dlq-error-class", text("poison")),
+            ("dlq-attempts", AMQPValue::LongInt(4)),
+            ("dlq-source", text(&main)),
+            ("dlq-dead-lettered-at", text(&rfc3339(dead_lettered))),
+        ]);
+        publish_on(&ch, "", &dlq, b"order-1", props(dlqctl, now - 7200.0)).await;
+        // No envelope at all.
+        publish_on(
+            &ch,
+            "",
+            &dlq,
+            b"order-2",
+            props(FieldTable::default(), now - 60.0),
+        )
+        .await;
+        // Spring's envelope: the cause class wins over the wrapper.
+        let spring = table(&[
+            (
+                "kafka_dlt-exception-fqcn",
+                text("org.springframework.kafka.listener.ListenerExecutionFailedException"),
+            ),
+            ("kafka_dlt-exception-cause-fqcn", text("com.acme.BadOrder")),
+        ]);
+        publish_on(&ch, "", &dlq, b"order-3", props(spring, now - 30.0)).await;
+        // Connect's.
+        let connect = table(&[(
+            "__connect.errors.exception.class.name",
+            text("org.apache.kafka.connect.errors.DataException"),
+        )]);
+        publish_on(&ch, "", &dlq, b"order-4", props(connect, now - 20.0)).await;
+        // The broker's own: rejected from the side queue, dead-lettered with x-death.
+        publish_on(
+            &ch,
+            "",
+            &side,
+            b"order-5",
+            props(FieldTable::default(), now - 10.0),
+        )
+        .await;
+        let got = ch
+            .basic_get(
+                side.as_str().into(),
+                lapin::options::BasicGetOptions::default(),
+            )
+            .await
+            .expect("get")
+            .expect("the side queue holds it");
+        got.delivery
+            .reject(lapin::options::BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+        let _ = conn.close(200, "done".into()).await;
+    });
+    wait_for_messages(&dlq, 5);
+
+    let (c, before, after) = status_json(&f, &["--samples", "5"]);
+    let dl = &c["deadLetter"];
+    assert_eq!(c["error"], Value::Null);
+    assert_eq!(dl["name"], dlq.as_str());
+    assert_eq!(dl["depth"], 5);
+    assert_eq!(dl["depthDetail"]["ready"], 5);
+    assert_eq!(
+        classes(dl),
+        json!({"poison": 1, "unknown": 1, "com.acme.BadOrder": 1,
+               "org.apache.kafka.connect.errors.DataException": 1, "rejected": 1})
+    );
+    assert_eq!(
+        (dl["sampled"].clone(), dl["exact"].clone()),
+        (json!(5), json!(true))
+    );
+    // The oldest counts from when it was dead-lettered, not from when it was published.
+    assert_age(&dl["oldestAgeSeconds"], dead_lettered, before, after);
+    assert_eq!(dl["oldestAgeSince"], "dead-lettered");
+    let samples = dl["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 5);
+    assert_eq!(samples[0]["errorClass"], "poison");
+    assert_eq!(samples[0]["attempts"], 4);
+    assert_eq!(samples[0]["source"], main.as_str());
+    assert_eq!(
+        samples[0]["body"],
+        json!({"kind": "text", "length": 7, "truncated": false, "text": "order-1"})
+    );
+    assert_eq!(samples[4]["errorClass"], "rejected");
+    assert_eq!(samples[4]["source"], side.as_str(), "x-first-death-queue");
+    let around: Vec<&str> = c["queues"]
+        .as_array()
+        .expect("queues")
+        .iter()
+        .filter_map(|q| q["role"].as_str())
+        .collect();
+    assert_eq!(around, ["main", "retry"]);
+
+    // Nothing lost, nothing reordered: the count stands, and a consumer reads every body.
+    wait_for_messages(&dlq, 5);
+    let bodies: Vec<Vec<u8>> = block(take_all(&dlq)).into_iter().map(|(b, _)| b).collect();
+    assert_eq!(
+        bodies,
+        ["order-1", "order-2", "order-3", "order-4", "order-5"].map(|b| b.as_bytes().to_vec())
+    );
+}
+
+#[test]
+fn rabbitmq_status_shows_hostile_payloads_safely_and_keeps_them() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    let escape = "pay\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}fdp.exe";
+    let big = vec![b'x'; 1 << 20];
+    let binary = vec![0xff, 0xfe, 0x00, 0x1b, 0x9b];
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let hostile_headers = table(&[
+            ("dlq-error-class", text("evil\u{1b}[31m")),
+            ("dlq-error-message", text("line1\nline2\u{1b}[2J")),
+        ]);
+        publish_on(
+            &ch,
+            "",
+            &dlq,
+            escape.as_bytes(),
+            BasicProperties::default().with_headers(hostile_headers),
+        )
+        .await;
+        publish_on(&ch, "", &dlq, &binary, BasicProperties::default()).await;
+        publish_on(&ch, "", &dlq, &big, BasicProperties::default()).await;
+        let many: Vec<(String, AMQPValue)> = (0..200)
+            .map(|i| (format!("h{i:03}"), text(&format!("v{i}"))))
+            .collect();
+        let mut t = FieldTable::default();
+        for (k, v) in &many {
+            t.insert(ShortString::from(k.as_str()), v.clone());
+        }
+        publish_on(
+            &ch,
+            "",
+            &dlq,
+            b"many-headers",
+            BasicProperties::default().with_headers(t),
+        )
+        .await;
+        let _ = conn.close(200, "done".into()).await;
+    });
+    wait_for_messages(&dlq, 4);
+    for format in ["human", "json", "markdown", "openmetrics"] {
+        let out = f.run(&[
+            "status",
+            "channel.yaml",
+            "--samples",
+            "4",
+            "--format",
+            format,
+        ]);
+        assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+        let raw = out.stdout.as_bytes();
+        for bad in [0x1b_u8, 0x07] {
+            assert!(
+                !raw.contains(&bad),
+                "{format}: byte {bad:#x} reached the terminal"
+            );
+        }
+        assert!(
+            !out.stdout.contains('\u{9b}') && !out.stdout.contains('\u{202e}'),
+            "{format}: a C1 or bidi control reached the terminal"
+        );
+        if format == "human" {
+            out.assert_stdout_contains(
+                "pay\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\u{9b}31m\\u{202e}fdp.exe",
+            );
+            out.assert_stdout_contains("evil\\u{1b}[31m");
+            out.assert_stdout_contains("line1\\nline2\\u{1b}[2J");
+            out.assert_stdout_contains("(binary, 5 bytes) hex fffe001b9b");
+            out.assert_stdout_contains("(1048576 bytes, cut at --max-body) xxxx");
+            out.assert_stdout_contains("h000: v0; h001: v1");
+            out.assert_stdout_contains("h199: v199");
+        }
+        if format == "json" {
+            let doc: Value = serde_json::from_str(&out.stdout).expect("JSON");
+            let s = &doc["channels"][0]["deadLetter"]["samples"];
+            assert_eq!(
+                s[1]["body"],
+                json!({"kind": "binary", "length": 5, "hexPrefix": "fffe001b9b"})
+            );
+            assert_eq!(s[2]["body"]["length"], 1 << 20);
+            assert_eq!(s[2]["body"]["text"].as_str().map(str::len), Some(1024));
+            assert_eq!(s[3]["headers"].as_array().map(Vec::len), Some(200));
+        }
+    }
+    // Four reads later, all four are there, byte for byte.
+    let got = block(take_all(&dlq));
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[0].0, escape.as_bytes());
+    assert_eq!(got[1].0, binary);
+    assert_eq!(got[2].0, big, "the 1 MiB body is intact");
+    assert_eq!(got[3].1.len(), 200, "all 200 headers kept");
+}
+
+#[test]
+fn rabbitmq_quorum_dlq_with_a_delivery_limit_is_never_peeked() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    // The DLQ exists before any apply: a quorum queue made by hand, with a delivery limit
+    // and no dead-letter exchange, where each peek would spend a delivery.
+    let dlq = format!("{}.dlq", f.channel);
+    f.write_example(|t| t);
+    block(async {
+        api(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{dlq}"),
+            Some(json!({"durable": true, "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 2}})),
+        )
+        .await;
+        for i in 0..3 {
+            rabbit::publish("", &dlq, format!("q{i}").as_bytes()).await;
+        }
+    });
+    wait_for_messages(&dlq, 3);
+    // Three runs: without the refusal, the third would have dropped every message.
+    for _ in 0..3 {
+        let (c, _, _) = status_json(&f, &[]);
+        let dl = &c["deadLetter"];
+        assert_eq!(dl["depth"], 3);
+        assert_eq!(dl["sampled"], 0);
+        let note = dl["notes"][0].as_str().unwrap_or_default();
+        assert!(
+            note.contains("delivery limit of 2") && note.contains("no dead-letter exchange"),
+            "{note}"
+        );
+    }
+    let got = block(take_all(&dlq));
+    assert_eq!(got.len(), 3, "every message is still there");
+}
+
+#[test]
+fn an_unreachable_target_fails_its_channels_one_line_each_and_the_others_still_print() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    // A second channel, on an SQS target that nothing answers.
+    f.edit_targets(|t| t.replace("http://127.0.0.1:5000", "http://127.0.0.1:9"));
+    let sqs_spec = std::fs::read_to_string(support::root().join("examples/payments-sqs.yaml"))
+        .expect("example")
+        .replace(
+            "payments-transactions-pending",
+            &format!("{}-pay", f.channel.replace('.', "-")),
+        );
+    std::fs::write(f.path().join("pay.yaml"), sqs_spec).expect("write");
+    let out = f.run(&["status", "channel.yaml", "pay.yaml", "--read-timeout", "2"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    // The RabbitMQ channel printed in full; the SQS one is one line saying why.
+    out.assert_stdout_contains(&format!("DLQ {}.dlq\n  depth     0 waiting", f.channel));
+    let failed: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("not read:"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{}", out.stdout);
+    assert!(
+        failed[0].contains("target `local-sqs`") && failed[0].contains("cannot reach the endpoint"),
+        "{}",
+        failed[0]
+    );
+    out.assert_stderr_contains("1 of 2 channels could not be read");
+}
+
+/// The SQS example's DLQ, with messages sent by the AWS SDK.
+#[test]
+fn sqs_status_reads_every_envelope_exactly_and_leaves_every_message() {
+    use aws_sdk_sqs::types::MessageAttributeValue;
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [_, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    let url = aws.url(&dlq);
+    let dead_lettered = now_secs() - 3600.0;
+    let attr = |v: &str| {
+        MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .expect("attribute")
+    };
+    let sent = [
+        (
+            "pay-1",
+            vec![
+                ("dlq-error-class", "poison".to_owned()),
+                ("dlq-dead-lettered-at", rfc3339(dead_lettered)),
+            ],
+        ),
+        ("pay-2", vec![]),
+        (
+            "pay-3",
+            vec![(
+                "kafka_dlt-exception-cause-fqcn",
+                "com.acme.Declined".to_owned(),
+            )],
+        ),
+    ];
+    for (body, attrs) in &sent {
+        let mut req = aws.sqs.send_message().queue_url(&url).message_body(*body);
+        for (k, v) in attrs {
+            req = req.message_attributes(*k, attr(v));
+        }
+        block(req.send()).expect("SendMessage");
+    }
+    let count = |a: &sqs::Aws| a.attributes(&dlq)["ApproximateNumberOfMessages"].clone();
+    assert_eq!(count(&aws), "3");
+
+    let (c, before, after) = status_json(&f, &[]);
+    let dl = &c["deadLetter"];
+    assert_eq!(dl["depth"], 3);
+    // A message with no envelope in an SQS DLQ used up its receives.
+    assert_eq!(
+        classes(dl),
+        json!({"poison": 1, "transient_exhausted": 1, "com.acme.Declined": 1})
+    );
+    assert_eq!(
+        (dl["sampled"].clone(), dl["exact"].clone()),
+        (json!(3), json!(true))
+    );
+    assert_age(&dl["oldestAgeSeconds"], dead_lettered, before, after);
+    assert_eq!(dl["oldestAgeBasis"], "all");
+    let note = dl["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        note.contains("raised the ApproximateReceiveCount of the 3 messages"),
+        "{note}"
+    );
+
+    // Still visible, all three, and a consumer receives every body.
+    assert_eq!(count(&aws), "3");
+    let mut bodies = Vec::new();
+    for _ in 0..5 {
+        let got = block(
+            aws.sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60)
+                .send(),
+        )
+        .expect("ReceiveMessage");
+        for m in got.messages() {
+            bodies.push(m.body().unwrap_or_default().to_owned());
+            block(
+                aws.sqs
+                    .delete_message()
+                    .queue_url(&url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send(),
+            )
+            .expect("DeleteMessage");
+        }
+        if bodies.len() >= 3 {
+            break;
+        }
+    }
+    bodies.sort();
+    assert_eq!(bodies, ["pay-1", "pay-2", "pay-3"]);
+}
+
+#[test]
+fn sqs_dlq_with_a_redrive_policy_of_its_own_is_never_peeked() {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    // The DLQ itself dead-letters (into the main queue, for the test): a receive counts.
+    let policy = aws.redrive_policy(&main, json!(1));
+    aws.set(&dlq, &[(QueueAttributeName::RedrivePolicy, policy.1)]);
+    aws.send(&dlq, "keep-me");
+    for _ in 0..3 {
+        let (c, _, _) = status_json(&f, &[]);
+        let dl = &c["deadLetter"];
+        assert_eq!(
+            (dl["depth"].clone(), dl["sampled"].clone()),
+            (json!(1), json!(0))
+        );
+        let note = dl["notes"][0].as_str().unwrap_or_default();
+        assert!(note.contains("redrive policy of its own"), "{note}");
+    }
+    let a = aws.attributes(&dlq);
+    assert_eq!(a["ApproximateNumberOfMessages"], "1", "still in the DLQ");
+    assert_eq!(
+        aws.attributes(&main)["ApproximateNumberOfMessages"],
+        "0",
+        "and not moved on"
+    );
+}
+
+/// A record to produce: partition, body, timestamp (ms), headers.
+type Record<'a> = (i32, &'a str, i64, Vec<(&'a str, Vec<u8>)>);
+
+/// Produces records to the DLT with rdkafka, to the partitions given, with explicit timestamps.
+fn produce(topic: &str, records: &[Record<'_>]) {
+    use rdkafka::message::{Header, OwnedHeaders};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("allow.auto.create.topics", "false")
+        .create()
+        .expect("producer");
+    block(async {
+        for (partition, body, ts, headers) in records {
+            let mut h = OwnedHeaders::new();
+            for (k, v) in headers {
+                h = h.insert(Header {
+                    key: k,
+                    value: Some(v.as_slice()),
+                });
+            }
+            producer
+                .send(
+                    FutureRecord::<(), _>::to(topic)
+                        .partition(*partition)
+                        .payload(*body)
+                        .timestamp(*ts)
+                        .headers(h),
+                    Duration::from_secs(10),
+                )
+                .await
+                .map_err(|(e, _)| e)
+                .expect("produce");
+        }
+    });
+}
+
+/// Reads every record of a topic by assignment, as a third party: (partition, body).
+fn consume_all(topic: &str, partitions: i32) -> Vec<(i32, String)> {
+    use rdkafka::Message;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("group.id", "dlqctl-tests-reader")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+            let body = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+            out.push((m.partition(), body));
+        } else if !out.is_empty() {
+            break;
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let now_ms = (now_secs() * 1000.0) as i64;
+    let oldest_ms = now_ms - 3_600_000;
+    produce(
+        &dlt,
+        &[
+            (
+                0,
+                "inv-1",
+                oldest_ms,
+                vec![
+                    ("dlq-error-class", b"poison".to_vec()),
+                    ("dlq-attempts", b"4".to_vec()),
+                ],
+            ),
+            (
+                1,
+                "inv-2",
+                now_ms - 60_000,
+                vec![
+                    (
+                        "kafka_dlt-exception-fqcn",
+                        b"org.springframework.kafka.listener.ListenerExecutionFailedException"
+                            .to_vec(),
+                    ),
+                    (
+                        "kafka_dlt-exception-cause-fqcn",
+                        b"com.acme.OutOfStock".to_vec(),
+                    ),
+                    ("kafka_dlt-original-topic", f.channel.as_bytes().to_vec()),
+                    ("kafka_dlt-original-partition", 1i32.to_be_bytes().to_vec()),
+                ],
+            ),
+            (
+                2,
+                "inv-3",
+                now_ms - 30_000,
+                vec![(
+                    "__connect.errors.exception.class.name",
+                    b"org.apache.kafka.connect.errors.DataException".to_vec(),
+                )],
+            ),
+            (2, "inv-4", now_ms - 10_000, vec![]),
+        ],
+    );
+    // Status twice: a read by assignment moves nothing, so both see the same.
+    let (first, before, after) = status_json(&f, &["--samples", "4"]);
+    let (second, _, _) = status_json(&f, &["--samples", "4"]);
+    for c in [&first, &second] {
+        let dl = &c["deadLetter"];
+        assert_eq!(dl["depth"], 4);
+        assert_eq!(dl["depthDetail"]["measure"], "retained");
+        assert_eq!(
+            classes(dl),
+            json!({"poison": 1, "com.acme.OutOfStock": 1,
+                   "org.apache.kafka.connect.errors.DataException": 1, "unknown": 1})
+        );
+        assert_eq!(
+            (dl["sampled"].clone(), dl["exact"].clone()),
+            (json!(4), json!(true))
+        );
+    }
+    let dl = &first["deadLetter"];
+    assert_age(
+        &dl["oldestAgeSeconds"],
+        oldest_ms as f64 / 1000.0,
+        before,
+        after,
+    );
+    let samples = dl["samples"].as_array().expect("samples");
+    // Oldest first across partitions; Spring's numeric headers shown as numbers.
+    assert_eq!(samples[0]["id"], "0/0");
+    assert_eq!(samples[0]["attempts"], 4);
+    assert_eq!(samples[1]["source"], f.channel.as_str());
+    assert!(
+        samples[1]["headers"]
+            .as_array()
+            .expect("headers")
+            .contains(&json!(["kafka_dlt-original-partition", "1"])),
+        "{}",
+        samples[1]["headers"]
+    );
+    // Every record is still there for a consumer.
+    assert_eq!(
+        consume_all(&dlt, 3),
+        [(0, "inv-1"), (1, "inv-2"), (2, "inv-3"), (2, "inv-4")].map(|(p, b)| (p, b.to_owned()))
+    );
+}
+
+/// The exporter on the RabbitMQ channel, scraped twice within one interval: the same reading
+/// both times (scrapes never reach the broker), figures equal to `status --format json`, and
+/// `promtool check metrics` accepts them.
+#[test]
+fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let promtool = std::env::var("DLQCTL_PROMTOOL").unwrap_or_else(|_| "promtool".into());
+    let has_promtool = std::process::Command::new(&promtool)
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !support::require("promtool (scripts/stack up installs it)", has_promtool) {
+        return;
+    }
+    let [_, _, dlq, _] = f.names();
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        for (i, class) in ["poison", "poison", "transient_exhausted"]
+            .iter()
+            .enumerate()
+        {
+            let h = table(&[("dlq-error-class", text(class))]);
+            let props = BasicProperties::default()
+                .with_headers(h)
+                .with_timestamp((now_secs() - 600.0) as u64);
+            publish_on(&ch, "", &dlq, format!("e{i}").as_bytes(), props).await;
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+    wait_for_messages(&dlq, 3);
+    let (c, _, _) = status_json(&f, &[]);
+
+    let mut child = support::dlqctl()
+        .args([
+            "exporter",
+            "channel.yaml",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1h",
+            "--peek",
+        ])
+        .envs(f.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(f.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("exporter starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let scrape = || {
+        block(async {
+            let r = reqwest::get(format!("http://{addr}/metrics"))
+                .await
+                .expect("scrape");
+            assert_eq!(r.status(), 200);
+            r.text().await.expect("body")
+        })
+    };
+    let first = scrape();
+    let second = scrape();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        first, second,
+        "one reading per interval, whatever the scrapes"
+    );
+    assert!(first.contains("dlq_exporter_reads_total 1\n"), "{first}");
+
+    let labels = format!(
+        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\"",
+        f.channel
+    );
+    let value = |metric: &str, extra: &str| -> f64 {
+        let key = format!("{metric}{{{labels}{extra}}} ");
+        first
+            .lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in\n{first}"))
+    };
+    let dl = &c["deadLetter"];
+    assert_eq!(value("dlq_depth", ""), dl["depth"].as_f64().expect("depth"));
+    assert_eq!(
+        value("dlq_messages_by_error_class", ",class=\"poison\""),
+        2.0
+    );
+    assert_eq!(
+        value(
+            "dlq_messages_by_error_class",
+            ",class=\"transient_exhausted\""
+        ),
+        1.0
+    );
+    let age = value("dlq_oldest_message_age_seconds", "");
+    let status_age = dl["oldestAgeSeconds"].as_f64().expect("age");
+    assert!(
+        (age - status_age).abs() < 30.0,
+        "exporter {age} vs status {status_age}"
+    );
+    assert!(first.contains("dlq_up{target=\"local-rabbitmq\",backend=\"rabbitmq\"} 1\n"));
+
+    let mut check = std::process::Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    std::io::Write::write_all(&mut check.stdin.take().expect("stdin"), first.as_bytes())
+        .expect("feed promtool");
+    let checked = check.wait_with_output().expect("promtool runs");
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    // Nothing was consumed by the exporter's peek either.
+    assert_eq!(block(take_all(&dlq)).len(), 3);
+}

@@ -1,0 +1,181 @@
+//! What `dlqctl status` prints, in every format, snapshotted from one fixed report: a DLQ
+//! with messages of three classes and a hostile sample, an empty one, one that does not exist,
+//! a Kafka topic counted as retained, and a channel whose target could not be read.
+
+use std::collections::BTreeMap;
+
+use dlqctl::cli::ColorChoice;
+use dlqctl::printer::Printer;
+use dlqctl::spec::model::Backend;
+use dlqctl::status::{
+    AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, Measure, QueueDepth, Report, Sample,
+    render, safe,
+};
+
+fn depth(n: u64) -> Depth {
+    Depth {
+        total: Some(n),
+        ready: Some(n),
+        in_flight: Some(0),
+        delayed: None,
+        measure: Measure::Waiting,
+        exists: true,
+    }
+}
+
+fn report() -> Report {
+    let holding = DeadLetterReport {
+        name: "orders.dlq".into(),
+        depth: depth(7),
+        oldest_age_seconds: Some(3725.4),
+        oldest_age_since: Some("dead-lettered"),
+        oldest_age_basis: Some(AgeBasis::Head),
+        by_error_class: BTreeMap::from([
+            ("poison".into(), 3),
+            ("transient_exhausted".into(), 2),
+            ("com.acme.Bad|Order".into(), 1),
+        ]),
+        sampled: 6,
+        exact: false,
+        samples: vec![
+            Sample {
+                id: "m-1".into(),
+                error_class: "poison".into(),
+                error_message: Some("cannot parse `amount`".into()),
+                age_seconds: Some(3725.4),
+                age_since: Some("dead-lettered"),
+                attempts: Some(4),
+                source: Some("orders.process".into()),
+                headers: vec![
+                    ("dlq-error-class".into(), "poison".into()),
+                    ("dlq-attempts".into(), "4".into()),
+                ],
+                body: Body::Text {
+                    length: 40,
+                    truncated: true,
+                    text: safe("{\"order\": 1, \"note\": \"```<b>\u{1b}[31m"),
+                },
+            },
+            Sample {
+                id: "m-2".into(),
+                error_class: "transient_exhausted".into(),
+                error_message: None,
+                age_seconds: Some(65.0),
+                age_since: Some("published"),
+                attempts: None,
+                source: None,
+                headers: vec![],
+                body: Body::Binary {
+                    length: 5,
+                    hex_prefix: "fffe001b9b".into(),
+                },
+            },
+        ],
+        notes: vec!["a note from the backend".into()],
+    };
+    let empty = DeadLetterReport {
+        name: "payments-dlq".into(),
+        depth: Depth {
+            delayed: Some(0),
+            ..depth(0)
+        },
+        oldest_age_seconds: None,
+        oldest_age_since: None,
+        oldest_age_basis: None,
+        by_error_class: BTreeMap::new(),
+        sampled: 0,
+        exact: true,
+        samples: vec![],
+        notes: vec![],
+    };
+    let kafka = DeadLetterReport {
+        name: "inventory-dlt".into(),
+        depth: Depth::total(2, Measure::Retained),
+        oldest_age_seconds: Some(90_061.0),
+        oldest_age_since: Some("published"),
+        oldest_age_basis: Some(AgeBasis::All),
+        by_error_class: BTreeMap::from([("unknown".into(), 2)]),
+        sampled: 2,
+        exact: true,
+        samples: vec![],
+        notes: vec![],
+    };
+    let missing = DeadLetterReport {
+        name: "new-dlq".into(),
+        depth: Depth::missing(),
+        oldest_age_seconds: None,
+        oldest_age_since: None,
+        oldest_age_basis: None,
+        by_error_class: BTreeMap::new(),
+        sampled: 0,
+        exact: false,
+        samples: vec![],
+        notes: vec![],
+    };
+    let channel =
+        |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
+            channel: name.into(),
+            target: format!("local-{}", backend_name(backend)),
+            backend,
+            dead_letter_name: dl
+                .as_ref()
+                .map_or_else(|| "refunds-dlq".into(), |d| d.name.clone()),
+            dead_letter: dl,
+            queues: if name == "orders" {
+                vec![
+                    QueueDepth {
+                        name: "orders.process".into(),
+                        role: "main",
+                        depth: depth(12),
+                    },
+                    QueueDepth {
+                        name: "orders.retry".into(),
+                        role: "retry",
+                        depth: Depth::missing(),
+                    },
+                ]
+            } else {
+                vec![]
+            },
+            error: error.map(str::to_owned),
+        };
+    Report {
+        channels: vec![
+            channel("orders", Backend::Rabbitmq, Some(holding), None),
+            channel("payments", Backend::Sqs, Some(empty), None),
+            channel("inventory", Backend::Kafka, Some(kafka), None),
+            channel("fresh", Backend::Rabbitmq, Some(missing), None),
+            channel(
+                "refunds",
+                Backend::Sqs,
+                None,
+                Some(
+                    "target `local-sqs`: sqs:GetQueueUrl on queue refunds-dlq: cannot reach the endpoint",
+                ),
+            ),
+        ],
+        generated_at_ms: 1_796_119_200_000,
+    }
+}
+
+fn backend_name(b: Backend) -> &'static str {
+    b.as_str()
+}
+
+#[test]
+fn status_renders_in_every_format() {
+    let r = report();
+    let printer = Printer::new(ColorChoice::Never);
+    insta::assert_snapshot!("status-human", render::human(&r, &printer));
+    insta::assert_snapshot!("status-markdown", render::markdown(&r));
+    insta::assert_snapshot!("status-json", render::json(&r));
+    insta::assert_snapshot!("status-openmetrics", render::openmetrics(&r));
+}
+
+#[test]
+fn ages_read_as_people_say_them() {
+    assert_eq!(render::age(0.4), "0s");
+    assert_eq!(render::age(59.6), "1m 0s");
+    assert_eq!(render::age(3725.0), "1h 2m");
+    assert_eq!(render::age(90_061.0), "1d 1h");
+}
