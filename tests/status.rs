@@ -531,6 +531,21 @@ fn produce(topic: &str, records: &[Record<'_>]) {
     });
 }
 
+/// Commits `offset` for `group` on one partition, as the group's consumer would.
+fn commit(topic: &str, group: &str, partition: i32, offset: i64) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, rdkafka::Offset::Offset(offset))
+        .expect("tpl");
+    consumer.commit(&tpl, CommitMode::Sync).expect("commit");
+}
+
 /// Reads every record of a topic by assignment, as a third party: (partition, body).
 fn consume_all(topic: &str, partitions: i32) -> Vec<(i32, String)> {
     use rdkafka::Message;
@@ -649,6 +664,33 @@ fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
         "{}",
         samples[1]["headers"]
     );
+
+    // With the DLT's consumer group in the spec, depth is what the group has not read: it
+    // committed past the first record of partition 0, so three wait, and the samples start at
+    // the group's position.
+    let group = format!("{}-worker", f.channel);
+    commit(&dlt, &group, 0, 1);
+    f.write_example(|t| {
+        t.replace(
+            "    retention: 30d\n",
+            &format!("    retention: 30d\n    consumerGroup: {group}\n"),
+        )
+    });
+    let (c, _, _) = status_json(&f, &["--samples", "4"]);
+    let dl = &c["deadLetter"];
+    assert_eq!(dl["depth"], 3);
+    assert_eq!(dl["depthDetail"]["measure"], "waiting");
+    assert_eq!(
+        dl["byErrorClass"].get("poison"),
+        None,
+        "{}",
+        dl["byErrorClass"]
+    );
+    assert_eq!(
+        (dl["sampled"].clone(), dl["exact"].clone()),
+        (json!(3), json!(true))
+    );
+
     // Every record is still there for a consumer.
     assert_eq!(
         consume_all(&dlt, 3),
