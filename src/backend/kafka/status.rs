@@ -11,7 +11,6 @@
 //! labelled "retained", not "waiting".
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -20,6 +19,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::read::Reader;
 use super::{CONNECT_TIMEOUT, KafkaError, TIMEOUT, topic_error};
+
 use crate::spec::resolve::Resolved;
 use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 
@@ -42,9 +42,21 @@ impl Reader {
         read: ReadOptions,
     ) -> Result<Vec<Result<Observed, KafkaError>>, KafkaError> {
         let meta = self.metadata().await?;
+        let mut topics: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in channels {
+            let names = std::iter::once(r.main.as_str())
+                .chain(r.retry_stages.iter().map(|s| s.name.as_str()))
+                .chain(std::iter::once(r.dead_letter.as_str()));
+            for name in names {
+                if let Some(m) = meta.get(name) {
+                    topics.insert(name, m.partitions);
+                }
+            }
+        }
+        let marks = self.watermarks(&topics).await?;
         let mut out = Vec::with_capacity(channels.len());
         for r in channels {
-            out.push(self.channel_status(r, read, &meta).await);
+            out.push(self.channel_status(r, read, &marks).await);
         }
         Ok(out)
     }
@@ -53,34 +65,26 @@ impl Reader {
         &self,
         r: &Resolved,
         read: ReadOptions,
-        meta: &BTreeMap<String, super::read::TopicMeta>,
+        all: &BTreeMap<String, Marks>,
     ) -> Result<Observed, KafkaError> {
-        let mut others = Vec::new();
-        let topics = std::iter::once((r.main.as_str(), "main"))
-            .chain(r.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
-        for (name, role) in topics {
-            let depth = match meta.get(name) {
-                Some(m) => {
-                    let marks = self.watermarks(name, m.partitions).await?;
-                    Depth::total(retained(&marks), Measure::Retained)
-                }
-                None => Depth::missing(),
-            };
-            others.push(QueueDepth {
+        let others = std::iter::once((r.main.as_str(), "main"))
+            .chain(r.retry_stages.iter().map(|s| (s.name.as_str(), "retry")))
+            .map(|(name, role)| QueueDepth {
                 name: name.to_owned(),
                 role,
-                depth,
-            });
-        }
-        let Some(m) = meta.get(&r.dead_letter) else {
+                depth: all.get(name).map_or_else(Depth::missing, |m| {
+                    Depth::total(retained(m), Measure::Retained)
+                }),
+            })
+            .collect();
+        let Some(marks) = all.get(&r.dead_letter) else {
             return Ok(Observed::missing(others));
         };
-        let marks = self.watermarks(&r.dead_letter, m.partitions).await?;
         // Where reading starts in each partition: the group's committed offset, else the
         // first record retained.
         let (starts, measure) = match &r.dead_letter_group {
             Some(group) => (
-                self.committed(&r.dead_letter, group, &marks).await?,
+                self.committed(&r.dead_letter, group, marks).await?,
                 Measure::Waiting,
             ),
             None => (
@@ -102,41 +106,78 @@ impl Reader {
             notes: Vec::new(),
         };
         if total > 0 && read.scan > 0 {
-            observed.messages = self.sample(&r.dead_letter, &marks, &starts, read).await?;
+            observed.messages = self.sample(&r.dead_letter, marks, &starts, read).await?;
         }
         Ok(observed)
     }
 
-    async fn watermarks(&self, topic: &str, partitions: usize) -> Result<Marks, KafkaError> {
+    /// Low and high watermark of every partition of `topics`, in two ListOffsets requests
+    /// for all of them (earliest, latest) rather than one per partition.
+    async fn watermarks(
+        &self,
+        topics: &BTreeMap<&str, usize>,
+    ) -> Result<BTreeMap<String, Marks>, KafkaError> {
+        if topics.is_empty() {
+            return Ok(BTreeMap::new());
+        }
         self.stats.count("kafka:ListOffsets");
-        let admin = Arc::clone(&self.admin);
-        let name = topic.to_owned();
+        self.stats.count("kafka:ListOffsets");
+        let mut config: ClientConfig = (*self.config).clone();
+        config
+            .set("group.id", PEEK_GROUP)
+            .set("enable.auto.commit", "false");
+        let wanted: Vec<(String, usize)> =
+            topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect();
+        let bootstrap = self.bootstrap.clone();
         tokio::task::spawn_blocking(move || {
-            (0..partitions)
-                .map(|p| {
-                    let p =
-                        i32::try_from(p).map_err(|_| format!("partition {p} is out of range"))?;
-                    admin
-                        .inner()
-                        .fetch_watermarks(&name, p, TIMEOUT)
-                        .map_err(|e| format!("partition {p}: {e}"))
-                })
-                .collect::<Result<Marks, String>>()
+            let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
+            let ask = |at: Offset| -> Result<TopicPartitionList, String> {
+                let mut tpl = TopicPartitionList::new();
+                for (t, n) in &wanted {
+                    for p in 0..*n {
+                        let p = i32::try_from(p)
+                            .map_err(|_| format!("partition {p} is out of range"))?;
+                        tpl.add_partition_offset(t, p, at)
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                consumer
+                    .offsets_for_times(tpl, TIMEOUT)
+                    .map_err(|e| e.to_string())
+            };
+            let (low, high) = (ask(Offset::Beginning)?, ask(Offset::End)?);
+            let mut out = BTreeMap::new();
+            for (t, n) in &wanted {
+                let mut marks = Vec::with_capacity(*n);
+                for p in 0..*n {
+                    let p = i32::try_from(p).unwrap_or(i32::MAX);
+                    let at = |tpl: &TopicPartitionList| {
+                        tpl.find_partition(t, p).and_then(|e| match e.offset() {
+                            Offset::Offset(o) => Some(o),
+                            _ => None,
+                        })
+                    };
+                    match (at(&low), at(&high)) {
+                        (Some(l), Some(h)) => marks.push((l, h.max(l))),
+                        _ => {
+                            return Err(format!(
+                                "topic `{t}` partition {p}: no offsets in the ListOffsets answer"
+                            ));
+                        }
+                    }
+                }
+                out.insert(t.clone(), marks);
+            }
+            Ok::<_, String>(out)
         })
         .await
-        .map_err(|e| {
-            topic_error(
-                topic,
-                "ListOffsets",
-                format!("the offsets thread failed: {e}"),
-            )
+        .map_err(|e| KafkaError::Connect {
+            bootstrap: bootstrap.clone(),
+            reason: format!("the offsets thread failed: {e}"),
         })?
-        .map_err(|m| topic_error(topic, "ListOffsets", m))
+        .map_err(|reason| KafkaError::Connect { bootstrap, reason })
     }
 
-    /// The group's committed offset in each partition (the low watermark where it has none,
-    /// or where retention already removed what it had not read). Reads the offsets only: the
-    /// consumer made for it never joins the group.
     async fn committed(
         &self,
         topic: &str,
@@ -149,7 +190,7 @@ impl Reader {
             .set("group.id", group)
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false");
-        let (name, marks2) = (topic.to_owned(), marks.clone());
+        let (name, marks2) = (topic.to_owned(), marks.to_vec());
         tokio::task::spawn_blocking(move || {
             let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
             let mut tpl = TopicPartitionList::new();
@@ -192,7 +233,7 @@ impl Reader {
     async fn sample(
         &self,
         topic: &str,
-        marks: &Marks,
+        marks: &[(i64, i64)],
         starts: &[i64],
         read: ReadOptions,
     ) -> Result<Vec<Message>, KafkaError> {
@@ -257,7 +298,7 @@ impl Reader {
     }
 }
 
-fn retained(marks: &Marks) -> u64 {
+fn retained(marks: &[(i64, i64)]) -> u64 {
     marks
         .iter()
         .map(|(low, high)| u64::try_from(high - low).unwrap_or(0))
@@ -343,6 +384,6 @@ mod tests {
         );
         assert_eq!(header_text("x", &[0xff, 0x00]), "(binary, 2 bytes) ff00");
         assert_eq!(header_text("x", b"text"), "text");
-        assert_eq!(retained(&vec![(2, 5), (0, 0), (10, 11)]), 4);
+        assert_eq!(retained(&[(2, 5), (0, 0), (10, 11)]), 4);
     }
 }

@@ -34,16 +34,33 @@ impl Reader {
         channels: &[&Resolved],
         read: ReadOptions,
     ) -> Result<Vec<Result<Observed, AwsError>>, AwsError> {
+        // One paged listing finds every queue (and its URL) as plan's does; a queue it does
+        // not list does not exist, and costs no further call.
+        let names: Vec<&str> = channels
+            .iter()
+            .flat_map(|r| [r.main.as_str(), r.dead_letter.as_str()])
+            .collect();
+        let listed: BTreeSet<String> = self
+            .list_queues(super::read::common_prefix(&names))
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
         Ok(stream::iter(channels)
-            .map(|r| self.channel_status(r, read))
+            .map(|r| self.channel_status(r, read, &listed))
             .buffered(super::CONCURRENCY)
             .collect()
             .await)
     }
 
-    async fn channel_status(&self, r: &Resolved, read: ReadOptions) -> Result<Observed, AwsError> {
-        let main = match self.queue_attributes(&r.main).await? {
-            Some(a) => depth(&a),
+    async fn channel_status(
+        &self,
+        r: &Resolved,
+        read: ReadOptions,
+        listed: &BTreeSet<String>,
+    ) -> Result<Observed, AwsError> {
+        let main = match self.queue_with_url(&r.main, listed).await? {
+            Some((_, a)) => depth(&a),
             None => Depth::missing(),
         };
         let others = vec![QueueDepth {
@@ -51,7 +68,7 @@ impl Reader {
             role: "main",
             depth: main,
         }];
-        let Some((url, attrs)) = self.queue_with_url(&r.dead_letter).await? else {
+        let Some((url, attrs)) = self.queue_with_url(&r.dead_letter, listed).await? else {
             return Ok(Observed::missing(others));
         };
         let mut observed = Observed {
@@ -97,17 +114,15 @@ impl Reader {
         Ok(observed)
     }
 
-    async fn queue_attributes(
-        &self,
-        name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
-        Ok(self.queue_with_url(name).await?.map(|(_, a)| a))
-    }
-
+    /// A listed queue's URL (from the listing) and attributes; `None`: it does not exist.
     async fn queue_with_url(
         &self,
         name: &str,
+        listed: &BTreeSet<String>,
     ) -> Result<Option<(String, BTreeMap<String, String>)>, AwsError> {
+        if !listed.contains(name) {
+            return Ok(None);
+        }
         let Some(url) = self.url(name).await? else {
             return Ok(None);
         };
