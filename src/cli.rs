@@ -63,6 +63,15 @@ pub enum Command {
     /// scrapes never reach the brokers. Depth and Kafka ages need no peek; SQS and RabbitMQ
     /// ages and error classes need --peek (reads that leave a trace, as in `dlqctl status`).
     Exporter(ExporterArgs),
+    /// Move dead letters back to the channel's main queue or topic (or elsewhere), losing none.
+    ///
+    /// At least once, never lost: a message leaves the dead-letter queue only after the
+    /// destination confirmed it (a crash in between may duplicate it). The copy counts one more
+    /// `dlq-redrive-count`; messages already brought back `deadLetter.maxRedrives` times (default
+    /// 3) are skipped and reported. One redrive per dead-letter queue at a time. Asks before
+    /// moving on a terminal; without one, needs --yes. Ctrl-C finishes what is in flight and
+    /// reports. What each backend does: docs/redrive.md.
+    Redrive(RedriveArgs),
 }
 
 impl Command {
@@ -74,7 +83,8 @@ impl Command {
             | Command::Apply(_)
             | Command::Import(_)
             | Command::Status(_)
-            | Command::Exporter(_) => 1,
+            | Command::Exporter(_)
+            | Command::Redrive(_) => 1,
         }
     }
 }
@@ -366,4 +376,84 @@ fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
         return Err("at least 1s".into());
     }
     Ok(d)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedriveFormat {
+    /// For people.
+    Human,
+    /// The audit record (format_version 1): selection, counts, times, operator, reason.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RedriveArgs {
+    /// The channel whose dead letters to move (its `metadata.name`).
+    pub channel: String,
+
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub spec: SpecArgs,
+
+    /// Move at most N messages.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+
+    /// Move at most R messages per second (so the recovering consumer is not flooded).
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// Only messages of this error class (repeat for more): see docs/envelope.md.
+    #[arg(long = "class", value_name = "C")]
+    pub classes: Vec<String>,
+
+    /// Only messages dead-lettered (else published) longer ago than this (e.g. 10m, 2h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    pub older_than: Option<std::time::Duration>,
+
+    /// Where to: `source` (the channel's main queue or topic; through its exchange on
+    /// RabbitMQ) or the name of another queue or topic on the same target.
+    #[arg(long, value_name = "DEST", default_value = "source")]
+    pub to: String,
+
+    /// Show what would move (count, classes, oldest and newest, samples); move nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Move without asking (for automation).
+    #[arg(long)]
+    pub yes: bool,
+
+    /// Why, for the audit record (`--format json`).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    /// Samples shown by --dry-run.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u16).range(0..=100))]
+    pub samples: u16,
+
+    /// Messages --dry-run reads from the head of the dead-letter queue.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub scan: u16,
+
+    /// Output format of the final report.
+    #[arg(long, value_enum, default_value_t = RedriveFormat::Human)]
+    pub format: RedriveFormat,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+        _ => Err("a number of messages per second above 0, e.g. 50 or 0.5".into()),
+    }
+}
+
+fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    let d = crate::spec::duration::Duration::parse(text)?;
+    Ok(std::time::Duration::from_millis(d.as_millis()))
 }

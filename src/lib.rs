@@ -11,6 +11,7 @@ pub mod diag;
 pub mod engine;
 pub mod plan;
 pub mod printer;
+pub mod redrive;
 pub mod resource;
 pub mod spec;
 pub mod status;

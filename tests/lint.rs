@@ -310,6 +310,7 @@ fn help_is_snapshotted() {
         &["apply", "--help"][..],
         &["status", "--help"][..],
         &["exporter", "--help"][..],
+        &["redrive", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);

@@ -573,7 +573,11 @@ fn consume_all(topic: &str, partitions: i32, expected: usize) -> Vec<(i32, Strin
             if out.len() == expected {
                 // Anything more would be a record status wrote, which it never does.
                 if let Some(Ok(extra)) = consumer.poll(Duration::from_secs(1)) {
-                    panic!("an unexpected record at {}/{}", extra.partition(), extra.offset());
+                    panic!(
+                        "an unexpected record at {}/{}",
+                        extra.partition(),
+                        extra.offset()
+                    );
                 }
                 break;
             }

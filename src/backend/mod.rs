@@ -84,6 +84,27 @@ pub enum BackendError {
         target: String,
         error: kafka::KafkaError,
     },
+    #[error("target `{target}`: {message}")]
+    Move { target: String, message: String },
+}
+
+/// A mover's failure, said whole (which message, which queue, what is left where).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveError(pub String);
+
+impl std::fmt::Display for MoveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AtTarget for MoveError {
+    fn at(self, target: &str) -> BackendError {
+        BackendError::Move {
+            target: target.to_owned(),
+            message: self.0,
+        }
+    }
 }
 
 /// A backend's own error, turned into the target-level [`BackendError`]: the one place where
@@ -354,6 +375,39 @@ type PerChannel<T, E> = Result<Vec<Result<T, E>>, E>;
 fn per_channel<T, E: AtTarget>(target: &str, r: PerChannel<T, E>) -> PerChannel<T, BackendError> {
     r.map(|v| v.into_iter().map(|x| x.map_err(|e| e.at(target))).collect())
         .map_err(|e| e.at(target))
+}
+
+/// The capability to move messages out of a dead-letter queue (`dlqctl redrive`), one per
+/// backend (`*/redrive.rs`, whose `//!` states its guarantee). Made from a reader only by the
+/// redrive driver: plan, status and apply never hold one.
+#[derive(Debug, Clone)]
+pub enum Mover {
+    Rabbitmq(rabbitmq::redrive::Mover),
+    Sqs(sqs::redrive::Mover),
+    Kafka(kafka::redrive::Mover),
+}
+
+impl Mover {
+    pub fn connect(reader: Reader, target: &Target) -> Result<Self, BackendError> {
+        Ok(match reader {
+            Reader::Rabbitmq(r) => {
+                let name = r.target().to_owned();
+                Mover::Rabbitmq(rabbitmq::redrive::Mover::connect(r, &name, target)?)
+            }
+            Reader::Sqs(r) => Mover::Sqs(sqs::redrive::Mover::new(r)),
+            Reader::Kafka(r) => Mover::Kafka(kafka::redrive::Mover::new(r)),
+        })
+    }
+
+    /// Moves what `run` selects from the channel's dead-letter queue; `run.tally` counts what
+    /// happened, also when this fails part-way.
+    pub async fn redrive(
+        &self,
+        r: &Resolved,
+        run: &crate::redrive::Run,
+    ) -> Result<(), BackendError> {
+        each!(Mover, self, m => m.redrive(r, run).await)
+    }
 }
 
 impl Writer {

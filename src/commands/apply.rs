@@ -154,7 +154,7 @@ fn confirm(printer: &Printer) -> anyhow::Result<bool> {
 }
 
 /// Waits for Ctrl-C or SIGTERM; false if neither can be listened for.
-async fn interrupted() -> bool {
+pub(super) async fn interrupted() -> bool {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

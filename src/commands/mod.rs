@@ -6,6 +6,7 @@ mod exporter;
 mod import;
 mod lint;
 mod plan;
+mod redrive;
 mod schema;
 mod status;
 
@@ -31,6 +32,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Schema(args) => schema::run(&args, printer),
         Command::Status(args) => status::run(&args, printer),
         Command::Exporter(args) => exporter::run(&args, printer),
+        Command::Redrive(args) => redrive::run(&args, printer),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The verbs, backend-neutral: the plan, apply, import and status drivers. Each calls the backends
+//! The verbs, backend-neutral: the plan, apply, import, status and redrive drivers. Each calls the backends
 //! only through `crate::backend`'s doors and names no backend itself; what differs per
 //! backend (ordering hints, notes, reviews, grouping into channels) comes back as data.
 //!
@@ -8,6 +8,7 @@ pub mod apply;
 pub mod emit;
 pub mod import;
 pub mod plan;
+pub mod redrive;
 pub mod status;
 
 pub use plan::{PlanOptions, Planned, connect, plan};

@@ -10,6 +10,9 @@ use super::model::{
     RetryModel, Target, TopicReuse,
 };
 
+/// How many times `redrive` brings one message back unless `deadLetter.maxRedrives` says.
+pub const DEFAULT_MAX_REDRIVES: u32 = 3;
+
 /// SQS's own default retention, which dlqctl keeps for the main queue.
 pub const SQS_DEFAULT_RETENTION: Duration = Duration::from_secs(4 * 86_400);
 /// SQS's maximum, dlqctl's default for dead-letter queues: dead letters wait for people.
@@ -41,6 +44,8 @@ pub struct Resolved {
     pub envelope: Envelope,
     /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
     pub dead_letter_group: Option<String>,
+    /// How many times `redrive` may bring one message back (`deadLetter.maxRedrives`).
+    pub max_redrives: u32,
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
@@ -307,6 +312,11 @@ pub fn resolve(
             .dead_letter
             .as_ref()
             .and_then(|d| d.consumer_group.clone()),
+        max_redrives: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.max_redrives)
+            .unwrap_or(DEFAULT_MAX_REDRIVES),
         sqs,
         rabbitmq,
         kafka,
@@ -635,6 +645,7 @@ mod tests {
             endpoint: None,
             profile: None,
             url: None,
+            amqp_url: None,
             vhost: None,
             username_env: None,
             password_env: None,

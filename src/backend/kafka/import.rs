@@ -231,6 +231,7 @@ fn base_spec(
             retention: retention(dl, &topic_id(t.target_name, dlt), findings),
             envelope: None,
             consumer_group: None,
+            max_redrives: None,
         }),
         kafka: Some(KafkaOptions {
             partitions,

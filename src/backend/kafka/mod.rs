@@ -36,6 +36,7 @@ pub mod ffi;
 pub mod import;
 pub mod plan;
 pub mod read;
+pub mod redrive;
 pub mod status;
 
 use std::time::Duration;
@@ -412,6 +413,7 @@ mod tests {
             endpoint: None,
             profile: None,
             url: None,
+            amqp_url: None,
             vhost: None,
             username_env: None,
             password_env: None,

@@ -87,6 +87,13 @@ impl Reader {
                 self.committed(&r.dead_letter, group, marks).await?,
                 Measure::Waiting,
             ),
+            // What `dlqctl redrive` already brought back is behind its group's offset: not
+            // counted (one OffsetFetch, only for a topic that holds records).
+            None if retained(marks) > 0 => (
+                self.committed(&r.dead_letter, &super::redrive::group(&r.channel), marks)
+                    .await?,
+                Measure::Retained,
+            ),
             None => (
                 marks.iter().map(|(low, _)| *low).collect(),
                 Measure::Retained,
@@ -113,7 +120,7 @@ impl Reader {
 
     /// Low and high watermark of every partition of `topics`, in two ListOffsets requests
     /// for all of them (earliest, latest) rather than one per partition.
-    async fn watermarks(
+    pub(super) async fn watermarks(
         &self,
         topics: &BTreeMap<&str, usize>,
     ) -> Result<BTreeMap<String, Marks>, KafkaError> {
@@ -337,7 +344,7 @@ fn header_text(key: &str, v: &[u8]) -> String {
     }
 }
 
-fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize) -> Message {
+pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize) -> Message {
     let payload = m.payload().unwrap_or_default();
     let headers = m
         .headers()

@@ -557,6 +557,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             retention: ms.dlq.ttl().map(millis),
             envelope: None,
             consumer_group: None,
+            max_redrives: None,
         }),
         rabbitmq: Some(RabbitMqOptions {
             vhost: (s.vhost != target_vhost).then(|| s.vhost.to_owned()),

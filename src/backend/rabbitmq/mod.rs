@@ -21,6 +21,7 @@ pub mod desired;
 pub mod import;
 pub mod plan;
 pub mod read;
+pub mod redrive;
 pub mod status;
 
 use crate::resource::{Kind, ResourceId};

@@ -281,6 +281,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             retention: secs(l.dq, RETENTION),
             envelope: None,
             consumer_group: None,
+            max_redrives: None,
         }),
         sqs: Some(SqsOptions {
             visibility_timeout: secs(l.mq, VISIBILITY),

@@ -32,6 +32,7 @@ pub mod desired;
 pub mod import;
 pub mod plan;
 pub mod read;
+pub mod redrive;
 pub mod status;
 
 use std::collections::BTreeMap;

@@ -234,7 +234,7 @@ fn depth(attrs: &BTreeMap<String, String>) -> Depth {
     }
 }
 
-fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Message {
+pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Message {
     let body = m.body().unwrap_or_default().as_bytes();
     let system = m.attributes();
     let sys = |k: MessageSystemAttributeName| system.and_then(|a| a.get(&k)).cloned();

@@ -138,15 +138,22 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub consumer_group: Option<String>,
+    /// How many times `dlqctl redrive` may bring one message back (counted in its
+    /// `dlq-redrive-count` header). A message at the limit is skipped and reported: one that
+    /// keeps coming back is a bug, not bad luck. Default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_redrives: Option<u32>,
 }
 
 /// The set of headers a dead letter's error is read from (see docs/envelope.md). Whatever
 /// the choice, the broker's own headers (RabbitMQ `x-death`) are the fallback.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Envelope {
     /// dlqctl's own: `dlq-error-class`, `dlq-error-message`, `dlq-source`, `dlq-attempts`,
     /// `dlq-dead-lettered-at` (SQS: message attributes of those names).
+    #[default]
     Dlqctl,
     /// Spring Kafka's `kafka_dlt-exception-cause-fqcn`, then `kafka_dlt-exception-fqcn`.
     Spring,

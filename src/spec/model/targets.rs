@@ -46,6 +46,11 @@ pub struct Target {
     /// RabbitMQ: management API URL, e.g. `https://rabbit.internal:15671`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// RabbitMQ: AMQP URL for `dlqctl redrive` (no credentials: those come from
+    /// `usernameEnv`/`passwordEnv`), e.g. `amqps://rabbit.internal:5671`. Default: the host of
+    /// `url` on port 5672 (`amqp`), or 5671 (`amqps`) when `url` is https.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amqp_url: Option<String>,
     /// RabbitMQ: default virtual host. Default `/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vhost: Option<String>,

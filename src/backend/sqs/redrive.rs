@@ -1,0 +1,405 @@
+//! SQS's mover: brings dead letters back with receive → send → delete, at least once, never
+//! lost.
+//!
+//! The contract (docs/sqs.md, "redrive"):
+//! - one redrive per DLQ at a time: the run tags the DLQ `dlqctl-redrive: <holder>` and checks
+//!   the tag is still its own before moving; a second run is refused and told who holds it (a
+//!   holder on this host whose process is gone is taken over). The tag is removed at the end;
+//! - messages are received with a visibility timeout of [`HOLD`]: while the run holds them,
+//!   nobody else sees them. A chosen message is sent to the destination (SendMessageBatch) and
+//!   deleted from the DLQ (DeleteMessageBatch) only if its send succeeded. A send that fails
+//!   stops the run; that message reappears in the DLQ when its visibility ends;
+//! - messages not chosen are made visible again at the end (ChangeMessageVisibilityBatch 0);
+//! - the copy keeps its body and message attributes, gains `dlq-redrive-count` + 1; on FIFO
+//!   queues it keeps its `MessageGroupId`, and its deduplication id is the original message id;
+//! - never from a DLQ with a redrive policy of its own: each receive counts towards it.
+//!
+//! SQS's own StartMessageMoveTask (no filter, no limit, whole queue) is not used: the local
+//! emulator (moto) lacks it, so it could not be tested here.
+//!
+//! A delete that fails after the send succeeded leaves the message in both queues: counted as
+//! possibly duplicated, never lost. The consumer must be idempotent.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
+    SendMessageBatchRequestEntry,
+};
+
+use super::Reader;
+use crate::backend::MoveError;
+use crate::backend::wire::aws::classify;
+use crate::redrive::{self, Decision, Run};
+use crate::spec::resolve::Resolved;
+use crate::status::envelope::REDRIVE_COUNT;
+use crate::status::now_ms;
+
+/// How long the run holds a received message out of sight, in seconds.
+pub const HOLD: i32 = 300;
+/// The tag that says a redrive holds the queue.
+pub const LOCK_TAG: &str = "dlqctl-redrive";
+
+/// The writing capability for messages: made only by `dlqctl redrive`.
+#[derive(Debug, Clone)]
+pub struct Mover {
+    reader: Reader,
+}
+
+fn err(e: impl std::fmt::Display) -> MoveError {
+    MoveError(e.to_string())
+}
+
+impl Mover {
+    pub fn new(reader: Reader) -> Self {
+        Mover { reader }
+    }
+
+    pub fn target(&self) -> &str {
+        self.reader.target()
+    }
+
+    pub async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        let dlq = &r.dead_letter;
+        let url = self
+            .reader
+            .url(dlq)
+            .await
+            .map_err(err)?
+            .ok_or_else(|| MoveError(format!("queue `{dlq}` does not exist")))?;
+        let attrs = self
+            .reader
+            .attributes(dlq, &url, QueueAttributeName::All)
+            .await
+            .map_err(err)?
+            .ok_or_else(|| MoveError(format!("queue `{dlq}` does not exist")))?;
+        if attrs.contains_key("RedrivePolicy") {
+            return Err(MoveError(format!(
+                "queue `{dlq}` has a redrive policy of its own: every receive counts towards it, so a redrive could move messages on; remove it first"
+            )));
+        }
+        let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true");
+        let dest = if run.to.source { &r.main } else { &run.to.name };
+        let dest_url = self.reader.url(dest).await.map_err(err)?.ok_or_else(|| {
+            MoveError(format!(
+                "the destination queue `{dest}` does not exist; nothing was moved"
+            ))
+        })?;
+        let total: u64 = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        .iter()
+        .filter_map(|k| attrs.get(*k).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+        self.lock(dlq, &url, &run.holder).await?;
+        let result = self.run(dlq, &url, &dest_url, fifo, total, run).await;
+        let unlocked = self.unlock(&url).await;
+        result.and(unlocked)
+    }
+
+    async fn run(
+        &self,
+        dlq: &str,
+        url: &str,
+        dest_url: &str,
+        fifo: bool,
+        total: u64,
+        run: &Run,
+    ) -> Result<(), MoveError> {
+        let mut pace = redrive::Pace::new(run.rate);
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut held: Vec<String> = Vec::new();
+        let mut result = Ok(());
+        let mut empty = 0;
+        // Bounded: every message present at the start once, plus a few empty answers.
+        for _ in 0..total.div_ceil(10) * 2 + 5 {
+            if run.done() || seen.len() as u64 >= total || empty >= 2 {
+                break;
+            }
+            let got = self.receive(dlq, url).await?;
+            let fresh: Vec<_> = got
+                .into_iter()
+                .filter(|m| seen.insert(m.message_id().unwrap_or_default().to_owned()))
+                .collect();
+            if fresh.is_empty() {
+                empty += 1;
+                continue;
+            }
+            empty = 0;
+            let mut chosen = Vec::new();
+            for m in fresh {
+                let msg = super::status::message(&m, 0);
+                let mut d = redrive::decide(&run.select, &msg, now_ms());
+                let room = run
+                    .select
+                    .limit
+                    .is_none_or(|l| run.tally.moved() + (chosen.len() as u64) < l);
+                if d == Decision::Move && !room {
+                    // Beyond the limit: handed back like a message not chosen, not counted.
+                    held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                    continue;
+                }
+                if d == Decision::Move && run.stop.load(Ordering::SeqCst) {
+                    d = Decision::NotSelected;
+                }
+                run.tally.add(&d);
+                if d == Decision::Move {
+                    chosen.push(m);
+                } else {
+                    held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                }
+            }
+            for _ in &chosen {
+                pace.wait().await;
+            }
+            if let Err(e) = self
+                .move_batch(dlq, url, dest_url, fifo, &chosen, run)
+                .await
+            {
+                result = Err(e);
+                break;
+            }
+        }
+        // Messages not chosen become visible again now, not in HOLD seconds.
+        for chunk in held.chunks(10) {
+            let entries: Vec<_> = chunk
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(h)
+                        .visibility_timeout(0)
+                        .build()
+                        .ok()
+                })
+                .collect();
+            let what = format!("queue {dlq}");
+            let _ = self
+                .reader
+                .aws
+                .read("sqs:ChangeMessageVisibilityBatch", |c| {
+                    let (url, entries, what) = (url.to_owned(), entries.clone(), what.clone());
+                    async move {
+                        c.sqs
+                            .change_message_visibility_batch()
+                            .queue_url(url)
+                            .set_entries(Some(entries))
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ChangeMessageVisibilityBatch", &what, e))
+                    }
+                })
+                .await;
+        }
+        result
+    }
+
+    async fn receive(
+        &self,
+        dlq: &str,
+        url: &str,
+    ) -> Result<Vec<aws_sdk_sqs::types::Message>, MoveError> {
+        let what = format!("queue {dlq}");
+        let out = self
+            .reader
+            .aws
+            .read("sqs:ReceiveMessage", |c| {
+                let (url, what) = (url.to_owned(), what.clone());
+                async move {
+                    c.sqs
+                        .receive_message()
+                        .queue_url(url)
+                        .max_number_of_messages(10)
+                        .visibility_timeout(HOLD)
+                        .wait_time_seconds(0)
+                        .message_attribute_names("All")
+                        .message_system_attribute_names(MessageSystemAttributeName::All)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
+                }
+            })
+            .await
+            .map_err(err)?;
+        Ok(out.messages.unwrap_or_default())
+    }
+
+    /// Sends `chosen` to the destination, then deletes from the DLQ exactly those sent.
+    async fn move_batch(
+        &self,
+        dlq: &str,
+        url: &str,
+        dest_url: &str,
+        fifo: bool,
+        chosen: &[aws_sdk_sqs::types::Message],
+        run: &Run,
+    ) -> Result<(), MoveError> {
+        if chosen.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<SendMessageBatchRequestEntry> = chosen
+            .iter()
+            .enumerate()
+            .map(|(i, m)| copy(i, m, fifo))
+            .collect::<Result<_, _>>()?;
+        let dest = dest_url.rsplit('/').next().unwrap_or(dest_url).to_owned();
+        // A send is a write: never retried blindly (a lost answer would send twice).
+        let clients = self.reader.aws.clients().await;
+        let sent = clients
+            .sqs
+            .send_message_batch()
+            .queue_url(dest_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| {
+                MoveError(format!(
+                    "{}; nothing of this batch was deleted from `{dlq}`",
+                    classify("sqs:SendMessageBatch", &format!("queue {dest}"), e)
+                ))
+            })?;
+        let ok: BTreeSet<usize> = sent
+            .successful()
+            .iter()
+            .filter_map(|s| s.id().parse().ok())
+            .collect();
+        let deletes: Vec<DeleteMessageBatchRequestEntry> = chosen
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ok.contains(i))
+            .filter_map(|(i, m)| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let mut deleted = 0u64;
+        if !deletes.is_empty() {
+            match clients
+                .sqs
+                .delete_message_batch()
+                .queue_url(url)
+                .set_entries(Some(deletes.clone()))
+                .send()
+                .await
+            {
+                Ok(d) => deleted = d.successful().len() as u64,
+                Err(_) => deleted = 0,
+            }
+        }
+        run.tally
+            .moved
+            .fetch_add(ok.len() as u64, Ordering::Relaxed);
+        let dup = ok.len() as u64 - deleted.min(ok.len() as u64);
+        run.tally.duplicated.fetch_add(dup, Ordering::Relaxed);
+        if let Some(f) = sent.failed().first() {
+            return Err(MoveError(format!(
+                "sqs:SendMessageBatch on queue {dest} refused a message ({}: {}); it stays in `{dlq}` (visible again within {HOLD}s)",
+                f.code(),
+                f.message().unwrap_or_default()
+            )));
+        }
+        if dup > 0 {
+            return Err(MoveError(format!(
+                "{dup} message(s) were sent to `{dest}` but could not be deleted from `{dlq}`: they are in both queues"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Tags the DLQ as held by `holder`, after checking nobody else holds it.
+    async fn lock(&self, dlq: &str, url: &str, holder: &str) -> Result<(), MoveError> {
+        if let Some(other) = self.lock_holder(dlq).await? {
+            if !stale(&other) {
+                return Err(MoveError(format!(
+                    "queue `{dlq}` is being redriven already, by {other}; wait for it to finish (if that run is gone, remove the queue's `{LOCK_TAG}` tag)"
+                )));
+            }
+        }
+        let clients = self.reader.aws.clients().await;
+        clients
+            .sqs
+            .tag_queue()
+            .queue_url(url)
+            .tags(LOCK_TAG, holder)
+            .send()
+            .await
+            .map_err(|e| err(classify("sqs:TagQueue", &format!("queue {dlq}"), e)))?;
+        // Two runs that tagged at once: the last tag wins, and only its writer goes on.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        match self.lock_holder(dlq).await? {
+            Some(h) if h == holder => Ok(()),
+            Some(h) => Err(MoveError(format!(
+                "queue `{dlq}` is being redriven already, by {h}; wait for it to finish"
+            ))),
+            None => Err(MoveError(format!(
+                "queue `{dlq}`: the `{LOCK_TAG}` tag did not stay"
+            ))),
+        }
+    }
+
+    async fn lock_holder(&self, dlq: &str) -> Result<Option<String>, MoveError> {
+        let tags = self.reader.queue_tags(dlq).await.map_err(err)?;
+        Ok(tags.and_then(|t| t.get(LOCK_TAG).cloned()))
+    }
+
+    async fn unlock(&self, url: &str) -> Result<(), MoveError> {
+        let clients = self.reader.aws.clients().await;
+        clients
+            .sqs
+            .untag_queue()
+            .queue_url(url)
+            .tag_keys(LOCK_TAG)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| err(classify("sqs:UntagQueue", "the redrive lock", e)))
+    }
+}
+
+/// A holder on this host whose process is gone (`user@host pid N`).
+fn stale(holder: &str) -> bool {
+    crate::redrive::holder_gone(holder)
+}
+
+/// The copy of one message for SendMessageBatch.
+fn copy(
+    i: usize,
+    m: &aws_sdk_sqs::types::Message,
+    fifo: bool,
+) -> Result<SendMessageBatchRequestEntry, MoveError> {
+    let mut attrs: HashMap<String, MessageAttributeValue> =
+        m.message_attributes().cloned().unwrap_or_default();
+    let count = attrs
+        .get(REDRIVE_COUNT)
+        .and_then(|v| v.string_value())
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let value = MessageAttributeValue::builder()
+        .data_type("Number")
+        .string_value((count + 1).to_string())
+        .build()
+        .map_err(err)?;
+    attrs.insert(REDRIVE_COUNT.to_owned(), value);
+    let mut e = SendMessageBatchRequestEntry::builder()
+        .id(i.to_string())
+        .message_body(m.body().unwrap_or_default())
+        .set_message_attributes(Some(attrs));
+    if fifo {
+        let group = m
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+            .cloned()
+            .unwrap_or_else(|| "dlqctl-redrive".to_owned());
+        e = e
+            .message_group_id(group)
+            .message_deduplication_id(m.message_id().unwrap_or_default());
+    }
+    e.build().map_err(err)
+}

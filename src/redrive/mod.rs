@@ -1,0 +1,440 @@
+//! What `dlqctl redrive` decides and reports, whatever the backend: which dead letters move
+//! (the selection, and the ping-pong guard), what each move adds to a message, the running
+//! tally, and the final report for people and for audit (JSON).
+//!
+//! Each backend's mover (`backend/*/redrive.rs`) reads messages from the DLQ, asks [`decide`]
+//! about each, writes the chosen ones to the destination, and removes a message from the DLQ
+//! only after the destination confirmed it: at least once, never lost. The mover is a
+//! capability of its own, made from a reader only by the redrive driver; plan and status
+//! never hold one.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use crate::spec::model::Envelope;
+use crate::status::{self, Message, envelope};
+
+/// Which messages move.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// At most this many move (`--limit`).
+    pub limit: Option<u64>,
+    /// Only these error classes (`--class`, repeatable); empty: every class.
+    pub classes: Vec<String>,
+    /// Only messages older than this, in milliseconds (`--older-than`).
+    pub older_than_ms: Option<i64>,
+    /// Messages already brought back this many times are skipped (`deadLetter.maxRedrives`).
+    pub max_redrives: u32,
+    pub envelope: Envelope,
+}
+
+/// What to do with one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Move,
+    /// Not chosen by `--class` or `--older-than`: left where it is.
+    NotSelected,
+    /// Already brought back `maxRedrives` times: left where it is, and reported.
+    AtLimit,
+}
+
+/// The times a message was brought back, from its `dlq-redrive-count` header.
+pub fn redrive_count(m: &Message) -> u32 {
+    m.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Decides about one message (pure; `now_ms` is the wall clock).
+pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
+    let e = envelope::read(sel.envelope, m);
+    if !sel.classes.is_empty() && !sel.classes.contains(&e.class) {
+        return Decision::NotSelected;
+    }
+    if let Some(min) = sel.older_than_ms {
+        let since = e.dead_lettered_ms.or(m.published_ms);
+        // A message whose age is unknown is not known to be old enough.
+        if since.is_none_or(|t| now_ms - t < min) {
+            return Decision::NotSelected;
+        }
+    }
+    if redrive_count(m) >= sel.max_redrives {
+        return Decision::AtLimit;
+    }
+    Decision::Move
+}
+
+/// The headers a moved message carries: its own, minus those that would make the consumer
+/// think its attempts are spent (`drop`: exact names or prefixes ending in `*`), with
+/// `dlq-redrive-count` one higher.
+pub fn moved_headers(headers: &[(String, String)], drop: &[&str]) -> Vec<(String, String)> {
+    let count = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT))
+        .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let dropped = |k: &str| {
+        k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT)
+            || drop.iter().any(|d| match d.strip_suffix('*') {
+                Some(prefix) => k.starts_with(prefix),
+                None => k == *d,
+            })
+    };
+    let mut out: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(k, _)| !dropped(k))
+        .cloned()
+        .collect();
+    out.push((envelope::REDRIVE_COUNT.to_owned(), (count + 1).to_string()));
+    out
+}
+
+/// The running count, shared with the progress line and the Ctrl-C handler.
+#[derive(Debug)]
+pub struct Tally {
+    pub examined: AtomicU64,
+    pub moved: AtomicU64,
+    pub not_selected: AtomicU64,
+    pub at_limit: AtomicU64,
+    /// Confirmed by the destination, but not removed from the DLQ (a failure in between): the
+    /// consumer may see these twice.
+    pub duplicated: AtomicU64,
+    /// Messages left in the DLQ as the mover counted them at the end (exact where the
+    /// backend can count; `u64::MAX`: not counted, the driver reads the depth instead).
+    pub left: AtomicU64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            examined: AtomicU64::new(0),
+            moved: AtomicU64::new(0),
+            not_selected: AtomicU64::new(0),
+            at_limit: AtomicU64::new(0),
+            duplicated: AtomicU64::new(0),
+            left: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Tally {
+    pub fn add(&self, d: &Decision) {
+        self.examined.fetch_add(1, Ordering::Relaxed);
+        match d {
+            Decision::Move => {}
+            Decision::NotSelected => {
+                self.not_selected.fetch_add(1, Ordering::Relaxed);
+            }
+            Decision::AtLimit => {
+                self.at_limit.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub fn moved(&self) -> u64 {
+        self.moved.load(Ordering::Relaxed)
+    }
+
+    /// What the mover counted as left in the DLQ, if it counted.
+    pub fn left(&self) -> Option<u64> {
+        Some(self.left.load(Ordering::Relaxed)).filter(|n| *n != u64::MAX)
+    }
+}
+
+/// Where messages go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Destination {
+    /// The queue or topic (for RabbitMQ, the exchange and routing are decided per message).
+    pub name: String,
+    /// `true`: the channel's main queue or topic (`--to source`).
+    pub source: bool,
+}
+
+/// What a mover needs besides the channel.
+#[derive(Clone)]
+pub struct Run {
+    pub to: Destination,
+    pub select: Selection,
+    /// Messages per second at most (`--rate`).
+    pub rate: Option<f64>,
+    /// Set by Ctrl-C / SIGTERM: finish the message in flight, then stop.
+    pub stop: Arc<AtomicBool>,
+    pub tally: Arc<Tally>,
+    /// Who runs it, for the lock and the audit record: `user@host pid N`.
+    pub holder: String,
+}
+
+impl Run {
+    /// Whether the limit is reached or a stop was asked for.
+    pub fn done(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+            || self.select.limit.is_some_and(|l| self.tally.moved() >= l)
+    }
+}
+
+/// Who runs this redrive: `user@host pid N`, for locks and the audit record.
+pub fn holder() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    format!("{user}@{} pid {}", host(), std::process::id())
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether a lock's holder (`user@host pid N`) is a process of this host that is gone: then
+/// its lock is stale and may be taken over. Another host's holder is never presumed gone.
+pub fn holder_gone(holder: &str) -> bool {
+    let Some((who, pid)) = holder.rsplit_once(" pid ") else {
+        return false;
+    };
+    let on_this_host = who.rsplit_once('@').is_some_and(|(_, h)| h == host());
+    on_this_host
+        && pid
+            .trim()
+            .parse::<u32>()
+            .is_ok_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+}
+
+/// Keeps to `--rate`: call [`Pace::wait`] before each move.
+pub struct Pace {
+    every: Option<std::time::Duration>,
+    next: tokio::time::Instant,
+}
+
+impl Pace {
+    pub fn new(rate: Option<f64>) -> Self {
+        Pace {
+            every: rate
+                .filter(|r| *r > 0.0)
+                .map(|r| std::time::Duration::from_secs_f64(1.0 / r)),
+            next: tokio::time::Instant::now(),
+        }
+    }
+
+    pub async fn wait(&mut self) {
+        let Some(every) = self.every else { return };
+        let now = tokio::time::Instant::now();
+        if self.next > now {
+            tokio::time::sleep_until(self.next).await;
+        }
+        self.next = self.next.max(now) + every;
+    }
+}
+
+/// The final report (and the audit record with `--format json`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: &'static str,
+    pub channel: String,
+    pub target: String,
+    pub backend: &'static str,
+    pub dead_letter: String,
+    pub destination: Destination,
+    pub dry_run: bool,
+    pub selection: SelectionRecord,
+    pub examined: u64,
+    pub moved: u64,
+    pub not_selected: u64,
+    pub skipped_at_max_redrives: u64,
+    pub possibly_duplicated: u64,
+    /// Messages in the DLQ afterwards, where the backend can tell.
+    pub left_in_dead_letter: Option<u64>,
+    pub interrupted: bool,
+    pub error: Option<String>,
+    pub started_at: String,
+    pub ended_at: String,
+    pub operator: String,
+    pub reason: Option<String>,
+    /// Dry run: the classes of what would move, and its oldest and newest ages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_move: Option<WouldMove>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectionRecord {
+    pub limit: Option<u64>,
+    pub classes: Vec<String>,
+    pub older_than_seconds: Option<f64>,
+    pub max_redrives: u32,
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WouldMove {
+    pub count: u64,
+    /// Whether every message of the DLQ was read (else the figures cover those read).
+    pub exact: bool,
+    pub by_error_class: std::collections::BTreeMap<String, u64>,
+    pub oldest_age_seconds: Option<f64>,
+    pub newest_age_seconds: Option<f64>,
+    pub samples: Vec<status::Sample>,
+}
+
+pub const KIND: &str = "dlqctl/redrive";
+
+/// The report for people.
+pub fn human(r: &Report) -> String {
+    let mut out = String::new();
+    let to = &r.destination.name;
+    if let Some(w) = &r.would_move {
+        out.push_str(&format!(
+            "Dry run: {} message{} would move from {} to {to}{}.\n",
+            w.count,
+            if w.count == 1 { "" } else { "s" },
+            r.dead_letter,
+            if w.exact {
+                ""
+            } else {
+                " (among the messages read; more may match)"
+            }
+        ));
+        if !w.by_error_class.is_empty() {
+            let classes: Vec<String> = w
+                .by_error_class
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            out.push_str(&format!("  classes   {}\n", classes.join(", ")));
+        }
+        if let (Some(o), Some(n)) = (w.oldest_age_seconds, w.newest_age_seconds) {
+            out.push_str(&format!(
+                "  ages      oldest {}, newest {}\n",
+                status::render::age(o),
+                status::render::age(n)
+            ));
+        }
+        for (i, s) in w.samples.iter().enumerate() {
+            out.push_str(&format!("  {}. {}  {}\n", i + 1, s.error_class, s.id));
+        }
+        if r.skipped_at_max_redrives > 0 {
+            out.push_str(&format!(
+                "  {} at maxRedrives ({}): would be skipped\n",
+                r.skipped_at_max_redrives, r.selection.max_redrives
+            ));
+        }
+        out.push_str("Nothing was moved.\n");
+        return out;
+    }
+    out.push_str(&format!(
+        "Redrive {}: {} moved from {} to {to}; {} not selected; {} skipped at maxRedrives ({}); {} possibly duplicated",
+        if r.error.is_some() {
+            "stopped"
+        } else if r.interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        },
+        r.moved,
+        r.dead_letter,
+        r.not_selected,
+        r.skipped_at_max_redrives,
+        r.selection.max_redrives,
+        r.possibly_duplicated
+    ));
+    if let Some(left) = r.left_in_dead_letter {
+        out.push_str(&format!("; {left} left in the dead-letter queue"));
+    }
+    out.push_str(".\n");
+    out
+}
+
+/// The audit record.
+pub fn json(r: &Report) -> String {
+    let mut t = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".into());
+    t.push('\n');
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(class: Option<&str>, redriven: Option<&str>, published_ms: i64) -> Message {
+        let mut headers = Vec::new();
+        if let Some(c) = class {
+            headers.push(("dlq-error-class".to_owned(), c.to_owned()));
+        }
+        if let Some(n) = redriven {
+            headers.push(("dlq-redrive-count".to_owned(), n.to_owned()));
+        }
+        Message {
+            headers,
+            published_ms: Some(published_ms),
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn selection_by_class_age_and_the_ping_pong_guard() {
+        let sel = Selection {
+            classes: vec!["poison".into()],
+            older_than_ms: Some(60_000),
+            max_redrives: 3,
+            ..Selection::default()
+        };
+        let now = 1_000_000;
+        assert_eq!(
+            decide(&sel, &msg(Some("poison"), None, now - 61_000), now),
+            Decision::Move
+        );
+        assert_eq!(
+            decide(
+                &sel,
+                &msg(Some("transient_exhausted"), None, now - 61_000),
+                now
+            ),
+            Decision::NotSelected
+        );
+        assert_eq!(
+            decide(&sel, &msg(Some("poison"), None, now - 59_000), now),
+            Decision::NotSelected,
+            "too young"
+        );
+        assert_eq!(
+            decide(&sel, &msg(Some("poison"), Some("3"), now - 61_000), now),
+            Decision::AtLimit
+        );
+        assert_eq!(
+            decide(&sel, &msg(Some("poison"), Some("2"), now - 61_000), now),
+            Decision::Move
+        );
+    }
+
+    #[test]
+    fn a_moved_message_counts_one_more_redrive_and_sheds_its_attempt_history() {
+        let h = vec![
+            ("x-death".to_owned(), "[..]".to_owned()),
+            ("x-first-death-reason".to_owned(), "rejected".to_owned()),
+            ("dlq-error-class".to_owned(), "poison".to_owned()),
+            ("dlq-redrive-count".to_owned(), "1".to_owned()),
+        ];
+        assert_eq!(
+            moved_headers(&h, &["x-death", "x-first-death-*"]),
+            vec![
+                ("dlq-error-class".to_owned(), "poison".to_owned()),
+                ("dlq-redrive-count".to_owned(), "2".to_owned()),
+            ]
+        );
+        assert_eq!(
+            moved_headers(&[], &[]),
+            vec![("dlq-redrive-count".to_owned(), "1".to_owned())]
+        );
+    }
+}
