@@ -4,9 +4,14 @@
 //! The contract (docs/kafka.md, "redrive"):
 //! - records are read by the consumer group `dlqctl-redrive.<channel>`, which is also the
 //!   lock: a run refuses to start while the group has members, and names them. Auto-commit is
-//!   off; the group's committed offset in a partition moves only past records that were
-//!   delivered to the destination (or passed over: not selected, or at `maxRedrives`), so a
-//!   later run starts where this one stopped, and `status` counts what is left;
+//!   off. What is moved is kept as a ledger in the group's commits: the committed offset of a
+//!   partition moves only past records that were delivered to the destination, and the
+//!   offsets of records delivered beyond it (when a record before them was not selected, or
+//!   is at `maxRedrives`) are kept in the commit's metadata ([`Ledger`]). A later run skips
+//!   what the ledger holds, and `status` counts what it does not: a record not selected stays
+//!   waiting for a later redrive. A broker that does not keep commit metadata (tansu 0.6;
+//!   probed at the start of every run) gets no ledger: there, a partition moves nothing past
+//!   the first record left behind, which waits for a later run with what follows it;
 //! - the copy goes to the main topic (or `--to`) through an idempotent producer with
 //!   `acks=all`, with the same key and payload and the record's headers minus Spring's
 //!   `kafka_dlt-exception-*` and `retry_topic-*` (so the consumer's attempts start again),
@@ -18,8 +23,7 @@
 //!
 //! A crash after the destination confirmed a record and before its offset was committed
 //! makes the next run move it again: duplicated, never lost. The consumer must be
-//! idempotent. Records passed over stay in the topic but are behind the redrive group's
-//! offset: `dlqctl status` counts them no more.
+//! idempotent.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -96,7 +100,9 @@ impl Mover {
             .set("client.id", format!("dlqctl-redrive {}", run.holder))
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", "earliest");
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "10000")
+            .set("heartbeat.interval.ms", "1000");
         let consumer: StreamConsumer = config.create().map_err(err)?;
         let consumer = std::sync::Arc::new(consumer);
         if let Some(holders) = members(&consumer, &group).await? {
@@ -105,11 +111,11 @@ impl Mover {
             )));
         }
         // Nothing after the group's position: done without joining (a join takes seconds).
-        let starts = committed(&consumer, &dlt, &marks).await?;
-        let waiting: i64 = marks
+        let ledgers = committed(&consumer, &dlt, &marks).await?;
+        let waiting: u64 = marks
             .iter()
-            .zip(&starts)
-            .map(|((_, high), start)| (high - start).max(0))
+            .zip(&ledgers)
+            .map(|((_, high), l)| l.waiting(*high))
             .sum();
         if waiting == 0 {
             return Ok(());
@@ -121,6 +127,10 @@ impl Mover {
             .set("message.timeout.ms", "30000");
         let producer: FutureProducer = pconfig.create().map_err(err)?;
 
+        // Does the broker keep a commit's metadata (real Kafka does; tansu 0.6 does not)? Only
+        // then may records move past one left behind: otherwise the next run could not tell
+        // they were moved, and would move them again.
+        let scattered = keeps_ledgers(&consumer, &dlt, &ledgers).await?;
         consumer.subscribe(&[&dlt]).map_err(err)?;
         // The end of each partition as the run starts: later records wait for the next run.
         let ends: BTreeMap<i32, i64> = marks
@@ -128,8 +138,20 @@ impl Mover {
             .enumerate()
             .filter_map(|(p, (_, high))| Some((i32::try_from(p).ok()?, *high)))
             .collect();
+        let ledgers: BTreeMap<i32, Ledger> = ledgers
+            .into_iter()
+            .enumerate()
+            .filter_map(|(p, l)| Some((i32::try_from(p).ok()?, l)))
+            .collect();
         let result = self
-            .run(&consumer, &producer, &dlt, &dest, &ends, run)
+            .run(
+                &consumer,
+                &producer,
+                (&dlt, &dest),
+                &ends,
+                (ledgers, scattered),
+                run,
+            )
             .await;
         consumer.unsubscribe();
         result
@@ -139,23 +161,34 @@ impl Mover {
         &self,
         consumer: &StreamConsumer,
         producer: &FutureProducer,
-        dlt: &str,
-        dest: &str,
+        (dlt, dest): (&str, &str),
         ends: &BTreeMap<i32, i64>,
+        (mut ledgers, scattered): (BTreeMap<i32, Ledger>, bool),
         run: &Run,
     ) -> Result<(), MoveError> {
         let mut pace = redrive::Pace::new(run.rate);
-        // Per partition, the next offset to commit.
-        let mut commit: BTreeMap<i32, i64> = BTreeMap::new();
-        let mut finished: BTreeMap<i32, bool> = BTreeMap::new();
+        // Without ledgers: partitions where a record was left behind move nothing more.
+        let mut blocked: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+        // Per partition, the last offset read in this run.
+        let mut seen: BTreeMap<i32, i64> = BTreeMap::new();
         let mut result = Ok(());
         let started = tokio::time::Instant::now();
+        let finished = |seen: &BTreeMap<i32, i64>, ledgers: &BTreeMap<i32, Ledger>| {
+            ends.iter().all(|(p, end)| {
+                seen.get(p).is_some_and(|o| o + 1 >= *end)
+                    || ledgers.get(p).is_some_and(|l| l.waiting(*end) == 0)
+            })
+        };
         'run: loop {
             let mut pending = Vec::new();
-            while pending.len() < BATCH {
-                if run.done() {
-                    break;
-                }
+            // A batch ends at BATCH records or after a second: what moved is committed often,
+            // whatever the rate.
+            let batch_started = tokio::time::Instant::now();
+            while pending.len() < BATCH
+                && !run.done()
+                && !finished(&seen, &ledgers)
+                && (pending.is_empty() || batch_started.elapsed() < Duration::from_secs(1))
+            {
                 let room = run
                     .select
                     .limit
@@ -163,15 +196,7 @@ impl Mover {
                 if !room {
                     break;
                 }
-                if !ends.is_empty()
-                    && ends.iter().all(|(p, end)| {
-                        finished.get(p).copied().unwrap_or(false)
-                            || commit.get(p).is_some_and(|c| c >= end)
-                    })
-                {
-                    break;
-                }
-                let wait = if commit.is_empty() && started.elapsed() < ASSIGN {
+                let wait = if seen.is_empty() && started.elapsed() < ASSIGN {
                     ASSIGN
                 } else {
                     IDLE
@@ -187,14 +212,25 @@ impl Mover {
                 let (p, offset) = (m.partition(), m.offset());
                 let end = ends.get(&p).copied().unwrap_or(0);
                 if offset >= end {
-                    finished.insert(p, true);
+                    // Arrived after the run started: for the next run.
+                    seen.insert(p, end - 1);
+                    continue;
+                }
+                seen.insert(p, offset);
+                if ledgers.get(&p).is_some_and(|l| l.moved.contains(&offset)) {
+                    // Moved by an earlier run.
+                    continue;
+                }
+                if blocked.contains(&p) {
                     continue;
                 }
                 let msg = super::status::record(&m, 0);
                 let d = redrive::decide(&run.select, &msg, now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {
-                    pending.push((p, offset, None));
+                    if !scattered {
+                        blocked.insert(p);
+                    }
                     continue;
                 }
                 pace.wait().await;
@@ -209,55 +245,53 @@ impl Mover {
                 let delivery = producer
                     .send_result(record)
                     .map_err(|(e, _)| MoveError(format!("producing to `{dest}`: {e}")))?;
-                pending.push((p, offset, Some(delivery)));
+                pending.push((p, offset, delivery));
             }
             if pending.is_empty() {
                 break;
             }
-            // In order: a partition's offset moves past a record only when it was delivered
-            // (or passed over); the first failure freezes it there and stops the run.
-            let mut frozen: BTreeMap<i32, bool> = BTreeMap::new();
+            // Only records the destination confirmed enter the ledger.
             for (p, offset, delivery) in pending {
-                if frozen.get(&p).copied().unwrap_or(false) {
-                    continue;
-                }
-                match delivery {
-                    None => {
-                        commit.insert(p, offset + 1);
+                match delivery.await {
+                    Ok(Ok(_)) => {
+                        run.tally.moved.fetch_add(1, Ordering::Relaxed);
+                        ledgers.entry(p).or_default().moved.insert(offset);
                     }
-                    Some(f) => match f.await {
-                        Ok(Ok(_)) => {
-                            run.tally.moved.fetch_add(1, Ordering::Relaxed);
-                            commit.insert(p, offset + 1);
-                        }
-                        Ok(Err((e, _))) => {
-                            frozen.insert(p, true);
+                    Ok(Err((e, _))) => {
+                        if result.is_ok() {
                             result = Err(MoveError(format!(
                                 "the destination `{dest}` refused a record ({e}); it stays in `{dlt}` (partition {p}, offset {offset})"
                             )));
                         }
-                        Err(_) => {
-                            frozen.insert(p, true);
+                    }
+                    Err(_) => {
+                        if result.is_ok() {
                             result = Err(MoveError(format!(
                                 "the delivery of a record to `{dest}` was cancelled; it stays in `{dlt}` (partition {p}, offset {offset})"
                             )));
                         }
-                    },
+                    }
                 }
             }
             let mut tpl = TopicPartitionList::new();
-            for (p, o) in &commit {
-                tpl.add_partition_offset(dlt, *p, Offset::Offset(*o))
-                    .map_err(err)?;
+            let mut full = false;
+            for (p, l) in ledgers.iter_mut() {
+                l.settle();
+                let md = l.encode();
+                full |= md.len() > MAX_LEDGER;
+                let mut e = tpl.add_partition(dlt, *p);
+                e.set_offset(Offset::Offset(l.committed)).map_err(err)?;
+                e.set_metadata(md);
             }
-            if tpl.count() > 0 {
-                consumer
-                    .commit(&tpl, CommitMode::Sync)
-                    .map_err(|e| {
-                        MoveError(format!(
-                            "committing the redrive group's offsets on `{dlt}` ({e}): the records moved in this batch will be moved again by the next run"
-                        ))
-                    })?;
+            consumer.commit(&tpl, CommitMode::Sync).map_err(|e| {
+                MoveError(format!(
+                    "committing the redrive group's offsets on `{dlt}` ({e}): the records moved in this batch will be moved again by the next run"
+                ))
+            })?;
+            if full && result.is_ok() {
+                result = Err(MoveError(format!(
+                    "the records moved are scattered among records left behind, and the ledger of `{dlt}` is full: run the redrive again to go on"
+                )));
             }
             if result.is_err() || run.done() {
                 break;
@@ -267,12 +301,81 @@ impl Mover {
     }
 }
 
-/// The group's committed offset per partition (the low watermark where it has none).
+/// The largest ledger kept in a commit's metadata (brokers allow 4,096 bytes by default).
+const MAX_LEDGER: usize = 3500;
+const LEDGER_PREFIX: &str = "dlqctl-redrive/1:";
+
+/// What the redrive group has done in one partition: every record before `committed` was
+/// moved, and so were the records at the offsets in `moved` (all beyond it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ledger {
+    pub committed: i64,
+    pub moved: std::collections::BTreeSet<i64>,
+}
+
+impl Ledger {
+    /// Advances `committed` over moved records that now follow it.
+    pub fn settle(&mut self) {
+        while self.moved.remove(&self.committed) {
+            self.committed += 1;
+        }
+        let c = self.committed;
+        self.moved.retain(|o| *o > c);
+    }
+
+    /// Records of `[committed, high)` not moved yet.
+    pub fn waiting(&self, high: i64) -> u64 {
+        let span = u64::try_from(high - self.committed).unwrap_or(0);
+        let moved = self.moved.range(self.committed..high).count() as u64;
+        span.saturating_sub(moved)
+    }
+
+    /// `dlqctl-redrive/1:105,107-110`.
+    pub fn encode(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut it = self.moved.iter().copied().peekable();
+        while let Some(start) = it.next() {
+            let mut end = start;
+            while it.peek() == Some(&(end + 1)) {
+                end += 1;
+                it.next();
+            }
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+        }
+        format!("{LEDGER_PREFIX}{}", parts.join(","))
+    }
+
+    /// The ledger of a commit (`committed` and its metadata); metadata that is not a ledger
+    /// (another tool's) counts as none.
+    pub fn decode(committed: i64, metadata: &str) -> Ledger {
+        let mut moved = std::collections::BTreeSet::new();
+        if let Some(list) = metadata.strip_prefix(LEDGER_PREFIX) {
+            for part in list.split(',').filter(|p| !p.is_empty()) {
+                let (a, b) = part.split_once('-').unwrap_or((part, part));
+                if let (Ok(a), Ok(b)) = (a.parse::<i64>(), b.parse::<i64>()) {
+                    // Bounded: a corrupt range is not expanded beyond the ledger's own size.
+                    if b >= a && b - a <= 1_000_000 {
+                        moved.extend(a..=b);
+                    }
+                }
+            }
+        }
+        let mut l = Ledger { committed, moved };
+        l.settle();
+        l
+    }
+}
+
+/// The group's ledger per partition (from the low watermark where it committed nothing).
 async fn committed(
     consumer: &std::sync::Arc<StreamConsumer>,
     topic: &str,
     marks: &[(i64, i64)],
-) -> Result<Vec<i64>, MoveError> {
+) -> Result<Vec<Ledger>, MoveError> {
     let c = std::sync::Arc::clone(consumer);
     let (t, m) = (topic.to_owned(), marks.to_vec());
     tokio::task::spawn_blocking(move || {
@@ -285,13 +388,14 @@ async fn committed(
             m.iter()
                 .enumerate()
                 .map(|(p, (low, high))| {
-                    let at = got
-                        .find_partition(&t, i32::try_from(p).unwrap_or(i32::MAX))
-                        .and_then(|e| match e.offset() {
-                            Offset::Offset(n) => Some(n),
-                            _ => None,
-                        });
-                    at.map_or(*low, |n| n.clamp(*low, *high))
+                    let e = got.find_partition(&t, i32::try_from(p).unwrap_or(i32::MAX));
+                    match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
+                        Some((Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
+                        _ => Ledger {
+                            committed: *low,
+                            ..Ledger::default()
+                        },
+                    }
                 })
                 .collect(),
         )
@@ -301,6 +405,44 @@ async fn committed(
     .map_err(|e| {
         MoveError(format!(
             "reading the redrive group's offsets on `{topic}`: {e}"
+        ))
+    })
+}
+
+/// Whether the broker keeps the metadata of a commit: the group's own ledgers are committed
+/// again, unchanged, and read back.
+async fn keeps_ledgers(
+    consumer: &std::sync::Arc<StreamConsumer>,
+    topic: &str,
+    ledgers: &[Ledger],
+) -> Result<bool, MoveError> {
+    let mut tpl = TopicPartitionList::new();
+    for (p, l) in ledgers.iter().enumerate() {
+        let mut e = tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
+        e.set_offset(Offset::Offset(l.committed)).map_err(err)?;
+        e.set_metadata(l.encode());
+    }
+    let c = std::sync::Arc::clone(consumer);
+    let t = topic.to_owned();
+    let n = ledgers.len();
+    tokio::task::spawn_blocking(move || {
+        c.commit(&tpl, CommitMode::Sync)?;
+        let mut ask = TopicPartitionList::new();
+        for p in 0..n {
+            ask.add_partition(&t, i32::try_from(p).unwrap_or(i32::MAX));
+        }
+        let got = c.committed_offsets(ask, CONNECT_TIMEOUT)?;
+        Ok::<_, rdkafka::error::KafkaError>(
+            got.elements()
+                .iter()
+                .all(|e| e.metadata().starts_with(LEDGER_PREFIX)),
+        )
+    })
+    .await
+    .map_err(err)?
+    .map_err(|e| {
+        MoveError(format!(
+            "committing the redrive group's offsets on `{topic}`: {e}"
         ))
     })
 }
@@ -317,7 +459,10 @@ async fn members(
             list.groups()
                 .iter()
                 .flat_map(|g| g.members())
-                .map(|m| format!("{} ({})", m.client_id(), m.client_host()))
+                .map(|m| match (m.client_id(), m.client_host()) {
+                    ("", "") => "(a member the broker does not name)".to_owned(),
+                    (id, host) => format!("{id} ({host})"),
+                })
                 .collect::<Vec<String>>()
         })
     })
@@ -365,5 +510,38 @@ impl Reader {
         let topics = BTreeMap::from([(topic, partitions)]);
         let mut all = self.watermarks(&topics).await?;
         Ok(all.remove(topic).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_keeps_moved_records_beyond_the_commit_and_settles_over_them() {
+        let mut l = Ledger {
+            committed: 100,
+            moved: [101, 102, 103, 105].into_iter().collect(),
+        };
+        assert_eq!(l.encode(), "dlqctl-redrive/1:101-103,105");
+        assert_eq!(l.waiting(110), 6, "100, 104, 106..=109");
+        l.moved.insert(100);
+        l.settle();
+        assert_eq!(
+            (l.committed, l.encode()),
+            (104, "dlqctl-redrive/1:105".to_owned())
+        );
+        assert_eq!(Ledger::decode(104, &l.encode()), l);
+        assert_eq!(
+            Ledger::decode(7, "someone else's"),
+            Ledger {
+                committed: 7,
+                ..Ledger::default()
+            }
+        );
+        assert_eq!(
+            Ledger::decode(7, "dlqctl-redrive/1:9-2,x,8").moved,
+            [8].into_iter().collect()
+        );
     }
 }

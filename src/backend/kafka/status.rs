@@ -18,6 +18,7 @@ use rdkafka::message::{Headers, Message as _};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::read::Reader;
+use super::redrive::Ledger;
 use super::{CONNECT_TIMEOUT, KafkaError, TIMEOUT, topic_error};
 
 use crate::spec::resolve::Resolved;
@@ -82,7 +83,7 @@ impl Reader {
         };
         // Where reading starts in each partition: the group's committed offset, else the
         // first record retained.
-        let (starts, measure) = match &r.dead_letter_group {
+        let (ledgers, measure) = match &r.dead_letter_group {
             Some(group) => (
                 self.committed(&r.dead_letter, group, marks).await?,
                 Measure::Waiting,
@@ -95,14 +96,20 @@ impl Reader {
                 Measure::Retained,
             ),
             None => (
-                marks.iter().map(|(low, _)| *low).collect(),
+                marks
+                    .iter()
+                    .map(|(low, _)| Ledger {
+                        committed: *low,
+                        ..Ledger::default()
+                    })
+                    .collect(),
                 Measure::Retained,
             ),
         };
         let total: u64 = marks
             .iter()
-            .zip(&starts)
-            .map(|((_, high), start)| u64::try_from(high - start).unwrap_or(0))
+            .zip(&ledgers)
+            .map(|((_, high), l)| l.waiting(*high))
             .sum();
         let mut observed = Observed {
             dead_letter: Depth::total(total, measure),
@@ -113,7 +120,7 @@ impl Reader {
             notes: Vec::new(),
         };
         if total > 0 && read.scan > 0 {
-            observed.messages = self.sample(&r.dead_letter, marks, &starts, read).await?;
+            observed.messages = self.sample(&r.dead_letter, marks, &ledgers, read).await?;
         }
         Ok(observed)
     }
@@ -190,7 +197,7 @@ impl Reader {
         topic: &str,
         group: &str,
         marks: &Marks,
-    ) -> Result<Vec<i64>, KafkaError> {
+    ) -> Result<Vec<Ledger>, KafkaError> {
         self.stats.count("kafka:OffsetFetch");
         let mut config: ClientConfig = (*self.config).clone();
         config
@@ -212,13 +219,16 @@ impl Reader {
                     .iter()
                     .enumerate()
                     .map(|(p, (low, high))| {
-                        let at = got
-                            .find_partition(&name, i32::try_from(p).unwrap_or(i32::MAX))
-                            .and_then(|e| match e.offset() {
-                                Offset::Offset(n) => Some(n),
-                                _ => None,
-                            });
-                        at.map_or(*low, |n| n.clamp(*low, *high))
+                        let e = got.find_partition(&name, i32::try_from(p).unwrap_or(i32::MAX));
+                        match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
+                            Some((Offset::Offset(n), md)) => {
+                                Ledger::decode(n.clamp(*low, *high), &md)
+                            }
+                            _ => Ledger {
+                                committed: *low,
+                                ..Ledger::default()
+                            },
+                        }
                     })
                     .collect(),
             )
@@ -241,7 +251,7 @@ impl Reader {
         &self,
         topic: &str,
         marks: &[(i64, i64)],
-        starts: &[i64],
+        ledgers: &[Ledger],
         read: ReadOptions,
     ) -> Result<Vec<Message>, KafkaError> {
         self.stats.count("kafka:Fetch");
@@ -253,12 +263,21 @@ impl Reader {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("auto.offset.reset", "error");
-        let nonempty: Vec<(i32, i64, i64)> = marks
+        // (partition, start, high, records waiting, records already redriven beyond start)
+        let nonempty: Vec<(i32, i64, i64, u64, std::collections::BTreeSet<i64>)> = marks
             .iter()
-            .zip(starts)
+            .zip(ledgers)
             .enumerate()
-            .filter(|(_, ((_, high), start))| high > *start)
-            .filter_map(|(p, ((_, high), start))| Some((i32::try_from(p).ok()?, *start, *high)))
+            .filter(|(_, ((_, high), l))| l.waiting(*high) > 0)
+            .filter_map(|(p, ((_, high), l))| {
+                Some((
+                    i32::try_from(p).ok()?,
+                    l.committed,
+                    *high,
+                    l.waiting(*high),
+                    l.moved.clone(),
+                ))
+            })
             .collect();
         let share = (read.scan / nonempty.len().max(1)).max(1);
         let name = topic.to_owned();
@@ -268,11 +287,13 @@ impl Reader {
             let mut tpl = TopicPartitionList::new();
             // How many more each partition may give, and where it ends.
             let mut left: BTreeMap<i32, (usize, i64)> = BTreeMap::new();
-            for (p, start, high) in &nonempty {
+            let mut skip: BTreeMap<i32, std::collections::BTreeSet<i64>> = BTreeMap::new();
+            for (p, start, high, waiting, moved) in &nonempty {
                 tpl.add_partition_offset(&name, *p, Offset::Offset(*start))
                     .map_err(|e| e.to_string())?;
-                let available = usize::try_from(high - start).unwrap_or(usize::MAX);
+                let available = usize::try_from(*waiting).unwrap_or(usize::MAX);
                 left.insert(*p, (share.min(available), *high));
+                skip.insert(*p, moved.clone());
             }
             consumer.assign(&tpl).map_err(|e| e.to_string())?;
             let deadline = Instant::now() + READ_DEADLINE;
@@ -285,7 +306,12 @@ impl Reader {
                         let Some((n, high)) = left.get_mut(&m.partition()) else {
                             continue;
                         };
-                        if *n == 0 || m.offset() >= *high {
+                        if *n == 0
+                            || m.offset() >= *high
+                            || skip
+                                .get(&m.partition())
+                                .is_some_and(|s| s.contains(&m.offset()))
+                        {
                             continue;
                         }
                         *n -= 1;
