@@ -750,3 +750,45 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
         "{err}"
     );
 }
+
+#[test]
+fn rabbitmq_a_quorum_dlq_that_drops_at_its_delivery_limit_is_not_redriven() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| t);
+    let dlq = format!("{}.dlq", f.channel);
+    let main = format!("{}.process", f.channel);
+    block(async {
+        for (q, args) in [
+            (
+                &dlq,
+                json!({"x-queue-type": "quorum", "x-delivery-limit": 1}),
+            ),
+            (&main, json!({})),
+        ] {
+            rabbit::api(
+                reqwest::Method::PUT,
+                &format!("/api/queues/%2F/{q}"),
+                Some(json!({"durable": true, "arguments": args})),
+            )
+            .await;
+        }
+    });
+    for i in 0..3 {
+        rabbit_put(
+            &dlq,
+            &format!("q{i}"),
+            if i == 0 { "poison" } else { "other" },
+            None,
+        );
+    }
+    // Selecting one would hand the other two back, a delivery each: at a limit of 1, dropped.
+    let (code, doc, err) = redrive(&f, &f.channel, &["--class", "poison", "--yes"]);
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        err.contains("delivery limit of 1") && err.contains("not redriving"),
+        "{err}"
+    );
+    assert_eq!(rabbit_count(&dlq), 3, "all three still there");
+}

@@ -88,6 +88,19 @@ impl Mover {
         let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
         let dlq = &r.dead_letter;
         let q = self.queue(vhost, dlq).await?;
+        // A message handed back (not selected, beyond the limit, in flight at Ctrl-C) counts a
+        // delivery on a quorum queue: where the broker drops at the limit, refuse.
+        if let Some(why) = self
+            .reader
+            .refuse(&q, &mut None)
+            .await
+            .map_err(|e| MoveError(e.to_string()))?
+        {
+            let why = why.replace("samples not read: ", "");
+            return Err(MoveError(format!(
+                "not redriving `{dlq}`: {why}. A redrive hands back what it does not move, which counts as a delivery too"
+            )));
+        }
         if let Some(holder) = holder(&q) {
             return Err(MoveError(format!(
                 "queue `{dlq}` is being redriven already, by {holder}; wait for it to finish"

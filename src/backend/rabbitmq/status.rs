@@ -156,7 +156,7 @@ impl Reader {
     }
 
     /// Why reading samples from this queue could lose a message, if it could.
-    async fn refuse(
+    pub(super) async fn refuse(
         &self,
         q: &Value,
         version: &mut Option<u32>,
