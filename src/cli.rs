@@ -53,8 +53,8 @@ pub enum Command {
     /// trace, each read is the gentlest there is, and said so: SQS receives with visibility
     /// timeout 0 (the receive count goes up by one), RabbitMQ gets and requeues (the message
     /// is marked redelivered), Kafka reads by assignment (no group, no commit). A read that
-    /// could lose a message (a RabbitMQ quorum queue with a delivery limit and no dead-letter
-    /// exchange; an SQS dead-letter queue with its own redrive policy) is refused with a note.
+    /// could lose or move a message (a RabbitMQ quorum queue with a delivery limit; an SQS
+    /// dead-letter queue with its own redrive policy) is refused with a note.
     /// `--no-peek` reads no message at all. Payloads are shown escaped. See docs/status.md.
     Status(StatusArgs),
     /// Serve the status figures as Prometheus metrics on /metrics (for alert rules).

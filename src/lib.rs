@@ -42,9 +42,11 @@ pub fn run() -> ExitCode {
     match commands::dispatch(cli.command, &printer) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
+            // An error may quote a server (a reason, a name it listed): never raw bytes.
             printer.err(&format!(
-                "{} {e:#}",
-                printer.paint_err("error:", printer::Style::Error)
+                "{} {}",
+                printer.paint_err("error:", printer::Style::Error),
+                status::safe_lines(&format!("{e:#}"))
             ));
             ExitCode::from(on_error)
         }

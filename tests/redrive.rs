@@ -792,3 +792,41 @@ fn rabbitmq_a_quorum_dlq_that_drops_at_its_delivery_limit_is_not_redriven() {
     );
     assert_eq!(rabbit_count(&dlq), 3, "all three still there");
 }
+
+#[test]
+fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| {
+        t.replace(
+            "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
+            "",
+        )
+    });
+    let (main, dlq) = (
+        format!("{}.process", f.channel),
+        format!("{}.dlq", f.channel),
+    );
+    block(async {
+        for (q, args) in [(&dlq, json!({})), (&main, json!({"x-max-length": 2}))] {
+            rabbit::api(
+                reqwest::Method::PUT,
+                &format!("/api/queues/%2F/{q}"),
+                Some(json!({"durable": true, "arguments": args})),
+            )
+            .await;
+        }
+    });
+    for i in 0..5 {
+        rabbit_put(&dlq, &format!("o{i}"), "poison", None);
+    }
+    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        err.contains("max-length 2 with overflow `drop-head`"),
+        "{err}"
+    );
+    assert_eq!(rabbit_count(&dlq), 5, "nothing moved");
+    assert_eq!(rabbit_count(&main), 0);
+}

@@ -302,15 +302,24 @@ fn rabbitmq_quorum_dlq_with_a_delivery_limit_is_never_peeked() {
     let Some(f) = rabbit::Fixture::new() else {
         return;
     };
-    // The DLQ exists before any apply: a quorum queue made by hand, with a delivery limit
-    // and no dead-letter exchange, where each peek would spend a delivery.
+    // The DLQ exists before any apply: a quorum queue made by hand, with a delivery limit, and
+    // a dead-letter exchange that would move a message out of it at the limit (into
+    // `parking`): each peek would spend a delivery, so the third would move them all.
     let dlq = format!("{}.dlq", f.channel);
+    let parking = format!("{}.parking", f.channel);
     f.write_example(|t| t);
     block(async {
         api(
             reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{parking}"),
+            Some(json!({"durable": true})),
+        )
+        .await;
+        api(
+            reqwest::Method::PUT,
             &format!("/api/queues/%2F/{dlq}"),
-            Some(json!({"durable": true, "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 2}})),
+            Some(json!({"durable": true, "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 2,
+                "x-dead-letter-exchange": "", "x-dead-letter-routing-key": parking}})),
         )
         .await;
         for i in 0..3 {
@@ -318,7 +327,6 @@ fn rabbitmq_quorum_dlq_with_a_delivery_limit_is_never_peeked() {
         }
     });
     wait_for_messages(&dlq, 3);
-    // Three runs: without the refusal, the third would have dropped every message.
     for _ in 0..3 {
         let (c, _, _) = status_json(&f, &[]);
         let dl = &c["deadLetter"];
@@ -326,10 +334,11 @@ fn rabbitmq_quorum_dlq_with_a_delivery_limit_is_never_peeked() {
         assert_eq!(dl["sampled"], 0);
         let note = dl["notes"][0].as_str().unwrap_or_default();
         assert!(
-            note.contains("delivery limit of 2") && note.contains("no dead-letter exchange"),
+            note.contains("delivery limit of 2") && note.contains("dead-letters it out"),
             "{note}"
         );
     }
+    assert_eq!(block(take_all(&parking)).len(), 0, "nothing was moved out");
     let got = block(take_all(&dlq));
     assert_eq!(got.len(), 3, "every message is still there");
 }
@@ -348,6 +357,8 @@ fn an_unreachable_target_fails_its_channels_one_line_each_and_the_others_still_p
             &format!("{}-pay", f.channel.replace('.', "-")),
         );
     std::fs::write(f.path().join("pay.yaml"), sqs_spec).expect("write");
+    // A queue just created reports no count until its first statistics (seconds).
+    wait_for_messages(&format!("{}.dlq", f.channel), 0);
     let out = f.run(&["status", "channel.yaml", "pay.yaml", "--read-timeout", "2"]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     // The RabbitMQ channel printed in full; the SQS one is one line saying why.

@@ -47,6 +47,7 @@ pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
         scan: usize::from(args.read.scan),
         max_body: 0,
         peek: args.peek,
+        redrive_view: false,
     };
     let stats = Arc::new(Stats::default());
     let readers = Arc::new(engine::status::connect(

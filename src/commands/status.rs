@@ -23,6 +23,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
         scan: usize::from(args.read.scan.max(args.samples)),
         max_body: args.max_body as usize,
         peek: !args.no_peek,
+        redrive_view: false,
     };
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);

@@ -28,6 +28,7 @@ pub async fn dry_run(
         scan,
         max_body: status::DEFAULT_MAX_BODY,
         peek: true,
+        redrive_view: true,
     };
     let observed = one(reader.status(&[r], read).await?)?;
     let now = status::now_ms();
@@ -89,6 +90,7 @@ pub async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
         scan: 0,
         max_body: 0,
         peek: false,
+        redrive_view: true,
     };
     let observed = reader
         .status(&[r], read)

@@ -42,6 +42,9 @@ pub struct ReadOptions {
     /// Whether reads that leave a trace on the message are allowed: SQS receive (raises the
     /// receive count), RabbitMQ get-and-requeue (marks it redelivered). Kafka reads never do.
     pub peek: bool,
+    /// Read as `redrive` sees the queue: on Kafka, from the redrive group's position even when
+    /// the spec names the dead-letter topic's own consumer group.
+    pub redrive_view: bool,
 }
 
 impl Default for ReadOptions {
@@ -51,6 +54,7 @@ impl Default for ReadOptions {
             scan: DEFAULT_SCAN,
             max_body: DEFAULT_MAX_BODY,
             peek: true,
+            redrive_view: false,
         }
     }
 }
@@ -426,13 +430,24 @@ pub fn safe(s: &str) -> String {
 /// Format characters that change how the text around them is shown.
 fn hides_or_reorders(c: char) -> bool {
     matches!(c,
-        '\u{200b}'..='\u{200f}' // zero-width space/joiners, LRM, RLM
+        '\u{ad}' // soft hyphen
+        | '\u{61c}' // Arabic letter mark (a bidi control)
+        | '\u{180e}' // Mongolian vowel separator
+        | '\u{200b}'..='\u{200f}' // zero-width space/joiners, LRM, RLM
+        | '\u{2028}' | '\u{2029}' // line and paragraph separators
         | '\u{202a}'..='\u{202e}' // bidi embeddings and overrides
         | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
-        | '\u{2066}'..='\u{2069}' // bidi isolates
+        | '\u{2066}'..='\u{206f}' // bidi isolates, deprecated format characters
         | '\u{feff}' // zero-width no-break space
         | '\u{fff9}'..='\u{fffb}' // interlinear annotations
+        | '\u{e0000}'..='\u{e007f}' // tag characters (invisible text)
     )
+}
+
+/// [`safe`] for text of several lines (an error whose message spans lines): each line made
+/// safe, the line breaks kept.
+pub fn safe_lines(s: &str) -> String {
+    s.split('\n').map(safe).collect::<Vec<_>>().join("\n")
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -449,6 +464,13 @@ mod tests {
 
     #[test]
     fn terminal_escapes_and_bidi_controls_become_visible() {
+        for hidden in ['\u{61c}', '\u{2028}', '\u{e0041}', '\u{ad}', '\u{180e}'] {
+            assert_eq!(
+                safe(&hidden.to_string()),
+                format!("\\u{{{:x}}}", hidden as u32)
+            );
+        }
+        assert_eq!(safe_lines("a\u{1b}\nb"), "a\\u{1b}\nb");
         let hostile = "ok\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}gnp.exe\r\n\\";
         let shown = safe(hostile);
         assert_eq!(

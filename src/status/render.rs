@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::{Body, DeadLetterReport, Depth, Measure, Report, Sample, safe};
+use super::{Body, DeadLetterReport, Depth, Measure, Report, Sample};
 use crate::printer::{Printer, Style};
 
 /// The JSON document's `kind` and version.
@@ -233,12 +233,31 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// A Markdown table cell: no pipes, no HTML, no line breaks.
+/// Text in Markdown outside a code block (a table cell, a sample's line): every ASCII
+/// punctuation character that Markdown or HTML could read as syntax is backslash-escaped, so
+/// a payload cannot make a link, an image, emphasis or a tag; `<` and `>` become entities,
+/// and `://` is broken so no autolink forms.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('`', "'")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_ascii_punctuation()
+                && c != '.'
+                && c != '-'
+                && c != ','
+                && c != ':'
+                && c != '/' =>
+            {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.replace("://", ":&#8203;//")
 }
 
 /// A fence longer than any run of backticks in `s`.
@@ -282,7 +301,7 @@ pub fn markdown(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | `{}` | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&c.channel),
             c.backend.as_str(),
             cell(&c.target),
@@ -422,9 +441,12 @@ fn rfc3339(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-/// A label value in the exposition format.
+/// A label value in the exposition format. Message text in it was made [`safe`] when it was
+/// read; here only the format's own escapes are added (a newline cannot remain, by then).
 fn label(v: &str) -> String {
-    safe(v).replace('\\', "\\\\").replace('"', "\\\"")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn labels(pairs: &[(&str, &str)]) -> String {

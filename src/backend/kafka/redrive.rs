@@ -105,9 +105,11 @@ impl Mover {
             .set("heartbeat.interval.ms", "1000");
         let consumer: StreamConsumer = config.create().map_err(err)?;
         let consumer = std::sync::Arc::new(consumer);
-        if let Some(holders) = members(&consumer, &group).await? {
+        let holders = members(&consumer, &group).await?;
+        if !holders.is_empty() {
             return Err(MoveError(format!(
-                "topic `{dlt}` is being redriven already: the group `{group}` has member(s) {holders}; wait for them to finish"
+                "topic `{dlt}` is being redriven already: the group `{group}` has member(s) {}; wait for them to finish",
+                holders.join(", ")
             )));
         }
         // Nothing after the group's position: done without joining (a join takes seconds).
@@ -145,7 +147,7 @@ impl Mover {
             .collect();
         let result = self
             .run(
-                &consumer,
+                (&consumer, &group),
                 &producer,
                 (&dlt, &dest),
                 &ends,
@@ -159,7 +161,7 @@ impl Mover {
 
     async fn run(
         &self,
-        consumer: &StreamConsumer,
+        (consumer, group): (&std::sync::Arc<StreamConsumer>, &str),
         producer: &FutureProducer,
         (dlt, dest): (&str, &str),
         ends: &BTreeMap<i32, i64>,
@@ -210,11 +212,37 @@ impl Mover {
                     Ok(Ok(m)) => m,
                 };
                 let (p, offset) = (m.partition(), m.offset());
+                if seen.is_empty() {
+                    // Joined: if another run joined the group meanwhile (the check before
+                    // joining has a gap), stop before moving anything.
+                    let members = members(consumer, group).await?;
+                    if members.len() > 1 {
+                        result = Err(MoveError(format!(
+                            "another redrive joined the group `{group}` at the same time ({}); stopping before moving anything",
+                            members.join(", ")
+                        )));
+                        break 'run;
+                    }
+                }
                 let end = ends.get(&p).copied().unwrap_or(0);
                 if offset >= end {
                     // Arrived after the run started: for the next run.
                     seen.insert(p, end - 1);
                     continue;
+                }
+                // Offsets the consumer skipped (transaction markers, aborted or compacted
+                // records) hold nothing to move: done, so the commit can pass them.
+                let from = seen.get(&p).map_or_else(
+                    || ledgers.get(&p).map_or(offset, |l| l.committed),
+                    |s| s + 1,
+                );
+                if offset > from {
+                    let l = ledgers.entry(p).or_default();
+                    if from <= l.committed {
+                        l.committed = l.committed.max(offset);
+                    } else {
+                        l.moved.extend(from..offset.min(from + 1_000_000));
+                    }
                 }
                 seen.insert(p, offset);
                 if ledgers.get(&p).is_some_and(|l| l.moved.contains(&offset)) {
@@ -242,10 +270,16 @@ impl Mover {
                 if let Some(v) = m.payload() {
                     record = record.payload(v);
                 }
-                let delivery = producer
-                    .send_result(record)
-                    .map_err(|(e, _)| MoveError(format!("producing to `{dest}`: {e}")))?;
-                pending.push((p, offset, delivery));
+                match producer.send_result(record) {
+                    Ok(delivery) => pending.push((p, offset, delivery)),
+                    Err((e, _)) => {
+                        // Not sent: it stays; what this batch sent is settled below.
+                        result = Err(MoveError(format!(
+                            "producing to `{dest}` ({e}); the record stays in `{dlt}` (partition {p}, offset {offset})"
+                        )));
+                        break;
+                    }
+                }
             }
             if pending.is_empty() {
                 break;
@@ -447,11 +481,11 @@ async fn keeps_ledgers(
     })
 }
 
-/// The members of `group`, if it has any (`None`: nobody holds it).
+/// The members of `group` (none: nobody holds it).
 async fn members(
     consumer: &std::sync::Arc<StreamConsumer>,
     group: &str,
-) -> Result<Option<String>, MoveError> {
+) -> Result<Vec<String>, MoveError> {
     let c = std::sync::Arc::clone(consumer);
     let g = group.to_owned();
     let names = tokio::task::spawn_blocking(move || {
@@ -469,7 +503,7 @@ async fn members(
     .await
     .map_err(err)?
     .map_err(|e| MoveError(format!("describing the consumer group `{group}`: {e}")))?;
-    Ok((!names.is_empty()).then(|| names.join(", ")))
+    Ok(names)
 }
 
 /// The copy's headers: Spring's exception and retry headers dropped, `dlq-redrive-count` + 1.

@@ -83,7 +83,8 @@ impl Reader {
         };
         // Where reading starts in each partition: the group's committed offset, else the
         // first record retained.
-        let (ledgers, measure) = match &r.dead_letter_group {
+        let group = r.dead_letter_group.as_ref().filter(|_| !read.redrive_view);
+        let (ledgers, measure) = match group {
             Some(group) => (
                 self.committed(&r.dead_letter, group, marks).await?,
                 Measure::Waiting,

@@ -218,9 +218,10 @@ impl Mover {
                         )));
                         break 'run;
                     };
-                    ch.basic_qos(window, BasicQosOptions::default())
-                        .await
-                        .map_err(|e| fail("basic.qos", e))?;
+                    if let Err(e) = ch.basic_qos(window, BasicQosOptions::default()).await {
+                        result = Err(fail("basic.qos", e));
+                        break;
+                    }
                     continue;
                 }
                 // The selected count of this batch may not exceed the limit.
@@ -238,7 +239,7 @@ impl Mover {
                     .properties
                     .clone()
                     .with_headers(moved_headers(next.properties.headers().as_ref()));
-                let confirm = ch
+                let published = ch
                     .basic_publish(
                         exchange.as_str().into(),
                         key.as_str().into(),
@@ -249,14 +250,24 @@ impl Mover {
                         &next.data,
                         props,
                     )
-                    .await
-                    .map_err(|e| fail("publish", e))?;
-                batch.push((next, confirm));
+                    .await;
+                match published {
+                    Ok(confirm) => batch.push((next, confirm)),
+                    Err(e) => {
+                        // Not published: it stays in the DLQ; what this batch published is
+                        // still confirmed and acknowledged below.
+                        result = Err(fail("publish", e));
+                        break;
+                    }
+                }
             }
             // Acknowledge in the DLQ only what the broker confirmed, in order; the first
             // refusal stops the run with that message and the rest unacknowledged.
+            // A failure below stops acknowledging; a publish failure above does not: what was
+            // published before it is confirmed (or not) and counted like any other.
+            let mut refused = false;
             for (delivery, confirm) in batch {
-                if result.is_err() {
+                if refused {
                     break;
                 }
                 match confirm.await {
@@ -279,6 +290,7 @@ impl Mover {
                         }
                     }
                     Ok(Confirmation::Ack(Some(_))) => {
+                        refused = true;
                         result = Err(MoveError(format!(
                             "the destination does not route the message (exchange `{}`, routing key `{key}`): returned unroutable; it stays in `{dlq}`",
                             if exchange.is_empty() {
@@ -290,14 +302,19 @@ impl Mover {
                         )));
                     }
                     Ok(Confirmation::Nack(_)) => {
+                        refused = true;
                         result = Err(MoveError(format!(
                             "the broker refused the message for the destination (a full queue with `overflow: reject-publish`?); it stays in `{dlq}`"
                         )));
                     }
                     Ok(Confirmation::NotRequested) => {
+                        refused = true;
                         result = Err(MoveError("the broker did not confirm the publish".into()));
                     }
-                    Err(e) => result = Err(fail("publish confirm", e)),
+                    Err(e) => {
+                        refused = true;
+                        result = Err(fail("publish confirm", e));
+                    }
                 }
             }
             if result.is_err() {
@@ -351,15 +368,19 @@ impl Mover {
         run: &Run,
         vhost: &str,
     ) -> Result<(String, Option<String>), MoveError> {
-        if !run.to.source {
-            self.queue(vhost, &run.to.name)
-                .await
-                .map_err(|e| MoveError(format!("destination: {}", e.0)))?;
-            return Ok((String::new(), Some(run.to.name.clone())));
-        }
-        self.queue(vhost, &r.main)
+        let name = if run.to.source { &r.main } else { &run.to.name };
+        let q = self
+            .queue(vhost, name)
             .await
             .map_err(|e| MoveError(format!("destination: {}", e.0)))?;
+        if let Some(why) = drops_when_full(&q) {
+            return Err(MoveError(format!(
+                "not redriving into `{name}`: {why}; the broker would confirm each publish and push older messages out. Set `overflow: reject-publish` on it (a full queue then refuses, and the run stops with nothing lost), or remove the limit"
+            )));
+        }
+        if !run.to.source {
+            return Ok((String::new(), Some(run.to.name.clone())));
+        }
         match r.rabbitmq.as_ref().and_then(|x| x.exchange.as_ref()) {
             Some(x) => Ok((x.name.clone(), None)),
             None => Ok((String::new(), Some(r.main.clone()))),
@@ -394,6 +415,37 @@ fn amqp_base(target: &Target) -> Result<(String, String), String> {
         _ => format!("amqp://{host}:5672"),
     };
     Ok((base.clone(), base))
+}
+
+/// Why a queue would drop messages to take new ones (a length limit whose overflow is
+/// `drop-head`, RabbitMQ's default), if it would.
+fn drops_when_full(q: &Value) -> Option<String> {
+    let setting = |arg: &str, policy: &str| {
+        q.get("arguments")
+            .and_then(|a| a.get(arg))
+            .or_else(|| {
+                q.get("effective_policy_definition")
+                    .and_then(|d| d.get(policy))
+            })
+            .cloned()
+    };
+    let limits: Vec<String> = [
+        ("x-max-length", "max-length"),
+        ("x-max-length-bytes", "max-length-bytes"),
+    ]
+    .iter()
+    .filter_map(|(a, p)| setting(a, p).map(|v| format!("{p} {v}")))
+    .collect();
+    if limits.is_empty() {
+        return None;
+    }
+    let overflow = setting("x-overflow", "overflow");
+    let overflow = overflow
+        .as_ref()
+        .and_then(Value::as_str)
+        .unwrap_or("drop-head");
+    (!matches!(overflow, "reject-publish" | "reject-publish-dlx"))
+        .then(|| format!("it has {} with overflow `{overflow}`", limits.join(" and ")))
 }
 
 /// The consumer that holds the DLQ for another redrive, if one does.
@@ -576,6 +628,26 @@ mod tests {
         assert_eq!(
             out.inner().get("dlq-redrive-count"),
             Some(&AMQPValue::LongLongInt(3))
+        );
+    }
+
+    #[test]
+    fn a_bounded_destination_must_refuse_rather_than_drop() {
+        let q = |v: Value| drops_when_full(&v);
+        assert_eq!(q(serde_json::json!({"arguments": {}})), None);
+        assert!(
+            q(serde_json::json!({"arguments": {"x-max-length": 2}}))
+                .is_some_and(|w| w.contains("drop-head"))
+        );
+        assert_eq!(
+            q(
+                serde_json::json!({"arguments": {"x-max-length": 2, "x-overflow": "reject-publish"}})
+            ),
+            None
+        );
+        assert!(
+            q(serde_json::json!({"arguments": {}, "effective_policy_definition": {"max-length-bytes": 10}}))
+                .is_some()
         );
     }
 

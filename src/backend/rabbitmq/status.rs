@@ -6,8 +6,8 @@
 //! back to the queue at its place, and marked `redelivered`; nothing is consumed. Two
 //! exceptions, where the read itself could lose a message, are refused with a note:
 //! - a quorum queue with a delivery limit (set by argument or policy, or RabbitMQ 4's default
-//!   of 20) that dead-letters nowhere: each read is a delivery, and at the limit the broker
-//!   drops the message;
+//!   of 20): each read is a delivery, and at the limit the broker drops the message or
+//!   dead-letters it out of the queue, whatever its dead-letter exchange;
 //! - a stream queue, which has no `get`.
 //!
 //! With `peek` off (the exporter's default) no message is read: depth only.
@@ -180,11 +180,11 @@ impl Reader {
                 })
                 .cloned()
         };
-        let dead_letters = setting("x-dead-letter-exchange", "dead-letter-exchange").is_some();
-        if dead_letters {
-            return Ok(None);
-        }
+        // A read counts as a delivery whatever the queue's dead-letter exchange: at the limit
+        // the broker drops the message, or dead-letters it out of this queue. Either way the
+        // read would have moved it. A negative limit (RabbitMQ 4's `-1`) is no limit.
         let limit = match setting("x-delivery-limit", "delivery-limit") {
+            Some(l) if l.as_i64().is_some_and(|n| n < 0) => None,
             Some(l) => Some(l.to_string()),
             None => {
                 if version.is_none() {
@@ -193,9 +193,14 @@ impl Reader {
                 (version.unwrap_or(0) >= 4).then(|| "20 (RabbitMQ 4's default)".to_owned())
             }
         };
+        let out = if setting("x-dead-letter-exchange", "dead-letter-exchange").is_some() {
+            "dead-letters it out of this queue"
+        } else {
+            "drops it"
+        };
         Ok(limit.map(|l| {
             format!(
-                "samples not read: this quorum queue has a delivery limit of {l} and no dead-letter exchange, so every read counts as a delivery and the broker drops a message at the limit; give it a dead-letter exchange, or read it with a consumer you control"
+                "samples not read: this quorum queue has a delivery limit of {l}: every read counts as a delivery, and at the limit the broker {out}; set `delivery-limit` to -1 on it (RabbitMQ 4) or read it with a consumer you control"
             )
         }))
     }

@@ -96,7 +96,7 @@ impl Mover {
         .sum();
         self.lock(dlq, &url, &run.holder).await?;
         let result = self.run(dlq, &url, &dest_url, fifo, total, run).await;
-        let unlocked = self.unlock(&url).await;
+        let unlocked = self.unlock(dlq, &url, &run.holder).await;
         result.and(unlocked)
     }
 
@@ -114,12 +114,29 @@ impl Mover {
         let mut held: Vec<String> = Vec::new();
         let mut result = Ok(());
         let mut empty = 0;
+        let mut last_check = std::time::Instant::now();
         // Bounded: every message present at the start once, plus a few empty answers.
         for _ in 0..total.div_ceil(10) * 2 + 5 {
             if run.done() || seen.len() as u64 >= total || empty >= 2 {
                 break;
             }
-            let got = self.receive(dlq, url).await?;
+            // Still ours? (Two runs that tagged at nearly the same moment: only one goes on.)
+            // Checked every few seconds, not every batch: a tag read per 10 messages would
+            // double the calls.
+            if last_check.elapsed() >= std::time::Duration::from_secs(5) {
+                if let Some(e) = self.lost_lock(dlq, &run.holder).await {
+                    result = Err(e);
+                    break;
+                }
+                last_check = std::time::Instant::now();
+            }
+            let got = match self.receive(dlq, url).await {
+                Ok(g) => g,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
             let fresh: Vec<_> = got
                 .into_iter()
                 .filter(|m| seen.insert(m.message_id().unwrap_or_default().to_owned()))
@@ -344,12 +361,28 @@ impl Mover {
         }
     }
 
+    /// Why this run no longer holds the lock, if it does not.
+    async fn lost_lock(&self, dlq: &str, holder: &str) -> Option<MoveError> {
+        match self.lock_holder(dlq).await {
+            Ok(Some(h)) if h == holder => None,
+            Ok(other) => Some(MoveError(format!(
+                "queue `{dlq}`: the redrive lock is now held by {}; stopping",
+                other.unwrap_or_else(|| "nobody (the tag was removed)".into())
+            ))),
+            Err(e) => Some(e),
+        }
+    }
+
     async fn lock_holder(&self, dlq: &str) -> Result<Option<String>, MoveError> {
         let tags = self.reader.queue_tags(dlq).await.map_err(err)?;
         Ok(tags.and_then(|t| t.get(LOCK_TAG).cloned()))
     }
 
-    async fn unlock(&self, url: &str) -> Result<(), MoveError> {
+    /// Removes the lock tag, if it is still this run's (never another run's).
+    async fn unlock(&self, dlq: &str, url: &str, holder: &str) -> Result<(), MoveError> {
+        if self.lock_holder(dlq).await?.as_deref() != Some(holder) {
+            return Ok(());
+        }
         let clients = self.reader.aws.clients().await;
         clients
             .sqs
