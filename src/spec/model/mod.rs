@@ -20,7 +20,7 @@ mod rabbitmq;
 mod sqs;
 mod targets;
 
-pub use alarms::{AgeAlarm, Alarms, DepthAlarm};
+pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Envelope,
     LintOptions, Metadata, Retry,
