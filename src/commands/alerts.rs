@@ -31,8 +31,11 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
     if !built.sqs_channels.is_empty() {
         let _ = write!(
             report,
-            "; {} SQS channels left out: their alarms are CloudWatch alarms, provisioned by `dlqctl apply`",
-            built.sqs_channels.len()
+            "; {} left out: their alarms are CloudWatch alarms, provisioned by `dlqctl apply`",
+            match built.sqs_channels.len() {
+                1 => "1 SQS channel".to_owned(),
+                n => format!("{n} SQS channels"),
+            }
         );
     }
     if let Some(path) = &args.check {
