@@ -209,3 +209,293 @@ fn the_examples_rules_load_in_promtool() {
         assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     }
 }
+
+/// The Prometheus server binary (Debian's `prometheus` package, which `scripts/stack up`
+/// installs with promtool), from `$DLQCTL_PROMETHEUS`, else `PATH`.
+fn prometheus() -> Option<PathBuf> {
+    let path = std::env::var_os("DLQCTL_PROMETHEUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("prometheus"));
+    let found = Command::new(&path)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    support::require(
+        &format!(
+            "prometheus ({}; `scripts/stack up` installs it)",
+            path.display()
+        ),
+        found,
+    )
+    .then_some(path)
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the child to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Child processes this test started (the exporter, Prometheus), killed by their handle and
+/// the test's queues and topics deleted, whatever way the test ends.
+struct Stack {
+    children: Vec<std::process::Child>,
+    stem: String,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        support::rabbit::delete_prefixed(&self.stem);
+        support::kafka::delete_prefixed(&self.stem);
+    }
+}
+
+/// `GET` on Prometheus's HTTP API; the JSON answer's `data`.
+fn prom_api(port: u16, path: &str) -> Option<serde_json::Value> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let answer = support::block(async move {
+        let r = reqwest::get(url).await.ok()?;
+        r.json::<serde_json::Value>().await.ok()
+    })?;
+    answer.get("data").cloned()
+}
+
+/// The active alerts as `(alertname, channel or target, state)`, sorted.
+fn active_alerts(port: u16) -> Vec<(String, String, String)> {
+    let Some(data) = prom_api(port, "/api/v1/alerts") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String, String)> = data["alerts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let l = &a["labels"];
+            let who = l["channel"].as_str().or(l["target"].as_str()).unwrap_or("");
+            (
+                l["alertname"].as_str().unwrap_or("").to_owned(),
+                who.to_owned(),
+                a["state"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Polls until `done` holds for the active alerts (60 s at most); returns every distinct
+/// state seen on the way, in order.
+fn poll_alerts(
+    port: u16,
+    what: &str,
+    done: impl Fn(&[(String, String, String)]) -> bool,
+) -> Vec<Vec<(String, String, String)>> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen: Vec<Vec<(String, String, String)>> = Vec::new();
+    loop {
+        let now = active_alerts(port);
+        if seen.last() != Some(&now) {
+            seen.push(now.clone());
+        }
+        if done(&now) {
+            return seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 60 s; seen: {seen:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// Commits `group`'s offset of partition 0 of `topic` at its end, as a consumer that has read
+/// everything would.
+fn commit_to_end(group: &str, topic: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let (_, high) = consumer
+        .fetch_watermarks(topic, 0, std::time::Duration::from_secs(10))
+        .expect("watermarks");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Offset(high))
+        .expect("offset");
+    consumer
+        .commit(&tpl, CommitMode::Sync)
+        .expect("commit the group's offset");
+}
+
+/// The end-to-end check on the local stack: the rules `dlqctl alerts` writes, loaded
+/// in a real Prometheus (loopback, 1 s scrape and evaluation) that scrapes `dlqctl exporter`.
+/// A dead letter in a RabbitMQ DLQ and one in a Kafka DLT make their depth and age alerts go
+/// pending, then firing; emptying the DLQ (purge) and the DLT (the consumer group commits past
+/// the record) resolves them. Alerts are read through Prometheus's HTTP API.
+#[test]
+fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka_dlt() {
+    let Some(prometheus) = prometheus() else {
+        return;
+    };
+    if !support::rabbit::up() || !support::kafka::up() {
+        return;
+    }
+    let stem = support::unique("alrt");
+    let mut stack = Stack {
+        children: Vec::new(),
+        stem: stem.clone(),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
+            support::rabbitmq_url(),
+            support::kafka_bootstrap()
+        ),
+    )
+    .expect("targets");
+    // Thresholds a test can cross in seconds: any dead letter, older than 2 s, for 3 s.
+    let alarms = "  alarms:\n    depth: {warning: 0, period: 3s}\n    oldestMessageAge: {warning: 2s, period: 3s}\n";
+    let (orders, inventory) = (format!("{stem}.orders"), format!("{stem}.inventory"));
+    let group = format!("{stem}.inventory-dlt-readers");
+    std::fs::write(
+        d.join("channels.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {orders}, labels: {{team: fulfilment}}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 2, backoff: {{initial: 1s}}}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {inventory}, labels: {{team: inventory}}}}\nspec:\n  target: local-kafka\n  retry: {{maxAttempts: 2}}\n  deadLetter: {{consumerGroup: {group}}}\n{alarms}"
+        ),
+    )
+    .expect("channels");
+    let run = |args: &[&str]| output(support::dlqctl_local(d).args(args));
+    let a = run(&["apply", ".", "--auto-approve"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let dlt = format!("{inventory}-dlt");
+    let w = run(&["alerts", ".", "--out", "rules.yaml"]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+
+    let exporter_port = free_port();
+    let null = std::process::Stdio::null;
+    stack.children.push(
+        support::dlqctl_local(d)
+            .args(["exporter", ".", "--interval", "1s", "--peek", "--listen"])
+            .arg(format!("127.0.0.1:{exporter_port}"))
+            .stdout(null())
+            .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
+            .spawn()
+            .expect("dlqctl exporter starts"),
+    );
+    let prom_port = free_port();
+    std::fs::write(
+        d.join("prometheus.yml"),
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n"
+        ),
+    )
+    .expect("prometheus.yml");
+    stack.children.push(
+        Command::new(&prometheus)
+            .current_dir(d)
+            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(null())
+            .stderr(null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+
+    // Both targets read (dlq_up 1), and no dead-letter alert while the DLQs are empty.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let up = prom_api(prom_port, "/api/v1/query?query=sum(dlq_up)")
+            .and_then(|d| d["result"][0]["value"][1].as_str().map(str::to_owned));
+        if up.as_deref() == Some("2") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Prometheus never saw both targets up: {up:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let quiet = active_alerts(prom_port);
+    assert!(
+        quiet
+            .iter()
+            .all(|(name, _, _)| !name.starts_with("DeadLetterQueue")),
+        "empty DLQs alert nobody: {quiet:?}"
+    );
+
+    // A dead letter in each: the RabbitMQ one published a minute ago (its timestamp is what
+    // the exporter ages), the Kafka one now (the record's timestamp).
+    let published = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.as_secs() - 60)
+        .unwrap_or(0);
+    support::block(support::rabbit::api_ok(
+        reqwest::Method::POST,
+        "/api/exchanges/%2F/amq.default/publish",
+        serde_json::json!({"properties": {"timestamp": published}, "routing_key": format!("{orders}.dlq"), "payload": "boom", "payload_encoding": "string"}),
+    ));
+    {
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let producer: BaseProducer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", support::kafka_bootstrap())
+            .create()
+            .expect("producer");
+        producer
+            .send(BaseRecord::to(&dlt).payload("boom").key("k"))
+            .map_err(|(e, _)| e)
+            .expect("produce");
+        producer
+            .flush(std::time::Duration::from_secs(10))
+            .expect("flush");
+    }
+    let wanted: Vec<(String, String, String)> = [&inventory, &orders]
+        .into_iter()
+        .flat_map(|c| {
+            ["DeadLetterQueueDepth", "DeadLetterQueueOldestMessageAge"]
+                .map(|a| (a.to_owned(), c.clone(), "firing".to_owned()))
+        })
+        .collect();
+    let seen = poll_alerts(prom_port, "all four alerts firing", |now| {
+        let done = wanted.iter().all(|w| now.contains(w));
+        if !done && now.iter().any(|(a, _, _)| a == "DeadLetterExporterDown") {
+            let st = run(&["status", "."]);
+            panic!("the exporter failed a read: {}{}", st.stdout, st.stderr);
+        }
+        done
+    });
+    for (alert, channel, _) in &wanted {
+        let pending = seen.iter().position(|s| {
+            s.iter()
+                .any(|(a, c, st)| a == alert && c == channel && st == "pending")
+        });
+        assert!(
+            pending.is_some(),
+            "{alert} {channel} was pending before firing: {seen:#?}"
+        );
+    }
+
+    // Emptied: the RabbitMQ DLQ purged, the Kafka group's offset committed past the record.
+    support::block(support::rabbit::api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{orders}.dlq/contents"),
+        None,
+    ));
+    commit_to_end(&group, &dlt);
+    poll_alerts(prom_port, "the dead-letter alerts resolved", |now| {
+        now.iter()
+            .all(|(name, _, _)| !name.starts_with("DeadLetterQueue"))
+    });
+    drop(stack);
+}
