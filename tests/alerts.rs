@@ -166,28 +166,59 @@ fn specs_with_lint_errors_write_no_rules() {
 #[test]
 fn promtool_loads_the_rules_and_their_unit_tests_pass() {
     let Some(promtool) = promtool() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let rules = dir.path().join("rules.yaml");
-    let w = alerts(&[FIXTURES, "--out", rules.to_str().expect("utf-8")]);
-    assert_eq!(w.code, 0, "{}", w.stderr);
-    let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
-    check.assert_stdout_contains("SUCCESS: 7 rules found");
+    // The exporter's metrics, and the brokers' own (`alerts.source: native`).
+    for fixtures in [FIXTURES, "tests/fixtures/alerts-native"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rules = dir.path().join("rules.yaml");
+        let w = alerts(&[fixtures, "--out", rules.to_str().expect("utf-8")]);
+        assert_eq!(w.code, 0, "{fixtures}: {}", w.stderr);
+        let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
+        assert_eq!(
+            check.code, 0,
+            "{fixtures}: {}{}",
+            check.stdout, check.stderr
+        );
+        check.assert_stdout_contains("SUCCESS: 7 rules found");
 
-    std::fs::copy(
-        root().join(FIXTURES).join("rules.test.yaml"),
-        dir.path().join("rules.test.yaml"),
-    )
-    .expect("copy the unit tests");
-    let test = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
-    assert_eq!(test.code, 0, "{}{}", test.stdout, test.stderr);
-    test.assert_stdout_contains("SUCCESS");
+        std::fs::copy(
+            root().join(fixtures).join("rules.test.yaml"),
+            dir.path().join("rules.test.yaml"),
+        )
+        .expect("copy the unit tests");
+        let test = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+        assert_eq!(test.code, 0, "{fixtures}: {}{}", test.stdout, test.stderr);
+        test.assert_stdout_contains("SUCCESS");
 
-    // The unit tests can fail: with the warning threshold moved, the 15-minute case breaks.
-    let text = std::fs::read_to_string(&rules).expect("read");
-    std::fs::write(&rules, text.replacen("> 1800", "> 3500", 1)).expect("write");
-    let broken = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
-    assert_eq!(broken.code, 1, "{}{}", broken.stdout, broken.stderr);
+        // The unit tests can fail: with the RabbitMQ channel's warning thresholds moved up,
+        // the 15-minute cases break.
+        let text = std::fs::read_to_string(&rules).expect("read");
+        std::fs::write(
+            &rules,
+            text.replace("> 0\"", "> 50\"").replace("> 1800", "> 3500"),
+        )
+        .expect("write");
+        let broken = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+        assert_eq!(
+            broken.code, 1,
+            "{fixtures}: {}{}",
+            broken.stdout, broken.stderr
+        );
+    }
+}
+
+#[test]
+fn native_sources_read_the_brokers_own_metrics() {
+    let r = alerts(&["tests/fixtures/alerts-native"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("alerts-native", r.stdout);
+    // A group that reads no `dlqctl exporter` metric has no exporter-down rule.
+    let kafka = r
+        .stdout
+        .split("- name: \"dlqctl-kafka\"")
+        .nth(1)
+        .and_then(|g| g.split("- name: ").next())
+        .expect("the kafka group");
+    assert!(!kafka.contains("DeadLetterExporterDown"), "{kafka}");
 }
 
 #[test]
@@ -204,7 +235,7 @@ fn the_examples_rules_load_in_promtool() {
             path.to_str().expect("utf-8"),
         ]);
         assert_eq!(w.code, 0, "{}", w.stderr);
-        w.assert_stderr_contains("2 SQS channels left out");
+        w.assert_stderr_contains("3 SQS channels left out");
         let check = run_promtool(&promtool, dir.path(), &["check", "rules", file]);
         assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     }

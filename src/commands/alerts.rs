@@ -17,7 +17,7 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
     let Some(loaded) = super::load_checked(&args.paths, &spec, printer)? else {
         return Ok(1);
     };
-    let built = alerts::build(&loaded.channels);
+    let built = alerts::build(&loaded.channels, &loaded.targets);
     let format = match args.format {
         AlertsFormat::Prometheus => Format::Prometheus,
         AlertsFormat::PrometheusOperator => Format::PrometheusOperator,

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::spec::duration::Duration;
-use crate::spec::model::{Backend, Tier};
+use crate::spec::model::{Backend, MetricSource, Target, Tier};
 use crate::spec::resolve::{AlarmResolved, Resolved, TierResolved};
 
 /// The depth metric `dlqctl exporter` serves: messages waiting in a channel's DLQ.
@@ -24,6 +24,14 @@ pub const DEPTH_METRIC: &str = "dlq_depth";
 pub const AGE_METRIC: &str = "dlq_oldest_message_age_seconds";
 /// 1 when the exporter's last read of a target succeeded, 0 when it failed.
 pub const UP_METRIC: &str = "dlq_up";
+/// `source: native` on RabbitMQ: messages in a queue, from the `rabbitmq_prometheus` plugin's
+/// per-object endpoint (`/metrics/detailed?family=queue_coarse_metrics`).
+pub const RABBIT_NATIVE_DEPTH: &str = "rabbitmq_detailed_queue_messages";
+/// `source: native` on Kafka (kafka_exporter): a consumer group's lag per partition.
+pub const KAFKA_NATIVE_LAG: &str = "kafka_consumergroup_lag";
+/// kafka_exporter's newest and oldest offsets per partition (what a topic retains).
+pub const KAFKA_NATIVE_NEWEST: &str = "kafka_topic_partition_current_offset";
+pub const KAFKA_NATIVE_OLDEST: &str = "kafka_topic_partition_oldest_offset";
 pub const DEPTH_ALERT: &str = "DeadLetterQueueDepth";
 pub const AGE_ALERT: &str = "DeadLetterQueueOldestMessageAge";
 pub const EXPORTER_DOWN_ALERT: &str = "DeadLetterExporterDown";
@@ -73,8 +81,9 @@ pub struct Alerts {
 
 /// The rules for `channels`: one group per target with RabbitMQ or Kafka channels that have
 /// alarms, sorted by target; inside, the exporter-down rule, then channels by name, depth
-/// before age, warning before critical.
-pub fn build(channels: &[Resolved]) -> Alerts {
+/// before age, warning before critical. `targets` says where each target's depth is read
+/// (`alerts.source`).
+pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alerts {
     let mut by_target: BTreeMap<&str, Vec<&Resolved>> = BTreeMap::new();
     let mut sqs_channels = Vec::new();
     for r in channels {
@@ -88,7 +97,11 @@ pub fn build(channels: &[Resolved]) -> Alerts {
     let mut groups = Vec::new();
     for (target, mut list) in by_target {
         list.sort_by(|a, b| a.channel.cmp(&b.channel));
-        let mut rules: Vec<Rule> = list.iter().flat_map(|r| channel_rules(r)).collect();
+        let source = Source::of(targets.get(target));
+        let mut rules: Vec<Rule> = list
+            .iter()
+            .flat_map(|r| channel_rules(r, &source))
+            .collect();
         if rules.is_empty() {
             continue;
         }
@@ -98,7 +111,12 @@ pub fn build(channels: &[Resolved]) -> Alerts {
             .any(|r| r.labels.get("severity").map(String::as_str) == Some("critical"))
             .then_some(Tier::Critical)
             .unwrap_or(Tier::Warning);
-        rules.insert(0, exporter_down(target, backend, severity));
+        // Only where a rule reads `dlqctl exporter`: native depth needs no exporter.
+        let uses_exporter =
+            !source.native || list.iter().any(|r| r.alarms.oldest_message_age.is_some());
+        if uses_exporter {
+            rules.insert(0, exporter_down(target, backend, severity));
+        }
         groups.push(Group {
             name: format!("dlqctl-{target}"),
             rules,
@@ -157,8 +175,59 @@ fn exporter_down(target: &str, backend: Backend, severity: Tier) -> Rule {
     }
 }
 
+/// Where a target's depth is read: `dlqctl exporter`, or the broker's own metrics with extra
+/// label matchers.
+#[derive(Debug, Clone, Default)]
+struct Source {
+    native: bool,
+    matchers: String,
+}
+
+impl Source {
+    fn of(target: Option<&Target>) -> Self {
+        let Some(a) = target.and_then(|t| t.alerts.as_ref()) else {
+            return Source::default();
+        };
+        let matchers = a
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| format!(",{k}={}", promql_string(v)))
+            .collect();
+        Source {
+            native: a.source == Some(MetricSource::Native),
+            matchers,
+        }
+    }
+
+    /// The expression of a depth alert above `n` messages.
+    fn depth(&self, r: &Resolved, n: u64) -> String {
+        if !self.native {
+            return format!("{DEPTH_METRIC}{} > {n}", selector(r));
+        }
+        let m = &self.matchers;
+        let topic = promql_string(&r.dead_letter);
+        match (r.backend, &r.dead_letter_group) {
+            (Backend::Kafka, Some(group)) => format!(
+                "sum({KAFKA_NATIVE_LAG}{{consumergroup={},topic={topic}{m}}}) > {n}",
+                promql_string(group)
+            ),
+            (Backend::Kafka, None) => format!(
+                "(sum({KAFKA_NATIVE_NEWEST}{{topic={topic}{m}}}) - sum({KAFKA_NATIVE_OLDEST}{{topic={topic}{m}}})) > {n}"
+            ),
+            _ => {
+                let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
+                format!(
+                    "sum({RABBIT_NATIVE_DEPTH}{{vhost={},queue={topic}{m}}}) > {n}",
+                    promql_string(vhost)
+                )
+            }
+        }
+    }
+}
+
 /// The rules of one channel: depth tiers, then age tiers.
-fn channel_rules(r: &Resolved) -> Vec<Rule> {
+fn channel_rules(r: &Resolved, source: &Source) -> Vec<Rule> {
     let a = &r.alarms;
     let mut out = Vec::new();
     for (kind, alarm) in [
@@ -169,7 +238,7 @@ fn channel_rules(r: &Resolved) -> Vec<Rule> {
         let mut tiers: Vec<&TierResolved> = alarm.tiers.iter().collect();
         tiers.sort_by_key(|t| t.severity());
         for t in tiers {
-            out.push(rule(r, kind, alarm, t));
+            out.push(rule(r, source, kind, alarm, t));
         }
     }
     out
@@ -181,7 +250,13 @@ enum AlarmKind {
     Age,
 }
 
-fn rule(r: &Resolved, kind: AlarmKind, alarm: &AlarmResolved, t: &TierResolved) -> Rule {
+fn rule(
+    r: &Resolved,
+    source: &Source,
+    kind: AlarmKind,
+    alarm: &AlarmResolved,
+    t: &TierResolved,
+) -> Rule {
     let severity = t.severity();
     let (alert, metric, shown, summary) = match kind {
         AlarmKind::Depth => (
@@ -215,6 +290,10 @@ fn rule(r: &Resolved, kind: AlarmKind, alarm: &AlarmResolved, t: &TierResolved) 
     labels.insert("severity".to_owned(), severity.to_string());
     labels.insert("channel".to_owned(), r.channel.clone());
     labels.insert("target".to_owned(), r.target.clone());
+    // As the exporter labels its series, so that a native depth alert (whose `sum` drops
+    // them) carries the same labels.
+    labels.insert("backend".to_owned(), r.backend.as_str().to_owned());
+    labels.insert("queue".to_owned(), r.dead_letter.clone());
     let what = match kind {
         AlarmKind::Depth => "messages wait in the dead-letter queue",
         AlarmKind::Age => "the oldest dead letter is older than the threshold",
@@ -239,9 +318,13 @@ fn rule(r: &Resolved, kind: AlarmKind, alarm: &AlarmResolved, t: &TierResolved) 
         annotations.insert("runbook_url".to_owned(), url.clone());
     }
     let period = alarm.period.as_millis();
+    let expr = match kind {
+        AlarmKind::Depth => source.depth(r, t.threshold),
+        AlarmKind::Age => format!("{metric}{} > {}", selector(r), t.threshold),
+    };
     Rule {
         alert,
-        expr: format!("{metric}{} > {}", selector(r), t.threshold),
+        expr,
         for_: Duration::from_millis(period.saturating_mul(u64::from(alarm.evaluation_periods))),
         labels,
         annotations,

@@ -707,6 +707,7 @@ mod tests {
             properties: None,
             secret_properties: None,
             ownership: None,
+            alerts: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
     }
