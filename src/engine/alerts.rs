@@ -106,11 +106,14 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
             continue;
         }
         let backend = list[0].backend;
-        let severity = rules
+        let critical = rules
             .iter()
-            .any(|r| r.labels.get("severity").map(String::as_str) == Some("critical"))
-            .then_some(Tier::Critical)
-            .unwrap_or(Tier::Warning);
+            .any(|r| r.labels.get("severity").map(String::as_str) == Some("critical"));
+        let severity = if critical {
+            Tier::Critical
+        } else {
+            Tier::Warning
+        };
         // Only where a rule reads `dlqctl exporter`: native depth needs no exporter.
         let uses_exporter =
             !source.native || list.iter().any(|r| r.alarms.oldest_message_age.is_some());
