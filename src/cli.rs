@@ -72,6 +72,16 @@ pub enum Command {
     /// moving on a terminal; without one, needs --yes. Ctrl-C finishes what is in flight and
     /// reports. What each backend does: docs/redrive.md.
     Redrive(RedriveArgs),
+    /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels (offline).
+    ///
+    /// One group per target, one rule per channel, alarm and tier, over the metrics `dlqctl
+    /// exporter` serves (dlq_depth, dlq_oldest_message_age_seconds), plus one rule per target
+    /// for an exporter that is down or absent (dlq_up). Labels: severity, channel, target and
+    /// the channel's metadata.labels. SQS channels are left out: their alarms are CloudWatch
+    /// alarms, provisioned by `dlqctl apply`. Exit 0 written (or, with --check, up to date),
+    /// 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage error.
+    /// See docs/alerts.md.
+    Alerts(AlertsArgs),
 }
 
 impl Command {
@@ -84,7 +94,8 @@ impl Command {
             | Command::Import(_)
             | Command::Status(_)
             | Command::Exporter(_)
-            | Command::Redrive(_) => 1,
+            | Command::Redrive(_)
+            | Command::Alerts(_) => 1,
         }
     }
 }
@@ -166,6 +177,38 @@ pub struct SchemaArgs {
     /// Write nothing; exit 1 if the files in DIR differ from this binary's schemas.
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AlertsFormat {
+    /// A Prometheus rules file (for `rule_files:`; `promtool check rules` reads it).
+    Prometheus,
+    /// The same rule groups in a Prometheus Operator `PrometheusRule` manifest.
+    PrometheusOperator,
+}
+
+#[derive(Debug, Args)]
+pub struct AlertsArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// The Targets file; default: dlqctl.yaml among, beside or above the paths.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AlertsFormat::Prometheus)]
+    pub format: AlertsFormat,
+
+    /// Write the rules to FILE instead of stdout.
+    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    pub out: Option<PathBuf>,
+
+    /// Write nothing; exit 2 (with a short diff) when FILE differs from what the specs
+    /// produce, 0 when it is the same. For pull-request CI.
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -608,3 +608,34 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
     );
     w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
 }
+
+#[test]
+fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() {
+    let Some(w) = World::new(&["sqs"]) else {
+        return;
+    };
+    w.example(
+        "chargebacks-sqs-tiers.yaml",
+        &format!("{}-chargebacks", w.stem),
+    );
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
+
+    let o = w.import("local-sqs", &[]);
+    assert_eq!(o.stdout.lines().count(), 1, "{}{}", o.stdout, o.stderr);
+    assert!(!o.stderr.contains("Not imported"), "{}", o.stderr);
+    let text = w.imported_text();
+    for expected in [
+        "warning: 0",
+        "critical: 50",
+        "warning: 30m",
+        "critical: 2h",
+        "warning: [\"arn:aws:sns:us-east-1:123456789012:payments-chat\"]",
+        "critical: [\"arn:aws:sns:us-east-1:123456789012:payments-pager\"]",
+        "runbook: https://runbooks.example.com/dlq/payments",
+    ] {
+        assert!(text.contains(expected), "{expected}\n{text}");
+    }
+    assert!(!text.contains("above"), "{text}");
+    w.assert_empty_plan(&["imported"], &[], "after import");
+}

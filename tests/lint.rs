@@ -311,6 +311,7 @@ fn help_is_snapshotted() {
         &["status", "--help"][..],
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
+        &["alerts", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);

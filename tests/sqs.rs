@@ -456,3 +456,107 @@ fn errors_name_the_target_and_never_print_credentials() {
         out.stderr
     );
 }
+
+#[test]
+fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_the_plan() {
+    const EXAMPLE: &str = "chargebacks-sqs-tiers.yaml";
+    const CHAT: &str = "arn:aws:sns:us-east-1:123456789012:payments-chat";
+    const PAGER: &str = "arn:aws:sns:us-east-1:123456789012:payments-pager";
+    let Some(f) = Fixture::new() else { return };
+    f.write_from(EXAMPLE, |t| t);
+    f.first_apply(EXAMPLE);
+    let dlq = format!("{}-dlq", f.channel);
+    for (suffix, metric, threshold, action, tier) in [
+        (
+            "depth-warning",
+            "ApproximateNumberOfMessagesVisible",
+            0.0,
+            CHAT,
+            "warning",
+        ),
+        (
+            "depth-critical",
+            "ApproximateNumberOfMessagesVisible",
+            50.0,
+            PAGER,
+            "critical",
+        ),
+        (
+            "oldest-age-warning",
+            "ApproximateAgeOfOldestMessage",
+            1800.0,
+            CHAT,
+            "warning",
+        ),
+        (
+            "oldest-age-critical",
+            "ApproximateAgeOfOldestMessage",
+            7200.0,
+            PAGER,
+            "critical",
+        ),
+    ] {
+        let name = format!("{dlq}-{suffix}");
+        let a = f
+            .aws
+            .alarm(&name)
+            .unwrap_or_else(|| panic!("{name} exists"));
+        assert_eq!(a.metric_name(), Some(metric), "{name}");
+        assert_eq!(a.threshold(), Some(threshold), "{name}");
+        assert_eq!(a.alarm_actions(), [action], "{name}");
+        assert_eq!(a.dimensions()[0].value(), Some(dlq.as_str()), "{name}");
+        let description = a.alarm_description().unwrap_or_default();
+        assert!(
+            description.starts_with(&format!("dlqctl channel {} ({tier}): ", f.channel))
+                && description.ends_with(" Runbook: https://runbooks.example.com/dlq/payments"),
+            "{name}: {description}"
+        );
+    }
+    for untiered in [format!("{dlq}-depth"), format!("{dlq}-oldest-age")] {
+        assert!(f.aws.alarm(&untiered).is_none(), "no untiered {untiered}");
+    }
+
+    // Someone raises the critical depth threshold by hand: only that tier's alarm changes.
+    let critical = format!("{dlq}-depth-critical");
+    let live = f.aws.alarm(&critical).expect("critical alarm");
+    block(
+        f.aws
+            .put_alarm(
+                &critical,
+                &dlq,
+                aws_sdk_cloudwatch::types::Statistic::Maximum,
+                (60, 1),
+                500.0,
+            )
+            .alarm_description(live.alarm_description().unwrap_or_default())
+            .treat_missing_data("notBreaching")
+            .alarm_actions(PAGER)
+            .send(),
+    )
+    .expect("PutMetricAlarm");
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains(&format!("~ update     alarm {critical}"));
+    p.assert_stdout_contains("Threshold: 500 → 50");
+    p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    f.assert_empty_plan("after the repair");
+
+    // From one threshold to tiers: the untiered alarm is deleted (with --allow-delete), the
+    // tier alarms stay as they are.
+    f.write_from(EXAMPLE, |t| {
+        t.replace("depth: {warning: 0, critical: 50}", "depth: {above: 0}")
+    });
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert!(f.aws.alarm(&format!("{dlq}-depth")).is_some());
+    f.write_from(EXAMPLE, |t| t);
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains(&format!("- delete     alarm {dlq}-depth\n"));
+    p.assert_stdout_contains("Plan: 0 to create, 0 to update, 0 to replace, 1 to delete.");
+    let a = f.apply(&["--allow-delete"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    f.assert_empty_plan("back on tiers");
+}

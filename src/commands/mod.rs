@@ -1,6 +1,7 @@
 //! One module per subcommand; each takes its parsed arguments and the printer and returns
 //! the process exit code. `anyhow` stops here: below, errors are typed.
 
+mod alerts;
 mod apply;
 mod exporter;
 mod import;
@@ -33,6 +34,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Status(args) => status::run(&args, printer),
         Command::Exporter(args) => exporter::run(&args, printer),
         Command::Redrive(args) => redrive::run(&args, printer),
+        Command::Alerts(args) => alerts::run(&args, printer),
     }
 }
 

@@ -1,9 +1,10 @@
-//! The verbs, backend-neutral: the plan, apply, import, status and redrive drivers. Each calls the backends
+//! The verbs, backend-neutral: the plan, apply, import, status and redrive drivers, and the alert rules. Each calls the backends
 //! only through `crate::backend`'s doors and names no backend itself; what differs per
 //! backend (ordering hints, notes, reviews, grouping into channels) comes back as data.
 //!
 //! Adding an operation to every backend is one driver here plus one file per backend folder.
 
+pub mod alerts;
 pub mod apply;
 pub mod emit;
 pub mod import;

@@ -6,8 +6,8 @@
 
 use super::duration::Duration;
 use super::model::{
-    Backend, Channel, ChannelSpec, DlxMode, Envelope, ExchangeKind, KafkaNaming, QueueType,
-    RetryModel, Target, TopicReuse,
+    AlarmActions, Backend, Channel, ChannelSpec, DlxMode, Envelope, ExchangeKind, KafkaNaming,
+    QueueType, RetryModel, Target, Tier, TopicReuse,
 };
 
 /// How many times `redrive` brings one message back unless `deadLetter.maxRedrives` says.
@@ -28,6 +28,8 @@ pub const DEFAULT_ALARM_EVALUATION_PERIODS: u32 = 1;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
     pub channel: String,
+    /// `metadata.labels` (team, tier, ...): labels of the channel's Prometheus alerts.
+    pub labels: std::collections::BTreeMap<String, String>,
     pub target: String,
     pub backend: Backend,
     /// Main queue or topic.
@@ -49,28 +51,56 @@ pub struct Resolved {
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
-    /// The alarms the spec asks for, defaults filled in (provisioned on SQS targets only).
+    /// The alarms the spec asks for, defaults filled in: CloudWatch alarms on SQS targets,
+    /// Prometheus rules (`dlqctl alerts`) on RabbitMQ and Kafka targets.
     pub alarms: AlarmsResolved,
 }
 
 /// `spec.alarms` with defaults filled in.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AlarmsResolved {
-    /// Messages waiting in the DLQ: fires above `threshold` messages.
+    /// Messages waiting in the DLQ: fires above each tier's `threshold` messages.
     pub depth: Option<AlarmResolved>,
-    /// Age of the oldest dead letter: fires above `threshold` seconds.
+    /// Age of the oldest dead letter: fires above each tier's `threshold` seconds.
     pub oldest_message_age: Option<AlarmResolved>,
-    pub actions: Vec<String>,
+    /// The channel's runbook URL, if any.
+    pub runbook: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlarmResolved {
-    /// Messages (depth) or whole seconds (oldest message age).
-    pub threshold: u64,
+    /// One entry per alarm to raise, lowest tier first: a single `above` threshold is one
+    /// entry with `tier: None`; the tiered form has a `warning` and/or a `critical` entry.
+    pub tiers: Vec<TierResolved>,
     pub period: Duration,
     pub evaluation_periods: u32,
     /// `None`: dlqctl's own description; `Some("")`: none.
     pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierResolved {
+    /// `None`: the single-threshold form (`above`), which keeps the untiered alarm name and
+    /// counts as `critical` for actions and severity.
+    pub tier: Option<Tier>,
+    /// Messages (depth) or whole seconds (oldest message age).
+    pub threshold: u64,
+    /// Where the alarm notifies (CloudWatch AlarmActions), sorted, without duplicates.
+    pub actions: Vec<String>,
+}
+
+impl TierResolved {
+    /// The severity: `warning` or `critical` (the single-threshold form is `critical`).
+    pub fn severity(&self) -> Tier {
+        self.tier.unwrap_or(Tier::Critical)
+    }
+}
+
+impl AlarmResolved {
+    /// Whether the alarm uses the tiered form (`warning`/`critical`).
+    pub fn is_tiered(&self) -> bool {
+        self.tiers.iter().any(|t| t.tier.is_some())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -294,6 +324,7 @@ pub fn resolve(
     let kafka = (backend == Backend::Kafka).then(|| kafka(spec, kafka_naming));
     Ok(Resolved {
         channel: name.to_owned(),
+        labels: channel.metadata.labels.clone(),
         target: target_name.to_owned(),
         backend,
         main,
@@ -488,27 +519,50 @@ fn kafka(spec: &ChannelSpec, naming: KafkaNaming) -> KafkaResolved {
 
 /// `spec.alarms` with defaults filled in.
 fn alarms(spec: &ChannelSpec) -> AlarmsResolved {
-    spec.alarms
-        .as_ref()
-        .map_or_else(AlarmsResolved::default, |a| AlarmsResolved {
-            depth: a.depth.as_ref().map(|d| AlarmResolved {
-                threshold: d.above,
-                period: d.period.unwrap_or(DEFAULT_ALARM_PERIOD),
-                evaluation_periods: d
-                    .evaluation_periods
-                    .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
-                description: d.description.clone(),
-            }),
-            oldest_message_age: a.oldest_message_age.as_ref().map(|o| AlarmResolved {
-                threshold: o.above.as_millis() / 1000,
-                period: o.period.unwrap_or(DEFAULT_ALARM_PERIOD),
-                evaluation_periods: o
-                    .evaluation_periods
-                    .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
-                description: o.description.clone(),
-            }),
-            actions: a.actions.clone().unwrap_or_default(),
+    let Some(a) = spec.alarms.as_ref() else {
+        return AlarmsResolved::default();
+    };
+    let actions = a.actions.as_ref();
+    let tiers = |above: Option<u64>, warning: Option<u64>, critical: Option<u64>| {
+        [
+            (None, above),
+            (Some(Tier::Warning), warning),
+            (Some(Tier::Critical), critical),
+        ]
+        .into_iter()
+        .filter_map(|(tier, threshold)| {
+            let mut actions =
+                actions.map_or_else(Vec::new, |x: &AlarmActions| x.for_tier(tier).to_vec());
+            actions.sort();
+            actions.dedup();
+            Some(TierResolved {
+                tier,
+                threshold: threshold?,
+                actions,
+            })
         })
+        .collect::<Vec<_>>()
+    };
+    let secs = |d: Option<Duration>| d.map(|d| d.as_millis() / 1000);
+    AlarmsResolved {
+        depth: a.depth.as_ref().map(|d| AlarmResolved {
+            tiers: tiers(d.above, d.warning, d.critical),
+            period: d.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+            evaluation_periods: d
+                .evaluation_periods
+                .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            description: d.description.clone(),
+        }),
+        oldest_message_age: a.oldest_message_age.as_ref().map(|o| AlarmResolved {
+            tiers: tiers(secs(o.above), secs(o.warning), secs(o.critical)),
+            period: o.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+            evaluation_periods: o
+                .evaluation_periods
+                .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            description: o.description.clone(),
+        }),
+        runbook: a.runbook.clone(),
+    }
 }
 
 impl Resolved {
@@ -653,6 +707,7 @@ mod tests {
             properties: None,
             secret_properties: None,
             ownership: None,
+            alerts: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
     }

@@ -169,7 +169,7 @@ pub fn rabbit_workspace(dir: &std::path::Path, url: &str) {
     .expect("write targets");
     std::fs::write(
         dir.join("c.yaml"),
-        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: hostile}\nspec:\n  target: fake\n  name: \"{channel}.main\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {queueType: classic}\n  lint: {allow: [alarms/missing, alarms/unsupported-backend]}\n",
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: hostile}\nspec:\n  target: fake\n  name: \"{channel}.main\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {queueType: classic}\n  lint: {allow: [alarms/missing]}\n",
     )
     .expect("write spec");
 }

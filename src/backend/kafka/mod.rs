@@ -421,6 +421,7 @@ mod tests {
             properties: serde_json::from_value(props).expect("properties"),
             secret_properties: serde_json::from_value(secrets).expect("secrets"),
             ownership: None,
+            alerts: None,
         }
     }
 

@@ -1,11 +1,13 @@
 //! CloudWatch alarms on a channel's dead-letter queue: what they should be, how they read
 //! back, and the full definition PutMetricAlarm sends.
 //!
-//! Two alarms per channel, named from the DLQ's name by a fixed template (documented in
-//! docs/sqs.md): `{dlq}-depth` on ApproximateNumberOfMessagesVisible and `{dlq}-oldest-age`
-//! on ApproximateAgeOfOldestMessage (seconds). Both use namespace AWS/SQS, dimension
-//! QueueName, statistic Maximum, GreaterThanThreshold and TreatMissingData notBreaching (SQS
-//! stops publishing metrics for an idle queue, which must not page anyone).
+//! Up to two alarms per channel and tier, named from the DLQ's name by a fixed template
+//! (documented in docs/sqs.md): `{dlq}-depth` on ApproximateNumberOfMessagesVisible and
+//! `{dlq}-oldest-age` on ApproximateAgeOfOldestMessage (seconds) for a single threshold, and
+//! `{dlq}-depth-{tier}` / `{dlq}-oldest-age-{tier}` (`warning`, `critical`) for tiers. All use
+//! namespace AWS/SQS, dimension QueueName, statistic Maximum, GreaterThanThreshold and
+//! TreatMissingData notBreaching (SQS stops publishing metrics for an idle queue, which must
+//! not page anyone).
 //!
 //! PutMetricAlarm replaces the whole alarm, so every field it takes is owned: fields dlqctl
 //! never sets are desired absent (`null`) and shown in a plan when someone sets them.
@@ -17,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::backend::wire::aws::{Aws, AwsError, Pages, classify};
 use crate::resource::{Desired, Kind, Props, ResourceId, Role};
-use crate::spec::model::Backend;
-use crate::spec::resolve::{AlarmResolved, Resolved};
+use crate::spec::model::{Backend, Tier};
+use crate::spec::resolve::{AlarmResolved, Resolved, TierResolved};
 
 /// DescribeAlarms takes at most 100 names per call.
 pub const NAMES_PER_CALL: usize = 100;
@@ -39,12 +41,25 @@ pub fn alarm_names(dlq: &str) -> [String; 2] {
     ]
 }
 
-/// The channel's two alarms; one the spec does not ask for is desired absent, so a dlqctl
-/// alarm left over from an earlier spec is deleted (guarded like any delete).
+/// The name of one alarm: the untiered name (`{dlq}-depth`), or with `-{tier}` appended.
+pub fn tier_name(untiered: &str, tier: Option<Tier>) -> String {
+    match tier {
+        None => untiered.to_owned(),
+        Some(t) => format!("{untiered}-{t}"),
+    }
+}
+
+/// The channel's alarms. An alarm with a single threshold (or none) is one name, as before
+/// tiers existed, so existing estates plan empty; a tiered alarm is one name per tier, and
+/// its untiered name is desired absent. A name the spec does not ask for is desired absent,
+/// so a dlqctl alarm left over from an earlier spec is deleted (guarded like any delete).
+/// Not covered: tier alarms left over after a spec goes back to a single threshold (they are
+/// not read, to keep untiered plans as they were); `plan --prune` finds them.
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     let [depth_name, age_name] = alarm_names(&r.dead_letter);
     let a = &r.alarms;
-    [
+    let mut out = Vec::new();
+    for (untiered, metric, alarm, what) in [
         (
             depth_name,
             DEPTH_METRIC,
@@ -57,36 +72,66 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
             a.oldest_message_age.as_ref(),
             OLDEST_AGE_DESCRIPTION,
         ),
-    ]
-    .into_iter()
-    .map(|(name, metric, alarm, what)| Desired {
-        id: ResourceId {
-            target: r.target.clone(),
-            backend: Backend::Sqs,
-            kind: Kind::Alarm,
-            scope: String::new(),
-            name,
-        },
-        channel: r.channel.clone(),
-        role: Role::Alarm,
-        props: alarm.map(|x| props(r, metric, x, what)).unwrap_or_default(),
-        immutable: false,
-        present: alarm.is_some(),
-    })
-    .collect()
+    ] {
+        let tiers: Vec<Option<Tier>> = if alarm.is_some_and(AlarmResolved::is_tiered) {
+            std::iter::once(None)
+                .chain(Tier::ALL.into_iter().map(Some))
+                .collect()
+        } else {
+            vec![None]
+        };
+        for tier in tiers {
+            let wanted = alarm.and_then(|x| {
+                let t = x.tiers.iter().find(|t| t.tier == tier)?;
+                Some((x, t))
+            });
+            out.push(Desired {
+                id: ResourceId {
+                    target: r.target.clone(),
+                    backend: Backend::Sqs,
+                    kind: Kind::Alarm,
+                    scope: String::new(),
+                    name: tier_name(&untiered, tier),
+                },
+                channel: r.channel.clone(),
+                role: Role::Alarm,
+                props: wanted
+                    .map(|(x, t)| props(r, metric, x, t, what))
+                    .unwrap_or_default(),
+                immutable: false,
+                present: wanted.is_some(),
+            });
+        }
+    }
+    out
 }
 
-/// dlqctl's own alarm description: `dlqctl channel <channel>: <what>`.
-pub fn default_description(channel: &str, what: &str) -> String {
-    format!("dlqctl channel {channel}: {what}")
+/// The runbook's place in a default description: ` Runbook: <url>`.
+pub const RUNBOOK_LEAD: &str = " Runbook: ";
+
+/// dlqctl's own alarm description: `dlqctl channel <channel>: <what>`, the tier in brackets
+/// after the channel for tiered alarms, the runbook after.
+pub fn default_description(
+    channel: &str,
+    what: &str,
+    tier: Option<Tier>,
+    runbook: Option<&str>,
+) -> String {
+    let tier = tier.map(|t| format!(" ({t})")).unwrap_or_default();
+    let runbook = runbook
+        .map(|u| format!("{RUNBOOK_LEAD}{u}"))
+        .unwrap_or_default();
+    format!("dlqctl channel {channel}{tier}: {what}{runbook}")
 }
 
-fn props(r: &Resolved, metric: &str, a: &AlarmResolved, what: &str) -> Props {
-    let mut actions = r.alarms.actions.clone();
-    actions.sort();
-    actions.dedup();
+fn props(r: &Resolved, metric: &str, a: &AlarmResolved, t: &TierResolved, what: &str) -> Props {
     let description = match a.description.as_deref() {
-        None => json!(default_description(&r.channel, what)),
+        None => json!(default_description(
+            &r.channel,
+            what,
+            t.tier,
+            r.alarms.runbook.as_deref()
+        )),
         Some("") => Value::Null,
         Some(d) => json!(d),
     };
@@ -100,12 +145,12 @@ fn props(r: &Resolved, metric: &str, a: &AlarmResolved, what: &str) -> Props {
         ("Period", json!(a.period.as_millis() / 1000)),
         ("EvaluationPeriods", json!(a.evaluation_periods)),
         ("DatapointsToAlarm", Value::Null),
-        ("Threshold", json!(a.threshold)),
+        ("Threshold", json!(t.threshold)),
         ("ComparisonOperator", json!("GreaterThanThreshold")),
         ("TreatMissingData", json!("notBreaching")),
         ("Unit", Value::Null),
         ("ActionsEnabled", json!(true)),
-        ("AlarmActions", json!(actions)),
+        ("AlarmActions", json!(t.actions)),
         ("OKActions", json!([])),
         ("InsufficientDataActions", json!([])),
     ]

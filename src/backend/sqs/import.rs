@@ -27,7 +27,8 @@ use crate::backend::wire::aws::AwsError;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
-    AgeAlarm, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Retry, SqsOptions, Target,
+    AgeAlarm, AlarmActions, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Retry, SqsOptions, Target,
+    Tier, TierActions,
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
@@ -292,45 +293,44 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
 }
 
 /// The alarm settings the spec can express, from the alarms watching the channel's queues
-/// (the depth alarm first: its actions become the channel's); the others are reported.
+/// (untiered alarms first, then by name); the others are reported. Actions become one list
+/// when every alarm has the same ones, else one list per tier (`warning`, `critical`: an
+/// untiered alarm counts as critical); two alarms of one tier with different actions cannot
+/// both be said, and the second is reported.
 fn dead_letter_alarms(
     l: &Link,
     id: &str,
     alarms_handled: &mut BTreeSet<String>,
     g: &mut Gathered,
 ) -> Option<Alarms> {
-    let [depth_name, _] = alarms::alarm_names(l.dlq);
+    let [depth_name, age_name] = alarms::alarm_names(l.dlq);
     let mut alarms = Alarms::default();
-    let mut actions: Option<Vec<String>> = None;
+    let mut actions: BTreeMap<Tier, Vec<String>> = BTreeMap::new();
     let mut ordered: Vec<(&String, &SeenAlarm)> = l
         .inv
         .alarms
         .iter()
         .filter(|(_, a)| alarm_queue(a) == Some(l.dlq) || alarm_queue(a) == Some(l.main))
         .collect();
-    ordered.sort_by_key(|(n, _)| (**n != depth_name, (*n).clone()));
+    ordered.sort_by_key(|(n, _)| (**n != depth_name, **n != age_name, (*n).clone()));
     for (name, a) in ordered {
         alarms_handled.insert(name.clone());
         let rid = alarm_id(l.target_name, name);
-        let fits = alarm_fit(l, id, name, a).and_then(|what| {
+        let fits = alarm_fit(l, id, name, a).and_then(|(what, tier)| {
             let list = alarm_actions(a);
-            match &actions {
-                Some(existing) if *existing != list => Err("its AlarmActions differ from the other alarm's, and a spec gives both alarms the same `alarms.actions`".to_owned()),
-                _ => {
-                    actions = Some(list);
-                    Ok(what)
-                }
+            let severity = tier.unwrap_or(Tier::Critical);
+            if actions.get(&severity).is_some_and(|existing| *existing != list) {
+                return Err(format!("its AlarmActions differ from another {severity} alarm's, and a spec gives every {severity} alarm the same `alarms.actions`"));
             }
+            set_alarm(&mut alarms, a, id, what, tier)?;
+            actions.insert(severity, list);
+            Ok(())
         });
-        let what = match fits {
-            Ok(what) => what,
-            Err(why) => {
-                g.findings
-                    .push(format!("{rid}: not imported, left as is: {why}"));
-                continue;
-            }
-        };
-        set_alarm(&mut alarms, a, id, what);
+        if let Err(why) = fits {
+            g.findings
+                .push(format!("{rid}: not imported, left as is: {why}"));
+            continue;
+        }
         g.live.insert(
             rid.clone(),
             Live {
@@ -345,13 +345,29 @@ fn dead_letter_alarms(
     if alarms.depth.is_none() && alarms.oldest_message_age.is_none() {
         return None;
     }
-    alarms.actions = actions.filter(|a| !a.is_empty());
+    let mut lists = actions.values();
+    let first = lists.next().cloned().unwrap_or_default();
+    alarms.actions = if lists.all(|l| *l == first) {
+        (!first.is_empty()).then_some(AlarmActions::All(first))
+    } else {
+        let get = |t: Tier| actions.get(&t).cloned().filter(|l| !l.is_empty());
+        Some(AlarmActions::PerTier(TierActions {
+            warning: get(Tier::Warning),
+            critical: get(Tier::Critical),
+        }))
+    };
     Some(alarms)
 }
 
-/// Which of dlqctl's two alarms this one can become (its default description's wording), or
-/// why the spec cannot take it over: another queue, metric or name, or fields a spec cannot set.
-fn alarm_fit(l: &Link, id: &str, name: &str, a: &SeenAlarm) -> Result<&'static str, String> {
+/// Which of dlqctl's alarms this one can become (its default description's wording and its
+/// tier, from the name), or why the spec cannot take it over: another queue, metric or name,
+/// or fields a spec cannot set.
+fn alarm_fit(
+    l: &Link,
+    id: &str,
+    name: &str,
+    a: &SeenAlarm,
+) -> Result<(&'static str, Option<Tier>), String> {
     if alarm_queue(a) == Some(l.main) {
         return Err(format!(
             "it watches the main queue {}; dlqctl's alarms watch the dead-letter queue",
@@ -373,17 +389,20 @@ fn alarm_fit(l: &Link, id: &str, name: &str, a: &SeenAlarm) -> Result<&'static s
             ));
         }
     };
-    if name != expected {
+    let Some(tier) = std::iter::once(None)
+        .chain(Tier::ALL.into_iter().map(Some))
+        .find(|t| alarms::tier_name(expected, *t) == name)
+    else {
         return Err(format!(
-            "dlqctl names this alarm {expected} (a fixed template); rename it to adopt it"
+            "dlqctl names this alarm {expected} (or {expected}-warning, {expected}-critical: a fixed template); rename it to adopt it"
         ));
-    }
+    };
     let ours = dlqctl_channel(&a.tags) == Some(id);
     let problems = alarm_problems(a, l.dlq);
     if !problems.is_empty() && !ours {
         return Err(format!("the spec cannot express {}", problems.join(", ")));
     }
-    Ok(what)
+    Ok((what, tier))
 }
 
 /// The alarm's AlarmActions, sorted.
@@ -403,14 +422,55 @@ fn alarm_actions(a: &SeenAlarm) -> Vec<String> {
     list
 }
 
-/// Writes the alarm's threshold, period and description into the spec's depth or
-/// oldest-message-age alarm (`what` says which).
-fn set_alarm(alarms: &mut Alarms, a: &SeenAlarm, id: &str, what: &str) {
-    let description = match a.props.get("AlarmDescription").and_then(Value::as_str) {
-        None => Some(String::new()),
-        Some(d) if d == alarms::default_description(id, what) => None,
-        Some(d) => Some(d.to_owned()),
+/// The spec's `description` for a live AlarmDescription, and the runbook it names: `None`
+/// when it is dlqctl's default (with or without a runbook), `""` when there is none.
+fn description_of(
+    live: Option<&str>,
+    id: &str,
+    what: &str,
+    tier: Option<Tier>,
+) -> (Option<String>, Option<String>) {
+    let Some(d) = live else {
+        return (Some(String::new()), None);
     };
+    let plain = alarms::default_description(id, what, tier, None);
+    if d == plain {
+        return (None, None);
+    }
+    if let Some(url) = d
+        .strip_prefix(&plain)
+        .and_then(|rest| rest.strip_prefix(alarms::RUNBOOK_LEAD))
+        .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
+    {
+        return (None, Some(url.to_owned()));
+    }
+    (Some(d.to_owned()), None)
+}
+
+/// Writes the alarm's threshold, period and description into the spec's depth or
+/// oldest-message-age alarm (`what` says which), as `above` or as its tier; or why it cannot
+/// join what the spec already says (a single threshold and tiers on one alarm, tiers with
+/// different periods or descriptions, another runbook).
+fn set_alarm(
+    alarms: &mut Alarms,
+    a: &SeenAlarm,
+    id: &str,
+    what: &str,
+    tier: Option<Tier>,
+) -> Result<(), String> {
+    let (description, runbook) = description_of(
+        a.props.get("AlarmDescription").and_then(Value::as_str),
+        id,
+        what,
+        tier,
+    );
+    if let (Some(have), Some(new)) = (&alarms.runbook, &runbook)
+        && have != new
+    {
+        return Err(format!(
+            "its description names the runbook {new}, another alarm of the channel {have}"
+        ));
+    }
     let threshold = a
         .props
         .get("Threshold")
@@ -418,21 +478,74 @@ fn set_alarm(alarms: &mut Alarms, a: &SeenAlarm, id: &str, what: &str) {
         .unwrap_or(0);
     let period = number_of(a, "Period").map(Duration::from_secs);
     let evaluation_periods = number_of(a, "EvaluationPeriods").and_then(|n| u32::try_from(n).ok());
+    // What both forms share, to compare a second tier with the first.
+    let shared = (period, evaluation_periods, description.clone());
+    let clash = |have: (Option<Duration>, Option<u32>, Option<String>), tiered: bool| {
+        if !tiered || tier.is_none() {
+            Err(
+                "the channel already has this alarm (a single threshold and tiers cannot be mixed)"
+                    .to_owned(),
+            )
+        } else if have != shared {
+            Err("its period, evaluation periods or description differ from the other tier's, and a spec gives both tiers the same".to_owned())
+        } else {
+            Ok(())
+        }
+    };
     if what == DEPTH_DESCRIPTION {
-        alarms.depth = Some(DepthAlarm {
-            above: threshold,
-            period,
-            evaluation_periods,
-            description,
-        });
+        match &mut alarms.depth {
+            Some(d) => {
+                clash(
+                    (d.period, d.evaluation_periods, d.description.clone()),
+                    d.above.is_none(),
+                )?;
+                match tier {
+                    Some(Tier::Warning) => d.warning = Some(threshold),
+                    _ => d.critical = Some(threshold),
+                }
+            }
+            None => {
+                let at = |t: Tier| (tier == Some(t)).then_some(threshold);
+                alarms.depth = Some(DepthAlarm {
+                    above: tier.is_none().then_some(threshold),
+                    warning: at(Tier::Warning),
+                    critical: at(Tier::Critical),
+                    period,
+                    evaluation_periods,
+                    description,
+                });
+            }
+        }
     } else {
-        alarms.oldest_message_age = Some(AgeAlarm {
-            above: Duration::from_secs(threshold),
-            period,
-            evaluation_periods,
-            description,
-        });
+        let threshold = Duration::from_secs(threshold);
+        match &mut alarms.oldest_message_age {
+            Some(o) => {
+                clash(
+                    (o.period, o.evaluation_periods, o.description.clone()),
+                    o.above.is_none(),
+                )?;
+                match tier {
+                    Some(Tier::Warning) => o.warning = Some(threshold),
+                    _ => o.critical = Some(threshold),
+                }
+            }
+            None => {
+                let at = |t: Tier| (tier == Some(t)).then_some(threshold);
+                alarms.oldest_message_age = Some(AgeAlarm {
+                    above: tier.is_none().then_some(threshold),
+                    warning: at(Tier::Warning),
+                    critical: at(Tier::Critical),
+                    period,
+                    evaluation_periods,
+                    description,
+                });
+            }
+        }
     }
+    if runbook.is_some() {
+        alarms.runbook = runbook;
+    }
+    Ok(())
 }
 
 fn number_of(a: &SeenAlarm, key: &str) -> Option<u64> {

@@ -20,7 +20,7 @@ mod rabbitmq;
 mod sqs;
 mod targets;
 
-pub use alarms::{AgeAlarm, Alarms, DepthAlarm};
+pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Envelope,
     LintOptions, Metadata, Retry,
@@ -30,7 +30,7 @@ pub use rabbitmq::{
     DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions, RetryModel,
 };
 pub use sqs::SqsOptions;
-pub use targets::{Backend, Ownership, Target, Targets, TargetsKind};
+pub use targets::{Backend, MetricSource, Ownership, Target, TargetAlerts, Targets, TargetsKind};
 
 /// The only `apiVersion` this release reads.
 pub const API_VERSION: &str = "dlqctl/v1";

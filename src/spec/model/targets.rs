@@ -74,6 +74,34 @@ pub struct Target {
     pub secret_properties: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
+    /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alerts: Option<TargetAlerts>,
+}
+
+/// How `dlqctl alerts` reads a RabbitMQ or Kafka target's dead-letter queues.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TargetAlerts {
+    /// The depth metric: `exporter` (default: `dlqctl exporter`'s `dlq_depth`) or `native`
+    /// (RabbitMQ: the `rabbitmq_prometheus` plugin's `rabbitmq_detailed_queue_messages`;
+    /// Kafka: kafka_exporter's consumer-group lag, or retained offsets without
+    /// `deadLetter.consumerGroup`). The age always comes from `dlqctl exporter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<MetricSource>,
+    /// Label matchers added to every native selector, to tell this cluster's series from
+    /// another's (e.g. `{cluster: prod}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("propertyNames" = {"pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}))]
+    pub match_labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricSource {
+    #[default]
+    Exporter,
+    Native,
 }
 
 #[derive(

@@ -1,18 +1,201 @@
-//! Rules on `spec.alarms`: CloudWatch's limits on periods and thresholds, and ARNs as
-//! actions (checked for SQS targets, the only ones that provision alarms); on other backends,
-//! the warning that alarms are not applied.
+//! Rules on `spec.alarms`, for every backend: each alarm has a threshold in one form (a
+//! single `above`, or `warning`/`critical` tiers), tiers in order, an age alarm that can fire
+//! before the dead letters expire, a runbook that is a URL. Then per backend: CloudWatch's
+//! limits on periods and thresholds and ARNs as actions (SQS targets, provisioned by
+//! `apply`); on RabbitMQ and Kafka targets (Prometheus rules written by `dlqctl alerts`), the
+//! warning that `actions` are not used, since Alertmanager routes alerts by their labels.
 //!
-//! Depends only on the model, `diag` and the loaded document.
+//! Depends only on the model, the resolved channel, `diag` and the loaded document.
 
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
-use crate::spec::model::{Backend, Channel};
+use crate::spec::model::{AlarmActions, Backend, Channel, Tier};
+use crate::spec::resolve::Resolved;
 
 pub const CLOUDWATCH_MAX_EVALUATION: Duration = Duration::from_secs(86_400);
 
-/// `alarms/period`, `alarms/whole-seconds` and `alarms/action`.
-pub(super) fn check_alarms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
+/// One alarm of the spec with its three thresholds as numbers (messages, or milliseconds for
+/// the age), and how to show a threshold to the user.
+struct Thresholds {
+    name: &'static str,
+    above: Option<u64>,
+    warning: Option<u64>,
+    critical: Option<u64>,
+    show: fn(u64) -> String,
+}
+
+fn thresholds(doc: &Doc<Channel>) -> Vec<Thresholds> {
+    let Some(alarms) = &doc.value.spec.alarms else {
+        return Vec::new();
+    };
+    let ms = |d: Option<Duration>| d.map(Duration::as_millis);
+    let mut out = Vec::new();
+    if let Some(d) = &alarms.depth {
+        out.push(Thresholds {
+            name: "depth",
+            above: d.above,
+            warning: d.warning,
+            critical: d.critical,
+            show: |n| format!("{n} messages"),
+        });
+    }
+    if let Some(a) = &alarms.oldest_message_age {
+        out.push(Thresholds {
+            name: "oldestMessageAge",
+            above: ms(a.above),
+            warning: ms(a.warning),
+            critical: ms(a.critical),
+            show: |n| Duration::from_millis(n).to_string(),
+        });
+    }
+    out
+}
+
+/// Every rule on `spec.alarms` for a resolved channel, on its backend.
+pub(super) fn check_alarms(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let Some(alarms) = &doc.value.spec.alarms else {
+        return;
+    };
+    check_forms(doc, out);
+    check_age_retention(doc, r, out);
+    check_unused_tier_actions(doc, out);
+    if let Some(url) = &alarms.runbook
+        && !(url.starts_with("https://") || url.starts_with("http://"))
+    {
+        out.push(
+            Diagnostic::error(
+                "alarms/runbook",
+                format!("`spec.alarms.runbook` is `{url}`, which is not an http(s) URL"),
+            )
+            .at(doc.locs.value("/spec/alarms/runbook"))
+            .hint("give the address people open when the alarm fires, e.g. `https://wiki.example.com/runbooks/dlq`"),
+        );
+    }
+    match r.backend {
+        Backend::Sqs => check_cloudwatch(doc, out),
+        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, r.backend, out),
+    }
+}
+
+/// `alarms/threshold` (an alarm without a threshold, or with `above` and tiers) and
+/// `alarms/tier-order` (a warning at or above the critical threshold).
+fn check_forms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
+    for t in thresholds(doc) {
+        let name = t.name;
+        let tiered = t.warning.is_some() || t.critical.is_some();
+        if t.above.is_none() && !tiered {
+            out.push(
+                Diagnostic::error(
+                    "alarms/threshold",
+                    format!("`spec.alarms.{name}` has no threshold: it would never fire"),
+                )
+                .at(doc.locs.key(&format!("/spec/alarms/{name}")))
+                .hint("give `above:` (one alarm), or `warning:` and/or `critical:` (one alarm per tier)"),
+            );
+        }
+        if t.above.is_some() && tiered {
+            out.push(
+                Diagnostic::error(
+                    "alarms/threshold",
+                    format!("`spec.alarms.{name}` has both `above` and tiers; `above` is the single-threshold form"),
+                )
+                .at(doc.locs.key(&format!("/spec/alarms/{name}/above")))
+                .hint("keep `warning`/`critical` and remove `above` (an `above` alarm is the same as a `critical` one)"),
+            );
+        }
+        if let (Some(w), Some(c)) = (t.warning, t.critical)
+            && w >= c
+        {
+            out.push(
+                Diagnostic::error(
+                    "alarms/tier-order",
+                    format!(
+                        "`spec.alarms.{name}.warning` is {}, not below `critical` ({}): the warning would never come first",
+                        (t.show)(w),
+                        (t.show)(c)
+                    ),
+                )
+                .at(doc.locs.value(&format!("/spec/alarms/{name}/warning")))
+                .hint("warn early and page later: `warning` below `critical`"),
+            );
+        }
+    }
+}
+
+/// `alarms/age-beyond-retention`: an age threshold at or beyond the dead-letter retention
+/// never fires, since the message is gone first.
+fn check_age_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let Some(retention) = r.dead_letter_retention else {
+        return;
+    };
+    let Some(age) = doc
+        .value
+        .spec
+        .alarms
+        .as_ref()
+        .and_then(|a| a.oldest_message_age.as_ref())
+    else {
+        return;
+    };
+    for (key, value) in [
+        ("above", age.above),
+        ("warning", age.warning),
+        ("critical", age.critical),
+    ] {
+        if let Some(v) = value
+            && v >= retention
+        {
+            out.push(
+                Diagnostic::error(
+                    "alarms/age-beyond-retention",
+                    format!("`spec.alarms.oldestMessageAge.{key}` is {v}, but the dead-letter queue keeps messages for {retention}: the message is gone before anyone is told"),
+                )
+                .at(doc.locs.value(&format!("/spec/alarms/oldestMessageAge/{key}")))
+                .hint("alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)"),
+            );
+        }
+    }
+}
+
+/// `alarms/actions-tier` (warning): actions for a tier that no alarm of the channel has.
+fn check_unused_tier_actions(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
+    let Some(AlarmActions::PerTier(per)) = doc
+        .value
+        .spec
+        .alarms
+        .as_ref()
+        .and_then(|a| a.actions.as_ref())
+    else {
+        return;
+    };
+    let all = thresholds(doc);
+    // A single-threshold alarm counts as critical.
+    let has = |tier: Tier| {
+        all.iter().any(|t| match tier {
+            Tier::Warning => t.warning.is_some(),
+            Tier::Critical => t.critical.is_some() || t.above.is_some(),
+        })
+    };
+    for (tier, list) in [
+        (Tier::Warning, &per.warning),
+        (Tier::Critical, &per.critical),
+    ] {
+        if list.as_ref().is_some_and(|l| !l.is_empty()) && !has(tier) {
+            out.push(
+                Diagnostic::warning(
+                    "alarms/actions-tier",
+                    format!("`spec.alarms.actions.{tier}` is set, but no alarm of the channel has a {tier} tier: these actions are never notified"),
+                )
+                .at(doc.locs.key(&format!("/spec/alarms/actions/{tier}")))
+                .hint(format!("add `{tier}:` to `depth` or `oldestMessageAge`, or remove `actions.{tier}`")),
+            );
+        }
+    }
+}
+
+/// `alarms/period`, `alarms/whole-seconds` and `alarms/action`: CloudWatch's limits.
+fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
     let Some(alarms) = &doc.value.spec.alarms else {
         return;
     };
@@ -60,44 +243,66 @@ pub(super) fn check_alarms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             );
         }
     }
-    if let Some(age) = &alarms.oldest_message_age
-        && age.above.as_millis() % 1000 != 0
-    {
-        out.push(
-            Diagnostic::error(
-                "alarms/whole-seconds",
-                format!(
-                    "`spec.alarms.oldestMessageAge.above` is {}; the metric is in whole seconds",
-                    age.above
-                ),
-            )
-            .at(doc.locs.value("/spec/alarms/oldestMessageAge/above")),
-        );
+    if let Some(age) = &alarms.oldest_message_age {
+        for (key, value) in [
+            ("above", age.above),
+            ("warning", age.warning),
+            ("critical", age.critical),
+        ] {
+            if let Some(v) = value
+                && v.as_millis() % 1000 != 0
+            {
+                out.push(
+                    Diagnostic::error(
+                        "alarms/whole-seconds",
+                        format!("`spec.alarms.oldestMessageAge.{key}` is {v}; the metric is in whole seconds"),
+                    )
+                    .at(doc.locs.value(&format!("/spec/alarms/oldestMessageAge/{key}"))),
+                );
+            }
+        }
     }
-    for (i, a) in alarms.actions.iter().flatten().enumerate() {
+    for (at, a) in alarms.actions.iter().flat_map(AlarmActions::entries) {
         if !a.starts_with("arn:") {
+            let field = match at.split_once('/') {
+                Some((tier, i)) => format!("{tier}[{i}]"),
+                None => format!("[{at}]"),
+            };
+            let field = if field.starts_with('[') {
+                format!("spec.alarms.actions{field}")
+            } else {
+                format!("spec.alarms.actions.{field}")
+            };
             out.push(
                 Diagnostic::error(
                     "alarms/action",
-                    format!("`spec.alarms.actions[{i}]` is `{a}`, which is not an ARN"),
+                    format!("`{field}` is `{a}`, which is not an ARN"),
                 )
-                .at(doc.locs.value(&format!("/spec/alarms/actions/{i}")))
+                .at(doc.locs.value(&format!("/spec/alarms/actions/{at}")))
                 .hint("alarm actions are ARNs, e.g. `arn:aws:sns:eu-west-1:123456789012:ops`"),
             );
         }
     }
 }
 
-/// `alarms/unsupported-backend`.
-pub(super) fn alarms_unsupported(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
-    if doc.value.spec.alarms.is_some() {
+/// `alarms/actions-unused` (warning): on RabbitMQ and Kafka targets alarms become Prometheus
+/// rules (`dlqctl alerts`), which carry no actions.
+fn actions_unused(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
+    let set = doc
+        .value
+        .spec
+        .alarms
+        .as_ref()
+        .and_then(|a| a.actions.as_ref())
+        .is_some_and(|a| !a.is_empty());
+    if set {
         out.push(
             Diagnostic::warning(
-                "alarms/unsupported-backend",
-                format!("alarms are not provisioned for {} targets yet; `spec.alarms` is not applied", backend.display_name()),
+                "alarms/actions-unused",
+                format!("`spec.alarms.actions` is not used on {} targets: their alarms are Prometheus rules (`dlqctl alerts`), and Alertmanager decides who is notified", backend.display_name()),
             )
-            .at(doc.locs.key("/spec/alarms"))
-            .hint("alert on the dead-letter queue's depth in your monitoring system (e.g. Prometheus)"),
+            .at(doc.locs.key("/spec/alarms/actions"))
+            .hint("route by the alerts' labels in Alertmanager (`severity`, `channel`, `target` and the channel's `metadata.labels`), and remove `actions`"),
         );
     }
 }

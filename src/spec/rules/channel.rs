@@ -203,12 +203,13 @@ fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
         .alarms
         .as_ref()
         .is_some_and(|a| a.depth.is_some() || a.oldest_message_age.is_some());
+    // On SQS, an alarm (any tier) with no actions; elsewhere Alertmanager routes alerts.
     let notifies_nobody = r.backend == Backend::Sqs
-        && has_alarms
-        && spec
-            .alarms
-            .as_ref()
-            .is_none_or(|a| a.actions.as_ref().is_none_or(Vec::is_empty));
+        && [&r.alarms.depth, &r.alarms.oldest_message_age]
+            .into_iter()
+            .flatten()
+            .flat_map(|a| &a.tiers)
+            .any(|t| t.actions.is_empty());
     if notifies_nobody {
         out.push(
             Diagnostic::warning(

@@ -4,7 +4,7 @@
 //! Depends on `alarms` and `channel` (the advice every broker shares) and the resolved
 //! channel.
 
-use super::alarms::alarms_unsupported;
+use super::alarms::check_alarms;
 use super::channel::jitter_info;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -20,7 +20,7 @@ pub(super) fn check_kafka(
     _target: &Target,
     out: &mut Vec<Diagnostic>,
 ) {
-    alarms_unsupported(doc, Backend::Kafka, out);
+    check_alarms(doc, r, out);
     jitter_info(doc, Backend::Kafka, out);
     let Some(k) = &r.kafka else { return };
     if k.dead_letter_partitions < k.partitions {

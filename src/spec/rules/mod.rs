@@ -37,12 +37,13 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 7] = [
+pub const ADVICE_RULES: [&str; 8] = [
     "retry/none",
     "retry/excessive",
     "sqs/fifo-redrive-order",
     "alarms/missing",
-    "alarms/unsupported-backend",
+    "alarms/actions-unused",
+    "alarms/actions-tier",
     "sqs/backoff-consumer",
     "retry/jitter-consumer",
 ];

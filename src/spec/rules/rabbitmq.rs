@@ -4,7 +4,7 @@
 //! Depends on `alarms` and `channel` (the advice every broker shares), `names` (ownership)
 //! and the resolved channel.
 
-use super::alarms::alarms_unsupported;
+use super::alarms::check_alarms;
 use super::channel::jitter_info;
 use super::names::check_scope;
 use crate::diag::Diagnostic;
@@ -22,7 +22,7 @@ pub(super) fn check_rabbitmq(
     out: &mut Vec<Diagnostic>,
 ) {
     let Some(rb) = &r.rabbitmq else { return };
-    alarms_unsupported(doc, Backend::Rabbitmq, out);
+    check_alarms(doc, r, out);
     jitter_info(doc, Backend::Rabbitmq, out);
     check_retention_ttl(doc, r, out);
     check_backoff_required(doc, r, rb, out);

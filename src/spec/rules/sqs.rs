@@ -1,7 +1,7 @@
 //! Rules for channels on an SQS target: SQS's limits (retention, visibility timeout,
 //! maxReceiveCount) and what SQS's redrive means for the settings (a standard DLQ keeps the
-//! original enqueue time; retries are spaced by the visibility timeout). Alarms, which only
-//! SQS targets provision, are checked from here.
+//! original enqueue time; retries are spaced by the visibility timeout). Alarms (CloudWatch's
+//! limits among them) are checked from here, as from each backend's rules.
 //!
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
@@ -25,7 +25,7 @@ pub(super) fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnost
     check_dlq_retention(doc, r, out);
     backoff_consumer(doc, vis, out);
     check_retry_fits_retention(doc, r, vis, out);
-    check_alarms(doc, out);
+    check_alarms(doc, r, out);
     fifo_redrive_order(doc, r, out);
 }
 

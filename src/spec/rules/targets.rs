@@ -78,7 +78,7 @@ fn check_fields_apply(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    let fields: [(&str, bool, &[Backend]); 10] = [
+    let fields: [(&str, bool, &[Backend]); 11] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -104,6 +104,11 @@ fn check_fields_apply(
             "secretProperties",
             t.secret_properties.is_some(),
             &[Backend::Kafka],
+        ),
+        (
+            "alerts",
+            t.alerts.is_some(),
+            &[Backend::Rabbitmq, Backend::Kafka],
         ),
     ];
     for (field, set, backends) in fields {

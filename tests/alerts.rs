@@ -1,0 +1,524 @@
+//! `dlqctl alerts` through the real binary: snapshots of both formats, `--check`'s exit codes,
+//! and Prometheus's own tools on the output: `promtool check rules` (the file loads) and
+//! `promtool test rules` with `tests/fixtures/alerts/rules.test.yaml` (each alert fires on
+//! synthetic series above its threshold, and not below or after the DLQ is emptied).
+//!
+//! promtool comes from `$DLQCTL_PROMTOOL` (which `scripts/stack env` exports), else `PATH`.
+//! Under `CI=true` or `DLQCTL_LIVE_REQUIRED=1` a missing promtool fails these tests, as a
+//! missing server fails the live ones; otherwise they skip loudly.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{dlqctl, output, root};
+
+const FIXTURES: &str = "tests/fixtures/alerts";
+
+fn alerts(args: &[&str]) -> support::Output {
+    output(dlqctl().arg("alerts").args(args).args(["--color", "never"]))
+}
+
+/// The promtool binary, or `None` (skip) when it is missing and live tests may skip.
+fn promtool() -> Option<PathBuf> {
+    let path = std::env::var_os("DLQCTL_PROMTOOL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("promtool"));
+    let found = Command::new(&path)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    support::require(
+        &format!(
+            "promtool ({}; `scripts/stack up` installs it)",
+            path.display()
+        ),
+        found,
+    )
+    .then_some(path)
+}
+
+fn run_promtool(promtool: &Path, dir: &Path, args: &[&str]) -> support::Output {
+    output(Command::new(promtool).args(args).current_dir(dir))
+}
+
+#[test]
+fn both_formats_match_their_snapshots() {
+    let r = alerts(&[FIXTURES]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("alerts-prometheus", r.stdout);
+    insta::assert_snapshot!("alerts-report", r.stderr);
+    let op = alerts(&[FIXTURES, "--format", "prometheus-operator"]);
+    assert_eq!(op.code, 0, "{}", op.stderr);
+    insta::assert_snapshot!("alerts-prometheus-operator", op.stdout);
+    // The manifest holds the same groups, indented under `spec:`.
+    let groups = r
+        .stdout
+        .split_once("groups:")
+        .map(|(_, g)| g)
+        .expect("groups");
+    let indented: String = groups
+        .lines()
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("  {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        op.stdout.contains(indented.trim_start()),
+        "the operator manifest wraps the same groups"
+    );
+}
+
+#[test]
+fn the_output_is_deterministic_whatever_the_order_of_the_specs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for f in ["dlqctl.yaml", "defaults.yaml"] {
+        std::fs::copy(root().join(FIXTURES).join(f), dir.path().join(f)).expect("copy");
+    }
+    // The same channels, one file each, in reverse order.
+    let text = std::fs::read_to_string(root().join(FIXTURES).join("channels.yaml")).expect("read");
+    for (i, doc) in text
+        .split("\n---\n")
+        .collect::<Vec<_>>()
+        .iter()
+        .rev()
+        .enumerate()
+    {
+        std::fs::write(dir.path().join(format!("{i}.yaml")), doc).expect("write");
+    }
+    let a = alerts(&[FIXTURES]);
+    let b = alerts(&[dir.path().to_str().expect("utf-8")]);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn check_exits_0_when_current_and_2_with_a_diff_when_stale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rules.yaml");
+    let file_s = file.to_str().expect("utf-8");
+    let missing = alerts(&[FIXTURES, "--check", file_s]);
+    assert_eq!(
+        missing.code, 2,
+        "a missing file is stale\n{}",
+        missing.stderr
+    );
+    missing.assert_stderr_contains("does not exist");
+
+    let w = alerts(&[FIXTURES, "--out", file_s]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    assert!(w.stdout.is_empty(), "--out writes nothing to stdout");
+    let ok = alerts(&[FIXTURES, "--check", file_s]);
+    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    ok.assert_stderr_contains("is up to date");
+
+    // Someone edits a threshold in the committed file: --check says so, with the line.
+    let text = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(&file, text.replacen("> 1800", "> 900", 1)).expect("write");
+    let stale = alerts(&[FIXTURES, "--check", file_s]);
+    assert_eq!(stale.code, 2, "{}", stale.stderr);
+    stale.assert_stdout_contains("-        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 900\"");
+    stale.assert_stdout_contains("+        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 1800\"");
+    stale.assert_stderr_contains("is stale");
+    // The other format is not the committed file either.
+    let other = alerts(&[
+        FIXTURES,
+        "--check",
+        file_s,
+        "--format",
+        "prometheus-operator",
+    ]);
+    assert_eq!(other.code, 2);
+}
+
+#[test]
+fn out_never_overwrites_a_file_it_did_not_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rules.yaml");
+    std::fs::write(&file, "groups: []  # written by hand\n").expect("write");
+    let r = alerts(&[FIXTURES, "--out", file.to_str().expect("utf-8")]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.assert_stderr_contains("not overwriting");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        "groups: []  # written by hand\n"
+    );
+}
+
+#[test]
+fn specs_with_lint_errors_write_no_rules() {
+    let r = alerts(&[
+        "tests/fixtures/invalid/rabbitmq-alarms-tier-order.yaml",
+        "--targets",
+        "tests/fixtures/targets.yaml",
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    r.assert_stderr_contains("[alarms/tier-order]");
+}
+
+#[test]
+fn promtool_loads_the_rules_and_their_unit_tests_pass() {
+    let Some(promtool) = promtool() else { return };
+    // The exporter's metrics, and the brokers' own (`alerts.source: native`).
+    for fixtures in [FIXTURES, "tests/fixtures/alerts-native"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rules = dir.path().join("rules.yaml");
+        let w = alerts(&[fixtures, "--out", rules.to_str().expect("utf-8")]);
+        assert_eq!(w.code, 0, "{fixtures}: {}", w.stderr);
+        let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
+        assert_eq!(
+            check.code, 0,
+            "{fixtures}: {}{}",
+            check.stdout, check.stderr
+        );
+        check.assert_stdout_contains("SUCCESS: 7 rules found");
+
+        std::fs::copy(
+            root().join(fixtures).join("rules.test.yaml"),
+            dir.path().join("rules.test.yaml"),
+        )
+        .expect("copy the unit tests");
+        let test = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+        assert_eq!(test.code, 0, "{fixtures}: {}{}", test.stdout, test.stderr);
+        test.assert_stdout_contains("SUCCESS");
+
+        // The unit tests can fail: with the RabbitMQ channel's warning thresholds moved up,
+        // the 15-minute cases break.
+        let text = std::fs::read_to_string(&rules).expect("read");
+        std::fs::write(
+            &rules,
+            text.replace("> 0\"", "> 50\"").replace("> 1800", "> 3500"),
+        )
+        .expect("write");
+        let broken = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+        assert_eq!(
+            broken.code, 1,
+            "{fixtures}: {}{}",
+            broken.stdout, broken.stderr
+        );
+    }
+}
+
+#[test]
+fn native_sources_read_the_brokers_own_metrics() {
+    let r = alerts(&["tests/fixtures/alerts-native"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("alerts-native", r.stdout);
+    // A group that reads no `dlqctl exporter` metric has no exporter-down rule.
+    let kafka = r
+        .stdout
+        .split("- name: \"dlqctl-kafka\"")
+        .nth(1)
+        .and_then(|g| g.split("- name: ").next())
+        .expect("the kafka group");
+    assert!(!kafka.contains("DeadLetterExporterDown"), "{kafka}");
+}
+
+#[test]
+fn the_examples_rules_load_in_promtool() {
+    let Some(promtool) = promtool() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rules.yaml");
+    let w = alerts(&["examples", "--out", path.to_str().expect("utf-8")]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+    w.assert_stderr_contains("3 SQS channels left out");
+    let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}
+
+/// The Prometheus server binary (Debian's `prometheus` package, which `scripts/stack up`
+/// installs with promtool), from `$DLQCTL_PROMETHEUS`, else `PATH`.
+fn prometheus() -> Option<PathBuf> {
+    let path = std::env::var_os("DLQCTL_PROMETHEUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("prometheus"));
+    let found = Command::new(&path)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    support::require(
+        &format!(
+            "prometheus ({}; `scripts/stack up` installs it)",
+            path.display()
+        ),
+        found,
+    )
+    .then_some(path)
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the child to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Child processes this test started (the exporter, Prometheus), killed by their handle and
+/// the test's queues and topics deleted, whatever way the test ends.
+struct Stack {
+    children: Vec<std::process::Child>,
+    stem: String,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        support::rabbit::delete_prefixed(&self.stem);
+        support::kafka::delete_prefixed(&self.stem);
+    }
+}
+
+/// `GET` on Prometheus's HTTP API; the JSON answer's `data`.
+fn prom_api(port: u16, path: &str) -> Option<serde_json::Value> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let answer = support::block(async move {
+        let r = reqwest::get(url).await.ok()?;
+        r.json::<serde_json::Value>().await.ok()
+    })?;
+    answer.get("data").cloned()
+}
+
+/// The active alerts as `(alertname, channel or target, state)`, sorted.
+fn active_alerts(port: u16) -> Vec<(String, String, String)> {
+    let Some(data) = prom_api(port, "/api/v1/alerts") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String, String)> = data["alerts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let l = &a["labels"];
+            let who = l["channel"].as_str().or(l["target"].as_str()).unwrap_or("");
+            (
+                l["alertname"].as_str().unwrap_or("").to_owned(),
+                who.to_owned(),
+                a["state"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Polls until `done` holds for the active alerts (60 s at most); returns every distinct
+/// state seen on the way, in order.
+fn poll_alerts(
+    port: u16,
+    what: &str,
+    done: impl Fn(&[(String, String, String)]) -> bool,
+) -> Vec<Vec<(String, String, String)>> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen: Vec<Vec<(String, String, String)>> = Vec::new();
+    loop {
+        let now = active_alerts(port);
+        if seen.last() != Some(&now) {
+            seen.push(now.clone());
+        }
+        if done(&now) {
+            return seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 60 s; seen: {seen:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// Commits `group`'s offset of partition 0 of `topic` at its end, as a consumer that has read
+/// everything would.
+fn commit_to_end(group: &str, topic: &str) {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", support::kafka_bootstrap())
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let (_, high) = consumer
+        .fetch_watermarks(topic, 0, std::time::Duration::from_secs(10))
+        .expect("watermarks");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Offset(high))
+        .expect("offset");
+    consumer
+        .commit(&tpl, CommitMode::Sync)
+        .expect("commit the group's offset");
+}
+
+/// The end-to-end check on the local stack: the rules `dlqctl alerts` writes, loaded
+/// in a real Prometheus (loopback, 1 s scrape and evaluation) that scrapes `dlqctl exporter`.
+/// A dead letter in a RabbitMQ DLQ and one in a Kafka DLT make their depth and age alerts go
+/// pending, then firing; emptying the DLQ (purge) and the DLT (the consumer group commits past
+/// the record) resolves them. Alerts are read through Prometheus's HTTP API.
+#[test]
+fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka_dlt() {
+    let Some(prometheus) = prometheus() else {
+        return;
+    };
+    if !support::rabbit::up() || !support::kafka::up() {
+        return;
+    }
+    let stem = support::unique("alrt");
+    let mut stack = Stack {
+        children: Vec::new(),
+        stem: stem.clone(),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
+            support::rabbitmq_url(),
+            support::kafka_bootstrap()
+        ),
+    )
+    .expect("targets");
+    // Thresholds a test can cross in seconds: any dead letter, older than 2 s, for 3 s.
+    let alarms = "  alarms:\n    depth: {warning: 0, period: 3s}\n    oldestMessageAge: {warning: 2s, period: 3s}\n";
+    let (orders, inventory) = (format!("{stem}.orders"), format!("{stem}.inventory"));
+    let group = format!("{stem}.inventory-dlt-readers");
+    std::fs::write(
+        d.join("channels.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {orders}, labels: {{team: fulfilment}}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 2, backoff: {{initial: 1s}}}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {inventory}, labels: {{team: inventory}}}}\nspec:\n  target: local-kafka\n  retry: {{maxAttempts: 2}}\n  deadLetter: {{consumerGroup: {group}}}\n{alarms}"
+        ),
+    )
+    .expect("channels");
+    let run = |args: &[&str]| output(support::dlqctl_local(d).args(args));
+    let a = run(&["apply", ".", "--auto-approve"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let dlt = format!("{inventory}-dlt");
+    let w = run(&["alerts", ".", "--out", "rules.yaml"]);
+    assert_eq!(w.code, 0, "{}", w.stderr);
+
+    let exporter_port = free_port();
+    let null = std::process::Stdio::null;
+    stack.children.push(
+        support::dlqctl_local(d)
+            .args(["exporter", ".", "--interval", "1s", "--peek", "--listen"])
+            .arg(format!("127.0.0.1:{exporter_port}"))
+            .stdout(null())
+            .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
+            .spawn()
+            .expect("dlqctl exporter starts"),
+    );
+    let prom_port = free_port();
+    std::fs::write(
+        d.join("prometheus.yml"),
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n"
+        ),
+    )
+    .expect("prometheus.yml");
+    stack.children.push(
+        Command::new(&prometheus)
+            .current_dir(d)
+            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(null())
+            .stderr(null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+
+    // Both targets read (dlq_up 1), and no dead-letter alert while the DLQs are empty.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let up = prom_api(prom_port, "/api/v1/query?query=sum(dlq_up)")
+            .and_then(|d| d["result"][0]["value"][1].as_str().map(str::to_owned));
+        if up.as_deref() == Some("2") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Prometheus never saw both targets up: {up:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let quiet = active_alerts(prom_port);
+    assert!(
+        quiet
+            .iter()
+            .all(|(name, _, _)| !name.starts_with("DeadLetterQueue")),
+        "empty DLQs alert nobody: {quiet:?}"
+    );
+
+    // A dead letter in each: the RabbitMQ one published a minute ago (its timestamp is what
+    // the exporter ages), the Kafka one now (the record's timestamp).
+    let published = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.as_secs() - 60)
+        .unwrap_or(0);
+    support::block(support::rabbit::api_ok(
+        reqwest::Method::POST,
+        "/api/exchanges/%2F/amq.default/publish",
+        serde_json::json!({"properties": {"timestamp": published}, "routing_key": format!("{orders}.dlq"), "payload": "boom", "payload_encoding": "string"}),
+    ));
+    {
+        use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+        let producer: BaseProducer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", support::kafka_bootstrap())
+            .create()
+            .expect("producer");
+        producer
+            .send(BaseRecord::to(&dlt).payload("boom").key("k"))
+            .map_err(|(e, _)| e)
+            .expect("produce");
+        producer
+            .flush(std::time::Duration::from_secs(10))
+            .expect("flush");
+    }
+    let wanted: Vec<(String, String, String)> = [&inventory, &orders]
+        .into_iter()
+        .flat_map(|c| {
+            ["DeadLetterQueueDepth", "DeadLetterQueueOldestMessageAge"]
+                .map(|a| (a.to_owned(), c.clone(), "firing".to_owned()))
+        })
+        .collect();
+    let seen = poll_alerts(prom_port, "all four alerts firing", |now| {
+        let done = wanted.iter().all(|w| now.contains(w));
+        if !done && now.iter().any(|(a, _, _)| a == "DeadLetterExporterDown") {
+            let st = run(&["status", "."]);
+            panic!("the exporter failed a read: {}{}", st.stdout, st.stderr);
+        }
+        done
+    });
+    for (alert, channel, _) in &wanted {
+        let pending = seen.iter().position(|s| {
+            s.iter()
+                .any(|(a, c, st)| a == alert && c == channel && st == "pending")
+        });
+        assert!(
+            pending.is_some(),
+            "{alert} {channel} was pending before firing: {seen:#?}"
+        );
+    }
+
+    // Emptied: the RabbitMQ DLQ purged, the Kafka group's offset committed past the record.
+    support::block(support::rabbit::api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{orders}.dlq/contents"),
+        None,
+    ));
+    commit_to_end(&group, &dlt);
+    poll_alerts(prom_port, "the dead-letter alerts resolved", |now| {
+        now.iter()
+            .all(|(name, _, _)| !name.starts_with("DeadLetterQueue"))
+    });
+    drop(stack);
+}
