@@ -381,7 +381,7 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     std::fs::write(
         d.join("dlqctl.yaml"),
         format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    alerts: {{source: native}}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
             support::rabbitmq_url(),
             support::kafka_bootstrap()
         ),
@@ -404,6 +404,12 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     let dlt = format!("{inventory}-dlt");
     let w = run(&["alerts", ".", "--out", "rules.yaml"]);
     assert_eq!(w.code, 0, "{}", w.stderr);
+    let rules = std::fs::read_to_string(d.join("rules.yaml")).expect("rules");
+    assert!(
+        rules.contains("rabbitmq_detailed_queue_messages{")
+            && rules.contains("dlq_oldest_message_age_seconds{"),
+        "RabbitMQ depth from the broker, ages from the exporter:\n{rules}"
+    );
 
     let exporter_port = free_port();
     let null = std::process::Stdio::null;
@@ -416,11 +422,23 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
             .spawn()
             .expect("dlqctl exporter starts"),
     );
+    // RabbitMQ's depth comes from the broker's own rabbitmq_prometheus plugin (the stack
+    // enables it on loopback), its age from the exporter.
+    let rabbit_metrics = support::host_port(
+        &std::env::var("DLQCTL_RABBITMQ_PROMETHEUS_URL")
+            .unwrap_or_else(|_| "http://127.0.0.1:15692".into()),
+    );
+    if !support::require(
+        "RabbitMQ's rabbitmq_prometheus plugin",
+        support::tcp_up(&rabbit_metrics),
+    ) {
+        return;
+    }
     let prom_port = free_port();
     std::fs::write(
         d.join("prometheus.yml"),
         format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n"
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n  - job_name: rabbitmq\n    metrics_path: /metrics/detailed\n    params: {{family: [queue_coarse_metrics]}}\n    static_configs: [{{targets: [\"{rabbit_metrics}\"]}}]\n"
         ),
     )
     .expect("prometheus.yml");
@@ -440,7 +458,12 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     loop {
         let up = prom_api(prom_port, "/api/v1/query?query=sum(dlq_up)")
             .and_then(|d| d["result"][0]["value"][1].as_str().map(str::to_owned));
-        if up.as_deref() == Some("2") {
+        let broker = prom_api(
+            prom_port,
+            "/api/v1/query?query=up%7Bjob%3D%22rabbitmq%22%7D",
+        )
+        .and_then(|d| d["result"][0]["value"][1].as_str().map(str::to_owned));
+        if up.as_deref() == Some("2") && broker.as_deref() == Some("1") {
             break;
         }
         assert!(
