@@ -108,7 +108,7 @@ impl Mover {
         let holders = members(&consumer, &group).await?;
         if !holders.is_empty() {
             return Err(MoveError(format!(
-                "topic `{dlt}` is being redriven already: the group `{group}` has member(s) {}; wait for them to finish",
+                "topic `{dlt}` is being redriven already: the group `{group}` has member(s) {}; wait for them to finish (a killed run stays a member until its session times out: 10 s on Kafka)",
                 holders.join(", ")
             )));
         }
