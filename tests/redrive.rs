@@ -54,6 +54,23 @@ fn redrive(ws: &Workspace, channel: &str, extra: &[&str]) -> (i32, Value, String
     (out.code, doc, out.stderr)
 }
 
+/// `redrive CHANNEL --yes [--rate R]` in the background, output discarded.
+fn spawn_redrive(ws: &Workspace, rate: Option<&str>) -> std::process::Child {
+    let channel = ws.channel.clone();
+    let mut args = vec!["redrive", channel.as_str(), "channel.yaml", "--yes"];
+    if let Some(r) = rate {
+        args.extend(["--rate", r]);
+    }
+    support::dlqctl()
+        .args(&args)
+        .envs(ws.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(ws.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redrive starts")
+}
+
 /// The scenario every backend passes: 20 dead letters, 5 of class `poison`, the last one
 /// already brought back 3 times.
 fn scenario(b: &Backend<'_>) {
@@ -335,28 +352,14 @@ fn rabbitmq_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
         rabbit_put(&dlq, &format!("m{i:02}"), "poison", None);
     }
     // The first run moves slowly (2 per second) and holds the DLQ meanwhile.
-    let mut first = support::dlqctl()
-        .args([
-            "redrive",
-            &f.channel,
-            "channel.yaml",
-            "--yes",
-            "--rate",
-            "2",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("first redrive");
+    let mut first = spawn_redrive(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
     let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
     let _ = first.kill();
     let _ = first.wait();
     assert_eq!(code, 1, "{doc}");
     assert!(
-        err.contains("being redriven already, by") && err.contains(&format!("pid {}", first.id())),
+        err.contains("redrive") && err.contains(&format!("pid {}", first.id())),
         "{err}"
     );
     assert_eq!(doc["moved"], 0);
@@ -399,14 +402,7 @@ fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
         let _ = conn.close(200, "done".into()).await;
     });
     assert_eq!(rabbit_count(&dlq), 5000);
-    let mut run = support::dlqctl()
-        .args(["redrive", &f.channel, "channel.yaml", "--yes"])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redrive");
+    let mut run = spawn_redrive(&f, None);
     // Kill it once it has moved some, but not all.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while rabbit_count(&main) < 500 && std::time::Instant::now() < deadline {
@@ -559,21 +555,7 @@ fn sqs_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
     for i in 0..30 {
         sqs_put(&aws, &dlq, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = support::dlqctl()
-        .args([
-            "redrive",
-            &f.channel,
-            "channel.yaml",
-            "--yes",
-            "--rate",
-            "2",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("first redrive");
+    let mut first = spawn_redrive(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
     let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
     let _ = first.kill();
@@ -719,21 +701,7 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
     for i in 0..40 {
         kafka_put(&dlt, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = support::dlqctl()
-        .args([
-            "redrive",
-            &f.channel,
-            "channel.yaml",
-            "--yes",
-            "--rate",
-            "1",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("first redrive");
+    let mut first = spawn_redrive(&f, Some("1"));
     // The first holds the group once it has joined it and is moving records.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while kafka_waiting(&f) == 40 && std::time::Instant::now() < deadline {
@@ -831,39 +799,6 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     assert_eq!(rabbit_count(&main), 0);
 }
 
-/// Every record of a topic, read by assignment from the start (no group): at least `want`,
-/// then until 3 s pass without one; bounded by 90 s.
-fn kafka_read_all(topic: &str, partitions: i32, want: usize) -> Vec<String> {
-    use rdkafka::Message;
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", "dlqctl-tests-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("tpl");
-    }
-    consumer.assign(&tpl).expect("assign");
-    let mut out = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    let mut last = std::time::Instant::now();
-    while std::time::Instant::now() < deadline {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(m)) => {
-                out.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
-                last = std::time::Instant::now();
-            }
-            _ if out.len() >= want && last.elapsed() > Duration::from_secs(3) => break,
-            _ => {}
-        }
-    }
-    out
-}
-
 #[test]
 fn kafka_a_redrive_killed_part_way_loses_nothing() {
     use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -891,21 +826,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         }
     });
     assert_eq!(kafka_waiting(&f), 5000);
-    let mut run = support::dlqctl()
-        .args([
-            "redrive",
-            &f.channel,
-            "channel.yaml",
-            "--yes",
-            "--rate",
-            "500",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redrive");
+    let mut run = spawn_redrive(&f, Some("500"));
     // Killed once some of it is committed as moved, before the end (at 500/s it takes 10 s).
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     loop {
@@ -929,13 +850,19 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
     let (code, _, err) = redrive(&f, &f.channel, &["--yes"]);
     assert_eq!(code, 1);
     assert!(err.contains("is being redriven already"), "{err}");
-    let moved: BTreeSet<String> = kafka_read_all(&f.channel, 3, 5000 - waiting as usize)
-        .into_iter()
-        .collect();
+    let moved: BTreeSet<String> = kafka::read_from_start(
+        &f.channel,
+        3,
+        5000 - waiting as usize,
+        Duration::from_secs(3),
+    )
+    .into_iter()
+    .map(|(_, _, b)| b)
+    .collect();
     let committed = committed_offsets(&dlt, &format!("dlqctl-redrive.{}", f.channel), 3);
     let mut missing = Vec::new();
     let mut still_waiting = 0;
-    for (p, offset, body) in kafka_read_dlt(&dlt, 3, 5000) {
+    for (p, offset, body) in kafka::read_from_start(&dlt, 3, 5000, Duration::ZERO) {
         if offset >= committed[p as usize] {
             still_waiting += 1;
         } else if !moved.contains(&body) {
@@ -982,31 +909,4 @@ fn committed_offsets(topic: &str, group: &str, partitions: i32) -> Vec<i64> {
             _ => 0,
         })
         .collect()
-}
-
-/// Every record of the DLT: (partition, offset, body).
-fn kafka_read_dlt(topic: &str, partitions: i32, want: usize) -> Vec<(i32, i64, String)> {
-    use rdkafka::Message;
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", "dlqctl-tests-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("tpl");
-    }
-    consumer.assign(&tpl).expect("assign");
-    let mut out = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while out.len() < want && std::time::Instant::now() < deadline {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let body = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-            out.push((m.partition(), m.offset(), body));
-        }
-    }
-    out
 }

@@ -557,47 +557,6 @@ fn commit(topic: &str, group: &str, partition: i32, offset: i64) {
     consumer.commit(&tpl, CommitMode::Sync).expect("commit");
 }
 
-/// Reads `expected` records of a topic by assignment, as a third party (partition, body),
-/// waiting at most 20 s for them; then 1 s more for any record beyond them.
-fn consume_all(topic: &str, partitions: i32, expected: usize) -> Vec<(i32, String)> {
-    use rdkafka::Message;
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", "dlqctl-tests-reader")
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("tpl");
-    }
-    consumer.assign(&tpl).expect("assign");
-    let mut out = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let body = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
-            out.push((m.partition(), body));
-            if out.len() == expected {
-                // Anything more would be a record status wrote, which it never does.
-                if let Some(Ok(extra)) = consumer.poll(Duration::from_secs(1)) {
-                    panic!(
-                        "an unexpected record at {}/{}",
-                        extra.partition(),
-                        extra.offset()
-                    );
-                }
-                break;
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     let Some(f) = kafka::Fixture::applied() else {
@@ -714,7 +673,16 @@ fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
 
     // Every record is still there for a consumer.
     assert_eq!(
-        consume_all(&dlt, 3, 4),
+        {
+            // Exactly these four: status wrote nothing.
+            let mut got: Vec<(i32, String)> =
+                kafka::read_from_start(&dlt, 3, 4, Duration::from_secs(1))
+                    .into_iter()
+                    .map(|(p, _, b)| (p, b))
+                    .collect();
+            got.sort();
+            got
+        },
         [(0, "inv-1"), (1, "inv-2"), (2, "inv-3"), (2, "inv-4")].map(|(p, b)| (p, b.to_owned()))
     );
 }

@@ -125,3 +125,44 @@ pub fn set(key: &str, value: &str) -> ConfigOp {
         value: value.into(),
     }
 }
+
+/// Every record of `topic` from the start of each partition, read by assignment as a third
+/// party (no group joined, nothing committed): (partition, offset, body). Reads until it has
+/// `want`, then `settle` longer for anything beyond (a record nobody should have written);
+/// bounded by 90 s.
+pub fn read_from_start(
+    topic: &str,
+    partitions: i32,
+    want: usize,
+    settle: Duration,
+) -> Vec<(i32, i64, String)> {
+    use rdkafka::Message;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", super::kafka_bootstrap())
+        .set("group.id", "dlqctl-tests-reader")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let mut last = std::time::Instant::now();
+    while std::time::Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let body = String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned();
+                out.push((m.partition(), m.offset(), body));
+                last = std::time::Instant::now();
+            }
+            _ if out.len() >= want && last.elapsed() >= settle => break,
+            _ => {}
+        }
+    }
+    out
+}

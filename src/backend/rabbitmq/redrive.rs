@@ -156,15 +156,27 @@ impl Mover {
             Ok(c) => c,
             Err(e) => {
                 let _ = conn.close(200, "redrive refused".into()).await;
-                // Exclusive use is refused while any consumer reads the DLQ: say which.
-                let who = self.queue(vhost, dlq).await.ok().and_then(|q| {
-                    holder(&q)
-                        .map(|h| format!("another redrive, by {h}"))
-                        .or_else(|| consumers(&q).map(|c| format!("its consumer(s) {c}")))
-                });
+                // Exclusive use is refused while any consumer reads the DLQ: say which (the
+                // management API lists a new consumer within its statistics interval).
+                let mut who = None;
+                for _ in 0..6 {
+                    who = self.queue(vhost, dlq).await.ok().and_then(|q| {
+                        holder(&q)
+                            .map(|h| format!("another redrive, by {h}"))
+                            .or_else(|| consumers(&q).map(|c| format!("its consumer(s) {c}")))
+                    });
+                    if who.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                let refused = e.to_string().contains("exclusive use");
                 return Err(match who {
                     Some(w) => MoveError(format!(
                         "queue `{dlq}` is in use by {w}; a redrive needs it to itself: wait, or stop them"
+                    )),
+                    None if refused => MoveError(format!(
+                        "queue `{dlq}` is in exclusive use by another consumer (another redrive?); a redrive needs it to itself: wait, or stop it"
                     )),
                     None => fail(&format!("consume from `{dlq}`"), e),
                 });
@@ -266,29 +278,13 @@ impl Mover {
             // A failure below stops acknowledging; a publish failure above does not: what was
             // published before it is confirmed (or not) and counted like any other.
             let mut refused = false;
+            let mut confirmed = Vec::with_capacity(batch.len());
             for (delivery, confirm) in batch {
                 if refused {
                     break;
                 }
                 match confirm.await {
-                    Ok(Confirmation::Ack(None)) => {
-                        match delivery.acker.ack(BasicAckOptions::default()).await {
-                            Ok(_) => {
-                                run.tally
-                                    .moved
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            }
-                            Err(e) => {
-                                run.tally
-                                    .duplicated
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                result = Err(fail(
-                                    "ack in the dead-letter queue after the publish was confirmed (the message is in both queues)",
-                                    e,
-                                ));
-                            }
-                        }
-                    }
+                    Ok(Confirmation::Ack(None)) => confirmed.push(delivery),
                     Ok(Confirmation::Ack(Some(_))) => {
                         refused = true;
                         result = Err(MoveError(format!(
@@ -317,6 +313,39 @@ impl Mover {
                     }
                 }
             }
+            // Acknowledge in the DLQ exactly what the broker confirmed (in order, up to the
+            // first refusal). With nothing held back in this run, one `multiple` ack of the
+            // last covers them all (every lower tag is one of them, or acknowledged already).
+            let acks: Vec<&lapin::message::Delivery> = if held == 0 {
+                confirmed.last().into_iter().collect()
+            } else {
+                confirmed.iter().collect()
+            };
+            let multiple = held == 0;
+            let mut acked = 0u64;
+            for d in acks {
+                match d.acker.ack(BasicAckOptions { multiple }).await {
+                    Ok(_) => {
+                        acked = if multiple {
+                            confirmed.len() as u64
+                        } else {
+                            acked + 1
+                        }
+                    }
+                    Err(e) => {
+                        result = Err(fail(
+                            "ack in the dead-letter queue after the publish was confirmed (the message is in both queues)",
+                            e,
+                        ));
+                        break;
+                    }
+                }
+            }
+            let ordering = std::sync::atomic::Ordering::Relaxed;
+            run.tally.moved.fetch_add(acked, ordering);
+            run.tally
+                .duplicated
+                .fetch_add(confirmed.len() as u64 - acked, ordering);
             if result.is_err() {
                 break;
             }
@@ -420,15 +449,7 @@ fn amqp_base(target: &Target) -> Result<(String, String), String> {
 /// Why a queue would drop messages to take new ones (a length limit whose overflow is
 /// `drop-head`, RabbitMQ's default), if it would.
 fn drops_when_full(q: &Value) -> Option<String> {
-    let setting = |arg: &str, policy: &str| {
-        q.get("arguments")
-            .and_then(|a| a.get(arg))
-            .or_else(|| {
-                q.get("effective_policy_definition")
-                    .and_then(|d| d.get(policy))
-            })
-            .cloned()
-    };
+    let setting = |arg: &str, policy: &str| super::status::setting(q, arg, policy);
     let limits: Vec<String> = [
         ("x-max-length", "max-length"),
         ("x-max-length-bytes", "max-length-bytes"),

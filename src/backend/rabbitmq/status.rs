@@ -171,15 +171,7 @@ impl Reader {
         if kind != "quorum" {
             return Ok(None);
         }
-        let setting = |arg: &str, policy: &str| {
-            q.get("arguments")
-                .and_then(|a| a.get(arg))
-                .or_else(|| {
-                    q.get("effective_policy_definition")
-                        .and_then(|d| d.get(policy))
-                })
-                .cloned()
-        };
+        let setting = |arg: &str, policy: &str| setting(q, arg, policy);
         // A read counts as a delivery whatever the queue's dead-letter exchange: at the limit
         // the broker drops the message, or dead-letters it out of this queue. Either way the
         // read would have moved it. A negative limit (RabbitMQ 4's `-1`) is no limit.
@@ -240,6 +232,18 @@ impl Reader {
             .map(|(i, m)| message(i, m))
             .collect())
     }
+}
+
+/// A queue's setting: its x-argument `arg`, else its effective policy's `policy` key (the
+/// columns `arguments` and `effective_policy_definition` of a queue object).
+pub(super) fn setting(q: &Value, arg: &str, policy: &str) -> Option<Value> {
+    q.get("arguments")
+        .and_then(|a| a.get(arg))
+        .or_else(|| {
+            q.get("effective_policy_definition")
+                .and_then(|d| d.get(policy))
+        })
+        .cloned()
 }
 
 fn vhost(r: &Resolved) -> &str {

@@ -110,14 +110,17 @@ impl Mover {
         run: &Run,
     ) -> Result<(), MoveError> {
         let mut pace = redrive::Pace::new(run.rate);
+        // Ids of the messages this run holds back (a receive may hand one out again); moved
+        // ones are deleted and cannot come back, so memory grows only with what is held.
         let mut seen: BTreeSet<String> = BTreeSet::new();
+        let mut received: u64 = 0;
         let mut held: Vec<String> = Vec::new();
         let mut result = Ok(());
         let mut empty = 0;
         let mut last_check = std::time::Instant::now();
         // Bounded: every message present at the start once, plus a few empty answers.
         for _ in 0..total.div_ceil(10) * 2 + 5 {
-            if run.done() || seen.len() as u64 >= total || empty >= 2 {
+            if run.done() || received >= total || empty >= 2 {
                 break;
             }
             // Still ours? (Two runs that tagged at nearly the same moment: only one goes on.)
@@ -139,8 +142,9 @@ impl Mover {
             };
             let fresh: Vec<_> = got
                 .into_iter()
-                .filter(|m| seen.insert(m.message_id().unwrap_or_default().to_owned()))
+                .filter(|m| !seen.contains(m.message_id().unwrap_or_default()))
                 .collect();
+            received += fresh.len() as u64;
             if fresh.is_empty() {
                 empty += 1;
                 continue;
@@ -156,6 +160,7 @@ impl Mover {
                     .is_none_or(|l| run.tally.moved() + (chosen.len() as u64) < l);
                 if d == Decision::Move && !room {
                     // Beyond the limit: handed back like a message not chosen, not counted.
+                    seen.insert(m.message_id().unwrap_or_default().to_owned());
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                     continue;
                 }
@@ -166,6 +171,7 @@ impl Mover {
                 if d == Decision::Move {
                     chosen.push(m);
                 } else {
+                    seen.insert(m.message_id().unwrap_or_default().to_owned());
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                 }
             }
