@@ -16,7 +16,7 @@ one tool, then reads the destination with a third-party client: every id there e
 the DLQ empty (SQS, RabbitMQ) or the group's offsets at its end (Kafka). Wall time is the
 whole process (dlqctl, the Python peers) or, for the shovel, from the PUT that creates it until
 the destination holds N messages (polled every 20 ms with an AMQP passive declare). Peak RSS
-from wait4. Tools alternate which goes first from round to round.
+and CPU time from /usr/bin/time (not wait4: see measured()). Tools alternate which goes first from round to round.
 
 Kafka channels are new for every run of a tool (tansu keeps records; a DLT is never
 emptied), filled one record per produce request: tansu 0.6 reports wrong high watermarks
@@ -85,11 +85,15 @@ def setup():
 
 def measured(cmd, env=None, timeout=1800, tty=False):
     """Runs cmd; returns exit code, stdout, stderr, wall seconds, the child's peak RSS (MiB) and
-    its CPU seconds (user + system), from wait4. With tty, stderr is a pseudo-terminal (dlqctl
+    its CPU seconds (user + system), from GNU time. With tty, stderr is a pseudo-terminal (dlqctl
     then prints its progress every second) and its lines come back with their times."""
     import pty
     import select
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    # Peak RSS and CPU from GNU time, not from wait4 here: Python starts children with vfork,
+    # and the child's ru_maxrss then includes this (large) parent's RSS at the exec.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as timing:
+        cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", timing.name, *cmd]
         master = slave = None
         if tty:
             master, slave = pty.openpty()
@@ -141,9 +145,9 @@ def measured(cmd, env=None, timeout=1800, tty=False):
         out.seek(0)
         err.seek(0)
         errtext = "\n".join(l for _, l in lines) if tty else err.read().decode(errors="replace")
-        cpu = usage.ru_utime + usage.ru_stime
-        res = (os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), errtext, wall,
-               usage.ru_maxrss / 1024)
+        fields = timing.read().split()[-3:]
+        maxrss, cpu = int(fields[0]) / 1024, float(fields[1]) + float(fields[2])
+        res = (os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), errtext, wall, maxrss)
         return (*res, cpu, lines) if tty else (*res, cpu)
 
 
@@ -429,7 +433,7 @@ def kafka_group_lag(topic, group):
 def peer_kafka(src, dest, group):
     """The confluent-kafka consume/produce script (`redrive.py peer-kafka SRC DEST GROUP`)."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    # The group settings dlqctl uses: tansu answers a join in about 60% of the session timeout
+    # The group settings dlqctl uses: tansu answers a join after roughly 55-65% of the session timeout
     # (45 s by default: a 24 s join), so the peer gets dlqctl's 10 s too.
     c = Consumer({"bootstrap.servers": KAFKA, "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})

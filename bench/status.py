@@ -2,7 +2,7 @@
 """Status at scale: N channels (the BENCHMARKS.md mix, bench/gen.py: 2:2:1 SQS with both
 alarms / RabbitMQ in a vhost of its own / Kafka) applied once on the local stack, then
 `dlqctl status --stats --no-peek --format json` and `dlqctl plan --stats` run alternately,
-RUNS times each. Reports wall time, peak RSS (wait4) and calls per API side by side against
+RUNS times each. Reports wall time, peak RSS (/usr/bin/time) and calls per API side by side against
 plan's lower bound (the fewest reads possible, as bench/plan.py computes it), then the wall
 time of `status --channel NAME` (samples on: the default read) for one channel of each backend.
 Every DLQ is empty (nothing was ever dead-lettered), so status reads depth only either way.
@@ -24,7 +24,17 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plan import ROOT, management, measured  # noqa: E402
+from plan import ROOT, management  # noqa: E402
+from plan import measured as _measured  # noqa: E402
+
+
+def measured(cmd, cwd, env, progress=False):
+    """plan.py's measured(), with the peak RSS from GNU time: Python starts children with
+    vfork, so wait4's ru_maxrss is at least this parent's own RSS."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("r") as t:
+        code, out, err, wall, _ = _measured(["/usr/bin/time", "-f", "%M", "-o", t.name, *cmd], cwd, env, progress)
+        return code, out, err, wall, int(t.read().split()[-1]) / 1024
 
 
 def stats(stderr):
