@@ -98,6 +98,13 @@ impl std::fmt::Display for MoveError {
     }
 }
 
+impl MoveError {
+    /// Any failure's text, said whole.
+    pub fn of(e: impl std::fmt::Display) -> Self {
+        MoveError(e.to_string())
+    }
+}
+
 impl AtTarget for MoveError {
     fn at(self, target: &str) -> BackendError {
         BackendError::Move {

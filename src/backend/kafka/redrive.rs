@@ -61,10 +61,6 @@ pub struct Mover {
     reader: Reader,
 }
 
-fn err(e: impl std::fmt::Display) -> MoveError {
-    MoveError(e.to_string())
-}
-
 impl Mover {
     pub fn new(reader: Reader) -> Self {
         Mover { reader }
@@ -81,7 +77,7 @@ impl Mover {
         } else {
             run.to.name.clone()
         };
-        let meta = self.reader.metadata().await.map_err(err)?;
+        let meta = self.reader.metadata().await.map_err(MoveError::of)?;
         let Some(m) = meta.get(&dlt) else {
             return Err(MoveError(format!("topic `{dlt}` does not exist")));
         };
@@ -91,7 +87,11 @@ impl Mover {
             )));
         }
         let partitions = m.partitions;
-        let marks = self.reader.dlt_marks(&dlt, partitions).await.map_err(err)?;
+        let marks = self
+            .reader
+            .dlt_marks(&dlt, partitions)
+            .await
+            .map_err(MoveError::of)?;
         let group = group(&r.channel);
 
         let mut config: ClientConfig = (*self.reader.config).clone();
@@ -103,7 +103,7 @@ impl Mover {
             .set("auto.offset.reset", "earliest")
             .set("session.timeout.ms", "10000")
             .set("heartbeat.interval.ms", "1000");
-        let consumer: StreamConsumer = config.create().map_err(err)?;
+        let consumer: StreamConsumer = config.create().map_err(MoveError::of)?;
         let consumer = std::sync::Arc::new(consumer);
         let holders = members(&consumer, &group).await?;
         if !holders.is_empty() {
@@ -127,13 +127,13 @@ impl Mover {
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("message.timeout.ms", "30000");
-        let producer: FutureProducer = pconfig.create().map_err(err)?;
+        let producer: FutureProducer = pconfig.create().map_err(MoveError::of)?;
 
         // Does the broker keep a commit's metadata (real Kafka does; tansu 0.6 does not)? Only
         // then may records move past one left behind: otherwise the next run could not tell
         // they were moved, and would move them again.
         let scattered = keeps_ledgers(&consumer, &dlt, &ledgers).await?;
-        consumer.subscribe(&[&dlt]).map_err(err)?;
+        consumer.subscribe(&[&dlt]).map_err(MoveError::of)?;
         // The end of each partition as the run starts: later records wait for the next run.
         let ends: BTreeMap<i32, i64> = marks
             .iter()
@@ -314,7 +314,8 @@ impl Mover {
                 let md = l.encode();
                 full |= md.len() > MAX_LEDGER;
                 let mut e = tpl.add_partition(dlt, *p);
-                e.set_offset(Offset::Offset(l.committed)).map_err(err)?;
+                e.set_offset(Offset::Offset(l.committed))
+                    .map_err(MoveError::of)?;
                 e.set_metadata(md);
             }
             consumer.commit(&tpl, CommitMode::Sync).map_err(|e| {
@@ -412,35 +413,43 @@ async fn committed(
 ) -> Result<Vec<Ledger>, MoveError> {
     let c = std::sync::Arc::clone(consumer);
     let (t, m) = (topic.to_owned(), marks.to_vec());
-    tokio::task::spawn_blocking(move || {
-        let mut tpl = TopicPartitionList::new();
-        for p in 0..m.len() {
-            tpl.add_partition(&t, i32::try_from(p).unwrap_or(i32::MAX));
-        }
-        let got = c.committed_offsets(tpl, CONNECT_TIMEOUT)?;
-        Ok::<_, rdkafka::error::KafkaError>(
-            m.iter()
-                .enumerate()
-                .map(|(p, (low, high))| {
-                    let e = got.find_partition(&t, i32::try_from(p).unwrap_or(i32::MAX));
-                    match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
-                        Some((Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
-                        _ => Ledger {
-                            committed: *low,
-                            ..Ledger::default()
-                        },
-                    }
-                })
-                .collect(),
-        )
-    })
-    .await
-    .map_err(err)?
-    .map_err(|e| {
-        MoveError(format!(
-            "reading the redrive group's offsets on `{topic}`: {e}"
-        ))
-    })
+    tokio::task::spawn_blocking(move || read_ledgers(&*c, &t, &m))
+        .await
+        .map_err(MoveError::of)?
+        .map_err(|e| {
+            MoveError(format!(
+                "reading the redrive group's offsets on `{topic}`: {e}"
+            ))
+        })
+}
+
+/// Reads the ledger of the consumer's group in every partition of `topic` (one OffsetFetch;
+/// blocking): from the low watermark where the group committed nothing. The status door reads
+/// the same ledgers through it.
+pub(super) fn read_ledgers<C: Consumer>(
+    consumer: &C,
+    topic: &str,
+    marks: &[(i64, i64)],
+) -> rdkafka::error::KafkaResult<Vec<Ledger>> {
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..marks.len() {
+        tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
+    }
+    let got = consumer.committed_offsets(tpl, CONNECT_TIMEOUT)?;
+    Ok(marks
+        .iter()
+        .enumerate()
+        .map(|(p, (low, high))| {
+            let e = got.find_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
+            match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
+                Some((Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
+                _ => Ledger {
+                    committed: *low,
+                    ..Ledger::default()
+                },
+            }
+        })
+        .collect())
 }
 
 /// Whether the broker keeps the metadata of a commit: the group's own ledgers are committed
@@ -453,7 +462,8 @@ async fn keeps_ledgers(
     let mut tpl = TopicPartitionList::new();
     for (p, l) in ledgers.iter().enumerate() {
         let mut e = tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
-        e.set_offset(Offset::Offset(l.committed)).map_err(err)?;
+        e.set_offset(Offset::Offset(l.committed))
+            .map_err(MoveError::of)?;
         e.set_metadata(l.encode());
     }
     let c = std::sync::Arc::clone(consumer);
@@ -473,7 +483,7 @@ async fn keeps_ledgers(
         )
     })
     .await
-    .map_err(err)?
+    .map_err(MoveError::of)?
     .map_err(|e| {
         MoveError(format!(
             "committing the redrive group's offsets on `{topic}`: {e}"
@@ -501,7 +511,7 @@ async fn members(
         })
     })
     .await
-    .map_err(err)?
+    .map_err(MoveError::of)?
     .map_err(|e| MoveError(format!("describing the consumer group `{group}`: {e}")))?;
     Ok(names)
 }

@@ -19,7 +19,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::read::Reader;
 use super::redrive::Ledger;
-use super::{CONNECT_TIMEOUT, KafkaError, TIMEOUT, topic_error};
+use super::{KafkaError, TIMEOUT, topic_error};
 
 use crate::spec::resolve::Resolved;
 use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
@@ -208,31 +208,7 @@ impl Reader {
         let (name, marks2) = (topic.to_owned(), marks.to_vec());
         tokio::task::spawn_blocking(move || {
             let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
-            let mut tpl = TopicPartitionList::new();
-            for p in 0..marks2.len() {
-                tpl.add_partition(&name, i32::try_from(p).map_err(|e| e.to_string())?);
-            }
-            let got = consumer
-                .committed_offsets(tpl, CONNECT_TIMEOUT)
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>(
-                marks2
-                    .iter()
-                    .enumerate()
-                    .map(|(p, (low, high))| {
-                        let e = got.find_partition(&name, i32::try_from(p).unwrap_or(i32::MAX));
-                        match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
-                            Some((Offset::Offset(n), md)) => {
-                                Ledger::decode(n.clamp(*low, *high), &md)
-                            }
-                            _ => Ledger {
-                                committed: *low,
-                                ..Ledger::default()
-                            },
-                        }
-                    })
-                    .collect(),
-            )
+            super::redrive::read_ledgers(&consumer, &name, &marks2).map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| {

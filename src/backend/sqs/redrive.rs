@@ -48,10 +48,6 @@ pub struct Mover {
     reader: Reader,
 }
 
-fn err(e: impl std::fmt::Display) -> MoveError {
-    MoveError(e.to_string())
-}
-
 impl Mover {
     pub fn new(reader: Reader) -> Self {
         Mover { reader }
@@ -67,13 +63,13 @@ impl Mover {
             .reader
             .url(dlq)
             .await
-            .map_err(err)?
+            .map_err(MoveError::of)?
             .ok_or_else(|| MoveError(format!("queue `{dlq}` does not exist")))?;
         let attrs = self
             .reader
             .attributes(dlq, &url, QueueAttributeName::All)
             .await
-            .map_err(err)?
+            .map_err(MoveError::of)?
             .ok_or_else(|| MoveError(format!("queue `{dlq}` does not exist")))?;
         if attrs.contains_key("RedrivePolicy") {
             return Err(MoveError(format!(
@@ -82,11 +78,16 @@ impl Mover {
         }
         let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true");
         let dest = if run.to.source { &r.main } else { &run.to.name };
-        let dest_url = self.reader.url(dest).await.map_err(err)?.ok_or_else(|| {
-            MoveError(format!(
-                "the destination queue `{dest}` does not exist; nothing was moved"
-            ))
-        })?;
+        let dest_url = self
+            .reader
+            .url(dest)
+            .await
+            .map_err(MoveError::of)?
+            .ok_or_else(|| {
+                MoveError(format!(
+                    "the destination queue `{dest}` does not exist; nothing was moved"
+                ))
+            })?;
         let total: u64 = [
             "ApproximateNumberOfMessages",
             "ApproximateNumberOfMessagesDelayed",
@@ -133,7 +134,12 @@ impl Mover {
                 }
                 last_check = std::time::Instant::now();
             }
-            let got = match self.receive(dlq, url).await {
+            let got = match self
+                .reader
+                .receive(dlq, url, 10, HOLD)
+                .await
+                .map_err(MoveError::of)
+            {
                 Ok(g) => g,
                 Err(e) => {
                     result = Err(e);
@@ -219,36 +225,6 @@ impl Mover {
                 .await;
         }
         result
-    }
-
-    async fn receive(
-        &self,
-        dlq: &str,
-        url: &str,
-    ) -> Result<Vec<aws_sdk_sqs::types::Message>, MoveError> {
-        let what = format!("queue {dlq}");
-        let out = self
-            .reader
-            .aws
-            .read("sqs:ReceiveMessage", |c| {
-                let (url, what) = (url.to_owned(), what.clone());
-                async move {
-                    c.sqs
-                        .receive_message()
-                        .queue_url(url)
-                        .max_number_of_messages(10)
-                        .visibility_timeout(HOLD)
-                        .wait_time_seconds(0)
-                        .message_attribute_names("All")
-                        .message_system_attribute_names(MessageSystemAttributeName::All)
-                        .send()
-                        .await
-                        .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
-                }
-            })
-            .await
-            .map_err(err)?;
-        Ok(out.messages.unwrap_or_default())
     }
 
     /// Sends `chosen` to the destination, then deletes from the DLQ exactly those sent.
@@ -353,7 +329,7 @@ impl Mover {
             .tags(LOCK_TAG, holder)
             .send()
             .await
-            .map_err(|e| err(classify("sqs:TagQueue", &format!("queue {dlq}"), e)))?;
+            .map_err(|e| MoveError::of(classify("sqs:TagQueue", &format!("queue {dlq}"), e)))?;
         // Two runs that tagged at once: the last tag wins, and only its writer goes on.
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         match self.lock_holder(dlq).await? {
@@ -380,7 +356,7 @@ impl Mover {
     }
 
     async fn lock_holder(&self, dlq: &str) -> Result<Option<String>, MoveError> {
-        let tags = self.reader.queue_tags(dlq).await.map_err(err)?;
+        let tags = self.reader.queue_tags(dlq).await.map_err(MoveError::of)?;
         Ok(tags.and_then(|t| t.get(LOCK_TAG).cloned()))
     }
 
@@ -398,7 +374,7 @@ impl Mover {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| err(classify("sqs:UntagQueue", "the redrive lock", e)))
+            .map_err(|e| MoveError::of(classify("sqs:UntagQueue", "the redrive lock", e)))
     }
 }
 
@@ -424,7 +400,7 @@ fn copy(
         .data_type("Number")
         .string_value((count + 1).to_string())
         .build()
-        .map_err(err)?;
+        .map_err(MoveError::of)?;
     attrs.insert(REDRIVE_COUNT.to_owned(), value);
     let mut e = SendMessageBatchRequestEntry::builder()
         .id(i.to_string())
@@ -440,5 +416,5 @@ fn copy(
             .message_group_id(group)
             .message_deduplication_id(m.message_id().unwrap_or_default());
     }
-    e.build().map_err(err)
+    e.build().map_err(MoveError::of)
 }

@@ -173,32 +173,13 @@ impl Reader {
         url: &str,
         read: ReadOptions,
     ) -> Result<Vec<Message>, AwsError> {
-        let what = format!("queue {queue}");
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for _ in 0..read.scan.div_ceil(BATCH) + 2 {
             let want = (read.scan - out.len()).min(BATCH);
-            let got = self
-                .aws
-                .read("sqs:ReceiveMessage", |c| {
-                    let (url, what) = (url.to_owned(), what.clone());
-                    async move {
-                        c.sqs
-                            .receive_message()
-                            .queue_url(url)
-                            .max_number_of_messages(i32::try_from(want).unwrap_or(10))
-                            .visibility_timeout(0)
-                            .wait_time_seconds(0)
-                            .message_attribute_names("All")
-                            .message_system_attribute_names(MessageSystemAttributeName::All)
-                            .send()
-                            .await
-                            .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
-                    }
-                })
-                .await?;
+            let got = self.receive(queue, url, want, 0).await?;
             let mut new = 0;
-            for m in got.messages() {
+            for m in &got {
                 let id = m.message_id().unwrap_or_default().to_owned();
                 if seen.insert(id) {
                     out.push(message(m, read.max_body));
@@ -210,6 +191,39 @@ impl Reader {
             }
         }
         Ok(out)
+    }
+
+    /// One ReceiveMessage of at most `max` messages (10 at most) with every attribute, held
+    /// out of sight for `visibility` seconds: the one receive both status (0 s) and the
+    /// redrive mover (its hold) make.
+    pub(super) async fn receive(
+        &self,
+        queue: &str,
+        url: &str,
+        max: usize,
+        visibility: i32,
+    ) -> Result<Vec<aws_sdk_sqs::types::Message>, AwsError> {
+        let what = format!("queue {queue}");
+        let out = self
+            .aws
+            .read("sqs:ReceiveMessage", |c| {
+                let (url, what) = (url.to_owned(), what.clone());
+                async move {
+                    c.sqs
+                        .receive_message()
+                        .queue_url(url)
+                        .max_number_of_messages(i32::try_from(max.min(BATCH)).unwrap_or(10))
+                        .visibility_timeout(visibility)
+                        .wait_time_seconds(0)
+                        .message_attribute_names("All")
+                        .message_system_attribute_names(MessageSystemAttributeName::All)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
+                }
+            })
+            .await?;
+        Ok(out.messages.unwrap_or_default())
     }
 }
 
