@@ -162,6 +162,15 @@ fn scenario(b: &Backend<'_>) {
 
 // ------------------------------------------------------------------------------ RabbitMQ
 
+/// The orders example without its exchange: the main queue is reached through the default
+/// exchange.
+fn without_exchange(spec: String) -> String {
+    spec.replace(
+        "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
+        "",
+    )
+}
+
 fn rabbit_put(dlq: &str, body: &str, class: &str, redriven: Option<u32>) {
     let mut h = FieldTable::default();
     h.insert(
@@ -210,65 +219,18 @@ fn rabbit_count(queue: &str) -> u64 {
     })
 }
 
-fn amqp_text(v: &AMQPValue) -> String {
-    match v {
-        AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
-        AMQPValue::LongLongInt(n) => n.to_string(),
-        AMQPValue::LongInt(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
+/// Takes every message of a queue, as its consumer would: bodies as text, header values.
 fn rabbit_take(queue: &str) -> Vec<Read> {
-    block(async {
-        use lapin::options::{BasicAckOptions, BasicGetOptions};
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        let mut out = Vec::new();
-        for _ in 0..20_000 {
-            let Some(m) = ch
-                .basic_get(queue.into(), BasicGetOptions::default())
-                .await
-                .expect("get")
-            else {
-                break;
-            };
-            let headers = m
-                .delivery
-                .properties
-                .headers()
-                .as_ref()
-                .map(|h| {
-                    h.inner()
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), amqp_text(v)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push((
-                String::from_utf8_lossy(&m.delivery.data).into_owned(),
-                headers,
-            ));
-            m.delivery
-                .acker
-                .ack(BasicAckOptions::default())
-                .await
-                .expect("ack");
-        }
-        let _ = conn.close(200, "done".into()).await;
-        out
-    })
+    block(rabbit::take_all(queue))
+        .into_iter()
+        .map(|(b, h)| (String::from_utf8_lossy(&b).into_owned(), h))
+        .collect()
 }
 
 #[test]
 fn rabbitmq_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     // No exchange: the main queue is reached through the default exchange.
-    let Some(f) = rabbit::Fixture::applied_with(|t| {
-        t.replace(
-            "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
-            "",
-        )
-    }) else {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
         return;
     };
     let [main, _, dlq, _] = f.names();
@@ -303,12 +265,7 @@ fn rabbitmq_redrive_through_the_exchange_keeps_the_routing() {
 
 #[test]
 fn rabbitmq_a_refusing_destination_stops_the_run_and_loses_nothing() {
-    let Some(f) = rabbit::Fixture::applied_with(|t| {
-        t.replace(
-            "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
-            "",
-        )
-    }) else {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
         return;
     };
     let [main, _, dlq, _] = f.names();
@@ -367,12 +324,7 @@ fn rabbitmq_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
 
 #[test]
 fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
-    let Some(f) = rabbit::Fixture::applied_with(|t| {
-        t.replace(
-            "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
-            "",
-        )
-    }) else {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
         return;
     };
     let [main, _, dlq, _] = f.names();
@@ -470,44 +422,6 @@ fn sqs_count(aws: &sqs::Aws, queue: &str) -> u64 {
     .sum()
 }
 
-fn sqs_take(aws: &sqs::Aws, queue: &str, want: usize) -> Vec<Read> {
-    let url = aws.url(queue);
-    let mut out = Vec::new();
-    for _ in 0..want / 10 + 5 {
-        let got = block(
-            aws.sqs
-                .receive_message()
-                .queue_url(&url)
-                .max_number_of_messages(10)
-                .visibility_timeout(60)
-                .message_attribute_names("All")
-                .send(),
-        )
-        .expect("ReceiveMessage");
-        if got.messages().is_empty() && out.len() >= want {
-            break;
-        }
-        for m in got.messages() {
-            let headers = m
-                .message_attributes()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.string_value().unwrap_or_default().to_owned()))
-                .collect();
-            out.push((m.body().unwrap_or_default().to_owned(), headers));
-            block(
-                aws.sqs
-                    .delete_message()
-                    .queue_url(&url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send(),
-            )
-            .expect("DeleteMessage");
-        }
-    }
-    out
-}
-
 #[test]
 fn sqs_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     let Some(f) = sqs::Fixture::applied() else {
@@ -520,7 +434,7 @@ fn sqs_redrive_moves_exactly_what_is_selected_and_nothing_else() {
         channel: f.channel.clone(),
         put: Box::new(|body, class, n| sqs_put(&aws, &dlq, body, class, n)),
         dlq_count: Box::new(|| sqs_count(&aws, &dlq)),
-        take_main: Box::new(|n| sqs_take(&aws, &main, n)),
+        take_main: Box::new(|n| aws.take(&main, n)),
         settle: Box::new(|_| ()),
         scattered_moves: true,
     });
@@ -766,12 +680,7 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     let Some(f) = rabbit::Fixture::new() else {
         return;
     };
-    f.write_example(|t| {
-        t.replace(
-            "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
-            "",
-        )
-    });
+    f.write_example(without_exchange);
     let (main, dlq) = (
         format!("{}.process", f.channel),
         format!("{}.dlq", f.channel),

@@ -2,6 +2,8 @@
 //! drop) and the third-party clients the tests use, as an operator would: the management API
 //! by hand (reqwest) and AMQP (lapin).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::block;
@@ -176,14 +178,14 @@ pub async fn publish(exchange: &str, key: &str, body: &[u8]) {
     let _ = conn.close(200, "done".into()).await;
 }
 
-/// Takes (and acknowledges) every message of a queue, in order: the bodies, and the header
-/// names of each. Bounded: at most 10,000 messages.
-pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, Vec<String>)> {
+/// Takes (and acknowledges) every message of a queue, in order: the bodies, and the headers
+/// with their values as text. Bounded: at most 20,000 messages.
+pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
     use lapin::options::{BasicAckOptions, BasicGetOptions};
     let conn = amqp().await;
     let ch = conn.create_channel().await.expect("channel");
     let mut out = Vec::new();
-    for _ in 0..10_000 {
+    for _ in 0..20_000 {
         let Some(m) = ch
             .basic_get(queue.into(), BasicGetOptions::default())
             .await
@@ -191,14 +193,19 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, Vec<String>)> {
         else {
             break;
         };
-        let names = m
+        let headers = m
             .delivery
             .properties
             .headers()
             .as_ref()
-            .map(|h| h.inner().keys().map(|k| k.to_string()).collect())
+            .map(|h| {
+                h.inner()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
+                    .collect()
+            })
             .unwrap_or_default();
-        out.push((m.delivery.data.clone(), names));
+        out.push((m.delivery.data.clone(), headers));
         m.delivery
             .acker
             .ack(BasicAckOptions::default())
@@ -207,4 +214,15 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, Vec<String>)> {
     }
     let _ = conn.close(200, "done".into()).await;
     out
+}
+
+/// A header value as text (strings as they are, numbers in decimal, anything else debug).
+pub fn amqp_text(v: &lapin::types::AMQPValue) -> String {
+    use lapin::types::AMQPValue;
+    match v {
+        AMQPValue::LongString(s) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
+        AMQPValue::LongLongInt(n) => n.to_string(),
+        AMQPValue::LongInt(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
 }

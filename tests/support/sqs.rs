@@ -163,6 +163,47 @@ impl Aws {
         (QueueAttributeName::RedrivePolicy, policy.to_string())
     }
 
+    /// Receives and deletes messages as a consumer would, each with its attributes (string
+    /// values): at least `want`, then until a receive comes back empty (so an unexpected
+    /// extra message shows); bounded at `want / 10 + 5` receives.
+    pub fn take(&self, queue: &str, want: usize) -> Vec<(String, BTreeMap<String, String>)> {
+        let url = self.url(queue);
+        let mut out = Vec::new();
+        for _ in 0..want / 10 + 5 {
+            let got = block(
+                self.sqs
+                    .receive_message()
+                    .queue_url(&url)
+                    .max_number_of_messages(10)
+                    .visibility_timeout(60)
+                    .message_attribute_names("All")
+                    .send(),
+            )
+            .expect("ReceiveMessage");
+            if got.messages().is_empty() && out.len() >= want {
+                break;
+            }
+            for m in got.messages() {
+                let attrs = m
+                    .message_attributes()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.string_value().unwrap_or_default().to_owned()))
+                    .collect();
+                out.push((m.body().unwrap_or_default().to_owned(), attrs));
+                block(
+                    self.sqs
+                        .delete_message()
+                        .queue_url(&url)
+                        .receipt_handle(m.receipt_handle().unwrap_or_default())
+                        .send(),
+                )
+                .expect("DeleteMessage");
+            }
+        }
+        out
+    }
+
     pub fn send(&self, queue: &str, body: &str) {
         let url = self.url(queue);
         block(
