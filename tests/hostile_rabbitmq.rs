@@ -42,7 +42,7 @@ fn workspace(url: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let targets = std::fs::read_to_string(support::root().join("examples/dlqctl.yaml"))
         .expect("targets")
-        .replace("http://127.0.0.1:15672", url);
+        .replace("${DLQCTL_RABBITMQ_URL:-http://127.0.0.1:15672}", url);
     std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
     let spec = std::fs::read_to_string(support::root().join("examples/orders-rabbitmq.yaml"))
         .expect("example");

@@ -475,3 +475,38 @@ fn every_hostile_file_gets_located_findings_in_bounded_time_and_memory() {
     let rss_mib = children_max_rss_kib() / 1024;
     assert!(rss_mib < 64, "a lint run peaked at {rss_mib} MiB");
 }
+
+#[test]
+fn target_addresses_read_the_environment_and_are_checked_as_expanded() {
+    let lint = |var: Option<&str>| {
+        let mut c = dlqctl();
+        c.args(["lint", "--color", "never", "examples/"]);
+        if let Some(v) = var {
+            c.env("DLQCTL_RABBITMQ_URL", v);
+        }
+        let out = c.output().expect("dlqctl runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // Unset: the default in examples/dlqctl.yaml; set to a good URL: used.
+    assert_eq!(lint(None).0, 0);
+    assert_eq!(lint(Some("https://rabbit.internal:15671")).0, 0);
+    // Set but empty: the default, as with the shell's `:-`.
+    assert_eq!(lint(Some("")).0, 0);
+    // The expanded value is what is checked, at the reference's position.
+    let (code, out) = lint(Some("ftp://elsewhere:15672"));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("[target/url]")
+            && out.contains("found `ftp://elsewhere:15672`")
+            && out.contains("examples/dlqctl.yaml:15:"),
+        "{out}"
+    );
+    // Credentials from the environment are refused like written ones, and never shown.
+    let (code, out) = lint(Some("http://admin:hunter2@rabbit:15672"));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[target/credentials-in-url]"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+}

@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::locate::Locations;
 use super::model::{API_VERSION, Channel, Defaults, Targets};
 use super::schema::{self, DocKind, did_you_mean};
+use super::vars;
 use super::yaml::{self, Document, Limits, NodeValue, Span, YamlError};
 use crate::diag::{Diagnostic, Loc, Sources};
 
@@ -506,6 +507,7 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
     for mut d in rest {
         match d.kind {
             DocKind::Targets => {
+                expand_variables(&mut d, ws);
                 if let Some(t) = typed::<Targets>(d, ws) {
                     ws.targets.push(t);
                 }
@@ -540,6 +542,98 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
             DocKind::Defaults => {}
         }
     }
+}
+
+/// `${VAR}` in a target's addresses ([`vars`]), expanded in place before validation with the
+/// process environment. `target/variable`: an unset variable without a default, or a malformed
+/// reference; `target/variable-not-allowed`: a reference in any other field (secrets have their
+/// own `*Env` fields). The value is left as written then, and reported once, at its position.
+fn expand_variables(d: &mut RawDoc, ws: &mut Workspace) {
+    let Some(targets) = d.json.get_mut("targets").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (name, target) in targets.iter_mut() {
+        let Some(fields) = target.as_object_mut() else {
+            continue;
+        };
+        for (field, value) in fields.iter_mut() {
+            let pointer = format!("/targets/{}/{}", escape(name), escape(field));
+            match value {
+                Value::String(text) if vars::EXPANDED.contains(&field.as_str()) => {
+                    if !vars::has_reference(text) {
+                        continue;
+                    }
+                    match vars::expand(text, |n| std::env::var(n).ok()) {
+                        Ok(expanded) => *text = expanded,
+                        Err(e) => {
+                            let mut diag = Diagnostic::error(
+                                "target/variable",
+                                format!("`targets.{name}.{field}`: {e}"),
+                            )
+                            .at(d.locs.value(&pointer));
+                            if let vars::VarError::Unset(var) = &e {
+                                diag = diag.hint(format!(
+                                    "set it, or give a default where it may be unset (a pre-commit hook): `${{{var}:-{}}}`",
+                                    example_default(field)
+                                ));
+                            }
+                            ws.diagnostics.push(diag);
+                        }
+                    }
+                }
+                _ => report_references(value, &pointer, name, &d.locs, ws),
+            }
+        }
+    }
+}
+
+/// `target/variable-not-allowed` for every `${` in a value outside [`vars::EXPANDED`].
+fn report_references(
+    value: &Value,
+    pointer: &str,
+    target: &str,
+    locs: &Locations,
+    ws: &mut Workspace,
+) {
+    match value {
+        Value::String(text) if vars::has_reference(text) => ws.diagnostics.push(
+            Diagnostic::error(
+                "target/variable-not-allowed",
+                format!(
+                    "`targets.{target}.{}` holds `${{...}}`: variables are expanded only in {}",
+                    &pointer[format!("/targets/{}/", escape(target)).len()..].replace('/', "."),
+                    vars::EXPANDED.map(|f| format!("`{f}`")).join(", ")
+                ),
+            )
+            .at(locs.value(pointer))
+            .hint("secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}`"),
+        ),
+        Value::Object(map) => {
+            for (k, v) in map {
+                report_references(v, &format!("{pointer}/{}", escape(k)), target, locs, ws);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                report_references(v, &format!("{pointer}/{i}"), target, locs, ws);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn example_default(field: &str) -> &'static str {
+    match field {
+        "bootstrapServers" => "127.0.0.1:9092",
+        "amqpUrl" => "amqp://127.0.0.1:5672",
+        "endpoint" => "http://127.0.0.1:5000",
+        _ => "http://127.0.0.1:15672",
+    }
+}
+
+/// A JSON pointer segment.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 const BACKEND_BLOCKS: [&str; 3] = ["sqs", "rabbitmq", "kafka"];

@@ -10,6 +10,7 @@ pub mod model;
 pub mod resolve;
 pub mod rules;
 pub mod schema;
+pub mod vars;
 pub mod yaml;
 
 pub use duration::Duration;

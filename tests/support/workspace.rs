@@ -62,10 +62,16 @@ impl Workspace {
         let dir = tempfile::tempdir().expect("tempdir");
         let targets = std::fs::read_to_string(super::root().join("examples/dlqctl.yaml"))
             .expect("examples/dlqctl.yaml")
-            .replace("http://127.0.0.1:15672", &endpoints.rabbitmq)
-            .replace("http://127.0.0.1:5000", &endpoints.aws)
             .replace(
-                "bootstrapServers: 127.0.0.1:9092",
+                "${DLQCTL_RABBITMQ_URL:-http://127.0.0.1:15672}",
+                &endpoints.rabbitmq,
+            )
+            .replace(
+                "${DLQCTL_AWS_ENDPOINT:-http://127.0.0.1:5000}",
+                &endpoints.aws,
+            )
+            .replace(
+                "bootstrapServers: ${DLQCTL_KAFKA_BOOTSTRAP:-127.0.0.1:9092}",
                 &format!("bootstrapServers: {}", endpoints.kafka),
             );
         std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");

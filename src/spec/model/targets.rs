@@ -34,21 +34,24 @@ pub enum TargetsKind {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Target {
     pub backend: Backend,
-    /// SQS: AWS region.
+    /// SQS: AWS region; default: the SDK's region chain (AWS_REGION, the profile's `region`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// SQS: endpoint override (a local emulator); default: the AWS endpoint of the region.
+    /// `${VAR}` and `${VAR:-default}` read the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
     /// SQS: named AWS profile; default: the standard credential chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// RabbitMQ: management API URL, e.g. `https://rabbit.internal:15671`.
+    /// `${VAR}` and `${VAR:-default}` read the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// RabbitMQ: AMQP URL for `dlqctl redrive` (no credentials: those come from
     /// `usernameEnv`/`passwordEnv`), e.g. `amqps://rabbit.internal:5671`. Default: the host of
     /// `url` on port 5672 (`amqp`), or 5671 (`amqps`) when `url` is https.
+    /// `${VAR}` and `${VAR:-default}` read the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amqp_url: Option<String>,
     /// RabbitMQ: default virtual host. Default `/`.
@@ -63,6 +66,7 @@ pub struct Target {
     #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub password_env: Option<String>,
     /// Kafka: bootstrap servers, `host:port[,host:port]`.
+    /// `${VAR}` and `${VAR:-default}` read the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap_servers: Option<String>,
     /// Kafka: librdkafka properties (no secrets).

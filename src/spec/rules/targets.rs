@@ -136,7 +136,8 @@ fn check_required_fields(
     out: &mut Vec<Diagnostic>,
 ) {
     let required: &[(&str, bool)] = match t.backend {
-        Backend::Sqs => &[("region", t.region.is_some())],
+        // The region may come from the AWS chain (AWS_REGION, the profile), as docs/sqs.md says.
+        Backend::Sqs => &[],
         Backend::Rabbitmq => &[
             ("url", t.url.is_some()),
             ("ownership", t.ownership.is_some()),
@@ -172,6 +173,10 @@ fn check_required_fields(
 /// URL is printed in errors and saved in plans).
 fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
     for (field, value) in [("url", &t.url), ("endpoint", &t.endpoint)] {
+        // A reference left unexpanded was reported where it was loaded (`target/variable`).
+        let value = value
+            .as_ref()
+            .filter(|v| !crate::spec::vars::has_reference(v));
         if let Some(v) = value
             && has_userinfo(v)
         {
