@@ -128,7 +128,7 @@ where
             ),
         ),
         SdkError::DispatchFailure(d)
-            if d.is_timeout() || d.is_io() || (d.is_other() && !mentions_credentials(&e)) =>
+            if d.is_timeout() || d.is_io() || (d.is_other() && !is_local_setup(&e)) =>
         {
             (
                 ErrorKind::NoAnswer,
@@ -188,15 +188,55 @@ where
         .contains("credential")
 }
 
+/// Why a request never left: the SDK's own cause (an expired SSO token, a failing
+/// `credential_process`, no region) followed by where the chain looks.
+/// Whether the SDK failed before sending because of this machine's set-up: no credentials, or
+/// no region to sign for. Asking again cannot help, so these are never retried.
+fn is_local_setup<E>(e: &SdkError<E>) -> bool
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    mentions_credentials(e)
+        || DisplayErrorContext(e)
+            .to_string()
+            .to_ascii_lowercase()
+            .contains("signing region")
+}
+
 fn local_reason<E>(e: &SdkError<E>) -> String
 where
     E: std::error::Error + Send + Sync + 'static,
 {
+    let cause = sdk_cause(e);
     if mentions_credentials(e) {
-        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the target's `profile` (the standard AWS credential chain)".to_owned()
+        format!(
+            "no AWS credentials: {cause}. The standard chain reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then the profile (AWS_PROFILE or the target's `profile`: keys, SSO after `aws sso login`, credential_process, role assumption), then web identity, container and instance roles"
+        )
+    } else if cause.to_ascii_lowercase().contains("region") {
+        format!(
+            "no AWS region: {cause}. Set the target's `region`, AWS_REGION, or a `region` in the profile"
+        )
     } else {
-        innermost(e)
+        cause
     }
+}
+
+/// The SDK's error chain below its generic "failed to construct request" / "dispatch
+/// failure" layers, joined with `: ` (the layers that say what went wrong).
+fn sdk_cause(e: &dyn std::error::Error) -> String {
+    let mut layers = Vec::new();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() && !layers.iter().any(|l: &String| l.contains(&text)) {
+            layers.push(text);
+        }
+        source = s.source();
+    }
+    if layers.is_empty() {
+        layers.push(e.to_string());
+    }
+    layers.join(": ").replace("other: ", "")
 }
 
 /// Where and how to reach AWS for one target (no credentials here: the SDK's chain finds
