@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// One YAML spec per channel (retries, backoff, retention, dead-letter naming, alarms) is
 /// checked by `lint`, compared with the live systems by `plan`, and made real by `apply`.
 #[derive(Debug, Parser)]
-#[command(name = "dlqctl", version, max_term_width = 100)]
+#[command(name = "dlqctl", version = crate::VERSION, max_term_width = 100)]
 pub struct Cli {
     /// When to use colour: auto (a terminal, and NO_COLOR unset), always, never.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
