@@ -108,6 +108,8 @@ pub enum LintFormat {
     Json,
     /// GitHub Actions workflow annotations.
     Github,
+    /// SARIF 2.1.0, for code scanning (GitHub's upload-sarif and other SARIF viewers).
+    Sarif,
 }
 
 #[derive(Debug, Args)]
