@@ -408,6 +408,8 @@ fn help_is_snapshotted() {
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
         &["alerts", "--help"][..],
+        &["completions", "--help"][..],
+        &["man", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);
