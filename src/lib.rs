@@ -42,6 +42,7 @@ pub fn run() -> ExitCode {
         }
     };
     let printer = printer::Printer::new(cli.color);
+    printer.start_logging(cli.verbose);
     let on_error = cli.command.error_code();
     match commands::dispatch(cli.command, &printer) {
         Ok(code) => ExitCode::from(code),
