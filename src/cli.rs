@@ -1,20 +1,31 @@
 //! Every flag and subcommand of `dlqctl`, in one place. Doc comments here are the `--help`
-//! text, and `tests/cli.rs` snapshots it, so README and binary stay in agreement.
+//! text, and `tests/lint.rs` snapshots it (`tests/cli.rs` checks the completions and man page
+//! generated from it), so README and binary stay in agreement.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 /// Declarative dead-letter queues for SQS, RabbitMQ and Kafka.
 ///
 /// One YAML spec per channel (retries, backoff, retention, dead-letter naming, alarms) is
 /// checked by `lint`, compared with the live systems by `plan`, and made real by `apply`.
 #[derive(Debug, Parser)]
-#[command(name = "dlqctl", version, max_term_width = 100)]
+#[command(name = "dlqctl", version = crate::VERSION, max_term_width = 100)]
+#[command(after_help = "Examples:
+  dlqctl lint dlq/                  check the specs offline (pre-commit, CI)
+  dlqctl plan dlq/ --detailed-exitcode
+  dlqctl apply dlq/                 show the plan, ask, apply
+  dlqctl <COMMAND> --help           an example for each command")]
 pub struct Cli {
     /// When to use colour: auto (a terminal, and NO_COLOR unset), always, never.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+
+    /// Log what dlqctl does on the wire to stderr: targets, endpoints, each request's method
+    /// and path, timings, retries (-vv: more detail). Never a credential.
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
 
     #[command(subcommand)]
     pub command: Command,
@@ -30,10 +41,26 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check spec files offline: schema, then domain rules. Exit 0 clean, 1 findings, 2 I/O error, 64 usage error.
+    #[command(after_help = "Example:
+  dlqctl lint dlq/ --deny-warnings --format sarif > dlqctl.sarif")]
     Lint(LintArgs),
     /// Compare the specs with the live systems and show the changes. Read-only.
+    #[command(after_help = "Example:
+  dlqctl plan dlq/ --format markdown --out plan.json --detailed-exitcode")]
     Plan(PlanArgs),
     /// Make the live systems match the specs (or a saved plan).
+    #[command(after_help = "Examples:
+  dlqctl apply dlq/                     show the plan, ask for `yes`, apply
+  dlqctl apply plan.json                a plan saved by `dlqctl plan --out plan.json`
+
+Exit codes:
+  0   everything was applied (or there was nothing to change)
+  1   an error or a refusal; nothing, or only the steps reported as done, was applied:
+      lint errors, a target that cannot be reached or refuses the credentials, a replace,
+      delete or message loss not allowed by its --allow-* flag, `yes` not typed (or no
+      terminal and no --auto-approve), a saved plan whose live state or files changed, a step
+      that failed, Ctrl-C or SIGTERM (the current step finishes first)
+  64  usage error (an unknown flag or value)")]
     Apply(ApplyArgs),
     /// Write specs for what already exists on a target (read-only), to adopt it.
     ///
@@ -43,8 +70,12 @@ pub enum Command {
     /// and what fits no channel, is listed on stderr per resource; stdout lists the files
     /// written. Nothing is changed on the target: SQS queues and alarms not tagged as dlqctl's
     /// are adopted later by `dlqctl apply --adopt`, which only adds the tags. See docs/import.md.
+    #[command(after_help = "Example:
+  dlqctl import --target local-rabbitmq --prefix orders. --out dlq/")]
     Import(ImportArgs),
     /// Write the JSON schemas of the spec documents (for editors and CI).
+    #[command(after_help = "Example:
+  dlqctl schema --out-dir schemas --check")]
     Schema(SchemaArgs),
     /// Show what waits in each channel's dead-letter queue: depth, age of the oldest, error
     /// classes, samples.
@@ -56,12 +87,16 @@ pub enum Command {
     /// could lose or move a message (a RabbitMQ quorum queue with a delivery limit; an SQS
     /// dead-letter queue with its own redrive policy) is refused with a note.
     /// `--no-peek` reads no message at all. Payloads are shown escaped. See docs/status.md.
+    #[command(after_help = "Example:
+  dlqctl status dlq/ --channel orders --samples 5")]
     Status(StatusArgs),
     /// Serve the status figures as Prometheus metrics on /metrics (for alert rules).
     ///
     /// Reads every channel once per --interval and answers scrapes from that reading, so
     /// scrapes never reach the brokers. Depth and Kafka ages need no peek; SQS and RabbitMQ
     /// ages and error classes need --peek (reads that leave a trace, as in `dlqctl status`).
+    #[command(after_help = "Example:
+  dlqctl exporter dlq/ --listen 127.0.0.1:9464 --interval 30s")]
     Exporter(ExporterArgs),
     /// Move dead letters back to the channel's main queue or topic (or elsewhere), losing none.
     ///
@@ -71,6 +106,9 @@ pub enum Command {
     /// 3) are skipped and reported. One redrive per dead-letter queue at a time. Asks before
     /// moving on a terminal; without one, needs --yes. Ctrl-C finishes what is in flight and
     /// reports. What each backend does: docs/redrive.md.
+    #[command(after_help = "Example:
+  dlqctl redrive orders dlq/ --dry-run
+  dlqctl redrive orders dlq/ --limit 100 --rate 50 --class transient_exhausted")]
     Redrive(RedriveArgs),
     /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels (offline).
     ///
@@ -81,7 +119,23 @@ pub enum Command {
     /// alarms, provisioned by `dlqctl apply`. Exit 0 written (or, with --check, up to date),
     /// 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage error.
     /// See docs/alerts.md.
+    #[command(after_help = "Example:
+  dlqctl alerts dlq/ --format prometheus-operator --out dlq-alerts.yaml")]
     Alerts(AlertsArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
+    ///
+    /// Generated from the same definitions as --help, so it knows every subcommand and flag.
+    #[command(after_help = "Examples:
+  source <(dlqctl completions bash)                                  bash, this shell
+  dlqctl completions bash > ~/.local/share/bash-completion/completions/dlqctl
+  dlqctl completions zsh > \"${fpath[1]}/_dlqctl\"
+  dlqctl completions fish > ~/.config/fish/completions/dlqctl.fish")]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a folder.
+    #[command(after_help = "Examples:
+  dlqctl man | man -l -
+  dlqctl man --out-dir /usr/local/share/man/man1     dlqctl.1, dlqctl-lint.1, ...")]
+    Man(ManArgs),
 }
 
 impl Command {
@@ -89,6 +143,7 @@ impl Command {
     pub fn error_code(&self) -> u8 {
         match self {
             Command::Lint(_) | Command::Schema(_) => 2,
+            Command::Completions(_) | Command::Man(_) => 1,
             Command::Plan(_)
             | Command::Apply(_)
             | Command::Import(_)
@@ -108,6 +163,8 @@ pub enum LintFormat {
     Json,
     /// GitHub Actions workflow annotations.
     Github,
+    /// SARIF 2.1.0, for code scanning (GitHub's upload-sarif and other SARIF viewers).
+    Sarif,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +223,21 @@ pub struct ImportArgs {
     #[arg(long, value_name = "SECS", env = "DLQCTL_READ_TIMEOUT", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub read_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write dlqctl.1 and one dlqctl-<command>.1 per command into DIR (created if missing)
+    /// instead of printing dlqctl.1.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

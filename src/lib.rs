@@ -20,6 +20,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// What `dlqctl --version` prints: the package version, and the commit when built from a git
+/// checkout (`0.1.0 (1a2b3c4)`; `-dirty` with uncommitted changes); see build.rs.
+pub const VERSION: &str = env!("DLQCTL_VERSION");
+
 /// The exit code of a command line that cannot be parsed (an unknown flag, a missing value):
 /// EX_USAGE, so that it can never be read as `--detailed-exitcode`'s 2, "changes present".
 pub const USAGE_EXIT: u8 = 64;
@@ -38,6 +42,7 @@ pub fn run() -> ExitCode {
         }
     };
     let printer = printer::Printer::new(cli.color);
+    printer.start_logging(cli.verbose);
     let on_error = cli.command.error_code();
     match commands::dispatch(cli.command, &printer) {
         Ok(code) => ExitCode::from(code),

@@ -3,8 +3,14 @@
 //! Commands never print directly (clippy's `print_stdout`/`print_stderr` lints enforce it);
 //! they hand text to the [`Printer`], which knows whether colour is wanted, and which treats a
 //! closed pipe (`dlqctl plan | head`) as a normal end rather than an error.
+//!
+//! `-v` logging goes through here too: [`Printer::start_logging`] sends dlqctl's own
+//! `tracing` events to stderr, line by line, with every secret dlqctl was handed
+//! ([`never_show`]) cut out of each line as a last guard behind the call sites, which log
+//! names of variables and URLs without userinfo, never values.
 
 use std::io::{IsTerminal, Write};
+use std::sync::RwLock;
 
 use crate::cli::ColorChoice;
 
@@ -77,6 +83,89 @@ impl Printer {
     }
 }
 
+impl Printer {
+    /// Turns on `-v` logging: 1 shows targets, endpoints, each request (method, path, outcome,
+    /// time) and retries; 2 adds the steps in between; 3 everything dlqctl logs. Only dlqctl's
+    /// own events: the SDKs and HTTP stacks below log headers and bodies, which may hold
+    /// credentials, so they stay silent whatever the level.
+    pub fn start_logging(&self, verbose: u8) {
+        use tracing::level_filters::LevelFilter;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let level = match verbose {
+            0 => return,
+            1 => LevelFilter::INFO,
+            2 => LevelFilter::DEBUG,
+            _ => LevelFilter::TRACE,
+        };
+        for var in AWS_SECRET_VARS {
+            if let Ok(v) = std::env::var(var) {
+                never_show(&v);
+            }
+        }
+        let only_dlqctl = tracing_subscriber::filter::Targets::new().with_target("dlqctl", level);
+        let lines = tracing_subscriber::fmt::layer()
+            .with_writer(|| LogLine)
+            .with_timer(tracing_subscriber::fmt::time::Uptime::default())
+            .with_target(false);
+        // Fails only if a subscriber is already set (a second call): keep the first.
+        let _ = tracing_subscriber::registry()
+            .with(lines)
+            .with(only_dlqctl)
+            .try_init();
+    }
+}
+
+/// The AWS SDK reads these itself; `-v` cuts their values out of its lines all the same.
+const AWS_SECRET_VARS: [&str; 2] = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"];
+
+/// Every secret value dlqctl was handed (passwords, secret properties), cut out of log lines.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Registers a secret: no `-v` line will show it, whatever a call site passes to the logger.
+pub fn never_show(secret: &str) {
+    if secret.is_empty() {
+        return;
+    }
+    if let Ok(mut s) = SECRETS.write() {
+        if !s.iter().any(|k| k == secret) {
+            s.push(secret.to_owned());
+            // Longest first, so that a secret containing another is cut whole.
+            s.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        }
+    }
+}
+
+/// `text` with every registered secret replaced by `***`.
+fn scrub(text: &str) -> String {
+    let mut out = text.to_owned();
+    if let Ok(secrets) = SECRETS.read() {
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+    }
+    out
+}
+
+/// One log line on its way to stderr: the formatter hands over each event whole.
+struct LogLine;
+
+impl Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = scrub(&String::from_utf8_lossy(buf));
+        let mut lock = std::io::stderr().lock();
+        // A closed stderr leaves nobody to tell.
+        let _ = lock.write_all(text.as_bytes());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().lock().flush()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub enum Style {
     Error,
@@ -98,4 +187,21 @@ fn paint(text: &str, style: Style, on: bool) -> String {
         Style::Dim => "2",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registered_secret_never_reaches_a_log_line() {
+        never_show("hunter2-longer");
+        never_show("hunter2");
+        never_show("");
+        assert_eq!(
+            scrub("login with hunter2-longer, then hunter2"),
+            "login with ***, then ***"
+        );
+        assert_eq!(scrub("nothing here"), "nothing here");
+    }
 }

@@ -8,7 +8,8 @@ mod support;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use support::Output;
@@ -255,4 +256,60 @@ fn a_listed_sqs_queue_name_longer_than_sqs_allows_is_refused_with_what_is_wrong(
     );
     // ListQueues, and the alarm read that runs beside it; nothing after the refusal.
     assert!(api.writes().len() <= 2, "{:?}", api.writes());
+}
+
+/// A server whose first answer is throttled (503) and whose later answers are empty
+/// listings (which the planner refuses as the wrong shape: enough for the log to show).
+fn throttled_once() -> support::fake::Raw {
+    let seen = Arc::new(AtomicUsize::new(0));
+    raw(move |s| {
+        let answer: &[u8] = if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]"
+        };
+        let _ = s.write_all(answer);
+    })
+}
+
+#[test]
+fn verbose_logs_each_request_and_retry_to_stderr_and_never_the_password() {
+    let password = "Verbose-S3cret-never-logged";
+    let run = |extra: &[&str]| {
+        let server = throttled_once();
+        let dir = tempfile::tempdir().expect("tempdir");
+        rabbit_workspace(dir.path(), &server.url);
+        let out = support::output(
+            support::dlqctl_local(dir.path())
+                .env("DLQCTL_RABBITMQ_USER", "someone")
+                .env("DLQCTL_RABBITMQ_PASSWORD", password)
+                .args(["plan", "--color", "never", "."])
+                .args(extra),
+        );
+        (out, server.url)
+    };
+    let (quiet, _) = run(&[]);
+    let (verbose, url) = run(&["-vvv"]);
+    assert_eq!(error_lines(&quiet.stderr).len(), 1, "{}", quiet.stderr);
+    assert_eq!(
+        quiet.stderr.lines().count(),
+        1,
+        "no -v, no log:\n{}",
+        quiet.stderr
+    );
+    assert_eq!(verbose.stdout, quiet.stdout, "logging goes to stderr only");
+    let log = &verbose.stderr;
+    for needle in [
+        &format!("target fake: RabbitMQ management API at {url}")[..],
+        &format!("GET {url}/api/queues/%2F"),
+        "-> failed: GET /api/queues/{vhost}: HTTP 503",
+        "retry 1 of 9 in 100 ms after GET /api/queues/{vhost}: HTTP 503",
+        "-> 200 OK (2 bytes) in ",
+    ] {
+        assert!(log.contains(needle), "no `{needle}` in:\n{log}");
+    }
+    assert!(
+        !log.contains(password) && !verbose.stdout.contains(password),
+        "{log}"
+    );
 }

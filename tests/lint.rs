@@ -188,6 +188,102 @@ fn output_formats() {
     assert_eq!(json["format_version"], 1);
 }
 
+/// The official SARIF 2.1.0 schema (tests/fixtures/sarif/README.md says where it is from).
+fn sarif_validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/sarif/sarif-2.1.0-rtm.5.json"))
+        .expect("the vendored SARIF schema");
+    // One pattern in it (`run.language`) has a bare `]`, a literal in JavaScript's regexes
+    // but an error in Rust's; escaped here, in memory, to the same meaning. The file stays as
+    // published.
+    let bad = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    assert!(
+        text.contains(bad),
+        "the vendored schema changed: revisit this fix-up"
+    );
+    let text = text.replace(bad, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#);
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("json");
+    jsonschema::validator_for(&schema).expect("a valid schema")
+}
+
+fn sarif_errors(validator: &jsonschema::Validator, log: &serde_json::Value) -> Vec<String> {
+    validator
+        .iter_errors(log)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+#[test]
+fn sarif_of_every_invalid_fixture_is_valid_sarif_2_1_0() {
+    let validator = sarif_validator();
+    // The schema really checks: a log without `runs` is refused.
+    assert!(!sarif_errors(&validator, &serde_json::json!({"version": "2.1.0"})).is_empty());
+    let r = run(&[
+        "lint",
+        "--format",
+        "sarif",
+        "tests/fixtures/invalid",
+        "--targets",
+        "tests/fixtures/targets.yaml",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
+    let errors = sarif_errors(&validator, &log);
+    assert!(errors.is_empty(), "not valid SARIF 2.1.0: {errors:#?}");
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    let results = run["results"].as_array().expect("results");
+    assert!(results.len() > 100, "{} results", results.len());
+    for result in results {
+        let id = result["ruleId"].as_str().expect("ruleId");
+        let index = result["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(rules[index]["id"], id, "ruleIndex of {id}");
+        assert!(
+            rules[index]["help"]["text"]
+                .as_str()
+                .is_some_and(|h| !h.is_empty()),
+            "{id} has help"
+        );
+        let location = &result["locations"][0]["physicalLocation"];
+        let uri = location["artifactLocation"]["uri"].as_str().expect("uri");
+        assert!(
+            uri.starts_with("tests/fixtures/invalid/") || uri == "tests/fixtures/targets.yaml",
+            "a relative path: {uri}"
+        );
+        assert!(
+            location["region"]["startLine"]
+                .as_u64()
+                .is_some_and(|l| l >= 1)
+        );
+    }
+    // Every level a finding can have.
+    for level in ["error", "warning", "note"] {
+        assert!(results.iter().any(|r| r["level"] == level), "no {level}");
+    }
+}
+
+#[test]
+fn sarif_snapshot_of_errors_and_warnings_with_related_locations_across_files() {
+    let r = run(&[
+        "lint",
+        "--format",
+        "sarif",
+        "tests/fixtures/invalid/name-collision-across-channels.yaml",
+        "tests/fixtures/invalid/retry-none.yaml",
+        "--targets",
+        "tests/fixtures/targets.yaml",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
+    assert!(sarif_errors(&sarif_validator(), &log).is_empty());
+    let mut settings = insta::Settings::clone_current();
+    // The version carries the commit the binary was built from.
+    settings.add_filter(
+        r#""version": "\d+\.\d+\.\d+[^"]*""#,
+        r#""version": "[VERSION]""#,
+    );
+    settings.bind(|| insta::assert_snapshot!("format-sarif", r.stdout));
+}
+
 #[test]
 fn colour_only_when_asked_and_never_with_no_color() {
     let f = "tests/fixtures/invalid/sqs-retention-range.yaml";
@@ -312,6 +408,8 @@ fn help_is_snapshotted() {
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
         &["alerts", "--help"][..],
+        &["completions", "--help"][..],
+        &["man", "--help"][..],
     ] {
         let r = run(args);
         assert_eq!(r.code, 0);

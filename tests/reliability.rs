@@ -258,9 +258,20 @@ fn credentials_appear_nowhere() {
         &["plan", "channel.yaml", "--format", "markdown"],
         &["apply", "plan.json"],
         &["plan", "channel.yaml", "--stats"],
+        // -v logs every request: targets, URLs, timings; never the password.
+        &["plan", "channel.yaml", "-v"],
+        &["plan", "channel.yaml", "-vvv", "--format", "json"],
+        &["status", "channel.yaml", "-vvv"],
     ] {
         let r = f.run(args);
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        if args.iter().any(|a| a.starts_with("-v")) {
+            assert!(
+                r.stderr.contains("GET http"),
+                "{args:?} logs its requests:\n{}",
+                r.stderr
+            );
+        }
         seen.push((format!("{args:?}"), r.stdout + &r.stderr));
     }
     seen.push((
@@ -273,6 +284,10 @@ fn credentials_appear_nowhere() {
     assert_eq!(r.code, 1);
     r.assert_stderr_contains("DLQCTL_RABBITMQ_USER / DLQCTL_RABBITMQ_PASSWORD");
     seen.push(("401".into(), r.stdout + &r.stderr));
+    let r = f.run(&["plan", "channel.yaml", "-vvv"]);
+    assert_eq!(r.code, 1);
+    r.assert_stderr_contains("401");
+    seen.push(("401 -vvv".into(), r.stdout + &r.stderr));
     for (what, text) in &seen {
         assert!(
             !text.contains(&secret),
@@ -428,8 +443,19 @@ fn aws_and_kafka_credentials_appear_nowhere() {
         &["plan", ".", "--format", "markdown"],
         &["apply", "plan.json"],
         &["plan", ".", "--stats"],
+        // -v logs every call (and -vv each SDK request): never a key or a SASL password.
+        &["plan", ".", "-v"],
+        &["plan", ".", "-vvv", "--format", "json"],
+        &["status", ".", "-vvv"],
     ] {
         let r = f.run(args);
+        if args.iter().any(|a| a.starts_with("-v")) {
+            assert!(
+                r.stderr.contains("sqs:ListQueues") && r.stderr.contains("Kafka Metadata"),
+                "{args:?} logs its calls:\n{}",
+                r.stderr
+            );
+        }
         seen.push((format!("{args:?} (exit {})", r.code), r.stdout + &r.stderr));
     }
     seen.push((

@@ -155,12 +155,62 @@ pub(crate) fn env_value(
 ) -> Result<Option<String>, BackendError> {
     let Some(var) = var else { return Ok(None) };
     match std::env::var(var) {
-        Ok(v) => Ok(Some(v)),
+        Ok(v) => {
+            if field != "usernameEnv" {
+                crate::printer::never_show(&v);
+            }
+            Ok(Some(v))
+        }
         Err(_) => Err(BackendError::MissingEnv {
             target: target.to_owned(),
             field,
             var: var.clone(),
         }),
+    }
+}
+
+/// Where a target is, for `-v`: backend and endpoint, never a credential (URLs lose their
+/// userinfo; Kafka's properties show only their names).
+fn where_is(target: &Target) -> String {
+    let url = |u: &Option<String>| {
+        u.as_deref()
+            .map_or_else(|| "(no url)".to_owned(), wire::http::redact_userinfo)
+    };
+    match target.backend {
+        Backend::Rabbitmq => format!("RabbitMQ management API at {}", url(&target.url)),
+        Backend::Sqs => format!(
+            "SQS and CloudWatch in region {} at {}{}",
+            target.region.as_deref().unwrap_or("(from the AWS chain)"),
+            target.endpoint.as_deref().map_or_else(
+                || "the AWS endpoint".to_owned(),
+                wire::http::redact_userinfo
+            ),
+            target
+                .profile
+                .as_deref()
+                .map_or_else(String::new, |p| format!(", profile {p}"))
+        ),
+        Backend::Kafka => format!(
+            "Kafka at {}; properties {}; secret properties from {}",
+            target.bootstrap_servers.as_deref().unwrap_or("(none)"),
+            names(target.properties.iter().flatten().map(|(k, _)| k.clone())),
+            names(
+                target
+                    .secret_properties
+                    .iter()
+                    .flatten()
+                    .map(|(k, var)| format!("{k} (${var})"))
+            ),
+        ),
+    }
+}
+
+fn names(it: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = it.collect();
+    if v.is_empty() {
+        "(none)".to_owned()
+    } else {
+        v.join(", ")
     }
 }
 
@@ -277,6 +327,7 @@ impl Reader {
         opts: ConnectOptions,
         stats: Arc<Stats>,
     ) -> Result<Self, BackendError> {
+        tracing::info!("target {name}: {}", where_is(target));
         Ok(match target.backend {
             Backend::Rabbitmq => {
                 Reader::Rabbitmq(rabbitmq::Reader::connect(name, target, opts, stats)?)

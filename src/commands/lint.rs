@@ -27,6 +27,10 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<u8> {
         }
         LintFormat::Json => diag::render_json(&diags, &ws.sources),
         LintFormat::Github => diag::render_github(&diags, &ws.sources),
+        LintFormat::Sarif => {
+            let cwd = std::env::current_dir().ok();
+            diag::render_sarif(&diags, &ws.sources, cwd.as_deref())
+        }
     };
     printer.out(&text);
     let c = Counts::of(&diags);

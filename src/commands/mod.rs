@@ -3,9 +3,11 @@
 
 mod alerts;
 mod apply;
+mod completions;
 mod exporter;
 mod import;
 mod lint;
+mod man;
 mod plan;
 mod redrive;
 mod schema;
@@ -35,6 +37,8 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Exporter(args) => exporter::run(&args, printer),
         Command::Redrive(args) => redrive::run(&args, printer),
         Command::Alerts(args) => alerts::run(&args, printer),
+        Command::Completions(args) => completions::run(&args, printer),
+        Command::Man(args) => man::run(&args, printer),
     }
 }
 

@@ -2,8 +2,8 @@
 //!
 //! A [`Diagnostic`] always says where (file, line, column), which rule, what is wrong with
 //! which field and value, and how to fix it. Rendering is separate from finding, so the same
-//! list becomes terminal output with source excerpts, a JSON document for tools, or GitHub
-//! workflow annotations, and tests snapshot all three.
+//! list becomes terminal output with source excerpts, a JSON document for tools, GitHub
+//! workflow annotations, or a SARIF log for code scanning, and tests snapshot all four.
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -14,8 +14,11 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use serde::Serialize;
 
+pub mod rules;
+mod sarif;
 mod span;
 
+pub use sarif::render as render_sarif;
 pub use span::Span;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

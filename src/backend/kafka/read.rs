@@ -57,6 +57,7 @@ pub(super) fn client_config(
             field: "secretProperties",
             var: var.clone(),
         })?;
+        crate::printer::never_show(&value);
         config.set(key, value);
     }
     config.set("bootstrap.servers", &bootstrap);
@@ -197,6 +198,7 @@ impl Reader {
     /// One Metadata request for every topic of the cluster.
     pub(super) async fn metadata(&self) -> Result<BTreeMap<String, TopicMeta>, KafkaError> {
         self.stats.count("kafka:Metadata");
+        let started = std::time::Instant::now();
         let admin = Arc::clone(&self.admin);
         let read = tokio::task::spawn_blocking(move || {
             let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT)?;
@@ -223,7 +225,19 @@ impl Reader {
             }
             Ok::<_, rdkafka::error::KafkaError>(out)
         });
-        match read.await {
+        let answer = read.await;
+        tracing::info!(
+            "target {}: Kafka Metadata (all topics) at {} -> {} in {} ms",
+            self.target,
+            self.bootstrap,
+            match &answer {
+                Ok(Ok(topics)) => format!("{} topics", topics.len()),
+                Ok(Err(e)) => format!("failed: {e}"),
+                Err(e) => format!("failed: {e}"),
+            },
+            started.elapsed().as_millis()
+        );
+        match answer {
             Ok(Ok(topics)) => Ok(topics),
             Ok(Err(e)) => Err(KafkaError::Connect {
                 bootstrap: self.bootstrap.clone(),
@@ -256,7 +270,21 @@ impl Reader {
         }
         self.stats.count("kafka:DescribeConfigs");
         let names: Vec<String> = wanted.iter().map(|s| (*s).to_owned()).collect();
-        for (topic, answer) in ffi::describe_topic_configs(&self.admin, &names, TIMEOUT).await? {
+        let started = std::time::Instant::now();
+        let answers = ffi::describe_topic_configs(&self.admin, &names, TIMEOUT).await;
+        tracing::info!(
+            "target {}: Kafka DescribeConfigs ({} topics) at {} -> {} in {} ms",
+            self.target,
+            names.len(),
+            self.bootstrap,
+            if answers.is_ok() {
+                "answered"
+            } else {
+                "failed"
+            },
+            started.elapsed().as_millis()
+        );
+        for (topic, answer) in answers? {
             let entries = match answer {
                 Ok(entries) => entries,
                 // Deleted between the two requests: it does not exist.

@@ -228,6 +228,7 @@ impl Reader {
         };
         let http = ReadHttp::new(
             HttpConfig {
+                target: name.to_owned(),
                 base: url,
                 user,
                 password,

@@ -66,7 +66,11 @@ impl Mover {
         let user = env_value(name, "usernameEnv", target.username_env.as_ref())?;
         let password = env_value(name, "passwordEnv", target.password_env.as_ref())?;
         let auth = match (user, password) {
-            (Some(u), Some(p)) => format!("{}:{}@", seg(&u), seg(&p)),
+            (Some(u), Some(p)) => {
+                // As it appears in the AMQP URI, too (the raw value is registered already).
+                crate::printer::never_show(&seg(&p));
+                format!("{}:{}@", seg(&u), seg(&p))
+            }
             (Some(u), None) => format!("{}@", seg(&u)),
             _ => String::new(),
         };
@@ -111,9 +115,16 @@ impl Mover {
         let fail = |what: &str, e: lapin::Error| {
             MoveError(format!("{what} ({} vhost {vhost}): {e}", self.shown))
         };
+        // `shown` is the AMQP address without credentials; `uri` has them.
+        tracing::info!(
+            "AMQP connect to {} vhost {vhost}",
+            crate::backend::wire::http::redact_userinfo(&self.shown)
+        );
+        let started = std::time::Instant::now();
         let conn = lapin::Connection::connect(&uri, lapin::ConnectionProperties::default())
             .await
             .map_err(|e| fail("AMQP connect", e))?;
+        tracing::info!("AMQP connected in {} ms", started.elapsed().as_millis());
         let ch = conn
             .create_channel()
             .await

@@ -203,6 +203,7 @@ impl Reader {
         stats: Arc<Stats>,
     ) -> Self {
         let settings = Settings {
+            target: name.to_owned(),
             region: target.region.clone(),
             profile: target.profile.clone(),
             endpoint: target.endpoint.clone(),

@@ -243,6 +243,8 @@ fn sdk_cause(e: &dyn std::error::Error) -> String {
 /// them when the first call is made).
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
+    /// The target's name (for `-v` lines).
+    pub target: String,
     pub region: Option<String>,
     pub profile: Option<String>,
     pub endpoint: Option<String>,
@@ -305,9 +307,20 @@ impl Aws {
                     loader = loader.endpoint_url(e);
                 }
                 let config = loader.load().await;
+                let log = LogRequests {
+                    target: self.settings.target.clone(),
+                };
                 Clients {
-                    sqs: aws_sdk_sqs::Client::new(&config),
-                    cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+                    sqs: aws_sdk_sqs::Client::from_conf(
+                        aws_sdk_sqs::config::Builder::from(&config)
+                            .interceptor(log.clone())
+                            .build(),
+                    ),
+                    cloudwatch: aws_sdk_cloudwatch::Client::from_conf(
+                        aws_sdk_cloudwatch::config::Builder::from(&config)
+                            .interceptor(log)
+                            .build(),
+                    ),
                 }
             })
             .await
@@ -337,6 +350,16 @@ impl Aws {
                     format!("no answer within {}s", limit.as_secs().max(1)),
                 )),
             };
+            self.log(api, started, result.as_ref().err());
+            let retry = |e: &AwsError| {
+                tracing::warn!(
+                    "target {}: {api}: retry {attempt} of {} in {} ms after: {}",
+                    self.settings.target,
+                    READ_ATTEMPTS - 1,
+                    delay.as_millis(),
+                    e.detail
+                );
+            };
             match result {
                 Err(e) if e.kind == ErrorKind::NoAnswer => {
                     budget.spend(started.elapsed() + delay);
@@ -353,11 +376,13 @@ impl Aws {
                     if attempt >= READ_ATTEMPTS {
                         return Err(e);
                     }
+                    retry(&e);
                     tokio::time::sleep(delay).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
                 }
                 Err(e) if attempt < READ_ATTEMPTS && e.kind == ErrorKind::Throttled => {
+                    retry(&e);
                     tokio::time::sleep(delay).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
@@ -375,7 +400,54 @@ impl Aws {
     {
         let clients = self.clients().await.clone();
         self.stats.count(api);
-        call(clients).await
+        let started = std::time::Instant::now();
+        let result = call(clients).await;
+        self.log(api, started, result.as_ref().err());
+        result
+    }
+
+    /// One `-v` line per call: which target, API, where, outcome and time.
+    fn log(&self, api: &str, started: std::time::Instant, err: Option<&AwsError>) {
+        tracing::info!(
+            "target {}: {api} at {} -> {} in {} ms",
+            self.settings.target,
+            self.settings.endpoint.as_deref().map_or_else(
+                || "the AWS endpoint".to_owned(),
+                super::http::redact_userinfo
+            ),
+            err.map_or_else(|| "ok".to_owned(), |e| format!("failed: {e}")),
+            started.elapsed().as_millis()
+        );
+    }
+}
+
+/// `-vv`: each HTTP request the SDK sends, method and URL without query (the SDK signs in
+/// headers, which are never shown; a query could carry a presigned credential).
+#[derive(Debug, Clone)]
+struct LogRequests {
+    target: String,
+}
+
+impl aws_sdk_sqs::config::Intercept for LogRequests {
+    fn name(&self) -> &'static str {
+        "dlqctl-verbose"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_sqs::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_sqs::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_sqs::config::ConfigBag,
+    ) -> Result<(), aws_sdk_sqs::error::BoxError> {
+        let request = context.request();
+        let uri = request.uri();
+        tracing::debug!(
+            "target {}: {} {}",
+            self.target,
+            request.method(),
+            super::http::redact_userinfo(uri.split('?').next().unwrap_or(uri))
+        );
+        Ok(())
     }
 }
 

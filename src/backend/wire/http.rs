@@ -86,6 +86,8 @@ impl HttpError {
 #[derive(Clone)]
 struct Inner {
     client: reqwest::Client,
+    /// The target's name, for `-v`.
+    target: String,
     base: String,
     user: Option<String>,
     password: Option<String>,
@@ -106,6 +108,8 @@ impl std::fmt::Debug for Inner {
 
 /// Settings for a client.
 pub struct HttpConfig {
+    /// The target's name (for `-v` lines).
+    pub target: String,
     pub base: String,
     pub user: Option<String>,
     pub password: Option<String>,
@@ -144,6 +148,7 @@ impl ReadHttp {
         Ok(ReadHttp {
             inner: Inner {
                 client,
+                target: cfg.target,
                 base: redact_userinfo(cfg.base.trim_end_matches('/')),
                 user: cfg.user,
                 password: cfg.password,
@@ -188,6 +193,13 @@ impl ReadHttp {
                             return Err(self.out_of_budget(&e));
                         }
                     }
+                    tracing::warn!(
+                        // `e` names the call (`GET /api/queues/{vhost}: HTTP 503`).
+                        "target {}: retry {attempt} of {} in {} ms after {e}",
+                        self.inner.target,
+                        READ_ATTEMPTS - 1,
+                        delay.as_millis()
+                    );
                     tokio::time::sleep(delay).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
@@ -280,6 +292,31 @@ impl Inner {
         timeout: Duration,
     ) -> Result<(StatusCode, Vec<u8>), HttpError> {
         self.stats.count(api);
+        let started = std::time::Instant::now();
+        let shown = method.clone();
+        let answer = self.send_once(method, api, path, body, timeout).await;
+        // `base` never has userinfo (see `new`); the path holds names, never credentials.
+        let outcome = match &answer {
+            Ok((status, bytes)) => format!("{status} ({} bytes)", bytes.len()),
+            Err(e) => format!("failed: {e}"),
+        };
+        tracing::info!(
+            "target {}: {shown} {}{path} -> {outcome} in {} ms",
+            self.target,
+            self.base,
+            started.elapsed().as_millis()
+        );
+        answer
+    }
+
+    async fn send_once(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Vec<u8>), HttpError> {
         let url = format!("{}{path}", self.base);
         let mut req = self.client.request(method, &url).timeout(timeout);
         if let Some(user) = &self.user {

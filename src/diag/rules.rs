@@ -1,0 +1,257 @@
+//! Every rule id dlqctl can report, with its severity and what it means: the metadata that
+//! SARIF output carries (`tool.driver.rules`, for code-scanning UIs that show a rule's help
+//! beside each finding).
+//!
+//! A finding's own message says what is wrong where; this says what the rule is for and how
+//! to fix what it reports, in general. A test scans `src/` for rule ids and fails when one is
+//! missing here, and another checks that the README's lint table names each of them.
+
+use super::Severity;
+
+/// One rule: a stable id, the severity its findings have, a one-line summary and help text.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub summary: &'static str,
+    pub help: &'static str,
+}
+
+const fn rule(
+    id: &'static str,
+    severity: Severity,
+    summary: &'static str,
+    help: &'static str,
+) -> Rule {
+    Rule {
+        id,
+        severity,
+        summary,
+        help,
+    }
+}
+
+use Severity::{Error as E, Info as I, Warning as W};
+
+/// Sorted by id.
+#[rustfmt::skip]
+pub const RULES: &[Rule] = &[
+    rule("alarms/action", E, "An alarm action is not an ARN",
+        "SQS alarms notify through CloudWatch actions, which are ARNs (an SNS topic, an auto-scaling policy). Write the full ARN, e.g. `arn:aws:sns:us-east-1:123456789012:ops`."),
+    rule("alarms/actions-tier", W, "Actions for a tier no alarm has",
+        "`alarms.actions` names a tier (`warning` or `critical`) that none of the channel's alarms defines, so those actions never fire. Add that tier to an alarm or remove its actions."),
+    rule("alarms/actions-unused", W, "Alarm actions on a RabbitMQ or Kafka channel",
+        "Only SQS channels get CloudWatch alarms with actions. RabbitMQ and Kafka alarms become Prometheus rules (`dlqctl alerts`), routed by Alertmanager on their labels: remove `actions` there."),
+    rule("alarms/age-beyond-retention", E, "An age alarm at or beyond the DLQ's retention",
+        "A message expires from the dead-letter queue before it grows old enough to fire the alarm, so nobody is told. Lower the `oldestMessageAge` threshold or raise `deadLetter.retention`."),
+    rule("alarms/missing", W, "A dead-letter queue nobody watches",
+        "A DLQ without alarms fills up silently. Add `alarms.depth` (and `oldestMessageAge`); on SQS give them `actions`, or they notify nobody. Silence with `spec.lint.allow: [alarms/missing]` if it is watched elsewhere."),
+    rule("alarms/period", E, "A CloudWatch period outside what CloudWatch accepts",
+        "CloudWatch periods are multiples of 60 s, and period times evaluation periods may cover at most one day."),
+    rule("alarms/runbook", E, "`alarms.runbook` is not an http(s) URL",
+        "The runbook link is put into alarm descriptions and alert annotations; it must be an http:// or https:// URL."),
+    rule("alarms/threshold", E, "An alarm with no threshold, or with both `above` and tiers",
+        "An alarm takes either one `above` threshold or `warning`/`critical` tiers, not both, and at least one of them."),
+    rule("alarms/tier-order", E, "A `warning` threshold not below `critical`",
+        "Tiers escalate: the warning threshold must be lower than the critical one."),
+    rule("alarms/whole-seconds", E, "An SQS alarm duration that is not whole seconds",
+        "CloudWatch counts in whole seconds: write periods and ages without milliseconds."),
+    rule("channel/duplicate", E, "A channel defined twice for one target",
+        "Each `metadata.name` may appear once per target: rename one of the channels or remove the copy."),
+    rule("file/not-utf8", E, "A file that is not UTF-8",
+        "dlqctl reads specs as UTF-8. Re-save the file as UTF-8."),
+    rule("file/too-large", E, "A file over 1 MiB",
+        "Spec files are read to 1 MiB at most; split the specs into several files."),
+    rule("kafka/config-retention", E, "Retention set through `kafka.config`",
+        "Set retention with the `retention` fields (main, `deadLetter.retention`), which dlqctl checks against the retries; not with `retention.ms` in `kafka.config`."),
+    rule("kafka/dlt-partitions", E, "A dead-letter topic with fewer partitions than its source",
+        "Spring Kafka publishes a failed record to the same partition of the DLT; with fewer partitions it fails. Give the DLT at least as many partitions as the main topic."),
+    rule("kafka/naming", E, "`retry.name` and `kafka.naming` disagree",
+        "`kafka.naming: custom` needs `retry.name`; with `spring` or `index` naming, retry topics are named as Spring Kafka names them and `retry.name` would be ignored."),
+    rule("kafka/retention-range", E, "A Kafka retention under one second",
+        "Kafka topics keep records at least 1 s; use a longer retention."),
+    rule("lint/unknown-rule", W, "A `spec.lint.allow` entry that names no rule that can be silenced",
+        "Only warnings and notes can be silenced, by their exact rule id (the message suggests the closest)."),
+    rule("name/collision", E, "Two resources with the same name on one target",
+        "Two channels (or a channel's own queues) resolve to the same queue or topic name. Change a `name` template or a channel name."),
+    rule("name/invalid", E, "A name the backend does not accept",
+        "SQS: at most 80 of `[A-Za-z0-9_-]`, ending in `.fifo` exactly when FIFO; RabbitMQ: at most 255 bytes, not starting with `amq.`; Kafka: at most 249 of `[a-zA-Z0-9._-]`, not `.` or `..`."),
+    rule("name/template", E, "A name template that cannot be expanded",
+        "Templates may use `{channel}`, and in retry names `{delay}` and `{index}`; a placeholder that is unknown or unclosed is reported with the template."),
+    rule("rabbitmq/backoff-required", E, "A RabbitMQ TTL retry loop without a delay",
+        "The TTL retry model waits in a retry queue for the backoff delay; set `retry.backoff` (or use `retryModel: deliveryLimit` on a quorum queue)."),
+    rule("rabbitmq/delivery-limit-quorum", E, "A delivery limit on a classic queue",
+        "`retryModel: deliveryLimit` needs `queueType: quorum`: classic queues have no delivery limit."),
+    rule("rabbitmq/ttl-range", E, "A RabbitMQ TTL beyond 2^32-1 ms",
+        "RabbitMQ message TTLs are 32-bit milliseconds (about 49.7 days); use a shorter retention or delay."),
+    rule("retry/exceeds-retention", E, "Retries that do not fit inside the retention",
+        "The backoff delays added up are longer than the queue keeps a message, so it expires before its last attempt. Shorten the backoff or raise the retention."),
+    rule("retry/excessive", W, "More than 20 attempts, or retries that wait more than a day",
+        "A slow dependency becomes a stuck consumer. Fewer attempts and a dead letter are easier to watch and redrive."),
+    rule("retry/jitter-consumer", I, "Brokers cannot add jitter",
+        "`backoff.jitter` is applied by the consumer, not the broker; the queues and topics dlqctl creates wait exactly the delay."),
+    rule("retry/none", W, "`maxAttempts: 1`: no retry at all",
+        "Every failure dead-letters at once. If that is meant, silence with `spec.lint.allow: [retry/none]`."),
+    rule("schema/duration", E, "A duration that cannot be read",
+        "Durations are a number and a unit (`ms`, `s`, `m`, `h`, `d`), possibly combined: `30s`, `1h30m`."),
+    rule("schema/enum", E, "A value that is not one of those allowed",
+        "The message lists the allowed values (and the closest one)."),
+    rule("schema/invalid", E, "A value that does not fit the field",
+        "The value has the right type but cannot be read as the field's value; the message says why."),
+    rule("schema/key", E, "A map key that is not allowed",
+        "The keys of this mapping follow a pattern (e.g. Kafka property names); the message shows it."),
+    rule("schema/length", E, "A string or list that is too long or too short",
+        "The message gives the limit."),
+    rule("schema/pattern", E, "A string that does not match the field's pattern",
+        "The message shows the expected form."),
+    rule("schema/range", E, "A number outside the field's range",
+        "The message gives the minimum and maximum."),
+    rule("schema/required", E, "A required field is missing",
+        "Add the field the message names (the JSON schema in `schemas/` lists the required fields)."),
+    rule("schema/type", E, "A value of the wrong type",
+        "E.g. a string where a number belongs; quote or unquote the value as the message says."),
+    rule("schema/unknown-field", E, "A field dlqctl does not know",
+        "Usually a typo: the message suggests the closest field. Unknown fields are errors so that a misspelt setting is never silently ignored."),
+    rule("spec/api-version", E, "An apiVersion dlqctl does not read",
+        "dlqctl documents declare `apiVersion: dlqctl/v1`."),
+    rule("spec/defaults-duplicate", E, "More than one Defaults document",
+        "One `kind: Defaults` document per run; merge them."),
+    rule("spec/kind", E, "A kind dlqctl does not know",
+        "dlqctl documents are `Channel`, `Targets` or `Defaults`."),
+    rule("spec/required", E, "A channel without `target` or `retry.maxAttempts`",
+        "Both are required once Defaults are applied: set them in the channel or in the Defaults document."),
+    rule("sqs/backoff-consumer", I, "SQS has no native backoff",
+        "SQS redelivers after the visibility timeout; a backoff is applied by the consumer (by changing the message's visibility)."),
+    rule("sqs/dlq-retention", E, "A standard SQS DLQ that keeps messages no longer than its source",
+        "SQS keeps a message's original enqueue time when it dead-letters it, so the DLQ's retention must be longer than the source's, or messages expire on arrival."),
+    rule("sqs/fifo-redrive-order", I, "A redriven FIFO message comes back behind newer ones",
+        "On FIFO channels a redriven message is queued after the newer messages of its group; consumers that need strict order must allow for it."),
+    rule("sqs/max-receive-count", E, "`maxAttempts` over SQS's 1000",
+        "SQS's maxReceiveCount is at most 1000."),
+    rule("sqs/retention-range", E, "An SQS retention outside 60 s to 14 d",
+        "SQS keeps messages between 60 seconds and 14 days."),
+    rule("sqs/visibility-range", E, "An SQS visibility timeout over 12 h",
+        "SQS visibility timeouts are at most 12 hours."),
+    rule("sqs/whole-seconds", E, "An SQS duration that is not whole seconds",
+        "SQS counts in whole seconds: write retention, visibility and delays without milliseconds."),
+    rule("target/backend-mismatch", E, "A channel block for another backend than its target's",
+        "Only the block that matches the target's backend (`sqs`, `rabbitmq` or `kafka`) may be present."),
+    rule("target/credentials-in-url", E, "Credentials in a URL",
+        "URLs are shown in errors and saved in plans: remove `user:password@` and name the environment variables that hold the credentials (`usernameEnv`, `passwordEnv`; the AWS credential chain for SQS)."),
+    rule("target/duplicate", E, "A target defined twice",
+        "Target names are unique across the Targets documents of a run."),
+    rule("target/field-not-applicable", E, "A target field that does not apply to its backend",
+        "E.g. `bootstrapServers` on an SQS target: remove it."),
+    rule("target/missing-field", E, "A target without a field its backend needs",
+        "RabbitMQ needs `url`; Kafka `bootstrapServers`; RabbitMQ and Kafka also `ownership.prefixes`."),
+    rule("target/outside-ownership", E, "A name outside its target's ownership prefixes",
+        "dlqctl changes nothing outside the prefixes a RabbitMQ or Kafka target declares: rename the channel or widen `ownership.prefixes`."),
+    rule("target/ownership", E, "An ownership prefix that would claim everything",
+        "An empty prefix claims every resource on the target; name the prefixes your channels use."),
+    rule("target/secret-in-properties", E, "A secret in a Kafka target's `properties`",
+        "A property that holds a secret (`*.password`, `*.secret`, `ssl.key.pem`, `sasl.jaas.config`, ...) goes under `secretProperties`, which names the environment variable that holds it."),
+    rule("target/unknown", E, "A channel whose target is not defined",
+        "The channel's `target` must name a target of the Targets file (`dlqctl.yaml`, or `--targets FILE`)."),
+    rule("target/url", E, "A URL that is not http(s)",
+        "`url` and `endpoint` are http:// or https:// URLs."),
+    rule("yaml/alias-bomb", E, "YAML aliases that expand too far",
+        "Aliases may expand to at most 100,000 values: a larger expansion is refused as hostile."),
+    rule("yaml/duplicate-key", E, "A key given twice in one mapping",
+        "YAML parsers disagree on which value wins; remove one."),
+    rule("yaml/non-string-key", E, "A mapping key that is not a string",
+        "dlqctl documents use string keys only."),
+    rule("yaml/syntax", E, "YAML that cannot be parsed",
+        "The message gives the parser's reason at the position shown."),
+    rule("yaml/too-deep", E, "YAML nested deeper than 64 levels",
+        "No dlqctl document nests that deep; the file is refused as hostile."),
+    rule("yaml/unsupported-tag", E, "A YAML tag in a dlqctl document",
+        "dlqctl documents use plain YAML: remove the tag (`!Sub`, `!!binary`, ...)."),
+];
+
+/// The rule with this id, if dlqctl has one.
+pub fn find(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_is_sorted_and_unique() {
+        for pair in RULES.windows(2) {
+            assert!(
+                pair[0].id < pair[1].id,
+                "{} before {}",
+                pair[0].id,
+                pair[1].id
+            );
+        }
+    }
+
+    /// Rule ids as string literals in the source: `"family/name"`.
+    fn ids_in(text: &str) -> Vec<String> {
+        const FAMILIES: [&str; 13] = [
+            "alarms", "channel", "file", "kafka", "lint", "name", "rabbitmq", "retry", "schema",
+            "spec", "sqs", "target", "yaml",
+        ];
+        let mut out = Vec::new();
+        for piece in text.split('"').skip(1).step_by(2) {
+            let Some((family, name)) = piece.split_once('/') else {
+                continue;
+            };
+            if FAMILIES.contains(&family)
+                && !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
+                out.push(piece.to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_rule_the_source_reports_is_in_the_catalog() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut missing = Vec::new();
+        let mut seen = 0;
+        for entry in walkdir::WalkDir::new(&src).into_iter().flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("diag/rules.rs") {
+                continue;
+            }
+            let text = fs_err::read_to_string(path).unwrap_or_default();
+            for id in ids_in(&text) {
+                seen += 1;
+                if find(&id).is_none() {
+                    missing.push(format!("{id} ({})", path.display()));
+                }
+            }
+        }
+        assert!(seen > 50, "the scan found only {seen} rule ids");
+        assert!(missing.is_empty(), "not in src/diag/rules.rs: {missing:?}");
+    }
+
+    #[test]
+    fn the_readme_names_every_rule() {
+        let readme = fs_err::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap_or_default();
+        let missing: Vec<&str> = RULES
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| {
+                // The README lists the schema rules as `schema/*` (`unknown-field`, `type`, ...).
+                let short = id.strip_prefix("schema/").map(|s| format!("`{s}`"));
+                !readme.contains(&format!("`{id}`")) && short.is_none_or(|s| !readme.contains(&s))
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in the README's lint table: {missing:?}"
+        );
+    }
+}
