@@ -41,11 +41,15 @@ impl Kind {
 /// empty elsewhere), under which name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ResourceId {
+    /// The target (a connection of the targets file).
     pub target: String,
     pub backend: Backend,
     pub kind: Kind,
+    /// The RabbitMQ vhost (absent elsewhere).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The object's name on the server (a queue, topic, policy, alarm, exchange; a binding's
+    /// name is `exchange -> queue [key]`).
     pub name: String,
 }
 
@@ -73,6 +77,32 @@ pub enum Role {
     Exchange,
     Binding,
     Alarm,
+}
+
+/// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka
+/// milliseconds), so a plan can show `30d` beside the `2592000` the backend keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Millis,
+}
+
+impl TimeUnit {
+    /// The unit as written after the raw value: `s`, `ms`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Millis => "ms",
+        }
+    }
+
+    /// Milliseconds in one unit.
+    pub fn millis(self) -> u64 {
+        match self {
+            TimeUnit::Seconds => 1000,
+            TimeUnit::Millis => 1,
+        }
+    }
 }
 
 /// Flat properties: `arguments.x-message-ttl` → `5000`. In desired state, `null` means
