@@ -170,7 +170,7 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// Folder to write channel.v1.json, targets.v1.json and defaults.v1.json into.
+    /// Folder to write channel.v1.json, targets.v1.json, defaults.v1.json and plan.v1.json into.
     #[arg(long, default_value = "schemas", value_name = "DIR")]
     pub out_dir: PathBuf,
 

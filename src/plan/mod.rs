@@ -8,9 +8,11 @@
 
 pub mod markdown;
 pub mod render;
+pub mod schema;
 
 use std::collections::{BTreeMap, HashSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,7 +26,9 @@ pub const PLAN_KIND: &str = "dlqctl/plan";
 
 /// What apply does to a resource: create it, update it in place, replace it (delete and
 /// create again), delete it, or nothing, because the change cannot be made (`impossible`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Create,
@@ -47,7 +51,7 @@ impl Action {
 }
 
 /// One property that differs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FieldChange {
     /// The flat property name, as the backend calls it (`MessageRetentionPeriod`,
     /// `definition.message-ttl`, `config.retention.ms`); nested keys joined by `.`.
@@ -61,7 +65,7 @@ pub struct FieldChange {
 }
 
 /// One change apply would make.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Change {
     /// The live object.
     pub resource: ResourceId,
@@ -143,7 +147,7 @@ impl crate::resource::Kind {
 }
 
 /// Information that needs no action: unmanaged live settings, broker-side observations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Note {
     pub resource: ResourceId,
     /// What was observed, for people.
@@ -151,7 +155,7 @@ pub struct Note {
 }
 
 /// What the plan read: every live object (or its absence) by fingerprint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Fingerprint {
     pub resource: ResourceId,
     /// A hash of the live settings as read (`null`: the object did not exist). `apply FILE`
@@ -160,7 +164,7 @@ pub struct Fingerprint {
 }
 
 /// How many changes of each action; `unchanged` counts the resources that already match.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub create: usize,
     pub update: usize,
@@ -177,12 +181,15 @@ impl Summary {
 }
 
 /// A dlqctl plan: what `dlqctl plan --format json` prints and `dlqctl plan --out FILE` saves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "dlqctl plan, format_version 1")]
 pub struct Plan {
     /// The version of this document's format: 1. A change that could break a reader of
     /// version 1 gets a new number (and a new schema, `plan.v2.json`).
+    #[schemars(extend("const" = 1))]
     pub format_version: u32,
     /// Always `dlqctl/plan`: how a saved plan is told from a spec.
+    #[schemars(extend("const" = "dlqctl/plan"))]
     pub kind: String,
     /// The dlqctl that made the plan.
     pub dlqctl_version: String,
@@ -204,7 +211,7 @@ pub struct Plan {
 }
 
 /// What a saved plan was made from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Source {
     /// The spec paths as given to `plan` (relative to the folder it ran in).
     pub paths: Vec<std::path::PathBuf>,
