@@ -215,9 +215,9 @@ pub struct AlertsArgs {
 pub enum PlanFormat {
     /// For people: each change with field-level old → new.
     Human,
-    /// The versioned plan document (format_version 1), as `--out` saves it.
+    /// The versioned plan document (schemas/plan.v1.json), as `--out` saves it.
     Json,
-    /// A pull-request comment.
+    /// A pull-request comment, under 60,000 characters (docs/ci.md).
     Markdown,
 }
 
