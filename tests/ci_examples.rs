@@ -1,4 +1,4 @@
-//! The CI examples (`examples/ci/`, shown in docs/ci.md): each is valid under the schema its
+//! The CI examples (`docs/ci/`, shown in docs/ci.md): each is valid under the schema its
 //! CI service's tooling publishes, checked offline by `check-jsonschema` (installed in the
 //! stack's venv by `scripts/stack up`) with its vendored `vendor.github-workflows` and
 //! `vendor.gitlab-ci` schemas; a broken copy of each fails, so the check can fail; docs/ci.md
@@ -9,8 +9,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const GITHUB: &str = "examples/ci/github-actions.yml";
-const GITLAB: &str = "examples/ci/gitlab-ci.yml";
+const GITHUB: &str = "docs/ci/github-actions.yml";
+const GITLAB: &str = "docs/ci/gitlab-ci.yml";
 
 /// The venv's `check-jsonschema`, or `None` (a loud skip; a failure under CI=true).
 fn check_jsonschema() -> Option<PathBuf> {
@@ -78,8 +78,9 @@ fn docs_ci_shows_each_file_as_it_is() {
             doc.contains(&format!("```yaml\n{text}```\n")),
             "docs/ci.md does not show {file} as it is"
         );
+        let beside = file.trim_start_matches("docs/");
         assert!(
-            doc.contains(&format!("(../{file})")),
+            doc.contains(&format!("]({beside})")),
             "docs/ci.md links {file}"
         );
     }
