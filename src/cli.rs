@@ -242,7 +242,7 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// Folder to write channel.v1.json, targets.v1.json and defaults.v1.json into.
+    /// Folder to write channel.v1.json, targets.v1.json, defaults.v1.json and plan.v1.json into.
     #[arg(long, default_value = "schemas", value_name = "DIR")]
     pub out_dir: PathBuf,
 
@@ -287,9 +287,9 @@ pub struct AlertsArgs {
 pub enum PlanFormat {
     /// For people: each change with field-level old → new.
     Human,
-    /// The versioned plan document (format_version 1), as `--out` saves it.
+    /// The versioned plan document (schemas/plan.v1.json), as `--out` saves it.
     Json,
-    /// A pull-request comment.
+    /// A pull-request comment, under 60,000 characters (docs/ci.md).
     Markdown,
 }
 

@@ -7,13 +7,16 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::spec::model::Backend;
 
 /// What kind of live object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Queue,
@@ -39,13 +42,19 @@ impl Kind {
 
 /// One live object: on which target, of which kind, in which scope (a RabbitMQ vhost;
 /// empty elsewhere), under which name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct ResourceId {
+    /// The target (a connection of the targets file).
     pub target: String,
     pub backend: Backend,
     pub kind: Kind,
+    /// The RabbitMQ vhost (absent elsewhere).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scope: String,
+    /// The object's name on the server (a queue, topic, policy, alarm, exchange; a binding's
+    /// name is `exchange -> queue [key]`).
     pub name: String,
 }
 
@@ -61,7 +70,9 @@ impl fmt::Display for ResourceId {
 
 /// The part a resource plays in its channel; also its place in the apply order
 /// (dead-letter side first, then what points at it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     DeadLetter,
@@ -75,6 +86,32 @@ pub enum Role {
     Alarm,
 }
 
+/// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka
+/// milliseconds), so a plan can show `30d` beside the `2592000` the backend keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Millis,
+}
+
+impl TimeUnit {
+    /// The unit as written after the raw value: `s`, `ms`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Millis => "ms",
+        }
+    }
+
+    /// Milliseconds in one unit.
+    pub fn millis(self) -> u64 {
+        match self {
+            TimeUnit::Seconds => 1000,
+            TimeUnit::Millis => 1,
+        }
+    }
+}
+
 /// Flat properties: `arguments.x-message-ttl` → `5000`. In desired state, `null` means
 /// "owned by dlqctl and must be absent".
 ///
@@ -85,6 +122,21 @@ pub enum Role {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct Props(litemap::LiteMap<String, Value>);
+
+/// In a schema: an object whose values are any JSON.
+impl JsonSchema for Props {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Props".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Flat properties: `arguments.x-message-ttl` → `5000`. `null` in desired state: owned by dlqctl and must be absent.",
+            "type": "object",
+            "additionalProperties": true
+        })
+    }
+}
 
 impl Props {
     pub fn new() -> Self {

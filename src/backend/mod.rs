@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Live, Props, ResourceId, Role};
+use crate::resource::{Desired, Live, Props, ResourceId, Role, TimeUnit};
 use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::Resolved;
 use crate::status::{Observed, ReadOptions};
@@ -244,6 +244,16 @@ pub fn refine(change: &mut Change) {
         Backend::Rabbitmq => rabbitmq::plan::refine(change),
         Backend::Sqs => sqs::refine(change),
         Backend::Kafka => kafka::refine(change),
+    }
+}
+
+/// The unit of a changed property that holds a duration, or `None` (pure): plans show such
+/// values as people write them (`30d`) beside the number the backend stores.
+pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
+    match change.resource.backend {
+        Backend::Rabbitmq => rabbitmq::plan::duration_unit(change, key),
+        Backend::Sqs => sqs::plan::duration_unit(change, key),
+        Backend::Kafka => kafka::plan::duration_unit(change, key),
     }
 }
 

@@ -3,12 +3,16 @@
 //! `diff` compares desired resources with what was read (only the keys dlqctl owns; other live
 //! keys are listed as information) and labels each difference create / update / replace /
 //! delete / impossible. The plan carries a fingerprint of every live object it read, so a saved
-//! plan can be refused when the world moved on. Rendering lives in `render`.
+//! plan can be refused when the world moved on. Rendering lives in `render` (the
+//! pull-request comment in `markdown`).
 
+pub mod markdown;
 pub mod render;
+pub mod schema;
 
 use std::collections::{BTreeMap, HashSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,7 +24,11 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The `kind` field that marks a saved plan file.
 pub const PLAN_KIND: &str = "dlqctl/plan";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// What apply does to a resource: create it, update it in place, replace it (delete and
+/// create again), delete it, or nothing, because the change cannot be made (`impossible`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Create,
@@ -43,8 +51,10 @@ impl Action {
 }
 
 /// One property that differs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FieldChange {
+    /// The flat property name, as the backend calls it (`MessageRetentionPeriod`,
+    /// `definition.message-ttl`, `config.retention.ms`); nested keys joined by `.`.
     pub key: String,
     /// `None`: absent live.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,10 +64,14 @@ pub struct FieldChange {
     pub new: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One change apply would make.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Change {
+    /// The live object.
     pub resource: ResourceId,
+    /// The channel (`metadata.name`) the resource belongs to.
     pub channel: String,
+    /// The part the resource plays in its channel.
     pub role: Role,
     pub action: Action,
     /// For updates and replaces: each differing field. For creates: every desired field.
@@ -67,7 +81,8 @@ pub struct Change {
     /// by `--prune`: what identifies it besides its name (a RabbitMQ binding's source,
     /// destination and keys).
     pub desired: Props,
-    /// Messages the live object holds, for replaces and deletes.
+    /// Messages the live object holds, where the backend can tell (absent: unknown, or
+    /// nothing live). What a replace or delete would drop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<u64>,
     /// Why an `impossible` change cannot be made, and what to do instead.
@@ -98,6 +113,30 @@ impl Change {
     }
 }
 
+impl Change {
+    /// Whether a reviewer must look twice: it drops the live object, cannot be made, or may
+    /// lose messages. Apply refuses each of these unless allowed (impossible ones always).
+    pub fn is_risky(&self) -> bool {
+        self.drops_object() || self.action == Action::Impossible || self.may_lose_messages()
+    }
+
+    /// The flags `apply` needs before it makes this change, as `engine::apply::refusals`
+    /// decides (a test keeps the two in step). Empty for an impossible change: no flag
+    /// allows it.
+    pub fn allow_flags(&self) -> Vec<&'static str> {
+        let mut flags = Vec::new();
+        match self.action {
+            Action::Replace => flags.push("--allow-replace"),
+            Action::Delete => flags.push("--allow-delete"),
+            _ => {}
+        }
+        if self.may_lose_messages() {
+            flags.push("--allow-message-loss");
+        }
+        flags
+    }
+}
+
 impl crate::resource::Kind {
     pub fn holds_messages(self) -> bool {
         matches!(
@@ -108,21 +147,24 @@ impl crate::resource::Kind {
 }
 
 /// Information that needs no action: unmanaged live settings, broker-side observations.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Note {
     pub resource: ResourceId,
+    /// What was observed, for people.
     pub message: String,
 }
 
 /// What the plan read: every live object (or its absence) by fingerprint.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Fingerprint {
     pub resource: ResourceId,
-    /// `None`: the object did not exist.
+    /// A hash of the live settings as read (`null`: the object did not exist). `apply FILE`
+    /// refuses when it differs from a fresh read.
     pub hash: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// How many changes of each action; `unchanged` counts the resources that already match.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub create: usize,
     pub update: usize,
@@ -138,19 +180,29 @@ impl Summary {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A dlqctl plan: what `dlqctl plan --format json` prints and `dlqctl plan --out FILE` saves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "dlqctl plan, format_version 1")]
 pub struct Plan {
+    /// The version of this document's format: 1. A change that could break a reader of
+    /// version 1 gets a new number (and a new schema, `plan.v2.json`).
+    #[schemars(extend("const" = 1))]
     pub format_version: u32,
+    /// Always `dlqctl/plan`: how a saved plan is told from a spec.
+    #[schemars(extend("const" = "dlqctl/plan"))]
     pub kind: String,
+    /// The dlqctl that made the plan.
     pub dlqctl_version: String,
     /// In apply order.
     pub changes: Vec<Change>,
+    /// Observations that need no action (absent when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
     pub summary: Summary,
     /// The connections, so a saved plan can be applied on its own (no credentials: only the
     /// names of the variables that hold them).
     pub targets: BTreeMap<String, Target>,
+    /// Every live object the plan read, or found absent.
     pub fingerprints: Vec<Fingerprint>,
     /// Saved plans only (`plan --out`): what the plan was made from. `apply FILE` re-plans
     /// from it and trusts nothing else in the file that it can re-derive.
@@ -159,7 +211,7 @@ pub struct Plan {
 }
 
 /// What a saved plan was made from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Source {
     /// The spec paths as given to `plan` (relative to the folder it ran in).
     pub paths: Vec<std::path::PathBuf>,
@@ -168,8 +220,10 @@ pub struct Source {
     pub targets_file: Option<std::path::PathBuf>,
     /// Every file read (specs, targets file, defaults), with the SHA-256 of its content.
     pub files: BTreeMap<std::path::PathBuf, String>,
+    /// Planned with `--prune`.
     #[serde(default)]
     pub prune: bool,
+    /// Planned with `--adopt`.
     #[serde(default)]
     pub adopt: bool,
     /// Per target, the server planned against (RabbitMQ cluster name, Kafka cluster id,

@@ -1,5 +1,5 @@
-//! A plan, shown three ways: for a terminal, for a pull-request comment (markdown), and as a
-//! versioned JSON document. All three are snapshot-tested.
+//! A plan, shown three ways: for a terminal, for a pull-request comment (markdown, in
+//! `super::markdown`), and as a versioned JSON document. All three are snapshot-tested.
 //!
 //! Values are shown as compact JSON (`5000`, `"orders.retry"`); a value too long for one line
 //! is shown as a unified text diff.
@@ -31,9 +31,9 @@ pub fn summary_line(plan: &Plan) -> String {
 }
 
 /// How a delete added by `--prune` is marked.
-const PRUNED: &str = "no spec names it: --prune";
+pub(super) const PRUNED: &str = "no spec names it: --prune";
 
-fn symbol(a: Action) -> &'static str {
+pub(super) fn symbol(a: Action) -> &'static str {
     match a {
         Action::Create => "+",
         Action::Update => "~",
@@ -51,7 +51,7 @@ fn style(a: Action) -> Style {
     }
 }
 
-fn show(v: Option<&Value>) -> String {
+pub(super) fn show(v: Option<&Value>) -> String {
     match v {
         None => "(absent)".into(),
         Some(v) => v.to_string(),
@@ -59,15 +59,16 @@ fn show(v: Option<&Value>) -> String {
 }
 
 /// Too long for `old → new` on one line: show a text diff.
-fn is_large(f: &FieldChange) -> bool {
+pub(super) fn is_large(f: &FieldChange) -> bool {
     let len = |v: &Option<Value>| v.as_ref().map_or(0, |v| v.to_string().len());
     len(&f.old) + len(&f.new) > 100
 }
 
-fn text_diff(f: &FieldChange) -> String {
+pub(super) fn text_diff(f: &FieldChange) -> String {
+    // Each side ends in a newline, so the diff does not say "No newline at end of file".
     let pretty = |v: &Option<Value>| {
         v.as_ref()
-            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
+            .map(|v| serde_json::to_string_pretty(v).unwrap_or_default() + "\n")
             .unwrap_or_default()
     };
     let (old, new) = (pretty(&f.old), pretty(&f.new));
@@ -78,7 +79,7 @@ fn text_diff(f: &FieldChange) -> String {
         .to_string()
 }
 
-fn drop_warning(c: &Change) -> Option<String> {
+pub(super) fn drop_warning(c: &Change) -> Option<String> {
     if let Some(how) = &c.destructive {
         return Some(how.clone());
     }
@@ -95,7 +96,7 @@ fn drop_warning(c: &Change) -> Option<String> {
 /// Changes as people read them: by target and channel, each channel's changes in apply
 /// order. (Apply order itself puts some RabbitMQ policies ahead of every channel's queues;
 /// JSON and apply keep it.)
-fn by_channel(plan: &Plan) -> Vec<&Change> {
+pub(super) fn by_channel(plan: &Plan) -> Vec<&Change> {
     let mut shown: Vec<&Change> = plan.changes.iter().collect();
     shown.sort_by(|a, b| (&a.resource.target, &a.channel).cmp(&(&b.resource.target, &b.channel)));
     shown
@@ -176,18 +177,18 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
 }
 
 /// Notes that say the same thing on the same target, one line each.
-struct NoteGroup<'a> {
-    target: &'a str,
-    message: &'a str,
+pub(super) struct NoteGroup<'a> {
+    pub(super) target: &'a str,
+    pub(super) message: &'a str,
     /// The first few resources, by name.
-    named: Vec<String>,
+    pub(super) named: Vec<String>,
     /// How many more.
-    more: usize,
+    pub(super) more: usize,
 }
 
 impl NoteGroup<'_> {
     /// ` and 3 more`, or nothing.
-    fn more_text(&self) -> String {
+    pub(super) fn more_text(&self) -> String {
         match self.more {
             0 => String::new(),
             n => format!(" and {n} more"),
@@ -197,7 +198,7 @@ impl NoteGroup<'_> {
 
 /// Groups notes by target and message: a note about an endpoint can concern thousands of
 /// resources, and one line naming the first few says it once. JSON keeps every note.
-fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
+pub(super) fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
     const NAMED: usize = 3;
     let mut groups: Vec<NoteGroup<'_>> = Vec::new();
     let mut index = std::collections::HashMap::new();
@@ -222,81 +223,7 @@ fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
     groups
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
-/// A pull-request comment.
-pub fn markdown(plan: &Plan) -> String {
-    let mut out = String::from("### dlqctl plan\n\n");
-    let _ = writeln!(out, "**{}**\n", summary_line(plan));
-    if !plan.changes.is_empty() {
-        out.push_str("| action | resource | target | channel | details |\n|---|---|---|---|---|\n");
-        let shown = by_channel(plan);
-        for &c in &shown {
-            let mut details: Vec<String> = c
-                .fields
-                .iter()
-                .filter(|f| !is_large(f))
-                .map(|f| match c.action {
-                    Action::Create => format!("`{}`: `{}`", f.key, show(f.new.as_ref())),
-                    _ => format!(
-                        "`{}`: `{}` → `{}`",
-                        f.key,
-                        show(f.old.as_ref()),
-                        show(f.new.as_ref())
-                    ),
-                })
-                .collect();
-            if let Some(w) = drop_warning(c) {
-                details.insert(0, format!("⚠️ {w}"));
-            }
-            if c.pruned {
-                details.insert(0, PRUNED.to_owned());
-            }
-            if let Some(r) = &c.reason {
-                details.insert(0, r.clone());
-            }
-            let _ = writeln!(
-                out,
-                "| {} {} | `{}` | {} | {} | {} |",
-                symbol(c.action),
-                c.action.as_str(),
-                md_escape(&c.resource.to_string()),
-                md_escape(&c.resource.target),
-                md_escape(&c.channel),
-                md_escape(&details.join("<br>"))
-            );
-        }
-        for c in shown {
-            for f in c.fields.iter().filter(|f| is_large(f)) {
-                let _ = write!(
-                    out,
-                    "\n<details><summary>{} · {}</summary>\n\n```diff\n{}```\n</details>\n",
-                    c.resource,
-                    f.key,
-                    text_diff(f)
-                );
-            }
-        }
-    }
-    if !plan.notes.is_empty() {
-        out.push_str("\n<details><summary>Notes (no action)</summary>\n\n");
-        for g in grouped(&plan.notes) {
-            let named: Vec<String> = g.named.iter().map(|n| format!("`{n}`")).collect();
-            let more = g.more_text();
-            let _ = writeln!(
-                out,
-                "- {}{more} on {}: {}",
-                named.join(", "),
-                g.target,
-                g.message
-            );
-        }
-        out.push_str("\n</details>\n");
-    }
-    out
-}
+pub use super::markdown::markdown;
 
 /// The versioned JSON document (also what `--out` saves).
 pub fn json(plan: &Plan) -> String {

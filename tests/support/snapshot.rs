@@ -1,5 +1,6 @@
 //! The insta settings every plan snapshot shares: the random part of channel names, plan
-//! hashes and dlqctl's version filtered out.
+//! hashes and dlqctl's version filtered out; and the check of a plan's JSON against the
+//! published schema.
 
 /// Settings for plan snapshots; `endpoint` (an address that appears in the plan, and what
 /// stands for it), when given, is filtered too.
@@ -29,9 +30,30 @@ pub fn regex_escape(s: &str) -> String {
     })
 }
 
+/// Fails unless `text` (a plan's JSON, printed or saved) is valid under the published
+/// `schemas/plan.v1.json`, naming every error.
+pub fn assert_valid_plan_json(text: &str) {
+    let path = super::root().join("schemas/plan.v1.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("schemas/plan.v1.json"))
+            .expect("the plan schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the plan schema compiles");
+    let plan: serde_json::Value = serde_json::from_str(text).expect("the plan is JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&plan)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the plan does not match schemas/plan.v1.json:\n{}\n{text}",
+        errors.join("\n")
+    );
+}
+
 /// Snapshots `plan channel.yaml --format <f>` of a fixture for human, json and markdown, as
-/// `plan-<f>` of the calling test file, under [`plan_settings`]. A macro, so that insta names
-/// and places the snapshots for the test file that calls it.
+/// `plan-<f>` of the calling test file, under [`plan_settings`]; the JSON, and the same plan
+/// saved with `--out`, must also be valid under `schemas/plan.v1.json`. A macro, so that
+/// insta names and places the snapshots for the test file that calls it.
 #[macro_export]
 macro_rules! assert_plan_snapshots {
     ($f:expr, $endpoint:expr) => {
@@ -39,8 +61,23 @@ macro_rules! assert_plan_snapshots {
             for format in ["human", "json", "markdown"] {
                 let p = $f.run(&["plan", "channel.yaml", "--format", format]);
                 assert_eq!(p.code, 0, "{}", p.stderr);
+                if format == "json" {
+                    $crate::support::snapshot::assert_valid_plan_json(&p.stdout);
+                }
                 insta::assert_snapshot!(format!("plan-{format}"), p.stdout);
             }
+            let saved = tempfile::tempdir().expect("tempdir");
+            let out = saved.path().join("plan.json");
+            let p = $f.run(&[
+                "plan",
+                "channel.yaml",
+                "--out",
+                out.to_str().expect("utf-8"),
+            ]);
+            assert_eq!(p.code, 0, "{}", p.stderr);
+            $crate::support::snapshot::assert_valid_plan_json(
+                &std::fs::read_to_string(&out).expect("the saved plan"),
+            );
         })
     };
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::ffi::ConfigOp;
 use super::*;
 use crate::plan::{Action, Change, Note};
-use crate::resource::{Desired, Live};
+use crate::resource::{Desired, Live, TimeUnit};
 use crate::spec::duration;
 
 /// Kafka has no observations beyond the diff (pure door, for the same shape as the others).
@@ -19,6 +19,12 @@ pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<No
 /// No Kafka change needs to run before the per-channel order (pure door).
 pub fn goes_first(_changes: &[Change]) -> HashSet<ResourceId> {
     HashSet::new()
+}
+
+/// Kafka's duration configs are milliseconds, and all of them end in `.ms` (`retention.ms`,
+/// `segment.ms`, …) (pure door).
+pub fn duration_unit(_change: &Change, key: &str) -> Option<TimeUnit> {
+    (key.starts_with("config.") && key.ends_with(".ms")).then_some(TimeUnit::Millis)
 }
 
 /// Kafka's rules for a planned update: fewer partitions and another replication factor cannot

@@ -10,7 +10,18 @@ use serde_json::json;
 use super::binding_name;
 use super::read::Binding;
 use crate::plan::{Action, Change, FieldChange, Note};
-use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role};
+use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, TimeUnit};
+
+/// RabbitMQ's TTLs and expiries are milliseconds, as a policy definition (`message-ttl`) or
+/// a queue argument (`x-message-ttl`) (pure door).
+pub fn duration_unit(_change: &Change, key: &str) -> Option<TimeUnit> {
+    let name = key.rsplit('.').next().unwrap_or(key);
+    matches!(
+        name,
+        "message-ttl" | "x-message-ttl" | "expires" | "x-expires"
+    )
+    .then_some(TimeUnit::Millis)
+}
 
 /// Broker-side observations for a plan: a queue whose dlqctl policy exists but is not the one
 /// RabbitMQ applies (another policy with a higher priority wins, or it is still propagating).

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::*;
 use crate::backend::wire::aws::AwsError;
 use crate::plan::{Action, Note};
-use crate::resource::{Desired, Live};
+use crate::resource::{Desired, Live, TimeUnit};
 
 /// SQS has no observations beyond the review's (pure door, for the same shape as the others).
 pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
@@ -20,6 +20,18 @@ pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<No
 /// No SQS change needs to run before the per-channel order (pure door).
 pub fn goes_first(_changes: &[Change]) -> HashSet<ResourceId> {
     HashSet::new()
+}
+
+/// SQS keeps durations in seconds: queue retention and visibility timeout, an alarm's period,
+/// and the threshold of the oldest-message-age alarm (pure door).
+pub fn duration_unit(c: &Change, key: &str) -> Option<TimeUnit> {
+    let age_alarm =
+        || c.desired.get("MetricName") == Some(&Value::from(super::alarms::OLDEST_AGE_METRIC));
+    match (c.resource.kind, key) {
+        (Kind::Queue, RETENTION | VISIBILITY) | (Kind::Alarm, "Period") => Some(TimeUnit::Seconds),
+        (Kind::Alarm, "Threshold") if age_alarm() => Some(TimeUnit::Seconds),
+        _ => None,
+    }
 }
 
 /// Rules the generic diff cannot know (pure): `FifoQueue` cannot change in place (the queue

@@ -1,0 +1,924 @@
+//! The plan as a pull-request comment: what a reviewer must see first, in a size GitHub
+//! accepts whatever the plan's size.
+//!
+//! GitHub refuses a comment over 65,536 characters, and 200 new channels used to make
+//! 300,000. So the comment is written against a budget ([`LIMIT`], counted in UTF-16 code
+//! units as GitHub counts) in the order a reviewer needs it: the marker a workflow finds its
+//! comment by, the summary, the changes apply refuses without a flag (with the flags and the
+//! message counts), then the rest by channel with creates collapsed. When the budget runs
+//! out, what is left is one line: "N more changes: run `dlqctl plan` or see the JSON plan".
+//! Nothing is ever cut inside a table row, a code block or a `<details>` element: each is
+//! added whole or not at all.
+//!
+//! Each change is shown once: a risky one under "Needs attention", any other under its
+//! channel. Channels with changes to existing objects come before channels that are only
+//! created.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::render::{
+    by_channel, drop_warning, grouped, is_large, show, summary_line, symbol, text_diff,
+};
+use super::{Action, Change, FieldChange, Plan};
+use crate::resource::TimeUnit;
+use crate::spec::duration::Duration;
+
+/// The most a markdown plan holds, in UTF-16 code units: GitHub's 65,536 less room for what a
+/// workflow may add around it.
+pub const LIMIT: usize = 60_000;
+
+/// The first line of every markdown plan, so a workflow can find its earlier comment and
+/// update it in place.
+pub const MARKER: &str = "<!-- dlqctl-plan -->";
+
+/// A pull-request comment of at most [`LIMIT`] characters.
+pub fn markdown(plan: &Plan) -> String {
+    markdown_within(plan, LIMIT)
+}
+
+/// [`markdown`] with another budget (tests use small ones).
+pub fn markdown_within(plan: &Plan, limit: usize) -> String {
+    let mut c = Comment::new(plan, limit);
+    c.push(&format!("{MARKER}\n### dlqctl plan\n\n"));
+    c.push(&format!("**{}**\n", summary_line(plan)));
+    c.push(&per_target(plan));
+    let shown = by_channel(plan);
+    let (risky, rest): (Vec<&Change>, Vec<&Change>) =
+        shown.into_iter().partition(|ch| ch.is_risky());
+    if !risky.is_empty() {
+        c.attention(plan, &risky);
+    }
+    if !rest.is_empty() && !c.stopped {
+        c.push("\n#### Changes by channel\n");
+        for group in channel_groups(&rest, &risky) {
+            if !c.group(&group) {
+                break;
+            }
+        }
+    }
+    c.notes(plan);
+    c.finish()
+}
+
+/// Across several targets, the counts per target: a cut comment still says where every
+/// change is.
+fn per_target(plan: &Plan) -> String {
+    let mut counts: std::collections::BTreeMap<&str, [usize; 5]> = Default::default();
+    for ch in &plan.changes {
+        let column = match ch.action {
+            Action::Create => 0,
+            Action::Update => 1,
+            Action::Replace => 2,
+            Action::Delete => 3,
+            Action::Impossible => 4,
+        };
+        counts.entry(ch.resource.target.as_str()).or_default()[column] += 1;
+    }
+    if counts.len() < 2 {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\n| target | create | update | replace | delete | impossible |\n|---|--:|--:|--:|--:|--:|\n",
+    );
+    for (target, n) in counts {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(target),
+            n[0],
+            n[1],
+            n[2],
+            n[3],
+            n[4]
+        );
+    }
+    out
+}
+
+/// The comment being written, and how much of the budget it has used.
+struct Comment {
+    out: String,
+    used: usize,
+    limit: usize,
+    /// Changes shown so far.
+    shown: usize,
+    total: usize,
+    /// The budget ran out: nothing more is added but the closing line.
+    stopped: bool,
+    /// What the closing lines may need at most (with every change and note left out).
+    reserve: usize,
+    /// Notes in the plan.
+    notes: usize,
+}
+
+/// Characters as GitHub counts them (UTF-16 code units: an emoji counts 2).
+fn width(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+fn more_line(n: usize) -> String {
+    let noun = if n == 1 { "change" } else { "changes" };
+    format!("\n{n} more {noun}: run `dlqctl plan` or see the JSON plan.\n")
+}
+
+fn notes_left_out(n: usize) -> String {
+    let noun = if n == 1 { "note" } else { "notes" };
+    format!("\n{n} {noun} (no action) left out.\n")
+}
+
+impl Comment {
+    fn new(plan: &Plan, limit: usize) -> Self {
+        let total = plan.changes.len();
+        Comment {
+            out: String::new(),
+            used: 0,
+            limit,
+            shown: 0,
+            total,
+            stopped: false,
+            reserve: width(&more_line(total)) + width(&notes_left_out(plan.notes.len())),
+            notes: plan.notes.len(),
+        }
+    }
+
+    fn push(&mut self, s: &str) {
+        self.used += width(s);
+        self.out.push_str(s);
+    }
+
+    /// Whether `s` fits, with `then` more to come (closing tags, text already promised).
+    fn fits(&self, s: &str, then: usize) -> bool {
+        self.used + width(s) + then + self.reserve <= self.limit
+    }
+
+    /// The risky changes, first: what apply refuses without a flag, and what it cannot do.
+    fn attention(&mut self, plan: &Plan, risky: &[&Change]) {
+        let mut flags: Vec<&str> = Vec::new();
+        for ch in &plan.changes {
+            for f in ch.allow_flags() {
+                if !flags.contains(&f) {
+                    flags.push(f);
+                }
+            }
+        }
+        flags.sort_by_key(|f| {
+            ["--allow-replace", "--allow-delete", "--allow-message-loss"]
+                .iter()
+                .position(|k| k == f)
+        });
+        let mut head = format!("\n#### ⚠️ Needs attention ({})\n\n", risky.len());
+        if !flags.is_empty() {
+            let _ = writeln!(
+                head,
+                "- `dlqctl apply` refuses these changes unless it is given `{}`.",
+                flags.join(" ")
+            );
+        }
+        let impossible = plan.summary.impossible;
+        if impossible > 0 {
+            let noun = if impossible == 1 {
+                "change cannot be made"
+            } else {
+                "changes cannot be made"
+            };
+            let _ = writeln!(
+                head,
+                "- {impossible} {noun} by any apply (*impossible*, the reason is beside it): change the specs or the live object first."
+            );
+        }
+        if plan.changes.iter().any(|ch| ch.pruned) {
+            head.push_str(
+                "- Deletes marked *pruned* exist only with `--prune`: give it to `dlqctl apply` as well, or apply a plan saved with `dlqctl plan --prune --out FILE`.\n",
+            );
+        }
+        head.push_str(
+            "\n| action | resource | target · channel | apply needs | details |\n|---|---|---|---|---|\n",
+        );
+        self.push(&head);
+        let mut diffs = String::new();
+        for ch in risky {
+            let needs = match ch.action {
+                Action::Impossible => "cannot be applied".to_owned(),
+                _ => ch
+                    .allow_flags()
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            let row = format!(
+                "| {} {} | {} | {} · {} | {} | {} |\n",
+                symbol(ch.action),
+                ch.action.as_str(),
+                code(&ch.resource.to_string()),
+                cell(&ch.resource.target),
+                cell(&ch.channel),
+                needs,
+                cell(&details(ch).join("<br>"))
+            );
+            let diff = large_diffs(ch);
+            if !self.fits(&row, width(&diffs) + width(&diff)) {
+                self.stopped = true;
+                break;
+            }
+            self.push(&row);
+            diffs.push_str(&diff);
+            self.shown += 1;
+        }
+        self.push(&diffs);
+    }
+
+    /// One channel's changes, whole or not at all. Returns false once the budget ran out.
+    fn group(&mut self, g: &Group<'_>) -> bool {
+        let text = g.render();
+        if !self.fits(&text, 0) {
+            self.stopped = true;
+            return false;
+        }
+        self.push(&text);
+        self.shown += g.changes.len();
+        true
+    }
+
+    /// Notes, grouped as on the terminal, in one collapsed element: every line that fits.
+    fn notes(&mut self, plan: &Plan) {
+        if plan.notes.is_empty() || self.stopped {
+            return;
+        }
+        let open = "\n<details><summary>Notes (no action)</summary>\n\n";
+        let close = "\n</details>\n";
+        let lines: Vec<(String, usize)> = grouped(&plan.notes)
+            .iter()
+            .map(|g| {
+                let named: Vec<String> = g.named.iter().map(|n| code(n)).collect();
+                let line = format!(
+                    "- {}{} on {}: {}\n",
+                    named.join(", "),
+                    g.more_text(),
+                    g.target,
+                    g.message
+                );
+                (line, g.named.len() + g.more)
+            })
+            .collect();
+        // The reserve already covers a "notes left out" line.
+        if !self.fits(open, width(close)) {
+            return;
+        }
+        self.push(open);
+        let mut left = plan.notes.len();
+        for (line, count) in lines {
+            if !self.fits(&line, width(close)) {
+                break;
+            }
+            self.push(&line);
+            left -= count;
+        }
+        self.push(close);
+        if left > 0 {
+            self.push(&notes_left_out(left));
+        }
+    }
+
+    fn finish(mut self) -> String {
+        let left = self.total - self.shown;
+        if self.stopped && self.notes > 0 {
+            self.push(&notes_left_out(self.notes));
+        }
+        if left > 0 {
+            self.push(&more_line(left));
+        }
+        self.out
+    }
+}
+
+/// One channel's changes that are not risky (creates and in-place updates).
+struct Group<'a> {
+    target: &'a str,
+    channel: &'a str,
+    changes: Vec<&'a Change>,
+    /// This channel's changes shown under "Needs attention".
+    risky: usize,
+}
+
+/// The channels in `rest`, in order: those with updates first, then those only created.
+fn channel_groups<'a>(rest: &[&'a Change], risky: &[&'a Change]) -> Vec<Group<'a>> {
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    for &ch in rest {
+        let here = (ch.resource.target.as_str(), ch.channel.as_str());
+        match groups.last_mut() {
+            Some(g) if (g.target, g.channel) == here => g.changes.push(ch),
+            _ => groups.push(Group {
+                target: here.0,
+                channel: here.1,
+                changes: vec![ch],
+                risky: risky
+                    .iter()
+                    .filter(|r| (r.resource.target.as_str(), r.channel.as_str()) == here)
+                    .count(),
+            }),
+        }
+    }
+    groups.sort_by_key(|g| g.changes.iter().all(|ch| ch.action == Action::Create));
+    groups
+}
+
+impl Group<'_> {
+    fn render(&self) -> String {
+        let (creates, updates): (Vec<&Change>, Vec<&Change>) = self
+            .changes
+            .iter()
+            .partition(|ch| ch.action == Action::Create);
+        let mut counts = Vec::new();
+        if !updates.is_empty() {
+            counts.push(format!("{} to update", updates.len()));
+        }
+        if !creates.is_empty() {
+            counts.push(format!("{} to create", creates.len()));
+        }
+        if self.risky > 0 {
+            counts.push(format!("{} under Needs attention", self.risky));
+        }
+        let counts = counts.join(", ");
+        let mut out = String::new();
+        if updates.is_empty() {
+            let _ = write!(
+                out,
+                "\n<details><summary><b>{}</b> on {}: {counts}</summary>\n\n",
+                html(self.channel),
+                html(self.target)
+            );
+            out.push_str(&creates_table(&creates));
+            out.push_str("\n</details>\n");
+            return out;
+        }
+        let _ = write!(
+            out,
+            "\n**{}** on {}: {counts}\n\n| action | resource | details |\n|---|---|---|\n",
+            cell(self.channel),
+            cell(self.target)
+        );
+        let mut diffs = String::new();
+        for ch in &updates {
+            let _ = writeln!(
+                out,
+                "| {} {} | {} | {} |",
+                symbol(ch.action),
+                ch.action.as_str(),
+                code(&ch.resource.to_string()),
+                cell(&details(ch).join("<br>"))
+            );
+            diffs.push_str(&large_diffs(ch));
+        }
+        out.push_str(&diffs);
+        if !creates.is_empty() {
+            let _ = write!(
+                out,
+                "\n<details><summary>{} to create</summary>\n\n",
+                creates.len()
+            );
+            out.push_str(&creates_table(&creates));
+            out.push_str("\n</details>\n");
+        }
+        out
+    }
+}
+
+/// Creates: the resource and every setting it gets (collapsed, so long values stay inline).
+fn creates_table(creates: &[&Change]) -> String {
+    let mut out = String::from("| resource | settings |\n|---|---|\n");
+    for ch in creates {
+        let settings: Vec<String> = ch.fields.iter().map(|f| field(ch, f)).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} |",
+            code(&ch.resource.to_string()),
+            cell(&settings.join("<br>"))
+        );
+    }
+    out
+}
+
+/// A change's details cell: why it cannot be made, that it was pruned, what it drops, then
+/// each field (a long one points at its diff below the table).
+fn details(ch: &Change) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(r) = &ch.reason {
+        out.push(r.clone());
+    }
+    if ch.pruned {
+        out.push(format!("*pruned* ({})", super::render::PRUNED));
+    }
+    if let Some(w) = drop_warning(ch) {
+        out.push(format!("⚠️ {w}"));
+    }
+    for f in &ch.fields {
+        if ch.action != Action::Create && is_large(f) {
+            out.push(format!("{}: see the diff below", code(&f.key)));
+        } else {
+            out.push(field(ch, f));
+        }
+    }
+    out
+}
+
+/// `` `key`: `new` `` for a create, `` `key`: `old` → `new` `` otherwise; a duration as people
+/// write it, with the raw value and its unit beside it: `` `retention.ms`: 1d → 7d (`86400000`
+/// → `604800000` ms) ``.
+fn field(ch: &Change, f: &FieldChange) -> String {
+    let key = code(&f.key);
+    let raw = |v: Option<&Value>| code(&show(v));
+    match (ch.action, crate::backend::duration_unit(ch, &f.key)) {
+        (Action::Create, None) => format!("{key}: {}", raw(f.new.as_ref())),
+        (Action::Create, Some(u)) => format!(
+            "{key}: {} ({} {})",
+            as_written(f.new.as_ref(), u),
+            raw(f.new.as_ref()),
+            u.symbol()
+        ),
+        (_, None) => format!("{key}: {} → {}", raw(f.old.as_ref()), raw(f.new.as_ref())),
+        (_, Some(u)) => format!(
+            "{key}: {} → {} ({} → {} {})",
+            as_written(f.old.as_ref(), u),
+            as_written(f.new.as_ref(), u),
+            raw(f.old.as_ref()),
+            raw(f.new.as_ref()),
+            u.symbol()
+        ),
+    }
+}
+
+/// A stored duration as people write it (`2592000` seconds → `30d`); anything that is not a
+/// whole, non-negative number (Kafka's `-1`, "forever") as it is.
+fn as_written(v: Option<&Value>, unit: TimeUnit) -> String {
+    match v {
+        None => "(absent)".into(),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| n.checked_mul(unit.millis()))
+            .map_or_else(|| v.to_string(), |ms| Duration::from_millis(ms).to_string()),
+    }
+}
+
+/// The text diffs of a change's long fields, each collapsed.
+fn large_diffs(ch: &Change) -> String {
+    let mut out = String::new();
+    if ch.action == Action::Create {
+        return out;
+    }
+    for f in ch.fields.iter().filter(|f| is_large(f)) {
+        let diff = text_diff(f);
+        let fence = fence(&diff);
+        let _ = write!(
+            out,
+            "\n<details><summary>{} · {}</summary>\n\n{fence}diff\n{diff}{fence}\n</details>\n",
+            html(&ch.resource.to_string()),
+            html(&f.key)
+        );
+    }
+    out
+}
+
+/// A code fence longer than any run of backticks in `text`, so no value can close it.
+fn fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// Inline code that a backtick in `s` cannot end early.
+fn code(s: &str) -> String {
+    if s.contains('`') {
+        format!("`` {s} ``")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+/// Text for a table cell: a `|` would end the cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Text inside an HTML element (`<summary>` takes no markdown).
+fn html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashSet};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::Note;
+    use crate::resource::{Desired, Kind, ResourceId, Role};
+    use crate::spec::model::Backend;
+
+    /// One change, as the diff and the backends' rules make it (pure values, no server).
+    struct Mk {
+        backend: Backend,
+        kind: Kind,
+        target: &'static str,
+        channel: &'static str,
+        name: &'static str,
+    }
+
+    impl Mk {
+        fn change(
+            &self,
+            action: Action,
+            fields: &[(&str, Option<Value>, Option<Value>)],
+            messages: Option<u64>,
+        ) -> Change {
+            Change {
+                resource: ResourceId {
+                    target: self.target.into(),
+                    backend: self.backend,
+                    kind: self.kind,
+                    scope: if self.backend == Backend::Rabbitmq {
+                        "/".into()
+                    } else {
+                        String::new()
+                    },
+                    name: self.name.into(),
+                },
+                channel: self.channel.into(),
+                role: Role::Main,
+                action,
+                fields: fields
+                    .iter()
+                    .map(|(k, old, new)| FieldChange {
+                        key: (*k).into(),
+                        old: old.clone(),
+                        new: new.clone(),
+                    })
+                    .collect(),
+                desired: fields
+                    .iter()
+                    .filter_map(|(k, _, new)| Some(((*k).to_owned(), new.clone()?)))
+                    .collect(),
+                messages,
+                reason: None,
+                destructive: None,
+                pruned: false,
+            }
+        }
+    }
+
+    fn plan_of(changes: Vec<Change>, notes: Vec<Note>) -> Plan {
+        Plan::new(
+            changes,
+            notes,
+            7,
+            BTreeMap::new(),
+            Vec::new(),
+            &HashSet::new(),
+        )
+    }
+
+    /// A small plan with every kind of change: create, update, replace, delete (one pruned),
+    /// a destructive update and an impossible one, durations on every backend, a long field.
+    fn mixed() -> Plan {
+        let sqs = |kind, name| Mk {
+            backend: Backend::Sqs,
+            kind,
+            target: "aws-prod",
+            channel: "payments",
+            name,
+        };
+        let rabbit = |kind, name| Mk {
+            backend: Backend::Rabbitmq,
+            kind,
+            target: "rabbit",
+            channel: "orders",
+            name,
+        };
+        let kafka = |name| Mk {
+            backend: Backend::Kafka,
+            kind: Kind::Topic,
+            target: "kafka",
+            channel: "inventory",
+            name,
+        };
+        let mut lower = sqs(Kind::Queue, "payments").change(
+            Action::Update,
+            &[
+                (
+                    "MessageRetentionPeriod",
+                    Some(json!(345600)),
+                    Some(json!(259200)),
+                ),
+                (
+                    "RedrivePolicy.maxReceiveCount",
+                    Some(json!(9)),
+                    Some(json!(5)),
+                ),
+            ],
+            Some(42),
+        );
+        crate::backend::refine(&mut lower);
+        let age = sqs(Kind::Alarm, "payments-dlq-oldest-age").change(
+            Action::Create,
+            &[
+                (
+                    "MetricName",
+                    None,
+                    Some(json!("ApproximateAgeOfOldestMessage")),
+                ),
+                ("Period", None, Some(json!(60))),
+                ("Threshold", None, Some(json!(1800))),
+            ],
+            None,
+        );
+        let described = sqs(Kind::Alarm, "payments-dlq-depth").change(
+            Action::Update,
+            &[(
+                "AlarmDescription",
+                Some(json!("dlqctl channel payments: messages wait in the dead-letter queue")),
+                Some(json!("dlqctl channel payments: messages wait in the dead-letter queue; runbook: https://runbooks.example.com/dlq")),
+            )],
+            None,
+        );
+        let ttl = rabbit(Kind::Policy, "orders.retry").change(
+            Action::Update,
+            &[(
+                "definition.message-ttl",
+                Some(json!(9000)),
+                Some(json!(5000)),
+            )],
+            None,
+        );
+        let rebuilt = rabbit(Kind::Queue, "orders.dlq").change(
+            Action::Replace,
+            &[(
+                "arguments.x-message-ttl",
+                Some(json!(1_209_600_000_u64)),
+                Some(json!(2_592_000_000_u64)),
+            )],
+            Some(3),
+        );
+        let mut pruned = rabbit(Kind::Policy, "orders.old").change(Action::Delete, &[], None);
+        pruned.pruned = true;
+        let retry = rabbit(Kind::Queue, "orders.retry-10s").change(
+            Action::Create,
+            &[
+                ("durable", None, Some(json!(true))),
+                ("arguments.x-message-ttl", None, Some(json!(10000))),
+            ],
+            None,
+        );
+        let created = kafka("inventory.events-dlt").change(
+            Action::Create,
+            &[
+                ("config.retention.ms", None, Some(json!(2_592_000_000_u64))),
+                ("partitions", None, Some(json!(3))),
+            ],
+            None,
+        );
+        let longer = kafka("inventory.events").change(
+            Action::Update,
+            &[(
+                "config.retention.ms",
+                Some(json!(86_400_000)),
+                Some(json!(604_800_000)),
+            )],
+            Some(120),
+        );
+        let gone = kafka("inventory.events-retry-old").change(Action::Delete, &[], Some(12));
+        let mut fewer = kafka("inventory.events-retry").change(
+            Action::Impossible,
+            &[("partitions", Some(json!(6)), Some(json!(3)))],
+            Some(0),
+        );
+        fewer.reason = Some("Kafka cannot remove partitions (6 → 3)".into());
+        let note = Note {
+            resource: rebuilt.resource.clone(),
+            message: "unmanaged setting, left as is: arguments.x-max-length = 1000".into(),
+        };
+        plan_of(
+            vec![
+                lower, age, described, ttl, rebuilt, pruned, retry, created, longer, gone, fewer,
+            ],
+            vec![note],
+        )
+    }
+
+    #[test]
+    fn a_mixed_plan_shows_risky_changes_first_with_the_flags_apply_needs() {
+        let md = markdown(&mixed());
+        insta::assert_snapshot!("markdown-mixed", md);
+    }
+
+    /// Every change in the comment is one row of a table headed `action` or `resource`.
+    fn rows(md: &str) -> usize {
+        let mut n = 0;
+        let mut counting = false;
+        for l in md.lines() {
+            if l.starts_with("| action |") || l.starts_with("| resource |") {
+                counting = true;
+            } else if !l.starts_with('|') {
+                counting = false;
+            } else if counting && l.starts_with("| ") {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The comment's structure survived the cut: every element closed, every fence closed,
+    /// within the limit, and the last line counts exactly what was left out.
+    fn assert_whole(md: &str, plan: &Plan, limit: usize) {
+        assert!(width(md) <= limit, "{} > {limit}", width(md));
+        assert!(md.starts_with(MARKER), "{md}");
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count(),
+            "{md}"
+        );
+        let fences = md.lines().filter(|l| l.starts_with("```")).count();
+        assert_eq!(fences % 2, 0, "{md}");
+        let left = plan.changes.len() - rows(md);
+        let last = md.lines().last().unwrap_or_default();
+        if left == 0 {
+            assert!(!md.contains("more change"), "{md}");
+        } else {
+            let noun = if left == 1 { "change" } else { "changes" };
+            assert_eq!(
+                last,
+                format!("{left} more {noun}: run `dlqctl plan` or see the JSON plan.")
+            );
+        }
+    }
+
+    /// `n` new channels, a third on each backend, made from the examples as `plan` makes them
+    /// for channels that do not exist yet (pure: desired resources diffed with nothing).
+    fn new_channels(n: usize) -> Plan {
+        let targets =
+            crate::spec::load::load_str("dlqctl.yaml", include_str!("../../examples/dlqctl.yaml"));
+        let targets = &targets.targets[0].value.targets;
+        let examples = [
+            include_str!("../../examples/payments-sqs.yaml"),
+            include_str!("../../examples/orders-rabbitmq.yaml"),
+            include_str!("../../examples/inventory-kafka.yaml"),
+        ]
+        .map(|text| {
+            let ws = crate::spec::load::load_str("c.yaml", text);
+            ws.channels[0].value.clone()
+        });
+        let mut changes = Vec::new();
+        for i in 0..n {
+            let mut channel = examples[i % 3].clone();
+            channel.metadata.name = format!("{}.{i:05}", channel.metadata.name);
+            let target = channel.spec.target.clone().expect("a target");
+            let resolved = crate::spec::resolve::resolve(&channel, &target, &targets[&target])
+                .expect("resolves");
+            changes.extend(
+                crate::backend::desired(&resolved)
+                    .iter()
+                    .filter_map(|d: &Desired| crate::plan::diff(d, None)),
+            );
+        }
+        plan_of(changes, Vec::new())
+    }
+
+    #[test]
+    fn two_hundred_new_channels_fit_in_one_comment_and_say_how_many_changes_are_left_out() {
+        let plan = new_channels(200);
+        let md = markdown(&plan);
+        // To look at it rendered (see the README's pull-request section).
+        if let Some(path) = std::env::var_os("DLQCTL_MARKDOWN_200") {
+            std::fs::write(path, &md).expect("writes the comment");
+        }
+        assert_whole(&md, &plan, LIMIT);
+        assert!(md.ends_with("or see the JSON plan.\n"), "{md}");
+        // Whole channels only, each collapsed.
+        assert!(rows(&md) > 100, "{}", rows(&md));
+    }
+
+    #[test]
+    fn two_thousand_new_channels_fit_in_one_comment_and_say_how_many_changes_are_left_out() {
+        let plan = new_channels(2000);
+        let md = markdown(&plan);
+        assert_whole(&md, &plan, LIMIT);
+        assert!(md.ends_with("or see the JSON plan.\n"), "{md}");
+    }
+
+    #[test]
+    fn two_thousand_deletes_fill_the_attention_table_and_nothing_else() {
+        let mut plan = new_channels(2000);
+        for c in &mut plan.changes {
+            c.action = Action::Delete;
+            c.fields.clear();
+            c.messages = Some(1);
+        }
+        let plan = plan_of(plan.changes, Vec::new());
+        let md = markdown(&plan);
+        assert_whole(&md, &plan, LIMIT);
+        assert!(
+            md.contains(
+                "refuses these changes unless it is given `--allow-delete --allow-message-loss`"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("Changes by channel"), "{md}");
+    }
+
+    #[test]
+    fn whatever_the_budget_nothing_is_cut_inside_an_element_and_the_rest_is_counted() {
+        let mut plan = new_channels(30);
+        let small = mixed();
+        plan.changes.extend(small.changes);
+        plan.notes.extend(small.notes);
+        let plan = plan_of(plan.changes, plan.notes);
+        for limit in (4_000..40_000).step_by(997) {
+            let md = markdown_within(&plan, limit);
+            assert_whole(&md, &plan, limit);
+        }
+        // With room for everything, everything is there.
+        let md = markdown_within(&plan, 1_000_000);
+        assert_whole(&md, &plan, 1_000_000);
+        assert_eq!(rows(&md), plan.changes.len());
+        assert!(md.contains("Notes (no action)"), "{md}");
+    }
+
+    #[test]
+    fn an_emoji_counts_as_github_counts_it() {
+        assert_eq!(width("⚠️"), 2);
+        assert_eq!(width("😀"), 2);
+        assert_eq!(width("→"), 1);
+    }
+
+    #[test]
+    fn durations_are_shown_as_people_write_them_beside_the_stored_value() {
+        let md = markdown(&mixed());
+        for want in [
+            "`MessageRetentionPeriod`: 4d → 3d (`345600` → `259200` s)",
+            "`definition.message-ttl`: 9s → 5s (`9000` → `5000` ms)",
+            "`arguments.x-message-ttl`: 14d → 30d (`1209600000` → `2592000000` ms)",
+            "`config.retention.ms`: 1d → 7d (`86400000` → `604800000` ms)",
+            "`config.retention.ms`: 30d (`2592000000` ms)",
+            "`Threshold`: 30m (`1800` s)",
+            "`Period`: 1m (`60` s)",
+        ] {
+            assert!(md.contains(want), "{want}\n{md}");
+        }
+        // Not a duration: shown as it is.
+        assert!(
+            md.contains("`RedrivePolicy.maxReceiveCount`: `9` → `5`"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn the_flags_shown_are_the_flags_apply_asks_for() {
+        let plan = mixed();
+        for c in &plan.changes {
+            let alone = plan_of(vec![c.clone()], Vec::new());
+            let refused =
+                crate::engine::apply::refusals(&alone, &crate::engine::apply::Guards::default());
+            let mut asked: Vec<&str> = refused
+                .iter()
+                .flat_map(|r| r.split_whitespace())
+                .map(|w| w.trim_end_matches([';', ',', '.']))
+                .filter(|w| w.starts_with("--allow-"))
+                .collect();
+            asked.sort_unstable();
+            asked.dedup();
+            let mut shown = c.allow_flags();
+            shown.sort_unstable();
+            assert_eq!(asked, shown, "{}: {refused:?}", c.resource);
+        }
+    }
+
+    #[test]
+    fn an_empty_plan_is_the_marker_and_the_summary() {
+        let md = markdown(&plan_of(Vec::new(), Vec::new()));
+        assert_eq!(
+            md,
+            "<!-- dlqctl-plan -->\n### dlqctl plan\n\n**No changes. Live state matches the specs (7 resources checked).**\n"
+        );
+    }
+
+    #[test]
+    fn a_backtick_or_a_pipe_in_a_value_cannot_break_the_table() {
+        let c = Mk {
+            backend: Backend::Sqs,
+            kind: Kind::Alarm,
+            target: "t",
+            channel: "c",
+            name: "a",
+        }
+        .change(
+            Action::Update,
+            &[("AlarmDescription", Some(json!("a`b|c")), Some(json!("x")))],
+            None,
+        );
+        let md = markdown(&plan_of(vec![c], Vec::new()));
+        assert!(md.contains(r#"`` "a`b\|c" ``"#), "{md}");
+    }
+}
