@@ -55,10 +55,10 @@ impl Printer {
     /// Writes to stdout. A closed pipe ends the process quietly with success.
     pub fn out(&self, text: &str) {
         let mut lock = std::io::stdout().lock();
-        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
-            }
+        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush())
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            std::process::exit(0);
         }
     }
 
@@ -127,12 +127,12 @@ pub fn never_show(secret: &str) {
     if secret.is_empty() {
         return;
     }
-    if let Ok(mut s) = SECRETS.write() {
-        if !s.iter().any(|k| k == secret) {
-            s.push(secret.to_owned());
-            // Longest first, so that a secret containing another is cut whole.
-            s.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        }
+    if let Ok(mut s) = SECRETS.write()
+        && !s.iter().any(|k| k == secret)
+    {
+        s.push(secret.to_owned());
+        // Longest first, so that a secret containing another is cut whole.
+        s.sort_by_key(|k| std::cmp::Reverse(k.len()));
     }
 }
 

@@ -38,7 +38,7 @@ struct Backend<'a> {
 }
 
 fn class_of(i: usize) -> &'static str {
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         "poison"
     } else {
         "transient_exhausted"

@@ -87,7 +87,7 @@ impl fmt::Display for Duration {
         if ms == 0 {
             return f.write_str("0s");
         }
-        if ms % 1000 != 0 {
+        if !ms.is_multiple_of(1000) {
             return write!(f, "{ms}ms");
         }
         let mut secs = ms / 1000;

@@ -87,10 +87,11 @@ pub fn load(paths: &[PathBuf], targets_file: Option<&Path>) -> Result<Workspace,
     for (f, r) in files.iter().zip(read) {
         add_read(f, r?, &mut ws, &mut raw);
     }
-    if targets_file.is_none() && !raw.iter().any(|d| d.kind == DocKind::Targets) {
-        if let Some(found) = discover_targets(paths, &files) {
-            read_file(&found, &mut ws, &mut raw)?;
-        }
+    if targets_file.is_none()
+        && !raw.iter().any(|d| d.kind == DocKind::Targets)
+        && let Some(found) = discover_targets(paths, &files)
+    {
+        read_file(&found, &mut ws, &mut raw)?;
     }
     finish(&mut ws, raw);
     Ok(ws)

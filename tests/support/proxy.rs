@@ -193,7 +193,7 @@ async fn connection(
             counters.reads.fetch_add(1, Ordering::SeqCst);
             if next(rng) % 100 < faults.read_fault_percent {
                 counters.faulted.fetch_add(1, Ordering::SeqCst);
-                if next(rng) % 2 == 0 {
+                if next(rng).is_multiple_of(2) {
                     return Ok(()); // dropped connection
                 }
                 match faults.protocol {

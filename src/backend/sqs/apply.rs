@@ -248,10 +248,8 @@ impl Writer {
             _ => {}
         }
         // The allow policy needs this queue's own ARN; on create it is set right after.
-        if !create {
-            if let Some(a) = self.allow_policy(name, desired).await? {
-                out.push((QueueAttributeName::RedriveAllowPolicy, a));
-            }
+        if !create && let Some(a) = self.allow_policy(name, desired).await? {
+            out.push((QueueAttributeName::RedriveAllowPolicy, a));
         }
         Ok(out)
     }

@@ -593,7 +593,7 @@ fn alarm_problems(a: &SeenAlarm, dlq: &str) -> Vec<String> {
     let period = number_of(a, "Period").unwrap_or(0);
     let evaluations = number_of(a, "EvaluationPeriods").unwrap_or(0);
     if period == 0
-        || period % 60 != 0
+        || !period.is_multiple_of(60)
         || period.saturating_mul(evaluations) > 86_400
         || evaluations == 0
     {

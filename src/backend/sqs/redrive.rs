@@ -314,12 +314,12 @@ impl Mover {
 
     /// Tags the DLQ as held by `holder`, after checking nobody else holds it.
     async fn lock(&self, dlq: &str, url: &str, holder: &str) -> Result<(), MoveError> {
-        if let Some(other) = self.lock_holder(dlq).await? {
-            if !stale(&other) {
-                return Err(MoveError(format!(
-                    "queue `{dlq}` is being redriven already, by {other}; wait for it to finish (if that run is gone, remove the queue's `{LOCK_TAG}` tag)"
-                )));
-            }
+        if let Some(other) = self.lock_holder(dlq).await?
+            && !stale(&other)
+        {
+            return Err(MoveError(format!(
+                "queue `{dlq}` is being redriven already, by {other}; wait for it to finish (if that run is gone, remove the queue's `{LOCK_TAG}` tag)"
+            )));
         }
         let clients = self.reader.aws.clients().await;
         clients

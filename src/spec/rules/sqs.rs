@@ -112,7 +112,7 @@ fn check_visibility(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>)
             .at(at("/spec/sqs/visibilityTimeout")),
         );
     }
-    if vis.as_millis() % 1000 != 0 {
+    if !vis.as_millis().is_multiple_of(1000) {
         out.push(
             Diagnostic::error(
                 "sqs/whole-seconds",
