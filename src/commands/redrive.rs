@@ -90,6 +90,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         operator: redrive::holder(),
         reason: args.reason.clone(),
         would_move: None,
+        moved_by: None,
     };
 
     if args.dry_run {
@@ -125,6 +126,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         stop: Arc::clone(&stop),
         tally: Arc::clone(&tally),
         holder: report.operator.clone(),
+        service_task: !args.no_native,
     };
     let result = rt.block_on(async {
         let flag = Arc::clone(&stop);
@@ -149,6 +151,10 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     report.skipped_at_max_redrives = tally.at_limit.load(Ordering::Relaxed);
     report.possibly_duplicated = tally.duplicated.load(Ordering::Relaxed);
     report.interrupted = stop.load(Ordering::SeqCst);
+    report.moved_by = tally
+        .by_service
+        .load(Ordering::Relaxed)
+        .then_some(redrive::SQS_MOVE_TASK);
     report.error = result
         .as_ref()
         .err()

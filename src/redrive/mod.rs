@@ -106,6 +106,9 @@ pub struct Tally {
     /// Messages left in the DLQ as the mover counted them at the end (exact where the
     /// backend can count; `u64::MAX`: not counted, the driver reads the depth instead).
     pub left: AtomicU64,
+    /// The broker's own move task did the moving (no `dlq-redrive-count`, no maxRedrives
+    /// check: the broker copies messages as they are).
+    pub by_service: AtomicBool,
 }
 
 impl Default for Tally {
@@ -117,6 +120,7 @@ impl Default for Tally {
             at_limit: AtomicU64::new(0),
             duplicated: AtomicU64::new(0),
             left: AtomicU64::new(u64::MAX),
+            by_service: AtomicBool::new(false),
         }
     }
 }
@@ -166,6 +170,9 @@ pub struct Run {
     pub tally: Arc<Tally>,
     /// Who runs it, for the lock and the audit record: `user@host pid N`.
     pub holder: String,
+    /// Whether the broker's own move may be used where it fits (SQS's StartMessageMoveTask
+    /// for a whole standard queue back to its source); `--no-native` says no.
+    pub service_task: bool,
 }
 
 impl Run {
@@ -263,7 +270,13 @@ pub struct Report {
     /// Dry run: the classes of what would move, and its oldest and newest ages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub would_move: Option<WouldMove>,
+    /// Who moved the messages when it was not dlqctl itself: `sqs:StartMessageMoveTask`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_by: Option<&'static str>,
 }
+
+/// What `moved_by` says when SQS's own move task did the moving.
+pub const SQS_MOVE_TASK: &str = "sqs:StartMessageMoveTask";
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -352,6 +365,11 @@ pub fn human(r: &Report) -> String {
         out.push_str(&format!("; {left} left in the dead-letter queue"));
     }
     out.push_str(".\n");
+    if let Some(by) = r.moved_by {
+        out.push_str(&format!(
+            "  moved by {by}: the messages went back as they were (no dlq-redrive-count, no maxRedrives check); --no-native moves them with dlqctl's own mover instead.\n"
+        ));
+    }
     out
 }
 

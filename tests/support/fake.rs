@@ -71,9 +71,35 @@ pub struct FakeApi {
     seen: Seen,
 }
 
+/// One request as the fake server saw it: the head lowercased (for headers such as the AWS
+/// JSON protocol's `x-amz-target`), and the body.
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub head: String,
+    pub body: String,
+}
+
+impl Request {
+    /// A header's value (`name` lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    }
+}
+
 impl FakeApi {
     pub fn start(answer: impl Fn(&str, &str) -> (u16, String) + Send + Sync + 'static) -> FakeApi {
-        let answer: Answer = Arc::new(answer);
+        Self::start_with(move |r: &Request| answer(&r.method, &r.path))
+    }
+
+    /// A fake server that answers from the whole request (head and body).
+    pub fn start_with(
+        answer: impl Fn(&Request) -> (u16, String) + Send + Sync + 'static,
+    ) -> FakeApi {
+        let answer: Arc<dyn Fn(&Request) -> (u16, String) + Send + Sync> = Arc::new(answer);
         let seen: Seen = Arc::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let seen2 = Arc::clone(&seen);
@@ -129,7 +155,13 @@ impl FakeApi {
                         seen.lock()
                             .expect("lock")
                             .push((method.clone(), path.clone()));
-                        let (status, body) = answer(&method, &path);
+                        let request = Request {
+                            method,
+                            path,
+                            head: head.to_lowercase(),
+                            body: String::from_utf8_lossy(&buf[head_end..]).into_owned(),
+                        };
+                        let (status, body) = answer(&request);
                         let resp = format!(
                             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                             body.len()

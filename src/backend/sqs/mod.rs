@@ -30,6 +30,7 @@ pub mod alarms;
 pub mod apply;
 pub mod desired;
 pub mod import;
+pub mod move_task;
 pub mod plan;
 pub mod read;
 pub mod redrive;

@@ -14,8 +14,9 @@
 //!   queues it keeps its `MessageGroupId`, and its deduplication id is the original message id;
 //! - never from a DLQ with a redrive policy of its own: each receive counts towards it.
 //!
-//! SQS's own StartMessageMoveTask (no filter, no limit, whole queue) is not used: the local
-//! emulator (moto) lacks it, so it could not be tested here.
+//! SQS's own StartMessageMoveTask does the moving instead where the endpoint has it and the
+//! run moves a whole standard queue back to its source ([`super::move_task`]); one running
+//! on the DLQ refuses any other redrive.
 //!
 //! A delete that fails after the send succeeded leaves the message in both queues: counted as
 //! possibly duplicated, never lost. The consumer must be idempotent.
@@ -29,7 +30,7 @@ use aws_sdk_sqs::types::{
     SendMessageBatchRequestEntry,
 };
 
-use super::Reader;
+use super::{Reader, move_task};
 use crate::backend::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};
@@ -37,8 +38,28 @@ use crate::spec::resolve::Resolved;
 use crate::status::envelope::REDRIVE_COUNT;
 use crate::status::now_ms;
 
-/// How long the run holds a received message out of sight, in seconds.
+/// How long the run holds a received message out of sight, in seconds: long enough for any
+/// batch to be sent and deleted; after a crash, what was held reappears this much later.
 pub const HOLD: i32 = 300;
+
+/// The hold this run uses: [`HOLD`], or `DLQCTL_SQS_REDRIVE_HOLD` seconds (1 to 43,200, SQS's
+/// range) for whoever cannot wait five minutes for a crashed run's messages (the crash tests).
+/// A value the variable cannot mean is refused rather than ignored.
+pub fn hold() -> Result<i32, MoveError> {
+    match std::env::var("DLQCTL_SQS_REDRIVE_HOLD") {
+        Err(_) => Ok(HOLD),
+        Ok(v) => v
+            .trim()
+            .parse::<i32>()
+            .ok()
+            .filter(|s| (1..=43_200).contains(s))
+            .ok_or_else(|| {
+                MoveError(format!(
+                    "DLQCTL_SQS_REDRIVE_HOLD={v}: give whole seconds from 1 to 43200"
+                ))
+            }),
+    }
+}
 /// The tag that says a redrive holds the queue.
 pub const LOCK_TAG: &str = "dlqctl-redrive";
 
@@ -95,8 +116,26 @@ impl Mover {
         .iter()
         .filter_map(|k| attrs.get(*k).and_then(|v| v.parse::<u64>().ok()))
         .sum();
+        // SQS's own move task, where the endpoint has it: one running refuses this run, and
+        // a whole standard queue back to its source is handed to it (`move_task`).
+        let dlq_arn = attrs.get("QueueArn").cloned().unwrap_or_default();
+        let tasks = move_task::tasks(&self.reader, &dlq_arn).await;
+        if let Some(e) = tasks.as_deref().and_then(|t| move_task::running(dlq, t)) {
+            return Err(e);
+        }
+        let whole_queue = run.select.limit.is_none()
+            && run.select.classes.is_empty()
+            && run.select.older_than_ms.is_none();
+        let native = tasks.is_some() && run.service_task && run.to.source && whole_queue && !fifo;
         self.lock(dlq, &url, &run.holder).await?;
-        let result = self.run(dlq, &url, &dest_url, fifo, total, run).await;
+        let result = if native {
+            match self.arn(dest, &dest_url).await {
+                Ok(dest_arn) => move_task::run(&self.reader, dlq, &dlq_arn, &dest_arn, run).await,
+                Err(e) => Err(e),
+            }
+        } else {
+            self.run(dlq, &url, &dest_url, fifo, total, run).await
+        };
         let unlocked = self.unlock(dlq, &url, &run.holder).await;
         result.and(unlocked)
     }
@@ -110,6 +149,7 @@ impl Mover {
         total: u64,
         run: &Run,
     ) -> Result<(), MoveError> {
+        let hold = hold()?;
         let mut pace = redrive::Pace::new(run.rate);
         // Ids of the messages this run holds back (a receive may hand one out again); moved
         // ones are deleted and cannot come back, so memory grows only with what is held.
@@ -136,7 +176,7 @@ impl Mover {
             }
             let got = match self
                 .reader
-                .receive(dlq, url, 10, HOLD)
+                .receive(dlq, url, 10, hold)
                 .await
                 .map_err(MoveError::of)
             {
@@ -192,7 +232,7 @@ impl Mover {
                 break;
             }
         }
-        // Messages not chosen become visible again now, not in HOLD seconds.
+        // Messages not chosen become visible again now, not in `hold` seconds.
         for chunk in held.chunks(10) {
             let entries: Vec<_> = chunk
                 .iter()
@@ -299,9 +339,10 @@ impl Mover {
         run.tally.duplicated.fetch_add(dup, Ordering::Relaxed);
         if let Some(f) = sent.failed().first() {
             return Err(MoveError(format!(
-                "sqs:SendMessageBatch on queue {dest} refused a message ({}: {}); it stays in `{dlq}` (visible again within {HOLD}s)",
+                "sqs:SendMessageBatch on queue {dest} refused a message ({}: {}); it stays in `{dlq}` (visible again within {}s)",
                 f.code(),
-                f.message().unwrap_or_default()
+                f.message().unwrap_or_default(),
+                hold().unwrap_or(HOLD)
             )));
         }
         if dup > 0 {
@@ -310,6 +351,16 @@ impl Mover {
             )));
         }
         Ok(())
+    }
+
+    /// A queue's ARN (for the move task's destination).
+    async fn arn(&self, name: &str, url: &str) -> Result<String, MoveError> {
+        self.reader
+            .attributes(name, url, QueueAttributeName::QueueArn)
+            .await
+            .map_err(MoveError::of)?
+            .and_then(|a| a.get("QueueArn").cloned())
+            .ok_or_else(|| MoveError(format!("queue `{name}` does not exist; nothing was moved")))
     }
 
     /// Tags the DLQ as held by `holder`, after checking nobody else holds it.
