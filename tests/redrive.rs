@@ -481,6 +481,85 @@ fn sqs_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
     );
 }
 
+#[test]
+fn sqs_a_redrive_killed_part_way_loses_nothing() {
+    const N: usize = 5000;
+    let Some(mut f) = sqs::Fixture::applied() else {
+        return;
+    };
+    // A killed run's held messages reappear after the hold: 5 s here instead of 300.
+    f.set_env("DLQCTL_SQS_REDRIVE_HOLD", "5");
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    let url = aws.url(&dlq);
+    block(async {
+        for batch in 0..N / 10 {
+            let entries: Vec<_> = (0..10)
+                .map(|j| {
+                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                        .id(j.to_string())
+                        .message_body(format!("k{:04}", batch * 10 + j))
+                        .build()
+                        .expect("entry")
+                })
+                .collect();
+            let sent = aws
+                .sqs
+                .send_message_batch()
+                .queue_url(&url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .expect("SendMessageBatch");
+            assert!(sent.failed().is_empty());
+        }
+    });
+    assert_eq!(sqs_count(&aws, &dlq), N as u64);
+    let mut run = support::dlqctl()
+        .args(["redrive", f.channel.as_str(), "channel.yaml", "--yes"])
+        .envs(f.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(f.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redrive starts");
+    // Kill it once it has moved some, but not all.
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while sqs_count(&aws, &main) < 500 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = run.kill();
+    let _ = run.wait();
+    let moved_first = sqs_count(&aws, &main);
+    assert!(
+        moved_first > 0 && moved_first < N as u64,
+        "killed part-way: {moved_first}"
+    );
+    // What the killed run held comes back after the hold; a second run finishes the job (it
+    // takes over the lock of a process that is gone).
+    std::thread::sleep(Duration::from_secs(6));
+    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    let bodies: Vec<String> = aws.take(&main, N).into_iter().map(|(b, _)| b).collect();
+    let left: Vec<String> = aws.take(&dlq, 0).into_iter().map(|(b, _)| b).collect();
+    let all: BTreeSet<&String> = bodies.iter().chain(&left).collect();
+    assert_eq!(
+        all.len(),
+        N,
+        "every message is in the DLQ or the main queue"
+    );
+    let duplicates = bodies.len() + left.len() - N;
+    // At most the batch in flight when the process died may be duplicated.
+    assert!(duplicates <= 10, "{duplicates} duplicated");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "SQS: killed after {moved_first} moved; the second run moved {}; {duplicates} duplicated",
+            doc["moved"]
+        );
+    }
+}
+
 // ------------------------------------------------------------------------------ Kafka
 
 fn kafka_put(topic: &str, body: &str, class: &str, redriven: Option<u32>) {

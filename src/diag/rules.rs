@@ -154,6 +154,10 @@ pub const RULES: &[Rule] = &[
         "The channel's `target` must name a target of the Targets file (`dlqctl.yaml`, or `--targets FILE`)."),
     rule("target/url", E, "A URL that is not http(s)",
         "`url` and `endpoint` are http:// or https:// URLs."),
+    rule("target/variable", E, "An address from an unset variable, or a malformed reference",
+        "`${NAME}` needs NAME set and not empty; give a default where it may be unset (a pre-commit hook): `${NAME:-http://127.0.0.1:15672}`. Only `${NAME}` and `${NAME:-default}` are references."),
+    rule("target/variable-not-allowed", E, "A `${...}` outside a target's addresses",
+        "Variables are expanded only in `url`, `amqpUrl`, `endpoint` and `bootstrapServers`; secrets are named by `usernameEnv`, `passwordEnv` and `secretProperties`, never written."),
     rule("yaml/alias-bomb", E, "YAML aliases that expand too far",
         "Aliases may expand to at most 100,000 values: a larger expansion is refused as hostile."),
     rule("yaml/duplicate-key", E, "A key given twice in one mapping",
@@ -196,7 +200,9 @@ mod tests {
             "spec", "sqs", "target", "yaml",
         ];
         let mut out = Vec::new();
-        for piece in text.split('"').skip(1).step_by(2) {
+        // Every piece between quotes, not every other one: a `'"'` or `\"` earlier in a file
+        // would shift the parity and hide the rest of it from the scan.
+        for piece in text.split('"') {
             let Some((family, name)) = piece.split_once('/') else {
                 continue;
             };
