@@ -63,7 +63,7 @@ fn read_request_head(stream: &TcpStream) -> bool {
 pub type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 /// How the fake server answers one request: (status, body).
-pub type Answer = Arc<dyn Fn(&str, &str) -> (u16, String) + Send + Sync>;
+pub type Answer = Arc<dyn Fn(&Request) -> (u16, String) + Send + Sync>;
 
 /// A fake management API on 127.0.0.1; stops with the test process.
 pub struct FakeApi {
@@ -99,7 +99,7 @@ impl FakeApi {
     pub fn start_with(
         answer: impl Fn(&Request) -> (u16, String) + Send + Sync + 'static,
     ) -> FakeApi {
-        let answer: Arc<dyn Fn(&Request) -> (u16, String) + Send + Sync> = Arc::new(answer);
+        let answer: Answer = Arc::new(answer);
         let seen: Seen = Arc::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let seen2 = Arc::clone(&seen);
