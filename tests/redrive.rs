@@ -483,7 +483,11 @@ fn sqs_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
 
 #[test]
 fn sqs_a_redrive_killed_part_way_loses_nothing() {
-    const N: usize = 5000;
+    // 500, not the 5,000 of the RabbitMQ and Kafka tests: moto's ReceiveMessage walks the
+    // whole queue (4.3 s per call at 4,700 messages on moto 5.2.5, measured; 1,000 messages
+    // took this test 121 s), so 5,000 would take about half an hour here. The guarantee does
+    // not depend on the count.
+    const N: usize = 500;
     let Some(mut f) = sqs::Fixture::applied() else {
         return;
     };
@@ -525,7 +529,7 @@ fn sqs_a_redrive_killed_part_way_loses_nothing() {
         .expect("redrive starts");
     // Kill it once it has moved some, but not all.
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    while sqs_count(&aws, &main) < 500 && std::time::Instant::now() < deadline {
+    while sqs_count(&aws, &main) < 100 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = run.kill();
