@@ -238,6 +238,8 @@ fn base_spec(
             replication_factor: replication,
             dead_letter_partitions: dlt_partitions.filter(|d| Some(*d) != partitions),
             naming: None,
+            retry_topic_suffix: None,
+            dlt_suffix: None,
             same_interval_topic_reuse: None,
             config: (!shared.is_empty()).then_some(shared),
         }),
