@@ -230,7 +230,8 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
 fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_record() {
     // Issue 18's Spring application: `retryTopicSuffix(".retry")`, `dltSuffix(".dlt")`,
     // `suffixTopicsWithIndexValues()`, `exponentialBackoff(1_000, 2, 16_000)`,
-    // `maxAttempts(5)`: four retry topics, by index from 0, and the DLT.
+    // `maxAttempts(5)`: four retry topics, by index from 0, and the DLT; with
+    // `dltRoutingRules(Map.of("-deserialization", ...))` one more DLT, `<main>-deserialization.dlt`.
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| {
         t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
@@ -240,7 +241,7 @@ fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_recor
             )
             .replace(
                 "naming: spring",
-                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt",
+                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt\n    exceptionBasedDlts: [-deserialization]",
             )
     });
     let lint = f.run(&["lint", "channel.yaml"]);
@@ -254,6 +255,7 @@ fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_recor
         (format!("{c}.retry-2"), 3),
         (format!("{c}.retry-3"), 3),
         (format!("{c}.dlt"), 3),
+        (format!("{c}-deserialization.dlt"), 3),
     ]
     .into();
     assert_eq!(f.topics(), expected);

@@ -146,6 +146,9 @@ pub struct KafkaResolved {
     pub retry_topic_suffix: String,
     /// The dead-letter topic suffix Spring uses (`kafka.dltSuffix`, default `-dlt`).
     pub dlt_suffix: String,
+    /// Spring's exception-based dead-letter topics (`kafka.exceptionBasedDlts`), in the spec's
+    /// order: `<main><suffix><dltSuffix>`.
+    pub exception_dead_letters: Vec<String>,
     pub config: std::collections::BTreeMap<String, String>,
 }
 
@@ -366,7 +369,7 @@ pub fn resolve(
     } else {
         None
     };
-    let kafka = (backend == Backend::Kafka).then(|| kafka(spec, &kafka_retry, dlt_suffix));
+    let kafka = (backend == Backend::Kafka).then(|| kafka(spec, &main, &kafka_retry, dlt_suffix));
     Ok(Resolved {
         channel: name.to_owned(),
         labels: channel.metadata.labels.clone(),
@@ -555,7 +558,12 @@ fn rabbitmq(
 }
 
 /// `spec.kafka` with defaults filled in.
-fn kafka(spec: &ChannelSpec, retry: &KafkaRetryNaming<'_>, dlt_suffix: &str) -> KafkaResolved {
+fn kafka(
+    spec: &ChannelSpec,
+    main: &str,
+    retry: &KafkaRetryNaming<'_>,
+    dlt_suffix: &str,
+) -> KafkaResolved {
     let o = spec.kafka.clone().unwrap_or_default();
     let partitions = o.partitions.unwrap_or(1);
     KafkaResolved {
@@ -565,6 +573,14 @@ fn kafka(spec: &ChannelSpec, retry: &KafkaRetryNaming<'_>, dlt_suffix: &str) -> 
         naming: retry.naming,
         retry_topic_suffix: retry.retry_suffix.to_owned(),
         dlt_suffix: dlt_suffix.to_owned(),
+        // `DestinationTopicPropertiesFactory.createCustomDltProperties`: the routing rule's
+        // suffix, then the DLT suffix, on the main topic.
+        exception_dead_letters: o
+            .exception_based_dlts
+            .iter()
+            .flatten()
+            .map(|suffix| format!("{main}{suffix}{dlt_suffix}"))
+            .collect(),
         config: o
             .config
             .unwrap_or_default()
@@ -630,6 +646,13 @@ impl Resolved {
             (self.dead_letter.as_str(), "dead-letter"),
         ];
         v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        if let Some(k) = &self.kafka {
+            v.extend(
+                k.exception_dead_letters
+                    .iter()
+                    .map(|n| (n.as_str(), "exception dead-letter")),
+            );
+        }
         v
     }
 }
@@ -1071,6 +1094,58 @@ mod tests {
             "  retry: {maxAttempts: 2}\n  deadLetter: {name: x.dead}\n  kafka: {dltSuffix: .dlt}\n",
         );
         assert_eq!(r.dead_letter, "x.dead");
+    }
+
+    /// `kafka.exceptionBasedDlts`: Spring's exception-based DLTs, `<main><suffix><dltSuffix>`.
+    #[test]
+    fn exception_based_dlts_are_named_as_spring_kafka_names_them() {
+        // DestinationTopicPropertiesFactoryTests.shouldCreateDltPropertiesForCustomExceptionBasedRouting:
+        // routing key `deserialization`, dltSuffix `test-dlt-suffix`, one attempt: the custom
+        // DLT (`desExcDltSuffix + dltSuffix`) and then the DLT.
+        let r = kafka_channel(
+            "mainTopic",
+            "  retry: {maxAttempts: 1}\n  kafka: {retryTopicSuffix: test-retry-suffix, dltSuffix: test-dlt-suffix, exceptionBasedDlts: [deserialization]}\n",
+        );
+        assert_eq!(
+            r.names(),
+            [
+                ("mainTopic", "main"),
+                ("mainTopictest-dlt-suffix", "dead-letter"),
+                (
+                    "mainTopicdeserializationtest-dlt-suffix",
+                    "exception dead-letter"
+                )
+            ]
+        );
+        // The reference (spring-kafka-docs retrytopic/features.adoc, "Routing of messages to
+        // custom DLTs based on thrown exceptions"): `@ExceptionBasedDltDestination(suffix =
+        // "-deserialization", ...)` on `my-annotated-topic` routes to
+        // `my-annotated-topic-deserialization-dlt`. DestinationTopicTests builds its custom DLTs
+        // the same way (`"-deserialization" + dltSuffix`, `"-custom"`, `"-validation"`).
+        let r = kafka_channel(
+            "my-annotated-topic",
+            "  retry: {maxAttempts: 3}\n  kafka: {exceptionBasedDlts: [-deserialization, -custom, -validation]}\n",
+        );
+        let k = r.kafka.as_ref().expect("kafka");
+        assert_eq!(
+            k.exception_dead_letters,
+            [
+                "my-annotated-topic-deserialization-dlt",
+                "my-annotated-topic-custom-dlt",
+                "my-annotated-topic-validation-dlt"
+            ]
+        );
+        assert_eq!(r.dead_letter, "my-annotated-topic-dlt");
+        // With `deadLetter.name` the DLT is named outright; the exception-based ones stay
+        // Spring's.
+        let r = kafka(
+            "  retry: {maxAttempts: 2}\n  deadLetter: {name: app.dead}\n  kafka: {dltSuffix: .dlt, exceptionBasedDlts: [.poison]}\n",
+        );
+        let k = r.kafka.as_ref().expect("kafka");
+        assert_eq!(
+            (r.dead_letter.as_str(), k.exception_dead_letters.as_slice()),
+            ("app.dead", &["app.orders.poison.dlt".to_owned()][..])
+        );
     }
 
     /// `DestinationTopicPropertiesFactory.DestinationTopicSuffixes`: a suffix without text

@@ -240,6 +240,7 @@ fn base_spec(
             naming: None,
             retry_topic_suffix: None,
             dlt_suffix: None,
+            exception_based_dlts: None,
             same_interval_topic_reuse: None,
             config: (!shared.is_empty()).then_some(shared),
         }),

@@ -42,6 +42,14 @@ pub struct KafkaOptions {
     /// Not together with `deadLetter.name`, which names the DLT outright.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dlt_suffix: Option<String>,
+    /// Spring's exception-based DLTs (since Spring Kafka 3.2): the `suffix` of each
+    /// `@ExceptionBasedDltDestination` in `@RetryableTopic(exceptionBasedDltRouting)`, or each
+    /// key of `RetryTopicConfigurationBuilder.dltRoutingRules`. Each is one more dead-letter
+    /// topic, `<main><suffix><dltSuffix>` (`-deserialization` gives
+    /// `<main>-deserialization-dlt`), with the DLT's partitions and retention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub exception_based_dlts: Option<Vec<String>>,
     /// Spring's `SameIntervalTopicReuseStrategy`: `singleTopic` (the default of
     /// `@RetryableTopic` since Spring Kafka 3.2) lets the trailing attempts with the same delay
     /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`

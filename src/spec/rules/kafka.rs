@@ -98,7 +98,8 @@ pub(super) fn check_kafka(
     }
 }
 
-/// `kafka/suffix`: Spring's `retryTopicSuffix` and `dltSuffix` must be usable in a topic name,
+/// `kafka/suffix`: Spring's `retryTopicSuffix` and `dltSuffix`, and the suffixes of its
+/// exception-based DLTs, must be usable in a topic name,
 /// must say something (Spring replaces a blank suffix by its default without a word), and
 /// must not be set where another field names the topics instead.
 fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnostic>) {
@@ -127,7 +128,8 @@ fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnos
             "retryTopicSuffix" if naming == KafkaNaming::Custom => {
                 Some("`kafka.naming: custom` names the retry topics by `retry.name`")
             }
-            "dltSuffix" if dead_letter_named => {
+            // The exception-based DLTs still take it.
+            "dltSuffix" if dead_letter_named && o.exception_based_dlts.is_none() => {
                 Some("`deadLetter.name` names the dead-letter topic")
             }
             _ => None,
@@ -160,5 +162,22 @@ fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnos
             continue;
         };
         out.push(diagnostic.at(at));
+    }
+    // `<main><suffix><dltSuffix>`, taken as it is (an empty one is the main DLT's name, which
+    // `name/collision` reports).
+    for (i, suffix) in o.exception_based_dlts.iter().flatten().enumerate() {
+        if let Some(problem) = kafka_alphabet_problem(suffix) {
+            out.push(
+                Diagnostic::error(
+                    "kafka/suffix",
+                    format!(
+                        "`kafka.exceptionBasedDlts` `{}`: {problem}",
+                        suffix.escape_default()
+                    ),
+                )
+                .at(doc.locs.value(&format!("/spec/kafka/exceptionBasedDlts/{i}")))
+                .hint("Spring puts the suffix between the main topic's name and the DLT suffix as it is: the topic would be refused"),
+            );
+        }
     }
 }

@@ -184,6 +184,31 @@ mod tests {
         ] {
             assert_eq!(kafka_rules(bad), ["kafka/suffix"], "{why}");
         }
+        // Exception-based DLTs: each suffix as a topic name's characters, and distinct names.
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-deserialization, .poison]}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-bad/name]}\n"),
+            ["kafka/suffix"]
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-x, -x]}\n"),
+            ["name/collision"]
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [\"\"]}\n"),
+            ["name/collision"],
+            "an empty one is the DLT itself"
+        );
+        // `dltSuffix` beside `deadLetter.name` still names the exception-based DLTs.
+        assert_eq!(
+            kafka_rules(
+                "  deadLetter: {name: app.dead}\n  kafka: {dltSuffix: .dlt, exceptionBasedDlts: [-x]}\n"
+            ),
+            Vec::<&str>::new()
+        );
         // The same suffix for both: with one retry topic, the two topics are one name.
         assert_eq!(
             kafka_rules("  kafka: {retryTopicSuffix: .x, dltSuffix: .x}\n"),

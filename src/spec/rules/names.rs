@@ -58,20 +58,11 @@ fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static st
         "main" => return main,
         "dead-letter" if doc.locs.has("/spec/deadLetter/name") => return "/spec/deadLetter/name",
         "dead-letter" => return suffix("/spec/kafka/dltSuffix").unwrap_or(main),
+        "exception dead-letter" => return suffix("/spec/kafka/exceptionBasedDlts").unwrap_or(main),
         _ if derived => return suffix("/spec/kafka/retryTopicSuffix").unwrap_or(main),
         _ => "/spec/retry/name",
     };
     if doc.locs.has(field) { field } else { main }
-}
-
-/// The value of `kafka.retryTopicSuffix` or `kafka.dltSuffix` (by field name), if set.
-fn spring_suffix_value<'a>(doc: &'a Doc<Channel>, field: &str) -> Option<&'a str> {
-    let k = doc.value.spec.kafka.as_ref()?;
-    match field {
-        "retryTopicSuffix" => k.retry_topic_suffix.as_deref(),
-        "dltSuffix" => k.dlt_suffix.as_deref(),
-        _ => None,
-    }
 }
 
 /// `name/collision` within a channel, `target/outside-ownership` and `name/invalid`.
@@ -109,17 +100,16 @@ pub(super) fn check_names(
             Backend::Rabbitmq => rabbit_name_problem(name),
             Backend::Kafka => kafka_name_problem(name),
         };
-        // A name made with a Spring suffix (`/spec/kafka/...Suffix`): a character the suffix
-        // should not have is reported once, on the suffix (`kafka/suffix`).
-        let suffix = pointer
-            .strip_prefix("/spec/kafka/")
-            .and_then(|field| spring_suffix_value(doc, field));
-        if suffix.is_some_and(|s| kafka_alphabet_problem(s).is_some()) {
+        // A name made with a Spring suffix (its pointer is `/spec/kafka/...`): a character no
+        // topic may hold came from the suffix or the main topic's name, and is reported there
+        // (`kafka/suffix`, or this rule on the main topic), once.
+        let from_suffix = pointer.starts_with("/spec/kafka/");
+        if from_suffix && kafka_alphabet_problem(name).is_some() {
             continue;
         }
         if let Some(p) = problem {
             let hint = match pointer.rsplit('/').next() {
-                Some(field) if suffix.is_some() => format!(
+                Some(field) if from_suffix => format!(
                     "shorten the main topic's name or `kafka.{field}`: Spring appends the suffix to it as it is"
                 ),
                 _ => "set the name template explicitly (`spec.name`, `spec.deadLetter.name`, `spec.retry.name`)".to_owned(),
