@@ -99,9 +99,9 @@ pub(super) fn check_kafka(
 }
 
 /// `kafka/suffix`: Spring's `retryTopicSuffix` and `dltSuffix`, and the suffixes of its
-/// exception-based DLTs, must be usable in a topic name,
-/// must say something (Spring replaces a blank suffix by its default without a word), and
-/// must not be set where another field names the topics instead.
+/// exception-based DLTs, must be usable in a topic name; the first two must also say something
+/// (Spring replaces a blank suffix by its default without a word) and must not be set where
+/// another field names the topics instead.
 fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnostic>) {
     let Some(o) = doc.value.spec.kafka.as_ref() else {
         return;
