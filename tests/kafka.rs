@@ -227,19 +227,62 @@ fn partition_and_replication_changes_tansu_cannot_run_are_planned_and_refused_wi
 }
 
 #[test]
+fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_record() {
+    // Issue 18's Spring application: `retryTopicSuffix(".retry")`, `dltSuffix(".dlt")`,
+    // `suffixTopicsWithIndexValues()`, `exponentialBackoff(1_000, 2, 16_000)`,
+    // `maxAttempts(5)`: four retry topics, by index from 0, and the DLT; with
+    // `dltRoutingRules(Map.of("-deserialization", ...))` one more DLT, `<main>-deserialization.dlt`.
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| {
+        t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
+            .replace(
+                "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                "backoff: {initial: 1s, multiplier: 2, max: 16s}",
+            )
+            .replace(
+                "naming: spring",
+                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt\n    exceptionBasedDlts: [-deserialization]",
+            )
+    });
+    let lint = f.run(&["lint", "channel.yaml"]);
+    assert_eq!(lint.code, 0, "{}{}", lint.stdout, lint.stderr);
+    f.first_apply("spring suffixes");
+    let c = &f.channel;
+    let expected: BTreeMap<String, usize> = [
+        (c.clone(), 3),
+        (format!("{c}.retry-0"), 3),
+        (format!("{c}.retry-1"), 3),
+        (format!("{c}.retry-2"), 3),
+        (format!("{c}.retry-3"), 3),
+        (format!("{c}.dlt"), 3),
+        (format!("{c}-deserialization.dlt"), 3),
+    ]
+    .into();
+    assert_eq!(f.topics(), expected);
+    f.assert_second_apply_writes_nothing("spring suffixes");
+    assert_each_topic_reads_back_a_record(f.topics().into_keys());
+}
+
+#[test]
 fn every_provisioned_topic_accepts_a_record_that_a_consumer_reads_back() {
+    let Some(f) = Fixture::applied() else { return };
+    assert_each_topic_reads_back_a_record(f.topics().into_keys());
+}
+
+/// Produces one record to partition 0 of each topic (rdkafka, as a client application would)
+/// and reads it back from its offset with a consumer that is only assigned.
+fn assert_each_topic_reads_back_a_record(topics: impl IntoIterator<Item = String>) {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::producer::{FutureProducer, FutureRecord};
     use rdkafka::{Message, Offset, TopicPartitionList};
 
-    let Some(f) = Fixture::applied() else { return };
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", support::kafka_bootstrap())
         .set("allow.auto.create.topics", "false")
         .set("message.timeout.ms", "10000")
         .create()
         .expect("producer");
-    for topic in f.topics().into_keys() {
+    for topic in topics {
         let payload = format!("record for {topic}");
         let delivery = block(
             producer.send(

@@ -70,6 +70,8 @@ pub const RULES: &[Rule] = &[
         "`kafka.naming: custom` needs `retry.name`; with `spring` or `index` naming, retry topics are named as Spring Kafka names them and `retry.name` would be ignored."),
     rule("kafka/retention-range", E, "A Kafka retention under one second",
         "Kafka topics keep records at least 1 s; use a longer retention."),
+    rule("kafka/suffix", E, "A Spring Kafka topic suffix that cannot be used",
+        "`kafka.retryTopicSuffix`, `kafka.dltSuffix` and the `kafka.exceptionBasedDlts` suffixes are appended to the main topic's name as Spring Kafka appends them: they may use only a-z, A-Z, 0-9, `.`, `_` and `-`; the first two must not be blank (Spring would silently use `-retry` or `-dlt`), and are refused where `retry.name` (`naming: custom`) or `deadLetter.name` names the topic instead."),
     rule("lint/unknown-rule", W, "A `spec.lint.allow` entry that names no rule that can be silenced",
         "Only warnings and notes can be silenced, by their exact rule id (the message suggests the closest)."),
     rule("name/collision", E, "Two resources with the same name on one target",

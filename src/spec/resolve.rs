@@ -20,6 +20,10 @@ pub const SQS_DEFAULT_DLQ_RETENTION: Duration = Duration::from_secs(14 * 86_400)
 pub const SQS_DEFAULT_VISIBILITY: Duration = Duration::from_secs(30);
 /// Spring Kafka's default back-off (FixedBackOff, 1000 ms).
 pub const KAFKA_DEFAULT_DELAY: Duration = Duration::from_secs(1);
+/// Spring Kafka's default retry topic suffix (`RetryTopicConstants.DEFAULT_RETRY_SUFFIX`).
+pub const SPRING_RETRY_SUFFIX: &str = "-retry";
+/// Spring Kafka's default dead-letter topic suffix (`RetryTopicConstants.DEFAULT_DLT_SUFFIX`).
+pub const SPRING_DLT_SUFFIX: &str = "-dlt";
 pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
 /// CloudWatch alarm defaults: one period of a minute (SQS publishes metrics per minute).
 pub const DEFAULT_ALARM_PERIOD: Duration = Duration::from_secs(60);
@@ -138,6 +142,13 @@ pub struct KafkaResolved {
     pub replication_factor: u16,
     pub dead_letter_partitions: u32,
     pub naming: KafkaNaming,
+    /// The retry topic suffix Spring uses (`kafka.retryTopicSuffix`, default `-retry`).
+    pub retry_topic_suffix: String,
+    /// The dead-letter topic suffix Spring uses (`kafka.dltSuffix`, default `-dlt`).
+    pub dlt_suffix: String,
+    /// Spring's exception-based dead-letter topics (`kafka.exceptionBasedDlts`), in the spec's
+    /// order: `<main><suffix><dltSuffix>`.
+    pub exception_dead_letters: Vec<String>,
     pub config: std::collections::BTreeMap<String, String>,
 }
 
@@ -222,16 +233,42 @@ pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
     out
 }
 
+/// The suffix Spring Kafka uses for a configured one: `DestinationTopicSuffixes` keeps it only
+/// when `StringUtils.hasText` (a character that is not Java whitespace), else it silently
+/// takes the default. Lint refuses a blank suffix (`kafka/suffix`), so that never surprises.
+pub fn spring_suffix<'a>(configured: Option<&'a str>, default: &'a str) -> &'a str {
+    match configured {
+        Some(s) if java_has_text(s) => s,
+        _ => default,
+    }
+}
+
+/// Spring's `StringUtils.hasText`: some character that is not Java whitespace.
+pub fn java_has_text(s: &str) -> bool {
+    // Java's `Character.isWhitespace`: Unicode space separators except the no-break ones,
+    // line and paragraph separators, and the ASCII controls \t \n \v \f \r and 0x1C–0x1F
+    // (Rust's `is_whitespace` adds U+0085 and the no-break spaces).
+    let java_whitespace = |c: char| {
+        (c.is_whitespace() && !matches!(c, '\u{85}' | '\u{a0}' | '\u{2007}' | '\u{202f}'))
+            || ('\u{1c}'..='\u{1f}').contains(&c)
+    };
+    !s.chars().all(java_whitespace)
+}
+
 /// Spring Kafka's retry topics for the given delays, as (name suffix after the main topic,
-/// delay). Mirrors `DestinationTopicPropertiesFactory`. With `reuse`
-/// (`SameIntervalTopicReuseStrategy.SINGLE_TOPIC`, the `@RetryableTopic` default since Spring
-/// Kafka 3.2) the trailing attempts that share one delay (fixed backoff, or the attempts at
-/// `maxDelay`) reuse a single topic, and a lone retry topic is plain `-retry`. Otherwise each
-/// topic gets its delay in ms (`-retry-1000`), or its 0-based index (`-retry-0`) with
-/// `by_index` (`TopicSuffixingStrategy.SUFFIX_WITH_INDEX_VALUE`) and, without reuse, for a
-/// fixed backoff; without reuse a repeated delay also gets its repetition (`-retry-3000-1`).
+/// delay). Mirrors `DestinationTopicPropertiesFactory.getTopicSuffix` and
+/// `reusableTopicAttempts`, with `retry_suffix` in place of Spring's `-retry` (its
+/// `retryTopicSuffix`). With `reuse` (`SameIntervalTopicReuseStrategy.SINGLE_TOPIC`, the
+/// `@RetryableTopic` default since Spring Kafka 3.2) the trailing attempts that share one delay
+/// (fixed backoff, or the attempts at `maxDelay`) reuse a single topic, and a lone retry topic
+/// is the plain suffix (`-retry`). Otherwise each topic gets its delay in ms (`-retry-1000`),
+/// or its 0-based index (`-retry-0`) with `by_index`
+/// (`TopicSuffixingStrategy.SUFFIX_WITH_INDEX_VALUE`) and, without reuse, for a fixed backoff;
+/// without reuse a repeated delay also gets its repetition (`-retry-3000-1`). Spring joins with
+/// `-` whatever the suffix: `.retry` gives `.retry-0`.
 pub fn spring_retry_suffixes(
     delays: &[Duration],
+    retry_suffix: &str,
     by_index: bool,
     reuse: bool,
 ) -> Vec<(String, Duration)> {
@@ -246,14 +283,14 @@ pub fn spring_retry_suffixes(
     let mut out: Vec<(String, Duration)> = Vec::with_capacity(topics);
     for (i, d) in delays.iter().take(topics).enumerate() {
         let suffix = if reuse && topics == 1 {
-            "-retry".to_owned()
+            retry_suffix.to_owned()
         } else if fixed {
-            format!("-retry-{i}")
+            format!("{retry_suffix}-{i}")
         } else if !reuse && count(d) > 1 {
             let first = delays.iter().position(|x| x == d).unwrap_or(i);
-            format!("-retry-{}-{}", d.as_millis(), i - first)
+            format!("{retry_suffix}-{}-{}", d.as_millis(), i - first)
         } else {
-            format!("-retry-{}", d.as_millis())
+            format!("{retry_suffix}-{}", d.as_millis())
         };
         // Spring names a repeated delay in mid-chain the same; it is one topic.
         if !out.iter().any(|(s, _)| *s == suffix) {
@@ -289,7 +326,16 @@ pub fn resolve(
         .and_then(|r| r.max_attempts)
         .unwrap_or(1);
     let fifo = spec.sqs.as_ref().and_then(|s| s.fifo).unwrap_or(false);
-    let (main, dead_letter) = main_and_dead_letter(spec, name, backend, fifo)?;
+    let kafka_options = spec.kafka.as_ref();
+    let retry_suffix = spring_suffix(
+        kafka_options.and_then(|k| k.retry_topic_suffix.as_deref()),
+        SPRING_RETRY_SUFFIX,
+    );
+    let dlt_suffix = spring_suffix(
+        kafka_options.and_then(|k| k.dlt_suffix.as_deref()),
+        SPRING_DLT_SUFFIX,
+    );
+    let (main, dead_letter) = main_and_dead_letter(spec, name, backend, fifo, dlt_suffix)?;
     let rabbit_model = spec
         .rabbitmq
         .as_ref()
@@ -301,12 +347,14 @@ pub fn resolve(
         Backend::Rabbitmq => delays(channel, None),
         Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
     };
-    let kafka_naming = spec
-        .kafka
-        .as_ref()
+    let kafka_naming = kafka_options
         .and_then(|k| k.naming)
         .unwrap_or(KafkaNaming::Spring);
-    let retry_stages = retry_stages(spec, name, backend, &main, &delays, kafka_naming)?;
+    let kafka_retry = KafkaRetryNaming {
+        naming: kafka_naming,
+        retry_suffix,
+    };
+    let retry_stages = retry_stages(spec, name, backend, &main, &delays, &kafka_retry)?;
     let (retention, dead_letter_retention) = retentions(spec, backend);
     let sqs = (backend == Backend::Sqs).then(|| SqsResolved {
         visibility_timeout: spec
@@ -321,7 +369,7 @@ pub fn resolve(
     } else {
         None
     };
-    let kafka = (backend == Backend::Kafka).then(|| kafka(spec, kafka_naming));
+    let kafka = (backend == Backend::Kafka).then(|| kafka(spec, &main, &kafka_retry, dlt_suffix));
     Ok(Resolved {
         channel: name.to_owned(),
         labels: channel.metadata.labels.clone(),
@@ -365,12 +413,14 @@ fn template_error(pointer: &'static str, message: String) -> ResolveError {
     }
 }
 
-/// The main queue or topic's name and the dead-letter one's, defaults per backend.
+/// The main queue or topic's name and the dead-letter one's, defaults per backend
+/// (`dlt_suffix`: Spring's DLT suffix, for Kafka).
 fn main_and_dead_letter(
     spec: &ChannelSpec,
     name: &str,
     backend: Backend,
     fifo: bool,
+    dlt_suffix: &str,
 ) -> Result<(String, String), ResolveError> {
     let err = template_error;
     let (main_default, dlq_default) = match backend {
@@ -388,12 +438,19 @@ fn main_and_dead_letter(
     .map_err(|m| err("/spec/name", m))?;
     let dlq_template = spec.dead_letter.as_ref().and_then(|d| d.name.as_deref());
     let dead_letter = match (backend, dlq_template) {
-        // Spring Kafka suffixes the main topic (not the channel id) with `-dlt`.
-        (Backend::Kafka, None) => format!("{main}-dlt"),
+        // Spring Kafka suffixes the main topic (not the channel id) with `-dlt`, or its
+        // `dltSuffix` (`DestinationTopicPropertiesFactory.createDltProperties`).
+        (Backend::Kafka, None) => format!("{main}{dlt_suffix}"),
         _ => expand(dlq_template.unwrap_or(dlq_default), name, None, None)
             .map_err(|m| err("/spec/deadLetter/name", m))?,
     };
     Ok((main, dead_letter))
+}
+
+/// How a Kafka channel's retry topics are named: the profile, and Spring's retry suffix.
+struct KafkaRetryNaming<'a> {
+    naming: KafkaNaming,
+    retry_suffix: &'a str,
 }
 
 /// The retry queues or topics, in the order a message meets them (none on SQS).
@@ -403,7 +460,7 @@ fn retry_stages(
     backend: Backend,
     main: &str,
     delays: &[Duration],
-    kafka_naming: KafkaNaming,
+    kafka: &KafkaRetryNaming<'_>,
 ) -> Result<Vec<RetryStage>, ResolveError> {
     let err = template_error;
     let retry_template = spec.retry.as_ref().and_then(|r| r.name.as_deref());
@@ -418,13 +475,14 @@ fn retry_stages(
         Backend::Kafka => {
             // Retry topics follow Spring Kafka's grouping; `spring` and `index` name them as
             // Spring does (suffixes on the main topic), `custom` by the `retry.name` template.
-            let by_index = kafka_naming == KafkaNaming::Index;
+            let by_index = kafka.naming == KafkaNaming::Index;
             let reuse = kafka_reuse == TopicReuse::SingleTopic;
-            for (i, (suffix, d)) in spring_retry_suffixes(delays, by_index, reuse)
-                .into_iter()
-                .enumerate()
+            for (i, (suffix, d)) in
+                spring_retry_suffixes(delays, kafka.retry_suffix, by_index, reuse)
+                    .into_iter()
+                    .enumerate()
             {
-                let n = match (kafka_naming, retry_template) {
+                let n = match (kafka.naming, retry_template) {
                     (KafkaNaming::Custom, Some(t)) => expand(t, name, Some(d), Some(i + 1))
                         .map_err(|m| err("/spec/retry/name", m))?,
                     _ => format!("{main}{suffix}"),
@@ -500,14 +558,29 @@ fn rabbitmq(
 }
 
 /// `spec.kafka` with defaults filled in.
-fn kafka(spec: &ChannelSpec, naming: KafkaNaming) -> KafkaResolved {
+fn kafka(
+    spec: &ChannelSpec,
+    main: &str,
+    retry: &KafkaRetryNaming<'_>,
+    dlt_suffix: &str,
+) -> KafkaResolved {
     let o = spec.kafka.clone().unwrap_or_default();
     let partitions = o.partitions.unwrap_or(1);
     KafkaResolved {
         partitions,
         replication_factor: o.replication_factor.unwrap_or(1),
         dead_letter_partitions: o.dead_letter_partitions.unwrap_or(partitions),
-        naming,
+        naming: retry.naming,
+        retry_topic_suffix: retry.retry_suffix.to_owned(),
+        dlt_suffix: dlt_suffix.to_owned(),
+        // `DestinationTopicPropertiesFactory.createCustomDltProperties`: the routing rule's
+        // suffix, then the DLT suffix, on the main topic.
+        exception_dead_letters: o
+            .exception_based_dlts
+            .iter()
+            .flatten()
+            .map(|suffix| format!("{main}{suffix}{dlt_suffix}"))
+            .collect(),
         config: o
             .config
             .unwrap_or_default()
@@ -573,6 +646,13 @@ impl Resolved {
             (self.dead_letter.as_str(), "dead-letter"),
         ];
         v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        if let Some(k) = &self.kafka {
+            v.extend(
+                k.exception_dead_letters
+                    .iter()
+                    .map(|n| (n.as_str(), "exception dead-letter")),
+            );
+        }
         v
     }
 }
@@ -607,14 +687,14 @@ mod tests {
     }
 
     fn suffixes(delays: &[u64], by_index: bool) -> Vec<String> {
-        spring_retry_suffixes(&ms(delays), by_index, true)
+        spring_retry_suffixes(&ms(delays), SPRING_RETRY_SUFFIX, by_index, true)
             .into_iter()
             .map(|(s, _)| s)
             .collect()
     }
 
     fn multiple(delays: &[u64], by_index: bool) -> Vec<String> {
-        spring_retry_suffixes(&ms(delays), by_index, false)
+        spring_retry_suffixes(&ms(delays), SPRING_RETRY_SUFFIX, by_index, false)
             .into_iter()
             .map(|(s, _)| s)
             .collect()
@@ -688,8 +768,12 @@ mod tests {
     }
 
     fn kafka(spec: &str) -> Resolved {
+        kafka_channel("app.orders", spec)
+    }
+
+    fn kafka_channel(channel: &str, spec: &str) -> Resolved {
         let text = format!(
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n{spec}"
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {channel}}}\nspec:\n  target: k\n{spec}"
         );
         let ws = crate::spec::load::load_str("c.yaml", &text);
         assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
@@ -770,6 +854,314 @@ mod tests {
             [("app.orders.retry.1", 1000), ("app.orders.retry.2", 2000)]
         );
         assert_eq!(r.dead_letter, "app.orders.dead");
+    }
+
+    /// The retry and DLT topic names of a Kafka channel, in the order a record meets them.
+    fn topic_names(r: &Resolved) -> Vec<String> {
+        let mut v: Vec<String> = r.retry_stages.iter().map(|s| s.name.clone()).collect();
+        v.push(r.dead_letter.clone());
+        v
+    }
+
+    /// `kafka.retryTopicSuffix` and `kafka.dltSuffix`, resolved through the spec as Spring
+    /// Kafka's own tests configure them (spring-kafka, `spring-kafka/src/test/java/org/
+    /// springframework/kafka/retrytopic/`). Spring's backoffs in spec form: `new
+    /// ExponentialBackOff(1000, 2)` keeps spring-core's default `maxInterval` of 30 s, `new
+    /// ExponentialBackOff()` is 2 s × 1.5 up to 30 s, `FixedBackOff(n)` is a lone `initial`.
+    #[test]
+    fn custom_suffixes_match_spring_kafkas_own_tests() {
+        // The suffixes of DestinationTopicPropertiesFactoryTests (`retryTopicSuffix`,
+        // `dltSuffix` fields), which Spring appends with no `-` of its own.
+        let sfx = "retryTopicSuffix: test-retry-suffix, dltSuffix: test-dlt-suffix";
+        let case = |retry: &str, kafka: &str| {
+            topic_names(&kafka_channel(
+                "mainTopic",
+                &format!("  retry: {retry}\n  kafka: {{{sfx}{kafka}}}\n"),
+            ))
+        };
+
+        // DestinationTopicPropertiesFactoryTests.shouldCreateMainAndDltProperties: one
+        // attempt, no retry topic, the DLT by `dltSuffix`.
+        assert_eq!(
+            case(
+                "{maxAttempts: 1}",
+                ", sameIntervalTopicReuse: multipleTopics"
+            ),
+            ["mainTopictest-dlt-suffix"]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldCreateTwoRetryPropertiesForMultipleBackoffValues: ExponentialBackOff(1000, 2),
+        // 3 attempts, SUFFIX_WITH_DELAY_VALUE, MULTIPLE_TOPICS.
+        assert_eq!(
+            case(
+                "{maxAttempts: 3, backoff: {initial: 1s, multiplier: 2, max: 30s}}",
+                ", sameIntervalTopicReuse: multipleTopics"
+            ),
+            [
+                "mainTopictest-retry-suffix-1000",
+                "mainTopictest-retry-suffix-2000",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldCreateOneRetryPropertyForFixedBackoffWithSingleTopicSameIntervalReuseStrategy:
+        // FixedBackOff(1000), 5 attempts, SINGLE_TOPIC: the bare suffix.
+        assert_eq!(
+            case("{maxAttempts: 5, backoff: {initial: 1s}}", ""),
+            ["mainTopictest-retry-suffix", "mainTopictest-dlt-suffix"]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldCreateRetryPropertiesForFixedBackoffWithMultiTopicStrategy: FixedBackOff(5000),
+        // 3 attempts, SUFFIX_WITH_DELAY_VALUE, MULTIPLE_TOPICS: a fixed delay is indexed.
+        assert_eq!(
+            case(
+                "{maxAttempts: 3, backoff: {initial: 5s}}",
+                ", sameIntervalTopicReuse: multipleTopics"
+            ),
+            [
+                "mainTopictest-retry-suffix-0",
+                "mainTopictest-retry-suffix-1",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldSuffixRetryTopicsWithIndexIfSuffixWithIndexStrategy: `new
+        // ExponentialBackOff()`, 3 attempts, SUFFIX_WITH_INDEX_VALUE, MULTIPLE_TOPICS.
+        assert_eq!(
+            case(
+                "{maxAttempts: 3, backoff: {initial: 2s, multiplier: 1.5, max: 30s}}",
+                ", naming: index, sameIntervalTopicReuse: multipleTopics"
+            ),
+            [
+                "mainTopictest-retry-suffix-0",
+                "mainTopictest-retry-suffix-1",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldSuffixRetryTopicsWithIndexIfFixedDelayWithMultipleTopics: FixedBackOff(1000),
+        // 3 attempts, SUFFIX_WITH_INDEX_VALUE, MULTIPLE_TOPICS.
+        assert_eq!(
+            case(
+                "{maxAttempts: 3, backoff: {initial: 1s}}",
+                ", naming: index, sameIntervalTopicReuse: multipleTopics"
+            ),
+            [
+                "mainTopictest-retry-suffix-0",
+                "mainTopictest-retry-suffix-1",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // The next three: ExponentialBackOff(1000, 2) with maxInterval 3000, 5 attempts, so
+        // the delays are 1000, 2000, 3000, 3000.
+        let capped = "{maxAttempts: 5, backoff: {initial: 1s, multiplier: 2, max: 3s}}";
+        // DestinationTopicPropertiesFactoryTests.shouldSuffixRetryTopicsWithMixedIfMaxDelayReached:
+        // SUFFIX_WITH_DELAY_VALUE, MULTIPLE_TOPICS.
+        assert_eq!(
+            case(capped, ", sameIntervalTopicReuse: multipleTopics"),
+            [
+                "mainTopictest-retry-suffix-1000",
+                "mainTopictest-retry-suffix-2000",
+                "mainTopictest-retry-suffix-3000-0",
+                "mainTopictest-retry-suffix-3000-1",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldReuseRetryTopicsIfMaxDelayReachedWithDelayValueSuffixingStrategy:
+        // SUFFIX_WITH_DELAY_VALUE, SINGLE_TOPIC: the attempts at maxInterval share a topic.
+        assert_eq!(
+            case(capped, ""),
+            [
+                "mainTopictest-retry-suffix-1000",
+                "mainTopictest-retry-suffix-2000",
+                "mainTopictest-retry-suffix-3000",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldReuseRetryTopicsIfMaxDelayReachedWithIndexValueSuffixingStrategy:
+        // SUFFIX_WITH_INDEX_VALUE, SINGLE_TOPIC.
+        assert_eq!(
+            case(capped, ", naming: index"),
+            [
+                "mainTopictest-retry-suffix-0",
+                "mainTopictest-retry-suffix-1",
+                "mainTopictest-retry-suffix-2",
+                "mainTopictest-dlt-suffix"
+            ]
+        );
+        // DestinationTopicPropertiesFactoryTests
+        // .shouldNotReuseRetryTopicsIfRepeatedIntervalsAreInTheMiddleOfChain: delays no
+        // backoff of the spec produces (1000, 2000, 2000, 2000, 3000), so the naming itself.
+        assert_eq!(
+            spring_retry_suffixes(
+                &ms(&[1000, 2000, 2000, 2000, 3000]),
+                "test-retry-suffix",
+                false,
+                false
+            )
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect::<Vec<_>>(),
+            [
+                "test-retry-suffix-1000",
+                "test-retry-suffix-2000-0",
+                "test-retry-suffix-2000-1",
+                "test-retry-suffix-2000-2",
+                "test-retry-suffix-3000"
+            ]
+        );
+
+        // RetryTopicIntegrationTests.shouldRetryFifthTopicWithTwoListenersAndManualAssignment
+        // (FifthTopicListener1): attempts 4, @BackOff(250), retryTopicSuffix "-listener1",
+        // dltTopicSuffix "-listener1-dlt", SUFFIX_WITH_INDEX_VALUE, MULTIPLE_TOPICS; the
+        // listener sees exactly these topics.
+        assert_eq!(
+            topic_names(&kafka_channel(
+                "myRetryTopic5",
+                "  retry: {maxAttempts: 4, backoff: {initial: 250ms}}\n  kafka: {naming: index, sameIntervalTopicReuse: multipleTopics, retryTopicSuffix: -listener1, dltSuffix: -listener1-dlt}\n",
+            )),
+            [
+                "myRetryTopic5-listener1-0",
+                "myRetryTopic5-listener1-1",
+                "myRetryTopic5-listener1-2",
+                "myRetryTopic5-listener1-dlt"
+            ]
+        );
+    }
+
+    /// The configuration of issue 18 (a Spring application with `retryTopicSuffix(".retry")`,
+    /// `dltSuffix(".dlt")`, `suffixTopicsWithIndexValues()`, `exponentialBackoff(1000, 2,
+    /// 16000)`, `maxAttempts(5)`), and the reference's examples (spring-kafka-docs
+    /// `retrytopic/topic-naming.adoc`, "Retry Topics and DLT Suffixes").
+    #[test]
+    fn dotted_suffixes_are_joined_to_the_index_or_delay_with_a_dash() {
+        let r = kafka_channel(
+            "orders",
+            "  retry: {maxAttempts: 5, backoff: {initial: 1s, multiplier: 2, max: 16s}}\n  kafka: {naming: index, retryTopicSuffix: .retry, dltSuffix: .dlt}\n",
+        );
+        assert_eq!(
+            names(&r),
+            [
+                ("orders.retry-0", 1000),
+                ("orders.retry-1", 2000),
+                ("orders.retry-2", 4000),
+                ("orders.retry-3", 8000)
+            ]
+        );
+        assert_eq!(r.dead_letter, "orders.dlt");
+        let k = r.kafka.as_ref().expect("kafka");
+        assert_eq!(
+            (k.retry_topic_suffix.as_str(), k.dlt_suffix.as_str()),
+            (".retry", ".dlt")
+        );
+
+        // The same with delays (`spring`), and past maxInterval (the 16 s topic reused).
+        let r = kafka_channel(
+            "orders",
+            "  retry: {maxAttempts: 8, backoff: {initial: 1s, multiplier: 2, max: 16s}}\n  kafka: {retryTopicSuffix: .retry, dltSuffix: .dlt}\n",
+        );
+        assert_eq!(
+            topic_names(&r),
+            [
+                "orders.retry-1000",
+                "orders.retry-2000",
+                "orders.retry-4000",
+                "orders.retry-8000",
+                "orders.retry-16000",
+                "orders.dlt"
+            ]
+        );
+
+        // topic-naming.adoc: `@RetryableTopic(retryTopicSuffix = "-my-retry-suffix",
+        // dltTopicSuffix = "-my-dlt-suffix")` with Spring's default 1 s fixed backoff and
+        // 3 attempts: one reused retry topic.
+        let r = kafka_channel(
+            "my-annotated-topic",
+            "  retry: {maxAttempts: 3}\n  kafka: {retryTopicSuffix: -my-retry-suffix, dltSuffix: -my-dlt-suffix}\n",
+        );
+        assert_eq!(
+            topic_names(&r),
+            [
+                "my-annotated-topic-my-retry-suffix",
+                "my-annotated-topic-my-dlt-suffix"
+            ]
+        );
+
+        // An explicit `deadLetter.name` still names the DLT (lint refuses it beside dltSuffix).
+        let r = kafka(
+            "  retry: {maxAttempts: 2}\n  deadLetter: {name: x.dead}\n  kafka: {dltSuffix: .dlt}\n",
+        );
+        assert_eq!(r.dead_letter, "x.dead");
+    }
+
+    /// `kafka.exceptionBasedDlts`: Spring's exception-based DLTs, `<main><suffix><dltSuffix>`.
+    #[test]
+    fn exception_based_dlts_are_named_as_spring_kafka_names_them() {
+        // DestinationTopicPropertiesFactoryTests.shouldCreateDltPropertiesForCustomExceptionBasedRouting:
+        // routing key `deserialization`, dltSuffix `test-dlt-suffix`, one attempt: the custom
+        // DLT (`desExcDltSuffix + dltSuffix`) and then the DLT.
+        let r = kafka_channel(
+            "mainTopic",
+            "  retry: {maxAttempts: 1}\n  kafka: {retryTopicSuffix: test-retry-suffix, dltSuffix: test-dlt-suffix, exceptionBasedDlts: [deserialization]}\n",
+        );
+        assert_eq!(
+            r.names(),
+            [
+                ("mainTopic", "main"),
+                ("mainTopictest-dlt-suffix", "dead-letter"),
+                (
+                    "mainTopicdeserializationtest-dlt-suffix",
+                    "exception dead-letter"
+                )
+            ]
+        );
+        // The reference (spring-kafka-docs retrytopic/features.adoc, "Routing of messages to
+        // custom DLTs based on thrown exceptions"): `@ExceptionBasedDltDestination(suffix =
+        // "-deserialization", ...)` on `my-annotated-topic` routes to
+        // `my-annotated-topic-deserialization-dlt`. DestinationTopicTests builds its custom DLTs
+        // the same way (`"-deserialization" + dltSuffix`, `"-custom"`, `"-validation"`).
+        let r = kafka_channel(
+            "my-annotated-topic",
+            "  retry: {maxAttempts: 3}\n  kafka: {exceptionBasedDlts: [-deserialization, -custom, -validation]}\n",
+        );
+        let k = r.kafka.as_ref().expect("kafka");
+        assert_eq!(
+            k.exception_dead_letters,
+            [
+                "my-annotated-topic-deserialization-dlt",
+                "my-annotated-topic-custom-dlt",
+                "my-annotated-topic-validation-dlt"
+            ]
+        );
+        assert_eq!(r.dead_letter, "my-annotated-topic-dlt");
+        // With `deadLetter.name` the DLT is named outright; the exception-based ones stay
+        // Spring's.
+        let r = kafka(
+            "  retry: {maxAttempts: 2}\n  deadLetter: {name: app.dead}\n  kafka: {dltSuffix: .dlt, exceptionBasedDlts: [.poison]}\n",
+        );
+        let k = r.kafka.as_ref().expect("kafka");
+        assert_eq!(
+            (r.dead_letter.as_str(), k.exception_dead_letters.as_slice()),
+            ("app.dead", &["app.orders.poison.dlt".to_owned()][..])
+        );
+    }
+
+    /// `DestinationTopicPropertiesFactory.DestinationTopicSuffixes`: a suffix without text
+    /// (`StringUtils.hasText`) is replaced by Spring's default, silently.
+    #[test]
+    fn a_blank_suffix_is_spring_default_as_in_destination_topic_suffixes() {
+        assert_eq!(spring_suffix(None, "-retry"), "-retry");
+        assert_eq!(spring_suffix(Some(""), "-retry"), "-retry");
+        assert_eq!(spring_suffix(Some(" \t\u{1f}"), "-dlt"), "-dlt");
+        // Java's isWhitespace excludes the no-break space: Spring keeps it (lint refuses it).
+        assert_eq!(spring_suffix(Some("\u{a0}"), "-dlt"), "\u{a0}");
+        assert_eq!(spring_suffix(Some(".r"), "-retry"), ".r");
+        let r = kafka(
+            "  retry: {maxAttempts: 3}\n  kafka: {retryTopicSuffix: \"\", dltSuffix: \" \"}\n",
+        );
+        assert_eq!(topic_names(&r), ["app.orders-retry", "app.orders-dlt"]);
     }
 
     #[test]

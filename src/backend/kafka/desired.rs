@@ -1,5 +1,6 @@
 //! Kafka desired state (pure, no I/O): a resolved channel becomes its main topic, one retry
-//! topic per distinct delay (named by the naming profile) and the dead-letter topic.
+//! topic per distinct delay (named by the naming profile), the dead-letter topic and Spring's
+//! exception-based dead-letter topics, if any.
 
 use serde_json::json;
 
@@ -30,12 +31,26 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
             present: true,
         }
     };
-    let mut out = vec![topic(
+    // Spring's exception-based DLTs are dead-letter topics like the main one (same partitions,
+    // same retention), created first with it.
+    let mut out: Vec<Desired> = k
+        .exception_dead_letters
+        .iter()
+        .map(|name| {
+            topic(
+                name,
+                Role::DeadLetter,
+                k.dead_letter_partitions,
+                r.dead_letter_retention,
+            )
+        })
+        .collect();
+    out.push(topic(
         &r.dead_letter,
         Role::DeadLetter,
         k.dead_letter_partitions,
         r.dead_letter_retention,
-    )];
+    ));
     // Retry topics keep the main topic's retention: a record may wait there behind a lagging
     // consumer far longer than its delay.
     for stage in &r.retry_stages {

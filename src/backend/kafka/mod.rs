@@ -550,4 +550,37 @@ mod tests {
             json!("delete")
         );
     }
+
+    #[test]
+    fn exception_based_dead_letter_topics_are_desired_like_the_dead_letter_topic() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retry: {maxAttempts: 2}\n  deadLetter: {retention: 30d}\n  kafka: {partitions: 3, deadLetterPartitions: 6, exceptionBasedDlts: [-deserialization, -validation]}\n",
+        );
+        let r = crate::spec::resolve::resolve(
+            &ws.channels[0].value,
+            "k",
+            &target(Value::Null, Value::Null),
+        )
+        .expect("resolves");
+        let d = desired(&r);
+        let names: Vec<(&str, Role)> = d.iter().map(|x| (x.id.name.as_str(), x.role)).collect();
+        assert_eq!(
+            names,
+            [
+                ("app.orders-deserialization-dlt", Role::DeadLetter),
+                ("app.orders-validation-dlt", Role::DeadLetter),
+                ("app.orders-dlt", Role::DeadLetter),
+                ("app.orders-retry", Role::Retry),
+                ("app.orders", Role::Main)
+            ]
+        );
+        for dlt in &d[..3] {
+            assert_eq!(dlt.props.get("partitions"), Some(&json!(6)));
+            assert_eq!(
+                dlt.props.get("config.retention.ms"),
+                Some(&json!(2_592_000_000_u64))
+            );
+        }
+    }
 }

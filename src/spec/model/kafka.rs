@@ -1,5 +1,5 @@
 //! `spec.kafka`: the settings that apply only to channels on a Kafka target (partitions,
-//! replication, Spring Kafka's retry topic naming, topic configs).
+//! replication, Spring Kafka's retry topic naming and suffixes, topic configs).
 //!
 //! Depends on nothing else in the crate.
 
@@ -28,12 +28,33 @@ pub struct KafkaOptions {
     /// (`<main>-retry-<delay ms>`, or `<main>-retry` for a single retry topic; the default),
     /// `index` (Spring's index suffixing: `<main>-retry-0`, `-retry-1`, ...) or `custom`
     /// (`retry.name`). The dead-letter topic is `<main>-dlt` unless `deadLetter.name` says.
+    /// `retryTopicSuffix` and `dltSuffix` replace Spring's `-retry` and `-dlt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub naming: Option<KafkaNaming>,
+    /// Spring's retry topic suffix (`retryTopicSuffix` on `@RetryableTopic` and
+    /// `RetryTopicConfigurationBuilder`), put between the main topic and the delay or index:
+    /// `.retry` gives `<main>.retry-1000` (`spring`) or `<main>.retry-0` (`index`). Default
+    /// `-retry`. Only with the `spring` and `index` profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_topic_suffix: Option<String>,
+    /// Spring's dead-letter topic suffix (`dltTopicSuffix` on `@RetryableTopic`, `dltSuffix`
+    /// on `RetryTopicConfigurationBuilder`): the DLT is `<main><dltSuffix>`. Default `-dlt`.
+    /// Not together with `deadLetter.name`, which names the DLT outright.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dlt_suffix: Option<String>,
+    /// Spring's exception-based DLTs (since Spring Kafka 3.2): the `suffix` of each
+    /// `@ExceptionBasedDltDestination` in `@RetryableTopic(exceptionBasedDltRouting)`, or each
+    /// key of `RetryTopicConfigurationBuilder.dltRoutingRules`. Each is one more dead-letter
+    /// topic, `<main><suffix><dltSuffix>` (`-deserialization` gives
+    /// `<main>-deserialization-dlt`), with the DLT's partitions and retention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub exception_based_dlts: Option<Vec<String>>,
     /// Spring's `SameIntervalTopicReuseStrategy`: `singleTopic` (the default of
     /// `@RetryableTopic` since Spring Kafka 3.2) lets the trailing attempts with the same delay
-    /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`,
-    /// and of `@RetryableTopic` before 3.2) gives every attempt its own topic.
+    /// share one retry topic; `multipleTopics` (the default of `RetryTopicConfigurationBuilder`
+    /// before Spring Kafka 4.1, and of `@RetryableTopic` before 3.2) gives every attempt its own
+    /// topic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_interval_topic_reuse: Option<TopicReuse>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,

@@ -1,16 +1,17 @@
 //! Rules for channels on a Kafka target: partitions of the dead-letter topic, retention,
-//! Spring Kafka's retry topic naming profiles, and topic configs dlqctl owns.
+//! Spring Kafka's retry topic naming profiles and suffixes, and topic configs dlqctl owns.
 //!
 //! Depends on `alarms` and `channel` (the advice every broker shares) and the resolved
 //! channel.
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
+use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, KafkaNaming, Target};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{Resolved, SPRING_DLT_SUFFIX, SPRING_RETRY_SUFFIX, java_has_text};
 
 pub const KAFKA_MIN_RETENTION: Duration = Duration::from_secs(1);
 
@@ -73,6 +74,7 @@ pub(super) fn check_kafka(
         ),
         _ => {}
     }
+    check_suffixes(doc, k.naming, out);
     if k.config.contains_key("retention.ms") {
         out.push(
             Diagnostic::error(
@@ -93,5 +95,89 @@ pub(super) fn check_kafka(
             )
             .at(doc.locs.value("/spec/retention")),
         );
+    }
+}
+
+/// `kafka/suffix`: Spring's `retryTopicSuffix` and `dltSuffix`, and the suffixes of its
+/// exception-based DLTs, must be usable in a topic name; the first two must also say something
+/// (Spring replaces a blank suffix by its default without a word) and must not be set where
+/// another field names the topics instead.
+fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnostic>) {
+    let Some(o) = doc.value.spec.kafka.as_ref() else {
+        return;
+    };
+    let dead_letter_named = doc
+        .value
+        .spec
+        .dead_letter
+        .as_ref()
+        .is_some_and(|d| d.name.is_some());
+    for (field, value, default) in [
+        (
+            "retryTopicSuffix",
+            &o.retry_topic_suffix,
+            SPRING_RETRY_SUFFIX,
+        ),
+        ("dltSuffix", &o.dlt_suffix, SPRING_DLT_SUFFIX),
+    ] {
+        let Some(value) = value.as_deref() else {
+            continue;
+        };
+        let at = doc.locs.value(&format!("/spec/kafka/{field}"));
+        let ignored_by = match field {
+            "retryTopicSuffix" if naming == KafkaNaming::Custom => {
+                Some("`kafka.naming: custom` names the retry topics by `retry.name`")
+            }
+            // The exception-based DLTs still take it.
+            "dltSuffix" if dead_letter_named && o.exception_based_dlts.is_none() => {
+                Some("`deadLetter.name` names the dead-letter topic")
+            }
+            _ => None,
+        };
+        let diagnostic = if let Some(why) = ignored_by {
+            Diagnostic::error(
+                "kafka/suffix",
+                format!("`kafka.{field}` would be ignored: {why}"),
+            )
+            .hint(format!(
+                "remove `kafka.{field}`, or the field that names the topic instead"
+            ))
+        } else if !java_has_text(value) {
+            Diagnostic::error(
+                "kafka/suffix",
+                format!(
+                    "`kafka.{field}` is blank; Spring Kafka ignores a suffix without text and uses its default `{default}`"
+                ),
+            )
+            .hint(format!(
+                "write the suffix the application configures, or remove `kafka.{field}` for `{default}`"
+            ))
+        } else if let Some(problem) = kafka_alphabet_problem(value) {
+            Diagnostic::error(
+                "kafka/suffix",
+                format!("`kafka.{field}` `{}`: {problem}", value.escape_default()),
+            )
+            .hint("Spring appends the suffix to the main topic's name as it is: the topic would be refused")
+        } else {
+            continue;
+        };
+        out.push(diagnostic.at(at));
+    }
+    // `<main><suffix><dltSuffix>`, taken as it is (an empty one is the main DLT's name, which
+    // `name/collision` reports).
+    for (i, suffix) in o.exception_based_dlts.iter().flatten().enumerate() {
+        if let Some(problem) = kafka_alphabet_problem(suffix) {
+            out.push(
+                Diagnostic::error(
+                    "kafka/suffix",
+                    format!(
+                        "`kafka.exceptionBasedDlts` `{}`: {problem}",
+                        suffix.escape_default()
+                    ),
+                )
+                .at(doc.locs.value(&format!("/spec/kafka/exceptionBasedDlts/{i}")))
+                .hint("Spring puts the suffix between the main topic's name and the DLT suffix as it is: the topic would be refused"),
+            );
+        }
     }
 }

@@ -151,4 +151,68 @@ mod tests {
             Vec::<&str>::new()
         );
     }
+
+    #[test]
+    fn spring_suffixes_must_be_usable_and_not_overridden() {
+        for ok in [
+            "  kafka: {retryTopicSuffix: .retry, dltSuffix: .dlt}\n",
+            "  kafka: {naming: index, retryTopicSuffix: _r, dltSuffix: -listener1-dlt}\n",
+            // The DLT of the custom profile is still Spring's `<main><dltSuffix>`.
+            "    name: \"{channel}.r.{index}\"\n  kafka: {naming: custom, dltSuffix: .dlt}\n",
+        ] {
+            assert_eq!(kafka_rules(ok), Vec::<&str>::new(), "{ok}");
+        }
+        for (bad, why) in [
+            (
+                "  kafka: {retryTopicSuffix: \"\"}\n",
+                "empty: Spring's default instead",
+            ),
+            ("  kafka: {dltSuffix: \"\\t\"}\n", "whitespace only"),
+            ("  kafka: {dltSuffix: \".d lt\"}\n", "a blank inside"),
+            (
+                "  kafka: {retryTopicSuffix: \"-retry\\u00e9\"}\n",
+                "not ASCII",
+            ),
+            (
+                "  deadLetter: {name: app.dead}\n  kafka: {dltSuffix: .dlt}\n",
+                "named DLT",
+            ),
+            (
+                "    name: \"{channel}.r.{index}\"\n  kafka: {naming: custom, retryTopicSuffix: .r}\n",
+                "custom retry names",
+            ),
+        ] {
+            assert_eq!(kafka_rules(bad), ["kafka/suffix"], "{why}");
+        }
+        // Exception-based DLTs: each suffix as a topic name's characters, and distinct names.
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-deserialization, .poison]}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-bad/name]}\n"),
+            ["kafka/suffix"]
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [-x, -x]}\n"),
+            ["name/collision"]
+        );
+        assert_eq!(
+            kafka_rules("  kafka: {exceptionBasedDlts: [\"\"]}\n"),
+            ["name/collision"],
+            "an empty one is the DLT itself"
+        );
+        // `dltSuffix` beside `deadLetter.name` still names the exception-based DLTs.
+        assert_eq!(
+            kafka_rules(
+                "  deadLetter: {name: app.dead}\n  kafka: {dltSuffix: .dlt, exceptionBasedDlts: [-x]}\n"
+            ),
+            Vec::<&str>::new()
+        );
+        // The same suffix for both: with one retry topic, the two topics are one name.
+        assert_eq!(
+            kafka_rules("  kafka: {retryTopicSuffix: .x, dltSuffix: .x}\n"),
+            ["name/collision"]
+        );
+    }
 }

@@ -51,10 +51,15 @@ fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static st
     } else {
         "/metadata/name"
     };
+    // A Spring suffix that is set is what a derived name adds to the main topic's.
+    let suffix =
+        |field: &'static str| (backend == Backend::Kafka && doc.locs.has(field)).then_some(field);
     let field = match role {
         "main" => return main,
-        "dead-letter" => "/spec/deadLetter/name",
-        _ if derived => return main,
+        "dead-letter" if doc.locs.has("/spec/deadLetter/name") => return "/spec/deadLetter/name",
+        "dead-letter" => return suffix("/spec/kafka/dltSuffix").unwrap_or(main),
+        "exception dead-letter" => return suffix("/spec/kafka/exceptionBasedDlts").unwrap_or(main),
+        _ if derived => return suffix("/spec/kafka/retryTopicSuffix").unwrap_or(main),
         _ => "/spec/retry/name",
     };
     if doc.locs.has(field) { field } else { main }
@@ -95,11 +100,24 @@ pub(super) fn check_names(
             Backend::Rabbitmq => rabbit_name_problem(name),
             Backend::Kafka => kafka_name_problem(name),
         };
+        // A name made with a Spring suffix (its pointer is `/spec/kafka/...`): a character no
+        // topic may hold came from the suffix or the main topic's name, and is reported there
+        // (`kafka/suffix`, or this rule on the main topic), once.
+        let from_suffix = pointer.starts_with("/spec/kafka/");
+        if from_suffix && kafka_alphabet_problem(name).is_some() {
+            continue;
+        }
         if let Some(p) = problem {
+            let hint = match pointer.rsplit('/').next() {
+                Some(field) if from_suffix => format!(
+                    "shorten the main topic's name or `kafka.{field}`: Spring appends the suffix to it as it is"
+                ),
+                _ => "set the name template explicitly (`spec.name`, `spec.deadLetter.name`, `spec.retry.name`)".to_owned(),
+            };
             out.push(
                 Diagnostic::error("name/invalid", format!("{role} name `{name}`: {p}"))
                     .at(at)
-                    .hint("set the name template explicitly (`spec.name`, `spec.deadLetter.name`, `spec.retry.name`)"),
+                    .hint(hint),
             );
         }
     }
@@ -164,16 +182,19 @@ pub fn kafka_name_problem(name: &str) -> Option<String> {
             name.chars().count()
         ));
     }
-    if let Some(c) = name
+    kafka_alphabet_problem(name)
+}
+
+/// The first character of `text` that a Kafka topic name may not hold, as a problem. Shared by
+/// topic names and the Spring suffixes that are appended to them (`kafka/suffix`).
+pub fn kafka_alphabet_problem(text: &str) -> Option<String> {
+    let c = text
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Some(format!(
-            "Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `{}`",
-            c.escape_default()
-        ));
-    }
-    None
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))?;
+    Some(format!(
+        "Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `{}`",
+        c.escape_default()
+    ))
 }
 
 /// Rules across channels: unique channel names and resource names per target.
