@@ -636,6 +636,55 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
 }
 
+/// A removed channel with a named dead-letter exchange is pruned in the reverse of its apply
+/// order: what dead-letters into the exchange first (the main queue and its policy), then the
+/// DLQ's binding, the exchange, and the DLQ last.
+#[test]
+fn rabbitmq_prune_of_a_named_dead_letter_exchange_deletes_in_reverse() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let (a, b) = (format!("{}.a", w.stem), format!("{}.b", w.stem));
+    w.example("orders-rabbitmq.yaml", &a);
+    let b_spec = w.path().join("specs").join(format!("{b}.yaml"));
+    let text = support::rabbit::with_dead_letter_exchange("policy")(support::workspace::renamed(
+        "orders-rabbitmq.yaml",
+        &b,
+    ));
+    std::fs::write(&b_spec, text).expect("write spec");
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    std::fs::remove_file(b_spec).expect("remove b's spec");
+    wait_for_messages(&format!("{b}.dlq"), 0);
+    let (dlx, key) = support::rabbit::dead_letter_exchange(&b);
+    let done = w.apply_prune(&["--allow-delete", "--allow-message-loss"]);
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    let step = |what: String| {
+        done.stderr
+            .find(&what)
+            .unwrap_or_else(|| panic!("no step `{what}`\n{}", done.stderr))
+    };
+    let order = [
+        step(format!("policy {b}.process ")),
+        step(format!("queue {b}.process ")),
+        step(format!("binding {dlx} -> {b}.dlq [{key}]")),
+        step(format!("exchange {dlx} ")),
+        step(format!("queue {b}.dlq ")),
+    ];
+    assert!(order.is_sorted(), "prune order {order:?}\n{}", done.stderr);
+    let (status, _) = block(support::rabbit::api(
+        reqwest::Method::GET,
+        &format!("/api/exchanges/%2F/{dlx}"),
+        None,
+    ));
+    assert_eq!(status, 404, "the dead-letter exchange is gone");
+    assert_eq!(
+        queue_status(&format!("{a}.dlq")),
+        200,
+        "channel a is untouched"
+    );
+    w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
+}
+
 #[test]
 fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     let Some(w) = World::new(&["sqs"]) else {

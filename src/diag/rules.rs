@@ -82,6 +82,8 @@ pub const RULES: &[Rule] = &[
         "The TTL retry model waits in a retry queue for the backoff delay; set `retry.backoff` (or use `retryModel: deliveryLimit` on a quorum queue)."),
     rule("rabbitmq/delivery-limit-quorum", E, "A delivery limit on a classic queue",
         "`retryModel: deliveryLimit` needs `queueType: quorum`: classic queues have no delivery limit."),
+    rule("rabbitmq/dlx-consumer-publishes", I, "A dead-letter exchange the broker does not send to",
+        "In policy mode with retry queues, a rejected message goes round the retry loop, not through `rabbitmq.deadLetterExchange`: the consumer publishes it there after the last attempt. With `dlx: arguments` a reject goes through the exchange."),
     rule("rabbitmq/dlx-exchange-type", E, "A `headers` dead-letter exchange",
         "`rabbitmq.deadLetterExchange` routes dead letters by their dead-letter routing key, which a `headers` exchange ignores; use `direct`, `topic` or `fanout`."),
     rule("rabbitmq/ttl-range", E, "A RabbitMQ TTL beyond 2^32-1 ms",

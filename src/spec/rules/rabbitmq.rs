@@ -10,7 +10,7 @@ use super::channel::jitter_info;
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
-use crate::spec::model::{Backend, Channel, ExchangeKind, QueueType, RetryModel, Target};
+use crate::spec::model::{Backend, Channel, DlxMode, ExchangeKind, QueueType, RetryModel, Target};
 use crate::spec::resolve::{RabbitResolved, Resolved};
 
 /// `x-message-ttl` is an unsigned 32-bit number of milliseconds.
@@ -39,13 +39,15 @@ pub(super) fn check_rabbitmq(
             out,
         );
     }
-    check_dead_letter_exchange(doc, rb, target, out);
+    check_dead_letter_exchange(doc, r, rb, target, out);
 }
 
-/// The named dead-letter exchange: a valid owned name, not the channel's own exchange, and a
-/// type that routes by the dead-letter routing key (`rabbitmq/dlx-exchange-type`).
+/// The named dead-letter exchange: a valid owned name, not the channel's own exchange, a type
+/// that routes by the dead-letter routing key (`rabbitmq/dlx-exchange-type`), and a note where
+/// the broker does not send to it (`rabbitmq/dlx-consumer-publishes`).
 fn check_dead_letter_exchange(
     doc: &Doc<Channel>,
+    r: &Resolved,
     rb: &RabbitResolved,
     target: &Target,
     out: &mut Vec<Diagnostic>,
@@ -80,6 +82,24 @@ fn check_dead_letter_exchange(
             )
             .at(doc.locs.value("/spec/rabbitmq/deadLetterExchange/type"))
             .hint("use `direct` (the default), `topic` or `fanout`"),
+        );
+    }
+    // Policy mode sends a rejected message round the retry loop: the exchange only sees what
+    // the consumer publishes to it after the last attempt.
+    if rb.dlx == DlxMode::Policy
+        && rb.retry_model == RetryModel::Ttl
+        && let Some(first) = r.retry_stages.first()
+    {
+        out.push(
+            Diagnostic::info(
+                "rabbitmq/dlx-consumer-publishes",
+                format!(
+                    "in policy mode the main queue dead-letters into its first retry queue `{}`, not through `{}`: after the last attempt the consumer publishes the message to `{}` with routing key `{}`",
+                    first.name, x.name, x.name, x.routing_key
+                ),
+            )
+            .at(doc.locs.key("/spec/rabbitmq/deadLetterExchange"))
+            .hint("with `dlx: arguments` a reject goes through the exchange (the consumer then publishes to the retry queues itself)"),
         );
     }
 }
