@@ -869,24 +869,24 @@ fn dead_letter_exchange<'l>(
                 "in policy mode its main queue should dead-letter into its first retry queue, not through exchange {x}; with x-arguments a spec can say this"
             ));
         }
-        Some((x, Some(key))) => {
-            let Some((xid, _)) =
-                s.live
-                    .get_key_value(&resource_id(s.target_name, Kind::Exchange, s.vhost, x))
-            else {
-                return Ok(None);
-            };
-            (xid.name.as_str(), key.to_owned())
+        Some((x, key)) => {
+            let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+            match (s.live.get_key_value(&xid), key) {
+                (Some((xid, _)), Some(key)) => (xid.name.as_str(), key.to_owned()),
+                // `retry_loop` found the DLQ through this exchange and key: both are there.
+                _ => return Err(format!("its dead-letter exchange {x} was not read")),
+            }
         }
-        Some(_) => return Ok(None),
         None if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() => {
             let members = ms.all();
             let by_exchange = bindings_by_exchange(s, &members);
             let only_dlq: Vec<(&'l str, String)> = by_exchange
                 .iter()
                 .filter(|(x, _)| {
-                    s.live
-                        .contains_key(&resource_id(s.target_name, Kind::Exchange, s.vhost, x))
+                    let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+                    s.live.contains_key(&xid)
+                        && exchange_kind(s.live.get(&xid)) != ExchangeKind::Headers
+                        && shared_dlx(s, x, dlq, ms.main.name).is_none()
                 })
                 .filter_map(|(x, bs)| match bs.as_slice() {
                     [(_, b)] if b.props.get("destination").and_then(Value::as_str) == Some(dlq) => {
@@ -904,6 +904,16 @@ fn dead_letter_exchange<'l>(
         None => return Ok(None),
     };
     let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+    if exchange_kind(s.live.get(&xid)) == ExchangeKind::Headers {
+        return Err(format!(
+            "it dead-letters through headers exchange {x}, which ignores the dead-letter routing key; a spec's dead-letter exchange routes by it"
+        ));
+    }
+    if let Some(other) = shared_dlx(s, x, dlq, ms.main.name) {
+        return Err(format!(
+            "its dead-letter exchange {x} also serves {other}; in a spec a dead-letter exchange belongs to one channel"
+        ));
+    }
     let bid = resource_id(
         s.target_name,
         Kind::Binding,
@@ -930,6 +940,24 @@ fn dead_letter_exchange<'l>(
         },
         (x, bid),
     )))
+}
+
+/// What else uses exchange `x` besides the channel whose main queue and DLQ these are: a
+/// binding to another queue or exchange, or another queue or policy dead-lettering into it.
+fn shared_dlx(s: &Scope, x: &str, dlq: &str, main: &str) -> Option<String> {
+    s.live
+        .iter()
+        .filter(|(i, _)| i.scope == s.vhost)
+        .find_map(|(i, l)| {
+            let get = |k: &str| l.props.get(k).and_then(Value::as_str);
+            let other = match i.kind {
+                Kind::Binding => get("source") == Some(x) && get("destination") != Some(dlq),
+                Kind::Queue => get("arguments.x-dead-letter-exchange") == Some(x) && i.name != main,
+                Kind::Policy => get("definition.dead-letter-exchange") == Some(x) && i.name != main,
+                _ => false,
+            };
+            other.then(|| i.to_string())
+        })
 }
 
 /// An exchange's type as read (`direct` when unknown).
@@ -1303,6 +1331,57 @@ mod tests {
         for d in crate::backend::rabbitmq::desired(&back) {
             assert_eq!(crate::plan::diff(&d, l.get(&d.id)), None, "{}", d.id);
         }
+    }
+
+    #[test]
+    fn a_dead_letter_exchange_that_serves_two_channels_or_ignores_keys_is_not_imported() {
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let main = |key: &str| {
+            let mut m = plain.clone();
+            m["arguments.x-dead-letter-exchange"] = json!("o.dlx");
+            m["arguments.x-dead-letter-routing-key"] = json!(key);
+            m
+        };
+        let binding = |dlq: &str, key: &str| {
+            (
+                id(
+                    Kind::Binding,
+                    &crate::backend::rabbitmq::binding_name("o.dlx", dlq, key),
+                ),
+                live(json!({"source": "o.dlx", "destination": dlq, "routing_key": key})),
+            )
+        };
+        let exchange = |kind: &str| (id(Kind::Exchange, "o.dlx"), live(json!({"type": kind})));
+        let shared: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.a"), live(main("a"))),
+            (id(Kind::Queue, "o.a.dlq"), live(plain.clone())),
+            (id(Kind::Queue, "o.b"), live(main("b"))),
+            (id(Kind::Queue, "o.b.dlq"), live(plain.clone())),
+            exchange("direct"),
+            binding("o.a.dlq", "a"),
+            binding("o.b.dlq", "b"),
+        ]
+        .into();
+        let (found, unmatched) = group(&scope(&shared), &BTreeMap::new(), None);
+        assert!(found.is_empty(), "{found:?}");
+        assert!(
+            unmatched.iter().any(|u| u.contains("also serves")),
+            "{unmatched:?}"
+        );
+
+        let headers: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.a"), live(main("a"))),
+            (id(Kind::Queue, "o.a.dlq"), live(plain.clone())),
+            exchange("headers"),
+            binding("o.a.dlq", "a"),
+        ]
+        .into();
+        let (found, unmatched) = group(&scope(&headers), &BTreeMap::new(), None);
+        assert!(found.is_empty(), "{found:?}");
+        assert!(
+            unmatched.iter().any(|u| u.contains("headers exchange")),
+            "{unmatched:?}"
+        );
     }
 
     fn resolve_rabbit(c: &crate::spec::model::Channel) -> crate::spec::resolve::Resolved {
