@@ -73,7 +73,7 @@ pub const RULES: &[Rule] = &[
     rule("lint/unknown-rule", W, "A `spec.lint.allow` entry that names no rule that can be silenced",
         "Only warnings and notes can be silenced, by their exact rule id (the message suggests the closest)."),
     rule("name/collision", E, "Two resources with the same name on one target",
-        "Two channels (or a channel's own queues or exchanges) resolve to the same queue, topic or RabbitMQ exchange name. Change a `name` template or a channel name."),
+        "Two channels (or a channel's own queues) resolve to the same queue or topic name, or a RabbitMQ dead-letter exchange is also another channel's exchange. Change a `name` template or a channel name."),
     rule("name/invalid", E, "A name the backend does not accept",
         "SQS: at most 80 of `[A-Za-z0-9_-]`, ending in `.fifo` exactly when FIFO; RabbitMQ: at most 255 bytes, not starting with `amq.`; Kafka: at most 249 of `[a-zA-Z0-9._-]`, not `.` or `..`."),
     rule("name/template", E, "A name template that cannot be expanded",

@@ -599,17 +599,22 @@ fn alarms(spec: &ChannelSpec) -> AlarmsResolved {
 
 impl Resolved {
     /// Every queue or topic name of the channel, with the role it plays.
-    /// The RabbitMQ exchanges the channel declares, with the spec field each comes from.
-    pub fn exchanges(&self) -> Vec<(&str, &'static str)> {
+    /// The RabbitMQ exchanges the channel declares: name, the spec field it comes from, and
+    /// whether it is the dead-letter exchange.
+    pub fn exchanges(&self) -> Vec<(&str, &'static str, bool)> {
         let Some(rb) = &self.rabbitmq else {
             return Vec::new();
         };
         let mut v = Vec::new();
         if let Some(x) = &rb.exchange {
-            v.push((x.name.as_str(), "/spec/rabbitmq/exchange/name"));
+            v.push((x.name.as_str(), "/spec/rabbitmq/exchange/name", false));
         }
         if let Some(x) = &rb.dead_letter_exchange {
-            v.push((x.name.as_str(), "/spec/rabbitmq/deadLetterExchange/name"));
+            v.push((
+                x.name.as_str(),
+                "/spec/rabbitmq/deadLetterExchange/name",
+                true,
+            ));
         }
         v
     }
