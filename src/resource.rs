@@ -76,6 +76,10 @@ impl fmt::Display for ResourceId {
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     DeadLetter,
+    // A named dead-letter exchange (RabbitMQ) and the DLQ's binding to it: after the DLQ,
+    // before anything dead-letters into them. (Plain comments: the schema keeps one enum.)
+    DeadLetterExchange,
+    DeadLetterBinding,
     DeadLetterPolicy,
     Retry,
     RetryPolicy,

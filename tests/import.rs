@@ -276,6 +276,136 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
     w.assert_empty_plan(&["imported"], &[], "hand-made queues after import");
 }
 
+/// Issue 18's named dead-letter exchange, made by hand in both ways: a main queue whose
+/// x-arguments dead-letter through `payments-dlx` with `payments.transactions.dead` and a 30 s
+/// TTL, its DLQ bound to that direct exchange with that key; and the same by a policy named
+/// after the main queue (topic exchange). Each becomes `rabbitmq.deadLetterExchange` and the
+/// imported specs plan empty.
+#[test]
+fn rabbitmq_a_named_dead_letter_exchange_made_by_hand_imports_and_plans_empty() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (main, dlq, dlx, key) = (
+        format!("{s}.payments-transactions-pending"),
+        format!("{s}.payments-transactions-dead"),
+        format!("{s}.payments-dlx"),
+        "payments.transactions.dead",
+    );
+    let (p_main, p_dlq, p_dlx, p_key) = (
+        format!("{s}.refunds"),
+        format!("{s}.refunds.parked"),
+        format!("{s}.refunds.dlx"),
+        "refunds.dead.v1",
+    );
+    block(async {
+        let q = |args: Value| json!({"durable": true, "auto_delete": false, "arguments": args});
+        let x = |kind: &str| json!({"type": kind, "durable": true, "auto_delete": false, "internal": false, "arguments": {}});
+        // x-arguments, as the consumer declares them.
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/exchanges/%2F/{dlx}"),
+            x("direct"),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{dlq}"),
+            q(json!({})),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::POST,
+            &format!("/api/bindings/%2F/e/{dlx}/q/{dlq}"),
+            json!({"routing_key": key, "arguments": {}}),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{main}"),
+            q(json!({"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": key, "x-message-ttl": 30000})),
+        )
+        .await;
+        // A policy named after the main queue.
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/exchanges/%2F/{p_dlx}"),
+            x("topic"),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{p_dlq}"),
+            q(json!({})),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::POST,
+            &format!("/api/bindings/%2F/e/{p_dlx}/q/{p_dlq}"),
+            json!({"routing_key": p_key, "arguments": {}}),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/policies/%2F/{p_main}"),
+            json!({"pattern": format!("^{}$", p_main.replace('.', "\\.")), "apply-to": "queues", "priority": 10,
+                   "definition": {"dead-letter-exchange": p_dlx, "dead-letter-routing-key": p_key}}),
+        )
+        .await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/queues/%2F/{p_main}"),
+            q(json!({})),
+        )
+        .await;
+    });
+    wait_for_policy(&p_main);
+
+    let o = w.import("local-rabbitmq", &[]);
+    let text = w.imported_text();
+    for expected in [
+        "deadLetterExchange:",
+        &format!("routingKey: {key}"),
+        "dlx: arguments",
+        "retention: 30s",
+        &format!("routingKey: {p_key}"),
+        "type: topic",
+    ] {
+        assert!(
+            text.contains(expected),
+            "missing `{expected}`\n{text}\n{}",
+            o.stderr
+        );
+    }
+    assert!(
+        !o.stderr.contains("fits no channel"),
+        "every object is in a channel\n{}",
+        o.stderr
+    );
+    w.assert_empty_plan(&["imported"], &[], "a hand-made named DLX after import");
+}
+
+/// Waits until RabbitMQ applies the policy of that name to the queue of that name.
+fn wait_for_policy(queue: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, q) = block(support::rabbit::api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{queue}?columns=policy"),
+            None,
+        ));
+        if q["policy"].as_str() == Some(queue) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "policy {queue} never applied: {q}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
     let Some(w) = World::new(&["sqs"]) else {
@@ -502,6 +632,55 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     assert!(
         exists(&lookalike),
         "a queue outside the ownership prefixes survives"
+    );
+    w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
+}
+
+/// A removed channel with a named dead-letter exchange is pruned in the reverse of its apply
+/// order: what dead-letters into the exchange first (the main queue and its policy), then the
+/// DLQ's binding, the exchange, and the DLQ last.
+#[test]
+fn rabbitmq_prune_of_a_named_dead_letter_exchange_deletes_in_reverse() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let (a, b) = (format!("{}.a", w.stem), format!("{}.b", w.stem));
+    w.example("orders-rabbitmq.yaml", &a);
+    let b_spec = w.path().join("specs").join(format!("{b}.yaml"));
+    let text = support::rabbit::with_dead_letter_exchange("policy")(support::workspace::renamed(
+        "orders-rabbitmq.yaml",
+        &b,
+    ));
+    std::fs::write(&b_spec, text).expect("write spec");
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    std::fs::remove_file(b_spec).expect("remove b's spec");
+    wait_for_messages(&format!("{b}.dlq"), 0);
+    let (dlx, key) = support::rabbit::dead_letter_exchange(&b);
+    let done = w.apply_prune(&["--allow-delete", "--allow-message-loss"]);
+    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    let step = |what: String| {
+        done.stderr
+            .find(&what)
+            .unwrap_or_else(|| panic!("no step `{what}`\n{}", done.stderr))
+    };
+    let order = [
+        step(format!("policy {b}.process ")),
+        step(format!("queue {b}.process ")),
+        step(format!("binding {dlx} -> {b}.dlq [{key}]")),
+        step(format!("exchange {dlx} ")),
+        step(format!("queue {b}.dlq ")),
+    ];
+    assert!(order.is_sorted(), "prune order {order:?}\n{}", done.stderr);
+    let (status, _) = block(support::rabbit::api(
+        reqwest::Method::GET,
+        &format!("/api/exchanges/%2F/{dlx}"),
+        None,
+    ));
+    assert_eq!(status, 404, "the dead-letter exchange is gone");
+    assert_eq!(
+        queue_status(&format!("{a}.dlq")),
+        200,
+        "channel a is untouched"
     );
     w.assert_empty_plan(&["specs"], &["--prune"], "after the prune");
 }

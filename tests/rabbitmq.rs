@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::block;
 use support::rabbit::{
-    Fixture, amqp, api, delete_queue, publish, publish_on, queue_status, wait_for_messages,
+    Fixture, amqp, api, dead_letter_exchange, delete_queue, publish, publish_on, queue_status,
+    take_deliveries, wait_for_messages, with_dead_letter_exchange,
 };
 
 #[test]
@@ -289,6 +290,143 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
             .expect("ack");
         let _ = conn.close(200, "done".into()).await;
     });
+}
+
+/// Issue 18's shape, in each mode: the main queue dead-letters through a named exchange into
+/// the DLQ. Apply, then the plan is empty; a message the consumer rejects (`requeue=false`)
+/// and one that expires on the main queue both arrive in the DLQ through that exchange, with
+/// its routing key.
+#[test]
+fn a_named_dead_letter_exchange_takes_rejected_and_expired_messages_to_the_dlq() {
+    for (mode, creates) in [("policy", 7), ("arguments", 6)] {
+        let Some(f) = Fixture::new() else { return };
+        f.write_example(with_dead_letter_exchange(mode));
+        let (first, applied) = f.first_apply(mode);
+        first.assert_stdout_contains(&format!(
+            "Plan: {creates} to create, 0 to update, 0 to replace, 0 to delete."
+        ));
+        f.assert_second_apply_writes_nothing(mode);
+        let [main, _, dlq, exchange] = f.names();
+        let (dlx, key) = dead_letter_exchange(&f.channel);
+
+        // Nothing dead-letters into the exchange before it exists and routes to the DLQ: the
+        // DLQ, then the exchange, then its binding, then the main queue. (The main queue's
+        // policy may go first: it applies to no queue until the main queue is declared.)
+        let step = |what: String| {
+            applied
+                .stderr
+                .find(&what)
+                .unwrap_or_else(|| panic!("{mode}: no step `{what}`\n{}", applied.stderr))
+        };
+        let order = [
+            step(format!("queue {dlq} ")),
+            step(format!("exchange {dlx} ")),
+            step(format!("binding {dlx} -> {dlq} [{key}]")),
+            step(format!("queue {main} ")),
+        ];
+        assert!(
+            order.is_sorted(),
+            "{mode}: apply order {order:?}\n{}",
+            applied.stderr
+        );
+
+        // The exchange, the DLQ's binding, and the main queue's settings where the mode puts them.
+        let (_, x) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/exchanges/%2F/{dlx}"),
+            None,
+        ));
+        assert_eq!(
+            (x["type"].as_str(), x["durable"].as_bool()),
+            (Some("direct"), Some(true))
+        );
+        let (_, bindings) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/exchanges/%2F/{dlx}/bindings/source"),
+            None,
+        ));
+        assert_eq!(
+            bindings.as_array().map(|b| b
+                .iter()
+                .map(|b| (b["destination"].clone(), b["routing_key"].clone()))
+                .collect::<Vec<_>>()),
+            Some(vec![(json!(dlq), json!(key))]),
+            "{mode}: {bindings}"
+        );
+        let settings = if mode == "policy" {
+            let (_, p) = block(api(
+                reqwest::Method::GET,
+                &format!("/api/policies/%2F/{main}"),
+                None,
+            ));
+            p["definition"].clone()
+        } else {
+            let (_, q) = block(api(
+                reqwest::Method::GET,
+                &format!("/api/queues/%2F/{main}"),
+                None,
+            ));
+            let a = &q["arguments"];
+            json!({"dead-letter-exchange": a["x-dead-letter-exchange"], "dead-letter-routing-key": a["x-dead-letter-routing-key"], "message-ttl": a["x-message-ttl"]})
+        };
+        assert_eq!(
+            settings,
+            json!({"dead-letter-exchange": dlx, "dead-letter-routing-key": key, "message-ttl": 2000}),
+            "{mode}"
+        );
+
+        let dead = block(async {
+            use lapin::options::{BasicGetOptions, BasicRejectOptions};
+            let conn = amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            let props = lapin::BasicProperties::default;
+            publish_on(&ch, &exchange, "process", b"rejected", props()).await;
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let msg = loop {
+                if let Some(m) = ch
+                    .basic_get(main.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("get")
+                {
+                    break m;
+                }
+                assert!(Instant::now() < deadline, "{mode}: nothing to consume");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            msg.delivery
+                .reject(BasicRejectOptions { requeue: false })
+                .await
+                .expect("reject");
+            // Nobody consumes this one: it expires after the main queue's 2 s TTL.
+            publish_on(&ch, &exchange, "process", b"expired", props()).await;
+            let _ = conn.close(200, "done".into()).await;
+            take_deliveries(&dlq, 2).await
+        });
+        let got: Vec<(&str, &str, &[u8], Option<&str>)> = dead
+            .iter()
+            .map(|(x, k, body, h)| {
+                (
+                    x.as_str(),
+                    k.as_str(),
+                    body.as_slice(),
+                    h.get("x-first-death-reason").map(String::as_str),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    dlx.as_str(),
+                    key.as_str(),
+                    &b"rejected"[..],
+                    Some("rejected")
+                ),
+                (dlx.as_str(), key.as_str(), &b"expired"[..], Some("expired")),
+            ],
+            "{mode}: both dead letters went through the named exchange with its key"
+        );
+    }
 }
 
 #[test]

@@ -263,6 +263,89 @@ fn rabbitmq_redrive_through_the_exchange_keeps_the_routing() {
     assert_eq!(got[0].0, "r1");
 }
 
+/// Issue 18's named dead-letter exchange, in arguments mode with a retry queue: one message
+/// rejected at once, one rejected after a trip through the retry queue (the consumer publishes
+/// it there itself, as arguments mode needs). Both reach the DLQ through the named exchange;
+/// redrive routes both back through the channel's exchange with the key they were first
+/// published with, not the one the broker or the retry loop gave them since.
+#[test]
+fn rabbitmq_redrive_of_dead_letters_from_a_named_dlx_routes_back_through_the_exchange() {
+    let Some(f) = rabbit::Fixture::applied_with(|spec| {
+        spec.replace(
+            "    maxAttempts: 4\n    backoff: {initial: 5s}\n",
+            "    maxAttempts: 2\n    backoff: {initial: 500ms}\n",
+        )
+        .replace(
+            "    dlx: policy\n",
+            "    dlx: arguments\n    deadLetterExchange: {name: \"{channel}.dlx\", routingKey: \"{channel}.transactions.dead\"}\n",
+        )
+    }) else {
+        return;
+    };
+    let [main, retry, dlq, exchange] = f.names();
+    let (dlx, _) = rabbit::dead_letter_exchange(&f.channel);
+    block(async {
+        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let next = || async {
+            for _ in 0..200 {
+                if let Some(m) = ch
+                    .basic_get(main.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("get")
+                {
+                    return m;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("nothing to consume from {main}");
+        };
+        for body in [&b"at-once"[..], b"after-a-retry"] {
+            rabbit::publish_on(&ch, &exchange, "process", body, BasicProperties::default()).await;
+        }
+        let first = next().await;
+        first
+            .delivery
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+        let second = next().await;
+        rabbit::publish_on(
+            &ch,
+            "",
+            &retry,
+            &second.delivery.data,
+            second.delivery.properties.clone(),
+        )
+        .await;
+        second
+            .delivery
+            .ack(BasicAckOptions::default())
+            .await
+            .expect("ack");
+        let again = next().await;
+        assert_eq!(again.delivery.data, b"after-a-retry");
+        again
+            .delivery
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+        let _ = conn.close(200, "done".into()).await;
+    });
+    rabbit::wait_for_messages(&dlq, 2);
+    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    let mut got: Vec<String> = rabbit_take(&main).into_iter().map(|(b, _)| b).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        ["after-a-retry", "at-once"],
+        "both routed back by the exchange's binding key (through {dlx} they came)\n{doc}"
+    );
+    assert_eq!(rabbit_count(&dlq), 0);
+}
+
 #[test]
 fn rabbitmq_a_refusing_destination_stops_the_run_and_loses_nothing() {
     let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {

@@ -126,7 +126,17 @@ pub struct RabbitResolved {
     pub dlx: DlxMode,
     pub retry_model: RetryModel,
     pub exchange: Option<ExchangeResolved>,
+    /// The named exchange the main queue dead-letters through (`None`: the default one).
+    pub dead_letter_exchange: Option<DeadLetterExchangeResolved>,
     pub policy_priority: i32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetterExchangeResolved {
+    pub name: String,
+    pub kind: ExchangeKind,
+    /// The dead-letter routing key, and the DLQ's binding key.
+    pub routing_key: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -365,7 +375,13 @@ pub fn resolve(
         fifo,
     });
     let rabbitmq = if backend == Backend::Rabbitmq {
-        Some(rabbitmq(spec, name, target, &main, rabbit_model)?)
+        Some(rabbitmq(
+            spec,
+            name,
+            target,
+            [&main, &dead_letter],
+            rabbit_model,
+        )?)
     } else {
         None
     };
@@ -522,14 +538,16 @@ fn retentions(spec: &ChannelSpec, backend: Backend) -> (Option<Duration>, Option
     }
 }
 
-/// `spec.rabbitmq` with defaults filled in, the exchange's name expanded.
+/// `spec.rabbitmq` with defaults filled in, the exchanges' names (and the dead-letter routing
+/// key) expanded. `queues`: the main queue's and the DLQ's names.
 fn rabbitmq(
     spec: &ChannelSpec,
     name: &str,
     target: &Target,
-    main: &str,
+    queues: [&str; 2],
     retry_model: RetryModel,
 ) -> Result<RabbitResolved, ResolveError> {
+    let [main, dead_letter] = queues;
     let err = template_error;
     let o = spec.rabbitmq.clone().unwrap_or_default();
     let exchange = match &o.exchange {
@@ -544,6 +562,19 @@ fn rabbitmq(
         }),
         None => None,
     };
+    let dead_letter_exchange = match &o.dead_letter_exchange {
+        Some(x) => Some(DeadLetterExchangeResolved {
+            name: expand(&x.name, name, None, None)
+                .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/name", m))?,
+            kind: x.kind.unwrap_or(ExchangeKind::Direct),
+            routing_key: match &x.routing_key {
+                Some(k) => expand(k, name, None, None)
+                    .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/routingKey", m))?,
+                None => dead_letter.to_owned(),
+            },
+        }),
+        None => None,
+    };
     Ok(RabbitResolved {
         vhost: o
             .vhost
@@ -553,6 +584,7 @@ fn rabbitmq(
         dlx: o.dlx.unwrap_or(DlxMode::Policy),
         retry_model,
         exchange,
+        dead_letter_exchange,
         policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
     })
 }
@@ -640,6 +672,26 @@ fn alarms(spec: &ChannelSpec) -> AlarmsResolved {
 
 impl Resolved {
     /// Every queue or topic name of the channel, with the role it plays.
+    /// The RabbitMQ exchanges the channel declares: name, the spec field it comes from, and
+    /// whether it is the dead-letter exchange.
+    pub fn exchanges(&self) -> Vec<(&str, &'static str, bool)> {
+        let Some(rb) = &self.rabbitmq else {
+            return Vec::new();
+        };
+        let mut v = Vec::new();
+        if let Some(x) = &rb.exchange {
+            v.push((x.name.as_str(), "/spec/rabbitmq/exchange/name", false));
+        }
+        if let Some(x) = &rb.dead_letter_exchange {
+            v.push((
+                x.name.as_str(),
+                "/spec/rabbitmq/deadLetterExchange/name",
+                true,
+            ));
+        }
+        v
+    }
+
     pub fn names(&self) -> Vec<(&str, &'static str)> {
         let mut v = vec![
             (self.main.as_str(), "main"),

@@ -226,3 +226,78 @@ pub fn amqp_text(v: &lapin::types::AMQPValue) -> String {
         other => format!("{other:?}"),
     }
 }
+
+/// The dead-letter exchange and its routing key that [`with_dead_letter_exchange`] names.
+pub fn dead_letter_exchange(channel: &str) -> (String, String) {
+    (
+        format!("{channel}.dlx"),
+        format!("{channel}.transactions.dead"),
+    )
+}
+
+/// The orders example dead-lettering through a named exchange (issue 18's shape): `dlx: mode`,
+/// `deadLetterExchange: {channel}.dlx` with the key `{channel}.transactions.dead`, no retry
+/// queue (1 attempt) and a 2 s TTL on the main queue, so that a message rejected with
+/// `requeue=false`, or one left to expire, goes through the exchange into the DLQ.
+pub fn with_dead_letter_exchange(mode: &'static str) -> impl Fn(String) -> String {
+    move |spec| {
+        spec.replace(
+            "    maxAttempts: 4\n    backoff: {initial: 5s}\n",
+            "    maxAttempts: 1\n",
+        )
+        .replace(
+            "  name: \"{channel}.process\"\n",
+            "  name: \"{channel}.process\"\n  retention: 2s\n",
+        )
+        .replace(
+            "    dlx: policy\n",
+            &format!(
+                "    dlx: {mode}\n    deadLetterExchange: {{name: \"{{channel}}.dlx\", routingKey: \"{{channel}}.transactions.dead\"}}\n"
+            ),
+        )
+    }
+}
+
+/// Takes up to `n` messages from a queue within 15 s (acknowledged), as the broker delivers
+/// them: exchange, routing key, body and headers as text.
+pub async fn take_deliveries(
+    queue: &str,
+    n: usize,
+) -> Vec<(String, String, Vec<u8>, BTreeMap<String, String>)> {
+    use lapin::options::{BasicAckOptions, BasicGetOptions};
+    let conn = amqp().await;
+    let ch = conn.create_channel().await.expect("channel");
+    let mut out = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while out.len() < n && std::time::Instant::now() < deadline {
+        let Some(m) = ch
+            .basic_get(queue.into(), BasicGetOptions::default())
+            .await
+            .expect("basic.get")
+        else {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        };
+        let d = &m.delivery;
+        let headers = d
+            .properties
+            .headers()
+            .as_ref()
+            .map(|h| {
+                h.inner()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push((
+            d.exchange.to_string(),
+            d.routing_key.to_string(),
+            d.data.clone(),
+            headers,
+        ));
+        d.acker.ack(BasicAckOptions::default()).await.expect("ack");
+    }
+    let _ = conn.close(200, "done".into()).await;
+    out
+}

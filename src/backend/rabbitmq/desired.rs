@@ -1,12 +1,15 @@
 //! RabbitMQ desired state (pure, no I/O): a resolved channel becomes its queues (main, retry
-//! per delay, DLQ), their policies or x-arguments, and the channel's exchange and bindings.
+//! per delay, DLQ), their policies or x-arguments, the channel's exchange and bindings, and a
+//! named dead-letter exchange with the DLQ's binding to it.
 
 use serde_json::{Value, json};
 
 use super::*;
 use crate::resource::{Desired, Props, Role};
 use crate::spec::model::{DlxMode, ExchangeKind, QueueType, RetryModel};
-use crate::spec::resolve::{ExchangeResolved, RabbitResolved, Resolved};
+use crate::spec::resolve::{
+    DeadLetterExchangeResolved, ExchangeResolved, RabbitResolved, Resolved,
+};
 
 /// What one queue should carry, as (policy key, value): written to a policy definition in
 /// policy mode or as `x-` arguments in arguments mode.
@@ -23,6 +26,9 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     }
     if let Some(x) = &rb.exchange {
         out.extend(exchange_and_bindings(r, rb, x));
+    }
+    if let Some(x) = &rb.dead_letter_exchange {
+        out.extend(dead_letter_exchange(r, rb, x));
     }
     out
 }
@@ -75,8 +81,24 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
 
 /// The main queue's settings: its retention, and where it dead-letters for the retry model
 /// (the DLQ after a delivery limit; the first retry queue in a TTL loop in policy mode).
+///
+/// With a named dead-letter exchange, whatever the main queue dead-letters *into the DLQ* goes
+/// through it with its routing key: after a delivery limit, and in the TTL model whenever the
+/// main queue does not dead-letter into a retry queue (no retry queue, or arguments mode,
+/// where the consumer publishes to the retry queues itself and a reject means "dead").
 fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
-    let dl_exchange = || ("dead-letter-exchange", json!(""));
+    let into_dlq = || -> [(&'static str, Value); 2] {
+        match &rb.dead_letter_exchange {
+            Some(x) => [
+                ("dead-letter-exchange", json!(x.name)),
+                ("dead-letter-routing-key", json!(x.routing_key)),
+            ],
+            None => [
+                ("dead-letter-exchange", json!("")),
+                ("dead-letter-routing-key", json!(r.dead_letter)),
+            ],
+        }
+    };
     let mut main = Settings::new();
     if let Some(t) = r.retention {
         main.push(("message-ttl", json!(t.as_millis())));
@@ -84,22 +106,23 @@ fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
     match rb.retry_model {
         RetryModel::DeliveryLimit => {
             main.push(("delivery-limit", json!(r.max_attempts.saturating_sub(1))));
-            main.push(dl_exchange());
-            main.push(("dead-letter-routing-key", json!(r.dead_letter)));
+            main.extend(into_dlq());
             // Quorum dead-lettering is at-most-once unless both of these are set.
             main.push(("dead-letter-strategy", json!("at-least-once")));
             main.push(("overflow", json!("reject-publish")));
         }
-        RetryModel::Ttl => {
+        RetryModel::Ttl => match r.retry_stages.first() {
             // In policy mode a rejected message goes to the first retry queue rather than being
-            // dropped. In arguments mode the main queue stays plain, as consumers declare it.
-            if rb.dlx == DlxMode::Policy
-                && let Some(first) = r.retry_stages.first()
-            {
-                main.push(dl_exchange());
+            // dropped.
+            Some(first) if rb.dlx == DlxMode::Policy => {
+                main.push(("dead-letter-exchange", json!("")));
                 main.push(("dead-letter-routing-key", json!(first.name)));
             }
-        }
+            // Otherwise the main queue stays plain, as consumers declare it, unless the spec
+            // names a dead-letter exchange: then a reject (or an expiry) goes to the DLQ.
+            _ if rb.dead_letter_exchange.is_some() => main.extend(into_dlq()),
+            _ => {}
+        },
     }
     main
 }
@@ -167,14 +190,7 @@ fn exchange_and_bindings(r: &Resolved, rb: &RabbitResolved, x: &ExchangeResolved
         id: id(&r.target, Kind::Exchange, vhost, &x.name),
         channel: r.channel.clone(),
         role: Role::Exchange,
-        props: [
-            ("type".to_owned(), json!(exchange_type(x.kind))),
-            ("durable".to_owned(), json!(true)),
-            ("auto_delete".to_owned(), json!(false)),
-            ("internal".to_owned(), json!(false)),
-        ]
-        .into_iter()
-        .collect(),
+        props: exchange_props(x.kind),
         immutable: true,
         present: true,
     }];
@@ -188,18 +204,68 @@ fn exchange_and_bindings(r: &Resolved, rb: &RabbitResolved, x: &ExchangeResolved
             ),
             channel: r.channel.clone(),
             role: Role::Binding,
-            props: [
-                ("source".to_owned(), json!(x.name)),
-                ("destination".to_owned(), json!(r.main)),
-                ("routing_key".to_owned(), json!(key)),
-            ]
-            .into_iter()
-            .collect(),
+            props: binding_props(&x.name, &r.main, key),
             immutable: true,
             present: true,
         });
     }
     out
+}
+
+/// The named dead-letter exchange and the DLQ's binding to it with the dead-letter routing key.
+/// Their roles order them after the DLQ and before the queues and policies that dead-letter
+/// into the exchange (and, deleting, after them).
+fn dead_letter_exchange(
+    r: &Resolved,
+    rb: &RabbitResolved,
+    x: &DeadLetterExchangeResolved,
+) -> [Desired; 2] {
+    let vhost = rb.vhost.as_str();
+    [
+        Desired {
+            id: id(&r.target, Kind::Exchange, vhost, &x.name),
+            channel: r.channel.clone(),
+            role: Role::DeadLetterExchange,
+            props: exchange_props(x.kind),
+            immutable: true,
+            present: true,
+        },
+        Desired {
+            id: id(
+                &r.target,
+                Kind::Binding,
+                vhost,
+                &binding_name(&x.name, &r.dead_letter, &x.routing_key),
+            ),
+            channel: r.channel.clone(),
+            role: Role::DeadLetterBinding,
+            props: binding_props(&x.name, &r.dead_letter, &x.routing_key),
+            immutable: true,
+            present: true,
+        },
+    ]
+}
+
+/// What dlqctl declares every exchange with.
+fn exchange_props(kind: ExchangeKind) -> Props {
+    [
+        ("type".to_owned(), json!(exchange_type(kind))),
+        ("durable".to_owned(), json!(true)),
+        ("auto_delete".to_owned(), json!(false)),
+        ("internal".to_owned(), json!(false)),
+    ]
+    .into_iter()
+    .collect()
+}
+
+fn binding_props(exchange: &str, queue: &str, key: &str) -> Props {
+    [
+        ("source".to_owned(), json!(exchange)),
+        ("destination".to_owned(), json!(queue)),
+        ("routing_key".to_owned(), json!(key)),
+    ]
+    .into_iter()
+    .collect()
 }
 
 pub(super) fn exchange_type(k: ExchangeKind) -> &'static str {
@@ -208,5 +274,105 @@ pub(super) fn exchange_type(k: ExchangeKind) -> &'static str {
         ExchangeKind::Topic => "topic",
         ExchangeKind::Fanout => "fanout",
         ExchangeKind::Headers => "headers",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desired_of(rabbitmq: &str, retry: &str) -> Vec<Desired> {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: o.pay}}\nspec:\n  target: r\n  retry: {retry}\n  rabbitmq: {rabbitmq}\n"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(
+            json!({"backend": "rabbitmq", "url": "http://x", "ownership": {"prefixes": ["o"]}}),
+        )
+        .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "r", &target).expect("resolves");
+        desired(&r)
+    }
+
+    fn props<'d>(ds: &'d [Desired], kind: Kind, name: &str) -> &'d Props {
+        &ds.iter()
+            .find(|d| d.id.kind == kind && d.id.name == name && d.present)
+            .unwrap_or_else(|| panic!("no {kind:?} {name}"))
+            .props
+    }
+
+    #[test]
+    fn a_named_dead_letter_exchange_routes_the_main_queues_dead_letters_to_the_dlq() {
+        let dlx = "{deadLetterExchange: {name: \"{channel}.dlx\", routingKey: \"{channel}.dead\"}";
+        // Policy mode, no retry queue: the main queue's policy points at the exchange.
+        let ds = desired_of(&format!("{dlx}}}"), "{maxAttempts: 1}");
+        let p = props(&ds, Kind::Policy, "o.pay");
+        assert_eq!(
+            p.get("definition.dead-letter-exchange"),
+            Some(&json!("o.pay.dlx"))
+        );
+        assert_eq!(
+            p.get("definition.dead-letter-routing-key"),
+            Some(&json!("o.pay.dead"))
+        );
+        let b = props(&ds, Kind::Binding, "o.pay.dlx -> o.pay.dlq [o.pay.dead]");
+        assert_eq!(b.get("destination"), Some(&json!("o.pay.dlq")));
+        assert_eq!(
+            props(&ds, Kind::Exchange, "o.pay.dlx").get("type"),
+            Some(&json!("direct"))
+        );
+
+        // Arguments mode with retry queues: a reject on the main queue means dead.
+        let ds = desired_of(
+            &format!("{dlx}, dlx: arguments}}"),
+            "{maxAttempts: 3, backoff: {initial: 1s}}",
+        );
+        let q = props(&ds, Kind::Queue, "o.pay");
+        assert_eq!(
+            q.get("arguments.x-dead-letter-exchange"),
+            Some(&json!("o.pay.dlx"))
+        );
+        assert_eq!(
+            q.get("arguments.x-dead-letter-routing-key"),
+            Some(&json!("o.pay.dead"))
+        );
+
+        // Policy mode with retry queues: a reject still goes round the retry loop.
+        let ds = desired_of(
+            &format!("{dlx}}}"),
+            "{maxAttempts: 3, backoff: {initial: 1s}}",
+        );
+        let p = props(&ds, Kind::Policy, "o.pay");
+        assert_eq!(p.get("definition.dead-letter-exchange"), Some(&json!("")));
+        assert_eq!(
+            p.get("definition.dead-letter-routing-key"),
+            Some(&json!("o.pay.retry"))
+        );
+
+        // A delivery limit dead-letters through it; the routing key defaults to the DLQ's name.
+        let ds = desired_of(
+            "{queueType: quorum, retryModel: deliveryLimit, deadLetterExchange: {name: o.dlx}}",
+            "{maxAttempts: 4}",
+        );
+        let p = props(&ds, Kind::Policy, "o.pay");
+        assert_eq!(
+            p.get("definition.dead-letter-exchange"),
+            Some(&json!("o.dlx"))
+        );
+        assert_eq!(
+            p.get("definition.dead-letter-routing-key"),
+            Some(&json!("o.pay.dlq"))
+        );
+    }
+
+    #[test]
+    fn the_exchange_and_binding_go_after_the_dlq_and_before_what_dead_letters_into_them() {
+        assert!(Role::DeadLetter < Role::DeadLetterExchange);
+        assert!(Role::DeadLetterExchange < Role::DeadLetterBinding);
+        assert!(Role::DeadLetterBinding < Role::DeadLetterPolicy);
+        assert!(Role::DeadLetterBinding < Role::Main);
+        assert!(Role::DeadLetterBinding < Role::MainPolicy);
     }
 }

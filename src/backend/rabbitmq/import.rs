@@ -6,7 +6,9 @@
 //! exchange (the TTL retry loop; in policy mode the main queue dead-letters into its first
 //! retry queue), or a quorum main queue with a delivery limit dead-letters into its DLQ. In
 //! the TTL loop nothing on the broker points at the DLQ (the consumer publishes to it), so it
-//! is found by name next to the main queue (`<stem>.dlq`, `<stem>-dlq`, ...). Retry delays
+//! is found by name next to the main queue (`<stem>.dlq`, `<stem>-dlq`, ...), unless the main
+//! queue dead-letters through a named exchange: then the DLQ is the queue bound to that
+//! exchange with the dead-letter routing key (`rabbitmq.deadLetterExchange`). Retry delays
 //! become a backoff; the number of attempts is not recorded anywhere on the broker, so import
 //! writes the fewest that use every retry queue and says so.
 //!
@@ -26,8 +28,8 @@ use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
-    ChannelSpec, DeadLetter, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
-    Retry, RetryModel, Target,
+    ChannelSpec, DeadLetter, DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
+    RabbitMqOptions, Retry, RetryModel, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
 
@@ -181,6 +183,19 @@ impl Queue<'_> {
         }
     }
 
+    /// The named exchange it dead-letters through and its dead-letter routing key, if any.
+    fn named_dlx(&self) -> Option<(&str, Option<&str>)> {
+        match self.settings.get("dead-letter-exchange") {
+            Some(Value::String(x)) if !x.is_empty() => Some((
+                x.as_str(),
+                self.settings
+                    .get("dead-letter-routing-key")
+                    .and_then(Value::as_str),
+            )),
+            _ => None,
+        }
+    }
+
     fn queue_type(&self) -> QueueType {
         match self.live.props.get("type").and_then(Value::as_str) {
             Some("quorum") => QueueType::Quorum,
@@ -279,7 +294,12 @@ pub fn group(
     let (retries_of, failed) = retry_links(s, &qs, &mut unmatched);
     let mut mains: Vec<&str> = retries_of.keys().copied().collect();
     for q in qs.values() {
-        if q.settings.contains_key("delivery-limit") && !mains.contains(&q.name) {
+        // A queue dead-letters through a named exchange: a main queue, unless a retry queue
+        // dead-letters into the queue that exchange routes to (then that queue is the main one).
+        let named_main = q.named_dlx().is_some_and(|(x, key)| {
+            dlx_target(s, &qs, x, key).map_or(true, |d| !retries_of.contains_key(d))
+        });
+        if (q.settings.contains_key("delivery-limit") || named_main) && !mains.contains(&q.name) {
             mains.push(q.name);
         }
     }
@@ -337,6 +357,8 @@ fn retry_links<'q>(
                 retries_of.entry(t).or_default().push(q);
             }
             Ok(_) => {}
+            // Through a named exchange: a main queue with a dead-letter exchange.
+            Err(_) if q.named_dlx().is_some() => {}
             Err(why) => {
                 unmatched.push(format!(
                     "{}: fits no channel: {why}",
@@ -409,7 +431,7 @@ fn build(
     retries.sort_by_key(|r| (r.ttl(), r.name));
     let mut names: Vec<&str> = vec![main];
     names.extend(retries.iter().map(|r| r.name));
-    let (model, dlq) = match retry_loop(qs, m, !retries.is_empty(), &names, claimed) {
+    let (model, dlq) = match retry_loop(s, qs, m, !retries.is_empty(), &names, claimed) {
         Ok(found) => found,
         Err(why) => return fail(why, &names),
     };
@@ -436,15 +458,32 @@ fn build(
 }
 
 /// The retry model and dead-letter queue the main queue's links give: a delivery limit
-/// dead-letters into its DLQ; a TTL retry loop's DLQ is only found by name.
+/// dead-letters into its DLQ; a TTL retry loop's DLQ is found by name, unless the main queue
+/// dead-letters through a named exchange, which routes to it.
 fn retry_loop<'q>(
+    s: &Scope,
     qs: &'q Queues<'q>,
     m: &'q Queue<'q>,
     has_retries: bool,
     names: &[&str],
     claimed: &BTreeSet<String>,
 ) -> Result<(Loop, &'q str), String> {
+    let through_dlx = || -> Option<Result<&'q str, String>> {
+        let (x, key) = m.named_dlx()?;
+        Some(dlx_target(s, qs, x, key).and_then(|d| {
+            if names.contains(&d) {
+                Err(format!(
+                    "it dead-letters through exchange {x} into {d}, a queue of its own retry loop"
+                ))
+            } else {
+                Ok(d)
+            }
+        }))
+    };
     let Some(limit) = m.settings.get("delivery-limit").and_then(Value::as_u64) else {
+        if let Some(d) = through_dlx() {
+            return d.map(|d| (Loop::Ttl, d));
+        }
         return ttl_dead_letter_queue(qs, m.name, names, claimed).map(|d| (Loop::Ttl, d));
     };
     if has_retries {
@@ -452,9 +491,59 @@ fn retry_loop<'q>(
             "it has both a delivery limit and TTL retry queues; a spec has one retry model".into(),
         );
     }
+    if let Some(d) = through_dlx() {
+        return d.map(|d| (Loop::DeliveryLimit(limit), d));
+    }
     match m.edge() {
         Ok(Some(d)) if qs.contains_key(d) && d != m.name => Ok((Loop::DeliveryLimit(limit), d)),
         _ => Err("it has a delivery limit but dead-letters into no queue of this vhost".into()),
+    }
+}
+
+/// The queue a named dead-letter exchange routes a dead letter with `key` to: the one queue of
+/// the vhost bound to that owned exchange with exactly that key (what dlqctl declares).
+fn dlx_target<'q>(
+    s: &Scope,
+    qs: &'q Queues<'q>,
+    exchange: &str,
+    key: Option<&str>,
+) -> Result<&'q str, String> {
+    if !s.live.contains_key(&resource_id(
+        s.target_name,
+        Kind::Exchange,
+        s.vhost,
+        exchange,
+    )) {
+        return Err(format!(
+            "it dead-letters through exchange {exchange}, which does not exist or is outside the ownership prefixes"
+        ));
+    }
+    let Some(key) = key else {
+        return Err(format!(
+            "it dead-letters through exchange {exchange} without a dead-letter routing key (messages keep their own keys); a spec always sets one"
+        ));
+    };
+    let mut to: Vec<&str> = s
+        .live
+        .iter()
+        .filter(|(i, _)| i.kind == Kind::Binding && i.scope == s.vhost)
+        .map(|(_, b)| {
+            let get = |k: &str| b.props.get(k).and_then(Value::as_str).unwrap_or_default();
+            (get("source"), get("destination"), get("routing_key"))
+        })
+        .filter(|(src, _, k)| *src == exchange && *k == key)
+        .filter_map(|(_, d, _)| qs.get(d).map(|q| q.name))
+        .collect();
+    to.dedup();
+    match to.as_slice() {
+        [d] => Ok(d),
+        [] => Err(format!(
+            "it dead-letters through exchange {exchange} with key {key}, but no queue is bound to it with that key"
+        )),
+        _ => Err(format!(
+            "it dead-letters through exchange {exchange} with key {key} into several queues ({}); a spec has one dead-letter queue",
+            to.join(", ")
+        )),
     }
 }
 
@@ -544,7 +633,15 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         findings: Vec::new(),
     };
     let (retry, retry_model) = retry_settings(s, ms, &id, &mut found.findings)?;
-    let exchange = exchange(s, &members, main, &id, &mut found);
+    let dlx = dead_letter_exchange(s, ms, mode, &id, &mut found)?;
+    let exchange = exchange(
+        s,
+        &members,
+        main,
+        dlx.as_ref().map(|d| &d.1),
+        &id,
+        &mut found,
+    );
     let queue_type = ms.main.queue_type();
     let target_vhost = s.target.vhost.clone().unwrap_or_else(|| "/".to_owned());
     let spec = ChannelSpec {
@@ -565,6 +662,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             dlx: (mode != DlxMode::Policy).then_some(mode),
             retry_model,
             exchange,
+            dead_letter_exchange: dlx.map(|d| d.0),
             policy_priority: policy_priority(s, &members),
         }),
         ..ChannelSpec::default()
@@ -646,6 +744,16 @@ fn retry_settings(
     if let Loop::DeliveryLimit(limit) = ms.model {
         retry.max_attempts = u32::try_from(limit).ok().map(|l| l.saturating_add(1));
         return Ok((retry, Some(RetryModel::DeliveryLimit)));
+    }
+    if ms.retries.is_empty() {
+        // Only a main queue that dead-letters through a named exchange gets here: a reject
+        // (or an expiry) is the end of the line.
+        retry.max_attempts = Some(1);
+        findings.push(format!(
+            "{}: no retry queue: `retry.maxAttempts` was set to 1 (a rejected message goes to the dead-letter queue); set the number of deliveries your consumer makes before it rejects",
+            resource_id(s.target_name, Kind::Queue, s.vhost, ms.main.name)
+        ));
+        return Ok((retry, None));
     }
     let ttls: Vec<u64> = ms.retries.iter().filter_map(|r| r.ttl()).collect();
     let mut distinct = ttls.clone();
@@ -737,20 +845,153 @@ fn chosen_exchange<'l>(s: &Scope, by_exchange: &ByExchange<'l>, main: &str) -> O
         .map(|(x, _)| *x)
 }
 
+/// A named dead-letter exchange as a spec says it, with the binding it routes the channel's
+/// dead letters by: (spec, (exchange, DLQ binding id)).
+type FoundDlx<'l> = (DeadLetterExchange, (&'l str, ResourceId));
+
+/// The channel's named dead-letter exchange: the one its main queue dead-letters through, or,
+/// in a TTL loop by policy (where the main queue dead-letters into its first retry queue and
+/// the consumer publishes dead letters itself), the one owned exchange bound to the DLQ and to
+/// no other queue of the channel. The exchange and the DLQ's binding join the channel.
+fn dead_letter_exchange<'l>(
+    s: &Scope<'l>,
+    ms: &Members,
+    mode: DlxMode,
+    id: &str,
+    found: &mut Gathered,
+) -> Result<Option<FoundDlx<'l>>, String> {
+    let dlq = ms.dlq.name;
+    let (x, key): (&'l str, String) = match ms.main.named_dlx() {
+        Some((x, _))
+            if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() =>
+        {
+            return Err(format!(
+                "in policy mode its main queue should dead-letter into its first retry queue, not through exchange {x}; with x-arguments a spec can say this"
+            ));
+        }
+        Some((x, key)) => {
+            let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+            match (s.live.get_key_value(&xid), key) {
+                (Some((xid, _)), Some(key)) => (xid.name.as_str(), key.to_owned()),
+                // `retry_loop` found the DLQ through this exchange and key: both are there.
+                _ => return Err(format!("its dead-letter exchange {x} was not read")),
+            }
+        }
+        None if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() => {
+            let members = ms.all();
+            let by_exchange = bindings_by_exchange(s, &members);
+            let only_dlq: Vec<(&'l str, String)> = by_exchange
+                .iter()
+                .filter(|(x, _)| {
+                    let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+                    s.live.contains_key(&xid)
+                        && exchange_kind(s.live.get(&xid)) != ExchangeKind::Headers
+                        && shared_dlx(s, x, dlq, ms.main.name).is_none()
+                })
+                .filter_map(|(x, bs)| match bs.as_slice() {
+                    [(_, b)] if b.props.get("destination").and_then(Value::as_str) == Some(dlq) => {
+                        let key = b.props.get("routing_key").and_then(Value::as_str)?;
+                        Some((*x, key.to_owned()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            match only_dlq.as_slice() {
+                [one] => one.clone(),
+                _ => return Ok(None),
+            }
+        }
+        None => return Ok(None),
+    };
+    let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
+    if exchange_kind(s.live.get(&xid)) == ExchangeKind::Headers {
+        return Err(format!(
+            "it dead-letters through headers exchange {x}, which ignores the dead-letter routing key; a spec's dead-letter exchange routes by it"
+        ));
+    }
+    if let Some(other) = shared_dlx(s, x, dlq, ms.main.name) {
+        return Err(format!(
+            "its dead-letter exchange {x} also serves {other}; in a spec a dead-letter exchange belongs to one channel"
+        ));
+    }
+    let bid = resource_id(
+        s.target_name,
+        Kind::Binding,
+        s.vhost,
+        &super::binding_name(x, dlq, &key),
+    );
+    let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
+    let name = template(x, id).ok_or_else(|| braces(x))?;
+    let routing_key = if key == dlq {
+        None
+    } else {
+        Some(template(&key, id).ok_or_else(|| braces(&key))?)
+    };
+    for (i, l) in [(&xid, s.live.get(&xid)), (&bid, s.live.get(&bid))] {
+        if let Some(l) = l {
+            found.live.insert(i.clone(), l.clone());
+        }
+    }
+    Ok(Some((
+        DeadLetterExchange {
+            name,
+            kind: Some(exchange_kind(s.live.get(&xid))).filter(|k| *k != ExchangeKind::Direct),
+            routing_key,
+        },
+        (x, bid),
+    )))
+}
+
+/// What else uses exchange `x` besides the channel whose main queue and DLQ these are: a
+/// binding to another queue or exchange, or another queue or policy dead-lettering into it.
+fn shared_dlx(s: &Scope, x: &str, dlq: &str, main: &str) -> Option<String> {
+    s.live
+        .iter()
+        .filter(|(i, _)| i.scope == s.vhost)
+        .find_map(|(i, l)| {
+            let get = |k: &str| l.props.get(k).and_then(Value::as_str);
+            let other = match i.kind {
+                Kind::Binding => get("source") == Some(x) && get("destination") != Some(dlq),
+                Kind::Queue => get("arguments.x-dead-letter-exchange") == Some(x) && i.name != main,
+                Kind::Policy => get("definition.dead-letter-exchange") == Some(x) && i.name != main,
+                _ => false,
+            };
+            other.then(|| i.to_string())
+        })
+}
+
+/// An exchange's type as read (`direct` when unknown).
+fn exchange_kind(live: Option<&Live>) -> ExchangeKind {
+    match live
+        .and_then(|l| l.props.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some("topic") => ExchangeKind::Topic,
+        Some("fanout") => ExchangeKind::Fanout,
+        Some("headers") => ExchangeKind::Headers,
+        _ => ExchangeKind::Direct,
+    }
+}
+
 /// The channel's exchange: the chosen exchange and its bindings into the main queue join the
-/// channel; every other binding into its queues is reported and left as is.
+/// channel; every other binding into its queues is reported and left as is, except the DLQ's
+/// binding to the channel's dead-letter exchange (`dlx`: that exchange and binding).
 fn exchange(
     s: &Scope,
     members: &[&Queue],
     main: &str,
+    dlx: Option<&(&str, ResourceId)>,
     id: &str,
     found: &mut Gathered,
 ) -> Option<ExchangeBinding> {
     let by_exchange = bindings_by_exchange(s, members);
-    let chosen = chosen_exchange(s, &by_exchange, main);
+    let chosen = chosen_exchange(s, &by_exchange, main).filter(|x| dlx.is_none_or(|d| d.0 != *x));
     for (x, bs) in &by_exchange {
         for (bid, bl) in bs {
             let to_main = bl.props.get("destination").and_then(Value::as_str) == Some(main);
+            if dlx.is_some_and(|d| d.1 == **bid) {
+                continue;
+            }
             if Some(*x) == chosen && to_main {
                 found.live.insert((*bid).clone(), (*bl).clone());
             } else {
@@ -762,17 +1003,7 @@ fn exchange(
     }
     let x = chosen?;
     let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
-    let kind = match s
-        .live
-        .get(&xid)
-        .and_then(|l| l.props.get("type"))
-        .and_then(Value::as_str)
-    {
-        Some("topic") => ExchangeKind::Topic,
-        Some("fanout") => ExchangeKind::Fanout,
-        Some("headers") => ExchangeKind::Headers,
-        _ => ExchangeKind::Direct,
-    };
+    let kind = exchange_kind(s.live.get(&xid));
     let mut keys: Vec<String> = by_exchange
         .get(x)
         .into_iter()
@@ -1013,6 +1244,12 @@ mod tests {
             "name: \"{channel}.work\"\n  retry: {maxAttempts: 3, backoff: {initial: 2s, multiplier: 2}, name: \"{channel}.wait-{index}\"}\n  deadLetter: {name: \"{channel}-dead\"}",
             "retry: {maxAttempts: 6}\n  rabbitmq: {queueType: quorum, retryModel: deliveryLimit, policyPriority: 50}",
             "retry: {maxAttempts: 2, backoff: {initial: 3s}}\n  rabbitmq: {exchange: {name: \"{channel}.in\", type: topic, routingKeys: [a.#, b]}}",
+            // A named dead-letter exchange, in each place the main queue's dead letters go.
+            "retry: {maxAttempts: 1}\n  retention: 30s\n  rabbitmq: {deadLetterExchange: {name: \"{channel}.dlx\", routingKey: \"{channel}.dead\"}}",
+            "retry: {maxAttempts: 1}\n  rabbitmq: {dlx: arguments, deadLetterExchange: {name: \"{channel}.dlx\", type: fanout}}",
+            "retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {dlx: arguments, deadLetterExchange: {name: \"{channel}.dlx\", type: topic, routingKey: dead.all}}",
+            "retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  rabbitmq: {deadLetterExchange: {name: \"{channel}.dlx\"}, exchange: {name: \"{channel}.in\"}}",
+            "retry: {maxAttempts: 6}\n  rabbitmq: {queueType: quorum, retryModel: deliveryLimit, deadLetterExchange: {name: \"{channel}.dlx\", routingKey: dead}}",
         ];
         for case in cases {
             let text = format!(
@@ -1035,6 +1272,116 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_hand_made_named_dlx_setup_becomes_a_dead_letter_exchange() {
+        // The shape of many hand-made setups: the main queue's x-arguments dead-letter through
+        // `o.payments-dlx` with a key of their own; the DLQ is bound to it with that key.
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let mut main = plain.clone();
+        main["arguments.x-dead-letter-exchange"] = json!("o.payments-dlx");
+        main["arguments.x-dead-letter-routing-key"] = json!("payments.transactions.dead");
+        main["arguments.x-message-ttl"] = json!(30000);
+        let binding = json!({"source": "o.payments-dlx", "destination": "o.payments.parked",
+            "routing_key": "payments.transactions.dead", "@properties_key": "payments.transactions.dead"});
+        let bid = id(
+            Kind::Binding,
+            &crate::backend::rabbitmq::binding_name(
+                "o.payments-dlx",
+                "o.payments.parked",
+                "payments.transactions.dead",
+            ),
+        );
+        let l: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.payments.pending"), live(main)),
+            (id(Kind::Queue, "o.payments.parked"), live(plain)),
+            (
+                id(Kind::Exchange, "o.payments-dlx"),
+                live(json!({"type": "direct", "durable": true, "auto_delete": false, "internal": false})),
+            ),
+            (bid.clone(), live(binding)),
+        ]
+        .into();
+        let (found, unmatched) = group(&scope(&l), &BTreeMap::new(), None);
+        assert!(unmatched.is_empty(), "{unmatched:?}");
+        assert_eq!(found.len(), 1);
+        let c = &found[0];
+        assert!(
+            c.live.contains_key(&bid),
+            "the DLQ's binding joins the channel"
+        );
+        assert!(
+            c.findings.iter().all(|f| !f.contains("left as is")),
+            "{:?}",
+            c.findings
+        );
+        let rb = c.channel.spec.rabbitmq.as_ref().expect("rabbitmq");
+        assert_eq!(rb.dlx, Some(DlxMode::Arguments));
+        let x = rb
+            .dead_letter_exchange
+            .as_ref()
+            .expect("a dead-letter exchange");
+        assert_eq!(c.channel.metadata.name, "o.payments");
+        assert_eq!(x.name, "{channel}-dlx");
+        assert_eq!(x.routing_key.as_deref(), Some("payments.transactions.dead"));
+        assert_eq!(c.channel.spec.retention.map(|r| r.as_millis()), Some(30000));
+        // And the spec it gives wants exactly what is there.
+        let back = resolve_rabbit(&c.channel);
+        for d in crate::backend::rabbitmq::desired(&back) {
+            assert_eq!(crate::plan::diff(&d, l.get(&d.id)), None, "{}", d.id);
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_exchange_that_serves_two_channels_or_ignores_keys_is_not_imported() {
+        let plain = json!({"durable": true, "auto_delete": false, "type": "classic"});
+        let main = |key: &str| {
+            let mut m = plain.clone();
+            m["arguments.x-dead-letter-exchange"] = json!("o.dlx");
+            m["arguments.x-dead-letter-routing-key"] = json!(key);
+            m
+        };
+        let binding = |dlq: &str, key: &str| {
+            (
+                id(
+                    Kind::Binding,
+                    &crate::backend::rabbitmq::binding_name("o.dlx", dlq, key),
+                ),
+                live(json!({"source": "o.dlx", "destination": dlq, "routing_key": key})),
+            )
+        };
+        let exchange = |kind: &str| (id(Kind::Exchange, "o.dlx"), live(json!({"type": kind})));
+        let shared: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.a"), live(main("a"))),
+            (id(Kind::Queue, "o.a.dlq"), live(plain.clone())),
+            (id(Kind::Queue, "o.b"), live(main("b"))),
+            (id(Kind::Queue, "o.b.dlq"), live(plain.clone())),
+            exchange("direct"),
+            binding("o.a.dlq", "a"),
+            binding("o.b.dlq", "b"),
+        ]
+        .into();
+        let (found, unmatched) = group(&scope(&shared), &BTreeMap::new(), None);
+        assert!(found.is_empty(), "{found:?}");
+        assert!(
+            unmatched.iter().any(|u| u.contains("also serves")),
+            "{unmatched:?}"
+        );
+
+        let headers: BTreeMap<ResourceId, Live> = [
+            (id(Kind::Queue, "o.a"), live(main("a"))),
+            (id(Kind::Queue, "o.a.dlq"), live(plain.clone())),
+            exchange("headers"),
+            binding("o.a.dlq", "a"),
+        ]
+        .into();
+        let (found, unmatched) = group(&scope(&headers), &BTreeMap::new(), None);
+        assert!(found.is_empty(), "{found:?}");
+        assert!(
+            unmatched.iter().any(|u| u.contains("headers exchange")),
+            "{unmatched:?}"
+        );
     }
 
     fn resolve_rabbit(c: &crate::spec::model::Channel) -> crate::spec::resolve::Resolved {

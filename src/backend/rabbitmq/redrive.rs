@@ -501,17 +501,38 @@ fn consumers(q: &Value) -> Option<String> {
     (!tags.is_empty()).then(|| tags.join(", "))
 }
 
-/// The routing key a message had before it was dead-lettered (`x-death[0].routing-keys[0]`),
-/// else the channel's first binding key, else the main queue (default exchange).
+/// The routing key to publish a moved message with through the channel's exchange: the key it
+/// was published to that exchange with (`routing-keys[0]` of the most recent `x-death` entry
+/// whose `exchange` is the channel's), else the channel's first binding key, else the main
+/// queue (default exchange).
+///
+/// Not simply `x-death[0]`: a message that went round a retry loop, or dead-lettered through
+/// a named dead-letter exchange after one, carries the keys the broker or the consumer gave it
+/// since (the retry queue's, the main queue's name), which the channel's exchange does not
+/// route: the publish came back unroutable and the message stayed in the DLQ.
 fn original_key(d: &lapin::message::Delivery, r: &Resolved) -> String {
-    let from_death = d.properties.headers().as_ref().and_then(|h| {
-        let AMQPValue::FieldArray(deaths) = h.inner().get("x-death")? else {
+    let exchange = r.rabbitmq.as_ref().and_then(|x| x.exchange.as_ref());
+    let from_death =
+        exchange.and_then(|x| published_key(d.properties.headers().as_ref()?, &x.name));
+    from_death
+        .or_else(|| exchange.and_then(|x| x.routing_keys.first().cloned()))
+        .unwrap_or_else(|| r.main.clone())
+}
+
+/// `routing-keys[0]` of the most recent `x-death` entry whose message had been published to
+/// `exchange`.
+fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
+    let AMQPValue::FieldArray(deaths) = headers.inner().get("x-death")? else {
+        return None;
+    };
+    deaths.as_slice().iter().find_map(|death| {
+        let AMQPValue::FieldTable(death) = death else {
             return None;
         };
-        let AMQPValue::FieldTable(first) = deaths.as_slice().first()? else {
+        if death.inner().get("exchange").map(text).as_deref() != Some(exchange) {
             return None;
-        };
-        let AMQPValue::FieldArray(keys) = first.inner().get("routing-keys")? else {
+        }
+        let AMQPValue::FieldArray(keys) = death.inner().get("routing-keys")? else {
             return None;
         };
         match keys.as_slice().first()? {
@@ -519,15 +540,7 @@ fn original_key(d: &lapin::message::Delivery, r: &Resolved) -> String {
             AMQPValue::ShortString(s) => Some(s.as_str().to_owned()),
             _ => None,
         }
-    });
-    from_death
-        .or_else(|| {
-            r.rabbitmq
-                .as_ref()
-                .and_then(|x| x.exchange.as_ref())
-                .and_then(|x| x.routing_keys.first().cloned())
-        })
-        .unwrap_or_else(|| r.main.clone())
+    })
 }
 
 /// The copy's headers: the broker's attempt history dropped, `dlq-redrive-count` + 1.
@@ -661,6 +674,36 @@ mod tests {
             out.inner().get("dlq-redrive-count"),
             Some(&AMQPValue::LongLongInt(3))
         );
+    }
+
+    #[test]
+    fn the_key_back_is_the_one_the_message_was_published_to_the_channels_exchange_with() {
+        let death = |exchange: &str, key: &str| {
+            let mut t = FieldTable::default();
+            t.insert("exchange".into(), long(exchange));
+            t.insert(
+                "routing-keys".into(),
+                AMQPValue::FieldArray(vec![long(key)].into()),
+            );
+            AMQPValue::FieldTable(t)
+        };
+        let mut h = FieldTable::default();
+        // Most recent first: rejected from the main queue after a trip through the retry
+        // queue (both reached through the default exchange), first published to `o.in`.
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(
+                vec![
+                    death("", "o.main"),
+                    death("", "o.retry"),
+                    death("o.in", "orders.created"),
+                ]
+                .into(),
+            ),
+        );
+        assert_eq!(published_key(&h, "o.in").as_deref(), Some("orders.created"));
+        assert_eq!(published_key(&h, "o.other"), None);
+        assert_eq!(published_key(&FieldTable::default(), "o.in"), None);
     }
 
     #[test]

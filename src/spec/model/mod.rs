@@ -27,7 +27,8 @@ pub use channel::{
 };
 pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
 pub use rabbitmq::{
-    DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions, RetryModel,
+    DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
+    RetryModel,
 };
 pub use sqs::SqsOptions;
 pub use targets::{Backend, MetricSource, Ownership, Target, TargetAlerts, Targets, TargetsKind};

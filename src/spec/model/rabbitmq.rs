@@ -28,6 +28,12 @@ pub struct RabbitMqOptions {
     /// An exchange that routes into the main queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange: Option<ExchangeBinding>,
+    /// A named exchange the main queue dead-letters through into the DLQ, instead of the
+    /// default exchange: the exchange, the DLQ's binding to it with `routingKey`, and the main
+    /// queue's `dead-letter-exchange` / `dead-letter-routing-key` (whenever its dead letters
+    /// go to the DLQ: a delivery limit, no retry queue, or arguments mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter_exchange: Option<DeadLetterExchange>,
     /// Priority of the policies dlqctl writes (policy mode). Default 10.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 1000))]
@@ -67,6 +73,22 @@ pub struct ExchangeBinding {
     /// Binding keys from the exchange to the main queue. Default: the main queue's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_keys: Option<Vec<String>>,
+}
+
+/// `rabbitmq.deadLetterExchange`: the exchange dead letters go through, and the key they carry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeadLetterExchange {
+    /// Exchange name (template: `{channel}` is replaced).
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Default `direct`. `headers` ignores routing keys and is refused by lint.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ExchangeKind>,
+    /// The dead-letter routing key, and the key the DLQ is bound with (template: `{channel}`
+    /// is replaced). Default: the DLQ's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

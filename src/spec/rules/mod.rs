@@ -37,7 +37,7 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 8] = [
+pub const ADVICE_RULES: [&str; 9] = [
     "retry/none",
     "retry/excessive",
     "sqs/fifo-redrive-order",
@@ -46,6 +46,7 @@ pub const ADVICE_RULES: [&str; 8] = [
     "alarms/actions-tier",
     "sqs/backoff-consumer",
     "retry/jitter-consumer",
+    "rabbitmq/dlx-consumer-publishes",
 ];
 
 /// A channel that passed the required-field checks, resolved against its target.

@@ -201,6 +201,7 @@ pub fn kafka_alphabet_problem(text: &str) -> Option<String> {
 pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
     let mut channels: BTreeMap<(&str, &str), Loc> = BTreeMap::new();
     let mut names: BTreeMap<(&str, String, &str), (Loc, &str)> = BTreeMap::new();
+    let mut exchanges: BTreeMap<(&str, String, &str), (Loc, &str, bool)> = BTreeMap::new();
     for c in checked {
         let r = &c.resolved;
         let loc = c.doc.locs.value("/metadata/name");
@@ -225,6 +226,34 @@ pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
             .as_ref()
             .map(|x| x.vhost.clone())
             .unwrap_or_default();
+        // A dead-letter exchange is one channel's: its plan creates, replaces and (pruned)
+        // deletes it with that channel. (Channels sharing an inbound `rabbitmq.exchange` are
+        // left as they were.)
+        for (name, pointer, dlx) in r.exchanges() {
+            let at = c.doc.locs.value(pointer);
+            match exchanges.get(&(r.target.as_str(), scope.clone(), name)) {
+                Some((_, other, _)) if *other == r.channel => {}
+                Some((first, other, other_dlx)) if dlx || *other_dlx => out.push(
+                    Diagnostic::error(
+                        "name/collision",
+                        format!(
+                            "exchange `{name}` of channel `{}` is also declared by channel `{other}` on target `{}`; a dead-letter exchange belongs to one channel",
+                            r.channel, r.target
+                        ),
+                    )
+                    .at(at)
+                    .related(*first, format!("declared by `{other}` here"))
+                    .hint("give each channel its own dead-letter exchange, e.g. `{channel}.dlx`"),
+                ),
+                Some(_) => {}
+                None => {
+                    exchanges.insert(
+                        (r.target.as_str(), scope.clone(), name),
+                        (at, r.channel.as_str(), dlx),
+                    );
+                }
+            }
+        }
         for (name, role) in r.names() {
             let at = c.doc.locs.value(name_pointer(c.doc, r.backend, role));
             match names.get(&(r.target.as_str(), scope.clone(), name)) {

@@ -1,5 +1,6 @@
 //! Rules for channels on a RabbitMQ target: the 32-bit millisecond TTL limit, what the
-//! `ttl` and `deliveryLimit` retry models need, and the exchange binding.
+//! `ttl` and `deliveryLimit` retry models need, the exchange binding and the named
+//! dead-letter exchange.
 //!
 //! Depends on `alarms` and `channel` (the advice every broker shares), `names` (ownership)
 //! and the resolved channel.
@@ -9,8 +10,8 @@ use super::channel::jitter_info;
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
-use crate::spec::model::{Backend, Channel, QueueType, RetryModel, Target};
-use crate::spec::resolve::{ExchangeResolved, RabbitResolved, Resolved};
+use crate::spec::model::{Backend, Channel, DlxMode, ExchangeKind, QueueType, RetryModel, Target};
+use crate::spec::resolve::{RabbitResolved, Resolved};
 
 /// `x-message-ttl` is an unsigned 32-bit number of milliseconds.
 pub const RABBIT_MAX_TTL_MS: u64 = u32::MAX as u64;
@@ -29,7 +30,77 @@ pub(super) fn check_rabbitmq(
     check_retry_ttl(doc, r, out);
     check_delivery_limit(doc, rb, out);
     if let Some(x) = &rb.exchange {
-        check_exchange(doc, x, target, out);
+        check_exchange(
+            doc,
+            &x.name,
+            "exchange",
+            "/spec/rabbitmq/exchange/name",
+            target,
+            out,
+        );
+    }
+    check_dead_letter_exchange(doc, r, rb, target, out);
+}
+
+/// The named dead-letter exchange: a valid owned name, not the channel's own exchange, a type
+/// that routes by the dead-letter routing key (`rabbitmq/dlx-exchange-type`), and a note where
+/// the broker does not send to it (`rabbitmq/dlx-consumer-publishes`).
+fn check_dead_letter_exchange(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    rb: &RabbitResolved,
+    target: &Target,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(x) = &rb.dead_letter_exchange else {
+        return;
+    };
+    let pointer = "/spec/rabbitmq/deadLetterExchange/name";
+    check_exchange(doc, &x.name, "dead-letter exchange", pointer, target, out);
+    if rb.exchange.as_ref().is_some_and(|e| e.name == x.name) {
+        out.push(
+            Diagnostic::error(
+                "name/collision",
+                format!(
+                    "the dead-letter exchange and the channel's exchange are both named `{}`",
+                    x.name
+                ),
+            )
+            .at(doc.locs.value(pointer))
+            .related(
+                doc.locs.value("/spec/rabbitmq/exchange/name"),
+                "the channel's exchange",
+            )
+            .hint("give the dead-letter exchange its own name, e.g. `{channel}.dlx`"),
+        );
+    }
+    if x.kind == ExchangeKind::Headers {
+        out.push(
+            Diagnostic::error(
+                "rabbitmq/dlx-exchange-type",
+                "a `headers` exchange ignores routing keys: it cannot route dead letters by `deadLetterExchange.routingKey`",
+            )
+            .at(doc.locs.value("/spec/rabbitmq/deadLetterExchange/type"))
+            .hint("use `direct` (the default), `topic` or `fanout`"),
+        );
+    }
+    // Policy mode sends a rejected message round the retry loop: the exchange only sees what
+    // the consumer publishes to it after the last attempt.
+    if rb.dlx == DlxMode::Policy
+        && rb.retry_model == RetryModel::Ttl
+        && let Some(first) = r.retry_stages.first()
+    {
+        out.push(
+            Diagnostic::info(
+                "rabbitmq/dlx-consumer-publishes",
+                format!(
+                    "in policy mode the main queue dead-letters into its first retry queue `{}`, not through `{}`: after the last attempt the consumer publishes the message to `{}` with routing key `{}`",
+                    first.name, x.name, x.name, x.routing_key
+                ),
+            )
+            .at(doc.locs.key("/spec/rabbitmq/deadLetterExchange"))
+            .hint("with `dlx: arguments` a reject goes through the exchange (the consumer then publishes to the retry queues itself)"),
+        );
     }
 }
 
@@ -122,31 +193,29 @@ fn check_delivery_limit(doc: &Doc<Channel>, rb: &RabbitResolved, out: &mut Vec<D
     }
 }
 
-/// The exchange's name: inside the ownership prefixes, and not one RabbitMQ reserves.
+/// An exchange's name: inside the ownership prefixes, not one RabbitMQ reserves, and short
+/// enough.
 fn check_exchange(
     doc: &Doc<Channel>,
-    x: &ExchangeResolved,
+    name: &str,
+    what: &str,
+    pointer: &str,
     target: &Target,
     out: &mut Vec<Diagnostic>,
 ) {
-    check_scope(
-        doc,
-        &x.name,
-        "exchange",
-        target,
-        "/spec/rabbitmq/exchange/name",
-        out,
-    );
-    if x.name.starts_with("amq.") || x.name.is_empty() {
+    check_scope(doc, name, what, target, pointer, out);
+    if name.starts_with("amq.") || name.is_empty() {
         out.push(
             Diagnostic::error(
                 "name/invalid",
-                format!(
-                    "exchange `{}`: RabbitMQ reserves `amq.` names and the default exchange",
-                    x.name
-                ),
+                format!("{what} `{name}`: RabbitMQ reserves `amq.` names and the default exchange"),
             )
-            .at(doc.locs.value("/spec/rabbitmq/exchange/name")),
+            .at(doc.locs.value(pointer)),
+        );
+    } else if let Some(p) = super::names::rabbit_name_problem(name) {
+        out.push(
+            Diagnostic::error("name/invalid", format!("{what} `{name}`: {p}"))
+                .at(doc.locs.value(pointer)),
         );
     }
 }
