@@ -538,11 +538,11 @@ pub struct RedriveArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// SQS: never hand the move to SQS's own move task (StartMessageMoveTask, used for a
-    /// whole standard queue back to its source where the endpoint has it, e.g. AWS). dlqctl's
-    /// own mover counts dlq-redrive-count and skips messages at maxRedrives; the task does not.
+    /// SQS: hand the move to SQS's own move task (StartMessageMoveTask, where the endpoint has
+    /// it, e.g. AWS): server-side, for a whole standard queue back to its source. The messages
+    /// go back as they are: no dlq-redrive-count, no maxRedrives check.
     #[arg(long)]
-    pub no_native: bool,
+    pub native: bool,
 
     /// Move without asking (for automation).
     #[arg(long)]

@@ -140,3 +140,66 @@ fn no_region_anywhere_is_one_clear_error() {
         "{text}"
     );
 }
+
+#[test]
+fn no_region_without_an_endpoint_override_is_one_clear_error_at_once() {
+    // No endpoint and no region: the SDK cannot even resolve where to send, so no request
+    // leaves this machine; it must not be retried as "cannot reach the endpoint".
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("dlqctl.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-sqs:\n    backend: sqs\n",
+    )
+    .expect("write targets");
+    std::fs::copy(
+        support::root().join("examples/payments-sqs.yaml"),
+        dir.path().join("channel.yaml"),
+    )
+    .expect("copy example");
+    std::fs::write(dir.path().join("aws-config"), "").expect("write aws config");
+    let started = std::time::Instant::now();
+    let out = plan(
+        dir.path(),
+        &[
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains("no AWS region"), "{text}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "retried: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_failing_credential_process_is_named_but_its_output_never_shown() {
+    if !moto_up() {
+        return;
+    }
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let script = scratch.path().join("creds.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'login failed for token s.SECRETTOKEN123' >&2\nexit 3\n",
+    )
+    .expect("write script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let ws = workspace(
+        "    profile: team\n    region: us-east-1\n",
+        &format!(
+            "[profile team]\ncredential_process = {}\n",
+            script.display()
+        ),
+    );
+    let out = plan(ws.path(), &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains("no AWS credentials"), "{text}");
+    assert!(text.contains("external process exited"), "{text}");
+    assert!(!text.contains("SECRETTOKEN123"), "{text}");
+}

@@ -602,6 +602,21 @@ fn target_addresses_read_the_environment_and_are_checked_as_expanded() {
             && out.contains("examples/dlqctl.yaml:15:"),
         "{out}"
     );
+    // A value that still holds `${` after a good expansion is checked all the same.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("dlqctl.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  r:\n    backend: rabbitmq\n    url: \"http://admin:hunter2@127.0.0.1:15672/$${X:-}{\"\n    ownership: {prefixes: [o.]}\n",
+    )
+    .expect("write");
+    let out = dlqctl()
+        .args(["lint", "--color", "never"])
+        .arg(dir.path().join("dlqctl.yaml"))
+        .output()
+        .expect("dlqctl runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("[target/credentials-in-url]"), "{text}");
     // Credentials from the environment are refused like written ones, and never shown.
     let (code, out) = lint(Some("http://admin:hunter2@rabbit:15672"));
     assert_eq!(code, 1, "{out}");

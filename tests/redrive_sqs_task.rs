@@ -2,10 +2,11 @@
 //! against responses written from the SQS API reference (tests/fixtures/sqs-move-task/):
 //! moto 5.2.5, the local SQS, does not implement move tasks (it answers HTTP 500), so a fake
 //! SQS endpoint on 127.0.0.1 speaks the AWS JSON protocol for the calls dlqctl makes and
-//! records them. What these tests show: the task is used only when it fits (a whole standard
-//! queue back to its source, not `--no-native`), with the destination's ARN and `--rate`;
-//! progress and the final count come from ListMessageMoveTasks; Ctrl-C cancels the task; a
-//! failed task is one clear error; a task already running refuses any redrive, naming it.
+//! records them. What these tests show: the task is used only with `--native` and only where
+//! it fits (a whole standard queue back to its source), with the destination's ARN and
+//! `--rate`; progress and the final count come from ListMessageMoveTasks, which names a task by
+//! its handle only while it runs; Ctrl-C cancels the task; a failed task is one clear error; a
+//! task already running refuses any redrive, naming it.
 //! The live path (moto, no move tasks: dlqctl's own mover) is tests/redrive.rs.
 
 mod support;
@@ -32,6 +33,8 @@ enum Script {
     Fails,
     /// A task started elsewhere is RUNNING before dlqctl asks.
     AlreadyRunning,
+    /// No move tasks here: ListMessageMoveTasks answers HTTP 500, as moto 5.2.5 does.
+    Unsupported,
 }
 
 #[derive(Default)]
@@ -62,13 +65,21 @@ fn arn(queue: &str) -> String {
     format!("arn:aws:sqs:us-east-1:{ACCOUNT}:{queue}")
 }
 
-/// A recorded response with the ARNs and handle filled in.
+/// A recorded response with the ARNs, the handle and the start time (now) filled in.
 fn recorded(all: &Value, key: &str) -> String {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis();
     all[key]
         .to_string()
         .replace("{dlq_arn}", &arn("movetask-dlq"))
         .replace("{main_arn}", &arn("movetask"))
         .replace("{handle}", HANDLE)
+        .replace(
+            "\"StartedTimestamp\":1764547200000",
+            &format!("\"StartedTimestamp\":{now_ms}"),
+        )
 }
 
 fn start(script: Script) -> Sqs {
@@ -157,6 +168,9 @@ fn start(script: Script) -> Sqs {
                 s.cancelled = true;
                 ok(recorded(&all, "CancelMessageMoveTask"))
             }
+            "listmessagemovetasks" if script == Script::Unsupported => {
+                (500, "<html><title>500 Internal Server Error</title></html>".into())
+            }
             "listmessagemovetasks" => {
                 if s.start.is_none() {
                     let key = if script == Script::AlreadyRunning {
@@ -225,7 +239,7 @@ fn calls(sqs: &Sqs) -> Vec<String> {
 fn a_whole_standard_queue_goes_back_through_the_sqs_move_task_at_the_given_rate() {
     let sqs = start(Script::Completes);
     let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &["--rate", "50"]));
+    let out = support::output(&mut redrive(ws.path(), &["--native", "--rate", "50"]));
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     assert_eq!(report["moved"], 5, "{report}");
@@ -251,28 +265,62 @@ fn a_whole_standard_queue_goes_back_through_the_sqs_move_task_at_the_given_rate(
 }
 
 #[test]
-fn a_limit_a_class_or_no_native_keeps_dlqctls_own_mover() {
+fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
+    // Without --native: dlqctl's own mover (it counts dlq-redrive-count, checks maxRedrives).
+    let sqs = start(Script::Completes);
+    let ws = workspace(&sqs.api.url);
+    let out = support::output(&mut redrive(ws.path(), &[]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let seen = calls(&sqs);
+    assert!(
+        !seen.iter().any(|c| c == "startmessagemovetask"),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|c| c == "receivemessage"), "{seen:?}");
+    let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
+    assert!(report.get("movedBy").is_none(), "{report}");
+    // --native with a selection, another destination or a rate SQS cannot take: refused
+    // before anything moves.
     for extra in [
-        &["--limit", "2"][..],
-        &["--class", "poison"][..],
-        &["--no-native"][..],
+        &["--native", "--limit", "2"][..],
+        &["--native", "--class", "poison"][..],
+        &["--native", "--to", "movetask"][..],
+        &["--native", "--rate", "0.5"][..],
     ] {
         let sqs = start(Script::Completes);
         let ws = workspace(&sqs.api.url);
         let out = support::output(&mut redrive(ws.path(), extra));
-        assert_eq!(out.code, 0, "{extra:?}: {}{}", out.stdout, out.stderr);
+        assert_eq!(out.code, 1, "{extra:?}: {}{}", out.stdout, out.stderr);
         let seen = calls(&sqs);
-        assert!(
-            !seen.iter().any(|c| c == "startmessagemovetask"),
-            "{extra:?}: {seen:?}"
-        );
-        assert!(
-            seen.iter().any(|c| c == "receivemessage"),
-            "{extra:?}: dlqctl's own mover ran: {seen:?}"
-        );
-        let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
-        assert!(report.get("movedBy").is_none(), "{report}");
+        for write in ["startmessagemovetask", "receivemessage", "sendmessagebatch"] {
+            assert!(
+                !seen.iter().any(|c| c == write),
+                "{extra:?}: {write} in {seen:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn native_where_the_endpoint_has_no_move_tasks_is_refused_and_the_own_mover_still_runs_without_it()
+{
+    let sqs = start(Script::Unsupported);
+    let ws = workspace(&sqs.api.url);
+    let out = support::output(&mut redrive(ws.path(), &["--native"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("--native: sqs:ListMessageMoveTasks"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !calls(&sqs)
+            .iter()
+            .any(|c| c == "receivemessage" || c == "startmessagemovetask")
+    );
+    let out = support::output(&mut redrive(ws.path(), &[]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(calls(&sqs).iter().any(|c| c == "receivemessage"));
 }
 
 #[test]
@@ -300,7 +348,7 @@ fn a_task_already_running_refuses_the_redrive_naming_it() {
 fn a_failed_task_is_one_error_with_its_reason() {
     let sqs = start(Script::Fails);
     let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &[]));
+    let out = support::output(&mut redrive(ws.path(), &["--native"]));
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     let errors = support::fake::error_lines(&out.stderr);
     assert_eq!(errors.len(), 1, "{}", out.stderr);
@@ -318,7 +366,7 @@ fn a_failed_task_is_one_error_with_its_reason() {
 fn ctrl_c_cancels_the_task_and_reports_what_moved() {
     let sqs = start(Script::RunsUntilCancelled);
     let ws = workspace(&sqs.api.url);
-    let child = redrive(ws.path(), &[])
+    let child = redrive(ws.path(), &["--native"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

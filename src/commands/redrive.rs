@@ -53,6 +53,13 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             source: false,
         }
     };
+    if args.native && r.backend != crate::spec::model::Backend::Sqs {
+        anyhow::bail!(
+            "--native is SQS's own move task; channel `{}` is on {}",
+            r.channel,
+            r.backend.display_name()
+        );
+    }
     if !to.source && to.name == r.dead_letter {
         anyhow::bail!("--to {}: that is the dead-letter queue itself", to.name);
     }
@@ -126,7 +133,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         stop: Arc::clone(&stop),
         tally: Arc::clone(&tally),
         holder: report.operator.clone(),
-        service_task: !args.no_native,
+        service_task: args.native,
     };
     let result = rt.block_on(async {
         let flag = Arc::clone(&stop);

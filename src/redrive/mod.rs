@@ -170,8 +170,8 @@ pub struct Run {
     pub tally: Arc<Tally>,
     /// Who runs it, for the lock and the audit record: `user@host pid N`.
     pub holder: String,
-    /// Whether the broker's own move may be used where it fits (SQS's StartMessageMoveTask
-    /// for a whole standard queue back to its source); `--no-native` says no.
+    /// Whether the broker's own move does the moving (`--native`: SQS's StartMessageMoveTask,
+    /// for a whole standard queue back to its source).
     pub service_task: bool,
 }
 
@@ -367,7 +367,7 @@ pub fn human(r: &Report) -> String {
     out.push_str(".\n");
     if let Some(by) = r.moved_by {
         out.push_str(&format!(
-            "  moved by {by}: the messages went back as they were (no dlq-redrive-count, no maxRedrives check); --no-native moves them with dlqctl's own mover instead.\n"
+            "  moved by {by} (--native): the messages went back as they were, with no dlq-redrive-count and no maxRedrives check.\n"
         ));
     }
     out

@@ -56,6 +56,9 @@ pub struct Workspace {
     pub diagnostics: Vec<Diagnostic>,
     /// YAML documents that were not dlqctl documents.
     pub skipped: usize,
+    /// Target fields whose `${VAR}` could not be expanded (file, JSON pointer): reported where
+    /// they were loaded, and left out of the checks of their value (nothing else is).
+    pub unexpanded: std::collections::BTreeSet<(crate::diag::FileId, String)>,
 }
 
 /// A document that passed the YAML layer, before schema validation.
@@ -567,6 +570,7 @@ fn expand_variables(d: &mut RawDoc, ws: &mut Workspace) {
                     match vars::expand(text, |n| std::env::var(n).ok()) {
                         Ok(expanded) => *text = expanded,
                         Err(e) => {
+                            ws.unexpanded.insert((d.loc.file, pointer.clone()));
                             let mut diag = Diagnostic::error(
                                 "target/variable",
                                 format!("`targets.{name}.{field}`: {e}"),

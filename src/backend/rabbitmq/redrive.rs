@@ -434,10 +434,13 @@ fn amqp_base(target: &Target) -> Result<(String, String), String> {
         let u = u.trim_end_matches('/').to_owned();
         if !(u.starts_with("amqp://") || u.starts_with("amqps://")) {
             return Err(format!(
-                "`amqpUrl` must start with amqp:// or amqps://, not `{u}`"
+                "`amqpUrl` must start with amqp:// or amqps://, not `{}`",
+                crate::backend::wire::http::redact_userinfo(&u)
             ));
         }
-        return Ok((u.clone(), u));
+        // The URL for messages never shows credentials, even if the file's were let through.
+        let shown = crate::backend::wire::http::redact_userinfo(&u);
+        return Ok((u, shown));
     }
     let url = target.url.as_deref().ok_or("no `url`")?;
     let (scheme, rest) = url

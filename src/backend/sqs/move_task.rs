@@ -1,17 +1,17 @@
 //! SQS's own redrive: StartMessageMoveTask, where the endpoint has it (AWS; moto does not).
 //!
-//! Used by the SQS mover for the one case it fits: every message of a standard DLQ back to
-//! the channel's main queue (no `--limit`, `--class` or `--older-than`, not `--no-native`).
-//! SQS then moves the messages itself, server-side, at `--rate` (its
-//! `MaxNumberOfMessagesPerSecond`, at most 500), never losing one; dlqctl follows the task
-//! with ListMessageMoveTasks for progress and cancels it on Ctrl-C (CancelMessageMoveTask:
-//! what has moved stays moved, the rest stays in the DLQ). The task copies messages as they
-//! are: no `dlq-redrive-count`, no maxRedrives check; the report says so.
+//! Used only when asked (`dlqctl redrive --native`), for the one case it fits: every message of
+//! a standard DLQ back to the channel's main queue (no `--limit`, `--class`, `--older-than` or
+//! `--to`). SQS then moves the messages itself, server-side, at `--rate` (its
+//! `MaxNumberOfMessagesPerSecond`, 1 to 500), never losing one; dlqctl follows the task with
+//! ListMessageMoveTasks for progress and cancels it on Ctrl-C (CancelMessageMoveTask: what has
+//! moved stays moved, the rest stays in the DLQ). The task copies messages as they are: no
+//! `dlq-redrive-count`, no maxRedrives check. That is why it is never chosen by itself.
 //!
-//! ListMessageMoveTasks is also the probe: an endpoint that does not answer it (moto answers
-//! HTTP 500) has no move tasks, and the mover moves the messages itself. A task already
-//! RUNNING on the DLQ (started from the console, say) refuses any redrive, naming it: SQS
-//! allows one per queue, and two movers at once would race.
+//! ListMessageMoveTasks also tells whether a task is already RUNNING on the DLQ (started from
+//! the console, say): every SQS redrive asks first and refuses, naming it; SQS allows one per
+//! queue. ListMessageMoveTasks names a task by its handle only while it runs, so a task that
+//! ended is recognised by its source and start time.
 //!
 //! Tested against responses written from the SQS API reference (tests/redrive_sqs_task.rs),
 //! since no local server implements these calls.
@@ -30,19 +30,23 @@ use crate::redrive::Run;
 pub const MAX_RATE: i32 = 500;
 /// How often the task is read for progress.
 const POLL: Duration = Duration::from_secs(2);
+/// Polls in a row that may fail or not show the task before dlqctl stops following it.
+const MAX_UNSEEN: u32 = 30;
 /// The most polls one run makes (a day at [`POLL`]); then dlqctl stops following and says
 /// how to follow the task, which goes on without it.
 const MAX_POLLS: u32 = 43_200;
 
-/// The DLQ's move tasks, newest first; `None` when the endpoint has no such call.
+/// The DLQ's move tasks, newest first, or why they could not be listed (an endpoint without
+/// the call, as moto, answers an error; so does one where the caller may not list them).
 pub(super) async fn tasks(
     reader: &Reader,
+    dlq: &str,
     dlq_arn: &str,
-) -> Option<Vec<ListMessageMoveTasksResultEntry>> {
+) -> Result<Vec<ListMessageMoveTasksResultEntry>, MoveError> {
     let clients = reader.aws.clients().await;
     reader.aws.stats.count("sqs:ListMessageMoveTasks");
-    // One attempt, not a retried read: an endpoint without the call (moto) answers 500, and
-    // anything but an answer means "move the messages ourselves", which is always safe.
+    // One attempt: moto answers 500 to a call it does not have, and retrying it on every
+    // redrive would cost seconds for nothing. The callers decide what a failure means.
     clients
         .sqs
         .list_message_move_tasks()
@@ -50,8 +54,14 @@ pub(super) async fn tasks(
         .max_results(10)
         .send()
         .await
-        .ok()
         .map(|o| o.results.unwrap_or_default())
+        .map_err(|e| {
+            MoveError::of(classify(
+                "sqs:ListMessageMoveTasks",
+                &format!("queue {dlq}"),
+                e,
+            ))
+        })
 }
 
 /// A task that is still moving messages, as a refusal naming it.
@@ -89,11 +99,23 @@ pub(super) async fn run(
     dest_arn: &str,
     run: &Run,
 ) -> Result<(), MoveError> {
+    let rate = match run.rate {
+        None => None,
+        Some(r) if (1.0..=f64::from(MAX_RATE)).contains(&r) && r.fract() == 0.0 => Some(r as i32),
+        Some(r) => {
+            return Err(MoveError(format!(
+                "--rate {r}: SQS's move task takes whole messages per second from 1 to {MAX_RATE}; nothing was moved"
+            )));
+        }
+    };
+    // A Ctrl-C before the start: nothing is started.
+    if run.stop.load(Ordering::SeqCst) {
+        return Ok(());
+    }
     let clients = reader.aws.clients().await;
-    let rate = run
-        .rate
-        .map(|r| (r.floor() as i64).clamp(1, i64::from(MAX_RATE)) as i32);
     reader.aws.stats.count("sqs:StartMessageMoveTask");
+    // Tasks that started from now on (less a minute for clocks that disagree) may be ours.
+    let since_ms = crate::status::now_ms() - 60_000;
     let handle = clients
         .sqs
         .start_message_move_task()
@@ -103,44 +125,52 @@ pub(super) async fn run(
         .send()
         .await
         .map_err(|e| {
-            MoveError::of(classify(
-                "sqs:StartMessageMoveTask",
-                &format!("queue {dlq}"),
-                e,
+            MoveError(format!(
+                "{}; nothing was moved (--native can be left out: dlqctl's own mover does not need the move task)",
+                classify("sqs:StartMessageMoveTask", &format!("queue {dlq}"), e)
             ))
         })?
         .task_handle
         .unwrap_or_default();
     run.tally.by_service.store(true, Ordering::Relaxed);
     let mut cancelled = false;
+    let mut unseen = 0;
     for _ in 0..MAX_POLLS {
         if run.stop.load(Ordering::SeqCst) && !cancelled {
+            cancelled = true;
             reader.aws.stats.count("sqs:CancelMessageMoveTask");
-            clients
+            if let Err(e) = clients
                 .sqs
                 .cancel_message_move_task()
                 .task_handle(&handle)
                 .send()
                 .await
-                .map_err(|e| {
-                    MoveError::of(classify(
-                        "sqs:CancelMessageMoveTask",
-                        &format!("the move task of queue {dlq}"),
-                        e,
-                    ))
-                })?;
-            cancelled = true;
+            {
+                // It may have ended just before: the next poll says how it ended.
+                let e = classify(
+                    "sqs:CancelMessageMoveTask",
+                    &format!("the move task of queue {dlq}"),
+                    e,
+                );
+                tracing::info!("{e}; reading the task's state");
+            }
         }
         tokio::time::sleep(POLL).await;
-        let Some(all) = tasks(reader, dlq_arn).await else {
+        let found = tasks(reader, dlq, dlq_arn)
+            .await
+            .ok()
+            .and_then(|all| ours(&all, &handle, since_ms).cloned());
+        let Some(t) = found else {
+            unseen += 1;
+            if unseen >= MAX_UNSEEN {
+                return Err(MoveError(format!(
+                    "lost sight of the SQS move task of `{dlq}` (handle {handle}): ListMessageMoveTasks has not shown it for {} s; it may still be moving messages: aws sqs list-message-move-tasks --source-arn {dlq_arn}",
+                    u64::from(MAX_UNSEEN) * POLL.as_secs()
+                )));
+            }
             continue;
         };
-        let Some(t) = all
-            .iter()
-            .find(|t| t.task_handle() == Some(handle.as_str()))
-        else {
-            continue;
-        };
+        unseen = 0;
         let moved = u64::try_from(t.approximate_number_of_messages_moved).unwrap_or(0);
         run.tally.moved.store(moved, Ordering::Relaxed);
         run.tally.examined.store(moved, Ordering::Relaxed);
@@ -156,9 +186,27 @@ pub(super) async fn run(
         }
     }
     Err(MoveError(format!(
-        "stopped following the SQS move task of `{dlq}` after {} hours; it goes on (handle {handle}): aws sqs list-message-move-tasks --source-arn {dlq_arn}",
+        "stopped following the SQS move task of `{dlq}` after {} hours; it may still be moving messages (handle {handle}): aws sqs list-message-move-tasks --source-arn {dlq_arn}",
         u64::from(MAX_POLLS) * POLL.as_secs() / 3600
     )))
+}
+
+/// This run's task among the DLQ's, newest first: by its handle while it runs (the only time
+/// ListMessageMoveTasks shows one), else the newest task that started since this run started
+/// its own (SQS runs one at a time per queue, and this run refused to start beside another).
+fn ours<'a>(
+    tasks: &'a [ListMessageMoveTasksResultEntry],
+    handle: &str,
+    since_ms: i64,
+) -> Option<&'a ListMessageMoveTasksResultEntry> {
+    tasks
+        .iter()
+        .find(|t| t.task_handle() == Some(handle))
+        .or_else(|| {
+            tasks
+                .first()
+                .filter(|t| t.task_handle().is_none() && t.started_timestamp >= since_ms)
+        })
 }
 
 #[cfg(test)]
@@ -186,5 +234,31 @@ mod tests {
             e.0
         );
         assert!(running("dlq", &[t("CANCELLING")]).is_some());
+    }
+
+    #[test]
+    fn an_ended_task_without_its_handle_is_recognised_by_its_start() {
+        let entry = |handle: Option<&str>, status: &str, started: i64| {
+            ListMessageMoveTasksResultEntry::builder()
+                .set_task_handle(handle.map(str::to_owned))
+                .status(status)
+                .started_timestamp(started)
+                .build()
+        };
+        let running = [entry(Some("h1"), "RUNNING", 1_000)];
+        assert_eq!(
+            ours(&running, "h1", 500).and_then(|t| t.status()),
+            Some("RUNNING")
+        );
+        // Ended: no handle; ours when it started since this run started its own.
+        let ended = [entry(None, "COMPLETED", 1_000), entry(None, "FAILED", 10)];
+        assert_eq!(
+            ours(&ended, "h1", 500).and_then(|t| t.status()),
+            Some("COMPLETED")
+        );
+        // An older task (another run's, long ago) is not taken for ours.
+        assert!(ours(&ended, "h1", 5_000).is_none());
+        // Another run's task that is running is not ours either.
+        assert!(ours(&[entry(Some("h2"), "RUNNING", 1_000)], "h1", 500).is_none());
     }
 }

@@ -14,9 +14,9 @@
 //!   queues it keeps its `MessageGroupId`, and its deduplication id is the original message id;
 //! - never from a DLQ with a redrive policy of its own: each receive counts towards it.
 //!
-//! SQS's own StartMessageMoveTask does the moving instead where the endpoint has it and the
-//! run moves a whole standard queue back to its source ([`super::move_task`]); one running
-//! on the DLQ refuses any other redrive.
+//! With `--native`, SQS's own StartMessageMoveTask does the moving instead, for a whole
+//! standard queue back to its source ([`super::move_task`]); one running on the DLQ refuses
+//! any redrive.
 //!
 //! A delete that fails after the send succeeded leaves the message in both queues: counted as
 //! possibly duplicated, never lost. The consumer must be idempotent.
@@ -116,17 +116,35 @@ impl Mover {
         .iter()
         .filter_map(|k| attrs.get(*k).and_then(|v| v.parse::<u64>().ok()))
         .sum();
-        // SQS's own move task, where the endpoint has it: one running refuses this run, and
-        // a whole standard queue back to its source is handed to it (`move_task`).
+        // SQS's own move task: one running on the DLQ refuses this run; with `--native`, a
+        // whole standard queue back to its source is handed to it (`move_task`).
         let dlq_arn = attrs.get("QueueArn").cloned().unwrap_or_default();
-        let tasks = move_task::tasks(&self.reader, &dlq_arn).await;
-        if let Some(e) = tasks.as_deref().and_then(|t| move_task::running(dlq, t)) {
-            return Err(e);
+        match move_task::tasks(&self.reader, dlq, &dlq_arn).await {
+            Ok(tasks) => {
+                if let Some(e) = move_task::running(dlq, &tasks) {
+                    return Err(e);
+                }
+            }
+            Err(e) if run.service_task => {
+                return Err(MoveError(format!(
+                    "--native: {e}; this endpoint's move tasks cannot be used (leave out --native for dlqctl's own mover); nothing was moved"
+                )));
+            }
+            // moto has no move tasks; an IAM policy may not allow listing them. Nothing can
+            // be lost either way (SQS hides a message from all but one receiver at a time).
+            Err(e) => {
+                tracing::info!("cannot tell whether an SQS move task is running on `{dlq}`: {e}")
+            }
         }
         let whole_queue = run.select.limit.is_none()
             && run.select.classes.is_empty()
             && run.select.older_than_ms.is_none();
-        let native = tasks.is_some() && run.service_task && run.to.source && whole_queue && !fifo;
+        if run.service_task && !(whole_queue && run.to.source && !fifo) {
+            return Err(MoveError(
+                "--native hands a whole standard queue back to its source to SQS's move task: it takes no --limit, --class, --older-than or --to, and no FIFO queue; nothing was moved".into(),
+            ));
+        }
+        let native = run.service_task;
         self.lock(dlq, &url, &run.holder).await?;
         let result = if native {
             match self.arn(dest, &dest_url).await {
@@ -159,8 +177,13 @@ impl Mover {
         let mut result = Ok(());
         let mut empty = 0;
         let mut last_check = std::time::Instant::now();
+        // At most one second's worth of messages per receive with --rate (10 without).
+        let batch: usize = match run.rate {
+            Some(r) => (r.floor() as usize).clamp(1, 10),
+            None => 10,
+        };
         // Bounded: every message present at the start once, plus a few empty answers.
-        for _ in 0..total.div_ceil(10) * 2 + 5 {
+        for _ in 0..total.div_ceil(batch as u64) * 2 + 5 {
             if run.done() || received >= total || empty >= 2 {
                 break;
             }
@@ -174,9 +197,16 @@ impl Mover {
                 }
                 last_check = std::time::Instant::now();
             }
+            // With --rate, the pace is kept before receiving, never while messages are held:
+            // a held message must be sent and deleted well within the hold, whatever the rate.
+            if run.rate.is_some() {
+                for _ in 0..batch {
+                    pace.wait().await;
+                }
+            }
             let got = match self
                 .reader
-                .receive(dlq, url, 10, hold)
+                .receive(dlq, url, batch, hold)
                 .await
                 .map_err(MoveError::of)
             {
@@ -186,16 +216,21 @@ impl Mover {
                     break;
                 }
             };
+            // Only an empty answer counts towards the end: messages handed back (not chosen)
+            // and received again are not "no more messages".
+            if got.is_empty() {
+                empty += 1;
+                continue;
+            }
+            empty = 0;
             let fresh: Vec<_> = got
                 .into_iter()
                 .filter(|m| !seen.contains(m.message_id().unwrap_or_default()))
                 .collect();
             received += fresh.len() as u64;
             if fresh.is_empty() {
-                empty += 1;
                 continue;
             }
-            empty = 0;
             let mut chosen = Vec::new();
             for m in fresh {
                 let msg = super::status::message(&m, 0);
@@ -220,9 +255,6 @@ impl Mover {
                     seen.insert(m.message_id().unwrap_or_default().to_owned());
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                 }
-            }
-            for _ in &chosen {
-                pace.wait().await;
             }
             if let Err(e) = self
                 .move_batch(dlq, url, dest_url, fifo, &chosen, run)

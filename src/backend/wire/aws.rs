@@ -196,11 +196,10 @@ fn is_local_setup<E>(e: &SdkError<E>) -> bool
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    mentions_credentials(e)
-        || DisplayErrorContext(e)
-            .to_string()
-            .to_ascii_lowercase()
-            .contains("signing region")
+    let text = DisplayErrorContext(e).to_string().to_ascii_lowercase();
+    // No region: "missing signing region" with an endpoint override, "Invalid Configuration:
+    // Missing Region" from endpoint resolution without one.
+    mentions_credentials(e) || text.contains("signing region") || text.contains("missing region")
 }
 
 fn local_reason<E>(e: &SdkError<E>) -> String
@@ -236,7 +235,15 @@ fn sdk_cause(e: &dyn std::error::Error) -> String {
     if layers.is_empty() {
         layers.push(e.to_string());
     }
-    layers.join(": ").replace("other: ", "")
+    let text = layers.join(": ").replace("other: ", "");
+    // A credential_process's own output (its stderr) may hold a token: never shown.
+    match text.to_ascii_lowercase().find("stderr") {
+        Some(at) => format!(
+            "{} (the process's own output is not shown: run it by hand to see it)",
+            text[..at].trim_end_matches([' ', ':', ',', '.', '('])
+        ),
+        None => text,
+    }
 }
 
 /// Where and how to reach AWS for one target (no credentials here: the SDK's chain finds

@@ -30,17 +30,24 @@ pub(super) fn collect_targets<'a>(ws: &'a Workspace, out: &mut Vec<Diagnostic>) 
                 );
                 continue;
             }
-            check_target(name, t, doc, &base, out);
+            check_target(name, t, doc, &base, &ws.unexpanded, out);
             map.insert(name, (t, loc));
         }
     }
     map
 }
 
-fn check_target(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
+fn check_target(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    unexpanded: &Unexpanded,
+    out: &mut Vec<Diagnostic>,
+) {
     check_fields_apply(name, t, doc, base, out);
     check_required_fields(name, t, doc, base, out);
-    check_urls(name, t, doc, base, out);
+    check_urls(name, t, doc, base, unexpanded, out);
     check_secret_properties(name, t, doc, base, out);
     check_ownership(name, t, doc, base, out);
 }
@@ -168,31 +175,44 @@ fn check_required_fields(
     }
 }
 
-/// `target/url`: `url` and `endpoint` are http(s) URLs; `target/credentials-in-url`: and they
-/// carry no `user:password@` (credentials come only from the named environment variables, and a
-/// URL is printed in errors and saved in plans).
-fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut Vec<Diagnostic>) {
-    for (field, value) in [("url", &t.url), ("endpoint", &t.endpoint)] {
-        // A reference left unexpanded was reported where it was loaded (`target/variable`).
-        let value = value
-            .as_ref()
-            .filter(|v| !crate::spec::vars::has_reference(v));
-        if let Some(v) = value
-            && has_userinfo(v)
-        {
+/// `target/url`: `url` and `endpoint` are http(s) URLs; `target/credentials-in-url`: they,
+/// `amqpUrl` and `bootstrapServers` carry no `user:password@` (credentials come only from the
+/// named environment variables, and an address is printed in errors and saved in plans),
+/// whether written in the file or read from the environment (`${VAR}`).
+fn check_urls(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    unexpanded: &Unexpanded,
+    out: &mut Vec<Diagnostic>,
+) {
+    let fields = [
+        ("url", &t.url, true),
+        ("endpoint", &t.endpoint, true),
+        ("amqpUrl", &t.amqp_url, false),
+        ("bootstrapServers", &t.bootstrap_servers, false),
+    ];
+    for (field, value, http) in fields {
+        let pointer = format!("{base}/{field}");
+        // A reference that could not be expanded was reported where it was loaded
+        // (`target/variable`); every other value is checked as it will be used.
+        if unexpanded.contains(&(doc.loc.file, pointer.clone())) {
+            continue;
+        }
+        let Some(v) = value else { continue };
+        if has_userinfo(v) {
             out.push(
                 Diagnostic::error(
                     "target/credentials-in-url",
                     format!(
-                        "`targets.{name}.{field}` holds credentials (`user:password@`); remove them and name environment variables instead (`usernameEnv`, `passwordEnv`; the AWS credential chain for SQS)"
+                        "`targets.{name}.{field}` holds credentials (`user:password@`); remove them and name environment variables instead (`usernameEnv`, `passwordEnv`; `secretProperties` for Kafka; the AWS credential chain for SQS)"
                     ),
                 )
-                .at(doc.locs.value(&format!("{base}/{field}"))),
+                .at(doc.locs.value(&pointer)),
             );
         }
-        if let Some(v) = value
-            && !(v.starts_with("http://") || v.starts_with("https://"))
-        {
+        if http && !(v.starts_with("http://") || v.starts_with("https://")) {
             out.push(
                 Diagnostic::error(
                     "target/url",
@@ -201,11 +221,13 @@ fn check_urls(name: &str, t: &Target, doc: &Doc<Targets>, base: &str, out: &mut 
                         without_userinfo(v)
                     ),
                 )
-                .at(doc.locs.value(&format!("{base}/{field}"))),
+                .at(doc.locs.value(&pointer)),
             );
         }
     }
 }
+
+type Unexpanded = std::collections::BTreeSet<(crate::diag::FileId, String)>;
 
 /// The URL with anything between `://` and the last `@` cut out, for messages (a password may
 /// hold an unencoded `/`, `?` or `#`).
