@@ -964,4 +964,26 @@ mod tests {
         let md = markdown(&plan_of(vec![c], Vec::new()));
         assert!(md.contains(r#"`` "a`b\|c" ``"#), "{md}");
     }
+
+    #[test]
+    fn a_discard_reason_stays_words_in_the_comment() {
+        let d = crate::spec::resolve::DiscardResolved {
+            after: crate::spec::duration::Duration::from_secs(3 * 86_400),
+            reason: Some("*late* quotes | <b>worthless</b>\n[see](http://x)".into()),
+            owner: Some("team_pricing".into()),
+        };
+        assert_eq!(
+            discard(&d),
+            "*discarded on purpose after 3d*: \\*late\\* quotes | &lt;b&gt;worthless&lt;/b&gt; \\[see\\]\\(http://x\\) (owner: team\\_pricing)"
+        );
+        let unwritten = crate::spec::resolve::DiscardResolved {
+            reason: None,
+            owner: None,
+            ..d
+        };
+        assert_eq!(
+            discard(&unwritten),
+            "*discarded on purpose after 3d* (no reason written)"
+        );
+    }
 }
