@@ -6,8 +6,8 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
-use super::names::kafka_alphabet_problem;
 use super::deadletter::{retention_field, retention_pointer};
+use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
