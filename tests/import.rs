@@ -835,3 +835,48 @@ fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() 
     assert!(!text.contains("above"), "{text}");
     w.assert_empty_plan(&["imported"], &[], "after import");
 }
+
+/// An SQS DLQ kept less than the 14d maximum drops dead letters: import writes it as a
+/// `discard` with no reason (the live queue does not hold one, and import invents none), says
+/// so in the file's header, and leaves the warning standing, so `lint --deny-warnings` fails
+/// until a person writes why. The plan is empty all the same.
+#[test]
+fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_person() {
+    let Some(w) = World::new(&["sqs"]) else {
+        return;
+    };
+    let spec = w.example("payments-sqs.yaml", &format!("{}-quotes", w.stem));
+    let text = std::fs::read_to_string(&spec).expect("spec");
+    std::fs::write(
+        &spec,
+        text.replace(
+            "    retention: 14d\n",
+            "    discard: {after: 5d, reason: a quote older than five days is void}\n",
+        ),
+    )
+    .expect("write spec");
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
+
+    w.import("local-sqs", &[]);
+    let text = w.imported_text();
+    assert!(text.contains("discard:\n      after: 5d\n"), "{text}");
+    let body = text.split("apiVersion:").nth(1).unwrap_or_default();
+    assert!(
+        !body.contains("reason:"),
+        "import invents no reason\n{text}"
+    );
+    assert!(
+        text.contains("# To decide") && text.contains("deadletter/discard-undeclared"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("allow: [deadletter/discard-undeclared")
+            && !text.contains("- deadletter/discard-undeclared"),
+        "the decision is not silenced\n{text}"
+    );
+    let strict = w.run(&["lint", "imported", "--deny-warnings"]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    strict.assert_stdout_contains("add `reason:` to `deadLetter.discard`");
+    w.assert_empty_plan(&["imported"], &[], "after import");
+}
