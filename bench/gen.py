@@ -72,6 +72,8 @@ spec:
   retry:
     maxAttempts: 3
     backoff: {{initial: 1s}}
+  deadLetter:
+    discard: {{after: 14d, reason: generated benchmark records that nobody reads}}
   kafka: {{partitions: 1, replicationFactor: 1}}
   lint: {{allow: [alarms/missing]}}
 """

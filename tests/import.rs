@@ -77,21 +77,36 @@ impl World {
         o
     }
 
-    /// Imports `target` into a fresh `imported/`, which must lint clean; returns the output.
+    /// Imports `target` into a fresh `imported/`, which must lint clean but for the decisions
+    /// only a person can write (`deadletter/discard-undeclared`: a DLQ that drops messages,
+    /// imported as a `discard` without a reason, said in the file's header); returns the output.
     fn import(&self, target: &str, extra: &[&str]) -> Output {
         let _ = std::fs::remove_dir_all(self.path().join("imported"));
         let mut args = vec!["import", "--target", target, "--out", "imported"];
         args.extend_from_slice(extra);
         let o = self.ok(&args);
-        let lint = self.run(&["lint", "imported", "--deny-warnings"]);
+        let lint = self.run(&["lint", "imported", "--format", "json"]);
+        let text = self.imported_text();
         assert_eq!(
-            lint.code,
-            0,
-            "imported specs lint clean\n{}{}\n{}",
-            lint.stdout,
-            lint.stderr,
-            self.imported_text()
+            lint.code, 0,
+            "imported specs lint without errors\n{}{}\n{text}",
+            lint.stdout, lint.stderr
         );
+        let doc: serde_json::Value = serde_json::from_str(&lint.stdout).expect("lint JSON");
+        for d in doc["diagnostics"].as_array().expect("diagnostics") {
+            if d["severity"] == "info" {
+                continue;
+            }
+            assert_eq!(
+                d["rule"], "deadletter/discard-undeclared",
+                "the only warning left is a decision to write\n{}\n{text}",
+                lint.stdout
+            );
+            assert!(
+                text.contains("To decide"),
+                "the header says what to decide\n{text}"
+            );
+        }
         o
     }
 
@@ -204,7 +219,8 @@ fn kafka_round_trip_of_the_example_plans_empty() {
     let text = w.imported_text();
     for expected in [
         "retention: 7d",
-        "retention: 30d",
+        // Kafka deletes the DLT's records after 30d: a discard, its reason left to a person.
+        "discard:\n      after: 30d",
         "maxAttempts: 4",
         "cleanup.policy: delete",
         "partitions: 3",
@@ -262,7 +278,8 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
         "name: \"{channel}.process\"",
         "dlx: arguments",
         "initial: 10s",
-        "retention: 7d",
+        // The DLQ's TTL drops dead letters: a discard, its reason left to a person.
+        "discard:\n      after: 7d",
     ] {
         assert!(text.contains(expected), "missing `{expected}`\n{text}");
     }
@@ -535,7 +552,7 @@ fn kafka_topics_created_with_admin_calls_import_and_plan_empty() {
     let text = w.imported_text();
     for expected in [
         "retention: 1d",
-        "retention: 14d",
+        "discard:\n      after: 14d",
         "partitions: 2",
         "deadLetterPartitions: 4",
     ] {
@@ -816,5 +833,50 @@ fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() 
         assert!(text.contains(expected), "{expected}\n{text}");
     }
     assert!(!text.contains("above"), "{text}");
+    w.assert_empty_plan(&["imported"], &[], "after import");
+}
+
+/// An SQS DLQ kept less than the 14d maximum drops dead letters: import writes it as a
+/// `discard` with no reason (the live queue does not hold one, and import invents none), says
+/// so in the file's header, and leaves the warning standing, so `lint --deny-warnings` fails
+/// until a person writes why. The plan is empty all the same.
+#[test]
+fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_person() {
+    let Some(w) = World::new(&["sqs"]) else {
+        return;
+    };
+    let spec = w.example("payments-sqs.yaml", &format!("{}-quotes", w.stem));
+    let text = std::fs::read_to_string(&spec).expect("spec");
+    std::fs::write(
+        &spec,
+        text.replace(
+            "    retention: 14d\n",
+            "    discard: {after: 5d, reason: a quote older than five days is void}\n",
+        ),
+    )
+    .expect("write spec");
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
+
+    w.import("local-sqs", &[]);
+    let text = w.imported_text();
+    assert!(text.contains("discard:\n      after: 5d\n"), "{text}");
+    let body = text.split("apiVersion:").nth(1).unwrap_or_default();
+    assert!(
+        !body.contains("reason:"),
+        "import invents no reason\n{text}"
+    );
+    assert!(
+        text.contains("# To decide") && text.contains("deadletter/discard-undeclared"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("allow: [deadletter/discard-undeclared")
+            && !text.contains("- deadletter/discard-undeclared"),
+        "the decision is not silenced\n{text}"
+    );
+    let strict = w.run(&["lint", "imported", "--deny-warnings"]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    strict.assert_stdout_contains("add `reason:` to `deadLetter.discard`");
     w.assert_empty_plan(&["imported"], &[], "after import");
 }

@@ -370,3 +370,33 @@ fn plans_render_in_every_format() {
     assert_eq!(json["summary"]["update"], 1);
     assert_eq!(json["summary"]["create"], 1);
 }
+
+/// The inventory example's `deadLetter.discard` is the DLT's `retention.ms` (read back with
+/// rdkafka's DescribeConfigs), the plan says why, and after apply it is empty; changing the
+/// decision's `after` is an in-place update that names it again.
+#[test]
+fn a_discard_decision_is_the_dlt_retention_ms() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    f.plan().assert_stdout_contains(
+        "discarded on purpose after 30d: stock levels are re-synced from the warehouse system every night",
+    );
+    f.first_apply("the inventory example's discard decision");
+    let dlt = format!("{}-dlt", f.main());
+    assert_eq!(
+        support::kafka::topic_config(&dlt, "retention.ms").as_deref(),
+        Some("2592000000"),
+        "30d in ms"
+    );
+    let longer = f.plan_edited(|t| t.replace("after: 30d", "after: 45d"));
+    assert_eq!(longer.code, 2, "{}{}", longer.stdout, longer.stderr);
+    longer.assert_stdout_contains("config.retention.ms: 2592000000 → 3888000000");
+    longer.assert_stdout_contains("discarded on purpose after 45d");
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    f.assert_empty_plan("after the longer discard");
+    assert_eq!(
+        support::kafka::topic_config(&dlt, "retention.ms").as_deref(),
+        Some("3888000000")
+    );
+}

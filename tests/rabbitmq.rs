@@ -457,3 +457,52 @@ fn plans_render_in_every_format() {
     assert_eq!(json["summary"]["update"], 1);
     assert_eq!(json["summary"]["create"], 1);
 }
+
+/// `deadLetter.discard` is the DLQ's `message-ttl` (read back from the management API by
+/// hand, in policy and in arguments mode), the plan says why, and after apply it is empty.
+#[test]
+fn a_discard_decision_is_the_dlq_message_ttl_in_both_modes() {
+    for mode in ["policy", "arguments"] {
+        let Some(f) = Fixture::new() else { return };
+        f.write_example(|t| {
+            t.replace(
+                "    name: \"{channel}.dlq\"\n",
+                "    name: \"{channel}.dlq\"\n    discard: {after: 2h, reason: an order not fulfilled within two hours is cancelled and refunded}\n",
+            )
+            .replace("critical: 2h}", "critical: 1h}")
+            .replace("dlx: policy", &format!("dlx: {mode}"))
+        });
+        f.plan().assert_stdout_contains(
+            "discarded on purpose after 2h: an order not fulfilled within two hours is cancelled and refunded",
+        );
+        f.first_apply(&format!("a discard decision, {mode} mode"));
+        let [_, _, dlq, _] = f.names();
+        let ttl = if mode == "policy" {
+            let (_, p) = block(api(
+                reqwest::Method::GET,
+                &format!("/api/policies/%2F/{dlq}"),
+                None,
+            ));
+            p["definition"].clone()
+        } else {
+            let (_, q) = block(api(
+                reqwest::Method::GET,
+                &format!("/api/queues/%2F/{dlq}"),
+                None,
+            ));
+            q["arguments"].clone()
+        };
+        let key = if mode == "policy" {
+            "message-ttl"
+        } else {
+            "x-message-ttl"
+        };
+        assert_eq!(ttl[key], json!(7_200_000), "{mode}: 2h in ms\n{ttl}");
+        // Dropped, not dead-lettered further: the DLQ has no dead-letter exchange.
+        assert!(
+            ttl.get("dead-letter-exchange").is_none()
+                && ttl.get("x-dead-letter-exchange").is_none(),
+            "{ttl}"
+        );
+    }
+}

@@ -560,3 +560,53 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
     f.assert_empty_plan("back on tiers");
 }
+
+/// `deadLetter.discard` sets the DLQ's MessageRetentionPeriod (read back with the AWS SDK);
+/// every plan format shows the decision on the DLQ's change, `status` shows it beside the
+/// DLQ, and after apply the plan is empty.
+#[test]
+fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| {
+        t.replace(
+            "    retention: 14d\n",
+            "    discard:\n      after: 5d\n      reason: the ledger job settles failed payments within 5 days\n      owner: team-payments\n",
+        )
+    });
+    let json_plan = f.run(&["plan", "channel.yaml", "--format", "json"]);
+    assert_eq!(json_plan.code, 0, "{}", json_plan.stderr);
+    let doc: Value = serde_json::from_str(&json_plan.stdout).expect("plan JSON");
+    let [_, dlq, _, _] = f.names();
+    let decided: Vec<&Value> = doc["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter(|c| c.get("discard").is_some())
+        .collect();
+    assert_eq!(
+        decided.len(),
+        1,
+        "only the DLQ's change carries it\n{}",
+        json_plan.stdout
+    );
+    assert_eq!(decided[0]["resource"]["name"], json!(dlq));
+    assert_eq!(
+        decided[0]["discard"],
+        json!({"after": "5d", "reason": "the ledger job settles failed payments within 5 days", "owner": "team-payments"})
+    );
+    let said = "discarded on purpose after 5d: the ledger job settles failed payments within 5 days (owner: team-payments)";
+    f.plan().assert_stdout_contains(said);
+    let md = f.run(&["plan", "channel.yaml", "--format", "markdown"]);
+    md.assert_stdout_contains("*discarded on purpose after 5d*: the ledger job settles failed payments within 5 days (owner: team-payments)");
+
+    f.first_apply("a channel with a discard decision");
+    assert_eq!(
+        f.aws.attributes(&dlq)["MessageRetentionPeriod"],
+        "432000",
+        "5d in seconds"
+    );
+
+    let status = f.run(&["status", "channel.yaml"]);
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    status.assert_stdout_contains(&format!("discard   {said}"));
+}

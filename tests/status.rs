@@ -627,11 +627,14 @@ fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     commit(&dlt, &group, 0, 1);
     f.write_example(|t| {
         t.replace(
-            "    retention: 30d\n",
-            &format!("    retention: 30d\n    consumerGroup: {group}\n"),
+            "  deadLetter:\n",
+            &format!("  deadLetter:\n    consumerGroup: {group}\n"),
         )
     });
     let (c, _, _) = status_json(&f, &["--samples", "4"]);
+    // The example's written decision travels with the report.
+    assert_eq!(c["discard"]["after"], "30d");
+    assert_eq!(c["discard"]["owner"], "team-inventory");
     let dl = &c["deadLetter"];
     assert_eq!(dl["depth"], 3);
     assert_eq!(dl["depthDetail"]["measure"], "waiting");

@@ -2,6 +2,8 @@
 //! with messages of three classes and a hostile sample, an empty one, one that does not exist,
 //! a Kafka topic counted as retained, and a channel whose target could not be read.
 
+use dlqctl::spec::duration::Duration;
+use dlqctl::spec::resolve::DiscardResolved;
 use std::collections::BTreeMap;
 
 use dlqctl::cli::ColorChoice;
@@ -114,6 +116,7 @@ fn report() -> Report {
     };
     let channel =
         |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
+            discard: None,
             channel: name.into(),
             target: format!("local-{}", backend_name(backend)),
             backend,
@@ -143,7 +146,15 @@ fn report() -> Report {
         channels: vec![
             channel("orders", Backend::Rabbitmq, Some(holding), None),
             channel("payments", Backend::Sqs, Some(empty), None),
-            channel("inventory", Backend::Kafka, Some(kafka), None),
+            ChannelStatus {
+                // A written decision: shown as such, the spec's words made safe (a newline).
+                discard: Some(DiscardResolved {
+                    after: Duration::parse("30d").expect("a duration"),
+                    reason: Some("superseded by the nightly re-sync\nof stock levels".into()),
+                    owner: Some("team-inventory".into()),
+                }),
+                ..channel("inventory", Backend::Kafka, Some(kafka), None)
+            },
             channel("fresh", Backend::Rabbitmq, Some(missing), None),
             channel(
                 "refunds",

@@ -26,6 +26,27 @@ pub struct Candidate {
     pub unreadable: Vec<String>,
 }
 
+/// The live dead-letter retention as the spec says it: a retention that drops dead letters
+/// (`rules::drops_messages`) becomes `discard: {after}` with no `reason`, since only a person
+/// can say why; `dlqctl lint` then warns (`deadletter/discard-undeclared`) until one is
+/// written. Import never invents a reason, and never silences that warning.
+pub fn dead_letter_keep(
+    backend: crate::spec::model::Backend,
+    retention: Option<Duration>,
+) -> (Option<Duration>, Option<crate::spec::model::Discard>) {
+    match retention {
+        Some(after) if crate::spec::rules::drops_messages(backend, Some(after)) => (
+            None,
+            Some(crate::spec::model::Discard {
+                after: Some(after),
+                reason: None,
+                owner: None,
+            }),
+        ),
+        other => (other, None),
+    }
+}
+
 /// Relabels what `--prune` found with the channel and role each object would have if it were
 /// imported (`labels` groups the objects the way the import door does); objects that fit no
 /// channel keep the labels they had.

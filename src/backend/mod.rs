@@ -257,6 +257,17 @@ pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
     }
 }
 
+/// Whether a changed property is a queue or topic's retention (SQS MessageRetentionPeriod,
+/// RabbitMQ `message-ttl` in a policy or as an x-argument, Kafka `retention.ms`) (pure): where
+/// a plan shows a dead-letter queue's discard decision.
+pub fn is_retention(change: &Change, key: &str) -> bool {
+    match change.resource.backend {
+        Backend::Sqs => key == sqs::RETENTION,
+        Backend::Rabbitmq => key == "definition.message-ttl" || key == "arguments.x-message-ttl",
+        Backend::Kafka => key == "config.retention.ms",
+    }
+}
+
 /// Backend observations for a plan that the diff cannot make, from the desired resources and
 /// what was read (pure): e.g. a RabbitMQ policy the broker does not apply.
 pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {

@@ -58,6 +58,16 @@ pub const RULES: &[Rule] = &[
         "CloudWatch counts in whole seconds: write periods and ages without milliseconds."),
     rule("channel/duplicate", E, "A channel defined twice for one target",
         "Each `metadata.name` may appear once per target: rename one of the channels or remove the copy."),
+    rule("deadletter/consumer-group", E, "`deadLetter.consumerGroup` on a queue",
+        "Only a Kafka dead-letter topic has a consumer group whose lag says what waits; a queue's depth already counts only what waits. Remove it on SQS and RabbitMQ channels."),
+    rule("deadletter/discard-and-retention", E, "Both `deadLetter.retention` and `deadLetter.discard`",
+        "Both say how long dead letters are kept. Keep `discard: {after, reason}` when dropping them is a decision, `retention` otherwise. (A channel's own answer replaces the other from Defaults.)"),
+    rule("deadletter/discard-before-alarm", E, "Dead letters discarded before the age alarm can fire",
+        "An age alarm fires once the oldest dead letter has been older than its threshold for period × evaluationPeriods; a `discard.after` at or before that drops the message before anyone is told. Lower the threshold or discard later."),
+    rule("deadletter/discard-undeclared", W, "A dead-letter queue that drops messages with no written reason",
+        "A RabbitMQ DLQ with a TTL, a Kafka DLT with a retention, or an SQS DLQ kept less than 14 days drops dead letters. If that is intended, write it as `deadLetter.discard: {after, reason, owner}`; otherwise keep them (RabbitMQ: no retention; SQS: 14d). A warning in dlqctl/v1, an error from v2."),
+    rule("deadletter/retention-implicit", W, "A dead-letter retention left to the broker's default",
+        "A Kafka dead-letter topic without a retention keeps the broker's `log.retention.ms` (7 days on stock Kafka) and deletes dead letters after it. Write the decision: `deadLetter.discard: {after, reason}`."),
     rule("file/not-utf8", E, "A file that is not UTF-8",
         "dlqctl reads specs as UTF-8. Re-save the file as UTF-8."),
     rule("file/too-large", E, "A file over 1 MiB",
@@ -201,9 +211,21 @@ mod tests {
 
     /// Rule ids as string literals in the source: `"family/name"`.
     fn ids_in(text: &str) -> Vec<String> {
-        const FAMILIES: [&str; 13] = [
-            "alarms", "channel", "file", "kafka", "lint", "name", "rabbitmq", "retry", "schema",
-            "spec", "sqs", "target", "yaml",
+        const FAMILIES: [&str; 14] = [
+            "alarms",
+            "channel",
+            "deadletter",
+            "file",
+            "kafka",
+            "lint",
+            "name",
+            "rabbitmq",
+            "retry",
+            "schema",
+            "spec",
+            "sqs",
+            "target",
+            "yaml",
         ];
         let mut out = Vec::new();
         // Every piece between quotes, not every other one: a `'"'` or `\"` earlier in a file

@@ -26,6 +26,10 @@ use crate::resource::{Desired, Live, ResourceId};
 use crate::spec::model::{Channel, LintOptions, Target};
 use crate::spec::{load, resolve, rules};
 
+/// Warnings that ask for a decision only a person can write down: import leaves them
+/// unsilenced (and says so in the file's comment), so `lint --deny-warnings` fails until then.
+const DECISIONS: [&str; 1] = ["deadletter/discard-undeclared"];
+
 /// A channel ready to be written, with what the user must know about it.
 #[derive(Debug, Clone)]
 pub struct Imported {
@@ -111,6 +115,8 @@ fn check(
     )];
     // Lint it as it will be linted on disk; allow the warnings that describe what was found.
     let mut allowed: Vec<(String, String)> = Vec::new();
+    // Warnings that ask a person for a decision stay warnings: import cannot decide.
+    let mut undecided: Vec<String> = Vec::new();
     for _ in 0..3 {
         let text = format!(
             "{}\n---\n{targets_text}",
@@ -130,9 +136,14 @@ fn check(
                 errors.join("; ")
             )));
         }
+        undecided = diags
+            .iter()
+            .filter(|d| DECISIONS.contains(&d.rule))
+            .map(|d| format!("{}: {}", d.rule, d.message))
+            .collect();
         let warnings: Vec<(String, String)> = diags
             .iter()
-            .filter(|d| d.severity == Severity::Warning)
+            .filter(|d| d.severity == Severity::Warning && !DECISIONS.contains(&d.rule))
             .map(|d| (d.rule.to_owned(), d.message.clone()))
             .filter(|(rule, _)| !allowed.iter().any(|(r, _)| r == rule))
             .collect();
@@ -150,6 +161,16 @@ fn check(
         for (rule, message) in &allowed {
             comments.push(format!("  {rule}: {message}"));
         }
+    }
+    if !undecided.is_empty() {
+        comments
+            .push("To decide (dlqctl lint warns until the spec says it; import cannot):".into());
+        for u in undecided {
+            comments.push(format!("  {u}"));
+        }
+        comments.push(
+            "  Write `reason:` (and `owner:`) under `deadLetter.discard` if dropping them is intended; otherwise keep them longer.".into(),
+        );
     }
     Ok(Imported {
         channel,

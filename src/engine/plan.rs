@@ -13,9 +13,9 @@ use futures_util::future::try_join_all;
 use crate::backend::wire::Stats;
 use crate::backend::{self, BackendError, ConnectOptions, Prunable, Reader};
 use crate::plan::{self, Action, Change, Fingerprint, Note, Plan};
-use crate::resource::{Desired, Live, ResourceId};
+use crate::resource::{Desired, Live, ResourceId, Role};
 use crate::spec::model::Target;
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DiscardResolved, Resolved};
 
 /// What a plan covers beyond making the specs' resources match.
 #[derive(Debug, Clone, Copy, Default)]
@@ -114,12 +114,23 @@ pub async fn plan(
     let ids: Vec<&ResourceId> = desired.iter().map(|d| &d.id).collect();
     let live = read_all(&readers, &ids).await?;
 
+    let discards: BTreeMap<(&str, &str), &DiscardResolved> = channels
+        .iter()
+        .filter_map(|c| Some(((c.target.as_str(), c.channel.as_str()), c.discard.as_ref()?)))
+        .collect();
     let mut changes = Vec::new();
     let mut notes = Vec::new();
     for d in &desired {
         let l = live.get(&d.id);
         if let Some(mut c) = plan::diff(d, l) {
             backend::refine(&mut c);
+            let key = (c.resource.target.as_str(), c.channel.as_str());
+            if let Some(discard) = discards.get(&key)
+                && matches!(c.role, Role::DeadLetter | Role::DeadLetterPolicy)
+                && c.fields.iter().any(|f| backend::is_retention(&c, &f.key))
+            {
+                c.discard = Some((*discard).clone());
+            }
             changes.push(c);
         }
         if let Some(l) = l
@@ -163,6 +174,7 @@ pub async fn plan(
                     reason: None,
                     destructive: None,
                     pruned: true,
+                    discard: None,
                 });
             }
         }
@@ -288,6 +300,9 @@ pub fn differences(saved: &Plan, fresh: &Plan) -> Vec<String> {
         }
         if s.reason != f.reason || s.destructive != f.destructive || s.pruned != f.pruned {
             parts.push("guard notes");
+        }
+        if s.discard != f.discard {
+            parts.push("discard decision");
         }
         if !parts.is_empty() {
             out.push(format!(

@@ -81,6 +81,7 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                 target: c.target.clone(),
                 backend: c.backend,
                 dead_letter_name: c.dead_letter.clone(),
+                discard: c.discard.clone(),
                 dead_letter: None,
                 queues: Vec::new(),
                 error: None,

@@ -390,7 +390,10 @@ impl Group<'_> {
 fn creates_table(creates: &[&Change]) -> String {
     let mut out = String::from("| resource | settings |\n|---|---|\n");
     for ch in creates {
-        let settings: Vec<String> = ch.fields.iter().map(|f| field(ch, f)).collect();
+        let mut settings: Vec<String> = ch.fields.iter().map(|f| field(ch, f)).collect();
+        if let Some(d) = &ch.discard {
+            settings.insert(0, discard(d));
+        }
         let _ = writeln!(
             out,
             "| {} | {} |",
@@ -413,6 +416,9 @@ fn details(ch: &Change) -> Vec<String> {
     }
     if let Some(w) = drop_warning(ch) {
         out.push(format!("⚠️ {w}"));
+    }
+    if let Some(d) = &ch.discard {
+        out.push(discard(d));
     }
     for f in &ch.fields {
         if ch.action != Action::Create && is_large(f) {
@@ -501,6 +507,42 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
+/// `*discarded on purpose after 3d*: reason (owner: team)`, the spec's words escaped so they
+/// stay words (no emphasis, link or tag a reason could make).
+fn discard(d: &crate::spec::resolve::DiscardResolved) -> String {
+    let words = |s: &str| -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '&' => out.push_str("&amp;"),
+                c if c.is_control() => out.push(' '),
+                c if c.is_ascii_punctuation()
+                    && !matches!(c, '.' | ',' | '-' | ':' | '/' | '\'' | '|') =>
+                {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    };
+    let mut out = format!("*discarded on purpose after {}*", d.after);
+    match &d.reason {
+        Some(r) => {
+            out.push_str(": ");
+            out.push_str(&words(r));
+        }
+        None => out.push_str(" (no reason written)"),
+    }
+    if let Some(o) = &d.owner {
+        out.push_str(&format!(" (owner: {})", words(o)));
+    }
+    out
+}
+
 /// Text inside an HTML element (`<summary>` takes no markdown).
 fn html(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -566,6 +608,7 @@ mod tests {
                 reason: None,
                 destructive: None,
                 pruned: false,
+                discard: None,
             }
         }
     }
@@ -920,5 +963,27 @@ mod tests {
         );
         let md = markdown(&plan_of(vec![c], Vec::new()));
         assert!(md.contains(r#"`` "a`b\|c" ``"#), "{md}");
+    }
+
+    #[test]
+    fn a_discard_reason_stays_words_in_the_comment() {
+        let d = crate::spec::resolve::DiscardResolved {
+            after: crate::spec::duration::Duration::from_secs(3 * 86_400),
+            reason: Some("*late* quotes | <b>worthless</b>\n[see](http://x)".into()),
+            owner: Some("team_pricing".into()),
+        };
+        assert_eq!(
+            discard(&d),
+            "*discarded on purpose after 3d*: \\*late\\* quotes | &lt;b&gt;worthless&lt;/b&gt; \\[see\\]\\(http://x\\) (owner: team\\_pricing)"
+        );
+        let unwritten = crate::spec::resolve::DiscardResolved {
+            reason: None,
+            owner: None,
+            ..d
+        };
+        assert_eq!(
+            discard(&unwritten),
+            "*discarded on purpose after 3d* (no reason written)"
+        );
     }
 }

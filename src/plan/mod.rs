@@ -95,6 +95,10 @@ pub struct Change {
     /// A delete added by `--prune`: an owned live object that no spec names.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pruned: bool,
+    /// On the change that sets a dead-letter queue's retention, when the spec discards dead
+    /// letters on purpose (`deadLetter.discard`): after how long, why, and who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<crate::spec::resolve::DiscardResolved>,
 }
 
 impl Change {
@@ -244,6 +248,7 @@ pub fn diff(desired: &Desired, live: Option<&Live>) -> Option<Change> {
         reason: None,
         destructive: None,
         pruned: false,
+        discard: None,
     };
     if !desired.present {
         return live.map(|_| change(Action::Delete, Vec::new()));

@@ -136,6 +136,13 @@ pub fn human(plan: &Plan, printer: &Printer) -> String {
         if let Some(r) = &c.reason {
             let _ = writeln!(out, "        {}", printer.paint(r, Style::Error));
         }
+        if let Some(d) = &c.discard {
+            let _ = writeln!(
+                out,
+                "        {}",
+                printer.paint(&crate::status::safe(&d.to_string()), Style::Warning)
+            );
+        }
         for f in &c.fields {
             if is_large(f) {
                 let _ = writeln!(out, "        {}:", f.key);

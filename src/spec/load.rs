@@ -535,6 +535,7 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                         shared.retain(|k, _| {
                             !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
                         });
+                        drop_answered_retention(spec, &mut shared);
                         merge_under(spec, &Value::Object(shared));
                         d.locs.fill_from(dl, "/spec", "/spec");
                     }
@@ -654,6 +655,22 @@ fn target_backends(raw: &[RawDoc]) -> std::collections::HashMap<String, String> 
 }
 
 /// Deep-merges `base` under `top`: `top`'s values win, mappings merge key by key.
+/// `deadLetter.retention` and `deadLetter.discard` answer one question (how long dead letters
+/// are kept): a channel that gives one answer does not inherit the other from Defaults.
+fn drop_answered_retention(spec: &Value, shared: &mut serde_json::Map<String, Value>) {
+    let Some(own) = spec.get("deadLetter").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(Value::Object(from_defaults)) = shared.get_mut("deadLetter") else {
+        return;
+    };
+    for (answer, other) in [("discard", "retention"), ("retention", "discard")] {
+        if own.contains_key(answer) {
+            from_defaults.remove(other);
+        }
+    }
+}
+
 fn merge_under(top: &mut Value, base: &Value) {
     if let (Value::Object(t), Value::Object(b)) = (top, base) {
         for (k, bv) in b {

@@ -45,7 +45,12 @@ pub struct Resolved {
     pub delays: Vec<Duration>,
     pub max_attempts: u32,
     pub retention: Option<Duration>,
+    /// How long the dead-letter queue keeps a message: `deadLetter.retention`, or
+    /// `deadLetter.discard.after` (then `discard` says why); on SQS its default when unset.
     pub dead_letter_retention: Option<Duration>,
+    /// `deadLetter.discard`: the dead letters are dropped on purpose after
+    /// `dead_letter_retention`, for a written reason.
+    pub discard: Option<DiscardResolved>,
     /// Which headers carry a dead letter's error (`deadLetter.envelope`, default dlqctl's).
     pub envelope: Envelope,
     /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
@@ -104,6 +109,34 @@ impl AlarmResolved {
     /// Whether the alarm uses the tiered form (`warning`/`critical`).
     pub fn is_tiered(&self) -> bool {
         self.tiers.iter().any(|t| t.tier.is_some())
+    }
+}
+
+/// A written decision to discard dead letters (`deadLetter.discard`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct DiscardResolved {
+    /// How long a dead letter is kept before it is discarded (e.g. `3d`).
+    pub after: Duration,
+    /// Why (absent: nobody wrote it down, which `dlqctl lint` reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl std::fmt::Display for DiscardResolved {
+    /// `discarded on purpose after 3d: quotes expire (owner: pricing)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "discarded on purpose after {}", self.after)?;
+        match &self.reason {
+            Some(r) => write!(f, ": {r}")?,
+            None => f.write_str(" (no reason written)")?,
+        }
+        if let Some(o) = &self.owner {
+            write!(f, " (owner: {o})")?;
+        }
+        Ok(())
     }
 }
 
@@ -365,7 +398,11 @@ pub fn resolve(
         retry_suffix,
     };
     let retry_stages = retry_stages(spec, name, backend, &main, &delays, &kafka_retry)?;
-    let (retention, dead_letter_retention) = retentions(spec, backend);
+    let discard = discard(spec)?;
+    let (retention, dead_letter_retention) = match &discard {
+        Some(d) => (retentions(spec, backend).0, Some(d.after)),
+        None => retentions(spec, backend),
+    };
     let sqs = (backend == Backend::Sqs).then(|| SqsResolved {
         visibility_timeout: spec
             .sqs
@@ -398,6 +435,7 @@ pub fn resolve(
         max_attempts,
         retention,
         dead_letter_retention,
+        discard,
         envelope: spec
             .dead_letter
             .as_ref()
@@ -523,6 +561,42 @@ fn retry_stages(
     }
 
     Ok(retry_stages)
+}
+
+/// `deadLetter.discard`, checked: it needs `after`, and replaces `deadLetter.retention`
+/// rather than joining it (two answers to one question).
+fn discard(spec: &ChannelSpec) -> Result<Option<DiscardResolved>, ResolveError> {
+    let Some(dl) = &spec.dead_letter else {
+        return Ok(None);
+    };
+    let Some(d) = &dl.discard else {
+        return Ok(None);
+    };
+    if let Some(r) = dl.retention {
+        return Err(ResolveError {
+            pointer: "/spec/deadLetter/retention",
+            rule: "deadletter/discard-and-retention",
+            message: format!(
+                "`deadLetter.retention` ({r}) and `deadLetter.discard` both say how long dead letters are kept"
+            ),
+            hint: Some(
+                "keep one: `discard: {after, reason}` when dropping them is a decision, `retention` otherwise".into(),
+            ),
+        });
+    }
+    let Some(after) = d.after else {
+        return Err(ResolveError {
+            pointer: "/spec/deadLetter/discard",
+            rule: "spec/required",
+            message: "`deadLetter.discard` has no `after`: when are dead letters discarded?".into(),
+            hint: Some("e.g. `discard: {after: 3d, reason: \"...\"}`".into()),
+        });
+    };
+    Ok(Some(DiscardResolved {
+        after,
+        reason: d.reason.clone(),
+        owner: d.owner.clone(),
+    }))
 }
 
 /// The main and dead-letter retentions; on SQS, its defaults when unset.

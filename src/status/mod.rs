@@ -252,6 +252,8 @@ pub struct ChannelStatus {
     pub backend: Backend,
     /// The dead-letter queue or topic's name (known even when it could not be read).
     pub dead_letter_name: String,
+    /// The spec's decision to discard dead letters after a while (`deadLetter.discard`).
+    pub discard: Option<crate::spec::resolve::DiscardResolved>,
     pub dead_letter: Option<DeadLetterReport>,
     pub queues: Vec<QueueDepth>,
     pub error: Option<String>,

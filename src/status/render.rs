@@ -145,6 +145,9 @@ pub fn human(report: &Report, printer: &Printer) -> String {
         let _ = writeln!(out, "{head}");
         let Some(d) = &c.dead_letter else { continue };
         let _ = writeln!(out, "  depth     {}", depth_line(&d.depth));
+        if let Some(x) = &c.discard {
+            let _ = writeln!(out, "  discard   {}", super::safe(&x.to_string()));
+        }
         if let Some(o) = oldest_line(d) {
             let _ = writeln!(out, "  oldest    {o}");
         }
@@ -313,6 +316,16 @@ pub fn markdown(report: &Report) -> String {
         );
     }
     for c in &report.channels {
+        if let Some(x) = &c.discard {
+            let _ = write!(
+                out,
+                "\n{}: {}\n",
+                cell(&c.channel),
+                cell(&super::safe(&x.to_string()))
+            );
+        }
+    }
+    for c in &report.channels {
         let Some(d) = &c.dead_letter else { continue };
         if d.samples.is_empty() && d.notes.is_empty() {
             continue;
@@ -410,6 +423,12 @@ pub fn json(report: &Report) -> String {
                 "target": c.target,
                 "backend": c.backend.as_str(),
                 "deadLetter": dl,
+                "discard": c.discard.as_ref().map(|d| json!({
+                    "afterSeconds": d.after.as_millis() / 1000,
+                    "after": d.after.to_string(),
+                    "reason": d.reason,
+                    "owner": d.owner,
+                })),
                 "queues": c.queues.iter().map(|q| json!({
                     "name": q.name,
                     "role": q.role,

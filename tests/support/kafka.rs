@@ -119,6 +119,19 @@ pub fn alter(topic: &str, op: ConfigOp) {
     }
 }
 
+/// One config of a topic as the broker reports it (DescribeConfigs by hand, rdkafka's).
+pub fn topic_config(topic: &str, key: &str) -> Option<String> {
+    let resource = rdkafka::admin::ResourceSpecifier::Topic(topic);
+    let answers = block(admin().describe_configs([&resource], &AdminOptions::new()))
+        .expect("DescribeConfigs");
+    let config = answers
+        .into_iter()
+        .next()
+        .expect("one answer")
+        .unwrap_or_else(|e| panic!("{topic}: {e:?}"));
+    config.get(key).and_then(|e| e.value.clone())
+}
+
 pub fn set(key: &str, value: &str) -> ConfigOp {
     ConfigOp::Set {
         key: key.into(),

@@ -221,6 +221,10 @@ fn base_spec(
     } else {
         Some(template(dlt, id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
     };
+    let keep = crate::backend::import_kit::dead_letter_keep(
+        crate::spec::model::Backend::Kafka,
+        retention(dl, &topic_id(t.target_name, dlt), findings),
+    );
     Ok(ChannelSpec {
         target: Some(t.target_name.to_owned()),
         name: (id != main).then(|| main.to_owned()),
@@ -228,7 +232,8 @@ fn base_spec(
         retry: None,
         dead_letter: Some(DeadLetter {
             name: dead_letter_name,
-            retention: retention(dl, &topic_id(t.target_name, dlt), findings),
+            retention: keep.0,
+            discard: keep.1,
             envelope: None,
             consumer_group: None,
             max_redrives: None,

@@ -644,6 +644,10 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
     );
     let queue_type = ms.main.queue_type();
     let target_vhost = s.target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+    let keep = crate::backend::import_kit::dead_letter_keep(
+        crate::spec::model::Backend::Rabbitmq,
+        ms.dlq.ttl().map(millis),
+    );
     let spec = ChannelSpec {
         target: Some(s.target_name.to_owned()),
         name: non_default(main_t, "{channel}"),
@@ -651,7 +655,8 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         retry: Some(retry),
         dead_letter: Some(DeadLetter {
             name: non_default(dlq_t, "{channel}.dlq"),
-            retention: ms.dlq.ttl().map(millis),
+            retention: keep.0,
+            discard: keep.1,
             envelope: None,
             consumer_group: None,
             max_redrives: None,

@@ -243,6 +243,7 @@ pub fn add_policy_drift(
                 reason: Some(reason),
                 destructive: None,
                 pruned: false,
+                discard: None,
             }),
         }
     }

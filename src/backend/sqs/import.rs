@@ -268,6 +268,10 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
     let max_attempts = number(&l.mq.live, MAX_RECEIVE)
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
+    let keep = crate::backend::import_kit::dead_letter_keep(
+        crate::spec::model::Backend::Sqs,
+        secs(l.dq, RETENTION),
+    );
     Ok(ChannelSpec {
         target: Some(l.target_name.to_owned()),
         name: non_default(main_t, main_default),
@@ -279,7 +283,8 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
         }),
         dead_letter: Some(DeadLetter {
             name: non_default(dlq_t, dlq_default),
-            retention: secs(l.dq, RETENTION),
+            retention: keep.0,
+            discard: keep.1,
             envelope: None,
             consumer_group: None,
             max_redrives: None,

@@ -209,6 +209,7 @@ impl Verdict<'_> {
                     reason: None,
                     destructive: None,
                     pruned: false,
+                    discard: None,
                 }),
             }
             return;
@@ -240,6 +241,7 @@ impl Verdict<'_> {
             )),
             destructive: None,
             pruned: false,
+            discard: None,
         };
         match pos {
             Some(p) => changes[p] = change,

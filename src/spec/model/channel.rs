@@ -125,8 +125,16 @@ pub struct DeadLetter {
     #[schemars(length(min = 1))]
     pub name: Option<String>,
     /// How long dead letters are kept. On SQS it must exceed the main queue's retention.
+    /// A retention that drops dead letters (RabbitMQ: any; Kafka: any; SQS: below 14d) is a
+    /// decision: write it as `discard` instead, with its reason. Not with `discard`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Duration>,
+    /// Dead letters are discarded on purpose after `after`, for the written `reason`: the
+    /// dead-letter queue's retention (SQS MessageRetentionPeriod, RabbitMQ `message-ttl`,
+    /// Kafka `retention.ms`), shown by `plan` and `status` with its reason. Not with
+    /// `retention`; a channel's own `discard` replaces a `retention` from Defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<Discard>,
     /// Which headers carry the error of a dead letter, for `dlqctl status` (docs/envelope.md).
     /// Default `dlqctl`: `dlq-error-class`, `dlq-error-message`, `dlq-source`,
     /// `dlq-attempts`, `dlq-dead-lettered-at`.
@@ -144,6 +152,25 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_redrives: Option<u32>,
+}
+
+/// `deadLetter.discard`: a written decision to drop dead letters after a while.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Discard {
+    /// How long a dead letter is kept before it is discarded: the dead-letter queue's
+    /// retention. Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Duration>,
+    /// Why discarding is fine, for the people who will wonder where a message went (e.g.
+    /// `quotes expire after 24h; a late one is worthless`). Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub reason: Option<String>,
+    /// Who decided (a team or person), for whoever wants to question the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub owner: Option<String>,
 }
 
 /// The set of headers a dead letter's error is read from (see docs/envelope.md). Whatever

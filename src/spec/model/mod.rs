@@ -22,8 +22,8 @@ mod targets;
 
 pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use channel::{
-    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Envelope,
-    LintOptions, Metadata, Retry,
+    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
+    Envelope, LintOptions, Metadata, Retry,
 };
 pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
 pub use rabbitmq::{

@@ -129,6 +129,10 @@ fn check_age_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
     let Some(retention) = r.dead_letter_retention else {
         return;
     };
+    // A written discard has its own rule, which counts the time the alarm needs to fire.
+    if r.discard.is_some() {
+        return;
+    }
     let Some(age) = doc
         .value
         .spec

@@ -8,7 +8,7 @@
 
 use super::names::check_names;
 use super::targets::TargetMap;
-use super::{kafka, rabbitmq, sqs};
+use super::{deadletter, kafka, rabbitmq, sqs};
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
@@ -38,6 +38,7 @@ pub(super) fn check_channel(
         Backend::Rabbitmq => rabbitmq::check_rabbitmq(doc, &r, target, out),
         Backend::Kafka => kafka::check_kafka(doc, &r, target, out),
     }
+    deadletter::check_dead_letter(doc, &r, out);
     check_names(doc, &r, target, out);
     Some(r)
 }

@@ -6,6 +6,7 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
+use super::deadletter::{retention_field, retention_pointer};
 use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -40,8 +41,8 @@ pub(super) fn check_kafka(
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", r.retention),
         (
-            "spec.deadLetter.retention",
-            "/spec/deadLetter/retention",
+            retention_field(doc),
+            retention_pointer(doc),
             r.dead_letter_retention,
         ),
     ] {

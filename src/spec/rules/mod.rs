@@ -21,6 +21,7 @@ use crate::diag::Diagnostic;
 
 mod alarms;
 mod channel;
+mod deadletter;
 mod kafka;
 mod names;
 mod rabbitmq;
@@ -28,6 +29,7 @@ mod sqs;
 mod targets;
 
 pub use alarms::CLOUDWATCH_MAX_EVALUATION;
+pub use deadletter::drops_messages;
 pub use kafka::KAFKA_MIN_RETENTION;
 pub use names::{
     KAFKA_MAX_NAME, RABBIT_MAX_NAME_BYTES, SQS_MAX_NAME, kafka_name_problem, rabbit_name_problem,
@@ -37,8 +39,10 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 9] = [
+pub const ADVICE_RULES: [&str; 11] = [
     "retry/none",
+    "deadletter/retention-implicit",
+    "deadletter/discard-undeclared",
     "retry/excessive",
     "sqs/fifo-redrive-order",
     "alarms/missing",
@@ -127,7 +131,7 @@ mod tests {
     /// The rule ids one Kafka channel (with `spec` lines appended) produces.
     fn kafka_rules(spec: &str) -> Vec<&'static str> {
         let text = format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  k: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n  retry:\n    maxAttempts: 3\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  k: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n  retry:\n    maxAttempts: 3\n{spec}  lint: {{allow: [alarms/missing, deadletter/retention-implicit]}}\n"
         );
         let ws = crate::spec::load::load_str("c.yaml", &text);
         assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
@@ -214,6 +218,161 @@ mod tests {
         assert_eq!(
             kafka_rules("  kafka: {retryTopicSuffix: .x, dltSuffix: .x}\n"),
             ["name/collision"]
+        );
+    }
+
+    /// The rule ids of one channel on `backend` (`sqs`, `rabbit` or `kafka`), with `spec`
+    /// lines appended and an optional Defaults document's `spec` lines.
+    fn rules_on(backend: &str, spec: &str, defaults: &str) -> Vec<&'static str> {
+        let name = if backend == "sqs" {
+            "quotes"
+        } else {
+            "app.quotes"
+        };
+        // SQS: a source retention below every DLQ retention here (`sqs/dlq-retention`).
+        let spec = if backend == "sqs" && !spec.contains("  retention:") {
+            format!("  retention: 1h\n{spec}")
+        } else {
+            spec.to_owned()
+        };
+        let defaults = if defaults.is_empty() {
+            String::new()
+        } else {
+            format!("---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n{defaults}")
+        };
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {{backend: sqs, region: eu-west-1}}\n  rabbit: {{backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {{prefixes: [app.]}}}}\n  kafka: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: {backend}\n  retry:\n    maxAttempts: 3\n    backoff: {{initial: 1s}}\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        check(&ws)
+            .0
+            .iter()
+            .map(|d| d.rule)
+            .filter(|r| !matches!(*r, "sqs/backoff-consumer"))
+            .collect()
+    }
+
+    #[test]
+    fn a_dead_letter_retention_nobody_chose_is_reported_only_where_the_broker_chooses() {
+        // Kafka: the broker's log.retention.ms.
+        assert_eq!(rules_on("kafka", "", ""), ["deadletter/retention-implicit"]);
+        // SQS: dlqctl writes the 14d maximum; RabbitMQ: no TTL keeps them until consumed.
+        assert_eq!(rules_on("sqs", "", ""), Vec::<&str>::new());
+        assert_eq!(rules_on("rabbit", "", ""), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_dead_letter_queue_that_drops_messages_needs_a_written_reason() {
+        let retention = |d: &str| format!("  deadLetter: {{retention: {d}}}\n");
+        let undeclared = ["deadletter/discard-undeclared"];
+        assert_eq!(rules_on("rabbit", &retention("3d"), ""), undeclared);
+        assert_eq!(rules_on("kafka", &retention("30d"), ""), undeclared);
+        assert_eq!(rules_on("sqs", &retention("13d"), ""), undeclared);
+        // SQS's maximum is not a decision: nothing keeps them longer.
+        assert_eq!(rules_on("sqs", &retention("14d"), ""), Vec::<&str>::new());
+        // Written down: silent, on every backend; without its reason, still undeclared.
+        let discard =
+            "  deadLetter: {discard: {after: 3d, reason: quotes expire, owner: pricing}}\n";
+        for b in ["sqs", "rabbit", "kafka"] {
+            assert_eq!(rules_on(b, discard, ""), Vec::<&str>::new(), "{b}");
+            assert_eq!(
+                rules_on(b, "  deadLetter: {discard: {after: 3d}}\n", ""),
+                undeclared,
+                "{b}"
+            );
+        }
+    }
+
+    #[test]
+    fn discard_and_retention_are_one_answer_and_a_channel_s_own_replaces_the_defaults() {
+        assert_eq!(
+            rules_on(
+                "rabbit",
+                "  deadLetter: {retention: 3d, discard: {after: 1d, reason: r}}\n",
+                ""
+            ),
+            ["deadletter/discard-and-retention"]
+        );
+        // Defaults keep 14d; the channel discards after 1d: the channel's answer holds.
+        let defaults = "  deadLetter: {retention: 14d}\n";
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "  deadLetter: {discard: {after: 1d, reason: r}}\n",
+                defaults
+            ),
+            Vec::<&str>::new()
+        );
+        // And the other way round: a default discard, a channel that keeps them.
+        let defaults = "  deadLetter: {discard: {after: 1d, reason: r}}\n";
+        assert_eq!(
+            rules_on("sqs", "  deadLetter: {retention: 14d}\n", defaults),
+            Vec::<&str>::new()
+        );
+        // Both in one document is still an error, wherever it comes from.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "",
+                "  deadLetter: {retention: 14d, discard: {after: 1d, reason: r}}\n"
+            ),
+            ["deadletter/discard-and-retention"]
+        );
+    }
+
+    #[test]
+    fn a_discard_must_leave_the_age_alarm_time_to_fire() {
+        let spec = |after: &str, age: &str| {
+            format!(
+                "  retention: 10m\n  deadLetter: {{discard: {{after: {after}, reason: r}}}}\n  alarms:\n    oldestMessageAge: {age}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n"
+            )
+        };
+        // 59m + 2 × 60s = 1h1m: after a 1h discard.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                &spec("1h", "{above: 59m, period: 60s, evaluationPeriods: 2}"),
+                ""
+            ),
+            ["deadletter/discard-before-alarm"]
+        );
+        // 57m + 2m = 59m: in time.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                &spec("1h", "{above: 57m, period: 60s, evaluationPeriods: 2}"),
+                ""
+            ),
+            Vec::<&str>::new()
+        );
+        // Each tier on its own: the warning fires, the critical one cannot.
+        assert_eq!(
+            rules_on("sqs", &spec("1h", "{warning: 10m, critical: 1h}"), ""),
+            ["deadletter/discard-before-alarm"]
+        );
+        // Prometheus rules (RabbitMQ, Kafka) wait the same `for`.
+        assert_eq!(
+            rules_on(
+                "rabbit",
+                &spec("30m", "{above: 29m, period: 60s}")
+                    .replace("  retention: 10m\n", "")
+                    .replace("    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n", ""),
+                ""
+            ),
+            ["deadletter/discard-before-alarm"]
+        );
+        // A plain retention keeps its own rule, which knows no decision.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "  retention: 10m\n  deadLetter: {retention: 1h}\n  alarms:\n    oldestMessageAge: {above: 1h}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n",
+                ""
+            ),
+            [
+                "alarms/age-beyond-retention",
+                "deadletter/discard-undeclared"
+            ]
         );
     }
 }

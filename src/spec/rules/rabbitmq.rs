@@ -7,6 +7,7 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
+use super::deadletter::{retention_field, retention_pointer};
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
@@ -109,8 +110,8 @@ fn check_retention_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", r.retention),
         (
-            "spec.deadLetter.retention",
-            "/spec/deadLetter/retention",
+            retention_field(doc),
+            retention_pointer(doc),
             r.dead_letter_retention,
         ),
     ] {

@@ -6,6 +6,7 @@
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
 use super::alarms::check_alarms;
+use super::deadletter::{retention_field, retention_pointer};
 use super::range_error;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -51,9 +52,12 @@ fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
     for (field, pointer, value) in [
         ("spec.retention", "/spec/retention", spec.retention),
         (
-            "spec.deadLetter.retention",
-            "/spec/deadLetter/retention",
-            spec.dead_letter.as_ref().and_then(|d| d.retention),
+            retention_field(doc),
+            retention_pointer(doc),
+            spec.dead_letter.as_ref().and_then(|d| {
+                d.retention
+                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
+            }),
         ),
     ] {
         if let Some(v) = value
@@ -140,11 +144,11 @@ fn check_dlq_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
                     "the dead-letter queue keeps messages {dlq}, not longer than its source ({src}); SQS keeps a message's original enqueue time when it moves to a standard DLQ, so dead letters would expire early"
                 ),
             )
-            .at(at(if doc.locs.has("/spec/deadLetter/retention") { "/spec/deadLetter/retention" } else { "/spec/retention" }))
+            .at(at(if doc.locs.has(retention_pointer(doc)) { retention_pointer(doc) } else { "/spec/retention" }))
             .hint(if src >= SQS_MAX_RETENTION {
                 "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`".to_owned()
             } else {
-                "make `spec.deadLetter.retention` longer than `spec.retention` (14d is the SQS maximum)".to_owned()
+                format!("make `{}` longer than `spec.retention` (14d is the SQS maximum)", retention_field(doc))
             }),
         );
     }
