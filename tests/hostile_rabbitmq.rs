@@ -481,3 +481,51 @@ fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
     ));
     assert_eq!(status, 200, "the foreign policy is left alone");
 }
+
+/// Issue 18, part 5: from RabbitMQ 3.13 the plan says what the broker's version means for a
+/// consumer that counts attempts (the local broker is 3.10, so a fake `/api/overview` shows
+/// the note); below 3.13, and when the overview says no version, it says nothing.
+#[test]
+fn plan_notes_the_broker_version_from_3_13_for_a_channel_with_a_retry_loop() {
+    for (version, expected) in [
+        (Some("4.0.5"), Some("4.0 and later")),
+        (Some("3.13.7"), Some("on the 3.13 line only")),
+        (Some("3.13.1"), Some("3.13.0 to 3.13.2")),
+        (Some("3.12.14"), None),
+        (None, None),
+    ] {
+        let api = FakeApi::start(move |_, path| {
+            if path.starts_with("/api/overview") {
+                let body = match version {
+                    Some(v) => json!({"rabbitmq_version": v, "cluster_name": "fake"}),
+                    None => json!({"cluster_name": "fake"}),
+                };
+                (200, body.to_string())
+            } else {
+                empty_state(path)
+            }
+        });
+        let dir = workspace(&api.url);
+        let p = run(&dir, &["plan", "channel.yaml"]);
+        assert_eq!(p.code, 0, "{version:?}\n{}{}", p.stdout, p.stderr);
+        let note = p
+            .stdout
+            .lines()
+            .find(|l| l.contains("`dlq-attempts`"))
+            .map(str::to_owned);
+        match expected {
+            Some(says) => {
+                let note = note.unwrap_or_else(|| panic!("{version:?}: no note\n{}", p.stdout));
+                let v = version.unwrap_or_default();
+                assert!(
+                    note.contains("queue orders.process (vhost /) on target local-rabbitmq")
+                        && note.contains(&format!("RabbitMQ {v} "))
+                        && note.contains(says),
+                    "{note}"
+                );
+            }
+            None => assert!(note.is_none(), "{version:?}: {}", p.stdout),
+        }
+        assert!(api.writes().is_empty(), "plan wrote");
+    }
+}

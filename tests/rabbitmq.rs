@@ -46,6 +46,25 @@ fn apply_then_plan_is_empty_and_a_second_apply_writes_nothing() {
     ));
     assert_eq!(p["definition"]["dead-letter-routing-key"], json!(retry));
     assert_eq!(queue_status(&dlq), 200);
+
+    // The local broker is RabbitMQ 3.10 (Debian), which still counts an `x-death` a client
+    // publishes: no consumer-contract note below 3.13, one from 3.13 (the notes themselves:
+    // tests/hostile_rabbitmq.rs, against a fake `/api/overview`).
+    let (_, overview) = block(api(reqwest::Method::GET, "/api/overview", None));
+    let version = overview["rabbitmq_version"].as_str().unwrap_or_default();
+    assert!(
+        !version.is_empty(),
+        "/api/overview reports the version: {overview}"
+    );
+    let mut numbers = version.split('.').map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    let plan = f.plan();
+    assert_eq!(
+        plan.stdout.contains("`dlq-attempts`"),
+        (major, minor) >= (3, 13),
+        "the version note on RabbitMQ {version}\n{}",
+        plan.stdout
+    );
 }
 
 #[test]
@@ -181,12 +200,18 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
     f.assert_empty_plan("after applying the saved plan");
 }
 
-/// How many times the message has expired out of a retry queue, from its `x-death` header.
-fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
+/// Deliveries made so far, by the consumer contract of docs/rabbitmq.md: the `dlq-attempts`
+/// header when the consumer set it (it publishes to the retry queue itself), else what the
+/// broker counted in `x-death` (`expired` trips through a retry queue of a message it
+/// dead-lettered, after a reject).
+fn attempts_so_far(props: &lapin::BasicProperties) -> u64 {
     use lapin::types::AMQPValue;
     let Some(headers) = props.headers() else {
         return 0;
     };
+    if let Some(own) = headers.inner().get("dlq-attempts") {
+        return support::rabbit::amqp_text(own).trim().parse().unwrap_or(0);
+    }
     let Some(AMQPValue::FieldArray(deaths)) = headers.inner().get("x-death") else {
         return 0;
     };
@@ -206,18 +231,34 @@ fn retries_so_far(props: &lapin::BasicProperties) -> u64 {
         .sum()
 }
 
-#[test]
-fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
-    // 3 attempts, 700 ms apart, to keep the test short.
-    let Some(f) = Fixture::applied_with(|t| {
+/// How the consumer of [`consumer_loop`] hands a failed delivery to the retry queue.
+#[derive(Clone, Copy, PartialEq)]
+enum Retry {
+    /// `basic.reject` without requeue: the broker dead-letters it (policy mode) and counts
+    /// the trip in `x-death`, on every RabbitMQ version.
+    Reject,
+    /// Publish a copy to the retry queue with `dlq-attempts` set, then ack (arguments mode):
+    /// RabbitMQ 4 ignores an `x-death` a client publishes, so only the consumer's own header
+    /// counts on every version.
+    Publish,
+}
+
+/// The consumer contract from docs/rabbitmq.md, run over AMQP on a channel of 3 attempts 700 ms
+/// apart: count the attempts, retry while some remain, then publish the message with the
+/// envelope to the DLQ and ack. The loop must end in the DLQ after exactly 3 deliveries.
+fn consumer_loop(mode: &'static str, retry_by: Retry) {
+    let Some(f) = Fixture::applied_with(move |t| {
         t.replace("maxAttempts: 4", "maxAttempts: 3")
             .replace("initial: 5s", "initial: 700ms")
+            .replace("dlx: policy", &format!("dlx: {mode}"))
     }) else {
         return;
     };
-    let [main, _, dlq, exchange] = f.names();
+    let [main, retry, dlq, exchange] = f.names();
     block(async {
         use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+        use lapin::types::{AMQPValue, LongString};
+        let text = |s: &str| AMQPValue::LongString(LongString::from(s));
         let conn = amqp().await;
         let ch = conn.create_channel().await.expect("channel");
         publish_on(
@@ -228,8 +269,6 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
             lapin::BasicProperties::default(),
         )
         .await;
-        // The consumer contract from docs/rabbitmq.md: reject while attempts remain; after the last
-        // attempt, publish to the DLQ and ack.
         let mut deliveries: Vec<Instant> = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
@@ -242,27 +281,36 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
                 continue;
             };
             deliveries.push(Instant::now());
-            let attempt = retries_so_far(&msg.delivery.properties) + 1;
+            let props = &msg.delivery.properties;
+            let attempt = attempts_so_far(props) + 1;
             assert_eq!(
                 attempt as usize,
                 deliveries.len(),
-                "x-death counts the attempts"
+                "the contract counts the attempts"
             );
             assert_eq!(msg.delivery.data, b"order-42");
-            if attempt < 3 {
+            let mut headers = props.headers().clone().unwrap_or_default();
+            headers.insert(
+                "dlq-attempts".into(),
+                AMQPValue::LongLongInt(attempt as i64),
+            );
+            if attempt < 3 && retry_by == Retry::Reject {
                 msg.delivery
                     .reject(BasicRejectOptions { requeue: false })
                     .await
                     .expect("reject");
+            } else if attempt < 3 {
+                let copy = props.clone().with_headers(headers);
+                publish_on(&ch, "", &retry, &msg.delivery.data, copy).await;
+                msg.delivery
+                    .ack(BasicAckOptions::default())
+                    .await
+                    .expect("ack");
             } else {
-                publish_on(
-                    &ch,
-                    "",
-                    &dlq,
-                    &msg.delivery.data,
-                    msg.delivery.properties.clone(),
-                )
-                .await;
+                headers.insert("dlq-error-class".into(), text("transient_exhausted"));
+                headers.insert("dlq-source".into(), text(&main));
+                let copy = props.clone().with_headers(headers);
+                publish_on(&ch, "", &dlq, &msg.delivery.data, copy).await;
                 msg.delivery
                     .ack(BasicAckOptions::default())
                     .await
@@ -284,12 +332,39 @@ fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
             .expect("get")
             .expect("the message is in the DLQ");
         assert_eq!(dead.delivery.data, b"order-42", "nothing lost");
+        let h = dead
+            .delivery
+            .properties
+            .headers()
+            .clone()
+            .unwrap_or_default();
+        let header = |k: &str| h.inner().get(k).map(support::rabbit::amqp_text);
+        assert_eq!(header("dlq-attempts").as_deref(), Some("3"));
+        assert_eq!(
+            header("dlq-error-class").as_deref(),
+            Some("transient_exhausted")
+        );
         dead.delivery
             .ack(BasicAckOptions::default())
             .await
             .expect("ack");
         let _ = conn.close(200, "done".into()).await;
     });
+}
+
+/// The README's consumer, by the contract for RabbitMQ 3.13 and 4 (issue 18, part 5): in
+/// arguments mode the consumer publishes each retry itself and counts with its own
+/// `dlq-attempts`; the loop ends in the DLQ.
+#[test]
+fn a_consumer_counting_its_own_dlq_attempts_goes_round_the_retry_queue_then_to_the_dlq() {
+    consumer_loop("arguments", Retry::Publish);
+}
+
+/// The other half of the contract: a message the broker dead-letters (a reject, in policy
+/// mode) is counted from `x-death`, which every RabbitMQ version keeps up to date.
+#[test]
+fn a_rejected_message_goes_round_the_retry_queue_then_to_the_dlq() {
+    consumer_loop("policy", Retry::Reject);
 }
 
 /// Issue 18's shape, in each mode: the main queue dead-letters through a named exchange into

@@ -306,6 +306,70 @@ pub fn quorum_notes(changes: &[Change], live: &BTreeMap<ResourceId, Live>) -> Ve
         .collect()
 }
 
+/// A RabbitMQ version as `/api/overview` reports it (`3.13.7`, `4.0.0+2`, `4.1.0-rc.1`):
+/// (major, minor, patch), the patch 0 when absent. `None` when it does not start with numbers.
+pub fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let core = v.trim().split(['+', '-', ' ']).next().unwrap_or_default();
+    let mut parts = core.split('.').map(str::parse::<u32>);
+    let major = parts.next()?.ok()?;
+    let minor = parts.next()?.ok()?;
+    let patch = match parts.next() {
+        Some(p) => p.ok()?,
+        None => 0,
+    };
+    Some((major, minor, patch))
+}
+
+/// What the broker's version means for the TTL loop's consumer contract, from 3.13 on.
+///
+/// RabbitMQ 3.13 introduced message containers: the broker counts `x-death` from its own
+/// record of a message's deaths and no longer from an `x-death` header a client publishes.
+/// 3.13.3 restored the old reading for AMQP 0-9-1 publishers on the 3.13 line only
+/// (rabbitmq-server#11339); 4.0 dropped it for good (4.0 release notes, "AMQP 0.9.1 x-death
+/// header"). A consumer that publishes a message to a retry queue itself then sees the same
+/// `x-death` count on every delivery and retries forever. `None` below 3.13 (or unparsable).
+pub fn contract_note(version: &str) -> Option<String> {
+    let v = parse_version(version)?;
+    let tail = "a consumer that publishes to a retry queue itself must count attempts in `dlq-attempts`, not `x-death` (docs/rabbitmq.md, consumer contract)";
+    let what = if v >= (4, 0, 0) {
+        "ignores the `x-death` header a client publishes (4.0 and later)"
+    } else if v >= (3, 13, 3) {
+        "still counts the `x-death` header an AMQP 0-9-1 client publishes, on the 3.13 line only (3.13.3 and later; 4.0 ignores it)"
+    } else if v >= (3, 13, 0) {
+        "ignores the `x-death` header a client publishes (3.13.0 to 3.13.2, and 4.0 and later)"
+    } else {
+        return None;
+    };
+    Some(format!("RabbitMQ {} {what}: {tail}", version.trim()))
+}
+
+/// The contract note on the main queue of each channel of `target` that has a TTL retry
+/// loop (retry queues): the channels whose consumer counts attempts.
+pub fn contract_notes(target: &str, version: &str, desired: &[Desired]) -> Vec<Note> {
+    let Some(message) = contract_note(version) else {
+        return Vec::new();
+    };
+    let looped: HashSet<&str> = desired
+        .iter()
+        .filter(|d| d.id.target == target && d.role == Role::Retry && d.present)
+        .map(|d| d.channel.as_str())
+        .collect();
+    desired
+        .iter()
+        .filter(|d| {
+            d.id.target == target
+                && d.id.kind == Kind::Queue
+                && d.role == Role::Main
+                && d.present
+                && looped.contains(d.channel.as_str())
+        })
+        .map(|d| Note {
+            resource: d.id.clone(),
+            message: message.clone(),
+        })
+        .collect()
+}
+
 /// The policies of queues this plan creates go before anything else of their target.
 ///
 /// A RabbitMQ policy write makes the broker re-match every queue of the vhost against every
@@ -366,6 +430,71 @@ mod tests {
             props: serde_json::from_value(props).expect("props"),
             messages: None,
         }
+    }
+
+    #[test]
+    fn versions_parse_as_the_management_api_reports_them() {
+        assert_eq!(parse_version("3.10.8"), Some((3, 10, 8)));
+        assert_eq!(parse_version("3.13.7"), Some((3, 13, 7)));
+        assert_eq!(parse_version("4.0.0+2"), Some((4, 0, 0)));
+        assert_eq!(parse_version("4.1.0-rc.1"), Some((4, 1, 0)));
+        assert_eq!(parse_version(" 4.2 "), Some((4, 2, 0)));
+        assert_eq!(parse_version("3.9.10"), Some((3, 9, 10)));
+        assert_eq!(parse_version(""), None);
+        assert_eq!(parse_version("unknown"), None);
+        assert_eq!(parse_version("4.x.1"), None);
+        // Numbers, not strings: 3.9 < 3.13 < 4.0.
+        assert!(parse_version("3.9.29") < parse_version("3.13.0"));
+        assert!(parse_version("3.13.7") < parse_version("4.0.0"));
+    }
+
+    #[test]
+    fn the_contract_note_appears_from_3_13_and_says_what_each_version_does() {
+        for quiet in ["3.10.8", "3.12.14", "3.9.29", "2.8.0", "garbage", ""] {
+            assert_eq!(contract_note(quiet), None, "{quiet}");
+        }
+        for (v, says) in [
+            ("3.13.0", "3.13.0 to 3.13.2"),
+            ("3.13.2", "3.13.0 to 3.13.2"),
+            ("3.13.3", "still counts"),
+            ("3.13.7", "still counts"),
+            ("4.0.0+2", "4.0 and later"),
+            ("4.1.4", "4.0 and later"),
+            ("10.0.0", "4.0 and later"),
+        ] {
+            let n = contract_note(v).unwrap_or_else(|| panic!("{v}: a note"));
+            assert!(n.starts_with(&format!("RabbitMQ {v} ")), "{n}");
+            assert!(n.contains(says) && n.contains("`dlq-attempts`"), "{v}: {n}");
+        }
+    }
+
+    #[test]
+    fn the_contract_note_goes_on_the_main_queue_of_each_channel_with_a_retry_loop() {
+        let q = |name: &str, channel: &str, role: Role, target: &str| Desired {
+            id: ResourceId {
+                target: target.into(),
+                name: name.into(),
+                ..queue().id
+            },
+            channel: channel.into(),
+            role,
+            ..queue()
+        };
+        let desired = vec![
+            q("a.process", "a", Role::Main, "t"),
+            q("a.retry", "a", Role::Retry, "t"),
+            q("a.dlq", "a", Role::DeadLetter, "t"),
+            // A delivery limit: no retry queue, no consumer count.
+            q("b.process", "b", Role::Main, "t"),
+            q("b.dlq", "b", Role::DeadLetter, "t"),
+            // Another target's loop.
+            q("c.process", "c", Role::Main, "u"),
+            q("c.retry", "c", Role::Retry, "u"),
+        ];
+        let notes = contract_notes("t", "4.0.5", &desired);
+        let named: Vec<&str> = notes.iter().map(|n| n.resource.name.as_str()).collect();
+        assert_eq!(named, ["a.process"]);
+        assert!(contract_notes("t", "3.12.14", &desired).is_empty());
     }
 
     #[test]

@@ -267,7 +267,8 @@ impl Reader {
 
     /// What only further reads can tell, where the plan replaces an object: the bindings a
     /// replace deletes with it (the spec's and everyone else's), listed in the change and
-    /// re-created by apply; and how a quorum queue is guarded before it is dropped.
+    /// re-created by apply; how a quorum queue is guarded before it is dropped; and, where a
+    /// channel has a TTL retry loop, what the broker's version means for its consumer.
     pub async fn review(
         &self,
         desired: &[Desired],
@@ -286,6 +287,15 @@ impl Reader {
             super::plan::list_rebinds(c, &bindings);
         }
         notes.extend(super::plan::quorum_notes(changes, live));
+        // One small read, only where a channel of this target has a TTL retry loop: the
+        // consumer contract depends on the broker's version.
+        if desired
+            .iter()
+            .any(|d| d.id.target == self.target && d.role == Role::Retry && d.present)
+            && let Some(version) = self.version().await?
+        {
+            notes.extend(super::plan::contract_notes(&self.target, &version, desired));
+        }
         let operator = self.operator_policies(desired, live).await?;
         super::plan::add_policy_drift(changes, desired, live, &operator);
         Ok(())
@@ -775,6 +785,23 @@ impl Reader {
             .get("GET /api/queues/{vhost}/{name}", &path)
             .await?;
         Ok(body.and_then(|b| b.get("policy").and_then(Value::as_str).map(str::to_owned)))
+    }
+
+    /// The broker's version (`rabbitmq_version` of `/api/overview`). `None` when the answer
+    /// does not carry it as a string: it only decides a plan note, never a change.
+    pub async fn version(&self) -> Result<Option<String>, HttpError> {
+        let body = self
+            .http
+            .get(
+                "GET /api/overview",
+                "/api/overview?columns=rabbitmq_version",
+            )
+            .await?;
+        Ok(body.and_then(|b| {
+            b.get("rabbitmq_version")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        }))
     }
 
     /// Which server this is, for binding a saved plan to it: the cluster name.
