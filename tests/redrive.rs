@@ -177,6 +177,8 @@ fn rabbit_put(dlq: &str, body: &str, class: &str, redriven: Option<u32>) {
         ShortString::from("dlq-error-class"),
         AMQPValue::LongString(LongString::from(class)),
     );
+    // What a consumer by the contract of docs/rabbitmq.md sets when it gives up.
+    h.insert(ShortString::from("dlq-attempts"), AMQPValue::LongInt(4));
     if let Some(n) = redriven {
         h.insert(
             ShortString::from("dlq-redrive-count"),
@@ -261,6 +263,16 @@ fn rabbitmq_redrive_through_the_exchange_keeps_the_routing() {
         "routed by the exchange's binding key to the main queue"
     );
     assert_eq!(got[0].0, "r1");
+    // The consumer counts its attempts from `dlq-attempts` first: the copy starts again.
+    let headers = &got[0].1;
+    assert_eq!(
+        (
+            headers.get("dlq-attempts"),
+            headers.get("dlq-error-class").map(String::as_str)
+        ),
+        (None, Some("poison")),
+        "{headers:?}"
+    );
 }
 
 /// Issue 18's named dead-letter exchange, in arguments mode with a retry queue: one message

@@ -10,8 +10,9 @@
 //!   run; that message and every one not yet acknowledged stay in the DLQ;
 //! - a message not chosen (`--class`, `--older-than`, at `maxRedrives`) is held unacknowledged
 //!   until the run ends, then handed back by closing the channel, at its place;
-//! - the copy loses the broker's attempt history (`x-death`, `x-first-death-*`,
-//!   `x-last-death-*`), so the consumer's attempts start again, and gains
+//! - the copy loses the attempt history (the broker's `x-death`, `x-first-death-*`,
+//!   `x-last-death-*`, and the consumer's own `dlq-attempts`, which the consumer contract
+//!   counts with first), so the consumer's attempts start again, and gains
 //!   `dlq-redrive-count` + 1. Everything else (body, properties, other headers) is kept.
 //!
 //! A crash after the broker's confirm and before the DLQ's ack leaves the message in both
@@ -42,8 +43,14 @@ const BATCH: usize = 200;
 const WINDOW: u16 = 500;
 /// How long a consumer waits for the next delivery before it calls the DLQ drained.
 const IDLE: std::time::Duration = std::time::Duration::from_secs(2);
-/// Headers the copy does not carry: the broker's attempt history.
-const ATTEMPT_HISTORY: [&str; 3] = ["x-death", "x-first-death-*", "x-last-death-*"];
+/// Headers the copy does not carry: the attempt history, the broker's and the consumer's
+/// (docs/rabbitmq.md, consumer contract: `dlq-attempts` first, else `x-death`).
+const ATTEMPT_HISTORY: [&str; 4] = [
+    "x-death",
+    "x-first-death-*",
+    "x-last-death-*",
+    crate::status::envelope::ATTEMPTS,
+];
 /// The consumer tag's prefix: how a second run recognises the first.
 pub const TAG: &str = "dlqctl-redrive";
 
@@ -558,7 +565,7 @@ fn moved_headers(h: Option<&FieldTable>) -> FieldTable {
         }
         let history = ATTEMPT_HISTORY.iter().any(|p| match p.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix),
-            None => name == *p,
+            None => name.eq_ignore_ascii_case(p),
         });
         if !history {
             out.insert(k.clone(), v.clone());
@@ -669,6 +676,8 @@ mod tests {
         h.insert("x-death".into(), AMQPValue::FieldArray(Default::default()));
         h.insert("x-first-death-reason".into(), long("rejected"));
         h.insert("dlq-error-class".into(), long("poison"));
+        // Kept, the consumer would count its attempts as spent and dead-letter it at once.
+        h.insert("dlq-attempts".into(), AMQPValue::LongLongInt(4));
         h.insert("dlq-redrive-count".into(), AMQPValue::LongInt(2));
         let out = moved_headers(Some(&h));
         let names: Vec<&str> = out.inner().keys().map(ShortString::as_str).collect();
