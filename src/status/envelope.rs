@@ -3,8 +3,10 @@
 //!
 //! The spec's `deadLetter.envelope` names the set read first; the other known sets follow, then
 //! the broker's own reason (the backend puts it in [`Message::native_class`]), then `unknown`.
-//! Header names carry no `x-` on purpose: RabbitMQ 4 no longer interprets `x-` headers that
-//! clients publish.
+//! Header names carry no `x-` on purpose: RabbitMQ treats `x-` headers as the broker's (4.0
+//! no longer interprets an `x-death` a client publishes). On RabbitMQ, [`ATTEMPTS`] is also
+//! the consumer's own running count round the TTL retry loop (docs/rabbitmq.md, consumer
+//! contract).
 
 use super::Message;
 use crate::spec::model::Envelope;
