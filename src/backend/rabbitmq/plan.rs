@@ -340,7 +340,9 @@ pub fn contract_note(version: &str) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!("RabbitMQ {} {what}: {tail}", version.trim()))
+    // The parsed numbers, not the server's text: a hostile answer prints nothing of its own.
+    let (major, minor, patch) = v;
+    Some(format!("RabbitMQ {major}.{minor}.{patch} {what}: {tail}"))
 }
 
 /// The contract note on the main queue of each channel of `target` that has a TTL retry
@@ -463,7 +465,8 @@ mod tests {
             ("10.0.0", "4.0 and later"),
         ] {
             let n = contract_note(v).unwrap_or_else(|| panic!("{v}: a note"));
-            assert!(n.starts_with(&format!("RabbitMQ {v} ")), "{n}");
+            let shown = v.split('+').next().unwrap_or(v);
+            assert!(n.starts_with(&format!("RabbitMQ {shown} ")), "{n}");
             assert!(n.contains(says) && n.contains("`dlq-attempts`"), "{v}: {n}");
         }
     }
@@ -495,6 +498,12 @@ mod tests {
         let named: Vec<&str> = notes.iter().map(|n| n.resource.name.as_str()).collect();
         assert_eq!(named, ["a.process"]);
         assert!(contract_notes("t", "3.12.14", &desired).is_empty());
+        // Only the numbers of what the server sent are shown.
+        let odd = contract_note("4.0.0+\u{1b}[2J").unwrap_or_default();
+        assert!(
+            odd.starts_with("RabbitMQ 4.0.0 ") && !odd.contains('\u{1b}'),
+            "{odd}"
+        );
     }
 
     #[test]
