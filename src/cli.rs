@@ -122,6 +122,18 @@ Exit codes:
     #[command(after_help = "Example:
   dlqctl alerts dlq/ --format prometheus-operator --out dlq-alerts.yaml")]
     Alerts(AlertsArgs),
+    /// Draw each channel: its main queue or topic, retry stages (with their delays), dead-letter
+    /// queue (its retention, or the decision to discard) and alarms or alert rules (offline).
+    ///
+    /// Built as `apply` would build the channels, from the specs alone: every node is an
+    /// object apply creates, under its name. Mermaid (GitHub and GitLab draw a ```mermaid
+    /// block; `mmdc` makes an image) or Graphviz DOT. The markdown plan opens each channel
+    /// with the same picture, coloured by what the plan changes. Exit 0 drawn, 1 lint errors
+    /// or I/O error, 64 usage error.
+    #[command(after_help = "Examples:
+  dlqctl graph dlq/ > channels.mmd && mmdc -i channels.mmd -o channels.svg
+  dlqctl graph dlq/ --format dot | dot -Tsvg > channels.svg")]
+    Graph(GraphArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to stdout.
     ///
     /// Generated from the same definitions as --help, so it knows every subcommand and flag.
@@ -150,7 +162,8 @@ impl Command {
             | Command::Status(_)
             | Command::Exporter(_)
             | Command::Redrive(_)
-            | Command::Alerts(_) => 1,
+            | Command::Alerts(_)
+            | Command::Graph(_) => 1,
         }
     }
 }
@@ -281,6 +294,29 @@ pub struct AlertsArgs {
     /// produce, 0 when it is the same. For pull-request CI.
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// A Mermaid flowchart, one subgraph per channel.
+    Mermaid,
+    /// A Graphviz digraph, one cluster per channel.
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// The Targets file; default: dlqctl.yaml among, beside or above the paths.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub format: GraphFormat,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

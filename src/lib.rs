@@ -9,6 +9,7 @@ pub mod cli;
 pub mod commands;
 pub mod diag;
 pub mod engine;
+pub mod graph;
 pub mod plan;
 pub mod printer;
 pub mod redrive;

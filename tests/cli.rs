@@ -103,6 +103,7 @@ fn bash_completion_is_valid_and_completes_subcommands_flags_and_values() {
         "exporter",
         "redrive",
         "alerts",
+        "graph",
         "completions",
         "man",
     ] {
@@ -215,6 +216,7 @@ fn the_man_page_renders_with_every_subcommand_and_the_examples() {
     let listed = dlqctl(&["man", "--out-dir", dir.to_str().expect("utf-8 path")]);
     for sub in [
         "lint", "plan", "apply", "import", "schema", "status", "exporter", "redrive", "alerts",
+        "graph",
     ] {
         let page = dir.join(format!("dlqctl-{sub}.1"));
         assert!(listed.contains(&page.display().to_string()), "{listed}");

@@ -408,6 +408,7 @@ fn help_is_snapshotted() {
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
         &["alerts", "--help"][..],
+        &["graph", "--help"][..],
         &["completions", "--help"][..],
         &["man", "--help"][..],
     ] {

@@ -5,6 +5,7 @@ mod alerts;
 mod apply;
 mod completions;
 mod exporter;
+mod graph;
 mod import;
 mod lint;
 mod man;
@@ -37,6 +38,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Exporter(args) => exporter::run(&args, printer),
         Command::Redrive(args) => redrive::run(&args, printer),
         Command::Alerts(args) => alerts::run(&args, printer),
+        Command::Graph(args) => graph::run(&args, printer),
         Command::Completions(args) => completions::run(&args, printer),
         Command::Man(args) => man::run(&args, printer),
     }

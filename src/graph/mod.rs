@@ -1,0 +1,433 @@
+//! A picture of each channel: main → retry stages (with their delays) → dead-letter queue (its
+//! retention, or the written decision to discard) → alarms or alert rules.
+//!
+//! `dlqctl graph` prints it for every channel of a spec set, and the markdown plan opens each
+//! channel's section with it, its nodes coloured by what the plan changes. Both read a channel
+//! through the same two views as `apply`: the resolved channel ([`Resolved`]) for the flow
+//! between the objects, and each backend's desired door ([`crate::backend::desired`]) for the
+//! objects themselves, so every node is a queue, topic, exchange or alarm that apply would
+//! create under exactly that name. Pure: no connection is needed, as for `lint`.
+//!
+//! The value ([`ChannelGraph`]) is separate from its two texts ([`mermaid`], [`dot`]), so the
+//! shape is tested once and each format only escapes and lays out.
+
+pub mod dot;
+pub mod mermaid;
+
+use crate::engine::alerts::{AGE_ALERT, DEPTH_ALERT};
+use crate::plan::{Action, Plan};
+use crate::resource::{Desired, Kind, ResourceId, Role};
+use crate::spec::duration::Duration;
+use crate::spec::model::{Backend, RetryModel};
+use crate::spec::resolve::Resolved;
+
+/// One channel's objects and the way a failing message travels between them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelGraph {
+    pub channel: String,
+    pub target: String,
+    pub backend: Backend,
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+/// What a node stands for; each format draws each kind with its own shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A queue or topic.
+    Queue,
+    /// A RabbitMQ exchange.
+    Exchange,
+    /// A CloudWatch alarm or a Prometheus alert rule.
+    Alarm,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub shape: Shape,
+    /// The lines of its label: the object's name first, then what it is and does.
+    pub lines: Vec<String>,
+    /// The live objects a plan change to which highlights this node (the queue and its
+    /// policy; an exchange and its bindings).
+    pub resources: Vec<ResourceId>,
+    /// What the plan does to it (`None`: nothing, or no plan).
+    pub action: Option<Action>,
+}
+
+/// A message's way from one node to another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    pub label: String,
+    /// Not a message's way but a watch (an alarm on the DLQ): drawn dotted.
+    pub watch: bool,
+}
+
+impl ChannelGraph {
+    /// The channel's picture as apply would build it (pure).
+    pub fn build(r: &Resolved) -> Self {
+        let desired: Vec<Desired> = crate::backend::desired(r)
+            .into_iter()
+            .filter(|d| d.present)
+            .collect();
+        let mut g = ChannelGraph {
+            channel: r.channel.clone(),
+            target: r.target.clone(),
+            backend: r.backend,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        };
+        let ids = |name: &str, roles: &[Role]| -> Vec<ResourceId> {
+            desired
+                .iter()
+                .filter(|d| d.id.name == name && roles.contains(&d.role))
+                .map(|d| d.id.clone())
+                .collect()
+        };
+        let noun = match r.backend {
+            Backend::Kafka => "topic",
+            Backend::Sqs | Backend::Rabbitmq => "queue",
+        };
+
+        // The channel's exchange and its bindings to the main queue (RabbitMQ).
+        let exchange = desired.iter().find(|d| d.role == Role::Exchange).map(|x| {
+            let mut resources = vec![x.id.clone()];
+            resources.extend(
+                desired
+                    .iter()
+                    .filter(|d| d.role == Role::Binding)
+                    .map(|d| d.id.clone()),
+            );
+            g.node(
+                Shape::Exchange,
+                vec![
+                    x.id.name.clone(),
+                    format!("{} exchange", prop_str(x, "type").unwrap_or("direct")),
+                ],
+                resources,
+            )
+        });
+
+        let mut main_lines = vec![r.main.clone(), format!("main {noun}")];
+        if let Some(t) = r.retention {
+            main_lines.push(format!("keeps messages {t}"));
+        }
+        let main = g.node(
+            Shape::Queue,
+            main_lines,
+            ids(&r.main, &[Role::Main, Role::MainPolicy]),
+        );
+        if let Some(x) = exchange {
+            let keys: Vec<String> = desired
+                .iter()
+                .filter(|d| d.role == Role::Binding)
+                .filter_map(|d| prop_str(d, "routing_key").map(str::to_owned))
+                .collect();
+            let label = match keys.as_slice() {
+                [] => String::new(),
+                [k] => format!("key {k}"),
+                _ => format!("keys {}", keys.join(", ")),
+            };
+            g.edge(x, main, label, false);
+        }
+
+        // Retry stages, one node per distinct queue or topic, in the order a message meets
+        // them (Kafka's singleTopic reuse sends several attempts through one topic).
+        let mut stages: Vec<(String, Vec<Duration>)> = Vec::new();
+        for s in &r.retry_stages {
+            match stages.iter_mut().find(|(n, _)| *n == s.name) {
+                Some((_, delays)) => {
+                    if !delays.contains(&s.delay) {
+                        delays.push(s.delay);
+                    }
+                }
+                None => stages.push((s.name.clone(), vec![s.delay])),
+            }
+        }
+        let retries: Vec<(usize, String)> = stages
+            .iter()
+            .map(|(name, delays)| {
+                let delays: Vec<String> = delays.iter().map(ToString::to_string).collect();
+                let delays = delays.join(", ");
+                let n = g.node(
+                    Shape::Queue,
+                    vec![
+                        name.clone(),
+                        format!("retry {noun}"),
+                        format!("waits {delays}"),
+                    ],
+                    ids(name, &[Role::Retry, Role::RetryPolicy]),
+                );
+                (n, delays)
+            })
+            .collect();
+
+        // The dead-letter queue, with how long it keeps a dead letter.
+        let mut dlq_lines = vec![r.dead_letter.clone(), format!("dead-letter {noun}")];
+        dlq_lines.extend(match (&r.discard, r.dead_letter_retention) {
+            (Some(d), _) => vec![d.to_string()],
+            (None, Some(t)) => vec![format!("keeps dead letters {t}")],
+            (None, None) => vec![match r.backend {
+                Backend::Kafka => "keeps dead letters for the broker's default retention".into(),
+                Backend::Sqs | Backend::Rabbitmq => "keeps dead letters until consumed".into(),
+            }],
+        });
+        let dlq = g.node(
+            Shape::Queue,
+            dlq_lines,
+            ids(&r.dead_letter, &[Role::DeadLetter, Role::DeadLetterPolicy]),
+        );
+
+        let attempts = format!(
+            "after {} {}",
+            r.max_attempts,
+            if r.max_attempts == 1 {
+                "attempt"
+            } else {
+                "attempts"
+            }
+        );
+        // Where the last failure goes: through a named dead-letter exchange, or straight in.
+        let into_dlq = match desired.iter().find(|d| d.role == Role::DeadLetterExchange) {
+            Some(x) => {
+                let binding: Vec<&Desired> = desired
+                    .iter()
+                    .filter(|d| d.role == Role::DeadLetterBinding)
+                    .collect();
+                let mut resources = vec![x.id.clone()];
+                resources.extend(binding.iter().map(|d| d.id.clone()));
+                let dlx = g.node(
+                    Shape::Exchange,
+                    vec![
+                        x.id.name.clone(),
+                        format!(
+                            "dead-letter exchange ({})",
+                            prop_str(x, "type").unwrap_or("direct")
+                        ),
+                    ],
+                    resources,
+                );
+                let key = binding
+                    .iter()
+                    .find_map(|d| prop_str(d, "routing_key"))
+                    .map(|k| format!("key {k}"))
+                    .unwrap_or_default();
+                g.edge(dlx, dlq, key, false);
+                dlx
+            }
+            None => dlq,
+        };
+
+        match r.backend {
+            // A chain: each failure moves the record one topic on (Spring's non-blocking retries).
+            Backend::Kafka => {
+                let mut from = main;
+                for (stage, _) in &retries {
+                    g.edge(from, *stage, "fails".into(), false);
+                    from = *stage;
+                }
+                g.edge(from, into_dlq, format!("fails, {attempts}"), false);
+            }
+            // A loop: a failure waits in a retry queue and comes back to the main queue.
+            Backend::Rabbitmq => {
+                for (stage, delays) in &retries {
+                    g.edge(main, *stage, "fails".into(), false);
+                    g.edge(*stage, main, format!("back after {delays}"), false);
+                }
+                let model = r.rabbitmq.as_ref().map(|rb| rb.retry_model);
+                let label = match model {
+                    Some(RetryModel::DeliveryLimit) => format!("dead-lettered {attempts}"),
+                    _ => format!("fails, {attempts}"),
+                };
+                g.edge(main, into_dlq, label, false);
+            }
+            // SQS redelivers after the visibility timeout: no retry queue.
+            Backend::Sqs => {
+                let label = format!("{} receives", r.max_attempts);
+                g.edge(main, into_dlq, format!("after {label}"), false);
+            }
+        }
+
+        // Spring's exception-based dead-letter topics.
+        for d in desired
+            .iter()
+            .filter(|d| d.role == Role::DeadLetter && d.id.name != r.dead_letter)
+        {
+            let x = g.node(
+                Shape::Queue,
+                vec![
+                    d.id.name.clone(),
+                    "exception-based dead-letter topic".into(),
+                ],
+                vec![d.id.clone()],
+            );
+            g.edge(main, x, "fails with its exception".into(), false);
+        }
+
+        // What watches the dead letters.
+        match r.backend {
+            Backend::Sqs => {
+                for a in desired.iter().filter(|d| d.id.kind == Kind::Alarm) {
+                    let lines = vec![a.id.name.clone(), sqs_alarm_text(a)];
+                    let n = g.node(Shape::Alarm, lines, vec![a.id.clone()]);
+                    g.edge(dlq, n, String::new(), true);
+                }
+            }
+            Backend::Rabbitmq | Backend::Kafka => {
+                let alarms = &r.alarms;
+                for (alert, alarm, what) in [
+                    (DEPTH_ALERT, alarms.depth.as_ref(), Metric::Depth),
+                    (AGE_ALERT, alarms.oldest_message_age.as_ref(), Metric::Age),
+                ] {
+                    for t in alarm.map(|a| a.tiers.as_slice()).unwrap_or_default() {
+                        let lines = vec![
+                            format!("{alert} ({})", t.severity()),
+                            format!("alert rule: {}", what.above(t.threshold)),
+                        ];
+                        let n = g.node(Shape::Alarm, lines, Vec::new());
+                        g.edge(dlq, n, String::new(), true);
+                    }
+                }
+            }
+        }
+        g
+    }
+
+    fn node(&mut self, shape: Shape, lines: Vec<String>, resources: Vec<ResourceId>) -> usize {
+        self.nodes.push(Node {
+            shape,
+            lines,
+            resources,
+            action: None,
+        });
+        self.nodes.len() - 1
+    }
+
+    fn edge(&mut self, from: usize, to: usize, label: String, watch: bool) {
+        self.edges.push(Edge {
+            from,
+            to,
+            label,
+            watch,
+        });
+    }
+
+    /// Marks each node with what `plan` does to its objects (the strongest action of any of
+    /// them), and adds a node for each object of this channel that the plan deletes, since
+    /// no spec draws it any more.
+    pub fn mark(&mut self, plan: &Plan) {
+        let (channel, target) = (self.channel.clone(), self.target.clone());
+        for ch in plan
+            .changes
+            .iter()
+            .filter(|ch| ch.channel == channel && ch.resource.target == target)
+        {
+            match self
+                .nodes
+                .iter()
+                .position(|n| n.resources.contains(&ch.resource))
+            {
+                Some(i) => self.nodes[i].action = self.nodes[i].action.max(Some(ch.action)),
+                // A policy or binding without its own node counts for nothing else.
+                None if matches!(ch.resource.kind, Kind::Policy | Kind::Binding) => {}
+                None => {
+                    let shape = match ch.resource.kind {
+                        Kind::Alarm => Shape::Alarm,
+                        Kind::Exchange => Shape::Exchange,
+                        _ => Shape::Queue,
+                    };
+                    let what = serde_json::to_value(ch.role)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    let n = self.node(
+                        shape,
+                        vec![
+                            ch.resource.name.clone(),
+                            format!("{what} (no longer in the spec)"),
+                        ],
+                        vec![ch.resource.clone()],
+                    );
+                    self.nodes[n].action = Some(ch.action);
+                }
+            }
+        }
+    }
+}
+
+/// The graphs of a set of channels, in the order given.
+pub fn build(channels: &[Resolved]) -> Vec<ChannelGraph> {
+    channels.iter().map(ChannelGraph::build).collect()
+}
+
+#[derive(Clone, Copy)]
+enum Metric {
+    Depth,
+    Age,
+}
+
+impl Metric {
+    fn above(self, threshold: u64) -> String {
+        match self {
+            Metric::Depth => format!("more than {threshold} waiting"),
+            Metric::Age => format!("oldest older than {}", Duration::from_secs(threshold)),
+        }
+    }
+}
+
+/// `more than 0 waiting` / `oldest older than 30m`, from a CloudWatch alarm's desired metric
+/// and threshold.
+fn sqs_alarm_text(a: &Desired) -> String {
+    let threshold = a
+        .props
+        .get("Threshold")
+        .and_then(serde_json::Value::as_f64)
+        .map_or(0, |t| t.max(0.0) as u64);
+    let metric = match prop_str(a, "MetricName") {
+        Some(crate::backend::sqs::alarms::OLDEST_AGE_METRIC) => Metric::Age,
+        _ => Metric::Depth,
+    };
+    format!("CloudWatch alarm: {}", metric.above(threshold))
+}
+
+fn prop_str<'d>(d: &'d Desired, key: &str) -> Option<&'d str> {
+    d.props.get(key).and_then(serde_json::Value::as_str)
+}
+
+/// `text` cut into lines of about `width` characters at spaces (a longer word stays whole).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_reason_wraps_at_spaces_and_keeps_long_words_whole() {
+        assert_eq!(
+            wrap("discarded on purpose after 3d: quotes expire", 20),
+            ["discarded on purpose", "after 3d: quotes", "expire"]
+        );
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            ["averyveryverylongword", "x"]
+        );
+        assert!(wrap("  ", 5).is_empty());
+    }
+}
