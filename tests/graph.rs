@@ -198,3 +198,35 @@ fn graphviz_draws_every_example() {
         assert!(r.stderr.is_empty(), "{}", r.stderr);
     }
 }
+
+#[test]
+fn the_plan_comments_diagrams_render() {
+    let Some(bin) = tool("DLQCTL_MMDC", "mmdc", "--version") else {
+        return;
+    };
+    let root = support::root();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = look_dir(tmp.path());
+    let mut drawn = 0;
+    // The markdown plans snapshotted from the live stack, and the layout test's plan with a
+    // create, an update, a replace and a delete.
+    for snap in [
+        "tests/snapshots/sqs__plan-markdown.snap",
+        "tests/snapshots/rabbitmq__plan-markdown.snap",
+        "tests/snapshots/kafka__plan-markdown.snap",
+        "src/plan/snapshots/dlqctl__plan__markdown__tests__markdown-diagrams.snap",
+    ] {
+        let text = std::fs::read_to_string(root.join(snap)).expect("the snapshot");
+        for (i, block) in text.split("```mermaid\n").skip(1).enumerate() {
+            let chart = block.split("```").next().expect("a closed block");
+            let stem = snap
+                .rsplit('/')
+                .next()
+                .unwrap_or(snap)
+                .trim_end_matches(".snap");
+            mmdc(&bin, chart, &dir.join(format!("{stem}-{i}.png")));
+            drawn += 1;
+        }
+    }
+    assert_eq!(drawn, 6);
+}

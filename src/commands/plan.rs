@@ -39,7 +39,7 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     let text = match args.format {
         PlanFormat::Human => render::human(plan, printer),
         PlanFormat::Json => render::json(plan),
-        PlanFormat::Markdown => render::markdown(plan),
+        PlanFormat::Markdown => render::markdown_with(plan, &crate::graph::build(&loaded.channels)),
     };
     printer.out(&text);
     if let Some(out) = &args.out {

@@ -13,6 +13,12 @@
 //! Each change is shown once: a risky one under "Needs attention", any other under its
 //! channel. Channels with changes to existing objects come before channels that are only
 //! created.
+//!
+//! Given the channels' pictures ([`markdown_with`]), each channel's section opens with its
+//! Mermaid flowchart (`dlqctl graph`'s), the nodes the plan changes coloured by what it does.
+//! Diagrams are what the budget drops first: the comment is written once without them, and
+//! they are added, channel by channel in order, only within what that left unused, so a
+//! diagram never pushes a change out. Diagrams left out are counted in one line.
 
 use std::fmt::Write as _;
 
@@ -22,6 +28,7 @@ use super::render::{
     by_channel, drop_warning, grouped, is_large, show, summary_line, symbol, text_diff,
 };
 use super::{Action, Change, FieldChange, Plan};
+use crate::graph::ChannelGraph;
 use crate::resource::TimeUnit;
 use crate::spec::duration::Duration;
 
@@ -33,14 +40,38 @@ pub const LIMIT: usize = 60_000;
 /// update it in place.
 pub const MARKER: &str = "<!-- dlqctl-plan -->";
 
-/// A pull-request comment of at most [`LIMIT`] characters.
+/// A pull-request comment of at most [`LIMIT`] characters, without diagrams.
 pub fn markdown(plan: &Plan) -> String {
-    markdown_within(plan, LIMIT)
+    markdown_within(plan, &[], LIMIT)
 }
 
-/// [`markdown`] with another budget (tests use small ones).
-pub fn markdown_within(plan: &Plan, limit: usize) -> String {
-    let mut c = Comment::new(plan, limit);
+/// A pull-request comment of at most [`LIMIT`] characters whose channel sections open with
+/// the channels' pictures (those of `graphs`), as far as the budget allows.
+pub fn markdown_with(plan: &Plan, graphs: &[ChannelGraph]) -> String {
+    markdown_within(plan, graphs, LIMIT)
+}
+
+/// [`markdown_with`] with another budget (tests use small ones).
+pub fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> String {
+    // First without diagrams: what every change and note needs.
+    let first = write(plan, limit, Diagrams::new(plan, &[]));
+    let complete = first.shown == first.total && !first.stopped && !first.notes_cut;
+    let mut diagrams = Diagrams::new(plan, graphs);
+    if diagrams.texts.is_empty() || !complete {
+        return first.finish();
+    }
+    // Then with diagrams, within what that left over: the reserve stays set aside, and so
+    // does room for the line that counts diagrams left out, so every check that passed
+    // without them passes with them.
+    diagrams.budget = limit.saturating_sub(
+        first.used + first.reserve + width(&diagrams_left_out(diagrams.texts.len())),
+    );
+    write(plan, limit, diagrams).finish()
+}
+
+/// The comment, written with the diagrams `diagrams` allows.
+fn write(plan: &Plan, limit: usize, diagrams: Diagrams) -> Comment {
+    let mut c = Comment::new(plan, limit, diagrams);
     c.push(&format!("{MARKER}\n### dlqctl plan\n\n"));
     c.push(&format!("**{}**\n", summary_line(plan)));
     c.push(&per_target(plan));
@@ -50,16 +81,122 @@ pub fn markdown_within(plan: &Plan, limit: usize) -> String {
     if !risky.is_empty() {
         c.attention(plan, &risky);
     }
-    if !rest.is_empty() && !c.stopped {
-        c.push("\n#### Changes by channel\n");
-        for group in channel_groups(&rest, &risky) {
+    if !c.stopped {
+        let groups = channel_groups(&rest, &risky);
+        // A channel whose changes are all under "Needs attention" has a section only for its
+        // diagram, and is the first to lose it.
+        let only_risky = risky_only(&risky, &groups);
+        let head = "\n#### Changes by channel\n";
+        if !groups.is_empty() {
+            c.push(head);
+        } else if only_risky.iter().any(|g| c.diagrams.has(g)) {
+            c.extra(head);
+        }
+        for g in &only_risky {
+            c.diagram_only(g);
+        }
+        for group in groups {
             if !c.group(&group) {
                 break;
             }
         }
     }
     c.notes(plan);
-    c.finish()
+    c
+}
+
+/// Sections for the channels whose every change is risky (so shown under "Needs attention"):
+/// they hold the channel's diagram and nothing else.
+fn risky_only<'a>(risky: &[&'a Change], groups: &[Group<'a>]) -> Vec<Group<'a>> {
+    let mut out: Vec<Group<'a>> = Vec::new();
+    for ch in risky {
+        let here = (ch.resource.target.as_str(), ch.channel.as_str());
+        if groups.iter().any(|g| (g.target, g.channel) == here)
+            || out.iter().any(|g| (g.target, g.channel) == here)
+        {
+            continue;
+        }
+        out.push(Group {
+            target: here.0,
+            channel: here.1,
+            changes: Vec::new(),
+            risky: risky
+                .iter()
+                .filter(|r| (r.resource.target.as_str(), r.channel.as_str()) == here)
+                .count(),
+        });
+    }
+    out
+}
+
+/// Each channel's flowchart, coloured by the plan, as it goes into the comment; and how much
+/// of the budget the diagrams may use.
+struct Diagrams {
+    /// (target, channel) → the fenced flowchart.
+    texts: std::collections::HashMap<(String, String), String>,
+    /// What the diagrams may still use, in UTF-16 code units.
+    budget: usize,
+    /// Sections whose diagram did not fit.
+    left_out: usize,
+}
+
+impl Diagrams {
+    fn new(plan: &Plan, graphs: &[ChannelGraph]) -> Self {
+        let mut texts = std::collections::HashMap::new();
+        for g in graphs {
+            if !plan
+                .changes
+                .iter()
+                .any(|ch| ch.channel == g.channel && ch.resource.target == g.target)
+            {
+                continue;
+            }
+            let mut g = g.clone();
+            g.mark(plan);
+            let chart = crate::graph::mermaid::flowchart(std::slice::from_ref(&g));
+            texts.insert(
+                (g.target.clone(), g.channel.clone()),
+                format!("\n```mermaid\n{chart}```\n"),
+            );
+        }
+        Diagrams {
+            texts,
+            budget: 0,
+            left_out: 0,
+        }
+    }
+
+    fn has(&self, g: &Group<'_>) -> bool {
+        self.texts
+            .contains_key(&(g.target.to_owned(), g.channel.to_owned()))
+    }
+
+    /// The group's diagram if it fits what is left of the budget (`also`: other text that
+    /// only the diagram needs); else counts it as left out.
+    fn take(&mut self, g: &Group<'_>, also: usize) -> Option<String> {
+        let text = self
+            .texts
+            .get(&(g.target.to_owned(), g.channel.to_owned()))?;
+        let w = width(text) + also;
+        if w <= self.budget {
+            self.budget -= w;
+            Some(text.clone())
+        } else {
+            self.left_out += 1;
+            None
+        }
+    }
+}
+
+fn diagrams_left_out(n: usize) -> String {
+    let what = if n == 1 {
+        "1 channel's diagram was".to_owned()
+    } else {
+        format!("{n} channels' diagrams were")
+    };
+    format!(
+        "\n{what} left out to keep every change within the comment's size: `dlqctl graph` draws them.\n"
+    )
 }
 
 /// Across several targets, the counts per target: a cut comment still says where every
@@ -111,6 +248,9 @@ struct Comment {
     reserve: usize,
     /// Notes in the plan.
     notes: usize,
+    /// Some notes did not fit.
+    notes_cut: bool,
+    diagrams: Diagrams,
 }
 
 /// Characters as GitHub counts them (UTF-16 code units: an emoji counts 2).
@@ -129,8 +269,13 @@ fn notes_left_out(n: usize) -> String {
 }
 
 impl Comment {
-    fn new(plan: &Plan, limit: usize) -> Self {
+    fn new(plan: &Plan, limit: usize, diagrams: Diagrams) -> Self {
         let total = plan.changes.len();
+        let diagrams_line = if diagrams.texts.is_empty() {
+            0
+        } else {
+            width(&diagrams_left_out(diagrams.texts.len()))
+        };
         Comment {
             out: String::new(),
             used: 0,
@@ -138,8 +283,30 @@ impl Comment {
             shown: 0,
             total,
             stopped: false,
-            reserve: width(&more_line(total)) + width(&notes_left_out(plan.notes.len())),
+            reserve: width(&more_line(total))
+                + width(&notes_left_out(plan.notes.len()))
+                + diagrams_line,
             notes: plan.notes.len(),
+            notes_cut: false,
+            diagrams,
+        }
+    }
+
+    /// Text only a diagram needs, paid from the diagrams' budget when it fits.
+    fn extra(&mut self, s: &str) {
+        if width(s) <= self.diagrams.budget {
+            self.diagrams.budget -= width(s);
+            self.push(s);
+        }
+    }
+
+    /// The section of a channel whose changes are all under "Needs attention": its heading
+    /// and diagram, from the diagrams' budget, or nothing.
+    fn diagram_only(&mut self, g: &Group<'_>) {
+        let head = g.heading();
+        if let Some(d) = self.diagrams.take(g, width(&head)) {
+            self.push(&head);
+            self.push(&d);
         }
     }
 
@@ -232,11 +399,18 @@ impl Comment {
 
     /// One channel's changes, whole or not at all. Returns false once the budget ran out.
     fn group(&mut self, g: &Group<'_>) -> bool {
-        let text = g.render();
-        if !self.fits(&text, 0) {
+        let plain = g.render(None);
+        if !self.fits(&plain, 0) {
             self.stopped = true;
             return false;
         }
+        // A section with a diagram is laid out a little differently: the difference is the
+        // diagram's to pay as well.
+        let framing = width(&g.render(Some(""))).saturating_sub(width(&plain));
+        let text = match self.diagrams.take(g, framing) {
+            Some(d) => g.render(Some(&d)),
+            None => plain,
+        };
         self.push(&text);
         self.shown += g.changes.len();
         true
@@ -265,6 +439,7 @@ impl Comment {
             .collect();
         // The reserve already covers a "notes left out" line.
         if !self.fits(open, width(close)) {
+            self.notes_cut = true;
             return;
         }
         self.push(open);
@@ -278,6 +453,7 @@ impl Comment {
         }
         self.push(close);
         if left > 0 {
+            self.notes_cut = true;
             self.push(&notes_left_out(left));
         }
     }
@@ -286,6 +462,9 @@ impl Comment {
         let left = self.total - self.shown;
         if self.stopped && self.notes > 0 {
             self.push(&notes_left_out(self.notes));
+        }
+        if self.diagrams.left_out > 0 {
+            self.push(&diagrams_left_out(self.diagrams.left_out));
         }
         if left > 0 {
             self.push(&more_line(left));
@@ -326,23 +505,57 @@ fn channel_groups<'a>(rest: &[&'a Change], risky: &[&'a Change]) -> Vec<Group<'a
 }
 
 impl Group<'_> {
-    fn render(&self) -> String {
-        let (creates, updates): (Vec<&Change>, Vec<&Change>) = self
+    /// `**channel** on target: counts`, the line a section opens with.
+    fn heading(&self) -> String {
+        format!(
+            "\n**{}** on {}: {}\n",
+            cell(self.channel),
+            cell(self.target),
+            self.counts()
+        )
+    }
+
+    fn counts(&self) -> String {
+        let creates = self
             .changes
             .iter()
-            .partition(|ch| ch.action == Action::Create);
+            .filter(|ch| ch.action == Action::Create)
+            .count();
+        let updates = self.changes.len() - creates;
         let mut counts = Vec::new();
-        if !updates.is_empty() {
-            counts.push(format!("{} to update", updates.len()));
+        if updates > 0 {
+            counts.push(format!("{updates} to update"));
         }
-        if !creates.is_empty() {
-            counts.push(format!("{} to create", creates.len()));
+        if creates > 0 {
+            counts.push(format!("{creates} to create"));
         }
         if self.risky > 0 {
             counts.push(format!("{} under Needs attention", self.risky));
         }
-        let counts = counts.join(", ");
+        counts.join(", ")
+    }
+
+    /// The section: heading, the diagram if given, the table of changes.
+    fn render(&self, diagram: Option<&str>) -> String {
+        let (creates, updates): (Vec<&Change>, Vec<&Change>) = self
+            .changes
+            .iter()
+            .partition(|ch| ch.action == Action::Create);
+        let counts = self.counts();
         let mut out = String::new();
+        // With a diagram, the heading and the picture stay open, the tables below them.
+        if let Some(d) = diagram {
+            out.push_str(&self.heading());
+            out.push_str(d);
+            if !updates.is_empty() {
+                out.push_str("\n| action | resource | details |\n|---|---|---|\n");
+                out.push_str(&self.update_rows(&updates));
+            }
+            if !creates.is_empty() {
+                out.push_str(&created(&creates));
+            }
+            return out;
+        }
         if updates.is_empty() {
             let _ = write!(
                 out,
@@ -360,8 +573,18 @@ impl Group<'_> {
             cell(self.channel),
             cell(self.target)
         );
+        out.push_str(&self.update_rows(&updates));
+        if !creates.is_empty() {
+            out.push_str(&created(&creates));
+        }
+        out
+    }
+
+    /// One table row per update, then the long fields' diffs.
+    fn update_rows(&self, updates: &[&Change]) -> String {
+        let mut out = String::new();
         let mut diffs = String::new();
-        for ch in &updates {
+        for ch in updates {
             let _ = writeln!(
                 out,
                 "| {} {} | {} | {} |",
@@ -373,17 +596,17 @@ impl Group<'_> {
             diffs.push_str(&large_diffs(ch));
         }
         out.push_str(&diffs);
-        if !creates.is_empty() {
-            let _ = write!(
-                out,
-                "\n<details><summary>{} to create</summary>\n\n",
-                creates.len()
-            );
-            out.push_str(&creates_table(&creates));
-            out.push_str("\n</details>\n");
-        }
         out
     }
+}
+
+/// The creates of a section, collapsed.
+fn created(creates: &[&Change]) -> String {
+    format!(
+        "\n<details><summary>{} to create</summary>\n\n{}\n</details>\n",
+        creates.len(),
+        creates_table(creates)
+    )
 }
 
 /// Creates: the resource and every setting it gets (collapsed, so long values stay inline).
@@ -801,6 +1024,11 @@ mod tests {
     /// `n` new channels, a third on each backend, made from the examples as `plan` makes them
     /// for channels that do not exist yet (pure: desired resources diffed with nothing).
     fn new_channels(n: usize) -> Plan {
+        new_channels_and_graphs(n).0
+    }
+
+    /// [`new_channels`], with the channels' pictures.
+    fn new_channels_and_graphs(n: usize) -> (Plan, Vec<ChannelGraph>) {
         let targets =
             crate::spec::load::load_str("dlqctl.yaml", include_str!("../../examples/dlqctl.yaml"));
         let targets = &targets.targets[0].value.targets;
@@ -814,6 +1042,7 @@ mod tests {
             ws.channels[0].value.clone()
         });
         let mut changes = Vec::new();
+        let mut graphs = Vec::new();
         for i in 0..n {
             let mut channel = examples[i % 3].clone();
             channel.metadata.name = format!("{}.{i:05}", channel.metadata.name);
@@ -825,8 +1054,96 @@ mod tests {
                     .iter()
                     .filter_map(|d: &Desired| crate::plan::diff(d, None)),
             );
+            graphs.push(ChannelGraph::build(&resolved));
         }
-        plan_of(changes, Vec::new())
+        (plan_of(changes, Vec::new()), graphs)
+    }
+
+    /// The fenced diagrams of a comment.
+    fn diagrams(md: &str) -> usize {
+        md.matches("```mermaid\n").count()
+    }
+
+    #[test]
+    fn each_channel_section_opens_with_its_diagram_coloured_by_what_the_plan_does() {
+        let (mut plan, graphs) = new_channels_and_graphs(3);
+        let sqs = "payments-transactions-pending.00000";
+        let rabbit = "orders.00001";
+        // The SQS channel exists already: its DLQ's retention changes and an old queue goes.
+        // The RabbitMQ one too: its main queue is rebuilt, its only change (under "Needs
+        // attention", so its section holds the diagram alone).
+        plan.changes.retain(|c| {
+            (c.channel != sqs || (c.role == Role::DeadLetter))
+                && (c.channel != rabbit || (c.role == Role::Main && c.resource.kind == Kind::Queue))
+        });
+        let mut gone = None;
+        for c in &mut plan.changes {
+            if c.channel == sqs {
+                c.action = Action::Update;
+                c.fields = vec![FieldChange {
+                    key: "MessageRetentionPeriod".into(),
+                    old: Some(json!(345_600)),
+                    new: Some(json!(1_209_600)),
+                }];
+                let mut old = c.clone();
+                old.action = Action::Delete;
+                old.resource.name = format!("{sqs}-retry");
+                old.fields.clear();
+                old.messages = Some(0);
+                gone = Some(old);
+            }
+            if c.channel == rabbit {
+                c.action = Action::Replace;
+                c.fields = vec![FieldChange {
+                    key: "arguments.x-queue-type".into(),
+                    old: None,
+                    new: Some(json!("quorum")),
+                }];
+                c.messages = Some(3);
+            }
+        }
+        plan.changes.extend(gone);
+        let plan = plan_of(plan.changes, Vec::new());
+        let md = markdown_with(&plan, &graphs);
+        insta::assert_snapshot!("markdown-diagrams", md);
+        assert_eq!(diagrams(&md), 3, "{md}");
+        assert_whole(&md, &plan, LIMIT);
+        assert_eq!(rows(&md), plan.changes.len());
+        for class in ["create", "update", "replace", "delete"] {
+            assert!(md.contains(&format!("classDef {class} ")), "{md}");
+        }
+        // Without the pictures, the comment is what it always was.
+        assert_eq!(diagrams(&markdown(&plan)), 0);
+    }
+
+    #[test]
+    fn diagrams_are_dropped_before_any_change_whatever_the_budget() {
+        let (plan, graphs) = new_channels_and_graphs(12);
+        let everything = markdown_within(&plan, &graphs, 1_000_000);
+        assert_eq!(diagrams(&everything), 12);
+        for limit in (2_000..40_000).step_by(499) {
+            let with = markdown_within(&plan, &graphs, limit);
+            let without = markdown_within(&plan, &[], limit);
+            assert_whole(&with, &plan, limit);
+            assert_eq!(rows(&with), rows(&without), "limit {limit}\n{with}");
+            let drawn = diagrams(&with);
+            if drawn < 12 && rows(&with) == plan.changes.len() {
+                assert!(
+                    with.contains("left out to keep every change within the comment's size"),
+                    "limit {limit}\n{with}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn two_hundred_new_channels_leave_the_diagrams_out_not_changes() {
+        let (plan, graphs) = new_channels_and_graphs(200);
+        let with = markdown_with(&plan, &graphs);
+        // Changes are cut even without diagrams: the comment is the one without them.
+        assert_eq!(with, markdown(&plan));
+        assert_whole(&with, &plan, LIMIT);
+        assert_eq!(diagrams(&with), 0);
     }
 
     #[test]
@@ -879,11 +1196,11 @@ mod tests {
         plan.notes.extend(small.notes);
         let plan = plan_of(plan.changes, plan.notes);
         for limit in (4_000..40_000).step_by(997) {
-            let md = markdown_within(&plan, limit);
+            let md = markdown_within(&plan, &[], limit);
             assert_whole(&md, &plan, limit);
         }
         // With room for everything, everything is there.
-        let md = markdown_within(&plan, 1_000_000);
+        let md = markdown_within(&plan, &[], 1_000_000);
         assert_whole(&md, &plan, 1_000_000);
         assert_eq!(rows(&md), plan.changes.len());
         assert!(md.contains("Notes (no action)"), "{md}");

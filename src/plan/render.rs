@@ -230,7 +230,7 @@ pub(super) fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
     groups
 }
 
-pub use super::markdown::markdown;
+pub use super::markdown::{markdown, markdown_with};
 
 /// The versioned JSON document (also what `--out` saves).
 pub fn json(plan: &Plan) -> String {
