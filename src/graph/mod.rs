@@ -417,6 +417,133 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// The picture of one channel on a target of `backend`, from a spec's `spec:` lines.
+    fn graph_of(backend: &str, spec: &str) -> ChannelGraph {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: o.pay}}\nspec:\n  target: t\n{spec}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({
+            "backend": backend, "url": "http://x", "bootstrapServers": "x:9092",
+            "ownership": {"prefixes": ["o"]}
+        }))
+        .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "t", &target).expect("resolves");
+        ChannelGraph::build(&r)
+    }
+
+    /// Each edge as `from -> to: label`, by the nodes' first lines (their names).
+    fn edges(g: &ChannelGraph) -> Vec<String> {
+        g.edges
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} -> {}: {}",
+                    g.nodes[e.from].lines[0], g.nodes[e.to].lines[0], e.label
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_named_dead_letter_exchange_sits_between_the_main_queue_and_the_dlq() {
+        let g = graph_of(
+            "rabbitmq",
+            "  retry: {maxAttempts: 3}\n  rabbitmq: {queueType: quorum, retryModel: deliveryLimit, deadLetterExchange: {name: o.dlx, routingKey: o.dead}}\n",
+        );
+        assert_eq!(
+            edges(&g),
+            [
+                "o.dlx -> o.pay.dlq: key o.dead",
+                "o.pay -> o.dlx: dead-lettered after 3 attempts",
+            ]
+        );
+        let dlx = g
+            .nodes
+            .iter()
+            .find(|n| n.lines[0] == "o.dlx")
+            .expect("the exchange");
+        assert_eq!(dlx.lines[1], "dead-letter exchange (direct)");
+        // The exchange and the DLQ's binding both light it up in a plan.
+        assert_eq!(dlx.resources.len(), 2);
+    }
+
+    #[test]
+    fn spring_exception_dlts_hang_off_the_main_topic_and_the_retries_form_a_chain() {
+        let g = graph_of(
+            "kafka",
+            "  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {discard: {after: 2d, reason: stale}}\n  kafka: {naming: spring, exceptionBasedDlts: [-deserialization]}\n",
+        );
+        assert_eq!(
+            edges(&g),
+            [
+                "o.pay -> o.pay-retry-1000: fails",
+                "o.pay-retry-1000 -> o.pay-retry-2000: fails",
+                "o.pay-retry-2000 -> o.pay-dlt: fails, after 3 attempts",
+                "o.pay -> o.pay-deserialization-dlt: fails with its exception",
+            ]
+        );
+        let dlt = g
+            .nodes
+            .iter()
+            .find(|n| n.lines[0] == "o.pay-dlt")
+            .expect("dlt");
+        assert_eq!(dlt.lines[2], "discarded on purpose after 2d: stale");
+    }
+
+    #[test]
+    fn a_plan_lights_up_the_queue_of_a_changed_policy_and_adds_what_it_deletes() {
+        let g = graph_of(
+            "rabbitmq",
+            "  retry: {maxAttempts: 3, backoff: {initial: 5s}}\n",
+        );
+        let retry = g
+            .nodes
+            .iter()
+            .position(|n| n.lines[0] == "o.pay.retry")
+            .expect("retry");
+        let policy = g.nodes[retry]
+            .resources
+            .iter()
+            .find(|id| id.kind == Kind::Policy)
+            .expect("the retry queue's policy")
+            .clone();
+        let change = |resource: ResourceId, action| crate::plan::Change {
+            resource,
+            channel: "o.pay".into(),
+            role: Role::Retry,
+            action,
+            fields: Vec::new(),
+            desired: Default::default(),
+            messages: None,
+            reason: None,
+            destructive: None,
+            pruned: false,
+            discard: None,
+        };
+        let mut old = policy.clone();
+        old.kind = Kind::Queue;
+        old.name = "o.pay.retry.10s".into();
+        let plan = Plan::new(
+            vec![change(policy, Action::Update), change(old, Action::Delete)],
+            Vec::new(),
+            0,
+            Default::default(),
+            Vec::new(),
+            &Default::default(),
+        );
+        let mut marked = g.clone();
+        marked.mark(&plan);
+        assert_eq!(marked.nodes[retry].action, Some(Action::Update));
+        let gone = marked.nodes.last().expect("a node");
+        assert_eq!(gone.lines[0], "o.pay.retry.10s");
+        assert_eq!(gone.action, Some(Action::Delete));
+        assert_eq!(marked.nodes.len(), g.nodes.len() + 1);
+    }
 
     #[test]
     fn a_long_reason_wraps_at_spaces_and_keeps_long_words_whole() {
