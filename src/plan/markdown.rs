@@ -56,8 +56,12 @@ pub fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> St
     // First without diagrams: what every change and note needs.
     let first = write(plan, limit, Diagrams::new(plan, &[]));
     let complete = first.shown == first.total && !first.stopped && !first.notes_cut;
+    // Drawn only now: a plan that fits is small, whatever the number of channels.
+    if graphs.is_empty() || !complete {
+        return first.finish();
+    }
     let mut diagrams = Diagrams::new(plan, graphs);
-    if diagrams.texts.is_empty() || !complete {
+    if diagrams.texts.is_empty() {
         return first.finish();
     }
     // Then with diagrams, within what that left over: the reserve stays set aside, and so
