@@ -39,6 +39,8 @@ fn script(cache: &Path, args: &[&str]) -> Command {
         .env("DLQCTL_STACK_BUILD_TIMEOUT", "20")
         .env_remove("DLQCTL_TANSU_FROM_SOURCE")
         .env("DLQCTL_BIN", env!("CARGO_BIN_EXE_dlqctl"))
+        // What the demo needs, as the demo asks for it: no drawing tools.
+        .env("DLQCTL_STACK_DRAW_TOOLS", "0")
         .env("NO_COLOR", "1");
     // The main stack's endpoints must not leak in: the demo takes the second stack's from
     // `scripts/stack env`.
