@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::locate::Locations;
+use super::locate::{Locations, escape};
 use super::model::{API_VERSION, Channel, Defaults, Targets};
 use super::schema::{self, DocKind, did_you_mean};
 use super::vars;
@@ -466,7 +466,7 @@ fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Option<Doc<T>>
                 .map(|seg| match seg {
                     serde_path_to_error::Segment::Seq { index } => format!("/{index}"),
                     serde_path_to_error::Segment::Map { key } => {
-                        format!("/{}", key.replace('~', "~0").replace('/', "~1"))
+                        format!("/{}", escape(key))
                     }
                     _ => String::new(),
                 })
@@ -635,11 +635,6 @@ fn example_default(field: &str) -> &'static str {
         "endpoint" => "http://127.0.0.1:5000",
         _ => "http://127.0.0.1:15672",
     }
-}
-
-/// A JSON pointer segment.
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 const BACKEND_BLOCKS: [&str; 3] = ["sqs", "rabbitmq", "kafka"];

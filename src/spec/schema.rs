@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-use super::locate::{Locations, field_path};
+use super::locate::{Locations, escape, field_path};
 use super::model::{Channel, Defaults, Targets};
 use crate::diag::Diagnostic;
 
@@ -456,10 +456,6 @@ fn join_field(parent: &str, name: &str) -> String {
     } else {
         format!("{parent}.{name}")
     }
-}
-
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// The closest candidate by edit distance, if it is close enough to be a likely typo.

@@ -577,7 +577,7 @@ impl Node {
                     for (k, key_span, v) in entries {
                         let len = path.len();
                         path.push('/');
-                        path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                        path.push_str(&super::locate::escape(k));
                         go(v, path, Some(*key_span), f);
                         path.truncate(len);
                     }
