@@ -22,21 +22,7 @@ fn alerts(args: &[&str]) -> support::Output {
 
 /// The promtool binary, or `None` (skip) when it is missing and live tests may skip.
 fn promtool() -> Option<PathBuf> {
-    let path = std::env::var_os("DLQCTL_PROMTOOL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("promtool"));
-    let found = Command::new(&path)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    support::require(
-        &format!(
-            "promtool ({}; `scripts/stack up` installs it)",
-            path.display()
-        ),
-        found,
-    )
-    .then_some(path)
+    support::tool("DLQCTL_PROMTOOL", "promtool", "--version")
 }
 
 fn run_promtool(promtool: &Path, dir: &Path, args: &[&str]) -> support::Output {
@@ -236,21 +222,7 @@ fn the_examples_rules_load_in_promtool() {
 /// The Prometheus server binary (Debian's `prometheus` package, which `scripts/stack up`
 /// installs with promtool), from `$DLQCTL_PROMETHEUS`, else `PATH`.
 fn prometheus() -> Option<PathBuf> {
-    let path = std::env::var_os("DLQCTL_PROMETHEUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("prometheus"));
-    let found = Command::new(&path)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    support::require(
-        &format!(
-            "prometheus ({}; `scripts/stack up` installs it)",
-            path.display()
-        ),
-        found,
-    )
-    .then_some(path)
+    support::tool("DLQCTL_PROMETHEUS", "prometheus", "--version")
 }
 
 /// A free port on 127.0.0.1 (bound, then released for the child to take).
@@ -494,10 +466,7 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     ));
     {
         use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-        let producer: BaseProducer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", support::kafka_bootstrap())
-            .create()
-            .expect("producer");
+        let producer: BaseProducer = support::kafka::producer(&[]);
         producer
             .send(BaseRecord::to(&dlt).payload("boom").key("k"))
             .map_err(|(e, _)| e)

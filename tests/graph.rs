@@ -66,26 +66,6 @@ fn lint_errors_draw_nothing_and_exit_1() {
     r.assert_stderr_contains("deadletter/discard-and-retention");
 }
 
-/// `$var`, else `name` on PATH, if it runs with `--version`; `None` (skip) when it is missing
-/// and live tests may skip.
-fn tool(var: &str, name: &str, version_arg: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(name));
-    let found = Command::new(&path)
-        .arg(version_arg)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    support::require(
-        &format!(
-            "{name} ({}; `scripts/stack up` installs it)",
-            path.display()
-        ),
-        found,
-    )
-    .then_some(path)
-}
-
 /// Renders `text` with mmdc to `out` (the format from its extension); panics with mmdc's
 /// message when Mermaid cannot parse it.
 fn mmdc(mmdc: &Path, text: &str, out: &Path) {
@@ -113,7 +93,7 @@ fn mmdc(mmdc: &Path, text: &str, out: &Path) {
 
 #[test]
 fn mermaid_draws_every_example_and_every_plan_action() {
-    let Some(bin) = tool("DLQCTL_MMDC", "mmdc", "--version") else {
+    let Some(bin) = support::tool("DLQCTL_MMDC", "mmdc", "--version") else {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -173,7 +153,7 @@ fn hostile_spec_text_stays_inside_its_label() {
     let text = mermaid::flowchart(&channels());
     assert!(!text.contains("<b>"), "{text}");
     assert!(!text.contains("```"), "{text}");
-    let Some(bin) = tool("DLQCTL_MMDC", "mmdc", "--version") else {
+    let Some(bin) = support::tool("DLQCTL_MMDC", "mmdc", "--version") else {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -182,7 +162,7 @@ fn hostile_spec_text_stays_inside_its_label() {
 
 #[test]
 fn graphviz_draws_every_example() {
-    let Some(bin) = tool("DLQCTL_DOT", "dot", "-V") else {
+    let Some(bin) = support::tool("DLQCTL_DOT", "dot", "-V") else {
         return;
     };
     let all = graph(&["examples/", "--format", "dot"]);
@@ -201,7 +181,7 @@ fn graphviz_draws_every_example() {
 
 #[test]
 fn the_plan_comments_diagrams_render() {
-    let Some(bin) = tool("DLQCTL_MMDC", "mmdc", "--version") else {
+    let Some(bin) = support::tool("DLQCTL_MMDC", "mmdc", "--version") else {
         return;
     };
     let root = support::root();

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use aws_sdk_cloudwatch::types::Statistic;
 use aws_sdk_sqs::types::QueueAttributeName;
-use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde_json::{Value, json};
 use support::kafka::create_topics;
@@ -770,10 +769,7 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
     let lookalike = format!("{}x.b-dlt", w.stem);
     create_topics(&[(&lookalike, 1, &[])]);
     // One record in b's dead-letter topic.
-    let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .create()
-        .expect("producer");
+    let producer: BaseProducer = support::kafka::producer(&[]);
     producer
         .send(BaseRecord::to(&format!("{b}-dlt")).payload("dead").key("k"))
         .map_err(|(e, _)| e)

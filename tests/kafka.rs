@@ -276,12 +276,10 @@ fn assert_each_topic_reads_back_a_record(topics: impl IntoIterator<Item = String
     use rdkafka::producer::{FutureProducer, FutureRecord};
     use rdkafka::{Message, Offset, TopicPartitionList};
 
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("allow.auto.create.topics", "false")
-        .set("message.timeout.ms", "10000")
-        .create()
-        .expect("producer");
+    let producer: FutureProducer = support::kafka::producer(&[
+        ("allow.auto.create.topics", "false"),
+        ("message.timeout.ms", "10000"),
+    ]);
     for topic in topics {
         let payload = format!("record for {topic}");
         let delivery = block(

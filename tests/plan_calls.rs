@@ -9,7 +9,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 const SQS: u64 = 20;
 const RABBIT: u64 = 20;
@@ -39,38 +38,13 @@ fn is_write(api: &str) -> bool {
 
 #[test]
 fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
-    let up = support::tcp_up(&support::host_port(&support::rabbitmq_url()))
-        && support::tcp_up(&support::host_port(&support::aws_endpoint()))
-        && support::tcp_up(&support::kafka_bootstrap());
-    if !support::require("the local stack (RabbitMQ, moto, Kafka)", up) {
+    if !support::whole_stack_up() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let prefix = format!("{}.", support::unique("smoke"));
-    let ok = Command::new("python3")
-        .arg(support::root().join("bench/gen.py"))
-        .args([
-            (SQS + RABBIT + KAFKA).to_string(),
-            dir.path().display().to_string(),
-        ])
-        .args([
-            "--mix",
-            &format!("{SQS}:{RABBIT}:{KAFKA}"),
-            "--prefix",
-            &prefix,
-        ])
-        .args([
-            "--aws",
-            &support::aws_endpoint(),
-            "--rabbit",
-            &support::rabbitmq_url(),
-            "--kafka",
-            &support::kafka_bootstrap(),
-        ])
-        .status()
-        .expect("python3 runs bench/gen.py")
-        .success();
-    assert!(ok, "bench/gen.py failed");
+    let mix = format!("{SQS}:{RABBIT}:{KAFKA}");
+    support::generate_channels(dir.path(), SQS + RABBIT + KAFKA, &prefix, &["--mix", &mix]);
     let run = |args: &[&str]| {
         support::output(
             support::dlqctl_local(dir.path())

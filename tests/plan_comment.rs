@@ -6,8 +6,6 @@
 
 mod support;
 
-use std::process::Command;
-
 const CHANNELS: usize = 200;
 
 /// Table rows that stand for a change: those under an `action` or `resource` header.
@@ -28,30 +26,12 @@ fn rows(md: &str) -> usize {
 
 #[test]
 fn a_plan_of_200_new_channels_fits_in_one_comment_and_counts_what_it_leaves_out() {
-    let up = support::tcp_up(&support::host_port(&support::rabbitmq_url()))
-        && support::tcp_up(&support::host_port(&support::aws_endpoint()))
-        && support::tcp_up(&support::kafka_bootstrap());
-    if !support::require("the local stack (RabbitMQ, moto, Kafka)", up) {
+    if !support::whole_stack_up() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let prefix = format!("{}.", support::unique("comment"));
-    let ok = Command::new("python3")
-        .arg(support::root().join("bench/gen.py"))
-        .args([CHANNELS.to_string(), dir.path().display().to_string()])
-        .args(["--prefix", &prefix])
-        .args([
-            "--aws",
-            &support::aws_endpoint(),
-            "--rabbit",
-            &support::rabbitmq_url(),
-            "--kafka",
-            &support::kafka_bootstrap(),
-        ])
-        .status()
-        .expect("python3 runs bench/gen.py")
-        .success();
-    assert!(ok, "bench/gen.py failed");
+    support::generate_channels(dir.path(), CHANNELS, &prefix, &[]);
     let run = |args: &[&str]| support::output(support::dlqctl_local(dir.path()).args(args));
 
     let md = run(&["plan", ".", "--format", "markdown", "--detailed-exitcode"]);

@@ -664,10 +664,7 @@ fn sqs_a_redrive_killed_part_way_loses_nothing() {
 fn kafka_put(topic: &str, body: &str, class: &str, redriven: Option<u32>) {
     use rdkafka::message::{Header, OwnedHeaders};
     use rdkafka::producer::{FutureProducer, FutureRecord};
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .create()
-        .expect("producer");
+    let producer: FutureProducer = kafka::producer(&[]);
     let n = redriven.map(|n| n.to_string());
     let mut h = OwnedHeaders::new().insert(Header {
         key: "dlq-error-class",
@@ -893,11 +890,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         return;
     };
     let dlt = format!("{}-dlt", f.channel);
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("linger.ms", "0")
-        .create()
-        .expect("producer");
+    let producer: FutureProducer = kafka::producer(&[("linger.ms", "0")]);
     // One record per request: tansu 0.6 misreports watermarks for multi-record requests.
     block(async {
         for i in 0..5000 {

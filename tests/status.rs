@@ -487,11 +487,7 @@ type Record<'a> = (i32, &'a str, i64, Vec<(&'a str, Vec<u8>)>);
 fn produce(topic: &str, records: &[Record<'_>]) {
     use rdkafka::message::{Header, OwnedHeaders};
     use rdkafka::producer::{FutureProducer, FutureRecord};
-    let producer: FutureProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("allow.auto.create.topics", "false")
-        .create()
-        .expect("producer");
+    let producer: FutureProducer = kafka::producer(&[("allow.auto.create.topics", "false")]);
     block(async {
         for (partition, body, ts, headers) in records {
             let mut h = OwnedHeaders::new();

@@ -13,6 +13,17 @@ use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
 use super::block;
 use super::workspace::{Endpoints, Workspace};
 
+/// An rdkafka producer (or any client made from a config) on the local broker, with
+/// `settings` on top: the third-party client the tests produce with, as an application would.
+pub fn producer<P: rdkafka::config::FromClientConfig>(settings: &[(&str, &str)]) -> P {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", super::kafka_bootstrap());
+    for (k, v) in settings {
+        config.set(*k, *v);
+    }
+    config.create().expect("producer")
+}
+
 /// A workspace with a channel on the `local-kafka` target; deletes its topics on drop.
 pub struct Fixture {
     ws: Workspace,

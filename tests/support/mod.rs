@@ -116,6 +116,62 @@ pub fn require(what: &str, up: bool) -> bool {
     false
 }
 
+/// A command-line tool the tests run: `$var`, else `name` on PATH, if it answers
+/// `version_arg`; `None` (a loud skip, or a failure under CI=true) when it is missing.
+pub fn tool(var: &str, name: &str, version_arg: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(name));
+    let found = Command::new(&path)
+        .arg(version_arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    require(
+        &format!(
+            "{name} ({}; `scripts/stack up` installs it)",
+            path.display()
+        ),
+        found,
+    )
+    .then_some(path)
+}
+
+/// Whether all three servers of the local stack answer (else a loud skip, or a failure under
+/// CI=true).
+pub fn whole_stack_up() -> bool {
+    let up = tcp_up(&host_port(&rabbitmq_url()))
+        && tcp_up(&host_port(&aws_endpoint()))
+        && tcp_up(&kafka_bootstrap());
+    require("the local stack (RabbitMQ, moto, Kafka)", up)
+}
+
+/// Writes `count` channels with `bench/gen.py` into `dir` (names start with `prefix`; `extra`
+/// are gen.py's other options), targeting the local stack's endpoints.
+pub fn generate_channels(
+    dir: &std::path::Path,
+    count: impl std::fmt::Display,
+    prefix: &str,
+    extra: &[&str],
+) {
+    let ok = Command::new("python3")
+        .arg(root().join("bench/gen.py"))
+        .args([count.to_string(), dir.display().to_string()])
+        .args(["--prefix", prefix])
+        .args(extra)
+        .args([
+            "--aws",
+            &aws_endpoint(),
+            "--rabbit",
+            &rabbitmq_url(),
+            "--kafka",
+            &kafka_bootstrap(),
+        ])
+        .status()
+        .expect("python3 runs bench/gen.py")
+        .success();
+    assert!(ok, "bench/gen.py failed");
+}
+
 /// Whether something accepts TCP connections at `host:port`.
 pub fn tcp_up(addr: &str) -> bool {
     use std::net::ToSocketAddrs;
