@@ -103,11 +103,11 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     let report = rt.block_on(async {
         let flag = Arc::clone(&stop);
         let printer2 = *printer;
-        // Ctrl-C, or SIGTERM (a CI cancel): finish the current step, then stop and report.
+        // Ctrl-C, or SIGTERM (a CI cancel): finish the steps in flight, then stop and report.
         let watcher = tokio::spawn(async move {
             if interrupted().await {
                 flag.store(true, Ordering::SeqCst);
-                printer2.err("Interrupted: finishing the current step, then stopping.");
+                printer2.err("Interrupted: finishing the changes in flight, then stopping.");
             }
         });
         let report = apply::run(
@@ -115,6 +115,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             &writers,
             (&readers, &baseline),
             &guards,
+            args.parallelism,
             printer,
             &stop,
         )
