@@ -271,7 +271,12 @@ pub async fn run(
                 }
                 continue;
             };
-            let limit = w.batch_limit().max(1);
+            // One at a time means one change a request, too.
+            let limit = if parallelism == 1 {
+                1
+            } else {
+                w.batch_limit().max(1)
+            };
             while requests[t] < parallelism && schedule.has_ready(t) {
                 let mut batch = Vec::new();
                 while batch.len() < limit

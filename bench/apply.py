@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Apply at scale: N channels (default 5,000: 2,000 SQS with both alarms, 2,000 RabbitMQ in
+policy mode, 1,000 Kafka; 21,000 changes) applied from nothing at each --parallelism, each
+run on a private, freshly started stack (its own state folder and ports, so the shared local
+stack and the tests using it are not touched, and every run starts from the same empty
+servers). Reports wall time, dlqctl's peak RSS and CPU time, each server's CPU time during the
+apply (from /proc/PID/stat), the write calls dlqctl made (`apply --stats`), and checks that a
+plan afterwards is empty.
+
+usage: bench/apply.py [--channels 5000] [--parallelism 1,8] [--dlqctl PATH] [--keep]
+Needs the stack's servers installed (`scripts/stack up` once) and a release build.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from plan import measured, stats  # noqa: E402
+
+# Ports of the private stack: none of them is the shared stack's, the cold-stack test's or
+# the tests' proxies'.
+PORTS = {
+    "DLQCTL_EPMD_PORT": "4389",
+    "DLQCTL_RABBITMQ_AMQP_PORT": "5692",
+    "DLQCTL_RABBITMQ_HTTP_PORT": "15692",
+    "DLQCTL_RABBITMQ_PROMETHEUS_PORT": "15712",
+    "DLQCTL_MOTO_PORT": "5020",
+    "DLQCTL_KAFKA_PORT": "9112",
+    "DLQCTL_RABBITMQ_NODENAME": "dlqctl-bench@localhost",
+}
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def stack(env, *args):
+    subprocess.run([os.path.join(ROOT, "scripts", "stack"), *args], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def server_pids(state):
+    pids = {}
+    for name in ("rabbitmq", "moto", "kafka"):
+        with open(os.path.join(state, f"{name}.pid")) as f:
+            pids[name] = int(f.read().strip())
+    return pids
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--channels", type=int, default=5000)
+    ap.add_argument("--parallelism", default="1,8")
+    ap.add_argument("--dlqctl", default=os.path.join(ROOT, "target", "release", "dlqctl"))
+    ap.add_argument("--keep", action="store_true", help="leave the last run's private stack up")
+    a = ap.parse_args()
+    n = a.channels
+    n_sqs, n_rmq, n_kafka = 2 * n // 5, 2 * n // 5, n - 4 * n // 5
+    prefix = f"b{n}."
+    state = tempfile.mkdtemp(prefix="dlqctl-bench-stack-")
+    env = dict(os.environ, DLQCTL_STATE=state, DLQCTL_STACK_DRAW_TOOLS="0", **PORTS)
+    for k in ("DLQCTL_RABBITMQ_URL", "DLQCTL_AWS_ENDPOINT", "DLQCTL_KAFKA_BOOTSTRAP", "DLQCTL_AMQP_URL"):
+        env.pop(k, None)
+    env.update(DLQCTL_RABBITMQ_USER="guest", DLQCTL_RABBITMQ_PASSWORD="guest", AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1")
+    rabbit = f"http://127.0.0.1:{PORTS['DLQCTL_RABBITMQ_HTTP_PORT']}"
+    aws = f"http://127.0.0.1:{PORTS['DLQCTL_MOTO_PORT']}"
+    kafka = f"127.0.0.1:{PORTS['DLQCTL_KAFKA_PORT']}"
+    work = os.path.join(ROOT, "bench", ".work", f"apply-{n}")
+    shutil.rmtree(work, ignore_errors=True)
+    mix = ["--mix", f"{n_sqs}:{n_rmq}:{n_kafka}", "--prefix", prefix, "--vhost", "/"]
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen.py"), str(n), work] + mix
+                   + ["--aws", aws, "--rabbit", rabbit, "--kafka", kafka], check=True)
+    rows = []
+    try:
+        for p in [int(x) for x in a.parallelism.split(",")]:
+            # A fresh private stack: empty servers, the same for every run.
+            stack(env, "down")
+            shutil.rmtree(state, ignore_errors=True)
+            os.makedirs(state)
+            stack(env, "up", "--only", "rabbitmq,moto,kafka")
+            pids = server_pids(state)
+            before = {k: cpu_seconds(v) for k, v in pids.items()}
+            print(f"parallelism {p}: applying {n} channels (progress every 30 s) ...", flush=True)
+            code, out, err, wall, rss, cpu = measured(
+                [a.dlqctl, "apply", ".", "--auto-approve", "--stats", "--color", "never", "--parallelism", str(p)],
+                work, env, progress=True, cpu=True)
+            after = {k: cpu_seconds(v) for k, v in pids.items()}
+            if code != 0:
+                sys.exit(f"apply failed:\n{err[-3000:]}")
+            applied = re.search(r"Apply complete: (\d+)", err)
+            calls = stats(err)
+            writes = sum(v for k, v in calls.items()
+                         if k.split(" ")[0] in ("PUT", "POST", "DELETE")
+                         or re.match(r"\w+:(Create|Set|Tag|Put|Delete|Alter|Incremental)", k))
+            pcode, pout, perr, pwall, prss = measured(
+                [a.dlqctl, "plan", ".", "--detailed-exitcode", "--color", "never"], work, env)
+            if pcode != 0:
+                sys.exit(f"plan after apply (parallelism {p}) exit {pcode}; it must be empty:\n{pout[-2000:]}\n{perr[-2000:]}")
+            server = {k: after[k] - before[k] for k in pids}
+            rows.append((p, int(applied.group(1)) if applied else 0, wall, rss, cpu, server, writes, calls, pwall))
+            busiest = max(server, key=server.get)
+            print(f"  {wall:.1f} s, peak RSS {rss:.0f} MiB, dlqctl CPU {cpu:.1f} s; servers' CPU: "
+                  + ", ".join(f"{k} {v:.1f} s" for k, v in server.items())
+                  + f"; wall / busiest ({busiest}) = {wall / server[busiest]:.2f}; writes {writes}; plan after: empty ({pwall:.1f} s)",
+                  flush=True)
+    finally:
+        if not a.keep:
+            stack(env, "down")
+            shutil.rmtree(state, ignore_errors=True)
+
+    print(f"\nchannels: {n} ({n_sqs} SQS with 2 alarms, {n_rmq} RabbitMQ, {n_kafka} Kafka)\n")
+    print("| parallelism | changes | wall (s) | peak RSS (MiB) | dlqctl CPU (s) | RabbitMQ CPU (s) | moto CPU (s) | tansu CPU (s) | wall ÷ busiest server | write calls |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for p, changes, wall, rss, cpu, server, writes, _, _ in rows:
+        busiest = max(server.values())
+        print(f"| {p} | {changes} | {wall:.1f} | {rss:.0f} | {cpu:.1f} | {server['rabbitmq']:.1f} | {server['moto']:.1f} | "
+              f"{server['kafka']:.1f} | {wall / busiest:.2f} | {writes} |")
+    print("\nwrite calls per API:")
+    apis = sorted({k for r in rows for k in r[7]})
+    print("| API | " + " | ".join(f"p={r[0]}" for r in rows) + " |")
+    print("|---|" + "---:|" * len(rows))
+    for api in apis:
+        print(f"| `{api}` | " + " | ".join(str(r[7].get(api, 0)) for r in rows) + " |")
+    json.dump([{"parallelism": r[0], "changes": r[1], "wall": r[2], "rss_mib": r[3], "dlqctl_cpu": r[4],
+                "server_cpu": r[5], "writes": r[6], "calls": r[7]} for r in rows],
+              open(os.path.join(work, "results.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
