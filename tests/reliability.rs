@@ -153,19 +153,9 @@ impl Drop for Cleanup {
     }
 }
 
-/// Six channels through a proxy that delays every write by 300 ms and fails the 10th: at
-/// `parallelism` > 1 the failure happens while other steps are in flight. No step starts
-/// after it; the ones in flight finish and are reported; done + failed + not done is every
-/// step; the next plan lists exactly what was not done; apply completes it.
-fn a_failure_among_steps_in_flight(parallelism: usize) {
-    let Some((proxy, f)) = through_proxy(Faults {
-        fail_write: Some(10),
-        write_delay: Duration::from_millis(300),
-        ..rabbit_throttle()
-    }) else {
-        return;
-    };
-    let _cleanup = Cleanup(f.channel.clone());
+/// Writes six copies of the example as `channel.yaml` (channels `<channel>0` … `<channel>5`);
+/// returns how many changes the plan makes (42: seven objects each).
+fn six_channels(f: &Fixture) -> usize {
     let specs: Vec<String> = (0..6)
         .map(|k| support::workspace::renamed("orders-rabbitmq.yaml", &format!("{}{k}", f.channel)))
         .collect();
@@ -183,14 +173,35 @@ fn a_failure_among_steps_in_flight(parallelism: usize) {
         "six channels of seven objects\n{}",
         planned.stdout
     );
+    total
+}
+
+/// The lines of an apply's stderr that report a finished step.
+fn done_lines(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.ends_with(" ms)") && l.contains(" done ("))
+        .count()
+}
+
+/// Six channels through a proxy that delays every write by 300 ms and fails the 10th: at
+/// `parallelism` > 1 the failure happens while other steps are in flight. No step starts
+/// after it; the ones in flight finish and are reported; done + failed + not done is every
+/// step; the next plan lists exactly what was not done; apply completes it.
+fn a_failure_among_steps_in_flight(parallelism: usize) {
+    let Some((proxy, f)) = through_proxy(Faults {
+        fail_write: Some(10),
+        write_delay: Duration::from_millis(300),
+        ..rabbit_throttle()
+    }) else {
+        return;
+    };
+    let _cleanup = Cleanup(f.channel.clone());
+    let total = six_channels(&f);
 
     let a = f.apply(&["--parallelism", &parallelism.to_string()]);
     assert_eq!(a.code, 1, "{}", a.stderr);
-    let done = a
-        .stderr
-        .lines()
-        .filter(|l| l.ends_with(" ms)") && l.contains(" done ("))
-        .count();
+    let done = done_lines(&a.stderr);
     let failed = a.stderr.lines().filter(|l| l.ends_with(" FAILED")).count();
     let not_done = a.stderr.matches("  not done: ").count();
     a.assert_stderr_contains(&format!("Apply stopped after {done} of {total} changes"));
@@ -252,6 +263,70 @@ fn a_failure_with_steps_in_flight_stops_cleanly_at_the_default_parallelism() {
 #[test]
 fn a_failure_one_step_at_a_time_stops_cleanly() {
     a_failure_among_steps_in_flight(1);
+}
+
+#[test]
+fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
+    let Some((proxy, f)) = through_proxy(Faults {
+        write_delay: Duration::from_millis(400),
+        ..rabbit_throttle()
+    }) else {
+        return;
+    };
+    let _cleanup = Cleanup(f.channel.clone());
+    let total = six_channels(&f);
+    let mut child = f.spawn_apply();
+    let writes = || {
+        proxy
+            .counters
+            .writes
+            .load(std::sync::atomic::Ordering::SeqCst) as usize
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while writes() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "apply never had three writes under way"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Interrupted") && stderr.contains("(interrupted)"),
+        "{stderr}"
+    );
+    let done = done_lines(&stderr);
+    assert!(
+        done >= 3 && done < total,
+        "{done} of {total} done\n{stderr}"
+    );
+    assert_eq!(
+        writes(),
+        done,
+        "every step that started finished, and no other started\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("  not done: ").count(),
+        total - done,
+        "{stderr}"
+    );
+    let p = f.plan();
+    p.assert_stdout_contains(&format!("Plan: {} to create, 0 to update", total - done));
+    assert_eq!(f.apply(&[]).code, 0);
+    f.assert_empty_plan("after completing the interrupted apply");
 }
 
 #[test]
