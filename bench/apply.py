@@ -112,8 +112,11 @@ def main():
                 [a.dlqctl, "apply", ".", "--auto-approve", "--stats", "--color", "never", "--parallelism", str(p)],
                 work, env, progress=True, cpu=True)
             after = {k: cpu_seconds(v) for k, v in pids.items()}
+            with open(os.path.join(work, f"apply-p{p}.stderr"), "w") as f:
+                f.write(err)
             if code != 0:
-                sys.exit(f"apply failed:\n{err[-3000:]}")
+                failed = [l for l in err.splitlines() if "FAILED" in l or l.startswith(("  failed:", "Apply stopped", "error"))]
+                sys.exit(f"apply failed (stderr in {work}/apply-p{p}.stderr):\n" + "\n".join(failed[:20]))
             applied = re.search(r"Apply complete: (\d+)", err)
             calls = stats(err)
             writes = sum(v for k, v in calls.items()

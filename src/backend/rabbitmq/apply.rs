@@ -340,8 +340,12 @@ impl Writer {
             for (vhost, ps) in by_vhost {
                 let names: Vec<&str> = ps.iter().map(|(_, q)| q.as_str()).collect();
                 let applied = self.reader.applied_policies(vhost, &names).await?;
+                // A queue that does not exist (yet: an apply stopped before creating it) has
+                // nothing to show; the next plan lists its create.
                 still.extend(ps.into_iter().filter(|(_, queue)| {
-                    applied.get(queue).and_then(Option::as_deref) != Some(queue.as_str())
+                    applied
+                        .get(queue)
+                        .is_some_and(|p| p.as_deref() != Some(queue.as_str()))
                 }));
             }
             pending = still;
