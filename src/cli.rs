@@ -429,7 +429,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub stats: bool,
 
-    /// Changes (or Kafka requests) in flight at once on each target; targets run side by side. Ordering rules hold at any value; 1 applies one change at a time.
+    /// Changes (or Kafka requests) in flight at once on each target; targets run side by side. Ordering rules hold at any value; 1 applies one change at a time per target, in plan order.
     #[arg(long, value_name = "N", default_value_t = crate::engine::apply::DEFAULT_PARALLELISM, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub parallelism: usize,
 }

@@ -220,7 +220,14 @@ fn a_failure_among_steps_in_flight(parallelism: usize) {
     assert_eq!(
         writes,
         done + failed,
-        "no step started after the failure\n{}",
+        "every step that wrote is reported\n{}",
+        a.stderr
+    );
+    // The 10th write failed; at most `parallelism - 1` others were in flight beside it, and
+    // none started after it (an apply that went on would make all 42).
+    assert!(
+        writes <= 10 + parallelism - 1,
+        "{writes} writes: steps started after the failure\n{}",
         a.stderr
     );
     let after: Vec<&str> = a
@@ -290,6 +297,7 @@ fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let at_kill = writes();
     let ok = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -307,6 +315,13 @@ fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
     assert!(
         stderr.contains("Interrupted") && stderr.contains("(interrupted)"),
         "{stderr}"
+    );
+    // Each write takes 400 ms: after the signal only the steps already in flight (at most the
+    // default parallelism, 8) write; an apply that went on would make all 42.
+    assert!(
+        writes() <= at_kill + 8,
+        "{} writes after {at_kill} at the signal\n{stderr}",
+        writes()
     );
     let done = done_lines(&stderr);
     assert!(

@@ -7,7 +7,7 @@
 //! reports what was done and what was not, so that a fresh plan lists exactly the remainder.
 //! Ctrl-C stops the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -155,16 +155,28 @@ async fn moved(
         .collect()
 }
 
+/// How one step ended.
+enum Outcome {
+    Done,
+    Failed(String),
+    /// Handed out, but a failure or Ctrl-C came first: nothing was written.
+    NotStarted,
+}
+
 /// One request's worth of work: the steps (indexes) it writes, and how each ended.
 struct Finished {
     target: usize,
-    results: Vec<(usize, Result<(), String>)>,
+    results: Vec<(usize, Outcome)>,
     elapsed: Duration,
 }
 
-/// Re-checks, then writes, a batch of independent steps of one target.
+/// Re-checks, then writes, a batch of independent steps of one target. `recheck[k]`: whether
+/// `batch[k]` is compared with the plan's read first (not for an object an earlier step of
+/// this apply wrote). Once `halt` is set (a failure, Ctrl-C), nothing more is written: a step
+/// that has not written yet ends [`Outcome::NotStarted`].
+#[allow(clippy::too_many_arguments)]
 async fn write(
-    batch: Vec<usize>,
+    (batch, recheck): (Vec<usize>, Vec<bool>),
     target: usize,
     steps: &[&Change],
     writer: &Writer,
@@ -173,36 +185,61 @@ async fn write(
         &BTreeMap<ResourceId, Option<String>>,
     ),
     allow_loss: bool,
+    halt: &AtomicBool,
 ) -> Finished {
     let started = Instant::now();
-    let changes: Vec<&Change> = batch.iter().map(|i| steps[*i]).collect();
-    let verdicts = moved(&changes, check.0, check.1).await;
-    let mut results: Vec<(usize, Result<(), String>)> = Vec::with_capacity(batch.len());
+    let finished = |results: Vec<(usize, Outcome)>| Finished {
+        target,
+        results,
+        elapsed: started.elapsed(),
+    };
+    if halt.load(Ordering::SeqCst) {
+        return finished(batch.iter().map(|i| (*i, Outcome::NotStarted)).collect());
+    }
+    let compared: Vec<&Change> = batch
+        .iter()
+        .zip(&recheck)
+        .filter(|(_, r)| **r)
+        .map(|(i, _)| steps[*i])
+        .collect();
+    let mut verdicts = moved(&compared, check.0, check.1).await.into_iter();
+    let mut results: Vec<(usize, Outcome)> = Vec::with_capacity(batch.len());
     let mut clear: Vec<(usize, &Change)> = Vec::with_capacity(batch.len());
-    for ((i, c), why) in batch.iter().zip(&changes).zip(verdicts) {
-        match why {
-            Some(why) => results.push((*i, Err(why))),
-            None => clear.push((*i, c)),
+    for (i, r) in batch.iter().zip(&recheck) {
+        match if *r { verdicts.next().flatten() } else { None } {
+            Some(why) => results.push((*i, Outcome::Failed(why))),
+            None => clear.push((*i, steps[*i])),
         }
     }
-    if let [(i, c)] = clear.as_slice() {
-        results.push((
-            *i,
-            writer.apply(c, allow_loss).await.map_err(|e| e.to_string()),
-        ));
+    if !results.is_empty() {
+        halt.store(true, Ordering::SeqCst);
+    }
+    if halt.load(Ordering::SeqCst) {
+        results.extend(clear.iter().map(|(i, _)| (*i, Outcome::NotStarted)));
+    } else if let [(i, c)] = clear.as_slice() {
+        results.push((*i, outcome(writer.apply(c, allow_loss).await)));
     } else if !clear.is_empty() {
         let cs: Vec<&Change> = clear.iter().map(|(_, c)| *c).collect();
         let answers = writer.apply_many(&cs, allow_loss).await;
         for ((i, _), r) in clear.iter().zip(answers) {
-            results.push((*i, r.map_err(|e| e.to_string())));
+            results.push((*i, outcome(r)));
         }
     }
     results.sort_by_key(|(i, _)| *i);
-    Finished {
-        target,
-        results,
-        elapsed: started.elapsed(),
+    finished(results)
+}
+
+fn outcome(r: Result<(), crate::backend::BackendError>) -> Outcome {
+    match r {
+        Ok(()) => Outcome::Done,
+        Err(e) => Outcome::Failed(e.to_string()),
     }
+}
+
+/// Whether a change may share a request with others: creates and updates. A delete goes alone
+/// (each re-counts what it would drop, and must not follow a failure in the same request).
+fn batchable(c: &Change) -> bool {
+    matches!(c.action, Action::Create | Action::Update)
 }
 
 /// "2 min 5 s", "40 s": for the ETA.
@@ -248,15 +285,20 @@ pub async fn run(
     let targets: Vec<String> = schedule.targets().to_vec();
     let mut requests = vec![0usize; targets.len()];
     let mut in_flight = 0usize;
+    // Set on the first failure or Ctrl-C: no step starts writing after it.
+    let halt = AtomicBool::new(false);
     let mut running = FuturesUnordered::new();
     let began = Instant::now();
     let mut progress =
         tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    let mut written: HashSet<&ResourceId> = HashSet::new();
     let mut stopping = false;
+    let mut interrupted = false;
     loop {
         if !stopping && stop.load(Ordering::SeqCst) {
             stopping = true;
-            report.interrupted = true;
+            interrupted = true;
+            halt.store(true, Ordering::SeqCst);
         }
         for (t, name) in targets.iter().enumerate() {
             if stopping {
@@ -277,16 +319,34 @@ pub async fn run(
             } else {
                 w.batch_limit().max(1)
             };
-            while requests[t] < parallelism && schedule.has_ready(t) {
-                let mut batch = Vec::new();
-                while batch.len() < limit
-                    && let Some(i) = schedule.next(t)
+            while requests[t] < parallelism
+                && let Some(first) = schedule.next(t)
+            {
+                let mut batch = vec![first];
+                while batchable(steps[first])
+                    && batch.len() < limit
+                    && let Some(i) = schedule.peek(t)
+                    && batchable(steps[i])
                 {
-                    batch.push(i);
+                    batch.extend(schedule.next(t));
                 }
+                // An object an earlier step of this apply wrote (a shared exchange two
+                // channels declare) moved since planning by our own hand: not re-checked.
+                let recheck = batch
+                    .iter()
+                    .map(|i| !written.contains(&steps[*i].resource))
+                    .collect();
                 requests[t] += 1;
                 in_flight += batch.len();
-                running.push(write(batch, t, &steps, w, check, g.allow_message_loss));
+                running.push(write(
+                    (batch, recheck),
+                    t,
+                    &steps,
+                    w,
+                    check,
+                    g.allow_message_loss,
+                    &halt,
+                ));
             }
         }
         if running.is_empty() {
@@ -302,9 +362,11 @@ pub async fn run(
                     let c = steps[i];
                     let batch = if n > 1 { format!(", one request for {n}") } else { String::new() };
                     match r {
-                        Ok(()) => {
+                        Outcome::NotStarted => {}
+                        Outcome::Done => {
                             report.done += 1;
                             done[i] = true;
+                            written.insert(&c.resource);
                             schedule.finish(i);
                             printer.err(&format!(
                                 "[{:>width$}/{}] {} {} ({} ms{batch})",
@@ -315,16 +377,17 @@ pub async fn run(
                                 f.elapsed.as_millis()
                             ));
                         }
-                        Err(e) => {
+                        Outcome::Failed(e) => {
                             printer.err(&format!(
-                                "[{:>width$}/{}] {} {}",
-                                report.done,
-                                steps.len(),
+                                "{:>pad$} {} {}",
+                                "",
                                 describe(c),
-                                printer.paint_err("FAILED", Style::Error)
+                                printer.paint_err("FAILED", Style::Error),
+                                pad = 2 * width + 2
                             ));
                             report.failed.push((i, e));
                             stopping = true;
+                            halt.store(true, Ordering::SeqCst);
                         }
                     }
                 }
@@ -347,6 +410,8 @@ pub async fn run(
             }
         }
     }
+    // An interruption that came after the last step started stopped nothing.
+    report.interrupted = interrupted && report.done + report.failed.len() < report.total;
     // Wait for the backends to show what was written, so the next plan sees it.
     for (name, w) in writers {
         let applied: Vec<&Change> = steps

@@ -14,7 +14,7 @@
 //!   plan's order (by role: a DLQ before what dead-letters into it, an exchange before its
 //!   bindings; deletes in reverse). Different channels run side by side.
 //! - **Objects.** Two changes to the same object (a shared exchange two channels declare) never
-//!   overlap.
+//!   overlap, nor does a RabbitMQ binding with a change to its source exchange.
 //!
 //! Different targets share nothing and run side by side.
 
@@ -22,7 +22,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 use crate::plan::{Action, Change};
-use crate::resource::ResourceId;
+use crate::resource::{Kind, ResourceId};
 
 /// The three phases of a target, in the order they run.
 const PHASES: usize = 3;
@@ -33,6 +33,24 @@ fn phase(c: &Change, first: &HashSet<ResourceId>) -> usize {
         _ if first.contains(&c.resource) => 0,
         _ => 1,
     }
+}
+
+/// The objects a change writes or depends on being left alone meanwhile: its own, and for a
+/// RabbitMQ binding its source exchange (a replace of that exchange, in any channel, re-creates
+/// the bindings it reads just before; a binding created meanwhile would be lost).
+fn touches(c: &Change) -> Vec<ResourceId> {
+    let mut out = vec![c.resource.clone()];
+    if c.resource.kind == Kind::Binding
+        && let Some(source) = c.desired.get("source").and_then(|v| v.as_str())
+        && !source.is_empty()
+    {
+        out.push(ResourceId {
+            kind: Kind::Exchange,
+            name: source.to_owned(),
+            ..c.resource.clone()
+        });
+    }
+    out
 }
 
 /// The dependency state of one apply: hands out changes whose dependencies are done.
@@ -66,7 +84,7 @@ impl Schedule {
         let mut dependents = vec![Vec::new(); steps.len()];
         // The last change seen of each (target, phase, channel), and of each object.
         let mut chain: HashMap<(usize, usize, &str), usize> = HashMap::new();
-        let mut object: HashMap<&ResourceId, usize> = HashMap::new();
+        let mut object: HashMap<ResourceId, usize> = HashMap::new();
         for (i, c) in steps.iter().enumerate() {
             let t = *index.entry(c.resource.target.as_str()).or_insert_with(|| {
                 targets.push(c.resource.target.clone());
@@ -79,10 +97,12 @@ impl Schedule {
             if let Some(prev) = chain.insert((t, p, c.channel.as_str()), i) {
                 after.push(prev);
             }
-            if let Some(prev) = object.insert(&c.resource, i)
-                && !after.contains(&prev)
-            {
-                after.push(prev);
+            for touched in touches(c) {
+                if let Some(prev) = object.insert(touched, i)
+                    && !after.contains(&prev)
+                {
+                    after.push(prev);
+                }
             }
             waiting[i] = after.len();
             for a in after {
@@ -125,6 +145,11 @@ impl Schedule {
     /// The lowest change of target `t` that may start now, taken out of the ready set.
     pub fn next(&mut self, t: usize) -> Option<usize> {
         self.ready[t].pop().map(|Reverse(i)| i)
+    }
+
+    /// The change [`next`](Self::next) would hand out, left in the ready set.
+    pub fn peek(&self, t: usize) -> Option<usize> {
+        self.ready[t].peek().map(|Reverse(i)| *i)
     }
 
     /// Whether target `t` has a change that may start now.
@@ -389,6 +414,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_binding_never_overlaps_a_change_to_its_source_exchange_in_another_channel() {
+        let bind = |channel: &str, name: &str| {
+            let mut c = change(
+                "r",
+                channel,
+                Kind::Binding,
+                name,
+                Role::Binding,
+                Action::Create,
+            );
+            c.desired = [("source".to_owned(), json!("ex"))].into_iter().collect();
+            c
+        };
+        let replace = |channel: &str| {
+            change(
+                "r",
+                channel,
+                Kind::Exchange,
+                "ex",
+                Role::Exchange,
+                Action::Replace,
+            )
+        };
+        // The exchange's channel first, and the binding's channel first.
+        for (cs, exchange, binding) in [
+            (vec![replace("a"), bind("b", "ex->b")], 0, 1),
+            (vec![bind("a", "ex->a"), replace("b")], 1, 0),
+        ] {
+            let steps: Vec<&Change> = cs.iter().collect();
+            let deps = dependencies(&steps, &HashSet::new());
+            let (later, earlier) = (exchange.max(binding), exchange.min(binding));
+            assert_eq!(deps.get(&later), Some(&vec![earlier]), "{deps:?}");
+        }
+        // Bindings of unrelated exchanges stay independent.
+        let mut other = bind("b", "other->b");
+        other.desired = [("source".to_owned(), json!("other"))]
+            .into_iter()
+            .collect();
+        let cs = [replace("a"), other];
+        let steps: Vec<&Change> = cs.iter().collect();
+        assert!(dependencies(&steps, &HashSet::new()).is_empty());
     }
 
     #[test]

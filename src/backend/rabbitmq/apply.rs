@@ -321,42 +321,67 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits until RabbitMQ applies each policy to its queue, as the plan's listing shows it,
-    /// so that a plan right after apply sees the final state.
+    /// Waits until the next plan can see what was written: each policy applied to its queue
+    /// (as the plan's listing shows it: at once), and each queue this apply created showing
+    /// its message count in the statistics (up to 5 s later; until then a plan could not count
+    /// what a replace or delete of it would drop, and would refuse it).
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, HttpError> {
-        let policies: Vec<(String, String)> = applied
-            .iter()
-            .filter(|c| c.resource.kind == Kind::Policy && c.action != Action::Delete)
-            .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
-            .collect();
+        let written = |kind: Kind, actions: &[Action]| -> Vec<(String, String)> {
+            applied
+                .iter()
+                .filter(|c| c.resource.kind == kind && actions.contains(&c.action))
+                .map(|c| (c.resource.scope.clone(), c.resource.name.clone()))
+                .collect()
+        };
+        let policies = written(
+            Kind::Policy,
+            &[Action::Create, Action::Update, Action::Replace],
+        );
+        let queues = written(Kind::Queue, &[Action::Create, Action::Replace]);
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-        let mut pending: Vec<&(String, String)> = policies.iter().collect();
+        let mut pending: Vec<(&(String, String), bool)> = policies
+            .iter()
+            .map(|p| (p, false))
+            .chain(queues.iter().map(|q| (q, true)))
+            .collect();
         while !pending.is_empty() {
             let mut still = Vec::new();
-            let mut by_vhost: BTreeMap<&str, Vec<&(String, String)>> = BTreeMap::new();
-            for p in pending {
-                by_vhost.entry(p.0.as_str()).or_default().push(p);
+            let mut by_listing: BTreeMap<(&str, bool), Vec<&(String, String)>> = BTreeMap::new();
+            for (p, stats) in pending {
+                by_listing.entry((p.0.as_str(), stats)).or_default().push(p);
             }
-            for (vhost, ps) in by_vhost {
+            for ((vhost, stats), ps) in by_listing {
                 let names: Vec<&str> = ps.iter().map(|(_, q)| q.as_str()).collect();
-                let applied = self.reader.applied_policies(vhost, &names).await?;
-                // A queue that does not exist (yet: an apply stopped before creating it) has
-                // nothing to show; the next plan lists its create.
-                still.extend(ps.into_iter().filter(|(_, queue)| {
-                    applied
-                        .get(queue)
-                        .is_some_and(|p| p.as_deref() != Some(queue.as_str()))
-                }));
+                let listed = self.reader.settle_listing(vhost, &names, stats).await?;
+                // A queue that does not exist (an apply stopped before creating it, or someone
+                // deleted it) has nothing to show; the next plan lists its create.
+                still.extend(
+                    ps.into_iter()
+                        .filter(|(_, queue)| match listed.get(queue) {
+                            None => false,
+                            Some(value) if stats => !value.as_ref().is_some_and(Value::is_u64),
+                            Some(policy) => {
+                                policy.as_ref().and_then(Value::as_str) != Some(queue.as_str())
+                            }
+                        })
+                        .map(|p| (p, stats)),
+                );
             }
             pending = still;
             if pending.is_empty() || tokio::time::Instant::now() >= deadline {
                 break;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
         Ok(pending
             .into_iter()
-            .map(|(v, q)| format!("{q} (vhost {v})"))
+            .map(|((v, q), stats)| {
+                if stats {
+                    format!("queue {q} (vhost {v}): its message count")
+                } else {
+                    format!("{q} (vhost {v})")
+                }
+            })
             .collect())
     }
 }

@@ -768,15 +768,17 @@ impl Reader {
             .and_then(|(_, count)| count))
     }
 
-    /// The policy applied to queues of a vhost, as the plan's listing reads it (without
-    /// statistics: the policy shows at once, where the statistics lag by up to 5 s): the named
-    /// queues when `names` is given and short, otherwise every owned queue, in pages of 500.
-    /// Apply's settle check: a handful of calls instead of one per queue.
-    pub async fn applied_policies(
+    /// What apply's settle check needs of queues of a vhost, by name: the named queues when
+    /// there are few, otherwise every owned queue, in pages of 500 (a handful of calls instead
+    /// of one per queue). Without `stats`, each queue's applied policy as the plan's listing
+    /// reads it (it shows at once); with `stats`, its message count, which the statistics
+    /// report up to 5 s after the queue is created (`None` until then).
+    pub async fn settle_listing(
         &self,
         vhost: &str,
         names: &[&str],
-    ) -> Result<BTreeMap<String, Option<String>>, HttpError> {
+        stats: bool,
+    ) -> Result<BTreeMap<String, Option<Value>>, HttpError> {
         let v = seg(vhost);
         let name_filter = if names.len() <= 20 {
             format!(
@@ -797,12 +799,17 @@ impl Reader {
                     .join("|")
             )
         };
+        let (column, extra) = if stats {
+            ("messages", "")
+        } else {
+            ("policy", "&disable_stats=true")
+        };
         let mut out = BTreeMap::new();
         let mut page = 1;
         loop {
             let api = "GET /api/queues/{vhost}";
             let path = format!(
-                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns=name,policy",
+                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}{extra}&use_regex=true&name={}&columns=name,{column}",
                 seg(&name_filter)
             );
             let Some(body) = self.http.get(api, &path).await? else {
@@ -813,8 +820,7 @@ impl Reader {
                 .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
             for q in list(api, &path, items)? {
                 let name = item_name(api, &path, q)?;
-                let policy = q.get("policy").and_then(Value::as_str).map(str::to_owned);
-                out.insert(name.to_owned(), policy);
+                out.insert(name.to_owned(), q.get(column).cloned());
             }
             let pages = match body.get("page_count") {
                 None => 1,
