@@ -1,5 +1,6 @@
 //! A picture of each channel: main → retry stages (with their delays) → dead-letter queue (its
-//! retention, or the written decision to discard) → alarms or alert rules.
+//! retention, or the written decision to discard) → alarms or alert rules, and main → the
+//! invalid-message queue (`spec.invalid`) where poison messages go at once.
 //!
 //! `dlqctl graph` prints it for every channel of a spec set, and the markdown plan opens each
 //! channel's section with it, its nodes coloured by what the plan changes. Both read a channel
@@ -265,13 +266,45 @@ impl ChannelGraph {
             g.edge(main, x, "fails with its exception".into(), false);
         }
 
-        // What watches the dead letters.
+        // The invalid-message queue: a poison message goes there at once, with its class.
+        let invalid = r.invalid.as_ref().map(|i| {
+            let keeps = match (&i.discard, i.retention) {
+                (Some(d), _) => d.to_string(),
+                (None, Some(t)) => format!("keeps invalid messages {t}"),
+                (None, None) => match r.backend {
+                    Backend::Kafka => {
+                        "keeps invalid messages for the broker's default retention".into()
+                    }
+                    Backend::Sqs | Backend::Rabbitmq => {
+                        "keeps invalid messages until consumed".into()
+                    }
+                },
+            };
+            let n = g.node(
+                Shape::Queue,
+                vec![i.name.clone(), format!("invalid-message {noun}"), keeps],
+                ids(&i.name, &[Role::Invalid, Role::InvalidPolicy]),
+            );
+            g.edge(main, n, "poison: at once, with its class".into(), false);
+            (i.name.as_str(), n)
+        });
+
+        // What watches the dead letters (and the invalid messages).
         match r.backend {
             Backend::Sqs => {
                 for a in desired.iter().filter(|d| d.id.kind == Kind::Alarm) {
+                    let watched = a
+                        .props
+                        .get("Dimensions")
+                        .and_then(|d| d.get("QueueName"))
+                        .and_then(|q| q.as_str());
+                    let from = match invalid {
+                        Some((name, n)) if watched == Some(name) => n,
+                        _ => dlq,
+                    };
                     let lines = vec![a.id.name.clone(), sqs_alarm_text(a)];
                     let n = g.node(Shape::Alarm, lines, vec![a.id.clone()]);
-                    g.edge(dlq, n, String::new(), true);
+                    g.edge(from, n, String::new(), true);
                 }
             }
             Backend::Rabbitmq | Backend::Kafka => {

@@ -123,8 +123,12 @@ pub fn topic_id(target: &str, name: &str) -> ResourceId {
 }
 
 /// The channel (its main topic) and role a topic's name suggests under Spring's naming:
-/// `<main>-dlt` / `<main>.DLT` is a dead-letter topic, `<main>-retry[-…]` a retry topic.
+/// `<main>-invalid-dlt` is an invalid-message topic, `<main>-dlt` / `<main>.DLT` a dead-letter
+/// topic, `<main>-retry[-…]` a retry topic.
 pub fn role_by_name(topic: &str) -> (String, Role) {
+    if let Some(main) = topic.strip_suffix(crate::spec::resolve::KAFKA_INVALID_SUFFIX) {
+        return (main.to_owned(), Role::Invalid);
+    }
     for suffix in ["-dlt", ".DLT"] {
         if let Some(main) = topic.strip_suffix(suffix) {
             return (main.to_owned(), Role::DeadLetter);

@@ -1,5 +1,5 @@
 //! RabbitMQ desired state (pure, no I/O): a resolved channel becomes its queues (main, retry
-//! per delay, DLQ), their policies or x-arguments, the channel's exchange and bindings, and a
+//! per delay, DLQ, the invalid-message queue of `spec.invalid`), their policies or x-arguments, the channel's exchange and bindings, and a
 //! named dead-letter exchange with the DLQ's binding to it.
 
 use serde_json::{Value, json};
@@ -41,7 +41,8 @@ struct QueueSettings<'r> {
     settings: Settings,
 }
 
-/// What each queue carries, DLQ first, then a retry queue per delay, then the main queue.
+/// What each queue carries, DLQ first, then the invalid-message queue, a retry queue per
+/// delay, and the main queue.
 fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings<'r>> {
     let dl_exchange = || ("dead-letter-exchange", json!(""));
     let mut queues: Vec<QueueSettings> = Vec::new();
@@ -56,6 +57,20 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
         policy_role: Role::DeadLetterPolicy,
         settings: dlq,
     });
+
+    // Consumers publish poison messages here themselves; it dead-letters nowhere.
+    if let Some(i) = &r.invalid {
+        queues.push(QueueSettings {
+            name: &i.name,
+            role: Role::Invalid,
+            policy_role: Role::InvalidPolicy,
+            settings: i
+                .retention
+                .map(|t| ("message-ttl", json!(t.as_millis())))
+                .into_iter()
+                .collect(),
+        });
+    }
 
     for stage in &r.retry_stages {
         queues.push(QueueSettings {
