@@ -846,7 +846,7 @@ impl Resolved {
         ];
         v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
         if let Some(i) = &self.invalid {
-            v.push((i.name.as_str(), "invalid"));
+            v.push((i.name.as_str(), "invalid-message"));
         }
         if let Some(k) = &self.kafka {
             v.extend(
@@ -974,13 +974,17 @@ mod tests {
     }
 
     fn kafka_channel(channel: &str, spec: &str) -> Resolved {
+        resolved_on(Backend::Kafka, channel, spec)
+    }
+
+    fn resolved_on(backend: Backend, channel: &str, spec: &str) -> Resolved {
         let text = format!(
             "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {channel}}}\nspec:\n  target: k\n{spec}"
         );
         let ws = crate::spec::load::load_str("c.yaml", &text);
         assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
         let target = Target {
-            backend: Backend::Kafka,
+            backend,
             region: None,
             endpoint: None,
             profile: None,
@@ -996,6 +1000,72 @@ mod tests {
             alerts: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
+    }
+
+    /// `spec.invalid`: the default name per backend (Kafka after the main topic, as Spring
+    /// names its DLT), a template, the retention or discard decision, and its place in
+    /// `names()` where collisions are found.
+    #[test]
+    fn the_invalid_message_channel_is_named_and_kept_per_backend() {
+        let name = |b: Backend, spec: &str| {
+            resolved_on(b, "orders", &format!("  retry: {{maxAttempts: 2}}\n{spec}"))
+                .invalid
+                .map(|i| i.name)
+        };
+        assert_eq!(name(Backend::Sqs, ""), None, "only when the spec asks");
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n").as_deref(),
+            Some("orders-invalid")
+        );
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n  sqs: {fifo: true}\n").as_deref(),
+            Some("orders-invalid.fifo")
+        );
+        assert_eq!(
+            name(Backend::Rabbitmq, "  invalid: {}\n").as_deref(),
+            Some("orders.invalid")
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  name: \"{channel}.v2\"\n  invalid: {}\n").as_deref(),
+            Some("orders.v2-invalid-dlt"),
+            "Kafka: the main topic's name, not the channel id"
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  invalid: {name: \"{channel}.poison\"}\n").as_deref(),
+            Some("orders.poison")
+        );
+
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(SQS_DEFAULT_DLQ_RETENTION), "SQS: 14d");
+        assert!(r.names().contains(&("orders-invalid", "invalid-message")));
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {discard: {after: 2d, reason: replayed}}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(Duration::from_secs(2 * 86_400)));
+        assert_eq!(
+            i.discard.as_ref().and_then(|d| d.reason.as_deref()),
+            Some("replayed")
+        );
+        assert_eq!(r.discard, None, "the DLQ's decision is its own");
+        assert_eq!(
+            resolved_on(
+                Backend::Kafka,
+                "orders",
+                "  retry: {maxAttempts: 2}\n  invalid: {}\n"
+            )
+            .invalid
+            .and_then(|i| i.retention),
+            None,
+            "Kafka: the broker's default, which lint reports"
+        );
     }
 
     fn names(r: &Resolved) -> Vec<(&str, u64)> {

@@ -556,6 +556,37 @@ mod tests {
     }
 
     #[test]
+    fn the_invalid_message_topic_is_partitioned_like_the_dead_letter_topic() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retry: {maxAttempts: 1}\n  invalid: {discard: {after: 2d, reason: r}}\n  kafka: {partitions: 3, deadLetterPartitions: 6}\n",
+        );
+        let r = crate::spec::resolve::resolve(
+            &ws.channels[0].value,
+            "k",
+            &target(Value::Null, Value::Null),
+        )
+        .expect("resolves");
+        let d = desired(&r);
+        let t = d
+            .iter()
+            .find(|x| x.id.name == "app.orders-invalid-dlt")
+            .expect("the invalid topic");
+        assert_eq!(t.role, Role::Invalid);
+        assert_eq!(t.props.get("partitions"), Some(&json!(6)));
+        assert_eq!(
+            t.props.get("config.retention.ms"),
+            Some(&json!(172_800_000))
+        );
+        // Read back by name (prune), it is the invalid topic of `app.orders`, not a DLT of
+        // a topic `app.orders-invalid`.
+        assert_eq!(
+            role_by_name("app.orders-invalid-dlt"),
+            ("app.orders".to_owned(), Role::Invalid)
+        );
+    }
+
+    #[test]
     fn exception_based_dead_letter_topics_are_desired_like_the_dead_letter_topic() {
         let ws = crate::spec::load::load_str(
             "c.yaml",

@@ -318,6 +318,47 @@ mod tests {
             .props
     }
 
+    /// `spec.invalid`: a queue that dead-letters nowhere, its retention as a TTL (policy or
+    /// argument, like the DLQ's), and nothing else of the channel points at it.
+    #[test]
+    fn the_invalid_message_queue_is_a_dead_end_with_its_own_ttl() {
+        let ds = desired_of(
+            "{}\n  invalid: {discard: {after: 2d, reason: r}}",
+            "{maxAttempts: 1}",
+        );
+        let q = ds
+            .iter()
+            .find(|d| d.id.kind == Kind::Queue && d.id.name == "o.pay.invalid")
+            .expect("the invalid queue");
+        assert_eq!(q.role, Role::Invalid);
+        let p = props(&ds, Kind::Policy, "o.pay.invalid");
+        assert_eq!(p.get("definition.message-ttl"), Some(&json!(172_800_000)));
+        assert!(!p.keys().any(|k| k.contains("dead-letter")), "{p:?}");
+        for d in &ds {
+            assert!(
+                !d.props.values().any(|v| v == &json!("o.pay.invalid")),
+                "{} points at the invalid queue",
+                d.id
+            );
+        }
+        let ds = desired_of(
+            "{dlx: arguments}\n  invalid: {retention: 1d}",
+            "{maxAttempts: 1}",
+        );
+        let q = props(&ds, Kind::Queue, "o.pay.invalid");
+        assert_eq!(q.get("arguments.x-message-ttl"), Some(&json!(86_400_000)));
+        assert_eq!(
+            q.get("arguments.x-dead-letter-exchange"),
+            Some(&Value::Null)
+        );
+        // No retention: no policy of its name may exist.
+        let ds = desired_of("{}\n  invalid: {}", "{maxAttempts: 1}");
+        assert!(
+            ds.iter()
+                .any(|d| d.id.kind == Kind::Policy && d.id.name == "o.pay.invalid" && !d.present)
+        );
+    }
+
     #[test]
     fn a_named_dead_letter_exchange_routes_the_main_queues_dead_letters_to_the_dlq() {
         let dlx = "{deadLetterExchange: {name: \"{channel}.dlx\", routingKey: \"{channel}.dead\"}";

@@ -471,6 +471,67 @@ mod tests {
     use super::*;
     use crate::resource::same;
 
+    /// `spec.invalid` on SQS: a queue no queue may dead-letter into (RedriveAllowPolicy
+    /// `denyAll`), created before the main queue, with its own alarms and actions.
+    #[test]
+    fn the_invalid_message_queue_denies_redrive_and_has_its_own_alarms() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: payments}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n  alarms: {depth: {above: 0}, actions: [\"arn:ops\"]}\n  invalid:\n    alarms: {depth: {above: 5}, actions: [\"arn:producers\"]}\n",
+        );
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+            .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
+        let d = crate::backend::sqs::desired(&r);
+        let q = d
+            .iter()
+            .find(|x| x.id.name == "payments-invalid" && x.id.kind == Kind::Queue)
+            .expect("the invalid queue");
+        assert_eq!(q.role, Role::Invalid);
+        assert_eq!(
+            q.props.get("RedriveAllowPolicy.redrivePermission"),
+            Some(&json!("denyAll"))
+        );
+        assert_eq!(
+            q.props.get("RedriveAllowPolicy.sourceQueues"),
+            Some(&Value::Null)
+        );
+        assert_eq!(
+            q.props.get("MessageRetentionPeriod"),
+            Some(&json!(1_209_600))
+        );
+        assert_eq!(
+            q.props.get("RedrivePolicy.deadLetterTarget"),
+            Some(&Value::Null)
+        );
+        let alarm = |name: &str| {
+            d.iter()
+                .find(|x| x.id.name == name && x.present)
+                .unwrap_or_else(|| panic!("no alarm {name}"))
+        };
+        let inv = alarm("payments-invalid-depth");
+        assert_eq!(
+            inv.props.get("Dimensions"),
+            Some(&json!({"QueueName": "payments-invalid"}))
+        );
+        assert_eq!(
+            inv.props.get("AlarmActions"),
+            Some(&json!(["arn:producers"]))
+        );
+        assert_eq!(inv.props.get("Threshold"), Some(&json!(5)));
+        assert_eq!(
+            alarm("payments-dlq-depth").props.get("AlarmActions"),
+            Some(&json!(["arn:ops"]))
+        );
+        // An age alarm nobody asked for on the invalid queue is desired absent.
+        assert!(
+            d.iter()
+                .any(|x| x.id.name == "payments-invalid-oldest-age" && !x.present)
+        );
+    }
+
     #[test]
     fn a_live_alarm_reads_back_in_the_desired_shape() {
         let live = MetricAlarm::builder()
