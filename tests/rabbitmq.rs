@@ -581,3 +581,66 @@ fn a_discard_decision_is_the_dlq_message_ttl_in_both_modes() {
         );
     }
 }
+
+/// `spec.invalid` on RabbitMQ, in policy and arguments mode: the queue `{channel}.invalid`,
+/// read back from the management API (durable, its type, its TTL from `invalid.discard`, and
+/// no dead-letter exchange: it is a dead end); apply then plan is empty; a poison message
+/// published to it over AMQP (lapin, as a consumer would) is still there after a second
+/// apply.
+#[test]
+fn an_invalid_message_queue_is_a_dead_end_that_keeps_what_a_consumer_published() {
+    for mode in ["policy", "arguments"] {
+        let Some(f) = Fixture::new() else { return };
+        f.write_example(|t| {
+            t.replace("dlx: policy", &format!("dlx: {mode}")).replace(
+                "  rabbitmq:\n",
+                "  invalid:\n    discard: {after: 3d, reason: the shop resends a corrected order within a day}\n  rabbitmq:\n",
+            )
+        });
+        let (first, _) = f.first_apply(&format!("an invalid-message queue, {mode} mode"));
+        let invalid = format!("{}.invalid", f.channel);
+        first.assert_stdout_contains(&format!("+ create     queue {invalid} (vhost /)"));
+        first.assert_stdout_contains(
+            "discarded on purpose after 3d: the shop resends a corrected order within a day",
+        );
+        let (code, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{invalid}"),
+            None,
+        ));
+        assert_eq!(code, 200, "{q}");
+        assert_eq!(q["durable"], json!(true), "{q}");
+        assert_eq!(q["type"], json!("classic"), "{q}");
+        let settings = if mode == "policy" {
+            let (_, p) = block(api(
+                reqwest::Method::GET,
+                &format!("/api/policies/%2F/{invalid}"),
+                None,
+            ));
+            p["definition"].clone()
+        } else {
+            q["arguments"].clone()
+        };
+        let ttl = if mode == "policy" {
+            "message-ttl"
+        } else {
+            "x-message-ttl"
+        };
+        assert_eq!(settings[ttl], json!(259_200_000), "{mode}: 3d\n{settings}");
+        assert!(
+            settings.get("dead-letter-exchange").is_none()
+                && settings.get("x-dead-letter-exchange").is_none(),
+            "{mode}: a dead end\n{settings}"
+        );
+
+        block(publish("", &invalid, b"order-17: no such product"));
+        wait_for_messages(&invalid, 1);
+        f.assert_second_apply_writes_nothing(&format!("{mode}: a poison message waits"));
+        let got = block(support::rabbit::take_all(&invalid));
+        assert_eq!(
+            got.iter().map(|(b, _)| b.as_slice()).collect::<Vec<_>>(),
+            [b"order-17: no such product".as_slice()],
+            "{mode}"
+        );
+    }
+}
