@@ -528,6 +528,43 @@ mod tests {
         assert_eq!(dlt.lines[2], "discarded on purpose after 2d: stale");
     }
 
+    /// `spec.invalid`: its own node off the main queue (poison goes there at once), with its
+    /// decision, and its policy among the node's resources so a plan lights it up.
+    #[test]
+    fn the_invalid_message_queue_hangs_off_the_main_queue_with_its_decision() {
+        let g = graph_of(
+            "rabbitmq",
+            "  retry: {maxAttempts: 3, backoff: {initial: 5s}}\n  invalid: {discard: {after: 2d, reason: replayed}}\n",
+        );
+        assert!(
+            edges(&g)
+                .contains(&"o.pay -> o.pay.invalid: poison: at once, with its class".to_owned()),
+            "{:?}",
+            edges(&g)
+        );
+        let n = g
+            .nodes
+            .iter()
+            .find(|n| n.lines[0] == "o.pay.invalid")
+            .expect("the invalid node");
+        assert_eq!(
+            n.lines[1..],
+            [
+                "invalid-message queue".to_owned(),
+                "discarded on purpose after 2d: replayed".to_owned()
+            ]
+        );
+        assert_eq!(n.resources.len(), 2, "the queue and its policy");
+        let g = graph_of("kafka", "  retry: {maxAttempts: 1}\n  invalid: {}\n");
+        assert!(
+            edges(&g).contains(
+                &"o.pay -> o.pay-invalid-dlt: poison: at once, with its class".to_owned()
+            ),
+            "{:?}",
+            edges(&g)
+        );
+    }
+
     #[test]
     fn a_plan_lights_up_the_queue_of_a_changed_policy_and_adds_what_it_deletes() {
         let g = graph_of(

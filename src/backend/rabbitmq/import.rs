@@ -602,7 +602,7 @@ fn invalid_queue<'q>(
     INVALID_SUFFIXES
         .iter()
         .flat_map(|sfx| stems.map(|s| format!("{s}{sfx}")))
-        .filter(|n| !n.starts_with(|c: char| c == '.' || c == '-'))
+        .filter(|n| !n.starts_with(['.', '-']))
         .find_map(|n| {
             qs.get(n.as_str()).filter(|q| {
                 !claimed.contains(q.name)
