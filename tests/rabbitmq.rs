@@ -552,33 +552,8 @@ fn a_discard_decision_is_the_dlq_message_ttl_in_both_modes() {
         );
         f.first_apply(&format!("a discard decision, {mode} mode"));
         let [_, _, dlq, _] = f.names();
-        let ttl = if mode == "policy" {
-            let (_, p) = block(api(
-                reqwest::Method::GET,
-                &format!("/api/policies/%2F/{dlq}"),
-                None,
-            ));
-            p["definition"].clone()
-        } else {
-            let (_, q) = block(api(
-                reqwest::Method::GET,
-                &format!("/api/queues/%2F/{dlq}"),
-                None,
-            ));
-            q["arguments"].clone()
-        };
-        let key = if mode == "policy" {
-            "message-ttl"
-        } else {
-            "x-message-ttl"
-        };
-        assert_eq!(ttl[key], json!(7_200_000), "{mode}: 2h in ms\n{ttl}");
         // Dropped, not dead-lettered further: the DLQ has no dead-letter exchange.
-        assert!(
-            ttl.get("dead-letter-exchange").is_none()
-                && ttl.get("x-dead-letter-exchange").is_none(),
-            "{ttl}"
-        );
+        assert_ttl_and_dead_end(&dlq, mode, 7_200_000);
     }
 }
 
@@ -611,27 +586,7 @@ fn an_invalid_message_queue_is_a_dead_end_that_keeps_what_a_consumer_published()
         assert_eq!(code, 200, "{q}");
         assert_eq!(q["durable"], json!(true), "{q}");
         assert_eq!(q["type"], json!("classic"), "{q}");
-        let settings = if mode == "policy" {
-            let (_, p) = block(api(
-                reqwest::Method::GET,
-                &format!("/api/policies/%2F/{invalid}"),
-                None,
-            ));
-            p["definition"].clone()
-        } else {
-            q["arguments"].clone()
-        };
-        let ttl = if mode == "policy" {
-            "message-ttl"
-        } else {
-            "x-message-ttl"
-        };
-        assert_eq!(settings[ttl], json!(259_200_000), "{mode}: 3d\n{settings}");
-        assert!(
-            settings.get("dead-letter-exchange").is_none()
-                && settings.get("x-dead-letter-exchange").is_none(),
-            "{mode}: a dead end\n{settings}"
-        );
+        assert_ttl_and_dead_end(&invalid, mode, 259_200_000);
 
         block(publish("", &invalid, b"order-17: no such product"));
         wait_for_messages(&invalid, 1);
@@ -643,4 +598,31 @@ fn an_invalid_message_queue_is_a_dead_end_that_keeps_what_a_consumer_published()
             "{mode}"
         );
     }
+}
+
+/// The queue's `message-ttl` is `ms`, read from the management API where the mode puts it
+/// (its policy's definition, or its `x-` arguments), and it has no dead-letter exchange: what
+/// expires is dropped, not dead-lettered further.
+fn assert_ttl_and_dead_end(queue: &str, mode: &str, ms: u64) {
+    let (settings, key) = if mode == "policy" {
+        let (_, p) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/policies/%2F/{queue}"),
+            None,
+        ));
+        (p["definition"].clone(), "message-ttl")
+    } else {
+        let (_, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{queue}"),
+            None,
+        ));
+        (q["arguments"].clone(), "x-message-ttl")
+    };
+    assert_eq!(settings[key], json!(ms), "{queue}, {mode}\n{settings}");
+    assert!(
+        settings.get("dead-letter-exchange").is_none()
+            && settings.get("x-dead-letter-exchange").is_none(),
+        "{queue}, {mode}: a dead end\n{settings}"
+    );
 }

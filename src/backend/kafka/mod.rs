@@ -517,11 +517,13 @@ mod tests {
         assert!(shown.contains("127.0.0.1:9092"));
     }
 
-    #[test]
-    fn every_topic_of_the_channel_is_desired_with_its_partitions_and_retention() {
+    /// The desired topics of channel `app.orders` with these `spec:` lines.
+    fn desired_of(spec: &str) -> Vec<crate::resource::Desired> {
         let ws = crate::spec::load::load_str(
             "c.yaml",
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retention: 7d\n  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {retention: 30d}\n  kafka: {partitions: 3, deadLetterPartitions: 6, replicationFactor: 1, config: {cleanup.policy: delete}}\n",
+            &format!(
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n{spec}"
+            ),
         );
         let r = crate::spec::resolve::resolve(
             &ws.channels[0].value,
@@ -529,7 +531,14 @@ mod tests {
             &target(Value::Null, Value::Null),
         )
         .expect("resolves");
-        let d = desired(&r);
+        desired(&r)
+    }
+
+    #[test]
+    fn every_topic_of_the_channel_is_desired_with_its_partitions_and_retention() {
+        let d = desired_of(
+            "  retention: 7d\n  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {retention: 30d}\n  kafka: {partitions: 3, deadLetterPartitions: 6, replicationFactor: 1, config: {cleanup.policy: delete}}\n",
+        );
         let names: Vec<(&str, Role)> = d.iter().map(|x| (x.id.name.as_str(), x.role)).collect();
         assert_eq!(
             names,
@@ -557,17 +566,9 @@ mod tests {
 
     #[test]
     fn the_invalid_message_topic_is_partitioned_like_the_dead_letter_topic() {
-        let ws = crate::spec::load::load_str(
-            "c.yaml",
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retry: {maxAttempts: 1}\n  invalid: {discard: {after: 2d, reason: r}}\n  kafka: {partitions: 3, deadLetterPartitions: 6}\n",
+        let d = desired_of(
+            "  retry: {maxAttempts: 1}\n  invalid: {discard: {after: 2d, reason: r}}\n  kafka: {partitions: 3, deadLetterPartitions: 6}\n",
         );
-        let r = crate::spec::resolve::resolve(
-            &ws.channels[0].value,
-            "k",
-            &target(Value::Null, Value::Null),
-        )
-        .expect("resolves");
-        let d = desired(&r);
         let t = d
             .iter()
             .find(|x| x.id.name == "app.orders-invalid-dlt")

@@ -96,8 +96,9 @@ pub(super) fn retention_field(doc: &Doc<Channel>) -> &'static str {
     }
 }
 
-/// Where the invalid-message retention is written: `invalid.discard.after`, or `invalid.retention`.
-pub(super) fn invalid_retention_pointer(doc: &Doc<Channel>) -> &'static str {
+/// The invalid-message retention's field name (for messages) and pointer:
+/// `invalid.discard.after` or `invalid.retention`.
+pub(super) fn invalid_retention_at(doc: &Doc<Channel>) -> (&'static str, &'static str) {
     let discard = doc
         .value
         .spec
@@ -105,18 +106,9 @@ pub(super) fn invalid_retention_pointer(doc: &Doc<Channel>) -> &'static str {
         .as_ref()
         .is_some_and(|i| i.discard.is_some());
     if discard {
-        "/spec/invalid/discard/after"
+        ("spec.invalid.discard.after", "/spec/invalid/discard/after")
     } else {
-        "/spec/invalid/retention"
-    }
-}
-
-/// The field name for messages: `invalid.discard.after` or `invalid.retention`.
-pub(super) fn invalid_retention_field(doc: &Doc<Channel>) -> &'static str {
-    if invalid_retention_pointer(doc).ends_with("after") {
-        "spec.invalid.discard.after"
-    } else {
-        "spec.invalid.retention"
+        ("spec.invalid.retention", "/spec/invalid/retention")
     }
 }
 

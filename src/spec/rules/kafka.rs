@@ -6,9 +6,7 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
-use super::deadletter::{
-    invalid_retention_field, invalid_retention_pointer, retention_field, retention_pointer,
-};
+use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
 use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -48,8 +46,8 @@ pub(super) fn check_kafka(
             r.dead_letter_retention,
         ),
         (
-            invalid_retention_field(doc),
-            invalid_retention_pointer(doc),
+            invalid_retention_at(doc).0,
+            invalid_retention_at(doc).1,
             r.invalid.as_ref().and_then(|i| i.retention),
         ),
     ] {

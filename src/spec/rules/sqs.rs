@@ -6,9 +6,7 @@
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
 use super::alarms::check_alarms;
-use super::deadletter::{
-    invalid_retention_field, invalid_retention_pointer, retention_field, retention_pointer,
-};
+use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
 use super::range_error;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -62,8 +60,8 @@ fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             }),
         ),
         (
-            invalid_retention_field(doc),
-            invalid_retention_pointer(doc),
+            invalid_retention_at(doc).0,
+            invalid_retention_at(doc).1,
             spec.invalid.as_ref().and_then(|i| {
                 i.retention
                     .or_else(|| i.discard.as_ref().and_then(|x| x.after))
