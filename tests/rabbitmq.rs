@@ -591,6 +591,28 @@ fn an_invalid_message_queue_is_a_dead_end_that_keeps_what_a_consumer_published()
         block(publish("", &invalid, b"order-17: no such product"));
         wait_for_messages(&invalid, 1);
         f.assert_second_apply_writes_nothing(&format!("{mode}: a poison message waits"));
+
+        // A shorter discard would drop what waits there: guarded like the DLQ (an update that
+        // expires messages in policy mode, a replace of the queue in arguments mode).
+        let shorter = f.plan_edited(|t| {
+            t.replace("dlx: policy", &format!("dlx: {mode}")).replace(
+                "  rabbitmq:\n",
+                "  invalid:\n    discard: {after: 1d, reason: the shop resends a corrected order within a day}\n  rabbitmq:\n",
+            )
+        });
+        assert_eq!(
+            shorter.code, 2,
+            "{mode}\n{}{}",
+            shorter.stdout, shorter.stderr
+        );
+        let refused = f.apply(&["--allow-replace"]);
+        assert_eq!(
+            refused.code, 1,
+            "{mode}\n{}{}",
+            refused.stdout, refused.stderr
+        );
+        refused.assert_stderr_contains("--allow-message-loss");
+        refused.assert_zero_writes();
         let got = block(support::rabbit::take_all(&invalid));
         assert_eq!(
             got.iter().map(|(b, _)| b.as_slice()).collect::<Vec<_>>(),
