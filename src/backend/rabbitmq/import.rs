@@ -8,7 +8,9 @@
 //! the TTL loop nothing on the broker points at the DLQ (the consumer publishes to it), so it
 //! is found by name next to the main queue (`<stem>.dlq`, `<stem>-dlq`, ...), unless the main
 //! queue dead-letters through a named exchange: then the DLQ is the queue bound to that
-//! exchange with the dead-letter routing key (`rabbitmq.deadLetterExchange`). Retry delays
+//! exchange with the dead-letter routing key (`rabbitmq.deadLetterExchange`). The
+//! invalid-message queue (`spec.invalid`) is found by name the same way (`<stem>.invalid`).
+//! Retry delays
 //! become a backoff; the number of attempts is not recorded anywhere on the broker, so import
 //! writes the fewest that use every retry queue and says so.
 //!

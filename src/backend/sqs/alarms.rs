@@ -1,5 +1,6 @@
-//! CloudWatch alarms on a channel's dead-letter queue: what they should be, how they read
-//! back, and the full definition PutMetricAlarm sends.
+//! CloudWatch alarms on a channel's dead-letter queue (and, from `invalid.alarms`, on its
+//! invalid-message queue, named after that queue the same way): what they should be, how they
+//! read back, and the full definition PutMetricAlarm sends.
 //!
 //! Up to two alarms per channel and tier, named from the DLQ's name by a fixed template
 //! (documented in docs/sqs.md): `{dlq}-depth` on ApproximateNumberOfMessagesVisible and
