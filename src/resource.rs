@@ -81,6 +81,10 @@ pub enum Role {
     DeadLetterExchange,
     DeadLetterBinding,
     DeadLetterPolicy,
+    // The invalid-message queue or topic (`spec.invalid`) and its policy: nothing points at
+    // it, but the main queue's consumer sends there, so it exists before the main queue.
+    Invalid,
+    InvalidPolicy,
     Retry,
     RetryPolicy,
     Main,

@@ -229,6 +229,53 @@ fn kafka_round_trip_of_the_example_plans_empty() {
     w.assert_empty_plan(&["imported"], &[], "after import");
 }
 
+/// `spec.invalid` round-trips on RabbitMQ and Kafka: applied with the example, imported back
+/// by its name (`{channel}.invalid`, `<main>-invalid-dlt`) with its decision, then the plan
+/// of the imported spec is empty.
+#[test]
+fn the_invalid_message_channel_round_trips_on_rabbitmq_and_kafka() {
+    let Some(w) = World::new(&["rabbitmq", "kafka"]) else {
+        return;
+    };
+    let invalid =
+        "  invalid:\n    discard: {after: 2d, reason: the producers replay within a day}\n";
+    for (example, channel, target, block) in [
+        (
+            "orders-rabbitmq.yaml",
+            format!("{}.orders", w.stem),
+            "local-rabbitmq",
+            "  rabbitmq:\n",
+        ),
+        (
+            "inventory-kafka.yaml",
+            format!("{}.inventory", w.stem),
+            "local-kafka",
+            "  kafka:\n",
+        ),
+    ] {
+        let path = w.example(example, &channel);
+        let text = std::fs::read_to_string(&path).expect("spec");
+        std::fs::write(&path, text.replace(block, &format!("{invalid}{block}")))
+            .expect("write spec");
+        w.ok(&["apply", "specs", "--auto-approve"]);
+        std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
+        std::fs::create_dir_all(w.path().join("specs")).expect("specs/");
+
+        let o = w.import(target, &[]);
+        assert!(!o.stderr.contains("Not imported"), "{}", o.stderr);
+        let text = w.imported_text();
+        assert!(
+            text.contains("  invalid:\n    discard:\n      after: 2d\n"),
+            "{target}: the invalid channel and its retention, its reason left to a person\n{text}"
+        );
+        assert!(
+            !text.contains("invalid-dlt\""),
+            "{target}: the default name\n{text}"
+        );
+        w.assert_empty_plan(&["imported"], &[], &format!("{target} after import"));
+    }
+}
+
 #[test]
 fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
     let Some(w) = World::new(&["rabbitmq"]) else {
@@ -825,6 +872,10 @@ fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() 
         "warning: [\"arn:aws:sns:us-east-1:123456789012:payments-chat\"]",
         "critical: [\"arn:aws:sns:us-east-1:123456789012:payments-pager\"]",
         "runbook: https://runbooks.example.com/dlq/payments",
+        // The invalid-message queue (the default name, so no `name:`) and its own alarm.
+        "  invalid:\n    retention: 14d\n    alarms:\n      depth:\n        warning: 0",
+        // One list: the invalid queue's only tier has these actions.
+        "    actions: [\"arn:aws:sns:us-east-1:123456789012:chargebacks-producers\"]",
     ] {
         assert!(text.contains(expected), "{expected}\n{text}");
     }

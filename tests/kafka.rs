@@ -398,3 +398,57 @@ fn a_discard_decision_is_the_dlt_retention_ms() {
         Some("3888000000")
     );
 }
+
+/// `spec.invalid` on Kafka: the topic `<main>-invalid-dlt`, with the dead-letter topic's
+/// partitions and the `invalid.discard` retention (read back with rdkafka's metadata and
+/// DescribeConfigs); apply then plan is empty; a record an rdkafka producer wrote there is
+/// still there after a second apply.
+#[test]
+fn an_invalid_message_topic_has_the_dlt_partitions_and_keeps_what_a_producer_wrote() {
+    use rdkafka::producer::Producer as _;
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| {
+        t.replace(
+            "  kafka:\n",
+            "  invalid:\n    discard: {after: 14d, reason: the producing team replays corrected events within a week}\n  kafka:\n",
+        )
+    });
+    let (first, _) = f.first_apply("the inventory example with an invalid-message topic");
+    let invalid = format!("{}-invalid-dlt", f.main());
+    first.assert_stdout_contains(&format!("+ create     topic {invalid}\n"));
+    first.assert_stdout_contains(
+        "discarded on purpose after 14d: the producing team replays corrected events",
+    );
+    let topics = f.topics();
+    assert_eq!(
+        topics.get(&invalid),
+        topics.get(&format!("{}-dlt", f.main())),
+        "as many partitions as the DLT: {topics:?}"
+    );
+    assert_eq!(topics.get(&invalid), Some(&3), "{topics:?}");
+    assert_eq!(
+        support::kafka::topic_config(&invalid, "retention.ms").as_deref(),
+        Some("1209600000"),
+        "14d in ms"
+    );
+
+    let producer: rdkafka::producer::BaseProducer = support::kafka::producer(&[]);
+    producer
+        .send(
+            rdkafka::producer::BaseRecord::to(&invalid)
+                .payload("sku-9: negative stock")
+                .key("sku-9"),
+        )
+        .map_err(|(e, _)| e)
+        .expect("produce");
+    producer.flush(Duration::from_secs(10)).expect("flush");
+    f.assert_second_apply_writes_nothing("a record waits in the invalid topic");
+    let records = support::kafka::read_from_start(&invalid, 3, 1, Duration::from_secs(1));
+    assert_eq!(
+        records
+            .iter()
+            .map(|(_, _, body)| body.as_str())
+            .collect::<Vec<_>>(),
+        ["sku-9: negative stock"]
+    );
+}

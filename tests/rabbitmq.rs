@@ -552,32 +552,99 @@ fn a_discard_decision_is_the_dlq_message_ttl_in_both_modes() {
         );
         f.first_apply(&format!("a discard decision, {mode} mode"));
         let [_, _, dlq, _] = f.names();
-        let ttl = if mode == "policy" {
-            let (_, p) = block(api(
-                reqwest::Method::GET,
-                &format!("/api/policies/%2F/{dlq}"),
-                None,
-            ));
-            p["definition"].clone()
-        } else {
-            let (_, q) = block(api(
-                reqwest::Method::GET,
-                &format!("/api/queues/%2F/{dlq}"),
-                None,
-            ));
-            q["arguments"].clone()
-        };
-        let key = if mode == "policy" {
-            "message-ttl"
-        } else {
-            "x-message-ttl"
-        };
-        assert_eq!(ttl[key], json!(7_200_000), "{mode}: 2h in ms\n{ttl}");
         // Dropped, not dead-lettered further: the DLQ has no dead-letter exchange.
-        assert!(
-            ttl.get("dead-letter-exchange").is_none()
-                && ttl.get("x-dead-letter-exchange").is_none(),
-            "{ttl}"
+        assert_ttl_and_dead_end(&dlq, mode, 7_200_000);
+    }
+}
+
+/// `spec.invalid` on RabbitMQ, in policy and arguments mode: the queue `{channel}.invalid`,
+/// read back from the management API (durable, its type, its TTL from `invalid.discard`, and
+/// no dead-letter exchange: it is a dead end); apply then plan is empty; a poison message
+/// published to it over AMQP (lapin, as a consumer would) is still there after a second
+/// apply.
+#[test]
+fn an_invalid_message_queue_is_a_dead_end_that_keeps_what_a_consumer_published() {
+    for mode in ["policy", "arguments"] {
+        let Some(f) = Fixture::new() else { return };
+        f.write_example(|t| {
+            t.replace("dlx: policy", &format!("dlx: {mode}")).replace(
+                "  rabbitmq:\n",
+                "  invalid:\n    discard: {after: 3d, reason: the shop resends a corrected order within a day}\n  rabbitmq:\n",
+            )
+        });
+        let (first, _) = f.first_apply(&format!("an invalid-message queue, {mode} mode"));
+        let invalid = format!("{}.invalid", f.channel);
+        first.assert_stdout_contains(&format!("+ create     queue {invalid} (vhost /)"));
+        first.assert_stdout_contains(
+            "discarded on purpose after 3d: the shop resends a corrected order within a day",
+        );
+        let (code, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{invalid}"),
+            None,
+        ));
+        assert_eq!(code, 200, "{q}");
+        assert_eq!(q["durable"], json!(true), "{q}");
+        assert_eq!(q["type"], json!("classic"), "{q}");
+        assert_ttl_and_dead_end(&invalid, mode, 259_200_000);
+
+        block(publish("", &invalid, b"order-17: no such product"));
+        wait_for_messages(&invalid, 1);
+        f.assert_second_apply_writes_nothing(&format!("{mode}: a poison message waits"));
+
+        // A shorter discard would drop what waits there: guarded like the DLQ (an update that
+        // expires messages in policy mode, a replace of the queue in arguments mode).
+        let shorter = f.plan_edited(|t| {
+            t.replace("dlx: policy", &format!("dlx: {mode}")).replace(
+                "  rabbitmq:\n",
+                "  invalid:\n    discard: {after: 1d, reason: the shop resends a corrected order within a day}\n  rabbitmq:\n",
+            )
+        });
+        assert_eq!(
+            shorter.code, 2,
+            "{mode}\n{}{}",
+            shorter.stdout, shorter.stderr
+        );
+        let refused = f.apply(&["--allow-replace"]);
+        assert_eq!(
+            refused.code, 1,
+            "{mode}\n{}{}",
+            refused.stdout, refused.stderr
+        );
+        refused.assert_stderr_contains("--allow-message-loss");
+        refused.assert_zero_writes();
+        let got = block(support::rabbit::take_all(&invalid));
+        assert_eq!(
+            got.iter().map(|(b, _)| b.as_slice()).collect::<Vec<_>>(),
+            [b"order-17: no such product".as_slice()],
+            "{mode}"
         );
     }
+}
+
+/// The queue's `message-ttl` is `ms`, read from the management API where the mode puts it
+/// (its policy's definition, or its `x-` arguments), and it has no dead-letter exchange: what
+/// expires is dropped, not dead-lettered further.
+fn assert_ttl_and_dead_end(queue: &str, mode: &str, ms: u64) {
+    let (settings, key) = if mode == "policy" {
+        let (_, p) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/policies/%2F/{queue}"),
+            None,
+        ));
+        (p["definition"].clone(), "message-ttl")
+    } else {
+        let (_, q) = block(api(
+            reqwest::Method::GET,
+            &format!("/api/queues/%2F/{queue}"),
+            None,
+        ));
+        (q["arguments"].clone(), "x-message-ttl")
+    };
+    assert_eq!(settings[key], json!(ms), "{queue}, {mode}\n{settings}");
+    assert!(
+        settings.get("dead-letter-exchange").is_none()
+            && settings.get("x-dead-letter-exchange").is_none(),
+        "{queue}, {mode}: a dead end\n{settings}"
+    );
 }

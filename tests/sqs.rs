@@ -62,10 +62,14 @@ fn every_sqs_example_applies_then_plans_empty_and_a_second_apply_writes_nothing(
             Some(&1),
             "{example}: {calls:?}"
         );
-        // 2 queues + 1 probe: moto cannot return RedriveAllowPolicy (on AWS, 2).
+        // 2 queues (3 with an invalid-message queue) + 1 probe: moto cannot return
+        // RedriveAllowPolicy (on AWS, 2 or 3).
+        let text = std::fs::read_to_string(support::root().join("examples").join(&example))
+            .expect("the example");
+        let queues = if text.contains("\n  invalid:") { 3 } else { 2 };
         assert_eq!(
             calls.get("sqs:GetQueueAttributes"),
-            Some(&3),
+            Some(&(queues + 1)),
             "{example}: {calls:?}"
         );
         assert!(
@@ -609,4 +613,82 @@ fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() 
     let status = f.run(&["status", "channel.yaml"]);
     assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
     status.assert_stdout_contains(&format!("discard   {said}"));
+}
+
+/// `spec.invalid` on SQS (the chargebacks example): a queue that no queue may dead-letter into
+/// (RedriveAllowPolicy `denyAll`, asked for with the AWS SDK), tagged as the channel's, with
+/// its own alarm for the producing team; apply then plan is empty; a poison message a
+/// producer put there (the SDK, as a consumer's code would) is still there after a second
+/// apply.
+#[test]
+fn an_invalid_message_queue_denies_redrive_and_keeps_what_a_consumer_put_there() {
+    const EXAMPLE: &str = "chargebacks-sqs-tiers.yaml";
+    let Some(f) = Fixture::new() else { return };
+    f.write_from(EXAMPLE, |t| t);
+    let (first, a) = f.first_apply("the chargebacks example with its invalid-message queue");
+    let invalid = format!("{}-invalid", f.channel);
+    first.assert_stdout_contains(&format!("+ create     queue {invalid}\n"));
+    first.assert_stdout_contains("RedriveAllowPolicy.redrivePermission: \"denyAll\"");
+    // Created before the main queue: the consumer sends there from its first message on.
+    let at = |q: &str| {
+        a.stderr
+            .find(&format!("create queue {q} on"))
+            .unwrap_or_else(|| panic!("{q} created\n{}", a.stderr))
+    };
+    assert!(at(&invalid) < at(&f.channel), "{}", a.stderr);
+
+    let attrs = f.aws.attributes(&invalid);
+    assert_eq!(
+        attrs["MessageRetentionPeriod"], "1209600",
+        "14d, like a DLQ"
+    );
+    assert!(!attrs.contains_key("RedrivePolicy"), "{attrs:?}");
+    let tags = f.aws.tags(&invalid);
+    assert_eq!(tags.get("managed-by").map(String::as_str), Some("dlqctl"));
+    assert_eq!(tags.get("dlqctl-channel"), Some(&f.channel));
+    // RedriveAllowPolicy by name: AWS returns `denyAll`; moto cannot return it at all
+    // (InvalidAttributeName), and the plan then says it cannot verify it.
+    let asked = block(
+        f.aws
+            .sqs
+            .get_queue_attributes()
+            .queue_url(f.aws.url(&invalid))
+            .attribute_names(QueueAttributeName::RedriveAllowPolicy)
+            .send(),
+    );
+    match asked {
+        Ok(out) => {
+            let raw = out
+                .attributes()
+                .and_then(|a| a.get(&QueueAttributeName::RedriveAllowPolicy))
+                .cloned()
+                .unwrap_or_default();
+            let policy: Value = serde_json::from_str(&raw).expect("RedriveAllowPolicy JSON");
+            assert_eq!(policy["redrivePermission"], json!("denyAll"), "{raw}");
+        }
+        Err(e) => {
+            let code = aws_sdk_sqs::error::ProvideErrorMetadata::code(&e).unwrap_or_default();
+            assert!(code.contains("InvalidAttributeName"), "{e:?}");
+            let p = f.plan();
+            p.assert_stdout_contains(&format!("queue {invalid}"));
+            p.assert_stdout_contains("RedriveAllowPolicy cannot be read from this endpoint");
+        }
+    }
+    let alarm = f
+        .aws
+        .alarm(&format!("{invalid}-depth-warning"))
+        .expect("the invalid queue's alarm");
+    assert_eq!(alarm.dimensions()[0].value(), Some(invalid.as_str()));
+    assert_eq!(
+        alarm.alarm_actions(),
+        ["arn:aws:sns:us-east-1:123456789012:chargebacks-producers"]
+    );
+
+    f.aws.send(&invalid, "chargeback-42: unknown card scheme");
+    f.assert_second_apply_writes_nothing("with a poison message in the invalid queue");
+    let got = f.aws.take(&invalid, 1);
+    assert_eq!(
+        got.iter().map(|(b, _)| b.as_str()).collect::<Vec<_>>(),
+        ["chargeback-42: unknown card scheme"]
+    );
 }

@@ -92,7 +92,7 @@ pub fn labels(
 }
 
 /// The channel as JSON (for the YAML writer), without empty mappings (`deadLetter: {}`
-/// says nothing).
+/// says nothing; `invalid: {}` does, and stays).
 pub fn to_value(c: &Channel) -> Value {
     fn prune(v: &mut Value) {
         if let Value::Object(map) = v {
@@ -104,6 +104,13 @@ pub fn to_value(c: &Channel) -> Value {
     }
     let mut v = serde_json::to_value(c).unwrap_or(Value::Null);
     prune(&mut v);
+    // `invalid: {}` does say something: provision the invalid-message queue by its defaults.
+    if c.spec.invalid.is_some()
+        && let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.entry("invalid")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
     v
 }
 

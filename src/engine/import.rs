@@ -168,9 +168,14 @@ fn check(
         for u in undecided {
             comments.push(format!("  {u}"));
         }
-        comments.push(
-            "  Write `reason:` (and `owner:`) under `deadLetter.discard` if dropping them is intended; otherwise keep them longer.".into(),
-        );
+        let block = if channel.spec.invalid.is_some() {
+            "`deadLetter.discard` (or `invalid.discard`)"
+        } else {
+            "`deadLetter.discard`"
+        };
+        comments.push(format!(
+            "  Write `reason:` (and `owner:`) under {block} if dropping them is intended; otherwise keep them longer."
+        ));
     }
     Ok(Imported {
         channel,

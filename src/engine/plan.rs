@@ -118,6 +118,14 @@ pub async fn plan(
         .iter()
         .filter_map(|c| Some(((c.target.as_str(), c.channel.as_str()), c.discard.as_ref()?)))
         .collect();
+    // The invalid-message queue's own decision (`invalid.discard`).
+    let invalid_discards: BTreeMap<(&str, &str), &DiscardResolved> = channels
+        .iter()
+        .filter_map(|c| {
+            let d = c.invalid.as_ref()?.discard.as_ref()?;
+            Some(((c.target.as_str(), c.channel.as_str()), d))
+        })
+        .collect();
     let mut changes = Vec::new();
     let mut notes = Vec::new();
     for d in &desired {
@@ -125,8 +133,12 @@ pub async fn plan(
         if let Some(mut c) = plan::diff(d, l) {
             backend::refine(&mut c);
             let key = (c.resource.target.as_str(), c.channel.as_str());
-            if let Some(discard) = discards.get(&key)
-                && matches!(c.role, Role::DeadLetter | Role::DeadLetterPolicy)
+            let decision = match c.role {
+                Role::DeadLetter | Role::DeadLetterPolicy => discards.get(&key),
+                Role::Invalid | Role::InvalidPolicy => invalid_discards.get(&key),
+                _ => None,
+            };
+            if let Some(discard) = decision
                 && c.fields.iter().any(|f| backend::is_retention(&c, &f.key))
             {
                 c.discard = Some((*discard).clone());

@@ -1,5 +1,6 @@
 //! A picture of each channel: main → retry stages (with their delays) → dead-letter queue (its
-//! retention, or the written decision to discard) → alarms or alert rules.
+//! retention, or the written decision to discard) → alarms or alert rules, and main → the
+//! invalid-message queue (`spec.invalid`) where poison messages go at once.
 //!
 //! `dlqctl graph` prints it for every channel of a spec set, and the markdown plan opens each
 //! channel's section with it, its nodes coloured by what the plan changes. Both read a channel
@@ -265,13 +266,45 @@ impl ChannelGraph {
             g.edge(main, x, "fails with its exception".into(), false);
         }
 
-        // What watches the dead letters.
+        // The invalid-message queue: a poison message goes there at once, with its class.
+        let invalid = r.invalid.as_ref().map(|i| {
+            let keeps = match (&i.discard, i.retention) {
+                (Some(d), _) => d.to_string(),
+                (None, Some(t)) => format!("keeps invalid messages {t}"),
+                (None, None) => match r.backend {
+                    Backend::Kafka => {
+                        "keeps invalid messages for the broker's default retention".into()
+                    }
+                    Backend::Sqs | Backend::Rabbitmq => {
+                        "keeps invalid messages until consumed".into()
+                    }
+                },
+            };
+            let n = g.node(
+                Shape::Queue,
+                vec![i.name.clone(), format!("invalid-message {noun}"), keeps],
+                ids(&i.name, &[Role::Invalid, Role::InvalidPolicy]),
+            );
+            g.edge(main, n, "poison: at once, with its class".into(), false);
+            (i.name.as_str(), n)
+        });
+
+        // What watches the dead letters (and the invalid messages).
         match r.backend {
             Backend::Sqs => {
                 for a in desired.iter().filter(|d| d.id.kind == Kind::Alarm) {
+                    let watched = a
+                        .props
+                        .get("Dimensions")
+                        .and_then(|d| d.get("QueueName"))
+                        .and_then(|q| q.as_str());
+                    let from = match invalid {
+                        Some((name, n)) if watched == Some(name) => n,
+                        _ => dlq,
+                    };
                     let lines = vec![a.id.name.clone(), sqs_alarm_text(a)];
                     let n = g.node(Shape::Alarm, lines, vec![a.id.clone()]);
-                    g.edge(dlq, n, String::new(), true);
+                    g.edge(from, n, String::new(), true);
                 }
             }
             Backend::Rabbitmq | Backend::Kafka => {
@@ -493,6 +526,43 @@ mod tests {
             .find(|n| n.lines[0] == "o.pay-dlt")
             .expect("dlt");
         assert_eq!(dlt.lines[2], "discarded on purpose after 2d: stale");
+    }
+
+    /// `spec.invalid`: its own node off the main queue (poison goes there at once), with its
+    /// decision, and its policy among the node's resources so a plan lights it up.
+    #[test]
+    fn the_invalid_message_queue_hangs_off_the_main_queue_with_its_decision() {
+        let g = graph_of(
+            "rabbitmq",
+            "  retry: {maxAttempts: 3, backoff: {initial: 5s}}\n  invalid: {discard: {after: 2d, reason: replayed}}\n",
+        );
+        assert!(
+            edges(&g)
+                .contains(&"o.pay -> o.pay.invalid: poison: at once, with its class".to_owned()),
+            "{:?}",
+            edges(&g)
+        );
+        let n = g
+            .nodes
+            .iter()
+            .find(|n| n.lines[0] == "o.pay.invalid")
+            .expect("the invalid node");
+        assert_eq!(
+            n.lines[1..],
+            [
+                "invalid-message queue".to_owned(),
+                "discarded on purpose after 2d: replayed".to_owned()
+            ]
+        );
+        assert_eq!(n.resources.len(), 2, "the queue and its policy");
+        let g = graph_of("kafka", "  retry: {maxAttempts: 1}\n  invalid: {}\n");
+        assert!(
+            edges(&g).contains(
+                &"o.pay -> o.pay-invalid-dlt: poison: at once, with its class".to_owned()
+            ),
+            "{:?}",
+            edges(&g)
+        );
     }
 
     #[test]

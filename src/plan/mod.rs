@@ -455,19 +455,29 @@ mod tests {
             mk(Role::DeadLetter, Action::Create),
             mk(Role::Main, Action::Delete),
             mk(Role::Retry, Action::Create),
+            mk(Role::Invalid, Action::Delete),
+            mk(Role::Invalid, Action::Create),
         ];
         sort_for_apply(&mut v, &HashSet::new());
         let order: Vec<_> = v.iter().map(|c| (c.role, c.action)).collect();
+        // The invalid-message queue: nothing points at it, but the main queue's consumer
+        // sends to it, so it exists before the main queue and goes after it.
         assert_eq!(
             order,
             vec![
                 (Role::DeadLetter, Action::Create),
+                (Role::Invalid, Action::Create),
                 (Role::Retry, Action::Create),
                 (Role::Main, Action::Create),
                 (Role::Main, Action::Delete),
+                (Role::Invalid, Action::Delete),
                 (Role::DeadLetter, Action::Delete),
             ]
         );
+        // It holds messages: dropping it is guarded like dropping the DLQ.
+        let mut drop = change(Kind::Queue, Action::Delete, Some(2));
+        drop.role = Role::Invalid;
+        assert!(drop.may_lose_messages());
     }
 
     /// A change of `kind` with `action`, holding `messages` (pure values, no server).

@@ -651,17 +651,20 @@ fn target_backends(raw: &[RawDoc]) -> std::collections::HashMap<String, String> 
 
 /// Deep-merges `base` under `top`: `top`'s values win, mappings merge key by key.
 /// `deadLetter.retention` and `deadLetter.discard` answer one question (how long dead letters
-/// are kept): a channel that gives one answer does not inherit the other from Defaults.
+/// are kept), as do `invalid.retention` and `invalid.discard`: a channel that gives one answer
+/// does not inherit the other from Defaults.
 fn drop_answered_retention(spec: &Value, shared: &mut serde_json::Map<String, Value>) {
-    let Some(own) = spec.get("deadLetter").and_then(Value::as_object) else {
-        return;
-    };
-    let Some(Value::Object(from_defaults)) = shared.get_mut("deadLetter") else {
-        return;
-    };
-    for (answer, other) in [("discard", "retention"), ("retention", "discard")] {
-        if own.contains_key(answer) {
-            from_defaults.remove(other);
+    for block in ["deadLetter", "invalid"] {
+        let Some(own) = spec.get(block).and_then(Value::as_object) else {
+            continue;
+        };
+        let Some(Value::Object(from_defaults)) = shared.get_mut(block) else {
+            continue;
+        };
+        for (answer, other) in [("discard", "retention"), ("retention", "discard")] {
+            if own.contains_key(answer) {
+                from_defaults.remove(other);
+            }
         }
     }
 }

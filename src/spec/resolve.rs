@@ -6,8 +6,8 @@
 
 use super::duration::Duration;
 use super::model::{
-    AlarmActions, Backend, Channel, ChannelSpec, DlxMode, Envelope, ExchangeKind, KafkaNaming,
-    QueueType, RetryModel, Target, Tier, TopicReuse,
+    AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, DlxMode, Envelope, ExchangeKind,
+    KafkaNaming, QueueType, RetryModel, Target, Tier, TopicReuse,
 };
 
 /// How many times `redrive` brings one message back unless `deadLetter.maxRedrives` says.
@@ -24,6 +24,8 @@ pub const KAFKA_DEFAULT_DELAY: Duration = Duration::from_secs(1);
 pub const SPRING_RETRY_SUFFIX: &str = "-retry";
 /// Spring Kafka's default dead-letter topic suffix (`RetryTopicConstants.DEFAULT_DLT_SUFFIX`).
 pub const SPRING_DLT_SUFFIX: &str = "-dlt";
+/// The invalid-message topic's default suffix on the main topic: `<main>-invalid-dlt`.
+pub const KAFKA_INVALID_SUFFIX: &str = "-invalid-dlt";
 pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
 /// CloudWatch alarm defaults: one period of a minute (SQS publishes metrics per minute).
 pub const DEFAULT_ALARM_PERIOD: Duration = Duration::from_secs(60);
@@ -51,6 +53,8 @@ pub struct Resolved {
     /// `deadLetter.discard`: the dead letters are dropped on purpose after
     /// `dead_letter_retention`, for a written reason.
     pub discard: Option<DiscardResolved>,
+    /// `spec.invalid`: the invalid-message queue or topic, where poison messages go at once.
+    pub invalid: Option<InvalidResolved>,
     /// Which headers carry a dead letter's error (`deadLetter.envelope`, default dlqctl's).
     pub envelope: Envelope,
     /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
@@ -138,6 +142,20 @@ impl std::fmt::Display for DiscardResolved {
         }
         Ok(())
     }
+}
+
+/// `spec.invalid` with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidResolved {
+    /// The queue or topic's name.
+    pub name: String,
+    /// How long it keeps a message: `invalid.retention`, or `invalid.discard.after`; on SQS
+    /// the dead-letter default (14 days) when unset.
+    pub retention: Option<Duration>,
+    /// `invalid.discard`: invalid messages are dropped on purpose after `retention`.
+    pub discard: Option<DiscardResolved>,
+    /// `invalid.alarms` with defaults filled in (SQS: CloudWatch alarms on the queue).
+    pub alarms: AlarmsResolved,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -398,7 +416,13 @@ pub fn resolve(
         retry_suffix,
     };
     let retry_stages = retry_stages(spec, name, backend, &main, &delays, &kafka_retry)?;
-    let discard = discard(spec)?;
+    let dl = spec.dead_letter.as_ref();
+    let discard = discard(
+        dl.and_then(|d| d.retention),
+        dl.and_then(|d| d.discard.as_ref()),
+        "deadLetter",
+    )?;
+    let invalid = invalid(spec, name, backend, fifo, &main)?;
     let (retention, dead_letter_retention) = match &discard {
         Some(d) => (retentions(spec, backend).0, Some(d.after)),
         None => retentions(spec, backend),
@@ -436,6 +460,7 @@ pub fn resolve(
         retention,
         dead_letter_retention,
         discard,
+        invalid,
         envelope: spec
             .dead_letter
             .as_ref()
@@ -453,7 +478,7 @@ pub fn resolve(
         sqs,
         rabbitmq,
         kafka,
-        alarms: alarms(spec),
+        alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
     })
 }
 
@@ -563,21 +588,33 @@ fn retry_stages(
     Ok(retry_stages)
 }
 
-/// `deadLetter.discard`, checked: it needs `after`, and replaces `deadLetter.retention`
-/// rather than joining it (two answers to one question).
-fn discard(spec: &ChannelSpec) -> Result<Option<DiscardResolved>, ResolveError> {
-    let Some(dl) = &spec.dead_letter else {
+/// A `discard` decision (`deadLetter.discard` or `invalid.discard`, by `block`), checked: it
+/// needs `after`, and replaces the block's `retention` rather than joining it (two answers to
+/// one question).
+fn discard(
+    retention: Option<Duration>,
+    discard: Option<&Discard>,
+    block: &'static str,
+) -> Result<Option<DiscardResolved>, ResolveError> {
+    let Some(d) = discard else {
         return Ok(None);
     };
-    let Some(d) = &dl.discard else {
-        return Ok(None);
+    let (retention_pointer, discard_pointer) = match block {
+        "invalid" => ("/spec/invalid/retention", "/spec/invalid/discard"),
+        _ => ("/spec/deadLetter/retention", "/spec/deadLetter/discard"),
     };
-    if let Some(r) = dl.retention {
+    // One rule for both blocks: the same question, answered twice.
+    let rule = "deadletter/discard-and-retention";
+    let what = match block {
+        "invalid" => "invalid messages",
+        _ => "dead letters",
+    };
+    if let Some(r) = retention {
         return Err(ResolveError {
-            pointer: "/spec/deadLetter/retention",
-            rule: "deadletter/discard-and-retention",
+            pointer: retention_pointer,
+            rule,
             message: format!(
-                "`deadLetter.retention` ({r}) and `deadLetter.discard` both say how long dead letters are kept"
+                "`{block}.retention` ({r}) and `{block}.discard` both say how long {what} are kept"
             ),
             hint: Some(
                 "keep one: `discard: {after, reason}` when dropping them is a decision, `retention` otherwise".into(),
@@ -586,9 +623,9 @@ fn discard(spec: &ChannelSpec) -> Result<Option<DiscardResolved>, ResolveError> 
     }
     let Some(after) = d.after else {
         return Err(ResolveError {
-            pointer: "/spec/deadLetter/discard",
+            pointer: discard_pointer,
             rule: "spec/required",
-            message: "`deadLetter.discard` has no `after`: when are dead letters discarded?".into(),
+            message: format!("`{block}.discard` has no `after`: when are {what} discarded?"),
             hint: Some("e.g. `discard: {after: 3d, reason: \"...\"}`".into()),
         });
     };
@@ -596,6 +633,45 @@ fn discard(spec: &ChannelSpec) -> Result<Option<DiscardResolved>, ResolveError> 
         after,
         reason: d.reason.clone(),
         owner: d.owner.clone(),
+    }))
+}
+
+/// `spec.invalid`, resolved: its name (defaults per backend, Kafka after the main topic like
+/// Spring's DLT), its retention or discard decision (SQS: 14 days when unset, as a DLQ), its
+/// alarms.
+fn invalid(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    fifo: bool,
+    main: &str,
+) -> Result<Option<InvalidResolved>, ResolveError> {
+    let Some(inv) = &spec.invalid else {
+        return Ok(None);
+    };
+    let default = match backend {
+        Backend::Sqs if fifo => "{channel}-invalid.fifo",
+        Backend::Sqs => "{channel}-invalid",
+        Backend::Rabbitmq => "{channel}.invalid",
+        Backend::Kafka => "",
+    };
+    let queue = match (backend, inv.name.as_deref()) {
+        (Backend::Kafka, None) => format!("{main}{KAFKA_INVALID_SUFFIX}"),
+        (_, t) => expand(t.unwrap_or(default), name, None, None)
+            .map_err(|m| template_error("/spec/invalid/name", m))?,
+    };
+    let discard = discard(inv.retention, inv.discard.as_ref(), "invalid")?;
+    let retention = match (&discard, inv.retention, backend) {
+        (Some(d), _, _) => Some(d.after),
+        (None, Some(r), _) => Some(r),
+        (None, None, Backend::Sqs) => Some(SQS_DEFAULT_DLQ_RETENTION),
+        (None, None, _) => None,
+    };
+    Ok(Some(InvalidResolved {
+        name: queue,
+        retention,
+        discard,
+        alarms: inv.alarms.as_ref().map(alarms).unwrap_or_default(),
     }))
 }
 
@@ -696,11 +772,8 @@ fn kafka(
     }
 }
 
-/// `spec.alarms` with defaults filled in.
-fn alarms(spec: &ChannelSpec) -> AlarmsResolved {
-    let Some(a) = spec.alarms.as_ref() else {
-        return AlarmsResolved::default();
-    };
+/// `spec.alarms` (or `spec.invalid.alarms`) with defaults filled in.
+fn alarms(a: &Alarms) -> AlarmsResolved {
     let actions = a.actions.as_ref();
     let tiers = |above: Option<u64>, warning: Option<u64>, critical: Option<u64>| {
         [
@@ -772,6 +845,9 @@ impl Resolved {
             (self.dead_letter.as_str(), "dead-letter"),
         ];
         v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        if let Some(i) = &self.invalid {
+            v.push((i.name.as_str(), "invalid-message"));
+        }
         if let Some(k) = &self.kafka {
             v.extend(
                 k.exception_dead_letters
@@ -898,13 +974,17 @@ mod tests {
     }
 
     fn kafka_channel(channel: &str, spec: &str) -> Resolved {
+        resolved_on(Backend::Kafka, channel, spec)
+    }
+
+    fn resolved_on(backend: Backend, channel: &str, spec: &str) -> Resolved {
         let text = format!(
             "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {channel}}}\nspec:\n  target: k\n{spec}"
         );
         let ws = crate::spec::load::load_str("c.yaml", &text);
         assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
         let target = Target {
-            backend: Backend::Kafka,
+            backend,
             region: None,
             endpoint: None,
             profile: None,
@@ -920,6 +1000,72 @@ mod tests {
             alerts: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
+    }
+
+    /// `spec.invalid`: the default name per backend (Kafka after the main topic, as Spring
+    /// names its DLT), a template, the retention or discard decision, and its place in
+    /// `names()` where collisions are found.
+    #[test]
+    fn the_invalid_message_channel_is_named_and_kept_per_backend() {
+        let name = |b: Backend, spec: &str| {
+            resolved_on(b, "orders", &format!("  retry: {{maxAttempts: 2}}\n{spec}"))
+                .invalid
+                .map(|i| i.name)
+        };
+        assert_eq!(name(Backend::Sqs, ""), None, "only when the spec asks");
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n").as_deref(),
+            Some("orders-invalid")
+        );
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n  sqs: {fifo: true}\n").as_deref(),
+            Some("orders-invalid.fifo")
+        );
+        assert_eq!(
+            name(Backend::Rabbitmq, "  invalid: {}\n").as_deref(),
+            Some("orders.invalid")
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  name: \"{channel}.v2\"\n  invalid: {}\n").as_deref(),
+            Some("orders.v2-invalid-dlt"),
+            "Kafka: the main topic's name, not the channel id"
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  invalid: {name: \"{channel}.poison\"}\n").as_deref(),
+            Some("orders.poison")
+        );
+
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(SQS_DEFAULT_DLQ_RETENTION), "SQS: 14d");
+        assert!(r.names().contains(&("orders-invalid", "invalid-message")));
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {discard: {after: 2d, reason: replayed}}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(Duration::from_secs(2 * 86_400)));
+        assert_eq!(
+            i.discard.as_ref().and_then(|d| d.reason.as_deref()),
+            Some("replayed")
+        );
+        assert_eq!(r.discard, None, "the DLQ's decision is its own");
+        assert_eq!(
+            resolved_on(
+                Backend::Kafka,
+                "orders",
+                "  retry: {maxAttempts: 2}\n  invalid: {}\n"
+            )
+            .invalid
+            .and_then(|i| i.retention),
+            None,
+            "Kafka: the broker's default, which lint reports"
+        );
     }
 
     fn names(r: &Resolved) -> Vec<(&str, u64)> {

@@ -1,6 +1,7 @@
 //! Kafka desired state (pure, no I/O): a resolved channel becomes its main topic, one retry
-//! topic per distinct delay (named by the naming profile), the dead-letter topic and Spring's
-//! exception-based dead-letter topics, if any.
+//! topic per distinct delay (named by the naming profile), the dead-letter topic, Spring's
+//! exception-based dead-letter topics, if any, and the invalid-message topic (`spec.invalid`),
+//! partitioned like the dead-letter topic.
 
 use serde_json::json;
 
@@ -51,6 +52,14 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         k.dead_letter_partitions,
         r.dead_letter_retention,
     ));
+    if let Some(i) = &r.invalid {
+        out.push(topic(
+            &i.name,
+            Role::Invalid,
+            k.dead_letter_partitions,
+            i.retention,
+        ));
+    }
     // Retry topics keep the main topic's retention: a record may wait there behind a lagging
     // consumer far longer than its delay.
     for stage in &r.retry_stages {

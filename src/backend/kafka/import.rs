@@ -1,5 +1,6 @@
 //! Import from Kafka: a topic with a dead-letter topic next to it (`<main>-dlt`, or Spring's
-//! older `<main>.DLT`) becomes a channel, with its retry topics (`<main>-retry…`).
+//! older `<main>.DLT`) becomes a channel, with its retry topics (`<main>-retry…`) and its
+//! invalid-message topic (`<main>-invalid-dlt`, `spec.invalid`).
 //!
 //! Topics carry no links, so the grouping follows Spring Kafka's naming, the same profiles
 //! dlqctl writes (docs/kafka.md). Which profile, backoff and number of attempts give exactly
@@ -21,8 +22,8 @@ use crate::backend::import_kit::{
 use crate::resource::Role;
 use crate::resource::{Live, ResourceId};
 use crate::spec::model::{
-    Backoff, ChannelSpec, ConfigValue, DeadLetter, KafkaNaming, KafkaOptions, Retry, Target,
-    TopicReuse,
+    Backoff, ChannelSpec, ConfigValue, DeadLetter, Invalid, KafkaNaming, KafkaOptions, Retry,
+    Target, TopicReuse,
 };
 use crate::spec::resolve;
 
@@ -80,8 +81,12 @@ pub fn group(
                     && !t.ends_with("-dlt")
             })
             .collect();
+        let invalid = format!("{main}{}", resolve::KAFKA_INVALID_SUFFIX);
+        let invalid =
+            (topics.contains(invalid.as_str()) && !claimed.contains(&invalid)).then_some(invalid);
         let mut names: Vec<String> = vec![(*main).to_owned(), dlt.clone()];
         names.extend(retries.iter().map(|r| (*r).to_owned()));
+        names.extend(invalid.clone());
         let t = Topics {
             live,
             target_name,
@@ -89,6 +94,7 @@ pub fn group(
             main,
             dlt: &dlt,
             retries: &retries,
+            invalid: invalid.as_deref(),
         };
         match build(&t) {
             Ok(c) => out.push(c),
@@ -156,6 +162,8 @@ struct Topics<'a> {
     main: &'a str,
     dlt: &'a str,
     retries: &'a [&'a str],
+    /// `<main>-invalid-dlt`, when it exists.
+    invalid: Option<&'a str>,
 }
 
 impl Topics<'_> {
@@ -176,7 +184,8 @@ fn build(t: &Topics) -> Result<Candidate, String> {
         sanitise_channel_id(t.main)
     };
     let mut findings = Vec::new();
-    let base = base_spec(t, &id, [ml, dl], &mut findings)?;
+    let mut base = base_spec(t, &id, [ml, dl], &mut findings)?;
+    base.invalid = invalid_spec(t, dl, &mut findings);
     let (spec, assumed) = matching_retry(t, &id, &base)?;
     if assumed {
         findings.push(format!(
@@ -187,6 +196,7 @@ fn build(t: &Topics) -> Result<Candidate, String> {
     let members: BTreeMap<ResourceId, Live> = std::iter::once(t.main)
         .chain(t.retries.iter().copied())
         .chain([t.dlt])
+        .chain(t.invalid)
         .filter_map(|n| t.get(n).map(|l| (topic_id(t.target_name, n), l.clone())))
         .collect();
     Ok(Candidate {
@@ -213,6 +223,7 @@ fn base_spec(
     let all: Vec<&Live> = std::iter::once(ml)
         .chain(t.retries.iter().filter_map(|r| t.get(r)))
         .chain([dl])
+        .chain(t.invalid.and_then(|n| t.get(n)))
         .collect();
     let shared = shared_configs(ml, &all);
     let (main, dlt) = (t.main, t.dlt);
@@ -250,6 +261,33 @@ fn base_spec(
             config: (!shared.is_empty()).then_some(shared),
         }),
         ..ChannelSpec::default()
+    })
+}
+
+/// The invalid-message topic as `spec.invalid` says it: the default name, its retention as a
+/// retention or a discard without a reason (as the dead-letter topic's). Partitions other than
+/// the dead-letter topic's cannot be said (the spec gives it the DLT's): a finding.
+fn invalid_spec(t: &Topics, dl: &Live, findings: &mut Vec<String>) -> Option<Invalid> {
+    let name = t.invalid?;
+    let il = t.get(name)?;
+    let id = topic_id(t.target_name, name);
+    let partitions = |l: &Live| l.props.get("partitions").and_then(Value::as_u64);
+    if partitions(il) != partitions(dl) {
+        findings.push(format!(
+            "{id}: {} partitions, but a spec gives the invalid-message topic as many as the dead-letter topic ({}); a plan shows the difference",
+            partitions(il).map_or("?".into(), |n| n.to_string()),
+            partitions(dl).map_or("?".into(), |n| n.to_string())
+        ));
+    }
+    let keep = crate::backend::import_kit::dead_letter_keep(
+        crate::spec::model::Backend::Kafka,
+        retention(il, &id, findings),
+    );
+    Some(Invalid {
+        name: None,
+        retention: keep.0,
+        discard: keep.1,
+        alarms: None,
     })
 }
 

@@ -127,8 +127,12 @@ pub fn topic_id(target: &str, name: &str) -> ResourceId {
 }
 
 /// The channel (its main topic) and role a topic's name suggests under Spring's naming:
-/// `<main>-dlt` / `<main>.DLT` is a dead-letter topic, `<main>-retry[-…]` a retry topic.
+/// `<main>-invalid-dlt` is an invalid-message topic, `<main>-dlt` / `<main>.DLT` a dead-letter
+/// topic, `<main>-retry[-…]` a retry topic.
 pub fn role_by_name(topic: &str) -> (String, Role) {
+    if let Some(main) = topic.strip_suffix(crate::spec::resolve::KAFKA_INVALID_SUFFIX) {
+        return (main.to_owned(), Role::Invalid);
+    }
     for suffix in ["-dlt", ".DLT"] {
         if let Some(main) = topic.strip_suffix(suffix) {
             return (main.to_owned(), Role::DeadLetter);
@@ -517,11 +521,13 @@ mod tests {
         assert!(shown.contains("127.0.0.1:9092"));
     }
 
-    #[test]
-    fn every_topic_of_the_channel_is_desired_with_its_partitions_and_retention() {
+    /// The desired topics of channel `app.orders` with these `spec:` lines.
+    fn desired_of(spec: &str) -> Vec<crate::resource::Desired> {
         let ws = crate::spec::load::load_str(
             "c.yaml",
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retention: 7d\n  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {retention: 30d}\n  kafka: {partitions: 3, deadLetterPartitions: 6, replicationFactor: 1, config: {cleanup.policy: delete}}\n",
+            &format!(
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: k\n{spec}"
+            ),
         );
         let r = crate::spec::resolve::resolve(
             &ws.channels[0].value,
@@ -529,7 +535,14 @@ mod tests {
             &target(Value::Null, Value::Null),
         )
         .expect("resolves");
-        let d = desired(&r);
+        desired(&r)
+    }
+
+    #[test]
+    fn every_topic_of_the_channel_is_desired_with_its_partitions_and_retention() {
+        let d = desired_of(
+            "  retention: 7d\n  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  deadLetter: {retention: 30d}\n  kafka: {partitions: 3, deadLetterPartitions: 6, replicationFactor: 1, config: {cleanup.policy: delete}}\n",
+        );
         let names: Vec<(&str, Role)> = d.iter().map(|x| (x.id.name.as_str(), x.role)).collect();
         assert_eq!(
             names,
@@ -552,6 +565,29 @@ mod tests {
         assert_eq!(
             *d[3].props.get("config.cleanup.policy").unwrap(),
             json!("delete")
+        );
+    }
+
+    #[test]
+    fn the_invalid_message_topic_is_partitioned_like_the_dead_letter_topic() {
+        let d = desired_of(
+            "  retry: {maxAttempts: 1}\n  invalid: {discard: {after: 2d, reason: r}}\n  kafka: {partitions: 3, deadLetterPartitions: 6}\n",
+        );
+        let t = d
+            .iter()
+            .find(|x| x.id.name == "app.orders-invalid-dlt")
+            .expect("the invalid topic");
+        assert_eq!(t.role, Role::Invalid);
+        assert_eq!(t.props.get("partitions"), Some(&json!(6)));
+        assert_eq!(
+            t.props.get("config.retention.ms"),
+            Some(&json!(172_800_000))
+        );
+        // Read back by name (prune), it is the invalid topic of `app.orders`, not a DLT of
+        // a topic `app.orders-invalid`.
+        assert_eq!(
+            role_by_name("app.orders-invalid-dlt"),
+            ("app.orders".to_owned(), Role::Invalid)
         );
     }
 

@@ -1,5 +1,5 @@
 //! RabbitMQ desired state (pure, no I/O): a resolved channel becomes its queues (main, retry
-//! per delay, DLQ), their policies or x-arguments, the channel's exchange and bindings, and a
+//! per delay, DLQ, the invalid-message queue of `spec.invalid`), their policies or x-arguments, the channel's exchange and bindings, and a
 //! named dead-letter exchange with the DLQ's binding to it.
 
 use serde_json::{Value, json};
@@ -41,7 +41,8 @@ struct QueueSettings<'r> {
     settings: Settings,
 }
 
-/// What each queue carries, DLQ first, then a retry queue per delay, then the main queue.
+/// What each queue carries, DLQ first, then the invalid-message queue, a retry queue per
+/// delay, and the main queue.
 fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings<'r>> {
     let dl_exchange = || ("dead-letter-exchange", json!(""));
     let mut queues: Vec<QueueSettings> = Vec::new();
@@ -56,6 +57,20 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
         policy_role: Role::DeadLetterPolicy,
         settings: dlq,
     });
+
+    // Consumers publish poison messages here themselves; it dead-letters nowhere.
+    if let Some(i) = &r.invalid {
+        queues.push(QueueSettings {
+            name: &i.name,
+            role: Role::Invalid,
+            policy_role: Role::InvalidPolicy,
+            settings: i
+                .retention
+                .map(|t| ("message-ttl", json!(t.as_millis())))
+                .into_iter()
+                .collect(),
+        });
+    }
 
     for stage in &r.retry_stages {
         queues.push(QueueSettings {
@@ -301,6 +316,47 @@ mod tests {
             .find(|d| d.id.kind == kind && d.id.name == name && d.present)
             .unwrap_or_else(|| panic!("no {kind:?} {name}"))
             .props
+    }
+
+    /// `spec.invalid`: a queue that dead-letters nowhere, its retention as a TTL (policy or
+    /// argument, like the DLQ's), and nothing else of the channel points at it.
+    #[test]
+    fn the_invalid_message_queue_is_a_dead_end_with_its_own_ttl() {
+        let ds = desired_of(
+            "{}\n  invalid: {discard: {after: 2d, reason: r}}",
+            "{maxAttempts: 1}",
+        );
+        let q = ds
+            .iter()
+            .find(|d| d.id.kind == Kind::Queue && d.id.name == "o.pay.invalid")
+            .expect("the invalid queue");
+        assert_eq!(q.role, Role::Invalid);
+        let p = props(&ds, Kind::Policy, "o.pay.invalid");
+        assert_eq!(p.get("definition.message-ttl"), Some(&json!(172_800_000)));
+        assert!(!p.keys().any(|k| k.contains("dead-letter")), "{p:?}");
+        for d in &ds {
+            assert!(
+                !d.props.values().any(|v| v == &json!("o.pay.invalid")),
+                "{} points at the invalid queue",
+                d.id
+            );
+        }
+        let ds = desired_of(
+            "{dlx: arguments}\n  invalid: {retention: 1d}",
+            "{maxAttempts: 1}",
+        );
+        let q = props(&ds, Kind::Queue, "o.pay.invalid");
+        assert_eq!(q.get("arguments.x-message-ttl"), Some(&json!(86_400_000)));
+        assert_eq!(
+            q.get("arguments.x-dead-letter-exchange"),
+            Some(&Value::Null)
+        );
+        // No retention: no policy of its name may exist.
+        let ds = desired_of("{}\n  invalid: {}", "{maxAttempts: 1}");
+        assert!(
+            ds.iter()
+                .any(|d| d.id.kind == Kind::Policy && d.id.name == "o.pay.invalid" && !d.present)
+        );
     }
 
     #[test]

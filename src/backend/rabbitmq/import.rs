@@ -8,7 +8,9 @@
 //! the TTL loop nothing on the broker points at the DLQ (the consumer publishes to it), so it
 //! is found by name next to the main queue (`<stem>.dlq`, `<stem>-dlq`, ...), unless the main
 //! queue dead-letters through a named exchange: then the DLQ is the queue bound to that
-//! exchange with the dead-letter routing key (`rabbitmq.deadLetterExchange`). Retry delays
+//! exchange with the dead-letter routing key (`rabbitmq.deadLetterExchange`). The
+//! invalid-message queue (`spec.invalid`) is found by name the same way (`<stem>.invalid`).
+//! Retry delays
 //! become a backoff; the number of attempts is not recorded anywhere on the broker, so import
 //! writes the fewest that use every retry queue and says so.
 //!
@@ -28,8 +30,8 @@ use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
-    ChannelSpec, DeadLetter, DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
-    RabbitMqOptions, Retry, RetryModel, Target,
+    ChannelSpec, DeadLetter, DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, Invalid,
+    QueueType, RabbitMqOptions, Retry, RetryModel, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
 
@@ -445,10 +447,13 @@ fn build(
     let Some(d) = qs.get(dlq) else {
         return fail(format!("its dead-letter queue {dlq} was not read"), &names);
     };
+    let invalid = invalid_queue(qs, main, &names, claimed);
+    names.extend(invalid.map(|q| q.name));
     let members = Members {
         main: m,
         retries,
         dlq: d,
+        invalid,
         model,
     };
     match candidate(s, &members, &names) {
@@ -581,21 +586,53 @@ fn ttl_dead_letter_queue<'q>(
     }
 }
 
+/// Names tried for the invalid-message queue, after the channel's stem (and after the main
+/// queue's name), in this order.
+pub const INVALID_SUFFIXES: [&str; 2] = [".invalid", "-invalid"];
+
+/// The invalid-message queue of a channel (`spec.invalid`): like a TTL loop's DLQ, nothing
+/// on the broker points at it (the consumer publishes poison messages to it), so it is the
+/// unclaimed dead-end queue named like the channel's stem (or main queue) plus `.invalid`.
+fn invalid_queue<'q>(
+    qs: &'q Queues<'q>,
+    main: &str,
+    names: &[&str],
+    claimed: &BTreeSet<String>,
+) -> Option<&'q Queue<'q>> {
+    let stem = common_stem(names);
+    let stems = [stem.as_str(), main];
+    INVALID_SUFFIXES
+        .iter()
+        .flat_map(|sfx| stems.map(|s| format!("{s}{sfx}")))
+        .filter(|n| !n.starts_with(['.', '-']))
+        .find_map(|n| {
+            qs.get(n.as_str()).filter(|q| {
+                !claimed.contains(q.name)
+                    && !names.contains(&q.name)
+                    && matches!(q.edge(), Ok(None))
+                    && !q.settings.contains_key("delivery-limit")
+            })
+        })
+}
+
 /// The queues of one channel as its dead-letter links tie them, with its retry model.
 struct Members<'q> {
     main: &'q Queue<'q>,
     /// By TTL, then name.
     retries: Vec<&'q Queue<'q>>,
     dlq: &'q Queue<'q>,
+    /// The invalid-message queue, if one was found by name.
+    invalid: Option<&'q Queue<'q>>,
     model: Loop,
 }
 
 impl<'q> Members<'q> {
-    /// Main queue, retry queues, dead-letter queue, in that order.
+    /// Main queue, retry queues, dead-letter queue, invalid-message queue, in that order.
     fn all(&self) -> Vec<&'q Queue<'q>> {
         std::iter::once(self.main)
             .chain(self.retries.iter().copied())
             .chain([self.dlq])
+            .chain(self.invalid)
             .collect()
     }
 }
@@ -648,9 +685,26 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         crate::spec::model::Backend::Rabbitmq,
         ms.dlq.ttl().map(millis),
     );
+    let invalid = match ms.invalid {
+        Some(q) => {
+            let t = template(q.name, &id).ok_or_else(|| braces(q.name))?;
+            let keep = crate::backend::import_kit::dead_letter_keep(
+                crate::spec::model::Backend::Rabbitmq,
+                q.ttl().map(millis),
+            );
+            Some(Invalid {
+                name: non_default(t, "{channel}.invalid"),
+                retention: keep.0,
+                discard: keep.1,
+                alarms: None,
+            })
+        }
+        None => None,
+    };
     let spec = ChannelSpec {
         target: Some(s.target_name.to_owned()),
         name: non_default(main_t, "{channel}"),
+        invalid,
         retention: ms.main.ttl().map(millis),
         retry: Some(retry),
         dead_letter: Some(DeadLetter {

@@ -53,15 +53,17 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
 }
 
 /// The one in-place RabbitMQ change that drops messages by itself: the dead-letter queue's
-/// policy getting a shorter `message-ttl` (or one where there was none). The DLQ dead-letters
-/// nowhere, so every dead letter older than the new TTL expires at once. Guarded like a drop
-/// (`--allow-message-loss`). A shorter TTL on a retry queue only retries sooner; changes to
-/// queue x-arguments are replaces, guarded by the message count.
+/// (or the invalid-message queue's) policy getting a shorter `message-ttl` (or one where there
+/// was none). Both dead-letter nowhere, so every message older than the new TTL expires at
+/// once. Guarded like a drop (`--allow-message-loss`). A shorter TTL on a retry queue only
+/// retries sooner; changes to queue x-arguments are replaces, guarded by the message count.
 pub fn refine(change: &mut Change) {
-    if change.action != Action::Update
-        || change.resource.kind != Kind::Policy
-        || change.role != Role::DeadLetterPolicy
-    {
+    let (queue, item) = match change.role {
+        Role::DeadLetterPolicy => ("dead-letter queue", "dead letter"),
+        Role::InvalidPolicy => ("invalid-message queue", "invalid message"),
+        _ => return,
+    };
+    if change.action != Action::Update || change.resource.kind != Kind::Policy {
         return;
     }
     let Some(f) = change
@@ -77,10 +79,10 @@ pub fn refine(change: &mut Change) {
     );
     let how = match (old, new) {
         (Some(o), Some(n)) if n < o => format!(
-            "lowering the dead-letter queue's message-ttl from {o} ms to {n} ms expires every dead letter older than {n} ms at once"
+            "lowering the {queue}'s message-ttl from {o} ms to {n} ms expires every {item} older than {n} ms at once"
         ),
         (None, Some(n)) => format!(
-            "a message-ttl of {n} ms on the dead-letter queue expires every dead letter older than that at once"
+            "a message-ttl of {n} ms on the {queue} expires every {item} older than that at once"
         ),
         _ => return,
     };
@@ -690,6 +692,16 @@ mod tests {
             assert_eq!(c.destructive.is_some(), destructive, "{old:?} -> {new:?}");
             assert_eq!(c.may_lose_messages(), destructive, "{old:?} -> {new:?}");
         }
+        // The invalid-message queue dead-letters nowhere either.
+        let mut c = dlq_policy_update(Some(86_400_000), Some(3_600_000), Role::InvalidPolicy);
+        refine(&mut c);
+        assert!(
+            c.destructive
+                .as_deref()
+                .is_some_and(|d| d.contains("invalid-message queue")),
+            "{:?}",
+            c.destructive
+        );
         // A retry queue's TTL is its delay: shorter only retries sooner.
         let mut c = dlq_policy_update(Some(5_000), Some(1_000), Role::RetryPolicy);
         refine(&mut c);

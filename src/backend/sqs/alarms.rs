@@ -1,5 +1,6 @@
-//! CloudWatch alarms on a channel's dead-letter queue: what they should be, how they read
-//! back, and the full definition PutMetricAlarm sends.
+//! CloudWatch alarms on a channel's dead-letter queue (and, from `invalid.alarms`, on its
+//! invalid-message queue, named after that queue the same way): what they should be, how they
+//! read back, and the full definition PutMetricAlarm sends.
 //!
 //! Up to two alarms per channel and tier, named from the DLQ's name by a fixed template
 //! (documented in docs/sqs.md): `{dlq}-depth` on ApproximateNumberOfMessagesVisible and
@@ -20,7 +21,7 @@ use serde_json::{Value, json};
 use crate::backend::wire::aws::{Aws, AwsError, Pages, classify};
 use crate::resource::{Desired, Kind, Props, ResourceId, Role};
 use crate::spec::model::{Backend, Tier};
-use crate::spec::resolve::{AlarmResolved, Resolved, TierResolved};
+use crate::spec::resolve::{AlarmResolved, AlarmsResolved, Resolved, TierResolved};
 
 /// DescribeAlarms takes at most 100 names per call.
 pub const NAMES_PER_CALL: usize = 100;
@@ -32,6 +33,9 @@ pub const OLDEST_AGE_METRIC: &str = "ApproximateAgeOfOldestMessage";
 pub const DEPTH_DESCRIPTION: &str = "messages wait in the dead-letter queue";
 pub const OLDEST_AGE_DESCRIPTION: &str =
     "the oldest dead letter is older than the threshold (seconds)";
+pub const INVALID_DEPTH_DESCRIPTION: &str = "invalid messages wait in the invalid-message queue";
+pub const INVALID_OLDEST_AGE_DESCRIPTION: &str =
+    "the oldest invalid message is older than the threshold (seconds)";
 
 /// The alarm names of a dead-letter queue: `{dlq}-depth`, `{dlq}-oldest-age`.
 pub fn alarm_names(dlq: &str) -> [String; 2] {
@@ -55,22 +59,43 @@ pub fn tier_name(untiered: &str, tier: Option<Tier>) -> String {
 /// so a dlqctl alarm left over from an earlier spec is deleted (guarded like any delete).
 /// Not covered: tier alarms left over after a spec goes back to a single threshold (they are
 /// not read, to keep untiered plans as they were); `plan --prune` finds them.
+///
+/// The invalid-message queue (`spec.invalid`) gets the same pair from `invalid.alarms`, named
+/// after its own queue, with their own actions (the producing team, usually).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
-    let [depth_name, age_name] = alarm_names(&r.dead_letter);
-    let a = &r.alarms;
+    let mut out = queue_alarms(
+        r,
+        &r.dead_letter,
+        &r.alarms,
+        [DEPTH_DESCRIPTION, OLDEST_AGE_DESCRIPTION],
+    );
+    if let Some(i) = &r.invalid {
+        out.extend(queue_alarms(
+            r,
+            &i.name,
+            &i.alarms,
+            [INVALID_DEPTH_DESCRIPTION, INVALID_OLDEST_AGE_DESCRIPTION],
+        ));
+    }
+    out
+}
+
+/// The alarms on one queue (the DLQ or the invalid-message queue), described by `what`.
+fn queue_alarms(
+    r: &Resolved,
+    queue: &str,
+    a: &AlarmsResolved,
+    [depth_what, age_what]: [&str; 2],
+) -> Vec<Desired> {
+    let [depth_name, age_name] = alarm_names(queue);
     let mut out = Vec::new();
     for (untiered, metric, alarm, what) in [
-        (
-            depth_name,
-            DEPTH_METRIC,
-            a.depth.as_ref(),
-            DEPTH_DESCRIPTION,
-        ),
+        (depth_name, DEPTH_METRIC, a.depth.as_ref(), depth_what),
         (
             age_name,
             OLDEST_AGE_METRIC,
             a.oldest_message_age.as_ref(),
-            OLDEST_AGE_DESCRIPTION,
+            age_what,
         ),
     ] {
         let tiers: Vec<Option<Tier>> = if alarm.is_some_and(AlarmResolved::is_tiered) {
@@ -96,7 +121,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
                 channel: r.channel.clone(),
                 role: Role::Alarm,
                 props: wanted
-                    .map(|(x, t)| props(r, metric, x, t, what))
+                    .map(|(x, t)| props(r, queue, a, metric, (x, t), what))
                     .unwrap_or_default(),
                 immutable: false,
                 present: wanted.is_some(),
@@ -124,13 +149,20 @@ pub fn default_description(
     format!("dlqctl channel {channel}{tier}: {what}{runbook}")
 }
 
-fn props(r: &Resolved, metric: &str, a: &AlarmResolved, t: &TierResolved, what: &str) -> Props {
+fn props(
+    r: &Resolved,
+    queue: &str,
+    all: &AlarmsResolved,
+    metric: &str,
+    (a, t): (&AlarmResolved, &TierResolved),
+    what: &str,
+) -> Props {
     let description = match a.description.as_deref() {
         None => json!(default_description(
             &r.channel,
             what,
             t.tier,
-            r.alarms.runbook.as_deref()
+            all.runbook.as_deref()
         )),
         Some("") => Value::Null,
         Some(d) => json!(d),
@@ -139,7 +171,7 @@ fn props(r: &Resolved, metric: &str, a: &AlarmResolved, t: &TierResolved, what: 
         ("AlarmDescription", description),
         ("Namespace", json!(NAMESPACE)),
         ("MetricName", json!(metric)),
-        ("Dimensions", json!({"QueueName": r.dead_letter})),
+        ("Dimensions", json!({"QueueName": queue})),
         ("Statistic", json!("Maximum")),
         ("ExtendedStatistic", Value::Null),
         ("Period", json!(a.period.as_millis() / 1000)),
@@ -439,6 +471,67 @@ pub async fn delete(aws: &Aws, name: &str) -> Result<(), AwsError> {
 mod tests {
     use super::*;
     use crate::resource::same;
+
+    /// `spec.invalid` on SQS: a queue no queue may dead-letter into (RedriveAllowPolicy
+    /// `denyAll`), created before the main queue, with its own alarms and actions.
+    #[test]
+    fn the_invalid_message_queue_denies_redrive_and_has_its_own_alarms() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: payments}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n  alarms: {depth: {above: 0}, actions: [\"arn:ops\"]}\n  invalid:\n    alarms: {depth: {above: 5}, actions: [\"arn:producers\"]}\n",
+        );
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+            .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
+        let d = crate::backend::sqs::desired(&r);
+        let q = d
+            .iter()
+            .find(|x| x.id.name == "payments-invalid" && x.id.kind == Kind::Queue)
+            .expect("the invalid queue");
+        assert_eq!(q.role, Role::Invalid);
+        assert_eq!(
+            q.props.get("RedriveAllowPolicy.redrivePermission"),
+            Some(&json!("denyAll"))
+        );
+        assert_eq!(
+            q.props.get("RedriveAllowPolicy.sourceQueues"),
+            Some(&Value::Null)
+        );
+        assert_eq!(
+            q.props.get("MessageRetentionPeriod"),
+            Some(&json!(1_209_600))
+        );
+        assert_eq!(
+            q.props.get("RedrivePolicy.deadLetterTarget"),
+            Some(&Value::Null)
+        );
+        let alarm = |name: &str| {
+            d.iter()
+                .find(|x| x.id.name == name && x.present)
+                .unwrap_or_else(|| panic!("no alarm {name}"))
+        };
+        let inv = alarm("payments-invalid-depth");
+        assert_eq!(
+            inv.props.get("Dimensions"),
+            Some(&json!({"QueueName": "payments-invalid"}))
+        );
+        assert_eq!(
+            inv.props.get("AlarmActions"),
+            Some(&json!(["arn:producers"]))
+        );
+        assert_eq!(inv.props.get("Threshold"), Some(&json!(5)));
+        assert_eq!(
+            alarm("payments-dlq-depth").props.get("AlarmActions"),
+            Some(&json!(["arn:ops"]))
+        );
+        // An age alarm nobody asked for on the invalid queue is desired absent.
+        assert!(
+            d.iter()
+                .any(|x| x.id.name == "payments-invalid-oldest-age" && !x.present)
+        );
+    }
 
     #[test]
     fn a_live_alarm_reads_back_in_the_desired_shape() {

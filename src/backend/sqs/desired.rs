@@ -1,5 +1,7 @@
-//! SQS desired state (pure, no I/O): a resolved channel becomes its DLQ, its main queue with
-//! the redrive policy, and the DLQ's two alarms.
+//! SQS desired state (pure, no I/O): a resolved channel becomes its DLQ, its invalid-message
+//! queue if the spec asks for one (RedriveAllowPolicy `denyAll`: no queue may dead-letter into
+//! it, consumers send to it), its main queue with the redrive policy, and the alarms on the
+//! DLQ (and on the invalid-message queue).
 
 use serde_json::{Value, json};
 
@@ -8,7 +10,8 @@ use super::*;
 use crate::resource::{Desired, Props, Role};
 use crate::spec::resolve::Resolved;
 
-/// The desired resources of one channel (pure): DLQ, main queue, two alarms.
+/// The desired resources of one channel (pure): DLQ, invalid-message queue, main queue,
+/// alarms.
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     let Some(s) = &r.sqs else { return Vec::new() };
     let secs = |d: Option<crate::spec::duration::Duration>| {
@@ -28,6 +31,22 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    // Consumers send poison messages here themselves: no queue may dead-letter into it.
+    let invalid = r.invalid.as_ref().map(|i| {
+        let props: Props = [
+            (RETENTION, secs(i.retention)),
+            (VISIBILITY, visibility.clone()),
+            (FIFO, json!(s.fifo)),
+            (DLQ_TARGET, Value::Null),
+            (MAX_RECEIVE, Value::Null),
+            (ALLOW_PERMISSION, json!("denyAll")),
+            (ALLOW_SOURCES, Value::Null),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        (&i.name, Role::Invalid, props)
+    });
     let main: Props = [
         (RETENTION, secs(r.retention)),
         (VISIBILITY, visibility),
@@ -38,20 +57,18 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    let mut out: Vec<Desired> = [
-        (&r.dead_letter, Role::DeadLetter, dlq),
-        (&r.main, Role::Main, main),
-    ]
-    .into_iter()
-    .map(|(name, role, props)| Desired {
-        id: queue_id(&r.target, name),
-        channel: r.channel.clone(),
-        role,
-        props,
-        immutable: false,
-        present: true,
-    })
-    .collect();
+    let mut out: Vec<Desired> = std::iter::once((&r.dead_letter, Role::DeadLetter, dlq))
+        .chain(invalid)
+        .chain([(&r.main, Role::Main, main)])
+        .map(|(name, role, props)| Desired {
+            id: queue_id(&r.target, name),
+            channel: r.channel.clone(),
+            role,
+            props,
+            immutable: false,
+            present: true,
+        })
+        .collect();
     out.extend(alarms::desired(r));
     out
 }

@@ -1,6 +1,8 @@
 //! Import from SQS and CloudWatch: a queue with a RedrivePolicy and the queue it dead-letters
 //! into become one channel, with the CloudWatch alarms whose QueueName dimension is that
-//! dead-letter queue.
+//! dead-letter queue, and its invalid-message queue (`spec.invalid`): nothing links that one
+//! to the channel but its name (`{channel}-invalid`) or dlqctl's `dlqctl-channel` tag, and it
+//! is a dead end (no RedrivePolicy, no queue dead-lettering into it).
 //!
 //! Pure: it groups what [`crate::backend::sqs::Reader::inventory`] read. The channel id is the
 //! `dlqctl-channel` tag when dlqctl created the queues, else the main queue's name; explicit
@@ -27,8 +29,8 @@ use crate::backend::wire::aws::AwsError;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
-    AgeAlarm, AlarmActions, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Retry, SqsOptions, Target,
-    Tier, TierActions,
+    AgeAlarm, AlarmActions, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Invalid, Retry,
+    SqsOptions, Target, Tier, TierActions,
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
@@ -113,10 +115,15 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
             dq,
         };
         match build(&link, &mut alarms_handled) {
-            Ok(c) => {
+            Ok(mut c) => {
                 claimed.insert(main.clone());
                 claimed.insert(dlq.to_owned());
                 handled.insert(dlq.to_owned());
+                if let Some(name) = invalid_queue(inv, &c, &claimed, &is_dlq) {
+                    add_invalid(&link, &mut c, &name, &mut alarms_handled);
+                    claimed.insert(name.clone());
+                    handled.insert(name);
+                }
                 out.push(c);
             }
             Err(why) => unmatched.push(format!("{id}: fits no channel: {why}")),
@@ -147,6 +154,103 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
         ));
     }
     (out, unmatched)
+}
+
+/// The invalid-message queue of an imported channel: a dead-end queue no other channel took,
+/// named `{channel}-invalid` (`-invalid.fifo`) or tagged as this dlqctl channel's.
+fn invalid_queue(
+    inv: &Inventory,
+    c: &Candidate,
+    claimed: &BTreeSet<String>,
+    is_dlq: &BTreeSet<&str>,
+) -> Option<String> {
+    let id = c.channel.metadata.name.as_str();
+    let fifo = c
+        .channel
+        .spec
+        .sqs
+        .as_ref()
+        .and_then(|s| s.fifo)
+        .unwrap_or(false);
+    let default = if fifo {
+        format!("{id}-invalid.fifo")
+    } else {
+        format!("{id}-invalid")
+    };
+    let dead_end = |name: &str, q: &SeenQueue| {
+        !name.contains(['{', '}'])
+            && !claimed.contains(name)
+            && !is_dlq.contains(name)
+            && dead_letter_target(q).is_none()
+            && (q.live.props.get(FIFO) == Some(&Value::Bool(true))) == fifo
+    };
+    if inv
+        .queues
+        .get(&default)
+        .is_some_and(|q| dead_end(&default, q))
+    {
+        return Some(default);
+    }
+    let mut tagged = inv.queues.iter().filter(|(name, q)| {
+        dlqctl_channel(&q.tags) == Some(id)
+            && !c
+                .live
+                .keys()
+                .any(|k| k.kind == Kind::Queue && k.name == **name)
+            && dead_end(name, q)
+    });
+    match (tagged.next(), tagged.next()) {
+        (Some((name, _)), None) => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// Adds the invalid-message queue `name` to the channel: `spec.invalid` with a name template
+/// where the default would not give it, its retention as the DLQ's is written, and the
+/// alarms on it (marked in `alarms_handled`).
+fn add_invalid(l: &Link, c: &mut Candidate, name: &str, alarms_handled: &mut BTreeSet<String>) {
+    let (inv, target_name) = (l.inv, l.target_name);
+    let Some(q) = inv.queues.get(name) else {
+        return;
+    };
+    let id = c.channel.metadata.name.clone();
+    let fifo = q.live.props.get(FIFO) == Some(&Value::Bool(true));
+    let default = if fifo {
+        "{channel}-invalid.fifo"
+    } else {
+        "{channel}-invalid"
+    };
+    let keep = crate::backend::import_kit::dead_letter_keep(
+        crate::spec::model::Backend::Sqs,
+        number(&q.live, RETENTION).map(Duration::from_secs),
+    );
+    let w = Watched {
+        queue: name,
+        descriptions: [
+            alarms::INVALID_DEPTH_DESCRIPTION,
+            alarms::INVALID_OLDEST_AGE_DESCRIPTION,
+        ],
+    };
+    let mut g = Gathered::default();
+    let watching = queue_alarms(l, &w, &id, alarms_handled, &mut g);
+    c.live.extend(g.live);
+    c.findings.extend(g.findings);
+    c.to_adopt.extend(g.to_adopt);
+    c.channel.spec.invalid = Some(Invalid {
+        name: template(name, &id).and_then(|t| non_default(t, default)),
+        retention: keep.0,
+        discard: keep.1,
+        alarms: watching,
+    });
+    let rid = queue_id(target_name, name);
+    match q.tags.get(TAG_MANAGED_BY).map(String::as_str) {
+        None => c.to_adopt.push(rid.clone()),
+        Some(TAG_MANAGED_BY_VALUE) => {}
+        Some(other) => c.findings.push(format!(
+            "{rid}: tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, so dlqctl will never change it (a plan with changes shows it as impossible)"
+        )),
+    }
+    c.live.insert(rid, q.live.clone());
 }
 
 /// Why the redrive link from `main` to `dlq` cannot become a channel (after "it "), if it
@@ -308,20 +412,45 @@ fn dead_letter_alarms(
     alarms_handled: &mut BTreeSet<String>,
     g: &mut Gathered,
 ) -> Option<Alarms> {
-    let [depth_name, age_name] = alarms::alarm_names(l.dlq);
+    let w = Watched {
+        queue: l.dlq,
+        descriptions: [DEPTH_DESCRIPTION, OLDEST_AGE_DESCRIPTION],
+    };
+    queue_alarms(l, &w, id, alarms_handled, g)
+}
+
+/// The queue whose alarms are imported (the DLQ, or the invalid-message queue) and the
+/// wording of dlqctl's default descriptions for it (depth, age).
+struct Watched<'a> {
+    queue: &'a str,
+    descriptions: [&'static str; 2],
+}
+
+/// The alarms on one queue of the channel (on the DLQ, alarms on the main queue are reported).
+fn queue_alarms(
+    l: &Link,
+    w: &Watched,
+    id: &str,
+    alarms_handled: &mut BTreeSet<String>,
+    g: &mut Gathered,
+) -> Option<Alarms> {
+    let [depth_name, age_name] = alarms::alarm_names(w.queue);
     let mut alarms = Alarms::default();
     let mut actions: BTreeMap<Tier, Vec<String>> = BTreeMap::new();
+    let on_dlq = w.queue == l.dlq;
     let mut ordered: Vec<(&String, &SeenAlarm)> = l
         .inv
         .alarms
         .iter()
-        .filter(|(_, a)| alarm_queue(a) == Some(l.dlq) || alarm_queue(a) == Some(l.main))
+        .filter(|(_, a)| {
+            alarm_queue(a) == Some(w.queue) || (on_dlq && alarm_queue(a) == Some(l.main))
+        })
         .collect();
     ordered.sort_by_key(|(n, _)| (**n != depth_name, **n != age_name, (*n).clone()));
     for (name, a) in ordered {
         alarms_handled.insert(name.clone());
         let rid = alarm_id(l.target_name, name);
-        let fits = alarm_fit(l, id, name, a).and_then(|(what, tier)| {
+        let fits = alarm_fit(l, w, id, name, a).and_then(|(what, tier)| {
             let list = alarm_actions(a);
             let severity = tier.unwrap_or(Tier::Critical);
             if actions.get(&severity).is_some_and(|existing| *existing != list) {
@@ -369,6 +498,7 @@ fn dead_letter_alarms(
 /// or fields a spec cannot set.
 fn alarm_fit(
     l: &Link,
+    w: &Watched,
     id: &str,
     name: &str,
     a: &SeenAlarm,
@@ -379,15 +509,15 @@ fn alarm_fit(
             l.main
         ));
     }
-    let [depth_name, age_name] = alarms::alarm_names(l.dlq);
+    let [depth_name, age_name] = alarms::alarm_names(w.queue);
     let metric = a
         .props
         .get("MetricName")
         .and_then(Value::as_str)
         .unwrap_or("");
     let (expected, what) = match metric {
-        DEPTH_METRIC => (&depth_name, DEPTH_DESCRIPTION),
-        OLDEST_AGE_METRIC => (&age_name, OLDEST_AGE_DESCRIPTION),
+        DEPTH_METRIC => (&depth_name, w.descriptions[0]),
+        OLDEST_AGE_METRIC => (&age_name, w.descriptions[1]),
         other => {
             return Err(format!(
                 "it watches {other}; dlqctl's alarms watch {DEPTH_METRIC} and {OLDEST_AGE_METRIC}"
@@ -403,7 +533,7 @@ fn alarm_fit(
         ));
     };
     let ours = dlqctl_channel(&a.tags) == Some(id);
-    let problems = alarm_problems(a, l.dlq);
+    let problems = alarm_problems(a, w.queue);
     if !problems.is_empty() && !ours {
         return Err(format!("the spec cannot express {}", problems.join(", ")));
     }
@@ -497,7 +627,7 @@ fn set_alarm(
             Ok(())
         }
     };
-    if what == DEPTH_DESCRIPTION {
+    if what == DEPTH_DESCRIPTION || what == alarms::INVALID_DEPTH_DESCRIPTION {
         match &mut alarms.depth {
             Some(d) => {
                 clash(

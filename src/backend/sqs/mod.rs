@@ -1,5 +1,6 @@
 //! SQS: a channel's dead-letter queue, its main queue with the redrive policy pointing at it,
-//! and (through [`alarms`]) the two CloudWatch alarms on the DLQ.
+//! its invalid-message queue when the spec has one (RedriveAllowPolicy `denyAll`), and
+//! (through [`alarms`]) the CloudWatch alarms on the DLQ and on the invalid-message queue.
 //!
 //! The doors, each in its own file: [`desired`] (pure: resolved channel → resources),
 //! [`read`] (read-only: live state, inventory, prunable objects, message counts), [`plan`]

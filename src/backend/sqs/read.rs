@@ -421,8 +421,13 @@ impl Reader {
                 let Some(q) = self.seen_queue(&name).await? else {
                     return Ok(None);
                 };
+                // A queue that denies every source is an invalid-message queue (where the
+                // endpoint can say so; moto cannot return RedriveAllowPolicy).
+                let deny_all = q.live.props.get(ALLOW_PERMISSION) == Some(&json!("denyAll"));
                 let role = if q.live.props.contains_key(DLQ_TARGET) {
                     Role::Main
+                } else if deny_all {
+                    Role::Invalid
                 } else {
                     Role::DeadLetter
                 };

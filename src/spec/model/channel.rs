@@ -68,6 +68,12 @@ pub struct ChannelSpec {
     pub retry: Option<Retry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letter: Option<DeadLetter>,
+    /// An invalid-message channel beside the dead-letter queue: where a consumer puts a
+    /// poison message (one that can never succeed) at once, with its error class, instead of
+    /// spending the retry budget on it (docs/envelope.md). `invalid: {}` provisions it with
+    /// the backend's default name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<Invalid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alarms: Option<Alarms>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,6 +158,32 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_redrives: Option<u32>,
+}
+
+/// `spec.invalid`: the invalid-message queue or topic. Poison messages go there at once,
+/// transient failures go to the dead-letter queue after their retries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Invalid {
+    /// Name template of the invalid-message queue or topic (`{channel}` is replaced).
+    /// Default: SQS `{channel}-invalid` (FIFO: `{channel}-invalid.fifo`), RabbitMQ
+    /// `{channel}.invalid`, Kafka: the main topic + `-invalid-dlt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub name: Option<String>,
+    /// How long invalid messages are kept (the rules of `deadLetter.retention`). Not with
+    /// `discard`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Duration>,
+    /// Invalid messages are discarded on purpose after `after`, for the written `reason`
+    /// (as `deadLetter.discard`). Not with `retention`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<Discard>,
+    /// Alarms on the invalid-message queue, usually for the producing team rather than
+    /// on-call (its own `actions`). SQS: CloudWatch alarms `{invalid}-depth` and
+    /// `{invalid}-oldest-age`. Not yet on RabbitMQ and Kafka (lint says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarms: Option<Alarms>,
 }
 
 /// `deadLetter.discard`: a written decision to drop dead letters after a while.

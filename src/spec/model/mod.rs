@@ -23,7 +23,7 @@ mod targets;
 pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
-    Envelope, LintOptions, Metadata, Retry,
+    Envelope, Invalid, LintOptions, Metadata, Retry,
 };
 pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
 pub use rabbitmq::{

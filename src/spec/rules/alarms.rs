@@ -10,7 +10,7 @@
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
-use crate::spec::model::{AlarmActions, Backend, Channel, Tier};
+use crate::spec::model::{AlarmActions, Alarms, Backend, Channel, Tier};
 use crate::spec::resolve::Resolved;
 
 pub const CLOUDWATCH_MAX_EVALUATION: Duration = Duration::from_secs(86_400);
@@ -25,8 +25,8 @@ struct Thresholds {
     show: fn(u64) -> String,
 }
 
-fn thresholds(doc: &Doc<Channel>) -> Vec<Thresholds> {
-    let Some(alarms) = &doc.value.spec.alarms else {
+fn thresholds(sc: &AlarmScope) -> Vec<Thresholds> {
+    let Some(alarms) = sc.alarms else {
         return Vec::new();
     };
     let ms = |d: Option<Duration>| d.map(Duration::as_millis);
@@ -52,45 +52,107 @@ fn thresholds(doc: &Doc<Channel>) -> Vec<Thresholds> {
     out
 }
 
-/// Every rule on `spec.alarms` for a resolved channel, on its backend.
+/// Which alarms the rules look at: the channel's (`spec.alarms`, on its dead-letter queue) or
+/// the invalid-message queue's (`spec.invalid.alarms`), with where they are written and what
+/// the queue they watch keeps.
+struct AlarmScope<'a> {
+    alarms: Option<&'a Alarms>,
+    /// JSON pointer of the block: `/spec/alarms`.
+    pointer: &'static str,
+    /// The block for messages: `spec.alarms`.
+    field: &'static str,
+    /// The watched queue: `dead-letter queue`.
+    queue: &'static str,
+    /// How long it keeps a message, and whether that is a written discard decision.
+    retention: Option<Duration>,
+    discarded: bool,
+    /// Where that retention is written, for the hint: `spec.deadLetter.retention`.
+    retention_field: &'static str,
+}
+
+/// Every rule on `spec.alarms` (and on `spec.invalid.alarms`) for a resolved channel, on its
+/// backend.
 pub(super) fn check_alarms(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    let Some(alarms) = &doc.value.spec.alarms else {
+    let dead_letter = AlarmScope {
+        alarms: doc.value.spec.alarms.as_ref(),
+        pointer: "/spec/alarms",
+        field: "spec.alarms",
+        queue: "dead-letter queue",
+        retention: r.dead_letter_retention,
+        discarded: r.discard.is_some(),
+        retention_field: "spec.deadLetter.retention",
+    };
+    check_scope(doc, r, &dead_letter, out);
+    let invalid = doc.value.spec.invalid.as_ref().zip(r.invalid.as_ref());
+    if let Some((spec, i)) = invalid {
+        let sc = AlarmScope {
+            alarms: spec.alarms.as_ref(),
+            pointer: "/spec/invalid/alarms",
+            field: "spec.invalid.alarms",
+            queue: "invalid-message queue",
+            retention: i.retention,
+            discarded: i.discard.is_some(),
+            retention_field: "spec.invalid.retention",
+        };
+        if r.backend == Backend::Sqs {
+            check_scope(doc, r, &sc, out);
+        } else if sc.alarms.is_some() {
+            out.push(
+                Diagnostic::error(
+                    "invalid/alarms-backend",
+                    format!(
+                        "`spec.invalid.alarms` is not provisioned on {} targets yet: `dlqctl alerts` writes rules for the dead-letter queue only, so these alarms would never fire",
+                        r.backend.display_name()
+                    ),
+                )
+                .at(doc.locs.key("/spec/invalid/alarms"))
+                .hint("remove `invalid.alarms`, and alert on the queue's depth from the broker's own metrics (RabbitMQ `rabbitmq_detailed_queue_messages`, Kafka offsets)"),
+            );
+        }
+    }
+}
+
+/// The rules on one block of alarms.
+fn check_scope(doc: &Doc<Channel>, r: &Resolved, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let Some(alarms) = sc.alarms else {
         return;
     };
-    check_forms(doc, out);
-    check_age_retention(doc, r, out);
-    check_unused_tier_actions(doc, out);
+    let (ap, af) = (sc.pointer, sc.field);
+    check_forms(doc, sc, out);
+    check_age_retention(doc, sc, out);
+    check_unused_tier_actions(doc, sc, out);
     if let Some(url) = &alarms.runbook
         && !(url.starts_with("https://") || url.starts_with("http://"))
     {
         out.push(
             Diagnostic::error(
                 "alarms/runbook",
-                format!("`spec.alarms.runbook` is `{url}`, which is not an http(s) URL"),
+                format!("`{af}.runbook` is `{url}`, which is not an http(s) URL"),
             )
-            .at(doc.locs.value("/spec/alarms/runbook"))
+            .at(doc.locs.value(&format!("{ap}/runbook")))
             .hint("give the address people open when the alarm fires, e.g. `https://wiki.example.com/runbooks/dlq`"),
         );
     }
     match r.backend {
-        Backend::Sqs => check_cloudwatch(doc, out),
-        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, r.backend, out),
+        Backend::Sqs => check_cloudwatch(doc, sc, out),
+        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, sc, r.backend, out),
     }
 }
 
 /// `alarms/threshold` (an alarm without a threshold, or with `above` and tiers) and
 /// `alarms/tier-order` (a warning at or above the critical threshold).
-fn check_forms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    for t in thresholds(doc) {
+fn check_forms(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    for t in thresholds(sc) {
         let name = t.name;
         let tiered = t.warning.is_some() || t.critical.is_some();
         if t.above.is_none() && !tiered {
             out.push(
                 Diagnostic::error(
                     "alarms/threshold",
-                    format!("`spec.alarms.{name}` has no threshold: it would never fire"),
+                    format!("`{af}.{name}` has no threshold: it would never fire"),
                 )
-                .at(doc.locs.key(&format!("/spec/alarms/{name}")))
+                .at(doc.locs.key(&format!("{ap}/{name}")))
                 .hint("give `above:` (one alarm), or `warning:` and/or `critical:` (one alarm per tier)"),
             );
         }
@@ -98,9 +160,9 @@ fn check_forms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::error(
                     "alarms/threshold",
-                    format!("`spec.alarms.{name}` has both `above` and tiers; `above` is the single-threshold form"),
+                    format!("`{af}.{name}` has both `above` and tiers; `above` is the single-threshold form"),
                 )
-                .at(doc.locs.key(&format!("/spec/alarms/{name}/above")))
+                .at(doc.locs.key(&format!("{ap}/{name}/above")))
                 .hint("keep `warning`/`critical` and remove `above` (an `above` alarm is the same as a `critical` one)"),
             );
         }
@@ -111,12 +173,12 @@ fn check_forms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
                 Diagnostic::error(
                     "alarms/tier-order",
                     format!(
-                        "`spec.alarms.{name}.warning` is {}, not below `critical` ({}): the warning would never come first",
+                        "`{af}.{name}.warning` is {}, not below `critical` ({}): the warning would never come first",
                         (t.show)(w),
                         (t.show)(c)
                     ),
                 )
-                .at(doc.locs.value(&format!("/spec/alarms/{name}/warning")))
+                .at(doc.locs.value(&format!("{ap}/{name}/warning")))
                 .hint("warn early and page later: `warning` below `critical`"),
             );
         }
@@ -125,21 +187,16 @@ fn check_forms(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
 
 /// `alarms/age-beyond-retention`: an age threshold at or beyond the dead-letter retention
 /// never fires, since the message is gone first.
-fn check_age_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    let Some(retention) = r.dead_letter_retention else {
+fn check_age_retention(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(retention) = sc.retention else {
         return;
     };
     // A written discard has its own rule, which counts the time the alarm needs to fire.
-    if r.discard.is_some() {
+    if sc.discarded {
         return;
     }
-    let Some(age) = doc
-        .value
-        .spec
-        .alarms
-        .as_ref()
-        .and_then(|a| a.oldest_message_age.as_ref())
-    else {
+    let Some(age) = sc.alarms.and_then(|a| a.oldest_message_age.as_ref()) else {
         return;
     };
     for (key, value) in [
@@ -153,27 +210,26 @@ fn check_age_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
             out.push(
                 Diagnostic::error(
                     "alarms/age-beyond-retention",
-                    format!("`spec.alarms.oldestMessageAge.{key}` is {v}, but the dead-letter queue keeps messages for {retention}: the message is gone before anyone is told"),
+                    format!("`{af}.oldestMessageAge.{key}` is {v}, but the {} keeps messages for {retention}: the message is gone before anyone is told", sc.queue),
                 )
-                .at(doc.locs.value(&format!("/spec/alarms/oldestMessageAge/{key}")))
-                .hint("alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)"),
+                .at(doc.locs.value(&format!("{ap}/oldestMessageAge/{key}")))
+                .hint(if sc.pointer == "/spec/alarms" {
+                    "alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)".to_owned()
+                } else {
+                    format!("alarm well within the retention, or keep messages longer (`{}`)", sc.retention_field)
+                }),
             );
         }
     }
 }
 
 /// `alarms/actions-tier` (warning): actions for a tier that no alarm of the channel has.
-fn check_unused_tier_actions(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    let Some(AlarmActions::PerTier(per)) = doc
-        .value
-        .spec
-        .alarms
-        .as_ref()
-        .and_then(|a| a.actions.as_ref())
-    else {
+fn check_unused_tier_actions(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(AlarmActions::PerTier(per)) = sc.alarms.and_then(|a| a.actions.as_ref()) else {
         return;
     };
-    let all = thresholds(doc);
+    let all = thresholds(sc);
     // A single-threshold alarm counts as critical.
     let has = |tier: Tier| {
         all.iter().any(|t| match tier {
@@ -189,9 +245,9 @@ fn check_unused_tier_actions(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::warning(
                     "alarms/actions-tier",
-                    format!("`spec.alarms.actions.{tier}` is set, but no alarm of the channel has a {tier} tier: these actions are never notified"),
+                    format!("`{af}.actions.{tier}` is set, but no alarm of the channel has a {tier} tier: these actions are never notified"),
                 )
-                .at(doc.locs.key(&format!("/spec/alarms/actions/{tier}")))
+                .at(doc.locs.key(&format!("{ap}/actions/{tier}")))
                 .hint(format!("add `{tier}:` to `depth` or `oldestMessageAge`, or remove `actions.{tier}`")),
             );
         }
@@ -199,8 +255,9 @@ fn check_unused_tier_actions(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
 }
 
 /// `alarms/period`, `alarms/whole-seconds` and `alarms/action`: CloudWatch's limits.
-fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    let Some(alarms) = &doc.value.spec.alarms else {
+fn check_cloudwatch(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(alarms) = sc.alarms else {
         return;
     };
     let periods = [
@@ -222,12 +279,12 @@ fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
     for (name, v) in periods {
         let Some((period, evals)) = v else { continue };
         let period = period.unwrap_or(Duration::from_secs(60));
-        let pointer = format!("/spec/alarms/{name}/period");
+        let pointer = format!("{ap}/{name}/period");
         if period.as_millis() % 60_000 != 0 || period.as_millis() == 0 {
             out.push(
                 Diagnostic::error(
                     "alarms/period",
-                    format!("`spec.alarms.{name}.period` is {period}; SQS metrics are per minute, so the period must be a multiple of 60s"),
+                    format!("`{af}.{name}.period` is {period}; SQS metrics are per minute, so the period must be a multiple of 60s"),
                 )
                 .at(doc.locs.value(&pointer)),
             );
@@ -241,7 +298,7 @@ fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             out.push(
                 Diagnostic::error(
                     "alarms/period",
-                    format!("`spec.alarms.{name}`: period × evaluationPeriods is {total}; CloudWatch evaluates at most 1d"),
+                    format!("`{af}.{name}`: period × evaluationPeriods is {total}; CloudWatch evaluates at most 1d"),
                 )
                 .at(doc.locs.value(&pointer)),
             );
@@ -259,9 +316,11 @@ fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
                 out.push(
                     Diagnostic::error(
                         "alarms/whole-seconds",
-                        format!("`spec.alarms.oldestMessageAge.{key}` is {v}; the metric is in whole seconds"),
+                        format!(
+                            "`{af}.oldestMessageAge.{key}` is {v}; the metric is in whole seconds"
+                        ),
                     )
-                    .at(doc.locs.value(&format!("/spec/alarms/oldestMessageAge/{key}"))),
+                    .at(doc.locs.value(&format!("{ap}/oldestMessageAge/{key}"))),
                 );
             }
         }
@@ -273,16 +332,16 @@ fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
                 None => format!("[{at}]"),
             };
             let field = if field.starts_with('[') {
-                format!("spec.alarms.actions{field}")
+                format!("{af}.actions{field}")
             } else {
-                format!("spec.alarms.actions.{field}")
+                format!("{af}.actions.{field}")
             };
             out.push(
                 Diagnostic::error(
                     "alarms/action",
                     format!("`{field}` is `{a}`, which is not an ARN"),
                 )
-                .at(doc.locs.value(&format!("/spec/alarms/actions/{at}")))
+                .at(doc.locs.value(&format!("{ap}/actions/{at}")))
                 .hint("alarm actions are ARNs, e.g. `arn:aws:sns:eu-west-1:123456789012:ops`"),
             );
         }
@@ -291,21 +350,24 @@ fn check_cloudwatch(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
 
 /// `alarms/actions-unused` (warning): on RabbitMQ and Kafka targets alarms become Prometheus
 /// rules (`dlqctl alerts`), which carry no actions.
-fn actions_unused(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
-    let set = doc
-        .value
-        .spec
+fn actions_unused(
+    doc: &Doc<Channel>,
+    sc: &AlarmScope,
+    backend: Backend,
+    out: &mut Vec<Diagnostic>,
+) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let set = sc
         .alarms
-        .as_ref()
         .and_then(|a| a.actions.as_ref())
         .is_some_and(|a| !a.is_empty());
     if set {
         out.push(
             Diagnostic::warning(
                 "alarms/actions-unused",
-                format!("`spec.alarms.actions` is not used on {} targets: their alarms are Prometheus rules (`dlqctl alerts`), and Alertmanager decides who is notified", backend.display_name()),
+                format!("`{af}.actions` is not used on {} targets: their alarms are Prometheus rules (`dlqctl alerts`), and Alertmanager decides who is notified", backend.display_name()),
             )
-            .at(doc.locs.key("/spec/alarms/actions"))
+            .at(doc.locs.key(&format!("{ap}/actions")))
             .hint("route by the alerts' labels in Alertmanager (`severity`, `channel`, `target` and the channel's `metadata.labels`), and remove `actions`"),
         );
     }

@@ -9,6 +9,10 @@
 //! messages and nobody wrote why (a warning in dlqctl/v1, an error from v2).
 //! `deadletter/discard-before-alarm`: a discard that comes before the age alarm can fire.
 //!
+//! The same three rules apply to the invalid-message queue (`spec.invalid`), which holds
+//! messages for people in the same way: each runs over a [`Held`] view of either queue, and
+//! the messages and pointers name the block at fault.
+//!
 //! Depends on the resolved channel (the effective retention and alarms) and the SQS limits.
 
 use super::sqs::SQS_MAX_RETENTION;
@@ -16,7 +20,57 @@ use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, Tier};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{AlarmsResolved, DiscardResolved, Resolved};
+
+/// A queue or topic that holds failed messages for people: the dead-letter one or the
+/// invalid-message one, as the rules of this module see it.
+struct Held<'a> {
+    /// The spec block: `deadLetter` or `invalid`.
+    block: &'static str,
+    /// `dead-letter` or `invalid-message` (before `queue`/`topic`).
+    what: &'static str,
+    /// `dead letters` or `invalid messages`.
+    items: &'static str,
+    name: &'a str,
+    retention: Option<Duration>,
+    discard: Option<&'a DiscardResolved>,
+    alarms: &'a AlarmsResolved,
+    /// Where the age alarm is written: `/spec/alarms` or `/spec/invalid/alarms`.
+    alarms_pointer: &'static str,
+}
+
+impl<'a> Held<'a> {
+    fn dead_letter(r: &'a Resolved) -> Self {
+        Held {
+            block: "deadLetter",
+            what: "dead-letter",
+            items: "dead letters",
+            name: &r.dead_letter,
+            retention: r.dead_letter_retention,
+            discard: r.discard.as_ref(),
+            alarms: &r.alarms,
+            alarms_pointer: "/spec/alarms",
+        }
+    }
+
+    fn invalid(r: &'a Resolved) -> Option<Self> {
+        let i = r.invalid.as_ref()?;
+        Some(Held {
+            block: "invalid",
+            what: "invalid-message",
+            items: "invalid messages",
+            name: &i.name,
+            retention: i.retention,
+            discard: i.discard.as_ref(),
+            alarms: &i.alarms,
+            alarms_pointer: "/spec/invalid/alarms",
+        })
+    }
+
+    fn pointer(&self, field: &str) -> String {
+        format!("/spec/{}/{field}", self.block)
+    }
+}
 
 /// Where the dead-letter retention is written: `discard.after`, or `retention`.
 pub(super) fn retention_pointer(doc: &Doc<Channel>) -> &'static str {
@@ -42,10 +96,28 @@ pub(super) fn retention_field(doc: &Doc<Channel>) -> &'static str {
     }
 }
 
+/// The invalid-message retention's field name (for messages) and pointer:
+/// `invalid.discard.after` or `invalid.retention`.
+pub(super) fn invalid_retention_at(doc: &Doc<Channel>) -> (&'static str, &'static str) {
+    let discard = doc
+        .value
+        .spec
+        .invalid
+        .as_ref()
+        .is_some_and(|i| i.discard.is_some());
+    if discard {
+        ("spec.invalid.discard.after", "/spec/invalid/discard/after")
+    } else {
+        ("spec.invalid.retention", "/spec/invalid/retention")
+    }
+}
+
 pub(super) fn check_dead_letter(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    retention_implicit(doc, r, out);
-    discard_undeclared(doc, r, out);
-    discard_before_alarm(doc, r, out);
+    for h in std::iter::once(Held::dead_letter(r)).chain(Held::invalid(r)) {
+        retention_implicit(doc, r.backend, &h, out);
+        discard_undeclared(doc, r.backend, &h, out);
+        discard_before_alarm(doc, &h, out);
+    }
 }
 
 /// Whether the dead-letter queue drops messages after its retention (rather than keeping them
@@ -58,13 +130,15 @@ pub fn drops_messages(backend: Backend, retention: Option<Duration>) -> bool {
     }
 }
 
-/// `deadletter/retention-implicit` (warning): a Kafka dead-letter topic without a retention.
-fn retention_implicit(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    if r.backend != Backend::Kafka || r.dead_letter_retention.is_some() {
+/// `deadletter/retention-implicit` (warning): a Kafka dead-letter (or invalid-message) topic
+/// without a retention.
+fn retention_implicit(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut Vec<Diagnostic>) {
+    if backend != Backend::Kafka || h.retention.is_some() {
         return;
     }
-    let at = if doc.locs.has("/spec/deadLetter") {
-        "/spec/deadLetter"
+    let block = format!("/spec/{}", h.block);
+    let at = if doc.locs.has(&block) {
+        &block
     } else {
         "/spec"
     };
@@ -72,47 +146,54 @@ fn retention_implicit(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
         Diagnostic::warning(
             "deadletter/retention-implicit",
             format!(
-                "the dead-letter topic `{}` has no retention: it gets the broker's default (`log.retention.ms`, 7d on stock Kafka) and dead letters are deleted after that without anyone having decided so",
-                r.dead_letter
+                "the {} topic `{}` has no retention: it gets the broker's default (`log.retention.ms`, 7d on stock Kafka) and {} are deleted after that without anyone having decided so",
+                h.what, h.name, h.items
             ),
         )
         .at(doc.locs.key(at))
-        .hint("write the decision: `deadLetter: {discard: {after: 7d, reason: \"...\"}}` (Kafka deletes records after a retention, so keeping them is a retention too)"),
+        .hint(format!("write the decision: `{}: {{discard: {{after: 7d, reason: \"...\"}}}}` (Kafka deletes records after a retention, so keeping them is a retention too)", h.block)),
     );
 }
 
 /// `deadletter/discard-undeclared` (warning; an error from dlqctl/v2): the dead-letter queue
 /// drops messages after its retention and `discard.reason` does not say why.
-fn discard_undeclared(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    let Some(after) = r.dead_letter_retention else {
+fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut Vec<Diagnostic>) {
+    let Some(after) = h.retention else {
         return;
     };
-    if !drops_messages(r.backend, Some(after)) {
+    if !drops_messages(backend, Some(after)) {
         return;
     }
-    if r.discard.as_ref().is_some_and(|d| d.reason.is_some()) {
+    if h.discard.is_some_and(|d| d.reason.is_some()) {
         return;
     }
-    let what = match r.backend {
+    let (w, items, block) = (h.what, h.items, h.block);
+    let what = match backend {
         Backend::Sqs => {
-            format!("SQS deletes dead letters after {after}, less than its 14d maximum")
+            format!("SQS deletes {items} after {after}, less than its 14d maximum")
         }
+        Backend::Rabbitmq if block == "invalid" => format!(
+            "the invalid-message queue's message-ttl is {after}: RabbitMQ drops every invalid message older than that"
+        ),
         Backend::Rabbitmq => format!(
             "the dead-letter queue's message-ttl is {after}: RabbitMQ drops every dead letter older than that (the DLQ has no dead-letter exchange)"
         ),
         Backend::Kafka => format!(
-            "the dead-letter topic's retention.ms is {after}: Kafka deletes dead letters older than that"
+            "the {w} topic's retention.ms is {after}: Kafka deletes {items} older than that"
         ),
     };
-    let (pointer, hint) = if r.discard.is_some() {
+    let one = if block == "invalid" {
+        "an invalid message"
+    } else {
+        "a dead letter"
+    };
+    let (pointer, hint) = if h.discard.is_some() {
         (
-            "/spec/deadLetter/discard",
-            format!(
-                "add `reason:` to `deadLetter.discard`: why may a dead letter be dropped after {after}?"
-            ),
+            h.pointer("discard"),
+            format!("add `reason:` to `{block}.discard`: why may {one} be dropped after {after}?"),
         )
     } else {
-        let keep = match r.backend {
+        let keep = match backend {
             Backend::Sqs => ", or keep them 14d (the SQS maximum)",
             Backend::Rabbitmq => {
                 ", or remove `retention` (RabbitMQ then keeps them until they are consumed)"
@@ -120,14 +201,14 @@ fn discard_undeclared(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
             Backend::Kafka => "",
         };
         (
-            "/spec/deadLetter/retention",
+            h.pointer("retention"),
             format!(
                 "if dropping them is intended, write why: `discard: {{after: {after}, reason: \"...\"}}` in place of `retention`{keep}"
             ),
         )
     };
-    let at = if doc.locs.has(pointer) {
-        doc.locs.key(pointer)
+    let at = if doc.locs.has(&pointer) {
+        doc.locs.key(&pointer)
     } else {
         doc.locs.key("/spec")
     };
@@ -144,8 +225,8 @@ fn discard_undeclared(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
 /// `deadletter/discard-before-alarm` (error): a tier of the age alarm would fire only after
 /// the dead letters it is about are discarded. An alarm fires when the oldest message has been
 /// older than the threshold for `period × evaluationPeriods`.
-fn discard_before_alarm(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    let (Some(discard), Some(age)) = (&r.discard, &r.alarms.oldest_message_age) else {
+fn discard_before_alarm(doc: &Doc<Channel>, h: &Held, out: &mut Vec<Diagnostic>) {
+    let (Some(discard), Some(age)) = (h.discard, &h.alarms.oldest_message_age) else {
         return;
     };
     let wait = age
@@ -162,19 +243,26 @@ fn discard_before_alarm(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnost
             Some(Tier::Warning) => "warning",
             Some(Tier::Critical) => "critical",
         };
-        let pointer = format!("/spec/alarms/oldestMessageAge/{key}");
+        let pointer = format!("{}/oldestMessageAge/{key}", h.alarms_pointer);
+        let field = pointer.trim_start_matches('/').replace('/', ".");
+        let (items, block) = (h.items, h.block);
+        let oldest = if block == "invalid" {
+            "invalid message"
+        } else {
+            "dead letter"
+        };
         out.push(
             Diagnostic::error(
                 "deadletter/discard-before-alarm",
                 format!(
-                    "`spec.alarms.oldestMessageAge.{key}` fires at the earliest when the oldest dead letter is {fires} old (threshold {} + period × evaluationPeriods {}), but dead letters are discarded after {}: the message is gone before anyone is told",
+                    "`{field}` fires at the earliest when the oldest {oldest} is {fires} old (threshold {} + period × evaluationPeriods {}), but {items} are discarded after {}: the message is gone before anyone is told",
                     Duration::from_secs(t.threshold),
                     Duration::from_millis(wait),
                     discard.after
                 ),
             )
             .at(doc.locs.value(&pointer))
-            .hint("alarm well before the discard, or discard later (`deadLetter.discard.after`)"),
+            .hint(format!("alarm well before the discard, or discard later (`{block}.discard.after`)")),
         );
     }
 }

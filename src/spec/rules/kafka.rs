@@ -6,7 +6,7 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
-use super::deadletter::{retention_field, retention_pointer};
+use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
 use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -44,6 +44,11 @@ pub(super) fn check_kafka(
             retention_field(doc),
             retention_pointer(doc),
             r.dead_letter_retention,
+        ),
+        (
+            invalid_retention_at(doc).0,
+            invalid_retention_at(doc).1,
+            r.invalid.as_ref().and_then(|i| i.retention),
         ),
     ] {
         if let Some(v) = value

@@ -319,6 +319,23 @@ mod tests {
             ),
             ["deadletter/discard-and-retention"]
         );
+        // The same for `invalid`: a channel's own discard replaces a retention from Defaults.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "  invalid: {discard: {after: 1d, reason: r}}\n",
+                "  invalid: {retention: 14d}\n"
+            ),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            rules_on(
+                "rabbit",
+                "  invalid: {retention: 3d, discard: {after: 1d}}\n",
+                ""
+            ),
+            ["deadletter/discard-and-retention"]
+        );
     }
 
     #[test]

@@ -59,6 +59,10 @@ fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static st
         "dead-letter" if doc.locs.has("/spec/deadLetter/name") => return "/spec/deadLetter/name",
         "dead-letter" => return suffix("/spec/kafka/dltSuffix").unwrap_or(main),
         "exception dead-letter" => return suffix("/spec/kafka/exceptionBasedDlts").unwrap_or(main),
+        "invalid-message" if doc.locs.has("/spec/invalid/name") => return "/spec/invalid/name",
+        // Kafka's default is the main topic's name + `-invalid-dlt`.
+        "invalid-message" if backend == Backend::Kafka => return main,
+        "invalid-message" => "/spec/invalid",
         _ if derived => return suffix("/spec/kafka/retryTopicSuffix").unwrap_or(main),
         _ => "/spec/retry/name",
     };

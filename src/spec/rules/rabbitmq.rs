@@ -7,7 +7,7 @@
 
 use super::alarms::check_alarms;
 use super::channel::jitter_info;
-use super::deadletter::{retention_field, retention_pointer};
+use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
@@ -113,6 +113,11 @@ fn check_retention_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
             retention_field(doc),
             retention_pointer(doc),
             r.dead_letter_retention,
+        ),
+        (
+            invalid_retention_at(doc).0,
+            invalid_retention_at(doc).1,
+            r.invalid.as_ref().and_then(|i| i.retention),
         ),
     ] {
         if let Some(v) = value

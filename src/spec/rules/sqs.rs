@@ -6,7 +6,7 @@
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
 use super::alarms::check_alarms;
-use super::deadletter::{retention_field, retention_pointer};
+use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
 use super::range_error;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -57,6 +57,14 @@ fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
             spec.dead_letter.as_ref().and_then(|d| {
                 d.retention
                     .or_else(|| d.discard.as_ref().and_then(|x| x.after))
+            }),
+        ),
+        (
+            invalid_retention_at(doc).0,
+            invalid_retention_at(doc).1,
+            spec.invalid.as_ref().and_then(|i| {
+                i.retention
+                    .or_else(|| i.discard.as_ref().and_then(|x| x.after))
             }),
         ),
     ] {
