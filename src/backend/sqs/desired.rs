@@ -6,7 +6,32 @@ use serde_json::{Value, json};
 use super::alarms;
 use super::*;
 use crate::resource::{Desired, Props, Role};
+use crate::spec::access::Encryption;
 use crate::spec::resolve::Resolved;
+
+/// The encryption and policy keys of one queue, where the spec owns them. A KMS key turns
+/// SSE-SQS off (AWS does so by itself; moto keeps it on unless told). Without a KMS key the
+/// data key reuse period is not owned: it means nothing then.
+fn protection(props: &mut Props, encryption: Option<&Encryption>, policy: Option<&Value>) {
+    let mut set = |k: &str, v: Value| {
+        props.insert(k.to_owned(), v);
+    };
+    match encryption {
+        Some(Encryption::Kms { key, reuse_secs }) => {
+            set(KMS_KEY, json!(key));
+            set(KMS_REUSE, json!(reuse_secs));
+            set(MANAGED_SSE, json!(false));
+        }
+        Some(e) => {
+            set(KMS_KEY, Value::Null);
+            set(MANAGED_SSE, json!(*e == Encryption::Managed));
+        }
+        None => {}
+    }
+    if let Some(p) = policy {
+        set(POLICY, p.clone());
+    }
+}
 
 /// The desired resources of one channel (pure): DLQ, main queue, two alarms.
 pub fn desired(r: &Resolved) -> Vec<Desired> {
@@ -38,6 +63,13 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    let (mut dlq, mut main) = (dlq, main);
+    protection(&mut main, s.encryption.as_ref(), s.policy.as_ref());
+    protection(
+        &mut dlq,
+        s.dead_letter_encryption.as_ref(),
+        s.dead_letter_policy.as_ref(),
+    );
     let mut out: Vec<Desired> = [
         (&r.dead_letter, Role::DeadLetter, dlq),
         (&r.main, Role::Main, main),
@@ -54,4 +86,107 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .collect();
     out.extend(alarms::desired(r));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The queues' props of a channel whose `spec` ends with `extra`: DLQ, main queue.
+    fn queues(extra: &str) -> (Props, Props) {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: pay}}\nspec:\n  target: s\n  retry: {{maxAttempts: 3}}\n{extra}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+            .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
+        let d = desired(&r);
+        (d[0].props.clone(), d[1].props.clone())
+    }
+
+    #[test]
+    fn owned_encryption_becomes_the_attributes_and_a_kms_key_turns_sse_sqs_off() {
+        let (dlq, main) = queues(
+            "  sqs: {encryption: {kms: alias/k, dataKeyReuse: 10m}}\n  deadLetter: {sqs: {encryption: {managed: true}}}\n",
+        );
+        assert_eq!(main.get(KMS_KEY), Some(&json!("alias/k")));
+        assert_eq!(main.get(KMS_REUSE), Some(&json!(600)));
+        assert_eq!(main.get(MANAGED_SSE), Some(&json!(false)));
+        assert_eq!(dlq.get(KMS_KEY), Some(&Value::Null), "a key is removed");
+        assert_eq!(
+            dlq.get(KMS_REUSE),
+            None,
+            "no key: the reuse period is not owned"
+        );
+        assert_eq!(dlq.get(MANAGED_SSE), Some(&json!(true)));
+
+        let (dlq, _) = queues("  sqs: {encryption: {kms: alias/k}}\n");
+        assert_eq!(
+            dlq.get(KMS_KEY),
+            Some(&json!("alias/k")),
+            "the DLQ is encrypted alike"
+        );
+        assert_eq!(
+            dlq.get(KMS_REUSE),
+            Some(&json!(300)),
+            "SQS's default reuse period"
+        );
+
+        let (dlq, main) = queues("");
+        for p in [dlq, main] {
+            assert!(
+                [KMS_KEY, KMS_REUSE, MANAGED_SSE, POLICY]
+                    .iter()
+                    .all(|k| !p.contains_key(*k)),
+                "unset: not owned {p:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn policies_belong_to_their_own_queue_and_are_normalised() {
+        let (dlq, main) = queues(
+            "  sqs:\n    policy: '{\"Version\": \"2012-10-17\", \"Statement\": {\"Sid\": \"a\"}}'\n",
+        );
+        assert_eq!(
+            main.get(POLICY),
+            Some(&json!({"Version": "2012-10-17", "Statement": [{"Sid": "a"}]}))
+        );
+        assert_eq!(
+            dlq.get(POLICY),
+            None,
+            "the main queue's policy names the main queue"
+        );
+        let (dlq, _) = queues(
+            "  deadLetter:\n    sqs:\n      policy: {Version: \"2012-10-17\", Statement: [{Sid: b}, {Sid: a}]}\n",
+        );
+        assert_eq!(
+            dlq.get(POLICY),
+            Some(&json!({"Version": "2012-10-17", "Statement": [{"Sid": "a"}, {"Sid": "b"}]}))
+        );
+    }
+
+    #[test]
+    fn encryption_from_defaults_is_replaced_whole_not_merged() {
+        let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  sqs: {encryption: {kms: alias/k, dataKeyReuse: 10m}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: pay}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n  sqs: {encryption: {managed: true}}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let e = ws.channels[0]
+            .value
+            .spec
+            .sqs
+            .as_ref()
+            .and_then(|s| s.encryption.clone());
+        assert_eq!(
+            e,
+            Some(crate::spec::model::SqsEncryption {
+                managed: Some(true),
+                ..Default::default()
+            }),
+            "no `kms` or `dataKeyReuse` merged in from Defaults"
+        );
+    }
 }
