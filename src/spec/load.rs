@@ -535,6 +535,12 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                         shared.retain(|k, _| {
                             !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
                         });
+                        // So is the dead-letter queue's own block (`deadLetter.sqs`).
+                        if let Some(Value::Object(dl)) = shared.get_mut("deadLetter") {
+                            dl.retain(|k, _| {
+                                !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
+                            });
+                        }
                         drop_answered_retention(spec, &mut shared);
                         drop_whole_values(spec, &mut shared);
                         merge_under(spec, &Value::Object(shared));

@@ -189,4 +189,21 @@ mod tests {
             "no `kms` or `dataKeyReuse` merged in from Defaults"
         );
     }
+
+    #[test]
+    fn a_dead_letter_sqs_block_in_defaults_reaches_only_sqs_channels() {
+        let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n  r: {backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {prefixes: [o.]}}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  deadLetter: {sqs: {encryption: {kms: alias/k}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: o.pay}\nspec:\n  target: r\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: pay}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let dl_sqs = |i: usize| {
+            ws.channels[i]
+                .value
+                .spec
+                .dead_letter
+                .as_ref()
+                .and_then(|d| d.sqs.clone())
+        };
+        assert!(dl_sqs(0).is_none(), "not on the RabbitMQ channel");
+        assert!(dl_sqs(1).is_some(), "on the SQS channel");
+    }
 }
