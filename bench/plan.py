@@ -35,9 +35,10 @@ def free_port():
     return port
 
 
-def measured(cmd, cwd, env, progress=False):
+def measured(cmd, cwd, env, progress=False, cpu=False):
     """Runs cmd; returns exit code, stdout, stderr, wall time and the child's own peak RSS
-    (from wait4). With progress, prints the child's latest `[i/N]` line every 30 s."""
+    (from wait4), and with cpu its user + system CPU time. With progress, prints the child's
+    latest progress line every 30 s."""
     # Output goes to files, not pipes: a full pipe would stall the child mid-run.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
@@ -52,12 +53,13 @@ def measured(cmd, cwd, env, progress=False):
                 shown = time.perf_counter()
                 size = os.fstat(err.fileno()).st_size
                 tail = os.pread(err.fileno(), 4096, max(0, size - 4096)).decode(errors="replace").splitlines()
-                steps = [l for l in tail if l.startswith("[")]
+                steps = [l for l in tail if l.startswith("[") or l.startswith("Applying:")]
                 print(f"  {shown - start:6.0f} s  {steps[-1] if steps else '(reading)'}", flush=True)
         wall = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
-        return os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode(), wall, usage.ru_maxrss / 1024
+        result = (os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode(), wall, usage.ru_maxrss / 1024)
+        return result + (usage.ru_utime + usage.ru_stime,) if cpu else result
 
 
 def management(url, env, method, path, body):

@@ -59,7 +59,7 @@ Exit codes:
       lint errors, a target that cannot be reached or refuses the credentials, a replace,
       delete or message loss not allowed by its --allow-* flag, `yes` not typed (or no
       terminal and no --auto-approve), a saved plan whose live state or files changed, a step
-      that failed, Ctrl-C or SIGTERM (the current step finishes first)
+      that failed, Ctrl-C or SIGTERM (the steps in flight finish first)
   64  usage error (an unknown flag or value)")]
     Apply(ApplyArgs),
     /// Write specs for what already exists on a target (read-only), to adopt it.
@@ -424,6 +424,14 @@ pub struct ApplyArgs {
     /// Allow a replace or delete to drop messages the resource holds. Separate from the flags above on purpose.
     #[arg(long)]
     pub allow_message_loss: bool,
+
+    /// Print the number of calls made per API (the plan's reads and apply's writes) to stderr.
+    #[arg(long)]
+    pub stats: bool,
+
+    /// Changes (or Kafka requests) in flight at once on each target; targets run side by side. Ordering rules hold at any value; 1 applies one change at a time.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::apply::DEFAULT_PARALLELISM, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub parallelism: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,7 @@
-//! The benchmark's CI smoke test (see bench/ and BENCHMARKS.md): a small mix of channels on
-//! all three backends is applied, then planned with `--stats`. The plan must be empty, must
+//! The benchmarks' CI smoke tests (see bench/ and BENCHMARKS.md). Apply: the same small mix on
+//! all three backends applied one change at a time and at the default parallelism converges
+//! (plan empty) with the same writes. Plan: a small mix of channels on all three backends is
+//! applied, then planned with `--stats`. The plan must be empty, must
 //! make no write call, and must stay within 2% of the fewest reads possible for the mix:
 //! SQS ⌈Q/1000⌉ ListQueues + one GetQueueAttributes per queue, CloudWatch ⌈A/100⌉
 //! DescribeAlarms, RabbitMQ ⌈Q/500⌉ queue pages + one call each for policies, exchanges and
@@ -88,4 +90,73 @@ fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
 
     // RabbitMQ keeps its state across stack restarts: remove what this test made.
     support::rabbit::delete_prefixed(&prefix);
+}
+
+#[test]
+fn a_concurrent_apply_converges_with_the_same_writes_as_one_at_a_time() {
+    if !support::whole_stack_up() {
+        return;
+    }
+    let mix = format!("{SQS}:{RABBIT}:{KAFKA}");
+    let mut writes: Vec<BTreeMap<String, u64>> = Vec::new();
+    for parallelism in ["1", "8"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let prefix = format!("{}.", support::unique("smoke"));
+        support::generate_channels(dir.path(), SQS + RABBIT + KAFKA, &prefix, &["--mix", &mix]);
+        let run = |args: &[&str]| {
+            support::output(
+                support::dlqctl_local(dir.path())
+                    .args(args)
+                    .args(["--color", "never"]),
+            )
+        };
+        let applied = run(&[
+            "apply",
+            ".",
+            "--auto-approve",
+            "--stats",
+            "--parallelism",
+            parallelism,
+        ]);
+        assert_eq!(
+            applied.code, 0,
+            "parallelism {parallelism}\n{}",
+            applied.stderr
+        );
+        let plan = run(&["plan", ".", "--detailed-exitcode"]);
+        assert_eq!(
+            plan.code, 0,
+            "the plan after apply at parallelism {parallelism} is empty\n{}{}",
+            plan.stdout, plan.stderr
+        );
+        writes.push(
+            stats(&applied.stderr)
+                .into_iter()
+                .filter(|(api, _)| is_write(api))
+                .collect(),
+        );
+        support::rabbit::delete_prefixed(&prefix);
+    }
+    let (one, many) = (&writes[0], &writes[1]);
+    // Kafka's writes go up to 200 topics to a request at parallelism > 1: fewer calls, the same
+    // topics (the empty plan above). Every other API writes once per object either way.
+    let topics = 3 * KAFKA;
+    assert_eq!(one.get("kafka:CreateTopics"), Some(&topics), "{one:?}");
+    let batched = many.get("kafka:CreateTopics").copied().unwrap_or(0);
+    assert!(
+        (1..topics).contains(&batched),
+        "{batched} CreateTopics requests for {topics} topics: {many:?}"
+    );
+    let others = |w: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+        w.iter()
+            .filter(|(api, _)| !api.starts_with("kafka:"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    };
+    assert!(!others(one).is_empty(), "the mix wrote nothing: {one:?}");
+    assert_eq!(
+        others(one),
+        others(many),
+        "the same writes at parallelism 1 and 8"
+    );
 }

@@ -1,8 +1,9 @@
 //! Promises a production apply depends on, each proven against the real local RabbitMQ,
 //! through a fault-injecting proxy where the fault cannot be had otherwise:
 //! flaky reads leave the plan unchanged; a failed step stops apply and the next plan lists
-//! exactly the remainder; a write whose answer was lost is re-read, not retried; Ctrl-C lets
-//! the current step finish; credentials never appear anywhere; bad connections give one
+//! exactly the remainder, also when it happens while other steps are in flight (which finish);
+//! a write whose answer was lost is re-read, not retried; Ctrl-C lets the steps in flight
+//! finish; credentials never appear anywhere; bad connections give one
 //! actionable line.
 
 mod support;
@@ -140,6 +141,192 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     done.assert_stderr_contains("[5/5]");
     assert_eq!(f.plan().code, 0);
+}
+
+/// Deletes every queue, exchange and policy whose name starts with the prefix, also when the
+/// test fails.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        support::rabbit::delete_prefixed(&self.0);
+    }
+}
+
+/// Writes six copies of the example as `channel.yaml` (channels `<channel>0` … `<channel>5`);
+/// returns how many changes the plan makes (42: seven objects each).
+fn six_channels(f: &Fixture) -> usize {
+    let specs: Vec<String> = (0..6)
+        .map(|k| support::workspace::renamed("orders-rabbitmq.yaml", &format!("{}{k}", f.channel)))
+        .collect();
+    std::fs::write(f.path().join("channel.yaml"), specs.join("\n---\n")).expect("write specs");
+    let planned = f.plan();
+    let total: usize = planned
+        .stdout
+        .split("Plan: ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a plan summary\n{}", planned.stdout));
+    assert_eq!(
+        total, 42,
+        "six channels of seven objects\n{}",
+        planned.stdout
+    );
+    total
+}
+
+/// The lines of an apply's stderr that report a finished step.
+fn done_lines(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.ends_with(" ms)") && l.contains(" done ("))
+        .count()
+}
+
+/// Six channels through a proxy that delays every write by 300 ms and fails the 10th: at
+/// `parallelism` > 1 the failure happens while other steps are in flight. No step starts
+/// after it; the ones in flight finish and are reported; done + failed + not done is every
+/// step; the next plan lists exactly what was not done; apply completes it.
+fn a_failure_among_steps_in_flight(parallelism: usize) {
+    let Some((proxy, f)) = through_proxy(Faults {
+        fail_write: Some(10),
+        write_delay: Duration::from_millis(300),
+        ..rabbit_throttle()
+    }) else {
+        return;
+    };
+    let _cleanup = Cleanup(f.channel.clone());
+    let total = six_channels(&f);
+
+    let a = f.apply(&["--parallelism", &parallelism.to_string()]);
+    assert_eq!(a.code, 1, "{}", a.stderr);
+    let done = done_lines(&a.stderr);
+    let failed = a.stderr.lines().filter(|l| l.ends_with(" FAILED")).count();
+    let not_done = a.stderr.matches("  not done: ").count();
+    a.assert_stderr_contains(&format!("Apply stopped after {done} of {total} changes"));
+    a.assert_stderr_contains("injected failure");
+    assert_eq!(failed, 1, "{}", a.stderr);
+    assert_eq!(
+        done + failed + not_done,
+        total,
+        "every step is accounted for\n{}",
+        a.stderr
+    );
+    let writes = proxy
+        .counters
+        .writes
+        .load(std::sync::atomic::Ordering::SeqCst) as usize;
+    assert_eq!(
+        writes,
+        done + failed,
+        "no step started after the failure\n{}",
+        a.stderr
+    );
+    let after: Vec<&str> = a
+        .stderr
+        .lines()
+        .skip_while(|l| !l.ends_with(" FAILED"))
+        .filter(|l| l.contains(" done ("))
+        .collect();
+    if parallelism == 1 {
+        assert_eq!(
+            done, 9,
+            "one at a time: the nine writes before the failure\n{}",
+            a.stderr
+        );
+        assert!(after.is_empty(), "{}", a.stderr);
+    } else {
+        assert!(
+            !after.is_empty(),
+            "steps in flight beside the failure finish and are reported\n{}",
+            a.stderr
+        );
+    }
+
+    let p = f.plan();
+    p.assert_stdout_contains(&format!("Plan: {} to create, 0 to update", total - done));
+    let rest = f.apply(&["--parallelism", &parallelism.to_string()]);
+    assert_eq!(rest.code, 0, "{}", rest.stderr);
+    rest.assert_stderr_contains(&format!(
+        "Apply complete: {} changes applied.",
+        total - done
+    ));
+    f.assert_empty_plan("after completing the stopped apply");
+}
+
+#[test]
+fn a_failure_with_steps_in_flight_stops_cleanly_at_the_default_parallelism() {
+    a_failure_among_steps_in_flight(8);
+}
+
+#[test]
+fn a_failure_one_step_at_a_time_stops_cleanly() {
+    a_failure_among_steps_in_flight(1);
+}
+
+#[test]
+fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
+    let Some((proxy, f)) = through_proxy(Faults {
+        write_delay: Duration::from_millis(400),
+        ..rabbit_throttle()
+    }) else {
+        return;
+    };
+    let _cleanup = Cleanup(f.channel.clone());
+    let total = six_channels(&f);
+    let mut child = f.spawn_apply();
+    let writes = || {
+        proxy
+            .counters
+            .writes
+            .load(std::sync::atomic::Ordering::SeqCst) as usize
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while writes() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "apply never had three writes under way"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("Interrupted") && stderr.contains("(interrupted)"),
+        "{stderr}"
+    );
+    let done = done_lines(&stderr);
+    assert!(
+        done >= 3 && done < total,
+        "{done} of {total} done\n{stderr}"
+    );
+    assert_eq!(
+        writes(),
+        done,
+        "every step that started finished, and no other started\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("  not done: ").count(),
+        total - done,
+        "{stderr}"
+    );
+    let p = f.plan();
+    p.assert_stdout_contains(&format!("Plan: {} to create, 0 to update", total - done));
+    assert_eq!(f.apply(&[]).code, 0);
+    f.assert_empty_plan("after completing the interrupted apply");
 }
 
 #[test]

@@ -494,6 +494,40 @@ impl Writer {
         each!(Writer, self, w => w.apply(change, allow_loss).await)
     }
 
+    /// How many changes [`apply_many`](Self::apply_many) takes in one call: more than one
+    /// where the protocol writes many objects in one request (Kafka's CreateTopics,
+    /// IncrementalAlterConfigs, CreatePartitions).
+    pub fn batch_limit(&self) -> usize {
+        match self {
+            Writer::Kafka(_) => kafka::BATCH,
+            _ => 1,
+        }
+    }
+
+    /// Applies several independent changes (at most [`batch_limit`](Self::batch_limit)), as
+    /// few requests as the backend allows; one result per change, in order.
+    pub async fn apply_many(
+        &self,
+        changes: &[&Change],
+        allow_loss: bool,
+    ) -> Vec<Result<(), BackendError>> {
+        match self {
+            Writer::Kafka(w) => w
+                .apply_many(changes, allow_loss)
+                .await
+                .into_iter()
+                .map(|r| r.map_err(|e| e.at(w.target())))
+                .collect(),
+            _ => {
+                let mut out = Vec::with_capacity(changes.len());
+                for c in changes {
+                    out.push(self.apply(c, allow_loss).await);
+                }
+                out
+            }
+        }
+    }
+
     /// Waits for the backend to show what was written; returns what did not settle in time.
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, BackendError> {
         each!(Writer, self, w => w.settle(applied).await)

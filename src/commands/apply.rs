@@ -49,7 +49,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         allow_message_loss: args.allow_message_loss,
     };
     // A saved plan was reviewed when it was made (`plan --out`); it applies without a prompt.
-    let (plan, readers, baseline, reviewed) = match saved_plan(&args.paths)? {
+    let (plan, readers, baseline, reviewed, stats) = match saved_plan(&args.paths)? {
         Some(_) if args.scope.prune || args.scope.adopt => {
             bail!(
                 "--prune and --adopt belong to the plan: pass them to `dlqctl plan --out`, which saves what they add; a saved plan is applied as it is"
@@ -59,7 +59,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             let Some(fresh) = replan(&saved, args, opts, &rt, printer)? else {
                 return Ok(1);
             };
-            (fresh.plan, fresh.readers, fresh.baseline, true)
+            (fresh.plan, fresh.readers, fresh.baseline, true, fresh.stats)
         }
         None => {
             let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
@@ -72,10 +72,19 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
                 super::plan_options(&args.scope),
             ))?;
             printer.out(&render::human(&planned.plan, printer));
-            (planned.plan, planned.readers, planned.baseline, false)
+            (
+                planned.plan,
+                planned.readers,
+                planned.baseline,
+                false,
+                planned.stats,
+            )
         }
     };
     if !plan.summary.has_changes() {
+        if args.stats {
+            super::print_stats(&stats, printer);
+        }
         return Ok(0);
     }
     let refused = apply::refusals(&plan, &guards);
@@ -103,11 +112,11 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     let report = rt.block_on(async {
         let flag = Arc::clone(&stop);
         let printer2 = *printer;
-        // Ctrl-C, or SIGTERM (a CI cancel): finish the current step, then stop and report.
+        // Ctrl-C, or SIGTERM (a CI cancel): finish the steps in flight, then stop and report.
         let watcher = tokio::spawn(async move {
             if interrupted().await {
                 flag.store(true, Ordering::SeqCst);
-                printer2.err("Interrupted: finishing the current step, then stopping.");
+                printer2.err("Interrupted: finishing the changes in flight, then stopping.");
             }
         });
         let report = apply::run(
@@ -115,6 +124,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             &writers,
             (&readers, &baseline),
             &guards,
+            args.parallelism,
             printer,
             &stop,
         )
@@ -122,6 +132,9 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         watcher.abort();
         report
     });
+    if args.stats {
+        super::print_stats(&stats, printer);
+    }
     for u in &report.unsettled {
         printer.err(&format!(
             "{} {u}: not yet visible on the server",

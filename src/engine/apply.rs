@@ -1,18 +1,25 @@
-//! Executes a plan: guards first, then each change in order, one at a time.
+//! Executes a plan: guards first, then the changes, independent ones concurrently.
 //!
-//! Nothing is written unless every guard passes. Each finished step is reported as it
-//! finishes; on the first failure apply stops and reports what was done and what was not, so
-//! that a fresh plan lists exactly the remainder. Ctrl-C lets the current step finish, then
-//! stops the same way.
+//! Nothing is written unless every guard passes. Changes run up to `--parallelism` at a time
+//! per target, in the order [`super::schedule`] allows (every ordering rule of the plan kept as
+//! a dependency); Kafka's go several to a request. Each finished step is reported as it
+//! finishes; on the first failure no new step starts, the steps in flight finish, and apply
+//! reports what was done and what was not, so that a fresh plan lists exactly the remainder.
+//! Ctrl-C stops the same way.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 
 use crate::backend::{Reader, Writer};
 use crate::plan::{Action, Change, Plan};
 use crate::printer::{Printer, Style};
 use crate::resource::ResourceId;
+
+use super::schedule::Schedule;
 
 /// What the user explicitly allowed.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,8 +71,9 @@ pub fn refusals(plan: &Plan, g: &Guards) -> Vec<String> {
 pub struct Report {
     pub done: usize,
     pub total: usize,
-    /// The step that failed, with the error.
-    pub failed: Option<(usize, String)>,
+    /// The steps that failed (index into the applied steps), with the error: the first
+    /// failure, and any of the steps that were in flight beside it.
+    pub failed: Vec<(usize, String)>,
     pub interrupted: bool,
     /// Changes the backend had not reflected when apply gave up waiting.
     pub unsettled: Vec<String>,
@@ -73,9 +81,16 @@ pub struct Report {
 
 impl Report {
     pub fn ok(&self) -> bool {
-        self.failed.is_none() && !self.interrupted && self.done == self.total
+        self.failed.is_empty() && !self.interrupted && self.done == self.total
     }
 }
+
+/// How many changes run at once on each target unless `--parallelism` says otherwise (chosen
+/// by measurement: BENCHMARKS.md §6).
+pub const DEFAULT_PARALLELISM: usize = 8;
+
+/// How often a long apply says how far it is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 fn describe(c: &Change) -> String {
     format!(
@@ -86,39 +101,133 @@ fn describe(c: &Change) -> String {
     )
 }
 
-/// Optimistic concurrency: re-reads the resource a step is about to write and says how it
-/// changed since planning (`None`: as planned, or nothing to compare with).
+/// Optimistic concurrency: how each of `changes` moved since planning, from one re-read of
+/// the objects they write (`None`: as planned, or nothing to compare with).
 async fn moved(
-    c: &Change,
+    changes: &[&Change],
     readers: &BTreeMap<String, Reader>,
     baseline: &BTreeMap<ResourceId, Option<String>>,
-) -> Option<String> {
-    let (Some(r), Some(then)) = (readers.get(&c.resource.target), baseline.get(&c.resource)) else {
-        return None;
+) -> Vec<Option<String>> {
+    let what = |c: &Change| format!("{} on target `{}`", c.resource, c.resource.target);
+    let Some(r) = changes
+        .first()
+        .and_then(|c| readers.get(&c.resource.target))
+    else {
+        return changes.iter().map(|_| None).collect();
     };
-    let what = format!("{} on target `{}`", c.resource, c.resource.target);
-    let live = match r.read_one(&c.resource).await {
-        Ok(live) => live,
-        Err(e) => return Some(format!("{what}: could not re-check it before writing: {e}")),
+    let compared: Vec<&&Change> = changes
+        .iter()
+        .filter(|c| baseline.contains_key(&c.resource))
+        .collect();
+    if compared.is_empty() {
+        return changes.iter().map(|_| None).collect();
+    }
+    // One object: as cheap a read as the backend has; several: one read of them all.
+    let live = if let [one] = compared.as_slice() {
+        r.read_one(&one.resource).await.map(|l| {
+            l.map(|l| BTreeMap::from([(one.resource.clone(), l)]))
+                .unwrap_or_default()
+        })
+    } else {
+        let ids: Vec<&ResourceId> = compared.iter().map(|c| &c.resource).collect();
+        r.read(&ids).await
     };
-    let now = crate::engine::plan::step_fingerprint(live.as_ref());
-    let how = crate::engine::plan::how_changed(then, &now)?;
-    Some(format!(
-        "{what} {how} since planning (another apply, or a hand change); not written"
-    ))
+    changes
+        .iter()
+        .map(|c| {
+            let then = baseline.get(&c.resource)?;
+            let live = match &live {
+                Ok(live) => live.get(&c.resource),
+                Err(e) => {
+                    return Some(format!(
+                        "{}: could not re-check it before writing: {e}",
+                        what(c)
+                    ));
+                }
+            };
+            let now = crate::engine::plan::step_fingerprint(live);
+            let how = crate::engine::plan::how_changed(then, &now)?;
+            Some(format!(
+                "{} {how} since planning (another apply, or a hand change); not written",
+                what(c)
+            ))
+        })
+        .collect()
 }
 
-/// Applies the plan's changes in order. Call only after [`refusals`] came back empty.
-/// Before each step, the resource it writes is re-read through `readers` and compared with
-/// `baseline` (what the plan read); a resource that moved stops apply before it is written.
+/// One request's worth of work: the steps (indexes) it writes, and how each ended.
+struct Finished {
+    target: usize,
+    results: Vec<(usize, Result<(), String>)>,
+    elapsed: Duration,
+}
+
+/// Re-checks, then writes, a batch of independent steps of one target.
+async fn write(
+    batch: Vec<usize>,
+    target: usize,
+    steps: &[&Change],
+    writer: &Writer,
+    check: (
+        &BTreeMap<String, Reader>,
+        &BTreeMap<ResourceId, Option<String>>,
+    ),
+    allow_loss: bool,
+) -> Finished {
+    let started = Instant::now();
+    let changes: Vec<&Change> = batch.iter().map(|i| steps[*i]).collect();
+    let verdicts = moved(&changes, check.0, check.1).await;
+    let mut results: Vec<(usize, Result<(), String>)> = Vec::with_capacity(batch.len());
+    let mut clear: Vec<(usize, &Change)> = Vec::with_capacity(batch.len());
+    for ((i, c), why) in batch.iter().zip(&changes).zip(verdicts) {
+        match why {
+            Some(why) => results.push((*i, Err(why))),
+            None => clear.push((*i, c)),
+        }
+    }
+    if let [(i, c)] = clear.as_slice() {
+        results.push((
+            *i,
+            writer.apply(c, allow_loss).await.map_err(|e| e.to_string()),
+        ));
+    } else if !clear.is_empty() {
+        let cs: Vec<&Change> = clear.iter().map(|(_, c)| *c).collect();
+        let answers = writer.apply_many(&cs, allow_loss).await;
+        for ((i, _), r) in clear.iter().zip(answers) {
+            results.push((*i, r.map_err(|e| e.to_string())));
+        }
+    }
+    results.sort_by_key(|(i, _)| *i);
+    Finished {
+        target,
+        results,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// "2 min 5 s", "40 s": for the ETA.
+fn human_secs(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s"),
+        _ => format!("{} min {} s", secs / 60, secs % 60),
+    }
+}
+
+/// Applies the plan's changes, up to `parallelism` at a time on each target (targets side by
+/// side), never starting a change before what it depends on ([`super::schedule`]). Call only
+/// after [`refusals`] came back empty. Before each write, the objects it writes are re-read
+/// through `readers` and compared with `baseline` (what the plan read); an object that moved
+/// fails its step. On the first failure, or Ctrl-C (`stop`), no new step starts; the steps in
+/// flight finish, and the report says exactly what was done and what was not.
 pub async fn run(
     plan: &Plan,
     writers: &BTreeMap<String, Writer>,
-    (readers, baseline): (
+    check: (
         &BTreeMap<String, Reader>,
         &BTreeMap<ResourceId, Option<String>>,
     ),
     g: &Guards,
+    parallelism: usize,
     printer: &Printer,
     stop: &AtomicBool,
 ) -> Report {
@@ -127,52 +236,114 @@ pub async fn run(
         .iter()
         .filter(|c| c.action != Action::Impossible)
         .collect();
+    let first = crate::backend::goes_first(&plan.changes);
+    let mut schedule = Schedule::new(&steps, &first);
+    let parallelism = parallelism.max(1);
     let mut report = Report {
         total: steps.len(),
         ..Report::default()
     };
+    let mut done = vec![false; steps.len()];
     let width = steps.len().to_string().len();
-    for (i, c) in steps.iter().enumerate() {
-        if stop.load(Ordering::SeqCst) {
+    let targets: Vec<String> = schedule.targets().to_vec();
+    let mut requests = vec![0usize; targets.len()];
+    let mut in_flight = 0usize;
+    let mut running = FuturesUnordered::new();
+    let began = Instant::now();
+    let mut progress =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    let mut stopping = false;
+    loop {
+        if !stopping && stop.load(Ordering::SeqCst) {
+            stopping = true;
             report.interrupted = true;
-            break;
         }
-        let Some(w) = writers.get(&c.resource.target) else {
-            report.failed = Some((
-                i,
-                format!("no connection for target `{}`", c.resource.target),
-            ));
-            break;
-        };
-        let started = Instant::now();
-        let prefix = format!("[{:>width$}/{}]", i + 1, steps.len());
-        if let Some(why) = moved(c, readers, baseline).await {
-            printer.err(&format!(
-                "{prefix} {} {}",
-                describe(c),
-                printer.paint_err("FAILED", Style::Error)
-            ));
-            report.failed = Some((i, why));
-            break;
-        }
-        match w.apply(c, g.allow_message_loss).await {
-            Ok(()) => {
-                report.done += 1;
-                printer.err(&format!(
-                    "{prefix} {} {} ({} ms)",
-                    describe(c),
-                    printer.paint_err("done", Style::Good),
-                    started.elapsed().as_millis()
-                ));
-            }
-            Err(e) => {
-                printer.err(&format!(
-                    "{prefix} {} {}",
-                    describe(c),
-                    printer.paint_err("FAILED", Style::Error)
-                ));
-                report.failed = Some((i, e.to_string()));
+        for (t, name) in targets.iter().enumerate() {
+            if stopping {
                 break;
+            }
+            let Some(w) = writers.get(name) else {
+                if let Some(i) = schedule.next(t) {
+                    report
+                        .failed
+                        .push((i, format!("no connection for target `{name}`")));
+                    stopping = true;
+                }
+                continue;
+            };
+            // One at a time means one change a request, too.
+            let limit = if parallelism == 1 {
+                1
+            } else {
+                w.batch_limit().max(1)
+            };
+            while requests[t] < parallelism && schedule.has_ready(t) {
+                let mut batch = Vec::new();
+                while batch.len() < limit
+                    && let Some(i) = schedule.next(t)
+                {
+                    batch.push(i);
+                }
+                requests[t] += 1;
+                in_flight += batch.len();
+                running.push(write(batch, t, &steps, w, check, g.allow_message_loss));
+            }
+        }
+        if running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            Some(f) = running.next() => {
+                let f: Finished = f;
+                requests[f.target] -= 1;
+                let n = f.results.len();
+                for (i, r) in f.results {
+                    in_flight -= 1;
+                    let c = steps[i];
+                    let batch = if n > 1 { format!(", one request for {n}") } else { String::new() };
+                    match r {
+                        Ok(()) => {
+                            report.done += 1;
+                            done[i] = true;
+                            schedule.finish(i);
+                            printer.err(&format!(
+                                "[{:>width$}/{}] {} {} ({} ms{batch})",
+                                report.done,
+                                steps.len(),
+                                describe(c),
+                                printer.paint_err("done", Style::Good),
+                                f.elapsed.as_millis()
+                            ));
+                        }
+                        Err(e) => {
+                            printer.err(&format!(
+                                "[{:>width$}/{}] {} {}",
+                                report.done,
+                                steps.len(),
+                                describe(c),
+                                printer.paint_err("FAILED", Style::Error)
+                            ));
+                            report.failed.push((i, e));
+                            stopping = true;
+                        }
+                    }
+                }
+            }
+            _ = progress.tick() => {
+                let secs = began.elapsed().as_secs_f64();
+                let rate = report.done as f64 / secs.max(0.001);
+                let left = steps.len().saturating_sub(report.done);
+                let eta = if rate > 0.0 && !stopping {
+                    format!(", about {} left", human_secs((left as f64 / rate).ceil() as u64))
+                } else {
+                    String::new()
+                };
+                printer.err(&format!(
+                    "Applying: {}/{} done, {in_flight} in flight, {rate:.0}/s{eta}{}",
+                    report.done,
+                    steps.len(),
+                    if stopping { " (stopping: waiting for the changes in flight)" } else { "" }
+                ));
             }
         }
     }
@@ -180,9 +351,9 @@ pub async fn run(
     for (name, w) in writers {
         let applied: Vec<&Change> = steps
             .iter()
-            .take(report.done)
-            .copied()
-            .filter(|c| &c.resource.target == name)
+            .zip(&done)
+            .filter(|(c, d)| **d && &c.resource.target == name)
+            .map(|(c, _)| *c)
             .collect();
         if applied.is_empty() {
             continue;
@@ -195,6 +366,7 @@ pub async fn run(
         }
     }
     if !report.ok() {
+        report.failed.sort_by_key(|(i, _)| *i);
         let mut lines = vec![format!(
             "Apply stopped after {} of {} changes{}.",
             report.done,
@@ -205,15 +377,13 @@ pub async fn run(
                 ""
             }
         )];
-        if let Some((i, e)) = &report.failed {
+        for (i, e) in &report.failed {
             lines.push(format!("  failed:   {}: {e}", describe(steps[*i])));
         }
-        // The failed step was reported above; everything after it was not attempted.
-        for c in steps
-            .iter()
-            .skip(report.done + usize::from(report.failed.is_some()))
-        {
-            lines.push(format!("  not done: {}", describe(c)));
+        for (i, c) in steps.iter().enumerate() {
+            if !done[i] && !report.failed.iter().any(|(f, _)| *f == i) {
+                lines.push(format!("  not done: {}", describe(c)));
+            }
         }
         lines.push("Run `dlqctl plan` to see what remains; `dlqctl apply` completes it.".into());
         printer.err(&lines.join("\n"));

@@ -10,6 +10,7 @@ pub mod emit;
 pub mod import;
 pub mod plan;
 pub mod redrive;
+pub mod schedule;
 pub mod status;
 
 pub use plan::{PlanOptions, Planned, connect, plan};

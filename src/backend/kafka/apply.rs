@@ -3,6 +3,8 @@
 
 use rdkafka::admin::{AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::types::RDKafkaErrorCode;
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::ffi::ConfigOp;
@@ -100,53 +102,185 @@ impl Writer {
     }
 
     async fn create(&self, change: &Change) -> Result<(), KafkaError> {
-        let topic = change.resource.name.as_str();
-        let number = |key: &str| {
-            change
-                .desired
-                .get(key)
-                .and_then(Value::as_i64)
-                .and_then(|n| i32::try_from(n).ok())
-        };
-        let (Some(partitions), Some(replication)) =
-            (number("partitions"), number("replication.factor"))
-        else {
-            return Err(topic_error(
-                topic,
-                "CreateTopics",
-                "the plan gives no partitions or replication factor",
-            ));
-        };
-        let configs: Vec<(String, String)> = change
-            .desired
-            .iter()
-            .filter(|(_, v)| !v.is_null())
-            .filter_map(|(k, v)| {
-                k.strip_prefix("config.")
-                    .map(|k| (k.to_owned(), config_text(v)))
-            })
-            .collect();
-        let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
-        for (k, v) in &configs {
-            new = new.set(k, v);
-        }
-        self.reader.stats.count("kafka:CreateTopics");
-        let results = self
-            .reader
-            .admin
-            .create_topics([&new], &Self::options())
-            .await
-            .map_err(|e| topic_error(topic, "CreateTopics", e))?;
-        for r in results {
-            match r {
-                Ok(_) => {}
-                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {
-                    return self.created_meanwhile(change).await;
+        self.create_many(&[change]).await.pop().unwrap_or(Ok(()))
+    }
+
+    /// Creates every topic of `changes` with one CreateTopics request; one result per change,
+    /// in order. A topic someone else created meanwhile is a success only with the planned
+    /// settings.
+    async fn create_many(&self, changes: &[&Change]) -> Vec<Result<(), KafkaError>> {
+        let specs: Vec<Result<TopicSpec, KafkaError>> =
+            changes.iter().map(|c| TopicSpec::of(c)).collect();
+        let news: Vec<NewTopic<'_>> = specs.iter().flatten().map(TopicSpec::new_topic).collect();
+        let mut answers: BTreeMap<String, Result<(), RDKafkaErrorCode>> = BTreeMap::new();
+        if !news.is_empty() {
+            self.reader.stats.count("kafka:CreateTopics");
+            match self
+                .reader
+                .admin
+                .create_topics(news.iter(), &Self::options())
+                .await
+            {
+                Ok(results) => {
+                    for r in results {
+                        match r {
+                            Ok(name) => answers.insert(name, Ok(())),
+                            Err((name, code)) => answers.insert(name, Err(code)),
+                        };
+                    }
                 }
-                Err((name, code)) => return Err(topic_error(&name, "CreateTopics", code)),
+                Err(e) => {
+                    let e = e.to_string();
+                    return changes
+                        .iter()
+                        .map(|c| Err(topic_error(&c.resource.name, "CreateTopics", &e)))
+                        .collect();
+                }
             }
         }
-        Ok(())
+        let mut out = Vec::with_capacity(changes.len());
+        for (c, spec) in changes.iter().zip(specs) {
+            let topic = c.resource.name.as_str();
+            out.push(match (spec, answers.remove(topic)) {
+                (Err(e), _) => Err(e),
+                (Ok(_), Some(Ok(()))) => Ok(()),
+                (Ok(_), Some(Err(RDKafkaErrorCode::TopicAlreadyExists))) => {
+                    self.created_meanwhile(c).await
+                }
+                (Ok(_), Some(Err(code))) => Err(topic_error(topic, "CreateTopics", code)),
+                (Ok(_), None) => Err(topic_error(
+                    topic,
+                    "CreateTopics",
+                    "the broker's answer does not name this topic",
+                )),
+            });
+        }
+        out
+    }
+
+    /// Applies several changes with as few requests as the protocol allows: every create in
+    /// one CreateTopics, every config change in one IncrementalAlterConfigs, then every
+    /// partition growth in one CreatePartitions (a topic whose configs failed grows no
+    /// partitions); deletes one at a time, each re-counting its records. One result per
+    /// change, in order; each change succeeds or fails on its own.
+    pub async fn apply_many(
+        &self,
+        changes: &[&Change],
+        allow_loss: bool,
+    ) -> Vec<Result<(), KafkaError>> {
+        let mut out: Vec<Option<Result<(), KafkaError>>> = changes.iter().map(|_| None).collect();
+        let mut creates: Vec<usize> = Vec::new();
+        let mut alters: Vec<(usize, Vec<ConfigOp>)> = Vec::new();
+        let mut grows: Vec<(usize, usize)> = Vec::new();
+        for (i, c) in changes.iter().enumerate() {
+            let topic = c.resource.name.as_str();
+            if c.action == Action::Impossible {
+                out[i] = Some(Ok(()));
+                continue;
+            }
+            if let Err(e) = self.check_owned(topic) {
+                out[i] = Some(Err(e));
+                continue;
+            }
+            match c.action {
+                Action::Create => creates.push(i),
+                Action::Update => match update_steps(c) {
+                    Ok(steps) => {
+                        for step in steps {
+                            match step {
+                                Step::AlterConfigs(ops) => alters.push((i, ops)),
+                                Step::CreatePartitions(n) => grows.push((i, n)),
+                            }
+                        }
+                        out[i] = Some(Ok(()));
+                    }
+                    Err(m) => out[i] = Some(Err(topic_error(topic, "update", m))),
+                },
+                _ => out[i] = Some(self.apply(c, allow_loss).await),
+            }
+        }
+        let batch: Vec<&Change> = creates.iter().map(|i| changes[*i]).collect();
+        for (i, r) in creates.iter().zip(self.create_many(&batch).await) {
+            out[*i] = Some(r);
+        }
+        if !alters.is_empty() {
+            let request: Vec<(String, Vec<ConfigOp>)> = alters
+                .iter()
+                .map(|(i, ops)| (changes[*i].resource.name.clone(), ops.clone()))
+                .collect();
+            self.reader.stats.count("kafka:IncrementalAlterConfigs");
+            match ffi::incremental_alter_topic_configs(&self.reader.admin, &request, TIMEOUT).await
+            {
+                Ok(answers) => {
+                    let answers: BTreeMap<String, _> = answers.into_iter().collect();
+                    for (i, _) in &alters {
+                        let topic = &changes[*i].resource.name;
+                        match answers.get(topic) {
+                            Some(Ok(())) => {}
+                            Some(Err(e)) => {
+                                out[*i] =
+                                    Some(Err(topic_error(topic, "IncrementalAlterConfigs", e)))
+                            }
+                            None => {
+                                out[*i] = Some(Err(topic_error(
+                                    topic,
+                                    "IncrementalAlterConfigs",
+                                    "the broker's answer does not name this topic",
+                                )))
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    for (i, _) in &alters {
+                        let topic = &changes[*i].resource.name;
+                        out[*i] = Some(Err(topic_error(
+                            topic,
+                            "IncrementalAlterConfigs",
+                            e.detail(),
+                        )));
+                    }
+                }
+            }
+        }
+        grows.retain(|(i, _)| matches!(out[*i], Some(Ok(()))));
+        if !grows.is_empty() {
+            let news: Vec<NewPartitions<'_>> = grows
+                .iter()
+                .map(|(i, n)| NewPartitions::new(&changes[*i].resource.name, *n))
+                .collect();
+            self.reader.stats.count("kafka:CreatePartitions");
+            let answers = self
+                .reader
+                .admin
+                .create_partitions(news.iter(), &Self::options())
+                .await;
+            let answers: Result<BTreeMap<String, Option<RDKafkaErrorCode>>, String> = answers
+                .map(|rs| {
+                    rs.into_iter()
+                        .map(|r| match r {
+                            Ok(name) => (name, None),
+                            Err((name, code)) => (name, Some(code)),
+                        })
+                        .collect()
+                })
+                .map_err(|e| e.to_string());
+            for (i, _) in &grows {
+                let topic = &changes[*i].resource.name;
+                let failed = match &answers {
+                    Ok(a) => match a.get(topic) {
+                        Some(None) => None,
+                        Some(Some(code)) => Some(code.to_string()),
+                        None => Some("the broker's answer does not name this topic".to_owned()),
+                    },
+                    Err(e) => Some(e.clone()),
+                };
+                if let Some(m) = failed {
+                    out[*i] = Some(Err(topic_error(topic, "CreatePartitions", m)));
+                }
+            }
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
     }
 
     /// A topic the plan would create exists: success if it already has the planned settings.
@@ -226,6 +360,63 @@ impl Writer {
             .into_iter()
             .map(|c| format!("topic {}", c.resource.name))
             .collect())
+    }
+}
+
+/// A topic to create, as the plan gives it: what [`NewTopic`] borrows from.
+struct TopicSpec {
+    name: String,
+    partitions: i32,
+    replication: i32,
+    configs: Vec<(String, String)>,
+}
+
+impl TopicSpec {
+    fn of(change: &Change) -> Result<Self, KafkaError> {
+        let topic = change.resource.name.as_str();
+        let number = |key: &str| {
+            change
+                .desired
+                .get(key)
+                .and_then(Value::as_i64)
+                .and_then(|n| i32::try_from(n).ok())
+        };
+        let (Some(partitions), Some(replication)) =
+            (number("partitions"), number("replication.factor"))
+        else {
+            return Err(topic_error(
+                topic,
+                "CreateTopics",
+                "the plan gives no partitions or replication factor",
+            ));
+        };
+        let configs = change
+            .desired
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .filter_map(|(k, v)| {
+                k.strip_prefix("config.")
+                    .map(|k| (k.to_owned(), config_text(v)))
+            })
+            .collect();
+        Ok(TopicSpec {
+            name: topic.to_owned(),
+            partitions,
+            replication,
+            configs,
+        })
+    }
+
+    fn new_topic(&self) -> NewTopic<'_> {
+        let mut new = NewTopic::new(
+            &self.name,
+            self.partitions,
+            TopicReplication::Fixed(self.replication),
+        );
+        for (k, v) in &self.configs {
+            new = new.set(k, v);
+        }
+        new
     }
 }
 

@@ -1,5 +1,7 @@
 //! RabbitMQ apply: the only module that writes to the management API.
 
+use std::collections::BTreeMap;
+
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -319,8 +321,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits until RabbitMQ applies each policy to its queue (the management API lags by up
-    /// to several seconds), so that a plan right after apply sees the final state.
+    /// Waits until RabbitMQ applies each policy to its queue, as the plan's listing shows it,
+    /// so that a plan right after apply sees the final state.
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, HttpError> {
         let policies: Vec<(String, String)> = applied
             .iter()
@@ -331,13 +333,20 @@ impl Writer {
         let mut pending: Vec<&(String, String)> = policies.iter().collect();
         while !pending.is_empty() {
             let mut still = Vec::new();
+            let mut by_vhost: BTreeMap<&str, Vec<&(String, String)>> = BTreeMap::new();
             for p in pending {
-                let (vhost, queue) = p;
-                if self.reader.applied_policy(vhost, queue).await?.as_deref()
-                    != Some(queue.as_str())
-                {
-                    still.push(p);
-                }
+                by_vhost.entry(p.0.as_str()).or_default().push(p);
+            }
+            for (vhost, ps) in by_vhost {
+                let names: Vec<&str> = ps.iter().map(|(_, q)| q.as_str()).collect();
+                let applied = self.reader.applied_policies(vhost, &names).await?;
+                // A queue that does not exist (yet: an apply stopped before creating it) has
+                // nothing to show; the next plan lists its create.
+                still.extend(ps.into_iter().filter(|(_, queue)| {
+                    applied
+                        .get(queue)
+                        .is_some_and(|p| p.as_deref() != Some(queue.as_str()))
+                }));
             }
             pending = still;
             if pending.is_empty() || tokio::time::Instant::now() >= deadline {
