@@ -927,3 +927,63 @@ fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_
     strict.assert_stdout_contains("add `reason:` to `deadLetter.discard`");
     w.assert_empty_plan(&["imported"], &[], "after import");
 }
+
+#[test]
+fn sqs_encryption_and_policies_made_by_hand_import_and_plan_empty() {
+    let Some(w) = World::new(&["sqs"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (main, dlq) = (format!("{s}-pay"), format!("{s}-pay-dlq"));
+    let grant = |sid: &str, action: &str| json!({"Sid": sid, "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:role/app"}, "Action": action, "Resource": "*"});
+    let main_policy = json!({"Version": "2012-10-17", "Statement": [grant("send", "sqs:SendMessage"), grant("read", "sqs:ReceiveMessage")]});
+    let dlq_policy =
+        json!({"Version": "2012-10-17", "Statement": grant("ops", "sqs:ReceiveMessage")});
+    let aws = &w.aws;
+    aws.create(
+        &dlq,
+        &[
+            (QueueAttributeName::MessageRetentionPeriod, "1209600".into()),
+            (
+                QueueAttributeName::KmsMasterKeyId,
+                "alias/payments-dlq".into(),
+            ),
+            (
+                QueueAttributeName::KmsDataKeyReusePeriodSeconds,
+                "600".into(),
+            ),
+            (QueueAttributeName::SqsManagedSseEnabled, "false".into()),
+            (QueueAttributeName::Policy, dlq_policy.to_string()),
+        ],
+        &[],
+    );
+    let arn = aws.attributes(&dlq)["QueueArn"].clone();
+    aws.create(
+        &main,
+        &[
+            (
+                QueueAttributeName::RedrivePolicy,
+                json!({"deadLetterTargetArn": arn, "maxReceiveCount": 4}).to_string(),
+            ),
+            (QueueAttributeName::KmsMasterKeyId, "alias/payments".into()),
+            (QueueAttributeName::SqsManagedSseEnabled, "false".into()),
+            (
+                QueueAttributeName::Policy,
+                serde_json::to_string_pretty(&main_policy).expect("JSON"),
+            ),
+        ],
+        &[],
+    );
+
+    w.import("local-sqs", &["--prefix", &main]);
+    let text = w.imported_text();
+    for expected in [
+        "    encryption:\n      kms: alias/payments\n",
+        "    sqs:\n      encryption:\n        kms: alias/payments-dlq\n        dataKeyReuse: 10m\n",
+        "Sid: send",
+        "Sid: ops",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}`\n{text}");
+    }
+    w.assert_empty_plan(&["imported"], &[], "after import");
+}

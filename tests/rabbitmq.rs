@@ -648,3 +648,67 @@ fn assert_ttl_and_dead_end(queue: &str, mode: &str, ms: u64) {
         "{queue}, {mode}: a dead end\n{settings}"
     );
 }
+
+/// A management user made for one test, deleted (with its permissions) on drop.
+struct User(String);
+
+impl User {
+    /// A user without tags (not an administrator) whose read pattern on `/` is `read`.
+    fn reading(read: &str) -> Self {
+        let user = User(support::unique("dlqctl-reader-"));
+        user.set_read(read);
+        user
+    }
+
+    fn set_read(&self, read: &str) {
+        block(async {
+            let (s, _) = api(
+                reqwest::Method::PUT,
+                &format!("/api/users/{}", self.0),
+                Some(json!({"password": "reader-password", "tags": ""})),
+            )
+            .await;
+            assert!(s == 201 || s == 204, "create user: {s}");
+            let (s, _) = api(
+                reqwest::Method::PUT,
+                &format!("/api/permissions/%2F/{}", self.0),
+                Some(json!({"configure": "^$", "write": "^$", "read": read})),
+            )
+            .await;
+            assert!(s == 201 || s == 204, "permissions: {s}");
+        });
+    }
+}
+
+impl Drop for User {
+    fn drop(&mut self) {
+        let _ = block(api(
+            reqwest::Method::DELETE,
+            &format!("/api/users/{}", self.0),
+            None,
+        ));
+    }
+}
+
+#[test]
+fn a_user_who_may_read_the_dlq_but_not_its_source_is_noted_in_the_plan() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| t);
+    f.first_apply("the orders example");
+    let [main, _, dlq, _] = f.names();
+    let escaped = f.channel.replace('.', "\\.");
+
+    let user = User::reading(&format!("^{escaped}\\.dlq$"));
+    let p = f.plan();
+    assert_eq!(p.code, 0, "a note, no change\n{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains(&format!(
+        "queue {dlq} (vhost /) on target local-rabbitmq: user `{}` (not an administrator) may read this dead-letter queue (read permission `^{escaped}\\.dlq$` on vhost `/`) but not its source {main}",
+        user.0
+    ));
+
+    // Reading the source as well is no wider access: no note.
+    user.set_read(&format!("^{escaped}\\."));
+    let p = f.plan();
+    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    assert!(!p.stdout.contains(&user.0), "{}", p.stdout);
+}

@@ -692,3 +692,158 @@ fn an_invalid_message_queue_denies_redrive_and_keeps_what_a_consumer_put_there()
         ["chargeback-42: unknown card scheme"]
     );
 }
+
+/// `sqs:` block of the example with `encryption` (and whatever else `extra` adds).
+fn with_sqs(extra: &str) -> impl Fn(String) -> String + '_ {
+    move |t: String| {
+        t.replace(
+            "    visibilityTimeout: 30s\n",
+            &format!("    visibilityTimeout: 30s\n{extra}"),
+        )
+    }
+}
+
+#[test]
+fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
+    let Some(f) = Fixture::applied() else { return };
+    let [main, dlq, ..] = f.names();
+    // Someone encrypts the source with a KMS key by hand; the DLQ stays on SQS-managed keys.
+    f.aws.set(
+        &main,
+        &[
+            (QueueAttributeName::KmsMasterKeyId, "alias/payments".into()),
+            (QueueAttributeName::SqsManagedSseEnabled, "false".into()),
+        ],
+    );
+    let p = f.plan();
+    assert_eq!(
+        p.code, 0,
+        "not owned: a note, no change\n{}{}",
+        p.stdout, p.stderr
+    );
+    p.assert_stdout_contains(&format!(
+        "queue {dlq} on target {TARGET}: dead-letter queue encrypted less strongly than its source {main} (SSE-SQS here, SSE-KMS there)"
+    ));
+
+    // The spec takes encryption over: both queues get the key, the note goes.
+    f.write_example(with_sqs(
+        "    encryption: {kms: alias/payments, dataKeyReuse: 10m}\n",
+    ));
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    for expected in [
+        format!("~ update     queue {dlq}"),
+        "KmsMasterKeyId: (absent) → \"alias/payments\"".to_owned(),
+        "SqsManagedSseEnabled: true → false".to_owned(),
+        "KmsDataKeyReusePeriodSeconds: 300 → 600".to_owned(),
+    ] {
+        p.assert_stdout_contains(&expected);
+    }
+    assert!(
+        !p.stdout.contains("encrypted less strongly"),
+        "{}",
+        p.stdout
+    );
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    for q in [&main, &dlq] {
+        let attrs = f.aws.attributes(q);
+        assert_eq!(
+            attrs.get("KmsMasterKeyId").map(String::as_str),
+            Some("alias/payments"),
+            "{q}: {attrs:?}"
+        );
+        assert_eq!(
+            attrs
+                .get("KmsDataKeyReusePeriodSeconds")
+                .map(String::as_str),
+            Some("600"),
+            "{q}"
+        );
+        assert_eq!(
+            attrs.get("SqsManagedSseEnabled").map(String::as_str),
+            Some("false"),
+            "{q}"
+        );
+    }
+    f.assert_empty_plan("after apply");
+
+    // Back to SSE-SQS: the key is removed from both.
+    f.write_example(with_sqs("    encryption: {managed: true}\n"));
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    for q in [&main, &dlq] {
+        let attrs = f.aws.attributes(q);
+        assert_eq!(attrs.get("KmsMasterKeyId"), None, "{q}: {attrs:?}");
+        assert_eq!(
+            attrs.get("SqsManagedSseEnabled").map(String::as_str),
+            Some("true"),
+            "{q}"
+        );
+    }
+    f.assert_empty_plan("after going back to SSE-SQS");
+}
+
+#[test]
+fn queue_policies_round_trip_and_a_hand_edit_shows_as_a_json_diff() {
+    let policy = "    policy:\n      Version: \"2012-10-17\"\n      Statement:\n        - {Sid: send, Effect: Allow, Principal: {AWS: \"arn:aws:iam::123456789012:role/app\"}, Action: \"sqs:SendMessage\", Resource: \"*\"}\n        - {Sid: read, Effect: Allow, Principal: {AWS: \"arn:aws:iam::123456789012:role/app\"}, Action: \"sqs:ReceiveMessage\", Resource: \"*\"}\n";
+    // The DLQ's policy as JSON text: operators only.
+    let dlq_policy = "    sqs:\n      policy: '{\"Version\": \"2012-10-17\", \"Statement\": [{\"Sid\": \"ops\", \"Effect\": \"Allow\", \"Principal\": {\"AWS\": \"arn:aws:iam::123456789012:role/app\"}, \"Action\": \"sqs:*\", \"Resource\": \"*\"}]}'\n";
+    let edit = |t: String| {
+        with_sqs(policy)(t).replace(
+            "    retention: 14d\n",
+            &format!("    retention: 14d\n{dlq_policy}"),
+        )
+    };
+    let Some(f) = Fixture::applied_with(edit) else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    f.assert_empty_plan("policies applied");
+    let live: Value =
+        serde_json::from_str(&f.aws.attributes(&dlq)["Policy"]).expect("DLQ policy is JSON");
+    assert_eq!(live["Statement"][0]["Sid"], json!("ops"), "{live}");
+
+    // Someone rewrites the main queue's policy by hand: other statement order, other
+    // whitespace, and one real change (anyone may now send).
+    let mut hand: Value = serde_json::from_str(&f.aws.attributes(&main)["Policy"]).expect("JSON");
+    let statements = hand["Statement"].as_array_mut().expect("a list");
+    statements.reverse();
+    for s in statements.iter_mut().filter(|s| s["Sid"] == json!("send")) {
+        s["Principal"] = json!({"AWS": "*"});
+    }
+    let text = serde_json::to_string_pretty(&hand).expect("JSON");
+    f.aws.set(&main, &[(QueueAttributeName::Policy, text)]);
+
+    let p = f.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains(&format!("~ update     queue {main}"));
+    let diff: Vec<&str> = p
+        .stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            (l.starts_with('-') || l.starts_with('+'))
+                && !l.starts_with("---")
+                && !l.starts_with("+++")
+        })
+        .filter(|l| !l.starts_with("+ create") && !l.starts_with("- delete"))
+        .collect();
+    assert_eq!(
+        diff,
+        [
+            "-        \"AWS\": \"*\"",
+            "+        \"AWS\": \"arn:aws:iam::123456789012:role/app\""
+        ],
+        "only the changed principal shows, not the order or the whitespace\n{}",
+        p.stdout
+    );
+    assert!(
+        !p.stdout.contains(&format!("queue {dlq}\n")),
+        "{}",
+        p.stdout
+    );
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    f.assert_empty_plan("after the repair");
+}

@@ -535,7 +535,14 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                         shared.retain(|k, _| {
                             !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
                         });
+                        // So is the dead-letter queue's own block (`deadLetter.sqs`).
+                        if let Some(Value::Object(dl)) = shared.get_mut("deadLetter") {
+                            dl.retain(|k, _| {
+                                !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
+                            });
+                        }
                         drop_answered_retention(spec, &mut shared);
+                        drop_whole_values(spec, &mut shared);
                         merge_under(spec, &Value::Object(shared));
                         d.locs.fill_from(dl, "/spec", "/spec");
                     }
@@ -665,6 +672,33 @@ fn drop_answered_retention(spec: &Value, shared: &mut serde_json::Map<String, Va
             if own.contains_key(answer) {
                 from_defaults.remove(other);
             }
+        }
+    }
+}
+
+/// Values that are replaced whole, never merged key by key: an encryption block (a KMS key
+/// from Defaults and a channel's `managed: true` would make both) and a policy document.
+const WHOLE_VALUES: [&str; 4] = [
+    "/sqs/encryption",
+    "/sqs/policy",
+    "/deadLetter/sqs/encryption",
+    "/deadLetter/sqs/policy",
+];
+
+fn drop_whole_values(spec: &Value, shared: &mut serde_json::Map<String, Value>) {
+    for pointer in WHOLE_VALUES {
+        if spec.pointer(pointer).is_none() {
+            continue;
+        }
+        let Some((parent, key)) = pointer.rsplit_once('/') else {
+            continue;
+        };
+        let mut from_defaults = Value::Object(std::mem::take(shared));
+        if let Some(Value::Object(m)) = from_defaults.pointer_mut(parent) {
+            m.remove(key);
+        }
+        if let Value::Object(m) = from_defaults {
+            *shared = m;
         }
     }
 }

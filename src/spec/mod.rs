@@ -3,6 +3,7 @@
 //! `yaml` parses with positions, `load` turns files into documents (schema layer), `rules`
 //! adds the domain checks, `resolve` gives each channel its effective settings on its backend.
 
+pub mod access;
 pub mod duration;
 pub mod load;
 pub mod locate;

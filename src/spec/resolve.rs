@@ -4,10 +4,11 @@
 //! read a channel through this one view, so what lint checks is exactly what apply creates.
 //! Pure: no I/O.
 
+use super::access::{Encryption, parse_policy};
 use super::duration::Duration;
 use super::model::{
     AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, DlxMode, Envelope, ExchangeKind,
-    KafkaNaming, QueueType, RetryModel, Target, Tier, TopicReuse,
+    KafkaNaming, QueuePolicy, QueueType, RetryModel, Target, Tier, TopicReuse,
 };
 
 /// How many times `redrive` brings one message back unless `deadLetter.maxRedrives` says.
@@ -168,6 +169,16 @@ pub struct RetryStage {
 pub struct SqsResolved {
     pub visibility_timeout: Duration,
     pub fifo: bool,
+    /// `sqs.encryption`: the main queue's (`None`: not managed).
+    pub encryption: Option<Encryption>,
+    /// The dead-letter queue's: `deadLetter.sqs.encryption` if written, else the main
+    /// queue's.
+    pub dead_letter_encryption: Option<Encryption>,
+    /// `sqs.policy`, normalised (`None`: not managed, or not a policy: the rules say why).
+    pub policy: Option<serde_json::Value>,
+    /// `deadLetter.sqs.policy`, normalised (the main queue's policy is not inherited: it
+    /// names the main queue).
+    pub dead_letter_policy: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -371,6 +382,27 @@ fn distinct(delays: &[Duration]) -> Vec<Duration> {
     out
 }
 
+/// The SQS encryption and policies of a channel (visibility and FIFO left at their zero).
+fn sqs_access(spec: &ChannelSpec) -> SqsResolved {
+    let own = spec.sqs.as_ref();
+    let dl = spec.dead_letter.as_ref().and_then(|d| d.sqs.as_ref());
+    let encryption = own
+        .and_then(|s| s.encryption.as_ref())
+        .and_then(Encryption::from_spec);
+    let policy = |p: Option<&QueuePolicy>| p.and_then(|p| parse_policy(p).ok());
+    SqsResolved {
+        visibility_timeout: Duration::from_secs(0),
+        fifo: false,
+        dead_letter_encryption: match dl.and_then(|d| d.encryption.as_ref()) {
+            Some(e) => Encryption::from_spec(e),
+            None => encryption.clone(),
+        },
+        encryption,
+        policy: policy(own.and_then(|s| s.policy.as_ref())),
+        dead_letter_policy: policy(dl.and_then(|d| d.policy.as_ref())),
+    }
+}
+
 /// Resolves a channel against its target. The channel must have `spec.target` and
 /// `spec.retry.maxAttempts` (the rules report their absence first).
 pub fn resolve(
@@ -434,6 +466,7 @@ pub fn resolve(
             .and_then(|s| s.visibility_timeout)
             .unwrap_or(SQS_DEFAULT_VISIBILITY),
         fifo,
+        ..sqs_access(spec)
     });
     let rabbitmq = if backend == Backend::Rabbitmq {
         Some(rabbitmq(

@@ -1,4 +1,5 @@
-//! Topic configs over librdkafka's C API: `DescribeConfigs` and `IncrementalAlterConfigs`.
+//! Topic configs over librdkafka's C API: `DescribeConfigs` and `IncrementalAlterConfigs`;
+//! and the topics' ACLs (`DescribeAcls`), which rdkafka 0.39 has no wrapper for at all.
 //!
 //! Why this exists: rdkafka 0.39 has no wrapper for IncrementalAlterConfigs (its
 //! `alter_configs` is the legacy AlterConfigs, which resets every key it is not given to the
@@ -148,6 +149,172 @@ pub async fn describe_topic_configs(
         })
 }
 
+const DESCRIBE_ACLS: &str = "DescribeAcls";
+
+/// What an ACL binding lets its principal do with a topic, as far as reading goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclOperation {
+    Read,
+    All,
+    Other,
+}
+
+/// How an ACL binding's resource name matches topic names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclPattern {
+    /// The name itself (`*`: every topic).
+    Literal,
+    /// Every topic whose name starts with it.
+    Prefixed,
+    Other,
+}
+
+/// One ACL binding on topics, as the broker reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclBinding {
+    pub name: String,
+    pub pattern: AclPattern,
+    /// `User:alice`, or `User:*` for everyone.
+    pub principal: String,
+    pub host: String,
+    pub operation: AclOperation,
+    /// `false`: a DENY binding.
+    pub allow: bool,
+}
+
+/// Every ACL binding on topics (one DescribeAcls, filter: any topic, any pattern, any
+/// principal, host, operation and permission). A broker without an authorizer answers
+/// SECURITY_DISABLED, returned as [`CallError::Failed`].
+pub async fn describe_topic_acls(
+    admin: &Arc<Admin>,
+    timeout: Duration,
+) -> Result<Vec<AclBinding>, CallError> {
+    let admin = Arc::clone(admin);
+    run_blocking(DESCRIBE_ACLS, move || {
+        describe_acls_blocking(&admin, timeout)
+    })
+    .await?
+}
+
+fn describe_acls_blocking(admin: &Admin, timeout: Duration) -> Result<Vec<AclBinding>, CallError> {
+    let api = DESCRIBE_ACLS;
+    let rk = admin.inner().native_ptr();
+    let mut errstr = [0 as c_char; 512];
+    // SAFETY: null name, principal and host mean "any"; `errstr` is a writable buffer of the
+    // given size. The guard owns the filter; librdkafka copies it when the request is sent.
+    let filter = Guard(
+        unsafe {
+            rd::rd_kafka_AclBindingFilter_new(
+                rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC,
+                std::ptr::null(),
+                rd::rd_kafka_ResourcePatternType_t::RD_KAFKA_RESOURCE_PATTERN_ANY,
+                std::ptr::null(),
+                std::ptr::null(),
+                rd::rd_kafka_AclOperation_t::RD_KAFKA_ACL_OPERATION_ANY,
+                rd::rd_kafka_AclPermissionType_t::RD_KAFKA_ACL_PERMISSION_TYPE_ANY,
+                errstr.as_mut_ptr(),
+                errstr.len(),
+            )
+        },
+        rd::rd_kafka_AclBinding_destroy,
+    );
+    if filter.0.is_null() {
+        // SAFETY: librdkafka NUL-terminates what it writes into `errstr`.
+        let message = unsafe { CStr::from_ptr(errstr.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        return Err(CallError::Request { api, message });
+    }
+    let op = rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBEACLS;
+    let answered = round_trip(api, rk, op, timeout, |options, queue| {
+        // SAFETY: filter, options and queue are live; librdkafka copies the filter.
+        unsafe { rd::rd_kafka_DescribeAcls(rk, filter.0, options, queue) }
+    })?;
+    // SAFETY: the event is live until its guard drops, after every read below.
+    unsafe { read_acls(answered.event.0, timeout) }
+}
+
+/// Copies the bindings out of a DescribeAcls answer.
+///
+/// # Safety
+/// `event` must be a live event returned by `rd_kafka_queue_poll` for a DescribeAcls request.
+unsafe fn read_acls(
+    event: *mut rd::rd_kafka_event_t,
+    timeout: Duration,
+) -> Result<Vec<AclBinding>, CallError> {
+    let api = DESCRIBE_ACLS;
+    // SAFETY (whole function): every pointer read here belongs to `event`, which outlives this
+    // function; strings are copied before returning.
+    unsafe {
+        event_error(api, event, timeout)?;
+        let result = rd::rd_kafka_event_DescribeAcls_result(event);
+        if result.is_null() {
+            return Err(wrong_event(api));
+        }
+        let mut n = 0usize;
+        let list = rd::rd_kafka_DescribeAcls_result_acls(result, &mut n);
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let b = *list.add(i);
+            if rd::rd_kafka_AclBinding_restype(b)
+                != rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC
+            {
+                continue;
+            }
+            use rd::rd_kafka_AclOperation_t as Op;
+            use rd::rd_kafka_ResourcePatternType_t as Pat;
+            out.push(AclBinding {
+                name: opt_string(rd::rd_kafka_AclBinding_name(b)).unwrap_or_default(),
+                pattern: match rd::rd_kafka_AclBinding_resource_pattern_type(b) {
+                    Pat::RD_KAFKA_RESOURCE_PATTERN_LITERAL => AclPattern::Literal,
+                    Pat::RD_KAFKA_RESOURCE_PATTERN_PREFIXED => AclPattern::Prefixed,
+                    _ => AclPattern::Other,
+                },
+                principal: opt_string(rd::rd_kafka_AclBinding_principal(b)).unwrap_or_default(),
+                host: opt_string(rd::rd_kafka_AclBinding_host(b)).unwrap_or_default(),
+                operation: match rd::rd_kafka_AclBinding_operation(b) {
+                    Op::RD_KAFKA_ACL_OPERATION_READ => AclOperation::Read,
+                    Op::RD_KAFKA_ACL_OPERATION_ALL => AclOperation::All,
+                    _ => AclOperation::Other,
+                },
+                allow: rd::rd_kafka_AclBinding_permission_type(b)
+                    == rd::rd_kafka_AclPermissionType_t::RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The error of a whole answer (a timeout said as one), if any.
+///
+/// # Safety
+/// `event` must be a live event returned by `rd_kafka_queue_poll`.
+unsafe fn event_error(
+    api: &'static str,
+    event: *mut rd::rd_kafka_event_t,
+    timeout: Duration,
+) -> Result<(), CallError> {
+    // SAFETY: guaranteed by the caller; the error string is copied.
+    unsafe {
+        let err = rd::rd_kafka_event_error(event);
+        if err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+            return Ok(());
+        }
+        let code = RDKafkaErrorCode::from(err);
+        let message =
+            opt_string(rd::rd_kafka_event_error_string(event)).unwrap_or_else(|| code.to_string());
+        if code == RDKafkaErrorCode::RequestTimedOut
+            || err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__TIMED_OUT
+        {
+            return Err(CallError::Timeout {
+                api,
+                secs: timeout.as_secs(),
+            });
+        }
+        Err(CallError::Failed { api, code, message })
+    }
+}
+
 async fn run_blocking<T: Send + 'static>(
     api: &'static str,
     f: impl FnOnce() -> T + Send + 'static,
@@ -226,8 +393,6 @@ impl Request {
         } else {
             rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS
         };
-        let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
-
         let mut resources = Resources(Vec::with_capacity(self.topics.len()));
         for (topic, ops) in &self.topics {
             // SAFETY: `topic` is a valid C string; librdkafka copies it. A null return (an
@@ -275,85 +440,113 @@ impl Request {
             }
         }
 
-        // SAFETY: `rk` is the admin client's live handle, borrowed for this call.
-        let options = Guard(
-            unsafe { rd::rd_kafka_AdminOptions_new(rk, op) },
-            rd::rd_kafka_AdminOptions_destroy,
-        );
-        if options.0.is_null() {
-            return Err(CallError::Request {
-                api,
-                message: "librdkafka refused the admin options".into(),
-            });
-        }
-        let mut errstr = [0 as c_char; 512];
-        // SAFETY: valid options; `errstr` is a writable buffer of the given size.
-        let rc = unsafe {
-            rd::rd_kafka_AdminOptions_set_request_timeout(
-                options.0,
-                timeout_ms,
-                errstr.as_mut_ptr(),
-                errstr.len(),
-            )
-        };
-        if rc != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-            // SAFETY: librdkafka NUL-terminates what it writes into `errstr`.
-            let message = unsafe { CStr::from_ptr(errstr.as_ptr()) }
-                .to_string_lossy()
-                .into_owned();
-            return Err(CallError::Request { api, message });
-        }
-        // A private queue: the answer to this request, and nothing else, arrives on it.
-        // SAFETY: `rk` is live; the guard destroys the queue (librdkafka keeps its own
-        // reference while a request is in flight, so dropping early after a timeout is safe).
-        let queue = Guard(
-            unsafe { rd::rd_kafka_queue_new(rk) },
-            rd::rd_kafka_queue_destroy,
-        );
-        if queue.0.is_null() {
-            return Err(CallError::Request {
-                api,
-                message: "librdkafka could not create an event queue".into(),
-            });
-        }
-        // SAFETY: the array holds `len` live resources; librdkafka copies them (we still free
-        // ours); options and queue are live.
-        unsafe {
-            if api == ALTER {
-                rd::rd_kafka_IncrementalAlterConfigs(
-                    rk,
-                    resources.0.as_mut_ptr(),
-                    resources.0.len(),
-                    options.0,
-                    queue.0,
-                );
-            } else {
-                rd::rd_kafka_DescribeConfigs(
-                    rk,
-                    resources.0.as_mut_ptr(),
-                    resources.0.len(),
-                    options.0,
-                    queue.0,
-                );
+        let event = round_trip(api, rk, op, timeout, |options, queue| {
+            // SAFETY: the array holds `len` live resources; librdkafka copies them (we still
+            // free ours); options and queue are live.
+            unsafe {
+                if api == ALTER {
+                    rd::rd_kafka_IncrementalAlterConfigs(
+                        rk,
+                        resources.0.as_mut_ptr(),
+                        resources.0.len(),
+                        options,
+                        queue,
+                    );
+                } else {
+                    rd::rd_kafka_DescribeConfigs(
+                        rk,
+                        resources.0.as_mut_ptr(),
+                        resources.0.len(),
+                        options,
+                        queue,
+                    );
+                }
             }
-        }
-        // librdkafka enforces the request timeout itself; the extra second only covers the
-        // hand-over of its timeout event.
-        let wait_ms = timeout_ms.saturating_add(1000);
-        // SAFETY: the queue is live; a null return means nothing arrived in time.
-        let event = Guard(
-            unsafe { rd::rd_kafka_queue_poll(queue.0, wait_ms) },
-            rd::rd_kafka_event_destroy,
-        );
-        if event.0.is_null() {
-            return Err(CallError::Timeout {
-                api,
-                secs: timeout.as_secs(),
-            });
-        }
+        })?;
         // SAFETY: the event is live until its guard drops, after every read below.
-        unsafe { read_answer(api, event.0, timeout) }
+        unsafe { read_answer(api, event.event.0, timeout) }
     }
+}
+
+/// Admin options carrying the request timeout and a private event queue; `start` sends the
+/// request on them; then waits (blocking) for the one event that answers it.
+fn round_trip(
+    api: &'static str,
+    rk: *mut rd::rd_kafka_t,
+    op: rd::rd_kafka_admin_op_t,
+    timeout: Duration,
+    start: impl FnOnce(*mut rd::rd_kafka_AdminOptions_t, *mut rd::rd_kafka_queue_t),
+) -> Result<Answered, CallError> {
+    let timeout_ms = c_int::try_from(timeout.as_millis()).unwrap_or(c_int::MAX);
+    // SAFETY: `rk` is the admin client's live handle, borrowed for this call.
+    let options = Guard(
+        unsafe { rd::rd_kafka_AdminOptions_new(rk, op) },
+        rd::rd_kafka_AdminOptions_destroy,
+    );
+    if options.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka refused the admin options".into(),
+        });
+    }
+    let mut errstr = [0 as c_char; 512];
+    // SAFETY: valid options; `errstr` is a writable buffer of the given size.
+    let rc = unsafe {
+        rd::rd_kafka_AdminOptions_set_request_timeout(
+            options.0,
+            timeout_ms,
+            errstr.as_mut_ptr(),
+            errstr.len(),
+        )
+    };
+    if rc != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        // SAFETY: librdkafka NUL-terminates what it writes into `errstr`.
+        let message = unsafe { CStr::from_ptr(errstr.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        return Err(CallError::Request { api, message });
+    }
+    // A private queue: the answer to this request, and nothing else, arrives on it.
+    // SAFETY: `rk` is live; the guard destroys the queue (librdkafka keeps its own
+    // reference while a request is in flight, so dropping early after a timeout is safe).
+    let queue = Guard(
+        unsafe { rd::rd_kafka_queue_new(rk) },
+        rd::rd_kafka_queue_destroy,
+    );
+    if queue.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka could not create an event queue".into(),
+        });
+    }
+    start(options.0, queue.0);
+    // librdkafka enforces the request timeout itself; the extra second only covers the
+    // hand-over of its timeout event.
+    let wait_ms = timeout_ms.saturating_add(1000);
+    // SAFETY: the queue is live; a null return means nothing arrived in time.
+    let event = Guard(
+        unsafe { rd::rd_kafka_queue_poll(queue.0, wait_ms) },
+        rd::rd_kafka_event_destroy,
+    );
+    if event.0.is_null() {
+        return Err(CallError::Timeout {
+            api,
+            secs: timeout.as_secs(),
+        });
+    }
+    Ok(Answered {
+        event,
+        _queue: queue,
+        _options: options,
+    })
+}
+
+/// The answering event, with the queue and options of its request: fields drop in this
+/// order, the event first, as the locals of one function would.
+struct Answered {
+    event: Guard<rd::rd_kafka_event_t>,
+    _queue: Guard<rd::rd_kafka_queue_t>,
+    _options: Guard<rd::rd_kafka_AdminOptions_t>,
 }
 
 /// Copies the answer out of the event.
@@ -368,21 +561,7 @@ unsafe fn read_answer(
     // SAFETY (whole function): every pointer read here belongs to `event`, which outlives this
     // function; strings are copied before returning.
     unsafe {
-        let err = rd::rd_kafka_event_error(event);
-        if err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-            let code = RDKafkaErrorCode::from(err);
-            let message = opt_string(rd::rd_kafka_event_error_string(event))
-                .unwrap_or_else(|| code.to_string());
-            if code == RDKafkaErrorCode::RequestTimedOut
-                || err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__TIMED_OUT
-            {
-                return Err(CallError::Timeout {
-                    api,
-                    secs: timeout.as_secs(),
-                });
-            }
-            return Err(CallError::Failed { api, code, message });
-        }
+        event_error(api, event, timeout)?;
         let mut n = 0usize;
         let list = if api == ALTER {
             let result = rd::rd_kafka_event_IncrementalAlterConfigs_result(event);
@@ -574,6 +753,10 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().starts_with("DescribeConfigs: "), "{e}");
+        let e = describe_topic_acls(&admin, Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().starts_with("DescribeAcls: "), "{e}");
     }
 
     #[test]

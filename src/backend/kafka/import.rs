@@ -248,6 +248,7 @@ fn base_spec(
             envelope: None,
             consumer_group: None,
             max_redrives: None,
+            sqs: None,
         }),
         kafka: Some(KafkaOptions {
             partitions,

@@ -1,19 +1,74 @@
 //! Kafka plan rules on top of the generic diff (pure): what cannot be changed in place, what
-//! drops records by itself, and the admin requests an update takes.
+//! drops records by itself, the admin requests an update takes, and who may read a
+//! dead-letter topic but not its source (from the ACLs the review reads).
 
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use super::ffi::ConfigOp;
+use super::ffi::{AclBinding, AclOperation, AclPattern, ConfigOp};
 use super::*;
 use crate::plan::{Action, Change, Note};
-use crate::resource::{Desired, Live, TimeUnit};
+use crate::resource::{Desired, Live, Role, TimeUnit};
 use crate::spec::duration;
 
 /// Kafka has no observations beyond the diff (pure door, for the same shape as the others).
 pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
     Vec::new()
+}
+
+/// Notes on dead-letter topics that a principal may read while the channel's main topic is
+/// out of its reach, from the topics' ACL bindings (pure). A principal may read a topic when
+/// an ALLOW binding for READ (or ALL) matches it (its own principal or `User:*`; a literal
+/// name, `*`, or a prefix) and no DENY binding does. Hosts are not told apart.
+pub fn acl_notes(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Vec<Note> {
+    let reads = |b: &AclBinding| matches!(b.operation, AclOperation::Read | AclOperation::All);
+    let matches = |b: &AclBinding, topic: &str| match b.pattern {
+        AclPattern::Literal => b.name == topic || b.name == "*",
+        AclPattern::Prefixed => topic.starts_with(b.name.as_str()),
+        AclPattern::Other => false,
+    };
+    let can_read = |principal: &str, topic: &str| {
+        let applies = |b: &&AclBinding| {
+            reads(b) && matches(b, topic) && (b.principal == principal || b.principal == "User:*")
+        };
+        bindings.iter().filter(applies).any(|b| b.allow)
+            && !bindings.iter().filter(applies).any(|b| !b.allow)
+    };
+    let topics = |role: Role| {
+        desired.iter().filter(move |d| {
+            d.id.target == target && d.id.kind == Kind::Topic && d.role == role && d.present
+        })
+    };
+    let mut out = Vec::new();
+    for dlt in topics(Role::DeadLetter) {
+        let Some(main) = topics(Role::Main).find(|m| m.channel == dlt.channel) else {
+            continue;
+        };
+        let mut principals: Vec<&str> = bindings
+            .iter()
+            .filter(|b| b.allow && reads(b) && matches(b, &dlt.id.name))
+            .map(|b| b.principal.as_str())
+            .collect();
+        principals.sort_unstable();
+        principals.dedup();
+        let wider: Vec<String> = principals
+            .into_iter()
+            .filter(|p| can_read(p, &dlt.id.name) && !can_read(p, &main.id.name))
+            .map(|p| format!("`{p}`"))
+            .collect();
+        if !wider.is_empty() {
+            out.push(Note {
+                resource: dlt.id.clone(),
+                message: format!(
+                    "{} may read this dead-letter topic but not its source {} (ACLs): dead letters are the same records; give dead-letter access to operators only",
+                    wider.join(", "),
+                    main.id.name
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// No Kafka change needs to run before the per-channel order (pure door).
@@ -149,4 +204,113 @@ pub fn update_steps(change: &Change) -> Result<Vec<Step>, String> {
         steps.push(Step::CreatePartitions(n));
     }
     Ok(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topics() -> Vec<Desired> {
+        [
+            ("app.orders", Role::Main),
+            ("app.orders-dlt", Role::DeadLetter),
+        ]
+        .into_iter()
+        .map(|(name, role)| Desired {
+            id: topic_id("k", name),
+            channel: "app.orders".into(),
+            role,
+            props: crate::resource::Props::new(),
+            immutable: false,
+            present: true,
+        })
+        .collect()
+    }
+
+    fn acl(
+        name: &str,
+        pattern: AclPattern,
+        principal: &str,
+        read: bool,
+        allow: bool,
+    ) -> AclBinding {
+        AclBinding {
+            name: name.into(),
+            pattern,
+            principal: principal.into(),
+            host: "*".into(),
+            operation: if read {
+                AclOperation::Read
+            } else {
+                AclOperation::Other
+            },
+            allow,
+        }
+    }
+
+    #[test]
+    fn a_principal_who_may_read_the_dlt_but_not_its_source_is_noted() {
+        use AclPattern::{Literal, Prefixed};
+        let d = topics();
+        let support = acl("app.orders-dlt", Literal, "User:support", true, true);
+        let n = acl_notes("k", &d, std::slice::from_ref(&support));
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert_eq!(n[0].resource.name, "app.orders-dlt");
+        assert!(
+            n[0].message.starts_with(
+                "`User:support` may read this dead-letter topic but not its source app.orders"
+            ),
+            "{}",
+            n[0].message
+        );
+        for quiet in [
+            // Reads the source too: by prefix, by `*`, or through `User:*`.
+            vec![
+                support.clone(),
+                acl("app.", Prefixed, "User:support", true, true),
+            ],
+            vec![
+                support.clone(),
+                acl("*", Literal, "User:support", true, true),
+            ],
+            vec![
+                support.clone(),
+                acl("app.orders", Literal, "User:*", true, true),
+            ],
+            // Denied on the dead-letter topic after all.
+            vec![
+                support.clone(),
+                acl("app.orders-dlt", Literal, "User:support", true, false),
+            ],
+            // Not a read.
+            vec![acl("app.orders-dlt", Literal, "User:support", false, true)],
+            // Another topic.
+            vec![acl("app.payments-dlt", Literal, "User:support", true, true)],
+        ] {
+            assert_eq!(acl_notes("k", &d, &quiet), Vec::new(), "{quiet:?}");
+        }
+        // Everyone may read the dead letters, and the source is restricted: said.
+        let n = acl_notes(
+            "k",
+            &d,
+            &[acl("app.orders-dlt", Literal, "User:*", true, true)],
+        );
+        assert!(
+            n.len() == 1 && n[0].message.starts_with("`User:*`"),
+            "{n:?}"
+        );
+        // A deny on the source keeps a prefix grant from reaching it.
+        let n = acl_notes(
+            "k",
+            &d,
+            &[
+                acl("app.", Prefixed, "User:ops", true, true),
+                acl("app.orders", Literal, "User:ops", true, false),
+            ],
+        );
+        assert!(
+            n.len() == 1 && n[0].message.starts_with("`User:ops`"),
+            "{n:?}"
+        );
+    }
 }

@@ -14,7 +14,7 @@ use crate::backend::BackendError;
 use crate::backend::Prunable;
 use crate::backend::wire::http::Stats;
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Live, Props};
+use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
 /// The settings of one target that make a client, minus secrets.
@@ -142,15 +142,35 @@ impl Reader {
         &self.target
     }
 
-    /// Kafka's plan rules need no further reads: nothing to review.
+    /// One further read, where the plan has a dead-letter topic on this target: the topics'
+    /// ACLs (DescribeAcls), for the note on who may read dead letters but not their source.
+    /// Only a note depends on it: an error is said in a note, never fatal; a broker without
+    /// an authorizer (SECURITY_DISABLED) lets everyone read everything, which is no wider.
     pub async fn review(
         &self,
-        _desired: &[Desired],
+        desired: &[Desired],
         _live: &BTreeMap<ResourceId, Live>,
         _changes: &mut Vec<Change>,
-        _notes: &mut Vec<Note>,
+        notes: &mut Vec<Note>,
         _adopt: bool,
     ) -> Result<(), KafkaError> {
+        let Some(first_dlt) = desired.iter().find(|d| {
+            d.id.target == self.target && d.id.kind == Kind::Topic && d.role == Role::DeadLetter
+        }) else {
+            return Ok(());
+        };
+        self.stats.count("kafka:DescribeAcls");
+        match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
+            Ok(bindings) => notes.extend(super::plan::acl_notes(&self.target, desired, &bindings)),
+            Err(ffi::CallError::Failed {
+                code: RDKafkaErrorCode::SecurityDisabled,
+                ..
+            }) => {}
+            Err(e) => notes.push(Note {
+                resource: first_dlt.id.clone(),
+                message: format!("who may read the dead-letter topics was not checked: {e}"),
+            }),
+        }
         Ok(())
     }
 

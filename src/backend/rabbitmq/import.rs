@@ -714,6 +714,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             envelope: None,
             consumer_group: None,
             max_redrives: None,
+            sqs: None,
         }),
         rabbitmq: Some(RabbitMqOptions {
             vhost: (s.vhost != target_vhost).then(|| s.vhost.to_owned()),

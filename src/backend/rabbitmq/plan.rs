@@ -374,6 +374,75 @@ pub fn contract_notes(target: &str, version: &str, desired: &[Desired]) -> Vec<N
         .collect()
 }
 
+/// One user's permissions on one vhost (`GET /api/permissions`), with whether the user is an
+/// administrator (`GET /api/users`, tag `administrator`).
+#[derive(Debug, Clone)]
+pub struct Permission {
+    pub user: String,
+    pub vhost: String,
+    /// The `read` pattern: the queues the user may consume from or `get` (a regular
+    /// expression matched anywhere in the name; empty: none).
+    pub read: String,
+    pub administrator: bool,
+}
+
+/// Notes on dead-letter queues that a non-administrator may read while the channel's main
+/// queue is out of that user's reach: RabbitMQ permissions are regular expressions per user
+/// and vhost, so a pattern like `.*\.dlq$` gives someone the dead letters of every channel.
+/// A pattern this reader cannot evaluate (RabbitMQ uses PCRE) is said so instead.
+pub fn permission_notes(
+    target: &str,
+    desired: &[Desired],
+    permissions: &[Permission],
+) -> Vec<Note> {
+    let queues = |role: Role| {
+        desired.iter().filter(move |d| {
+            d.id.target == target && d.id.kind == Kind::Queue && d.role == role && d.present
+        })
+    };
+    let mut out = Vec::new();
+    for p in permissions
+        .iter()
+        .filter(|p| !p.administrator && !p.read.is_empty())
+    {
+        let dlqs: Vec<&Desired> = queues(Role::DeadLetter)
+            .filter(|d| d.id.scope == p.vhost)
+            .collect();
+        if dlqs.is_empty() {
+            continue;
+        }
+        let re = match regex_lite::Regex::new(&p.read) {
+            Ok(re) => re,
+            Err(_) => {
+                for d in dlqs {
+                    out.push(Note {
+                        resource: d.id.clone(),
+                        message: format!("user `{}`'s read permission `{}` could not be evaluated here (RabbitMQ uses PCRE): check by hand that it does not reach the dead-letter queue", p.user, p.read),
+                    });
+                }
+                continue;
+            }
+        };
+        for d in dlqs {
+            let Some(main) =
+                queues(Role::Main).find(|m| m.channel == d.channel && m.id.scope == d.id.scope)
+            else {
+                continue;
+            };
+            if re.is_match(&d.id.name) && !re.is_match(&main.id.name) {
+                out.push(Note {
+                    resource: d.id.clone(),
+                    message: format!(
+                        "user `{}` (not an administrator) may read this dead-letter queue (read permission `{}` on vhost `{}`) but not its source {}: dead letters are the same messages; give dead-letter access to operators only (docs/rabbitmq.md)",
+                        p.user, p.read, p.vhost, main.id.name
+                    ),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The policies of queues this plan creates go before anything else of their target.
 ///
 /// A RabbitMQ policy write makes the broker re-match every queue of the vhost against every
@@ -434,6 +503,73 @@ mod tests {
             props: serde_json::from_value(props).expect("props"),
             messages: None,
         }
+    }
+
+    fn channel_queues(vhost: &str) -> Vec<Desired> {
+        [
+            ("orders.created", Role::Main),
+            ("orders.created.dlq", Role::DeadLetter),
+        ]
+        .into_iter()
+        .map(|(name, role)| {
+            let mut d = queue();
+            d.id.name = name.into();
+            d.id.scope = vhost.into();
+            d.role = role;
+            d
+        })
+        .collect()
+    }
+
+    fn reader(user: &str, read: &str, administrator: bool) -> Permission {
+        Permission {
+            user: user.into(),
+            vhost: "/".into(),
+            read: read.into(),
+            administrator,
+        }
+    }
+
+    #[test]
+    fn a_user_who_may_read_the_dlq_but_not_its_source_is_noted() {
+        let d = channel_queues("/");
+        let notes = permission_notes("t", &d, &[reader("support", "\\.dlq$", false)]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(notes[0].resource.name, "orders.created.dlq");
+        assert!(
+            notes[0]
+                .message
+                .starts_with("user `support` (not an administrator)"),
+            "{}",
+            notes[0].message
+        );
+        for quiet in [
+            reader("ops", "\\.dlq$", true),
+            reader("app", "^orders\\.", false),
+            reader("nobody", "", false),
+            reader("other", "^payments\\.", false),
+        ] {
+            assert_eq!(
+                permission_notes("t", &d, std::slice::from_ref(&quiet)),
+                Vec::new(),
+                "{quiet:?}"
+            );
+        }
+        // Another vhost's permissions say nothing about this one.
+        assert_eq!(
+            permission_notes(
+                "t",
+                &channel_queues("/prod"),
+                &[reader("support", ".*dlq", false)]
+            ),
+            Vec::new()
+        );
+        // A pattern outside what can be evaluated here is said, not guessed.
+        let n = permission_notes("t", &d, &[reader("x", "(?<=a)b", false)]);
+        assert!(
+            n.len() == 1 && n[0].message.contains("could not be evaluated"),
+            "{n:?}"
+        );
     }
 
     #[test]

@@ -298,7 +298,65 @@ impl Reader {
         }
         let operator = self.operator_policies(desired, live).await?;
         super::plan::add_policy_drift(changes, desired, live, &operator);
+        notes.extend(self.permission_notes(desired).await);
         Ok(())
+    }
+
+    /// Who besides administrators may read this target's dead-letter queues: two small reads
+    /// (`/api/users`, `/api/permissions`), only where the plan has a dead-letter queue here.
+    /// Listing them needs the administrator tag; without it the plan says it could not check.
+    async fn permission_notes(&self, desired: &[Desired]) -> Vec<Note> {
+        let Some(first_dlq) = desired.iter().find(|d| {
+            d.id.target == self.target && d.id.kind == Kind::Queue && d.role == Role::DeadLetter
+        }) else {
+            return Vec::new();
+        };
+        // Only a note depends on these reads, never a change: an error is said, not fatal.
+        let read = |api: &'static str, path: &'static str| async move {
+            self.http
+                .get(api, path)
+                .await
+                .map_err(|e| match e.status() {
+                    Some(401 | 403) => {
+                        "listing users and permissions needs the administrator tag".to_owned()
+                    }
+                    _ => e.to_string(),
+                })
+        };
+        let answers = match (
+            read("GET /api/users", "/api/users?columns=name,tags").await,
+            read("GET /api/permissions", "/api/permissions").await,
+        ) {
+            (Ok(users), Ok(perms)) => (users, perms),
+            (Err(why), _) | (_, Err(why)) => {
+                return vec![Note {
+                    resource: first_dlq.id.clone(),
+                    message: format!("who may read the dead-letter queues was not checked: {why}"),
+                }];
+            }
+        };
+        let (users, perms) = answers;
+        let admins: BTreeSet<&str> = users
+            .iter()
+            .flat_map(|b| b.as_array().into_iter().flatten())
+            .filter(|u| is_administrator(u.get("tags")))
+            .filter_map(|u| u.get("name").and_then(Value::as_str))
+            .collect();
+        let permissions: Vec<super::plan::Permission> = perms
+            .iter()
+            .flat_map(|b| b.as_array().into_iter().flatten())
+            .filter_map(|p| {
+                let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+                let user = s("user")?;
+                Some(super::plan::Permission {
+                    administrator: admins.contains(user.as_str()),
+                    vhost: s("vhost")?,
+                    read: s("read")?,
+                    user,
+                })
+            })
+            .collect();
+        super::plan::permission_notes(&self.target, desired, &permissions)
     }
 
     /// The operator policies that govern the spec's live queues: one listing per vhost, and
@@ -861,5 +919,15 @@ impl Reader {
             "rabbitmq cluster {}",
             name.and_then(Value::as_str).unwrap_or("(unnamed)")
         ))
+    }
+}
+
+/// Whether a user's `tags` (a list from 3.9 on, a comma-separated string before) include
+/// `administrator`.
+fn is_administrator(tags: Option<&Value>) -> bool {
+    match tags {
+        Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some("administrator")),
+        Some(Value::String(s)) => s.split(',').any(|t| t.trim() == "administrator"),
+        _ => false,
     }
 }

@@ -247,6 +247,7 @@ impl Writer {
             }
             _ => {}
         }
+        protection_attributes(desired, create, &mut out);
         // The allow policy needs this queue's own ARN; on create it is set right after.
         if !create && let Some(a) = self.allow_policy(name, desired).await? {
             out.push((QueueAttributeName::RedriveAllowPolicy, a));
@@ -328,12 +329,12 @@ impl Writer {
             .await?
             .filter(|p| !p.is_empty())
         {
-            self.set(
-                name,
-                vec![(QueueAttributeName::RedriveAllowPolicy, policy)],
-                change,
-            )
-            .await?;
+            let mut attrs = vec![(QueueAttributeName::RedriveAllowPolicy, policy)];
+            // Sent again: moto drops a queue's Policy on any SetQueueAttributes without it.
+            if let Some(p) = change.desired.get(POLICY).filter(|p| p.is_object()) {
+                attrs.push((QueueAttributeName::Policy, p.to_string()));
+            }
+            self.set(name, attrs, change).await?;
         }
         Ok(())
     }
@@ -553,5 +554,33 @@ pub(super) fn deleted_recently(e: AwsError) -> AwsError {
             NAME_REUSE_DELAY.as_secs()
         ),
         ..e
+    }
+}
+
+/// Encryption and access policy, where the spec owns them. `KmsMasterKeyId` is emptied
+/// (SQS's way to drop a KMS key) only on an update whose spec has none: a new queue has none.
+fn protection_attributes(
+    desired: &Props,
+    create: bool,
+    out: &mut Vec<(QueueAttributeName, String)>,
+) {
+    match desired.get(KMS_KEY) {
+        Some(Value::String(key)) => out.push((QueueAttributeName::KmsMasterKeyId, key.clone())),
+        Some(Value::Null) if !create => {
+            out.push((QueueAttributeName::KmsMasterKeyId, String::new()))
+        }
+        _ => {}
+    }
+    if let Some(n) = desired.get(KMS_REUSE).and_then(Value::as_u64) {
+        out.push((
+            QueueAttributeName::KmsDataKeyReusePeriodSeconds,
+            n.to_string(),
+        ));
+    }
+    if let Some(b) = desired.get(MANAGED_SSE).and_then(Value::as_bool) {
+        out.push((QueueAttributeName::SqsManagedSseEnabled, b.to_string()));
+    }
+    if let Some(p) = desired.get(POLICY).filter(|p| p.is_object()) {
+        out.push((QueueAttributeName::Policy, p.to_string()));
     }
 }

@@ -8,10 +8,36 @@ use serde_json::{Value, json};
 use super::alarms;
 use super::*;
 use crate::resource::{Desired, Props, Role};
+use crate::spec::access::Encryption;
 use crate::spec::resolve::Resolved;
 
+/// The encryption and policy keys of one queue, where the spec owns them. A KMS key turns
+/// SSE-SQS off (AWS does so by itself; moto keeps it on unless told). Without a KMS key the
+/// data key reuse period is not owned: it means nothing then.
+fn protection(props: &mut Props, encryption: Option<&Encryption>, policy: Option<&Value>) {
+    let mut set = |k: &str, v: Value| {
+        props.insert(k.to_owned(), v);
+    };
+    match encryption {
+        Some(Encryption::Kms { key, reuse_secs }) => {
+            set(KMS_KEY, json!(key));
+            set(KMS_REUSE, json!(reuse_secs));
+            set(MANAGED_SSE, json!(false));
+        }
+        Some(e) => {
+            set(KMS_KEY, Value::Null);
+            set(MANAGED_SSE, json!(*e == Encryption::Managed));
+        }
+        None => {}
+    }
+    if let Some(p) = policy {
+        set(POLICY, p.clone());
+    }
+}
+
 /// The desired resources of one channel (pure): DLQ, invalid-message queue, main queue,
-/// alarms.
+/// alarms. The invalid-message queue is encrypted like the DLQ (poison messages are dead
+/// letters too); its access policy is not owned.
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     let Some(s) = &r.sqs else { return Vec::new() };
     let secs = |d: Option<crate::spec::duration::Duration>| {
@@ -57,6 +83,17 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    let (mut dlq, mut main) = (dlq, main);
+    protection(&mut main, s.encryption.as_ref(), s.policy.as_ref());
+    protection(
+        &mut dlq,
+        s.dead_letter_encryption.as_ref(),
+        s.dead_letter_policy.as_ref(),
+    );
+    let invalid = invalid.map(|(name, role, mut props)| {
+        protection(&mut props, s.dead_letter_encryption.as_ref(), None);
+        (name, role, props)
+    });
     let mut out: Vec<Desired> = std::iter::once((&r.dead_letter, Role::DeadLetter, dlq))
         .chain(invalid)
         .chain([(&r.main, Role::Main, main)])
@@ -71,4 +108,124 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         .collect();
     out.extend(alarms::desired(r));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The queues' props of a channel whose `spec` ends with `extra`: DLQ, main queue.
+    fn queues(extra: &str) -> (Props, Props) {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: pay}}\nspec:\n  target: s\n  retry: {{maxAttempts: 3}}\n{extra}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+            .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
+        let d = desired(&r);
+        (d[0].props.clone(), d[1].props.clone())
+    }
+
+    #[test]
+    fn owned_encryption_becomes_the_attributes_and_a_kms_key_turns_sse_sqs_off() {
+        let (dlq, main) = queues(
+            "  sqs: {encryption: {kms: alias/k, dataKeyReuse: 10m}}\n  deadLetter: {sqs: {encryption: {managed: true}}}\n",
+        );
+        assert_eq!(main.get(KMS_KEY), Some(&json!("alias/k")));
+        assert_eq!(main.get(KMS_REUSE), Some(&json!(600)));
+        assert_eq!(main.get(MANAGED_SSE), Some(&json!(false)));
+        assert_eq!(dlq.get(KMS_KEY), Some(&Value::Null), "a key is removed");
+        assert_eq!(
+            dlq.get(KMS_REUSE),
+            None,
+            "no key: the reuse period is not owned"
+        );
+        assert_eq!(dlq.get(MANAGED_SSE), Some(&json!(true)));
+
+        let (dlq, _) = queues("  sqs: {encryption: {kms: alias/k}}\n");
+        assert_eq!(
+            dlq.get(KMS_KEY),
+            Some(&json!("alias/k")),
+            "the DLQ is encrypted alike"
+        );
+        assert_eq!(
+            dlq.get(KMS_REUSE),
+            Some(&json!(300)),
+            "SQS's default reuse period"
+        );
+
+        let (dlq, main) = queues("");
+        for p in [dlq, main] {
+            assert!(
+                [KMS_KEY, KMS_REUSE, MANAGED_SSE, POLICY]
+                    .iter()
+                    .all(|k| !p.contains_key(*k)),
+                "unset: not owned {p:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn policies_belong_to_their_own_queue_and_are_normalised() {
+        let (dlq, main) = queues(
+            "  sqs:\n    policy: '{\"Version\": \"2012-10-17\", \"Statement\": {\"Sid\": \"a\"}}'\n",
+        );
+        assert_eq!(
+            main.get(POLICY),
+            Some(&json!({"Version": "2012-10-17", "Statement": [{"Sid": "a"}]}))
+        );
+        assert_eq!(
+            dlq.get(POLICY),
+            None,
+            "the main queue's policy names the main queue"
+        );
+        let (dlq, _) = queues(
+            "  deadLetter:\n    sqs:\n      policy: {Version: \"2012-10-17\", Statement: [{Sid: b}, {Sid: a}]}\n",
+        );
+        assert_eq!(
+            dlq.get(POLICY),
+            Some(&json!({"Version": "2012-10-17", "Statement": [{"Sid": "a"}, {"Sid": "b"}]}))
+        );
+    }
+
+    #[test]
+    fn encryption_from_defaults_is_replaced_whole_not_merged() {
+        let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  sqs: {encryption: {kms: alias/k, dataKeyReuse: 10m}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: pay}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n  sqs: {encryption: {managed: true}}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let e = ws.channels[0]
+            .value
+            .spec
+            .sqs
+            .as_ref()
+            .and_then(|s| s.encryption.clone());
+        assert_eq!(
+            e,
+            Some(crate::spec::model::SqsEncryption {
+                managed: Some(true),
+                ..Default::default()
+            }),
+            "no `kms` or `dataKeyReuse` merged in from Defaults"
+        );
+    }
+
+    #[test]
+    fn a_dead_letter_sqs_block_in_defaults_reaches_only_sqs_channels() {
+        let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n  r: {backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {prefixes: [o.]}}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  deadLetter: {sqs: {encryption: {kms: alias/k}}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: o.pay}\nspec:\n  target: r\n  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: pay}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let dl_sqs = |i: usize| {
+            ws.channels[i]
+                .value
+                .spec
+                .dead_letter
+                .as_ref()
+                .and_then(|d| d.sqs.clone())
+        };
+        assert!(dl_sqs(0).is_none(), "not on the RabbitMQ channel");
+        assert!(dl_sqs(1).is_some(), "on the SQS channel");
+    }
 }

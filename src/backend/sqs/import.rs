@@ -18,8 +18,9 @@ use super::alarms::{
     self, DEPTH_DESCRIPTION, DEPTH_METRIC, NAMESPACE, OLDEST_AGE_DESCRIPTION, OLDEST_AGE_METRIC,
 };
 use super::{
-    DLQ_TARGET, FIFO, Inventory, MAX_RECEIVE, RETENTION, SeenAlarm, SeenQueue, TAG_CHANNEL,
-    TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY, in_prefixes, queue_id,
+    DLQ_TARGET, FIFO, Inventory, KMS_KEY, KMS_REUSE, MANAGED_SSE, MAX_RECEIVE, POLICY, RETENTION,
+    SeenAlarm, SeenQueue, TAG_CHANNEL, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY,
+    in_prefixes, queue_id,
 };
 use crate::backend::Found;
 use crate::backend::import_kit::{
@@ -27,10 +28,11 @@ use crate::backend::import_kit::{
 };
 use crate::backend::wire::aws::AwsError;
 use crate::resource::{Kind, Live, ResourceId};
+use crate::spec::access::{Encryption, live_encryption};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
-    AgeAlarm, AlarmActions, Alarms, ChannelSpec, DeadLetter, DepthAlarm, Invalid, Retry,
-    SqsOptions, Target, Tier, TierActions,
+    AgeAlarm, AlarmActions, Alarms, ChannelSpec, DeadLetter, DeadLetterSqs, DepthAlarm, Invalid,
+    QueuePolicy, Retry, SqsEncryption, SqsOptions, Target, Tier, TierActions,
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
@@ -372,6 +374,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
     let max_attempts = number(&l.mq.live, MAX_RECEIVE)
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
+    let access = Access::of(l.mq, l.dq);
     let keep = crate::backend::import_kit::dead_letter_keep(
         crate::spec::model::Backend::Sqs,
         secs(l.dq, RETENTION),
@@ -392,12 +395,65 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             envelope: None,
             consumer_group: None,
             max_redrives: None,
+            sqs: dead_letter_sqs(&access),
         }),
         sqs: Some(SqsOptions {
             visibility_timeout: secs(l.mq, VISIBILITY),
             fifo: fifo.then_some(true),
+            encryption: access.encryption,
+            policy: access.policy,
         }),
         ..ChannelSpec::default()
+    })
+}
+
+/// The encryption and policies of the two queues, as the spec says them. Encryption is
+/// written when both queues report it and it is not SQS's default for a new queue (SSE-SQS
+/// on both), and the
+/// dead-letter queue's only where it differs from the main queue's; each policy where the
+/// queue has one.
+struct Access {
+    encryption: Option<SqsEncryption>,
+    dead_letter_encryption: Option<SqsEncryption>,
+    policy: Option<QueuePolicy>,
+    dead_letter_policy: Option<QueuePolicy>,
+}
+
+impl Access {
+    fn of(main: &SeenQueue, dlq: &SeenQueue) -> Self {
+        let encryption = |q: &SeenQueue| {
+            let p = &q.live.props;
+            live_encryption(p.get(KMS_KEY), p.get(KMS_REUSE), p.get(MANAGED_SSE))
+        };
+        let policy = |q: &SeenQueue| match q.live.props.get(POLICY) {
+            Some(Value::Object(m)) => Some(QueuePolicy::Document(m.clone())),
+            Some(Value::String(t)) => Some(QueuePolicy::Text(t.clone())),
+            _ => None,
+        };
+        // Written only where both queues report it: an endpoint that does not says nothing.
+        let (encryption, dead_letter_encryption) = match (encryption(main), encryption(dlq)) {
+            (Some(me), Some(de)) => {
+                let both_default = me == Encryption::Managed && de == Encryption::Managed;
+                (
+                    (!both_default).then(|| me.to_spec()),
+                    (de != me).then(|| de.to_spec()),
+                )
+            }
+            _ => (None, None),
+        };
+        Access {
+            encryption,
+            dead_letter_encryption,
+            policy: policy(main),
+            dead_letter_policy: policy(dlq),
+        }
+    }
+}
+
+fn dead_letter_sqs(a: &Access) -> Option<DeadLetterSqs> {
+    (a.dead_letter_encryption.is_some() || a.dead_letter_policy.is_some()).then(|| DeadLetterSqs {
+        encryption: a.dead_letter_encryption.clone(),
+        policy: a.dead_letter_policy.clone(),
     })
 }
 

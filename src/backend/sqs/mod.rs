@@ -23,6 +23,11 @@
 //! adds the two tags; tags are then read for every existing object). `--prune` lists the
 //! queues and alarms in scope and reads the tags of those no spec names.
 //!
+//! Encryption (`KmsMasterKeyId`, `KmsDataKeyReusePeriodSeconds`, `SqsManagedSseEnabled`) and
+//! the access policy (`Policy`, compared as parsed JSON, statement order ignored) are owned
+//! only where the spec writes them; where it does not, the plan still notes a dead-letter
+//! queue encrypted more weakly than its source (see `spec::access`).
+//!
 //! RedriveAllowPolicy is written on the DLQ, but some endpoints cannot return it (moto answers
 //! InvalidAttributeName). When a plan finds it missing, one probe asks for it by name; if the
 //! endpoint cannot return it, the plan says so in a note instead of showing a change forever.
@@ -66,24 +71,30 @@ pub const VISIBILITY: &str = "VisibilityTimeout";
 pub const FIFO: &str = "FifoQueue";
 pub const DLQ_TARGET: &str = "RedrivePolicy.deadLetterTarget";
 pub const MAX_RECEIVE: &str = "RedrivePolicy.maxReceiveCount";
+pub const KMS_KEY: &str = "KmsMasterKeyId";
+pub const KMS_REUSE: &str = "KmsDataKeyReusePeriodSeconds";
+pub const MANAGED_SSE: &str = "SqsManagedSseEnabled";
+/// The queue access policy, read back as normalised JSON (`spec::access`).
+pub const POLICY: &str = "Policy";
 pub(super) const ALLOW_PERMISSION: &str = "RedriveAllowPolicy.redrivePermission";
 pub(super) const ALLOW_SOURCES: &str = "RedriveAllowPolicy.sourceQueues";
 
-/// Queue attributes dlqctl does not own, read so that a plan can list them as unmanaged
-/// settings, with the values SQS gives a queue nobody configured (either of two for
+/// Queue attributes dlqctl does not own unless the spec says (encryption and policy are owned
+/// only where `sqs.encryption` / `sqs.policy` are written), read so that a plan can list
+/// them as unmanaged settings, with the values SQS gives a queue nobody configured (either of two for
 /// MaximumMessageSize: AWS raised its default from 256 KiB to 1 MiB in 2025). Read-only
 /// attributes (ARN, timestamps, counts) are not settings and are left out.
 pub(super) const UNOWNED_ATTRIBUTES: [(&str, &[&str]); 10] = [
     ("DelaySeconds", &["0"]),
     ("MaximumMessageSize", &["262144", "1048576"]),
     ("ReceiveMessageWaitTimeSeconds", &["0"]),
-    ("KmsMasterKeyId", &[]),
-    ("KmsDataKeyReusePeriodSeconds", &["300"]),
-    ("SqsManagedSseEnabled", &["true"]),
+    (KMS_KEY, &[]),
+    (KMS_REUSE, &["300"]),
+    (MANAGED_SSE, &["true"]),
     ("ContentBasedDeduplication", &["false"]),
     ("DeduplicationScope", &["queue"]),
     ("FifoThroughputLimit", &["perQueue"]),
-    ("Policy", &[]),
+    (POLICY, &[]),
 ];
 
 /// The live key listing the unowned attributes that hold SQS's default value (see
@@ -275,6 +286,101 @@ mod tests {
             present: true,
         };
         assert_eq!(crate::plan::unmanaged(&d, &live), vec!["DelaySeconds = 5"]);
+    }
+
+    #[test]
+    fn encryption_and_policy_read_back_as_meaning() {
+        let live = live_queue(&attrs(&[
+            ("KmsMasterKeyId", ""),
+            ("SqsManagedSseEnabled", "false"),
+            (
+                "Policy",
+                r#"{"Statement": [{"Sid": "b"}, {"Sid": "a"}], "Version": "2012-10-17"}"#,
+            ),
+        ]));
+        assert!(
+            !live.props.contains_key(KMS_KEY),
+            "an empty key id is no key"
+        );
+        assert_eq!(*live.props.get(MANAGED_SSE).unwrap(), json!(false));
+        assert_eq!(
+            *live.props.get(POLICY).unwrap(),
+            json!({"Statement": [{"Sid": "a"}, {"Sid": "b"}], "Version": "2012-10-17"})
+        );
+        let live = live_queue(&attrs(&[
+            ("Policy", "{not json"),
+            ("SqsManagedSseEnabled", "true"),
+        ]));
+        assert_eq!(*live.props.get(POLICY).unwrap(), json!("{not json"));
+        assert_eq!(
+            *live.props.get(DEFAULTS_KEY).unwrap(),
+            json!([MANAGED_SSE]),
+            "SSE-SQS is the default a new queue gets"
+        );
+    }
+
+    fn queue_pair(
+        dlq_attrs: &[(&str, &str)],
+        main_attrs: &[(&str, &str)],
+        owned: bool,
+    ) -> Vec<crate::plan::Note> {
+        let d = |name: &str, role| Desired {
+            id: queue_id("t", name),
+            channel: "c".into(),
+            role,
+            props: if owned && role == Role::DeadLetter {
+                [(MANAGED_SSE.to_owned(), json!(true))]
+                    .into_iter()
+                    .collect()
+            } else {
+                Props::new()
+            },
+            immutable: false,
+            present: true,
+        };
+        let desired = vec![d("c-dlq", Role::DeadLetter), d("c", Role::Main)];
+        let live: BTreeMap<ResourceId, crate::resource::Live> = [
+            (queue_id("t", "c-dlq"), live_queue(&attrs(dlq_attrs))),
+            (queue_id("t", "c"), live_queue(&attrs(main_attrs))),
+        ]
+        .into_iter()
+        .collect();
+        notes(&desired, &live)
+    }
+
+    #[test]
+    fn a_live_dlq_weaker_than_its_source_is_noted_unless_the_spec_owns_it() {
+        let kms = [
+            ("KmsMasterKeyId", "alias/k"),
+            ("SqsManagedSseEnabled", "true"),
+        ];
+        let sse = [("SqsManagedSseEnabled", "true")];
+        let none = [("SqsManagedSseEnabled", "false")];
+        let n = queue_pair(&sse, &kms, false);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert_eq!(n[0].resource.name, "c-dlq");
+        assert!(
+            n[0].message.contains("(SSE-SQS here, SSE-KMS there)"),
+            "{}",
+            n[0].message
+        );
+        let n = queue_pair(&none, &sse, false);
+        assert!(
+            n[0].message
+                .contains("(no server-side encryption here, SSE-SQS there)"),
+            "{n:?}"
+        );
+        assert_eq!(
+            queue_pair(&kms, &sse, false),
+            Vec::new(),
+            "stronger is fine"
+        );
+        assert_eq!(queue_pair(&sse, &sse, false), Vec::new());
+        assert_eq!(
+            queue_pair(&sse, &kms, true),
+            Vec::new(),
+            "owned: the plan changes it"
+        );
     }
 
     #[test]

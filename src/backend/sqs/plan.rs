@@ -10,11 +10,57 @@ use serde_json::Value;
 use super::*;
 use crate::backend::wire::aws::AwsError;
 use crate::plan::{Action, Note};
-use crate::resource::{Desired, Live, TimeUnit};
+use crate::resource::{Desired, Live, Role, TimeUnit};
+use crate::spec::access;
 
-/// SQS has no observations beyond the review's (pure door, for the same shape as the others).
-pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
-    Vec::new()
+/// Observations (pure door): a dead-letter queue encrypted more weakly than its source, as
+/// both are live, where the spec does not own the dead-letter queue's encryption (where it
+/// does, the plan changes it and lint judges the spec).
+pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
+    let encryption = |l: &Live| {
+        access::live_encryption(
+            l.props.get(KMS_KEY),
+            l.props.get(KMS_REUSE),
+            l.props.get(MANAGED_SSE),
+        )
+    };
+    let queue = |role: Role, channel: &str| {
+        desired.iter().find(|d| {
+            d.id.backend == Backend::Sqs
+                && d.id.kind == Kind::Queue
+                && d.role == role
+                && d.channel == channel
+        })
+    };
+    let mut out = Vec::new();
+    for dlq in desired.iter().filter(|d| {
+        d.id.backend == Backend::Sqs && d.id.kind == Kind::Queue && d.role == Role::DeadLetter
+    }) {
+        if dlq.props.contains_key(MANAGED_SSE) {
+            continue;
+        }
+        let Some(main) = queue(Role::Main, &dlq.channel) else {
+            continue;
+        };
+        let (Some(dl), Some(ml)) = (live.get(&dlq.id), live.get(&main.id)) else {
+            continue;
+        };
+        let (Some(de), Some(me)) = (encryption(dl), encryption(ml)) else {
+            continue;
+        };
+        if de.level() < me.level() {
+            out.push(Note {
+                resource: dlq.id.clone(),
+                message: format!(
+                    "dead-letter queue encrypted less strongly than its source {} ({} here, {} there): it holds the same messages; `sqs.encryption` in the spec gives both the same",
+                    main.id.name,
+                    de.level().describe(),
+                    me.level().describe(),
+                ),
+            });
+        }
+    }
+    out
 }
 
 /// No SQS change needs to run before the per-channel order (pure door).

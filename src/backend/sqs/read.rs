@@ -94,15 +94,24 @@ pub fn live_queue(attrs: &BTreeMap<String, String>) -> Live {
     let mut defaults = Vec::new();
     for (key, default_values) in UNOWNED_ATTRIBUTES {
         let Some(v) = attrs.get(key) else { continue };
+        // An empty key id or policy is how SQS says "none".
+        if matches!(key, KMS_KEY | POLICY) && v.trim().is_empty() {
+            continue;
+        }
         if default_values.contains(&v.as_str()) {
             defaults.push(json!(key));
         }
-        props.insert(
-            key.to_owned(),
-            v.trim()
+        let value = match key {
+            MANAGED_SSE => json!(v.trim().eq_ignore_ascii_case("true")),
+            // Compared as parsed JSON, statement order ignored; unparsable text stays text.
+            POLICY => serde_json::from_str::<Value>(v)
+                .map_or_else(|_| json!(v), crate::spec::access::normalise_policy),
+            _ => v
+                .trim()
                 .parse::<u64>()
                 .map_or_else(|_| json!(v), |n| json!(n)),
-        );
+        };
+        props.insert(key.to_owned(), value);
     }
     if !defaults.is_empty() {
         props.insert(DEFAULTS_KEY.to_owned(), Value::Array(defaults));

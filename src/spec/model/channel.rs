@@ -14,7 +14,7 @@ use super::ApiVersion;
 use super::alarms::Alarms;
 use super::kafka::KafkaOptions;
 use super::rabbitmq::RabbitMqOptions;
-use super::sqs::SqsOptions;
+use super::sqs::{DeadLetterSqs, SqsOptions};
 use crate::spec::duration::Duration;
 
 /// A dead-letter channel: a main queue or topic, its retries and its dead-letter queue.
@@ -158,6 +158,10 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_redrives: Option<u32>,
+    /// SQS only: the dead-letter queue's own encryption and access policy, where they
+    /// differ from the main queue's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqs: Option<DeadLetterSqs>,
 }
 
 /// `spec.invalid`: the invalid-message queue or topic. Poison messages go there at once,

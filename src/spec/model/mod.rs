@@ -30,7 +30,7 @@ pub use rabbitmq::{
     DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
     RetryModel,
 };
-pub use sqs::SqsOptions;
+pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
 pub use targets::{Backend, MetricSource, Ownership, Target, TargetAlerts, Targets, TargetsKind};
 
 /// The only `apiVersion` this release reads.

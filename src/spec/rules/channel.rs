@@ -27,6 +27,7 @@ pub(super) fn check_channel(
     let (target_name, target) = find_target(doc, targets, no_targets_doc, out)?;
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
+    check_dead_letter_block(doc, target_name, backend, out);
     check_consumer_group(doc, backend, out);
     if !complete {
         return None;
@@ -159,6 +160,29 @@ fn check_backend_blocks(
                 )),
             );
         }
+    }
+}
+
+/// `target/backend-mismatch` for `deadLetter.sqs` on a RabbitMQ or Kafka channel.
+fn check_dead_letter_block(
+    doc: &Doc<Channel>,
+    target_name: &str,
+    backend: Backend,
+    out: &mut Vec<Diagnostic>,
+) {
+    let pointer = "/spec/deadLetter/sqs";
+    if backend != Backend::Sqs && doc.locs.has(pointer) {
+        out.push(
+            Diagnostic::error(
+                "target/backend-mismatch",
+                format!(
+                    "`deadLetter.sqs` is set, but target `{target_name}` is {} target",
+                    backend.with_article()
+                ),
+            )
+            .at(doc.locs.key(pointer))
+            .hint("remove it: it holds the encryption and policy of an SQS dead-letter queue"),
+        );
     }
 }
 

@@ -26,6 +26,7 @@ mod kafka;
 mod names;
 mod rabbitmq;
 mod sqs;
+mod sqs_access;
 mod targets;
 
 pub use alarms::CLOUDWATCH_MAX_EVALUATION;
@@ -39,8 +40,10 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 11] = [
+pub const ADVICE_RULES: [&str; 13] = [
     "retry/none",
+    "deadletter/weaker-encryption",
+    "deadletter/wider-access",
     "deadletter/retention-implicit",
     "deadletter/discard-undeclared",
     "retry/excessive",

@@ -28,6 +28,7 @@ pub(super) fn check_sqs(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnost
     check_retry_fits_retention(doc, r, vis, out);
     check_alarms(doc, r, out);
     fifo_redrive_order(doc, r, out);
+    super::sqs_access::check_access(doc, r, out);
 }
 
 /// `sqs/fifo-redrive-order` (info): redriven messages of a FIFO channel come back behind newer
