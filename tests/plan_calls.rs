@@ -138,7 +138,7 @@ fn a_concurrent_apply_converges_with_the_same_writes_as_one_at_a_time() {
         support::rabbit::delete_prefixed(&prefix);
     }
     let (one, many) = (&writes[0], &writes[1]);
-    // Kafka's writes go up to 200 topics to a request at parallelism > 1: fewer calls, the same
+    // Kafka's writes go up to 100 topics to a request at parallelism > 1: fewer calls, the same
     // topics (the empty plan above). Every other API writes once per object either way.
     let topics = 3 * KAFKA;
     assert_eq!(one.get("kafka:CreateTopics"), Some(&topics), "{one:?}");

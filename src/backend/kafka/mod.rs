@@ -58,9 +58,10 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long apply waits for the brokers to show what it wrote.
 pub const SETTLE: Duration = Duration::from_secs(20);
 /// Topics written by one CreateTopics, IncrementalAlterConfigs or CreatePartitions request
-/// during apply: large enough that a thousand topics take a handful of requests, small enough
-/// that one request finishes well inside [`TIMEOUT`] (measured in BENCHMARKS.md §6).
-pub const BATCH: usize = 200;
+/// during apply: a thousand topics take ten requests, and one request stays well inside
+/// [`TIMEOUT`] even when the broker serialises the 8 in flight (at 200 a request, tansu on a
+/// loaded machine answered some after 10.9 s; BENCHMARKS.md §7).
+pub const BATCH: usize = 100;
 
 /// librdkafka properties that hold secrets: only `secretProperties` (an environment variable
 /// name) may set them, so that they are never written in a targets file.
