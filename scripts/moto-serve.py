@@ -8,7 +8,7 @@ during iteration") with an HTTP 500. `moto_server` always serves each request in
 its own, so concurrent clients (`dlqctl apply` at its default parallelism, tests running side
 by side) hit it now and then. moto holds the GIL for nearly all of a request anyway, so one
 thread costs no CPU: requests wait their turn in the listen queue (HTTP/1.0, one connection a
-request). Measured in BENCHMARKS.md §7.
+request). Measured in BENCHMARKS.md §8.
 
 usage: scripts/moto-serve.py HOST PORT   (scripts/stack starts it)
 """

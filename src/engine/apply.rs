@@ -86,7 +86,7 @@ impl Report {
 }
 
 /// How many changes run at once on each target unless `--parallelism` says otherwise (chosen
-/// by measurement: BENCHMARKS.md §7).
+/// by measurement: BENCHMARKS.md §8).
 pub const DEFAULT_PARALLELISM: usize = 8;
 
 /// How often a long apply says how far it is.

@@ -60,7 +60,7 @@ pub const SETTLE: Duration = Duration::from_secs(20);
 /// Topics written by one CreateTopics, IncrementalAlterConfigs or CreatePartitions request
 /// during apply: a thousand topics take ten requests, and one request stays well inside
 /// [`TIMEOUT`] even when the broker serialises the 8 in flight (at 200 a request, tansu on a
-/// loaded machine answered some after 10.9 s; BENCHMARKS.md §7).
+/// loaded machine answered some after 10.9 s; BENCHMARKS.md §8).
 pub const BATCH: usize = 100;
 
 /// librdkafka properties that hold secrets: only `secretProperties` (an environment variable
