@@ -145,7 +145,9 @@ impl crate::resource::Kind {
     pub fn holds_messages(self) -> bool {
         matches!(
             self,
-            crate::resource::Kind::Queue | crate::resource::Kind::Topic
+            crate::resource::Kind::Queue
+                | crate::resource::Kind::Topic
+                | crate::resource::Kind::Subscription
         )
     }
 }

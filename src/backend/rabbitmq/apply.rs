@@ -172,7 +172,7 @@ impl Writer {
                 )
                 .await
             }
-            (Kind::Topic | Kind::Alarm, _) => Ok(()),
+            (Kind::Topic | Kind::Alarm | Kind::Subscription, _) => Ok(()),
         }
     }
 

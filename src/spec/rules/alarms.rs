@@ -74,7 +74,9 @@ pub(super) fn check_alarms(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
     }
     match r.backend {
         Backend::Sqs => check_cloudwatch(doc, out),
-        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, r.backend, out),
+        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => {
+            actions_unused(doc, r.backend, out);
+        }
     }
 }
 

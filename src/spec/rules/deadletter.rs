@@ -11,6 +11,7 @@
 //!
 //! Depends on the resolved channel (the effective retention and alarms) and the SQS limits.
 
+use super::pubsub::PUBSUB_MAX_RETENTION;
 use super::sqs::SQS_MAX_RETENTION;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -54,6 +55,7 @@ pub fn drops_messages(backend: Backend, retention: Option<Duration>) -> bool {
     match (backend, retention) {
         (_, None) => backend == Backend::Kafka,
         (Backend::Sqs, Some(d)) => d < SQS_MAX_RETENTION,
+        (Backend::Pubsub, Some(d)) => d < PUBSUB_MAX_RETENTION,
         (Backend::Rabbitmq | Backend::Kafka, Some(_)) => true,
     }
 }
@@ -103,6 +105,9 @@ fn discard_undeclared(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
         Backend::Kafka => format!(
             "the dead-letter topic's retention.ms is {after}: Kafka deletes dead letters older than that"
         ),
+        Backend::Pubsub => format!(
+            "Pub/Sub deletes dead letters after {after}, less than a subscription's 7d maximum"
+        ),
     };
     let (pointer, hint) = if r.discard.is_some() {
         (
@@ -118,6 +123,7 @@ fn discard_undeclared(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
                 ", or remove `retention` (RabbitMQ then keeps them until they are consumed)"
             }
             Backend::Kafka => "",
+            Backend::Pubsub => ", or keep them 7d (the Pub/Sub maximum)",
         };
         (
             "/spec/deadLetter/retention",

@@ -6,7 +6,8 @@
 //! Each rule has a stable id and a test in `tests/fixtures/invalid/` that fails without it.
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
-//! whole, and the entry to the rest), `sqs`, `rabbitmq` and `kafka` (each backend's limits),
+//! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` and `pubsub` (each backend's
+//! limits),
 //! `alarms`, and `names` (valid, owned, unique names, also across channels). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
 //! checks other modules use. Findings come out in the order the rules run; `diag::sort`
@@ -24,6 +25,7 @@ mod channel;
 mod deadletter;
 mod kafka;
 mod names;
+mod pubsub;
 mod rabbitmq;
 mod sqs;
 mod targets;
@@ -32,9 +34,10 @@ pub use alarms::CLOUDWATCH_MAX_EVALUATION;
 pub use deadletter::drops_messages;
 pub use kafka::KAFKA_MIN_RETENTION;
 pub use names::{
-    KAFKA_MAX_NAME, RABBIT_MAX_NAME_BYTES, SQS_MAX_NAME, kafka_name_problem, rabbit_name_problem,
-    sqs_name_problem,
+    KAFKA_MAX_NAME, PUBSUB_MAX_NAME, RABBIT_MAX_NAME_BYTES, SQS_MAX_NAME, kafka_name_problem,
+    pubsub_name_problem, rabbit_name_problem, sqs_name_problem,
 };
+pub use pubsub::{PUBSUB_MAX_ATTEMPTS, PUBSUB_MIN_ATTEMPTS};
 pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
