@@ -188,6 +188,9 @@ fn check_required_fields(
                 ),
             )
             .at(doc.locs.key(base));
+            if *field == "projectNumber" {
+                d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
+            }
             if *field == "ownership" {
                 d = d.hint(format!(
                     "{} has no place to record ownership; declare the name prefixes dlqctl may manage, e.g. `ownership: {{prefixes: [\"orders.\"]}}`",
