@@ -139,8 +139,43 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
             .is_some_and(|s| s.ends_with(&sub)),
         "{m}"
     );
+    // Handed back so that `dlqctl status` can sample it: pull and nack, nothing consumed.
     f.rest
-        .ack(&dl_sub, dead[0]["ackId"].as_str().expect("ackId"));
+        .nack(&dl_sub, dead[0]["ackId"].as_str().expect("ackId"));
+    let st = f.run(&[
+        "status",
+        "channel.yaml",
+        "--format",
+        "json",
+        "--samples",
+        "5",
+    ]);
+    assert_eq!(st.code, 0, "{}{}", st.stdout, st.stderr);
+    let doc: Value = serde_json::from_str(&st.stdout).expect("status JSON");
+    let dl = &doc["channels"][0]["deadLetter"];
+    let samples = dl["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 1, "{dl}");
+    assert_eq!(samples[0]["attempts"], 5, "{dl}");
+    assert!(
+        samples[0]["source"]
+            .as_str()
+            .is_some_and(|s| s.ends_with(&sub)),
+        "{dl}"
+    );
+    // Still there after status, once: counted back by the third party, then acked.
+    let mut again = Vec::new();
+    let started = Instant::now();
+    while again.is_empty() && started.elapsed() < Duration::from_secs(30) {
+        again = f.rest.pull(&dl_sub, 10);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(again.len(), 1, "status consumed nothing");
+    assert_eq!(
+        again[0]["message"]["messageId"],
+        dead[0]["message"]["messageId"]
+    );
+    f.rest
+        .ack(&dl_sub, again[0]["ackId"].as_str().expect("ackId"));
     // Nothing more on the source subscription.
     assert!(f.rest.pull(&sub, 10).is_empty());
 }
