@@ -82,6 +82,26 @@ fn the_issue_example_applies_plans_empty_writes_nothing_again_and_the_api_shows_
     // A plan with nothing to do: one GET per topic and subscription.
     let stats = f.run(&["plan", "channel.yaml", "--stats"]);
     stats.assert_stderr_contains("API calls: 4\n");
+    // From two channels on, the two listings instead, whatever the number of channels.
+    let second = std::fs::read_to_string(f.path().join("channel.yaml"))
+        .expect("channel.yaml")
+        .replace(
+            &format!("  name: {}\n", f.channel),
+            &format!("  name: {}-b\n", f.channel),
+        )
+        .replace(&f.subscription(), &format!("{}-b-processor-sub", f.channel));
+    std::fs::write(f.path().join("second.yaml"), second).expect("second.yaml");
+    let a = f.run(&["apply", "channel.yaml", "second.yaml", "--auto-approve"]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let stats = f.run(&[
+        "plan",
+        "channel.yaml",
+        "second.yaml",
+        "--stats",
+        "--detailed-exitcode",
+    ]);
+    assert_eq!(stats.code, 0, "{}{}", stats.stdout, stats.stderr);
+    stats.assert_stderr_contains("API calls: 2\n");
 }
 
 #[test]

@@ -38,6 +38,12 @@ pub fn seg(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
 }
 
+/// From how many objects a plan lists the project's topics and subscriptions (two paged
+/// calls) rather than GET each: two channels. Below it, GETs cost less than two listings of
+/// a large shared project; above it, listings cost less unless the project holds more than
+/// 1,000 times as many objects as the plan names.
+pub const LIST_FROM: usize = 8;
+
 /// Read-only view of one Pub/Sub project.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -180,13 +186,38 @@ impl Reader {
         }
     }
 
-    /// Reads the topics and subscriptions `ids` names (those that exist): one GET each.
+    /// Reads the topics and subscriptions `ids` names (those that exist): one GET each for a
+    /// few objects, else the two listings (1,000 objects a page), which return the same JSON
+    /// (see [`LIST_FROM`]).
     pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
         let mine: Vec<&ResourceId> = ids
             .iter()
             .copied()
             .filter(|i| i.backend == Backend::Pubsub && i.target == self.target)
             .collect();
+        if mine.len() >= LIST_FROM {
+            let wanted: BTreeSet<&ResourceId> = mine.into_iter().collect();
+            let (topics, subs) = tokio::join!(self.list("topics"), self.list("subscriptions"));
+            let mut out = BTreeMap::new();
+            for (kind, items) in [(Kind::Topic, topics?), (Kind::Subscription, subs?)] {
+                for v in items {
+                    let Some(path) = v.get("name").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let name = short_name(&self.project, path);
+                    let id = if kind == Kind::Topic {
+                        topic_id(&self.target, &name)
+                    } else {
+                        subscription_id(&self.target, &name)
+                    };
+                    if wanted.contains(&id) {
+                        let live = self.live(kind, &v);
+                        out.insert(id, live);
+                    }
+                }
+            }
+            return Ok(out);
+        }
         let read: Vec<Option<(ResourceId, Live)>> = stream::iter(mine)
             .map(|id| async move {
                 let v = self.get_json(id.kind, &id.name).await?;
