@@ -258,11 +258,12 @@ fn a_hand_made_subscription_imports_as_the_example() {
     assert_eq!(c[0].to_adopt.len(), 4, "nothing is labelled");
 }
 
+/// The requests a fake server saw: request line, JSON body.
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
 /// A fake Pub/Sub on 127.0.0.1 that answers from `answers` (by method and path prefix) and
 /// records each request line and body (at most 16 connections).
-fn recording(
-    answers: Vec<(&'static str, &'static str, Value)>,
-) -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
+fn recording(answers: Vec<(&'static str, &'static str, Value)>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
     let seen = Arc::new(Mutex::new(Vec::new()));
