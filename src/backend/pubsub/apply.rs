@@ -113,12 +113,7 @@ impl Writer {
     /// Refuses to touch a live object that is not provably this channel's (the plan checked,
     /// but labels may have changed since).
     async fn ensure_owned(&self, change: &Change) -> Result<(), HttpError> {
-        let Some(live) = self.reader.read_one(&change.resource).await? else {
-            return Err(Self::refused(
-                change,
-                "it no longer exists; run `dlqctl plan` again".into(),
-            ));
-        };
+        let live = self.live_now(change).await?;
         match ownership_problem(&labels(&live), &change.channel) {
             None => Ok(()),
             Some(p) => Err(Self::refused(
@@ -187,28 +182,45 @@ impl Writer {
             return Ok(());
         }
         let (sub, mask) = subscription_body(&self.reader.project, &change.desired, Some(fields));
-        let body = json!({"subscription": sub, "updateMask": mask.join(",")});
+        self.send_patch(
+            change,
+            &json!({"subscription": sub, "updateMask": mask.join(",")}),
+        )
+        .await
+    }
+
+    /// One PATCH of the change's object.
+    async fn send_patch(&self, change: &Change, body: &Value) -> Result<(), HttpError> {
+        let r = &change.resource;
         self.http
             .call(
                 Method::PATCH,
                 &Reader::api("PATCH", r.kind),
                 &self.reader.path(r.kind, &r.name),
-                Some(&body),
+                Some(body),
             )
             .await
             .map(|_| ())
+    }
+
+    /// The object as it is now; refused when it is gone since the plan.
+    async fn live_now(&self, change: &Change) -> Result<Live, HttpError> {
+        self.reader
+            .read_one(&change.resource)
+            .await?
+            .ok_or_else(|| {
+                Self::refused(
+                    change,
+                    "it no longer exists; run `dlqctl plan` again".into(),
+                )
+            })
     }
 
     /// Adds the ownership labels to an unclaimed object (`--adopt`), keeping its other labels.
     /// Refuses when, since the plan, another tool or channel has claimed it.
     async fn adopt(&self, change: &Change) -> Result<(), HttpError> {
         let r = &change.resource;
-        let Some(live) = self.reader.read_one(r).await? else {
-            return Err(Self::refused(
-                change,
-                "it no longer exists; run `dlqctl plan` again".into(),
-            ));
-        };
+        let live = self.live_now(change).await?;
         let current = labels(&live);
         if ownership_problem(&current, &change.channel).is_none() {
             return Ok(());
@@ -227,16 +239,11 @@ impl Writer {
         } else {
             "topic"
         };
-        let body = json!({ field: {"labels": all}, "updateMask": "labels" });
-        self.http
-            .call(
-                Method::PATCH,
-                &Reader::api("PATCH", r.kind),
-                &self.reader.path(r.kind, &r.name),
-                Some(&body),
-            )
-            .await
-            .map(|_| ())
+        self.send_patch(
+            change,
+            &json!({ field: {"labels": all}, "updateMask": "labels" }),
+        )
+        .await
     }
 
     /// DELETE; a subscription only with `allow_loss` (its backlog cannot be counted).

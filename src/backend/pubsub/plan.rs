@@ -125,34 +125,14 @@ impl Reader {
                     Some(p) => {
                         changes[p].fields.splice(0..0, fields);
                     }
-                    None => changes.push(Change {
-                        resource: d.id.clone(),
-                        channel: d.channel.clone(),
-                        role: d.role,
-                        action: Action::Update,
-                        fields,
-                        desired: d.props.clone(),
-                        messages: l.messages,
-                        reason: None,
-                        destructive: None,
-                        pruned: false,
-                        discard: None,
-                    }),
+                    None => changes.push(Change::of(d, Action::Update, fields, l.messages)),
                 }
                 continue;
             }
+            let fields = pos.map(|p| changes[p].fields.clone()).unwrap_or_default();
             let change = Change {
-                resource: d.id.clone(),
-                channel: d.channel.clone(),
-                role: d.role,
-                action: Action::Impossible,
-                fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
-                desired: d.props.clone(),
-                messages: l.messages,
                 reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
-                destructive: None,
-                pruned: false,
-                discard: None,
+                ..Change::of(d, Action::Impossible, fields, l.messages)
             };
             match pos {
                 Some(p) => changes[p] = change,

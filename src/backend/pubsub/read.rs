@@ -197,26 +197,12 @@ impl Reader {
             .collect();
         if mine.len() >= LIST_FROM {
             let wanted: BTreeSet<&ResourceId> = mine.into_iter().collect();
-            let (topics, subs) = tokio::join!(self.list("topics"), self.list("subscriptions"));
-            let mut out = BTreeMap::new();
-            for (kind, items) in [(Kind::Topic, topics?), (Kind::Subscription, subs?)] {
-                for v in items {
-                    let Some(path) = v.get("name").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let name = short_name(&self.project, path);
-                    let id = if kind == Kind::Topic {
-                        topic_id(&self.target, &name)
-                    } else {
-                        subscription_id(&self.target, &name)
-                    };
-                    if wanted.contains(&id) {
-                        let live = self.live(kind, &v);
-                        out.insert(id, live);
-                    }
-                }
-            }
-            return Ok(out);
+            return Ok(self
+                .listed()
+                .await?
+                .into_iter()
+                .filter(|(id, _)| wanted.contains(id))
+                .collect());
         }
         let read: Vec<Option<(ResourceId, Live)>> = stream::iter(mine)
             .map(|id| async move {
@@ -286,12 +272,8 @@ impl Reader {
         })
     }
 
-    /// Every topic and subscription of the project inside the ownership prefixes (and
-    /// starting with `filter`), as live state by id.
-    pub async fn inventory(
-        &self,
-        filter: Option<&str>,
-    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+    /// Every topic and subscription of the project (two listings), as live state by id.
+    async fn listed(&self) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
         let (topics, subs) = tokio::join!(self.list("topics"), self.list("subscriptions"));
         let mut out = BTreeMap::new();
         for (kind, items) in [(Kind::Topic, topics?), (Kind::Subscription, subs?)] {
@@ -300,12 +282,6 @@ impl Reader {
                     continue;
                 };
                 let name = short_name(&self.project, path);
-                if name.contains('/')
-                    || !crate::backend::sqs::in_prefixes(&self.prefixes, &name)
-                    || filter.is_some_and(|f| !name.starts_with(f))
-                {
-                    continue;
-                }
                 let id = if kind == Kind::Topic {
                     topic_id(&self.target, &name)
                 } else {
@@ -315,6 +291,21 @@ impl Reader {
             }
         }
         Ok(out)
+    }
+
+    /// Every topic and subscription of the project inside the ownership prefixes (and
+    /// starting with `filter`), as live state by id.
+    pub async fn inventory(
+        &self,
+        filter: Option<&str>,
+    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let mut all = self.listed().await?;
+        all.retain(|id, _| {
+            !id.name.contains('/')
+                && crate::backend::sqs::in_prefixes(&self.prefixes, &id.name)
+                && filter.is_none_or(|f| id.name.starts_with(f))
+        });
+        Ok(all)
     }
 
     /// What `plan --prune` may delete: topics and subscriptions labelled

@@ -227,21 +227,11 @@ impl ReadHttp {
     /// retry after a lost answer would read, and mark, the messages twice. Only a status door
     /// calls it, and only when the caller allowed reads that leave a trace.
     pub async fn peek(&self, api: &str, path: &str, body: &Value) -> Result<Value, HttpError> {
-        let (status, bytes) = self
+        let answer = self
             .inner
             .send(Method::POST, api, path, Some(body), TIMEOUT)
             .await?;
-        if status == StatusCode::NOT_FOUND {
-            return Err(HttpError::Status {
-                api: api.to_owned(),
-                status: 404,
-                reason: reason(&bytes),
-            });
-        }
-        serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
-            api: api.to_owned(),
-            reason: e.to_string(),
-        })
+        json_or_404(api, answer)
     }
 
     fn out_of_budget(&self, last: &HttpError) -> HttpError {
@@ -251,6 +241,21 @@ impl ReadHttp {
             last: last.to_string(),
         }
     }
+}
+
+/// An answer's JSON; a 404 is an error naming the call (where absence is not an answer).
+fn json_or_404(api: &str, (status, bytes): (StatusCode, Vec<u8>)) -> Result<Value, HttpError> {
+    if status == StatusCode::NOT_FOUND {
+        return Err(HttpError::Status {
+            api: api.to_owned(),
+            status: 404,
+            reason: reason(&bytes),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
+        api: api.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 fn retryable(e: &HttpError) -> bool {
@@ -297,25 +302,15 @@ impl WriteHttp {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, HttpError> {
-        let (status, bytes) = self
+        let answer = self
             .read
             .inner
             .send(method, api, path, body, TIMEOUT)
             .await?;
-        if status == StatusCode::NOT_FOUND {
-            return Err(HttpError::Status {
-                api: api.to_owned(),
-                status: 404,
-                reason: reason(&bytes),
-            });
-        }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        if answer.1.iter().all(u8::is_ascii_whitespace) && answer.0 != StatusCode::NOT_FOUND {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
-            api: api.to_owned(),
-            reason: e.to_string(),
-        })
+        json_or_404(api, answer)
     }
 }
 

@@ -127,6 +127,40 @@ fn range_error(
     )
 }
 
+/// `<backend>/retention-range`: the main retention and the dead-letter one
+/// (`deadLetter.retention` or `discard.after`) within the backend's `[min, max]`.
+fn check_retention_ranges(
+    doc: &crate::spec::load::Doc<Channel>,
+    rule: &'static str,
+    (min, max): (Duration, Duration),
+    backend: &str,
+    hint: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &doc.value.spec;
+    for (field, pointer, value) in [
+        ("spec.retention", "/spec/retention", spec.retention),
+        (
+            deadletter::retention_field(doc),
+            deadletter::retention_pointer(doc),
+            spec.dead_letter.as_ref().and_then(|d| {
+                d.retention
+                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
+            }),
+        ),
+    ] {
+        if let Some(v) = value
+            && (v < min || v > max)
+        {
+            out.push(
+                range_error(rule, field, v, min, max, backend)
+                    .at(doc.locs.value(pointer))
+                    .hint(hint),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

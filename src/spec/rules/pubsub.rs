@@ -7,7 +7,6 @@
 //!
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
-use super::deadletter::{retention_field, retention_pointer};
 use super::range_error;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -86,34 +85,13 @@ pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
         );
     }
     // `pubsub/retention-range`: a subscription keeps messages 10 min to 7 d.
-    let spec = &doc.value.spec;
-    for (field, pointer, value) in [
-        ("spec.retention", "/spec/retention", spec.retention),
-        (
-            retention_field(doc),
-            retention_pointer(doc),
-            spec.dead_letter.as_ref().and_then(|d| {
-                d.retention
-                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
-            }),
-        ),
-    ] {
-        if let Some(v) = value
-            && (v < PUBSUB_MIN_RETENTION || v > PUBSUB_MAX_RETENTION)
-        {
-            out.push(
-                range_error(
-                    "pubsub/retention-range",
-                    field,
-                    v,
-                    PUBSUB_MIN_RETENTION,
-                    PUBSUB_MAX_RETENTION,
-                    "Pub/Sub",
-                )
-                .at(at(pointer))
-                .hint("a Pub/Sub subscription keeps messages between 10m and 7d (messageRetentionDuration)"),
-            );
-        }
-    }
+    super::check_retention_ranges(
+        doc,
+        "pubsub/retention-range",
+        (PUBSUB_MIN_RETENTION, PUBSUB_MAX_RETENTION),
+        "Pub/Sub",
+        "a Pub/Sub subscription keeps messages between 10m and 7d (messageRetentionDuration)",
+        out,
+    );
     super::channel::jitter_info(doc, r.backend, out);
 }
