@@ -129,7 +129,7 @@ fn a_cold_stack_on_other_ports_comes_up_without_a_source_build_and_the_demo_ends
         );
         // It worked on the second stack, not the main one.
         assert!(
-            demo.stdout.contains("5 channels") && !demo.stdout.contains("127.0.0.1:15672"),
+            demo.stdout.contains("6 channels") && !demo.stdout.contains("127.0.0.1:15672"),
             "demo run {run}:\n{}",
             demo.stdout
         );
