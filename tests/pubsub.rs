@@ -195,9 +195,41 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
         dead[0]["message"]["messageId"]
     );
     f.rest
-        .ack(&dl_sub, again[0]["ackId"].as_str().expect("ackId"));
+        .nack(&dl_sub, again[0]["ackId"].as_str().expect("ackId"));
     // Nothing more on the source subscription.
     assert!(f.rest.pull(&sub, 10).is_empty());
+
+    // Redrive back to the main topic: published there, then acked on the dead-letter side.
+    let r = f.run(&[
+        "redrive",
+        &f.channel,
+        "channel.yaml",
+        "--yes",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).expect("redrive JSON");
+    assert_eq!(doc["moved"], 1, "{doc}");
+    let mut back = Vec::new();
+    let started = Instant::now();
+    while back.is_empty() && started.elapsed() < Duration::from_secs(30) {
+        back = f.rest.pull(&sub, 10);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(back.len(), 1, "the consumer gets it once more");
+    let m = &back[0]["message"];
+    assert_eq!(m["data"], json!("Y2hhcmdlIDQy"));
+    assert_eq!(m["attributes"]["dlq-redrive-count"], json!("1"), "{m}");
+    assert!(
+        m["attributes"]["CloudPubSubDeadLetterSourceDeliveryCount"].is_null(),
+        "the dead-letter attributes stay behind: {m}"
+    );
+    f.rest.ack(&sub, back[0]["ackId"].as_str().expect("ackId"));
+    assert!(
+        f.rest.pull(&dl_sub, 10).is_empty(),
+        "nothing left on the dead-letter side"
+    );
 }
 
 #[test]

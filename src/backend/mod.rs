@@ -487,6 +487,7 @@ pub enum Mover {
     Rabbitmq(rabbitmq::redrive::Mover),
     Sqs(sqs::redrive::Mover),
     Kafka(kafka::redrive::Mover),
+    Pubsub(pubsub::redrive::Mover),
 }
 
 impl Mover {
@@ -498,13 +499,7 @@ impl Mover {
             }
             Reader::Sqs(r) => Mover::Sqs(sqs::redrive::Mover::new(r)),
             Reader::Kafka(r) => Mover::Kafka(kafka::redrive::Mover::new(r)),
-            Reader::Pubsub(r) => {
-                return Err(BackendError::Config {
-                    target: r.target().to_owned(),
-                    message: "`dlqctl redrive` does not move Pub/Sub messages yet (docs/pubsub.md)"
-                        .into(),
-                });
-            }
+            Reader::Pubsub(r) => Mover::Pubsub(pubsub::redrive::Mover::new(r)),
         })
     }
 
@@ -515,11 +510,7 @@ impl Mover {
         r: &Resolved,
         run: &crate::redrive::Run,
     ) -> Result<(), BackendError> {
-        match self {
-            Mover::Rabbitmq(m) => m.redrive(r, run).await.map_err(|e| e.at(m.target())),
-            Mover::Sqs(m) => m.redrive(r, run).await.map_err(|e| e.at(m.target())),
-            Mover::Kafka(m) => m.redrive(r, run).await.map_err(|e| e.at(m.target())),
-        }
+        each!(Mover, self, m => m.redrive(r, run).await)
     }
 }
 

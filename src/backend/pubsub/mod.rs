@@ -6,8 +6,8 @@
 //! The doors, each in its own file: [`desired`] (pure), [`read`] (read-only: live state,
 //! prunable objects, the inventory `import` groups), [`plan`] (backend rules on top of the
 //! generic diff, the IAM note and the ownership review), [`apply`] (the only writer),
-//! [`import`] (live → specs, pure over what `read` saw) and [`status`]. This file holds what
-//! they share: names, property keys and how Pub/Sub's JSON becomes flat properties.
+//! [`import`] (live → specs, pure over what `read` saw), [`status`] and [`redrive`]. This file
+//! holds what they share: names, property keys and how Pub/Sub's JSON becomes flat properties.
 //!
 //! The client is Pub/Sub's REST API (`v1`) through the project's reqwest client
 //! (`wire::http`), not Google's gRPC crates: `google-cloud-pubsub` brings tonic, prost, the
@@ -30,6 +30,7 @@ pub mod desired;
 pub mod import;
 pub mod plan;
 pub mod read;
+pub mod redrive;
 pub mod status;
 
 use std::collections::BTreeMap;
