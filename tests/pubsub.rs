@@ -183,12 +183,7 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
         "{dl}"
     );
     // Still there after status, once: counted back by the third party, then acked.
-    let mut again = Vec::new();
-    let started = Instant::now();
-    while again.is_empty() && started.elapsed() < Duration::from_secs(30) {
-        again = f.rest.pull(&dl_sub, 10);
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let again = f.rest.pull_wait(dl_sub.as_str());
     assert_eq!(again.len(), 1, "status consumed nothing");
     assert_eq!(
         again[0]["message"]["messageId"],
@@ -211,12 +206,7 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let doc: Value = serde_json::from_str(&r.stdout).expect("redrive JSON");
     assert_eq!(doc["moved"], 1, "{doc}");
-    let mut back = Vec::new();
-    let started = Instant::now();
-    while back.is_empty() && started.elapsed() < Duration::from_secs(30) {
-        back = f.rest.pull(&sub, 10);
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let back = f.rest.pull_wait(sub.as_str());
     assert_eq!(back.len(), 1, "the consumer gets it once more");
     let m = &back[0]["message"];
     assert_eq!(m["data"], json!("Y2hhcmdlIDQy"));

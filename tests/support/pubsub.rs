@@ -156,6 +156,18 @@ impl Rest {
             .unwrap_or_default()
     }
 
+    /// Pulls until something comes (at most 30 s, then what the last pull got: nothing).
+    pub fn pull_wait(&self, sub: &str) -> Vec<Value> {
+        let started = std::time::Instant::now();
+        loop {
+            let got = self.pull(sub, 10);
+            if !got.is_empty() || started.elapsed() > std::time::Duration::from_secs(30) {
+                return got;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
     /// Nacks: the ack deadline set to 0, so Pub/Sub delivers it again (counting an attempt).
     pub fn nack(&self, sub: &str, ack_id: &str) {
         self.ok(
