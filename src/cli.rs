@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-/// Declarative dead-letter queues for SQS, RabbitMQ and Kafka.
+/// Declarative dead-letter queues for SQS, RabbitMQ, Kafka and Google Cloud Pub/Sub.
 ///
 /// One YAML spec per channel (retries, backoff, retention, dead-letter naming, alarms) is
 /// checked by `lint`, compared with the live systems by `plan`, and made real by `apply`.

@@ -25,6 +25,8 @@ pub enum Kind {
     Binding,
     Topic,
     Alarm,
+    /// A Pub/Sub subscription (it holds the messages; the topic only fans them out).
+    Subscription,
 }
 
 impl Kind {
@@ -36,6 +38,7 @@ impl Kind {
             Kind::Binding => "binding",
             Kind::Topic => "topic",
             Kind::Alarm => "alarm",
+            Kind::Subscription => "subscription",
         }
     }
 }
@@ -76,6 +79,9 @@ impl fmt::Display for ResourceId {
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     DeadLetter,
+    // Pub/Sub: the dead-letter topic's subscription, which holds the dead letters; after the
+    // dead-letter topic.
+    DeadLetterSubscription,
     // A named dead-letter exchange (RabbitMQ) and the DLQ's binding to it: after the DLQ,
     // before anything dead-letters into them. (Plain comments: the schema keeps one enum.)
     DeadLetterExchange,
@@ -88,6 +94,8 @@ pub enum Role {
     Retry,
     RetryPolicy,
     Main,
+    // Pub/Sub: the consumer's subscription on the main topic, after the topic.
+    Subscription,
     MainPolicy,
     Exchange,
     Binding,

@@ -5,11 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn dlqctl(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_dlqctl"))
-        .args(args)
-        .env_clear()
-        .output()
-        .expect("dlqctl runs");
+    let out = Command::new(
+        // Another build of the binary (see `support::dlqctl`).
+        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into()),
+    )
+    .args(args)
+    .env_clear()
+    .output()
+    .expect("dlqctl runs");
     assert!(
         out.status.success(),
         "{args:?}: {}",

@@ -19,13 +19,14 @@ use std::time::Instant;
 /// The second stack's ports: none shared with the main stack's defaults (RabbitMQ's
 /// distribution port is AMQP + 20000, so 25682 here against 25672 there; a port mapper of
 /// its own).
-const PORTS: [(&str, &str); 7] = [
+const PORTS: [(&str, &str); 8] = [
     ("DLQCTL_EPMD_PORT", "4379"),
     ("DLQCTL_RABBITMQ_AMQP_PORT", "5682"),
     ("DLQCTL_RABBITMQ_HTTP_PORT", "15682"),
     ("DLQCTL_RABBITMQ_PROMETHEUS_PORT", "15702"),
     ("DLQCTL_MOTO_PORT", "5010"),
     ("DLQCTL_KAFKA_PORT", "9102"),
+    ("DLQCTL_PUBSUB_PORT", "8095"),
     ("DLQCTL_RABBITMQ_NODENAME", "dlqctl-cold@localhost"),
 ];
 
@@ -49,6 +50,7 @@ fn script(cache: &Path, args: &[&str]) -> Command {
         "DLQCTL_AWS_ENDPOINT",
         "DLQCTL_KAFKA_BOOTSTRAP",
         "DLQCTL_AMQP_URL",
+        "PUBSUB_EMULATOR_HOST",
     ] {
         c.env_remove(v);
     }
@@ -127,7 +129,7 @@ fn a_cold_stack_on_other_ports_comes_up_without_a_source_build_and_the_demo_ends
         );
         // It worked on the second stack, not the main one.
         assert!(
-            demo.stdout.contains("5 channels") && !demo.stdout.contains("127.0.0.1:15672"),
+            demo.stdout.contains("6 channels") && !demo.stdout.contains("127.0.0.1:15672"),
             "demo run {run}:\n{}",
             demo.stdout
         );

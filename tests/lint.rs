@@ -11,7 +11,10 @@ fn root() -> PathBuf {
 /// The binary with a cleared environment, run from the repo root, so that nothing on the
 /// host (NO_COLOR, TERM, AWS variables) leaks into a snapshot.
 fn dlqctl() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    let mut c = Command::new(
+        // Another build of the binary (see `support::dlqctl`).
+        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into()),
+    );
     c.env_clear().current_dir(root());
     c
 }

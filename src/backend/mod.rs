@@ -1,6 +1,6 @@
 //! The backends, one folder each with the same doors, and the one dispatch over them.
 //!
-//! Every backend folder (`sqs/`, `rabbitmq/`, `kafka/`) has the same files for the same doors:
+//! Every backend folder (`sqs/`, `rabbitmq/`, `kafka/`, `pubsub/`) has the same files for the same doors:
 //!
 //! | file | door | may do |
 //! |---|---|---|
@@ -24,6 +24,7 @@
 
 pub mod import_kit;
 pub mod kafka;
+pub mod pubsub;
 pub mod rabbitmq;
 pub mod sqs;
 pub mod wire;
@@ -202,6 +203,14 @@ fn where_is(target: &Target) -> String {
                     .map(|(k, var)| format!("{k} (${var})"))
             ),
         ),
+        Backend::Pubsub => format!(
+            "Pub/Sub project {} at {}",
+            target.project.as_deref().unwrap_or("(no project)"),
+            target.emulator_host.as_deref().map_or_else(
+                || "pubsub.googleapis.com (or PUBSUB_EMULATOR_HOST)".to_owned(),
+                |h| format!("the emulator {h}")
+            )
+        ),
     }
 }
 
@@ -233,6 +242,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         Backend::Rabbitmq => rabbitmq::desired(r),
         Backend::Sqs => sqs::desired(r),
         Backend::Kafka => kafka::desired(r),
+        Backend::Pubsub => pubsub::desired(r),
     }
 }
 
@@ -244,6 +254,7 @@ pub fn refine(change: &mut Change) {
         Backend::Rabbitmq => rabbitmq::plan::refine(change),
         Backend::Sqs => sqs::refine(change),
         Backend::Kafka => kafka::refine(change),
+        Backend::Pubsub => pubsub::refine(change),
     }
 }
 
@@ -254,17 +265,20 @@ pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
         Backend::Rabbitmq => rabbitmq::plan::duration_unit(change, key),
         Backend::Sqs => sqs::plan::duration_unit(change, key),
         Backend::Kafka => kafka::plan::duration_unit(change, key),
+        Backend::Pubsub => pubsub::plan::duration_unit(change, key),
     }
 }
 
 /// Whether a changed property is a queue or topic's retention (SQS MessageRetentionPeriod,
 /// RabbitMQ `message-ttl` in a policy or as an x-argument, Kafka `retention.ms`) (pure): where
-/// a plan shows a dead-letter queue's discard decision.
+/// a plan shows a dead-letter queue's discard decision. Pub/Sub: a subscription's
+/// messageRetentionDuration.
 pub fn is_retention(change: &Change, key: &str) -> bool {
     match change.resource.backend {
         Backend::Sqs => key == sqs::RETENTION,
         Backend::Rabbitmq => key == "definition.message-ttl" || key == "arguments.x-message-ttl",
         Backend::Kafka => key == "config.retention.ms",
+        Backend::Pubsub => key == pubsub::RETENTION,
     }
 }
 
@@ -274,6 +288,7 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
     let mut out = rabbitmq::plan::notes(desired, live);
     out.extend(sqs::plan::notes(desired, live));
     out.extend(kafka::plan::notes(desired, live));
+    out.extend(pubsub::plan::notes(desired, live));
     out
 }
 
@@ -283,6 +298,7 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
     let mut out = rabbitmq::plan::goes_first(changes);
     out.extend(sqs::plan::goes_first(changes));
     out.extend(kafka::plan::goes_first(changes));
+    out.extend(pubsub::plan::goes_first(changes));
     out
 }
 
@@ -318,6 +334,7 @@ pub enum Reader {
     Rabbitmq(rabbitmq::Reader),
     Sqs(sqs::Reader),
     Kafka(kafka::Reader),
+    Pubsub(pubsub::Reader),
 }
 
 /// Read-write access to one target.
@@ -328,6 +345,7 @@ pub enum Writer {
     Rabbitmq(rabbitmq::Writer),
     Sqs(sqs::Writer),
     Kafka(kafka::Writer),
+    Pubsub(pubsub::Writer),
 }
 
 /// Calls the same door on whichever backend `$reader` is, and names the target in its error.
@@ -337,6 +355,7 @@ macro_rules! each {
             $enum::Rabbitmq($b) => $call.map_err(|e| e.at($b.target())),
             $enum::Sqs($b) => $call.map_err(|e| e.at($b.target())),
             $enum::Kafka($b) => $call.map_err(|e| e.at($b.target())),
+            $enum::Pubsub($b) => $call.map_err(|e| e.at($b.target())),
         }
     };
 }
@@ -355,6 +374,7 @@ impl Reader {
             }
             Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, opts, stats)),
             Backend::Kafka => Reader::Kafka(kafka::Reader::connect(name, target, stats)?),
+            Backend::Pubsub => Reader::Pubsub(pubsub::Reader::connect(name, target, opts, stats)?),
         })
     }
 
@@ -363,6 +383,7 @@ impl Reader {
             Reader::Rabbitmq(r) => r.target(),
             Reader::Sqs(r) => r.target(),
             Reader::Kafka(r) => r.target(),
+            Reader::Pubsub(r) => r.target(),
         }
     }
 
@@ -427,6 +448,7 @@ impl Reader {
             Reader::Rabbitmq(r) => per_channel(r.target(), r.status(channels, read).await),
             Reader::Sqs(r) => per_channel(r.target(), r.status(channels, read).await),
             Reader::Kafka(r) => per_channel(r.target(), r.status(channels, read).await),
+            Reader::Pubsub(r) => per_channel(r.target(), r.status(channels, read).await),
         }
     }
 
@@ -444,6 +466,7 @@ impl Reader {
             Reader::Rabbitmq(r) => Writer::Rabbitmq(r.into_writer()),
             Reader::Sqs(r) => Writer::Sqs(r.into_writer()),
             Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
+            Reader::Pubsub(r) => Writer::Pubsub(r.into_writer()),
         }
     }
 }
@@ -464,6 +487,7 @@ pub enum Mover {
     Rabbitmq(rabbitmq::redrive::Mover),
     Sqs(sqs::redrive::Mover),
     Kafka(kafka::redrive::Mover),
+    Pubsub(pubsub::redrive::Mover),
 }
 
 impl Mover {
@@ -475,6 +499,7 @@ impl Mover {
             }
             Reader::Sqs(r) => Mover::Sqs(sqs::redrive::Mover::new(r)),
             Reader::Kafka(r) => Mover::Kafka(kafka::redrive::Mover::new(r)),
+            Reader::Pubsub(r) => Mover::Pubsub(pubsub::redrive::Mover::new(r)),
         })
     }
 

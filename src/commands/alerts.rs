@@ -38,6 +38,16 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
             }
         );
     }
+    if !built.pubsub_channels.is_empty() {
+        let _ = write!(
+            report,
+            "; {} left out: their depth and age are Cloud Monitoring metrics (subscription/num_undelivered_messages, subscription/oldest_unacked_message_age)",
+            match built.pubsub_channels.len() {
+                1 => "1 Pub/Sub channel".to_owned(),
+                n => format!("{n} Pub/Sub channels"),
+            }
+        );
+    }
     if let Some(path) = &args.check {
         let have = match fs_err::read_to_string(path) {
             Ok(t) => t,

@@ -77,6 +77,10 @@ pub struct Alerts {
     pub groups: Vec<Group>,
     /// SQS channels: alerted by CloudWatch alarms, which `dlqctl apply` provisions.
     pub sqs_channels: Vec<String>,
+    /// Pub/Sub channels: their depth and age are Cloud Monitoring metrics
+    /// (`subscription/num_undelivered_messages`, `subscription/oldest_unacked_message_age`),
+    /// which Prometheus does not scrape; Cloud Monitoring alert policies are not written yet.
+    pub pubsub_channels: Vec<String>,
 }
 
 /// The rules for `channels`: one group per target with RabbitMQ or Kafka channels that have
@@ -86,14 +90,18 @@ pub struct Alerts {
 pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alerts {
     let mut by_target: BTreeMap<&str, Vec<&Resolved>> = BTreeMap::new();
     let mut sqs_channels = Vec::new();
+    let mut pubsub_channels = Vec::new();
     for r in channels {
         if r.backend == Backend::Sqs {
             sqs_channels.push(r.channel.clone());
+        } else if r.backend == Backend::Pubsub {
+            pubsub_channels.push(r.channel.clone());
         } else {
             by_target.entry(&r.target).or_default().push(r);
         }
     }
     sqs_channels.sort();
+    pubsub_channels.sort();
     let mut groups = Vec::new();
     for (target, mut list) in by_target {
         list.sort_by(|a, b| a.channel.cmp(&b.channel));
@@ -128,6 +136,7 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
     Alerts {
         groups,
         sqs_channels,
+        pubsub_channels,
     }
 }
 
@@ -404,6 +413,13 @@ pub fn render(alerts: &Alerts, format: Format) -> String {
             out,
             "# SQS channels are alerted by CloudWatch alarms, which `dlqctl apply` provisions: {}.",
             alerts.sqs_channels.join(", ")
+        );
+    }
+    if !alerts.pubsub_channels.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Pub/Sub channels are watched in Cloud Monitoring (subscription/num_undelivered_messages, subscription/oldest_unacked_message_age), not here: {}.",
+            alerts.pubsub_channels.join(", ")
         );
     }
     let indent = match format {

@@ -87,7 +87,7 @@ impl ChannelGraph {
                 .collect()
         };
         let noun = match r.backend {
-            Backend::Kafka => "topic",
+            Backend::Kafka | Backend::Pubsub => "topic",
             Backend::Sqs | Backend::Rabbitmq => "queue",
         };
 
@@ -114,11 +114,18 @@ impl ChannelGraph {
         if let Some(t) = r.retention {
             main_lines.push(format!("keeps messages {t}"));
         }
-        let main = g.node(
-            Shape::Queue,
-            main_lines,
-            ids(&r.main, &[Role::Main, Role::MainPolicy]),
-        );
+        // Pub/Sub: the consumer's subscription is drawn with its topic.
+        let mut main_ids = ids(&r.main, &[Role::Main, Role::MainPolicy]);
+        let mut dlq_ids = ids(&r.dead_letter, &[Role::DeadLetter, Role::DeadLetterPolicy]);
+        if let Some(p) = &r.pubsub {
+            main_lines.push(format!("subscription {}", p.subscription));
+            main_ids.extend(ids(&p.subscription, &[Role::Subscription]));
+            dlq_ids.extend(ids(
+                &p.dead_letter_subscription,
+                &[Role::DeadLetterSubscription],
+            ));
+        }
+        let main = g.node(Shape::Queue, main_lines, main_ids);
         if let Some(x) = exchange {
             let keys: Vec<String> = desired
                 .iter()
@@ -166,19 +173,20 @@ impl ChannelGraph {
 
         // The dead-letter queue, with how long it keeps a dead letter.
         let mut dlq_lines = vec![r.dead_letter.clone(), format!("dead-letter {noun}")];
+        if let Some(p) = &r.pubsub {
+            dlq_lines.push(format!("subscription {}", p.dead_letter_subscription));
+        }
         dlq_lines.extend(match (&r.discard, r.dead_letter_retention) {
             (Some(d), _) => vec![d.to_string()],
             (None, Some(t)) => vec![format!("keeps dead letters {t}")],
             (None, None) => vec![match r.backend {
                 Backend::Kafka => "keeps dead letters for the broker's default retention".into(),
-                Backend::Sqs | Backend::Rabbitmq => "keeps dead letters until consumed".into(),
+                Backend::Sqs | Backend::Rabbitmq | Backend::Pubsub => {
+                    "keeps dead letters until consumed".into()
+                }
             }],
         });
-        let dlq = g.node(
-            Shape::Queue,
-            dlq_lines,
-            ids(&r.dead_letter, &[Role::DeadLetter, Role::DeadLetterPolicy]),
-        );
+        let dlq = g.node(Shape::Queue, dlq_lines, dlq_ids);
 
         let attempts = format!(
             "after {} {}",
@@ -248,6 +256,11 @@ impl ChannelGraph {
                 let label = format!("{} receives", r.max_attempts);
                 g.edge(main, into_dlq, format!("after {label}"), false);
             }
+            // Pub/Sub redelivers with its own backoff, then dead-letters: no retry topic.
+            Backend::Pubsub => {
+                let label = format!("after {} delivery attempts", r.max_attempts);
+                g.edge(main, into_dlq, label, false);
+            }
         }
 
         // Spring's exception-based dead-letter topics.
@@ -275,7 +288,7 @@ impl ChannelGraph {
                     Backend::Kafka => {
                         "keeps invalid messages for the broker's default retention".into()
                     }
-                    Backend::Sqs | Backend::Rabbitmq => {
+                    Backend::Sqs | Backend::Rabbitmq | Backend::Pubsub => {
                         "keeps invalid messages until consumed".into()
                     }
                 },
@@ -307,7 +320,7 @@ impl ChannelGraph {
                     g.edge(from, n, String::new(), true);
                 }
             }
-            Backend::Rabbitmq | Backend::Kafka => {
+            Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => {
                 let alarms = &r.alarms;
                 for (alert, alarm, what) in [
                     (DEPTH_ALERT, alarms.depth.as_ref(), Metric::Depth),

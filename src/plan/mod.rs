@@ -102,6 +102,29 @@ pub struct Change {
 }
 
 impl Change {
+    /// A change to a desired resource that the diff did not make (a backend's review: an
+    /// adoption, an impossible change), with nothing else set.
+    pub fn of(
+        d: &Desired,
+        action: Action,
+        fields: Vec<FieldChange>,
+        messages: Option<u64>,
+    ) -> Self {
+        Change {
+            resource: d.id.clone(),
+            channel: d.channel.clone(),
+            role: d.role,
+            action,
+            fields,
+            desired: d.props.clone(),
+            messages,
+            reason: None,
+            destructive: None,
+            pruned: false,
+            discard: None,
+        }
+    }
+
     /// Whether applying it drops the live object (and with it, any messages it holds).
     pub fn drops_object(&self) -> bool {
         matches!(self.action, Action::Replace | Action::Delete)
@@ -145,7 +168,9 @@ impl crate::resource::Kind {
     pub fn holds_messages(self) -> bool {
         matches!(
             self,
-            crate::resource::Kind::Queue | crate::resource::Kind::Topic
+            crate::resource::Kind::Queue
+                | crate::resource::Kind::Topic
+                | crate::resource::Kind::Subscription
         )
     }
 }

@@ -31,6 +31,11 @@ pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
 /// CloudWatch alarm defaults: one period of a minute (SQS publishes metrics per minute).
 pub const DEFAULT_ALARM_PERIOD: Duration = Duration::from_secs(60);
 pub const DEFAULT_ALARM_EVALUATION_PERIODS: u32 = 1;
+/// Pub/Sub's own defaults, which dlqctl keeps when the spec says nothing: a subscription keeps
+/// messages 7 days (also its maximum), waits 10 s for an ack, and backs off at most 600 s.
+pub const PUBSUB_DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);
+pub const PUBSUB_DEFAULT_ACK_DEADLINE: Duration = Duration::from_secs(10);
+pub const PUBSUB_DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
@@ -65,6 +70,7 @@ pub struct Resolved {
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
+    pub pubsub: Option<PubsubResolved>,
     /// The alarms the spec asks for, defaults filled in: CloudWatch alarms on SQS targets,
     /// Prometheus rules (`dlqctl alerts`) on RabbitMQ and Kafka targets.
     pub alarms: AlarmsResolved,
@@ -179,6 +185,21 @@ pub struct SqsResolved {
     /// `deadLetter.sqs.policy`, normalised (the main queue's policy is not inherited: it
     /// names the main queue).
     pub dead_letter_policy: Option<serde_json::Value>,
+}
+
+/// A Pub/Sub channel's subscriptions and their settings (`main` and `dead_letter` are the
+/// topics).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PubsubResolved {
+    /// The target's project.
+    pub project: String,
+    /// The consumer's subscription on the main topic, with the dead-letter policy.
+    pub subscription: String,
+    /// The dead-letter topic's subscription, which holds the dead letters.
+    pub dead_letter_subscription: String,
+    pub ack_deadline: Duration,
+    /// retryPolicy (minimum, maximum backoff); `None`: no retry policy (redelivery at once).
+    pub backoff: Option<(Duration, Duration)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -439,6 +460,8 @@ pub fn resolve(
         Backend::Rabbitmq if rabbit_model == RetryModel::DeliveryLimit => Vec::new(),
         Backend::Rabbitmq => delays(channel, None),
         Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
+        // Pub/Sub backs off by itself (retryPolicy): no retry stages, no delays of dlqctl's.
+        Backend::Pubsub => Vec::new(),
     };
     let kafka_naming = kafka_options
         .and_then(|k| k.naming)
@@ -480,6 +503,11 @@ pub fn resolve(
         None
     };
     let kafka = (backend == Backend::Kafka).then(|| kafka(spec, &main, &kafka_retry, dlt_suffix));
+    let pubsub = if backend == Backend::Pubsub {
+        Some(pubsub(spec, name, target)?)
+    } else {
+        None
+    };
     Ok(Resolved {
         channel: name.to_owned(),
         labels: channel.metadata.labels.clone(),
@@ -511,6 +539,7 @@ pub fn resolve(
         sqs,
         rabbitmq,
         kafka,
+        pubsub,
         alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
     })
 }
@@ -540,6 +569,7 @@ fn main_and_dead_letter(
         Backend::Sqs => ("{channel}", "{channel}-dlq"),
         Backend::Rabbitmq => ("{channel}", "{channel}.dlq"),
         Backend::Kafka => ("{channel}", "{channel}-dlt"),
+        Backend::Pubsub => ("{channel}", "{channel}-dlq"),
     };
     let main = expand(
         spec.name.as_deref().unwrap_or(main_default),
@@ -583,7 +613,7 @@ fn retry_stages(
         .unwrap_or(TopicReuse::SingleTopic);
     let mut retry_stages = Vec::new();
     match backend {
-        Backend::Sqs => {}
+        Backend::Sqs | Backend::Pubsub => {}
         Backend::Kafka => {
             // Retry topics follow Spring Kafka's grouping; `spring` and `index` name them as
             // Spring does (suffixes on the main topic), `custom` by the `retry.name` template.
@@ -687,6 +717,17 @@ fn invalid(
         Backend::Sqs => "{channel}-invalid",
         Backend::Rabbitmq => "{channel}.invalid",
         Backend::Kafka => "",
+        Backend::Pubsub => {
+            return Err(ResolveError {
+                pointer: "/spec/invalid",
+                rule: "invalid/backend",
+                message: "`spec.invalid` is not provisioned on Pub/Sub in this version".into(),
+                hint: Some(
+                    "create the invalid-message topic and its subscription by hand, or remove `invalid`"
+                        .into(),
+                ),
+            });
+        }
     };
     let queue = match (backend, inv.name.as_deref()) {
         (Backend::Kafka, None) => format!("{main}{KAFKA_INVALID_SUFFIX}"),
@@ -716,6 +757,11 @@ fn retentions(spec: &ChannelSpec, backend: Backend) -> (Option<Duration>, Option
         Backend::Sqs => (
             Some(r.unwrap_or(SQS_DEFAULT_RETENTION)),
             Some(d.unwrap_or(SQS_DEFAULT_DLQ_RETENTION)),
+        ),
+        // A subscription's retention is at most 7 d, Pub/Sub's default: dead letters get it.
+        Backend::Pubsub => (
+            Some(r.unwrap_or(PUBSUB_DEFAULT_RETENTION)),
+            Some(d.unwrap_or(PUBSUB_DEFAULT_RETENTION)),
         ),
         _ => (r, d),
     }
@@ -769,6 +815,46 @@ fn rabbitmq(
         exchange,
         dead_letter_exchange,
         policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
+    })
+}
+
+/// `spec.pubsub` and `deadLetter.subscription` with defaults filled in, the subscription
+/// names expanded.
+fn pubsub(spec: &ChannelSpec, name: &str, target: &Target) -> Result<PubsubResolved, ResolveError> {
+    let o = spec.pubsub.clone().unwrap_or_default();
+    let subscription = expand(
+        o.subscription.as_deref().unwrap_or("{channel}-sub"),
+        name,
+        None,
+        None,
+    )
+    .map_err(|m| template_error("/spec/pubsub/subscription", m))?;
+    let dead_letter_subscription = expand(
+        spec.dead_letter
+            .as_ref()
+            .and_then(|d| d.subscription.as_deref())
+            .unwrap_or("{channel}-dlq-sub"),
+        name,
+        None,
+        None,
+    )
+    .map_err(|m| template_error("/spec/deadLetter/subscription", m))?;
+    let backoff = spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.backoff.as_ref())
+        .map(|b| {
+            (
+                b.initial,
+                b.max.unwrap_or(PUBSUB_DEFAULT_MAX_BACKOFF.max(b.initial)),
+            )
+        });
+    Ok(PubsubResolved {
+        project: target.project.clone().unwrap_or_default(),
+        subscription,
+        dead_letter_subscription,
+        ack_deadline: o.ack_deadline.unwrap_or(PUBSUB_DEFAULT_ACK_DEADLINE),
+        backoff,
     })
 }
 
@@ -889,6 +975,19 @@ impl Resolved {
             );
         }
         v
+    }
+
+    /// The Pub/Sub subscriptions of the channel, with the role each plays (none elsewhere).
+    pub fn subscriptions(&self) -> Vec<(&str, &'static str)> {
+        self.pubsub.as_ref().map_or_else(Vec::new, |p| {
+            vec![
+                (p.subscription.as_str(), "subscription"),
+                (
+                    p.dead_letter_subscription.as_str(),
+                    "dead-letter subscription",
+                ),
+            ]
+        })
     }
 }
 
@@ -1029,6 +1128,10 @@ mod tests {
             bootstrap_servers: Some("127.0.0.1:9092".into()),
             properties: None,
             secret_properties: None,
+            project: None,
+            emulator_host: None,
+            grant_service_agent: None,
+            project_number: None,
             ownership: None,
             alerts: None,
         };

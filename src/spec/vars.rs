@@ -12,7 +12,13 @@
 //! without a default is reported at the field's position.
 
 /// The Targets fields whose values may hold `${VAR}` references (camelCase, as written).
-pub const EXPANDED: [&str; 4] = ["url", "amqpUrl", "endpoint", "bootstrapServers"];
+pub const EXPANDED: [&str; 5] = [
+    "url",
+    "amqpUrl",
+    "endpoint",
+    "bootstrapServers",
+    "emulatorHost",
+];
 
 /// Why a value could not be expanded.
 #[derive(Debug, Clone, PartialEq, Eq)]

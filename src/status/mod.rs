@@ -275,9 +275,11 @@ impl Report {
     /// Whether any dead-letter queue holds a message.
     pub fn has_dead_letters(&self) -> bool {
         self.channels.iter().any(|c| {
-            c.dead_letter
-                .as_ref()
-                .is_some_and(|d| d.depth.total.is_some_and(|n| n > 0))
+            c.dead_letter.as_ref().is_some_and(|d| {
+                d.depth.total.is_some_and(|n| n > 0)
+                        // No count (Pub/Sub over REST), but a message was read.
+                        || (d.depth.exists && d.depth.total.is_none() && !d.samples.is_empty())
+            })
         })
     }
 }

@@ -206,10 +206,13 @@ pub fn human(report: &Report, printer: &Printer) -> String {
 /// `3 channels: 2 dead-letter queues hold 8 messages, 1 empty, 0 not read.`
 pub fn summary(report: &Report) -> String {
     let (mut holding, mut messages, mut empty, mut missing, mut failed) = (0, 0u64, 0, 0, 0);
+    let mut uncounted = 0;
     for c in &report.channels {
         match (&c.error, &c.dead_letter) {
             (Some(_), _) => failed += 1,
             (None, Some(d)) if !d.depth.exists => missing += 1,
+            // The backend cannot count (Pub/Sub over REST): neither empty nor holding.
+            (None, Some(d)) if d.depth.total.is_none() => uncounted += 1,
             (None, Some(d)) if d.depth.total.is_some_and(|n| n > 0) => {
                 holding += 1;
                 messages += d.depth.total.unwrap_or(0);
@@ -227,6 +230,9 @@ pub fn summary(report: &Report) -> String {
     );
     if missing > 0 {
         let _ = write!(line, ", {missing} not created yet");
+    }
+    if uncounted > 0 {
+        let _ = write!(line, ", {uncounted} not countable");
     }
     let _ = write!(line, ", {failed} not read.");
     line

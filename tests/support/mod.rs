@@ -6,7 +6,7 @@
 //! (as `scripts/test` sets), and otherwise skips with a loud message on stderr.
 //!
 //! The kit: [`workspace::Workspace`] is a temp folder with a targets file and one channel,
-//! run through the real binary; `rabbit`, `sqs` and `kafka` each wrap it in a `Fixture` with
+//! run through the real binary; `rabbit`, `sqs`, `kafka` and `pubsub` each wrap it in a `Fixture` with
 //! the same face (`new()`, `write_example`, `plan`/`apply`/`run`, `assert_empty_plan`,
 //! cleanup on drop) and hold the one third-party client the tests use for that backend;
 //! `snapshot` holds the insta settings every plan snapshot shares.
@@ -50,6 +50,7 @@ macro_rules! fixture_face {
 pub mod fake;
 pub mod kafka;
 pub mod proxy;
+pub mod pubsub;
 pub mod rabbit;
 pub mod snapshot;
 pub mod sqs;
@@ -82,6 +83,11 @@ pub fn aws_endpoint() -> String {
 
 pub fn kafka_bootstrap() -> String {
     var("DLQCTL_KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+}
+
+/// The Pub/Sub emulator's `host:port` (`PUBSUB_EMULATOR_HOST`, as `scripts/stack env` sets).
+pub fn pubsub_host() -> String {
+    var("PUBSUB_EMULATOR_HOST", "127.0.0.1:8085")
 }
 
 pub fn cache_dir() -> PathBuf {
@@ -136,13 +142,17 @@ pub fn tool(var: &str, name: &str, version_arg: &str) -> Option<PathBuf> {
     .then_some(path)
 }
 
-/// Whether all three servers of the local stack answer (else a loud skip, or a failure under
+/// Whether all four servers of the local stack answer (else a loud skip, or a failure under
 /// CI=true).
 pub fn whole_stack_up() -> bool {
     let up = tcp_up(&host_port(&rabbitmq_url()))
         && tcp_up(&host_port(&aws_endpoint()))
-        && tcp_up(&kafka_bootstrap());
-    require("the local stack (RabbitMQ, moto, Kafka)", up)
+        && tcp_up(&kafka_bootstrap())
+        && tcp_up(&pubsub_host());
+    require(
+        "the local stack (RabbitMQ, moto, Kafka, the Pub/Sub emulator)",
+        up,
+    )
 }
 
 /// Writes `count` channels with `bench/gen.py` into `dir` (names start with `prefix`; `extra`
@@ -206,8 +216,12 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// The binary under test, with a cleared environment plus what the test passes in.
+/// `DLQCTL_TEST_BIN` names another build of it: a copy taken right after building, for
+/// worktrees that share one target directory (the last build there owns `debug/dlqctl`).
 pub fn dlqctl() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    let bin =
+        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into());
+    let mut c = Command::new(bin);
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .current_dir(root());

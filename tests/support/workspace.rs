@@ -13,6 +13,7 @@ pub struct Endpoints {
     pub rabbitmq: String,
     pub aws: String,
     pub kafka: String,
+    pub pubsub: String,
 }
 
 impl Default for Endpoints {
@@ -21,6 +22,7 @@ impl Default for Endpoints {
             rabbitmq: super::rabbitmq_url(),
             aws: super::aws_endpoint(),
             kafka: super::kafka_bootstrap(),
+            pubsub: super::pubsub_host(),
         }
     }
 }
@@ -73,7 +75,8 @@ impl Workspace {
             .replace(
                 "bootstrapServers: ${DLQCTL_KAFKA_BOOTSTRAP:-127.0.0.1:9092}",
                 &format!("bootstrapServers: {}", endpoints.kafka),
-            );
+            )
+            .replace("${PUBSUB_EMULATOR_HOST:-127.0.0.1:8085}", &endpoints.pubsub);
         std::fs::write(dir.path().join("dlqctl.yaml"), targets).expect("write targets");
         Workspace {
             dir,

@@ -429,6 +429,10 @@ mod tests {
             bootstrap_servers: Some("127.0.0.1:9092".into()),
             properties: serde_json::from_value(props).expect("properties"),
             secret_properties: serde_json::from_value(secrets).expect("secrets"),
+            project: None,
+            emulator_host: None,
+            grant_service_agent: None,
+            project_number: None,
             ownership: None,
             alerts: None,
         }

@@ -708,6 +708,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         retention: ms.main.ttl().map(millis),
         retry: Some(retry),
         dead_letter: Some(DeadLetter {
+            subscription: None,
             name: non_default(dlq_t, "{channel}.dlq"),
             retention: keep.0,
             discard: keep.1,

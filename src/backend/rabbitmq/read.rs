@@ -232,6 +232,7 @@ impl Reader {
                 base: url,
                 user,
                 password,
+                bearer: None,
                 creds_hint,
                 insecure: opts.insecure,
                 budget: ReadBudget::new(opts.read_timeout),

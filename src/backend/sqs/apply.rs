@@ -87,7 +87,10 @@ impl Writer {
                 let res = alarms::put(self.aws(), &r.name, &change.desired, tags).await;
                 self.verify_alarm(res, &r.name, Some(&change.desired)).await
             }
-            (Kind::Policy | Kind::Exchange | Kind::Binding | Kind::Topic, _) => Ok(()),
+            (
+                Kind::Policy | Kind::Exchange | Kind::Binding | Kind::Topic | Kind::Subscription,
+                _,
+            ) => Ok(()),
         }
     }
 

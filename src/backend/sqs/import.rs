@@ -389,6 +389,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             name: None,
         }),
         dead_letter: Some(DeadLetter {
+            subscription: None,
             name: non_default(dlq_t, dlq_default),
             retention: keep.0,
             discard: keep.1,

@@ -244,19 +244,12 @@ impl Verdict<'_> {
                     let c = &mut changes[p];
                     c.fields.splice(0..0, fields);
                 }
-                None => changes.push(Change {
-                    resource: d.id.clone(),
-                    channel: d.channel.clone(),
-                    role: d.role,
-                    action: Action::Update,
+                None => changes.push(Change::of(
+                    d,
+                    Action::Update,
                     fields,
-                    desired: d.props.clone(),
-                    messages: self.live.get(&d.id).and_then(|l| l.messages),
-                    reason: None,
-                    destructive: None,
-                    pruned: false,
-                    discard: None,
-                }),
+                    self.live.get(&d.id).and_then(|l| l.messages),
+                )),
             }
             return;
         }
@@ -271,23 +264,16 @@ impl Verdict<'_> {
             });
             return;
         }
+        let fields = pos.map(|p| changes[p].fields.clone()).unwrap_or_default();
+        let messages = self.live.get(&d.id).and_then(|l| l.messages);
         let change = Change {
-            resource: d.id.clone(),
-            channel: d.channel.clone(),
-            role: d.role,
-            action: Action::Impossible,
-            fields: pos.map(|p| changes[p].fields.clone()).unwrap_or_default(),
-            desired: d.props.clone(),
-            messages: self.live.get(&d.id).and_then(|l| l.messages),
             reason: Some(format!(
                 "{} {} {}",
                 d.id.kind.as_str(),
                 d.id.name,
                 self.problem
             )),
-            destructive: None,
-            pruned: false,
-            discard: None,
+            ..Change::of(d, Action::Impossible, fields, messages)
         };
         match pos {
             Some(p) => changes[p] = change,

@@ -91,6 +91,8 @@ struct Inner {
     base: String,
     user: Option<String>,
     password: Option<String>,
+    /// An OAuth bearer token (Google Cloud), sent instead of basic auth.
+    bearer: Option<String>,
     /// How to name the credentials in an error (the env var names, never the values).
     creds_hint: String,
     stats: Arc<Stats>,
@@ -113,6 +115,8 @@ pub struct HttpConfig {
     pub base: String,
     pub user: Option<String>,
     pub password: Option<String>,
+    /// An OAuth bearer token (Google Cloud); never printed.
+    pub bearer: Option<String>,
     pub creds_hint: String,
     pub insecure: bool,
     pub budget: ReadBudget,
@@ -152,6 +156,7 @@ impl ReadHttp {
                 base: redact_userinfo(cfg.base.trim_end_matches('/')),
                 user: cfg.user,
                 password: cfg.password,
+                bearer: cfg.bearer,
                 creds_hint: cfg.creds_hint,
                 stats,
                 budget: cfg.budget,
@@ -222,21 +227,11 @@ impl ReadHttp {
     /// retry after a lost answer would read, and mark, the messages twice. Only a status door
     /// calls it, and only when the caller allowed reads that leave a trace.
     pub async fn peek(&self, api: &str, path: &str, body: &Value) -> Result<Value, HttpError> {
-        let (status, bytes) = self
+        let answer = self
             .inner
             .send(Method::POST, api, path, Some(body), TIMEOUT)
             .await?;
-        if status == StatusCode::NOT_FOUND {
-            return Err(HttpError::Status {
-                api: api.to_owned(),
-                status: 404,
-                reason: reason(&bytes),
-            });
-        }
-        serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
-            api: api.to_owned(),
-            reason: e.to_string(),
-        })
+        json_or_404(api, answer)
     }
 
     fn out_of_budget(&self, last: &HttpError) -> HttpError {
@@ -246,6 +241,21 @@ impl ReadHttp {
             last: last.to_string(),
         }
     }
+}
+
+/// An answer's JSON; a 404 is an error naming the call (where absence is not an answer).
+fn json_or_404(api: &str, (status, bytes): (StatusCode, Vec<u8>)) -> Result<Value, HttpError> {
+    if status == StatusCode::NOT_FOUND {
+        return Err(HttpError::Status {
+            api: api.to_owned(),
+            status: 404,
+            reason: reason(&bytes),
+        });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| HttpError::Decode {
+        api: api.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 fn retryable(e: &HttpError) -> bool {
@@ -279,6 +289,28 @@ impl WriteHttp {
             .send(method, api, path, body, TIMEOUT)
             .await
             .map(|(s, _)| s)
+    }
+}
+
+impl WriteHttp {
+    /// One write that returns the answer's JSON (`Value::Null` for an empty body); never
+    /// retried. A 404 is an error here, naming the call.
+    pub async fn call(
+        &self,
+        method: Method,
+        api: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, HttpError> {
+        let answer = self
+            .read
+            .inner
+            .send(method, api, path, body, TIMEOUT)
+            .await?;
+        if answer.1.iter().all(u8::is_ascii_whitespace) && answer.0 != StatusCode::NOT_FOUND {
+            return Ok(Value::Null);
+        }
+        json_or_404(api, answer)
     }
 }
 
@@ -321,6 +353,9 @@ impl Inner {
         let mut req = self.client.request(method, &url).timeout(timeout);
         if let Some(user) = &self.user {
             req = req.basic_auth(user, self.password.as_ref());
+        }
+        if let Some(token) = &self.bearer {
+            req = req.bearer_auth(token);
         }
         if let Some(b) = body {
             req = req.json(b);
@@ -378,12 +413,17 @@ impl Inner {
     }
 }
 
-/// The server's reason, from RabbitMQ's `{"error": ..., "reason": ...}` or the raw text.
+/// The server's reason, from RabbitMQ's `{"error": ..., "reason": ...}`, Google's
+/// `{"error": {"message": ...}}` or the raw text.
 fn reason(body: &[u8]) -> String {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let text = parsed
         .as_ref()
-        .and_then(|v| v.get("reason").or_else(|| v.get("error")))
+        .and_then(|v| {
+            v.get("reason")
+                .or_else(|| v.get("error").and_then(|e| e.get("message")))
+                .or_else(|| v.get("error"))
+        })
         .and_then(Value::as_str)
         .map(str::to_owned)
         .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect());

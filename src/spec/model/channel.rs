@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiVersion;
 use super::alarms::Alarms;
 use super::kafka::KafkaOptions;
+use super::pubsub::PubsubOptions;
 use super::rabbitmq::RabbitMqOptions;
 use super::sqs::{DeadLetterSqs, SqsOptions};
 use crate::spec::duration::Duration;
@@ -83,6 +84,8 @@ pub struct ChannelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka: Option<KafkaOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pubsub: Option<PubsubOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lint: Option<LintOptions>,
 }
 
@@ -91,7 +94,7 @@ pub struct ChannelSpec {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retry {
     /// Deliveries before a message is dead-lettered, the first one included
-    /// (`1` means no retry at all). SQS: maxReceiveCount.
+    /// (`1` means no retry at all). SQS: maxReceiveCount; Pub/Sub: maxDeliveryAttempts (5–100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000))]
     pub max_attempts: Option<u32>,
@@ -109,12 +112,13 @@ pub struct Retry {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Backoff {
+    /// Pub/Sub: the subscription's retryPolicy.minimumBackoff (Pub/Sub grows the delay itself).
     pub initial: Duration,
     /// Growth factor between retries; 1 (the default) keeps the delay fixed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
     pub multiplier: Option<f64>,
-    /// Longest delay between two retries.
+    /// Longest delay between two retries. Pub/Sub: retryPolicy.maximumBackoff (default 600s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<Duration>,
     /// Random spread a consumer adds to each delay (not provisioned by brokers).
@@ -126,7 +130,8 @@ pub struct Backoff {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeadLetter {
     /// Name template of the dead-letter queue or topic (`{channel}` is replaced).
-    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`.
+    /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`,
+    /// Pub/Sub `{channel}-dlq` (the dead-letter topic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub name: Option<String>,
@@ -146,6 +151,12 @@ pub struct DeadLetter {
     /// `dlq-attempts`, `dlq-dead-lettered-at`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Envelope>,
+    /// Pub/Sub only: name template of the dead-letter topic's subscription, which holds the
+    /// dead letters (a dead-letter topic without one drops them, so dlqctl always creates
+    /// it; its retention is `retention` or `discard.after`). Default `{channel}-dlq-sub`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub subscription: Option<String>,
     /// Kafka only: the consumer group that works through the dead-letter topic. With it,
     /// `status` reports what waits (end offsets minus the group's committed offsets); without
     /// it, what the topic retains.

@@ -8,7 +8,7 @@
 //!
 //! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
 //! Targets document and `Backend`), `alarms`, and one per backend block (`sqs`, `rabbitmq`,
-//! `kafka`). Everything is re-exported here, so `spec::model::X` is the path to use.
+//! `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 mod alarms;
 mod channel;
 mod kafka;
+mod pubsub;
 mod rabbitmq;
 mod sqs;
 mod targets;
@@ -26,6 +27,7 @@ pub use channel::{
     Envelope, Invalid, LintOptions, Metadata, Retry,
 };
 pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
+pub use pubsub::PubsubOptions;
 pub use rabbitmq::{
     DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
     RetryModel,

@@ -76,6 +76,26 @@ pub struct Target {
     /// (e.g. `sasl.password: KAFKA_PASSWORD`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_properties: Option<BTreeMap<String, String>>,
+    /// Pub/Sub: the Google Cloud project id that holds the topics and subscriptions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"))]
+    pub project: Option<String>,
+    /// Pub/Sub: the emulator's `host:port` (no credentials are sent to it). Default:
+    /// `PUBSUB_EMULATOR_HOST` when set, as Google's clients do; else pubsub.googleapis.com.
+    /// `${VAR}` and `${VAR:-default}` read the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator_host: Option<String>,
+    /// Pub/Sub: grant the Pub/Sub service agent what dead lettering needs
+    /// (`roles/pubsub.publisher` on each dead-letter topic, `roles/pubsub.subscriber` on each
+    /// source subscription) when apply writes them. Needs `projectNumber`. Default false: the
+    /// plan lists the `gcloud` commands as a note instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_service_agent: Option<bool>,
+    /// Pub/Sub: the project's number, which names its service agent
+    /// (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[0-9]{1,20}$"))]
+    pub project_number: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.
@@ -116,6 +136,7 @@ pub enum Backend {
     Sqs,
     Rabbitmq,
     Kafka,
+    Pubsub,
 }
 
 impl Backend {
@@ -124,6 +145,7 @@ impl Backend {
             Backend::Sqs => "sqs",
             Backend::Rabbitmq => "rabbitmq",
             Backend::Kafka => "kafka",
+            Backend::Pubsub => "pubsub",
         }
     }
 }
@@ -135,6 +157,7 @@ impl Backend {
             Backend::Sqs => "SQS",
             Backend::Rabbitmq => "RabbitMQ",
             Backend::Kafka => "Kafka",
+            Backend::Pubsub => "Pub/Sub",
         }
     }
 
@@ -144,6 +167,7 @@ impl Backend {
             Backend::Sqs => "an SQS",
             Backend::Rabbitmq => "a RabbitMQ",
             Backend::Kafka => "a Kafka",
+            Backend::Pubsub => "a Pub/Sub",
         }
     }
 
@@ -151,7 +175,7 @@ impl Backend {
     pub fn resource_noun(self) -> &'static str {
         match self {
             Backend::Sqs | Backend::Rabbitmq => "queue",
-            Backend::Kafka => "topic",
+            Backend::Kafka | Backend::Pubsub => "topic",
         }
     }
 }
@@ -163,11 +187,12 @@ impl std::fmt::Display for Backend {
 }
 
 /// What dlqctl may change or delete on this target. RabbitMQ and Kafka have nowhere to record
-/// ownership, so it is declared here; SQS queues and alarms are also tagged.
+/// ownership, so it is declared here; SQS queues and alarms are also tagged, Pub/Sub topics
+/// and subscriptions labelled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Ownership {
-    /// Queue, exchange, policy and topic names starting with one of these are dlqctl's.
+    /// Queue, exchange, policy, topic and subscription names starting with one of these are dlqctl's.
     #[schemars(length(min = 1))]
     pub prefixes: Vec<String>,
 }

@@ -8,7 +8,7 @@
 
 use super::names::check_names;
 use super::targets::TargetMap;
-use super::{deadletter, kafka, rabbitmq, sqs};
+use super::{deadletter, kafka, pubsub, rabbitmq, sqs};
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
@@ -38,6 +38,7 @@ pub(super) fn check_channel(
         Backend::Sqs => sqs::check_sqs(doc, &r, out),
         Backend::Rabbitmq => rabbitmq::check_rabbitmq(doc, &r, target, out),
         Backend::Kafka => kafka::check_kafka(doc, &r, target, out),
+        Backend::Pubsub => pubsub::check_pubsub(doc, &r, out),
     }
     deadletter::check_dead_letter(doc, &r, out);
     check_names(doc, &r, target, out);
@@ -138,11 +139,13 @@ fn check_backend_blocks(
         ("sqs", Backend::Sqs),
         ("rabbitmq", Backend::Rabbitmq),
         ("kafka", Backend::Kafka),
+        ("pubsub", Backend::Pubsub),
     ] {
         let set = match b {
             Backend::Sqs => spec.sqs.is_some(),
             Backend::Rabbitmq => spec.rabbitmq.is_some(),
             Backend::Kafka => spec.kafka.is_some(),
+            Backend::Pubsub => spec.pubsub.is_some(),
         };
         if set && b != backend {
             out.push(

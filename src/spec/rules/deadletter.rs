@@ -15,6 +15,7 @@
 //!
 //! Depends on the resolved channel (the effective retention and alarms) and the SQS limits.
 
+use super::pubsub::PUBSUB_MAX_RETENTION;
 use super::sqs::SQS_MAX_RETENTION;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -126,6 +127,7 @@ pub fn drops_messages(backend: Backend, retention: Option<Duration>) -> bool {
     match (backend, retention) {
         (_, None) => backend == Backend::Kafka,
         (Backend::Sqs, Some(d)) => d < SQS_MAX_RETENTION,
+        (Backend::Pubsub, Some(d)) => d < PUBSUB_MAX_RETENTION,
         (Backend::Rabbitmq | Backend::Kafka, Some(_)) => true,
     }
 }
@@ -181,6 +183,9 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
         Backend::Kafka => format!(
             "the {w} topic's retention.ms is {after}: Kafka deletes {items} older than that"
         ),
+        Backend::Pubsub => format!(
+            "Pub/Sub deletes dead letters after {after}, less than a subscription's 7d maximum"
+        ),
     };
     let one = if block == "invalid" {
         "an invalid message"
@@ -199,6 +204,7 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
                 ", or remove `retention` (RabbitMQ then keeps them until they are consumed)"
             }
             Backend::Kafka => "",
+            Backend::Pubsub => ", or keep them 7d (the Pub/Sub maximum)",
         };
         (
             h.pointer("retention"),

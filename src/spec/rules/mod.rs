@@ -6,7 +6,8 @@
 //! Each rule has a stable id and a test in `tests/fixtures/invalid/` that fails without it.
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
-//! whole, and the entry to the rest), `sqs`, `rabbitmq` and `kafka` (each backend's limits),
+//! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` and `pubsub` (each backend's
+//! limits),
 //! `alarms`, and `names` (valid, owned, unique names, also across channels). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
 //! checks other modules use. Findings come out in the order the rules run; `diag::sort`
@@ -24,6 +25,7 @@ mod channel;
 mod deadletter;
 mod kafka;
 mod names;
+mod pubsub;
 mod rabbitmq;
 mod sqs;
 mod sqs_access;
@@ -33,9 +35,10 @@ pub use alarms::CLOUDWATCH_MAX_EVALUATION;
 pub use deadletter::drops_messages;
 pub use kafka::KAFKA_MIN_RETENTION;
 pub use names::{
-    KAFKA_MAX_NAME, RABBIT_MAX_NAME_BYTES, SQS_MAX_NAME, kafka_name_problem, rabbit_name_problem,
-    sqs_name_problem,
+    KAFKA_MAX_NAME, PUBSUB_MAX_NAME, RABBIT_MAX_NAME_BYTES, SQS_MAX_NAME, kafka_name_problem,
+    pubsub_name_problem, rabbit_name_problem, sqs_name_problem,
 };
+pub use pubsub::{PUBSUB_MAX_ATTEMPTS, PUBSUB_MIN_ATTEMPTS};
 pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
@@ -125,6 +128,48 @@ fn range_error(
         rule,
         format!("`{field}` is {value}, outside {backend}'s range of {min} to {max}"),
     )
+}
+
+/// `<backend>/retention-range`: the main retention and the dead-letter one
+/// (`deadLetter.retention` or `discard.after`) within the backend's `[min, max]`.
+fn check_retention_ranges(
+    doc: &crate::spec::load::Doc<Channel>,
+    rule: &'static str,
+    (min, max): (Duration, Duration),
+    backend: &str,
+    hint: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let spec = &doc.value.spec;
+    for (field, pointer, value) in [
+        ("spec.retention", "/spec/retention", spec.retention),
+        (
+            deadletter::retention_field(doc),
+            deadletter::retention_pointer(doc),
+            spec.dead_letter.as_ref().and_then(|d| {
+                d.retention
+                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
+            }),
+        ),
+        (
+            deadletter::invalid_retention_at(doc).0,
+            deadletter::invalid_retention_at(doc).1,
+            spec.invalid.as_ref().and_then(|i| {
+                i.retention
+                    .or_else(|| i.discard.as_ref().and_then(|x| x.after))
+            }),
+        ),
+    ] {
+        if let Some(v) = value
+            && (v < min || v > max)
+        {
+            out.push(
+                range_error(rule, field, v, min, max, backend)
+                    .at(doc.locs.value(pointer))
+                    .hint(hint),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

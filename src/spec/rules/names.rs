@@ -15,6 +15,9 @@ use crate::spec::resolve::Resolved;
 pub const SQS_MAX_NAME: usize = 80;
 pub const RABBIT_MAX_NAME_BYTES: usize = 255;
 pub const KAFKA_MAX_NAME: usize = 249;
+/// Pub/Sub topic and subscription names: 3 to 255 characters.
+pub const PUBSUB_MIN_NAME: usize = 3;
+pub const PUBSUB_MAX_NAME: usize = 255;
 
 /// `target/outside-ownership`: dlqctl may only manage names under the target's prefixes.
 pub(super) fn check_scope(
@@ -56,6 +59,8 @@ fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static st
         |field: &'static str| (backend == Backend::Kafka && doc.locs.has(field)).then_some(field);
     let field = match role {
         "main" => return main,
+        "subscription" => "/spec/pubsub/subscription",
+        "dead-letter subscription" => "/spec/deadLetter/subscription",
         "dead-letter" if doc.locs.has("/spec/deadLetter/name") => return "/spec/deadLetter/name",
         "dead-letter" => return suffix("/spec/kafka/dltSuffix").unwrap_or(main),
         "exception dead-letter" => return suffix("/spec/kafka/exceptionBasedDlts").unwrap_or(main),
@@ -78,12 +83,20 @@ pub(super) fn check_names(
 ) {
     let fifo = r.sqs.as_ref().is_some_and(|s| s.fifo);
     let mut seen: Vec<(&str, &str)> = Vec::new();
-    for (name, role) in r.names() {
+    for (name, role) in r.names().into_iter().chain(r.subscriptions()) {
         let pointer = name_pointer(doc, r.backend, role);
         let at = doc.locs.value(pointer);
-        if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
+        // Pub/Sub topics and subscriptions are two namespaces: a name may be both.
+        if let Some((_, other)) = seen.iter().find(|(n, o)| {
+            *n == name && o.ends_with("subscription") == role.ends_with("subscription")
+        }) {
             let noun = r.backend.resource_noun();
-            let (what, hint) = if role == *other {
+            let (what, hint) = if role.ends_with("subscription") {
+                (
+                    format!("the {other} and the {role} are both named `{name}`"),
+                    "give each its own name template",
+                )
+            } else if role == *other {
                 (
                     format!("two {role} {noun}s are both named `{name}`"),
                     "each retry delay needs its own name: put `{delay}` (or `{index}`) in `spec.retry.name`",
@@ -98,11 +111,17 @@ pub(super) fn check_names(
             continue;
         }
         seen.push((name, role));
-        check_scope(doc, name, &format!("{role} queue"), target, pointer, out);
+        let what = match r.backend {
+            Backend::Pubsub if role.ends_with("subscription") => role.to_owned(),
+            Backend::Pubsub => format!("{role} topic"),
+            _ => format!("{role} queue"),
+        };
+        check_scope(doc, name, &what, target, pointer, out);
         let problem = match r.backend {
             Backend::Sqs => sqs_name_problem(name, fifo),
             Backend::Rabbitmq => rabbit_name_problem(name),
             Backend::Kafka => kafka_name_problem(name),
+            Backend::Pubsub => pubsub_name_problem(name),
         };
         // A name made with a Spring suffix (its pointer is `/spec/kafka/...`): a character no
         // topic may hold came from the suffix or the main topic's name, and is reported there
@@ -189,6 +208,30 @@ pub fn kafka_name_problem(name: &str) -> Option<String> {
     kafka_alphabet_problem(name)
 }
 
+/// Google's rule for topic and subscription ids: 3–255 characters, starting with a letter,
+/// of letters, digits and `-_.~+%`, not starting with `goog`.
+pub fn pubsub_name_problem(name: &str) -> Option<String> {
+    let n = name.chars().count();
+    if !(PUBSUB_MIN_NAME..=PUBSUB_MAX_NAME).contains(&n) {
+        return Some(format!(
+            "Pub/Sub names are {PUBSUB_MIN_NAME} to {PUBSUB_MAX_NAME} characters, this is {n}"
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return Some("Pub/Sub names start with a letter".into());
+    }
+    if name.to_ascii_lowercase().starts_with("goog") {
+        return Some("Pub/Sub names may not start with `goog`".into());
+    }
+    let c = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '%')))?;
+    Some(format!(
+        "Pub/Sub names allow only letters, digits and `-_.~+%`, not `{}`",
+        c.escape_default()
+    ))
+}
+
 /// The first character of `text` that a Kafka topic name may not hold, as a problem. Shared by
 /// topic names and the Spring suffixes that are appended to them (`kafka/suffix`).
 pub fn kafka_alphabet_problem(text: &str) -> Option<String> {
@@ -258,8 +301,23 @@ pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
                 }
             }
         }
-        for (name, role) in r.names() {
+        // Pub/Sub subscriptions are a namespace of their own beside the topics.
+        let scoped = r
+            .names()
+            .into_iter()
+            .map(|(n, role)| (n, role, scope.clone()))
+            .chain(
+                r.subscriptions()
+                    .into_iter()
+                    .map(|(n, role)| (n, role, "subscriptions".to_owned())),
+            );
+        for (name, role, scope) in scoped {
             let at = c.doc.locs.value(name_pointer(c.doc, r.backend, role));
+            let what = if role.ends_with("subscription") {
+                role.to_owned()
+            } else {
+                format!("{role} {}", r.backend.resource_noun())
+            };
             match names.get(&(r.target.as_str(), scope.clone(), name)) {
                 // Within one channel, `check_names` has reported it already.
                 Some((_, other)) if *other == r.channel => {}
@@ -267,8 +325,7 @@ pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
                     Diagnostic::error(
                         "name/collision",
                         format!(
-                            "{role} {} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
-                            r.backend.resource_noun(),
+                            "{what} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
                             r.channel,
                             r.target
                         ),

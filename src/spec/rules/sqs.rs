@@ -6,7 +6,7 @@
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
 use super::alarms::check_alarms;
-use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
+use super::deadletter::{retention_field, retention_pointer};
 use super::range_error;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
@@ -48,44 +48,14 @@ fn fifo_redrive_order(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
 
 /// `sqs/retention-range`: both retentions within SQS's 60s to 14d.
 fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    let spec = &doc.value.spec;
-    let at = |p: &str| doc.locs.value(p);
-    for (field, pointer, value) in [
-        ("spec.retention", "/spec/retention", spec.retention),
-        (
-            retention_field(doc),
-            retention_pointer(doc),
-            spec.dead_letter.as_ref().and_then(|d| {
-                d.retention
-                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
-            }),
-        ),
-        (
-            invalid_retention_at(doc).0,
-            invalid_retention_at(doc).1,
-            spec.invalid.as_ref().and_then(|i| {
-                i.retention
-                    .or_else(|| i.discard.as_ref().and_then(|x| x.after))
-            }),
-        ),
-    ] {
-        if let Some(v) = value
-            && (v < SQS_MIN_RETENTION || v > SQS_MAX_RETENTION)
-        {
-            out.push(
-                range_error(
-                    "sqs/retention-range",
-                    field,
-                    v,
-                    SQS_MIN_RETENTION,
-                    SQS_MAX_RETENTION,
-                    "SQS",
-                )
-                .at(at(pointer))
-                .hint("SQS keeps messages between 60s and 14d (MessageRetentionPeriod)"),
-            );
-        }
-    }
+    super::check_retention_ranges(
+        doc,
+        "sqs/retention-range",
+        (SQS_MIN_RETENTION, SQS_MAX_RETENTION),
+        "SQS",
+        "SQS keeps messages between 60s and 14d (MessageRetentionPeriod)",
+        out,
+    );
 }
 
 /// `sqs/max-receive-count`: `retry.maxAttempts` becomes maxReceiveCount.

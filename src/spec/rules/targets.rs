@@ -85,7 +85,7 @@ fn check_fields_apply(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    let fields: [(&str, bool, &[Backend]); 11] = [
+    let fields: [(&str, bool, &[Backend]); 15] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -116,6 +116,22 @@ fn check_fields_apply(
             "alerts",
             t.alerts.is_some(),
             &[Backend::Rabbitmq, Backend::Kafka],
+        ),
+        ("project", t.project.is_some(), &[Backend::Pubsub]),
+        (
+            "emulatorHost",
+            t.emulator_host.is_some(),
+            &[Backend::Pubsub],
+        ),
+        (
+            "grantServiceAgent",
+            t.grant_service_agent.is_some(),
+            &[Backend::Pubsub],
+        ),
+        (
+            "projectNumber",
+            t.project_number.is_some(),
+            &[Backend::Pubsub],
         ),
     ];
     for (field, set, backends) in fields {
@@ -153,6 +169,14 @@ fn check_required_fields(
             ("bootstrapServers", t.bootstrap_servers.is_some()),
             ("ownership", t.ownership.is_some()),
         ],
+        // Ownership is recorded as labels, as SQS tags; the service agent is named by number.
+        Backend::Pubsub => &[
+            ("project", t.project.is_some()),
+            (
+                "projectNumber",
+                t.project_number.is_some() || t.grant_service_agent != Some(true),
+            ),
+        ],
     };
     for (field, set) in required {
         if !set {
@@ -164,6 +188,9 @@ fn check_required_fields(
                 ),
             )
             .at(doc.locs.key(base));
+            if *field == "projectNumber" {
+                d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
+            }
             if *field == "ownership" {
                 d = d.hint(format!(
                     "{} has no place to record ownership; declare the name prefixes dlqctl may manage, e.g. `ownership: {{prefixes: [\"orders.\"]}}`",

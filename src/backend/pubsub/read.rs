@@ -1,0 +1,354 @@
+//! Pub/Sub reads (read-only: no call here changes a topic, a subscription or a message): the
+//! live state of the topics and subscriptions a plan names (one GET each, [`CONCURRENCY`] in
+//! flight), the listings `import` and `--prune` need, and the target's identity.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde_json::Value;
+
+use super::*;
+use crate::backend::wire::http::{HttpConfig, HttpError, ReadHttp, Stats};
+use crate::backend::wire::retry::ReadBudget;
+use crate::backend::{AtTarget, BackendError, ConnectOptions, Prunable};
+use crate::resource::Role;
+use crate::spec::model::Target;
+
+/// Google's Pub/Sub REST endpoint, used when no emulator is named.
+pub const GOOGLE_ENDPOINT: &str = "https://pubsub.googleapis.com/v1";
+/// Where Google's clients (and dlqctl) find an emulator.
+pub const EMULATOR_ENV: &str = "PUBSUB_EMULATOR_HOST";
+/// The OAuth access token for the real service (e.g. `$(gcloud auth print-access-token)`).
+pub const TOKEN_ENV: &str = "GOOGLE_OAUTH_ACCESS_TOKEN";
+/// More pages than any project holds (1000 objects each): a server that keeps answering
+/// with a next page is broken.
+const MAX_PAGES: usize = 10_000;
+
+/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
+/// (RFC 3986's unreserved characters; Pub/Sub names may also hold `+` and `%`).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// One path segment (a project, topic or subscription name), percent-encoded.
+pub fn seg(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+}
+
+/// From how many objects a plan lists the project's topics and subscriptions (two paged
+/// calls) rather than GET each: two channels. Below it, GETs cost less than two listings of
+/// a large shared project; above it, listings cost less unless the project holds more than
+/// 1,000 times as many objects as the plan names.
+pub const LIST_FROM: usize = 8;
+
+/// Read-only view of one Pub/Sub project.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    pub target: String,
+    pub(super) http: ReadHttp,
+    pub(super) project: String,
+    /// The target's optional `ownership.prefixes`: when declared, dlqctl also keeps to names
+    /// inside them.
+    pub(super) prefixes: Vec<String>,
+    /// Whether this is an emulator (no IAM there).
+    pub(super) emulator: bool,
+    /// With `grantServiceAgent: true`: the project number that names the service agent.
+    pub(super) grant: Option<String>,
+}
+
+/// Where the API is and which token it takes, from the target and the environment: the
+/// target's `emulatorHost`, else `PUBSUB_EMULATOR_HOST`, else Google with a bearer token.
+pub fn endpoint(
+    name: &str,
+    target: &Target,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(String, Option<String>), BackendError> {
+    let emulator = target
+        .emulator_host
+        .clone()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(|| env(EMULATOR_ENV).filter(|h| !h.trim().is_empty()));
+    if let Some(host) = emulator {
+        let host = host.trim().trim_end_matches('/');
+        let base = if host.starts_with("http://") || host.starts_with("https://") {
+            format!("{host}/v1")
+        } else {
+            format!("http://{host}/v1")
+        };
+        return Ok((base, None));
+    }
+    let token = env(TOKEN_ENV).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+        BackendError::Config {
+            target: name.to_owned(),
+            message: format!(
+                "no emulator (`emulatorHost`, {EMULATOR_ENV}) and no access token in {TOKEN_ENV}; for Google Cloud run `export {TOKEN_ENV}=$(gcloud auth print-access-token)` (docs/pubsub.md)"
+            ),
+        }
+    })?;
+    Ok((GOOGLE_ENDPOINT.to_owned(), Some(token.trim().to_owned())))
+}
+
+impl Reader {
+    pub fn connect(
+        name: &str,
+        target: &Target,
+        opts: ConnectOptions,
+        stats: Arc<Stats>,
+    ) -> Result<Self, BackendError> {
+        let project = target.project.clone().ok_or_else(|| BackendError::Config {
+            target: name.to_owned(),
+            message: "no `project`".into(),
+        })?;
+        let (base, bearer) = endpoint(name, target, |v| std::env::var(v).ok())?;
+        if let Some(t) = &bearer {
+            crate::printer::never_show(t);
+        }
+        let emulator = bearer.is_none();
+        let http = ReadHttp::new(
+            HttpConfig {
+                target: name.to_owned(),
+                base,
+                user: None,
+                password: None,
+                bearer,
+                creds_hint: TOKEN_ENV.to_owned(),
+                insecure: opts.insecure,
+                budget: ReadBudget::new(opts.read_timeout),
+            },
+            stats,
+        )
+        .map_err(|e| e.at(name))?;
+        let grant = match target.grant_service_agent {
+            Some(true) => target.project_number.clone(),
+            _ => None,
+        };
+        Ok(Reader {
+            target: name.to_owned(),
+            http,
+            project,
+            prefixes: crate::backend::prefixes(target),
+            emulator,
+            grant,
+        })
+    }
+
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    pub fn into_writer(self) -> super::Writer {
+        super::Writer::new(self)
+    }
+
+    /// `/projects/P/topics/T` or `/projects/P/subscriptions/S`.
+    pub(super) fn path(&self, kind: Kind, name: &str) -> String {
+        let collection = if kind == Kind::Subscription {
+            "subscriptions"
+        } else {
+            "topics"
+        };
+        format!(
+            "/projects/{}/{collection}/{}",
+            seg(&self.project),
+            seg(name)
+        )
+    }
+
+    /// The API name a call is counted under (`GET subscriptions/{subscription}`).
+    pub(super) fn api(method: &str, kind: Kind) -> String {
+        if kind == Kind::Subscription {
+            format!("{method} subscriptions/{{subscription}}")
+        } else {
+            format!("{method} topics/{{topic}}")
+        }
+    }
+
+    /// One topic or subscription as its JSON; `None` when it does not exist.
+    pub(super) async fn get_json(
+        &self,
+        kind: Kind,
+        name: &str,
+    ) -> Result<Option<Value>, HttpError> {
+        self.http
+            .get(&Self::api("GET", kind), &self.path(kind, name))
+            .await
+    }
+
+    /// The live state of one object.
+    pub(super) fn live(&self, kind: Kind, v: &Value) -> Live {
+        if kind == Kind::Subscription {
+            live_subscription(&self.project, v)
+        } else {
+            live_topic(v)
+        }
+    }
+
+    /// Reads the topics and subscriptions `ids` names (those that exist): one GET each for a
+    /// few objects, else the two listings (1,000 objects a page), which return the same JSON
+    /// (see [`LIST_FROM`]).
+    pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let mine: Vec<&ResourceId> = ids
+            .iter()
+            .copied()
+            .filter(|i| i.backend == Backend::Pubsub && i.target == self.target)
+            .collect();
+        if mine.len() >= LIST_FROM {
+            let wanted: BTreeSet<&ResourceId> = mine.into_iter().collect();
+            return Ok(self
+                .listed()
+                .await?
+                .into_iter()
+                .filter(|(id, _)| wanted.contains(id))
+                .collect());
+        }
+        let read: Vec<Option<(ResourceId, Live)>> = stream::iter(mine)
+            .map(|id| async move {
+                let v = self.get_json(id.kind, &id.name).await?;
+                Ok::<_, HttpError>(v.map(|v| (id.clone(), self.live(id.kind, &v))))
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(read.into_iter().flatten().collect())
+    }
+
+    /// One object as [`read`](Self::read) returns it (apply's re-check before each write).
+    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, HttpError> {
+        Ok(self.read(&[id]).await?.remove(id))
+    }
+
+    /// A topic holds nothing itself; a subscription's backlog is not in the REST API (Cloud
+    /// Monitoring has it): unknown.
+    pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, HttpError> {
+        Ok(match id.kind {
+            Kind::Topic => Some(0),
+            _ => None,
+        })
+    }
+
+    /// Which project at which endpoint, for binding a saved plan to it.
+    pub async fn identity(&self) -> Result<String, HttpError> {
+        Ok(format!(
+            "pubsub project {} at {}",
+            self.project,
+            self.http.base()
+        ))
+    }
+
+    /// Every page of a listing (`topics` or `subscriptions`) of the project, as JSON objects.
+    pub(super) async fn list(&self, collection: &str) -> Result<Vec<Value>, HttpError> {
+        let api = format!("GET {collection} (list)");
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut path = format!(
+                "/projects/{}/{collection}?pageSize={PAGE_SIZE}",
+                seg(&self.project)
+            );
+            if let Some(t) = &token {
+                path.push_str(&format!("&pageToken={}", seg(t)));
+            }
+            let Some(page) = self.http.get(&api, &path).await? else {
+                return Ok(out);
+            };
+            if let Some(items) = page.get(collection).and_then(Value::as_array) {
+                out.extend(items.iter().cloned());
+            }
+            match page.get("nextPageToken").and_then(Value::as_str) {
+                Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
+                    token = Some(t.to_owned())
+                }
+                _ => return Ok(out),
+            }
+        }
+        Err(HttpError::Decode {
+            api,
+            reason: format!(
+                "more than {MAX_PAGES} pages; the endpoint does not behave like Pub/Sub"
+            ),
+        })
+    }
+
+    /// Every topic and subscription of the project (two listings), as live state by id.
+    async fn listed(&self) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let (topics, subs) = tokio::join!(self.list("topics"), self.list("subscriptions"));
+        let mut out = BTreeMap::new();
+        for (kind, items) in [(Kind::Topic, topics?), (Kind::Subscription, subs?)] {
+            for v in items {
+                let Some(path) = v.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let name = short_name(&self.project, path);
+                let id = if kind == Kind::Topic {
+                    topic_id(&self.target, &name)
+                } else {
+                    subscription_id(&self.target, &name)
+                };
+                out.insert(id, self.live(kind, &v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every topic and subscription of the project inside the ownership prefixes (and
+    /// starting with `filter`), as live state by id.
+    pub async fn inventory(
+        &self,
+        filter: Option<&str>,
+    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let mut all = self.listed().await?;
+        all.retain(|id, _| {
+            !id.name.contains('/')
+                && crate::backend::sqs::in_prefixes(&self.prefixes, &id.name)
+                && filter.is_none_or(|f| id.name.starts_with(f))
+        });
+        Ok(all)
+    }
+
+    /// What `plan --prune` may delete: topics and subscriptions labelled
+    /// `managed-by: dlqctl` (with a channel label), inside the ownership prefixes, that `skip`
+    /// does not name. Two listings, whatever the count.
+    pub async fn prunable(
+        &self,
+        skip: &BTreeSet<ResourceId>,
+        _target: &Target,
+    ) -> Result<Vec<Prunable>, HttpError> {
+        let all = self.inventory(None).await?;
+        let dead_letter_topics: BTreeSet<&str> = all
+            .values()
+            .filter_map(|l| l.props.get(DEAD_LETTER_TOPIC).and_then(Value::as_str))
+            .collect();
+        let mut out = Vec::new();
+        for (id, live) in &all {
+            if skip.contains(id) {
+                continue;
+            }
+            let labels = labels(live);
+            let Some(channel) = labels.get(LABEL_CHANNEL).filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            if ownership_problem(&labels, channel).is_some() {
+                continue;
+            }
+            let role = match id.kind {
+                Kind::Subscription if live.props.contains_key(DEAD_LETTER_TOPIC) => {
+                    Role::Subscription
+                }
+                Kind::Subscription => Role::DeadLetterSubscription,
+                _ if dead_letter_topics.contains(id.name.as_str()) => Role::DeadLetter,
+                _ => Role::Main,
+            };
+            out.push(Prunable {
+                id: id.clone(),
+                live: live.clone(),
+                channel: channel.clone(),
+                role,
+                identity: Props::new(),
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,187 @@
+//! `dlqctl redrive` on Pub/Sub: pull from the dead-letter subscription, publish each chosen
+//! message to the destination topic (the main topic with `--to source`), and acknowledge it
+//! on the dead-letter subscription only after the publish returned its message id: at least
+//! once, never lost. A message the selection leaves, or one at `maxRedrives`, is nacked
+//! (handed straight back; the dead-letter subscription has no dead-letter policy, so the
+//! delivery it counts is harmless). A failed ack after a confirmed publish counts as possibly
+//! duplicated.
+//!
+//! Pulls repeat until a pull returns no message this run has not seen (the ones it left are
+//! handed back and come round again), `--limit` is reached, or a stop is asked for. The
+//! emulator forwards nothing elsewhere, so these runs are live-tested there.
+//!
+//! The published copy carries the message's data and attributes, without the
+//! `CloudPubSubDeadLetter*` attributes Pub/Sub added and with `dlq-redrive-count` one higher.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value, json};
+
+use super::read::Reader;
+use super::*;
+use crate::backend::MoveError;
+use crate::backend::wire::http::WriteHttp;
+use crate::redrive::{Decision, Pace, Run, decide, moved_headers};
+use crate::spec::resolve::Resolved;
+
+/// Messages per pull.
+const BATCH: usize = 100;
+/// Pulls at most, whatever the server answers (1,000,000 messages at `BATCH`).
+const MAX_PULLS: usize = 10_000;
+
+/// Moves messages out of one target's dead-letter subscriptions.
+#[derive(Debug, Clone)]
+pub struct Mover {
+    reader: Reader,
+    http: WriteHttp,
+}
+
+impl Mover {
+    pub fn new(reader: Reader) -> Self {
+        let http = reader.http.clone().into_writer();
+        Mover { reader, http }
+    }
+
+    pub fn target(&self) -> &str {
+        self.reader.target()
+    }
+
+    async fn post(&self, api: &str, path: String, body: Value) -> Result<Value, MoveError> {
+        self.http
+            .call(reqwest::Method::POST, api, &path, Some(&body))
+            .await
+            .map_err(MoveError::of)
+    }
+
+    pub async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        let Some(p) = &r.pubsub else {
+            return Err(MoveError(format!(
+                "channel {} is not a Pub/Sub channel",
+                r.channel
+            )));
+        };
+        let sub = self
+            .reader
+            .path(Kind::Subscription, &p.dead_letter_subscription);
+        let dest = if run.to.source { &r.main } else { &run.to.name };
+        let topic = self.reader.path(Kind::Topic, dest);
+        if self
+            .reader
+            .get_json(Kind::Topic, dest)
+            .await
+            .map_err(MoveError::of)?
+            .is_none()
+        {
+            return Err(MoveError(format!(
+                "the destination topic `{dest}` does not exist; nothing was moved"
+            )));
+        }
+        let mut pace = Pace::new(run.rate);
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        for _ in 0..MAX_PULLS {
+            if run.done() {
+                break;
+            }
+            let pulled = self
+                .post(
+                    "POST subscriptions/{subscription}:pull",
+                    format!("{sub}:pull"),
+                    json!({"maxMessages": BATCH, "returnImmediately": true}),
+                )
+                .await?;
+            let received: Vec<Value> = pulled
+                .get("receivedMessages")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let mut new = 0;
+            let mut back: Vec<String> = Vec::new();
+            for rm in &received {
+                let ack = rm.get("ackId").and_then(Value::as_str).unwrap_or_default();
+                let m = super::status::message(rm, usize::MAX);
+                if !seen.insert(m.id.clone()) || run.done() {
+                    back.push(ack.to_owned());
+                    continue;
+                }
+                new += 1;
+                let d = decide(&run.select, &m, crate::status::now_ms());
+                run.tally.add(&d);
+                if d != Decision::Move {
+                    back.push(ack.to_owned());
+                    continue;
+                }
+                pace.wait().await;
+                let attributes: Map<String, Value> =
+                    moved_headers(&m.headers, &["CloudPubSubDeadLetter*"])
+                        .into_iter()
+                        .map(|(k, v)| (k, json!(v)))
+                        .collect();
+                let data = rm["message"].get("data").cloned().unwrap_or(json!(""));
+                let published = self
+                    .post(
+                        "POST topics/{topic}:publish",
+                        format!("{topic}:publish"),
+                        json!({"messages": [{"data": data, "attributes": attributes}]}),
+                    )
+                    .await;
+                let confirmed = published.as_ref().is_ok_and(|v| {
+                    v.get("messageIds")
+                        .and_then(Value::as_array)
+                        .is_some_and(|ids| !ids.is_empty())
+                });
+                if !confirmed {
+                    // Not confirmed: the message stays in the dead-letter subscription.
+                    self.nack(&sub, &[ack.to_owned()]).await?;
+                    return Err(MoveError(format!(
+                        "publishing message {} to topic {dest} was not confirmed ({}); it stays in {}, and {} moved before it",
+                        m.id,
+                        published
+                            .err()
+                            .map_or_else(|| "no message id".to_owned(), |e| e.0),
+                        p.dead_letter_subscription,
+                        run.tally.moved()
+                    )));
+                }
+                match self
+                    .post(
+                        "POST subscriptions/{subscription}:acknowledge",
+                        format!("{sub}:acknowledge"),
+                        json!({"ackIds": [ack]}),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        run.tally.moved.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        run.tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                        return Err(MoveError(format!(
+                            "message {} was published to {dest} but could not be acknowledged in {} ({e}): it may be delivered twice",
+                            m.id, p.dead_letter_subscription
+                        )));
+                    }
+                }
+            }
+            self.nack(&sub, &back).await?;
+            if new == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands messages straight back (modifyAckDeadline 0).
+    async fn nack(&self, sub: &str, acks: &[String]) -> Result<(), MoveError> {
+        if acks.is_empty() {
+            return Ok(());
+        }
+        self.post(
+            "POST subscriptions/{subscription}:modifyAckDeadline",
+            format!("{sub}:modifyAckDeadline"),
+            json!({"ackIds": acks, "ackDeadlineSeconds": 0}),
+        )
+        .await
+        .map(|_| ())
+    }
+}

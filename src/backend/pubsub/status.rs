@@ -1,0 +1,163 @@
+//! `dlqctl status` on Pub/Sub: the dead-letter subscription's messages, sampled by pull and
+//! nack. What a read does to a message: a pull leases it, and the nack (modifyAckDeadline 0)
+//! hands it straight back; the dead-letter subscription has no dead-letter policy of its own,
+//! so the delivery it counts is harmless, and nothing is acknowledged (nothing consumed).
+//! Only with `--peek` (the default; `--no-peek` reads no message).
+//!
+//! The depth is not read: Pub/Sub's REST API has no backlog count (Cloud Monitoring's
+//! `subscription/num_undelivered_messages` has it, and the emulator has no metrics), so the
+//! depth is unknown, and said so.
+
+use serde_json::{Value, json};
+
+use super::read::Reader;
+use super::*;
+use crate::backend::wire::http::HttpError;
+use crate::spec::resolve::Resolved;
+use crate::status::{Depth, Message, Observed, QueueDepth, ReadOptions};
+
+/// Pub/Sub's maximum for one pull.
+const MAX_PULL: usize = 1000;
+
+impl Reader {
+    pub async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            out.push(self.observe(r, read).await);
+        }
+        Ok(out)
+    }
+
+    async fn observe(&self, r: &Resolved, read: ReadOptions) -> Result<Observed, HttpError> {
+        let Some(p) = &r.pubsub else {
+            return Ok(Observed::missing(Vec::new()));
+        };
+        let unknown = |exists: bool| Depth {
+            exists,
+            ..Depth::missing()
+        };
+        let main_exists = self
+            .get_json(Kind::Subscription, &p.subscription)
+            .await?
+            .is_some();
+        let others = vec![QueueDepth {
+            name: p.subscription.clone(),
+            role: "main",
+            depth: unknown(main_exists),
+        }];
+        let dl = &p.dead_letter_subscription;
+        if self.get_json(Kind::Subscription, dl).await?.is_none() {
+            return Ok(Observed::missing(others));
+        }
+        let mut notes = vec![
+            "Pub/Sub's REST API has no depth: see Cloud Monitoring's subscription/num_undelivered_messages (the emulator has none)".to_owned(),
+        ];
+        let mut messages = Vec::new();
+        if read.peek && read.scan > 0 {
+            messages = self.sample(dl, read).await?;
+            notes.push(format!(
+                "samples pulled from {dl} and nacked at once (it has no dead-letter policy of its own): nothing acknowledged"
+            ));
+        } else {
+            notes.push("no message read (--no-peek)".to_owned());
+        }
+        Ok(Observed {
+            dead_letter: unknown(true),
+            others,
+            messages,
+            head_first: false,
+            metric_age_seconds: None,
+            notes,
+        })
+    }
+
+    /// Pulls up to `scan` messages and nacks every one it got, whatever happens to the rest.
+    async fn sample(&self, sub: &str, read: ReadOptions) -> Result<Vec<Message>, HttpError> {
+        let path = self.path(Kind::Subscription, sub);
+        let pulled = self
+            .http
+            .peek(
+                "POST subscriptions/{subscription}:pull",
+                &format!("{path}:pull"),
+                &json!({"maxMessages": read.scan.min(MAX_PULL), "returnImmediately": true}),
+            )
+            .await?;
+        let received: Vec<Value> = pulled
+            .get("receivedMessages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let ack_ids: Vec<&str> = received
+            .iter()
+            .filter_map(|m| m.get("ackId").and_then(Value::as_str))
+            .collect();
+        if !ack_ids.is_empty() {
+            self.http
+                .peek(
+                    "POST subscriptions/{subscription}:modifyAckDeadline",
+                    &format!("{path}:modifyAckDeadline"),
+                    &json!({"ackIds": ack_ids, "ackDeadlineSeconds": 0}),
+                )
+                .await?;
+        }
+        Ok(received.iter().map(|m| message(m, read.max_body)).collect())
+    }
+}
+
+/// One pulled message as status reads it: attributes as headers, the emulator's and Google's
+/// dead-letter attributes as its source and attempts.
+pub fn message(received: &Value, max_body: usize) -> Message {
+    use base64::Engine;
+    let m = received.get("message").unwrap_or(&Value::Null);
+    let body = m
+        .get("data")
+        .and_then(Value::as_str)
+        .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok())
+        .unwrap_or_default();
+    let headers: Vec<(String, String)> = m
+        .get("attributes")
+        .and_then(Value::as_object)
+        .map(|a| {
+            a.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let header = |k: &str| headers.iter().find(|(h, _)| h == k).map(|(_, v)| v.clone());
+    let ms = |t: &str| {
+        time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+    };
+    // On the dead-letter topic, publishTime is when Pub/Sub dead-lettered it; the source
+    // topic's publish time is an attribute.
+    let dead_lettered_ms = m.get("publishTime").and_then(Value::as_str).and_then(ms);
+    let published_ms = header("CloudPubSubDeadLetterSourceTopicPublishTime")
+        .as_deref()
+        .and_then(ms)
+        .or(dead_lettered_ms);
+    Message {
+        id: m
+            .get("messageId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        body_len: body.len() as u64,
+        body: body.into_iter().take(max_body).collect(),
+        published_ms,
+        dead_lettered_ms,
+        attempts: header("CloudPubSubDeadLetterSourceDeliveryCount").and_then(|n| n.parse().ok()),
+        source: header("CloudPubSubDeadLetterSourceSubscription"),
+        native_class: None,
+        headers,
+    }
+}
