@@ -55,3 +55,74 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     out.extend(alarms::desired(r));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payments example, resolved against an SQS target.
+    fn payments() -> Resolved {
+        let ws = crate::spec::load::load_str(
+            "payments-sqs.yaml",
+            include_str!("../../../examples/payments-sqs.yaml"),
+        );
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+            .expect("target");
+        crate::spec::resolve::resolve(&ws.channels[0].value, "local-sqs", &target)
+            .expect("resolves")
+    }
+
+    #[test]
+    fn the_dlq_comes_first_keeps_its_letters_and_dead_letters_nowhere() {
+        let r = payments();
+        let ds = desired(&r);
+        let roles: Vec<Role> = ds.iter().map(|d| d.role).collect();
+        assert_eq!(
+            roles,
+            [Role::DeadLetter, Role::Main, Role::Alarm, Role::Alarm]
+        );
+        assert!(
+            ds.iter()
+                .all(|d| d.present && !d.immutable && d.channel == r.channel)
+        );
+        let dlq = &ds[0];
+        assert_eq!(
+            dlq.id,
+            queue_id("local-sqs", "payments-transactions-pending-dlq")
+        );
+        assert_eq!(dlq.props.get(RETENTION), Some(&json!(14 * 86_400)));
+        assert_eq!(dlq.props.get(VISIBILITY), Some(&json!(30)));
+        assert_eq!(dlq.props.get(FIFO), Some(&json!(false)));
+        assert_eq!(dlq.props.get(DLQ_TARGET), Some(&Value::Null));
+        assert_eq!(dlq.props.get(MAX_RECEIVE), Some(&Value::Null));
+        assert_eq!(
+            dlq.props.get(ALLOW_SOURCES),
+            Some(&json!(["payments-transactions-pending"]))
+        );
+    }
+
+    #[test]
+    fn the_main_queue_points_at_the_dlq_after_max_attempts() {
+        let ds = desired(&payments());
+        let main = &ds[1];
+        assert_eq!(
+            main.id,
+            queue_id("local-sqs", "payments-transactions-pending")
+        );
+        assert_eq!(main.props.get(RETENTION), Some(&json!(4 * 86_400)));
+        assert_eq!(
+            main.props.get(DLQ_TARGET),
+            Some(&json!("payments-transactions-pending-dlq"))
+        );
+        assert_eq!(main.props.get(MAX_RECEIVE), Some(&json!(5)));
+        assert!(!main.props.contains_key(ALLOW_SOURCES));
+    }
+
+    #[test]
+    fn a_channel_on_another_backend_has_no_sqs_resources() {
+        let mut r = payments();
+        r.sqs = None;
+        assert!(desired(&r).is_empty());
+    }
+}
