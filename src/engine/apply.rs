@@ -521,7 +521,7 @@ mod tests {
         assert!(done(0, 0).ok(), "an empty plan applies");
         assert!(!done(2, 3).ok(), "a step left");
         let failed = Report {
-            failed: Some((2, "refused".into())),
+            failed: vec![(2, "refused".into())],
             ..done(3, 3)
         };
         assert!(!failed.ok());
