@@ -537,4 +537,12 @@ mod tests {
         let c = change(Kind::Queue, Action::Replace, Some(0));
         assert_eq!(describe(&c), "replace queue orders.dlq (vhost /) on t");
     }
+
+    #[test]
+    fn progress_times_read_in_seconds_then_minutes() {
+        assert_eq!(human_secs(0), "0 s");
+        assert_eq!(human_secs(59), "59 s");
+        assert_eq!(human_secs(60), "1 min 0 s");
+        assert_eq!(human_secs(754), "12 min 34 s");
+    }
 }

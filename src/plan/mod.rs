@@ -589,28 +589,19 @@ mod tests {
 
     #[test]
     fn a_create_lists_the_set_fields_and_an_update_shows_a_null_as_absent() {
+        let set_ttl = vec![FieldChange {
+            key: "ttl".into(),
+            old: None,
+            new: Some(json!(5)),
+        }];
         let c = diff(&desired(false, json!({"ttl": 5, "absent": null})), None).expect("create");
-        assert_eq!(
-            c.fields,
-            vec![FieldChange {
-                key: "ttl".into(),
-                old: None,
-                new: Some(json!(5))
-            }]
-        );
+        assert_eq!(c.fields, set_ttl);
         let c = diff(
             &desired(false, json!({"ttl": 5})),
             Some(&live(json!({"ttl": null}))),
         )
         .expect("an update");
-        assert_eq!(
-            c.fields,
-            vec![FieldChange {
-                key: "ttl".into(),
-                old: None,
-                new: Some(json!(5))
-            }]
-        );
+        assert_eq!(c.fields, set_ttl);
     }
 
     #[test]
@@ -694,68 +685,61 @@ mod tests {
         assert_eq!((p.format_version, p.kind.as_str()), (1, "dlqctl/plan"));
     }
 
+    /// A change of `kind` named `name`, playing `role`.
+    fn named(kind: Kind, action: Action, name: &str, role: Role) -> Change {
+        let mut c = change(kind, action, None);
+        c.resource.name = name.into();
+        c.role = role;
+        c
+    }
+
+    /// The names of `changes` in apply order.
+    fn apply_order(mut changes: Vec<Change>, first: &HashSet<ResourceId>) -> Vec<String> {
+        sort_for_apply(&mut changes, first);
+        changes.into_iter().map(|c| c.resource.name).collect()
+    }
+
     #[test]
     fn among_deletes_the_backends_hint_changes_nothing() {
         // Deletes run in reverse role order even when the backend names one to go first: a
         // dead-letter queue is deleted after what points at it.
-        let mut dlq = change(Kind::Queue, Action::Delete, None);
-        dlq.resource.name = "d".into();
-        dlq.role = Role::DeadLetter;
-        let mut main = change(Kind::Queue, Action::Delete, None);
-        main.resource.name = "m".into();
-        main.role = Role::Main;
+        let dlq = named(Kind::Queue, Action::Delete, "d", Role::DeadLetter);
+        let main = named(Kind::Queue, Action::Delete, "m", Role::Main);
         let first: HashSet<ResourceId> = [dlq.resource.clone()].into();
-        let mut v = vec![dlq, main];
-        sort_for_apply(&mut v, &first);
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
-        assert_eq!(names, ["m", "d"]);
+        assert_eq!(apply_order(vec![dlq, main], &first), ["m", "d"]);
     }
 
     #[test]
     fn each_target_is_ordered_on_its_own_and_channels_stay_together() {
         let mk = |target: &str, channel: &str, role, name: &str| {
-            let mut c = change(Kind::Queue, Action::Create, None);
+            let mut c = named(Kind::Queue, Action::Create, name, role);
             c.resource.target = target.into();
             c.channel = channel.into();
-            c.role = role;
-            c.resource.name = name.into();
             c
         };
-        let mut v = vec![
+        let v = vec![
             mk("b", "x", Role::DeadLetter, "b-x-dlq"),
             mk("a", "y", Role::Main, "a-y-main"),
             mk("a", "x", Role::Main, "a-x-main"),
             mk("a", "y", Role::DeadLetter, "a-y-dlq"),
             mk("a", "x", Role::DeadLetter, "a-x-dlq"),
         ];
-        sort_for_apply(&mut v, &HashSet::new());
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
         assert_eq!(
-            names,
+            apply_order(v, &HashSet::new()),
             ["a-x-dlq", "a-x-main", "a-y-dlq", "a-y-main", "b-x-dlq"]
         );
     }
 
     #[test]
     fn what_a_backend_puts_first_goes_before_everything_else_of_its_target_but_never_a_delete() {
-        let mut policy = change(Kind::Policy, Action::Create, None);
-        policy.resource.name = "p".into();
-        policy.role = Role::MainPolicy;
-        let mut dlq = change(Kind::Queue, Action::Create, None);
-        dlq.resource.name = "d".into();
-        dlq.role = Role::DeadLetter;
-        let mut gone = change(Kind::Policy, Action::Delete, None);
-        gone.resource.name = "g".into();
+        let policy = named(Kind::Policy, Action::Create, "p", Role::MainPolicy);
+        let dlq = named(Kind::Queue, Action::Create, "d", Role::DeadLetter);
+        let gone = named(Kind::Policy, Action::Delete, "g", Role::Main);
         let first: HashSet<ResourceId> = [policy.resource.clone(), gone.resource.clone()].into();
-        let mut v = vec![gone.clone(), dlq.clone(), policy.clone()];
-        sort_for_apply(&mut v, &first);
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
+        let v = vec![gone, dlq.clone(), policy.clone()];
         // The delete stays last although the backend named it: deletes never go first.
-        assert_eq!(names, ["p", "d", "g"]);
+        assert_eq!(apply_order(v, &first), ["p", "d", "g"]);
         // Without the hint, the dead-letter side comes first.
-        let mut v = vec![policy, dlq];
-        sort_for_apply(&mut v, &HashSet::new());
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
-        assert_eq!(names, ["d", "p"]);
+        assert_eq!(apply_order(vec![policy, dlq], &HashSet::new()), ["d", "p"]);
     }
 }

@@ -66,19 +66,15 @@ mod tests {
 
     /// The inventory example (Spring naming, three retries), resolved against a Kafka target.
     fn inventory() -> Resolved {
-        let ws = crate::spec::load::load_str(
-            "inventory-kafka.yaml",
+        crate::backend::resolved_example(
             include_str!("../../../examples/inventory-kafka.yaml"),
-        );
-        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
-        let target = serde_json::from_value(json!({
-            "backend": "kafka",
-            "bootstrapServers": "127.0.0.1:9092",
-            "ownership": {"prefixes": ["inventory."]}
-        }))
-        .expect("target");
-        crate::spec::resolve::resolve(&ws.channels[0].value, "local-kafka", &target)
-            .expect("resolves")
+            "local-kafka",
+            json!({
+                "backend": "kafka",
+                "bootstrapServers": "127.0.0.1:9092",
+                "ownership": {"prefixes": ["inventory."]}
+            }),
+        )
     }
 
     #[test]

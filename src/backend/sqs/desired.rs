@@ -62,15 +62,11 @@ mod tests {
 
     /// The payments example, resolved against an SQS target.
     fn payments() -> Resolved {
-        let ws = crate::spec::load::load_str(
-            "payments-sqs.yaml",
+        crate::backend::resolved_example(
             include_str!("../../../examples/payments-sqs.yaml"),
-        );
-        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
-        let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
-            .expect("target");
-        crate::spec::resolve::resolve(&ws.channels[0].value, "local-sqs", &target)
-            .expect("resolves")
+            "local-sqs",
+            json!({"backend": "sqs", "region": "us-east-1"}),
+        )
     }
 
     #[test]
