@@ -876,4 +876,62 @@ mod tests {
         let first = goes_first(&changes);
         assert_eq!(first, [changes[3].resource.clone()].into());
     }
+
+    #[test]
+    fn drift_is_a_foreign_value_other_than_the_spec_wants_on_a_queue_the_spec_keeps() {
+        let q = queue();
+        let mut policy = queue();
+        policy.id.kind = Kind::Policy;
+        policy.props = [("definition.message-ttl".to_owned(), json!(1000))]
+            .into_iter()
+            .collect();
+        let op = |ttl: serde_json::Value| -> OperatorPolicies {
+            [(
+                q.id.clone(),
+                (
+                    "limits".to_owned(),
+                    [("message-ttl".to_owned(), ttl)].into_iter().collect(),
+                ),
+            )]
+            .into()
+        };
+        let state: BTreeMap<ResourceId, Live> =
+            [(q.id.clone(), live(json!({"a": 1, "@policy": "q"})))].into();
+        let drift = |desired: &[Desired], op: &OperatorPolicies, changes: &mut Vec<Change>| {
+            add_policy_drift(changes, desired, &state, op);
+        };
+        // The same value as the spec's policy: no drift; another value: drift.
+        let mut changes = Vec::new();
+        drift(&[q.clone(), policy.clone()], &op(json!(1000)), &mut changes);
+        assert!(changes.is_empty(), "{changes:?}");
+        drift(&[q.clone(), policy.clone()], &op(json!(5)), &mut changes);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].fields[0].new, Some(json!(1000)));
+        // A queue the spec no longer wants is not judged.
+        let mut gone = q.clone();
+        gone.present = false;
+        let mut changes = Vec::new();
+        drift(&[gone, policy.clone()], &op(json!(5)), &mut changes);
+        assert!(changes.is_empty(), "{changes:?}");
+        // A policy the spec no longer wants sets nothing the queue should keep.
+        let mut unwanted = policy.clone();
+        unwanted.present = false;
+        let mut changes = Vec::new();
+        drift(&[q.clone(), unwanted], &op(json!(1000)), &mut changes);
+        assert_eq!(changes.len(), 1, "1000 is no longer wanted: drift");
+        assert_eq!(changes[0].fields[0].new, None);
+        // A change already planned for the queue becomes impossible, keeping its reason.
+        let mut update = diff(&q, None).expect("a create");
+        update.action = Action::Update;
+        update.reason = Some("planned".into());
+        let mut changes = vec![update];
+        drift(&[q.clone(), policy], &op(json!(5)), &mut changes);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].action, Action::Impossible);
+        let reason = changes[0].reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("planned; operator policy `limits`"),
+            "{reason}"
+        );
+    }
 }
