@@ -558,3 +558,17 @@ impl Writer {
         each!(Writer, self, w => w.settle(applied).await)
     }
 }
+
+/// Tests: the example spec `text` (its first channel), lint-clean and resolved against the
+/// target `target` (JSON, as in a targets file) named `name`.
+#[cfg(test)]
+pub(crate) fn resolved_example(
+    text: &str,
+    name: &str,
+    target: serde_json::Value,
+) -> crate::spec::resolve::Resolved {
+    let ws = crate::spec::load::load_str("example.yaml", text);
+    assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+    let target = serde_json::from_value(target).expect("target");
+    crate::spec::resolve::resolve(&ws.channels[0].value, name, &target).expect("resolves")
+}

@@ -574,4 +574,40 @@ mod tests {
         let r = refusals(&plan(vec![c]), &all());
         assert!(r.len() == 1 && r[0].contains("fewer partitions"), "{r:?}");
     }
+
+    #[test]
+    fn a_report_is_ok_only_when_every_step_finished_without_failure_or_interruption() {
+        let done = |done, total| Report {
+            done,
+            total,
+            ..Report::default()
+        };
+        assert!(done(3, 3).ok());
+        assert!(done(0, 0).ok(), "an empty plan applies");
+        assert!(!done(2, 3).ok(), "a step left");
+        let failed = Report {
+            failed: vec![(2, "refused".into())],
+            ..done(3, 3)
+        };
+        assert!(!failed.ok());
+        let interrupted = Report {
+            interrupted: true,
+            ..done(3, 3)
+        };
+        assert!(!interrupted.ok());
+    }
+
+    #[test]
+    fn a_step_is_described_by_action_resource_and_target() {
+        let c = change(Kind::Queue, Action::Replace, Some(0));
+        assert_eq!(describe(&c), "replace queue orders.dlq (vhost /) on t");
+    }
+
+    #[test]
+    fn progress_times_read_in_seconds_then_minutes() {
+        assert_eq!(human_secs(0), "0 s");
+        assert_eq!(human_secs(59), "59 s");
+        assert_eq!(human_secs(60), "1 min 0 s");
+        assert_eq!(human_secs(754), "12 min 34 s");
+    }
 }

@@ -484,4 +484,40 @@ mod tests {
             "both channels' DLQs once the policies are done"
         );
     }
+
+    #[test]
+    fn an_empty_phase_is_skipped_and_a_busy_one_holds_the_deletes_back() {
+        use Action::*;
+        let policy = change("r", "a", Kind::Policy, "a", Role::MainPolicy, Create);
+        let queue = change("r", "b", Kind::Queue, "b", Role::Main, Create);
+        let gone = change("r", "old", Kind::Queue, "old", Role::Main, Delete);
+        let first: HashSet<ResourceId> = [policy.resource.clone()].into();
+        // Only the first and the last phase: once the policy is done, the delete may start.
+        let mut s = Schedule::new(&[&policy, &gone], &first);
+        assert!(s.has_ready(0));
+        assert_eq!(s.next(0), Some(0));
+        assert!(!s.has_ready(0), "the delete waits for the policy's phase");
+        s.finish(0);
+        assert!(s.has_ready(0), "no create or update in between to wait for");
+        assert_eq!(s.next(0), Some(1));
+        // A create in between: the delete waits for it too.
+        let mut s = Schedule::new(&[&policy, &queue, &gone], &first);
+        assert_eq!(s.next(0), Some(0));
+        assert_eq!(s.next(0), None, "the create waits for the policy's phase");
+        s.finish(0);
+        assert_eq!(s.next(0), Some(1));
+        assert_eq!(s.next(0), None, "the delete waits for the create");
+        s.finish(1);
+        assert_eq!(s.next(0), Some(2));
+    }
+
+    #[test]
+    fn a_channel_is_a_chain_within_its_phase_and_nothing_else_depends() {
+        use Action::*;
+        let dlq = change("r", "a", Kind::Queue, "a.dlq", Role::DeadLetter, Create);
+        let main = change("r", "a", Kind::Queue, "a", Role::Main, Create);
+        let other = change("r", "b", Kind::Queue, "b", Role::Main, Create);
+        let deps = dependencies(&[&dlq, &main, &other], &HashSet::new());
+        assert_eq!(deps, BTreeMap::from([(1, vec![0])]));
+    }
 }

@@ -600,25 +600,181 @@ mod tests {
     }
 
     #[test]
+    fn action_names_are_the_json_names() {
+        for a in [
+            Action::Create,
+            Action::Update,
+            Action::Replace,
+            Action::Delete,
+            Action::Impossible,
+        ] {
+            assert_eq!(json!(a), json!(a.as_str()), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn an_object_the_spec_no_longer_wants_is_deleted_only_if_it_exists() {
+        let mut d = desired(false, json!({"ttl": 1}));
+        d.present = false;
+        let c = diff(&d, Some(&live(json!({"ttl": 1})))).expect("a delete");
+        assert_eq!((c.action, c.messages), (Action::Delete, Some(0)));
+        assert!(c.fields.is_empty());
+        assert_eq!(diff(&d, None), None, "nothing live, nothing to delete");
+    }
+
+    #[test]
+    fn a_create_lists_the_set_fields_and_an_update_shows_a_null_as_absent() {
+        let set_ttl = vec![FieldChange {
+            key: "ttl".into(),
+            old: None,
+            new: Some(json!(5)),
+        }];
+        let c = diff(&desired(false, json!({"ttl": 5, "absent": null})), None).expect("create");
+        assert_eq!(c.fields, set_ttl);
+        let c = diff(
+            &desired(false, json!({"ttl": 5})),
+            Some(&live(json!({"ttl": null}))),
+        )
+        .expect("an update");
+        assert_eq!(c.fields, set_ttl);
+    }
+
+    #[test]
+    fn unmanaged_leaves_out_owned_hidden_null_and_default_keys() {
+        let l = live(json!({
+            "ttl": 1,
+            "@policy": "p",
+            "gone": null,
+            "segment.ms": 5,
+            "x-max-length": 10,
+            "@defaults": ["segment.ms"],
+        }));
+        assert_eq!(
+            unmanaged(&desired(false, json!({"ttl": 2})), &l),
+            vec!["x-max-length = 10"]
+        );
+    }
+
+    #[test]
+    fn risky_changes_and_their_flags() {
+        let empty = |kind, action| change(kind, action, Some(0));
+        assert!(!empty(Kind::Queue, Action::Create).is_risky());
+        assert!(!change(Kind::Queue, Action::Update, Some(9)).is_risky());
+        assert!(empty(Kind::Queue, Action::Impossible).is_risky());
+        assert!(empty(Kind::Policy, Action::Replace).is_risky());
+        assert!(empty(Kind::Policy, Action::Delete).is_risky());
+        let mut lower = empty(Kind::Queue, Action::Update);
+        lower.destructive = Some("lowering retention".into());
+        assert!(lower.is_risky(), "destroys messages in place");
+
+        assert!(empty(Kind::Queue, Action::Create).allow_flags().is_empty());
+        assert!(
+            empty(Kind::Queue, Action::Impossible)
+                .allow_flags()
+                .is_empty()
+        );
+        assert_eq!(
+            empty(Kind::Queue, Action::Replace).allow_flags(),
+            ["--allow-replace"]
+        );
+        assert_eq!(
+            empty(Kind::Queue, Action::Delete).allow_flags(),
+            ["--allow-delete"]
+        );
+        assert_eq!(
+            change(Kind::Queue, Action::Delete, None).allow_flags(),
+            ["--allow-delete", "--allow-message-loss"]
+        );
+        assert_eq!(lower.allow_flags(), ["--allow-message-loss"]);
+    }
+
+    #[test]
+    fn the_summary_counts_each_action_and_the_plan_keeps_apply_order() {
+        let p = Plan::new(
+            vec![
+                change(Kind::Queue, Action::Delete, None),
+                change(Kind::Queue, Action::Create, None),
+                change(Kind::Queue, Action::Update, None),
+                change(Kind::Queue, Action::Replace, None),
+                change(Kind::Queue, Action::Impossible, None),
+                change(Kind::Queue, Action::Create, None),
+            ],
+            Vec::new(),
+            4,
+            BTreeMap::new(),
+            Vec::new(),
+            &HashSet::new(),
+        );
+        assert_eq!(
+            p.summary,
+            Summary {
+                create: 2,
+                update: 1,
+                replace: 1,
+                delete: 1,
+                impossible: 1,
+                unchanged: 4,
+            }
+        );
+        assert_eq!(p.changes.last().map(|c| c.action), Some(Action::Delete));
+        assert_eq!((p.format_version, p.kind.as_str()), (1, "dlqctl/plan"));
+    }
+
+    /// A change of `kind` named `name`, playing `role`.
+    fn named(kind: Kind, action: Action, name: &str, role: Role) -> Change {
+        let mut c = change(kind, action, None);
+        c.resource.name = name.into();
+        c.role = role;
+        c
+    }
+
+    /// The names of `changes` in apply order.
+    fn apply_order(mut changes: Vec<Change>, first: &HashSet<ResourceId>) -> Vec<String> {
+        sort_for_apply(&mut changes, first);
+        changes.into_iter().map(|c| c.resource.name).collect()
+    }
+
+    #[test]
+    fn among_deletes_the_backends_hint_changes_nothing() {
+        // Deletes run in reverse role order even when the backend names one to go first: a
+        // dead-letter queue is deleted after what points at it.
+        let dlq = named(Kind::Queue, Action::Delete, "d", Role::DeadLetter);
+        let main = named(Kind::Queue, Action::Delete, "m", Role::Main);
+        let first: HashSet<ResourceId> = [dlq.resource.clone()].into();
+        assert_eq!(apply_order(vec![dlq, main], &first), ["m", "d"]);
+    }
+
+    #[test]
+    fn each_target_is_ordered_on_its_own_and_channels_stay_together() {
+        let mk = |target: &str, channel: &str, role, name: &str| {
+            let mut c = named(Kind::Queue, Action::Create, name, role);
+            c.resource.target = target.into();
+            c.channel = channel.into();
+            c
+        };
+        let v = vec![
+            mk("b", "x", Role::DeadLetter, "b-x-dlq"),
+            mk("a", "y", Role::Main, "a-y-main"),
+            mk("a", "x", Role::Main, "a-x-main"),
+            mk("a", "y", Role::DeadLetter, "a-y-dlq"),
+            mk("a", "x", Role::DeadLetter, "a-x-dlq"),
+        ];
+        assert_eq!(
+            apply_order(v, &HashSet::new()),
+            ["a-x-dlq", "a-x-main", "a-y-dlq", "a-y-main", "b-x-dlq"]
+        );
+    }
+
+    #[test]
     fn what_a_backend_puts_first_goes_before_everything_else_of_its_target_but_never_a_delete() {
-        let mut policy = change(Kind::Policy, Action::Create, None);
-        policy.resource.name = "p".into();
-        policy.role = Role::MainPolicy;
-        let mut dlq = change(Kind::Queue, Action::Create, None);
-        dlq.resource.name = "d".into();
-        dlq.role = Role::DeadLetter;
-        let mut gone = change(Kind::Policy, Action::Delete, None);
-        gone.resource.name = "g".into();
+        let policy = named(Kind::Policy, Action::Create, "p", Role::MainPolicy);
+        let dlq = named(Kind::Queue, Action::Create, "d", Role::DeadLetter);
+        let gone = named(Kind::Policy, Action::Delete, "g", Role::Main);
         let first: HashSet<ResourceId> = [policy.resource.clone(), gone.resource.clone()].into();
-        let mut v = vec![gone.clone(), dlq.clone(), policy.clone()];
-        sort_for_apply(&mut v, &first);
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
+        let v = vec![gone, dlq.clone(), policy.clone()];
         // The delete stays last although the backend named it: deletes never go first.
-        assert_eq!(names, ["p", "d", "g"]);
+        assert_eq!(apply_order(v, &first), ["p", "d", "g"]);
         // Without the hint, the dead-letter side comes first.
-        let mut v = vec![policy, dlq];
-        sort_for_apply(&mut v, &HashSet::new());
-        let names: Vec<&str> = v.iter().map(|c| c.resource.name.as_str()).collect();
-        assert_eq!(names, ["d", "p"]);
+        assert_eq!(apply_order(vec![policy, dlq], &HashSet::new()), ["d", "p"]);
     }
 }

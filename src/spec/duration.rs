@@ -170,9 +170,30 @@ mod tests {
     }
 
     #[test]
+    fn serde_writes_and_reads_the_text_form() {
+        let d = Duration::from_secs(5_400);
+        assert_eq!(serde_json::to_value(d).unwrap(), serde_json::json!("1h30m"));
+        let back: Duration = serde_json::from_value(serde_json::json!("1h30m")).unwrap();
+        assert_eq!(back, d);
+        let bad = serde_json::from_value::<Duration>(serde_json::json!("5x")).unwrap_err();
+        assert!(bad.to_string().contains("unknown unit `x`"), "{bad}");
+    }
+
+    #[test]
+    fn the_schema_is_a_named_string_with_the_parsers_pattern() {
+        assert_eq!(Duration::schema_name(), "Duration");
+        let schema =
+            serde_json::to_value(Duration::json_schema(&mut SchemaGenerator::default())).unwrap();
+        assert_eq!(schema["type"], "string");
+        assert_eq!(schema["pattern"], PATTERN);
+    }
+
+    #[test]
     fn displays_the_shortest_exact_form() {
         assert_eq!(Duration::from_secs(90).to_string(), "1m30s");
         assert_eq!(Duration::from_millis(1500).to_string(), "1500ms");
         assert_eq!(Duration::from_secs(4 * 86_400).to_string(), "4d");
+        assert_eq!(Duration::from_millis(0).to_string(), "0s");
+        assert_eq!(Duration::from_secs(93_784).to_string(), "1d2h3m4s");
     }
 }

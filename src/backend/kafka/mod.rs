@@ -400,6 +400,115 @@ mod tests {
         );
     }
 
+    /// `refine` on one hand-made field change (values `diff` would not produce are allowed:
+    /// this pins the comparison itself).
+    fn refined(key: &str, old: Option<Value>, new: Option<Value>, messages: Option<u64>) -> Change {
+        let mut c = diff(&topic(json!({"partitions": 1})), None).expect("a create");
+        c.action = Action::Update;
+        c.messages = messages;
+        c.fields = vec![FieldChange {
+            key: key.into(),
+            old,
+            new,
+        }];
+        refine(&mut c);
+        c
+    }
+
+    #[test]
+    fn retention_is_shorter_only_when_the_new_limit_is_lower_or_the_old_was_unlimited() {
+        let ms = "config.retention.ms";
+        for (old, new, shorter) in [
+            (604_800_000, 86_400_000, true),
+            (-1, 1000, true),
+            (1000, 1000, false),
+            (1000, 2000, false),
+            (1000, -1, false),
+            (0, 1000, false),
+        ] {
+            let c = refined(ms, Some(json!(old)), Some(json!(new)), None);
+            assert_eq!(c.destructive.is_some(), shorter, "{old} -> {new}");
+            assert_eq!(c.action, Action::Update);
+        }
+        let c = refined(ms, Some(json!(-1)), Some(json!(1000)), None);
+        let how = c.destructive.unwrap_or_default();
+        assert!(how.contains("from unlimited to 1s"), "{how}");
+        let c = refined(
+            "config.retention.bytes",
+            Some(json!(2048)),
+            Some(json!(1024)),
+            Some(0),
+        );
+        let how = c.destructive.unwrap_or_default();
+        assert!(
+            how.contains("retention.bytes deletes the oldest records"),
+            "{how}"
+        );
+        // Setting no limit where none was read deletes nothing.
+        let c = refined(ms, None, Some(json!(-1)), None);
+        assert_eq!(c.destructive, None);
+        // Removing the topic's own value is not a limit of its own.
+        let c = refined(ms, Some(json!(1000)), None, None);
+        assert_eq!(c.destructive, None);
+    }
+
+    #[test]
+    fn equal_partitions_are_neither_impossible_nor_a_refusal_to_write() {
+        let c = refined("partitions", Some(json!(3)), Some(json!(3)), None);
+        assert_eq!((c.action, c.reason.as_deref()), (Action::Update, None));
+        assert_eq!(update_steps(&c), Ok(vec![Step::CreatePartitions(3)]));
+        let c = refined("partitions", Some(json!(3)), Some(json!(2)), None);
+        assert_eq!(c.action, Action::Impossible);
+    }
+
+    #[test]
+    fn compaction_is_destructive_only_when_it_is_new() {
+        let policy = "config.cleanup.policy";
+        for (old, new, destructive) in [
+            ("delete", "compact", true),
+            ("delete", "compact,delete", true),
+            ("compact", "compact,delete", false),
+            ("compact", "delete", false),
+        ] {
+            let c = refined(policy, Some(json!(old)), Some(json!(new)), None);
+            assert_eq!(c.destructive.is_some(), destructive, "{old} -> {new}");
+        }
+    }
+
+    #[test]
+    fn only_updates_are_refined_and_a_removed_config_is_deleted_on_the_topic() {
+        for action in [Action::Create, Action::Replace, Action::Delete] {
+            let mut c = refined("replication.factor", Some(json!(1)), Some(json!(3)), None);
+            c.action = action;
+            c.reason = None;
+            refine(&mut c);
+            assert_eq!((c.action, c.reason), (action, None), "{action:?}");
+        }
+        let c = refined("config.segment.ms", Some(json!(1000)), None, None);
+        assert_eq!(
+            update_steps(&c),
+            Ok(vec![Step::AlterConfigs(vec![ConfigOp::Delete {
+                key: "segment.ms".into()
+            }])])
+        );
+        let c = refined("replication.factor", Some(json!(1)), Some(json!(3)), None);
+        assert!(update_steps(&c).is_err(), "the writer refuses it too");
+    }
+
+    #[test]
+    fn kafka_durations_are_the_configs_ending_in_ms() {
+        let c = refined("partitions", Some(json!(1)), Some(json!(2)), None);
+        assert_eq!(
+            duration_unit(&c, "config.retention.ms"),
+            Some(crate::resource::TimeUnit::Millis)
+        );
+        assert_eq!(duration_unit(&c, "config.retention.bytes"), None);
+        assert_eq!(duration_unit(&c, "retention.ms"), None, "not a config key");
+        assert_eq!(duration_unit(&c, "partitions"), None);
+        assert!(notes(&[], &std::collections::BTreeMap::new()).is_empty());
+        assert!(goes_first(&[c]).is_empty());
+    }
+
     #[test]
     fn values_are_normalised_on_both_sides() {
         assert_eq!(normalise_value("604800000"), json!(604_800_000));

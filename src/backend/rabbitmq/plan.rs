@@ -843,4 +843,243 @@ mod tests {
         refine(&mut c);
         assert!(c.destructive.is_none());
     }
+
+    fn binding(destination: &str, key: &str) -> Binding {
+        Binding {
+            source: "x".into(),
+            destination: destination.into(),
+            destination_type: "queue".into(),
+            routing_key: key.into(),
+            properties_key: key.into(),
+            arguments: None,
+        }
+    }
+
+    #[test]
+    fn a_replace_lists_every_binding_it_drops_and_carries_them_for_apply() {
+        let mut c = diff(&queue(), None).expect("a create");
+        c.action = Action::Replace;
+        let before = c.fields.len();
+        list_rebinds(&mut c, &[]);
+        assert_eq!(c.fields.len(), before, "no bindings, nothing listed");
+        assert!(rebinds(&c).is_empty());
+        let bs = [binding("q", "a"), binding("q", "b")];
+        list_rebinds(&mut c, &bs);
+        let listed: Vec<(&str, Option<&serde_json::Value>)> = c.fields[before..]
+            .iter()
+            .map(|f| (f.key.as_str(), f.old.as_ref()))
+            .collect();
+        let deleted = json!("deleted with the queue");
+        assert_eq!(
+            listed,
+            [
+                ("binding x -> q [a]", Some(&deleted)),
+                ("binding x -> q [b]", Some(&deleted)),
+            ]
+        );
+        assert_eq!(rebinds(&c), bs);
+    }
+
+    #[test]
+    fn only_a_dropped_quorum_queue_gets_the_count_before_delete_note() {
+        let mk = |kind, action| {
+            let mut c = diff(&queue(), None).expect("a create");
+            c.resource.kind = kind;
+            c.action = action;
+            c
+        };
+        let quorum = |kind| {
+            let id = ResourceId { kind, ..queue().id };
+            (id, live(json!({"type": "quorum"})))
+        };
+        let live_quorum: BTreeMap<ResourceId, Live> =
+            [quorum(Kind::Queue), quorum(Kind::Policy)].into();
+        for (kind, action, noted) in [
+            (Kind::Queue, Action::Replace, true),
+            (Kind::Queue, Action::Delete, true),
+            (Kind::Queue, Action::Update, false),
+            (Kind::Policy, Action::Delete, false),
+        ] {
+            let n = quorum_notes(&[mk(kind, action)], &live_quorum);
+            assert_eq!(n.len(), usize::from(noted), "{kind:?} {action:?}");
+        }
+        let classic: BTreeMap<ResourceId, Live> =
+            [(queue().id, live(json!({"type": "classic"})))].into();
+        assert!(quorum_notes(&[mk(Kind::Queue, Action::Delete)], &classic).is_empty());
+        let n = quorum_notes(&[mk(Kind::Queue, Action::Delete)], &live_quorum);
+        assert!(
+            n[0].message
+                .starts_with("quorum queue: RabbitMQ cannot delete it only if empty")
+        );
+    }
+
+    #[test]
+    fn the_ttl_guard_applies_to_updates_of_the_dead_letter_policy_only() {
+        let mut create = dlq_policy_update(None, Some(1_000), Role::DeadLetterPolicy);
+        create.action = Action::Create;
+        refine(&mut create);
+        assert_eq!(create.destructive, None, "a new policy drops nothing");
+        let mut queue_ttl = dlq_policy_update(Some(5_000), Some(1_000), Role::DeadLetterPolicy);
+        queue_ttl.resource.kind = Kind::Queue;
+        refine(&mut queue_ttl);
+        assert_eq!(
+            queue_ttl.destructive, None,
+            "a queue argument change is a replace"
+        );
+        let mut same = dlq_policy_update(Some(1_000), Some(1_000), Role::DeadLetterPolicy);
+        refine(&mut same);
+        assert_eq!(same.destructive, None);
+        let mut other = dlq_policy_update(Some(5_000), Some(1_000), Role::DeadLetterPolicy);
+        other.fields[0].key = "definition.expires".into();
+        refine(&mut other);
+        assert_eq!(
+            other.destructive, None,
+            "only message-ttl expires dead letters"
+        );
+        let mut shorter = dlq_policy_update(Some(5_000), Some(1_000), Role::DeadLetterPolicy);
+        refine(&mut shorter);
+        let how = shorter.destructive.unwrap_or_default();
+        assert!(how.contains("from 5000 ms to 1000 ms"), "{how}");
+    }
+
+    #[test]
+    fn rabbitmq_durations_are_the_ttls_and_expiries_in_milliseconds() {
+        let c = diff(&queue(), None).expect("a create");
+        for key in [
+            "definition.message-ttl",
+            "arguments.x-message-ttl",
+            "definition.expires",
+            "arguments.x-expires",
+            "message-ttl",
+        ] {
+            assert_eq!(duration_unit(&c, key), Some(TimeUnit::Millis), "{key}");
+        }
+        for key in ["definition.max-length", "arguments.x-delivery-limit"] {
+            assert_eq!(duration_unit(&c, key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn a_queue_whose_dlqctl_policy_is_not_the_one_applied_gets_a_note() {
+        let q = queue();
+        let mut policy = queue();
+        policy.id.kind = Kind::Policy;
+        let noted = |queue_live: serde_json::Value| {
+            let state: BTreeMap<ResourceId, Live> = [
+                (q.id.clone(), live(queue_live)),
+                (policy.id.clone(), live(json!({}))),
+            ]
+            .into();
+            notes(&[q.clone(), policy.clone()], &state)
+        };
+        let n = noted(json!({"@policy": "other"}));
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].resource, q.id, "the note is on the queue");
+        assert!(
+            n[0].message.contains("applies policy `other`"),
+            "{}",
+            n[0].message
+        );
+        let n = noted(json!({}));
+        assert_eq!(n.len(), 1);
+        assert!(
+            n[0].message.contains("does not (yet) apply it"),
+            "{}",
+            n[0].message
+        );
+        assert!(
+            noted(json!({"@policy": "q"})).is_empty(),
+            "its own policy applies"
+        );
+        // No live policy, or a policy the spec no longer wants: nothing to observe.
+        let only_queue: BTreeMap<ResourceId, Live> = [(q.id.clone(), live(json!({})))].into();
+        assert!(notes(&[q.clone(), policy.clone()], &only_queue).is_empty());
+        let mut gone = policy.clone();
+        gone.present = false;
+        let state: BTreeMap<ResourceId, Live> = [
+            (q.id.clone(), live(json!({}))),
+            (policy.id.clone(), live(json!({}))),
+        ]
+        .into();
+        assert!(notes(&[q.clone(), gone], &state).is_empty());
+    }
+
+    #[test]
+    fn only_the_policy_of_a_queue_this_plan_creates_goes_first() {
+        let mk = |name: &str, kind, action| {
+            let mut c = diff(&queue(), None).expect("a create");
+            c.resource.kind = kind;
+            c.resource.name = name.into();
+            c.action = action;
+            c
+        };
+        let changes = [
+            // The queue exists (updated in place): its new policy waits for the usual order.
+            mk("d.main", Kind::Queue, Action::Update),
+            mk("d.main", Kind::Policy, Action::Create),
+            // The queue is new: its policy, even an update, goes first.
+            mk("e.main", Kind::Queue, Action::Create),
+            mk("e.main", Kind::Policy, Action::Update),
+        ];
+        let first = goes_first(&changes);
+        assert_eq!(first, [changes[3].resource.clone()].into());
+    }
+
+    #[test]
+    fn drift_is_a_foreign_value_other_than_the_spec_wants_on_a_queue_the_spec_keeps() {
+        let q = queue();
+        let mut policy = queue();
+        policy.id.kind = Kind::Policy;
+        policy.props = [("definition.message-ttl".to_owned(), json!(1000))]
+            .into_iter()
+            .collect();
+        let op = |ttl: serde_json::Value| -> OperatorPolicies {
+            [(
+                q.id.clone(),
+                (
+                    "limits".to_owned(),
+                    [("message-ttl".to_owned(), ttl)].into_iter().collect(),
+                ),
+            )]
+            .into()
+        };
+        let state: BTreeMap<ResourceId, Live> =
+            [(q.id.clone(), live(json!({"a": 1, "@policy": "q"})))].into();
+        let drift = |desired: &[Desired], op: &OperatorPolicies, changes: &mut Vec<Change>| {
+            add_policy_drift(changes, desired, &state, op);
+        };
+        // The same value as the spec's policy: no drift; another value: drift.
+        let mut changes = Vec::new();
+        drift(&[q.clone(), policy.clone()], &op(json!(1000)), &mut changes);
+        assert!(changes.is_empty(), "{changes:?}");
+        drift(&[q.clone(), policy.clone()], &op(json!(5)), &mut changes);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].fields[0].new, Some(json!(1000)));
+        // A queue the spec no longer wants is not judged.
+        let mut gone = q.clone();
+        gone.present = false;
+        let mut changes = Vec::new();
+        drift(&[gone, policy.clone()], &op(json!(5)), &mut changes);
+        assert!(changes.is_empty(), "{changes:?}");
+        // A policy the spec no longer wants sets nothing the queue should keep.
+        let mut unwanted = policy.clone();
+        unwanted.present = false;
+        let mut changes = Vec::new();
+        drift(&[q.clone(), unwanted], &op(json!(1000)), &mut changes);
+        assert_eq!(changes.len(), 1, "1000 is no longer wanted: drift");
+        assert_eq!(changes[0].fields[0].new, None);
+        // A change already planned for the queue becomes impossible, keeping its reason.
+        let mut update = diff(&q, None).expect("a create");
+        update.action = Action::Update;
+        update.reason = Some("planned".into());
+        let mut changes = vec![update];
+        drift(&[q.clone(), policy], &op(json!(5)), &mut changes);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].action, Action::Impossible);
+        let reason = changes[0].reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("planned; operator policy `limits`"),
+            "{reason}"
+        );
+    }
 }

@@ -191,6 +191,44 @@ mod tests {
         );
     }
 
+    /// The payments example, resolved against an SQS target.
+    fn payments() -> Resolved {
+        crate::backend::resolved_example(
+            include_str!("../../../examples/payments-sqs.yaml"),
+            "local-sqs",
+            json!({"backend": "sqs", "region": "us-east-1"}),
+        )
+    }
+
+    #[test]
+    fn the_dlq_comes_first_keeps_its_letters_and_dead_letters_nowhere() {
+        let r = payments();
+        let ds = desired(&r);
+        let roles: Vec<Role> = ds.iter().map(|d| d.role).collect();
+        assert_eq!(
+            roles,
+            [Role::DeadLetter, Role::Main, Role::Alarm, Role::Alarm]
+        );
+        assert!(
+            ds.iter()
+                .all(|d| d.present && !d.immutable && d.channel == r.channel)
+        );
+        let dlq = &ds[0];
+        assert_eq!(
+            dlq.id,
+            queue_id("local-sqs", "payments-transactions-pending-dlq")
+        );
+        assert_eq!(dlq.props.get(RETENTION), Some(&json!(14 * 86_400)));
+        assert_eq!(dlq.props.get(VISIBILITY), Some(&json!(30)));
+        assert_eq!(dlq.props.get(FIFO), Some(&json!(false)));
+        assert_eq!(dlq.props.get(DLQ_TARGET), Some(&Value::Null));
+        assert_eq!(dlq.props.get(MAX_RECEIVE), Some(&Value::Null));
+        assert_eq!(
+            dlq.props.get(ALLOW_SOURCES),
+            Some(&json!(["payments-transactions-pending"]))
+        );
+    }
+
     #[test]
     fn encryption_from_defaults_is_replaced_whole_not_merged() {
         let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  sqs: {encryption: {kms: alias/k, dataKeyReuse: 10m}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: pay}\nspec:\n  target: s\n  retry: {maxAttempts: 3}\n  sqs: {encryption: {managed: true}}\n";
@@ -227,5 +265,29 @@ mod tests {
         };
         assert!(dl_sqs(0).is_none(), "not on the RabbitMQ channel");
         assert!(dl_sqs(1).is_some(), "on the SQS channel");
+    }
+
+    #[test]
+    fn the_main_queue_points_at_the_dlq_after_max_attempts() {
+        let ds = desired(&payments());
+        let main = &ds[1];
+        assert_eq!(
+            main.id,
+            queue_id("local-sqs", "payments-transactions-pending")
+        );
+        assert_eq!(main.props.get(RETENTION), Some(&json!(4 * 86_400)));
+        assert_eq!(
+            main.props.get(DLQ_TARGET),
+            Some(&json!("payments-transactions-pending-dlq"))
+        );
+        assert_eq!(main.props.get(MAX_RECEIVE), Some(&json!(5)));
+        assert!(!main.props.contains_key(ALLOW_SOURCES));
+    }
+
+    #[test]
+    fn a_channel_on_another_backend_has_no_sqs_resources() {
+        let mut r = payments();
+        r.sqs = None;
+        assert!(desired(&r).is_empty());
     }
 }

@@ -281,3 +281,218 @@ impl Verdict<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The pure doors and the ownership verdict, offline (the review's reads are live-tested).
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::{FieldChange, diff};
+    use crate::resource::{Props, Role};
+
+    fn queue_change(kind: Kind, action: Action, props: Props) -> Change {
+        let d = Desired {
+            id: ResourceId {
+                kind,
+                ..queue_id("t", "q")
+            },
+            channel: "c".into(),
+            role: Role::Main,
+            props,
+            immutable: false,
+            present: true,
+        };
+        let mut c = diff(&d, None).expect("a create");
+        c.action = action;
+        c
+    }
+
+    fn props(pairs: &[(&str, Value)]) -> Props {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn sqs_durations_are_seconds_and_only_where_sqs_keeps_time() {
+        let q = queue_change(Kind::Queue, Action::Update, Props::new());
+        assert_eq!(duration_unit(&q, RETENTION), Some(TimeUnit::Seconds));
+        assert_eq!(duration_unit(&q, VISIBILITY), Some(TimeUnit::Seconds));
+        assert_eq!(duration_unit(&q, MAX_RECEIVE), None);
+        assert_eq!(duration_unit(&q, "Period"), None, "a queue has no period");
+        let age = queue_change(
+            Kind::Alarm,
+            Action::Create,
+            props(&[("MetricName", json!(super::super::alarms::OLDEST_AGE_METRIC))]),
+        );
+        assert_eq!(duration_unit(&age, "Period"), Some(TimeUnit::Seconds));
+        assert_eq!(duration_unit(&age, "Threshold"), Some(TimeUnit::Seconds));
+        assert_eq!(duration_unit(&age, RETENTION), None);
+        let depth = queue_change(
+            Kind::Alarm,
+            Action::Create,
+            props(&[("MetricName", json!("ApproximateNumberOfMessagesVisible"))]),
+        );
+        assert_eq!(
+            duration_unit(&depth, "Threshold"),
+            None,
+            "a count, not a time"
+        );
+        assert!(notes(&[], &BTreeMap::new()).is_empty());
+        assert!(goes_first(&[q]).is_empty());
+    }
+
+    fn retention(old: u64, new: u64) -> FieldChange {
+        FieldChange {
+            key: RETENTION.into(),
+            old: Some(json!(old)),
+            new: Some(json!(new)),
+        }
+    }
+
+    #[test]
+    fn refine_touches_only_queue_updates_and_an_equal_retention_is_not_lowered() {
+        let mut same = queue_change(Kind::Queue, Action::Update, Props::new());
+        same.fields = vec![retention(60, 60)];
+        refine(&mut same);
+        assert_eq!((same.action, same.destructive), (Action::Update, None));
+        // A retention lowered on something that is not a queue update: left alone.
+        for (kind, action) in [(Kind::Alarm, Action::Update), (Kind::Queue, Action::Create)] {
+            let mut c = queue_change(kind, action, Props::new());
+            c.fields = vec![
+                retention(600, 60),
+                FieldChange {
+                    key: FIFO.into(),
+                    old: Some(json!(false)),
+                    new: Some(json!(true)),
+                },
+            ];
+            refine(&mut c);
+            assert_eq!(
+                (c.action, c.destructive),
+                (action, None),
+                "{kind:?} {action:?}"
+            );
+        }
+        // Unknown count: the message says nothing about how many.
+        let mut c = queue_change(Kind::Queue, Action::Update, Props::new());
+        c.messages = None;
+        c.fields = vec![retention(600, 60)];
+        refine(&mut c);
+        let how = c.destructive.expect("destructive");
+        assert!(
+            how.contains("600 s to 60 s") && !how.contains("holds"),
+            "{how}"
+        );
+    }
+
+    fn desired(present: bool) -> Desired {
+        Desired {
+            id: queue_id("t", "q"),
+            channel: "c".into(),
+            role: Role::Main,
+            props: props(&[(RETENTION, json!(60))]),
+            immutable: false,
+            present,
+        }
+    }
+
+    fn live() -> BTreeMap<ResourceId, Live> {
+        [(
+            queue_id("t", "q"),
+            Live {
+                props: Props::new(),
+                messages: Some(4),
+            },
+        )]
+        .into()
+    }
+
+    fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    /// The plan after `verdict` on the change `changes` holds, and its notes.
+    fn judged(
+        d: &Desired,
+        t: &BTreeMap<String, String>,
+        adopt: bool,
+        mut changes: Vec<Change>,
+    ) -> (Vec<Change>, Vec<Note>) {
+        let live = live();
+        let mut notes = Vec::new();
+        Verdict {
+            desired: d,
+            tags: t,
+            problem: "is not dlqctl's",
+            live: &live,
+            adopt,
+        }
+        .apply(&mut changes, &mut notes);
+        (changes, notes)
+    }
+
+    #[test]
+    fn an_unowned_queue_is_adopted_only_when_asked_untagged_and_changed_in_place() {
+        let d = desired(true);
+        let untagged = tags(&[]);
+        // Adopted with nothing else to change: an update that adds the two tags.
+        let (c, n) = judged(&d, &untagged, true, Vec::new());
+        assert!(n.is_empty());
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].action, c[0].messages), (Action::Update, Some(4)));
+        let keys: Vec<&str> = c[0].fields.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(keys, ["tags.managed-by", "tags.dlqctl-channel"]);
+        // Adopted with a setting to change: the tags go first in the same update.
+        let mut update = queue_change(Kind::Queue, Action::Update, Props::new());
+        update.fields = vec![retention(120, 60)];
+        let (c, _) = judged(&d, &untagged, true, vec![update.clone()]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].fields.len(), 3);
+        assert_eq!(c[0].fields[2].key, RETENTION);
+        // Without --adopt, or tagged by another tool, or replaced: impossible, with the reason.
+        let foreign = tags(&[(TAG_MANAGED_BY, "terraform")]);
+        let mut replace = update.clone();
+        replace.action = Action::Replace;
+        for (t, adopt, change) in [
+            (&untagged, false, update.clone()),
+            (&foreign, true, update.clone()),
+            (&untagged, true, replace),
+        ] {
+            let (c, n) = judged(&d, t, adopt, vec![change]);
+            assert!(n.is_empty());
+            assert_eq!(c.len(), 1);
+            assert_eq!(c[0].action, Action::Impossible, "{t:?} adopt={adopt}");
+            assert_eq!(c[0].messages, Some(4));
+            assert_eq!(c[0].fields.len(), 1, "the fields stay for the reader");
+            let reason = c[0].reason.as_deref().unwrap_or_default();
+            assert_eq!(reason, "queue q is not dlqctl's");
+        }
+        // Nothing planned for it and not adoptable: impossible all the same.
+        let (c, _) = judged(&d, &untagged, false, Vec::new());
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].action, Action::Impossible);
+    }
+
+    #[test]
+    fn an_unowned_queue_no_spec_wants_is_left_alone_with_a_note() {
+        let d = desired(false);
+        let mut delete = queue_change(Kind::Queue, Action::Delete, Props::new());
+        delete.messages = Some(4);
+        let other = {
+            let mut c = delete.clone();
+            c.resource.name = "other".into();
+            c
+        };
+        let (c, n) = judged(&d, &tags(&[]), true, vec![delete, other]);
+        let names: Vec<&str> = c.iter().map(|c| c.resource.name.as_str()).collect();
+        assert_eq!(names, ["other"], "only its own delete goes");
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].message, "queue is not dlqctl's; left alone");
+    }
+}
