@@ -153,6 +153,26 @@ impl Drop for Cleanup {
     }
 }
 
+/// Sends SIGINT to a running `dlqctl apply`, waits for it, and returns its stderr after
+/// checking it exited 1.
+fn interrupt(mut child: std::process::Child) -> String {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    stderr
+}
+
 /// Writes six copies of the example as `channel.yaml` (channels `<channel>0` … `<channel>5`);
 /// returns how many changes the plan makes (42: seven objects each).
 fn six_channels(f: &Fixture) -> usize {
@@ -282,7 +302,7 @@ fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
     };
     let _cleanup = Cleanup(f.channel.clone());
     let total = six_channels(&f);
-    let mut child = f.spawn_apply();
+    let child = f.spawn_apply();
     let writes = || {
         proxy
             .counters
@@ -298,20 +318,7 @@ fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let at_kill = writes();
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(ok.success());
-    let status = child.wait().expect("wait");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read");
-    assert_eq!(status.code(), Some(1), "{stderr}");
+    let stderr = interrupt(child);
     assert!(
         stderr.contains("Interrupted") && stderr.contains("(interrupted)"),
         "{stderr}"
@@ -377,7 +384,7 @@ fn ctrl_c_finishes_the_current_step_then_stops() {
     }) else {
         return;
     };
-    let mut child = f.spawn_apply();
+    let child = f.spawn_apply();
     // Interrupt once the first write is under way.
     let deadline = Instant::now() + Duration::from_secs(20);
     while proxy
@@ -389,20 +396,7 @@ fn ctrl_c_finishes_the_current_step_then_stops() {
         assert!(Instant::now() < deadline, "apply never started writing");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(ok.success());
-    let status = child.wait().expect("wait");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read");
-    assert_eq!(status.code(), Some(1), "{stderr}");
+    let stderr = interrupt(child);
     assert!(stderr.contains("Interrupted"), "{stderr}");
     assert!(
         stderr.contains("[1/7]") && stderr.contains("done"),

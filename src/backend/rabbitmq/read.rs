@@ -570,26 +570,35 @@ impl Reader {
         self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
     }
 
-    pub(super) async fn read_vhost(
-        &self,
-        vhost: &str,
-        out: &mut BTreeMap<ResourceId, Live>,
-    ) -> Result<(), HttpError> {
-        let v = seg(vhost);
-        let name_filter = format!(
+    /// A name filter (`use_regex=true`) for the queues the ownership prefixes cover.
+    fn owned_filter(&self) -> String {
+        format!(
             "^({})",
             self.prefixes
                 .iter()
                 .map(|p| regex_escape(p))
                 .collect::<Vec<_>>()
                 .join("|")
-        );
+        )
+    }
+
+    /// Every page of a vhost's queue listing matching `name_filter` (`query`: more query
+    /// parameters, such as `&columns=…`); `each` sees every queue object, with the call's API
+    /// and path for its errors.
+    async fn queue_pages(
+        &self,
+        vhost: &str,
+        name_filter: &str,
+        query: &str,
+        mut each: impl FnMut(&str, &str, &Value) -> Result<(), HttpError>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
         let mut page = 1;
         loop {
             let api = "GET /api/queues/{vhost}";
             let path = format!(
-                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}&disable_stats=true&use_regex=true&name={}&columns={QUEUE_COLUMNS}",
-                seg(&name_filter)
+                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}{query}&use_regex=true&name={}",
+                seg(name_filter)
             );
             let Some(body) = self.http.get(api, &path).await? else {
                 return Err(no_vhost(vhost));
@@ -598,18 +607,7 @@ impl Reader {
                 .get("items")
                 .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
             for q in list(api, &path, items)? {
-                let name = item_name(api, &path, q)?;
-                if !self.owned(name) {
-                    continue;
-                }
-                let props = queue_props(api, &path, name, q)?;
-                out.insert(
-                    id(&self.target, Kind::Queue, vhost, name),
-                    Live {
-                        props,
-                        messages: None,
-                    },
-                );
+                each(api, &path, q)?;
             }
             let pages = match body.get("page_count") {
                 None => 1,
@@ -618,10 +616,34 @@ impl Reader {
                     .ok_or_else(|| bad_shape(api, &path, "`page_count` is not a number"))?,
             };
             if page as u64 >= pages || page >= 10_000 {
-                break;
+                return Ok(());
             }
             page += 1;
         }
+    }
+
+    pub(super) async fn read_vhost(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
+        let query = format!("&disable_stats=true&columns={QUEUE_COLUMNS}");
+        self.queue_pages(vhost, &self.owned_filter(), &query, |api, path, q| {
+            let name = item_name(api, path, q)?;
+            if self.owned(name) {
+                let props = queue_props(api, path, name, q)?;
+                out.insert(
+                    id(&self.target, Kind::Queue, vhost, name),
+                    Live {
+                        props,
+                        messages: None,
+                    },
+                );
+            }
+            Ok(())
+        })
+        .await?;
 
         let (api, path) = ("GET /api/policies/{vhost}", format!("/api/policies/{v}"));
         let policies = self
@@ -838,7 +860,6 @@ impl Reader {
         names: &[&str],
         stats: bool,
     ) -> Result<BTreeMap<String, Option<Value>>, HttpError> {
-        let v = seg(vhost);
         let name_filter = if names.len() <= 20 {
             format!(
                 "^({})$",
@@ -849,49 +870,19 @@ impl Reader {
                     .join("|")
             )
         } else {
-            format!(
-                "^({})",
-                self.prefixes
-                    .iter()
-                    .map(|p| regex_escape(p))
-                    .collect::<Vec<_>>()
-                    .join("|")
-            )
+            self.owned_filter()
         };
-        let (column, extra) = if stats {
-            ("messages", "")
+        let (column, query) = if stats {
+            ("messages", "&columns=name,messages")
         } else {
-            ("policy", "&disable_stats=true")
+            ("policy", "&disable_stats=true&columns=name,policy")
         };
         let mut out = BTreeMap::new();
-        let mut page = 1;
-        loop {
-            let api = "GET /api/queues/{vhost}";
-            let path = format!(
-                "/api/queues/{v}?page={page}&page_size={PAGE_SIZE}{extra}&use_regex=true&name={}&columns=name,{column}",
-                seg(&name_filter)
-            );
-            let Some(body) = self.http.get(api, &path).await? else {
-                return Err(no_vhost(vhost));
-            };
-            let items = body
-                .get("items")
-                .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
-            for q in list(api, &path, items)? {
-                let name = item_name(api, &path, q)?;
-                out.insert(name.to_owned(), q.get(column).cloned());
-            }
-            let pages = match body.get("page_count") {
-                None => 1,
-                Some(n) => n
-                    .as_u64()
-                    .ok_or_else(|| bad_shape(api, &path, "`page_count` is not a number"))?,
-            };
-            if page as u64 >= pages || page >= 10_000 {
-                break;
-            }
-            page += 1;
-        }
+        self.queue_pages(vhost, &name_filter, query, |api, path, q| {
+            out.insert(item_name(api, path, q)?.to_owned(), q.get(column).cloned());
+            Ok(())
+        })
+        .await?;
         Ok(out)
     }
 
