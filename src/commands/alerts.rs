@@ -3,18 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::cli::{AlertsArgs, AlertsFormat, SpecArgs};
+use crate::cli::{AlertsArgs, AlertsFormat};
 use crate::engine::alerts::{self, Format};
 use crate::printer::Printer;
 
 /// Exit codes: 0 written (or up to date), 1 lint errors, 2 `--check` found a difference.
 pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let spec = SpecArgs {
-        targets: args.targets.clone(),
-        insecure: false,
-        read_timeout: 30,
-    };
-    let Some(loaded) = super::load_checked(&args.paths, &spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.targets.as_deref(), printer)? else {
         return Ok(1);
     };
     let built = alerts::build(&loaded.channels, &loaded.targets);

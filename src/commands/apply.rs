@@ -62,7 +62,9 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
             (fresh.plan, fresh.readers, fresh.baseline, true, fresh.stats)
         }
         None => {
-            let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+            let Some(loaded) =
+                super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+            else {
                 return Ok(1);
             };
             let planned = rt.block_on(engine::plan(
@@ -215,16 +217,12 @@ fn replan(
             "{path}: the plan does not record the specs it was made from, so it cannot be checked; plan again with `dlqctl plan --out`"
         );
     };
-    let spec = crate::cli::SpecArgs {
-        targets: args
-            .spec
-            .targets
-            .clone()
-            .or_else(|| source.targets_file.clone()),
-        insecure: args.spec.insecure,
-        read_timeout: args.spec.read_timeout,
-    };
-    let Some(loaded) = super::load_checked(&source.paths, &spec, printer)? else {
+    let targets = args
+        .spec
+        .targets
+        .as_deref()
+        .or(source.targets_file.as_deref());
+    let Some(loaded) = super::load_checked(&source.paths, targets, printer)? else {
         return Ok(None);
     };
     let mut moved = Vec::new();

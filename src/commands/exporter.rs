@@ -37,7 +37,8 @@ fn metrics_text(latest: &Latest) -> String {
 }
 
 pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let channels = Arc::new(super::status::select(loaded.channels, &args.read)?);

@@ -1,18 +1,13 @@
 //! `dlqctl graph`: a picture of each channel, in Mermaid or DOT. Offline: it reads specs,
 //! never a server.
 
-use crate::cli::{GraphArgs, GraphFormat, SpecArgs};
+use crate::cli::{GraphArgs, GraphFormat};
 use crate::graph;
 use crate::printer::Printer;
 
 /// Exit codes: 0 drawn, 1 lint errors.
 pub fn run(args: &GraphArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let spec = SpecArgs {
-        targets: args.targets.clone(),
-        insecure: false,
-        read_timeout: 30,
-    };
-    let Some(loaded) = super::load_checked(&args.paths, &spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.targets.as_deref(), printer)? else {
         return Ok(1);
     };
     let graphs = graph::build(&loaded.channels);

@@ -66,10 +66,10 @@ pub fn content_hash(text: &str) -> String {
 /// plan's); `None` when there were errors.
 pub fn load_checked(
     paths: &[PathBuf],
-    spec: &SpecArgs,
+    targets: Option<&std::path::Path>,
     printer: &Printer,
 ) -> anyhow::Result<Option<Loaded>> {
-    let ws = load::load(paths, spec.targets.as_deref())?;
+    let ws = load::load(paths, targets)?;
     let (findings, checked) = rules::check(&ws);
     let mut diags = ws.diagnostics.clone();
     diags.extend(findings);

@@ -10,7 +10,8 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     if let Some(out) = &args.out {
         refuse_overwrite(out)?;
     }
-    let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let opts = super::connect_options(&args.spec, printer);

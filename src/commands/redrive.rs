@@ -15,7 +15,8 @@ use crate::redrive::{self, Destination, Report, Run, Selection, SelectionRecord,
 use crate::spec::resolve::Resolved;
 
 pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let read = crate::cli::ReadArgs {

@@ -13,7 +13,8 @@ use crate::status::{ReadOptions, render};
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 every DLQ empty, 2 one holds
 /// messages), 1 a channel could not be read, or an error.
 pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, &args.spec, printer)? else {
+    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let channels = select(loaded.channels, &args.read)?;
