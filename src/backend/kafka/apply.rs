@@ -40,28 +40,22 @@ impl Writer {
             .operation_timeout(Some(TIMEOUT))
     }
 
-    /// Applies one change to one topic. A delete (only `plan --prune` plans one) drops a
-    /// topic that holds records only with `allow_loss`; the count is read again first.
+    /// Applies one change to one topic: [`apply_many`](Self::apply_many) with one change. A
+    /// delete (only `plan --prune` plans one) drops a topic that holds records only with
+    /// `allow_loss`; the count is read again first.
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), KafkaError> {
+        self.apply_many(&[change], allow_loss)
+            .await
+            .pop()
+            .unwrap_or(Ok(()))
+    }
+
+    /// A change that never shares a request: a delete, or a replace (refused).
+    async fn apply_alone(&self, change: &Change, allow_loss: bool) -> Result<(), KafkaError> {
         let topic = change.resource.name.as_str();
-        if change.action == Action::Impossible {
-            return Ok(());
-        }
-        self.check_owned(topic)?;
         match change.action {
-            Action::Create => self.create(change).await,
-            Action::Update => {
-                let steps = update_steps(change).map_err(|m| topic_error(topic, "update", m))?;
-                for step in steps {
-                    match step {
-                        Step::AlterConfigs(ops) => self.alter_configs(topic, ops).await?,
-                        Step::CreatePartitions(n) => self.create_partitions(topic, n).await?,
-                    }
-                }
-                Ok(())
-            }
             Action::Delete => self.delete(topic, allow_loss).await,
-            Action::Replace | Action::Impossible => Err(topic_error(
+            _ => Err(topic_error(
                 topic,
                 "apply",
                 "dlqctl does not re-create Kafka topics; delete it by hand if it must go",
@@ -99,10 +93,6 @@ impl Writer {
             }
         }
         Ok(())
-    }
-
-    async fn create(&self, change: &Change) -> Result<(), KafkaError> {
-        self.create_many(&[change]).await.pop().unwrap_or(Ok(()))
     }
 
     /// Creates every topic of `changes` with one CreateTopics request; one result per change,
@@ -196,7 +186,7 @@ impl Writer {
                     }
                     Err(m) => out[i] = Some(Err(topic_error(topic, "update", m))),
                 },
-                _ => out[i] = Some(self.apply(c, allow_loss).await),
+                _ => out[i] = Some(self.apply_alone(c, allow_loss).await),
             }
         }
         let batch: Vec<&Change> = creates.iter().map(|i| changes[*i]).collect();
@@ -302,37 +292,6 @@ impl Writer {
                 ),
             )),
         }
-    }
-
-    async fn alter_configs(&self, topic: &str, ops: Vec<ConfigOp>) -> Result<(), KafkaError> {
-        self.reader.stats.count("kafka:IncrementalAlterConfigs");
-        let answers = ffi::incremental_alter_topic_configs(
-            &self.reader.admin,
-            &[(topic.to_owned(), ops)],
-            TIMEOUT,
-        )
-        .await
-        .map_err(|e| topic_error(topic, "IncrementalAlterConfigs", e.detail()))?;
-        for (name, result) in answers {
-            result.map_err(|e| topic_error(&name, "IncrementalAlterConfigs", e))?;
-        }
-        Ok(())
-    }
-
-    async fn create_partitions(&self, topic: &str, total: usize) -> Result<(), KafkaError> {
-        self.reader.stats.count("kafka:CreatePartitions");
-        let results = self
-            .reader
-            .admin
-            .create_partitions([&NewPartitions::new(topic, total)], &Self::options())
-            .await
-            .map_err(|e| topic_error(topic, "CreatePartitions", e))?;
-        for r in results {
-            if let Err((name, code)) = r {
-                return Err(topic_error(&name, "CreatePartitions", code));
-            }
-        }
-        Ok(())
     }
 
     /// Waits until the brokers show every applied change (topic creation and config changes
