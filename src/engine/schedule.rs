@@ -19,7 +19,7 @@
 //! Different targets share nothing and run side by side.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use crate::plan::{Action, Change};
 use crate::resource::{Kind, ResourceId};
@@ -152,7 +152,9 @@ impl Schedule {
         self.ready[t].peek().map(|Reverse(i)| *i)
     }
 
-    /// Whether target `t` has a change that may start now.
+    /// Whether target `t` has a change that may start now (the tests' view; apply asks
+    /// [`next`](Self::next)).
+    #[cfg(test)]
     pub fn has_ready(&self, t: usize) -> bool {
         !self.ready[t].is_empty()
     }
@@ -195,18 +197,6 @@ impl Schedule {
     }
 }
 
-/// For tests and `--explain`-style output: each change's explicit dependencies, by index.
-pub fn dependencies(steps: &[&Change], first: &HashSet<ResourceId>) -> BTreeMap<usize, Vec<usize>> {
-    let s = Schedule::new(steps, first);
-    let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (a, ds) in s.dependents.iter().enumerate() {
-        for d in ds {
-            out.entry(*d).or_default().push(a);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     //! The ordering rules, offline: whatever order concurrent changes finish in, no change
@@ -215,6 +205,19 @@ mod tests {
     use crate::resource::{Desired, Kind, Role};
     use crate::spec::model::Backend;
     use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// Each change's explicit dependencies, by index (for the tests).
+    fn dependencies(steps: &[&Change], first: &HashSet<ResourceId>) -> BTreeMap<usize, Vec<usize>> {
+        let s = Schedule::new(steps, first);
+        let mut out: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (a, ds) in s.dependents.iter().enumerate() {
+            for d in ds {
+                out.entry(*d).or_default().push(a);
+            }
+        }
+        out
+    }
 
     fn change(
         target: &str,
