@@ -27,6 +27,8 @@ pub enum Kind {
     Alarm,
     /// A Pub/Sub subscription (it holds the messages; the topic only fans them out).
     Subscription,
+    /// A Kafka ACL binding on a topic (`kafka.acls`), named `<topic> <OPERATION> <principal>`.
+    Acl,
 }
 
 impl Kind {
@@ -39,6 +41,7 @@ impl Kind {
             Kind::Topic => "topic",
             Kind::Alarm => "alarm",
             Kind::Subscription => "subscription",
+            Kind::Acl => "acl",
         }
     }
 }
@@ -100,6 +103,8 @@ pub enum Role {
     Exchange,
     Binding,
     Alarm,
+    // Kafka ACL bindings (`kafka.acls`): after the topics they name.
+    Acl,
 }
 
 /// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka

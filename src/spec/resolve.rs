@@ -243,6 +243,8 @@ pub struct KafkaResolved {
     /// order: `<main><suffix><dltSuffix>`.
     pub exception_dead_letters: Vec<String>,
     pub config: std::collections::BTreeMap<String, String>,
+    /// `kafka.acls`, as written (`None`: dlqctl owns no ACLs of this channel).
+    pub acls: Option<crate::spec::model::KafkaAcls>,
 }
 
 /// Why a channel could not be resolved; each names the JSON pointer of the field at fault.
@@ -888,6 +890,7 @@ fn kafka(
             .into_iter()
             .map(|(k, v)| (k, v.to_string()))
             .collect(),
+        acls: o.acls,
     }
 }
 

@@ -295,13 +295,18 @@ fn no_match(at: &At<'_>, pattern: &str, out: &mut Vec<Diagnostic>) {
         )
         .hint("durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d`")
     } else {
-        Diagnostic::error(
+        let d = Diagnostic::error(
             "schema/pattern",
             format!(
                 "`{field}` is {}, which does not match `{pattern}`",
                 describe(found)
             ),
-        )
+        );
+        if pattern == super::model::PRINCIPAL_PATTERN {
+            d.hint("a Kafka principal is its type and name: `User:orders-api` (`User:*`: everyone)")
+        } else {
+            d
+        }
     };
     out.push(d.at(locs.value(pointer)));
 }

@@ -1,5 +1,6 @@
 //! Kafka apply: the only module that writes topics (CreateTopics, IncrementalAlterConfigs,
-//! CreatePartitions, DeleteTopics), and only inside the ownership prefixes.
+//! CreatePartitions, DeleteTopics) and their ACL bindings (CreateAcls, DeleteAcls), and only
+//! inside the ownership prefixes.
 
 use rdkafka::admin::{AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::types::RDKafkaErrorCode;
@@ -7,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::ffi::ConfigOp;
+use super::ffi::{ConfigOp, Grant};
 use super::read::Reader;
 use super::*;
 use crate::plan::{Action, Change};
@@ -17,7 +18,14 @@ use crate::resource::Desired;
 #[derive(Debug, Clone)]
 pub struct Writer {
     pub reader: Reader,
+    /// Whether the cluster can keep the bindings dlqctl owns (see
+    /// [`acl_support`](Self::acl_support)), asked once per apply.
+    pub(super) acl_support: std::sync::Arc<tokio::sync::OnceCell<Result<(), String>>>,
 }
+
+/// The binding the ACL support probe's DeleteAcls filter names: nobody makes it, so the
+/// filter matches nothing.
+const PROBE: &str = "__dlqctl_acl_probe";
 
 impl Writer {
     pub fn target(&self) -> &str {
@@ -162,10 +170,20 @@ impl Writer {
         let mut creates: Vec<usize> = Vec::new();
         let mut alters: Vec<(usize, Vec<ConfigOp>)> = Vec::new();
         let mut grows: Vec<(usize, usize)> = Vec::new();
+        let mut grants: Vec<(usize, Grant)> = Vec::new();
+        let mut revokes: Vec<(usize, Grant)> = Vec::new();
         for (i, c) in changes.iter().enumerate() {
             let topic = c.resource.name.as_str();
             if c.action == Action::Impossible {
                 out[i] = Some(Ok(()));
+                continue;
+            }
+            if c.resource.kind == Kind::Acl {
+                match self.acl_step(c) {
+                    Ok((Action::Delete, g)) => revokes.push((i, g)),
+                    Ok((_, g)) => grants.push((i, g)),
+                    Err(e) => out[i] = Some(Err(e)),
+                }
                 continue;
             }
             if let Err(e) = self.check_owned(topic) {
@@ -270,7 +288,99 @@ impl Writer {
                 }
             }
         }
+        for (api, batch) in [("CreateAcls", grants), ("DeleteAcls", revokes)] {
+            if batch.is_empty() {
+                continue;
+            }
+            if let Err(message) = self.acl_support().await {
+                for (i, _) in &batch {
+                    out[*i] = Some(Err(KafkaError::Acl {
+                        binding: changes[*i].resource.name.clone(),
+                        api,
+                        message: message.clone(),
+                    }));
+                }
+                continue;
+            }
+            let request: Vec<Grant> = batch.iter().map(|(_, g)| g.clone()).collect();
+            self.reader.stats.count(if api == "CreateAcls" {
+                "kafka:CreateAcls"
+            } else {
+                "kafka:DeleteAcls"
+            });
+            let answers = if api == "CreateAcls" {
+                ffi::create_acls(&self.reader.admin, request, TIMEOUT)
+                    .await
+                    .map(|a| a.into_iter().map(|r| r.map(|()| 1)).collect())
+            } else {
+                ffi::delete_acls(&self.reader.admin, request, TIMEOUT).await
+            };
+            for (n, (i, _)) in batch.iter().enumerate() {
+                let failed = match &answers {
+                    // A filter that matched nothing: the binding is gone already.
+                    Ok(a) => a[n].as_ref().err().cloned(),
+                    Err(e) => Some(e.detail()),
+                };
+                out[*i] = Some(match failed {
+                    None => Ok(()),
+                    Some(message) => Err(KafkaError::Acl {
+                        binding: changes[*i].resource.name.clone(),
+                        api,
+                        message,
+                    }),
+                });
+            }
+        }
         out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
+    }
+
+    /// Whether the cluster can keep the bindings dlqctl owns: it must answer DeleteAcls, or
+    /// a binding could be created and never removed. Asked once, before the first ACL write,
+    /// with a DeleteAcls whose filter matches nothing ([`PROBE`]). It also keeps dlqctl from
+    /// sending CreateAcls to a broker that advertises it without answering it in full: tansu
+    /// 0.6.0 answers CreateAcls without its results, and librdkafka 2.12 then aborts the
+    /// process (`rd_kafka_admin_response_parse: Assertion rko_result failed`, measured).
+    async fn acl_support(&self) -> Result<(), String> {
+        self.acl_support
+            .get_or_init(|| async {
+                let probe = Grant {
+                    topic: PROBE.to_owned(),
+                    operation: ffi::AclOperation::Read,
+                    principal: format!("User:{PROBE}"),
+                };
+                self.reader.stats.count("kafka:DeleteAcls");
+                match ffi::delete_acls(&self.reader.admin, vec![probe], TIMEOUT).await {
+                    Ok(_) => Ok(()),
+                    Err(ffi::CallError::Failed {
+                        code: RDKafkaErrorCode::SecurityDisabled,
+                        ..
+                    }) => Err("the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` or enable an authorizer".to_owned()),
+                    Err(e) => Err(format!(
+                        "the cluster cannot delete ACL bindings ({}), so dlqctl creates none it could not remove later",
+                        e.detail()
+                    )),
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// What one `kafka.acls` change writes: a binding to create or to delete, on an owned
+    /// topic. Nothing else is ever done to a binding.
+    fn acl_step(&self, c: &Change) -> Result<(Action, Grant), KafkaError> {
+        let refuse = |message: &str| KafkaError::Acl {
+            binding: c.resource.name.clone(),
+            api: "apply",
+            message: message.to_owned(),
+        };
+        let g = grant_of(&c.resource).ok_or_else(|| {
+            refuse("not a binding dlqctl makes (`<topic> READ|WRITE <principal>`)")
+        })?;
+        self.check_owned(&g.topic)?;
+        match c.action {
+            Action::Create | Action::Delete => Ok((c.action, g)),
+            _ => Err(refuse("an ACL binding is only created or deleted")),
+        }
     }
 
     /// A topic the plan would create exists: success if it already has the planned settings.
@@ -317,7 +427,7 @@ impl Writer {
         }
         Ok(pending
             .into_iter()
-            .map(|c| format!("topic {}", c.resource.name))
+            .map(|c| format!("{} {}", c.resource.kind.as_str(), c.resource.name))
             .collect())
     }
 }

@@ -1,10 +1,13 @@
 //! Kafka desired state (pure, no I/O): a resolved channel becomes its main topic, one retry
 //! topic per distinct delay (named by the naming profile), the dead-letter topic, Spring's
 //! exception-based dead-letter topics, if any, and the invalid-message topic (`spec.invalid`),
-//! partitioned like the dead-letter topic.
+//! partitioned like the dead-letter topic; then the ACL bindings of `kafka.acls`, if written.
+
+use std::collections::BTreeSet;
 
 use serde_json::json;
 
+use super::ffi::{AclOperation, Grant};
 use super::*;
 use crate::resource::{Desired, Props};
 use crate::spec::duration;
@@ -66,6 +69,53 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         out.push(topic(&stage.name, Role::Retry, k.partitions, r.retention));
     }
     out.push(topic(&r.main, Role::Main, k.partitions, r.retention));
+    let grants = grants(r);
+    out.extend(grants.into_iter().map(|g| Desired {
+        id: acl_id(&r.target, &g),
+        channel: r.channel.clone(),
+        role: Role::Acl,
+        props: Props::new(),
+        immutable: false,
+        present: true,
+    }));
+    out
+}
+
+/// The ACL bindings `kafka.acls` asks for, sorted, each once (pure): producers WRITE the main
+/// topic; the consuming service READs the main and retry topics and WRITEs the retry, dead-
+/// letter and invalid-message topics (Spring's retry and dead-letter publishing runs in the
+/// consumer); dead-letter readers READ the dead-letter and invalid-message topics only.
+pub fn grants(r: &Resolved) -> BTreeSet<Grant> {
+    let mut out = BTreeSet::new();
+    let Some(acls) = r.kafka.as_ref().and_then(|k| k.acls.as_ref()) else {
+        return out;
+    };
+    let retries: Vec<&str> = r.retry_stages.iter().map(|s| s.name.as_str()).collect();
+    let mut dead: Vec<&str> = r
+        .kafka
+        .iter()
+        .flat_map(|k| k.exception_dead_letters.iter().map(String::as_str))
+        .collect();
+    dead.push(&r.dead_letter);
+    dead.extend(r.invalid.iter().map(|i| i.name.as_str()));
+    let mut grant = |topics: &[&str], operation, principals: &Option<Vec<_>>| {
+        for t in topics {
+            for p in crate::spec::model::KafkaAcls::of(principals) {
+                out.insert(Grant {
+                    topic: (*t).to_owned(),
+                    operation,
+                    principal: p.to_owned(),
+                });
+            }
+        }
+    };
+    let main = [r.main.as_str()];
+    grant(&main, AclOperation::Write, &acls.produce);
+    let read: Vec<&str> = main.iter().chain(&retries).copied().collect();
+    grant(&read, AclOperation::Read, &acls.consume);
+    let write: Vec<&str> = retries.iter().chain(&dead).copied().collect();
+    grant(&write, AclOperation::Write, &acls.consume);
+    grant(&dead, AclOperation::Read, &acls.read_dead_letters);
     out
 }
 
@@ -137,5 +187,68 @@ mod tests {
         let mut r = inventory();
         r.kafka = None;
         assert!(desired(&r).is_empty());
+    }
+    #[test]
+    fn kafka_acls_grant_each_role_its_topics_and_nothing_else() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n  invalid: {retention: 7d}\n  kafka:\n    exceptionBasedDlts: [-deserialization]\n    acls:\n      produce: [User:api, User:worker]\n      consume: [User:worker]\n      readDeadLetters: [User:ops]\n",
+        );
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target = serde_json::from_value(
+            json!({"backend": "kafka", "bootstrapServers": "127.0.0.1:9092"}),
+        )
+        .expect("target");
+        let r =
+            crate::spec::resolve::resolve(&ws.channels[0].value, "k", &target).expect("resolves");
+        let got: Vec<String> = grants(&r)
+            .iter()
+            .map(|g| format!("{} {} {}", g.topic, g.operation.as_str(), g.principal))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // Producers write the main topic; the worker consumes it (and produces too).
+                "app.orders READ User:worker",
+                "app.orders WRITE User:api",
+                "app.orders WRITE User:worker",
+                // Spring's publishing runs in the consumer: it writes every dead-letter topic;
+                // operators read them, and nothing else.
+                "app.orders-deserialization-dlt READ User:ops",
+                "app.orders-deserialization-dlt WRITE User:worker",
+                "app.orders-dlt READ User:ops",
+                "app.orders-dlt WRITE User:worker",
+                "app.orders-invalid-dlt READ User:ops",
+                "app.orders-invalid-dlt WRITE User:worker",
+                // The consumer reads and writes its retry topics.
+                "app.orders-retry-1000 READ User:worker",
+                "app.orders-retry-1000 WRITE User:worker",
+                "app.orders-retry-2000 READ User:worker",
+                "app.orders-retry-2000 WRITE User:worker",
+            ]
+        );
+        // Each is a resource of the channel, after its topics, named as `grant_of` reads it.
+        let ds = desired(&r);
+        let acls: Vec<&Desired> = ds.iter().filter(|d| d.id.kind == Kind::Acl).collect();
+        assert_eq!(acls.len(), got.len());
+        assert!(
+            ds[ds.len() - acls.len()..]
+                .iter()
+                .all(|d| d.id.kind == Kind::Acl)
+        );
+        for (d, g) in acls.iter().zip(grants(&r)) {
+            assert_eq!(
+                (d.role, d.present, d.channel.as_str()),
+                (Role::Acl, true, "app.orders")
+            );
+            assert_eq!(grant_of(&d.id), Some(g));
+        }
+        // Without `kafka.acls`, no binding.
+        assert!(
+            desired(&inventory())
+                .iter()
+                .all(|d| d.id.kind == Kind::Topic)
+        );
+        assert!(grants(&inventory()).is_empty());
     }
 }

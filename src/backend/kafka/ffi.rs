@@ -1,5 +1,6 @@
 //! Topic configs over librdkafka's C API: `DescribeConfigs` and `IncrementalAlterConfigs`;
-//! and the topics' ACLs (`DescribeAcls`), which rdkafka 0.39 has no wrapper for at all.
+//! and the topics' ACLs (`DescribeAcls`, `CreateAcls`, `DeleteAcls`), which rdkafka 0.39 has
+//! no wrapper for at all.
 //!
 //! Why this exists: rdkafka 0.39 has no wrapper for IncrementalAlterConfigs (its
 //! `alter_configs` is the legacy AlterConfigs, which resets every key it is not given to the
@@ -151,12 +152,60 @@ pub async fn describe_topic_configs(
 
 const DESCRIBE_ACLS: &str = "DescribeAcls";
 
-/// What an ACL binding lets its principal do with a topic, as far as reading goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What an ACL binding lets its principal do with a topic, as far as dlqctl tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AclOperation {
     Read,
+    Write,
     All,
     Other,
+}
+
+impl AclOperation {
+    /// Kafka's name of the operation (`READ`), as in `kafka-acls.sh --list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AclOperation::Read => "READ",
+            AclOperation::Write => "WRITE",
+            AclOperation::All => "ALL",
+            AclOperation::Other => "OTHER",
+        }
+    }
+
+    fn c(self) -> rd::rd_kafka_AclOperation_t {
+        use rd::rd_kafka_AclOperation_t as Op;
+        match self {
+            AclOperation::Read => Op::RD_KAFKA_ACL_OPERATION_READ,
+            AclOperation::Write => Op::RD_KAFKA_ACL_OPERATION_WRITE,
+            AclOperation::All => Op::RD_KAFKA_ACL_OPERATION_ALL,
+            AclOperation::Other => Op::RD_KAFKA_ACL_OPERATION_UNKNOWN,
+        }
+    }
+}
+
+/// A binding dlqctl creates or deletes (`kafka.acls`): on one topic by its literal name, for
+/// any host (`*`), ALLOW.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Grant {
+    pub topic: String,
+    pub operation: AclOperation,
+    pub principal: String,
+}
+
+impl Grant {
+    /// Whether a live binding is one dlqctl could have made: literal, any host, ALLOW, READ
+    /// or WRITE. Only these are deleted when the spec no longer lists them.
+    pub fn of(b: &AclBinding) -> Option<Grant> {
+        let shape = b.pattern == AclPattern::Literal
+            && b.host == "*"
+            && b.allow
+            && matches!(b.operation, AclOperation::Read | AclOperation::Write);
+        shape.then(|| Grant {
+            topic: b.name.clone(),
+            operation: b.operation,
+            principal: b.principal.clone(),
+        })
+    }
 }
 
 /// How an ACL binding's resource name matches topic names.
@@ -261,24 +310,219 @@ unsafe fn read_acls(
             {
                 continue;
             }
-            use rd::rd_kafka_AclOperation_t as Op;
-            use rd::rd_kafka_ResourcePatternType_t as Pat;
-            out.push(AclBinding {
-                name: opt_string(rd::rd_kafka_AclBinding_name(b)).unwrap_or_default(),
-                pattern: match rd::rd_kafka_AclBinding_resource_pattern_type(b) {
-                    Pat::RD_KAFKA_RESOURCE_PATTERN_LITERAL => AclPattern::Literal,
-                    Pat::RD_KAFKA_RESOURCE_PATTERN_PREFIXED => AclPattern::Prefixed,
-                    _ => AclPattern::Other,
-                },
-                principal: opt_string(rd::rd_kafka_AclBinding_principal(b)).unwrap_or_default(),
-                host: opt_string(rd::rd_kafka_AclBinding_host(b)).unwrap_or_default(),
-                operation: match rd::rd_kafka_AclBinding_operation(b) {
-                    Op::RD_KAFKA_ACL_OPERATION_READ => AclOperation::Read,
-                    Op::RD_KAFKA_ACL_OPERATION_ALL => AclOperation::All,
-                    _ => AclOperation::Other,
-                },
-                allow: rd::rd_kafka_AclBinding_permission_type(b)
-                    == rd::rd_kafka_AclPermissionType_t::RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW,
+            out.push(binding_of(b));
+        }
+        Ok(out)
+    }
+}
+
+/// Copies one C binding (a topic's) into Rust.
+///
+/// # Safety
+/// `b` must point to a live `rd_kafka_AclBinding_t`.
+unsafe fn binding_of(b: *const rd::rd_kafka_AclBinding_t) -> AclBinding {
+    use rd::rd_kafka_AclOperation_t as Op;
+    use rd::rd_kafka_ResourcePatternType_t as Pat;
+    // SAFETY: guaranteed by the caller; strings are copied.
+    unsafe {
+        AclBinding {
+            name: opt_string(rd::rd_kafka_AclBinding_name(b)).unwrap_or_default(),
+            pattern: match rd::rd_kafka_AclBinding_resource_pattern_type(b) {
+                Pat::RD_KAFKA_RESOURCE_PATTERN_LITERAL => AclPattern::Literal,
+                Pat::RD_KAFKA_RESOURCE_PATTERN_PREFIXED => AclPattern::Prefixed,
+                _ => AclPattern::Other,
+            },
+            principal: opt_string(rd::rd_kafka_AclBinding_principal(b)).unwrap_or_default(),
+            host: opt_string(rd::rd_kafka_AclBinding_host(b)).unwrap_or_default(),
+            operation: match rd::rd_kafka_AclBinding_operation(b) {
+                Op::RD_KAFKA_ACL_OPERATION_READ => AclOperation::Read,
+                Op::RD_KAFKA_ACL_OPERATION_WRITE => AclOperation::Write,
+                Op::RD_KAFKA_ACL_OPERATION_ALL => AclOperation::All,
+                _ => AclOperation::Other,
+            },
+            allow: rd::rd_kafka_AclBinding_permission_type(b)
+                == rd::rd_kafka_AclPermissionType_t::RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW,
+        }
+    }
+}
+
+const CREATE_ACLS: &str = "CreateAcls";
+const DELETE_ACLS: &str = "DeleteAcls";
+
+/// The request's C bindings (CreateAcls) or filters (DeleteAcls), freed together.
+struct Bindings(Vec<*mut rd::rd_kafka_AclBinding_t>);
+
+impl Drop for Bindings {
+    fn drop(&mut self) {
+        for b in &self.0 {
+            // SAFETY: each came from `rd_kafka_AclBinding(Filter)_new` and is freed only here.
+            unsafe { rd::rd_kafka_AclBinding_destroy(*b) }
+        }
+    }
+}
+
+/// The C objects of a request: for CreateAcls a binding per grant; for DeleteAcls a filter
+/// that matches exactly that binding (every field given, none "any").
+fn grant_bindings(api: &'static str, grants: &[Grant]) -> Result<Bindings, CallError> {
+    let mut out = Bindings(Vec::with_capacity(grants.len()));
+    let host = c_string(api, "host", "*")?;
+    for g in grants {
+        let topic = c_string(api, "topic", &g.topic)?;
+        let principal = c_string(api, "principal", &g.principal)?;
+        let mut errstr = [0 as c_char; 512];
+        let new = if api == DELETE_ACLS {
+            rd::rd_kafka_AclBindingFilter_new
+        } else {
+            rd::rd_kafka_AclBinding_new
+        };
+        // SAFETY: the strings are valid C strings that librdkafka copies; `errstr` is a
+        // writable buffer of the given size. A null return is checked; the guard owns it.
+        let b = unsafe {
+            new(
+                rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC,
+                topic.as_ptr(),
+                rd::rd_kafka_ResourcePatternType_t::RD_KAFKA_RESOURCE_PATTERN_LITERAL,
+                principal.as_ptr(),
+                host.as_ptr(),
+                g.operation.c(),
+                rd::rd_kafka_AclPermissionType_t::RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW,
+                errstr.as_mut_ptr(),
+                errstr.len(),
+            )
+        };
+        if b.is_null() {
+            // SAFETY: librdkafka NUL-terminates what it writes into `errstr`.
+            let why = unsafe { CStr::from_ptr(errstr.as_ptr()) }.to_string_lossy();
+            return Err(CallError::Request {
+                api,
+                message: format!(
+                    "{} {} on topic `{}`: {why}",
+                    g.principal,
+                    g.operation.as_str(),
+                    g.topic
+                ),
+            });
+        }
+        out.0.push(b);
+    }
+    Ok(out)
+}
+
+/// Creates the bindings of `grants` in one CreateAcls request. One answer per grant, in order
+/// (Kafka answers in request order): `Err` with the broker's reason for a refused one.
+pub async fn create_acls(
+    admin: &Arc<Admin>,
+    grants: Vec<Grant>,
+    timeout: Duration,
+) -> Result<Vec<Result<(), String>>, CallError> {
+    let admin = Arc::clone(admin);
+    let answers = run_blocking(CREATE_ACLS, move || {
+        acls_blocking(CREATE_ACLS, &admin, &grants, timeout)
+    })
+    .await??;
+    Ok(answers.into_iter().map(|a| a.map(|_| ())).collect())
+}
+
+/// Deletes exactly the bindings of `grants` in one DeleteAcls request (a filter each, every
+/// field given). One answer per grant, in order: how many bindings the filter deleted.
+pub async fn delete_acls(
+    admin: &Arc<Admin>,
+    grants: Vec<Grant>,
+    timeout: Duration,
+) -> Result<Vec<Result<usize, String>>, CallError> {
+    let admin = Arc::clone(admin);
+    run_blocking(DELETE_ACLS, move || {
+        acls_blocking(DELETE_ACLS, &admin, &grants, timeout)
+    })
+    .await?
+}
+
+/// One CreateAcls or DeleteAcls round trip; per grant, the count of bindings it matched
+/// (1 for a created one).
+fn acls_blocking(
+    api: &'static str,
+    admin: &Admin,
+    grants: &[Grant],
+    timeout: Duration,
+) -> Result<Vec<Result<usize, String>>, CallError> {
+    let rk = admin.inner().native_ptr();
+    let mut bindings = grant_bindings(api, grants)?;
+    let (op, create) = if api == DELETE_ACLS {
+        (rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_DELETEACLS, false)
+    } else {
+        (rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_CREATEACLS, true)
+    };
+    let answered = round_trip(api, rk, op, timeout, |options, queue| {
+        // SAFETY: the array holds `len` live bindings; librdkafka copies them (ours are still
+        // freed by their guard); options and queue are live.
+        unsafe {
+            let (list, len) = (bindings.0.as_mut_ptr(), bindings.0.len());
+            if create {
+                rd::rd_kafka_CreateAcls(rk, list, len, options, queue);
+            } else {
+                rd::rd_kafka_DeleteAcls(rk, list, len, options, queue);
+            }
+        }
+    })?;
+    let event = answered.event.0;
+    // SAFETY: the event is live until `answered` drops, after every read below; errors are
+    // owned by the result objects (not destroyed here) and their strings are copied.
+    unsafe {
+        event_error(api, event, timeout)?;
+        let mut n = 0usize;
+        let mut out = Vec::with_capacity(grants.len());
+        let error_of = |e: *const rd::rd_kafka_error_t| -> Option<String> {
+            (!e.is_null()).then(|| {
+                let code = RDKafkaErrorCode::from(rd::rd_kafka_error_code(e));
+                let text = opt_string(rd::rd_kafka_error_string(e)).unwrap_or_default();
+                if text.is_empty() {
+                    code.to_string()
+                } else {
+                    format!("{code}: {text}")
+                }
+            })
+        };
+        if create {
+            let result = rd::rd_kafka_event_CreateAcls_result(event);
+            if result.is_null() {
+                return Err(wrong_event(api));
+            }
+            let list = rd::rd_kafka_CreateAcls_result_acls(result, &mut n);
+            for i in 0..n {
+                let r = *list.add(i);
+                out.push(match error_of(rd::rd_kafka_acl_result_error(r)) {
+                    Some(e) => Err(e),
+                    None => Ok(1),
+                });
+            }
+        } else {
+            let result = rd::rd_kafka_event_DeleteAcls_result(event);
+            if result.is_null() {
+                return Err(wrong_event(api));
+            }
+            let list = rd::rd_kafka_DeleteAcls_result_responses(result, &mut n);
+            for i in 0..n {
+                let r = *list.add(i);
+                out.push(
+                    match error_of(rd::rd_kafka_DeleteAcls_result_response_error(r)) {
+                        Some(e) => Err(e),
+                        None => {
+                            let mut matched = 0usize;
+                            rd::rd_kafka_DeleteAcls_result_response_matching_acls(r, &mut matched);
+                            Ok(matched)
+                        }
+                    },
+                );
+            }
+        }
+        if out.len() != grants.len() {
+            return Err(CallError::Request {
+                api,
+                message: format!(
+                    "the broker answered {} of {} bindings",
+                    out.len(),
+                    grants.len()
+                ),
             });
         }
         Ok(out)
@@ -790,5 +1034,110 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("Duplicate ConfigEntry"), "{e}");
+    }
+    fn grant(topic: &str, operation: AclOperation, principal: &str) -> Grant {
+        Grant {
+            topic: topic.into(),
+            operation,
+            principal: principal.into(),
+        }
+    }
+
+    #[test]
+    fn acl_requests_carry_exactly_the_granted_binding() {
+        // What CreateAcls sends (a binding) and what DeleteAcls sends (a filter naming every
+        // field, so it matches that binding alone), read back from librdkafka's own objects.
+        let grants = [
+            grant("app.orders-dlt", AclOperation::Read, "User:CN=ops, O=acme"),
+            grant("app.orders", AclOperation::Write, "User:api"),
+        ];
+        for api in [CREATE_ACLS, DELETE_ACLS] {
+            let built = grant_bindings(api, &grants).expect("builds");
+            assert_eq!(built.0.len(), 2);
+            for (b, g) in built.0.iter().zip(&grants) {
+                // SAFETY: a live binding just built, freed by `built` after this read.
+                let read = unsafe { binding_of(*b) };
+                assert_eq!(
+                    read,
+                    AclBinding {
+                        name: g.topic.clone(),
+                        pattern: AclPattern::Literal,
+                        principal: g.principal.clone(),
+                        host: "*".into(),
+                        operation: g.operation,
+                        allow: true,
+                    },
+                    "{api}"
+                );
+                assert_eq!(
+                    Grant::of(&read).as_ref(),
+                    Some(g),
+                    "{api}: read back as the grant"
+                );
+            }
+        }
+        let e = grant_bindings(CREATE_ACLS, &[grant("t", AclOperation::Read, "User:a\0b")])
+            .err()
+            .expect("a NUL byte is refused");
+        assert!(e.to_string().starts_with("CreateAcls: principal"), "{e}");
+    }
+
+    #[test]
+    fn only_literal_allow_read_or_write_bindings_for_any_host_are_dlqctl_shaped() {
+        let ours = AclBinding {
+            name: "app.orders".into(),
+            pattern: AclPattern::Literal,
+            principal: "User:api".into(),
+            host: "*".into(),
+            operation: AclOperation::Write,
+            allow: true,
+        };
+        assert_eq!(
+            Grant::of(&ours),
+            Some(grant("app.orders", AclOperation::Write, "User:api"))
+        );
+        let read = AclBinding {
+            operation: AclOperation::Read,
+            ..ours.clone()
+        };
+        assert!(Grant::of(&read).is_some());
+        for other in [
+            AclBinding {
+                pattern: AclPattern::Prefixed,
+                ..ours.clone()
+            },
+            AclBinding {
+                host: "10.0.0.1".into(),
+                ..ours.clone()
+            },
+            AclBinding {
+                allow: false,
+                ..ours.clone()
+            },
+            AclBinding {
+                operation: AclOperation::All,
+                ..ours.clone()
+            },
+            AclBinding {
+                operation: AclOperation::Other,
+                ..ours.clone()
+            },
+        ] {
+            assert_eq!(Grant::of(&other), None, "{other:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn acl_writes_without_a_broker_time_out_and_name_the_api() {
+        let admin = admin_without_broker();
+        let g = vec![grant("app.t", AclOperation::Read, "User:ops")];
+        let e = delete_acls(&admin, g.clone(), Duration::from_millis(300))
+            .await
+            .expect_err("no broker");
+        assert!(e.to_string().starts_with("DeleteAcls: "), "{e}");
+        let e = create_acls(&admin, g, Duration::from_millis(300))
+            .await
+            .expect_err("no broker");
+        assert!(e.to_string().starts_with("CreateAcls: "), "{e}");
     }
 }

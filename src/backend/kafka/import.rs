@@ -260,6 +260,7 @@ fn base_spec(
             dlt_suffix: None,
             exception_based_dlts: None,
             same_interval_topic_reuse: None,
+            acls: None,
             config: (!shared.is_empty()).then_some(shared),
         }),
         ..ChannelSpec::default()

@@ -99,6 +99,16 @@ pub enum KafkaError {
         "topic `{topic}` is outside the target's ownership prefixes ({prefixes}); dlqctl never changes it"
     )]
     NotOwned { topic: String, prefixes: String },
+    #[error("acl `{binding}`: {api}: {message}")]
+    Acl {
+        binding: String,
+        api: &'static str,
+        message: String,
+    },
+    #[error(
+        "target {target}: {api}: the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` from the channels on this target, or enable an authorizer on the brokers"
+    )]
+    NoAuthorizer { target: String, api: &'static str },
 }
 
 pub(super) fn topic_error(
@@ -125,6 +135,37 @@ pub fn topic_id(target: &str, name: &str) -> ResourceId {
         scope: String::new(),
         name: name.to_owned(),
     }
+}
+
+/// A `kafka.acls` binding as a resource, named `<topic> <OPERATION> <principal>` (a topic name
+/// has no blanks; a principal may: `User:CN=ops, O=acme`).
+pub fn acl_id(target: &str, g: &ffi::Grant) -> ResourceId {
+    ResourceId {
+        target: target.to_owned(),
+        backend: Backend::Kafka,
+        kind: Kind::Acl,
+        scope: String::new(),
+        name: format!("{} {} {}", g.topic, g.operation.as_str(), g.principal),
+    }
+}
+
+/// The binding an [`acl_id`] names (`None` for another kind or name).
+pub fn grant_of(id: &ResourceId) -> Option<ffi::Grant> {
+    if id.kind != Kind::Acl {
+        return None;
+    }
+    let (topic, rest) = id.name.split_once(' ')?;
+    let (operation, principal) = rest.split_once(' ')?;
+    let operation = match operation {
+        "READ" => ffi::AclOperation::Read,
+        "WRITE" => ffi::AclOperation::Write,
+        _ => return None,
+    };
+    (!topic.is_empty() && !principal.is_empty()).then(|| ffi::Grant {
+        topic: topic.to_owned(),
+        operation,
+        principal: principal.to_owned(),
+    })
 }
 
 /// The channel (its main topic) and role a topic's name suggests under Spring's naming:
@@ -736,5 +777,45 @@ mod tests {
                 Some(&json!(2_592_000_000_u64))
             );
         }
+    }
+    #[test]
+    fn an_acl_resource_name_reads_back_as_its_binding() {
+        use ffi::{AclOperation, Grant};
+        for (topic, operation, principal) in [
+            ("app.orders-dlt", AclOperation::Read, "User:CN=ops, O=acme"),
+            ("app.orders", AclOperation::Write, "User:*"),
+        ] {
+            let g = Grant {
+                topic: topic.into(),
+                operation,
+                principal: principal.into(),
+            };
+            let id = acl_id("k", &g);
+            assert_eq!(id.kind, Kind::Acl);
+            assert_eq!(
+                id.name,
+                format!("{topic} {} {principal}", operation.as_str())
+            );
+            assert_eq!(grant_of(&id), Some(g));
+        }
+        let named = |name: &str| ResourceId {
+            name: name.into(),
+            ..acl_id(
+                "k",
+                &Grant {
+                    topic: "t".into(),
+                    operation: AclOperation::Read,
+                    principal: "User:a".into(),
+                },
+            )
+        };
+        for bad in ["t ALL User:a", "t READ", "t", " READ User:a", "t READ "] {
+            assert_eq!(grant_of(&named(bad)), None, "{bad:?}");
+        }
+        assert_eq!(
+            grant_of(&topic_id("k", "t READ User:a")),
+            None,
+            "a topic is no binding"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use super::ffi::{AclBinding, AclOperation, AclPattern, ConfigOp};
+use super::ffi::{AclBinding, AclOperation, AclPattern, ConfigOp, Grant};
 use super::*;
 use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live, Role, TimeUnit};
@@ -67,6 +67,54 @@ pub fn acl_notes(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> 
                 ),
             });
         }
+    }
+    out
+}
+
+/// The deletes `kafka.acls` asks for (pure): on each topic of a channel that owns its ACLs
+/// (one that lists any), every live binding dlqctl could have made ([`Grant::of`]) that the
+/// spec no longer lists. Bindings of any other shape (prefixed, DENY, one host, another
+/// operation) and the topics of channels without `kafka.acls` are never touched.
+pub fn revoked(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Vec<Change> {
+    let ours = |d: &&Desired| d.id.target == target && d.present;
+    let wanted: HashSet<&ResourceId> = desired
+        .iter()
+        .filter(ours)
+        .filter(|d| d.id.kind == Kind::Acl)
+        .map(|d| &d.id)
+        .collect();
+    let owning: HashSet<&str> = desired
+        .iter()
+        .filter(ours)
+        .filter(|d| d.id.kind == Kind::Acl)
+        .map(|d| d.channel.as_str())
+        .collect();
+    // Each owned topic, with its channel.
+    let topics: BTreeMap<&str, &str> = desired
+        .iter()
+        .filter(ours)
+        .filter(|d| d.id.kind == Kind::Topic && owning.contains(d.channel.as_str()))
+        .map(|d| (d.id.name.as_str(), d.channel.as_str()))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for g in bindings.iter().filter_map(Grant::of) {
+        let Some(channel) = topics.get(g.topic.as_str()) else {
+            continue;
+        };
+        let id = acl_id(target, &g);
+        if wanted.contains(&id) || !seen.insert(id.clone()) {
+            continue;
+        }
+        let gone = Desired {
+            id,
+            channel: (*channel).to_owned(),
+            role: Role::Acl,
+            props: crate::resource::Props::new(),
+            immutable: false,
+            present: false,
+        };
+        out.push(Change::of(&gone, Action::Delete, Vec::new(), None));
     }
     out
 }
@@ -312,5 +360,122 @@ mod tests {
             n.len() == 1 && n[0].message.starts_with("`User:ops`"),
             "{n:?}"
         );
+    }
+    fn binding(topic: &str, operation: AclOperation, principal: &str) -> AclBinding {
+        AclBinding {
+            name: topic.into(),
+            pattern: AclPattern::Literal,
+            principal: principal.into(),
+            host: "*".into(),
+            operation,
+            allow: true,
+        }
+    }
+
+    /// The two topics of `app.orders`, and the bindings its `kafka.acls` lists.
+    fn owning(grants: &[(&str, AclOperation, &str)]) -> Vec<Desired> {
+        let mut d = topics();
+        d.extend(grants.iter().map(|(topic, operation, principal)| Desired {
+            id: acl_id(
+                "k",
+                &Grant {
+                    topic: (*topic).into(),
+                    operation: *operation,
+                    principal: (*principal).into(),
+                },
+            ),
+            channel: "app.orders".into(),
+            role: Role::Acl,
+            props: crate::resource::Props::new(),
+            immutable: false,
+            present: true,
+        }));
+        d
+    }
+
+    #[test]
+    fn bindings_the_spec_no_longer_lists_are_deleted_and_no_others() {
+        use AclOperation::{All, Read, Write};
+        let d = owning(&[("app.orders-dlt", Read, "User:ops")]);
+        let live = [
+            binding("app.orders-dlt", Read, "User:ops"),
+            // Not listed any more: deleted, once, whatever the order.
+            binding("app.orders", Write, "User:old-api"),
+            binding("app.orders-dlt", Read, "User:support"),
+            binding("app.orders-dlt", Read, "User:support"),
+            // Not dlqctl's shape: kept.
+            binding("app.orders", All, "User:admin"),
+            AclBinding {
+                pattern: AclPattern::Prefixed,
+                ..binding("app.", Read, "User:etl")
+            },
+            AclBinding {
+                allow: false,
+                ..binding("app.orders", Read, "User:intern")
+            },
+            AclBinding {
+                host: "10.1.2.3".into(),
+                ..binding("app.orders", Read, "User:bastion")
+            },
+            // Another channel's topic, and another target's would-be names: kept.
+            binding("app.payments", Write, "User:old-api"),
+        ];
+        let gone: Vec<(String, Action, Role, &str)> = revoked("k", &d, &live)
+            .into_iter()
+            .map(|c| {
+                assert_eq!(c.resource.kind, Kind::Acl);
+                assert_eq!(c.resource.target, "k");
+                (
+                    c.resource.name,
+                    c.action,
+                    c.role,
+                    if c.channel == "app.orders" {
+                        "app.orders"
+                    } else {
+                        "?"
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(
+            gone,
+            [
+                (
+                    "app.orders WRITE User:old-api".to_owned(),
+                    Action::Delete,
+                    Role::Acl,
+                    "app.orders"
+                ),
+                (
+                    "app.orders-dlt READ User:support".to_owned(),
+                    Action::Delete,
+                    Role::Acl,
+                    "app.orders"
+                ),
+            ]
+        );
+        // Deleting a binding drops no message, but still asks for --allow-delete.
+        let c = &revoked("k", &d, &live)[0];
+        assert!(!c.may_lose_messages());
+        assert_eq!(c.allow_flags(), ["--allow-delete"]);
+        // On another target, nothing of this channel is owned.
+        assert_eq!(revoked("other", &d, &live), Vec::new());
+    }
+
+    #[test]
+    fn a_channel_without_kafka_acls_owns_no_binding() {
+        let live = [binding(
+            "app.orders-dlt",
+            AclOperation::Read,
+            "User:support",
+        )];
+        assert_eq!(revoked("k", &topics(), &live), Vec::new());
+        // A listed binding that is live is kept.
+        let d = owning(&[("app.orders-dlt", AclOperation::Read, "User:support")]);
+        assert_eq!(revoked("k", &d, &live), Vec::new());
+        // A channel whose topics are absent from the spec (only its bindings) owns no topic.
+        let only_acls: Vec<Desired> = d.into_iter().filter(|x| x.id.kind == Kind::Acl).collect();
+        let stray = [binding("app.orders", AclOperation::Read, "User:x")];
+        assert_eq!(revoked("k", &only_acls, &stray), Vec::new());
     }
 }

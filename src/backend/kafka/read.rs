@@ -150,7 +150,7 @@ impl Reader {
         &self,
         desired: &[Desired],
         _live: &BTreeMap<ResourceId, Live>,
-        _changes: &mut Vec<Change>,
+        changes: &mut Vec<Change>,
         notes: &mut Vec<Note>,
         _adopt: bool,
     ) -> Result<(), KafkaError> {
@@ -161,7 +161,10 @@ impl Reader {
         };
         self.stats.count("kafka:DescribeAcls");
         match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
-            Ok(bindings) => notes.extend(super::plan::acl_notes(&self.target, desired, &bindings)),
+            Ok(bindings) => {
+                notes.extend(super::plan::acl_notes(&self.target, desired, &bindings));
+                changes.extend(super::plan::revoked(&self.target, desired, &bindings));
+            }
             Err(ffi::CallError::Failed {
                 code: RDKafkaErrorCode::SecurityDisabled,
                 ..
@@ -174,9 +177,28 @@ impl Reader {
         Ok(())
     }
 
+    /// The live topic bindings dlqctl could have made (literal, any host, ALLOW, READ or
+    /// WRITE: [`ffi::Grant::of`]), from one DescribeAcls. A cluster without an authorizer
+    /// keeps none, and cannot keep the ones `kafka.acls` asks for: an error.
+    pub(super) async fn grants(&self) -> Result<Vec<ffi::Grant>, KafkaError> {
+        self.stats.count("kafka:DescribeAcls");
+        match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
+            Ok(bindings) => Ok(bindings.iter().filter_map(ffi::Grant::of).collect()),
+            Err(ffi::CallError::Failed {
+                code: RDKafkaErrorCode::SecurityDisabled,
+                ..
+            }) => Err(KafkaError::NoAuthorizer {
+                target: self.target.clone(),
+                api: "DescribeAcls",
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// What `plan --prune` may delete: every topic inside the ownership prefixes that `skip`
     /// does not name, labelled with the channel and role it would have if it were imported
-    /// (else the ones its name suggests).
+    /// (else the ones its name suggests); and the ACL bindings dlqctl could have made on such
+    /// topics.
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
@@ -200,6 +222,43 @@ impl Reader {
         crate::backend::import_kit::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
+        // The bindings dlqctl could have made on owned topics that no spec names (ACLs outlive
+        // their topic): owned like the topics. On a topic a spec names, only a channel's
+        // `kafka.acls` decides (`plan::revoked`).
+        let named: BTreeSet<&str> = skip
+            .iter()
+            .filter(|id| id.kind == Kind::Topic)
+            .map(|id| id.name.as_str())
+            .collect();
+        let grants = match self.grants().await {
+            Ok(g) => g,
+            // No authorizer, or no right to list bindings: none to prune (topics still are).
+            Err(KafkaError::NoAuthorizer { .. })
+            | Err(KafkaError::Call(ffi::CallError::Failed {
+                code: RDKafkaErrorCode::ClusterAuthorizationFailed,
+                ..
+            })) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        for g in grants {
+            if !self.owned(&g.topic) || named.contains(g.topic.as_str()) {
+                continue;
+            }
+            let id = acl_id(&self.target, &g);
+            if skip.contains(&id) {
+                continue;
+            }
+            found.push(Prunable {
+                channel: role_by_name(&g.topic).0,
+                id,
+                live: Live {
+                    props: Props::new(),
+                    messages: None,
+                },
+                role: Role::Acl,
+                identity: Props::new(),
+            });
+        }
         Ok(found)
     }
 
@@ -278,13 +337,35 @@ impl Reader {
         &self,
         ids: &[&ResourceId],
     ) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
+        let mut out = BTreeMap::new();
+        let acls: BTreeSet<&ResourceId> = ids
+            .iter()
+            .copied()
+            .filter(|i| i.kind == Kind::Acl)
+            .collect();
+        if !acls.is_empty() {
+            for g in self.grants().await? {
+                let id = acl_id(&self.target, &g);
+                if acls.contains(&id) {
+                    out.insert(
+                        id,
+                        Live {
+                            props: Props::new(),
+                            messages: None,
+                        },
+                    );
+                }
+            }
+        }
+        if !ids.iter().any(|i| i.kind == Kind::Topic) {
+            return Ok(out);
+        }
         let meta = self.metadata().await?;
         let wanted: BTreeSet<&str> = ids
             .iter()
             .filter(|i| i.kind == Kind::Topic && meta.contains_key(&i.name))
             .map(|i| i.name.as_str())
             .collect();
-        let mut out = BTreeMap::new();
         if wanted.is_empty() {
             return Ok(out);
         }
@@ -372,7 +453,10 @@ impl Reader {
     }
 
     pub fn into_writer(self) -> Writer {
-        Writer { reader: self }
+        Writer {
+            reader: self,
+            acl_support: Arc::default(),
+        }
     }
 
     /// Which cluster this is, for binding a saved plan to it: the cluster id.

@@ -174,7 +174,7 @@ impl Writer {
                 )
                 .await
             }
-            (Kind::Topic | Kind::Alarm | Kind::Subscription, _) => Ok(()),
+            (Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl, _) => Ok(()),
         }
     }
 

@@ -88,7 +88,12 @@ impl Writer {
                 self.verify_alarm(res, &r.name, Some(&change.desired)).await
             }
             (
-                Kind::Policy | Kind::Exchange | Kind::Binding | Kind::Topic | Kind::Subscription,
+                Kind::Policy
+                | Kind::Exchange
+                | Kind::Binding
+                | Kind::Topic
+                | Kind::Subscription
+                | Kind::Acl,
                 _,
             ) => Ok(()),
         }

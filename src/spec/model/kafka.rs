@@ -57,10 +57,55 @@ pub struct KafkaOptions {
     /// topic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_interval_topic_reuse: Option<TopicReuse>,
+    /// ACL bindings dlqctl owns on the channel's topics (CreateAcls / DeleteAcls): who may
+    /// produce, consume, and read the dead letters. Once written, every literal ALLOW binding
+    /// for READ or WRITE on a topic of the channel (any host) that it does not list is
+    /// deleted; without it, dlqctl creates and deletes no ACLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acls: Option<KafkaAcls>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
     /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<BTreeMap<String, ConfigValue>>,
+}
+
+/// `kafka.acls`: principals (`User:alice`) by what they do with the channel. Each binding is
+/// literal, for any host, ALLOW; READ and WRITE imply DESCRIBE. Consumer-group ACLs are not
+/// managed (the spec does not know the group).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("minProperties" = 1))]
+pub struct KafkaAcls {
+    /// WRITE on the main topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub produce: Option<Vec<Principal>>,
+    /// The consuming service: READ on the main and retry topics, and WRITE on the retry,
+    /// dead-letter and invalid-message topics (Spring's retry and dead-letter publishing
+    /// runs in the consumer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub consume: Option<Vec<Principal>>,
+    /// Operators: READ on the dead-letter topics (the DLT, Spring's exception-based DLTs and
+    /// the invalid-message topic), and nothing on the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub read_dead_letters: Option<Vec<Principal>>,
+}
+
+/// A Kafka principal: `<type>:<name>`, e.g. `User:orders-api` (`User:*` is everyone).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Principal(#[schemars(regex(pattern = PRINCIPAL_PATTERN), length(max = 512))] pub String);
+
+/// What a principal looks like: a type, a colon, a name (lint names it in its finding).
+pub const PRINCIPAL_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9]*:\S.*$";
+
+impl KafkaAcls {
+    /// The principals of one list (none when the list is absent).
+    pub fn of(list: &Option<Vec<Principal>>) -> impl Iterator<Item = &str> {
+        list.iter().flatten().map(|p| p.0.as_str())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

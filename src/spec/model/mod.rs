@@ -26,7 +26,10 @@ pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
     Envelope, Invalid, LintOptions, Metadata, Retry,
 };
-pub use kafka::{ConfigValue, KafkaNaming, KafkaOptions, TopicReuse, is_secret_property};
+pub use kafka::{
+    ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal, TopicReuse,
+    is_secret_property,
+};
 pub use pubsub::PubsubOptions;
 pub use rabbitmq::{
     DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
