@@ -20,7 +20,8 @@ pub fn notes(_desired: &[Desired], _live: &BTreeMap<ResourceId, Live>) -> Vec<No
 /// Notes on dead-letter topics that a principal may read while the channel's main topic is
 /// out of its reach, from the topics' ACL bindings (pure). A principal may read a topic when
 /// an ALLOW binding for READ (or ALL) matches it (its own principal or `User:*`; a literal
-/// name, `*`, or a prefix) and no DENY binding does. Hosts are not told apart.
+/// name, `*`, or a prefix) and no DENY binding does. Hosts are not told apart. The spec's own
+/// `kafka.acls.readDeadLetters` are not noted: they read the dead letters by decision.
 pub fn acl_notes(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Vec<Note> {
     let reads = |b: &AclBinding| matches!(b.operation, AclOperation::Read | AclOperation::All);
     let matches = |b: &AclBinding, topic: &str| match b.pattern {
@@ -52,9 +53,20 @@ pub fn acl_notes(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> 
             .collect();
         principals.sort_unstable();
         principals.dedup();
+        // The spec's own `readDeadLetters` (operators, by decision) are not news.
+        let declared = |p: &str| {
+            let g = Grant {
+                topic: dlt.id.name.clone(),
+                operation: AclOperation::Read,
+                principal: p.to_owned(),
+            };
+            let id = acl_id(target, &g);
+            desired.iter().any(|d| d.present && d.id == id)
+        };
         let wider: Vec<String> = principals
             .into_iter()
             .filter(|p| can_read(p, &dlt.id.name) && !can_read(p, &main.id.name))
+            .filter(|p| !declared(p))
             .map(|p| format!("`{p}`"))
             .collect();
         if !wider.is_empty() {
@@ -346,6 +358,17 @@ mod tests {
         assert!(
             n.len() == 1 && n[0].message.starts_with("`User:*`"),
             "{n:?}"
+        );
+        // An operator the spec's `readDeadLetters` names reads the dead letters by decision.
+        let mut declared = d.clone();
+        declared.extend(
+            owning(&[("app.orders-dlt", AclOperation::Read, "User:support")])
+                .into_iter()
+                .filter(|x| x.id.kind == Kind::Acl),
+        );
+        assert_eq!(
+            acl_notes("k", &declared, std::slice::from_ref(&support)),
+            Vec::new()
         );
         // A deny on the source keeps a prefix grant from reaching it.
         let n = acl_notes(
