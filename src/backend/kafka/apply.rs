@@ -23,6 +23,16 @@ pub struct Writer {
     pub(super) acl_support: std::sync::Arc<tokio::sync::OnceCell<Result<(), String>>>,
 }
 
+/// Why the cluster gets no ACL writes, from what the support probe's DeleteAcls answered.
+fn probe_refusal(code: Option<RDKafkaErrorCode>, detail: &str) -> String {
+    if code == Some(RDKafkaErrorCode::SecurityDisabled) {
+        return "the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` or enable an authorizer".to_owned();
+    }
+    format!(
+        "the cluster cannot delete ACL bindings ({detail}), so dlqctl creates none it could not remove later"
+    )
+}
+
 /// The binding the ACL support probe's DeleteAcls filter names: nobody makes it, so the
 /// filter matches nothing.
 const PROBE: &str = "__dlqctl_acl_probe";
@@ -308,7 +318,7 @@ impl Writer {
             } else {
                 "kafka:DeleteAcls"
             });
-            let answers = if api == "CreateAcls" {
+            let answers: Result<Vec<Result<usize, ffi::AclError>>, _> = if api == "CreateAcls" {
                 ffi::create_acls(&self.reader.admin, request, TIMEOUT)
                     .await
                     .map(|a| a.into_iter().map(|r| r.map(|()| 1)).collect())
@@ -318,7 +328,7 @@ impl Writer {
             for (n, (i, _)) in batch.iter().enumerate() {
                 let failed = match &answers {
                     // A filter that matched nothing: the binding is gone already.
-                    Ok(a) => a[n].as_ref().err().cloned(),
+                    Ok(a) => a[n].as_ref().err().map(ToString::to_string),
                     Err(e) => Some(e.detail()),
                 };
                 out[*i] = Some(match failed {
@@ -349,17 +359,18 @@ impl Writer {
                     principal: format!("User:{PROBE}"),
                 };
                 self.reader.stats.count("kafka:DeleteAcls");
-                match ffi::delete_acls(&self.reader.admin, vec![probe], TIMEOUT).await {
-                    Ok(_) => Ok(()),
-                    Err(ffi::CallError::Failed {
-                        code: RDKafkaErrorCode::SecurityDisabled,
-                        ..
-                    }) => Err("the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` or enable an authorizer".to_owned()),
-                    Err(e) => Err(format!(
-                        "the cluster cannot delete ACL bindings ({}), so dlqctl creates none it could not remove later",
-                        e.detail()
-                    )),
-                }
+                // Kafka answers DeleteAcls per filter: an error there (no authorizer, no right
+                // to alter the cluster's ACLs) fails the probe as much as one for the request.
+                let (code, detail) =
+                    match ffi::delete_acls(&self.reader.admin, vec![probe], TIMEOUT).await {
+                        Ok(answers) => match answers.into_iter().find_map(Result::err) {
+                            None => return Ok(()),
+                            Some(e) => (Some(e.code), e.message),
+                        },
+                        Err(e @ ffi::CallError::Failed { code, .. }) => (Some(code), e.detail()),
+                        Err(e) => (None, e.detail()),
+                    };
+                Err(probe_refusal(code, &detail))
             })
             .await
             .clone()

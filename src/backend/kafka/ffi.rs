@@ -193,10 +193,12 @@ pub struct Grant {
 }
 
 impl Grant {
-    /// Whether a live binding is one dlqctl could have made: literal, any host, ALLOW, READ
-    /// or WRITE. Only these are deleted when the spec no longer lists them.
+    /// Whether a live binding is one dlqctl could have made: literal, on a valid topic name
+    /// (Kafka does not check an ACL's name; `*` is every topic), any host, ALLOW, READ or
+    /// WRITE. Only these are deleted when the spec no longer lists them.
     pub fn of(b: &AclBinding) -> Option<Grant> {
         let shape = b.pattern == AclPattern::Literal
+            && crate::spec::rules::kafka_name_problem(&b.name).is_none()
             && b.host == "*"
             && b.allow
             && matches!(b.operation, AclOperation::Read | AclOperation::Write);
@@ -408,13 +410,54 @@ fn grant_bindings(api: &'static str, grants: &[Grant]) -> Result<Bindings, CallE
     Ok(out)
 }
 
+/// What the broker said about one binding of a CreateAcls or DeleteAcls request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct AclError {
+    pub code: RDKafkaErrorCode,
+    pub message: String,
+}
+
+impl AclError {
+    /// Reads a librdkafka error owned by a result object (not freed here).
+    ///
+    /// # Safety
+    /// `e` must be null or point to a live `rd_kafka_error_t`.
+    unsafe fn of(e: *const rd::rd_kafka_error_t) -> Option<AclError> {
+        if e.is_null() {
+            return None;
+        }
+        // SAFETY: guaranteed by the caller; the string is copied.
+        unsafe {
+            let code = RDKafkaErrorCode::from(rd::rd_kafka_error_code(e));
+            let text = opt_string(rd::rd_kafka_error_string(e)).unwrap_or_default();
+            let message = if text.is_empty() {
+                code.to_string()
+            } else {
+                format!("{code}: {text}")
+            };
+            Some(AclError { code, message })
+        }
+    }
+
+    /// Reads the error code a broker set on one binding of an answer (DeleteAcls reports one
+    /// per matched binding, besides one per filter).
+    ///
+    /// # Safety
+    /// `b` must point to a live `rd_kafka_AclBinding_t`.
+    unsafe fn of_binding(b: *const rd::rd_kafka_AclBinding_t) -> Option<AclError> {
+        // SAFETY: guaranteed by the caller; the error belongs to the binding.
+        unsafe { AclError::of(rd::rd_kafka_AclBinding_error(b)) }
+    }
+}
+
 /// Creates the bindings of `grants` in one CreateAcls request. One answer per grant, in order
 /// (Kafka answers in request order): `Err` with the broker's reason for a refused one.
 pub async fn create_acls(
     admin: &Arc<Admin>,
     grants: Vec<Grant>,
     timeout: Duration,
-) -> Result<Vec<Result<(), String>>, CallError> {
+) -> Result<Vec<Result<(), AclError>>, CallError> {
     let admin = Arc::clone(admin);
     let answers = run_blocking(CREATE_ACLS, move || {
         acls_blocking(CREATE_ACLS, &admin, &grants, timeout)
@@ -424,12 +467,13 @@ pub async fn create_acls(
 }
 
 /// Deletes exactly the bindings of `grants` in one DeleteAcls request (a filter each, every
-/// field given). One answer per grant, in order: how many bindings the filter deleted.
+/// field given). One answer per grant, in order: how many bindings the filter deleted, or the
+/// error the broker set on the filter or on any binding it matched.
 pub async fn delete_acls(
     admin: &Arc<Admin>,
     grants: Vec<Grant>,
     timeout: Duration,
-) -> Result<Vec<Result<usize, String>>, CallError> {
+) -> Result<Vec<Result<usize, AclError>>, CallError> {
     let admin = Arc::clone(admin);
     run_blocking(DELETE_ACLS, move || {
         acls_blocking(DELETE_ACLS, &admin, &grants, timeout)
@@ -444,7 +488,7 @@ fn acls_blocking(
     admin: &Admin,
     grants: &[Grant],
     timeout: Duration,
-) -> Result<Vec<Result<usize, String>>, CallError> {
+) -> Result<Vec<Result<usize, AclError>>, CallError> {
     let rk = admin.inner().native_ptr();
     let mut bindings = grant_bindings(api, grants)?;
     let (op, create) = if api == DELETE_ACLS {
@@ -471,17 +515,6 @@ fn acls_blocking(
         event_error(api, event, timeout)?;
         let mut n = 0usize;
         let mut out = Vec::with_capacity(grants.len());
-        let error_of = |e: *const rd::rd_kafka_error_t| -> Option<String> {
-            (!e.is_null()).then(|| {
-                let code = RDKafkaErrorCode::from(rd::rd_kafka_error_code(e));
-                let text = opt_string(rd::rd_kafka_error_string(e)).unwrap_or_default();
-                if text.is_empty() {
-                    code.to_string()
-                } else {
-                    format!("{code}: {text}")
-                }
-            })
-        };
         if create {
             let result = rd::rd_kafka_event_CreateAcls_result(event);
             if result.is_null() {
@@ -490,7 +523,7 @@ fn acls_blocking(
             let list = rd::rd_kafka_CreateAcls_result_acls(result, &mut n);
             for i in 0..n {
                 let r = *list.add(i);
-                out.push(match error_of(rd::rd_kafka_acl_result_error(r)) {
+                out.push(match AclError::of(rd::rd_kafka_acl_result_error(r)) {
                     Some(e) => Err(e),
                     None => Ok(1),
                 });
@@ -503,16 +536,18 @@ fn acls_blocking(
             let list = rd::rd_kafka_DeleteAcls_result_responses(result, &mut n);
             for i in 0..n {
                 let r = *list.add(i);
-                out.push(
-                    match error_of(rd::rd_kafka_DeleteAcls_result_response_error(r)) {
-                        Some(e) => Err(e),
-                        None => {
-                            let mut matched = 0usize;
-                            rd::rd_kafka_DeleteAcls_result_response_matching_acls(r, &mut matched);
-                            Ok(matched)
-                        }
-                    },
-                );
+                if let Some(e) = AclError::of(rd::rd_kafka_DeleteAcls_result_response_error(r)) {
+                    out.push(Err(e));
+                    continue;
+                }
+                let mut matched = 0usize;
+                let bindings =
+                    rd::rd_kafka_DeleteAcls_result_response_matching_acls(r, &mut matched);
+                let refused = (0..matched).find_map(|j| AclError::of_binding(*bindings.add(j)));
+                out.push(match refused {
+                    Some(e) => Err(e),
+                    None => Ok(matched),
+                });
             }
         }
         if out.len() != grants.len() {
@@ -1120,6 +1155,15 @@ mod tests {
             },
             AclBinding {
                 operation: AclOperation::Other,
+                ..ours.clone()
+            },
+            // Names no topic has: every topic, and one that would not read back as itself.
+            AclBinding {
+                name: "*".into(),
+                ..ours.clone()
+            },
+            AclBinding {
+                name: "app.a WRITE User:b".into(),
                 ..ours.clone()
             },
         ] {

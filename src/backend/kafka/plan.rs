@@ -83,44 +83,71 @@ pub fn acl_notes(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> 
     out
 }
 
-/// The deletes `kafka.acls` asks for (pure): on each topic of a channel that owns its ACLs
-/// (one that lists any), every live binding dlqctl could have made ([`Grant::of`]) that the
-/// spec no longer lists. Bindings of any other shape (prefixed, DENY, one host, another
-/// operation) and the topics of channels without `kafka.acls` are never touched.
+/// The deletes `kafka.acls` asks for (pure). Each list a channel writes owns its bindings:
+/// `produce` the WRITEs on the main topic; `consume` the READs on the main and retry topics
+/// and the WRITEs on the retry, dead-letter and invalid-message topics; `readDeadLetters` the
+/// READs on the dead-letter and invalid-message topics. A live binding dlqctl could have made
+/// ([`Grant::of`]) in an owned (topic, operation) that the lists do not name is deleted.
+/// Bindings of any other shape (prefixed, DENY, one host, another operation), and those a
+/// list the channel does not write would own, are never touched.
+///
+/// Which lists are written is read off the desired bindings: every written list names a
+/// principal, and each list alone grants its marker (`produce`: WRITE on the main topic;
+/// `consume`: READ on the main topic; `readDeadLetters`: READ on a dead-letter topic).
 pub fn revoked(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Vec<Change> {
-    let ours = |d: &&Desired| d.id.target == target && d.present;
-    let wanted: HashSet<&ResourceId> = desired
+    use AclOperation::{Read, Write};
+    let ours: Vec<&Desired> = desired
         .iter()
-        .filter(ours)
+        .filter(|d| d.id.target == target && d.present)
+        .collect();
+    let wanted: HashSet<&ResourceId> = ours
+        .iter()
         .filter(|d| d.id.kind == Kind::Acl)
         .map(|d| &d.id)
         .collect();
-    let owning: HashSet<&str> = desired
+    // Each topic of the channels: its channel and role.
+    let topics: BTreeMap<&str, (&str, Role)> = ours
         .iter()
-        .filter(ours)
-        .filter(|d| d.id.kind == Kind::Acl)
-        .map(|d| d.channel.as_str())
+        .filter(|d| d.id.kind == Kind::Topic)
+        .map(|d| (d.id.name.as_str(), (d.channel.as_str(), d.role)))
         .collect();
-    // Each owned topic, with its channel.
-    let topics: BTreeMap<&str, &str> = desired
-        .iter()
-        .filter(ours)
-        .filter(|d| d.id.kind == Kind::Topic && owning.contains(d.channel.as_str()))
-        .map(|d| (d.id.name.as_str(), d.channel.as_str()))
-        .collect();
+    let dead = |role: Role| matches!(role, Role::DeadLetter | Role::Invalid);
+    // The lists each channel writes, by their markers.
+    let mut written: HashSet<(&str, &str)> = HashSet::new();
+    for g in wanted.iter().filter_map(|id| grant_of(id)) {
+        let Some(&(channel, role)) = topics.get(g.topic.as_str()) else {
+            continue;
+        };
+        let list = match (role, g.operation) {
+            (Role::Main, Write) => "produce",
+            (Role::Main, Read) => "consume",
+            (r, Read) if dead(r) => "readDeadLetters",
+            _ => continue,
+        };
+        written.insert((channel, list));
+    }
+    let owner = |role: Role, op: AclOperation| match (role, op) {
+        (Role::Main, Write) => Some("produce"),
+        (Role::Main | Role::Retry, Read) => Some("consume"),
+        (Role::Retry, Write) => Some("consume"),
+        (r, Write) if dead(r) => Some("consume"),
+        (r, Read) if dead(r) => Some("readDeadLetters"),
+        _ => None,
+    };
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for g in bindings.iter().filter_map(Grant::of) {
-        let Some(channel) = topics.get(g.topic.as_str()) else {
+        let Some(&(channel, role)) = topics.get(g.topic.as_str()) else {
             continue;
         };
+        let owned = owner(role, g.operation).is_some_and(|list| written.contains(&(channel, list)));
         let id = acl_id(target, &g);
-        if wanted.contains(&id) || !seen.insert(id.clone()) {
+        if !owned || wanted.contains(&id) || !seen.insert(id.clone()) {
             continue;
         }
         let gone = Desired {
             id,
-            channel: (*channel).to_owned(),
+            channel: channel.to_owned(),
             role: Role::Acl,
             props: crate::resource::Props::new(),
             immutable: false,
@@ -128,6 +155,31 @@ pub fn revoked(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Ve
         };
         out.push(Change::of(&gone, Action::Delete, Vec::new(), None));
     }
+    out
+}
+
+/// What `plan --prune` deletes among the live bindings dlqctl could have made (pure): those on
+/// owned topics that no spec names, with the channel the topic's name suggests. On a topic a
+/// spec names, only its channel's `kafka.acls` decides ([`revoked`]).
+pub fn prunable_acls(
+    target: &str,
+    skip: &std::collections::BTreeSet<ResourceId>,
+    grants: &[Grant],
+    owned: impl Fn(&str) -> bool,
+) -> Vec<(ResourceId, String)> {
+    let named: HashSet<&str> = skip
+        .iter()
+        .filter(|id| id.kind == Kind::Topic && id.target == target)
+        .map(|id| id.name.as_str())
+        .collect();
+    let mut out: Vec<(ResourceId, String)> = grants
+        .iter()
+        .filter(|g| owned(&g.topic) && !named.contains(g.topic.as_str()))
+        .map(|g| (acl_id(target, g), role_by_name(&g.topic).0))
+        .filter(|(id, _)| !skip.contains(id))
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -419,9 +471,17 @@ mod tests {
     #[test]
     fn bindings_the_spec_no_longer_lists_are_deleted_and_no_others() {
         use AclOperation::{All, Read, Write};
-        let d = owning(&[("app.orders-dlt", Read, "User:ops")]);
+        // `produce` and `readDeadLetters` written, `consume` not.
+        let d = owning(&[
+            ("app.orders", Write, "User:api"),
+            ("app.orders-dlt", Read, "User:ops"),
+        ]);
         let live = [
+            binding("app.orders", Write, "User:api"),
             binding("app.orders-dlt", Read, "User:ops"),
+            // What `consume` would own, and it is not written: kept.
+            binding("app.orders", Read, "User:worker"),
+            binding("app.orders-dlt", Write, "User:worker"),
             // Not listed any more: deleted, once, whatever the order.
             binding("app.orders", Write, "User:old-api"),
             binding("app.orders-dlt", Read, "User:support"),
@@ -483,6 +543,114 @@ mod tests {
         assert_eq!(c.allow_flags(), ["--allow-delete"]);
         // On another target, nothing of this channel is owned.
         assert_eq!(revoked("other", &d, &live), Vec::new());
+    }
+
+    #[test]
+    fn each_written_list_owns_only_its_own_topics_and_operations() {
+        use AclOperation::{Read, Write};
+        let mut d = topics();
+        let mut retry = d[0].clone();
+        retry.id = topic_id("k", "app.orders-retry");
+        retry.role = Role::Retry;
+        d.push(retry);
+        // Another channel, without `kafka.acls`.
+        let mut other = d[0].clone();
+        other.id = topic_id("k", "app.payments");
+        other.channel = "app.payments".into();
+        d.push(other);
+        let live = [
+            binding("app.orders", Write, "User:p"),
+            binding("app.orders", Read, "User:c"),
+            binding("app.orders-retry", Read, "User:c"),
+            binding("app.orders-retry", Write, "User:c"),
+            binding("app.orders-dlt", Write, "User:c"),
+            binding("app.orders-dlt", Read, "User:r"),
+            binding("app.payments", Write, "User:p"),
+            binding("app.payments", Read, "User:c"),
+        ];
+        let gone = |lists: &[(&str, AclOperation, &str)]| -> Vec<String> {
+            let mut with = d.clone();
+            with.extend(owning(lists).into_iter().filter(|x| x.id.kind == Kind::Acl));
+            revoked("k", &with, &live)
+                .into_iter()
+                .map(|c| c.resource.name)
+                .collect()
+        };
+        // `produce: [User:new]`: the main topic's WRITEs only.
+        assert_eq!(
+            gone(&[("app.orders", Write, "User:new")]),
+            ["app.orders WRITE User:p"]
+        );
+        // `consume: [User:new]` (its marker, READ on the main topic): what a consumer holds.
+        assert_eq!(
+            gone(&[("app.orders", Read, "User:new")]),
+            [
+                "app.orders READ User:c",
+                "app.orders-retry READ User:c",
+                "app.orders-retry WRITE User:c",
+                "app.orders-dlt WRITE User:c",
+            ]
+        );
+        // `readDeadLetters: [User:new]`: the dead-letter READs only.
+        assert_eq!(
+            gone(&[("app.orders-dlt", Read, "User:new")]),
+            ["app.orders-dlt READ User:r"]
+        );
+        // All three, naming who is there: nothing to delete; app.payments is never touched.
+        assert_eq!(
+            gone(&[
+                ("app.orders", Write, "User:p"),
+                ("app.orders", Read, "User:c"),
+                ("app.orders-retry", Read, "User:c"),
+                ("app.orders-retry", Write, "User:c"),
+                ("app.orders-dlt", Write, "User:c"),
+                ("app.orders-dlt", Read, "User:r"),
+            ]),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn prune_lists_bindings_on_owned_topics_no_spec_names() {
+        use AclOperation::{Read, Write};
+        let g = |topic: &str, operation, principal: &str| Grant {
+            topic: topic.into(),
+            operation,
+            principal: principal.into(),
+        };
+        let kept = g("app.orders", Read, "User:c");
+        let skip: std::collections::BTreeSet<ResourceId> = [
+            topic_id("k", "app.orders"),
+            acl_id("k", &kept),
+            topic_id("other", "app.gone"),
+        ]
+        .into_iter()
+        .collect();
+        let grants = [
+            kept.clone(),
+            // On a named topic, but not listed: for `revoked` to decide, not prune.
+            g("app.orders", Write, "User:p"),
+            // A topic no spec names (on this target), inside the prefixes: pruned, twice said once.
+            g("app.gone-dlt", Read, "User:r"),
+            g("app.gone-dlt", Read, "User:r"),
+            g("app.gone", Write, "User:p"),
+            // Outside the ownership prefixes.
+            g("billing.x", Write, "User:p"),
+        ];
+        let found = prunable_acls("k", &skip, &grants, |t| t.starts_with("app."));
+        assert_eq!(
+            found,
+            [
+                (
+                    acl_id("k", &g("app.gone", Write, "User:p")),
+                    "app.gone".to_owned()
+                ),
+                (
+                    acl_id("k", &g("app.gone-dlt", Read, "User:r")),
+                    "app.gone".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]

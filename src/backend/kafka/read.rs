@@ -165,6 +165,20 @@ impl Reader {
                 notes.extend(super::plan::acl_notes(&self.target, desired, &bindings));
                 changes.extend(super::plan::revoked(&self.target, desired, &bindings));
             }
+            // A channel owns bindings here: without them the deletes it asks for are unknown,
+            // and a plan that looked in sync would be wrong.
+            Err(e) if owns_acls(&self.target, desired) => {
+                return Err(match e {
+                    ffi::CallError::Failed {
+                        code: RDKafkaErrorCode::SecurityDisabled,
+                        ..
+                    } => KafkaError::NoAuthorizer {
+                        target: self.target.clone(),
+                        api: "DescribeAcls",
+                    },
+                    e => e.into(),
+                });
+            }
             Err(ffi::CallError::Failed {
                 code: RDKafkaErrorCode::SecurityDisabled,
                 ..
@@ -197,8 +211,8 @@ impl Reader {
 
     /// What `plan --prune` may delete: every topic inside the ownership prefixes that `skip`
     /// does not name, labelled with the channel and role it would have if it were imported
-    /// (else the ones its name suggests); and the ACL bindings dlqctl could have made on such
-    /// topics.
+    /// (else the ones its name suggests); and, where a channel of the target writes
+    /// `kafka.acls`, the ACL bindings dlqctl could have made on such topics.
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
@@ -222,42 +236,27 @@ impl Reader {
         crate::backend::import_kit::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
-        // The bindings dlqctl could have made on owned topics that no spec names (ACLs outlive
-        // their topic): owned like the topics. On a topic a spec names, only a channel's
-        // `kafka.acls` decides (`plan::revoked`).
-        let named: BTreeSet<&str> = skip
+        // Where a channel owns ACLs (`kafka.acls`), the bindings dlqctl could have made on owned
+        // topics that no spec names (ACLs outlive their topic): owned like the topics.
+        if skip
             .iter()
-            .filter(|id| id.kind == Kind::Topic)
-            .map(|id| id.name.as_str())
-            .collect();
-        let grants = match self.grants().await {
-            Ok(g) => g,
-            // No authorizer, or no right to list bindings: none to prune (topics still are).
-            Err(KafkaError::NoAuthorizer { .. })
-            | Err(KafkaError::Call(ffi::CallError::Failed {
-                code: RDKafkaErrorCode::ClusterAuthorizationFailed,
-                ..
-            })) => Vec::new(),
-            Err(e) => return Err(e),
-        };
-        for g in grants {
-            if !self.owned(&g.topic) || named.contains(g.topic.as_str()) {
-                continue;
+            .any(|id| id.kind == Kind::Acl && id.target == self.target)
+        {
+            let grants = self.grants().await?;
+            for (id, channel) in
+                super::plan::prunable_acls(&self.target, skip, &grants, |t| self.owned(t))
+            {
+                found.push(Prunable {
+                    id,
+                    live: Live {
+                        props: Props::new(),
+                        messages: None,
+                    },
+                    channel,
+                    role: Role::Acl,
+                    identity: Props::new(),
+                });
             }
-            let id = acl_id(&self.target, &g);
-            if skip.contains(&id) {
-                continue;
-            }
-            found.push(Prunable {
-                channel: role_by_name(&g.topic).0,
-                id,
-                live: Live {
-                    props: Props::new(),
-                    messages: None,
-                },
-                role: Role::Acl,
-                identity: Props::new(),
-            });
         }
         Ok(found)
     }
@@ -505,6 +504,13 @@ pub(super) fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
         props,
         messages: None,
     }
+}
+
+/// Whether a channel on `target` owns ACL bindings (`kafka.acls`).
+fn owns_acls(target: &str, desired: &[Desired]) -> bool {
+    desired
+        .iter()
+        .any(|d| d.id.target == target && d.id.kind == Kind::Acl && d.present)
 }
 
 /// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists

@@ -58,9 +58,9 @@ pub struct KafkaOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_interval_topic_reuse: Option<TopicReuse>,
     /// ACL bindings dlqctl owns on the channel's topics (CreateAcls / DeleteAcls): who may
-    /// produce, consume, and read the dead letters. Once written, every literal ALLOW binding
-    /// for READ or WRITE on a topic of the channel (any host) that it does not list is
-    /// deleted; without it, dlqctl creates and deletes no ACLs.
+    /// produce, consume, and read the dead letters. Each list, once written, owns the literal
+    /// ALLOW bindings (any host) of its operations on its topics: one it does not name is
+    /// deleted. Without it, no binding of this channel is created or deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acls: Option<KafkaAcls>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
