@@ -111,7 +111,6 @@ pub fn revoked(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Ve
         .filter(|d| d.id.kind == Kind::Topic)
         .map(|d| (d.id.name.as_str(), (d.channel.as_str(), d.role)))
         .collect();
-    let dead = |role: Role| matches!(role, Role::DeadLetter | Role::Invalid);
     // The lists each channel writes, by their markers.
     let mut written: HashSet<(&str, &str)> = HashSet::new();
     for g in wanted.iter().filter_map(|id| grant_of(id)) {
@@ -121,17 +120,16 @@ pub fn revoked(target: &str, desired: &[Desired], bindings: &[AclBinding]) -> Ve
         let list = match (role, g.operation) {
             (Role::Main, Write) => "produce",
             (Role::Main, Read) => "consume",
-            (r, Read) if dead(r) => "readDeadLetters",
+            (Role::DeadLetter | Role::Invalid, Read) => "readDeadLetters",
             _ => continue,
         };
         written.insert((channel, list));
     }
     let owner = |role: Role, op: AclOperation| match (role, op) {
         (Role::Main, Write) => Some("produce"),
-        (Role::Main | Role::Retry, Read) => Some("consume"),
-        (Role::Retry, Write) => Some("consume"),
-        (r, Write) if dead(r) => Some("consume"),
-        (r, Read) if dead(r) => Some("readDeadLetters"),
+        (Role::Main | Role::Retry, Read)
+        | (Role::Retry | Role::DeadLetter | Role::Invalid, Write) => Some("consume"),
+        (Role::DeadLetter | Role::Invalid, Read) => Some("readDeadLetters"),
         _ => None,
     };
     let mut seen = HashSet::new();
@@ -581,9 +579,13 @@ mod tests {
             gone(&[("app.orders", Write, "User:new")]),
             ["app.orders WRITE User:p"]
         );
-        // `consume: [User:new]` (its marker, READ on the main topic): what a consumer holds.
+        // `consume: [User:new]` (its marker, READ on the main topic, and its READ on the retry
+        // topic, which marks no other list): what a consumer holds.
         assert_eq!(
-            gone(&[("app.orders", Read, "User:new")]),
+            gone(&[
+                ("app.orders", Read, "User:new"),
+                ("app.orders-retry", Read, "User:new")
+            ]),
             [
                 "app.orders READ User:c",
                 "app.orders-retry READ User:c",
