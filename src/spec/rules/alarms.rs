@@ -374,3 +374,44 @@ fn actions_unused(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::findings_of;
+
+    /// The rule ids of an SQS channel with these `alarms` (notifying an SNS topic).
+    fn alarm_rules(alarms: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("  retry: {{maxAttempts: 3}}\n  alarms:\n{alarms}    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_warning_at_the_critical_threshold_never_comes_first() {
+        assert_eq!(
+            alarm_rules("    depth: {warning: 4, critical: 5}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    depth: {warning: 5, critical: 5}\n"),
+            ["alarms/tier-order"]
+        );
+    }
+
+    #[test]
+    fn cloudwatch_evaluates_a_day_at_most() {
+        assert_eq!(
+            alarm_rules("    depth: {above: 0, period: 1h, evaluationPeriods: 24}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    depth: {above: 0, period: 1h, evaluationPeriods: 25}\n"),
+            ["alarms/period"]
+        );
+    }
+}
