@@ -414,4 +414,85 @@ mod tests {
             ["alarms/period"]
         );
     }
+
+    #[test]
+    fn one_tier_alone_is_a_threshold() {
+        for tier in ["warning", "critical"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{{tier}: 5}}\n")),
+                Vec::<&str>::new(),
+                "{tier}"
+            );
+        }
+        assert_eq!(
+            alarm_rules("    depth: {period: 60s}\n"),
+            ["alarms/threshold"]
+        );
+    }
+
+    #[test]
+    fn a_runbook_is_an_http_or_https_url() {
+        for ok in ["https://wiki.example.com/dlq", "http://wiki/dlq"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0}}\n    runbook: \"{ok}\"\n")),
+                Vec::<&str>::new(),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            alarm_rules("    depth: {above: 0}\n    runbook: wiki.example.com/dlq\n"),
+            ["alarms/runbook"]
+        );
+    }
+
+    /// The findings of a channel on `backend` whose invalid-message queue has these lines.
+    fn invalid_findings(backend: &str, invalid: &str) -> Vec<crate::diag::Diagnostic> {
+        findings_of(
+            backend,
+            &format!(
+                "  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n  invalid:\n{invalid}  lint: {{allow: [alarms/missing]}}\n"
+            ),
+            "",
+        )
+    }
+
+    #[test]
+    fn invalid_message_alarms_are_checked_on_sqs_and_refused_elsewhere() {
+        let alarms = "    alarms: {depth: {above: 0}, runbook: wiki/dlq}\n";
+        let rules = |b: &str| -> Vec<&'static str> {
+            invalid_findings(b, alarms)
+                .iter()
+                .map(|d| d.rule)
+                .filter(|r| *r != "sqs/backoff-consumer")
+                .collect()
+        };
+        assert_eq!(rules("sqs"), ["alarms/runbook"]);
+        assert_eq!(rules("rabbit"), ["invalid/alarms-backend"]);
+    }
+
+    #[test]
+    fn an_age_alarm_beyond_the_retention_names_the_retention_to_lengthen() {
+        let hint = |found: Vec<crate::diag::Diagnostic>| {
+            found
+                .into_iter()
+                .find(|d| d.rule == "alarms/age-beyond-retention")
+                .and_then(|d| d.hint)
+                .expect("reported with a hint")
+        };
+        assert_eq!(
+            hint(invalid_findings(
+                "sqs",
+                "    retention: 1h\n    alarms: {oldestMessageAge: {above: 1h}, actions: [\"arn:aws:sns:eu-west-1:1:o\"]}\n"
+            )),
+            "alarm well within the retention, or keep messages longer (`spec.invalid.retention`)"
+        );
+        assert_eq!(
+            hint(findings_of(
+                "sqs",
+                "  retry: {maxAttempts: 3}\n  deadLetter: {retention: 1h}\n  alarms: {oldestMessageAge: {above: 1h}, actions: [\"arn:aws:sns:eu-west-1:1:o\"]}\n",
+                ""
+            )),
+            "alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)"
+        );
+    }
 }
