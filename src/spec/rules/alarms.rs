@@ -495,4 +495,72 @@ mod tests {
             "alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)"
         );
     }
+
+    /// The rule ids of an SQS channel with these `alarms` lines, `actions` included.
+    fn alarm_rules_with(alarms: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("  retry: {{maxAttempts: 3}}\n  alarms:\n{alarms}"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn per_tier_actions_need_an_alarm_of_their_tier_and_above_counts_as_critical() {
+        let arn = "[\"arn:aws:sns:eu-west-1:1:o\"]";
+        let case = |depth: &str, actions: &str| {
+            alarm_rules_with(&format!("    depth: {depth}\n    actions: {actions}\n"))
+        };
+        assert_eq!(
+            case(
+                "{warning: 5, critical: 10}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            case("{above: 5}", &format!("{{critical: {arn}}}")),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            case(
+                "{above: 5}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            ["alarms/actions-tier"]
+        );
+        assert_eq!(
+            case(
+                "{warning: 5}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            ["alarms/actions-tier"]
+        );
+        // An empty list notifies nobody either way: nothing to say about it.
+        assert_eq!(
+            case("{above: 5}", &format!("{{warning: [], critical: {arn}}}")),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn a_cloudwatch_period_is_a_whole_number_of_minutes() {
+        for ok in ["60s", "5m"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0, period: {ok}}}\n")),
+                Vec::<&str>::new(),
+                "{ok}"
+            );
+        }
+        for bad in ["90s", "0s"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0, period: {bad}}}\n")),
+                ["alarms/period"],
+                "{bad}"
+            );
+        }
+    }
 }
