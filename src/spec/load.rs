@@ -924,6 +924,15 @@ mod tests {
             "apiVersion: dlqctl/v2\nkind: Channel\nmetadata: {name: a}\n",
         );
         assert_eq!((rules(&ws), ws.skipped), (vec!["spec/api-version"], 0));
+        // So is one with a dlqctl kind and someone else's apiVersion (validated, not skipped).
+        let ws = load_str(
+            "v.yaml",
+            "apiVersion: v1\nkind: Channel\nmetadata: {name: a}\n",
+        );
+        assert_eq!(
+            (rules(&ws), ws.skipped),
+            (vec!["schema/required", "schema/enum"], 0)
+        );
     }
 
     #[test]
