@@ -563,4 +563,23 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn actions_are_unused_where_alertmanager_routes_and_only_when_there_are_some() {
+        let rules = |backend: &str, actions: &str| -> Vec<&'static str> {
+            findings_of(
+                backend,
+                &format!("  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n  deadLetter: {{discard: {{after: 7d, reason: r}}}}\n  alarms:\n    depth: {{above: 0}}\n    actions: {actions}\n"),
+                "",
+            )
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        let arn = "[\"arn:aws:sns:eu-west-1:1:o\"]";
+        for b in ["rabbit", "kafka"] {
+            assert_eq!(rules(b, arn), ["alarms/actions-unused"], "{b}");
+            assert_eq!(rules(b, "[]"), Vec::<&str>::new(), "{b}");
+        }
+    }
 }
