@@ -259,6 +259,21 @@ mod tests {
     }
 
     #[test]
+    fn a_principal_written_as_a_bare_string_reads_too() {
+        // `"Principal": "*"` is IAM's short form of `{"AWS": "*"}`: everybody.
+        let anyone = json!({"Statement": [
+            {"Effect": "Allow", "Principal": "*", "Action": "sqs:ReceiveMessage"},
+        ]});
+        let r: Vec<String> = readers(&anyone).into_iter().collect();
+        assert_eq!(r, ["*"]);
+        let ops = json!({"Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "arn:ops"}, "Action": "sqs:*"},
+        ]});
+        assert_eq!(wider_readers(&anyone, Some(&ops)), ["*"]);
+        assert_eq!(wider_readers(&ops, Some(&anyone)), Vec::<String>::new());
+    }
+
+    #[test]
     fn a_dead_letter_reader_the_source_lacks_is_wider() {
         let grant = |who: &str, action: &str| json!({"Statement": [{"Effect": "Allow", "Principal": {"AWS": who}, "Action": action}]});
         let dlq = grant("arn:ops", "sqs:*");

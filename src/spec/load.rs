@@ -715,3 +715,255 @@ fn merge_under(top: &mut Value, base: &Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Loading from disk: which files are read, which are refused, which documents are
+    //! skipped, and where the Targets document comes from.
+
+    use super::*;
+
+    const CHANNEL: &str = "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec: {target: sqs, retry: {maxAttempts: 3}}\n";
+    const TARGETS: &str = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {backend: sqs, region: eu-west-1}\n";
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the folder");
+        }
+        std::fs::write(&path, text).expect("write the file");
+        path
+    }
+
+    /// The paths of the files a workspace read, relative to `dir`.
+    fn read_files(ws: &Workspace, dir: &Path) -> Vec<String> {
+        (0..ws.sources.len())
+            .map(|i| {
+                let p = ws.sources.path(i);
+                p.strip_prefix(dir)
+                    .unwrap_or(p)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    fn rules(ws: &Workspace) -> Vec<&'static str> {
+        ws.diagnostics.iter().map(|d| d.rule).collect()
+    }
+
+    #[test]
+    fn a_folder_is_read_recursively_yaml_and_yml_files_only_in_path_order() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        write(dir, "dlqctl.yaml", TARGETS);
+        write(dir, "specs/b.yml", &CHANNEL.replace("orders", "b"));
+        write(dir, "specs/a/a.yaml", &CHANNEL.replace("orders", "a"));
+        write(dir, "specs/notes.txt", CHANNEL);
+        write(dir, "specs/yaml", CHANNEL);
+        let ws = load(&[dir.join("specs")], None).expect("loads");
+        assert_eq!(rules(&ws), Vec::<&str>::new());
+        assert_eq!(
+            read_files(&ws, dir),
+            ["specs/a/a.yaml", "specs/b.yml", "dlqctl.yaml"]
+        );
+        assert_eq!(ws.channels.len(), 2);
+        assert_eq!(ws.targets.len(), 1, "dlqctl.yaml found above the folder");
+    }
+
+    #[test]
+    fn a_missing_path_or_targets_file_is_an_error_of_the_run() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let missing = dir.join("nope.yaml");
+        assert!(matches!(
+            load(std::slice::from_ref(&missing), None),
+            Err(LoadError::NotFound(p)) if p == missing
+        ));
+        let spec = write(dir, "c.yaml", CHANNEL);
+        assert!(matches!(
+            load(std::slice::from_ref(&spec), Some(&missing)),
+            Err(LoadError::NotFound(p)) if p == missing
+        ));
+        // A folder is not a targets file.
+        assert!(matches!(
+            load(std::slice::from_ref(&spec), Some(dir)),
+            Err(LoadError::NotFound(p)) if p == dir
+        ));
+        let targets = write(dir, "t.yaml", TARGETS);
+        let ws = load(&[spec], Some(&targets)).expect("loads");
+        assert_eq!(read_files(&ws, dir), ["c.yaml", "t.yaml"]);
+        assert_eq!(ws.targets.len(), 1);
+    }
+
+    #[test]
+    fn a_file_named_twice_is_read_once() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let spec = write(dir, "c.yaml", CHANNEL);
+        let targets = write(dir, "dlqctl.yaml", TARGETS);
+        let ws = load(
+            &[spec.clone(), dir.join(".").join("c.yaml"), targets.clone()],
+            Some(&targets),
+        )
+        .expect("loads");
+        assert_eq!(read_files(&ws, dir), ["c.yaml", "dlqctl.yaml"]);
+        assert_eq!(rules(&ws), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn the_targets_file_is_discovered_only_when_none_was_given_or_read() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let spec = write(dir, "team/c.yaml", CHANNEL);
+        write(dir, "dlqctl.yaml", TARGETS);
+        // Beside or above the inputs: the nearest one.
+        let ws = load(std::slice::from_ref(&spec), None).expect("loads");
+        assert_eq!(read_files(&ws, dir), ["team/c.yaml", "dlqctl.yaml"]);
+        let near = write(dir, "team/dlqctl.yml", TARGETS);
+        let ws = load(std::slice::from_ref(&spec), None).expect("loads");
+        assert_eq!(read_files(&ws, dir), ["team/c.yaml", "team/dlqctl.yml"]);
+        assert_eq!(
+            discover_targets(std::slice::from_ref(&spec), &[]),
+            Some(near.clone())
+        );
+        // One already read is not read again: the next one up is.
+        assert_eq!(
+            discover_targets(std::slice::from_ref(&spec), std::slice::from_ref(&near)),
+            Some(dir.join("dlqctl.yaml"))
+        );
+        // A Targets document among the inputs: nothing is looked for.
+        let own = write(
+            dir,
+            "team/own.yaml",
+            &TARGETS.replace("eu-west-1", "us-east-1"),
+        );
+        let ws = load(&[spec.clone(), own], None).expect("loads");
+        assert_eq!(read_files(&ws, dir), ["team/c.yaml", "team/own.yaml"]);
+        assert!(same_file(&near, &dir.join("team/../team/dlqctl.yml")));
+        assert!(!same_file(&near, &spec));
+        assert!(!same_file(&near, &dir.join("missing.yaml")));
+    }
+
+    #[test]
+    fn a_file_of_a_mebibyte_is_read_and_one_byte_more_is_refused_unread() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let cap = usize::try_from(MAX_FILE_BYTES).expect("fits");
+        assert_eq!(cap, 1_048_576);
+        let comment = |n: usize| format!("#{}\n", "x".repeat(n - 2));
+        let full = write(dir, "full.yaml", &comment(cap));
+        let ws = load(&[full], None).expect("loads");
+        assert_eq!(rules(&ws), Vec::<&str>::new());
+        let over = write(dir, "over.yaml", &comment(cap + 1));
+        let ws = load(&[over], None).expect("loads");
+        assert_eq!(rules(&ws), ["file/too-large"]);
+        assert_eq!(
+            ws.diagnostics[0].message,
+            "file is 1048577 bytes; spec files may be at most 1048576 bytes"
+        );
+    }
+
+    #[test]
+    fn a_file_whose_size_lies_is_cut_one_byte_past_the_cap() {
+        // `/dev/zero` says it is empty and never ends.
+        match read(Path::new("/dev/zero")).expect("reads") {
+            FileRead::TooLarge(None) => {}
+            FileRead::TooLarge(Some(n)) => panic!("the size on disk was believed: {n}"),
+            _ => panic!("read past the cap"),
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_reported_at_its_first_bad_byte_if_it_is_ours() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let path = dir.join("latin1.yaml");
+        let mut bytes = b"apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: caf".to_vec();
+        bytes.extend([0xe9, b'}', b'\n']);
+        std::fs::write(&path, &bytes).expect("write");
+        let ws = load(std::slice::from_ref(&path), None).expect("loads");
+        assert_eq!(rules(&ws), ["file/not-utf8"]);
+        let d = &ws.diagnostics[0];
+        assert_eq!(
+            d.message,
+            "file is not UTF-8 text: invalid byte at offset 56"
+        );
+        let loc = d.loc.expect("located");
+        assert_eq!(
+            (loc.span.line, loc.span.col, loc.span.start, loc.span.end),
+            (3, 21, 56, 57)
+        );
+        assert_eq!(ws.skipped, 0);
+        // Not a dlqctl file: skipped and counted.
+        std::fs::write(&path, [b'a', b':', b' ', 0xe9, b'\n']).expect("write");
+        let ws = load(&[path], None).expect("loads");
+        assert_eq!(rules(&ws), Vec::<&str>::new());
+        assert_eq!(ws.skipped, 1);
+        assert_eq!(ws.sources.len(), 0);
+    }
+
+    #[test]
+    fn documents_that_are_not_dlqctl_s_are_skipped_and_counted() {
+        // A CI config, a scalar document and an empty one (not counted: nothing is there).
+        let ws = load_str(
+            "mixed.yaml",
+            &format!("name: CI\non: push\n---\njust text\n---\n---\n{CHANNEL}"),
+        );
+        assert_eq!(ws.skipped, 2);
+        assert_eq!(ws.channels.len(), 1);
+        assert_eq!(ws.channels[0].value.metadata.name, "orders");
+        // A file YAML cannot read is skipped unless it says it is dlqctl's.
+        let ws = load_str("cfn.yaml", "Resources:\n  Q: {a: 1, a: 2}\n");
+        assert_eq!((rules(&ws), ws.skipped), (Vec::<&str>::new(), 1));
+        let ws = load_str("broken.yaml", "kind: Channel\nspec: {a: 1, a: 2}\n");
+        assert_eq!((rules(&ws), ws.skipped), (vec!["yaml/duplicate-key"], 0));
+        // A dlqctl kind with a foreign apiVersion is ours: reported, never skipped.
+        let ws = load_str(
+            "v.yaml",
+            "apiVersion: dlqctl/v2\nkind: Channel\nmetadata: {name: a}\n",
+        );
+        assert_eq!((rules(&ws), ws.skipped), (vec!["spec/api-version"], 0));
+        // So is one with a dlqctl kind and someone else's apiVersion (validated, not skipped).
+        let ws = load_str(
+            "v.yaml",
+            "apiVersion: v1\nkind: Channel\nmetadata: {name: a}\n",
+        );
+        assert_eq!(
+            (rules(&ws), ws.skipped),
+            (vec!["schema/required", "schema/enum"], 0)
+        );
+    }
+
+    #[test]
+    fn a_file_declares_a_dlqctl_document_by_its_api_version_or_its_kind() {
+        for text in [
+            "apiVersion: dlqctl/v1",
+            "  apiVersion:   dlqctl/v9  # a comment",
+            "kind: Channel",
+            "kind: Targets",
+            "kind: \"Defaults\"",
+            "kind: 'Channel'",
+            "\"kind\": \"Channel\",",
+            "'apiVersion': 'dlqctl/v1'",
+            "{apiVersion: dlqctl/v1, kind: x}",
+            "{\"kind\": \"Channel\"}",
+            "metadata: {name: x}\nkind: Channel",
+            "apiVersion: v1\nkind: Channel",
+        ] {
+            assert!(declares_dlqctl(text), "{text}");
+        }
+        for text in [
+            "",
+            "apiVersion: v1\nkind: ConfigMap",
+            "kind: Deployment  # not a Channel",
+            "name: apiVersion dlqctl",
+            "apiVersionx: dlqctl/v1",
+            "kinds: Channel",
+            "kind Channel",
+            "# kind: Channel",
+        ] {
+            assert!(!declares_dlqctl(text), "{text}");
+        }
+    }
+}

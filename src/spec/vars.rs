@@ -155,4 +155,34 @@ mod tests {
             "{msg}"
         );
     }
+
+    #[test]
+    fn names_are_letters_digits_and_underscores_not_starting_with_a_digit() {
+        let any = |_: &str| Some("v".to_owned());
+        for ok in ["${_}", "${_X1}", "${lower}", "${A_9}"] {
+            assert_eq!(expand(ok, any).as_deref(), Ok("v"), "{ok}");
+        }
+        for bad in ["${9}", "${A.B}", "${-}"] {
+            assert_eq!(
+                expand(bad, any),
+                Err(VarError::Malformed(bad.to_owned())),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_reference_is_quoted_from_its_dollar_for_forty_characters() {
+        assert_eq!(
+            expand("http://${HOST}/${ HOST}", env),
+            Err(VarError::Malformed("${ HOST}".into()))
+        );
+        let long = format!("${{{}", "A".repeat(60));
+        assert_eq!(
+            expand(&format!("x{long}"), env),
+            Err(VarError::Malformed(long.chars().take(40).collect()))
+        );
+        assert!(has_reference("a${B}") && has_reference("${"));
+        assert!(!has_reference("$B {C}"));
+    }
 }

@@ -374,3 +374,212 @@ fn actions_unused(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::findings_of;
+
+    /// The rule ids of an SQS channel with these `alarms` (notifying an SNS topic).
+    fn alarm_rules(alarms: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("  retry: {{maxAttempts: 3}}\n  alarms:\n{alarms}    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_warning_at_the_critical_threshold_never_comes_first() {
+        assert_eq!(
+            alarm_rules("    depth: {warning: 4, critical: 5}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    depth: {warning: 5, critical: 5}\n"),
+            ["alarms/tier-order"]
+        );
+    }
+
+    #[test]
+    fn cloudwatch_evaluates_a_day_at_most() {
+        assert_eq!(
+            alarm_rules("    depth: {above: 0, period: 1h, evaluationPeriods: 24}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    depth: {above: 0, period: 1h, evaluationPeriods: 25}\n"),
+            ["alarms/period"]
+        );
+    }
+
+    #[test]
+    fn one_tier_alone_is_a_threshold() {
+        for tier in ["warning", "critical"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{{tier}: 5}}\n")),
+                Vec::<&str>::new(),
+                "{tier}"
+            );
+        }
+        assert_eq!(
+            alarm_rules("    depth: {period: 60s}\n"),
+            ["alarms/threshold"]
+        );
+    }
+
+    #[test]
+    fn a_runbook_is_an_http_or_https_url() {
+        for ok in ["https://wiki.example.com/dlq", "http://wiki/dlq"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0}}\n    runbook: \"{ok}\"\n")),
+                Vec::<&str>::new(),
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            alarm_rules("    depth: {above: 0}\n    runbook: wiki.example.com/dlq\n"),
+            ["alarms/runbook"]
+        );
+    }
+
+    /// The findings of a channel on `backend` whose invalid-message queue has these lines.
+    fn invalid_findings(backend: &str, invalid: &str) -> Vec<crate::diag::Diagnostic> {
+        findings_of(
+            backend,
+            &format!(
+                "  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n  invalid:\n{invalid}  lint: {{allow: [alarms/missing]}}\n"
+            ),
+            "",
+        )
+    }
+
+    #[test]
+    fn invalid_message_alarms_are_checked_on_sqs_and_refused_elsewhere() {
+        let alarms = "    alarms: {depth: {above: 0}, runbook: wiki/dlq}\n";
+        let rules = |b: &str| -> Vec<&'static str> {
+            invalid_findings(b, alarms)
+                .iter()
+                .map(|d| d.rule)
+                .filter(|r| *r != "sqs/backoff-consumer")
+                .collect()
+        };
+        assert_eq!(rules("sqs"), ["alarms/runbook"]);
+        assert_eq!(rules("rabbit"), ["invalid/alarms-backend"]);
+    }
+
+    #[test]
+    fn an_age_alarm_beyond_the_retention_names_the_retention_to_lengthen() {
+        let hint = |found: Vec<crate::diag::Diagnostic>| {
+            found
+                .into_iter()
+                .find(|d| d.rule == "alarms/age-beyond-retention")
+                .and_then(|d| d.hint)
+                .expect("reported with a hint")
+        };
+        assert_eq!(
+            hint(invalid_findings(
+                "sqs",
+                "    retention: 1h\n    alarms: {oldestMessageAge: {above: 1h}, actions: [\"arn:aws:sns:eu-west-1:1:o\"]}\n"
+            )),
+            "alarm well within the retention, or keep messages longer (`spec.invalid.retention`)"
+        );
+        assert_eq!(
+            hint(findings_of(
+                "sqs",
+                "  retry: {maxAttempts: 3}\n  deadLetter: {retention: 1h}\n  alarms: {oldestMessageAge: {above: 1h}, actions: [\"arn:aws:sns:eu-west-1:1:o\"]}\n",
+                ""
+            )),
+            "alarm well within the dead-letter retention, or keep dead letters longer (`spec.deadLetter.retention`)"
+        );
+    }
+
+    /// The rule ids of an SQS channel with these `alarms` lines, `actions` included.
+    fn alarm_rules_with(alarms: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("  retry: {{maxAttempts: 3}}\n  alarms:\n{alarms}"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn per_tier_actions_need_an_alarm_of_their_tier_and_above_counts_as_critical() {
+        let arn = "[\"arn:aws:sns:eu-west-1:1:o\"]";
+        let case = |depth: &str, actions: &str| {
+            alarm_rules_with(&format!("    depth: {depth}\n    actions: {actions}\n"))
+        };
+        assert_eq!(
+            case(
+                "{warning: 5, critical: 10}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            case("{above: 5}", &format!("{{critical: {arn}}}")),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            case(
+                "{above: 5}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            ["alarms/actions-tier"]
+        );
+        assert_eq!(
+            case(
+                "{warning: 5}",
+                &format!("{{warning: {arn}, critical: {arn}}}")
+            ),
+            ["alarms/actions-tier"]
+        );
+        // An empty list notifies nobody either way: nothing to say about it.
+        assert_eq!(
+            case("{above: 5}", &format!("{{warning: [], critical: {arn}}}")),
+            Vec::<&str>::new()
+        );
+    }
+
+    #[test]
+    fn a_cloudwatch_period_is_a_whole_number_of_minutes() {
+        for ok in ["60s", "5m"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0, period: {ok}}}\n")),
+                Vec::<&str>::new(),
+                "{ok}"
+            );
+        }
+        for bad in ["90s", "0s"] {
+            assert_eq!(
+                alarm_rules(&format!("    depth: {{above: 0, period: {bad}}}\n")),
+                ["alarms/period"],
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn actions_are_unused_where_alertmanager_routes_and_only_when_there_are_some() {
+        let rules = |backend: &str, actions: &str| -> Vec<&'static str> {
+            findings_of(
+                backend,
+                &format!("  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n  deadLetter: {{discard: {{after: 7d, reason: r}}}}\n  alarms:\n    depth: {{above: 0}}\n    actions: {actions}\n"),
+                "",
+            )
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        let arn = "[\"arn:aws:sns:eu-west-1:1:o\"]";
+        for b in ["rabbit", "kafka"] {
+            assert_eq!(rules(b, arn), ["alarms/actions-unused"], "{b}");
+            assert_eq!(rules(b, "[]"), Vec::<&str>::new(), "{b}");
+        }
+    }
+}

@@ -308,3 +308,75 @@ pub(super) fn jitter_info(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Di
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{findings_of, rules_on};
+
+    #[test]
+    fn only_a_kafka_dead_letter_topic_has_a_consumer_group() {
+        let spec = "  deadLetter: {consumerGroup: app.dlt-readers}\n";
+        assert_eq!(
+            rules_on("kafka", spec, ""),
+            ["deadletter/retention-implicit"]
+        );
+        for (b, name) in [("sqs", "sqs"), ("rabbit", "rabbitmq")] {
+            let found = findings_of(
+                b,
+                &format!(
+                    "  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+                ),
+                "",
+            );
+            let d = found
+                .iter()
+                .find(|d| d.rule == "deadletter/consumer-group")
+                .expect("a consumer group on a queue is reported");
+            assert_eq!(
+                d.message,
+                format!(
+                    "`deadLetter.consumerGroup` is for Kafka dead-letter topics; this channel's target is {name}"
+                )
+            );
+        }
+    }
+
+    /// The `retry/excessive` findings of a channel with these `retry` settings.
+    fn excessive(backend: &str, retry: &str) -> Vec<String> {
+        findings_of(
+            backend,
+            &format!("  retry: {retry}\n  lint: {{allow: [alarms/missing]}}\n"),
+            "",
+        )
+        .into_iter()
+        .filter(|d| d.rule == "retry/excessive")
+        .map(|d| d.message)
+        .collect()
+    }
+
+    #[test]
+    fn retries_are_excessive_past_twenty_deliveries_not_at_twenty() {
+        assert_eq!(excessive("sqs", "{maxAttempts: 20}"), Vec::<String>::new());
+        assert_eq!(
+            excessive("sqs", "{maxAttempts: 21}"),
+            [
+                "`spec.retry.maxAttempts` is 21: more than 20 deliveries turn a slow dependency into a stuck consumer"
+            ]
+        );
+    }
+
+    #[test]
+    fn retries_are_excessive_past_a_day_of_waiting_not_at_a_day() {
+        // Four retries of 6h: exactly one day, the most that is not excessive.
+        assert_eq!(
+            excessive("rabbit", "{maxAttempts: 5, backoff: {initial: 6h}}"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            excessive("rabbit", "{maxAttempts: 5, backoff: {initial: 6h1s}}"),
+            [
+                "the retries wait 1d4s in all before the dead-letter queue: a message is held back for more than a day"
+            ]
+        );
+    }
+}

@@ -272,3 +272,82 @@ fn discard_before_alarm(doc: &Doc<Channel>, h: &Held, out: &mut Vec<Diagnostic>)
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{findings_of, rules_on};
+    use super::*;
+
+    /// One second less than `d`.
+    fn just_under(d: Duration) -> Duration {
+        Duration::from_millis(d.as_millis() - 1000)
+    }
+
+    #[test]
+    fn a_queue_drops_messages_below_its_backend_s_maximum_and_kafka_always() {
+        // No retention: only Kafka deletes (the broker's default); the others keep them.
+        assert!(drops_messages(Backend::Kafka, None));
+        for b in [Backend::Sqs, Backend::Rabbitmq, Backend::Pubsub] {
+            assert!(!drops_messages(b, None), "{b:?}");
+        }
+        // SQS and Pub/Sub: their maximum is no decision, one second less is.
+        for (b, max) in [
+            (Backend::Sqs, SQS_MAX_RETENTION),
+            (Backend::Pubsub, PUBSUB_MAX_RETENTION),
+        ] {
+            assert!(!drops_messages(b, Some(max)), "{b:?} at its maximum");
+            assert!(drops_messages(b, Some(just_under(max))), "{b:?} below it");
+        }
+        // RabbitMQ's message-ttl and Kafka's retention.ms always delete.
+        for b in [Backend::Rabbitmq, Backend::Kafka] {
+            assert!(
+                drops_messages(b, Some(Duration::from_secs(30 * 86_400))),
+                "{b:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pubsub_dead_letter_retention_below_seven_days_needs_a_reason() {
+        let rules = |retention: &str| -> Vec<&'static str> {
+            findings_of(
+                "pubsub",
+                &format!("  retry: {{maxAttempts: 5}}\n  deadLetter: {{retention: {retention}}}\n  lint: {{allow: [alarms/missing]}}\n"),
+                "",
+            )
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        assert_eq!(rules("7d"), Vec::<&str>::new());
+        assert_eq!(rules("6d"), ["deadletter/discard-undeclared"]);
+    }
+
+    #[test]
+    fn an_alarm_that_fires_exactly_at_the_discard_is_too_late() {
+        // 58m + 2 × 60s = 1h: the message is discarded as the alarm fires.
+        let found: Vec<_> = super::super::tests::findings_on(
+            "sqs",
+            "  retention: 10m\n  deadLetter: {discard: {after: 1h, reason: r}}\n  alarms:\n    oldestMessageAge: {above: 58m, period: 60s, evaluationPeriods: 2}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n",
+            "",
+        )
+        .into_iter()
+        .filter(|d| d.rule != "sqs/backoff-consumer")
+        .collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rule, "deadletter/discard-before-alarm");
+        assert_eq!(
+            found[0].message,
+            "`spec.alarms.oldestMessageAge.above` fires at the earliest when the oldest dead letter is 1h old (threshold 58m + period × evaluationPeriods 2m), but dead letters are discarded after 1h: the message is gone before anyone is told"
+        );
+        // One minute earlier is in time.
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "  retention: 10m\n  deadLetter: {discard: {after: 1h, reason: r}}\n  alarms:\n    oldestMessageAge: {above: 57m, period: 60s, evaluationPeriods: 2}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n",
+                ""
+            ),
+            Vec::<&str>::new()
+        );
+    }
+}

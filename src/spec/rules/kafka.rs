@@ -187,3 +187,43 @@ fn check_suffixes(doc: &Doc<Channel>, naming: KafkaNaming, out: &mut Vec<Diagnos
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::findings_of;
+
+    /// The rule ids of a Kafka channel with these `spec` lines (`alarms/missing` silenced).
+    fn kafka_rules(spec: &str) -> Vec<&'static str> {
+        findings_of(
+            "kafka",
+            &format!("{spec}  lint: {{allow: [alarms/missing]}}\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_retention_may_be_one_second_but_not_less() {
+        let spec = |dlq: &str| {
+            format!(
+                "  retry: {{maxAttempts: 3}}\n  deadLetter: {{discard: {{after: {dlq}, reason: r}}}}\n"
+            )
+        };
+        assert_eq!(kafka_rules(&spec("1s")), Vec::<&str>::new());
+        assert_eq!(kafka_rules(&spec("999ms")), ["kafka/retention-range"]);
+    }
+
+    #[test]
+    fn the_retry_delays_must_end_before_the_retention_does() {
+        let spec = |retention: &str| {
+            format!(
+                "  retention: {retention}\n  retry: {{maxAttempts: 3, backoff: {{initial: 1h}}}}\n  deadLetter: {{discard: {{after: 7d, reason: r}}}}\n"
+            )
+        };
+        // Two retries of 1h: a 2h retention expires the message as the last retry comes.
+        assert_eq!(kafka_rules(&spec("2h")), ["retry/exceeds-retention"]);
+        assert_eq!(kafka_rules(&spec("2h1s")), Vec::<&str>::new());
+    }
+}

@@ -269,9 +269,31 @@ mod tests {
         );
     }
 
-    /// The rule ids of one channel on `backend` (`sqs`, `rabbit` or `kafka`), with `spec`
+    /// The rule ids of one channel on `backend` (`sqs`, `rabbit`, `kafka` or `pubsub`), with `spec`
     /// lines appended and an optional Defaults document's `spec` lines.
-    fn rules_on(backend: &str, spec: &str, defaults: &str) -> Vec<&'static str> {
+    pub(super) fn rules_on(backend: &str, spec: &str, defaults: &str) -> Vec<&'static str> {
+        findings_on(backend, spec, defaults)
+            .iter()
+            .map(|d| d.rule)
+            .filter(|r| !matches!(*r, "sqs/backoff-consumer"))
+            .collect()
+    }
+
+    /// The findings of one channel on `backend`, as [`rules_on`] builds it (all of them).
+    pub(super) fn findings_on(backend: &str, spec: &str, defaults: &str) -> Vec<Diagnostic> {
+        findings_of(
+            backend,
+            &format!(
+                "  retry:\n    maxAttempts: 3\n    backoff: {{initial: 1s}}\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+            ),
+            defaults,
+        )
+    }
+
+    /// The findings of one channel on `backend` whose `spec` after `target` is `spec` alone
+    /// (an SQS one gets `retention: 1h` unless it has one), with an optional Defaults
+    /// document's `spec` lines.
+    pub(super) fn findings_of(backend: &str, spec: &str, defaults: &str) -> Vec<Diagnostic> {
         let name = if backend == "sqs" {
             "quotes"
         } else {
@@ -289,16 +311,11 @@ mod tests {
             format!("---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n{defaults}")
         };
         let text = format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {{backend: sqs, region: eu-west-1}}\n  rabbit: {{backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {{prefixes: [app.]}}}}\n  kafka: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: {backend}\n  retry:\n    maxAttempts: 3\n    backoff: {{initial: 1s}}\n{spec}  lint: {{allow: [alarms/missing]}}\n"
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {{backend: sqs, region: eu-west-1}}\n  rabbit: {{backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {{prefixes: [app.]}}}}\n  kafka: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n  pubsub: {{backend: pubsub, project: my-project}}\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: {backend}\n{spec}"
         );
         let ws = crate::spec::load::load_str("c.yaml", &text);
         assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
-        check(&ws)
-            .0
-            .iter()
-            .map(|d| d.rule)
-            .filter(|r| !matches!(*r, "sqs/backoff-consumer"))
-            .collect()
+        check(&ws).0
     }
 
     #[test]

@@ -340,3 +340,118 @@ pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each backend's name rules at their edges: the longest name it takes passes, one
+    //! character (or byte) more is refused, with the message that says why.
+
+    use super::*;
+
+    #[test]
+    fn sqs_names_are_80_characters_of_a_z_digits_dash_and_underscore() {
+        assert_eq!(sqs_name_problem(&"q".repeat(80), false), None);
+        assert_eq!(
+            sqs_name_problem(&"q".repeat(81), false).as_deref(),
+            Some("SQS names are at most 80 characters, this is 81")
+        );
+        // The `.fifo` suffix counts.
+        assert_eq!(
+            sqs_name_problem(&format!("{}.fifo", "q".repeat(75)), true),
+            None
+        );
+        assert_eq!(
+            sqs_name_problem(&format!("{}.fifo", "q".repeat(76)), true).as_deref(),
+            Some("SQS names are at most 80 characters, this is 81")
+        );
+        assert_eq!(sqs_name_problem("Orders-dlq_2", false), None);
+        assert_eq!(
+            sqs_name_problem("orders.dlq", false).as_deref(),
+            Some("SQS names allow only A-Z, a-z, 0-9, `-` and `_`, not `.`")
+        );
+        assert_eq!(
+            sqs_name_problem(".fifo", true).as_deref(),
+            Some("empty name")
+        );
+        assert_eq!(sqs_name_problem("", false).as_deref(), Some("empty name"));
+    }
+
+    #[test]
+    fn only_fifo_sqs_queues_end_in_dot_fifo() {
+        assert_eq!(sqs_name_problem("orders.fifo", true), None);
+        assert_eq!(
+            sqs_name_problem("orders", true).as_deref(),
+            Some("a FIFO queue's name must end in `.fifo`")
+        );
+        assert_eq!(
+            sqs_name_problem("orders.fifo", false).as_deref(),
+            Some("only FIFO queues may end in `.fifo` (set `sqs.fifo: true`)")
+        );
+    }
+
+    #[test]
+    fn rabbitmq_names_are_255_bytes_not_empty_and_not_amq() {
+        assert_eq!(rabbit_name_problem(&"q".repeat(255)), None);
+        // Bytes, not characters: 128 two-byte characters are 256 bytes.
+        assert_eq!(
+            rabbit_name_problem(&"é".repeat(128)).as_deref(),
+            Some("RabbitMQ names are at most 255 bytes, this is 256")
+        );
+        assert_eq!(rabbit_name_problem("").as_deref(), Some("empty name"));
+        assert_eq!(
+            rabbit_name_problem("amq.orders").as_deref(),
+            Some("names starting with `amq.` are reserved by RabbitMQ")
+        );
+        assert_eq!(rabbit_name_problem("app.amq.orders"), None);
+    }
+
+    #[test]
+    fn kafka_names_are_249_characters_of_a_z_digits_dot_underscore_and_dash() {
+        assert_eq!(kafka_name_problem(&"t".repeat(249)), None);
+        assert_eq!(
+            kafka_name_problem(&"t".repeat(250)).as_deref(),
+            Some("Kafka topic names are at most 249 characters, this is 250")
+        );
+        assert_eq!(kafka_name_problem("").as_deref(), Some("empty name"));
+        for dots in [".", ".."] {
+            assert_eq!(
+                kafka_name_problem(dots).as_deref(),
+                Some("`.` and `..` are not valid topic names"),
+                "{dots}"
+            );
+        }
+        assert_eq!(kafka_name_problem("..."), None);
+        assert_eq!(kafka_name_problem("App.orders_2-dlt"), None);
+        assert_eq!(
+            kafka_name_problem("app/orders").as_deref(),
+            Some("Kafka topic names allow only a-z, A-Z, 0-9, `.`, `_` and `-`, not `/`")
+        );
+    }
+
+    #[test]
+    fn pubsub_names_are_3_to_255_characters_from_a_letter_and_not_goog() {
+        assert_eq!(pubsub_name_problem("abc"), None);
+        assert_eq!(pubsub_name_problem(&"a".repeat(255)), None);
+        assert_eq!(
+            pubsub_name_problem("ab").as_deref(),
+            Some("Pub/Sub names are 3 to 255 characters, this is 2")
+        );
+        assert_eq!(
+            pubsub_name_problem(&"a".repeat(256)).as_deref(),
+            Some("Pub/Sub names are 3 to 255 characters, this is 256")
+        );
+        assert_eq!(
+            pubsub_name_problem("1abc").as_deref(),
+            Some("Pub/Sub names start with a letter")
+        );
+        assert_eq!(
+            pubsub_name_problem("GoogOrders").as_deref(),
+            Some("Pub/Sub names may not start with `goog`")
+        );
+        assert_eq!(pubsub_name_problem("a-_.~+%9"), None);
+        assert_eq!(
+            pubsub_name_problem("orders/dlq").as_deref(),
+            Some("Pub/Sub names allow only letters, digits and `-_.~+%`, not `/`")
+        );
+    }
+}

@@ -95,3 +95,58 @@ pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
     );
     super::channel::jitter_info(doc, r.backend, out);
 }
+
+#[cfg(test)]
+mod tests {
+    //! Pub/Sub's limits at their edges: the largest value Pub/Sub takes passes, the next one is
+    //! refused.
+
+    use super::super::tests::findings_of;
+
+    /// The rule ids of a Pub/Sub channel with these `spec` lines (`alarms/missing` silenced).
+    fn pubsub_rules(spec: &str) -> Vec<&'static str> {
+        findings_of(
+            "pubsub",
+            &format!("{spec}  lint: {{allow: [alarms/missing]}}\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_backoff_may_be_six_hundred_seconds_but_not_more() {
+        let spec = |initial: &str, max: &str| {
+            format!("  retry: {{maxAttempts: 5, backoff: {{initial: {initial}, max: {max}}}}}\n")
+        };
+        assert_eq!(pubsub_rules(&spec("600s", "600s")), Vec::<&str>::new());
+        assert_eq!(
+            pubsub_rules(&spec("601s", "601s")),
+            ["pubsub/backoff-range", "pubsub/backoff-range"]
+        );
+    }
+
+    #[test]
+    fn the_ack_deadline_is_whole_seconds_from_ten_to_six_hundred() {
+        let spec =
+            |ack: &str| format!("  retry: {{maxAttempts: 5}}\n  pubsub: {{ackDeadline: {ack}}}\n");
+        assert_eq!(pubsub_rules(&spec("10s")), Vec::<&str>::new());
+        assert_eq!(pubsub_rules(&spec("600s")), Vec::<&str>::new());
+        for bad in ["9s", "601s", "10500ms"] {
+            assert_eq!(pubsub_rules(&spec(bad)), ["pubsub/ack-deadline"], "{bad}");
+        }
+    }
+
+    #[test]
+    fn max_attempts_is_five_to_a_hundred() {
+        let spec = |n: u32| format!("  retry: {{maxAttempts: {n}}}\n");
+        assert_eq!(pubsub_rules(&spec(5)), Vec::<&str>::new());
+        assert_eq!(pubsub_rules(&spec(100)), ["retry/excessive"]);
+        assert_eq!(pubsub_rules(&spec(4)), ["pubsub/max-attempts"]);
+        assert_eq!(
+            pubsub_rules(&spec(101)),
+            ["retry/excessive", "pubsub/max-attempts"]
+        );
+    }
+}

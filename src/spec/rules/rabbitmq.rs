@@ -225,3 +225,49 @@ fn check_exchange(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::findings_of;
+
+    /// The rule ids of a RabbitMQ channel with these `spec` lines (`alarms/missing` and
+    /// `retry/excessive` silenced).
+    fn rabbit_rules(spec: &str) -> Vec<&'static str> {
+        findings_of(
+            "rabbit",
+            &format!("{spec}  lint: {{allow: [alarms/missing, retry/excessive]}}\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_retention_may_be_the_largest_32_bit_ttl_but_not_more() {
+        let spec = |retention: &str| {
+            format!(
+                "  retention: {retention}\n  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n"
+            )
+        };
+        assert_eq!(rabbit_rules(&spec("4294967295ms")), Vec::<&str>::new());
+        assert_eq!(rabbit_rules(&spec("4294967296ms")), ["rabbitmq/ttl-range"]);
+    }
+
+    #[test]
+    fn a_retry_delay_may_be_the_largest_32_bit_ttl_but_not_more() {
+        let spec =
+            |delay: &str| format!("  retry: {{maxAttempts: 2, backoff: {{initial: {delay}}}}}\n");
+        assert_eq!(rabbit_rules(&spec("4294967295ms")), Vec::<&str>::new());
+        assert_eq!(rabbit_rules(&spec("4294967296ms")), ["rabbitmq/ttl-range"]);
+    }
+
+    #[test]
+    fn the_ttl_model_needs_a_backoff_only_when_it_retries() {
+        assert_eq!(rabbit_rules("  retry: {maxAttempts: 1}\n"), ["retry/none"]);
+        assert_eq!(
+            rabbit_rules("  retry: {maxAttempts: 2}\n"),
+            ["rabbitmq/backoff-required"]
+        );
+    }
+}

@@ -174,3 +174,113 @@ fn check_retry_fits_retention(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! SQS's limits at their edges: the largest value SQS takes passes, the next one is refused.
+
+    use super::super::tests::findings_of;
+
+    /// The rule ids of an SQS channel with these `spec` lines (a 1h retention unless they set
+    /// one; `alarms/missing` silenced).
+    fn sqs_rules(spec: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("{spec}  lint: {{allow: [alarms/missing, retry/excessive]}}\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn max_attempts_may_be_sqs_s_max_receive_count_but_not_more() {
+        let spec = |n: u32| format!("  retention: 4d\n  retry: {{maxAttempts: {n}}}\n");
+        assert_eq!(sqs_rules(&spec(1000)), Vec::<&str>::new());
+        assert_eq!(sqs_rules(&spec(1001)), ["sqs/max-receive-count"]);
+    }
+
+    #[test]
+    fn the_visibility_timeout_may_be_twelve_hours_but_not_more() {
+        let spec = |v: &str| {
+            format!(
+                "  retention: 4d\n  retry: {{maxAttempts: 3}}\n  sqs: {{visibilityTimeout: {v}}}\n"
+            )
+        };
+        assert_eq!(sqs_rules(&spec("12h")), Vec::<&str>::new());
+        assert_eq!(sqs_rules(&spec("12h1s")), ["sqs/visibility-range"]);
+    }
+
+    #[test]
+    fn a_retention_may_be_sqs_s_minimum_or_maximum_but_not_beyond() {
+        let spec = |main: &str, dlq: &str| {
+            format!(
+                "  retention: {main}\n  retry: {{maxAttempts: 3}}\n  sqs: {{visibilityTimeout: 10s}}\n  deadLetter: {{retention: {dlq}}}\n"
+            )
+        };
+        assert_eq!(sqs_rules(&spec("60s", "14d")), Vec::<&str>::new());
+        assert_eq!(sqs_rules(&spec("59s", "14d")), ["sqs/retention-range"]);
+        assert_eq!(sqs_rules(&spec("60s", "14d1s")), ["sqs/retention-range"]);
+    }
+
+    #[test]
+    fn a_standard_dlq_must_keep_messages_longer_than_its_source() {
+        let found = |main: &str, dlq: &str| {
+            findings_of(
+                "sqs",
+                &format!(
+                    "  retention: {main}\n  retry: {{maxAttempts: 3}}\n  deadLetter: {{discard: {{after: {dlq}, reason: r}}}}\n  lint: {{allow: [alarms/missing]}}\n"
+                ),
+                "",
+            )
+        };
+        let same = found("4d", "4d");
+        assert_eq!(same.len(), 1, "{same:?}");
+        assert_eq!(same[0].rule, "sqs/dlq-retention");
+        assert_eq!(
+            same[0].hint.as_deref(),
+            Some(
+                "make `spec.deadLetter.discard.after` longer than `spec.retention` (14d is the SQS maximum)"
+            )
+        );
+        assert_eq!(
+            found("4d", "4d1s")
+                .iter()
+                .map(|d| d.rule)
+                .collect::<Vec<_>>(),
+            Vec::<&str>::new()
+        );
+        // A source that keeps messages 14d leaves the DLQ nothing longer to keep them.
+        let max = findings_of(
+            "sqs",
+            "  retention: 14d\n  retry: {maxAttempts: 3}\n  lint: {allow: [alarms/missing]}\n",
+            "",
+        );
+        assert_eq!(max.len(), 1, "{max:?}");
+        assert_eq!(max[0].rule, "sqs/dlq-retention");
+        assert_eq!(
+            max[0].hint.as_deref(),
+            Some(
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`"
+            )
+        );
+        // A source retention SQS refuses is reported as such, not compared.
+        assert_eq!(
+            found("15d", "4d")
+                .iter()
+                .map(|d| d.rule)
+                .collect::<Vec<_>>(),
+            ["sqs/retention-range"]
+        );
+    }
+
+    #[test]
+    fn every_attempt_must_end_before_the_retention_does() {
+        let spec =
+            |v: &str| format!("  retry: {{maxAttempts: 3}}\n  sqs: {{visibilityTimeout: {v}}}\n");
+        // 3 × 20m = 1h: the third attempt ends as the message expires.
+        assert_eq!(sqs_rules(&spec("20m")), ["retry/exceeds-retention"]);
+        assert_eq!(sqs_rules(&spec("19m59s")), Vec::<&str>::new());
+    }
+}

@@ -151,3 +151,47 @@ fn wider_access(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
     }
     out.push(d);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::findings_of;
+
+    /// The rule ids of an SQS channel with these `spec` lines (`alarms/missing` silenced).
+    fn sqs_rules(spec: &str) -> Vec<&'static str> {
+        findings_of(
+            "sqs",
+            &format!("  retry: {{maxAttempts: 3}}\n{spec}  lint: {{allow: [alarms/missing]}}\n"),
+            "",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .collect()
+    }
+
+    #[test]
+    fn a_data_key_is_reused_whole_seconds_from_one_minute_to_a_day() {
+        let spec =
+            |d: &str| format!("  sqs: {{encryption: {{kms: alias/orders, dataKeyReuse: {d}}}}}\n");
+        for ok in ["1m", "24h"] {
+            assert_eq!(sqs_rules(&spec(ok)), Vec::<&str>::new(), "{ok}");
+        }
+        for bad in ["59s", "24h1s", "90500ms"] {
+            assert_eq!(sqs_rules(&spec(bad)), ["sqs/encryption"], "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_dead_letter_queue_as_strongly_encrypted_as_its_source_is_not_weaker() {
+        let spec = |main: &str, dlq: &str| {
+            format!("  sqs: {{encryption: {main}}}\n  deadLetter: {{sqs: {{encryption: {dlq}}}}}\n")
+        };
+        assert_eq!(
+            sqs_rules(&spec("{managed: true}", "{managed: true}")),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            sqs_rules(&spec("{kms: alias/orders}", "{managed: true}")),
+            ["deadletter/weaker-encryption"]
+        );
+    }
+}
