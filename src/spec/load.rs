@@ -862,6 +862,39 @@ mod tests {
             ws.diagnostics[0].message,
             "file is 1048577 bytes; spec files may be at most 1048576 bytes"
         );
+        let loc = ws.diagnostics[0].loc.expect("located");
+        assert_eq!((loc.span.line, loc.span.col), (1, 1), "the file's start");
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_read_for_another_reason_is_an_io_error() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let file = write(tmp.path(), "c.yaml", CHANNEL);
+        // A file is no folder: not "no such file".
+        let below = file.join("x.yaml");
+        assert!(matches!(
+            load(std::slice::from_ref(&below), None),
+            Err(LoadError::Io(p, _)) if p == below
+        ));
+    }
+
+    #[test]
+    fn symlinked_files_are_read_and_symlinked_folders_are_not_followed() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path();
+        let shared = write(dir, "shared/c.yaml", CHANNEL);
+        write(dir, "specs/dlqctl.yaml", TARGETS);
+        std::os::unix::fs::symlink(&shared, dir.join("specs/linked.yaml")).expect("file link");
+        // A folder whose name looks like a spec, and a link to it: neither is a file.
+        std::fs::create_dir_all(dir.join("elsewhere.yaml")).expect("folder");
+        std::os::unix::fs::symlink(dir.join("elsewhere.yaml"), dir.join("specs/folder.yaml"))
+            .expect("folder link");
+        let ws = load(&[dir.join("specs")], None).expect("loads");
+        assert_eq!(
+            read_files(&ws, dir),
+            ["specs/dlqctl.yaml", "specs/linked.yaml"]
+        );
+        assert_eq!(ws.channels.len(), 1);
     }
 
     #[test]

@@ -226,4 +226,21 @@ mod tests {
         assert_eq!(kafka_rules(&spec("2h")), ["retry/exceeds-retention"]);
         assert_eq!(kafka_rules(&spec("2h1s")), Vec::<&str>::new());
     }
+
+    #[test]
+    fn custom_naming_needs_a_retry_name_only_when_there_are_retry_topics() {
+        // One attempt: no retry topic to name.
+        assert_eq!(
+            kafka_rules(
+                "  retry: {maxAttempts: 1}\n  kafka: {naming: custom}\n  deadLetter: {discard: {after: 7d, reason: r}}\n"
+            ),
+            ["retry/none"]
+        );
+        assert_eq!(
+            kafka_rules(
+                "  retry: {maxAttempts: 2}\n  kafka: {naming: custom}\n  deadLetter: {discard: {after: 7d, reason: r}}\n"
+            ),
+            ["kafka/naming"]
+        );
+    }
 }

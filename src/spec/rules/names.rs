@@ -454,4 +454,83 @@ mod tests {
             Some("Pub/Sub names allow only letters, digits and `-_.~+%`, not `/`")
         );
     }
+
+    /// Where the `name/invalid` finding about the `role` name of channel `name` on `backend`
+    /// points, and where `pointer` is in that channel's document.
+    fn name_invalid_at(
+        backend: &str,
+        name: &str,
+        spec: &str,
+        role: &str,
+        pointer: &str,
+    ) -> (Loc, Loc) {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {{backend: sqs, region: eu-west-1}}\n  rabbit: {{backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {{prefixes: [app., amq.]}}}}\n  kafka: {{backend: kafka, bootstrapServers: \"127.0.0.1:9092\", ownership: {{prefixes: [app.]}}}}\n  pubsub: {{backend: pubsub, project: my-project}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: {backend}\n{spec}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let found = super::super::check(&ws).0;
+        let d = found
+            .iter()
+            .find(|d| d.rule == "name/invalid" && d.message.starts_with(role))
+            .unwrap_or_else(|| panic!("no name/invalid about the {role} name: {found:?}"));
+        (d.loc.expect("located"), ws.channels[0].locs.value(pointer))
+    }
+
+    #[test]
+    fn a_bad_name_is_reported_at_the_field_that_made_it() {
+        // The main queue's own template, even beside a retry template.
+        let (at, field) = name_invalid_at(
+            "rabbit",
+            "app.quotes",
+            "  name: \"amq.{channel}\"\n  retry: {maxAttempts: 3, backoff: {initial: 1s}, name: \"{channel}.retry.{index}\"}\n",
+            "main",
+            "/spec/name",
+        );
+        assert_eq!(at, field);
+        // Pub/Sub subscriptions: their own templates.
+        for (spec, role, pointer) in [
+            (
+                "  pubsub: {subscription: \"goog-{channel}\"}\n",
+                "subscription",
+                "/spec/pubsub/subscription",
+            ),
+            (
+                "  deadLetter: {subscription: \"goog-{channel}\"}\n",
+                "dead-letter subscription",
+                "/spec/deadLetter/subscription",
+            ),
+        ] {
+            let (at, field) = name_invalid_at(
+                "pubsub",
+                "app.quotes",
+                &format!("  retry: {{maxAttempts: 5}}\n{spec}"),
+                role,
+                pointer,
+            );
+            assert_eq!(at, field, "{role}");
+        }
+        // SQS's default invalid-message name (`{channel}-invalid`): 81 characters, at `invalid`.
+        let (at, field) = name_invalid_at(
+            "sqs",
+            &"q".repeat(73),
+            "  retry: {maxAttempts: 3}\n  invalid: {retention: 14d}\n",
+            "invalid-message",
+            "/spec/invalid",
+        );
+        assert_eq!(at, field);
+        // Kafka's is the main topic's name + `-invalid-dlt` (250 characters here): the main
+        // topic's template is at fault.
+        let (at, field) = name_invalid_at(
+            "kafka",
+            "app.quotes",
+            &format!(
+                "  name: \"{{channel}}{}\"\n  retry: {{maxAttempts: 3}}\n  deadLetter: {{discard: {{after: 7d, reason: r}}}}\n  invalid: {{discard: {{after: 7d, reason: r}}}}\n",
+                "q".repeat(228)
+            ),
+            "invalid-message",
+            "/spec/name",
+        );
+        assert_eq!(at, field);
+    }
 }

@@ -194,4 +194,34 @@ mod tests {
             ["deadletter/weaker-encryption"]
         );
     }
+
+    #[test]
+    fn an_encryption_block_says_one_kind_of_encryption() {
+        let messages = |e: &str| -> Vec<String> {
+            findings_of(
+                "sqs",
+                &format!("  retry: {{maxAttempts: 3}}\n  sqs: {{encryption: {e}}}\n  lint: {{allow: [alarms/missing]}}\n"),
+                "",
+            )
+            .into_iter()
+            .filter(|d| d.rule == "sqs/encryption")
+            .map(|d| d.message)
+            .collect()
+        };
+        assert_eq!(messages("{managed: true}"), Vec::<String>::new());
+        assert_eq!(
+            messages("{kms: alias/orders, managed: true}"),
+            [
+                "`sqs.encryption` has both `kms` and `managed`: a queue has one kind of server-side encryption"
+            ]
+        );
+        assert_eq!(
+            messages("{}"),
+            ["`sqs.encryption` says neither `kms` nor `managed`"]
+        );
+        assert_eq!(
+            messages("{managed: true, dataKeyReuse: 5m}"),
+            ["`sqs.encryption.dataKeyReuse` is only for a KMS key"]
+        );
+    }
 }

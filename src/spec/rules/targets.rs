@@ -323,4 +323,67 @@ mod tests {
         assert!(!has_userinfo("http://127.0.0.1:15672"));
         assert!(!has_userinfo("https://sqs.eu-west-1.amazonaws.com"));
     }
+
+    /// The findings of one Targets document with these `targets` entries.
+    fn target_findings(targets: &str) -> Vec<Diagnostic> {
+        let ws = crate::spec::load::load_str(
+            "dlqctl.yaml",
+            &format!("apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n{targets}"),
+        );
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let mut out = Vec::new();
+        collect_targets(&ws, &mut out);
+        out
+    }
+
+    #[test]
+    fn granting_the_pubsub_service_agent_needs_the_project_number() {
+        for ok in [
+            "{backend: pubsub, project: my-project}",
+            "{backend: pubsub, project: my-project, grantServiceAgent: false}",
+            "{backend: pubsub, project: my-project, grantServiceAgent: true, projectNumber: \"123\"}",
+        ] {
+            let found = target_findings(&format!("  gcp: {ok}\n"));
+            assert!(found.is_empty(), "{ok}: {found:?}");
+        }
+        let found = target_findings(
+            "  gcp: {backend: pubsub, project: my-project, grantServiceAgent: true}\n",
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].message,
+            "`targets.gcp.projectNumber` is required for a Pub/Sub target"
+        );
+        assert!(
+            found[0]
+                .hint
+                .as_deref()
+                .is_some_and(|h| h.starts_with("`grantServiceAgent: true` grants")),
+            "{:?}",
+            found[0].hint
+        );
+    }
+
+    #[test]
+    fn a_url_without_a_scheme_is_shown_without_its_credentials() {
+        assert_eq!(without_userinfo("admin:pw@rabbit:15672"), "rabbit:15672");
+        assert_eq!(without_userinfo("rabbit:15672"), "rabbit:15672");
+        let found = target_findings(
+            "  r: {backend: rabbitmq, url: \"admin:pw@rabbit:15672\", ownership: {prefixes: [app.]}}\n",
+        );
+        let messages: Vec<_> = found.iter().map(|d| (d.rule, d.message.as_str())).collect();
+        assert_eq!(
+            messages,
+            [
+                (
+                    "target/credentials-in-url",
+                    "`targets.r.url` holds credentials (`user:password@`); remove them and name environment variables instead (`usernameEnv`, `passwordEnv`; `secretProperties` for Kafka; the AWS credential chain for SQS)"
+                ),
+                (
+                    "target/url",
+                    "`targets.r.url` must be an http:// or https:// URL, found `rabbit:15672`"
+                ),
+            ]
+        );
+    }
 }
