@@ -1585,4 +1585,42 @@ mod tests {
         let r = kafka("  retry: {maxAttempts: 3, backoff: {initial: 10s, max: 4s}}\n");
         assert_eq!(r.delays, ms(&[4000, 4000]));
     }
+
+    /// SQS keeps a message 4 days by default, dlqctl's dead-letter queues 14 (SQS's maximum).
+    #[test]
+    fn sqs_retentions_default_to_four_and_fourteen_days() {
+        assert_eq!(SQS_DEFAULT_RETENTION, Duration::from_secs(345_600));
+        assert_eq!(SQS_DEFAULT_DLQ_RETENTION, Duration::from_secs(1_209_600));
+        assert_eq!(PUBSUB_DEFAULT_RETENTION, Duration::from_secs(604_800));
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.retention, Some(Duration::from_secs(345_600)));
+        assert_eq!(
+            r.dead_letter_retention,
+            Some(Duration::from_secs(1_209_600))
+        );
+    }
+
+    /// `above` is the untiered form; `warning` or `critical` make the alarm tiered, and the
+    /// single threshold counts as critical.
+    #[test]
+    fn an_alarm_is_tiered_only_with_warning_or_critical() {
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {above: 5}\n    oldestMessageAge: {warning: 30m}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(!depth.is_tiered(), "`above` alone is untiered");
+        assert_eq!(depth.tiers[0].severity(), Tier::Critical);
+        let age = r.alarms.oldest_message_age.as_ref().expect("age alarm");
+        assert!(age.is_tiered(), "`warning` is a tier");
+        assert_eq!(age.tiers[0].severity(), Tier::Warning);
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {critical: 9}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(depth.is_tiered(), "`critical` is a tier");
+    }
 }
