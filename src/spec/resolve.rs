@@ -1623,4 +1623,32 @@ mod tests {
         let depth = r.alarms.depth.as_ref().expect("depth alarm");
         assert!(depth.is_tiered(), "`critical` is a tier");
     }
+
+    /// A delay that reached `max` stays there, as in Spring's `ExponentialBackOff`
+    /// (`currentInterval >= maxInterval` returns the max), whatever the multiplier (the
+    /// schema refuses one below 1; `delays` does not rely on it).
+    #[test]
+    fn a_delay_at_max_stays_at_max() {
+        let text = "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: k\n  retry: {maxAttempts: 4, backoff: {initial: 10s, max: 4s}}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let mut channel = ws.channels[0].value.clone();
+        let mut set = |max: u64, multiplier: f64| {
+            let backoff = channel
+                .spec
+                .retry
+                .as_mut()
+                .and_then(|r| r.backoff.as_mut())
+                .expect("backoff");
+            backoff.max = Some(Duration::from_secs(max));
+            backoff.multiplier = Some(multiplier);
+            delays(&channel, None)
+        };
+        assert_eq!(set(4, 0.5), ms(&[4000, 4000, 4000]));
+        assert_eq!(
+            set(20, 0.5),
+            ms(&[10_000, 5000, 2500]),
+            "below max: multiplied"
+        );
+    }
 }
