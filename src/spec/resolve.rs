@@ -1651,4 +1651,43 @@ mod tests {
             "below max: multiplied"
         );
     }
+
+    /// RabbitMQ's `deliveryLimit` model redelivers from the main queue: no delays, no retry
+    /// queues, whatever `retry.backoff` says; the `ttl` model gets a queue per delay.
+    #[test]
+    fn rabbitmq_delivery_limit_has_no_retry_queues() {
+        let retry = "  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n";
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            &format!("{retry}  rabbitmq: {{retryModel: deliveryLimit}}\n"),
+        );
+        assert_eq!(r.delays, Vec::<Duration>::new());
+        assert_eq!(r.retry_stages, Vec::<RetryStage>::new());
+        let r = resolved_on(Backend::Rabbitmq, "orders", retry);
+        assert_eq!(r.delays, ms(&[1000, 2000]));
+        assert_eq!(
+            names(&r),
+            [("orders.retry.1000", 1000), ("orders.retry.2000", 2000)]
+        );
+    }
+
+    /// `sqs.fifo` reaches the resolved queue settings as well as the names.
+    #[test]
+    fn a_fifo_channel_resolves_to_fifo_queues() {
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  sqs: {fifo: true}\n",
+        );
+        let sqs = r.sqs.as_ref().expect("sqs settings");
+        assert!(sqs.fifo, "fifo");
+        assert_eq!(sqs.visibility_timeout, SQS_DEFAULT_VISIBILITY);
+        assert_eq!(
+            (r.main.as_str(), r.dead_letter.as_str()),
+            ("orders.fifo", "orders-dlq.fifo")
+        );
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert!(!r.sqs.as_ref().expect("sqs settings").fifo, "standard");
+    }
 }
