@@ -1690,4 +1690,61 @@ mod tests {
         let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
         assert!(!r.sqs.as_ref().expect("sqs settings").fifo, "standard");
     }
+
+    fn resolve_error(backend: Backend, spec: &str) -> ResolveError {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: orders}}\nspec:\n  target: k\n  retry: {{maxAttempts: 2}}\n{spec}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target: Target =
+            serde_json::from_value(serde_json::json!({ "backend": backend })).expect("target");
+        resolve(&ws.channels[0].value, "k", &target).expect_err("does not resolve")
+    }
+
+    /// `discard` and `retention` in one block, or a `discard` without `after`: the error points
+    /// into the block that says it, `invalid` or `deadLetter`.
+    #[test]
+    fn discard_errors_point_into_their_own_block() {
+        let e = resolve_error(
+            Backend::Sqs,
+            "  invalid: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/retention",
+                "deadletter/discard-and-retention",
+                "`invalid.retention` (1d) and `invalid.discard` both say how long invalid messages are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  invalid: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/discard",
+                "spec/required",
+                "`invalid.discard` has no `after`: when are invalid messages discarded?"
+            )
+        );
+        let e = resolve_error(
+            Backend::Sqs,
+            "  deadLetter: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/retention",
+                "`deadLetter.retention` (1d) and `deadLetter.discard` both say how long dead letters are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  deadLetter: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/discard",
+                "`deadLetter.discard` has no `after`: when are dead letters discarded?"
+            )
+        );
+    }
 }
