@@ -1747,4 +1747,59 @@ mod tests {
             )
         );
     }
+
+    /// `exchanges()` lists the exchanges a RabbitMQ channel declares, the dead-letter one
+    /// marked; none without `rabbitmq.exchange`/`deadLetterExchange`, none off RabbitMQ.
+    #[test]
+    fn exchanges_lists_the_declared_exchanges_dead_letter_one_marked() {
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  rabbitmq:\n    exchange: {name: \"{channel}.in\"}\n    deadLetterExchange: {name: \"{channel}.dlx\"}\n",
+        );
+        assert_eq!(
+            r.exchanges(),
+            [
+                ("orders.in", "/spec/rabbitmq/exchange/name", false),
+                ("orders.dlx", "/spec/rabbitmq/deadLetterExchange/name", true),
+            ]
+        );
+        let r = resolved_on(Backend::Rabbitmq, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+    }
+
+    /// `names()`: every queue or topic with its role, main first; `subscriptions()`: Pub/Sub's
+    /// two subscriptions (none elsewhere).
+    #[test]
+    fn names_and_subscriptions_list_every_resource_with_its_role() {
+        let r = kafka_channel(
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n  kafka: {exceptionBasedDlts: [-poison]}\n",
+        );
+        assert_eq!(
+            r.names(),
+            [
+                ("orders", "main"),
+                ("orders-dlt", "dead-letter"),
+                ("orders-retry", "retry"),
+                ("orders-invalid-dlt", "invalid-message"),
+                ("orders-poison-dlt", "exception dead-letter"),
+            ]
+        );
+        assert_eq!(r.subscriptions(), Vec::<(&str, &str)>::new());
+        let r = resolved_on(Backend::Pubsub, "orders", "  retry: {maxAttempts: 5}\n");
+        assert_eq!(
+            r.names(),
+            [("orders", "main"), ("orders-dlq", "dead-letter")]
+        );
+        assert_eq!(
+            r.subscriptions(),
+            [
+                ("orders-sub", "subscription"),
+                ("orders-dlq-sub", "dead-letter subscription"),
+            ]
+        );
+    }
 }
