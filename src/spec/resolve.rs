@@ -1585,4 +1585,221 @@ mod tests {
         let r = kafka("  retry: {maxAttempts: 3, backoff: {initial: 10s, max: 4s}}\n");
         assert_eq!(r.delays, ms(&[4000, 4000]));
     }
+
+    /// SQS keeps a message 4 days by default, dlqctl's dead-letter queues 14 (SQS's maximum).
+    #[test]
+    fn sqs_retentions_default_to_four_and_fourteen_days() {
+        assert_eq!(SQS_DEFAULT_RETENTION, Duration::from_secs(345_600));
+        assert_eq!(SQS_DEFAULT_DLQ_RETENTION, Duration::from_secs(1_209_600));
+        assert_eq!(PUBSUB_DEFAULT_RETENTION, Duration::from_secs(604_800));
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.retention, Some(Duration::from_secs(345_600)));
+        assert_eq!(
+            r.dead_letter_retention,
+            Some(Duration::from_secs(1_209_600))
+        );
+    }
+
+    /// `above` is the untiered form; `warning` or `critical` make the alarm tiered, and the
+    /// single threshold counts as critical.
+    #[test]
+    fn an_alarm_is_tiered_only_with_warning_or_critical() {
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {above: 5}\n    oldestMessageAge: {warning: 30m}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(!depth.is_tiered(), "`above` alone is untiered");
+        assert_eq!(depth.tiers[0].severity(), Tier::Critical);
+        let age = r.alarms.oldest_message_age.as_ref().expect("age alarm");
+        assert!(age.is_tiered(), "`warning` is a tier");
+        assert_eq!(age.tiers[0].severity(), Tier::Warning);
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {critical: 9}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(depth.is_tiered(), "`critical` is a tier");
+    }
+
+    /// A delay that reached `max` stays there, as in Spring's `ExponentialBackOff`
+    /// (`currentInterval >= maxInterval` returns the max), whatever the multiplier (the
+    /// schema refuses one below 1; `delays` does not rely on it).
+    #[test]
+    fn a_delay_at_max_stays_at_max() {
+        let text = "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: k\n  retry: {maxAttempts: 4, backoff: {initial: 10s, max: 4s}}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let mut channel = ws.channels[0].value.clone();
+        let mut set = |max: u64, multiplier: f64| {
+            let backoff = channel
+                .spec
+                .retry
+                .as_mut()
+                .and_then(|r| r.backoff.as_mut())
+                .expect("backoff");
+            backoff.max = Some(Duration::from_secs(max));
+            backoff.multiplier = Some(multiplier);
+            delays(&channel, None)
+        };
+        assert_eq!(set(4, 0.5), ms(&[4000, 4000, 4000]));
+        assert_eq!(
+            set(20, 0.5),
+            ms(&[10_000, 5000, 2500]),
+            "below max: multiplied"
+        );
+    }
+
+    /// RabbitMQ's `deliveryLimit` model redelivers from the main queue: no delays, no retry
+    /// queues, whatever `retry.backoff` says; the `ttl` model gets a queue per delay.
+    #[test]
+    fn rabbitmq_delivery_limit_has_no_retry_queues() {
+        let retry = "  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n";
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            &format!("{retry}  rabbitmq: {{retryModel: deliveryLimit}}\n"),
+        );
+        assert_eq!(r.delays, Vec::<Duration>::new());
+        assert_eq!(r.retry_stages, Vec::<RetryStage>::new());
+        let r = resolved_on(Backend::Rabbitmq, "orders", retry);
+        assert_eq!(r.delays, ms(&[1000, 2000]));
+        assert_eq!(
+            names(&r),
+            [("orders.retry.1000", 1000), ("orders.retry.2000", 2000)]
+        );
+    }
+
+    /// `sqs.fifo` reaches the resolved queue settings as well as the names.
+    #[test]
+    fn a_fifo_channel_resolves_to_fifo_queues() {
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  sqs: {fifo: true}\n",
+        );
+        let sqs = r.sqs.as_ref().expect("sqs settings");
+        assert!(sqs.fifo, "fifo");
+        assert_eq!(sqs.visibility_timeout, SQS_DEFAULT_VISIBILITY);
+        assert_eq!(
+            (r.main.as_str(), r.dead_letter.as_str()),
+            ("orders.fifo", "orders-dlq.fifo")
+        );
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert!(!r.sqs.as_ref().expect("sqs settings").fifo, "standard");
+    }
+
+    fn resolve_error(backend: Backend, spec: &str) -> ResolveError {
+        let text = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: orders}}\nspec:\n  target: k\n  retry: {{maxAttempts: 2}}\n{spec}"
+        );
+        let ws = crate::spec::load::load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let target: Target =
+            serde_json::from_value(serde_json::json!({ "backend": backend })).expect("target");
+        resolve(&ws.channels[0].value, "k", &target).expect_err("does not resolve")
+    }
+
+    /// `discard` and `retention` in one block, or a `discard` without `after`: the error points
+    /// into the block that says it, `invalid` or `deadLetter`.
+    #[test]
+    fn discard_errors_point_into_their_own_block() {
+        let e = resolve_error(
+            Backend::Sqs,
+            "  invalid: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/retention",
+                "deadletter/discard-and-retention",
+                "`invalid.retention` (1d) and `invalid.discard` both say how long invalid messages are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  invalid: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/discard",
+                "spec/required",
+                "`invalid.discard` has no `after`: when are invalid messages discarded?"
+            )
+        );
+        let e = resolve_error(
+            Backend::Sqs,
+            "  deadLetter: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/retention",
+                "`deadLetter.retention` (1d) and `deadLetter.discard` both say how long dead letters are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  deadLetter: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/discard",
+                "`deadLetter.discard` has no `after`: when are dead letters discarded?"
+            )
+        );
+    }
+
+    /// `exchanges()` lists the exchanges a RabbitMQ channel declares, the dead-letter one
+    /// marked; none without `rabbitmq.exchange`/`deadLetterExchange`, none off RabbitMQ.
+    #[test]
+    fn exchanges_lists_the_declared_exchanges_dead_letter_one_marked() {
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  rabbitmq:\n    exchange: {name: \"{channel}.in\"}\n    deadLetterExchange: {name: \"{channel}.dlx\"}\n",
+        );
+        assert_eq!(
+            r.exchanges(),
+            [
+                ("orders.in", "/spec/rabbitmq/exchange/name", false),
+                ("orders.dlx", "/spec/rabbitmq/deadLetterExchange/name", true),
+            ]
+        );
+        let r = resolved_on(Backend::Rabbitmq, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+    }
+
+    /// `names()`: every queue or topic with its role, main first; `subscriptions()`: Pub/Sub's
+    /// two subscriptions (none elsewhere).
+    #[test]
+    fn names_and_subscriptions_list_every_resource_with_its_role() {
+        let r = kafka_channel(
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n  kafka: {exceptionBasedDlts: [-poison]}\n",
+        );
+        assert_eq!(
+            r.names(),
+            [
+                ("orders", "main"),
+                ("orders-dlt", "dead-letter"),
+                ("orders-retry", "retry"),
+                ("orders-invalid-dlt", "invalid-message"),
+                ("orders-poison-dlt", "exception dead-letter"),
+            ]
+        );
+        assert_eq!(r.subscriptions(), Vec::<(&str, &str)>::new());
+        let r = resolved_on(Backend::Pubsub, "orders", "  retry: {maxAttempts: 5}\n");
+        assert_eq!(
+            r.names(),
+            [("orders", "main"), ("orders-dlq", "dead-letter")]
+        );
+        assert_eq!(
+            r.subscriptions(),
+            [
+                ("orders-sub", "subscription"),
+                ("orders-dlq-sub", "dead-letter subscription"),
+            ]
+        );
+    }
 }
