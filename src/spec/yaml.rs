@@ -725,6 +725,27 @@ mod tests {
     }
 
     #[test]
+    fn a_key_is_one_level_below_its_mapping() {
+        assert_eq!(
+            err("{a: {b: 1}}", limits(1, 100)),
+            (
+                YamlErrorKind::TooDeep,
+                "nesting deeper than 1 levels; a spec is never that deep".to_owned(),
+                1,
+                6
+            )
+        );
+    }
+
+    #[test]
+    fn a_sign_is_read_once() {
+        assert_eq!(
+            json("[+-5, ++5, -+5, --5]"),
+            serde_json::json!(["+-5", "++5", "-+5", "--5"])
+        );
+    }
+
+    #[test]
     fn values_are_counted_up_to_the_limit_aliases_by_their_size() {
         // A sequence and its two items.
         assert!(parse("[x, y]", limits(64, 3)).is_ok());
