@@ -1167,7 +1167,7 @@ mod tests {
 
     #[test]
     fn one_answer_to_how_long_dead_letters_stay_and_whole_values_are_not_merged() {
-        let defaults = "  deadLetter:\n    retention: 9d\n    discard: {after: 1d}\n  invalid:\n    retention: 8d\n    discard: {after: 2d}\n  sqs:\n    encryption: {kms: alias/k}\n    policy: {Statement: []}\n";
+        let defaults = "  deadLetter:\n    retention: 9d\n    discard: {after: 1d}\n  invalid:\n    retention: 8d\n    discard: {after: 2d}\n  sqs:\n    encryption: {kms: alias/k}\n    policy: {Statement: [], Id: d}\n";
         let spec = merged_spec(
             defaults,
             "  target: sqs\n  deadLetter: {discard: {after: 3d}}\n  invalid: {retention: 7d}\n  sqs: {encryption: {managed: true}}\n",
@@ -1179,7 +1179,7 @@ mod tests {
         assert_eq!(spec["invalid"], serde_json::json!({"retention": "7d"}));
         assert_eq!(
             spec["sqs"],
-            serde_json::json!({"encryption": {"managed": true}, "policy": {"Statement": []}})
+            serde_json::json!({"encryption": {"managed": true}, "policy": {"Statement": [], "Id": "d"}})
         );
         let spec = merged_spec(
             defaults,
