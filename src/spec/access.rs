@@ -338,4 +338,130 @@ mod tests {
         .to_spec();
         assert_eq!(k.data_key_reuse, None);
     }
+
+    #[test]
+    fn levels_and_encryptions_are_named_and_ranked() {
+        assert_eq!(
+            [Level::None, Level::Managed, Level::Kms].map(Level::describe),
+            ["no server-side encryption", "SSE-SQS", "SSE-KMS"]
+        );
+        let kms = Encryption::Kms {
+            key: "k".into(),
+            reuse_secs: 60,
+        };
+        assert_eq!(
+            [Encryption::None, Encryption::Managed, kms].map(|e| e.level()),
+            [Level::None, Level::Managed, Level::Kms]
+        );
+    }
+
+    #[test]
+    fn a_spec_block_with_a_kms_key_is_kms_whatever_managed_says() {
+        let block = |kms: Option<&str>, reuse: Option<u64>, managed: Option<bool>| SqsEncryption {
+            kms: kms.map(str::to_owned),
+            data_key_reuse: reuse.map(Duration::from_secs),
+            managed,
+        };
+        assert_eq!(
+            Encryption::from_spec(&block(Some("alias/k"), Some(90), Some(true))),
+            Some(Encryption::Kms {
+                key: "alias/k".into(),
+                reuse_secs: 90
+            })
+        );
+        assert_eq!(
+            Encryption::from_spec(&block(Some("alias/k"), None, None)),
+            Some(Encryption::Kms {
+                key: "alias/k".into(),
+                reuse_secs: 300
+            })
+        );
+        assert_eq!(
+            Encryption::from_spec(&block(None, None, Some(true))),
+            Some(Encryption::Managed)
+        );
+        assert_eq!(
+            Encryption::from_spec(&block(None, None, Some(false))),
+            Some(Encryption::None)
+        );
+        assert_eq!(Encryption::from_spec(&block(None, Some(90), None)), None);
+        assert_eq!(Encryption::None.to_spec(), block(None, None, Some(false)));
+        assert_eq!(Encryption::Managed.to_spec(), block(None, None, Some(true)));
+        assert_eq!(
+            Encryption::Kms {
+                key: "alias/k".into(),
+                reuse_secs: 90
+            }
+            .to_spec(),
+            block(Some("alias/k"), Some(90), None)
+        );
+    }
+
+    #[test]
+    fn a_live_queue_reports_its_reuse_and_only_a_true_managed_flag_counts() {
+        assert_eq!(
+            live_encryption(Some(&json!("k")), Some(&json!(600)), None),
+            Some(Encryption::Kms {
+                key: "k".into(),
+                reuse_secs: 600
+            })
+        );
+        assert_eq!(
+            live_encryption(None, Some(&json!(600)), Some(&json!("true"))),
+            Some(Encryption::None)
+        );
+        assert_eq!(
+            live_encryption(Some(&json!(5)), None, Some(&json!(true))),
+            Some(Encryption::Managed)
+        );
+    }
+
+    #[test]
+    fn policy_errors_and_documents_are_exact() {
+        assert_eq!(
+            parse_policy(&QueuePolicy::Text("[1]".into())),
+            Err("is not a JSON object (a policy document has `Version` and `Statement`)".into())
+        );
+        assert_eq!(
+            parse_policy(&QueuePolicy::Text("{\"Version\":\"x\"}".into())),
+            Err("has no `Statement`".into())
+        );
+        let Value::Object(m) = json!({"Statement": {"Sid": "a"}, "Version": "2012-10-17"}) else {
+            panic!("an object")
+        };
+        assert_eq!(
+            parse_policy(&QueuePolicy::Document(m)),
+            Ok(json!({"Statement": [{"Sid": "a"}], "Version": "2012-10-17"}))
+        );
+        assert_eq!(
+            normalise_policy(json!({"Version": 1})),
+            json!({"Version": 1})
+        );
+    }
+
+    #[test]
+    fn every_receive_action_and_principal_form_is_read() {
+        let p = json!({"Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "arn:star"}, "Action": "*"},
+            {"Effect": "Allow", "Principal": {"AWS": "arn:lower"}, "Action": ["sqs:sendmessage", "sqs:receivemessage"]},
+            {"Effect": "Allow", "Principal": {"AWS": ["*", 7]}, "Action": "sqs:ReceiveMessage"},
+            {"Effect": "Allow", "Principal": ["arn:list"], "Action": "sqs:*"},
+            {"Principal": {"AWS": "arn:no-effect"}, "Action": "sqs:*"},
+            {"Effect": "Allow", "Principal": {"AWS": "arn:no-action"}},
+            {"Effect": "Allow", "Principal": {"AWS": "arn:other"}, "Action": "sqs:ReceiveMessages"},
+        ]});
+        let r: Vec<String> = readers(&p).into_iter().collect();
+        assert_eq!(r, ["*", "AWS:arn:lower", "AWS:arn:star"]);
+        assert_eq!(
+            readers(&json!({"Statement": {"Effect": "Allow"}})),
+            BTreeSet::new()
+        );
+        let dlq = json!({"Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": ["arn:a", "arn:b"]}, "Action": "sqs:*"},
+        ]});
+        let src = json!({"Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "arn:a"}, "Action": "sqs:*"},
+        ]});
+        assert_eq!(wider_readers(&dlq, Some(&src)), ["AWS:arn:b"]);
+    }
 }

@@ -196,4 +196,60 @@ mod tests {
         assert_eq!(Duration::from_millis(0).to_string(), "0s");
         assert_eq!(Duration::from_secs(93_784).to_string(), "1d2h3m4s");
     }
+
+    #[test]
+    fn a_whole_unit_is_written_as_that_unit() {
+        assert_eq!(
+            [1, 60, 3_600, 86_400, 86_401].map(|s| Duration::from_secs(s).to_string()),
+            ["1s", "1m", "1h", "1d", "1d1s"].map(str::to_owned)
+        );
+    }
+
+    #[test]
+    fn each_refusal_says_what_is_wrong() {
+        let how = "write a number and a unit (ms, s, m, h, d), e.g. `30s`";
+        assert_eq!(Duration::parse(""), Err(format!("it is empty; {how}")));
+        assert_eq!(
+            Duration::parse("1.5s"),
+            Err("`1.5s` has a fraction; use a smaller unit, e.g. `1500ms` for 1.5s".into())
+        );
+        assert_eq!(
+            Duration::parse("1,5s"),
+            Err("`1,5s` has a fraction; use a smaller unit, e.g. `1500ms` for 1.5s".into())
+        );
+        assert_eq!(
+            Duration::parse("5m s"),
+            Err(format!("`5m s` does not start with a number; {how}"))
+        );
+        assert_eq!(
+            Duration::parse("5m30"),
+            Err(format!("`5m30` has no unit; {how}"))
+        );
+        assert_eq!(
+            Duration::parse("5w"),
+            Err("`5w`: unknown unit `w`; use ms, s, m, h or d".into())
+        );
+        assert_eq!(
+            Duration::parse("99999999999999999999s"),
+            Err("`99999999999999999999s` is too large".into())
+        );
+        assert_eq!(
+            Duration::parse("9999999999999999d"),
+            Err("`9999999999999999d` is too large".into())
+        );
+        let max = format!("{}ms", u64::MAX);
+        assert_eq!(Duration::parse(&max).map(Duration::as_millis), Ok(u64::MAX));
+        assert_eq!(
+            Duration::parse(&format!("{max}1ms")),
+            Err(format!("`{max}1ms` is too large"))
+        );
+        assert_eq!(
+            Duration::parse(&format!("1ms{max}")),
+            Err(format!("`1ms{max}` is too large"))
+        );
+        assert_eq!(
+            Duration::parse("1d1h1m1s1ms").map(Duration::as_millis),
+            Ok(86_400_000 + 3_600_000 + 60_000 + 1_000 + 1)
+        );
+    }
 }

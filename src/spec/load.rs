@@ -999,4 +999,230 @@ mod tests {
             assert!(!declares_dlqctl(text), "{text}");
         }
     }
+
+    /// Each finding as `rule | message | hint | line:col`.
+    fn found(ws: &Workspace) -> Vec<String> {
+        ws.diagnostics
+            .iter()
+            .map(|d| {
+                let at = d.loc.map(|l| (l.span.line, l.span.col)).unwrap_or_default();
+                format!(
+                    "{} | {} | {} | {}:{}",
+                    d.rule,
+                    d.message,
+                    d.hint.as_deref().unwrap_or("-"),
+                    at.0,
+                    at.1
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_bad_kind_or_api_version_is_worded_and_placed() {
+        let ws = load_str("k.yaml", "apiVersion: dlqctl/v1\nkind: Chanel\n");
+        assert_eq!(
+            found(&ws),
+            [
+                "spec/kind | unknown kind `Chanel`; dlqctl/v1 documents are Channel, Targets or Defaults | did you mean `Channel`? | 2:7"
+            ]
+        );
+        let ws = load_str("k.yaml", "apiVersion: dlqctl/v1\nkind: 5\n");
+        assert_eq!(
+            found(&ws),
+            ["spec/kind | `kind` must be a string: Channel, Targets or Defaults | - | 2:7"]
+        );
+        let ws = load_str("k.yaml", "a: 1\n---\napiVersion: dlqctl/v1\nkind:\n");
+        assert_eq!(
+            found(&ws),
+            [
+                "spec/kind | missing `kind`; dlqctl/v1 documents are Channel, Targets or Defaults | - | 2:1"
+            ]
+        );
+        let ws = load_str("k.yaml", "apiVersion: dlqctl/v1\n");
+        assert_eq!(
+            found(&ws),
+            [
+                "spec/kind | missing `kind`; dlqctl/v1 documents are Channel, Targets or Defaults | - | 1:1"
+            ]
+        );
+        let ws = load_str("k.yaml", "kind: Channel\napiVersion: dlqctl/v2\n");
+        assert_eq!(
+            found(&ws),
+            [
+                "spec/api-version | unsupported apiVersion `dlqctl/v2`; this dlqctl reads `dlqctl/v1` | upgrade dlqctl, or write the spec for dlqctl/v1 | 2:13"
+            ]
+        );
+        assert_eq!(ws.skipped, 0);
+        // Someone else's document with a string kind is skipped, not reported.
+        let ws = load_str("k.yaml", "apiVersion: v1\nkind: Chanel\n");
+        assert_eq!((found(&ws).len(), ws.skipped), (0, 1));
+    }
+
+    #[test]
+    fn a_yaml_error_in_our_file_points_at_both_places_and_a_bom_is_ignored() {
+        let ws = load_str("d.yaml", "kind: Channel\nspec: {a: 1, a: 2}\n");
+        let d = &ws.diagnostics[0];
+        assert_eq!(d.message, "duplicate key `a` (first defined on line 2)");
+        assert_eq!(
+            d.related
+                .iter()
+                .map(|(l, n)| (l.span.line, l.span.col, n.as_str()))
+                .collect::<Vec<_>>(),
+            [(2, 8, "first defined here")]
+        );
+        let ws = load_str("bom.yaml", &format!("\u{feff}{CHANNEL}"));
+        assert_eq!(rules(&ws), Vec::<&str>::new());
+        assert_eq!(ws.channels.len(), 1);
+        assert_eq!(ws.sources.text(0), CHANNEL);
+    }
+
+    #[test]
+    fn a_value_the_types_refuse_after_the_schema_is_reported_at_its_field() {
+        let ws = load_str(
+            "o.yaml",
+            &CHANNEL.replace(
+                "retry: {maxAttempts: 3}",
+                "retention: 99999999999999999999d",
+            ),
+        );
+        assert_eq!(
+            found(&ws),
+            ["schema/invalid | `spec.retention`: `99999999999999999999d` is too large | - | 4:32"]
+        );
+        assert!(ws.channels.is_empty());
+    }
+
+    #[test]
+    fn a_second_defaults_document_is_refused_and_the_first_one_used() {
+        let defaults =
+            |r: &str| format!("apiVersion: dlqctl/v1\nkind: Defaults\nspec: {{retention: {r}}}\n");
+        let ws = load_str(
+            "d.yaml",
+            &format!(
+                "{}---\n{}---\n{}---\n{CHANNEL}",
+                defaults("4d"),
+                defaults("5d"),
+                defaults("6d")
+            ),
+        );
+        assert_eq!(
+            found(&ws),
+            [
+                "spec/defaults-duplicate | more than one Defaults document; dlqctl reads one per run | merge them into one document | 4:1",
+                "spec/defaults-duplicate | more than one Defaults document; dlqctl reads one per run | merge them into one document | 8:1"
+            ]
+        );
+        assert_eq!(
+            ws.diagnostics[0]
+                .related
+                .iter()
+                .map(|(l, n)| (l.span.line, n.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "the first Defaults document")]
+        );
+        assert_eq!(
+            ws.channels[0].value.spec.retention.map(|d| d.to_string()),
+            Some("4d".to_owned())
+        );
+        assert!(ws.defaults.is_some());
+    }
+
+    fn merged_spec(defaults: &str, spec: &str) -> Value {
+        let text = format!(
+            "{TARGETS}  rmq: {{backend: rabbitmq, url: 'http://r'}}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: c}}\nspec:\n{spec}"
+        );
+        let ws = load_str("m.yaml", &text);
+        assert_eq!(found(&ws), Vec::<String>::new());
+        serde_json::to_value(&ws.channels[0].value.spec).expect("serialises")
+    }
+
+    #[test]
+    fn defaults_merge_under_a_channel_by_key_with_backend_blocks_for_that_backend_only() {
+        let defaults = "  retention: 4d\n  retry: {maxAttempts: 5, name: r}\n  sqs: {fifo: false}\n  rabbitmq: {queueType: quorum}\n  deadLetter:\n    retention: 9d\n    sqs: {encryption: {managed: true}}\n";
+        let sqs = merged_spec(defaults, "  target: sqs\n  retry: {maxAttempts: 3}\n");
+        assert_eq!(sqs["retention"], "4d");
+        assert_eq!(
+            sqs["retry"],
+            serde_json::json!({"maxAttempts": 3, "name": "r"})
+        );
+        assert_eq!(sqs["sqs"], serde_json::json!({"fifo": false}));
+        assert_eq!(sqs.get("rabbitmq"), None);
+        assert_eq!(
+            sqs["deadLetter"]["sqs"],
+            serde_json::json!({"encryption": {"managed": true}})
+        );
+        let rmq = merged_spec(defaults, "  target: rmq\n");
+        assert_eq!(rmq.get("sqs"), None);
+        assert_eq!(rmq["rabbitmq"], serde_json::json!({"queueType": "quorum"}));
+        assert_eq!(rmq["deadLetter"], serde_json::json!({"retention": "9d"}));
+        // The target may come from the defaults too.
+        let from_defaults = merged_spec(&format!("  target: rmq\n{defaults}"), "  name: q\n");
+        assert_eq!(
+            from_defaults["rabbitmq"],
+            serde_json::json!({"queueType": "quorum"})
+        );
+        assert_eq!(from_defaults.get("sqs"), None);
+    }
+
+    #[test]
+    fn one_answer_to_how_long_dead_letters_stay_and_whole_values_are_not_merged() {
+        let defaults = "  deadLetter:\n    retention: 9d\n    discard: {after: 1d}\n  invalid:\n    retention: 8d\n    discard: {after: 2d}\n  sqs:\n    encryption: {kms: alias/k}\n    policy: {Statement: [], Id: d}\n";
+        let spec = merged_spec(
+            defaults,
+            "  target: sqs\n  deadLetter: {discard: {after: 3d}}\n  invalid: {retention: 7d}\n  sqs: {encryption: {managed: true}}\n",
+        );
+        assert_eq!(
+            spec["deadLetter"],
+            serde_json::json!({"discard": {"after": "3d"}})
+        );
+        assert_eq!(spec["invalid"], serde_json::json!({"retention": "7d"}));
+        assert_eq!(
+            spec["sqs"],
+            serde_json::json!({"encryption": {"managed": true}, "policy": {"Statement": [], "Id": "d"}})
+        );
+        let spec = merged_spec(
+            defaults,
+            "  target: sqs\n  deadLetter: {retention: 5d}\n  invalid: {discard: {after: 1h}}\n  sqs: {policy: {Statement: [], Version: '2012-10-17'}}\n",
+        );
+        assert_eq!(spec["deadLetter"], serde_json::json!({"retention": "5d"}));
+        assert_eq!(
+            spec["invalid"],
+            serde_json::json!({"discard": {"after": "1h"}})
+        );
+        assert_eq!(
+            spec["sqs"],
+            serde_json::json!({"encryption": {"kms": "alias/k"}, "policy": {"Statement": [], "Version": "2012-10-17"}})
+        );
+    }
+
+    #[test]
+    fn target_variables_are_expanded_only_in_addresses_and_reported_where_written() {
+        let ws = load_str(
+            "t.yaml",
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  rmq:\n    backend: rabbitmq\n    url: 'http://${DLQCTL_TEST_UNSET_Q7}'\n    amqpUrl: 'amqp://${DLQCTL_TEST_UNSET_Q7:-h}:5672'\n    vhost: '${X}'\n  k:\n    backend: kafka\n    bootstrapServers: '${DLQCTL_TEST_UNSET_Q7}'\n    properties: {a: '${Y}'}\n    ownership: {prefixes: ['${Z}']}\n",
+        );
+        assert_eq!(
+            found(&ws),
+            [
+                "target/variable | `targets.rmq.url`: environment variable `DLQCTL_TEST_UNSET_Q7` is not set (or is empty), and `${DLQCTL_TEST_UNSET_Q7}` has no default | set it, or give a default where it may be unset (a pre-commit hook): `${DLQCTL_TEST_UNSET_Q7:-http://127.0.0.1:15672}` | 6:10",
+                "target/variable-not-allowed | `targets.rmq.vhost` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 8:12",
+                "target/variable | `targets.k.bootstrapServers`: environment variable `DLQCTL_TEST_UNSET_Q7` is not set (or is empty), and `${DLQCTL_TEST_UNSET_Q7}` has no default | set it, or give a default where it may be unset (a pre-commit hook): `${DLQCTL_TEST_UNSET_Q7:-127.0.0.1:9092}` | 11:23",
+                "target/variable-not-allowed | `targets.k.properties.a` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 12:21",
+                "target/variable-not-allowed | `targets.k.ownership.prefixes.0` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 13:28",
+            ]
+        );
+        assert_eq!(
+            ws.unexpanded
+                .iter()
+                .map(|(f, p)| (*f, p.as_str()))
+                .collect::<Vec<_>>(),
+            [(0, "/targets/k/bootstrapServers"), (0, "/targets/rmq/url")]
+        );
+        let targets = serde_json::to_value(&ws.targets[0].value).expect("serialises");
+        assert_eq!(targets["targets"]["rmq"]["amqpUrl"], "amqp://h:5672");
+        assert_eq!(example_default("amqpUrl"), "amqp://127.0.0.1:5672");
+        assert_eq!(example_default("endpoint"), "http://127.0.0.1:5000");
+        assert_eq!(example_default("emulatorHost"), "http://127.0.0.1:15672");
+    }
 }

@@ -223,4 +223,47 @@ mod tests {
         assert_eq!(chan.value("/spec/target").file, 1);
         assert!(chan.has("/spec/retention"));
     }
+
+    #[test]
+    fn the_document_itself_is_its_first_character_and_nothing_is_nowhere() {
+        let locs = Locations::of(4, doc("\n\na: 1\nb: 2\n"));
+        let root = locs.value("");
+        assert_eq!(
+            (
+                root.file,
+                root.span.start,
+                root.span.end,
+                root.span.line,
+                root.span.col
+            ),
+            (4, 2, 3, 3, 1)
+        );
+        assert_eq!(locs.key(""), root);
+        // An unknown top-level field falls back to the document's first character too.
+        assert_eq!(locs.value("/zzz"), root);
+        let none = Locations::default();
+        assert_eq!(
+            none.value("/a"),
+            Loc {
+                file: 0,
+                span: Span::default()
+            }
+        );
+        assert!(!none.has(""));
+    }
+
+    #[test]
+    fn a_fill_covers_its_prefix_and_what_is_under_it_only() {
+        let mut chan = Locations::of(1, doc("spec:\n  target: t\n"));
+        let defaults = Locations::of(2, doc("spec:\n  retention: 4d\nspecx: 1\nother:\n  q: 1\n"));
+        chan.fill_from(&defaults, "/spec", "/spec");
+        assert!(!chan.has("/specx"), "`/specx` is not under `/spec`");
+        assert!(!chan.has("/other"));
+        let mut moved = Locations::of(1, doc("spec: {}\n"));
+        moved.fill_from(&defaults, "/other", "/spec/moved");
+        assert!(moved.has("/spec/moved"), "the prefix itself is filled");
+        assert_eq!(moved.value("/spec/moved/q").file, 2);
+        assert_eq!(moved.value("/spec/moved/q").span.line, 5);
+        assert!(!moved.has("/spec/moved/r"));
+    }
 }

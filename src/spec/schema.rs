@@ -516,3 +516,414 @@ fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
     }
     node
 }
+
+#[cfg(test)]
+mod tests {
+    //! The schemas as generated, and how each kind of validation error is worded and placed.
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Each finding of a document as `rule | message | hint | line:col`.
+    fn findings(kind: DocKind, src: &str) -> Vec<String> {
+        let mut docs =
+            crate::spec::yaml::parse(src, crate::spec::yaml::Limits::default()).expect("yaml");
+        let root = docs.remove(0).root;
+        let doc = root.to_json();
+        let locs = Locations::of(0, root);
+        validate(kind, &doc, &locs)
+            .iter()
+            .map(|d| {
+                let loc = d.loc.expect("a finding has a place");
+                format!(
+                    "{} | {} | {} | {}:{}",
+                    d.rule,
+                    d.message,
+                    d.hint.as_deref().unwrap_or("-"),
+                    loc.span.line,
+                    loc.span.col
+                )
+            })
+            .collect()
+    }
+
+    /// A valid channel with `extra` lines appended under `spec:`.
+    fn channel(spec: &str) -> String {
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata:\n  name: orders\nspec:\n  target: sqs\n{spec}"
+        )
+    }
+
+    #[test]
+    fn doc_kinds_are_named_by_their_kind_and_file() {
+        for kind in DocKind::ALL {
+            assert_eq!(DocKind::from_kind(kind.name()), Some(kind));
+        }
+        assert_eq!(DocKind::from_kind("channel"), None);
+        assert_eq!(DocKind::from_kind(""), None);
+        assert_eq!(
+            DocKind::ALL.map(DocKind::name),
+            ["Channel", "Targets", "Defaults"]
+        );
+        assert_eq!(
+            DocKind::ALL.map(DocKind::file_name),
+            ["channel.v1.json", "targets.v1.json", "defaults.v1.json"]
+        );
+    }
+
+    #[test]
+    fn each_kind_has_its_own_schema_written_as_pretty_json_with_a_newline() {
+        let titles = DocKind::ALL.map(|k| k.schema()["title"].as_str().unwrap_or_default());
+        assert_eq!(
+            titles,
+            [
+                "dlqctl Channel (dlqctl/v1)",
+                "dlqctl Targets (dlqctl/v1)",
+                "dlqctl Defaults (dlqctl/v1)"
+            ]
+        );
+        for kind in DocKind::ALL {
+            let text = schema_text(kind);
+            assert!(text.starts_with("{\n  \""), "pretty: {}", &text[..20]);
+            assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
+            let back: Value = serde_json::from_str(&text).expect("the schema text is JSON");
+            assert_eq!(&back, kind.schema());
+            assert!(!text.contains("\"null\""), "no null branch left");
+        }
+    }
+
+    #[test]
+    fn a_valid_document_has_no_findings() {
+        assert_eq!(
+            findings(DocKind::Channel, &channel("")),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn strip_null_drops_the_null_type_and_the_null_branch() {
+        let mut v = json!({
+            "type": ["string", "null"],
+            "properties": {
+                "many": {"type": ["string", "integer", "null"]},
+                "opt": {
+                    "anyOf": [{"$ref": "#/$defs/A", "description": "inner"}, {"type": "null"}],
+                    "description": "outer"
+                },
+                "nullFirst": {"anyOf": [{"type": "null"}, {"type": "integer"}]},
+                "two": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                "three": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+                "list": {"items": [{"type": ["boolean", "null"]}]}
+            }
+        });
+        strip_null(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "type": "string",
+                "properties": {
+                    "many": {"type": ["string", "integer"]},
+                    "opt": {"$ref": "#/$defs/A", "description": "outer"},
+                    "nullFirst": {"type": "integer"},
+                    "two": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                    "three": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+                    "list": {"items": [{"type": "boolean"}]}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn found_values_are_described_by_type_and_text() {
+        assert_eq!(describe(None), "nothing");
+        assert_eq!(describe(Some(&json!(null))), "an empty value");
+        assert_eq!(describe(Some(&json!(true))), "the boolean `true`");
+        assert_eq!(describe(Some(&json!(1.5))), "the number `1.5`");
+        assert_eq!(describe(Some(&json!("a\"b\n"))), "the string `a\\\"b\\n`");
+        assert_eq!(describe(Some(&json!([1]))), "a list");
+        assert_eq!(describe(Some(&json!({"a": 1}))), "a mapping");
+        let sixty = "x".repeat(60);
+        assert_eq!(
+            describe(Some(&json!(sixty))),
+            format!("the string `{sixty}`")
+        );
+        assert_eq!(
+            describe(Some(&json!(format!("{sixty}yz")))),
+            format!("the string `{sixty}…`")
+        );
+        assert_eq!(
+            describe(Some(&json!("оrders"))),
+            "the string `оrders` (with the non-ASCII character `о`, U+043E)"
+        );
+    }
+
+    #[test]
+    fn type_names_and_plain_values_read_as_yaml() {
+        assert_eq!(article("integer"), "an integer");
+        assert_eq!(article("array"), "a list");
+        assert_eq!(article("object"), "a mapping");
+        assert_eq!(article("null"), "empty");
+        assert_eq!(article("string"), "a string");
+        assert_eq!(plain(&json!("dlqctl/v1")), "dlqctl/v1");
+        assert_eq!(plain(&json!(3)), "3");
+        assert_eq!(join_field("", "name"), "name");
+        assert_eq!(join_field("metadata", "name"), "metadata.name");
+    }
+
+    #[test]
+    fn did_you_mean_takes_the_closest_candidate_within_a_third_of_its_length() {
+        let fields = ["retention", "retentions", "maxAttempts", "abc"];
+        let dym = |w: &str| did_you_mean(w, fields.iter().copied());
+        assert_eq!(dym("retentio"), Some("retention"));
+        assert_eq!(dym("RETENTION"), Some("retention"), "case does not count");
+        assert_eq!(dym("maxAttemps"), Some("maxAttempts"));
+        // 11 letters: 3 edits are a typo, 4 are not.
+        assert_eq!(dym("maxAtXXXpts"), Some("maxAttempts"));
+        assert_eq!(dym("maxXXXXmpts"), None);
+        // Short names allow one edit.
+        assert_eq!(dym("abd"), Some("abc"));
+        assert_eq!(dym("xyz"), None);
+        assert_eq!(did_you_mean("spec", std::iter::empty()), None);
+    }
+
+    #[test]
+    fn known_fields_follow_refs_options_lists_and_maps() {
+        let root = json!({
+            "$defs": {"A": {"properties": {"x": {}, "y": {}}}},
+            "properties": {
+                "list": {"items": {"$ref": "#/$defs/A"}},
+                "opt": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/A"}]},
+                "map": {"additionalProperties": {"$ref": "#/$defs/A"}},
+                "closed": {"additionalProperties": false},
+                "a/b~": {"$ref": "#/$defs/A"},
+                "ext": {"$ref": "other.json"},
+                "broken": {"$ref": "#/$defs/Missing"},
+                "nulls": {"anyOf": [{"type": "null"}]},
+                "loop": {"$ref": "#/properties/loop"}
+            }
+        });
+        let xy = ["x".to_owned(), "y".to_owned()];
+        let mut top = known_fields(&root, "");
+        top.sort();
+        assert_eq!(
+            top,
+            [
+                "a/b~", "broken", "closed", "ext", "list", "loop", "map", "nulls", "opt"
+            ]
+        );
+        assert_eq!(known_fields(&root, "/list/0"), xy);
+        assert_eq!(known_fields(&root, "/opt"), xy);
+        assert_eq!(known_fields(&root, "/map/anything"), xy);
+        assert_eq!(known_fields(&root, "/a~1b~0"), xy);
+        assert_eq!(known_fields(&root, "/closed/q"), Vec::<String>::new());
+        assert_eq!(known_fields(&root, "/nope"), Vec::<String>::new());
+        assert_eq!(known_fields(&root, "/ext"), Vec::<String>::new());
+        assert_eq!(known_fields(&root, "/broken"), Vec::<String>::new());
+        assert_eq!(known_fields(&root, "/nulls"), Vec::<String>::new());
+        assert_eq!(known_fields(&root, "/loop"), Vec::<String>::new());
+        assert_eq!(
+            known_fields(DocKind::Channel.schema(), "/spec/retry"),
+            ["maxAttempts", "backoff", "name"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_named_with_where_it_is_and_a_hint() {
+        assert_eq!(
+            findings(DocKind::Channel, &format!("{}spce: 1\n", channel(""))),
+            [
+                "schema/unknown-field | unknown field `spce` in the document | did you mean `spec`? | 7:1"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  retry: {maxAttempts: 3, zzzzzz: 1}\n")
+            ),
+            [
+                "schema/unknown-field | unknown field `zzzzzz` in `spec.retry` | expected one of: maxAttempts, backoff, name | 7:27"
+            ]
+        );
+        assert_eq!(
+            findings(DocKind::Channel, &channel("  <<: {retention: 4d}\n")),
+            [
+                "schema/unknown-field | unknown field `<<` in `spec` | YAML merge keys are not supported; put shared settings in a `kind: Defaults` document | 7:3"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_field_names_its_parent_and_what_to_add() {
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                "apiVersion: dlqctl/v1\nkind: Channel\nspec:\n  target: sqs\n"
+            ),
+            [
+                "schema/required | missing required field `metadata` in the document | add `metadata:` | 1:1"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata:\n  labels: {}\nspec: {}\n"
+            ),
+            [
+                "schema/required | missing required field `metadata.name` in `metadata` | add `name:` | 3:1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_expected_types_and_the_value_found() {
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  retry:\n    maxAttempts: three\n")
+            ),
+            [
+                "schema/type | `spec.retry.maxAttempts` must be an integer, found the string `three` | - | 8:18"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  kafka:\n    config: {a: [1]}\n")
+            ),
+            [
+                "schema/type | `spec.kafka.config.a` must be a boolean, an integer or a string, found a list | - | 8:17"
+            ]
+        );
+        assert_eq!(
+            findings(DocKind::Channel, &channel("  alarms:\n    actions: x\n")),
+            [
+                "schema/type | `spec.alarms.actions` must be a list or a mapping, found the string `x` | - | 8:14"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_value_not_in_the_enum_lists_the_allowed_ones_with_a_hint() {
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  rabbitmq:\n    queueType: quorom\n")
+            ),
+            [
+                "schema/enum | `spec.rabbitmq.queueType` must be one of `classic`, `quorum`, found the string `quorom` | did you mean `quorum`? | 8:16"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  rabbitmq:\n    queueType: stream\n")
+            ),
+            [
+                "schema/enum | `spec.rabbitmq.queueType` must be one of `classic`, `quorum`, found the string `stream` | - | 8:16"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  rabbitmq:\n    queueType: 1\n")
+            ),
+            [
+                "schema/type | `spec.rabbitmq.queueType` must be a string, found the number `1` | - | 8:16",
+                "schema/enum | `spec.rabbitmq.queueType` must be one of `classic`, `quorum`, found the number `1` | - | 8:16"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pattern_mismatch_is_a_duration_a_principal_or_a_plain_pattern_finding() {
+        assert_eq!(
+            findings(DocKind::Channel, &channel("  retention: 5 minutes\n")),
+            [
+                "schema/duration | `spec.retention` is not a duration: `5 minutes` has no unit; write a number and a unit (ms, s, m, h, d), e.g. `30s` | durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d` | 7:14"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  kafka:\n    acls:\n      produce: [orders-api]\n")
+            ),
+            [
+                "schema/pattern | `spec.kafka.acls.produce[0]` is the string `orders-api`, which does not match `^[A-Za-z][A-Za-z0-9]*:\\S.*$` | a Kafka principal is its type and name: `User:orders-api` (`User:*`: everyone) | 9:17"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata:\n  name: -orders\nspec: {}\n"
+            ),
+            [
+                "schema/pattern | `metadata.name` is the string `-orders`, which does not match `^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$` | - | 4:9"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_map_key_is_reported_at_the_key_with_its_pattern() {
+        assert_eq!(
+            findings(
+                DocKind::Targets,
+                "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  Prod: {backend: sqs, region: eu-west-1}\n"
+            ),
+            [
+                "schema/key | `Prod` is not an allowed name in `targets` (`^[a-z0-9][a-z0-9_-]*$`) | names use lowercase letters, digits, `-` and `_`, starting with a letter or digit | 4:3"
+            ]
+        );
+    }
+
+    #[test]
+    fn ranges_lengths_and_constants_are_one_line_findings() {
+        assert_eq!(
+            findings(DocKind::Channel, &channel("  retry:\n    maxAttempts: 0\n")),
+            [
+                "schema/range | `spec.retry.maxAttempts` must be at least 1, found the number `0` | - | 8:18"
+            ]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  retry:\n    maxAttempts: 10001\n")
+            ),
+            [
+                "schema/range | `spec.retry.maxAttempts` must be at most 10000, found the number `10001` | - | 8:18"
+            ]
+        );
+        assert_eq!(
+            findings(DocKind::Channel, &channel("  name: ''\n")),
+            ["schema/length | `spec.name` must not be empty | - | 7:9"]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  kafka:\n    exceptionBasedDlts: []\n")
+            ),
+            [
+                "schema/length | `spec.kafka.exceptionBasedDlts` must list at least 1 item | - | 8:25"
+            ]
+        );
+        let long = "x".repeat(201);
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &format!(
+                    "apiVersion: dlqctl/v1\nkind: Channel\nmetadata:\n  name: {long}\nspec: {{}}\n"
+                )
+            ),
+            ["schema/length | `metadata.name` must be at most 200 characters long | - | 4:9"]
+        );
+        assert_eq!(
+            findings(
+                DocKind::Channel,
+                &channel("  deadLetter:\n    envelope: sprig\n")
+            ),
+            [
+                "schema/invalid | `spec.deadLetter.envelope`: \"sprig\" is not valid under any of the schemas listed in the 'oneOf' keyword | - | 8:15"
+            ]
+        );
+    }
+}

@@ -185,4 +185,26 @@ mod tests {
         assert!(has_reference("a${B}") && has_reference("${"));
         assert!(!has_reference("$B {C}"));
     }
+
+    #[test]
+    fn errors_read_as_sentences_naming_the_variable_or_the_text() {
+        assert_eq!(
+            VarError::Unset("RABBITMQ_URL".into()).to_string(),
+            "environment variable `RABBITMQ_URL` is not set (or is empty), and `${RABBITMQ_URL}` has no default"
+        );
+        assert_eq!(
+            VarError::Malformed("${ HOST}".into()).to_string(),
+            "`${ HOST}` is not a variable reference: write `${NAME}` or `${NAME:-default}` (NAME: letters, digits, `_`)"
+        );
+        assert_eq!(
+            EXPANDED,
+            [
+                "url",
+                "amqpUrl",
+                "endpoint",
+                "bootstrapServers",
+                "emulatorHost"
+            ]
+        );
+    }
 }

@@ -657,4 +657,308 @@ mod tests {
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1].root.span.line, 3);
     }
+
+    fn json(src: &str) -> Value {
+        one(src).to_json()
+    }
+
+    fn err(src: &str, limits: Limits) -> (YamlErrorKind, String, usize, usize) {
+        let e = parse(src, limits).expect_err("refused");
+        (e.kind, e.message, e.span.line, e.span.col)
+    }
+
+    fn limits(max_depth: usize, max_nodes: usize) -> Limits {
+        Limits {
+            max_depth,
+            max_nodes,
+        }
+    }
+
+    #[test]
+    fn default_limits_are_64_levels_and_100000_values() {
+        let l = Limits::default();
+        assert_eq!((l.max_depth, l.max_nodes), (64, 100_000));
+        let at_limit = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(parse(&at_limit, l).is_ok(), "depth 64 is allowed");
+        let over = format!("{}{}", "[".repeat(66), "]".repeat(66));
+        assert_eq!(
+            parse(&over, l).expect_err("too deep").kind,
+            YamlErrorKind::TooDeep
+        );
+    }
+
+    #[test]
+    fn rules_name_each_error_kind() {
+        assert_eq!(
+            [
+                YamlErrorKind::Syntax,
+                YamlErrorKind::DuplicateKey,
+                YamlErrorKind::TooDeep,
+                YamlErrorKind::TooManyNodes,
+                YamlErrorKind::UnsupportedTag,
+                YamlErrorKind::NonStringKey,
+            ]
+            .map(YamlErrorKind::rule),
+            [
+                "yaml/syntax",
+                "yaml/duplicate-key",
+                "yaml/too-deep",
+                "yaml/alias-bomb",
+                "yaml/unsupported-tag",
+                "yaml/non-string-key",
+            ]
+        );
+    }
+
+    #[test]
+    fn nesting_is_refused_one_level_past_the_limit_at_the_deep_node() {
+        assert!(parse("[[[x]]]", limits(3, 100)).is_ok());
+        assert_eq!(
+            err("a:\n  - [[x]]\n", limits(3, 100)),
+            (
+                YamlErrorKind::TooDeep,
+                "nesting deeper than 3 levels; a spec is never that deep".to_owned(),
+                2,
+                7
+            )
+        );
+    }
+
+    #[test]
+    fn a_key_is_one_level_below_its_mapping() {
+        assert_eq!(
+            err("{a: {b: 1}}", limits(1, 100)),
+            (
+                YamlErrorKind::TooDeep,
+                "nesting deeper than 1 levels; a spec is never that deep".to_owned(),
+                1,
+                6
+            )
+        );
+    }
+
+    #[test]
+    fn a_sign_is_read_once() {
+        assert_eq!(
+            json("[+-5, ++5, -+5, --5]"),
+            serde_json::json!(["+-5", "++5", "-+5", "--5"])
+        );
+    }
+
+    #[test]
+    fn values_are_counted_up_to_the_limit_aliases_by_their_size() {
+        // A sequence and its two items.
+        assert!(parse("[x, y]", limits(64, 3)).is_ok());
+        assert_eq!(
+            err("[x, y]", limits(64, 2)),
+            (
+                YamlErrorKind::TooManyNodes,
+                "the file expands to more than 2 values; aliases that multiply content (an alias bomb) are refused".to_owned(),
+                1,
+                5
+            )
+        );
+        // Root, key, anchored collection (1 + 2), key, alias (3 again): 9.
+        for src in ["a: &a [x, y]\nb: *a\n", "a: &a {x: 1}\nb: *a\n"] {
+            assert!(parse(src, limits(64, 9)).is_ok(), "{src}");
+            assert_eq!(
+                err(src, limits(64, 8)),
+                (
+                    YamlErrorKind::TooManyNodes,
+                    "the file expands to more than 8 values; aliases that multiply content (an alias bomb) are refused".to_owned(),
+                    2,
+                    4
+                ),
+                "{src}"
+            );
+        }
+        // Root, key, scalar, key, alias (1): 5.
+        assert!(parse("a: &a x\nb: *a\n", limits(64, 5)).is_ok());
+        assert!(parse("a: &a x\nb: *a\n", limits(64, 4)).is_err());
+    }
+
+    #[test]
+    fn an_alias_copies_its_own_anchor_at_the_alias_position() {
+        let n = one("[&a x, &b y, *a, *b]");
+        assert_eq!(n.to_json(), serde_json::json!(["x", "y", "x", "y"]));
+        let NodeValue::Seq(items) = &n.value else {
+            panic!("a sequence")
+        };
+        assert_eq!((items[2].span.line, items[2].span.col), (1, 14));
+        assert_eq!(
+            json("a: &a {k: v}\nb: *a\n"),
+            serde_json::json!({"a": {"k": "v"}, "b": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn anchors_do_not_reach_into_the_next_document() {
+        assert_eq!(
+            err("a: &a 1\n---\nb: *a\n", Limits::default()),
+            (
+                YamlErrorKind::Syntax,
+                "invalid YAML: alias to an unknown anchor".to_owned(),
+                3,
+                4
+            )
+        );
+    }
+
+    #[test]
+    fn scalars_are_resolved_by_the_core_schema() {
+        assert_eq!(
+            json(
+                "n: [~, null, Null, NULL, '']\nb: [true, True, TRUE, false, False, FALSE, 'true', yes]\n\
+                 i: [-5, +5, 0o17, -0x10, 0x, 12a, '7']\n\
+                 f: [1e3, 1E3, 1e-3, 1e+3, -1.5, +1.5, .5, 1.2.3, e5, 1_000]\n"
+            ),
+            serde_json::json!({
+                "n": [null, null, null, null, ""],
+                "b": [true, true, true, false, false, false, "true", "yes"],
+                "i": [-5, 5, 15, -16, "0x", "12a", "7"],
+                "f": [1000.0, 1000.0, 0.001, 1000.0, -1.5, 1.5, 0.5, "1.2.3", "e5", "1_000"]
+            })
+        );
+        let empty = one("a:\n");
+        assert_eq!(empty.to_json(), serde_json::json!({"a": null}));
+    }
+
+    #[test]
+    fn infinities_and_nan_become_strings_the_schema_rejects() {
+        assert_eq!(
+            json("[.inf, .Inf, .INF, +.inf, +.Inf, +.INF, -.inf, -.Inf, -.INF, .nan, .NaN, .NAN]"),
+            serde_json::json!([
+                "inf", "inf", "inf", "inf", "inf", "inf", "-inf", "-inf", "-inf", "NaN", "NaN",
+                "NaN"
+            ])
+        );
+    }
+
+    #[test]
+    fn core_tags_are_applied_and_others_refused() {
+        assert_eq!(
+            json(
+                "[!!str 1, !!int '0x10', !!float 1, !!bool true, !!null x, !!seq [a], !!map {a: 1}]"
+            ),
+            serde_json::json!(["1", 16, 1.0, true, null, ["a"], {"a": 1}])
+        );
+        let refused = |src: &str| {
+            let (kind, message, ..) = err(src, Limits::default());
+            assert_eq!(kind, YamlErrorKind::UnsupportedTag, "{src}");
+            message
+        };
+        assert_eq!(
+            refused("a: !!int abc\n"),
+            "unsupported YAML tag `!!int`; specs use plain values"
+        );
+        assert_eq!(
+            refused("a: !!seq x\n"),
+            "unsupported YAML tag `!!seq`; specs use plain values"
+        );
+        assert_eq!(
+            refused("a: !custom x\n"),
+            "unsupported YAML tag `!custom`; specs use plain values"
+        );
+        assert_eq!(
+            refused("a: !!map [x]\n"),
+            "unsupported YAML tag `!!map`; specs use plain values"
+        );
+        assert_eq!(
+            refused("a: !!seq {x: 1}\n"),
+            "unsupported YAML tag `!!seq`; specs use plain values"
+        );
+        assert_eq!(
+            refused("a: !!python/object {x: 1}\n"),
+            "unsupported YAML tag `!!python/object`; specs use plain values"
+        );
+        assert_eq!(core_tag("!!", "str"), Some("str"));
+        assert_eq!(core_tag("tag:yaml.org,2002:", "map"), Some("map"));
+        assert_eq!(core_tag("!", "str"), None);
+    }
+
+    #[test]
+    fn keys_read_as_strings_and_collections_are_refused() {
+        assert_eq!(
+            json("1: a\ntrue: b\n1.5: c\n~: d\n"),
+            serde_json::json!({"1": "a", "true": "b", "1.5": "c", "null": "d"})
+        );
+        assert_eq!(
+            err("? [a]\n: b\n", Limits::default()),
+            (
+                YamlErrorKind::NonStringKey,
+                "mapping keys must be plain strings, not collections".to_owned(),
+                1,
+                3
+            )
+        );
+        let e = parse("a: 1\nb: 2\na: 3\n", Limits::default()).expect_err("duplicate");
+        assert_eq!(e.message, "duplicate key `a` (first defined on line 1)");
+        assert_eq!((e.span.col, e.related.map(|s| s.col)), (1, Some(1)));
+    }
+
+    #[test]
+    fn spans_are_byte_offsets_even_after_multibyte_characters() {
+        let src = "x: 1\ny: éé b\nz: [1, 2]\nw: []\n";
+        let n = one(src);
+        let mut seen = Vec::new();
+        n.walk(&mut |p, key, node| {
+            seen.push((
+                p.to_owned(),
+                key.map(|k| (k.start, k.end)),
+                &src[node.span.start..node.span.end],
+                node.span.line,
+                node.span.col,
+            ))
+        });
+        assert_eq!(
+            seen,
+            [
+                ("".to_owned(), None, src.trim_end(), 1, 1),
+                ("/x".to_owned(), Some((0, 1)), "1", 1, 4),
+                ("/y".to_owned(), Some((5, 6)), "éé b", 2, 4),
+                ("/z".to_owned(), Some((15, 16)), "[1, 2", 3, 4),
+                ("/z/0".to_owned(), None, "1", 3, 5),
+                ("/z/1".to_owned(), None, "2", 3, 8),
+                ("/w".to_owned(), Some((25, 26)), "[]", 4, 4),
+            ]
+        );
+    }
+
+    #[test]
+    fn walk_escapes_keys_and_numbers_items() {
+        let n = one("a/b: [x, {c~d: y}]\ne: z\n");
+        let mut seen = Vec::new();
+        n.walk(&mut |p, key, _| seen.push((p.to_owned(), key.is_some())));
+        assert_eq!(
+            seen,
+            [
+                ("".to_owned(), false),
+                ("/a~1b".to_owned(), true),
+                ("/a~1b/0".to_owned(), false),
+                ("/a~1b/1".to_owned(), false),
+                ("/a~1b/1/c~0d".to_owned(), true),
+                ("/e".to_owned(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn syntax_errors_say_invalid_yaml_at_the_place() {
+        let (kind, message, line, col) = err("a: [1, 2\nb: 3\n", Limits::default());
+        assert_eq!((kind, line, col), (YamlErrorKind::Syntax, 2, 2));
+        assert_eq!(message, "invalid YAML: illegal placement of ':' indicator");
+    }
+
+    #[test]
+    fn documents_start_where_they_are_written() {
+        let docs = parse("a: 1\n---\nb: 2\n", Limits::default()).expect("two documents");
+        assert_eq!(
+            docs.iter()
+                .map(|d| (d.span.line, d.span.col, d.span.start))
+                .collect::<Vec<_>>(),
+            [(1, 1, 0), (2, 1, 5)]
+        );
+        assert!(parse("", Limits::default()).expect("empty").is_empty());
+        assert_eq!(json("---\n"), Value::Null);
+    }
 }

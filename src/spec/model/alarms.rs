@@ -199,3 +199,81 @@ impl JsonSchema for AlarmActions {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Tiers and where alarm actions sit.
+
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn tiers_are_named_as_in_the_spec() {
+        assert_eq!(Tier::ALL.map(Tier::as_str), ["warning", "critical"]);
+        assert_eq!(
+            Tier::ALL.map(|t| t.to_string()),
+            ["warning".to_owned(), "critical".to_owned()]
+        );
+        assert!(Tier::Warning < Tier::Critical);
+    }
+
+    #[test]
+    fn one_list_serves_every_tier() {
+        let all = AlarmActions::All(list(&["arn:a", "arn:b"]));
+        for tier in [None, Some(Tier::Warning), Some(Tier::Critical)] {
+            assert_eq!(all.for_tier(tier), ["arn:a", "arn:b"]);
+        }
+        assert_eq!(
+            all.entries(),
+            [("0".to_owned(), "arn:a"), ("1".to_owned(), "arn:b")]
+        );
+        assert!(!all.is_empty());
+        assert!(AlarmActions::All(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn per_tier_lists_and_the_single_threshold_uses_critical() {
+        let per = AlarmActions::PerTier(TierActions {
+            warning: Some(list(&["arn:w"])),
+            critical: Some(list(&["arn:c0", "arn:c1"])),
+        });
+        assert_eq!(per.for_tier(Some(Tier::Warning)), ["arn:w"]);
+        assert_eq!(per.for_tier(Some(Tier::Critical)), ["arn:c0", "arn:c1"]);
+        assert_eq!(per.for_tier(None), ["arn:c0", "arn:c1"]);
+        assert_eq!(
+            per.entries(),
+            [
+                ("warning/0".to_owned(), "arn:w"),
+                ("critical/0".to_owned(), "arn:c0"),
+                ("critical/1".to_owned(), "arn:c1")
+            ]
+        );
+        let warn_only = AlarmActions::PerTier(TierActions {
+            warning: Some(list(&["arn:w"])),
+            critical: None,
+        });
+        assert_eq!(warn_only.for_tier(None), Vec::<String>::new());
+        assert!(!warn_only.is_empty());
+        assert!(AlarmActions::PerTier(TierActions::default()).is_empty());
+        assert_eq!(
+            AlarmActions::PerTier(TierActions::default()).for_tier(Some(Tier::Warning)),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn the_actions_schema_is_one_type_union() {
+        let mut generator = schemars::SchemaGenerator::default();
+        let schema = AlarmActions::json_schema(&mut generator).to_value();
+        assert_eq!(AlarmActions::schema_name(), "AlarmActions");
+        assert_eq!(schema["type"], serde_json::json!(["array", "object"]));
+        assert_eq!(schema["additionalProperties"], serde_json::json!(false));
+        assert_eq!(
+            schema["properties"]["warning"],
+            serde_json::json!({"type": "array", "items": {"type": "string"}})
+        );
+    }
+}

@@ -167,3 +167,56 @@ pub fn is_secret_property(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     KNOWN.contains(&k.as_str()) || k.ends_with(".password") || k.ends_with(".secret")
 }
+
+#[cfg(test)]
+mod tests {
+    //! Principals, config values and which properties are secrets.
+
+    use super::*;
+
+    #[test]
+    fn principals_of_a_list_or_none() {
+        let list = Some(vec![Principal("User:a".into()), Principal("User:*".into())]);
+        assert_eq!(
+            KafkaAcls::of(&list).collect::<Vec<_>>(),
+            ["User:a", "User:*"]
+        );
+        assert_eq!(KafkaAcls::of(&None).count(), 0);
+    }
+
+    #[test]
+    fn config_values_are_sent_as_their_text() {
+        assert_eq!(ConfigValue::Text("lz4".into()).to_string(), "lz4");
+        assert_eq!(ConfigValue::Int(-3).to_string(), "-3");
+        assert_eq!(ConfigValue::Bool(false).to_string(), "false");
+        let mut generator = schemars::SchemaGenerator::default();
+        assert_eq!(ConfigValue::schema_name(), "ConfigValue");
+        assert_eq!(
+            ConfigValue::json_schema(&mut generator).to_value(),
+            serde_json::json!({"type": ["string", "integer", "boolean"]})
+        );
+    }
+
+    #[test]
+    fn secret_properties_are_the_known_ones_and_password_or_secret_keys() {
+        for key in [
+            "sasl.oauthbearer.client.secret",
+            "sasl.oauthbearer.config",
+            "SASL.JAAS.CONFIG",
+            "ssl.key.pem",
+            "ssl.keystore.password",
+            "ssl.truststore.password",
+            "my.Secret",
+        ] {
+            assert!(is_secret_property(key), "{key}");
+        }
+        for key in [
+            "sasl.mechanism",
+            "password",
+            "ssl.key.location",
+            "secretive",
+        ] {
+            assert!(!is_secret_property(key), "{key}");
+        }
+    }
+}

@@ -196,3 +196,39 @@ pub struct Ownership {
     #[schemars(length(min = 1))]
     pub prefixes: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Backend; 4] = [
+        Backend::Sqs,
+        Backend::Rabbitmq,
+        Backend::Kafka,
+        Backend::Pubsub,
+    ];
+
+    #[test]
+    fn backends_are_named_for_keys_prose_and_resources() {
+        assert_eq!(
+            ALL.map(Backend::as_str),
+            ["sqs", "rabbitmq", "kafka", "pubsub"]
+        );
+        assert_eq!(
+            ALL.map(|b| b.to_string()),
+            ["sqs", "rabbitmq", "kafka", "pubsub"].map(str::to_owned)
+        );
+        assert_eq!(
+            ALL.map(Backend::display_name),
+            ["SQS", "RabbitMQ", "Kafka", "Pub/Sub"]
+        );
+        assert_eq!(
+            ALL.map(Backend::with_article),
+            ["an SQS", "a RabbitMQ", "a Kafka", "a Pub/Sub"]
+        );
+        assert_eq!(
+            ALL.map(Backend::resource_noun),
+            ["queue", "queue", "topic", "topic"]
+        );
+    }
+}
