@@ -159,30 +159,15 @@ impl Reader {
         }) else {
             return Ok(());
         };
-        self.stats.count("kafka:DescribeAcls");
-        match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
+        match self.describe_acls().await {
             Ok(bindings) => {
                 notes.extend(super::plan::acl_notes(&self.target, desired, &bindings));
                 changes.extend(super::plan::revoked(&self.target, desired, &bindings));
             }
             // A channel owns bindings here: without them the deletes it asks for are unknown,
             // and a plan that looked in sync would be wrong.
-            Err(e) if owns_acls(&self.target, desired) => {
-                return Err(match e {
-                    ffi::CallError::Failed {
-                        code: RDKafkaErrorCode::SecurityDisabled,
-                        ..
-                    } => KafkaError::NoAuthorizer {
-                        target: self.target.clone(),
-                        api: "DescribeAcls",
-                    },
-                    e => e.into(),
-                });
-            }
-            Err(ffi::CallError::Failed {
-                code: RDKafkaErrorCode::SecurityDisabled,
-                ..
-            }) => {}
+            Err(e) if owns_acls(&self.target, desired) => return Err(e),
+            Err(KafkaError::NoAuthorizer { .. }) => {}
             Err(e) => notes.push(Note {
                 resource: first_dlt.id.clone(),
                 message: format!("who may read the dead-letter topics was not checked: {e}"),
@@ -192,12 +177,18 @@ impl Reader {
     }
 
     /// The live topic bindings dlqctl could have made (literal, any host, ALLOW, READ or
-    /// WRITE: [`ffi::Grant::of`]), from one DescribeAcls. A cluster without an authorizer
-    /// keeps none, and cannot keep the ones `kafka.acls` asks for: an error.
+    /// WRITE: [`ffi::Grant::of`]), from one DescribeAcls.
     pub(super) async fn grants(&self) -> Result<Vec<ffi::Grant>, KafkaError> {
+        let bindings = self.describe_acls().await?;
+        Ok(bindings.iter().filter_map(ffi::Grant::of).collect())
+    }
+
+    /// Every ACL binding on topics (one DescribeAcls). A cluster without an authorizer keeps
+    /// none, and cannot keep the ones `kafka.acls` asks for: [`KafkaError::NoAuthorizer`].
+    async fn describe_acls(&self) -> Result<Vec<ffi::AclBinding>, KafkaError> {
         self.stats.count("kafka:DescribeAcls");
         match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
-            Ok(bindings) => Ok(bindings.iter().filter_map(ffi::Grant::of).collect()),
+            Ok(bindings) => Ok(bindings),
             Err(ffi::CallError::Failed {
                 code: RDKafkaErrorCode::SecurityDisabled,
                 ..
