@@ -533,4 +533,104 @@ mod tests {
         );
         assert_eq!(at, field);
     }
+
+    /// The findings of `rule` for a document of targets and channels, as (message, line).
+    fn findings(text: &str, rule: &str) -> Vec<(String, usize)> {
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let found = super::super::check(&ws).0;
+        found
+            .into_iter()
+            .filter(|d| d.rule == rule)
+            .map(|d| (d.message, d.loc.expect("located").span.line))
+            .collect()
+    }
+
+    #[test]
+    fn an_owned_name_outside_the_prefixes_is_named_by_what_it_is() {
+        // A Pub/Sub topic is a topic, a subscription is a subscription, an SQS queue a queue.
+        let text = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  gcp: {backend: pubsub, project: my-project, ownership: {prefixes: [app-]}}\n  aws: {backend: sqs, region: eu-west-1, ownership: {prefixes: [app-]}}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: gcp\n  retry: {maxAttempts: 5}\n  pubsub: {subscription: \"app-{channel}\"}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app-quotes}\nspec:\n  target: gcp\n  retry: {maxAttempts: 5}\n  pubsub: {subscription: \"{channel}-sub\"}\n  deadLetter: {subscription: \"x-{channel}\"}\n---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: bills}\nspec:\n  target: aws\n  retry: {maxAttempts: 3}\n  deadLetter: {name: \"app-{channel}-dlq\"}\n";
+        let messages: Vec<String> = findings(text, "target/outside-ownership")
+            .into_iter()
+            .map(|(m, _)| m.split(" is outside").next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "main topic `orders`",
+                "dead-letter topic `orders-dlq`",
+                "dead-letter subscription `orders-dlq-sub`",
+                "dead-letter subscription `x-app-quotes`",
+                "main queue `bills`",
+            ],
+            "{messages:?}"
+        );
+    }
+
+    const RABBIT_TARGET: &str = "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  rabbit: {backend: rabbitmq, url: \"http://127.0.0.1:15672\", ownership: {prefixes: [app.]}}\n";
+
+    fn rabbit_channel(name: &str, rabbitmq: &str) -> String {
+        format!(
+            "---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: rabbit\n  retry: {{maxAttempts: 2}}\n  rabbitmq:\n{rabbitmq}"
+        )
+    }
+
+    #[test]
+    fn a_dead_letter_exchange_is_one_channels_but_an_inbound_exchange_may_be_shared() {
+        // Two channels publishing through one inbound exchange: left as they are.
+        let shared = "    exchange: {name: app.events}\n";
+        let text = format!(
+            "{RABBIT_TARGET}{}{}",
+            rabbit_channel("app.a", shared),
+            rabbit_channel("app.b", shared)
+        );
+        assert_eq!(findings(&text, "name/collision"), []);
+        // One channel's dead-letter exchange is another's inbound exchange, either way round:
+        // refused at the second declaration (line 22 in both documents).
+        let dlx = "    deadLetterExchange: {name: app.events}\n";
+        for (first, second) in [(shared, dlx), (dlx, shared)] {
+            let text = format!(
+                "{RABBIT_TARGET}{}{}",
+                rabbit_channel("app.a", first),
+                rabbit_channel("app.b", second)
+            );
+            let found = findings(&text, "name/collision");
+            assert_eq!(
+                found,
+                [(
+                    "exchange `app.events` of channel `app.b` is also declared by channel `app.a` on target `rabbit`; a dead-letter exchange belongs to one channel".to_owned(),
+                    22
+                )],
+                "{first} then {second}"
+            );
+        }
+        // Two dead-letter exchanges of one name: refused too.
+        let text = format!(
+            "{RABBIT_TARGET}{}{}",
+            rabbit_channel("app.a", dlx),
+            rabbit_channel("app.b", dlx)
+        );
+        assert_eq!(findings(&text, "name/collision").len(), 1);
+        // One channel naming both exchanges alike is told once, by its own rule, not as a
+        // clash with itself.
+        let text = format!(
+            "{RABBIT_TARGET}{}",
+            rabbit_channel("app.a", &format!("{shared}{dlx}"))
+        );
+        let found = findings(&text, "name/collision");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .0
+                .starts_with("the dead-letter exchange and the channel's exchange"),
+            "{found:?}"
+        );
+        // In other vhosts they are different exchanges.
+        let text = format!(
+            "{RABBIT_TARGET}{}{}",
+            rabbit_channel("app.a", &format!("    vhost: one\n{dlx}")),
+            rabbit_channel("app.b", &format!("    vhost: two\n{dlx}"))
+        );
+        assert_eq!(findings(&text, "name/collision"), []);
+    }
 }
