@@ -242,6 +242,28 @@ fn batchable(c: &Change) -> bool {
     matches!(c.action, Action::Create | Action::Update)
 }
 
+/// One request's steps of target `t`: `first` (just handed out by the schedule) and, while it
+/// and the next ready step are creates or updates, the next ready ones, up to `limit`, lowest
+/// first. A replace or a delete goes alone.
+fn batch_from(
+    schedule: &mut Schedule,
+    t: usize,
+    first: usize,
+    steps: &[&Change],
+    limit: usize,
+) -> Vec<usize> {
+    let mut batch = vec![first];
+    while batchable(steps[first])
+        && batch.len() < limit
+        && let Some(i) = schedule.peek(t)
+        && batchable(steps[i])
+        && let Some(next) = schedule.next(t)
+    {
+        batch.push(next);
+    }
+    batch
+}
+
 /// "2 min 5 s", "40 s": for the ETA.
 fn human_secs(secs: u64) -> String {
     match secs {
@@ -322,14 +344,7 @@ pub async fn run(
             while requests[t] < parallelism
                 && let Some(first) = schedule.next(t)
             {
-                let mut batch = vec![first];
-                while batchable(steps[first])
-                    && batch.len() < limit
-                    && let Some(i) = schedule.peek(t)
-                    && batchable(steps[i])
-                {
-                    batch.extend(schedule.next(t));
-                }
+                let batch = batch_from(&mut schedule, t, first, &steps, limit);
                 // An object an earlier step of this apply wrote (a shared exchange two
                 // channels declare) moved since planning by our own hand: not re-checked.
                 let recheck = batch
@@ -502,6 +517,52 @@ mod tests {
             allow_delete: true,
             allow_message_loss: true,
         }
+    }
+
+    #[test]
+    fn creates_and_updates_share_a_request_a_replace_or_delete_goes_alone() {
+        // One target, a channel per step, so every step of a phase is ready at once.
+        let steps: Vec<Change> = [
+            Action::Create,
+            Action::Update,
+            Action::Replace,
+            Action::Create,
+            Action::Create,
+            Action::Create,
+            Action::Delete,
+            Action::Delete,
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, action)| {
+            let mut c = change(Kind::Queue, action, None);
+            c.channel = format!("c{i}");
+            c.resource.name = format!("q{i}");
+            c
+        })
+        .collect();
+        let steps: Vec<&Change> = steps.iter().collect();
+        let batches = |limit: usize| {
+            let mut schedule = Schedule::new(&steps, &HashSet::new());
+            let mut out = Vec::new();
+            while let Some(first) = schedule.next(0) {
+                let batch = batch_from(&mut schedule, 0, first, &steps, limit);
+                for i in &batch {
+                    schedule.finish(*i);
+                }
+                out.push(batch);
+            }
+            out
+        };
+        assert_eq!(
+            batches(2),
+            [vec![0, 1], vec![2], vec![3, 4], vec![5], vec![6], vec![7]]
+        );
+        assert_eq!(
+            batches(100),
+            [vec![0, 1], vec![2], vec![3, 4, 5], vec![6], vec![7]]
+        );
+        assert_eq!(batches(1), (0..8).map(|i| vec![i]).collect::<Vec<_>>());
     }
 
     #[test]

@@ -625,6 +625,26 @@ mod tests {
     }
 
     #[test]
+    fn input_that_ends_early_is_refused_at_its_end() {
+        // The parser ends its events with StreamEnd; asking past it is what a truncated
+        // stream would look like, reported on the last line, not at the start of the file.
+        let src = "a: 1\nb: 2\n";
+        let mut loader = Loader::new(src, Limits::default());
+        let mut events = 0;
+        while !matches!(loader.next(), Ok((Event::StreamEnd, _))) {
+            events += 1;
+            assert!(events < 20, "no StreamEnd");
+        }
+        let e = loader.next().unwrap_err();
+        assert_eq!(e.kind, YamlErrorKind::Syntax);
+        assert_eq!(e.message, "invalid YAML: unexpected end of input");
+        assert_eq!(
+            (e.span.start, e.span.end, e.span.line, e.span.col),
+            (src.len(), src.len(), 3, 1)
+        );
+    }
+
+    #[test]
     fn alias_bomb_is_refused() {
         let mut src = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..10 {
