@@ -420,6 +420,52 @@ mod tests {
             acl_notes("k", &declared, std::slice::from_ref(&support)),
             Vec::new()
         );
+        // Only the dead-letter topics of this target that the plan keeps are looked at: not a
+        // retry topic, not the same channel on another target, not a DLT being deleted.
+        let mut wide = d.clone();
+        wide.push(Desired {
+            id: topic_id("k", "app.orders-retry-0"),
+            role: Role::Retry,
+            ..d[1].clone()
+        });
+        for (name, role) in [
+            ("app.orders", Role::Main),
+            ("app.orders-dlt2", Role::DeadLetter),
+        ] {
+            wide.push(Desired {
+                id: topic_id("other", name),
+                role,
+                ..d[1].clone()
+            });
+        }
+        wide.push(Desired {
+            id: topic_id("k", "app.orders-old-dlt"),
+            present: false,
+            ..d[1].clone()
+        });
+        for topic in [
+            "app.orders-retry-0",
+            "app.orders-dlt2",
+            "app.orders-old-dlt",
+        ] {
+            let quiet = [acl(topic, Literal, "User:support", true, true)];
+            assert_eq!(acl_notes("k", &wide, &quiet), Vec::new(), "{topic}");
+        }
+        // Who is named: those an ALLOW READ binding of the DLT names, read through `User:*`
+        // too; not a principal allowed something else, or a read of another topic.
+        let n = acl_notes(
+            "k",
+            &d,
+            &[
+                acl("app.orders-dlt", Literal, "User:*", true, true),
+                acl("app.orders-dlt", Literal, "User:writer", false, true),
+                acl("app.payments", Literal, "User:reader", true, true),
+            ],
+        );
+        assert!(
+            n.len() == 1 && n[0].message.starts_with("`User:*` may read"),
+            "{n:?}"
+        );
         // A deny on the source keeps a prefix grant from reaching it.
         let n = acl_notes(
             "k",
