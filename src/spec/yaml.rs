@@ -646,14 +646,16 @@ mod tests {
 
     #[test]
     fn alias_bomb_is_refused() {
+        // 10^4 values under a limit of 1,000: small enough that a counting bug fails this test
+        // quickly instead of hanging it (the billion-laughs fixture goes through `lint`).
         let mut src = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
-        for i in 1..10 {
+        for i in 1..4 {
             let p = i - 1;
             src.push_str(&format!(
                 "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
             ));
         }
-        let e = parse(&src, Limits::default()).unwrap_err();
+        let e = parse(&src, limits(64, 1_000)).unwrap_err();
         assert_eq!(e.kind, YamlErrorKind::TooManyNodes);
     }
 
@@ -792,6 +794,10 @@ mod tests {
                 "{src}"
             );
         }
+        // Deeper in the file, four items: 1 + 1 + (1 + 4) + 1 + 5 = 13, after a first entry (2).
+        let src = "z: 0\na: &a [x, y, z, w]\nb: *a\n";
+        assert!(parse(src, limits(64, 15)).is_ok());
+        assert_eq!(err(src, limits(64, 14)).0, YamlErrorKind::TooManyNodes);
         // Root, key, scalar, key, alias (1): 5.
         assert!(parse("a: &a x\nb: *a\n", limits(64, 5)).is_ok());
         assert!(parse("a: &a x\nb: *a\n", limits(64, 4)).is_err());
