@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::plan::{Action, Change, FieldChange, diff};
-use crate::resource::{Desired, Role};
+use crate::resource::{Desired, Role, TimeUnit};
 use crate::spec::model::Target;
 
 /// The example as a resolved channel on a Pub/Sub target named `gcp`.
@@ -198,6 +198,56 @@ fn a_new_topic_is_a_replace_and_a_lower_retention_destroys_messages() {
             .unwrap_or_default()
             .contains("604800 s to 3600 s")
     );
+}
+
+#[test]
+fn only_an_update_of_a_subscription_is_refined() {
+    // A create that names a topic is a create; an equal retention loses nothing.
+    let mut c = change(vec![FieldChange {
+        key: TOPIC.into(),
+        old: None,
+        new: Some(json!("b")),
+    }]);
+    c.action = Action::Create;
+    refine(&mut c);
+    assert_eq!(c.action, Action::Create);
+    let mut c = change(vec![FieldChange {
+        key: RETENTION.into(),
+        old: Some(json!(3600)),
+        new: Some(json!(3600)),
+    }]);
+    refine(&mut c);
+    assert_eq!((c.action, c.destructive), (Action::Update, None));
+    // A topic's retention keeps messages for seeking back, not a subscription's backlog.
+    let mut c = change(vec![FieldChange {
+        key: RETENTION.into(),
+        old: Some(json!(604_800)),
+        new: Some(json!(3600)),
+    }]);
+    c.resource = topic_id("gcp", "t");
+    refine(&mut c);
+    assert_eq!((c.action, c.destructive), (Action::Update, None));
+}
+
+#[test]
+fn subscription_and_topic_durations_are_in_seconds_and_nothing_else_is() {
+    let sub = change(Vec::new());
+    for key in [RETENTION, MIN_BACKOFF, MAX_BACKOFF, ACK_DEADLINE, EXPIRY] {
+        assert_eq!(
+            plan::duration_unit(&sub, key),
+            Some(TimeUnit::Seconds),
+            "{key}"
+        );
+    }
+    assert_eq!(plan::duration_unit(&sub, TOPIC), None);
+    assert_eq!(plan::duration_unit(&sub, MAX_ATTEMPTS), None);
+    let mut topic = change(Vec::new());
+    topic.resource = topic_id("gcp", "t");
+    assert_eq!(
+        plan::duration_unit(&topic, RETENTION),
+        Some(TimeUnit::Seconds)
+    );
+    assert_eq!(plan::duration_unit(&topic, ACK_DEADLINE), None);
 }
 
 #[test]
