@@ -13,9 +13,10 @@ use crate::plan::{Action, Note};
 use crate::resource::{Desired, Live, Role, TimeUnit};
 use crate::spec::access;
 
-/// Observations (pure door): a dead-letter queue encrypted more weakly than its source, as
-/// both are live, where the spec does not own the dead-letter queue's encryption (where it
-/// does, the plan changes it and lint judges the spec).
+/// Observations (pure door): a dead-letter or invalid-message queue encrypted more weakly
+/// than its source, as both are live, where the spec does not own that queue's encryption
+/// (where it does, the plan changes it and lint judges the spec). Both hold the source's
+/// messages.
 pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
     let encryption = |l: &Live| {
         access::live_encryption(
@@ -34,7 +35,9 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
     };
     let mut out = Vec::new();
     for dlq in desired.iter().filter(|d| {
-        d.id.backend == Backend::Sqs && d.id.kind == Kind::Queue && d.role == Role::DeadLetter
+        d.id.backend == Backend::Sqs
+            && d.id.kind == Kind::Queue
+            && matches!(d.role, Role::DeadLetter | Role::Invalid)
     }) {
         if dlq.props.contains_key(MANAGED_SSE) {
             continue;
@@ -52,7 +55,12 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
             out.push(Note {
                 resource: dlq.id.clone(),
                 message: format!(
-                    "dead-letter queue encrypted less strongly than its source {} ({} here, {} there): it holds the same messages; `sqs.encryption` in the spec gives both the same",
+                    "{} encrypted less strongly than its source {} ({} here, {} there): it holds the same messages; `sqs.encryption` in the spec gives both the same",
+                    if dlq.role == Role::Invalid {
+                        "invalid-message queue"
+                    } else {
+                        "dead-letter queue"
+                    },
                     main.id.name,
                     de.level().describe(),
                     me.level().describe(),
@@ -342,6 +350,88 @@ mod tests {
         );
         assert!(notes(&[], &BTreeMap::new()).is_empty());
         assert!(goes_first(&[q]).is_empty());
+    }
+
+    #[test]
+    fn a_queue_holding_the_sources_messages_encrypted_more_weakly_is_noted() {
+        let queue = |name: &str, role: Role, props: Props| Desired {
+            id: queue_id("t", name),
+            channel: "c".into(),
+            role,
+            props,
+            immutable: false,
+            present: true,
+        };
+        let kms = Live {
+            props: props(&[(KMS_KEY, json!("alias/k")), (MANAGED_SSE, json!(false))]),
+            messages: None,
+        };
+        let managed = Live {
+            props: props(&[(MANAGED_SSE, json!(true))]),
+            messages: None,
+        };
+        let desired = vec![
+            queue("c-dlq", Role::DeadLetter, Props::new()),
+            queue("c-invalid", Role::Invalid, Props::new()),
+            queue("c", Role::Main, Props::new()),
+            // Another kind of object of the channel: not a queue, never judged.
+            Desired {
+                id: ResourceId {
+                    kind: Kind::Alarm,
+                    ..queue_id("t", "c-dlq-depth")
+                },
+                ..queue("c-dlq-depth", Role::Alarm, Props::new())
+            },
+            // A channel of the same name on a RabbitMQ target: another backend's queue.
+            Desired {
+                id: ResourceId {
+                    backend: Backend::Rabbitmq,
+                    target: "r".into(),
+                    ..queue_id("t", "c-dlq")
+                },
+                ..queue("c-dlq", Role::DeadLetter, Props::new())
+            },
+        ];
+        let live: BTreeMap<ResourceId, Live> = [
+            (desired[0].id.clone(), managed.clone()),
+            (desired[1].id.clone(), managed.clone()),
+            (desired[2].id.clone(), kms.clone()),
+            (desired[3].id.clone(), managed.clone()),
+            (desired[4].id.clone(), managed.clone()),
+        ]
+        .into_iter()
+        .collect();
+        let n = notes(&desired, &live);
+        let said: Vec<(&str, &str)> = n
+            .iter()
+            .map(|n| (n.resource.name.as_str(), n.message.as_str()))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                (
+                    "c-dlq",
+                    "dead-letter queue encrypted less strongly than its source c (SSE-SQS here, SSE-KMS there): it holds the same messages; `sqs.encryption` in the spec gives both the same"
+                ),
+                (
+                    "c-invalid",
+                    "invalid-message queue encrypted less strongly than its source c (SSE-SQS here, SSE-KMS there): it holds the same messages; `sqs.encryption` in the spec gives both the same"
+                ),
+            ]
+        );
+        // As strong, or owned by the spec (the plan changes it): nothing to say.
+        let mut same = live.clone();
+        same.insert(desired[2].id.clone(), managed.clone());
+        assert_eq!(notes(&desired, &same), Vec::new());
+        let owned: Vec<Desired> = desired
+            .iter()
+            .cloned()
+            .map(|mut d| {
+                d.props.insert(MANAGED_SSE.into(), json!(true));
+                d
+            })
+            .collect();
+        assert_eq!(notes(&owned, &live), Vec::new());
     }
 
     fn retention(old: u64, new: u64) -> FieldChange {
