@@ -555,6 +555,25 @@ mod tests {
                 "{quiet:?}"
             );
         }
+        // The source is the main queue of the same channel and vhost, not the first main
+        // queue listed: another channel's in this vhost, or this channel's in another.
+        let mut crowded = Vec::new();
+        for (name, channel, vhost) in [
+            ("payments", "payments", "/"),
+            ("legacy.orders", "c", "/prod"),
+        ] {
+            let mut m = queue();
+            m.id.name = name.into();
+            m.id.scope = vhost.into();
+            m.channel = channel.into();
+            m.role = Role::Main;
+            crowded.push(m);
+        }
+        crowded.extend(d.iter().cloned());
+        assert_eq!(
+            permission_notes("t", &crowded, &[reader("app", "^orders\\.", false)]),
+            Vec::new()
+        );
         // Another vhost's permissions say nothing about this one.
         assert_eq!(
             permission_notes(
