@@ -546,6 +546,7 @@ mod tests {
             let mut schedule = Schedule::new(&steps, &HashSet::new());
             let mut out = Vec::new();
             while let Some(first) = schedule.next(0) {
+                assert!(out.len() < steps.len(), "more requests than steps: {out:?}");
                 let batch = batch_from(&mut schedule, 0, first, &steps, limit);
                 for i in &batch {
                     schedule.finish(*i);
