@@ -487,3 +487,64 @@ fn the_endpoint_is_the_emulator_when_one_is_named_and_google_with_a_token_otherw
         (read::GOOGLE_ENDPOINT.to_owned(), Some("ya29.x".to_owned()))
     );
 }
+
+#[test]
+fn a_subscription_labelled_for_another_channel_cannot_be_changed_and_the_plan_says_why() {
+    // The review reads nothing (the labels came with the plan's GETs): no server is needed.
+    let http = crate::backend::wire::http::ReadHttp::new(
+        crate::backend::wire::http::HttpConfig {
+            target: "gcp".into(),
+            base: "http://127.0.0.1:9".into(),
+            user: None,
+            password: None,
+            bearer: None,
+            creds_hint: read::TOKEN_ENV.into(),
+            insecure: false,
+            budget: crate::backend::wire::retry::ReadBudget::new(std::time::Duration::from_secs(1)),
+        },
+        Arc::new(crate::backend::wire::Stats::default()),
+    )
+    .expect("client");
+    let reader = Reader {
+        target: "gcp".into(),
+        http,
+        project: "my-project".into(),
+        prefixes: Vec::new(),
+        emulator: true,
+        grant: None,
+    };
+    let d = desired(&example(""));
+    let sub = &d[3];
+    let mut props = crate::resource::Props::new();
+    props.insert(
+        LABELS.into(),
+        json!({LABEL_MANAGED_BY: LABEL_MANAGED_BY_VALUE, LABEL_CHANNEL: "someone-else"}),
+    );
+    let live: std::collections::BTreeMap<_, _> = [(
+        sub.id.clone(),
+        crate::resource::Live {
+            props,
+            messages: None,
+        },
+    )]
+    .into_iter()
+    .collect();
+    let mut change = diff(sub, None).expect("a change");
+    change.action = Action::Update;
+    let mut changes = vec![change];
+    let mut notes = Vec::new();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(reader.review(&d, &live, &mut changes, &mut notes, false))
+        .expect("no reads");
+    let labels = labels(&live[&sub.id]);
+    let problem = ownership_problem(&labels, &sub.channel).expect("another channel's");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].action, Action::Impossible);
+    assert_eq!(
+        changes[0].reason.as_deref(),
+        Some(format!("subscription {} {problem}", sub.id.name).as_str())
+    );
+    assert!(problem.contains("someone-else"), "{problem}");
+}
