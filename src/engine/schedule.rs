@@ -174,12 +174,13 @@ impl Schedule {
             }
         }
         if self.remaining[t][p] == 0 {
-            for later in p + 1..PHASES {
-                for d in std::mem::take(&mut self.parked[t][later]) {
+            // Phase `p` is over: what later phases parked is released again, and `release`
+            // parks it back while an earlier phase still has changes left (at most once per
+            // phase of a target). Phase `p`'s own list is empty by now: nothing is parked in
+            // a phase that has started.
+            for phase in p..PHASES {
+                for d in std::mem::take(&mut self.parked[t][phase]) {
                     self.release(d);
-                }
-                if self.remaining[t][later] > 0 {
-                    break;
                 }
             }
         }
