@@ -490,29 +490,17 @@ fn the_endpoint_is_the_emulator_when_one_is_named_and_google_with_a_token_otherw
 
 #[test]
 fn a_subscription_labelled_for_another_channel_cannot_be_changed_and_the_plan_says_why() {
-    // The review reads nothing (the labels came with the plan's GETs): no server is needed.
-    let http = crate::backend::wire::http::ReadHttp::new(
-        crate::backend::wire::http::HttpConfig {
-            target: "gcp".into(),
-            base: "http://127.0.0.1:9".into(),
-            user: None,
-            password: None,
-            bearer: None,
-            creds_hint: read::TOKEN_ENV.into(),
-            insecure: false,
-            budget: crate::backend::wire::retry::ReadBudget::new(std::time::Duration::from_secs(1)),
-        },
+    // The review reads nothing (the labels came with the plan's GETs): no server is needed,
+    // and nothing listens on the emulator address.
+    let mut t = target();
+    t.emulator_host = Some("127.0.0.1:9".into());
+    let reader = Reader::connect(
+        "gcp",
+        &t,
+        crate::backend::ConnectOptions::default(),
         Arc::new(crate::backend::wire::Stats::default()),
     )
-    .expect("client");
-    let reader = Reader {
-        target: "gcp".into(),
-        http,
-        project: "my-project".into(),
-        prefixes: Vec::new(),
-        emulator: true,
-        grant: None,
-    };
+    .expect("reader");
     let d = desired(&example(""));
     let sub = &d[3];
     let mut props = crate::resource::Props::new();

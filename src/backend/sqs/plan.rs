@@ -34,18 +34,18 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
         })
     };
     let mut out = Vec::new();
-    for dlq in desired.iter().filter(|d| {
+    for copy in desired.iter().filter(|d| {
         d.id.backend == Backend::Sqs
             && d.id.kind == Kind::Queue
             && matches!(d.role, Role::DeadLetter | Role::Invalid)
     }) {
-        if dlq.props.contains_key(MANAGED_SSE) {
+        if copy.props.contains_key(MANAGED_SSE) {
             continue;
         }
-        let Some(main) = queue(Role::Main, &dlq.channel) else {
+        let Some(main) = queue(Role::Main, &copy.channel) else {
             continue;
         };
-        let (Some(dl), Some(ml)) = (live.get(&dlq.id), live.get(&main.id)) else {
+        let (Some(dl), Some(ml)) = (live.get(&copy.id), live.get(&main.id)) else {
             continue;
         };
         let (Some(de), Some(me)) = (encryption(dl), encryption(ml)) else {
@@ -53,10 +53,10 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
         };
         if de.level() < me.level() {
             out.push(Note {
-                resource: dlq.id.clone(),
+                resource: copy.id.clone(),
                 message: format!(
                     "{} encrypted less strongly than its source {} ({} here, {} there): it holds the same messages; `sqs.encryption` in the spec gives both the same",
-                    if dlq.role == Role::Invalid {
+                    if copy.role == Role::Invalid {
                         "invalid-message queue"
                     } else {
                         "dead-letter queue"
