@@ -93,6 +93,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         left_in_dead_letter: None,
         interrupted: false,
         error: None,
+        incomplete: Vec::new(),
         started_at: started,
         ended_at: String::new(),
         operator: redrive::holder(),
@@ -171,6 +172,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         Some(n) => Some(n),
         None => rt.block_on(engine::redrive::left(&r, &reader)),
     };
+    report.incomplete = tally.incomplete_reasons();
     report.ended_at = now_text();
     if let Some(e) = &report.error {
         printer.err(&format!(
@@ -179,11 +181,13 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         ));
     }
     print(&report, args.format, printer);
-    Ok(if report.error.is_some() || report.interrupted {
-        1
-    } else {
-        0
-    })
+    Ok(
+        if report.error.is_some() || report.interrupted || !report.incomplete.is_empty() {
+            1
+        } else {
+            0
+        },
+    )
 }
 
 fn print(report: &Report, format: RedriveFormat, printer: &Printer) {

@@ -8,8 +8,8 @@
 //! capability of its own, made from a reader only by the redrive driver; plan and status
 //! never hold one.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -109,6 +109,9 @@ pub struct Tally {
     /// The broker's own move task did the moving (no `dlq-redrive-count`, no maxRedrives
     /// check: the broker copies messages as they are).
     pub by_service: AtomicBool,
+    /// Why the run did not examine every message it set out to (messages it could not read
+    /// past, a destination it could not be sure of): a run with any is never "complete".
+    incomplete: Mutex<Vec<String>>,
 }
 
 impl Default for Tally {
@@ -121,6 +124,7 @@ impl Default for Tally {
             duplicated: AtomicU64::new(0),
             left: AtomicU64::new(u64::MAX),
             by_service: AtomicBool::new(false),
+            incomplete: Mutex::new(Vec::new()),
         }
     }
 }
@@ -146,6 +150,24 @@ impl Tally {
     /// What the mover counted as left in the DLQ, if it counted.
     pub fn left(&self) -> Option<u64> {
         Some(self.left.load(Ordering::Relaxed)).filter(|n| *n != u64::MAX)
+    }
+
+    /// Records why the run stopped short of what it set out to examine (said once each).
+    pub fn incomplete(&self, why: impl Into<String>) {
+        let why = why.into();
+        if let Ok(mut v) = self.incomplete.lock()
+            && !v.contains(&why)
+        {
+            v.push(why);
+        }
+    }
+
+    /// The reasons recorded by [`Tally::incomplete`].
+    pub fn incomplete_reasons(&self) -> Vec<String> {
+        self.incomplete
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -263,6 +285,10 @@ pub struct Report {
     pub left_in_dead_letter: Option<u64>,
     pub interrupted: bool,
     pub error: Option<String>,
+    /// Why the run is not complete although nothing failed (messages it could not read past,
+    /// held by an earlier run, …): a report with any exits non-zero.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<String>,
     pub started_at: String,
     pub ended_at: String,
     pub operator: String,
@@ -351,6 +377,8 @@ pub fn human(r: &Report) -> String {
             "stopped"
         } else if r.interrupted {
             "interrupted"
+        } else if !r.incomplete.is_empty() {
+            "incomplete"
         } else {
             "complete"
         },
@@ -365,6 +393,9 @@ pub fn human(r: &Report) -> String {
         out.push_str(&format!("; {left} left in the dead-letter queue"));
     }
     out.push_str(".\n");
+    for why in &r.incomplete {
+        out.push_str(&format!("  not complete: {why}\n"));
+    }
     if let Some(by) = r.moved_by {
         out.push_str(&format!(
             "  moved by {by} (--native): the messages went back as they were, with no dlq-redrive-count and no maxRedrives check.\n"
