@@ -367,13 +367,16 @@ fn rabbitmq_a_refusing_destination_stops_the_run_and_loses_nothing() {
     for i in 0..6 {
         rabbit_put(&dlq, &format!("m{i:02}"), "poison", None);
     }
-    // Someone caps the main queue at 2 messages, refusing the rest.
+    // Someone caps the main queue at 2 messages, refusing the rest (keeping its dead-letter
+    // exchange: a policy without one would displace dlqctl's, and the redrive be refused
+    // before the first message).
     block(rabbit::api(
         reqwest::Method::PUT,
         &format!("/api/policies/%2F/{}.cap", f.channel),
         Some(
             json!({"pattern": format!("^{}$", main.replace('.', "\\.")), "apply-to": "queues", "priority": 100,
-                    "definition": {"max-length": 2, "overflow": "reject-publish"}}),
+                    "definition": {"max-length": 2, "overflow": "reject-publish",
+                                   "dead-letter-exchange": "", "dead-letter-routing-key": dlq}}),
         ),
     ));
     std::thread::sleep(Duration::from_secs(1));
@@ -876,7 +879,7 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
     assert_eq!(code, 1, "{doc}");
     assert!(
-        err.contains("max-length 2 with overflow `drop-head`"),
+        err.contains("max-length 2 (argument) with overflow `drop-head`"),
         "{err}"
     );
     assert_eq!(rabbit_count(&dlq), 5, "nothing moved");

@@ -91,6 +91,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         skipped_at_max_redrives: 0,
         possibly_duplicated: 0,
         left_in_dead_letter: None,
+        left_basis: None,
         interrupted: false,
         error: None,
         incomplete: Vec::new(),
@@ -114,6 +115,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         report.not_selected = dry.not_selected;
         report.skipped_at_max_redrives = dry.at_limit;
         report.left_in_dead_letter = rt.block_on(engine::redrive::left(&r, &reader));
+        report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
         report.ended_at = now_text();
         print(&report, args.format, printer);
@@ -168,9 +170,12 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         .as_ref()
         .err()
         .map(|e| crate::status::safe(&e.to_string()));
-    report.left_in_dead_letter = match tally.left() {
-        Some(n) => Some(n),
-        None => rt.block_on(engine::redrive::left(&r, &reader)),
+    (report.left_in_dead_letter, report.left_basis) = match tally.left() {
+        Some(n) => (Some(n), Some(redrive::EXACT)),
+        None => {
+            let n = rt.block_on(engine::redrive::left(&r, &reader));
+            (n, n.map(|_| redrive::STATISTICS))
+        }
     };
     report.incomplete = tally.incomplete_reasons();
     report.ended_at = now_text();

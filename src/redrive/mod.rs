@@ -40,13 +40,28 @@ pub enum Decision {
     AtLimit,
 }
 
-/// The times a message was brought back, from its `dlq-redrive-count` header.
-pub fn redrive_count(m: &Message) -> u32 {
-    m.headers
+/// The times a message was brought back, from its `dlq-redrive-count` header: `Some(0)`
+/// without one, `None` when it cannot be read as a whole number of at most `u32::MAX`
+/// (`abc`, `3.0`, `-1`, `4294967296`): such a message is treated as at the limit, so a
+/// mangled counter never lets it round the ping-pong guard.
+pub fn redrive_count(m: &Message) -> Option<u32> {
+    match m
+        .headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT))
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0)
+    {
+        None => Some(0),
+        Some((_, v)) => parse_count(v),
+    }
+}
+
+/// A `dlq-redrive-count` value: decimal digits only, at most `u32::MAX`.
+pub fn parse_count(v: &str) -> Option<u32> {
+    let v = v.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
 }
 
 /// Decides about one message (pure; `now_ms` is the wall clock).
@@ -62,7 +77,7 @@ pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
             return Decision::NotSelected;
         }
     }
-    if redrive_count(m) >= sel.max_redrives {
+    if redrive_count(m).is_none_or(|n| n >= sel.max_redrives) {
         return Decision::AtLimit;
     }
     Decision::Move
@@ -75,7 +90,7 @@ pub fn moved_headers(headers: &[(String, String)], drop: &[&str]) -> Vec<(String
     let count = headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT))
-        .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+        .and_then(|(_, v)| parse_count(v))
         .unwrap_or(0);
     let dropped = |k: &str| {
         k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT)
@@ -253,12 +268,36 @@ impl Pace {
     }
 
     pub async fn wait(&mut self) {
-        let Some(every) = self.every else { return };
+        let never = AtomicBool::new(false);
+        self.wait_or_stop(&never).await;
+    }
+
+    /// Waits for the next move's turn unless `stop` is set first (Ctrl-C): `false` then, and
+    /// nothing may start after it. The wait is watched in slices of at most 50 ms, so an
+    /// interrupt at `--rate 0.1` is honoured at once rather than after ten seconds.
+    pub async fn wait_or_stop(&mut self, stop: &AtomicBool) -> bool {
+        const SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        let Some(every) = self.every else { return true };
         let now = tokio::time::Instant::now();
-        if self.next > now {
-            tokio::time::sleep_until(self.next).await;
+        while self.next > tokio::time::Instant::now() {
+            if stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            tokio::time::sleep_until(self.next.min(tokio::time::Instant::now() + SLICE)).await;
+        }
+        if stop.load(Ordering::SeqCst) {
+            return false;
         }
         self.next = self.next.max(now) + every;
+        true
+    }
+
+    /// Whether the next move's turn comes after `t` (a batch due then is sent first).
+    pub fn next_after(&self, t: tokio::time::Instant) -> bool {
+        self.every.is_some() && self.next > t
     }
 }
 
@@ -283,6 +322,11 @@ pub struct Report {
     pub possibly_duplicated: u64,
     /// Messages in the DLQ afterwards, where the backend can tell.
     pub left_in_dead_letter: Option<u64>,
+    /// How `left_in_dead_letter` was counted: `exact` (by the run itself, on its own
+    /// connection) or `statistics` (the backend's figures, which may lag: RabbitMQ's
+    /// management API by up to 5 s, SQS's approximate counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_basis: Option<&'static str>,
     pub interrupted: bool,
     pub error: Option<String>,
     /// Why the run is not complete although nothing failed (messages it could not read past,
@@ -327,6 +371,10 @@ pub struct WouldMove {
 }
 
 pub const KIND: &str = "dlqctl/redrive";
+
+/// `leftBasis` values.
+pub const EXACT: &str = "exact";
+pub const STATISTICS: &str = "statistics";
 
 /// The report for people.
 pub fn human(r: &Report) -> String {
@@ -390,7 +438,13 @@ pub fn human(r: &Report) -> String {
         r.possibly_duplicated
     ));
     if let Some(left) = r.left_in_dead_letter {
-        out.push_str(&format!("; {left} left in the dead-letter queue"));
+        if r.left_basis == Some(STATISTICS) {
+            out.push_str(&format!(
+                "; about {left} left in the dead-letter queue (the broker's statistics, which may lag)"
+            ));
+        } else {
+            out.push_str(&format!("; {left} left in the dead-letter queue"));
+        }
     }
     out.push_str(".\n");
     for why in &r.incomplete {
@@ -464,6 +518,47 @@ mod tests {
             decide(&sel, &msg(Some("poison"), Some("2"), now - 61_000), now),
             Decision::Move
         );
+    }
+
+    #[test]
+    fn an_unreadable_redrive_count_is_at_the_limit_not_zero() {
+        let sel = Selection {
+            max_redrives: 3,
+            ..Selection::default()
+        };
+        for bad in ["abc", "3.0", "-1", "4294967296", "", " 1 2", "+1", "0x1"] {
+            assert_eq!(
+                decide(&sel, &msg(None, Some(bad), 0), 1),
+                Decision::AtLimit,
+                "`{bad}`"
+            );
+        }
+        assert_eq!(decide(&sel, &msg(None, Some(" 2 "), 0), 1), Decision::Move);
+        assert_eq!(decide(&sel, &msg(None, None, 0), 1), Decision::Move);
+        assert_eq!(parse_count("4294967295"), Some(u32::MAX));
+    }
+
+    #[tokio::test]
+    async fn a_stop_during_a_rate_wait_is_honoured_at_once() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut pace = Pace::new(Some(0.1));
+        assert!(
+            pace.wait_or_stop(&stop).await,
+            "the first move goes at once"
+        );
+        let flag = Arc::clone(&stop);
+        let started = tokio::time::Instant::now();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            flag.store(true, Ordering::SeqCst);
+        });
+        assert!(!pace.wait_or_stop(&stop).await, "stopped, not moved");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!pace.wait_or_stop(&stop).await, "nothing starts after it");
     }
 
     #[test]

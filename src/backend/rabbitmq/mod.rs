@@ -18,6 +18,7 @@
 
 pub mod apply;
 pub mod desired;
+pub mod guard;
 pub mod import;
 pub mod plan;
 pub mod read;

@@ -39,16 +39,29 @@ use crate::status::{Message, now_ms};
 
 /// Chosen messages published before their confirms are awaited.
 const BATCH: usize = 200;
-/// Deliveries the consumer may hold beyond the non-chosen ones it keeps.
-const WINDOW: u16 = 500;
-/// How long a consumer waits for the next delivery before it calls the DLQ drained.
+/// Deliveries one consumer may hold unacknowledged. Messages not chosen stay unacknowledged
+/// until the run ends; when they fill this, the consumer is replaced (`Consuming::renew`).
+const PREFETCH: u16 = 2_000;
+/// How long a consumer waits for the next delivery before the DLQ is counted again.
 const IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+/// A batch is confirmed and acknowledged at least this often, whatever `--rate` is.
+const ACK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long the broker may take to answer the call that proves it handled a batch's acks.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
+/// AMQP heartbeat asked for, in seconds (unless the URL sets one): a stalled broker is
+/// noticed in about twice this.
+const HEARTBEAT: u16 = 10;
 /// Headers the copy does not carry: the attempt history, the broker's and the consumer's
-/// (docs/rabbitmq.md, consumer contract: `dlq-attempts` first, else `x-death`).
-const ATTEMPT_HISTORY: [&str; 4] = [
+/// (docs/rabbitmq.md, consumer contract: `dlq-attempts` first, else `x-death`), and what the
+/// broker stamps on a delivery: a quorum queue's `x-delivery-count` (kept, a consumer
+/// counting `x-delivery-count + 1` would dead-letter the copy at once) and the shovel's and
+/// federation's `x-received-from`.
+const ATTEMPT_HISTORY: [&str; 6] = [
     "x-death",
     "x-first-death-*",
     "x-last-death-*",
+    "x-delivery-count",
+    "x-received-from",
     crate::status::envelope::ATTEMPTS,
 ];
 /// The consumer tag's prefix: how a second run recognises the first.
@@ -62,6 +75,9 @@ pub struct Mover {
     amqp: String,
     /// The same, without credentials, for messages.
     shown: String,
+    /// The user the connection logs in as (`guest` without one): a message's `user_id` is
+    /// kept on its copy only when it is this user, which the broker checks on publish.
+    user: String,
 }
 
 impl Mover {
@@ -72,6 +88,7 @@ impl Mover {
         })?;
         let user = env_value(name, "usernameEnv", target.username_env.as_ref())?;
         let password = env_value(name, "passwordEnv", target.password_env.as_ref())?;
+        let login = user.clone().unwrap_or_else(|| "guest".into());
         let auth = match (user, password) {
             (Some(u), Some(p)) => {
                 // As it appears in the AMQP URI, too (the raw value is registered already).
@@ -86,6 +103,7 @@ impl Mover {
             reader,
             amqp: format!("{scheme}://{auth}{rest}"),
             shown,
+            user: login,
         })
     }
 
@@ -117,10 +135,14 @@ impl Mover {
                 "queue `{dlq}` is being redriven already, by {holder}; wait for it to finish"
             )));
         }
-        let (exchange, route) = self.destination(r, run, vhost).await?;
-        let uri = format!("{}/{}", self.amqp, seg(vhost));
+        let (exchange, route, into) = self.destination(r, run, vhost).await?;
+        let uri = with_heartbeat(&format!("{}/{}", self.amqp, seg(vhost)));
         let fail = |what: &str, e: lapin::Error| {
-            MoveError(format!("{what} ({} vhost {vhost}): {e}", self.shown))
+            MoveError(format!(
+                "{what} ({} vhost {vhost}): {}",
+                self.shown,
+                lost(&e)
+            ))
         };
         // `shown` is the AMQP address without credentials; `uri` has them.
         tracing::info!(
@@ -139,85 +161,51 @@ impl Mover {
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .map_err(|e| fail("confirm.select", e))?;
-        ch.basic_qos(WINDOW, BasicQosOptions::default())
+        // Per consumer, for the consumers made after it (RabbitMQ applies a raised
+        // prefetch to new consumers only): see `Consuming::renew`.
+        ch.basic_qos(PREFETCH, BasicQosOptions::default())
             .await
             .map_err(|e| fail("basic.qos", e))?;
         let tag = format!("{TAG} {}", run.holder);
         // The exact count now (the management API's lags by seconds): this run examines
         // these, and leaves what arrives later for the next.
-        let ready = match ch
-            .queue_declare(
-                dlq.as_str().into(),
-                lapin::options::QueueDeclareOptions {
-                    passive: true,
-                    ..lapin::options::QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-        {
-            Ok(q) => u64::from(q.message_count()),
+        let ready = match ready_count(&ch, dlq).await {
+            Ok(n) => n,
             Err(e) => return Err(fail(&format!("count `{dlq}`"), e)),
         };
-        let consumed = ch
-            .basic_consume(
-                dlq.as_str().into(),
-                tag.as_str().into(),
-                BasicConsumeOptions {
-                    exclusive: true,
-                    ..BasicConsumeOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await;
-        let mut consumer = match consumed {
+        let mut consuming = match Consuming::start(&ch, dlq, &tag).await {
             Ok(c) => c,
             Err(e) => {
                 let _ = conn.close(200, "redrive refused".into()).await;
-                // Exclusive use is refused while any consumer reads the DLQ: say which (the
-                // management API lists a new consumer within its statistics interval).
-                let mut who = None;
-                for _ in 0..6 {
-                    who = self.queue(vhost, dlq).await.ok().and_then(|q| {
-                        holder(&q)
-                            .map(|h| format!("another redrive, by {h}"))
-                            .or_else(|| consumers(&q).map(|c| format!("its consumer(s) {c}")))
-                    });
-                    if who.is_some() {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                }
-                let refused = e.to_string().contains("exclusive use");
-                return Err(match who {
-                    Some(w) => MoveError(format!(
-                        "queue `{dlq}` is in use by {w}; a redrive needs it to itself: wait, or stop them"
-                    )),
-                    None if refused => MoveError(format!(
-                        "queue `{dlq}` is in exclusive use by another consumer (another redrive?); a redrive needs it to itself: wait, or stop it"
-                    )),
-                    None => fail(&format!("consume from `{dlq}`"), e),
-                });
+                return Err(self.refused(vhost, dlq, e, &fail).await);
             }
         };
         let mut pace = redrive::Pace::new(run.rate);
+        let ordering = std::sync::atomic::Ordering::Relaxed;
+        // Deliveries taken from the DLQ and not acknowledged by a confirmed ack: they go back
+        // to the DLQ when the channel closes.
+        let mut unacked: u64 = 0;
         let mut held: u64 = 0;
         let mut result = Ok(());
         // Only the messages ready when the run started: what arrives later waits for the next.
-        'run: while run
-            .tally
-            .examined
-            .load(std::sync::atomic::Ordering::Relaxed)
-            < ready
-            && !run.done()
-        {
+        'run: while run.tally.examined.load(ordering) < ready && !run.done() {
+            if consuming.full()
+                && let Err(e) = consuming.renew(&ch, dlq, &tag).await
+            {
+                result = Err(fail(&format!("consume from `{dlq}` again"), e));
+                break 'run;
+            }
             let mut batch: Vec<(lapin::message::Delivery, PublisherConfirm)> = Vec::new();
-            while batch.len() < BATCH && !run.done() {
-                let examined = run
-                    .tally
-                    .examined
-                    .load(std::sync::atomic::Ordering::Relaxed);
-                if examined >= ready {
+            let mut opened = tokio::time::Instant::now();
+            while batch.len() < BATCH && !run.done() && !consuming.full() {
+                if run.tally.examined.load(ordering) >= ready {
+                    break;
+                }
+                // Acknowledge by time too: at a low `--rate` a batch would span minutes, all
+                // of it to be sent again after a crash.
+                if !batch.is_empty()
+                    && (opened.elapsed() >= ACK_EVERY || pace.next_after(opened + ACK_EVERY))
+                {
                     break;
                 }
                 let wait = if batch.is_empty() {
@@ -225,33 +213,36 @@ impl Mover {
                 } else {
                     std::time::Duration::from_millis(20)
                 };
-                let next = match tokio::time::timeout(wait, consumer.next()).await {
-                    Err(_) if batch.is_empty() => break 'run,
-                    Err(_) | Ok(None) => break,
-                    Ok(Some(Err(e))) => {
+                let next = match consuming.next(wait).await {
+                    Next::Idle if batch.is_empty() => {
+                        // Nothing within IDLE: drained (what was ready has expired or gone),
+                        // or the broker holds back the rest; the exact count says which.
+                        match ready_count(&ch, dlq).await {
+                            Ok(0) => {}
+                            Ok(n) => run.tally.incomplete(format!(
+                                "stopped after examining {} of the {ready} messages that were ready: no delivery for {} s while {n} more are ready in `{dlq}`; run it again",
+                                run.tally.examined.load(ordering),
+                                IDLE.as_secs()
+                            )),
+                            Err(e) => result = Err(fail(&format!("count `{dlq}`"), e)),
+                        }
+                        break 'run;
+                    }
+                    Next::Idle | Next::Ended => break,
+                    Next::Failed(e) => {
                         result = Err(fail("delivery", e));
                         break 'run;
                     }
-                    Ok(Some(Ok(d))) => d,
+                    Next::Delivery(d) => *d,
                 };
+                unacked += 1;
                 let m = message(&next);
                 let d = redrive::decide(&run.select, &m, now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {
                     // Kept unacknowledged until the channel closes: back at its place then.
                     held += 1;
-                    let window = u16::try_from(held).ok().and_then(|h| h.checked_add(WINDOW));
-                    let Some(window) = window else {
-                        result = Err(MoveError(format!(
-                            "more than {} messages of `{dlq}` are not selected; stopping before holding more (select fewer, or move them in parts)",
-                            u16::MAX - WINDOW
-                        )));
-                        break 'run;
-                    };
-                    if let Err(e) = ch.basic_qos(window, BasicQosOptions::default()).await {
-                        result = Err(fail("basic.qos", e));
-                        break;
-                    }
+                    consuming.hold();
                     continue;
                 }
                 // The selected count of this batch may not exceed the limit.
@@ -263,12 +254,15 @@ impl Mover {
                     // Handed back at close, like a message not chosen.
                     break;
                 }
-                pace.wait().await;
+                // Ctrl-C during the wait: this message is not published; it goes back at close.
+                if !pace.wait_or_stop(&run.stop).await {
+                    break;
+                }
+                if batch.is_empty() {
+                    opened = tokio::time::Instant::now();
+                }
                 let key = route.clone().unwrap_or_else(|| original_key(&next, r));
-                let props = next
-                    .properties
-                    .clone()
-                    .with_headers(moved_headers(next.properties.headers().as_ref()));
+                let props = copy_properties(&next.properties, &self.user);
                 let published = ch
                     .basic_publish(
                         exchange.as_str().into(),
@@ -297,7 +291,8 @@ impl Mover {
             // published before it is confirmed (or not) and counted like any other.
             let mut refused = false;
             let mut confirmed = Vec::with_capacity(batch.len());
-            for (delivery, confirm) in batch {
+            let published = batch.len();
+            for (i, (delivery, confirm)) in batch.into_iter().enumerate() {
                 if refused {
                     break;
                 }
@@ -326,10 +321,35 @@ impl Mover {
                         result = Err(MoveError("the broker did not confirm the publish".into()));
                     }
                     Err(e) => {
+                        // The connection went before the broker's answer: this publish and
+                        // every later one of the batch may have landed (they are in the DLQ
+                        // still, and perhaps in the destination).
                         refused = true;
+                        run.tally
+                            .duplicated
+                            .fetch_add((published - i) as u64, ordering);
                         result = Err(fail("publish confirm", e));
                     }
                 }
+            }
+            if confirmed.is_empty() {
+                if result.is_err() {
+                    break;
+                }
+                continue;
+            }
+            // The destination again, read now: a cap or a displaced dead-letter policy that
+            // landed while this batch was published stops the run before the DLQ lets go.
+            if let Err(e) = self.guard(vhost, &into, run.to.source).await {
+                run.tally
+                    .duplicated
+                    .fetch_add(confirmed.len() as u64, ordering);
+                result = Err(MoveError(format!(
+                    "{}; the last {} published are kept in `{dlq}` too (possibly duplicated), every message not moved is still there",
+                    e.0,
+                    confirmed.len()
+                )));
+                break;
             }
             // Acknowledge in the DLQ exactly what the broker confirmed (in order, up to the
             // first refusal). With nothing held back in this run, one `multiple` ack of the
@@ -340,58 +360,137 @@ impl Mover {
                 confirmed.iter().collect()
             };
             let multiple = held == 0;
-            let mut acked = 0u64;
+            let mut sent = 0u64;
+            let mut ack_error = None;
             for d in acks {
                 match d.acker.ack(BasicAckOptions { multiple }).await {
                     Ok(_) => {
-                        acked = if multiple {
+                        sent = if multiple {
                             confirmed.len() as u64
                         } else {
-                            acked + 1
+                            sent + 1
                         }
                     }
                     Err(e) => {
-                        result = Err(fail(
-                            "ack in the dead-letter queue after the publish was confirmed (the message is in both queues)",
-                            e,
-                        ));
+                        ack_error = Some(e);
                         break;
                     }
                 }
             }
-            let ordering = std::sync::atomic::Ordering::Relaxed;
-            run.tally.moved.fetch_add(acked, ordering);
-            run.tally
-                .duplicated
-                .fetch_add(confirmed.len() as u64 - acked, ordering);
+            // An ack has no answer in AMQP 0-9-1: a written ack may die with the connection.
+            // A synchronous call on the same channel after it is answered only once the broker
+            // has handled every frame before it, the acks included; until then they count as
+            // possibly duplicated, not moved.
+            let settled = match ack_error {
+                Some(e) => Err(e),
+                None => match tokio::time::timeout(SETTLE, ready_count(&ch, dlq)).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(lapin::Error::from(lapin::ErrorKind::MissingHeartbeatError)),
+                },
+            };
+            match settled {
+                Ok(()) => {
+                    run.tally.moved.fetch_add(sent, ordering);
+                    unacked -= sent;
+                    run.tally
+                        .duplicated
+                        .fetch_add(confirmed.len() as u64 - sent, ordering);
+                }
+                Err(e) => {
+                    run.tally
+                        .duplicated
+                        .fetch_add(confirmed.len() as u64, ordering);
+                    result = Err(fail(
+                        &format!(
+                            "removing {} confirmed copies from the dead-letter queue was not confirmed by the broker (they may be in both queues)",
+                            confirmed.len()
+                        ),
+                        e,
+                    ));
+                    break;
+                }
+            }
             if result.is_err() {
                 break;
             }
         }
-        let _ = ch
-            .basic_cancel(tag.as_str().into(), BasicCancelOptions::default())
-            .await;
+        // What is left, counted exactly before the channel hands back what it holds (a
+        // quorum queue returns them asynchronously: counted after, they read as gone): the
+        // ready messages plus every delivery not acknowledged, those lapin has buffered too.
+        let buffered = consuming.stop(&ch, &tag).await;
+        if (result.is_ok() || conn.status().connected())
+            && let Ok(n) = ready_count(&ch, dlq).await
+        {
+            run.tally.left.store(n + unacked + buffered, ordering);
+        }
         // Everything not acknowledged (held, or after a refusal) goes back to the DLQ here.
         let _ = ch.close(200, "redrive done".into()).await;
-        // What is left, counted exactly (the management API's figure lags by seconds).
-        if let Ok(c) = conn.create_channel().await {
-            let passive = lapin::options::QueueDeclareOptions {
-                passive: true,
-                ..lapin::options::QueueDeclareOptions::default()
-            };
-            if let Ok(q) = c
-                .queue_declare(dlq.as_str().into(), passive, FieldTable::default())
-                .await
-            {
-                run.tally.left.store(
-                    u64::from(q.message_count()),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-            }
-            let _ = c.close(200, "counted".into()).await;
-        }
         let _ = conn.close(200, "redrive done".into()).await;
         result
+    }
+
+    /// Why the DLQ could not be consumed exclusively: who holds it, if the management API
+    /// can tell within a few seconds (it lists a new consumer within its statistics interval).
+    async fn refused(
+        &self,
+        vhost: &str,
+        dlq: &str,
+        e: lapin::Error,
+        fail: &impl Fn(&str, lapin::Error) -> MoveError,
+    ) -> MoveError {
+        let mut who = None;
+        for _ in 0..6 {
+            who = self.queue(vhost, dlq).await.ok().and_then(|q| {
+                holder(&q)
+                    .map(|h| format!("another redrive, by {h}"))
+                    .or_else(|| consumers(&q).map(|c| format!("its consumer(s) {c}")))
+            });
+            if who.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        let refused = e.to_string().contains("exclusive use");
+        match who {
+            Some(w) => MoveError(format!(
+                "queue `{dlq}` is in use by {w}; a redrive needs it to itself: wait, or stop them"
+            )),
+            None if refused => MoveError(format!(
+                "queue `{dlq}` is in exclusive use by another consumer (another redrive?); a redrive needs it to itself: wait, or stop it"
+            )),
+            None => fail(&format!("consume from `{dlq}`"), e),
+        }
+    }
+
+    /// Refuses a destination that would drop what it is given (a length cap with
+    /// `drop-head`), and, for the channel's main queue, one that lost its dead-letter
+    /// exchange (a message failing again would vanish). Read now: see [`super::guard`].
+    async fn guard(&self, vhost: &str, name: &str, main: bool) -> Result<(), MoveError> {
+        let g = super::guard::read(&self.reader, vhost, name)
+            .await
+            .map_err(|e| MoveError(format!("destination `{name}`: {e}")))?
+            .ok_or_else(|| {
+                MoveError(format!(
+                    "destination queue `{name}` (vhost {vhost}) no longer exists"
+                ))
+            })?;
+        if let Some(why) = g.drops() {
+            return Err(MoveError(format!(
+                "not redriving into `{name}`: {why}; the broker would confirm each publish and push older messages out. Set `overflow: reject-publish` on it (a full queue then refuses, and the run stops with nothing lost), or remove the limit"
+            )));
+        }
+        if main && g.dead_letter_exchange.is_none() {
+            let by = if g.policies.is_empty() {
+                "no policy applies to it and it has no `x-dead-letter-exchange` argument".to_owned()
+            } else {
+                format!("{} applies to it and sets none", g.policies.join(", "))
+            };
+            return Err(MoveError(format!(
+                "not redriving into `{name}`: it has no dead-letter exchange now ({by}), so a message that fails again would be dropped; run `dlqctl plan` to see what displaced the channel's policy"
+            )));
+        }
+        Ok(())
     }
 
     async fn queue(&self, vhost: &str, name: &str) -> Result<Value, MoveError> {
@@ -408,31 +507,216 @@ impl Mover {
             .ok_or_else(|| MoveError(format!("queue `{name}` (vhost {vhost}) does not exist")))
     }
 
-    /// The exchange and fixed routing key to publish to (`None`: the message's own key).
+    /// The exchange and fixed routing key to publish to (`None`: the message's own key), and
+    /// the queue the guard watches.
     async fn destination(
         &self,
         r: &Resolved,
         run: &Run,
         vhost: &str,
-    ) -> Result<(String, Option<String>), MoveError> {
+    ) -> Result<(String, Option<String>, String), MoveError> {
         let name = if run.to.source { &r.main } else { &run.to.name };
-        let q = self
-            .queue(vhost, name)
+        self.guard(vhost, name, run.to.source)
             .await
             .map_err(|e| MoveError(format!("destination: {}", e.0)))?;
-        if let Some(why) = drops_when_full(&q) {
-            return Err(MoveError(format!(
-                "not redriving into `{name}`: {why}; the broker would confirm each publish and push older messages out. Set `overflow: reject-publish` on it (a full queue then refuses, and the run stops with nothing lost), or remove the limit"
-            )));
-        }
         if !run.to.source {
-            return Ok((String::new(), Some(run.to.name.clone())));
+            return Ok((String::new(), Some(run.to.name.clone()), name.clone()));
         }
         match r.rabbitmq.as_ref().and_then(|x| x.exchange.as_ref()) {
-            Some(x) => Ok((x.name.clone(), None)),
-            None => Ok((String::new(), Some(r.main.clone()))),
+            Some(x) => Ok((x.name.clone(), None, name.clone())),
+            None => Ok((String::new(), Some(r.main.clone()), name.clone())),
         }
     }
+}
+
+/// The DLQ's consumer, replaced when the messages it holds back fill its prefetch: RabbitMQ
+/// applies a raised `basic.qos` to consumers made after it only, so raising it in place left
+/// delivery stopped at the first prefetch, and a 2 s idle read as "drained" (a hostile run
+/// moved 250 of 500 selected). The held messages stay unacknowledged on the channel across a
+/// `basic.cancel`; what the old consumer had buffered is served first.
+struct Consuming {
+    consumer: lapin::Consumer,
+    /// Deliveries the cancelled consumers had buffered, in order.
+    pending: std::collections::VecDeque<lapin::message::Delivery>,
+    /// Unacknowledged messages held back since this consumer started.
+    held: u64,
+}
+
+enum Next {
+    Delivery(Box<lapin::message::Delivery>),
+    /// Nothing within the wait.
+    Idle,
+    /// The consumer was cancelled (by the broker: the queue was deleted).
+    Ended,
+    Failed(lapin::Error),
+}
+
+impl Consuming {
+    async fn start(ch: &lapin::Channel, dlq: &str, tag: &str) -> Result<Self, lapin::Error> {
+        Ok(Consuming {
+            consumer: consume(ch, dlq, tag).await?,
+            pending: std::collections::VecDeque::new(),
+            held: 0,
+        })
+    }
+
+    /// Whether the messages held back leave less room than a batch before the prefetch.
+    fn full(&self) -> bool {
+        self.held + BATCH as u64 >= u64::from(PREFETCH)
+    }
+
+    fn hold(&mut self) {
+        self.held += 1;
+    }
+
+    async fn next(&mut self, wait: std::time::Duration) -> Next {
+        if let Some(d) = self.pending.pop_front() {
+            return Next::Delivery(Box::new(d));
+        }
+        match tokio::time::timeout(wait, self.consumer.next()).await {
+            Err(_) => Next::Idle,
+            Ok(None) => Next::Ended,
+            Ok(Some(Err(e))) => Next::Failed(e),
+            Ok(Some(Ok(d))) => Next::Delivery(Box::new(d)),
+        }
+    }
+
+    /// Cancels the consumer, keeps what it had buffered, and consumes again with a fresh
+    /// prefetch (the same exclusive tag: no other consumer gets in unless it was waiting
+    /// for exactly this moment, and then the new consume is refused and the run stops).
+    async fn renew(
+        &mut self,
+        ch: &lapin::Channel,
+        dlq: &str,
+        tag: &str,
+    ) -> Result<(), lapin::Error> {
+        self.drain(ch, tag).await?;
+        self.consumer = consume(ch, dlq, tag).await?;
+        self.held = 0;
+        Ok(())
+    }
+
+    /// Cancels the consumer and returns how many deliveries it had buffered (unacknowledged:
+    /// they go back to the DLQ with the channel).
+    async fn stop(&mut self, ch: &lapin::Channel, tag: &str) -> u64 {
+        let _ = self.drain(ch, tag).await;
+        self.pending.len() as u64
+    }
+
+    async fn drain(&mut self, ch: &lapin::Channel, tag: &str) -> Result<(), lapin::Error> {
+        ch.basic_cancel(tag.into(), BasicCancelOptions::default())
+            .await?;
+        // After cancel-ok the stream yields what it had buffered, then ends.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while let Ok(Some(Ok(d))) = tokio::time::timeout_at(deadline, self.consumer.next()).await {
+            self.pending.push_back(d);
+        }
+        Ok(())
+    }
+}
+
+async fn consume(
+    ch: &lapin::Channel,
+    dlq: &str,
+    tag: &str,
+) -> Result<lapin::Consumer, lapin::Error> {
+    ch.basic_consume(
+        dlq.into(),
+        tag.into(),
+        BasicConsumeOptions {
+            exclusive: true,
+            ..BasicConsumeOptions::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+}
+
+/// The queue's ready messages now, exactly (a passive `queue.declare`: the management API's
+/// figure lags by seconds). Also the synchronous call that proves earlier acks were handled.
+async fn ready_count(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Error> {
+    let passive = lapin::options::QueueDeclareOptions {
+        passive: true,
+        ..lapin::options::QueueDeclareOptions::default()
+    };
+    ch.queue_declare(queue.into(), passive, FieldTable::default())
+        .await
+        .map(|q| u64::from(q.message_count()))
+}
+
+/// The AMQP URI with a heartbeat, unless it sets one.
+fn with_heartbeat(uri: &str) -> String {
+    if uri.contains("heartbeat=") {
+        return uri.to_owned();
+    }
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    format!("{uri}{sep}heartbeat={HEARTBEAT}")
+}
+
+/// An AMQP error as an on-call engineer needs it: what happened to the connection, and what
+/// that means for the messages.
+fn lost(e: &lapin::Error) -> String {
+    use lapin::ErrorKind as K;
+    let back = "every message not acknowledged is back in the dead-letter queue";
+    match e.kind() {
+        K::MissingHeartbeatError => format!(
+            "the broker stopped answering (no heartbeat within {} s): connection given up; {back}",
+            2 * HEARTBEAT
+        ),
+        K::IOError(io) => format!("connection lost ({io}); {back}"),
+        K::InvalidConnectionState(_) | K::InvalidChannelState(..) | K::InvalidChannel(_) => {
+            format!("connection or channel closed ({e}); {back}")
+        }
+        K::ProtocolError(amqp) => format!("the broker closed the channel: {amqp}; {back}"),
+        _ => e.to_string(),
+    }
+}
+
+/// The copy's properties: the delivery's, with the headers of [`moved_headers`], and without
+/// a `user_id` naming another user (the broker refuses it with PRECONDITION_FAILED and closes
+/// the channel: it is valid only for the connection that published it).
+fn copy_properties(p: &lapin::BasicProperties, user: &str) -> lapin::BasicProperties {
+    let mut props = lapin::BasicProperties::default();
+    if let Some(v) = p.content_type() {
+        props = props.with_content_type(v.clone());
+    }
+    if let Some(v) = p.content_encoding() {
+        props = props.with_content_encoding(v.clone());
+    }
+    if let Some(v) = p.delivery_mode() {
+        props = props.with_delivery_mode(*v);
+    }
+    if let Some(v) = p.priority() {
+        props = props.with_priority(*v);
+    }
+    if let Some(v) = p.correlation_id() {
+        props = props.with_correlation_id(v.clone());
+    }
+    if let Some(v) = p.reply_to() {
+        props = props.with_reply_to(v.clone());
+    }
+    if let Some(v) = p.expiration() {
+        props = props.with_expiration(v.clone());
+    }
+    if let Some(v) = p.message_id() {
+        props = props.with_message_id(v.clone());
+    }
+    if let Some(v) = p.timestamp() {
+        props = props.with_timestamp(*v);
+    }
+    if let Some(v) = p.kind() {
+        props = props.with_type(v.clone());
+    }
+    if let Some(v) = p.app_id() {
+        props = props.with_app_id(v.clone());
+    }
+    if let Some(v) = p.cluster_id() {
+        props = props.with_cluster_id(v.clone());
+    }
+    if let Some(v) = p.user_id().as_ref().filter(|u| u.as_str() == user) {
+        props = props.with_user_id(v.clone());
+    }
+    props.with_headers(moved_headers(p.headers().as_ref()))
 }
 
 /// The management URL's host with the AMQP port (`amqpUrl` wins), and the same for messages.
@@ -465,29 +749,6 @@ fn amqp_base(target: &Target) -> Result<(String, String), String> {
         _ => format!("amqp://{host}:5672"),
     };
     Ok((base.clone(), base))
-}
-
-/// Why a queue would drop messages to take new ones (a length limit whose overflow is
-/// `drop-head`, RabbitMQ's default), if it would.
-fn drops_when_full(q: &Value) -> Option<String> {
-    let setting = |arg: &str, policy: &str| super::status::setting(q, arg, policy);
-    let limits: Vec<String> = [
-        ("x-max-length", "max-length"),
-        ("x-max-length-bytes", "max-length-bytes"),
-    ]
-    .iter()
-    .filter_map(|(a, p)| setting(a, p).map(|v| format!("{p} {v}")))
-    .collect();
-    if limits.is_empty() {
-        return None;
-    }
-    let overflow = setting("x-overflow", "overflow");
-    let overflow = overflow
-        .as_ref()
-        .and_then(Value::as_str)
-        .unwrap_or("drop-head");
-    (!matches!(overflow, "reject-publish" | "reject-publish-dlx"))
-        .then(|| format!("it has {} with overflow `{overflow}`", limits.join(" and ")))
 }
 
 /// The consumer that holds the DLQ for another redrive, if one does.
@@ -556,11 +817,11 @@ fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
 /// The copy's headers: the broker's attempt history dropped, `dlq-redrive-count` + 1.
 fn moved_headers(h: Option<&FieldTable>) -> FieldTable {
     let mut out = FieldTable::default();
-    let mut count: i64 = 0;
+    let mut count: u32 = 0;
     for (k, v) in h.map(|t| t.inner().iter()).into_iter().flatten() {
         let name = k.as_str();
         if name.eq_ignore_ascii_case(crate::status::envelope::REDRIVE_COUNT) {
-            count = text(v).trim().parse().unwrap_or(0);
+            count = redrive::parse_count(&text(v)).unwrap_or(0);
             continue;
         }
         let history = ATTEMPT_HISTORY.iter().any(|p| match p.strip_suffix('*') {
@@ -573,7 +834,7 @@ fn moved_headers(h: Option<&FieldTable>) -> FieldTable {
     }
     out.insert(
         ShortString::from(crate::status::envelope::REDRIVE_COUNT),
-        AMQPValue::LongLongInt(count + 1),
+        AMQPValue::LongLongInt(i64::from(count) + 1),
     );
     out
 }
@@ -716,26 +977,6 @@ mod tests {
         assert_eq!(published_key(&h, "o.in").as_deref(), Some("orders.created"));
         assert_eq!(published_key(&h, "o.other"), None);
         assert_eq!(published_key(&FieldTable::default(), "o.in"), None);
-    }
-
-    #[test]
-    fn a_bounded_destination_must_refuse_rather_than_drop() {
-        let q = |v: Value| drops_when_full(&v);
-        assert_eq!(q(serde_json::json!({"arguments": {}})), None);
-        assert!(
-            q(serde_json::json!({"arguments": {"x-max-length": 2}}))
-                .is_some_and(|w| w.contains("drop-head"))
-        );
-        assert_eq!(
-            q(
-                serde_json::json!({"arguments": {"x-max-length": 2, "x-overflow": "reject-publish"}})
-            ),
-            None
-        );
-        assert!(
-            q(serde_json::json!({"arguments": {}, "effective_policy_definition": {"max-length-bytes": 10}}))
-                .is_some()
-        );
     }
 
     #[test]

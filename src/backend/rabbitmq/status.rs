@@ -8,7 +8,9 @@
 //! - a quorum queue with a delivery limit (set by argument or policy, or RabbitMQ 4's default
 //!   of 20): each read is a delivery, and at the limit the broker drops the message or
 //!   dead-letters it out of the queue, whatever its dead-letter exchange;
-//! - a stream queue, which has no `get`.
+//! - a stream queue, which has no `get`;
+//! - any other quorum queue too: each read raises its `x-delivery-count`, which spends an
+//!   attempt of every message read against any delivery limit set later.
 //!
 //! With `peek` off (the exporter's default) no message is read: depth only.
 
@@ -71,17 +73,31 @@ impl Reader {
                 metric_age_seconds: None,
                 notes: Vec::new(),
             };
+            // The listing's figures are statistics, up to 5 s old: a queue they show empty
+            // may hold messages, so a read that may peek does (an empty `get` moves nothing).
             let holds = observed.dead_letter.ready.is_some_and(|n| n > 0);
-            if holds && read.scan > 0 {
+            if read.scan > 0 && (holds || read.peek) {
                 if !read.peek {
                     observed.notes.push(
                         "messages not read (reads with side effects are off): depth only".into(),
                     );
+                } else if let Some(why) = spends_a_delivery(q) {
+                    observed.notes.push(why);
                 } else if let Some(why) = self.refuse(q, &mut version).await? {
                     observed.notes.push(why);
                 } else {
                     match self.peek(vhost(r), &r.dead_letter, read).await {
-                        Ok(m) => observed.messages = m,
+                        Ok((m, ready)) => {
+                            observed.messages = m;
+                            // The broker's own count at the read, exact (the listing's
+                            // statistics lag by up to 5 s: "0 would move" right after 20
+                            // arrived).
+                            if let Some(n) = ready {
+                                let d = &mut observed.dead_letter;
+                                d.ready = Some(n);
+                                d.total = Some(n + d.in_flight.unwrap_or(0));
+                            }
+                        }
                         Err(e) => {
                             out.push(Err(e));
                             continue;
@@ -208,13 +224,15 @@ impl Reader {
             .unwrap_or(0))
     }
 
-    /// Up to `scan` messages from the head of the queue, each handed straight back.
+    /// Up to `scan` messages from the head of the queue, each handed straight back, and the
+    /// queue's ready count at the read (each message of a `get` answer says how many are left
+    /// after it: the first one's figure + 1), exact where the listing's is a statistic.
     async fn peek(
         &self,
         vhost: &str,
         queue: &str,
         read: ReadOptions,
-    ) -> Result<Vec<Message>, HttpError> {
+    ) -> Result<(Vec<Message>, Option<u64>), HttpError> {
         let api = "POST /api/queues/{vhost}/{name}/get";
         let path = format!("/api/queues/{}/{}/get", seg(vhost), seg(queue));
         let body = json!({
@@ -226,12 +244,31 @@ impl Reader {
         });
         let answer = self.http.peek(api, &path, &body).await?;
         let items = list(api, &path, &answer)?;
-        Ok(items
-            .iter()
-            .enumerate()
-            .map(|(i, m)| message(i, m))
-            .collect())
+        let ready = items
+            .first()
+            .and_then(|m| m.get("message_count"))
+            .and_then(Value::as_u64)
+            .map(|n| n + 1);
+        Ok((
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, m)| message(i, m))
+                .collect(),
+            ready,
+        ))
     }
+}
+
+/// Why a peek would spend one of the message's delivery attempts, if it would: every read of
+/// a quorum queue (a `get` with requeue) raises `x-delivery-count`, limit or none (a hostile
+/// run saw 11 after 11 status reads). A delivery limit set later, or RabbitMQ 4's default of
+/// 20, then drops or dead-letters messages that were only ever looked at, so status leaves
+/// quorum queues unread: depth only.
+fn spends_a_delivery(q: &Value) -> Option<String> {
+    (q.get("type").and_then(Value::as_str) == Some("quorum")).then(|| {
+        "samples not read: every read of a quorum queue counts as a delivery (`x-delivery-count` + 1), which a delivery limit (RabbitMQ 4's default is 20) turns into a drop; depth only. `dlqctl redrive --dry-run` reads the same way and is refused too".to_owned()
+    })
 }
 
 /// A queue's setting: its x-argument `arg`, else its effective policy's `policy` key (the

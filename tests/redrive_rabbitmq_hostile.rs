@@ -1,0 +1,781 @@
+//! `dlqctl redrive` on RabbitMQ at the edges a hostile run found (issue 31): a length cap that
+//! lands during or just before a run, a selection behind thousands of messages held back, a
+//! broker that dies or hangs mid-run, a quorum DLQ's delivery count, a `user_id` of another
+//! user, a slow `--rate` killed, Ctrl-C during a rate wait, and the counts the report gives.
+//!
+//! Every message carries a `message_id`; "nothing lost" is checked by reading every message
+//! back by id with lapin from both sides, and the report's moved / left / possibly-duplicated
+//! counts are compared with what lapin counted.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use lapin::BasicProperties;
+use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use serde_json::{Value, json};
+use support::workspace::Workspace;
+use support::{block, rabbit};
+
+/// The orders example without its exchange: the main queue is reached through the default
+/// exchange.
+fn without_exchange(spec: String) -> String {
+    spec.replace(
+        "    exchange: {name: \"{channel}.exchange\", type: direct, routingKeys: [process]}\n",
+        "",
+    )
+}
+
+fn quorum(spec: String) -> String {
+    without_exchange(spec).replace("queueType: classic", "queueType: quorum")
+}
+
+/// Puts `n` dead letters with ids `{prefix}{i:05}`, the class of `class(i)`, through one
+/// confirmed channel.
+fn fill(dlq: &str, prefix: &str, n: usize, class: impl Fn(usize) -> &'static str) {
+    fill_with(dlq, prefix, n, class, |p| p);
+}
+
+fn fill_with(
+    dlq: &str,
+    prefix: &str,
+    n: usize,
+    class: impl Fn(usize) -> &'static str,
+    props: impl Fn(BasicProperties) -> BasicProperties,
+) {
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        ch.confirm_select(Default::default())
+            .await
+            .expect("confirms");
+        let mut confirms = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut h = FieldTable::default();
+            h.insert(
+                ShortString::from("dlq-error-class"),
+                AMQPValue::LongString(LongString::from(class(i))),
+            );
+            let p = props(
+                BasicProperties::default()
+                    .with_message_id(format!("{prefix}{i:05}").into())
+                    .with_headers(h),
+            );
+            confirms.push(
+                ch.basic_publish("".into(), dlq.into(), Default::default(), b"{}", p)
+                    .await
+                    .expect("publish"),
+            );
+        }
+        for c in confirms {
+            c.await.expect("confirm");
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+/// The exact ready count, by a passive declare (the management API's lags).
+fn count(queue: &str) -> u64 {
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let q = ch
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("passive declare");
+        let _ = conn.close(200, "done".into()).await;
+        u64::from(q.message_count())
+    })
+}
+
+/// Takes every message of a queue: id → (headers as text, user_id). Panics on an id seen
+/// twice in one queue.
+type Taken = BTreeMap<String, (BTreeMap<String, String>, Option<String>)>;
+
+fn take(queue: &str) -> Taken {
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let mut out = Taken::new();
+        for _ in 0..20_000 {
+            let Some(m) = ch
+                .basic_get(queue.into(), BasicGetOptions::default())
+                .await
+                .expect("basic.get")
+            else {
+                break;
+            };
+            let p = &m.delivery.properties;
+            let id = p
+                .message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            let headers = p
+                .headers()
+                .as_ref()
+                .map(|h| {
+                    h.inner()
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), rabbit::amqp_text(v)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let user = p.user_id().as_ref().map(|u| u.to_string());
+            assert!(
+                out.insert(id.clone(), (headers, user)).is_none(),
+                "{id} twice in {queue}"
+            );
+            m.delivery.acker.ack(Default::default()).await.expect("ack");
+        }
+        let _ = conn.close(200, "done".into()).await;
+        out
+    })
+}
+
+fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec![
+        "redrive",
+        ws.channel.as_str(),
+        "channel.yaml",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = ws.run(&args);
+    let doc = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    (out.code, doc, out.stderr)
+}
+
+/// `redrive --yes --format json EXTRA` in the background, stdout and stderr piped.
+fn spawn(ws: &Workspace, extra: &[&str]) -> std::process::Child {
+    let mut args = vec![
+        "redrive",
+        ws.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--format",
+        "json",
+        "--color",
+        "never",
+    ];
+    args.extend_from_slice(extra);
+    support::dlqctl()
+        .args(&args)
+        .envs(ws.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(ws.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("redrive starts")
+}
+
+/// Waits (bounded) for a spawned run to end: its exit code, report and stderr.
+fn finish(mut child: std::process::Child, limit: Duration) -> (i32, Value, String) {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the redrive did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (out.status.code().unwrap_or(-1), doc, stderr)
+}
+
+/// Polls (bounded) until `queue` holds at least `n`.
+fn wait_count(queue: &str, n: u64, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while count(queue) < n {
+        assert!(Instant::now() < deadline, "{queue} never reached {n}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The report's counts agree with what lapin reads back: every id in the DLQ or the main
+/// queue; the DLQ holds exactly `total - moved`; the ids in both are at most the possibly
+/// duplicated; `leftInDeadLetter`, when given, is the DLQ's count. Returns (DLQ, main).
+fn accounted(doc: &Value, dlq: &str, main: &str, ids: &BTreeSet<String>) -> (Taken, Taken) {
+    let in_dlq = take(dlq);
+    let in_main = take(main);
+    let all: BTreeSet<&String> = in_dlq.keys().chain(in_main.keys()).collect();
+    let missing: Vec<&String> = ids.iter().filter(|i| !all.contains(i)).collect();
+    assert!(missing.is_empty(), "lost: {missing:?}\n{doc}");
+    let moved = doc["moved"].as_u64().expect("moved");
+    assert_eq!(
+        in_dlq.len() as u64,
+        ids.len() as u64 - moved,
+        "the DLQ holds every message not counted as moved\n{doc}"
+    );
+    let both = in_dlq.keys().filter(|k| in_main.contains_key(*k)).count() as u64;
+    assert!(
+        both <= doc["possiblyDuplicated"].as_u64().unwrap_or(0),
+        "{both} in both queues, more than reported\n{doc}"
+    );
+    // A statistics figure may lag; an exact one must be right.
+    if let Some(left) = doc["leftInDeadLetter"].as_u64()
+        && doc["leftBasis"] == "exact"
+    {
+        assert_eq!(left, in_dlq.len() as u64, "leftInDeadLetter\n{doc}");
+    }
+    (in_dlq, in_main)
+}
+
+fn ids(prefix: &str, n: usize) -> BTreeSet<String> {
+    (0..n).map(|i| format!("{prefix}{i:05}")).collect()
+}
+
+fn put_policy(name: &str, pattern: &str, def: Value) {
+    block(rabbit::api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/policies/%2F/{name}"),
+        json!({"pattern": pattern, "apply-to": "queues", "priority": 100, "definition": def}),
+    ));
+}
+
+fn delete_policy(name: &str) {
+    block(rabbit::api(
+        reqwest::Method::DELETE,
+        &format!("/api/policies/%2F/{name}"),
+        None,
+    ));
+}
+
+/// Finding 1: a `max-length` policy (priority 100, displacing dlqctl's own) put in place
+/// while a redrive runs. Before the fix the run checked once, at the start, on statistics up
+/// to 5 s old: 280 of 300 lost, "complete", exit 0.
+#[test]
+fn a_length_cap_that_lands_during_a_redrive_stops_it_with_the_rest_in_the_dead_letter_queue() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "c", 300, |_| "poison");
+    let cap = format!("{}-cap", f.channel);
+    let run = spawn(&f, &["--rate", "100"]);
+    wait_count(&main, 30, Duration::from_secs(20));
+    put_policy(
+        &cap,
+        &format!("^{}$", main.replace('.', "\\.")),
+        json!({"max-length": 20}),
+    );
+    let (code, doc, err) = finish(run, Duration::from_secs(60));
+    delete_policy(&cap);
+    assert_ne!(code, 0, "{doc}\n{err}");
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(error.contains("max-length 20"), "{doc}");
+    let moved = doc["moved"].as_u64().expect("moved");
+    assert!(moved < 300, "stopped part-way: {doc}");
+    let in_dlq = take(&dlq);
+    assert_eq!(
+        in_dlq.len() as u64,
+        300 - moved,
+        "every message not moved is in the DLQ\n{doc}"
+    );
+    assert!(
+        in_dlq.len() >= 150,
+        "stopped within a batch or so of the cap: {doc}"
+    );
+    if let Some(left) = doc["leftInDeadLetter"].as_u64() {
+        assert_eq!(left, in_dlq.len() as u64, "{doc}");
+    }
+}
+
+/// Finding 1, the other half: the cap is there 0 s before the run (before the fix: a
+/// statistics figure that did not show it yet, 10 of 30 lost).
+#[test]
+fn a_length_cap_put_just_before_a_redrive_is_refused_and_nothing_moves() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "b", 30, |_| "poison");
+    let cap = format!("{}-cap", f.channel);
+    put_policy(
+        &cap,
+        &format!("^{}$", main.replace('.', "\\.")),
+        json!({"max-length": 20}),
+    );
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    delete_policy(&cap);
+    assert_eq!(code, 1, "{doc}\n{err}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("max-length 20")),
+        "{doc}"
+    );
+    assert_eq!(doc["moved"], 0, "{doc}");
+    assert_eq!(count(&dlq), 30);
+    assert_eq!(count(&main), 0);
+}
+
+/// A policy that displaces dlqctl's own (so the main queue loses its dead-letter exchange)
+/// without capping anything: a redriven message that failed again would vanish.
+#[test]
+fn a_redrive_into_a_main_queue_that_lost_its_dead_letter_exchange_is_refused() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "x", 5, |_| "poison");
+    let other = format!("{}-other", f.channel);
+    put_policy(
+        &other,
+        &format!("^{}$", main.replace('.', "\\.")),
+        json!({"message-ttl": 3_600_000}),
+    );
+    let (code, doc, _) = redrive(&f, &["--yes"]);
+    delete_policy(&other);
+    assert_eq!(code, 1, "{doc}");
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("no dead-letter exchange") && error.contains(&other),
+        "{doc}"
+    );
+    assert_eq!(count(&dlq), 5);
+}
+
+/// Finding 2: 1,500 dead letters, every third `poison`; `--class poison` must move all 500.
+/// Before the fix delivery stopped at the first prefetch (a raised `basic.qos` does not apply
+/// to a consumer that exists already) and the idle timeout read as drained: 250 moved,
+/// "complete", exit 0.
+#[test]
+fn a_selective_redrive_behind_a_thousand_held_back_moves_exactly_the_selected() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let class = |i: usize| {
+        if i.is_multiple_of(3) {
+            "poison"
+        } else {
+            "transient_exhausted"
+        }
+    };
+    fill(&dlq, "s", 1500, class);
+    let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(
+        (doc["moved"].clone(), doc["notSelected"].clone()),
+        (json!(500), json!(1000)),
+        "{doc}"
+    );
+    assert_eq!(
+        (doc["leftInDeadLetter"].clone(), doc["leftBasis"].clone()),
+        (json!(1000), json!("exact")),
+        "{doc}"
+    );
+    let (in_dlq, in_main) = accounted(&doc, &dlq, &main, &ids("s", 1500));
+    assert!(
+        in_main
+            .values()
+            .all(|(h, _)| h["dlq-error-class"] == "poison")
+    );
+    assert!(
+        in_dlq
+            .values()
+            .all(|(h, _)| h["dlq-error-class"] != "poison")
+    );
+}
+
+/// "A selective redrive is exact at any size": 10,000 dead letters, every seventh selected.
+#[test]
+fn a_selective_redrive_is_exact_at_ten_thousand() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let class = |i: usize| {
+        if i % 7 == 3 {
+            "poison"
+        } else {
+            "transient_exhausted"
+        }
+    };
+    fill(&dlq, "t", 10_000, class);
+    let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    let selected = (0..10_000).filter(|i| i % 7 == 3).count() as u64;
+    assert_eq!(doc["moved"], selected, "{doc}");
+    assert_eq!(doc["notSelected"], 10_000 - selected, "{doc}");
+    let (_, in_main) = accounted(&doc, &dlq, &main, &ids("t", 10_000));
+    let want: BTreeSet<String> = (0..10_000)
+        .filter(|i| i % 7 == 3)
+        .map(|i| format!("t{i:05}"))
+        .collect();
+    assert_eq!(in_main.keys().cloned().collect::<BTreeSet<_>>(), want);
+}
+
+/// Finding 4: reads of a quorum DLQ raise `x-delivery-count` (11 after 11 status reads), and
+/// the copy carried the stale count into the destination.
+#[test]
+fn status_spends_no_delivery_of_a_quorum_dlq_and_the_copy_sheds_the_broker_count() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "q", 1, |_| "poison");
+    // One delivery handed back by a consumer: the broker counts it.
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let m = ch
+            .basic_get(dlq.as_str().into(), BasicGetOptions::default())
+            .await
+            .expect("get")
+            .expect("a message");
+        m.delivery
+            .acker
+            .nack(BasicNackOptions {
+                requeue: true,
+                ..Default::default()
+            })
+            .await
+            .expect("nack");
+        let _ = conn.close(200, "done".into()).await;
+    });
+    for _ in 0..3 {
+        let s = f.run(&["status", "channel.yaml", "--format", "json"]);
+        assert!(s.code == 0 || s.code == 2, "{}{}", s.stdout, s.stderr);
+        assert!(
+            s.stdout.contains("quorum queue counts as a delivery"),
+            "{}",
+            s.stdout
+        );
+    }
+    let delivery_count = block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let m = ch
+            .basic_get(dlq.as_str().into(), BasicGetOptions::default())
+            .await
+            .expect("get")
+            .expect("a message");
+        let n = m
+            .delivery
+            .properties
+            .headers()
+            .as_ref()
+            .and_then(|h| h.inner().get("x-delivery-count").map(rabbit::amqp_text));
+        m.delivery
+            .acker
+            .nack(BasicNackOptions {
+                requeue: true,
+                ..Default::default()
+            })
+            .await
+            .expect("nack");
+        let _ = conn.close(200, "done".into()).await;
+        n
+    });
+    assert_eq!(
+        delivery_count.as_deref(),
+        Some("1"),
+        "status spent no delivery"
+    );
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    let (_, in_main) = accounted(&doc, &dlq, &main, &ids("q", 1));
+    let (headers, _) = &in_main["q00000"];
+    assert!(
+        headers.get("x-delivery-count").is_none_or(|n| n == "0"),
+        "{headers:?}"
+    );
+}
+
+/// Finding 6: a `user_id` naming another broker user closed the channel (PRECONDITION_FAILED)
+/// and stopped every run there, duplicating what came before.
+#[test]
+fn a_message_whose_user_id_names_another_user_moves_without_it() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let user = support::unique("dlqctl-u");
+    block(rabbit::api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/users/{user}"),
+        json!({"password": "pw", "tags": ""}),
+    ));
+    block(rabbit::api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/permissions/%2F/{user}"),
+        json!({"configure": ".*", "write": ".*", "read": ".*"}),
+    ));
+    fill(&dlq, "a", 3, |_| "poison");
+    // Published by that user, who may stamp its own name.
+    block(async {
+        let url = support::amqp_url().replacen("guest:guest@", &format!("{user}:pw@"), 1);
+        let conn = lapin::Connection::connect(&url, Default::default())
+            .await
+            .expect("AMQP as the other user");
+        let ch = conn.create_channel().await.expect("channel");
+        for i in 3..6 {
+            rabbit::publish_on(
+                &ch,
+                "",
+                &dlq,
+                b"{}",
+                BasicProperties::default()
+                    .with_message_id(format!("a{i:05}").into())
+                    .with_user_id(user.as_str().into()),
+            )
+            .await;
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    block(rabbit::api(
+        reqwest::Method::DELETE,
+        &format!("/api/users/{user}"),
+        None,
+    ));
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(doc["moved"], 6, "{doc}");
+    let (_, in_main) = accounted(&doc, &dlq, &main, &ids("a", 6));
+    assert!(in_main.values().all(|(_, u)| u.is_none()), "{in_main:?}");
+}
+
+/// Finding 5: acks written to a connection that dies counted as moved ("192 moved, 0
+/// possibly duplicated", all 192 still in the DLQ). The broker is reached through a
+/// forwarder that the test cuts mid-run.
+#[test]
+fn a_connection_cut_mid_run_counts_as_moved_only_what_the_broker_confirmed_removing() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "k", 2000, |_| "poison");
+    let amqp = support::amqp_url();
+    let upstream = amqp
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("host:port")
+        .to_owned();
+    let fwd = support::tcp::Forwarder::start(&upstream);
+    f.edit_targets(|t| {
+        t.replace(
+            "    vhost: /\n",
+            &format!("    vhost: /\n    amqpUrl: amqp://{}\n", fwd.addr),
+        )
+    });
+    let run = spawn(&f, &["--rate", "500"]);
+    wait_count(&main, 300, Duration::from_secs(20));
+    fwd.cut();
+    let (code, doc, err) = finish(run, Duration::from_secs(60));
+    assert_ne!(code, 0, "{doc}\n{err}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("back in the dead-letter queue")),
+        "{doc}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&dlq) + count(&main) < 2000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    accounted(&doc, &dlq, &main, &ids("k", 2000));
+}
+
+/// Finding 20: a broker that hangs is noticed within the heartbeat, and the error says what
+/// it means for the messages (before: "no heartbeat received" after 124 s).
+#[test]
+fn a_broker_that_hangs_mid_run_is_given_up_within_the_heartbeat_and_loses_nothing() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "h", 1000, |_| "poison");
+    let amqp = support::amqp_url();
+    let upstream = amqp
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("host:port")
+        .to_owned();
+    let fwd = support::tcp::Forwarder::start(&upstream);
+    f.edit_targets(|t| {
+        t.replace(
+            "    vhost: /\n",
+            &format!("    vhost: /\n    amqpUrl: amqp://{}\n", fwd.addr),
+        )
+    });
+    let run = spawn(&f, &["--rate", "200"]);
+    wait_count(&main, 100, Duration::from_secs(20));
+    fwd.stall();
+    let stalled = Instant::now();
+    let (code, doc, err) = finish(run, Duration::from_secs(90));
+    let took = stalled.elapsed();
+    drop(fwd);
+    assert_ne!(code, 0, "{doc}\n{err}");
+    assert!(took < Duration::from_secs(45), "gave up after {took:?}");
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("back in the dead-letter queue")),
+        "{doc}"
+    );
+    // The broker hands back what the dead connection held once it notices it is gone.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count(&dlq) + count(&main) < 1000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    accounted(&doc, &dlq, &main, &ids("h", 1000));
+}
+
+/// Finding 14: at a low `--rate` a batch spanned minutes unacknowledged; a kill then
+/// duplicated all of it. Acks go out at least every second.
+#[test]
+fn a_slow_redrive_killed_part_way_duplicates_about_a_second_of_moves_at_most() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "r", 40, |_| "poison");
+    let mut run = spawn(&f, &["--rate", "5"]);
+    wait_count(&main, 12, Duration::from_secs(20));
+    let _ = run.kill();
+    let _ = run.wait();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count(&dlq) + count(&main) < 40 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let in_dlq = take(&dlq);
+    let in_main = take(&main);
+    let all: BTreeSet<&String> = in_dlq.keys().chain(in_main.keys()).collect();
+    assert_eq!(all.len(), 40, "nothing lost");
+    let both = in_dlq.keys().filter(|k| in_main.contains_key(*k)).count();
+    assert!(
+        both <= 7,
+        "{both} duplicated (at 5/s, about a second of moves)"
+    );
+}
+
+/// Finding 19: Ctrl-C during a `--rate` wait was honoured only after the wait, and one more
+/// message moved after it.
+#[test]
+fn an_interrupt_during_a_rate_wait_stops_at_once_and_nothing_starts_after_it() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "i", 3, |_| "poison");
+    let run = spawn(&f, &["--rate", "0.2"]);
+    wait_count(&main, 1, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = i32::try_from(run.id()).expect("pid");
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let signalled = Instant::now();
+    let (code, doc, err) = finish(run, Duration::from_secs(20));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert_eq!(code, 1, "{doc}\n{err}");
+    assert_eq!(
+        (doc["interrupted"].clone(), doc["moved"].clone()),
+        (json!(true), json!(1)),
+        "{doc}"
+    );
+    accounted(&doc, &dlq, &main, &ids("i", 3));
+}
+
+/// Finding 22 (quorum `--limit 3` said "0 left" with messages left) and 15 (`leftInDeadLetter`
+/// from statistics up to 5 s old): the count left is the broker's exact one.
+#[test]
+fn the_count_left_is_exact_on_a_quorum_dlq_with_a_limit() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "l", 10, |_| "poison");
+    let (code, doc, err) = redrive(&f, &["--limit", "3", "--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(
+        (doc["moved"].clone(), doc["leftInDeadLetter"].clone()),
+        (json!(3), json!(7)),
+        "{doc}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&dlq) < 7 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    accounted(&doc, &dlq, &main, &ids("l", 10));
+}
+
+/// Finding 15: right after 20 arrive, status and a dry run see 20 (before: the statistics'
+/// 0, "0 would move").
+#[test]
+fn status_and_a_dry_run_count_what_just_arrived() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    fill(&dlq, "n", 20, |_| "poison");
+    let s = f.run(&["status", "channel.yaml", "--format", "json"]);
+    let doc: Value =
+        serde_json::from_str(&s.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", s.stdout, s.stderr));
+    assert_eq!(doc["channels"][0]["deadLetter"]["depth"], 20, "{doc}");
+    let (code, dry, _) = redrive(&f, &["--dry-run"]);
+    assert_eq!(code, 0, "{dry}");
+    assert_eq!(dry["wouldMove"]["count"], 20, "{dry}");
+    assert_eq!(count(&dlq), 20, "nothing moved");
+}
+
+/// Finding 17: a `dlq-redrive-count` that cannot be read is at the limit, not 0.
+#[test]
+fn an_unreadable_redrive_count_is_skipped_at_the_limit_and_reported() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let bad = ["abc", "3.0", "-1", "4294967296"];
+    fill_with(
+        &dlq,
+        "u",
+        4,
+        |_| "poison",
+        |p| {
+            let mut h = p.headers().clone().unwrap_or_default();
+            let i = p
+                .message_id()
+                .as_ref()
+                .and_then(|m| m.as_str()[1..].parse::<usize>().ok())
+                .unwrap_or(0);
+            h.insert(
+                ShortString::from("dlq-redrive-count"),
+                AMQPValue::LongString(LongString::from(bad[i])),
+            );
+            p.with_headers(h)
+        },
+    );
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(
+        (doc["moved"].clone(), doc["skippedAtMaxRedrives"].clone()),
+        (json!(0), json!(4)),
+        "{doc}"
+    );
+    assert_eq!(count(&dlq), 4);
+    assert_eq!(count(&main), 0);
+}
