@@ -578,6 +578,12 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DEST", default_value = "source")]
     pub to: String,
 
+    /// Allow `--to` a queue or topic the target does not own (outside its ownership
+    /// prefixes; SQS: not tagged by dlqctl; Pub/Sub: not labelled). Without it such a
+    /// destination is refused before anything moves.
+    #[arg(long)]
+    pub allow_unowned_destination: bool,
+
     /// Show what would move (count, classes, oldest and newest, samples); move nothing.
     #[arg(long)]
     pub dry_run: bool,

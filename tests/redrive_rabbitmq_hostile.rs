@@ -779,3 +779,37 @@ fn an_unreadable_redrive_count_is_skipped_at_the_limit_and_reported() {
     assert_eq!(count(&dlq), 4);
     assert_eq!(count(&main), 0);
 }
+
+/// Finding 18: `--to` ignored ownership (a hostile run moved messages into `victim.payments`,
+/// outside the target's prefixes).
+#[test]
+fn a_destination_outside_the_ownership_prefixes_is_refused_unless_allowed() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    let victim = support::unique("victim.payments-");
+    block(rabbit::api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/queues/%2F/{victim}"),
+        json!({"durable": true}),
+    ));
+    fill(&dlq, "o", 3, |_| "poison");
+    let (code, doc, _) = redrive(&f, &["--to", &victim, "--yes"]);
+    assert_eq!(code, 1, "{doc}");
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("outside the target's ownership prefixes (orders.)")
+            && error.contains("--allow-unowned-destination"),
+        "{doc}"
+    );
+    assert_eq!((count(&dlq), count(&victim)), (3, 0), "nothing moved");
+    let (code, doc, err) = redrive(
+        &f,
+        &["--to", &victim, "--allow-unowned-destination", "--yes"],
+    );
+    let moved = take(&victim).len();
+    rabbit::delete_queue(&victim);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!((doc["moved"].clone(), moved), (json!(3), 3), "{doc}");
+}

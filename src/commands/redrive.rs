@@ -138,14 +138,28 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         tally: Arc::clone(&tally),
         holder: report.operator.clone(),
         service_task: args.native,
+        allow_unowned: args.allow_unowned_destination,
     };
     let result = rt.block_on(async {
         let flag = Arc::clone(&stop);
         let printer2 = *printer;
+        let tally2 = Arc::clone(&tally);
         let watcher = tokio::spawn(async move {
             if super::apply::interrupted().await {
                 flag.store(true, Ordering::SeqCst);
-                printer2.err("Interrupted: finishing what is in flight, then stopping.");
+                printer2.err(
+                    "Interrupted: finishing what is in flight, then stopping (interrupt again to stop at once).",
+                );
+                // A second interrupt: out now. Nothing is lost: what was not acknowledged goes
+                // back to the dead-letter queue when the connection closes; what was confirmed
+                // by the destination but not yet removed may be delivered twice.
+                if super::apply::interrupted().await {
+                    printer2.err(&format!(
+                        "Interrupted again: stopped at once after {} moved. Messages not acknowledged go back to the dead-letter queue; those in flight may be delivered twice. No report was written.",
+                        tally2.moved()
+                    ));
+                    std::process::exit(130);
+                }
             }
         });
         let progress = progress(Arc::clone(&tally), depth, *printer);

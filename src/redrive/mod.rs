@@ -210,6 +210,22 @@ pub struct Run {
     /// Whether the broker's own move does the moving (`--native`: SQS's StartMessageMoveTask,
     /// for a whole standard queue back to its source).
     pub service_task: bool,
+    /// `--allow-unowned-destination`: a `--to` outside the target's ownership is allowed.
+    pub allow_unowned: bool,
+}
+
+impl Run {
+    /// Refuses a `--to` the target does not own (`why` says how it is not), unless the run
+    /// allows it. The channel's own main queue or topic is its own, and never asked about.
+    pub fn check_owned(&self, why: Option<String>) -> Result<(), String> {
+        match why {
+            Some(why) if !self.to.source && !self.allow_unowned => Err(format!(
+                "not redriving into `{}`: {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway",
+                self.to.name
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Run {
@@ -218,6 +234,21 @@ impl Run {
         self.stop.load(Ordering::SeqCst)
             || self.select.limit.is_some_and(|l| self.tally.moved() >= l)
     }
+}
+
+/// Why `name` is not owned by a target owning what its `prefixes` start (`None`: it is).
+pub fn outside_prefixes(prefixes: &[String], name: &str) -> Option<String> {
+    if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+        return None;
+    }
+    Some(if prefixes.is_empty() {
+        "the target declares no ownership prefixes".to_owned()
+    } else {
+        format!(
+            "it is outside the target's ownership prefixes ({})",
+            prefixes.join(", ")
+        )
+    })
 }
 
 /// Who runs this redrive: `user@host pid N`, for locks and the audit record.

@@ -77,6 +77,8 @@ impl Mover {
         } else {
             run.to.name.clone()
         };
+        run.check_owned(redrive::outside_prefixes(&self.reader.prefixes, &dest))
+            .map_err(MoveError)?;
         let meta = self.reader.metadata().await.map_err(MoveError::of)?;
         let Some(m) = meta.get(&dlt) else {
             return Err(MoveError(format!("topic `{dlt}` does not exist")));
@@ -261,7 +263,13 @@ impl Mover {
                     }
                     continue;
                 }
-                pace.wait().await;
+                // Interrupted during the wait: this record is left as one not chosen is.
+                if !pace.wait_or_stop(&run.stop).await {
+                    if !scattered {
+                        blocked.insert(p);
+                    }
+                    continue;
+                }
                 let headers = copy_headers(m.headers());
                 let mut record = FutureRecord::to(dest).headers(headers);
                 if let Some(k) = m.key() {

@@ -516,6 +516,8 @@ impl Mover {
         vhost: &str,
     ) -> Result<(String, Option<String>, String), MoveError> {
         let name = if run.to.source { &r.main } else { &run.to.name };
+        run.check_owned(redrive::outside_prefixes(&self.reader.prefixes, name))
+            .map_err(MoveError)?;
         self.guard(vhost, name, run.to.source)
             .await
             .map_err(|e| MoveError(format!("destination: {}", e.0)))?;
