@@ -178,9 +178,12 @@ impl Drop for App {
     }
 }
 
-/// Every record of `topic` from the start, with its headers: (key, body, headers); read by
-/// assignment until `want`, then 1 s more; bounded by 60 s.
-fn records(topic: &str, want: usize) -> Vec<(String, String, Vec<(String, String)>)> {
+/// A record as read back: key, body, headers (name, value as text).
+type Record = (String, String, Vec<(String, String)>);
+
+/// Every record of `topic` from the start, with its headers; read by assignment until
+/// `want`, then 1 s more; bounded by 60 s.
+fn records(topic: &str, want: usize) -> Vec<Record> {
     use rdkafka::Message;
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::Headers;
