@@ -105,7 +105,8 @@ fn a_cold_stack_on_other_ports_comes_up_without_a_source_build_and_the_demo_ends
         );
     } else {
         assert!(
-            up.stderr.contains("kafka: Apache Kafka 4.4.0 fetched and checked in ")
+            up.stderr
+                .contains("kafka: Apache Kafka 4.4.0 fetched and checked in ")
                 && up.stderr.contains("kafka: Apache Kafka 4.4.0 (KRaft"),
             "Apache Kafka's jars were fetched, checked and run:\n{}",
             up.stderr
