@@ -7,7 +7,8 @@
 //! The round trip: a record that always fails goes through every retry topic to the DLT with
 //! Spring's `kafka_dlt-*` headers, `dlqctl status` reads its class from them, and after the
 //! listener is switched to succeed `dlqctl redrive` brings it back and the listener processes
-//! it once. The negative test: when the spec names the topics otherwise than Spring does,
+//! it once. The configuration docs/kafka.md shows starts on the topics of its spec. The
+//! negative test: when the spec names the topics otherwise than Spring does,
 //! Spring refuses to start (`missing-topics-fatal`); when a topic has fewer partitions than the
 //! main one, the application's start-up check refuses.
 //!
@@ -436,4 +437,46 @@ fn spring_refuses_to_start_on_topics_named_or_sized_otherwise_than_it_expects() 
     let p = g.plan();
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
     p.assert_stdout_contains(&format!("topic {dlt}"));
+}
+
+#[test]
+fn the_spring_configuration_docs_kafka_md_shows_starts_on_the_topics_its_spec_makes() {
+    if !ready() {
+        return;
+    }
+    // docs/kafka.md: `.retryTopicSuffix(".retry").dltSuffix(".dlt").suffixTopicsWithIndexValues()
+    // .exponentialBackoff(1_000, 2, 16_000).maxAttempts(5)` and its spec.
+    let Some(f) = Fixture::applied_with(|t| {
+        t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
+            .replace(
+                "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                "backoff: {initial: 1s, multiplier: 2, max: 16s}",
+            )
+            .replace(
+                "naming: spring",
+                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt",
+            )
+    }) else {
+        return;
+    };
+    let main = f.main();
+    let mut app = App::start(
+        &f,
+        "docs",
+        &f.path().join("fail"),
+        &f.path().join("processed.txt"),
+    );
+    if let Err(code) = app.wait_ready() {
+        panic!(
+            "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
+            app.log()
+        );
+    }
+    assert!(
+        app.log().contains(&format!(
+            "DLQCTL-READY {main} (3) {main}.dlt (3) {main}.retry-0 (3) {main}.retry-1 (3) {main}.retry-2 (3) {main}.retry-3 (3)\n"
+        )),
+        "{}",
+        app.log()
+    );
 }
