@@ -7,7 +7,8 @@
 //! `--rate`; progress and the final count come from ListMessageMoveTasks, which names a task by
 //! its handle only while it runs; Ctrl-C cancels the task; a failed task is one clear error; a
 //! task already running refuses any redrive, naming it.
-//! The live path (moto, no move tasks: dlqctl's own mover) is tests/redrive.rs.
+//! The live path (moto, no move tasks: dlqctl's own mover) is tests/redrive.rs; the move task
+//! itself runs live against ElasticMQ in tests/redrive_sqs_elasticmq.rs.
 
 mod support;
 

@@ -46,6 +46,14 @@ const SPRING: Names = Names {
     message: "kafka_dlt-exception-message",
     source: "kafka_dlt-original-topic",
 };
+/// Spring Kafka 3's DeadLetterPublishingRecoverer (3.3 with Spring Boot 3.5, measured against
+/// Apache Kafka in tests/spring_kafka.rs) writes these; `KafkaHeaders.DLT_*` above are older
+/// names, still written by older applications.
+const SPRING3: Names = Names {
+    class: &["kafka_exception-cause-fqcn", "kafka_exception-fqcn"],
+    message: "kafka_exception-message",
+    source: "kafka_original-topic",
+};
 /// Kafka Connect's dead-letter queue with `errors.deadletterqueue.context.headers.enable`.
 const CONNECT: Names = Names {
     class: &["__connect.errors.exception.class.name"],
@@ -76,9 +84,9 @@ fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
 fn order(envelope: Envelope) -> Vec<&'static Names> {
     match envelope {
         Envelope::None => Vec::new(),
-        Envelope::Dlqctl => vec![&DLQCTL, &SPRING, &CONNECT],
-        Envelope::Spring => vec![&SPRING, &DLQCTL, &CONNECT],
-        Envelope::Connect => vec![&CONNECT, &DLQCTL, &SPRING],
+        Envelope::Dlqctl => vec![&DLQCTL, &SPRING, &SPRING3, &CONNECT],
+        Envelope::Spring => vec![&SPRING, &SPRING3, &DLQCTL, &CONNECT],
+        Envelope::Connect => vec![&CONNECT, &DLQCTL, &SPRING, &SPRING3],
     }
 }
 
@@ -183,6 +191,32 @@ mod tests {
         // `none`: the producers' headers are not trusted, only the broker's reason.
         assert_eq!(read(Envelope::None, &both).class, UNKNOWN);
         assert_eq!(read(Envelope::None, &rabbit).class, "rejected");
+    }
+
+    #[test]
+    fn spring_kafka_3s_header_names_give_the_cause_its_message_and_source() {
+        // What Spring Kafka 3.3's retry topics wrote on a DLT record (tests/spring_kafka.rs).
+        let m = with(
+            &[
+                ("kafka_original-topic", "orders"),
+                (
+                    "kafka_exception-fqcn",
+                    "org.springframework.kafka.listener.ListenerExecutionFailedException",
+                ),
+                ("kafka_exception-cause-fqcn", "com.acme.StockRejected"),
+                ("kafka_exception-message", "Listener failed; stock rejected"),
+            ],
+            None,
+        );
+        for envelope in [Envelope::Spring, Envelope::Dlqctl] {
+            let r = read(envelope, &m);
+            assert_eq!(r.class, "com.acme.StockRejected");
+            assert_eq!(
+                r.message.as_deref(),
+                Some("Listener failed; stock rejected")
+            );
+            assert_eq!(r.source.as_deref(), Some("orders"));
+        }
     }
 
     #[test]

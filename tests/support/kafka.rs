@@ -56,7 +56,41 @@ impl Drop for Fixture {
 
 /// Whether the broker answers (the live rule: skip loudly, or fail when required).
 pub fn up() -> bool {
-    super::require("Kafka (tansu)", super::tcp_up(&super::kafka_bootstrap()))
+    super::require(
+        &format!("Kafka ({})", broker()),
+        super::tcp_up(&super::kafka_bootstrap()),
+    )
+}
+
+/// The broker the tests run on, as `scripts/stack env` says (`DLQCTL_KAFKA_BROKER`):
+/// `apache-kafka`, or `tansu` where no JVM could run it (the fallback).
+pub fn broker() -> String {
+    super::var("DLQCTL_KAFKA_BROKER", "apache-kafka")
+}
+
+/// Whether the tests run on the tansu fallback.
+pub fn on_tansu() -> bool {
+    broker() == "tansu"
+}
+
+/// For a test of behaviour only Apache Kafka has (`what`, naming what tansu 0.6.0 lacks):
+/// true on Apache Kafka and when the broker answers. On the tansu fallback a loud skip, or a
+/// failure under CI=true, where the Kafka tests must have run on Apache Kafka.
+pub fn apache_kafka(what: &str) -> bool {
+    if !on_tansu() {
+        return up();
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what}: this needs Apache Kafka, and CI=true runs on tansu (scripts/stack: DLQCTL_KAFKA)"
+    );
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "\n*** SKIPPED on tansu (the fallback broker): {what}; `scripts/stack up` with java 17+ runs Apache Kafka ***\n"
+        );
+    }
+    false
 }
 
 /// An operator's admin client (never auto-creates topics).

@@ -14,7 +14,8 @@
 //!   the first record left behind, which waits for a later run with what follows it;
 //! - the copy goes to the main topic (or `--to`) through an idempotent producer with
 //!   `acks=all`, with the same key and payload and the record's headers minus Spring's
-//!   `kafka_dlt-exception-*` and `retry_topic-*` (so the consumer's attempts start again),
+//!   exception headers (`kafka_dlt-exception-*`, Spring Kafka 3's `kafka_exception-*`, and
+//!   their `key-exception` kin) and `retry_topic-*` (so the consumer's attempts start again),
 //!   plus `dlq-redrive-count` + 1. Its timestamp is the time of the move (an old timestamp
 //!   could put it past the main topic's retention at once);
 //! - `--limit N` moves exactly N, whatever the number of partitions: once N are moved or in
@@ -47,8 +48,16 @@ const BATCH: usize = 500;
 /// How long to wait for the group's assignment, and for the next record.
 const ASSIGN: Duration = Duration::from_secs(30);
 const IDLE: Duration = Duration::from_secs(3);
-/// Headers the copy does not carry.
-const DROP: [&str; 2] = ["kafka_dlt-exception-", "retry_topic-"];
+/// Headers the copy does not carry (by prefix): Spring Kafka's exception headers under its
+/// older (`kafka_dlt-`) and Spring Kafka 3's names, for the record and for its key, and its
+/// retry-topic state.
+const DROP: [&str; 5] = [
+    "kafka_dlt-exception-",
+    "kafka_dlt-key-exception-",
+    "kafka_exception-",
+    "kafka_key-exception-",
+    "retry_topic-",
+];
 
 /// The consumer group of redrives of `channel`.
 pub fn group(channel: &str) -> String {

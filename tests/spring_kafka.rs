@@ -1,0 +1,482 @@
+//! Spring Kafka as the third-party client the Kafka tests trust (issue 33): the application in
+//! tests/spring-kafka (Spring Boot with spring-kafka, pinned in its pom.xml) runs against the
+//! topics dlqctl provisioned, with Spring's non-blocking retries
+//! (`RetryTopicConfigurationBuilder`) and topic auto-creation off, so it uses exactly those
+//! topics or none.
+//!
+//! The round trip: a record that always fails goes through every retry topic to the DLT with
+//! Spring's `kafka_dlt-*` headers, `dlqctl status` reads its class from them, and after the
+//! listener is switched to succeed `dlqctl redrive` brings it back and the listener processes
+//! it once. The configuration docs/kafka.md shows starts on the topics of its spec. The
+//! negative test: when the spec names the topics otherwise than Spring does,
+//! Spring refuses to start (`missing-topics-fatal`); when a topic has fewer partitions than the
+//! main one, the application's start-up check refuses.
+//!
+//! The jar is built once with `mvn package` into `$DLQCTL_CACHE/spring-kafka-<sha256 of the
+//! project's files>/` (Maven's repo: `DLQCTL_MAVEN_REPO`, else `$DLQCTL_CACHE/m2`), under a
+//! file lock, so a change to the project rebuilds it and nothing else does.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use support::kafka::Fixture;
+
+fn cache() -> PathBuf {
+    std::env::var_os("DLQCTL_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(support::var("HOME", "/root")).join(".cache/dlqctl"))
+}
+
+/// The project's files, sorted, relative to tests/spring-kafka (build output excluded).
+fn project_files(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))
+        .expect("tests/spring-kafka")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    entries.sort();
+    for name in entries {
+        let r = rel.join(&name);
+        if name == "target" {
+            continue;
+        }
+        if dir.join(&r).is_dir() {
+            project_files(dir, &r, out);
+        } else {
+            out.push(r);
+        }
+    }
+}
+
+/// The application's jar, built at most once per change of the project (see the module doc).
+fn jar() -> &'static Path {
+    static JAR: OnceLock<PathBuf> = OnceLock::new();
+    JAR.get_or_init(|| {
+        let project = support::root().join("tests/spring-kafka");
+        let mut files = Vec::new();
+        project_files(&project, Path::new(""), &mut files);
+        let mut h = Sha256::new();
+        for f in &files {
+            h.update(f.to_string_lossy().as_bytes());
+            h.update([0]);
+            h.update(std::fs::read(project.join(f)).expect("project file"));
+        }
+        let sum = format!("{:x}", h.finalize());
+        let home = cache().join(format!("spring-kafka-{}", &sum[..16]));
+        let jar = home.join("build/target/app.jar");
+        std::fs::create_dir_all(&home).expect("cache dir");
+        let lock = std::fs::File::create(home.join("build.lock")).expect("lock file");
+        lock.lock().expect("lock");
+        if !jar.exists() {
+            let build = home.join("build");
+            let _ = std::fs::remove_dir_all(&build);
+            for f in &files {
+                let to = build.join(f);
+                std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+                std::fs::copy(project.join(f), &to).expect("copy");
+            }
+            let repo = std::env::var_os("DLQCTL_MAVEN_REPO")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| cache().join("m2"));
+            let started = Instant::now();
+            let out = Command::new("mvn")
+                .args(["-B", "-q", "package", "-DskipTests"])
+                .arg(format!("-Dmaven.repo.local={}", repo.display()))
+                .current_dir(&build)
+                .output()
+                .expect("mvn runs");
+            assert!(
+                out.status.success() && jar.exists(),
+                "mvn package in {}:\n{}{}",
+                build.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("built {} in {:.0?}", jar.display(), started.elapsed());
+            }
+        }
+        jar
+    })
+}
+
+/// Java 17+ and Maven, as `scripts/stack up` needs them for Apache Kafka.
+fn tools() -> bool {
+    let ok = |cmd: &str, arg: &str| {
+        Command::new(cmd)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    support::require(
+        "java and mvn (Spring Kafka's application)",
+        ok("java", "-version") && ok("mvn", "-v"),
+    )
+}
+
+/// The running application; killed on drop. Its output goes to `log`.
+struct App {
+    child: Child,
+    log: PathBuf,
+}
+
+impl App {
+    fn start(f: &Fixture, naming: &str, fail: &Path, out: &Path) -> App {
+        let log = f.path().join("spring.log");
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new("java")
+            .args(["-Xmx256m", "-XX:TieredStopAtLevel=1", "-jar"])
+            .arg(jar())
+            .arg(format!(
+                "--spring.kafka.bootstrap-servers={}",
+                support::kafka_bootstrap()
+            ))
+            .arg(format!("--dlqctl.topic={}", f.main()))
+            .arg(format!("--dlqctl.naming={naming}"))
+            .arg(format!("--dlqctl.fail-file={}", fail.display()))
+            .arg(format!("--dlqctl.out-file={}", out.display()))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log"))
+            .stderr(file)
+            .spawn()
+            .expect("java starts");
+        App { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (up to 120 s) until the application is ready, or has exited: its exit code then.
+    fn wait_ready(&mut self) -> Result<(), Option<i32>> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if self.log().contains("DLQCTL-READY") {
+                return Ok(());
+            }
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Err(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!(
+            "the Spring application was not ready within 120 s:\n{}",
+            self.log()
+        );
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A record as read back: key, body, headers (name, value as text).
+type Record = (String, String, Vec<(String, String)>);
+
+/// Every record of `topic` from the start, with its headers; read by assignment until
+/// `want`, then 1 s more; bounded by 60 s.
+fn records(topic: &str, want: usize) -> Vec<Record> {
+    use rdkafka::Message;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::Headers;
+    let consumer: BaseConsumer = support::kafka::producer(&[
+        ("group.id", "dlqctl-tests-reader"),
+        ("enable.auto.commit", "false"),
+    ]);
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .expect("tpl");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = Instant::now();
+    while Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let text =
+                    |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+                let headers = m
+                    .headers()
+                    .map(|h| {
+                        h.iter()
+                            .map(|x| (x.key.to_owned(), text(x.value)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.push((text(m.key()), text(m.payload()), headers));
+                last = Instant::now();
+            }
+            _ if out.len() >= want && last.elapsed() >= Duration::from_secs(1) => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn processed(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn ready() -> bool {
+    support::kafka::apache_kafka("Spring Kafka's round trip (run on Apache Kafka)") && tools()
+}
+
+#[test]
+fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_it_back_once() {
+    if !ready() {
+        return;
+    }
+    let Some(f) = Fixture::applied() else { return };
+    let main = f.main();
+    let fail = f.path().join("fail");
+    let out = f.path().join("processed.txt");
+    std::fs::write(&fail, "").expect("fail switch");
+    let mut app = App::start(&f, "inventory", &fail, &out);
+    if let Err(code) = app.wait_ready() {
+        panic!(
+            "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
+            app.log()
+        );
+    }
+    // Spring's topics are the spec's: main, one retry topic per delay, the DLT.
+    assert!(
+        app.log().contains(&format!(
+            "DLQCTL-READY {main} (3) {main}-dlt (3) {main}-retry-1000 (3) {main}-retry-2000 (3) {main}-retry-4000 (3)\n"
+        )),
+        "{}",
+        app.log()
+    );
+
+    let producer: rdkafka::producer::FutureProducer = support::kafka::producer(&[]);
+    support::block(
+        producer.send(
+            rdkafka::producer::FutureRecord::to(&main)
+                .key("sku-7")
+                .payload("sku-7: -3 in stock"),
+            Duration::from_secs(10),
+        ),
+    )
+    .map_err(|(e, _)| e)
+    .expect("produce");
+
+    // Attempts after 1, 2 and 4 s, then the DLT.
+    let dlt = format!("{main}-dlt");
+    let dead = records(&dlt, 1);
+    assert_eq!(dead.len(), 1, "{dead:?}\n{}", app.log());
+    let (key, body, headers) = &dead[0];
+    assert_eq!(
+        (key.as_str(), body.as_str()),
+        ("sku-7", "sku-7: -3 in stock")
+    );
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no {k} among {headers:?}"))
+    };
+    // Spring Kafka 3.3 (Spring Boot 3.5) writes `kafka_exception-*` and `kafka_original-*`;
+    // its `KafkaHeaders.DLT_*` names (`kafka_dlt-exception-fqcn`, ...) are older aliases.
+    assert_eq!(
+        header("kafka_exception-cause-fqcn"),
+        "dev.dlqctl.spring.StockRejected"
+    );
+    assert_eq!(
+        header("kafka_exception-fqcn"),
+        "org.springframework.kafka.listener.ListenerExecutionFailedException"
+    );
+    assert!(header("kafka_exception-message").contains("stock rejected: sku-7"));
+    assert_eq!(header("kafka_original-topic"), main);
+    for suffix in ["-retry-1000", "-retry-2000", "-retry-4000"] {
+        let r = records(&format!("{main}{suffix}"), 1);
+        assert_eq!(
+            r.iter().map(|(k, _, _)| k.as_str()).collect::<Vec<_>>(),
+            ["sku-7"],
+            "{suffix}: one attempt"
+        );
+    }
+    assert!(processed(&out).is_empty());
+
+    let status = f.run(&["status", "channel.yaml", "--format", "json"]);
+    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
+    let dl = &doc["channels"][0]["deadLetter"];
+    assert_eq!(dl["depth"], 1, "{}", status.stdout);
+    // The class from Spring's headers: the cause, not the listener's wrapper.
+    assert_eq!(
+        dl["byErrorClass"],
+        serde_json::json!({"dev.dlqctl.spring.StockRejected": 1}),
+        "{}",
+        status.stdout
+    );
+    let sample = &dl["samples"][0];
+    assert_eq!(sample["errorClass"], "dev.dlqctl.spring.StockRejected");
+    assert!(
+        sample["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("stock rejected: sku-7")),
+        "{sample}"
+    );
+    assert_eq!(sample["source"], main.as_str(), "{sample}");
+
+    // The fix is deployed: the listener succeeds from now on.
+    std::fs::remove_file(&fail).expect("switch");
+    let r = f.run(&[
+        "redrive",
+        &f.channel,
+        "channel.yaml",
+        "--yes",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processed(&out).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // The copy starts its attempts again: Spring's exception and retry headers are not
+    // carried back (they would say it failed already), dlqctl's redrive count is.
+    let copies: Vec<_> = records(&main, 2)
+        .into_iter()
+        .filter(|(_, _, h)| h.iter().any(|(k, _)| k == "dlq-redrive-count"))
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let kept: Vec<&str> = copies[0].2.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        kept.iter()
+            .all(|k| !k.contains("exception-") && !k.starts_with("retry_topic-")),
+        "{kept:?}"
+    );
+    // Once: nothing else arrives in the next seconds (a retry copy would).
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        processed(&out),
+        [format!("PROCESSED {main} sku-7 sku-7: -3 in stock")],
+        "{}",
+        app.log()
+    );
+    let status = f.run(&["status", "channel.yaml", "--format", "json", "--no-peek"]);
+    let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
+    assert_eq!(
+        doc["channels"][0]["deadLetter"]["depth"], 0,
+        "{}",
+        status.stdout
+    );
+}
+
+#[test]
+fn spring_refuses_to_start_on_topics_named_or_sized_otherwise_than_it_expects() {
+    if !ready() {
+        return;
+    }
+    // The spec names the retry topics by index; the application (as the example) by delay.
+    let Some(f) = Fixture::applied_with(|t| t.replace("naming: spring", "naming: index")) else {
+        return;
+    };
+    let main = f.main();
+    let fail = f.path().join("fail");
+    let out = f.path().join("processed.txt");
+    let mut app = App::start(&f, "inventory", &fail, &out);
+    let refused = app.wait_ready();
+    let log = app.log();
+    assert!(
+        refused.is_err(),
+        "Spring started on the wrong topics:\n{log}"
+    );
+    // Spring names the first of its topics it did not find.
+    assert!(
+        log.contains("is/are not present and missingTopicsFatal is true")
+            && ["-retry-1000", "-retry-2000", "-retry-4000"]
+                .iter()
+                .any(|s| log.contains(&format!("[{main}{s}]"))),
+        "{log}"
+    );
+    drop(app);
+
+    // The names agree, but the DLT was made narrower by hand: the application's start-up
+    // check refuses (Spring's DLT publisher keeps the failed record's partition).
+    let g = Fixture::applied().expect("fixture");
+    let dlt = format!("{}-dlt", g.main());
+    support::kafka::delete_topics(&[&dlt]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while g.topics().contains_key(&dlt) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let recreate = Instant::now() + Duration::from_secs(30);
+    loop {
+        let made = std::panic::catch_unwind(|| support::kafka::create_topics(&[(&dlt, 1, &[])]));
+        if made.is_ok() || Instant::now() > recreate {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let mut app = App::start(&g, "inventory", &fail, &out);
+    let refused = app.wait_ready();
+    let log = app.log();
+    assert_eq!(refused, Err(Some(3)), "{log}");
+    assert!(
+        log.contains(&format!("topic {dlt} has 1 partitions, fewer than 3")),
+        "{log}"
+    );
+    // And dlqctl's plan says the same about the DLT.
+    let p = g.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains(&format!("topic {dlt}"));
+}
+
+#[test]
+fn the_spring_configuration_docs_kafka_md_shows_starts_on_the_topics_its_spec_makes() {
+    if !ready() {
+        return;
+    }
+    // docs/kafka.md: `.retryTopicSuffix(".retry").dltSuffix(".dlt").suffixTopicsWithIndexValues()
+    // .exponentialBackoff(1_000, 2, 16_000).maxAttempts(5)` and its spec.
+    let Some(f) = Fixture::applied_with(|t| {
+        t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
+            .replace(
+                "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+                "backoff: {initial: 1s, multiplier: 2, max: 16s}",
+            )
+            .replace(
+                "naming: spring",
+                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt",
+            )
+    }) else {
+        return;
+    };
+    let main = f.main();
+    let mut app = App::start(
+        &f,
+        "docs",
+        &f.path().join("fail"),
+        &f.path().join("processed.txt"),
+    );
+    if let Err(code) = app.wait_ready() {
+        panic!(
+            "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
+            app.log()
+        );
+    }
+    assert!(
+        app.log().contains(&format!(
+            "DLQCTL-READY {main} (3) {main}.dlt (3) {main}.retry-0 (3) {main}.retry-1 (3) {main}.retry-2 (3) {main}.retry-3 (3)\n"
+        )),
+        "{}",
+        app.log()
+    );
+}
