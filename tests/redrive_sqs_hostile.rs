@@ -50,7 +50,13 @@ fn count(aws: &sqs::Aws, queue: &str) -> u64 {
 
 fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
     let channel = ws.channel.clone();
-    let mut args = vec!["redrive", channel.as_str(), "channel.yaml", "--format", "json"];
+    let mut args = vec![
+        "redrive",
+        channel.as_str(),
+        "channel.yaml",
+        "--format",
+        "json",
+    ];
     args.extend_from_slice(extra);
     let out = ws.run(&args);
     let doc = serde_json::from_str(&out.stdout)
@@ -162,7 +168,11 @@ fn sqs_messages_held_by_an_earlier_run_make_the_run_incomplete() {
     assert_eq!(doc["moved"], 3, "{doc}");
     assert_eq!(
         bodies(&aws.take(&main, 3)),
-        held.iter().map(|(b, _)| b.clone()).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>()
+        held.iter()
+            .map(|(b, _)| b.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
     );
     assert_eq!(count(&aws, &dlq), 0);
 }
@@ -335,7 +345,11 @@ fn sqs_status_raises_the_receive_count_of_what_it_read_by_one() {
         }
     }
     assert_eq!(counts.len(), 25);
-    let read: Vec<&String> = counts.iter().filter(|(_, n)| **n > 0).map(|(b, _)| b).collect();
+    let read: Vec<&String> = counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(b, _)| b)
+        .collect();
     assert!(
         counts.values().all(|n| *n <= 1),
         "each message read at most once: {counts:?}\n{notes}"

@@ -169,8 +169,9 @@ impl Mover {
         run: &Run,
     ) -> Result<(), MoveError> {
         let mut pace = redrive::Pace::new(run.rate);
-        // Without ledgers: partitions where a record was left behind move nothing more.
-        let mut blocked: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+        // Without ledgers: partitions where a record was left behind move nothing more (the
+        // offset of that record, and how many records after it were not examined).
+        let mut blocked: BTreeMap<i32, (i64, u64)> = BTreeMap::new();
         // Per partition, the last offset read in this run.
         let mut seen: BTreeMap<i32, i64> = BTreeMap::new();
         let mut result = Ok(());
@@ -249,7 +250,8 @@ impl Mover {
                     // Moved by an earlier run.
                     continue;
                 }
-                if blocked.contains(&p) {
+                if let Some((_, behind)) = blocked.get_mut(&p) {
+                    *behind += 1;
                     continue;
                 }
                 let msg = super::status::record(&m, 0);
@@ -257,7 +259,7 @@ impl Mover {
                 run.tally.add(&d);
                 if d != Decision::Move {
                     if !scattered {
-                        blocked.insert(p);
+                        blocked.insert(p, (offset, 0));
                     }
                     continue;
                 }
@@ -332,7 +334,57 @@ impl Mover {
                 break;
             }
         }
+        if result.is_ok() && !run.done() {
+            incomplete(run, dlt, ends, &seen, &ledgers, &blocked);
+        }
         result
+    }
+}
+
+/// Records in the report why a run that ended by itself did not examine every record it set
+/// out to: partitions stopped at a record left behind (no ledger), and partitions not read
+/// to their end (no record came for [`IDLE`]).
+fn incomplete(
+    run: &Run,
+    dlt: &str,
+    ends: &BTreeMap<i32, i64>,
+    seen: &BTreeMap<i32, i64>,
+    ledgers: &BTreeMap<i32, Ledger>,
+    blocked: &BTreeMap<i32, (i64, u64)>,
+) {
+    let stopped: Vec<String> = blocked
+        .iter()
+        .filter(|(_, (_, behind))| *behind > 0)
+        .map(|(p, (o, behind))| format!("partition {p} at offset {o} ({behind} after it)"))
+        .collect();
+    if !stopped.is_empty() {
+        let behind: u64 = blocked.values().map(|(_, b)| *b).sum();
+        run.tally.incomplete(format!(
+            "{behind} record(s) of `{dlt}` not examined: this broker keeps no commit metadata (where the ledger of records moved past one left behind lives; tansu 0.6), so nothing moves past the first record a run leaves behind: {}; they wait for a redrive that selects those records",
+            stopped.join(", ")
+        ));
+    }
+    let short: Vec<String> = ends
+        .iter()
+        .filter(|(p, end)| {
+            !seen.get(p).is_some_and(|o| o + 1 >= **end)
+                && !ledgers.get(p).is_some_and(|l| l.waiting(**end) == 0)
+        })
+        .map(|(p, end)| {
+            let from = seen
+                .get(p)
+                .map(|o| o + 1)
+                .or_else(|| ledgers.get(p).map(|l| l.committed))
+                .unwrap_or(0);
+            format!("partition {p} from offset {from} to {end}")
+        })
+        .collect();
+    if !short.is_empty() {
+        run.tally.incomplete(format!(
+            "`{dlt}` was not read to the end it had at the start (no record came for {}s): {}; run again",
+            IDLE.as_secs(),
+            short.join(", ")
+        ));
     }
 }
 

@@ -709,7 +709,10 @@ mod tests {
         // Small messages: one request of ten.
         assert_eq!(by_size(&[100; 10]), vec![(0..10).collect::<Vec<_>>()]);
         // Exactly the limit fits; one byte more starts a new request.
-        assert_eq!(by_size(&[BATCH_BYTES / 2, BATCH_BYTES / 2]), vec![vec![0, 1]]);
+        assert_eq!(
+            by_size(&[BATCH_BYTES / 2, BATCH_BYTES / 2]),
+            vec![vec![0, 1]]
+        );
         assert_eq!(
             by_size(&[BATCH_BYTES / 2, BATCH_BYTES / 2 + 1]),
             vec![vec![0], vec![1]]
