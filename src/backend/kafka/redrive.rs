@@ -367,8 +367,8 @@ fn incomplete(
     let short: Vec<String> = ends
         .iter()
         .filter(|(p, end)| {
-            !seen.get(p).is_some_and(|o| o + 1 >= **end)
-                && !ledgers.get(p).is_some_and(|l| l.waiting(**end) == 0)
+            seen.get(p).is_none_or(|o| o + 1 < **end)
+                && ledgers.get(p).is_none_or(|l| l.waiting(**end) != 0)
         })
         .map(|(p, end)| {
             let from = seen
