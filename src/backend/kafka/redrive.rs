@@ -366,17 +366,14 @@ fn incomplete(
     }
     let short: Vec<String> = ends
         .iter()
-        .filter(|(p, end)| {
-            seen.get(p).is_none_or(|o| o + 1 < **end)
-                && ledgers.get(p).is_none_or(|l| l.waiting(**end) != 0)
-        })
-        .map(|(p, end)| {
+        .filter_map(|(p, end)| {
             let from = seen
                 .get(p)
                 .map(|o| o + 1)
                 .or_else(|| ledgers.get(p).map(|l| l.committed))
                 .unwrap_or(0);
-            format!("partition {p} from offset {from} to {end}")
+            let done = from >= *end || ledgers.get(p).is_some_and(|l| l.waiting(*end) == 0);
+            (!done).then(|| format!("partition {p} from offset {from} to {end}"))
         })
         .collect();
     if !short.is_empty() {
@@ -612,6 +609,67 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run() -> Run {
+        Run {
+            to: redrive::Destination {
+                name: "main".into(),
+                source: true,
+            },
+            select: redrive::Selection::default(),
+            rate: None,
+            stop: std::sync::Arc::default(),
+            tally: std::sync::Arc::default(),
+            holder: "me@here pid 1".into(),
+            service_task: false,
+        }
+    }
+
+    #[test]
+    fn a_run_that_stopped_short_says_where_and_is_incomplete() {
+        let ends: BTreeMap<i32, i64> = [(0, 10), (1, 5), (2, 0)].into_iter().collect();
+        // Partition 0 read to its end; partition 1 only to offset 2 (no record came).
+        let seen: BTreeMap<i32, i64> = [(0, 9), (1, 2)].into_iter().collect();
+        let r = run();
+        incomplete(
+            &r,
+            "t-dlt",
+            &ends,
+            &seen,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
+        assert_eq!(
+            r.tally.incomplete_reasons(),
+            [
+                "`t-dlt` was not read to the end it had at the start (no record came for 3s): partition 1 from offset 3 to 5; run again"
+            ]
+        );
+        // Without a ledger, a partition stopped at a record left behind with records after it.
+        let seen: BTreeMap<i32, i64> = [(0, 9), (1, 4)].into_iter().collect();
+        let blocked: BTreeMap<i32, (i64, u64)> = [(0, (3, 6)), (1, (4, 0))].into_iter().collect();
+        let r = run();
+        incomplete(&r, "t-dlt", &ends, &seen, &BTreeMap::new(), &blocked);
+        let why = r.tally.incomplete_reasons();
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].starts_with("6 record(s) of `t-dlt` not examined")
+                && why[0].contains("partition 0 at offset 3 (6 after it)")
+                && !why[0].contains("partition 1"),
+            "{why:?}"
+        );
+        // Everything read, nothing blocked: complete.
+        let r = run();
+        incomplete(
+            &r,
+            "t-dlt",
+            &ends,
+            &seen,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
+        assert!(r.tally.incomplete_reasons().is_empty());
+    }
 
     #[test]
     fn the_ledger_keeps_moved_records_beyond_the_commit_and_settles_over_them() {

@@ -305,7 +305,7 @@ impl Mover {
                 ));
             } else if not_read > 0 {
                 run.tally.incomplete(format!(
-                    "{not_read} of the {total} message(s) visible in `{dlq}` at the start were not examined (SQS returned no more); run again"
+                    "{not_read} of the {total} message(s) visible or delayed in `{dlq}` at the start were not examined (SQS returned no more: delayed ones are not delivered before their delay ends); run again"
                 ));
             }
             if in_flight > 0 {
