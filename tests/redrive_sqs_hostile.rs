@@ -150,8 +150,10 @@ fn sqs_messages_held_by_an_earlier_run_make_the_run_incomplete() {
         bodies(&moved).into_iter().collect::<BTreeSet<_>>(),
         expected
     );
-    // The held three are still in the DLQ; once visible, a run moves them.
+    // The held three are still in the DLQ, as the report says; once visible, a run moves them.
     assert_eq!(count(&aws, &dlq), 3);
+    assert_eq!(doc["leftInDeadLetter"], 3, "{doc}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
     for (_, receipt) in &held {
         block(
             aws.sqs
@@ -217,6 +219,8 @@ fn sqs_fifo_groups_locked_by_a_message_left_behind_are_named_and_the_run_is_inco
     assert_eq!(moved.len() as u64, moved_n, "the report counts what moved");
     let left = count(&aws, &dlq);
     assert_eq!(left + moved_n, 30, "nothing lost: {doc}");
+    assert_eq!(doc["leftInDeadLetter"], left, "{doc}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
     // Every message of g1 and g2 moved; g0 stopped at its held message.
     let moved_bodies: BTreeSet<String> = bodies(&moved).into_iter().collect();
     for g in 1..3 {
