@@ -100,6 +100,66 @@ fn sqs_messages_of_250_kib_move_in_batches_under_one_mebibyte() {
     assert_eq!(doc["leftInDeadLetter"], 0, "{doc}");
 }
 
+/// Finding 7, on an account whose batch quota is smaller than the 1 MiB the mover packs for
+/// (SQS's older 256 KiB): SendMessageBatch answers BatchRequestTooLong (a proxy in front of
+/// moto plays that quota), the mover splits the request and sends again, and every message
+/// moves once; a single message longer than the quota stops the run and stays in the DLQ.
+#[test]
+fn sqs_a_batch_refused_as_too_long_is_split_and_sent_again() {
+    use support::proxy::{Faults, Protocol, Proxy};
+    let proxy = Proxy::start(
+        &support::aws_endpoint(),
+        Faults {
+            protocol: Protocol::Aws,
+            batch_limit: Some(256 * 1024),
+            ..Faults::default()
+        },
+    );
+    let Some(f) = sqs::Fixture::with_endpoint(&proxy.addr) else {
+        return;
+    };
+    f.write_example(|t| t);
+    let a = f.apply(&[]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    let url = aws.url(&dlq);
+    let body = |i: usize| format!("c{i:02}-{}", "y".repeat(100 * 1024 - 4));
+    for i in 0..10 {
+        put(&aws, &url, &body(i), "poison", None);
+    }
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(doc["moved"], 10, "{doc}");
+    assert!(
+        proxy
+            .counters
+            .faulted
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0,
+        "a batch was refused and split"
+    );
+    assert_eq!(
+        bodies(&aws.take(&main, 10)),
+        (0..10).map(body).collect::<Vec<_>>()
+    );
+    assert_eq!(count(&aws, &dlq), 0);
+
+    // One message longer than the quota: not sent, still in the DLQ, the run says why.
+    let huge = format!("h-{}", "z".repeat(300 * 1024));
+    put(&aws, &url, &huge, "poison", None);
+    let mut ws = f;
+    ws.set_env("DLQCTL_SQS_REDRIVE_HOLD", "2");
+    let (code, doc, err) = redrive(&ws, &["--yes"]);
+    assert_eq!(code, 1, "{doc}\n{err}");
+    assert_eq!(doc["moved"], 0, "{doc}");
+    assert!(err.contains("longer than a batch may be"), "{err}");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let left = aws.take(&dlq, 1);
+    assert_eq!(bodies(&left), vec![huge], "still in the DLQ, once");
+    assert!(aws.take(&main, 0).is_empty(), "nothing sent");
+}
+
 /// Finding 7, second half: messages received and held (in flight) by an earlier run, or by
 /// anyone, cannot be examined until they are visible again: the run says so and exits 1,
 /// instead of "complete".

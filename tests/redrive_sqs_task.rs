@@ -273,7 +273,11 @@ fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
     // This fake counts 5 messages but hands none out: the run says it examined none of them
     // (incomplete, exit 1), never "complete".
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("5 of the 5 message(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("5 of the 5 message(s)"),
+        "{}",
+        out.stdout
+    );
     let seen = calls(&sqs);
     assert!(
         !seen.iter().any(|c| c == "startmessagemovetask"),
@@ -324,7 +328,11 @@ fn native_where_the_endpoint_has_no_move_tasks_is_refused_and_the_own_mover_stil
     let out = support::output(&mut redrive(ws.path(), &[]));
     // It runs (and, as this fake hands out none of the 5 it counts, says so: exit 1).
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("5 of the 5 message(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("5 of the 5 message(s)"),
+        "{}",
+        out.stdout
+    );
     assert!(calls(&sqs).iter().any(|c| c == "receivemessage"));
 }
 
