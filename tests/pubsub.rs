@@ -332,6 +332,13 @@ fn prune_lists_only_labelled_objects_inside_the_ownership() {
         return;
     };
     let c = &f.channel;
+    // Prune needs a bound on a Pub/Sub target (tests/pubsub_hostile.rs).
+    f.edit_targets(|t| {
+        t.replace(
+            "    backend: pubsub\n",
+            &format!("    backend: pubsub\n    ownership:\n      prefixes: [\"{c}\"]\n"),
+        )
+    });
     // Left behind by a channel that no spec names any more, and one nobody labelled.
     f.rest.ok(
         reqwest::Method::PUT,

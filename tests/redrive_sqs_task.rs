@@ -271,7 +271,14 @@ fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
     let sqs = start(Script::Completes);
     let ws = workspace(&sqs.api.url);
     let out = support::output(&mut redrive(ws.path(), &[]));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // This fake counts 5 messages but hands none out: the run says it examined none of them
+    // (incomplete, exit 1), never "complete".
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("5 of the 5 message(s)"),
+        "{}",
+        out.stdout
+    );
     let seen = calls(&sqs);
     assert!(
         !seen.iter().any(|c| c == "startmessagemovetask"),
@@ -320,7 +327,13 @@ fn native_where_the_endpoint_has_no_move_tasks_is_refused_and_the_own_mover_stil
             .any(|c| c == "receivemessage" || c == "startmessagemovetask")
     );
     let out = support::output(&mut redrive(ws.path(), &[]));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // It runs (and, as this fake hands out none of the 5 it counts, says so: exit 1).
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("5 of the 5 message(s)"),
+        "{}",
+        out.stdout
+    );
     assert!(calls(&sqs).iter().any(|c| c == "receivemessage"));
 }
 

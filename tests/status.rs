@@ -438,7 +438,8 @@ fn sqs_status_reads_every_envelope_exactly_and_leaves_every_message() {
     assert_eq!(dl["oldestAgeBasis"], "all");
     let note = dl["notes"][0].as_str().unwrap_or_default();
     assert!(
-        note.contains("raised the ApproximateReceiveCount of the 3 messages"),
+        note.contains("read 3 of the 3 messages with one ReceiveMessage")
+            && note.contains("ApproximateReceiveCount of each message read by one"),
         "{note}"
     );
 

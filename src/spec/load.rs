@@ -59,6 +59,10 @@ pub struct Workspace {
     /// Target fields whose `${VAR}` could not be expanded (file, JSON pointer): reported where
     /// they were loaded, and left out of the checks of their value (nothing else is).
     pub unexpanded: std::collections::BTreeSet<(crate::diag::FileId, String)>,
+    /// Targets named in Targets documents that failed validation, with that document's file:
+    /// a channel naming one is not checked against it, and is not told that no Targets
+    /// document exists (the document's own errors say what is wrong).
+    pub unread_targets: std::collections::BTreeMap<String, PathBuf>,
 }
 
 /// A document that passed the YAML layer, before schema validation.
@@ -513,8 +517,20 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
         match d.kind {
             DocKind::Targets => {
                 expand_variables(&mut d, ws);
-                if let Some(t) = typed::<Targets>(d, ws) {
-                    ws.targets.push(t);
+                let names: Vec<String> = d
+                    .json
+                    .get("targets")
+                    .and_then(Value::as_object)
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+                let file = ws.sources.path(d.loc.file).to_path_buf();
+                match typed::<Targets>(d, ws) {
+                    Some(t) => ws.targets.push(t),
+                    None => {
+                        for n in names {
+                            ws.unread_targets.entry(n).or_insert_with(|| file.clone());
+                        }
+                    }
                 }
             }
             DocKind::Channel => {

@@ -43,6 +43,10 @@ pub struct Faults {
     pub write_delay: Duration,
     /// Seed of the schedule.
     pub seed: u64,
+    /// Answer a SendMessageBatch whose request body is longer than this many bytes with
+    /// SQS's BatchRequestTooLong, without forwarding it (an account on SQS's older 256 KiB
+    /// batch quota; moto allows 1 MiB of bodies).
+    pub batch_limit: Option<usize>,
 }
 
 /// What happened, for assertions.
@@ -206,6 +210,23 @@ async fn connection(
             }
         } else {
             let n = counters.writes.fetch_add(1, Ordering::SeqCst) + 1;
+            if operation == "SendMessageBatch" && faults.batch_limit.is_some_and(|l| body.len() > l)
+            {
+                counters.faulted.fetch_add(1, Ordering::SeqCst);
+                let text = format!(
+                    r#"{{"__type":"com.amazonaws.sqs#BatchRequestTooLong","message":"Batch requests cannot be longer than {} bytes. You have sent {} bytes."}}"#,
+                    faults.batch_limit.unwrap_or_default(),
+                    body.len()
+                );
+                let head = format!(
+                    "HTTP/1.1 400 X\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-query-error: AWS.SimpleQueueService.BatchRequestTooLong;Sender\r\ncontent-length: {}\r\n\r\n",
+                    text.len()
+                );
+                write.write_all(head.as_bytes()).await?;
+                write.write_all(text.as_bytes()).await?;
+                write.flush().await?;
+                continue;
+            }
             if faults.fail_write == Some(n) {
                 counters.faulted.fetch_add(1, Ordering::SeqCst);
                 respond(

@@ -180,8 +180,9 @@ impl Mover {
         run: &Run,
     ) -> Result<(), MoveError> {
         let mut pace = redrive::Pace::new(run.rate);
-        // Without ledgers: partitions where a record was left behind move nothing more.
-        let mut blocked: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
+        // Without ledgers: partitions where a record was left behind move nothing more (the
+        // offset of that record, and how many records after it were not examined).
+        let mut blocked: BTreeMap<i32, (i64, u64)> = BTreeMap::new();
         // Per partition, the last offset read in this run.
         let mut seen: BTreeMap<i32, i64> = BTreeMap::new();
         let mut result = Ok(());
@@ -260,7 +261,8 @@ impl Mover {
                     // Moved by an earlier run.
                     continue;
                 }
-                if blocked.contains(&p) {
+                if let Some((_, behind)) = blocked.get_mut(&p) {
+                    *behind += 1;
                     continue;
                 }
                 let msg = super::status::record(&m, 0);
@@ -268,7 +270,7 @@ impl Mover {
                 run.tally.add(&d);
                 if d != Decision::Move {
                     if !scattered {
-                        blocked.insert(p);
+                        blocked.insert(p, (offset, 0));
                     }
                     continue;
                 }
@@ -349,7 +351,54 @@ impl Mover {
                 break;
             }
         }
+        if result.is_ok() && !run.done() {
+            incomplete(run, dlt, ends, &seen, &ledgers, &blocked);
+        }
         result
+    }
+}
+
+/// Records in the report why a run that ended by itself did not examine every record it set
+/// out to: partitions stopped at a record left behind (no ledger), and partitions not read
+/// to their end (no record came for [`IDLE`]).
+fn incomplete(
+    run: &Run,
+    dlt: &str,
+    ends: &BTreeMap<i32, i64>,
+    seen: &BTreeMap<i32, i64>,
+    ledgers: &BTreeMap<i32, Ledger>,
+    blocked: &BTreeMap<i32, (i64, u64)>,
+) {
+    let stopped: Vec<String> = blocked
+        .iter()
+        .filter(|(_, (_, behind))| *behind > 0)
+        .map(|(p, (o, behind))| format!("partition {p} at offset {o} ({behind} after it)"))
+        .collect();
+    if !stopped.is_empty() {
+        let behind: u64 = blocked.values().map(|(_, b)| *b).sum();
+        run.tally.incomplete(format!(
+            "{behind} record(s) of `{dlt}` not examined: this broker keeps no commit metadata (where the ledger of records moved past one left behind lives; tansu 0.6), so nothing moves past the first record a run leaves behind: {}; they wait for a redrive that selects those records",
+            stopped.join(", ")
+        ));
+    }
+    let short: Vec<String> = ends
+        .iter()
+        .filter_map(|(p, end)| {
+            let from = seen
+                .get(p)
+                .map(|o| o + 1)
+                .or_else(|| ledgers.get(p).map(|l| l.committed))
+                .unwrap_or(0);
+            let done = from >= *end || ledgers.get(p).is_some_and(|l| l.waiting(*end) == 0);
+            (!done).then(|| format!("partition {p} from offset {from} to {end}"))
+        })
+        .collect();
+    if !short.is_empty() {
+        run.tally.incomplete(format!(
+            "`{dlt}` was not read to the end it had at the start (no record came for {}s): {}; run again",
+            IDLE.as_secs(),
+            short.join(", ")
+        ));
     }
 }
 
@@ -577,6 +626,67 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run() -> Run {
+        Run {
+            to: redrive::Destination {
+                name: "main".into(),
+                source: true,
+            },
+            select: redrive::Selection::default(),
+            rate: None,
+            stop: std::sync::Arc::default(),
+            tally: std::sync::Arc::default(),
+            holder: "me@here pid 1".into(),
+            service_task: false,
+        }
+    }
+
+    #[test]
+    fn a_run_that_stopped_short_says_where_and_is_incomplete() {
+        let ends: BTreeMap<i32, i64> = [(0, 10), (1, 5), (2, 0)].into_iter().collect();
+        // Partition 0 read to its end; partition 1 only to offset 2 (no record came).
+        let seen: BTreeMap<i32, i64> = [(0, 9), (1, 2)].into_iter().collect();
+        let r = run();
+        incomplete(
+            &r,
+            "t-dlt",
+            &ends,
+            &seen,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
+        assert_eq!(
+            r.tally.incomplete_reasons(),
+            [
+                "`t-dlt` was not read to the end it had at the start (no record came for 3s): partition 1 from offset 3 to 5; run again"
+            ]
+        );
+        // Without a ledger, a partition stopped at a record left behind with records after it.
+        let seen: BTreeMap<i32, i64> = [(0, 9), (1, 4)].into_iter().collect();
+        let blocked: BTreeMap<i32, (i64, u64)> = [(0, (3, 6)), (1, (4, 0))].into_iter().collect();
+        let r = run();
+        incomplete(&r, "t-dlt", &ends, &seen, &BTreeMap::new(), &blocked);
+        let why = r.tally.incomplete_reasons();
+        assert_eq!(why.len(), 1, "{why:?}");
+        assert!(
+            why[0].starts_with("6 record(s) of `t-dlt` not examined")
+                && why[0].contains("partition 0 at offset 3 (6 after it)")
+                && !why[0].contains("partition 1"),
+            "{why:?}"
+        );
+        // Everything read, nothing blocked: complete.
+        let r = run();
+        incomplete(
+            &r,
+            "t-dlt",
+            &ends,
+            &seen,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+        );
+        assert!(r.tally.incomplete_reasons().is_empty());
+    }
 
     #[test]
     fn the_ledger_keeps_moved_records_beyond_the_commit_and_settles_over_them() {

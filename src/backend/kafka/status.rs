@@ -8,7 +8,9 @@
 //! one), so no group's position moves. The committed
 //! offsets of `deadLetter.consumerGroup` are fetched (OffsetFetch) without joining it.
 //! Without a consumer group the depth is what the topic retains (high − low watermark),
-//! labelled "retained", not "waiting".
+//! labelled "retained", not "waiting"; once `dlqctl redrive` brought records back, those are
+//! not counted, and the depth is labelled "waiting" (for a redrive), with a note that says
+//! how many the topic retains.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -112,13 +114,28 @@ impl Reader {
             .zip(&ledgers)
             .map(|((_, high), l)| l.waiting(*high))
             .sum();
+        let kept = retained(marks);
+        let mut notes = Vec::new();
+        // Records the redrive group already brought back are not counted: then the figure
+        // is what waits for a redrive, not what the topic retains (which the note says).
+        let measure = if measure == Measure::Retained && total < kept {
+            notes.push(format!(
+                "the topic retains {kept} record{}; {} of them were brought back by `dlqctl redrive` (group `{}`) and are not counted: the depth is what waits for a redrive",
+                if kept == 1 { "" } else { "s" },
+                kept - total,
+                super::redrive::group(&r.channel)
+            ));
+            Measure::Waiting
+        } else {
+            measure
+        };
         let mut observed = Observed {
             dead_letter: Depth::total(total, measure),
             others,
             messages: Vec::new(),
             head_first: true,
             metric_age_seconds: None,
-            notes: Vec::new(),
+            notes,
         };
         if total > 0 && read.scan > 0 {
             observed.messages = self.sample(&r.dead_letter, marks, &ledgers, read).await?;

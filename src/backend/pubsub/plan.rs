@@ -56,6 +56,28 @@ pub fn refine(c: &mut Change) {
     }
 }
 
+/// Why an unlabelled object that the spec would replace cannot be adopted (pure).
+pub fn not_adoptable(change: Option<&Change>) -> String {
+    let why = match change {
+        Some(c) if c.fields.iter().any(|f| f.key == TOPIC) => {
+            let topic = c
+                .fields
+                .iter()
+                .find(|f| f.key == TOPIC)
+                .and_then(|f| f.old.as_ref())
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |t| format!(" (`{t}`)"));
+            format!(
+                "it is attached to another topic{topic}, and a subscription's topic cannot change in place"
+            )
+        }
+        _ => "making it the spec's needs a replace".to_owned(),
+    };
+    format!(
+        "exists but is not labelled `{LABEL_MANAGED_BY}: {LABEL_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; `--adopt` cannot adopt it either: {why}, and adopting only adds the labels; delete or rename it, or name another one in the spec"
+    )
+}
+
 /// The Pub/Sub service agent of a project (`service-NUMBER@gcp-sa-pubsub...`); without the
 /// number, the shell expression that finds it.
 pub fn service_agent(project: &str, number: Option<&str>) -> String {
@@ -130,6 +152,13 @@ impl Reader {
                 continue;
             }
             let fields = pos.map(|p| changes[p].fields.clone()).unwrap_or_default();
+            // `--adopt` only labels an object in place: one the spec would replace (a
+            // subscription on another topic) cannot be adopted, so the hint must not offer it.
+            let problem = if crate::backend::sqs::adoptable(&labels) && !in_place {
+                not_adoptable(pos.map(|p| &changes[p]))
+            } else {
+                problem
+            };
             let change = Change {
                 reason: Some(format!("{} {} {problem}", d.id.kind.as_str(), d.id.name)),
                 ..Change::of(d, Action::Impossible, fields, l.messages)

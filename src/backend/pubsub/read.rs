@@ -311,11 +311,25 @@ impl Reader {
     /// What `plan --prune` may delete: topics and subscriptions labelled
     /// `managed-by: dlqctl` (with a channel label), inside the ownership prefixes, that `skip`
     /// does not name. Two listings, whatever the count.
+    ///
+    /// Refused on a target without `ownership.prefixes`: the labels say which dlqctl channel
+    /// an object belongs to, not whose dlqctl wrote it, and a project is often shared, so
+    /// without prefixes prune would list another team's channels (every one its specs do
+    /// not name) for deletion.
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
         _target: &Target,
     ) -> Result<Vec<Prunable>, HttpError> {
+        if self.prefixes.is_empty() {
+            return Err(HttpError::Refused {
+                what: "--prune".into(),
+                reason: format!(
+                    "refused: this Pub/Sub target declares no `ownership.prefixes`, and the labels (`{LABEL_MANAGED_BY}: {LABEL_MANAGED_BY_VALUE}`, `{LABEL_CHANNEL}`) cannot tell this team's channels from another dlqctl user's in project `{}`; declare `ownership.prefixes` for the target in the targets file (prune then looks only inside them); nothing was listed or deleted",
+                    self.project
+                ),
+            });
+        }
         let all = self.inventory(None).await?;
         let dead_letter_topics: BTreeSet<&str> = all
             .values()

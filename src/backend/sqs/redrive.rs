@@ -109,13 +109,17 @@ impl Mover {
                     "the destination queue `{dest}` does not exist; nothing was moved"
                 ))
             })?;
+        let count = |k: &str| attrs.get(k).and_then(|v| v.parse::<u64>().ok());
         let total: u64 = [
             "ApproximateNumberOfMessages",
             "ApproximateNumberOfMessagesDelayed",
         ]
         .iter()
-        .filter_map(|k| attrs.get(*k).and_then(|v| v.parse::<u64>().ok()))
+        .filter_map(|k| count(k))
         .sum();
+        // Received by someone and not yet visible again (an earlier run holds what it received
+        // for its hold): this run cannot examine them, and says so at the end.
+        let in_flight = count("ApproximateNumberOfMessagesNotVisible").unwrap_or(0);
         // SQS's own move task: one running on the DLQ refuses this run; with `--native`, a
         // whole standard queue back to its source is handed to it (`move_task`).
         let dlq_arn = attrs.get("QueueArn").cloned().unwrap_or_default();
@@ -152,7 +156,12 @@ impl Mover {
                 Err(e) => Err(e),
             }
         } else {
-            self.run(dlq, &url, &dest_url, fifo, total, run).await
+            let start = Start {
+                fifo,
+                total,
+                in_flight,
+            };
+            self.run(dlq, &url, &dest_url, start, run).await
         };
         let unlocked = self.unlock(dlq, &url, &run.holder).await;
         result.and(unlocked)
@@ -163,11 +172,21 @@ impl Mover {
         dlq: &str,
         url: &str,
         dest_url: &str,
-        fifo: bool,
-        total: u64,
+        start: Start,
         run: &Run,
     ) -> Result<(), MoveError> {
+        let Start {
+            fifo,
+            total,
+            in_flight,
+        } = start;
         let hold = hold()?;
+        // FIFO: the groups of messages this run leaves in place. SQS delivers nothing of a
+        // group behind a message in flight, so nothing behind one can be read this run; and
+        // what is behind it in this run's batches is held too, so each group moves in order
+        // up to its first message left behind, never past it.
+        let mut blocked_groups: BTreeSet<String> = BTreeSet::new();
+        let mut blocked: u64 = 0;
         let mut pace = redrive::Pace::new(run.rate);
         // Ids of the messages this run holds back (a receive may hand one out again); moved
         // ones are deleted and cannot come back, so memory grows only with what is held.
@@ -233,6 +252,14 @@ impl Mover {
             }
             let mut chosen = Vec::new();
             for m in fresh {
+                let group = fifo.then(|| group_of(&m)).flatten();
+                if group.as_ref().is_some_and(|g| blocked_groups.contains(g)) {
+                    // Behind a message of its group that stays: held, not examined.
+                    blocked += 1;
+                    seen.insert(m.message_id().unwrap_or_default().to_owned());
+                    held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                    continue;
+                }
                 let msg = super::status::message(&m, 0);
                 let mut d = redrive::decide(&run.select, &msg, now_ms());
                 let room = run
@@ -252,6 +279,9 @@ impl Mover {
                 if d == Decision::Move {
                     chosen.push(m);
                 } else {
+                    if let Some(g) = group {
+                        blocked_groups.insert(g);
+                    }
                     seen.insert(m.message_id().unwrap_or_default().to_owned());
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                 }
@@ -262,6 +292,26 @@ impl Mover {
             {
                 result = Err(e);
                 break;
+            }
+        }
+        // What this run could not examine, said in the report (never "complete").
+        let finished = result.is_ok() && !run.done();
+        if finished {
+            let not_read = total.saturating_sub(received) + blocked;
+            if fifo && not_read > 0 && !blocked_groups.is_empty() {
+                run.tally.incomplete(format!(
+                    "{not_read} message(s) of FIFO queue `{dlq}` not read: SQS delivers nothing of a message group behind a message in flight, and this run leaves in place (not selected, or at maxRedrives) the first message of group(s) {}; they stay in the queue in order (move or remove those messages first, then run again)",
+                    listed(&blocked_groups)
+                ));
+            } else if not_read > 0 {
+                run.tally.incomplete(format!(
+                    "{not_read} of the {total} message(s) visible or delayed in `{dlq}` at the start were not examined (SQS returned no more: delayed ones are not delivered before their delay ends); run again"
+                ));
+            }
+            if in_flight > 0 {
+                run.tally.incomplete(format!(
+                    "{in_flight} message(s) in flight in `{dlq}` at the start (received and not yet visible again: held by an earlier run, for up to {hold}s after it received them, or by another reader) were not examined; run again when they are visible"
+                ));
             }
         }
         // Messages not chosen become visible again now, not in `hold` seconds.
@@ -299,7 +349,10 @@ impl Mover {
         result
     }
 
-    /// Sends `chosen` to the destination, then deletes from the DLQ exactly those sent.
+    /// Sends `chosen` to the destination in requests of at most [`BATCH_BYTES`], then deletes
+    /// from the DLQ exactly those sent. A request SQS finds too long all the same
+    /// (BatchRequestTooLong: nothing of it was sent; older quotas allow 256 KiB) is split in
+    /// two and sent again, down to one message.
     async fn move_batch(
         &self,
         dlq: &str,
@@ -317,22 +370,75 @@ impl Mover {
             .enumerate()
             .map(|(i, m)| copy(i, m, fifo))
             .collect::<Result<_, _>>()?;
+        let sizes: Vec<usize> = entries.iter().map(payload).collect();
+        let mut todo: std::collections::VecDeque<Vec<usize>> = by_size(&sizes).into();
+        // Bounded: each split makes two smaller requests, so at most 2 × 10 requests.
+        for _ in 0..4 * chosen.len() {
+            let Some(part) = todo.pop_front() else { break };
+            match self
+                .send_part(dlq, url, dest_url, chosen, &entries, &part, run)
+                .await?
+            {
+                Sent::Done => {}
+                Sent::TooLong if part.len() > 1 => {
+                    let (a, b) = part.split_at(part.len() / 2);
+                    todo.push_front(b.to_vec());
+                    todo.push_front(a.to_vec());
+                }
+                Sent::TooLong => {
+                    return Err(MoveError(format!(
+                        "sqs:SendMessageBatch on queue {}: a single message of {} bytes (body and attributes) is longer than a batch may be; it stays in `{dlq}` (visible again within {}s)",
+                        dest_url.rsplit('/').next().unwrap_or(dest_url),
+                        sizes[part[0]],
+                        hold().unwrap_or(HOLD)
+                    )));
+                }
+            }
+        }
+        if todo.is_empty() {
+            Ok(())
+        } else {
+            Err(MoveError(format!(
+                "sqs:SendMessageBatch: the batch could not be split small enough; what was not sent stays in `{dlq}` (visible again within {}s)",
+                hold().unwrap_or(HOLD)
+            )))
+        }
+    }
+
+    /// One SendMessageBatch of the entries `part`, then the DeleteMessageBatch of those sent.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_part(
+        &self,
+        dlq: &str,
+        url: &str,
+        dest_url: &str,
+        chosen: &[aws_sdk_sqs::types::Message],
+        entries: &[SendMessageBatchRequestEntry],
+        part: &[usize],
+        run: &Run,
+    ) -> Result<Sent, MoveError> {
         let dest = dest_url.rsplit('/').next().unwrap_or(dest_url).to_owned();
+        let batch: Vec<SendMessageBatchRequestEntry> =
+            part.iter().map(|i| entries[*i].clone()).collect();
         // A send is a write: never retried blindly (a lost answer would send twice).
         let clients = self.reader.aws.clients().await;
-        let sent = clients
+        let sent = match clients
             .sqs
             .send_message_batch()
             .queue_url(dest_url)
-            .set_entries(Some(entries))
+            .set_entries(Some(batch))
             .send()
             .await
-            .map_err(|e| {
-                MoveError(format!(
+        {
+            Ok(s) => s,
+            Err(e) if too_long(&e) => return Ok(Sent::TooLong),
+            Err(e) => {
+                return Err(MoveError(format!(
                     "{}; nothing of this batch was deleted from `{dlq}`",
                     classify("sqs:SendMessageBatch", &format!("queue {dest}"), e)
-                ))
-            })?;
+                )));
+            }
+        };
         let ok: BTreeSet<usize> = sent
             .successful()
             .iter()
@@ -382,7 +488,7 @@ impl Mover {
                 "{dup} message(s) were sent to `{dest}` but could not be deleted from `{dlq}`: they are in both queues"
             )));
         }
-        Ok(())
+        Ok(Sent::Done)
     }
 
     /// A queue's ARN (for the move task's destination).
@@ -461,6 +567,92 @@ impl Mover {
     }
 }
 
+/// What the mover knows of the DLQ when it starts.
+#[derive(Debug, Clone, Copy)]
+struct Start {
+    fifo: bool,
+    /// Visible and delayed messages: what this run sets out to examine.
+    total: u64,
+    /// Received by someone and not yet visible again.
+    in_flight: u64,
+}
+
+/// How one SendMessageBatch went, when SQS answered.
+enum Sent {
+    Done,
+    /// BatchRequestTooLong: the request as a whole was refused, nothing of it was sent.
+    TooLong,
+}
+
+/// SendMessageBatch's limit on a request: the bodies and message attributes of its entries
+/// together (AWS: 1 MiB; moto counts the bodies).
+pub const BATCH_BYTES: usize = 1024 * 1024;
+
+/// What an entry counts towards [`BATCH_BYTES`]: its body and, per message attribute, the
+/// name, the data type and the value.
+fn payload(e: &SendMessageBatchRequestEntry) -> usize {
+    let attrs: usize = e
+        .message_attributes()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            k.len()
+                + v.data_type().len()
+                + v.string_value().map_or(0, str::len)
+                + v.binary_value().map_or(0, |b| b.as_ref().len())
+        })
+        .sum();
+    e.message_body().len() + attrs
+}
+
+/// Entries (by index) packed in order into requests of at most [`BATCH_BYTES`] each.
+fn by_size(sizes: &[usize]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut bytes = 0;
+    for (i, n) in sizes.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if bytes + n <= BATCH_BYTES => {
+                last.push(i);
+                bytes += n;
+            }
+            _ => {
+                out.push(vec![i]);
+                bytes = *n;
+            }
+        }
+    }
+    out
+}
+
+/// Whether SendMessageBatch refused the request as too long (modelled, or by its code).
+fn too_long<R>(
+    e: &aws_sdk_sqs::error::SdkError<
+        aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError,
+        R,
+    >,
+) -> bool {
+    use aws_sdk_sqs::error::ProvideErrorMetadata;
+    e.as_service_error().is_some_and(|s| {
+        s.is_batch_request_too_long() || s.code().is_some_and(|c| c.contains("BatchRequestTooLong"))
+    })
+}
+
+/// A FIFO message's group.
+fn group_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
+    m.attributes()
+        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+        .cloned()
+}
+
+/// Group names for a report: backquoted, the first ten, then how many more.
+fn listed(groups: &BTreeSet<String>) -> String {
+    let mut names: Vec<String> = groups.iter().take(10).map(|g| format!("`{g}`")).collect();
+    if groups.len() > 10 {
+        names.push(format!("and {} more", groups.len() - 10));
+    }
+    names.join(", ")
+}
+
 /// A holder on this host whose process is gone (`user@host pid N`).
 fn stale(holder: &str) -> bool {
     crate::redrive::holder_gone(holder)
@@ -500,4 +692,52 @@ fn copy(
             .message_deduplication_id(m.message_id().unwrap_or_default());
     }
     e.build().map_err(MoveError::of)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_packed_by_payload_under_one_mebibyte() {
+        let kib = 1024;
+        // Ten of 250 KiB: four fit in 1 MiB (1,024,000 bytes), a fifth does not.
+        assert_eq!(
+            by_size(&[250 * kib; 10]),
+            vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]
+        );
+        // Small messages: one request of ten.
+        assert_eq!(by_size(&[100; 10]), vec![(0..10).collect::<Vec<_>>()]);
+        // Exactly the limit fits; one byte more starts a new request.
+        assert_eq!(
+            by_size(&[BATCH_BYTES / 2, BATCH_BYTES / 2]),
+            vec![vec![0, 1]]
+        );
+        assert_eq!(
+            by_size(&[BATCH_BYTES / 2, BATCH_BYTES / 2 + 1]),
+            vec![vec![0], vec![1]]
+        );
+        // A message alone over the limit still goes alone (SQS then says why).
+        assert_eq!(by_size(&[BATCH_BYTES + 1, 1]), vec![vec![0], vec![1]]);
+        assert!(by_size(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_payload_counts_message_attributes_too() {
+        let m = aws_sdk_sqs::types::Message::builder()
+            .message_id("m-1")
+            .body("x".repeat(1000))
+            .message_attributes(
+                "dlq-error-class",
+                MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value("poison")
+                    .build()
+                    .expect("attribute"),
+            )
+            .build();
+        let e = copy(0, &m, false).expect("copy");
+        // body + "dlq-error-class" String poison + "dlq-redrive-count" Number 1
+        assert_eq!(payload(&e), 1000 + (15 + 6 + 6) + (17 + 6 + 1));
+    }
 }

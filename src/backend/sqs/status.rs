@@ -4,7 +4,8 @@
 //! What a read does to a message (docs/sqs.md, "status"): SQS has no read without a receive.
 //! Samples come from ReceiveMessage with `VisibilityTimeout=0`: the messages stay visible to
 //! every consumer, nothing is deleted, but each receive raises the message's
-//! `ApproximateReceiveCount` by one. So samples are never read from a dead-letter queue that
+//! `ApproximateReceiveCount` by one. One ReceiveMessage, so at most 10 messages, and never
+//! a second call that could hand out the same ones again. Samples are never read from a dead-letter queue that
 //! has a redrive policy of its own (the count could move a message on), and, with `peek` off
 //! (the exporter's default), not at all. On a FIFO queue a receive holds the message's group
 //! for the length of the call. Without the CloudWatch metric (e.g. a local emulator), the
@@ -99,10 +100,14 @@ impl Reader {
         } else {
             observed.messages = self.peek(&r.dead_letter, &url, read).await?;
             if !observed.messages.is_empty() {
+                let total = observed
+                    .dead_letter
+                    .total
+                    .map_or_else(|| "?".to_owned(), |n| n.to_string());
                 observed.notes.push(format!(
-                    "reading raised the ApproximateReceiveCount of the {} message{} read by one (SQS has no read without a receive; visibility timeout 0, nothing was hidden or deleted){}",
+                    "read {} of the {total} message{} with one ReceiveMessage (at most 10 per call; a second call may hand out the same ones again), which raised the ApproximateReceiveCount of each message read by one (SQS has no read without a receive; visibility timeout 0, nothing was hidden or deleted){}",
                     observed.messages.len(),
-                    if observed.messages.len() == 1 { "" } else { "s" },
+                    if total == "1" { "" } else { "s" },
                     if attrs.get("FifoQueue").is_some_and(|v| v == "true") {
                         "; on this FIFO queue each read held its message group for the length of the call"
                     } else {
@@ -164,33 +169,23 @@ impl Reader {
             .map(|(_, v)| v))
     }
 
-    /// Up to `scan` distinct messages, received with visibility timeout 0 (see the module's
-    /// contract). Bounded: at most `scan / 10 + 2` calls, and it stops at the first call that
-    /// brings nothing new (a receive may return the same messages again).
+    /// Up to `scan` (at most 10) messages, received once with visibility timeout 0 (see
+    /// the module's contract). One call, never more: with visibility 0 a second receive may
+    /// hand out the same messages again (moto always does: it answers from the head of the
+    /// queue), raising their receive count twice, which is not what status promises.
     async fn peek(
         &self,
         queue: &str,
         url: &str,
         read: ReadOptions,
     ) -> Result<Vec<Message>, AwsError> {
+        let got = self.receive(queue, url, read.scan.min(BATCH), 0).await?;
         let mut seen = BTreeSet::new();
-        let mut out = Vec::new();
-        for _ in 0..read.scan.div_ceil(BATCH) + 2 {
-            let want = (read.scan - out.len()).min(BATCH);
-            let got = self.receive(queue, url, want, 0).await?;
-            let mut new = 0;
-            for m in &got {
-                let id = m.message_id().unwrap_or_default().to_owned();
-                if seen.insert(id) {
-                    out.push(message(m, read.max_body));
-                    new += 1;
-                }
-            }
-            if new == 0 || out.len() >= read.scan {
-                break;
-            }
-        }
-        Ok(out)
+        Ok(got
+            .iter()
+            .filter(|m| seen.insert(m.message_id().unwrap_or_default().to_owned()))
+            .map(|m| message(m, read.max_body))
+            .collect())
     }
 
     /// One ReceiveMessage of at most `max` messages (10 at most) with every attribute, held

@@ -16,15 +16,23 @@ use crate::spec::model::{Backend, Channel, Target};
 use crate::spec::resolve::{self, Resolved};
 use crate::spec::schema::did_you_mean;
 
+/// What was found of Targets documents besides the valid ones.
+pub(super) struct TargetsFound<'w> {
+    /// No Targets document at all, valid or not.
+    pub none: bool,
+    /// Targets of documents that failed validation, with the document's file.
+    pub unread: &'w std::collections::BTreeMap<String, std::path::PathBuf>,
+}
+
 /// All rules on one channel; the resolved channel if it got far enough to resolve.
 pub(super) fn check_channel(
     doc: &Doc<Channel>,
     targets: &TargetMap<'_>,
-    no_targets_doc: bool,
+    found: &TargetsFound<'_>,
     out: &mut Vec<Diagnostic>,
 ) -> Option<Resolved> {
     let complete = check_max_attempts(doc, out);
-    let (target_name, target) = find_target(doc, targets, no_targets_doc, out)?;
+    let (target_name, target) = find_target(doc, targets, found, out)?;
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
     check_dead_letter_block(doc, target_name, backend, out);
@@ -86,7 +94,7 @@ fn check_max_attempts(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) -> bool {
 fn find_target<'a, 'd>(
     doc: &'d Doc<Channel>,
     targets: &TargetMap<'a>,
-    no_targets_doc: bool,
+    found: &TargetsFound<'_>,
     out: &mut Vec<Diagnostic>,
 ) -> Option<(&'d str, &'a Target)> {
     let spec = &doc.value.spec;
@@ -105,13 +113,38 @@ fn find_target<'a, 'd>(
         return None;
     };
     let Some((target, _)) = targets.get(target_name) else {
+        if found.unread.contains_key(target_name) {
+            // Defined in a Targets document with errors: those errors are the finding.
+            return None;
+        }
         let mut d = Diagnostic::error(
             "target/unknown",
             format!("`spec.target` is `{target_name}`, which no Targets document defines"),
         )
         .at(at("/spec/target"));
-        d = if no_targets_doc {
+        let broken: std::collections::BTreeSet<String> = found
+            .unread
+            .values()
+            .map(|p| p.display().to_string())
+            .collect();
+        d = if found.none {
             d.hint("no Targets document was found: create `dlqctl.yaml` (kind: Targets) beside or above the specs, or pass --targets FILE")
+        } else if !broken.is_empty() {
+            let names = targets
+                .keys()
+                .copied()
+                .chain(found.unread.keys().map(String::as_str));
+            let guess = did_you_mean(target_name, names)
+                .map(|m| format!("did you mean `{m}`? "))
+                .unwrap_or_default();
+            d.hint(format!(
+                "{guess}the Targets document {} has errors (reported there), so its targets were not read",
+                broken
+                    .iter()
+                    .map(|b| format!("`{b}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
         } else if let Some(m) = did_you_mean(target_name, targets.keys().copied()) {
             d.hint(format!("did you mean `{m}`?"))
         } else {

@@ -72,7 +72,11 @@ pub fn check(ws: &Workspace) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
     let mut checked = Vec::new();
     for doc in &ws.channels {
         let mut local = Vec::new();
-        if let Some(r) = channel::check_channel(doc, &targets, ws.targets.is_empty(), &mut local) {
+        let found = channel::TargetsFound {
+            none: ws.targets.is_empty() && ws.unread_targets.is_empty(),
+            unread: &ws.unread_targets,
+        };
+        if let Some(r) = channel::check_channel(doc, &targets, &found, &mut local) {
             checked.push(Checked { doc, resolved: r });
         }
         apply_lint_allow(doc, &mut local);
