@@ -277,7 +277,7 @@ impl Mover {
                 // Interrupted during the wait: this record is left as one not chosen is.
                 if !pace.wait_or_stop(&run.stop).await {
                     if !scattered {
-                        blocked.insert(p);
+                        blocked.insert(p, (offset, 0));
                     }
                     continue;
                 }
@@ -638,6 +638,7 @@ mod tests {
             stop: std::sync::Arc::default(),
             tally: std::sync::Arc::default(),
             holder: "me@here pid 1".into(),
+            allow_unowned: false,
             service_task: false,
         }
     }
