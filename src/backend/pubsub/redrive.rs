@@ -67,17 +67,17 @@ impl Mover {
             .path(Kind::Subscription, &p.dead_letter_subscription);
         let dest = if run.to.source { &r.main } else { &run.to.name };
         let topic = self.reader.path(Kind::Topic, dest);
-        if self
+        let Some(found) = self
             .reader
             .get_json(Kind::Topic, dest)
             .await
             .map_err(MoveError::of)?
-            .is_none()
-        {
+        else {
             return Err(MoveError(format!(
                 "the destination topic `{dest}` does not exist; nothing was moved"
             )));
-        }
+        };
+        run.check_owned(not_dlqctls(&found)).map_err(MoveError)?;
         let mut pace = Pace::new(run.rate);
         let mut seen: BTreeSet<String> = BTreeSet::new();
         for _ in 0..MAX_PULLS {
@@ -112,7 +112,11 @@ impl Mover {
                     back.push(ack.to_owned());
                     continue;
                 }
-                pace.wait().await;
+                // Interrupted during the wait: handed back, nothing published after it.
+                if !pace.wait_or_stop(&run.stop).await {
+                    back.push(ack.to_owned());
+                    continue;
+                }
                 let attributes: Map<String, Value> =
                     moved_headers(&m.headers, &["CloudPubSubDeadLetter*"])
                         .into_iter()
@@ -203,6 +207,28 @@ fn copy(message: &Value, attributes: Map<String, Value>) -> Value {
         out.insert("orderingKey".into(), json!(k));
     }
     Value::Object(out)
+}
+
+/// Why a topic is not dlqctl's (not labelled `managed-by: dlqctl` with a channel), if it is
+/// not: a `--to` must be owned.
+fn not_dlqctls(topic: &Value) -> Option<String> {
+    let label = |k: &str| {
+        topic
+            .get("labels")
+            .and_then(|l| l.get(k))
+            .and_then(Value::as_str)
+    };
+    match (label(super::LABEL_MANAGED_BY), label(super::LABEL_CHANNEL)) {
+        (Some(super::LABEL_MANAGED_BY_VALUE), Some(c)) if !c.is_empty() => None,
+        (Some(super::LABEL_MANAGED_BY_VALUE), _) => {
+            Some(format!("the topic has no `{}` label", super::LABEL_CHANNEL))
+        }
+        _ => Some(format!(
+            "the topic is not labelled `{}: {}`",
+            super::LABEL_MANAGED_BY,
+            super::LABEL_MANAGED_BY_VALUE
+        )),
+    }
 }
 
 #[cfg(test)]

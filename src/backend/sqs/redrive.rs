@@ -99,6 +99,16 @@ impl Mover {
         }
         let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true");
         let dest = if run.to.source { &r.main } else { &run.to.name };
+        if !run.to.source && !run.allow_unowned {
+            // Owned: tagged by dlqctl (for some channel). A missing queue is said below.
+            let tags = self.reader.queue_tags(dest).await.map_err(MoveError::of)?;
+            if let Some(tags) = tags {
+                run.check_owned(
+                    super::ownership_problem_any(&tags).map(|p| format!("the queue {p}")),
+                )
+                .map_err(MoveError)?;
+            }
+        }
         let dest_url = self
             .reader
             .url(dest)
@@ -219,8 +229,13 @@ impl Mover {
             // With --rate, the pace is kept before receiving, never while messages are held:
             // a held message must be sent and deleted well within the hold, whatever the rate.
             if run.rate.is_some() {
+                let mut go = true;
                 for _ in 0..batch {
-                    pace.wait().await;
+                    go = go && pace.wait_or_stop(&run.stop).await;
+                }
+                // Interrupted during the wait: nothing is received after it.
+                if !go {
+                    break;
                 }
             }
             let got = match self
