@@ -16,7 +16,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// README.md and every page of docs/ (not docs/ci/'s workflow files), with their text.
+/// README.md, every page of docs/, and the CI examples of docs/ci/ (all code: see
+/// [`code_of`]), with their text.
 fn pages() -> Vec<(String, String)> {
     let mut paths = vec![root().join("README.md")];
     let mut docs = fs_err::read_dir(root().join("docs"))
@@ -27,6 +28,13 @@ fn pages() -> Vec<(String, String)> {
         .collect::<Vec<_>>();
     docs.sort();
     paths.extend(docs);
+    let mut ci = fs_err::read_dir(root().join("docs/ci"))
+        .expect("docs/ci/ readable")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect::<Vec<_>>();
+    ci.sort();
+    paths.extend(ci);
     paths
         .into_iter()
         .map(|p| {
@@ -69,9 +77,10 @@ struct Code {
     section: String,
 }
 
-fn code_of(text: &str) -> Vec<Code> {
+fn code_of(page: &str, text: &str) -> Vec<Code> {
     let mut out = Vec::new();
-    let mut fence: Option<String> = None;
+    // A file that is not markdown (docs/ci/'s workflows) is code from end to end.
+    let mut fence: Option<String> = (!page.ends_with(".md")).then(|| "\u{0}".to_owned());
     let mut pending = String::new();
     let mut pending_line = 0;
     let mut section = String::new();
@@ -224,7 +233,7 @@ fn every_flag_shown_with_a_command_is_one_that_command_has() {
     let mut wrong = Vec::new();
     let mut checked = 0;
     for (page, text) in pages() {
-        for code in code_of(&text) {
+        for code in code_of(&page, &text) {
             for (sub, used) in invocations(&code.text, &commands) {
                 let has = commands.get(&sub).cloned().unwrap_or_default();
                 for flag in used {
@@ -257,7 +266,7 @@ fn every_flag_written_alone_is_one_some_command_has() {
         .collect::<BTreeSet<_>>();
     let mut wrong = Vec::new();
     for (page, text) in pages() {
-        for code in code_of(&text) {
+        for code in code_of(&page, &text) {
             // The README's Development section documents the repository's own tools
             // (cargo, scripts/mutants), whose flags are theirs.
             if page == "README.md" && code.section.starts_with("Development") {
