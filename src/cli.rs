@@ -83,7 +83,8 @@ Exit codes:
     /// Nothing is consumed, moved or changed. Where a backend cannot read without leaving a
     /// trace, each read is the gentlest there is, and said so: SQS receives with visibility
     /// timeout 0 (the receive count goes up by one), RabbitMQ gets and requeues (the message
-    /// is marked redelivered), Kafka reads by assignment (no group, no commit). A read that
+    /// is marked redelivered), Kafka reads by assignment (no group, no commit), Pub/Sub pulls
+    /// and hands straight back (modifyAckDeadline 0; its depth is unknown). A read that
     /// could lose or move a message (a RabbitMQ quorum queue with a delivery limit; an SQS
     /// dead-letter queue with its own redrive policy) is refused with a note.
     /// `--no-peek` reads no message at all. Payloads are shown escaped. See docs/status.md.
@@ -116,7 +117,8 @@ Exit codes:
     /// exporter` serves (dlq_depth, dlq_oldest_message_age_seconds), plus one rule per target
     /// for an exporter that is down or absent (dlq_up). Labels: severity, channel, target and
     /// the channel's metadata.labels. SQS channels are left out: their alarms are CloudWatch
-    /// alarms, provisioned by `dlqctl apply`. Exit 0 written (or, with --check, up to date),
+    /// alarms, provisioned by `dlqctl apply`; so are Pub/Sub channels, which Cloud Monitoring
+    /// watches (not provisioned yet). Exit 0 written (or, with --check, up to date),
     /// 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage error.
     /// See docs/alerts.md.
     #[command(after_help = "Example:

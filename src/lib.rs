@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod cli;
+pub mod cli_reference;
 pub mod commands;
 pub mod diag;
 pub mod engine;

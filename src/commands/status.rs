@@ -57,8 +57,8 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     })
 }
 
-/// The channels `--channel` names (all of them when none is named); a name no spec has is an
-/// error that says which names there are.
+/// The channels `--channel` names (all of them when none is named; redrive's CHANNEL argument
+/// comes as one `--channel`); a name no spec has is an error that suggests the nearest one.
 pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Resolved>> {
     if args.channels.is_empty() {
         return Ok(channels);
@@ -71,7 +71,8 @@ pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Re
             )
             .map(|m| format!("; did you mean `{m}`?"))
             .unwrap_or_default();
-            anyhow::bail!("--channel {name}: no spec defines a channel of that name{hint}");
+            // Not "--channel": redrive names its channel as an argument, and comes here too.
+            anyhow::bail!("channel `{name}`: no spec defines a channel of that name{hint}");
         }
     }
     Ok(channels

@@ -95,7 +95,7 @@ pub const RULES: &[Rule] = &[
     rule("name/collision", E, "Two resources with the same name on one target",
         "Two channels (or a channel's own queues) resolve to the same queue or topic name, or a RabbitMQ dead-letter exchange is also another channel's exchange. Change a `name` template or a channel name."),
     rule("name/invalid", E, "A name the backend does not accept",
-        "SQS: at most 80 of `[A-Za-z0-9_-]`, ending in `.fifo` exactly when FIFO; RabbitMQ: at most 255 bytes, not starting with `amq.`; Kafka: at most 249 of `[a-zA-Z0-9._-]`, not `.` or `..`."),
+        "SQS: at most 80 of `[A-Za-z0-9_-]`, ending in `.fifo` exactly when FIFO; RabbitMQ: at most 255 bytes, not starting with `amq.`; Kafka: at most 249 of `[a-zA-Z0-9._-]`, not `.` or `..`; Pub/Sub: 3 to 255 of letters, digits and `-_.~+%`, starting with a letter, not with `goog`."),
     rule("name/template", E, "A name template that cannot be expanded",
         "Templates may use `{channel}`, and in retry names `{delay}` and `{index}`; a placeholder that is unknown or unclosed is reported with the template."),
     rule("pubsub/ack-deadline", E, "A Pub/Sub ack deadline outside 10 s to 600 s, or not whole seconds",
@@ -216,6 +216,7 @@ pub fn find(id: &str) -> Option<&'static Rule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::model::Backend;
 
     #[test]
     fn the_catalog_is_sorted_and_unique() {
@@ -231,22 +232,21 @@ mod tests {
 
     /// Rule ids as string literals in the source: `"family/name"`.
     fn ids_in(text: &str) -> Vec<String> {
-        const FAMILIES: [&str; 14] = [
+        // Each backend is a family of its own (`pubsub/max-attempts`): from Backend::ALL.
+        const FAMILIES: [&str; 11] = [
             "alarms",
             "channel",
             "deadletter",
             "file",
-            "kafka",
             "lint",
             "name",
-            "rabbitmq",
             "retry",
             "schema",
             "spec",
-            "sqs",
             "target",
             "yaml",
         ];
+        let is_family = |f: &str| FAMILIES.contains(&f) || Backend::from_key(f).is_some();
         let mut out = Vec::new();
         // Every piece between quotes, not every other one: a `'"'` or `\"` earlier in a file
         // would shift the parity and hide the rest of it from the scan.
@@ -254,7 +254,7 @@ mod tests {
             let Some((family, name)) = piece.split_once('/') else {
                 continue;
             };
-            if FAMILIES.contains(&family)
+            if is_family(family)
                 && !name.is_empty()
                 && name
                     .chars()
@@ -286,6 +286,16 @@ mod tests {
         }
         assert!(seen > 50, "the scan found only {seen} rule ids");
         assert!(missing.is_empty(), "not in src/diag/rules.rs: {missing:?}");
+    }
+
+    #[test]
+    fn the_backend_mismatch_help_names_every_backend_block() {
+        let help = find("target/backend-mismatch")
+            .map(|r| r.help)
+            .unwrap_or_default();
+        for b in Backend::ALL {
+            assert!(help.contains(&format!("`{b}`")), "{b} missing from: {help}");
+        }
     }
 
     #[test]

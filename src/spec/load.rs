@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::locate::{Locations, escape};
-use super::model::{API_VERSION, Channel, Defaults, Targets};
+use super::model::{API_VERSION, Backend, Channel, Defaults, Targets};
 use super::schema::{self, DocKind, did_you_mean};
 use super::vars;
 use super::yaml::{self, Document, Limits, NodeValue, Span, YamlError};
@@ -549,14 +549,10 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                             .and_then(Value::as_str);
                         let backend = target.and_then(|t| backends.get(t)).map(String::as_str);
                         let mut shared = dspec.clone();
-                        shared.retain(|k, _| {
-                            !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
-                        });
+                        shared.retain(|k, _| !is_backend_block(k) || Some(k.as_str()) == backend);
                         // So is the dead-letter queue's own block (`deadLetter.sqs`).
                         if let Some(Value::Object(dl)) = shared.get_mut("deadLetter") {
-                            dl.retain(|k, _| {
-                                !BACKEND_BLOCKS.contains(&k.as_str()) || Some(k.as_str()) == backend
-                            });
+                            dl.retain(|k, _| !is_backend_block(k) || Some(k.as_str()) == backend);
                         }
                         drop_answered_retention(spec, &mut shared);
                         drop_whole_values(spec, &mut shared);
@@ -661,7 +657,11 @@ fn example_default(field: &str) -> &'static str {
     }
 }
 
-const BACKEND_BLOCKS: [&str; 3] = ["sqs", "rabbitmq", "kafka"];
+/// Whether `key` is a backend's own block (`sqs:`, ..., `pubsub:`): [`Backend::ALL`], so no
+/// backend is left out of the Defaults filter.
+fn is_backend_block(key: &str) -> bool {
+    Backend::from_key(key).is_some()
+}
 
 /// Target name → backend, from the (not yet validated) Targets documents.
 fn target_backends(raw: &[RawDoc]) -> std::collections::HashMap<String, String> {
@@ -1160,7 +1160,7 @@ mod tests {
 
     fn merged_spec(defaults: &str, spec: &str) -> Value {
         let text = format!(
-            "{TARGETS}  rmq: {{backend: rabbitmq, url: 'http://r'}}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: c}}\nspec:\n{spec}"
+            "{TARGETS}  rmq: {{backend: rabbitmq, url: 'http://r'}}\n  ps: {{backend: pubsub, project: my-project}}\n---\napiVersion: dlqctl/v1\nkind: Defaults\nspec:\n{defaults}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: c}}\nspec:\n{spec}"
         );
         let ws = load_str("m.yaml", &text);
         assert_eq!(found(&ws), Vec::<String>::new());
@@ -1169,7 +1169,7 @@ mod tests {
 
     #[test]
     fn defaults_merge_under_a_channel_by_key_with_backend_blocks_for_that_backend_only() {
-        let defaults = "  retention: 4d\n  retry: {maxAttempts: 5, name: r}\n  sqs: {fifo: false}\n  rabbitmq: {queueType: quorum}\n  deadLetter:\n    retention: 9d\n    sqs: {encryption: {managed: true}}\n";
+        let defaults = "  retention: 4d\n  retry: {maxAttempts: 5, name: r}\n  sqs: {fifo: false}\n  rabbitmq: {queueType: quorum}\n  pubsub: {ackDeadline: 30s}\n  deadLetter:\n    retention: 9d\n    sqs: {encryption: {managed: true}}\n";
         let sqs = merged_spec(defaults, "  target: sqs\n  retry: {maxAttempts: 3}\n");
         assert_eq!(sqs["retention"], "4d");
         assert_eq!(
@@ -1178,6 +1178,8 @@ mod tests {
         );
         assert_eq!(sqs["sqs"], serde_json::json!({"fifo": false}));
         assert_eq!(sqs.get("rabbitmq"), None);
+        // Regression (issue 32): `pubsub` was missing from the hand-written list of blocks.
+        assert_eq!(sqs.get("pubsub"), None);
         assert_eq!(
             sqs["deadLetter"]["sqs"],
             serde_json::json!({"encryption": {"managed": true}})
@@ -1186,6 +1188,9 @@ mod tests {
         assert_eq!(rmq.get("sqs"), None);
         assert_eq!(rmq["rabbitmq"], serde_json::json!({"queueType": "quorum"}));
         assert_eq!(rmq["deadLetter"], serde_json::json!({"retention": "9d"}));
+        let ps = merged_spec(defaults, "  target: ps\n");
+        assert_eq!(ps["pubsub"], serde_json::json!({"ackDeadline": "30s"}));
+        assert_eq!((ps.get("sqs"), ps.get("rabbitmq")), (None, None));
         // The target may come from the defaults too.
         let from_defaults = merged_spec(&format!("  target: rmq\n{defaults}"), "  name: q\n");
         assert_eq!(

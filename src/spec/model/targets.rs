@@ -140,6 +140,24 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, in the order docs and tables list them: the one list of backends.
+    /// Code that treats each backend's block or table row in turn iterates this, so a new
+    /// backend cannot be missed in one of them (a hand-written `["sqs", "rabbitmq", "kafka"]`
+    /// once let a Defaults `pubsub:` block reach every channel). A test checks it against the
+    /// values the schema accepts for `backend`, so a new variant cannot be missed here either.
+    pub const ALL: [Backend; 4] = [
+        Backend::Sqs,
+        Backend::Rabbitmq,
+        Backend::Kafka,
+        Backend::Pubsub,
+    ];
+
+    /// The backend whose key (`backend: sqs`, the `sqs:` block) is `key`.
+    pub fn from_key(key: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.as_str() == key)
+    }
+
+    /// Its key: the `backend:` value and the name of its spec block (`sqs`, `pubsub`).
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Sqs => "sqs",
@@ -201,12 +219,28 @@ pub struct Ownership {
 mod tests {
     use super::*;
 
-    const ALL: [Backend; 4] = [
-        Backend::Sqs,
-        Backend::Rabbitmq,
-        Backend::Kafka,
-        Backend::Pubsub,
-    ];
+    const ALL: [Backend; 4] = Backend::ALL;
+
+    #[test]
+    fn all_lists_every_backend_the_schema_accepts_once() {
+        // The derived schema lists every variant, so a new one fails here until it is in ALL.
+        let schema = serde_json::to_value(schemars::schema_for!(Backend)).expect("serialises");
+        let accepted = schema["enum"]
+            .as_array()
+            .expect("an enum of strings")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect::<Vec<_>>();
+        assert_eq!(accepted, ALL.map(Backend::as_str));
+        for b in ALL {
+            assert_eq!(Backend::from_key(b.as_str()), Some(b));
+            assert_eq!(
+                serde_json::from_value::<Backend>(serde_json::json!(b.as_str())).ok(),
+                Some(b)
+            );
+        }
+        assert_eq!(Backend::from_key("rabbit"), None);
+    }
 
     #[test]
     fn backends_are_named_for_keys_prose_and_resources() {

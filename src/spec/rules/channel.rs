@@ -168,12 +168,8 @@ fn check_backend_blocks(
 ) {
     let spec = &doc.value.spec;
     let key = |p: &str| doc.locs.key(p);
-    for (block, b) in [
-        ("sqs", Backend::Sqs),
-        ("rabbitmq", Backend::Rabbitmq),
-        ("kafka", Backend::Kafka),
-        ("pubsub", Backend::Pubsub),
-    ] {
+    for b in Backend::ALL {
+        let block = b.as_str();
         let set = match b {
             Backend::Sqs => spec.sqs.is_some(),
             Backend::Rabbitmq => spec.rabbitmq.is_some(),
