@@ -103,10 +103,7 @@ impl Mover {
             // Owned: tagged by dlqctl (for some channel). A missing queue is said below.
             let tags = self.reader.queue_tags(dest).await.map_err(MoveError::of)?;
             if let Some(tags) = tags {
-                run.check_owned(
-                    super::ownership_problem_any(&tags).map(|p| format!("the queue {p}")),
-                )
-                .map_err(MoveError)?;
+                run.check_owned(not_dlqctls(&tags)).map_err(MoveError)?;
             }
         }
         let dest_url = self
@@ -707,6 +704,22 @@ fn copy(
             .message_deduplication_id(m.message_id().unwrap_or_default());
     }
     e.build().map_err(MoveError::of)
+}
+
+/// Why a queue with these tags is not dlqctl's (not tagged `managed-by: dlqctl` with a
+/// channel), if it is not: a `--to` must be owned.
+fn not_dlqctls(tags: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    use super::{TAG_CHANNEL, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE};
+    match tags.get(TAG_MANAGED_BY).map(String::as_str) {
+        Some(TAG_MANAGED_BY_VALUE) if tags.get(TAG_CHANNEL).is_some_and(|c| !c.is_empty()) => None,
+        Some(TAG_MANAGED_BY_VALUE) => Some(format!("the queue has no `{TAG_CHANNEL}` tag")),
+        Some(other) => Some(format!(
+            "the queue is tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it"
+        )),
+        None => Some(format!(
+            "the queue is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`"
+        )),
+    }
 }
 
 #[cfg(test)]
