@@ -54,6 +54,7 @@ pub mod pubsub;
 pub mod rabbit;
 pub mod snapshot;
 pub mod sqs;
+pub mod stall;
 pub mod workspace;
 
 use std::path::PathBuf;
