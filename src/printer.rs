@@ -10,7 +10,7 @@
 //! names of variables and URLs without userinfo, never values.
 
 use std::io::{IsTerminal, Write};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use crate::cli::ColorChoice;
 
@@ -52,14 +52,50 @@ impl Printer {
         self.color_stderr
     }
 
-    /// Writes to stdout. A closed pipe ends the process quietly with success.
+    /// Writes to stdout. A closed pipe ends the process quietly with success (`dlqctl plan |
+    /// head`). Any other failure (a full disk, `/dev/full`, a revoked terminal) is kept: the
+    /// rest of the output is not attempted, and [`crate::run`] reports it in one line and
+    /// exits non-zero once the command has finished (a redrive finishes what is in flight and
+    /// says on stderr what it moved: [`Printer::out_failure`]).
     pub fn out(&self, text: &str) {
-        let mut lock = std::io::stdout().lock();
-        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush())
-            && e.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            std::process::exit(0);
+        if self.out_failure().is_some() {
+            return;
         }
+        let mut lock = std::io::stdout().lock();
+        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            if let Ok(mut f) = OUT_FAILURE.lock()
+                && f.is_none()
+            {
+                *f = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Why stdout could not be written, if a write failed (the first failure).
+    pub fn out_failure(&self) -> Option<String> {
+        OUT_FAILURE.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// The one line that says the output was lost: `error: cannot write the output to stdout
+    /// (why)`, then `then` (what the command did all the same), or nothing when stdout was
+    /// written whole. Said once, however often it is asked.
+    pub fn report_out_failure(&self, then: &str) -> bool {
+        let Some(why) = self.out_failure() else {
+            return false;
+        };
+        if let Ok(mut said) = OUT_FAILURE_SAID.lock()
+            && !*said
+        {
+            *said = true;
+            self.err(&format!(
+                "{} cannot write the output to stdout ({why}){then}",
+                self.paint_err("error:", Style::Error)
+            ));
+        }
+        true
     }
 
     /// Writes a line to stdout.
@@ -115,6 +151,11 @@ impl Printer {
             .try_init();
     }
 }
+
+/// The first failure to write stdout (not a closed pipe), for the exit code.
+static OUT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+/// Whether it was reported already.
+static OUT_FAILURE_SAID: Mutex<bool> = Mutex::new(false);
 
 /// The AWS SDK reads these itself; `-v` cuts their values out of its lines all the same.
 const AWS_SECRET_VARS: [&str; 2] = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"];
