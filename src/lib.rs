@@ -14,6 +14,7 @@ pub mod plan;
 pub mod printer;
 pub mod redrive;
 pub mod resource;
+pub mod secrets;
 pub mod spec;
 pub mod status;
 

@@ -6,11 +6,11 @@
 //!
 //! `-v` logging goes through here too: [`Printer::start_logging`] sends dlqctl's own
 //! `tracing` events to stderr, line by line, with every secret dlqctl was handed
-//! ([`never_show`]) cut out of each line as a last guard behind the call sites, which log
+//! ([`never_show`], kept in [`crate::secrets`]) cut out of each line as a last guard behind the call sites, which log
 //! names of variables and URLs without userinfo, never values.
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
 
 use crate::cli::ColorChoice;
 
@@ -160,35 +160,10 @@ static OUT_FAILURE_SAID: Mutex<bool> = Mutex::new(false);
 /// The AWS SDK reads these itself; `-v` cuts their values out of its lines all the same.
 const AWS_SECRET_VARS: [&str; 2] = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"];
 
-/// Every secret value dlqctl was handed (passwords, secret properties), cut out of log lines.
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// Registers a secret: no `-v` line will show it, whatever a call site passes to the logger.
-pub fn never_show(secret: &str) {
-    if secret.is_empty() {
-        return;
-    }
-    if let Ok(mut s) = SECRETS.write()
-        && !s.iter().any(|k| k == secret)
-    {
-        s.push(secret.to_owned());
-        // Longest first, so that a secret containing another is cut whole.
-        s.sort_by_key(|k| std::cmp::Reverse(k.len()));
-    }
-}
-
-/// `text` with every registered secret replaced by `***`.
-fn scrub(text: &str) -> String {
-    let mut out = text.to_owned();
-    if let Ok(secrets) = SECRETS.read() {
-        for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-    }
-    out
-}
+/// The registry of credentials lives with the rest of what is never shown; callers have
+/// always found it here.
+pub use crate::secrets::never_show;
+use crate::secrets::scrub;
 
 /// One log line on its way to stderr: the formatter hands over each event whole.
 struct LogLine;
@@ -228,21 +203,4 @@ fn paint(text: &str, style: Style, on: bool) -> String {
         Style::Dim => "2",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_registered_secret_never_reaches_a_log_line() {
-        never_show("hunter2-longer");
-        never_show("hunter2");
-        never_show("");
-        assert_eq!(
-            scrub("login with hunter2-longer, then hunter2"),
-            "login with ***, then ***"
-        );
-        assert_eq!(scrub("nothing here"), "nothing here");
-    }
 }

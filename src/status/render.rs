@@ -92,6 +92,9 @@ fn oldest_line(d: &DeadLetterReport) -> Option<String> {
 fn body_text(b: &Body) -> String {
     match b {
         Body::Hidden { length } => format!("({length} bytes, hidden: --max-body 0)"),
+        Body::Redacted { length } => format!(
+            "({length} bytes, not shown: the target's redact.bodyPointers are set and the body is not whole JSON)"
+        ),
         Body::Text {
             length,
             truncated,
@@ -484,6 +487,22 @@ fn labels(pairs: &[(&str, &str)]) -> String {
 
 /// Gauges in the text exposition format, ending with `# EOF` (OpenMetrics; Prometheus's
 /// parser and node_exporter's textfile collector take it as a comment).
+/// An error class as a metric label. A class comes from the message (its envelope header), so
+/// only one shaped like a class name (letters, digits and `_ . : $ / -`, at most 128, no run
+/// of 8 or more digits) becomes a label; any other is counted as `other`: a label must never
+/// carry message content (a card number, a token) into a metrics store, nor let a producer
+/// mint series without bound.
+pub fn class_label(class: &str) -> &str {
+    let mut digits = 0usize;
+    let shaped = !class.is_empty()
+        && class.len() <= 128
+        && class.chars().all(|c| {
+            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+            digits < 8 && (c.is_ascii_alphanumeric() || "_.:$/-".contains(c))
+        });
+    if shaped { class } else { "other" }
+}
+
 pub fn openmetrics(report: &Report) -> String {
     let mut families: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
     let mut add = |name: &'static str, help: &'static str, l: String, v: f64| {
@@ -531,7 +550,11 @@ pub fn openmetrics(report: &Report) -> String {
                 d.sampled as f64,
             );
         }
+        let mut by_label: BTreeMap<&str, u64> = BTreeMap::new();
         for (class, n) in &d.by_error_class {
+            *by_label.entry(class_label(class)).or_default() += n;
+        }
+        for (class, n) in &by_label {
             let mut l = base.to_vec();
             l.push(("class", class));
             add(

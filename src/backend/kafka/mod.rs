@@ -585,6 +585,7 @@ mod tests {
             project_number: None,
             ownership: None,
             alerts: None,
+            redact: None,
         }
     }
 
