@@ -170,11 +170,9 @@ pub fn mask_cards(text: &str, cut: bool) -> String {
         }
         mark_cards(&chars[start..end], &mut mask[start..end]);
         if cut && end == chars.len() {
-            let digits = chars[start..end]
-                .iter()
-                .filter(|c| c.is_ascii_digit())
-                .count();
-            if digits >= 7 {
+            let run = &chars[start..end];
+            let digits = run.iter().filter(|c| c.is_ascii_digit()).count();
+            if digits >= 7 && card_shaped(run, true) {
                 mask[start..end].iter_mut().for_each(|m| *m = true);
             }
         }
@@ -187,6 +185,43 @@ pub fn mask_cards(text: &str, cut: bool) -> String {
         .collect()
 }
 
+/// Whether a run of digits and separators is written the way card numbers are: a major
+/// network's first digit (2–6: Mastercard, Amex/Diners/JCB, Visa, Mastercard, Discover/
+/// UnionPay), and either no separators, or one kind of separator between groups of 4 (the last
+/// 1–4), or Amex's 4-6-5 (Diners' 4-6-4). Names such as `payments-t32388-414086208-1` are
+/// not (their digits pass the Luhn check one time in ten). `prefix`: the run may stop early
+/// (a cut body), so its last group may be short of its length.
+fn card_shaped(run: &[char], prefix: bool) -> bool {
+    if !run.first().is_some_and(|c| ('2'..='6').contains(c)) {
+        return false;
+    }
+    let seps: Vec<char> = run
+        .iter()
+        .copied()
+        .filter(|c| !c.is_ascii_digit())
+        .collect();
+    if seps.windows(2).any(|w| w[0] != w[1]) {
+        return false;
+    }
+    let groups: Vec<usize> = run
+        .split(|c| !c.is_ascii_digit())
+        .map(<[char]>::len)
+        .collect();
+    let Some((last, init)) = groups.split_last() else {
+        return false;
+    };
+    if init.is_empty() {
+        return true;
+    }
+    let fours = init.iter().all(|g| *g == 4) && (1..=4).contains(last);
+    let amex = match groups.as_slice() {
+        [4, 6, n] => (4..=5).contains(n) || (prefix && *n < 5),
+        [4, n] if prefix => *n <= 6,
+        _ => false,
+    };
+    fours || amex
+}
+
 /// Marks, in one run of digits and separators, the card numbers it holds: the whole run, or
 /// else whole groups of it (a card followed by an expiry year), all but the last 4 digits.
 fn mark_cards(run: &[char], mask: &mut [bool]) {
@@ -195,7 +230,10 @@ fn mark_cards(run: &[char], mask: &mut [bool]) {
             .iter()
             .filter_map(|c| c.to_digit(10))
             .collect();
-        if !(13..=19).contains(&digits.len()) || !luhn(&digits) {
+        if !(13..=19).contains(&digits.len())
+            || !card_shaped(&run[from..to], false)
+            || !luhn(&digits)
+        {
             return false;
         }
         let mut keep = 4;
@@ -317,6 +355,19 @@ mod tests {
             "id 41111111111111110000"
         );
         assert_eq!(mask_cards("2026-12-01 10:00", false), "2026-12-01 10:00");
+        // Digits of a resource name that pass the Luhn check by chance (15 digits, 5-9-1).
+        assert_eq!(
+            mask_cards("payments-t32388-414086208-1-processor-sub", false),
+            "payments-t32388-414086208-1-processor-sub"
+        );
+        // Mixed separators, and a first digit no major network uses.
+        assert_eq!(
+            mask_cards("4111 1111-1111 1111", false),
+            "4111 1111-1111 1111"
+        );
+        assert_eq!(mask_cards("9111111111111111", false), "9111111111111111");
+        // Amex written 4-6-5.
+        assert_eq!(mask_cards("3782 822463 10005", false), "•••• •••••• •0005");
     }
 
     #[test]
@@ -324,6 +375,10 @@ mod tests {
         assert_eq!(mask_cards("pan 4111 1111 11", true), "pan •••• •••• ••");
         assert_eq!(mask_cards("pan 4111 1111 11", false), "pan 4111 1111 11");
         assert_eq!(mask_cards("n 123456", true), "n 123456");
+        assert_eq!(
+            mask_cards("id t32388-414086208", true),
+            "id t32388-414086208"
+        );
     }
 
     #[test]
