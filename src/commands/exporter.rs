@@ -5,8 +5,9 @@
 //! asked (see `crate::cli::ExporterArgs`).
 //!
 //! What an on-call engineer relies on at 3 a.m. (issue 31), and how it is kept:
-//! - It serves at once: the listener is up before the first reading starts; until a target's
-//!   first reading finishes its `dlq_up` is 0 (and `dlq_read_errors` counts its channels as
+//! - It serves at once: the listener is up and answering before the specs are even loaded
+//!   (until then with no target at all); until a target's first reading finishes its `dlq_up`
+//!   is 0 (and `dlq_read_errors` counts its channels as
 //!   not read), so the exporter-down alert sees it, and its depth and age series are absent.
 //! - A stall ends: the read budget (`--read-timeout`) is per reading, so a target that answers
 //!   again is up again at its next reading.
@@ -125,17 +126,51 @@ fn not_read_yet(c: &Resolved) -> ChannelStatus {
 }
 
 pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
-    // Listening before anything else: a scrape that comes at once waits in the backlog only
-    // while the specs load, never for a connection to a target or a reading.
+    // Listening and serving before anything else: the specs load, the clients connect and the
+    // targets are read while scrapes are already answered (before the specs are loaded, with
+    // no target at all; then with every target down until its first reading).
     let listener = std::net::TcpListener::bind(args.listen)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
-    else {
+    let board = Arc::new(RwLock::new(Board::new(&[])));
+    let rt = super::runtime()?;
+    let printer = *printer;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+        let addr = listener
+            .local_addr()
+            .map_or_else(|_| args.listen.to_string(), |a| a.to_string());
+        let work = read_for_ever(args, &board, printer, addr);
+        tokio::select! {
+            r = work => r,
+            () = serve(listener, Arc::clone(&board), printer) => Ok(1),
+            _ = tokio::signal::ctrl_c() => {
+                printer.err("dlqctl exporter: stopped");
+                Ok(0)
+            }
+        }
+    })
+}
+
+/// Loads the specs, connects, then reads every target once per interval, each on its own;
+/// returns only on an error (a spec that does not lint, a client that cannot be made).
+async fn read_for_ever(
+    args: &ExporterArgs,
+    board: &RwLock<Board>,
+    printer: Printer,
+    addr: String,
+) -> anyhow::Result<u8> {
+    let (paths, targets) = (args.paths.clone(), args.spec.targets.clone());
+    let loaded = tokio::task::spawn_blocking(move || {
+        super::load_checked(&paths, targets.as_deref(), &printer)
+    })
+    .await??;
+    let Some(loaded) = loaded else {
         return Ok(1);
     };
     let channels = super::status::select(loaded.channels, &args.read)?;
-    let opts = super::connect_options(&args.spec, printer);
+    let opts = super::connect_options(&args.spec, &printer);
     let read = ReadOptions {
         samples: 0,
         scan: usize::from(args.read.scan),
@@ -150,67 +185,47 @@ pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
             .or_default()
             .push(c.clone());
     }
-    let board = Arc::new(RwLock::new(Board::new(&channels)));
-    let rt = super::runtime()?;
-    let printer = *printer;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-        printer.err(&format!(
-            "dlqctl exporter: serving http://{}/metrics ({} channel{}, read every {}s{})",
-            listener
-                .local_addr()
-                .map_or_else(|_| args.listen.to_string(), |a| a.to_string()),
-            channels.len(),
-            if channels.len() == 1 { "" } else { "s" },
-            args.interval.as_secs(),
-            if args.peek { ", peeking" } else { "" }
-        ));
-        // One refresher per target, beside the server, all in this task: a slow reading
-        // never holds up a scrape (answered from the last readings) nor another target's
-        // reading. The clients are made off this thread (TLS roots, Kafka's threads), while
-        // the server already answers.
-        let refresh = async {
-            let targets = loaded.targets;
-            let readers = match tokio::task::spawn_blocking(move || {
-                engine::status::connect(&channels, &targets, opts, &Arc::new(Stats::default()))
-            })
-            .await
-            {
-                Ok(r) => r,
-                Err(e) => return format!("the targets' clients could not be made: {e}"),
-            };
-            let refreshers = by_target.iter().map(|(target, chs)| {
-                let (readers, board) = (&readers, &board);
-                async move {
-                    let mut tick = tokio::time::interval(args.interval);
-                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    loop {
-                        tick.tick().await;
-                        if let Some(Ok(reader)) = readers.get(target) {
-                            reader.renew_read_budget();
-                        }
-                        let report = engine::status::read(chs, readers, read).await;
-                        if let Ok(mut b) = board.write() {
-                            b.update(target, report);
-                        }
-                    }
-                }
-            });
-            futures_util::future::join_all(refreshers).await;
-            "the readings stopped".to_owned()
-        };
-        let code = tokio::select! {
-            why = refresh => {
-                printer.err(&format!("dlqctl exporter: {why}"));
-                1
-            }
-            () = serve(listener, Arc::clone(&board), printer) => 1,
-            _ = tokio::signal::ctrl_c() => 0,
-        };
-        printer.err("dlqctl exporter: stopped");
-        Ok(code)
+    if let Ok(mut b) = board.write() {
+        *b = Board::new(&channels);
+    }
+    printer.err(&format!(
+        "dlqctl exporter: serving http://{addr}/metrics ({} channel{}, read every {}s{})",
+        channels.len(),
+        if channels.len() == 1 { "" } else { "s" },
+        args.interval.as_secs(),
+        if args.peek { ", peeking" } else { "" }
+    ));
+    // The clients are made off this thread (TLS roots, Kafka's threads), while the server
+    // already answers.
+    let targets = loaded.targets;
+    let readers = tokio::task::spawn_blocking(move || {
+        engine::status::connect(&channels, &targets, opts, &Arc::new(Stats::default()))
     })
+    .await
+    .map_err(|e| anyhow::anyhow!("the targets' clients could not be made: {e}"))?;
+    // One refresher per target, beside the server, all in this task: a slow reading never
+    // holds up a scrape (answered from the last readings) nor another target's reading.
+    let refreshers = by_target.iter().map(|(target, chs)| {
+        let readers = &readers;
+        async move {
+            let mut tick = tokio::time::interval(args.interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Some(Ok(reader)) = readers.get(target) {
+                    reader.renew_read_budget();
+                }
+                let report = engine::status::read(chs, readers, read).await;
+                if let Ok(mut b) = board.write() {
+                    b.update(target, report);
+                }
+            }
+        }
+    });
+    // Each refresher loops for ever: this returns only when there is none (no channel
+    // selected), and then there is simply nothing to read.
+    futures_util::future::join_all(refreshers).await;
+    std::future::pending::<anyhow::Result<u8>>().await
 }
 
 /// Accepts connections for ever: at most [`MAX_CONNECTIONS`] at a time, each bounded in time.
