@@ -6,8 +6,11 @@
 //!
 //! `-v` logging goes through here too: [`Printer::start_logging`] sends dlqctl's own
 //! `tracing` events to stderr, line by line, with every secret dlqctl was handed
-//! ([`never_show`], kept in [`crate::secrets`]) cut out of each line as a last guard behind the call sites, which log
-//! names of variables and URLs without userinfo, never values.
+//! ([`never_show`], kept in [`crate::secrets`]) cut out of each line as a last guard behind
+//! the call sites, which log names of variables and URLs without userinfo, never values.
+//!
+//! A failed write of stdout is kept, not dropped: [`crate::run`] turns it into one line on
+//! stderr and a non-zero exit (issue 31).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -81,7 +84,7 @@ impl Printer {
 
     /// The one line that says the output was lost: `error: cannot write the output to stdout
     /// (why)`, then `then` (what the command did all the same), or nothing when stdout was
-    /// written whole. Said once, however often it is asked.
+    /// written whole. Said once, however often it is asked; returns whether stdout failed.
     pub fn report_out_failure(&self, then: &str) -> bool {
         let Some(why) = self.out_failure() else {
             return false;

@@ -6,15 +6,16 @@
 //!
 //! What an on-call engineer relies on at 3 a.m. (issue 31), and how it is kept:
 //! - It serves at once: the listener is up and answering before the specs are even loaded
-//!   (until then with no target at all); until a target's first reading finishes its `dlq_up`
-//!   is 0 (and `dlq_read_errors` counts its channels as
-//!   not read), so the exporter-down alert sees it, and its depth and age series are absent.
+//!   (until then with no target at all); until a target's first reading finishes, its
+//!   `dlq_up` is 0 and `dlq_read_errors` counts its channels as not read, so the
+//!   exporter-down alert sees it, and its depth and age series are absent.
 //! - A stall ends: the read budget (`--read-timeout`) is per reading, so a target that answers
 //!   again is up again at its next reading.
 //! - Idle or slow clients cannot starve it: one request per connection, the request's headers
 //!   within [`HEADER_READ_TIMEOUT`], the whole exchange within [`CONNECTION_DEADLINE`], at most
 //!   [`MAX_CONNECTIONS`] open (a new one closes the oldest), and a failed accept (out of file
-//!   descriptors) backs off instead of spinning. It has no authentication and no TLS: put it behind a reverse proxy (README).
+//!   descriptors) backs off instead of spinning.
+//! - It has no authentication and no TLS: put it behind a reverse proxy (README).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
