@@ -484,6 +484,12 @@ pub struct StatusArgs {
           value_parser = clap::value_parser!(u32).range(0..=1_048_576))]
     pub max_body: u32,
 
+    /// Show headers and bodies as the messages carry them: secret-looking headers
+    /// (Authorization, Cookie, *token*, ...), card numbers and the target's `redact` are
+    /// hidden unless this is given (prints a warning).
+    #[arg(long)]
+    pub show_secrets: bool,
+
     /// Read no message: depth only (and Kafka ages, which need no trace-leaving read).
     #[arg(long)]
     pub no_peek: bool,
@@ -608,6 +614,12 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u16).range(0..=100))]
     pub samples: u16,
+
+    /// Show --dry-run's samples as the messages carry them: secret-looking headers, card
+    /// numbers and the target's `redact` are hidden unless this is given (prints a warning).
+    /// The moved copies are never redacted.
+    #[arg(long)]
+    pub show_secrets: bool,
 
     /// Messages --dry-run reads from the head of the dead-letter queue.
     #[arg(long, value_name = "N", default_value_t = 1000,

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod printer;
 pub mod redrive;
 pub mod resource;
+pub mod secrets;
 pub mod spec;
 pub mod status;
 
@@ -46,7 +47,23 @@ pub fn run() -> ExitCode {
     let printer = printer::Printer::new(cli.color);
     printer.start_logging(cli.verbose);
     let on_error = cli.command.error_code();
-    match commands::dispatch(cli.command, &printer) {
+    let result = commands::dispatch(cli.command, &printer);
+    // Output that could not be written is a failure whatever the command concluded: the
+    // record a script or a person relies on is not there (issue 31).
+    if printer.report_out_failure("") {
+        if let Err(e) = &result {
+            printer.err(&format!(
+                "{} {}",
+                printer.paint_err("error:", printer::Style::Error),
+                status::safe_lines(&format!("{e:#}"))
+            ));
+        }
+        return ExitCode::from(match result {
+            Ok(code) if code != 0 && code != 2 => code,
+            _ => on_error.max(1),
+        });
+    }
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             // An error may quote a server (a reason, a name it listed): never raw bytes.

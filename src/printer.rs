@@ -6,11 +6,14 @@
 //!
 //! `-v` logging goes through here too: [`Printer::start_logging`] sends dlqctl's own
 //! `tracing` events to stderr, line by line, with every secret dlqctl was handed
-//! ([`never_show`]) cut out of each line as a last guard behind the call sites, which log
-//! names of variables and URLs without userinfo, never values.
+//! ([`never_show`], kept in [`crate::secrets`]) cut out of each line as a last guard behind
+//! the call sites, which log names of variables and URLs without userinfo, never values.
+//!
+//! A failed write of stdout is kept, not dropped: [`crate::run`] turns it into one line on
+//! stderr and a non-zero exit (issue 31).
 
 use std::io::{IsTerminal, Write};
-use std::sync::RwLock;
+use std::sync::Mutex;
 
 use crate::cli::ColorChoice;
 
@@ -52,14 +55,50 @@ impl Printer {
         self.color_stderr
     }
 
-    /// Writes to stdout. A closed pipe ends the process quietly with success.
+    /// Writes to stdout. A closed pipe ends the process quietly with success (`dlqctl plan |
+    /// head`). Any other failure (a full disk, `/dev/full`, a revoked terminal) is kept: the
+    /// rest of the output is not attempted, and [`crate::run`] reports it in one line and
+    /// exits non-zero once the command has finished (a redrive finishes what is in flight and
+    /// says on stderr what it moved: [`Printer::out_failure`]).
     pub fn out(&self, text: &str) {
-        let mut lock = std::io::stdout().lock();
-        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush())
-            && e.kind() == std::io::ErrorKind::BrokenPipe
-        {
-            std::process::exit(0);
+        if self.out_failure().is_some() {
+            return;
         }
+        let mut lock = std::io::stdout().lock();
+        if let Err(e) = lock.write_all(text.as_bytes()).and_then(|()| lock.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            if let Ok(mut f) = OUT_FAILURE.lock()
+                && f.is_none()
+            {
+                *f = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Why stdout could not be written, if a write failed (the first failure).
+    pub fn out_failure(&self) -> Option<String> {
+        OUT_FAILURE.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// The one line that says the output was lost: `error: cannot write the output to stdout
+    /// (why)`, then `then` (what the command did all the same), or nothing when stdout was
+    /// written whole. Said once, however often it is asked; returns whether stdout failed.
+    pub fn report_out_failure(&self, then: &str) -> bool {
+        let Some(why) = self.out_failure() else {
+            return false;
+        };
+        if let Ok(mut said) = OUT_FAILURE_SAID.lock()
+            && !*said
+        {
+            *said = true;
+            self.err(&format!(
+                "{} cannot write the output to stdout ({why}){then}",
+                self.paint_err("error:", Style::Error)
+            ));
+        }
+        true
     }
 
     /// Writes a line to stdout.
@@ -116,38 +155,18 @@ impl Printer {
     }
 }
 
+/// The first failure to write stdout (not a closed pipe), for the exit code.
+static OUT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+/// Whether it was reported already.
+static OUT_FAILURE_SAID: Mutex<bool> = Mutex::new(false);
+
 /// The AWS SDK reads these itself; `-v` cuts their values out of its lines all the same.
 const AWS_SECRET_VARS: [&str; 2] = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"];
 
-/// Every secret value dlqctl was handed (passwords, secret properties), cut out of log lines.
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// Registers a secret: no `-v` line will show it, whatever a call site passes to the logger.
-pub fn never_show(secret: &str) {
-    if secret.is_empty() {
-        return;
-    }
-    if let Ok(mut s) = SECRETS.write()
-        && !s.iter().any(|k| k == secret)
-    {
-        s.push(secret.to_owned());
-        // Longest first, so that a secret containing another is cut whole.
-        s.sort_by_key(|k| std::cmp::Reverse(k.len()));
-    }
-}
-
-/// `text` with every registered secret replaced by `***`.
-fn scrub(text: &str) -> String {
-    let mut out = text.to_owned();
-    if let Ok(secrets) = SECRETS.read() {
-        for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-    }
-    out
-}
+/// The registry of credentials lives with the rest of what is never shown; callers have
+/// always found it here.
+pub use crate::secrets::never_show;
+use crate::secrets::scrub;
 
 /// One log line on its way to stderr: the formatter hands over each event whole.
 struct LogLine;
@@ -187,21 +206,4 @@ fn paint(text: &str, style: Style, on: bool) -> String {
         Style::Dim => "2",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_registered_secret_never_reaches_a_log_line() {
-        never_show("hunter2-longer");
-        never_show("hunter2");
-        never_show("");
-        assert_eq!(
-            scrub("login with hunter2-longer, then hunter2"),
-            "login with ***, then ***"
-        );
-        assert_eq!(scrub("nothing here"), "nothing here");
-    }
 }

@@ -730,7 +730,13 @@ fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
             r.text().await.expect("body")
         })
     };
-    let first = scrape();
+    // Served at once; the figures once the first reading is done (bounded: 30 s).
+    let waited = std::time::Instant::now();
+    let mut first = scrape();
+    while !first.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 30 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        first = scrape();
+    }
     let second = scrape();
     let _ = child.kill();
     let _ = child.wait();

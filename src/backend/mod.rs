@@ -387,6 +387,18 @@ impl Reader {
         }
     }
 
+    /// Starts a new reading of this target: its budget for reads that get no answer is whole
+    /// again (`--read-timeout` is per reading; the exporter reads every interval with the same
+    /// reader). Kafka has no such budget: each of its calls has its own timeout.
+    pub fn renew_read_budget(&self) {
+        match self {
+            Reader::Rabbitmq(r) => r.read_budget().renew(),
+            Reader::Sqs(r) => r.read_budget().renew(),
+            Reader::Pubsub(r) => r.read_budget().renew(),
+            Reader::Kafka(_) => {}
+        }
+    }
+
     /// Reads the live state of everything `ids` could name (and more of the same scope).
     pub async fn read(
         &self,

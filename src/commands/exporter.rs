@@ -1,48 +1,177 @@
-//! `dlqctl exporter`: the status figures as Prometheus metrics. One reading of every channel
-//! per `--interval`, kept in memory; scrapes of `/metrics` are answered from it and never reach
-//! a broker. Reads use the same read-only clients as `status`, with `--peek` off unless asked
-//! (see `crate::cli::ExporterArgs`).
+//! `dlqctl exporter`: the status figures as Prometheus metrics. Every target is read once per
+//! `--interval`, each on its own (a stalled target never holds up the readings of the others),
+//! and the figures are kept in memory; scrapes of `/metrics` are answered from them and never
+//! reach a broker. Reads use the same read-only clients as `status`, with `--peek` off unless
+//! asked (see `crate::cli::ExporterArgs`).
+//!
+//! What an on-call engineer relies on at 3 a.m. (issue 31), and how it is kept:
+//! - It serves at once: the listener is up and answering before the specs are even loaded
+//!   (until then with no target at all); until a target's first reading finishes, its
+//!   `dlq_up` is 0 and `dlq_read_errors` counts its channels as not read, so the
+//!   exporter-down alert sees it, and its depth and age series are absent.
+//! - A stall ends: the read budget (`--read-timeout`) is per reading, so a target that answers
+//!   again is up again at its next reading.
+//! - Idle or slow clients cannot starve it: one request per connection, the request's headers
+//!   within [`HEADER_READ_TIMEOUT`], the whole exchange within [`CONNECTION_DEADLINE`], at most
+//!   [`MAX_CONNECTIONS`] open (a new one closes the oldest), and a failed accept (out of file
+//!   descriptors) backs off instead of spinning.
+//! - It has no authentication and no TLS: put it behind a reverse proxy (README).
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 
 use crate::backend::wire::Stats;
 use crate::cli::ExporterArgs;
 use crate::engine;
 use crate::printer::Printer;
-use crate::status::{ReadOptions, render};
+use crate::spec::resolve::Resolved;
+use crate::status::{ChannelStatus, ReadOptions, Report, render};
 
 /// The exposition format's content type (the body also ends in `# EOF`, which this format
 /// reads as a comment and OpenMetrics requires).
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// What scrapes are answered with: the last reading's metrics, and how many readings there
-/// have been.
-struct Latest {
-    metrics: String,
+/// A connection that has not sent its request's headers within this long is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Any connection is closed this long after it was accepted, answered or not.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// Connections open at once; one more closes the oldest.
+pub const MAX_CONNECTIONS: usize = 16;
+/// The first and the longest wait after a failed accept.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The last reading of each target, and the text scrapes are answered with (rendered when a
+/// reading finishes, not per scrape).
+struct Board {
+    /// Every channel, in spec order: the last reading's status, or "not read yet".
+    channels: Vec<ChannelStatus>,
+    /// When each target was last read (ms since the epoch).
+    read_at: BTreeMap<String, i64>,
+    /// Readings finished, all targets together.
     reads: u64,
+    metrics: String,
 }
 
-fn metrics_text(latest: &Latest) -> String {
-    let body = latest.metrics.trim_end_matches("# EOF\n");
-    format!(
-        "{body}# HELP dlq_exporter_reads_total Readings of the brokers since the exporter started (one per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n# EOF\n",
-        latest.reads
-    )
+impl Board {
+    fn new(channels: &[Resolved]) -> Self {
+        let mut b = Board {
+            channels: channels.iter().map(not_read_yet).collect(),
+            read_at: BTreeMap::new(),
+            reads: 0,
+            metrics: String::new(),
+        };
+        b.render();
+        b
+    }
+
+    /// Takes one target's reading.
+    fn update(&mut self, target: &str, report: Report) {
+        let mut fresh: BTreeMap<String, ChannelStatus> = report
+            .channels
+            .into_iter()
+            .map(|c| (c.channel.clone(), c))
+            .collect();
+        for c in self.channels.iter_mut().filter(|c| c.target == target) {
+            if let Some(new) = fresh.remove(&c.channel) {
+                *c = new;
+            }
+        }
+        self.read_at
+            .insert(target.to_owned(), report.generated_at_ms);
+        self.reads += 1;
+        self.render();
+    }
+
+    fn render(&mut self) {
+        let report = Report {
+            channels: self.channels.clone(),
+            generated_at_ms: self
+                .read_at
+                .values()
+                .max()
+                .copied()
+                .unwrap_or_else(crate::status::now_ms),
+        };
+        let text = render::openmetrics(&report);
+        let body = text.trim_end_matches("# EOF\n");
+        self.metrics = format!(
+            "{body}# HELP dlq_exporter_reads_total Readings of the targets since the exporter started (one per target per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n# EOF\n",
+            self.reads
+        );
+    }
+}
+
+/// A channel whose target has not been read yet: an error, so that `dlq_up` is 0.
+fn not_read_yet(c: &Resolved) -> ChannelStatus {
+    ChannelStatus {
+        channel: c.channel.clone(),
+        target: c.target.clone(),
+        backend: c.backend,
+        dead_letter_name: c.dead_letter.clone(),
+        discard: c.discard.clone(),
+        dead_letter: None,
+        queues: Vec::new(),
+        error: Some(format!(
+            "not read yet: the exporter's first reading of target `{}` has not finished",
+            c.target
+        )),
+    }
 }
 
 pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
-    else {
+    // Listening and serving before anything else: the specs load, the clients connect and the
+    // targets are read while scrapes are already answered (before the specs are loaded, with
+    // no target at all; then with every target down until its first reading).
+    let listener = std::net::TcpListener::bind(args.listen)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let board = Arc::new(RwLock::new(Board::new(&[])));
+    let rt = super::runtime()?;
+    let printer = *printer;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+        let addr = listener
+            .local_addr()
+            .map_or_else(|_| args.listen.to_string(), |a| a.to_string());
+        let work = read_for_ever(args, &board, printer, addr);
+        tokio::select! {
+            r = work => r,
+            () = serve(listener, Arc::clone(&board), printer) => Ok(1),
+            _ = tokio::signal::ctrl_c() => {
+                printer.err("dlqctl exporter: stopped");
+                Ok(0)
+            }
+        }
+    })
+}
+
+/// Loads the specs, connects, then reads every target once per interval, each on its own;
+/// returns only on an error (a spec that does not lint, a client that cannot be made).
+async fn read_for_ever(
+    args: &ExporterArgs,
+    board: &RwLock<Board>,
+    printer: Printer,
+    addr: String,
+) -> anyhow::Result<u8> {
+    let (paths, targets) = (args.paths.clone(), args.spec.targets.clone());
+    let loaded = tokio::task::spawn_blocking(move || {
+        super::load_checked(&paths, targets.as_deref(), &printer)
+    })
+    .await??;
+    let Some(loaded) = loaded else {
         return Ok(1);
     };
-    let channels = Arc::new(super::status::select(loaded.channels, &args.read)?);
-    let opts = super::connect_options(&args.spec, printer);
+    let channels = super::status::select(loaded.channels, &args.read)?;
+    let opts = super::connect_options(&args.spec, &printer);
     let read = ReadOptions {
         samples: 0,
         scan: usize::from(args.read.scan),
@@ -50,75 +179,114 @@ pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
         peek: args.peek,
         redrive_view: false,
     };
-    let stats = Arc::new(Stats::default());
-    let readers = Arc::new(engine::status::connect(
-        &channels,
-        &loaded.targets,
-        opts,
-        &stats,
+    let mut by_target: BTreeMap<String, Vec<Resolved>> = BTreeMap::new();
+    for c in &channels {
+        by_target
+            .entry(c.target.clone())
+            .or_default()
+            .push(c.clone());
+    }
+    if let Ok(mut b) = board.write() {
+        *b = Board::new(&channels);
+    }
+    printer.err(&format!(
+        "dlqctl exporter: serving http://{addr}/metrics ({} channel{}, read every {}s{})",
+        channels.len(),
+        if channels.len() == 1 { "" } else { "s" },
+        args.interval.as_secs(),
+        if args.peek { ", peeking" } else { "" }
     ));
-    let rt = super::runtime()?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-        let first = engine::status::read(&channels, &readers, read).await;
-        let latest = Arc::new(RwLock::new(Latest {
-            metrics: render::openmetrics(&first),
-            reads: 1,
-        }));
-        printer.err(&format!(
-            "dlqctl exporter: serving http://{}/metrics ({} channel{}, read every {}s{})",
-            listener
-                .local_addr()
-                .map_or_else(|_| args.listen.to_string(), |a| a.to_string()),
-            channels.len(),
-            if channels.len() == 1 { "" } else { "s" },
-            args.interval.as_secs(),
-            if args.peek { ", peeking" } else { "" }
-        ));
-        // The refresher and the server run side by side in this task: a slow reading never
-        // holds up a scrape, which is answered from the last one.
-        let refresh = async {
+    // The clients are made off this thread (TLS roots, Kafka's threads), while the server
+    // already answers.
+    let targets = loaded.targets;
+    let readers = tokio::task::spawn_blocking(move || {
+        engine::status::connect(&channels, &targets, opts, &Arc::new(Stats::default()))
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the targets' clients could not be made: {e}"))?;
+    // One refresher per target, beside the server, all in this task: a slow reading never
+    // holds up a scrape (answered from the last readings) nor another target's reading.
+    let refreshers = by_target.iter().map(|(target, chs)| {
+        let readers = &readers;
+        async move {
+            let mut tick = tokio::time::interval(args.interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tokio::time::sleep(args.interval).await;
-                let report = engine::status::read(&channels, &readers, read).await;
-                let text = render::openmetrics(&report);
-                if let Ok(mut l) = latest.write() {
-                    l.metrics = text;
-                    l.reads += 1;
+                tick.tick().await;
+                if let Some(Ok(reader)) = readers.get(target) {
+                    reader.renew_read_budget();
+                }
+                let report = engine::status::read(chs, readers, read).await;
+                if let Ok(mut b) = board.write() {
+                    b.update(target, report);
                 }
             }
-        };
-        let serve = async {
-            loop {
-                // A failed accept (a client gone, too many files) loses that one client only.
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let latest = Arc::clone(&latest);
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        let latest = Arc::clone(&latest);
-                        async move { Ok::<_, Infallible>(respond(&req, &latest)) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        };
-        tokio::select! {
-            () = refresh => {}
-            () = serve => {}
-            _ = tokio::signal::ctrl_c() => {}
         }
-        printer.err("dlqctl exporter: stopped");
-        Ok(0)
-    })
+    });
+    // Each refresher loops for ever: this returns only when there is none (no channel
+    // selected), and then there is simply nothing to read.
+    futures_util::future::join_all(refreshers).await;
+    std::future::pending::<anyhow::Result<u8>>().await
 }
 
-fn respond(req: &Request<hyper::body::Incoming>, latest: &RwLock<Latest>) -> Response<Full<Bytes>> {
+/// Accepts connections for ever: at most [`MAX_CONNECTIONS`] at a time, each bounded in time.
+/// At the cap the oldest connection is closed to make room: a scrape is answered from memory
+/// in a millisecond, so the oldest is one that holds a socket without finishing its request,
+/// and it must not keep a scrape waiting behind it (nor should the scrape wait in the backlog
+/// behind a crowd of them).
+async fn serve(listener: tokio::net::TcpListener, board: Arc<RwLock<Board>>, printer: Printer) {
+    let open: Arc<Mutex<BTreeMap<u64, tokio::task::AbortHandle>>> = Arc::default();
+    let mut backoff = ACCEPT_BACKOFF;
+    for id in 0u64.. {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => {
+                backoff = ACCEPT_BACKOFF;
+                stream
+            }
+            Err(e) => {
+                // Out of file descriptors (EMFILE) fails every accept at once: wait, do not spin.
+                if backoff == ACCEPT_BACKOFF {
+                    printer.err(&format!(
+                        "dlqctl exporter: cannot accept a connection ({e}); trying again with backoff"
+                    ));
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
+        };
+        let board = Arc::clone(&board);
+        let gone = Arc::clone(&open);
+        let task = tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let board = Arc::clone(&board);
+                async move { Ok::<_, Infallible>(respond(&req, &board)) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
+            if let Ok(mut o) = gone.lock() {
+                o.remove(&id);
+            }
+        });
+        if let Ok(mut o) = open.lock() {
+            while o.len() >= MAX_CONNECTIONS {
+                match o.pop_first() {
+                    Some((_, oldest)) => oldest.abort(),
+                    None => break,
+                }
+            }
+            if !task.is_finished() {
+                o.insert(id, task.abort_handle());
+            }
+        }
+    }
+}
+
+fn respond(req: &Request<hyper::body::Incoming>, board: &RwLock<Board>) -> Response<Full<Bytes>> {
     let reply = |status: StatusCode, content_type: &str, body: String| {
         let mut r = Response::new(Full::new(Bytes::from(body)));
         *r.status_mut() = status;
@@ -128,8 +296,8 @@ fn respond(req: &Request<hyper::body::Incoming>, latest: &RwLock<Latest>) -> Res
         r
     };
     match (req.method(), req.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => match latest.read() {
-            Ok(l) => reply(StatusCode::OK, CONTENT_TYPE, metrics_text(&l)),
+        (&hyper::Method::GET, "/metrics") => match board.read() {
+            Ok(b) => reply(StatusCode::OK, CONTENT_TYPE, b.metrics.clone()),
             Err(_) => reply(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "text/plain",
@@ -146,5 +314,62 @@ fn respond(req: &Request<hyper::body::Incoming>, latest: &RwLock<Latest>) -> Res
             "text/plain",
             "not found; try /metrics\n".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::model::Backend;
+
+    fn status(channel: &str, target: &str, error: Option<&str>) -> ChannelStatus {
+        ChannelStatus {
+            channel: channel.into(),
+            target: target.into(),
+            backend: Backend::Rabbitmq,
+            dead_letter_name: format!("{channel}.dlq"),
+            discard: None,
+            dead_letter: None,
+            queues: Vec::new(),
+            error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_target_is_down_until_its_first_reading_and_each_reading_replaces_only_its_own() {
+        let mut b = Board {
+            channels: vec![
+                status("a", "t1", Some("not read yet")),
+                status("b", "t2", Some("not read yet")),
+            ],
+            read_at: BTreeMap::new(),
+            reads: 0,
+            metrics: String::new(),
+        };
+        b.render();
+        assert!(
+            b.metrics
+                .contains("dlq_up{target=\"t1\",backend=\"rabbitmq\"} 0\n")
+        );
+        assert!(b.metrics.contains("dlq_exporter_reads_total 0\n"));
+        b.update(
+            "t1",
+            Report {
+                channels: vec![status("a", "t1", None)],
+                generated_at_ms: 1_000,
+            },
+        );
+        assert!(
+            b.metrics
+                .contains("dlq_up{target=\"t1\",backend=\"rabbitmq\"} 1\n"),
+            "{}",
+            b.metrics
+        );
+        assert!(
+            b.metrics
+                .contains("dlq_up{target=\"t2\",backend=\"rabbitmq\"} 0\n")
+        );
+        assert!(b.metrics.contains("dlq_exporter_reads_total 1\n"));
+        assert_eq!(b.channels[1].error.as_deref(), Some("not read yet"));
     }
 }

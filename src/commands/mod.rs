@@ -28,6 +28,18 @@ use crate::spec::resolve::Resolved;
 use crate::spec::{load, rules};
 
 pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
+    let show_secrets = match &command {
+        Command::Status(a) => a.show_secrets,
+        Command::Redrive(a) => a.show_secrets,
+        _ => false,
+    };
+    if show_secrets {
+        crate::secrets::show_all();
+        printer.err(&format!(
+            "{} --show-secrets: headers and bodies are shown as the messages carry them, credentials and card numbers included; do not paste this output where others can read it",
+            printer.paint_err("warning:", crate::printer::Style::Warning)
+        ));
+    }
     match command {
         Command::Lint(args) => lint::run(&args, printer),
         Command::Plan(args) => plan::run(&args, printer),

@@ -214,6 +214,21 @@ fn print(report: &Report, format: RedriveFormat, printer: &Printer) {
         RedriveFormat::Human => printer.out(&redrive::human(report)),
         RedriveFormat::Json => printer.out(&redrive::json(report)),
     }
+    // The report is lost: what the run did goes to stderr, in the same line (issue 31).
+    if !report.dry_run {
+        printer.report_out_failure(&format!(
+            "; the redrive report is lost: {} moved from {} to {}, {} possibly duplicated{}",
+            report.moved,
+            report.dead_letter,
+            report.destination.name,
+            report.possibly_duplicated,
+            report
+                .left_in_dead_letter
+                .map_or_else(String::new, |n| format!(
+                    ", {n} left in the dead-letter queue"
+                ))
+        ));
+    }
 }
 
 fn now_text() -> String {

@@ -52,7 +52,14 @@ pub async fn dry_run(
         ..observed
     };
     let opts = ReadOptions { samples, ..read };
-    let (report, _) = status::summarise(&r.dead_letter, r.envelope, opts, only_chosen.clone(), now);
+    let (report, _) = status::summarise(
+        &r.dead_letter,
+        r.envelope,
+        &r.redact,
+        opts,
+        only_chosen.clone(),
+        now,
+    );
     let ages: Vec<f64> = only_chosen
         .messages
         .iter()

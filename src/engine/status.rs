@@ -88,8 +88,14 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
             };
             match answers.remove(&(c.target.as_str(), c.channel.as_str())) {
                 Some(Ok(observed)) => {
-                    let (report, queues) =
-                        status::summarise(&c.dead_letter, c.envelope, opts, observed, now);
+                    let (report, queues) = status::summarise(
+                        &c.dead_letter,
+                        c.envelope,
+                        &c.redact,
+                        opts,
+                        observed,
+                        now,
+                    );
                     ChannelStatus {
                         dead_letter: Some(report),
                         queues,

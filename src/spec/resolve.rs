@@ -74,6 +74,8 @@ pub struct Resolved {
     /// The alarms the spec asks for, defaults filled in: CloudWatch alarms on SQS targets,
     /// Prometheus rules (`dlqctl alerts`) on RabbitMQ and Kafka targets.
     pub alarms: AlarmsResolved,
+    /// What `status` and `redrive --dry-run` also hide of its messages (the target's `redact`).
+    pub redact: crate::spec::model::Redact,
 }
 
 /// `spec.alarms` with defaults filled in.
@@ -543,6 +545,7 @@ pub fn resolve(
         kafka,
         pubsub,
         alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
+        redact: target.redact.clone().unwrap_or_default(),
     })
 }
 
@@ -1137,6 +1140,7 @@ mod tests {
             project_number: None,
             ownership: None,
             alerts: None,
+            redact: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
     }

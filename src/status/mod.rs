@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::spec::model::{Backend, Envelope};
+use crate::secrets;
+use crate::spec::model::{Backend, Envelope, Redact};
 
 /// Samples shown by default, and at most.
 pub const DEFAULT_SAMPLES: usize = 3;
@@ -201,6 +202,9 @@ pub enum Body {
         truncated: bool,
         text: String,
     },
+    /// Not shown: the target's `redact.bodyPointers` are set and the body is not whole JSON
+    /// (not JSON at all, or cut by `--max-body`), so it cannot be checked.
+    Redacted { length: u64 },
     /// Not UTF-8: its length and the first bytes in hex.
     Binary {
         length: u64,
@@ -285,9 +289,14 @@ impl Report {
 }
 
 /// Turns what a door read into the report (pure; `now_ms` is the wall clock).
+///
+/// Everything a message says goes through [`crate::secrets`] here, the one place where
+/// messages become samples (for `status` in every format and `redrive --dry-run` alike):
+/// secret headers redacted, card numbers masked, `redact` (the target's) applied.
 pub fn summarise(
     name: &str,
     envelope: Envelope,
+    redact: &Redact,
     read: ReadOptions,
     observed: Observed,
     now_ms: i64,
@@ -297,7 +306,8 @@ pub fn summarise(
     let mut samples = Vec::new();
     for (i, m) in observed.messages.iter().enumerate() {
         let e = envelope::read(envelope, m);
-        *by_class.entry(safe(&e.class)).or_default() += 1;
+        let class = safe(&secrets::text(&e.class));
+        *by_class.entry(class.clone()).or_default() += 1;
         let (since_ms, since) = match (e.dead_lettered_ms, m.published_ms) {
             (Some(t), _) => (Some(t), Some("dead-lettered")),
             (None, Some(t)) => (Some(t), Some("published")),
@@ -311,27 +321,30 @@ pub fn summarise(
         }
         if i < read.samples {
             samples.push(Sample {
-                id: safe(&m.id),
-                error_class: safe(&e.class),
+                id: safe(&secrets::text(&m.id)),
+                error_class: class,
                 error_message: e
                     .message
                     .as_deref()
-                    .map(|t| safe(&cut(t, MAX_HEADER_VALUE))),
+                    .map(|t| safe(&cut(&secrets::text(t), MAX_HEADER_VALUE))),
                 age_seconds: age,
                 age_since: since,
                 attempts: e.attempts,
-                source: e.source.as_deref().map(safe),
+                source: e.source.as_deref().map(|t| safe(&secrets::text(t))),
                 headers: m
                     .headers
                     .iter()
                     .map(|(k, v)| {
                         (
                             safe(&cut(k, MAX_HEADER_VALUE)),
-                            safe(&cut(v, MAX_HEADER_VALUE)),
+                            safe(&cut(
+                                &secrets::header_value(k, v, &redact.headers),
+                                MAX_HEADER_VALUE,
+                            )),
                         )
                     })
                     .collect(),
-                body: body(&m.body, m.body_len, read.max_body),
+                body: shown_body(&m.body, m.body_len, read.max_body, &redact.body_pointers),
             });
         }
     }
@@ -368,9 +381,28 @@ pub fn summarise(
     )
 }
 
+/// [`body`], with secrets and card numbers hidden ([`crate::secrets::body_text`], applied to
+/// the text as the message has it, before it is made safe); a body that cannot be checked
+/// against `pointers` is [`Body::Redacted`].
+pub fn shown_body(bytes: &[u8], length: u64, max_body: usize, pointers: &[String]) -> Body {
+    body_with(bytes, length, max_body, |text, truncated| {
+        secrets::body_text(text, truncated, pointers)
+    })
+}
+
 /// A body as it may be shown: hidden, text cut at `max_body` bytes (on a character
 /// boundary), or binary as length and hex prefix.
 pub fn body(bytes: &[u8], length: u64, max_body: usize) -> Body {
+    body_with(bytes, length, max_body, |text, _| Some(text.to_owned()))
+}
+
+/// [`body`], the text passed through `shown` (text, whether it was cut) first: `None` hides it.
+fn body_with(
+    bytes: &[u8],
+    length: u64,
+    max_body: usize,
+    shown: impl Fn(&str, bool) -> Option<String>,
+) -> Body {
     if max_body == 0 {
         return Body::Hidden { length };
     }
@@ -385,10 +417,13 @@ pub fn body(bytes: &[u8], length: u64, max_body: usize) -> Body {
         Err(_) => None,
     };
     match text {
-        Some(t) => Body::Text {
-            length,
-            truncated,
-            text: safe(t),
+        Some(t) => match shown(t, truncated) {
+            Some(t) => Body::Text {
+                length,
+                truncated,
+                text: safe(&t),
+            },
+            None => Body::Redacted { length },
         },
         None => Body::Binary {
             length,
@@ -561,7 +596,14 @@ mod tests {
             samples: 2,
             ..ReadOptions::default()
         };
-        let (r, _) = summarise("q", Envelope::Dlqctl, read, observed(3, msgs, false), now);
+        let (r, _) = summarise(
+            "q",
+            Envelope::Dlqctl,
+            &Redact::default(),
+            read,
+            observed(3, msgs, false),
+            now,
+        );
         assert_eq!(
             r.by_error_class,
             BTreeMap::from([("poison".into(), 2), ("unknown".into(), 1)])
@@ -575,6 +617,60 @@ mod tests {
         assert_eq!(r.oldest_age_since, Some("published"));
     }
 
+    /// Issue 31 (10): where messages become samples, secrets are hidden once for every
+    /// format and command: secret headers, the target's own headers and body pointers, cards.
+    #[test]
+    fn samples_hide_secret_headers_card_numbers_and_the_targets_own_rules() {
+        let now = 10_000_000;
+        let mut m = message("a", Some("poison"), now - 5_000);
+        m.headers
+            .push(("Authorization".into(), "Bearer xyz".into()));
+        m.headers.push(("X-Email".into(), "a@b.c".into()));
+        m.headers
+            .push(("note".into(), "card 4111 1111 1111 1111".into()));
+        m.body = br#"{"pan":"4111111111111111","who":{"email":"a@b.c"}}"#.to_vec();
+        m.body_len = m.body.len() as u64;
+        let redact = Redact {
+            headers: vec!["x-email".into()],
+            body_pointers: vec!["/who/email".into()],
+        };
+        let (r, _) = summarise(
+            "q",
+            Envelope::Dlqctl,
+            &redact,
+            ReadOptions::default(),
+            observed(1, vec![m], true),
+            now,
+        );
+        let s = &r.samples[0];
+        let h: BTreeMap<&str, &str> = s
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(h["Authorization"], "«redacted, 10 bytes»");
+        assert_eq!(h["X-Email"], "«redacted, 5 bytes»");
+        assert_eq!(h["note"], "card •••• •••• •••• 1111");
+        assert_eq!(
+            s.body,
+            Body::Text {
+                length: 50,
+                truncated: false,
+                text: r#"{"pan":"••••••••••••1111","who":{"email":"«redacted, 5 bytes»"}}"#.into()
+            }
+        );
+        // Cut by --max-body: it cannot be checked against the pointers, so it is not shown.
+        assert_eq!(
+            shown_body(
+                br#"{"who":{"email":"a@b.c"}}"#,
+                100,
+                10,
+                &redact.body_pointers
+            ),
+            Body::Redacted { length: 100 }
+        );
+    }
+
     #[test]
     fn a_partial_read_says_what_its_oldest_age_is_worth() {
         let now = 10_000_000;
@@ -582,6 +678,7 @@ mod tests {
         let (r, _) = summarise(
             "q",
             Envelope::Dlqctl,
+            &Redact::default(),
             ReadOptions::default(),
             observed(7, msgs.clone(), false),
             now,
@@ -593,6 +690,7 @@ mod tests {
         let (r, _) = summarise(
             "q",
             Envelope::Dlqctl,
+            &Redact::default(),
             ReadOptions::default(),
             observed(7, msgs, true),
             now,

@@ -92,6 +92,9 @@ fn oldest_line(d: &DeadLetterReport) -> Option<String> {
 fn body_text(b: &Body) -> String {
     match b {
         Body::Hidden { length } => format!("({length} bytes, hidden: --max-body 0)"),
+        Body::Redacted { length } => format!(
+            "({length} bytes, not shown: the target's redact.bodyPointers are set and the body is not whole JSON)"
+        ),
         Body::Text {
             length,
             truncated,
@@ -482,6 +485,21 @@ fn labels(pairs: &[(&str, &str)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
+/// An error class as a metric label. A class comes from the message (its envelope header), so
+/// only one shaped like a class name (letters, digits and `_ . : $ / -`, at most 128, no run
+/// of 8 or more digits) becomes a label; any other is counted as `other`: a label must never
+/// carry message content (a card number, a token) into a metrics store.
+pub fn class_label(class: &str) -> &str {
+    let mut digits = 0usize;
+    let shaped = !class.is_empty()
+        && class.len() <= 128
+        && class.chars().all(|c| {
+            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+            digits < 8 && (c.is_ascii_alphanumeric() || "_.:$/-".contains(c))
+        });
+    if shaped { class } else { "other" }
+}
+
 /// Gauges in the text exposition format, ending with `# EOF` (OpenMetrics; Prometheus's
 /// parser and node_exporter's textfile collector take it as a comment).
 pub fn openmetrics(report: &Report) -> String {
@@ -531,7 +549,11 @@ pub fn openmetrics(report: &Report) -> String {
                 d.sampled as f64,
             );
         }
+        let mut by_label: BTreeMap<&str, u64> = BTreeMap::new();
         for (class, n) in &d.by_error_class {
+            *by_label.entry(class_label(class)).or_default() += n;
+        }
+        for (class, n) in &by_label {
             let mut l = base.to_vec();
             l.push(("class", class));
             add(

@@ -55,6 +55,7 @@ pub mod rabbit;
 pub mod snapshot;
 pub mod sqs;
 pub mod tcp;
+pub mod stall;
 pub mod workspace;
 
 use std::path::PathBuf;

@@ -7,6 +7,9 @@
 //! default, and which tansu does not implement), and its `describe_configs` drops the error of
 //! each resource, so a topic whose configs could not be read looks like a topic with none.
 //!
+//! Also the drain of the admin client's main event queue ([`drain_events`]), which rdkafka
+//! fills and never empties.
+//!
 //! This is the only module with `unsafe`. Each call builds its C objects, owned by small guards
 //! that free them on every path, sends one request on a private event queue, waits for the
 //! answer on a blocking thread, and copies the answer into owned Rust values before anything
@@ -955,6 +958,57 @@ impl Drop for Resources {
             // SAFETY: each was created by `rd_kafka_ConfigResource_new` and is freed once.
             unsafe { rd::rd_kafka_ConfigResource_destroy(r) }
         }
+    }
+}
+
+/// Empties the admin client's main event queue; returns how many events it held.
+///
+/// rdkafka 0.39 sends librdkafka's log lines and errors to the client's main queue
+/// (`log.queue`), and only a consumer or producer polls it: an `AdminClient` polls its own
+/// queue for admin answers and never this one. With a broker down, every failed connection and
+/// request leaves events there for good (198 after one failed reading of 10 s: the exporter
+/// grew by tens of KB per reading, issue 31). The events say nothing the error of the call does
+/// not (and rdkafka's own logging goes to the `log` crate, which dlqctl does not show), so they
+/// are dropped. Called after every metadata read, which starts every reading.
+pub fn drain_events(admin: &Admin) -> usize {
+    let rk = admin.inner().native_ptr();
+    let mut n = 0;
+    // SAFETY: `rk` is a live client (borrowed from `admin`); each event polled is owned here
+    // and destroyed at once; the queue handle is released before returning. Polling with a
+    // timeout of 0 never blocks.
+    unsafe {
+        let q = rd::rd_kafka_queue_get_main(rk);
+        if q.is_null() {
+            return 0;
+        }
+        // Bounded: what the queue held, plus what arrives meanwhile, at most a million.
+        while n < 1_000_000 {
+            let ev = rd::rd_kafka_queue_poll(q, 0);
+            if ev.is_null() {
+                break;
+            }
+            rd::rd_kafka_event_destroy(ev);
+            n += 1;
+        }
+        rd::rd_kafka_queue_destroy(q);
+    }
+    n
+}
+
+/// Events waiting on the client's main queue (tests: what [`drain_events`] leaves).
+#[cfg(test)]
+pub fn main_queue_len(admin: &Admin) -> usize {
+    let rk = admin.inner().native_ptr();
+    // SAFETY: `rk` is a live client (borrowed from `admin`); the queue handle taken here is
+    // released before returning.
+    unsafe {
+        let q = rd::rd_kafka_queue_get_main(rk);
+        if q.is_null() {
+            return 0;
+        }
+        let n = rd::rd_kafka_queue_length(q);
+        rd::rd_kafka_queue_destroy(q);
+        n
     }
 }
 

@@ -585,7 +585,32 @@ mod tests {
             project_number: None,
             ownership: None,
             alerts: None,
+            redact: None,
         }
+    }
+
+    /// Issue 31 (13): with the broker down, the exporter's memory grew by tens of KB per
+    /// reading: librdkafka's log lines and errors go to the admin client's main queue
+    /// (rdkafka sets `log.queue`), which an AdminClient never polls.
+    #[test]
+    fn a_failed_reading_leaves_no_event_behind_on_the_admin_clients_queue() {
+        let mut t = target(Value::Null, Value::Null);
+        t.bootstrap_servers = Some("127.0.0.1:1".into());
+        let reader = Reader::connect("k", &t, Arc::new(Stats::default())).expect("reader");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        assert!(
+            rt.block_on(reader.metadata()).is_err(),
+            "nothing listens on port 1"
+        );
+        // 198 before the drain; a reconnect may log again between the drain and this look.
+        let left = ffi::main_queue_len(&reader.admin);
+        assert!(
+            left < 10,
+            "{left} events left on the admin client's main queue"
+        );
     }
 
     #[test]

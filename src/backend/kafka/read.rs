@@ -270,7 +270,10 @@ impl Reader {
         let started = std::time::Instant::now();
         let admin = Arc::clone(&self.admin);
         let read = tokio::task::spawn_blocking(move || {
-            let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT)?;
+            let md = admin.inner().fetch_metadata(None, CONNECT_TIMEOUT);
+            // What a failed (or any) call left on the main queue would stay there for good.
+            super::ffi::drain_events(&admin);
+            let md = md?;
             let mut out = BTreeMap::new();
             for t in md.topics() {
                 // A topic being created may answer LeaderNotAvailable with its partitions;

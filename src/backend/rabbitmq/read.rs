@@ -255,6 +255,11 @@ impl Reader {
         &self.target
     }
 
+    /// The target's read budget (renewed by the exporter before each reading).
+    pub fn read_budget(&self) -> &ReadBudget {
+        self.http.budget()
+    }
+
     pub fn into_writer(self) -> super::Writer {
         let http = self.http_for_writer();
         super::Writer::new(self, http)

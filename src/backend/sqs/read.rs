@@ -230,6 +230,11 @@ impl Reader {
         &self.target
     }
 
+    /// The target's read budget (renewed by the exporter before each reading).
+    pub fn read_budget(&self) -> &ReadBudget {
+        self.aws.budget()
+    }
+
     pub fn into_writer(self) -> super::Writer {
         super::Writer::new(self)
     }

@@ -288,6 +288,11 @@ impl Aws {
         self.settings.region.as_deref()
     }
 
+    /// The target's read budget (the exporter renews it before each reading).
+    pub fn budget(&self) -> &ReadBudget {
+        &self.settings.read_budget
+    }
+
     /// The endpoint override, if the target names one (a local emulator, a VPC endpoint).
     pub fn endpoint(&self) -> Option<&str> {
         self.settings.endpoint.as_deref()

@@ -173,6 +173,11 @@ impl ReadHttp {
         &self.inner.base
     }
 
+    /// The target's read budget (the exporter renews it before each reading).
+    pub fn budget(&self) -> &ReadBudget {
+        &self.inner.budget
+    }
+
     /// GET `path` as JSON. `api` names the call in stats and errors. `Ok(None)` for 404.
     pub async fn get(&self, api: &str, path: &str) -> Result<Option<Value>, HttpError> {
         let mut delay = FIRST_BACKOFF;

@@ -23,7 +23,10 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(3);
 pub const DEFAULT_READ_BUDGET: Duration = Duration::from_secs(30);
 
 /// One target's budget for reads that get no answer (see [`DEFAULT_READ_BUDGET`]); shared by
-/// every read of the target, concurrent ones included.
+/// every read of the target, concurrent ones included. It is a budget per *reading*: a command
+/// that reads once (plan, status) spends it once; the exporter, which reads every interval
+/// with the same clients, starts each reading with [`renew`](Self::renew), so a target that
+/// stalled once is read again in full once it answers (issue 31).
 #[derive(Debug, Clone)]
 pub struct ReadBudget {
     limit: Duration,
@@ -64,6 +67,13 @@ impl ReadBudget {
     pub fn exhausted(&self) -> bool {
         self.remaining().is_zero()
     }
+
+    /// Starts a new reading: what earlier readings spent is forgotten (for every clone).
+    pub fn renew(&self) {
+        if let Ok(mut s) = self.spent.lock() {
+            *s = Duration::ZERO;
+        }
+    }
 }
 
 /// The wait after `delay`: doubled, capped.
@@ -98,5 +108,15 @@ mod tests {
         c.spend(Duration::from_secs(5));
         assert!(b.exhausted());
         assert_eq!(b.remaining(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_new_reading_has_the_whole_budget_again() {
+        let b = ReadBudget::new(Duration::from_secs(10));
+        let c = b.clone();
+        c.spend(Duration::from_secs(12));
+        assert!(b.exhausted());
+        b.renew();
+        assert_eq!(c.remaining(), Duration::from_secs(10));
     }
 }

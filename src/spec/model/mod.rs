@@ -36,7 +36,9 @@ pub use rabbitmq::{
     RetryModel,
 };
 pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
-pub use targets::{Backend, MetricSource, Ownership, Target, TargetAlerts, Targets, TargetsKind};
+pub use targets::{
+    Backend, MetricSource, Ownership, Redact, Target, TargetAlerts, Targets, TargetsKind,
+};
 
 /// The only `apiVersion` this release reads.
 pub const API_VERSION: &str = "dlqctl/v1";

@@ -101,6 +101,27 @@ pub struct Target {
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alerts: Option<TargetAlerts>,
+    /// What `status` and `redrive --dry-run` hide of this target's messages besides what they
+    /// always hide (secret-looking headers, card numbers): see docs/status.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redact: Option<Redact>,
+}
+
+/// More of a message to hide when it is shown (display only: a redrive moves it whole).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Redact {
+    /// Header (SQS: message attribute) names whose values are shown as `«redacted, N bytes»`,
+    /// case-insensitive, e.g. `x-customer-email`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = "^[!-9;-~]{1,255}$")))]
+    pub headers: Vec<String>,
+    /// JSON pointers (RFC 6901) into JSON bodies whose values are shown as `«redacted, N
+    /// bytes»`, e.g. `/customer/email`. With any set, a body that is not JSON, or is cut by
+    /// `--max-body`, is not shown at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = "^(/([^~/]|~[01])*)+$")))]
+    pub body_pointers: Vec<String>,
 }
 
 /// How `dlqctl alerts` reads a RabbitMQ or Kafka target's dead-letter queues.

@@ -1,0 +1,425 @@
+//! What dlqctl never shows of a message: secrets in its headers and card numbers anywhere.
+//!
+//! Dead letters carry what the failed request carried: `Authorization` and `Cookie` headers,
+//! API keys, and card numbers in bodies. `status` (human, markdown for incident channels and
+//! PRs, JSON) and `redrive --dry-run` show samples of them, so by default (issue 31):
+//! - a header whose name looks secret ([`secret_header`]: authorization, proxy-authorization,
+//!   cookie, set-cookie, and names containing token, secret, password, api-key/apikey/api_key
+//!   or signature, case-insensitive), or that the target names in `redact.headers`, is shown
+//!   as `«redacted, N bytes»`;
+//! - a value at one of the target's `redact.bodyPointers` (JSON pointers) in a JSON body is
+//!   shown the same way; a body that cannot be checked against them (not JSON, or cut by
+//!   `--max-body`) is not shown at all;
+//! - a run of 13–19 digits (single spaces or dashes allowed between them) that passes the
+//!   Luhn check is masked except its last four digits (PCI DSS 3.4), in bodies and header
+//!   values alike; a run of 7 or more digits where a body was cut is masked whole, as it may
+//!   be the start of one.
+//!
+//! Only an explicit `--show-secrets` turns this off ([`show_all`], which the command pairs with
+//! a warning). This is display only: what `redrive` moves is the message as it is.
+//!
+//! Also the registry of the credentials dlqctl itself was handed ([`never_show`]): the
+//! printer cuts them out of every `-v` line ([`scrub`]).
+//!
+//! The ground floor: no other module of dlqctl is used here.
+
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Every secret value dlqctl was handed (passwords, secret properties), cut out of log lines.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Registers a secret: no `-v` line will show it, whatever a call site passes to the logger.
+pub fn never_show(secret: &str) {
+    if secret.is_empty() {
+        return;
+    }
+    if let Ok(mut s) = SECRETS.write()
+        && !s.iter().any(|k| k == secret)
+    {
+        s.push(secret.to_owned());
+        // Longest first, so that a secret containing another is cut whole.
+        s.sort_by_key(|k| std::cmp::Reverse(k.len()));
+    }
+}
+
+/// `text` with every registered secret replaced by `***`.
+pub(crate) fn scrub(text: &str) -> String {
+    let mut out = text.to_owned();
+    if let Ok(secrets) = SECRETS.read() {
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+    }
+    out
+}
+
+/// `--show-secrets` was given: nothing is redacted.
+static SHOW_ALL: AtomicBool = AtomicBool::new(false);
+
+/// Turns redaction off for the rest of the process (`--show-secrets`).
+pub fn show_all() {
+    SHOW_ALL.store(true, Ordering::SeqCst);
+}
+
+/// Whether redaction is on (the default).
+pub fn redacting() -> bool {
+    !SHOW_ALL.load(Ordering::SeqCst)
+}
+
+/// What a hidden value is shown as.
+pub fn redacted(bytes: usize) -> String {
+    format!("«redacted, {bytes} bytes»")
+}
+
+/// Whether a header of this name holds a secret by its name alone.
+pub fn secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
+    ) || [
+        "token",
+        "secret",
+        "password",
+        "api-key",
+        "apikey",
+        "api_key",
+        "signature",
+    ]
+    .iter()
+    .any(|part| n.contains(part))
+}
+
+/// A header value as it may be shown: redacted when its name is secret (or among `extra`,
+/// case-insensitive), else with its card numbers masked.
+pub fn header_value(name: &str, value: &str, extra: &[String]) -> String {
+    if !redacting() {
+        return value.to_owned();
+    }
+    if secret_header(name) || extra.iter().any(|e| e.eq_ignore_ascii_case(name)) {
+        return redacted(value.len());
+    }
+    mask_cards(value, false)
+}
+
+/// Any other text from a message (an error message, a class, an id) as it may be shown:
+/// card numbers masked.
+pub fn text(value: &str) -> String {
+    if !redacting() {
+        return value.to_owned();
+    }
+    mask_cards(value, false)
+}
+
+/// A body as it may be shown, or `None` when it must not be shown at all (pointers to redact,
+/// and a body that is not whole JSON). `cut`: the body was cut before its end.
+pub fn body_text(text: &str, cut: bool, pointers: &[String]) -> Option<String> {
+    if !redacting() {
+        return Some(text.to_owned());
+    }
+    if pointers.is_empty() {
+        return Some(mask_cards(text, cut));
+    }
+    if cut {
+        return None;
+    }
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mut any = false;
+    for p in pointers {
+        if let Some(at) = v.pointer_mut(p) {
+            let len = match &*at {
+                serde_json::Value::String(s) => s.len(),
+                other => other.to_string().len(),
+            };
+            *at = serde_json::Value::String(redacted(len));
+            any = true;
+        }
+    }
+    let text = if any { v.to_string() } else { text.to_owned() };
+    Some(mask_cards(&text, false))
+}
+
+/// `text` with every card number masked but its last four digits (`•••• •••• •••• 1111`).
+/// `cut`: the text was cut before its end, so a run of 7 or more digits at its end (perhaps
+/// the start of a card number) is masked whole.
+pub fn mask_cards(text: &str, cut: bool) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut mask = vec![false; chars.len()];
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        // A maximal run: digits, with single spaces or dashes between two digits.
+        let start = i;
+        let mut end = i + 1;
+        while end < chars.len() {
+            if chars[end].is_ascii_digit() {
+                end += 1;
+            } else if matches!(chars[end], ' ' | '-')
+                && chars.get(end + 1).is_some_and(char::is_ascii_digit)
+            {
+                end += 2;
+            } else {
+                break;
+            }
+        }
+        mark_cards(&chars[start..end], &mut mask[start..end]);
+        if cut && end == chars.len() {
+            let run = &chars[start..end];
+            let digits = run.iter().filter(|c| c.is_ascii_digit()).count();
+            if digits >= 7 && card_shaped(run, true) {
+                mask[start..end].iter_mut().for_each(|m| *m = true);
+            }
+        }
+        i = end;
+    }
+    chars
+        .iter()
+        .zip(&mask)
+        .map(|(c, m)| if *m && c.is_ascii_digit() { '•' } else { *c })
+        .collect()
+}
+
+/// Whether a run of digits and separators is written the way card numbers are: a major
+/// network's first digit (2–6: Mastercard, Amex/Diners/JCB, Visa, Mastercard, Discover/
+/// UnionPay), and either no separators, or one kind of separator between groups of 4 (the last
+/// 1–4), or Amex's 4-6-5 (Diners' 4-6-4). Names such as `payments-t32388-414086208-1` are
+/// not (their digits pass the Luhn check one time in ten). `prefix`: the run may stop early
+/// (a cut body), so its last group may be short of its length.
+fn card_shaped(run: &[char], prefix: bool) -> bool {
+    if !run.first().is_some_and(|c| ('2'..='6').contains(c)) {
+        return false;
+    }
+    let seps: Vec<char> = run
+        .iter()
+        .copied()
+        .filter(|c| !c.is_ascii_digit())
+        .collect();
+    if seps.windows(2).any(|w| w[0] != w[1]) {
+        return false;
+    }
+    let groups: Vec<usize> = run
+        .split(|c| !c.is_ascii_digit())
+        .map(<[char]>::len)
+        .collect();
+    let Some((last, init)) = groups.split_last() else {
+        return false;
+    };
+    if init.is_empty() {
+        return true;
+    }
+    let fours = init.iter().all(|g| *g == 4) && (1..=4).contains(last);
+    let amex = match groups.as_slice() {
+        [4, 6, n] => (4..=5).contains(n) || (prefix && *n < 5),
+        [4, n] if prefix => *n <= 6,
+        _ => false,
+    };
+    fours || amex
+}
+
+/// Marks, in one run of digits and separators, the card numbers it holds: the whole run, or
+/// else whole groups of it (a card followed by an expiry year), all but the last 4 digits.
+fn mark_cards(run: &[char], mask: &mut [bool]) {
+    let mark = |from: usize, to: usize, mask: &mut [bool]| -> bool {
+        let digits: Vec<u32> = run[from..to]
+            .iter()
+            .filter_map(|c| c.to_digit(10))
+            .collect();
+        if !(13..=19).contains(&digits.len())
+            || !card_shaped(&run[from..to], false)
+            || !luhn(&digits)
+        {
+            return false;
+        }
+        let mut keep = 4;
+        for k in (from..to).rev() {
+            if run[k].is_ascii_digit() {
+                if keep > 0 {
+                    keep -= 1;
+                } else {
+                    mask[k] = true;
+                }
+            }
+        }
+        true
+    };
+    if mark(0, run.len(), mask) {
+        return;
+    }
+    // Group boundaries: the starts of groups, and the end.
+    let mut starts = vec![0];
+    for (k, c) in run.iter().enumerate() {
+        if !c.is_ascii_digit() {
+            starts.push(k + 1);
+        }
+    }
+    if starts.len() < 2 {
+        return;
+    }
+    let mut bounds: Vec<usize> = starts.clone();
+    bounds.push(run.len() + 1);
+    let mut a = 0;
+    while a + 1 < bounds.len() {
+        let mut found = false;
+        // Longest first, from group `a`.
+        for b in (a + 1..bounds.len()).rev() {
+            let to = bounds[b] - 1;
+            if to > bounds[a] && mark(bounds[a], to, mask) {
+                a = b;
+                found = true;
+                break;
+            }
+        }
+        if !found {
+            a += 1;
+        }
+    }
+}
+
+/// The Luhn check over digits, most significant first.
+fn luhn(digits: &[u32]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, d)| {
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                *d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registered_secret_never_reaches_a_log_line() {
+        never_show("hunter2-longer");
+        never_show("hunter2");
+        never_show("");
+        assert_eq!(
+            scrub("login with hunter2-longer, then hunter2"),
+            "login with ***, then ***"
+        );
+        assert_eq!(scrub("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn card_numbers_keep_only_their_last_four_digits() {
+        assert_eq!(
+            mask_cards("card 4111 1111 1111 1111 ok", false),
+            "card •••• •••• •••• 1111 ok"
+        );
+        assert_eq!(
+            mask_cards("4111-1111-1111-1111", false),
+            "••••-••••-••••-1111"
+        );
+        assert_eq!(
+            mask_cards("{\"pan\":\"4111111111111111\"}", false),
+            "{\"pan\":\"••••••••••••1111\"}"
+        );
+        // Amex, 15 digits.
+        assert_eq!(mask_cards("378282246310005", false), "•••••••••••0005");
+        // Followed by an expiry year in the same run of groups.
+        assert_eq!(
+            mask_cards("4111 1111 1111 1111 2029", false),
+            "•••• •••• •••• 1111 2029"
+        );
+    }
+
+    #[test]
+    fn numbers_that_are_not_cards_are_left_alone() {
+        // Fails the Luhn check.
+        assert_eq!(
+            mask_cards("4111 1111 1111 1112", false),
+            "4111 1111 1111 1112"
+        );
+        // Too short, too long.
+        assert_eq!(
+            mask_cards("order 123456789012", false),
+            "order 123456789012"
+        );
+        assert_eq!(
+            mask_cards("id 41111111111111110000", false),
+            "id 41111111111111110000"
+        );
+        assert_eq!(mask_cards("2026-12-01 10:00", false), "2026-12-01 10:00");
+        // Digits of a resource name that pass the Luhn check by chance (15 digits, 5-9-1).
+        assert_eq!(
+            mask_cards("payments-t32388-414086208-1-processor-sub", false),
+            "payments-t32388-414086208-1-processor-sub"
+        );
+        // Mixed separators, and a first digit no major network uses.
+        assert_eq!(
+            mask_cards("4111 1111-1111 1111", false),
+            "4111 1111-1111 1111"
+        );
+        assert_eq!(mask_cards("9111111111111111", false), "9111111111111111");
+        // Amex written 4-6-5.
+        assert_eq!(mask_cards("3782 822463 10005", false), "•••• •••••• •0005");
+    }
+
+    #[test]
+    fn digits_where_a_body_was_cut_are_masked_whole() {
+        assert_eq!(mask_cards("pan 4111 1111 11", true), "pan •••• •••• ••");
+        assert_eq!(mask_cards("pan 4111 1111 11", false), "pan 4111 1111 11");
+        assert_eq!(mask_cards("n 123456", true), "n 123456");
+        assert_eq!(
+            mask_cards("id t32388-414086208", true),
+            "id t32388-414086208"
+        );
+    }
+
+    #[test]
+    fn secret_headers_are_known_by_name_case_insensitively() {
+        for n in [
+            "Authorization",
+            "proxy-authorization",
+            "Cookie",
+            "Set-Cookie",
+            "x-auth-token",
+            "X-Client-Secret",
+            "db_password",
+            "X-API-Key",
+            "apikey",
+            "x-hub-signature-256",
+        ] {
+            assert!(secret_header(n), "{n}");
+            assert_eq!(header_value(n, "Bearer abc", &[]), "«redacted, 10 bytes»");
+        }
+        for n in ["content-type", "dlq-error-class", "x-death", "keyboard"] {
+            assert!(!secret_header(n), "{n}");
+        }
+        assert_eq!(
+            header_value("X-Customer-Email", "a@b.c", &["x-customer-email".into()]),
+            "«redacted, 5 bytes»"
+        );
+        assert_eq!(
+            header_value("note", "paid with 4111111111111111", &[]),
+            "paid with ••••••••••••1111"
+        );
+    }
+
+    #[test]
+    fn body_pointers_redact_json_values_and_withhold_what_cannot_be_checked() {
+        let p = vec!["/customer/email".to_owned(), "/missing".to_owned()];
+        assert_eq!(
+            body_text(r#"{"customer":{"email":"a@b.c","id":7}}"#, false, &p).as_deref(),
+            Some(r#"{"customer":{"email":"«redacted, 5 bytes»","id":7}}"#)
+        );
+        assert_eq!(body_text("not json", false, &p), None);
+        assert_eq!(body_text(r#"{"customer":"#, true, &p), None);
+        assert_eq!(body_text("plain", false, &[]).as_deref(), Some("plain"));
+    }
+}
