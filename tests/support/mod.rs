@@ -54,8 +54,8 @@ pub mod pubsub;
 pub mod rabbit;
 pub mod snapshot;
 pub mod sqs;
-pub mod tcp;
 pub mod stall;
+pub mod tcp;
 pub mod workspace;
 
 use std::path::PathBuf;
