@@ -81,9 +81,10 @@ impl Reader {
                     observed.notes.push(
                         "messages not read (reads with side effects are off): depth only".into(),
                     );
-                } else if let Some(why) = spends_a_delivery(q) {
-                    observed.notes.push(why);
                 } else if let Some(why) = self.refuse(q, &mut version).await? {
+                    // The limit's own note first: it says what a read would do now.
+                    observed.notes.push(why);
+                } else if let Some(why) = spends_a_delivery(q) {
                     observed.notes.push(why);
                 } else {
                     match self.peek(vhost(r), &r.dead_letter, read).await {
