@@ -235,6 +235,26 @@ fn accounted(doc: &Value, dlq: &str, main: &str, ids: &BTreeSet<String>) -> (Tak
     (in_dlq, in_main)
 }
 
+/// A forwarder in front of the broker's AMQP port, and the fixture's target pointed at it
+/// (`amqpUrl`): the test can then stall or cut the run's connection.
+fn through_forwarder(f: &Workspace) -> support::tcp::Forwarder {
+    let amqp = support::amqp_url();
+    let upstream = amqp
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("host:port")
+        .to_owned();
+    let fwd = support::tcp::Forwarder::start(&upstream);
+    f.edit_targets(|t| {
+        t.replace(
+            "    vhost: /\n",
+            &format!("    vhost: /\n    amqpUrl: amqp://{}\n", fwd.addr),
+        )
+    });
+    fwd
+}
+
 fn ids(prefix: &str, n: usize) -> BTreeSet<String> {
     (0..n).map(|i| format!("{prefix}{i:05}")).collect()
 }
@@ -561,20 +581,7 @@ fn a_connection_cut_mid_run_counts_as_moved_only_what_the_broker_confirmed_remov
     };
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "k", 2000, |_| "poison");
-    let amqp = support::amqp_url();
-    let upstream = amqp
-        .split('@')
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .expect("host:port")
-        .to_owned();
-    let fwd = support::tcp::Forwarder::start(&upstream);
-    f.edit_targets(|t| {
-        t.replace(
-            "    vhost: /\n",
-            &format!("    vhost: /\n    amqpUrl: amqp://{}\n", fwd.addr),
-        )
-    });
+    let fwd = through_forwarder(&f);
     let run = spawn(&f, &["--rate", "500"]);
     wait_count(&main, 300, Duration::from_secs(20));
     fwd.cut();
@@ -602,20 +609,7 @@ fn a_broker_that_hangs_mid_run_is_given_up_within_the_heartbeat_and_loses_nothin
     };
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "h", 1000, |_| "poison");
-    let amqp = support::amqp_url();
-    let upstream = amqp
-        .split('@')
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .expect("host:port")
-        .to_owned();
-    let fwd = support::tcp::Forwarder::start(&upstream);
-    f.edit_targets(|t| {
-        t.replace(
-            "    vhost: /\n",
-            &format!("    vhost: /\n    amqpUrl: amqp://{}\n", fwd.addr),
-        )
-    });
+    let fwd = through_forwarder(&f);
     let run = spawn(&f, &["--rate", "200"]);
     wait_count(&main, 100, Duration::from_secs(20));
     fwd.stall();
