@@ -206,6 +206,15 @@ fn wait_count(queue: &str, n: u64, limit: Duration) {
     }
 }
 
+/// Waits (bounded, without failing) until the DLQ and the main queue hold `n` between them:
+/// the broker hands back what a dead connection held once it notices it is gone.
+fn wait_back(dlq: &str, main: &str, n: u64, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while count(dlq) + count(main) < n && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The report's counts agree with what lapin reads back: every id in the DLQ or the main
 /// queue; the DLQ holds exactly `total - moved`; the ids in both are at most the possibly
 /// duplicated; `leftInDeadLetter`, when given, is the DLQ's count. Returns (DLQ, main).
@@ -593,10 +602,7 @@ fn a_connection_cut_mid_run_counts_as_moved_only_what_the_broker_confirmed_remov
             .is_some_and(|e| e.contains("back in the dead-letter queue")),
         "{doc}"
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&dlq) + count(&main) < 2000 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_back(&dlq, &main, 2000, Duration::from_secs(30));
     accounted(&doc, &dlq, &main, &ids("k", 2000));
 }
 
@@ -626,10 +632,7 @@ fn a_broker_that_hangs_mid_run_is_given_up_within_the_heartbeat_and_loses_nothin
         "{doc}"
     );
     // The broker hands back what the dead connection held once it notices it is gone.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while count(&dlq) + count(&main) < 1000 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_back(&dlq, &main, 1000, Duration::from_secs(60));
     accounted(&doc, &dlq, &main, &ids("h", 1000));
 }
 
@@ -646,10 +649,7 @@ fn a_slow_redrive_killed_part_way_duplicates_about_a_second_of_moves_at_most() {
     wait_count(&main, 12, Duration::from_secs(20));
     let _ = run.kill();
     let _ = run.wait();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while count(&dlq) + count(&main) < 40 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_back(&dlq, &main, 40, Duration::from_secs(20));
     let in_dlq = take(&dlq);
     let in_main = take(&main);
     let all: BTreeSet<&String> = in_dlq.keys().chain(in_main.keys()).collect();

@@ -282,7 +282,7 @@ pub fn holder_gone(holder: &str) -> bool {
             .is_ok_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
 }
 
-/// Keeps to `--rate`: call [`Pace::wait`] before each move.
+/// Keeps to `--rate`: call [`Pace::wait_or_stop`] before each move.
 pub struct Pace {
     every: Option<std::time::Duration>,
     next: tokio::time::Instant,
@@ -296,11 +296,6 @@ impl Pace {
                 .map(|r| std::time::Duration::from_secs_f64(1.0 / r)),
             next: tokio::time::Instant::now(),
         }
-    }
-
-    pub async fn wait(&mut self) {
-        let never = AtomicBool::new(false);
-        self.wait_or_stop(&never).await;
     }
 
     /// Waits for the next move's turn unless `stop` is set first (Ctrl-C): `false` then, and
