@@ -1000,8 +1000,11 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         );
         std::thread::sleep(Duration::from_secs(1));
     };
+    // The session runs from the killed member's last heartbeat, not from the kill: up to one
+    // heartbeat interval (1 s) earlier, more when a loaded 2-core machine delayed that
+    // heartbeat (CI saw 8.8 s). Accepted at once would be the bug; accepted late is Kafka.
     assert!(
-        second.0 + Duration::from_millis(500) >= session,
+        second.0 + Duration::from_secs(4) >= session,
         "the second run started {:?} after the kill, before the session could time out",
         second.0
     );
