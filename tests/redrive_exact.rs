@@ -276,6 +276,9 @@ fn kafka_a_selective_redrive_of_a_big_dlt_moves_exactly_the_selected_ones_or_say
         waiting_before - moved_n as u64,
         "status counts what did not move"
     );
+    // The run counts what it left itself, from the ledger it committed: the same figure.
+    assert_eq!(doc["leftInDeadLetter"], waiting_after, "{doc}");
+    assert_eq!(doc["leftBasis"], "exact", "{doc}");
     say(format!(
         "Kafka: {KAFKA_N} records ({} selected), ledger kept: {ledger}: fill {fill:.1?}, redrive {took:.1?}, moved {moved_n}, waiting {waiting_before} → {waiting_after}; incomplete: {}",
         selected.len(),

@@ -8,7 +8,10 @@
 //! each resource, so a topic whose configs could not be read looks like a topic with none.
 //!
 //! Also the drain of the admin client's main event queue ([`drain_events`]), which rdkafka
-//! fills and never empties.
+//! fills and never empties; and a group's committed offsets through the admin client
+//! ([`list_group_offsets`], `ListConsumerGroupOffsets`): rdkafka reads them only through a
+//! consumer of that group, and a consumer made for one OffsetFetch costs a coordinator lookup
+//! and a shutdown (≈ 0.15 s a channel on Apache Kafka 4.4; `status` reads one a channel).
 //!
 //! This is the only module with `unsafe`. Each call builds its C objects, owned by small guards
 //! that free them on every path, sends one request on a private event queue, waits for the
@@ -1237,5 +1240,155 @@ mod tests {
             .await
             .expect_err("no broker");
         assert!(e.to_string().starts_with("CreateAcls: "), "{e}");
+    }
+}
+
+const LIST_OFFSETS: &str = "ListConsumerGroupOffsets";
+
+/// One partition's commit, as the group coordinator holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub partition: i32,
+    /// `None`: the group has committed nothing for this partition.
+    pub offset: Option<i64>,
+    /// The commit's metadata (empty when none).
+    pub metadata: String,
+}
+
+/// The commits of `group` on partitions `0..partitions` of `topic` (one
+/// ListConsumerGroupOffsets through the shared admin client, answered by the coordinator; a
+/// group that does not exist answers with no commits).
+pub async fn list_group_offsets(
+    admin: &Arc<Admin>,
+    group: &str,
+    topic: &str,
+    partitions: usize,
+    timeout: Duration,
+) -> Result<Vec<Committed>, CallError> {
+    let group = c_string(LIST_OFFSETS, "group", group)?;
+    let topic = c_string(LIST_OFFSETS, "topic", topic)?;
+    let partitions = i32::try_from(partitions).map_err(|_| CallError::Request {
+        api: LIST_OFFSETS,
+        message: format!("{partitions} partitions"),
+    })?;
+    let admin = Arc::clone(admin);
+    run_blocking(LIST_OFFSETS, move || {
+        list_offsets_blocking(&admin, &group, &topic, partitions, timeout)
+    })
+    .await?
+}
+
+fn list_offsets_blocking(
+    admin: &Admin,
+    group: &CStr,
+    topic: &CStr,
+    partitions: i32,
+    timeout: Duration,
+) -> Result<Vec<Committed>, CallError> {
+    let api = LIST_OFFSETS;
+    let rk = admin.inner().native_ptr();
+    // SAFETY: a new list, owned by its guard; `topic` is a live C string librdkafka copies.
+    let list = Guard(
+        unsafe { rd::rd_kafka_topic_partition_list_new(partitions.max(1)) },
+        rd::rd_kafka_topic_partition_list_destroy,
+    );
+    if list.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka could not make a partition list".into(),
+        });
+    }
+    for p in 0..partitions {
+        // SAFETY: the list and `topic` are live; the element belongs to the list.
+        unsafe { rd::rd_kafka_topic_partition_list_add(list.0, topic.as_ptr(), p) };
+    }
+    // SAFETY: `group` and the list are live; librdkafka copies both into the request object,
+    // which its guard frees (the request copies it again when sent).
+    let request = Guard(
+        unsafe { rd::rd_kafka_ListConsumerGroupOffsets_new(group.as_ptr(), list.0) },
+        rd::rd_kafka_ListConsumerGroupOffsets_destroy,
+    );
+    if request.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka refused the request".into(),
+        });
+    }
+    let op = rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS;
+    let answered = round_trip(api, rk, op, timeout, |options, queue| {
+        let mut one = [request.0];
+        // SAFETY: one live request (librdkafka copies it), live options and queue.
+        unsafe { rd::rd_kafka_ListConsumerGroupOffsets(rk, one.as_mut_ptr(), 1, options, queue) }
+    })?;
+    // SAFETY: the event is live until its guard drops, after every read below.
+    unsafe { read_group_offsets(answered.event.0, topic, timeout) }
+}
+
+/// Copies one group's commits out of a ListConsumerGroupOffsets answer.
+///
+/// # Safety
+/// `event` must be a live event returned by `rd_kafka_queue_poll` for that request.
+unsafe fn read_group_offsets(
+    event: *mut rd::rd_kafka_event_t,
+    topic: &CStr,
+    timeout: Duration,
+) -> Result<Vec<Committed>, CallError> {
+    let api = LIST_OFFSETS;
+    // SAFETY (whole function): every pointer read here belongs to `event`, which outlives
+    // this function; strings and metadata are copied before returning.
+    unsafe {
+        event_error(api, event, timeout)?;
+        let result = rd::rd_kafka_event_ListConsumerGroupOffsets_result(event);
+        if result.is_null() {
+            return Err(wrong_event(api));
+        }
+        let mut n = 0usize;
+        let groups = rd::rd_kafka_ListConsumerGroupOffsets_result_groups(result, &mut n);
+        if n != 1 || groups.is_null() {
+            return Err(CallError::Request {
+                api,
+                message: format!("the broker answered for {n} groups, not 1"),
+            });
+        }
+        let g = *groups;
+        let err = rd::rd_kafka_group_result_error(g);
+        if !err.is_null() {
+            let code = RDKafkaErrorCode::from(rd::rd_kafka_error_code(err));
+            let message = opt_string(rd::rd_kafka_error_string(err)).unwrap_or_default();
+            return Err(CallError::Failed { api, code, message });
+        }
+        let list = rd::rd_kafka_group_result_partitions(g);
+        let mut out = Vec::new();
+        if list.is_null() {
+            return Ok(out);
+        }
+        let count = usize::try_from((*list).cnt).unwrap_or(0);
+        for i in 0..count {
+            let e = &*(*list).elems.add(i);
+            if e.topic.is_null() || CStr::from_ptr(e.topic) != topic {
+                continue;
+            }
+            if e.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                let code = RDKafkaErrorCode::from(e.err);
+                return Err(CallError::Failed {
+                    api,
+                    code,
+                    message: format!("partition {}: {code}", e.partition),
+                });
+            }
+            let metadata = if e.metadata.is_null() || e.metadata_size == 0 {
+                String::new()
+            } else {
+                let bytes = std::slice::from_raw_parts(e.metadata.cast::<u8>(), e.metadata_size);
+                String::from_utf8_lossy(bytes).into_owned()
+            };
+            out.push(Committed {
+                partition: e.partition,
+                // librdkafka's RD_KAFKA_OFFSET_INVALID (-1001): no commit.
+                offset: (e.offset >= 0).then_some(e.offset),
+                metadata,
+            });
+        }
+        Ok(out)
     }
 }

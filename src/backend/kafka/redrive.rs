@@ -64,6 +64,20 @@ pub fn group(channel: &str) -> String {
     format!("dlqctl-redrive.{channel}")
 }
 
+/// What one run moves with, between what: the joined consumer and its group, the producer,
+/// the dead-letter topic and the destination, each partition's end as the run started, and
+/// whether the broker keeps ledgers (commit metadata).
+#[derive(Clone, Copy)]
+struct Leg<'a> {
+    consumer: &'a std::sync::Arc<StreamConsumer>,
+    group: &'a str,
+    producer: &'a FutureProducer,
+    dlt: &'a str,
+    dest: &'a str,
+    ends: &'a BTreeMap<i32, i64>,
+    scattered: bool,
+}
+
 /// The writing capability for records: made only by `dlqctl redrive`.
 #[derive(Debug, Clone)]
 pub struct Mover {
@@ -116,7 +130,7 @@ impl Mover {
             .set("heartbeat.interval.ms", "1000");
         let consumer: StreamConsumer = config.create().map_err(MoveError::of)?;
         let consumer = std::sync::Arc::new(consumer);
-        let holders = members(&consumer, &group).await?;
+        let holders = members(&self.reader.admin, &group).await?;
         if !holders.is_empty() {
             return Err(MoveError(format!(
                 "topic `{dlt}` is being redriven already: the group `{group}` has member(s) {}; wait for them to finish (a killed run stays a member until its session times out: 10 s on Kafka)",
@@ -124,7 +138,7 @@ impl Mover {
             )));
         }
         // Nothing after the group's position: done without joining (a join takes seconds).
-        let ledgers = committed(&consumer, &dlt, &marks).await?;
+        let ledgers = committed(&self.reader.admin, &group, &dlt, &marks).await?;
         let waiting: u64 = marks
             .iter()
             .zip(&ledgers)
@@ -156,29 +170,35 @@ impl Mover {
             .enumerate()
             .filter_map(|(p, l)| Some((i32::try_from(p).ok()?, l)))
             .collect();
-        let result = self
-            .run(
-                (&consumer, &group),
-                &producer,
-                (&dlt, &dest),
-                &ends,
-                (ledgers, scattered),
-                run,
-            )
-            .await;
+        let leg = Leg {
+            consumer: &consumer,
+            group: &group,
+            producer: &producer,
+            dlt: &dlt,
+            dest: &dest,
+            ends: &ends,
+            scattered,
+        };
+        let result = self.run(&leg, ledgers, run).await;
         consumer.unsubscribe();
         result
     }
 
     async fn run(
         &self,
-        (consumer, group): (&std::sync::Arc<StreamConsumer>, &str),
-        producer: &FutureProducer,
-        (dlt, dest): (&str, &str),
-        ends: &BTreeMap<i32, i64>,
-        (mut ledgers, scattered): (BTreeMap<i32, Ledger>, bool),
+        leg: &Leg<'_>,
+        mut ledgers: BTreeMap<i32, Ledger>,
         run: &Run,
     ) -> Result<(), MoveError> {
+        let Leg {
+            consumer,
+            group,
+            producer,
+            dlt,
+            dest,
+            ends,
+            scattered,
+        } = *leg;
         let mut pace = redrive::Pace::new(run.rate);
         // Without ledgers: partitions where a record was left behind move nothing more (the
         // offset of that record, and how many records after it were not examined).
@@ -227,7 +247,7 @@ impl Mover {
                 if seen.is_empty() {
                     // Joined: if another run joined the group meanwhile (the check before
                     // joining has a gap), stop before moving anything.
-                    let members = members(consumer, group).await?;
+                    let members = members(&self.reader.admin, group).await?;
                     if members.len() > 1 {
                         result = Err(MoveError(format!(
                             "another redrive joined the group `{group}` at the same time ({}); stopping before moving anything",
@@ -354,6 +374,26 @@ impl Mover {
         if result.is_ok() && !run.done() {
             incomplete(run, dlt, ends, &seen, &ledgers, &blocked);
         }
+        // What is left, exactly: the ledgers just committed against the ends as they are now
+        // (records that came during the run count). Unread, the report falls back to status.
+        if let Ok(marks) = self.reader.dlt_marks(dlt, ends.len()).await {
+            let left = marks
+                .iter()
+                .enumerate()
+                .map(|(p, (low, high))| {
+                    let p = i32::try_from(p).unwrap_or(i32::MAX);
+                    ledgers.get(&p).map_or_else(
+                        || u64::try_from(high - low).unwrap_or(0),
+                        |l| {
+                            let mut l = l.clone();
+                            l.committed = l.committed.max(*low);
+                            l.waiting(*high)
+                        },
+                    )
+                })
+                .sum();
+            run.tally.left.store(left, Ordering::Relaxed);
+        }
         result
     }
 }
@@ -471,51 +511,49 @@ impl Ledger {
     }
 }
 
-/// The group's ledger per partition (from the low watermark where it committed nothing).
+/// The redrive group's ledger per partition (from the low watermark where it committed
+/// nothing), read through the shared admin client: no consumer is needed before the group is
+/// joined.
 async fn committed(
-    consumer: &std::sync::Arc<StreamConsumer>,
+    admin: &std::sync::Arc<super::ffi::Admin>,
+    group: &str,
     topic: &str,
     marks: &[(i64, i64)],
 ) -> Result<Vec<Ledger>, MoveError> {
-    let c = std::sync::Arc::clone(consumer);
-    let (t, m) = (topic.to_owned(), marks.to_vec());
-    tokio::task::spawn_blocking(move || read_ledgers(&*c, &t, &m))
+    let commits = super::ffi::list_group_offsets(admin, group, topic, marks.len(), CONNECT_TIMEOUT)
         .await
-        .map_err(MoveError::of)?
         .map_err(|e| {
             MoveError(format!(
-                "reading the redrive group's offsets on `{topic}`: {e}"
+                "reading the redrive group's offsets on `{topic}`: {}",
+                e.detail()
             ))
-        })
+        })?;
+    Ok(ledgers_of(&commits, marks))
 }
 
-/// Reads the ledger of the consumer's group in every partition of `topic` (one OffsetFetch;
-/// blocking): from the low watermark where the group committed nothing. The status door reads
-/// the same ledgers through it.
-pub(super) fn read_ledgers<C: Consumer>(
-    consumer: &C,
-    topic: &str,
-    marks: &[(i64, i64)],
-) -> rdkafka::error::KafkaResult<Vec<Ledger>> {
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..marks.len() {
-        tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
-    }
-    let got = consumer.committed_offsets(tpl, CONNECT_TIMEOUT)?;
-    Ok(marks
+/// The ledger of each partition (`marks`: its low and high watermarks) from the group's
+/// commits; a partition without a commit starts at its first record retained.
+pub(super) fn ledgers_of(commits: &[super::ffi::Committed], marks: &[(i64, i64)]) -> Vec<Ledger> {
+    marks
         .iter()
         .enumerate()
         .map(|(p, (low, high))| {
-            let e = got.find_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
-            match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
-                Some((Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
+            let c = commits
+                .iter()
+                .find(|c| usize::try_from(c.partition).is_ok_and(|cp| cp == p));
+            match c {
+                Some(super::ffi::Committed {
+                    offset: Some(n),
+                    metadata,
+                    ..
+                }) => Ledger::decode((*n).clamp(*low, *high), metadata),
                 _ => Ledger {
                     committed: *low,
                     ..Ledger::default()
                 },
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Whether the broker keeps the metadata of a commit: the group's own ledgers are committed
@@ -559,22 +597,24 @@ async fn keeps_ledgers(
 
 /// The members of `group` (none: nobody holds it).
 async fn members(
-    consumer: &std::sync::Arc<StreamConsumer>,
+    admin: &std::sync::Arc<super::ffi::Admin>,
     group: &str,
 ) -> Result<Vec<String>, MoveError> {
-    let c = std::sync::Arc::clone(consumer);
+    let c = std::sync::Arc::clone(admin);
     let g = group.to_owned();
     let names = tokio::task::spawn_blocking(move || {
-        c.fetch_group_list(Some(&g), CONNECT_TIMEOUT).map(|list| {
-            list.groups()
-                .iter()
-                .flat_map(|g| g.members())
-                .map(|m| match (m.client_id(), m.client_host()) {
-                    ("", "") => "(a member the broker does not name)".to_owned(),
-                    (id, host) => format!("{id} ({host})"),
-                })
-                .collect::<Vec<String>>()
-        })
+        c.inner()
+            .fetch_group_list(Some(&g), CONNECT_TIMEOUT)
+            .map(|list| {
+                list.groups()
+                    .iter()
+                    .flat_map(|g| g.members())
+                    .map(|m| match (m.client_id(), m.client_host()) {
+                        ("", "") => "(a member the broker does not name)".to_owned(),
+                        (id, host) => format!("{id} ({host})"),
+                    })
+                    .collect::<Vec<String>>()
+            })
     })
     .await
     .map_err(MoveError::of)?

@@ -217,25 +217,16 @@ impl Reader {
         marks: &Marks,
     ) -> Result<Vec<Ledger>, KafkaError> {
         self.stats.count("kafka:OffsetFetch");
-        let mut config: ClientConfig = (*self.config).clone();
-        config
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false");
-        let (name, marks2) = (topic.to_owned(), marks.to_vec());
-        tokio::task::spawn_blocking(move || {
-            let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
-            super::redrive::read_ledgers(&consumer, &name, &marks2).map_err(|e| e.to_string())
-        })
+        let commits = super::ffi::list_group_offsets(
+            &self.admin,
+            group,
+            topic,
+            marks.len(),
+            super::CONNECT_TIMEOUT,
+        )
         .await
-        .map_err(|e| {
-            topic_error(
-                topic,
-                "OffsetFetch",
-                format!("the offsets thread failed: {e}"),
-            )
-        })?
-        .map_err(|m| topic_error(topic, "OffsetFetch", m))
+        .map_err(|e| topic_error(topic, "OffsetFetch", e.detail()))?;
+        Ok(super::redrive::ledgers_of(&commits, marks))
     }
 
     /// Records from the head (`starts`) of every partition that has any: an equal share of
