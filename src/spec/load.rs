@@ -16,8 +16,9 @@ use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::locate::{Locations, escape};
+use super::locate::Locations;
 use super::model::{API_VERSION, Backend, Channel, Defaults, Targets};
+use super::pointer::escape;
 use super::schema::{self, DocKind, did_you_mean};
 use super::vars;
 use super::yaml::{self, Document, Limits, NodeValue, Span, YamlError};

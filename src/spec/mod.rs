@@ -8,6 +8,7 @@ pub mod duration;
 pub mod load;
 pub mod locate;
 pub mod model;
+pub mod pointer;
 pub mod resolve;
 pub mod rules;
 pub mod schema;
