@@ -35,11 +35,6 @@ struct Entry {
     value: Span,
 }
 
-/// A key as one segment of a JSON pointer (RFC 6901: `~` → `~0`, `/` → `~1`).
-pub fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 impl Locations {
     pub fn of(file: FileId, root: Node) -> Self {
         Locations {

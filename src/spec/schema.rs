@@ -13,8 +13,9 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
-use super::locate::{Locations, escape, field_path};
+use super::locate::{Locations, field_path};
 use super::model::{Channel, Defaults, Targets};
+use super::pointer::escape;
 use crate::diag::Diagnostic;
 
 /// The document kinds dlqctl reads, and the file each schema is written to.

@@ -577,7 +577,7 @@ impl Node {
                     for (k, key_span, v) in entries {
                         let len = path.len();
                         path.push('/');
-                        path.push_str(&super::locate::escape(k));
+                        path.push_str(&super::pointer::escape(k));
                         go(v, path, Some(*key_span), f);
                         path.truncate(len);
                     }

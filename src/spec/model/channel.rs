@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ApiVersion;
 use super::alarms::Alarms;
+use super::api::ApiVersion;
 use super::kafka::KafkaOptions;
 use super::pubsub::PubsubOptions;
 use super::rabbitmq::RabbitMqOptions;

@@ -7,13 +7,11 @@
 //! after defaults are applied is checked by the rules (`spec::rules`), with a position.
 //!
 //! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
-//! Targets document and `Backend`), `alarms`, and one per backend block (`sqs`, `rabbitmq`,
-//! `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
-
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+//! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, and one per backend
+//! block (`sqs`, `rabbitmq`, `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
 
 mod alarms;
+mod api;
 mod channel;
 mod kafka;
 mod pubsub;
@@ -22,6 +20,7 @@ mod sqs;
 mod targets;
 
 pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
+pub use api::{API_VERSION, ApiVersion};
 pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
     Envelope, Invalid, LintOptions, Metadata, Retry,
@@ -39,12 +38,3 @@ pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
 pub use targets::{
     Backend, MetricSource, Ownership, Redact, Target, TargetAlerts, Targets, TargetsKind,
 };
-
-/// The only `apiVersion` this release reads.
-pub const API_VERSION: &str = "dlqctl/v1";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum ApiVersion {
-    #[serde(rename = "dlqctl/v1")]
-    V1,
-}

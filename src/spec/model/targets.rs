@@ -2,14 +2,14 @@
 //! which backend each one is, and what dlqctl may change there.
 //!
 //! `Backend` lives here because a target is what has one; channels learn theirs through
-//! `spec.target`. Depends only on `ApiVersion` from `spec::model`.
+//! `spec.target`. Depends only on `ApiVersion` (`spec::model::api`).
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ApiVersion;
+use super::api::ApiVersion;
 
 /// Named connections to the live systems, and what dlqctl may change there.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

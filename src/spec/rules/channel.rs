@@ -318,26 +318,6 @@ fn excessive_retries(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>
     );
 }
 
-/// `retry/jitter-consumer`: brokers cannot add jitter; consumers do.
-pub(super) fn jitter_info(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
-    if doc
-        .value
-        .spec
-        .retry
-        .as_ref()
-        .and_then(|r| r.backoff.as_ref())
-        .is_some_and(|b| b.jitter.is_some())
-    {
-        out.push(
-            Diagnostic::info(
-                "retry/jitter-consumer",
-                format!("{} cannot add jitter to a delay: consumers apply `retry.backoff.jitter` themselves", backend.display_name()),
-            )
-            .at(doc.locs.key("/spec/retry/backoff/jitter")),
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{findings_of, rules_on};

@@ -73,46 +73,6 @@ impl<'a> Held<'a> {
     }
 }
 
-/// Where the dead-letter retention is written: `discard.after`, or `retention`.
-pub(super) fn retention_pointer(doc: &Doc<Channel>) -> &'static str {
-    let discard = doc
-        .value
-        .spec
-        .dead_letter
-        .as_ref()
-        .is_some_and(|d| d.discard.is_some());
-    if discard {
-        "/spec/deadLetter/discard/after"
-    } else {
-        "/spec/deadLetter/retention"
-    }
-}
-
-/// The field name for messages: `deadLetter.discard.after` or `deadLetter.retention`.
-pub(super) fn retention_field(doc: &Doc<Channel>) -> &'static str {
-    if retention_pointer(doc).ends_with("after") {
-        "spec.deadLetter.discard.after"
-    } else {
-        "spec.deadLetter.retention"
-    }
-}
-
-/// The invalid-message retention's field name (for messages) and pointer:
-/// `invalid.discard.after` or `invalid.retention`.
-pub(super) fn invalid_retention_at(doc: &Doc<Channel>) -> (&'static str, &'static str) {
-    let discard = doc
-        .value
-        .spec
-        .invalid
-        .as_ref()
-        .is_some_and(|i| i.discard.is_some());
-    if discard {
-        ("spec.invalid.discard.after", "/spec/invalid/discard/after")
-    } else {
-        ("spec.invalid.retention", "/spec/invalid/retention")
-    }
-}
-
 pub(super) fn check_dead_letter(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
     for h in std::iter::once(Held::dead_letter(r)).chain(Held::invalid(r)) {
         retention_implicit(doc, r.backend, &h, out);

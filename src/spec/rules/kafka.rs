@@ -5,8 +5,7 @@
 //! channel.
 
 use super::alarms::check_alarms;
-use super::channel::jitter_info;
-use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
+use super::common::{invalid_retention_at, jitter_info, retention_field, retention_pointer};
 use super::names::kafka_alphabet_problem;
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;

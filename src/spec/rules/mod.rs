@@ -7,21 +7,21 @@
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
 //! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` and `pubsub` (each backend's
-//! limits),
-//! `alarms`, and `names` (valid, owned, unique names, also across channels). This module
+//! limits), `alarms`, `names` (valid, owned, unique names, also across channels), and
+//! `common`, what they all share (below every one of them, so no rule module calls back up
+//! here). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
 //! checks other modules use. Findings come out in the order the rules run; `diag::sort`
 //! orders them for display.
 
-use super::duration::Duration;
 use super::load::{Doc, Workspace};
 use super::model::Channel;
-use super::resolve::Resolved;
 use super::schema::did_you_mean;
 use crate::diag::Diagnostic;
 
 mod alarms;
 mod channel;
+mod common;
 mod deadletter;
 mod kafka;
 mod names;
@@ -32,6 +32,7 @@ mod sqs_access;
 mod targets;
 
 pub use alarms::CLOUDWATCH_MAX_EVALUATION;
+pub use common::Checked;
 pub use deadletter::drops_messages;
 pub use kafka::KAFKA_MIN_RETENTION;
 pub use names::{
@@ -58,12 +59,6 @@ pub const ADVICE_RULES: [&str; 13] = [
     "retry/jitter-consumer",
     "rabbitmq/dlx-consumer-publishes",
 ];
-
-/// A channel that passed the required-field checks, resolved against its target.
-pub struct Checked<'a> {
-    pub doc: &'a Doc<Channel>,
-    pub resolved: Resolved,
-}
 
 /// Runs every rule; returns the channels that resolved (for the planner) and adds findings.
 pub fn check(ws: &Workspace) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
@@ -116,63 +111,6 @@ fn apply_lint_allow(doc: &Doc<Channel>, local: &mut Vec<Diagnostic>) {
             )),
         };
         local.push(d);
-    }
-}
-
-/// A duration outside a backend's range; the caller adds where and a hint.
-fn range_error(
-    rule: &'static str,
-    field: &str,
-    value: Duration,
-    min: Duration,
-    max: Duration,
-    backend: &str,
-) -> Diagnostic {
-    Diagnostic::error(
-        rule,
-        format!("`{field}` is {value}, outside {backend}'s range of {min} to {max}"),
-    )
-}
-
-/// `<backend>/retention-range`: the main retention and the dead-letter one
-/// (`deadLetter.retention` or `discard.after`) within the backend's `[min, max]`.
-fn check_retention_ranges(
-    doc: &crate::spec::load::Doc<Channel>,
-    rule: &'static str,
-    (min, max): (Duration, Duration),
-    backend: &str,
-    hint: &str,
-    out: &mut Vec<Diagnostic>,
-) {
-    let spec = &doc.value.spec;
-    for (field, pointer, value) in [
-        ("spec.retention", "/spec/retention", spec.retention),
-        (
-            deadletter::retention_field(doc),
-            deadletter::retention_pointer(doc),
-            spec.dead_letter.as_ref().and_then(|d| {
-                d.retention
-                    .or_else(|| d.discard.as_ref().and_then(|x| x.after))
-            }),
-        ),
-        (
-            deadletter::invalid_retention_at(doc).0,
-            deadletter::invalid_retention_at(doc).1,
-            spec.invalid.as_ref().and_then(|i| {
-                i.retention
-                    .or_else(|| i.discard.as_ref().and_then(|x| x.after))
-            }),
-        ),
-    ] {
-        if let Some(v) = value
-            && (v < min || v > max)
-        {
-            out.push(
-                range_error(rule, field, v, min, max, backend)
-                    .at(doc.locs.value(pointer))
-                    .hint(hint),
-            );
-        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Checked;
+use super::common::Checked;
 use crate::diag::{Diagnostic, Loc};
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, KafkaNaming, Target};

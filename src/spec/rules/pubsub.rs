@@ -7,7 +7,7 @@
 //!
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
-use super::range_error;
+use super::common::{check_retention_ranges, jitter_info, range_error};
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
@@ -85,7 +85,7 @@ pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
         );
     }
     // `pubsub/retention-range`: a subscription keeps messages 10 min to 7 d.
-    super::check_retention_ranges(
+    check_retention_ranges(
         doc,
         "pubsub/retention-range",
         (PUBSUB_MIN_RETENTION, PUBSUB_MAX_RETENTION),
@@ -93,7 +93,7 @@ pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
         "a Pub/Sub subscription keeps messages between 10m and 7d (messageRetentionDuration)",
         out,
     );
-    super::channel::jitter_info(doc, r.backend, out);
+    jitter_info(doc, r.backend, out);
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@
 //! and the resolved channel.
 
 use super::alarms::check_alarms;
-use super::channel::jitter_info;
-use super::deadletter::{invalid_retention_at, retention_field, retention_pointer};
+use super::common::{invalid_retention_at, jitter_info, retention_field, retention_pointer};
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;

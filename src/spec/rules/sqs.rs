@@ -6,8 +6,7 @@
 //! Depends on `alarms`, the shared helpers in `rules` and the resolved channel.
 
 use super::alarms::check_alarms;
-use super::deadletter::{retention_field, retention_pointer};
-use super::range_error;
+use super::common::{check_retention_ranges, range_error, retention_field, retention_pointer};
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
@@ -48,7 +47,7 @@ fn fifo_redrive_order(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
 
 /// `sqs/retention-range`: both retentions within SQS's 60s to 14d.
 fn check_retention_range(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
-    super::check_retention_ranges(
+    check_retention_ranges(
         doc,
         "sqs/retention-range",
         (SQS_MIN_RETENTION, SQS_MAX_RETENTION),

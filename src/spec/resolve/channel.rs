@@ -1,0 +1,774 @@
+//! The generic part of resolving a channel: what every backend shares (the main and
+//! dead-letter names, retries and their delays, retentions, the discard decision, the
+//! invalid-message queue, alarms), and the entry, [`resolve`], which hands each backend's
+//! block to its own file (`sqs`, `rabbitmq`, `kafka`, `pubsub`).
+
+use super::common::{ResolveError, RetryStage, expand, template_error};
+use super::defaults::{
+    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_MAX_REDRIVES,
+    KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
+    SQS_DEFAULT_RETENTION,
+};
+use super::kafka::KafkaResolved;
+use super::pubsub::PubsubResolved;
+use super::rabbitmq::RabbitResolved;
+use super::spring::{SPRING_DLT_SUFFIX, SPRING_RETRY_SUFFIX, spring_suffix};
+use super::sqs::SqsResolved;
+use super::{kafka, pubsub, rabbitmq, sqs};
+use crate::spec::duration::Duration;
+use crate::spec::model::{
+    AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, Envelope, KafkaNaming,
+    RetryModel, Target, Tier,
+};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub channel: String,
+    /// `metadata.labels` (team, tier, ...): labels of the channel's Prometheus alerts.
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub target: String,
+    pub backend: Backend,
+    /// Main queue or topic.
+    pub main: String,
+    pub dead_letter: String,
+    /// Retry queues/topics, in the order a message meets them.
+    pub retry_stages: Vec<RetryStage>,
+    /// The delay before each retry (`max_attempts - 1` entries).
+    pub delays: Vec<Duration>,
+    pub max_attempts: u32,
+    pub retention: Option<Duration>,
+    /// How long the dead-letter queue keeps a message: `deadLetter.retention`, or
+    /// `deadLetter.discard.after` (then `discard` says why); on SQS its default when unset.
+    pub dead_letter_retention: Option<Duration>,
+    /// `deadLetter.discard`: the dead letters are dropped on purpose after
+    /// `dead_letter_retention`, for a written reason.
+    pub discard: Option<DiscardResolved>,
+    /// `spec.invalid`: the invalid-message queue or topic, where poison messages go at once.
+    pub invalid: Option<InvalidResolved>,
+    /// Which headers carry a dead letter's error (`deadLetter.envelope`, default dlqctl's).
+    pub envelope: Envelope,
+    /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
+    pub dead_letter_group: Option<String>,
+    /// How many times `redrive` may bring one message back (`deadLetter.maxRedrives`).
+    pub max_redrives: u32,
+    pub sqs: Option<SqsResolved>,
+    pub rabbitmq: Option<RabbitResolved>,
+    pub kafka: Option<KafkaResolved>,
+    pub pubsub: Option<PubsubResolved>,
+    /// The alarms the spec asks for, defaults filled in: CloudWatch alarms on SQS targets,
+    /// Prometheus rules (`dlqctl alerts`) on RabbitMQ and Kafka targets.
+    pub alarms: AlarmsResolved,
+    /// What `status` and `redrive --dry-run` also hide of its messages (the target's `redact`).
+    pub redact: crate::spec::model::Redact,
+}
+
+/// `spec.alarms` with defaults filled in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlarmsResolved {
+    /// Messages waiting in the DLQ: fires above each tier's `threshold` messages.
+    pub depth: Option<AlarmResolved>,
+    /// Age of the oldest dead letter: fires above each tier's `threshold` seconds.
+    pub oldest_message_age: Option<AlarmResolved>,
+    /// The channel's runbook URL, if any.
+    pub runbook: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlarmResolved {
+    /// One entry per alarm to raise, lowest tier first: a single `above` threshold is one
+    /// entry with `tier: None`; the tiered form has a `warning` and/or a `critical` entry.
+    pub tiers: Vec<TierResolved>,
+    pub period: Duration,
+    pub evaluation_periods: u32,
+    /// `None`: dlqctl's own description; `Some("")`: none.
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierResolved {
+    /// `None`: the single-threshold form (`above`), which keeps the untiered alarm name and
+    /// counts as `critical` for actions and severity.
+    pub tier: Option<Tier>,
+    /// Messages (depth) or whole seconds (oldest message age).
+    pub threshold: u64,
+    /// Where the alarm notifies (CloudWatch AlarmActions), sorted, without duplicates.
+    pub actions: Vec<String>,
+}
+
+impl TierResolved {
+    /// The severity: `warning` or `critical` (the single-threshold form is `critical`).
+    pub fn severity(&self) -> Tier {
+        self.tier.unwrap_or(Tier::Critical)
+    }
+}
+
+impl AlarmResolved {
+    /// Whether the alarm uses the tiered form (`warning`/`critical`).
+    pub fn is_tiered(&self) -> bool {
+        self.tiers.iter().any(|t| t.tier.is_some())
+    }
+}
+
+/// A written decision to discard dead letters (`deadLetter.discard`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct DiscardResolved {
+    /// How long a dead letter is kept before it is discarded (e.g. `3d`).
+    pub after: Duration,
+    /// Why (absent: nobody wrote it down, which `dlqctl lint` reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+}
+
+impl std::fmt::Display for DiscardResolved {
+    /// `discarded on purpose after 3d: quotes expire (owner: pricing)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "discarded on purpose after {}", self.after)?;
+        match &self.reason {
+            Some(r) => write!(f, ": {r}")?,
+            None => f.write_str(" (no reason written)")?,
+        }
+        if let Some(o) = &self.owner {
+            write!(f, " (owner: {o})")?;
+        }
+        Ok(())
+    }
+}
+
+/// `spec.invalid` with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidResolved {
+    /// The queue or topic's name.
+    pub name: String,
+    /// How long it keeps a message: `invalid.retention`, or `invalid.discard.after`; on SQS
+    /// the dead-letter default (14 days) when unset.
+    pub retention: Option<Duration>,
+    /// `invalid.discard`: invalid messages are dropped on purpose after `retention`.
+    pub discard: Option<DiscardResolved>,
+    /// `invalid.alarms` with defaults filled in (SQS: CloudWatch alarms on the queue).
+    pub alarms: AlarmsResolved,
+}
+
+/// The delay before each retry, from the backoff settings: each delay is the previous one
+/// times `multiplier`, truncated to whole milliseconds and capped at `max` — exactly as Spring's
+/// `ExponentialBackOff` (and spring-retry's `ExponentialBackOffPolicy`) computes it, so that
+/// delay-suffixed Kafka topic names match the ones a Spring consumer derives.
+pub fn delays(channel: &Channel, default: Option<Duration>) -> Vec<Duration> {
+    let retry = channel.spec.retry.as_ref();
+    let retries = retry
+        .and_then(|r| r.max_attempts)
+        .unwrap_or(1)
+        .saturating_sub(1) as usize;
+    let Some(backoff) = retry.and_then(|r| r.backoff.as_ref()) else {
+        return default.map(|d| vec![d; retries]).unwrap_or_default();
+    };
+    let multiplier = backoff.multiplier.unwrap_or(1.0);
+    let cap = backoff.max.map_or(u64::MAX, |m| m.as_millis());
+    let mut current = backoff.initial.as_millis().min(cap);
+    let mut out = Vec::with_capacity(retries);
+    for i in 0..retries {
+        if i > 0 && current < cap {
+            // `as` truncates toward zero and saturates, like Java's `(long)` cast.
+            current = ((current as f64 * multiplier) as u64).min(cap);
+        }
+        out.push(Duration::from_millis(current));
+    }
+    out
+}
+
+/// Resolves a channel against its target. The channel must have `spec.target` and
+/// `spec.retry.maxAttempts` (the rules report their absence first).
+pub fn resolve(
+    channel: &Channel,
+    target_name: &str,
+    target: &Target,
+) -> Result<Resolved, ResolveError> {
+    let spec = &channel.spec;
+    let name = channel.metadata.name.as_str();
+    let backend = target.backend;
+    let max_attempts = spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.max_attempts)
+        .unwrap_or(1);
+    let fifo = spec.sqs.as_ref().and_then(|s| s.fifo).unwrap_or(false);
+    let kafka_options = spec.kafka.as_ref();
+    let retry_suffix = spring_suffix(
+        kafka_options.and_then(|k| k.retry_topic_suffix.as_deref()),
+        SPRING_RETRY_SUFFIX,
+    );
+    let dlt_suffix = spring_suffix(
+        kafka_options.and_then(|k| k.dlt_suffix.as_deref()),
+        SPRING_DLT_SUFFIX,
+    );
+    let (main, dead_letter) = main_and_dead_letter(spec, name, backend, fifo, dlt_suffix)?;
+    let rabbit_model = spec
+        .rabbitmq
+        .as_ref()
+        .and_then(|r| r.retry_model)
+        .unwrap_or(RetryModel::Ttl);
+    let delays = match backend {
+        Backend::Sqs => Vec::new(),
+        Backend::Rabbitmq if rabbit_model == RetryModel::DeliveryLimit => Vec::new(),
+        Backend::Rabbitmq => delays(channel, None),
+        Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
+        // Pub/Sub backs off by itself (retryPolicy): no retry stages, no delays of dlqctl's.
+        Backend::Pubsub => Vec::new(),
+    };
+    let kafka_naming = kafka_options
+        .and_then(|k| k.naming)
+        .unwrap_or(KafkaNaming::Spring);
+    let kafka_retry = kafka::KafkaRetryNaming {
+        naming: kafka_naming,
+        retry_suffix,
+    };
+    let retry_stages = retry_stages(spec, name, backend, &main, &delays, &kafka_retry)?;
+    let dl = spec.dead_letter.as_ref();
+    let discard = discard(
+        dl.and_then(|d| d.retention),
+        dl.and_then(|d| d.discard.as_ref()),
+        "deadLetter",
+    )?;
+    let invalid = invalid(spec, name, backend, fifo, &main)?;
+    let (retention, dead_letter_retention) = match &discard {
+        Some(d) => (retentions(spec, backend).0, Some(d.after)),
+        None => retentions(spec, backend),
+    };
+    let sqs = (backend == Backend::Sqs).then(|| sqs::resolve(spec, fifo));
+    let rabbitmq = if backend == Backend::Rabbitmq {
+        Some(rabbitmq::resolve(
+            spec,
+            name,
+            target,
+            [&main, &dead_letter],
+            rabbit_model,
+        )?)
+    } else {
+        None
+    };
+    let kafka =
+        (backend == Backend::Kafka).then(|| kafka::resolve(spec, &main, &kafka_retry, dlt_suffix));
+    let pubsub = if backend == Backend::Pubsub {
+        Some(pubsub::resolve(spec, name, target)?)
+    } else {
+        None
+    };
+    Ok(Resolved {
+        channel: name.to_owned(),
+        labels: channel.metadata.labels.clone(),
+        target: target_name.to_owned(),
+        backend,
+        main,
+        dead_letter,
+        retry_stages,
+        delays,
+        max_attempts,
+        retention,
+        dead_letter_retention,
+        discard,
+        invalid,
+        envelope: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.envelope)
+            .unwrap_or(Envelope::Dlqctl),
+        dead_letter_group: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.consumer_group.clone()),
+        max_redrives: spec
+            .dead_letter
+            .as_ref()
+            .and_then(|d| d.max_redrives)
+            .unwrap_or(DEFAULT_MAX_REDRIVES),
+        sqs,
+        rabbitmq,
+        kafka,
+        pubsub,
+        alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
+        redact: target.redact.clone().unwrap_or_default(),
+    })
+}
+
+/// The main queue or topic's name and the dead-letter one's, defaults per backend
+/// (`dlt_suffix`: Spring's DLT suffix, for Kafka).
+fn main_and_dead_letter(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    fifo: bool,
+    dlt_suffix: &str,
+) -> Result<(String, String), ResolveError> {
+    let err = template_error;
+    let (main_default, dlq_default) = match backend {
+        Backend::Sqs if fifo => ("{channel}.fifo", "{channel}-dlq.fifo"),
+        Backend::Sqs => ("{channel}", "{channel}-dlq"),
+        Backend::Rabbitmq => ("{channel}", "{channel}.dlq"),
+        Backend::Kafka => ("{channel}", "{channel}-dlt"),
+        Backend::Pubsub => ("{channel}", "{channel}-dlq"),
+    };
+    let main = expand(
+        spec.name.as_deref().unwrap_or(main_default),
+        name,
+        None,
+        None,
+    )
+    .map_err(|m| err("/spec/name", m))?;
+    let dlq_template = spec.dead_letter.as_ref().and_then(|d| d.name.as_deref());
+    let dead_letter = match (backend, dlq_template) {
+        // Spring Kafka suffixes the main topic (not the channel id) with `-dlt`, or its
+        // `dltSuffix` (`DestinationTopicPropertiesFactory.createDltProperties`).
+        (Backend::Kafka, None) => format!("{main}{dlt_suffix}"),
+        _ => expand(dlq_template.unwrap_or(dlq_default), name, None, None)
+            .map_err(|m| err("/spec/deadLetter/name", m))?,
+    };
+    Ok((main, dead_letter))
+}
+
+/// The retry queues or topics, in the order a message meets them (none on SQS).
+fn retry_stages(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    main: &str,
+    delays: &[Duration],
+    naming: &kafka::KafkaRetryNaming<'_>,
+) -> Result<Vec<RetryStage>, ResolveError> {
+    match backend {
+        Backend::Sqs | Backend::Pubsub => Ok(Vec::new()),
+        Backend::Kafka => kafka::retry_stages(spec, name, main, delays, naming),
+        Backend::Rabbitmq => rabbitmq::retry_stages(spec, name, delays),
+    }
+}
+
+/// A `discard` decision (`deadLetter.discard` or `invalid.discard`, by `block`), checked: it
+/// needs `after`, and replaces the block's `retention` rather than joining it (two answers to
+/// one question).
+fn discard(
+    retention: Option<Duration>,
+    discard: Option<&Discard>,
+    block: &'static str,
+) -> Result<Option<DiscardResolved>, ResolveError> {
+    let Some(d) = discard else {
+        return Ok(None);
+    };
+    let (retention_pointer, discard_pointer) = match block {
+        "invalid" => ("/spec/invalid/retention", "/spec/invalid/discard"),
+        _ => ("/spec/deadLetter/retention", "/spec/deadLetter/discard"),
+    };
+    // One rule for both blocks: the same question, answered twice.
+    let rule = "deadletter/discard-and-retention";
+    let what = match block {
+        "invalid" => "invalid messages",
+        _ => "dead letters",
+    };
+    if let Some(r) = retention {
+        return Err(ResolveError {
+            pointer: retention_pointer,
+            rule,
+            message: format!(
+                "`{block}.retention` ({r}) and `{block}.discard` both say how long {what} are kept"
+            ),
+            hint: Some(
+                "keep one: `discard: {after, reason}` when dropping them is a decision, `retention` otherwise".into(),
+            ),
+        });
+    }
+    let Some(after) = d.after else {
+        return Err(ResolveError {
+            pointer: discard_pointer,
+            rule: "spec/required",
+            message: format!("`{block}.discard` has no `after`: when are {what} discarded?"),
+            hint: Some("e.g. `discard: {after: 3d, reason: \"...\"}`".into()),
+        });
+    };
+    Ok(Some(DiscardResolved {
+        after,
+        reason: d.reason.clone(),
+        owner: d.owner.clone(),
+    }))
+}
+
+/// `spec.invalid`, resolved: its name (defaults per backend, Kafka after the main topic like
+/// Spring's DLT), its retention or discard decision (SQS: 14 days when unset, as a DLQ), its
+/// alarms.
+fn invalid(
+    spec: &ChannelSpec,
+    name: &str,
+    backend: Backend,
+    fifo: bool,
+    main: &str,
+) -> Result<Option<InvalidResolved>, ResolveError> {
+    let Some(inv) = &spec.invalid else {
+        return Ok(None);
+    };
+    let default = match backend {
+        Backend::Sqs if fifo => "{channel}-invalid.fifo",
+        Backend::Sqs => "{channel}-invalid",
+        Backend::Rabbitmq => "{channel}.invalid",
+        Backend::Kafka => "",
+        Backend::Pubsub => {
+            return Err(ResolveError {
+                pointer: "/spec/invalid",
+                rule: "invalid/backend",
+                message: "`spec.invalid` is not provisioned on Pub/Sub in this version".into(),
+                hint: Some(
+                    "create the invalid-message topic and its subscription by hand, or remove `invalid`"
+                        .into(),
+                ),
+            });
+        }
+    };
+    let queue = match (backend, inv.name.as_deref()) {
+        (Backend::Kafka, None) => format!("{main}{KAFKA_INVALID_SUFFIX}"),
+        (_, t) => expand(t.unwrap_or(default), name, None, None)
+            .map_err(|m| template_error("/spec/invalid/name", m))?,
+    };
+    let discard = discard(inv.retention, inv.discard.as_ref(), "invalid")?;
+    let retention = match (&discard, inv.retention, backend) {
+        (Some(d), _, _) => Some(d.after),
+        (None, Some(r), _) => Some(r),
+        (None, None, Backend::Sqs) => Some(SQS_DEFAULT_DLQ_RETENTION),
+        (None, None, _) => None,
+    };
+    Ok(Some(InvalidResolved {
+        name: queue,
+        retention,
+        discard,
+        alarms: inv.alarms.as_ref().map(alarms).unwrap_or_default(),
+    }))
+}
+
+/// The main and dead-letter retentions; on SQS, its defaults when unset.
+fn retentions(spec: &ChannelSpec, backend: Backend) -> (Option<Duration>, Option<Duration>) {
+    let r = spec.retention;
+    let d = spec.dead_letter.as_ref().and_then(|d| d.retention);
+    match backend {
+        Backend::Sqs => (
+            Some(r.unwrap_or(SQS_DEFAULT_RETENTION)),
+            Some(d.unwrap_or(SQS_DEFAULT_DLQ_RETENTION)),
+        ),
+        // A subscription's retention is at most 7 d, Pub/Sub's default: dead letters get it.
+        Backend::Pubsub => (
+            Some(r.unwrap_or(PUBSUB_DEFAULT_RETENTION)),
+            Some(d.unwrap_or(PUBSUB_DEFAULT_RETENTION)),
+        ),
+        _ => (r, d),
+    }
+}
+
+/// `spec.alarms` (or `spec.invalid.alarms`) with defaults filled in.
+fn alarms(a: &Alarms) -> AlarmsResolved {
+    let actions = a.actions.as_ref();
+    let tiers = |above: Option<u64>, warning: Option<u64>, critical: Option<u64>| {
+        [
+            (None, above),
+            (Some(Tier::Warning), warning),
+            (Some(Tier::Critical), critical),
+        ]
+        .into_iter()
+        .filter_map(|(tier, threshold)| {
+            let mut actions =
+                actions.map_or_else(Vec::new, |x: &AlarmActions| x.for_tier(tier).to_vec());
+            actions.sort();
+            actions.dedup();
+            Some(TierResolved {
+                tier,
+                threshold: threshold?,
+                actions,
+            })
+        })
+        .collect::<Vec<_>>()
+    };
+    let secs = |d: Option<Duration>| d.map(|d| d.as_millis() / 1000);
+    AlarmsResolved {
+        depth: a.depth.as_ref().map(|d| AlarmResolved {
+            tiers: tiers(d.above, d.warning, d.critical),
+            period: d.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+            evaluation_periods: d
+                .evaluation_periods
+                .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            description: d.description.clone(),
+        }),
+        oldest_message_age: a.oldest_message_age.as_ref().map(|o| AlarmResolved {
+            tiers: tiers(secs(o.above), secs(o.warning), secs(o.critical)),
+            period: o.period.unwrap_or(DEFAULT_ALARM_PERIOD),
+            evaluation_periods: o
+                .evaluation_periods
+                .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
+            description: o.description.clone(),
+        }),
+        runbook: a.runbook.clone(),
+    }
+}
+
+impl Resolved {
+    /// Every queue or topic name of the channel, with the role it plays.
+    /// The RabbitMQ exchanges the channel declares: name, the spec field it comes from, and
+    /// whether it is the dead-letter exchange.
+    pub fn exchanges(&self) -> Vec<(&str, &'static str, bool)> {
+        let Some(rb) = &self.rabbitmq else {
+            return Vec::new();
+        };
+        let mut v = Vec::new();
+        if let Some(x) = &rb.exchange {
+            v.push((x.name.as_str(), "/spec/rabbitmq/exchange/name", false));
+        }
+        if let Some(x) = &rb.dead_letter_exchange {
+            v.push((
+                x.name.as_str(),
+                "/spec/rabbitmq/deadLetterExchange/name",
+                true,
+            ));
+        }
+        v
+    }
+
+    pub fn names(&self) -> Vec<(&str, &'static str)> {
+        let mut v = vec![
+            (self.main.as_str(), "main"),
+            (self.dead_letter.as_str(), "dead-letter"),
+        ];
+        v.extend(self.retry_stages.iter().map(|s| (s.name.as_str(), "retry")));
+        if let Some(i) = &self.invalid {
+            v.push((i.name.as_str(), "invalid-message"));
+        }
+        if let Some(k) = &self.kafka {
+            v.extend(
+                k.exception_dead_letters
+                    .iter()
+                    .map(|n| (n.as_str(), "exception dead-letter")),
+            );
+        }
+        v
+    }
+
+    /// The Pub/Sub subscriptions of the channel, with the role each plays (none elsewhere).
+    pub fn subscriptions(&self) -> Vec<(&str, &'static str)> {
+        self.pubsub.as_ref().map_or_else(Vec::new, |p| {
+            vec![
+                (p.subscription.as_str(), "subscription"),
+                (
+                    p.dead_letter_subscription.as_str(),
+                    "dead-letter subscription",
+                ),
+            ]
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{kafka, kafka_channel, ms, resolve_error, resolved_on};
+    use super::*;
+
+    /// `spec.invalid`: the default name per backend (Kafka after the main topic, as Spring
+    /// names its DLT), a template, the retention or discard decision, and its place in
+    /// `names()` where collisions are found.
+    #[test]
+    fn the_invalid_message_channel_is_named_and_kept_per_backend() {
+        let name = |b: Backend, spec: &str| {
+            resolved_on(b, "orders", &format!("  retry: {{maxAttempts: 2}}\n{spec}"))
+                .invalid
+                .map(|i| i.name)
+        };
+        assert_eq!(name(Backend::Sqs, ""), None, "only when the spec asks");
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n").as_deref(),
+            Some("orders-invalid")
+        );
+        assert_eq!(
+            name(Backend::Sqs, "  invalid: {}\n  sqs: {fifo: true}\n").as_deref(),
+            Some("orders-invalid.fifo")
+        );
+        assert_eq!(
+            name(Backend::Rabbitmq, "  invalid: {}\n").as_deref(),
+            Some("orders.invalid")
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  name: \"{channel}.v2\"\n  invalid: {}\n").as_deref(),
+            Some("orders.v2-invalid-dlt"),
+            "Kafka: the main topic's name, not the channel id"
+        );
+        assert_eq!(
+            name(Backend::Kafka, "  invalid: {name: \"{channel}.poison\"}\n").as_deref(),
+            Some("orders.poison")
+        );
+
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(SQS_DEFAULT_DLQ_RETENTION), "SQS: 14d");
+        assert!(r.names().contains(&("orders-invalid", "invalid-message")));
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {discard: {after: 2d, reason: replayed}}\n",
+        );
+        let i = r.invalid.as_ref().expect("invalid");
+        assert_eq!(i.retention, Some(Duration::from_secs(2 * 86_400)));
+        assert_eq!(
+            i.discard.as_ref().and_then(|d| d.reason.as_deref()),
+            Some("replayed")
+        );
+        assert_eq!(r.discard, None, "the DLQ's decision is its own");
+        assert_eq!(
+            resolved_on(
+                Backend::Kafka,
+                "orders",
+                "  retry: {maxAttempts: 2}\n  invalid: {}\n"
+            )
+            .invalid
+            .and_then(|i| i.retention),
+            None,
+            "Kafka: the broker's default, which lint reports"
+        );
+    }
+
+    #[test]
+    fn exponential_delays_truncate_each_step_like_spring() {
+        // 1000, 1500, 2250, 3375, 5062 (5062.5 truncated), then 7593: Spring's sequence.
+        let r = kafka("  retry: {maxAttempts: 7, backoff: {initial: 1s, multiplier: 1.5}}\n");
+        let d: Vec<u64> = r.delays.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(d, [1000, 1500, 2250, 3375, 5062, 7593]);
+        // `initial` above `max` starts at `max`.
+        let r = kafka("  retry: {maxAttempts: 3, backoff: {initial: 10s, max: 4s}}\n");
+        assert_eq!(r.delays, ms(&[4000, 4000]));
+    }
+
+    /// `above` is the untiered form; `warning` or `critical` make the alarm tiered, and the
+    /// single threshold counts as critical.
+    #[test]
+    fn an_alarm_is_tiered_only_with_warning_or_critical() {
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {above: 5}\n    oldestMessageAge: {warning: 30m}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(!depth.is_tiered(), "`above` alone is untiered");
+        assert_eq!(depth.tiers[0].severity(), Tier::Critical);
+        let age = r.alarms.oldest_message_age.as_ref().expect("age alarm");
+        assert!(age.is_tiered(), "`warning` is a tier");
+        assert_eq!(age.tiers[0].severity(), Tier::Warning);
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    depth: {critical: 9}\n",
+        );
+        let depth = r.alarms.depth.as_ref().expect("depth alarm");
+        assert!(depth.is_tiered(), "`critical` is a tier");
+    }
+
+    /// A delay that reached `max` stays there, as in Spring's `ExponentialBackOff`
+    /// (`currentInterval >= maxInterval` returns the max), whatever the multiplier (the
+    /// schema refuses one below 1; `delays` does not rely on it).
+    #[test]
+    fn a_delay_at_max_stays_at_max() {
+        let text = "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: orders}\nspec:\n  target: k\n  retry: {maxAttempts: 4, backoff: {initial: 10s, max: 4s}}\n";
+        let ws = crate::spec::load::load_str("c.yaml", text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let mut channel = ws.channels[0].value.clone();
+        let mut set = |max: u64, multiplier: f64| {
+            let backoff = channel
+                .spec
+                .retry
+                .as_mut()
+                .and_then(|r| r.backoff.as_mut())
+                .expect("backoff");
+            backoff.max = Some(Duration::from_secs(max));
+            backoff.multiplier = Some(multiplier);
+            delays(&channel, None)
+        };
+        assert_eq!(set(4, 0.5), ms(&[4000, 4000, 4000]));
+        assert_eq!(
+            set(20, 0.5),
+            ms(&[10_000, 5000, 2500]),
+            "below max: multiplied"
+        );
+    }
+
+    /// `discard` and `retention` in one block, or a `discard` without `after`: the error points
+    /// into the block that says it, `invalid` or `deadLetter`.
+    #[test]
+    fn discard_errors_point_into_their_own_block() {
+        let e = resolve_error(
+            Backend::Sqs,
+            "  invalid: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/retention",
+                "deadletter/discard-and-retention",
+                "`invalid.retention` (1d) and `invalid.discard` both say how long invalid messages are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  invalid: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/invalid/discard",
+                "spec/required",
+                "`invalid.discard` has no `after`: when are invalid messages discarded?"
+            )
+        );
+        let e = resolve_error(
+            Backend::Sqs,
+            "  deadLetter: {retention: 1d, discard: {after: 2d, reason: r}}\n",
+        );
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/retention",
+                "`deadLetter.retention` (1d) and `deadLetter.discard` both say how long dead letters are kept"
+            )
+        );
+        let e = resolve_error(Backend::Sqs, "  deadLetter: {discard: {reason: r}}\n");
+        assert_eq!(
+            (e.pointer, e.message.as_str()),
+            (
+                "/spec/deadLetter/discard",
+                "`deadLetter.discard` has no `after`: when are dead letters discarded?"
+            )
+        );
+    }
+
+    /// `names()`: every queue or topic with its role, main first; `subscriptions()`: Pub/Sub's
+    /// two subscriptions (none elsewhere).
+    #[test]
+    fn names_and_subscriptions_list_every_resource_with_its_role() {
+        let r = kafka_channel(
+            "orders",
+            "  retry: {maxAttempts: 2}\n  invalid: {}\n  kafka: {exceptionBasedDlts: [-poison]}\n",
+        );
+        assert_eq!(
+            r.names(),
+            [
+                ("orders", "main"),
+                ("orders-dlt", "dead-letter"),
+                ("orders-retry", "retry"),
+                ("orders-invalid-dlt", "invalid-message"),
+                ("orders-poison-dlt", "exception dead-letter"),
+            ]
+        );
+        assert_eq!(r.subscriptions(), Vec::<(&str, &str)>::new());
+        let r = resolved_on(Backend::Pubsub, "orders", "  retry: {maxAttempts: 5}\n");
+        assert_eq!(
+            r.names(),
+            [("orders", "main"), ("orders-dlq", "dead-letter")]
+        );
+        assert_eq!(
+            r.subscriptions(),
+            [
+                ("orders-sub", "subscription"),
+                ("orders-dlq-sub", "dead-letter subscription"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! A channel's RabbitMQ settings: the vhost, queue type, dead-lettering mode and retry model,
+//! the exchanges it declares (names expanded), and its retry queues, one per distinct delay.
+
+use super::common::{ResolveError, RetryStage, expand, template_error};
+use super::defaults::DEFAULT_POLICY_PRIORITY;
+use crate::spec::duration::Duration;
+use crate::spec::model::{ChannelSpec, DlxMode, ExchangeKind, QueueType, RetryModel, Target};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RabbitResolved {
+    pub vhost: String,
+    pub queue_type: QueueType,
+    pub dlx: DlxMode,
+    pub retry_model: RetryModel,
+    pub exchange: Option<ExchangeResolved>,
+    /// The named exchange the main queue dead-letters through (`None`: the default one).
+    pub dead_letter_exchange: Option<DeadLetterExchangeResolved>,
+    pub policy_priority: i32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetterExchangeResolved {
+    pub name: String,
+    pub kind: ExchangeKind,
+    /// The dead-letter routing key, and the DLQ's binding key.
+    pub routing_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExchangeResolved {
+    pub name: String,
+    pub kind: ExchangeKind,
+    pub routing_keys: Vec<String>,
+}
+
+/// `spec.rabbitmq` with defaults filled in, the exchanges' names (and the dead-letter routing
+/// key) expanded. `queues`: the main queue's and the DLQ's names.
+pub(super) fn resolve(
+    spec: &ChannelSpec,
+    name: &str,
+    target: &Target,
+    queues: [&str; 2],
+    retry_model: RetryModel,
+) -> Result<RabbitResolved, ResolveError> {
+    let [main, dead_letter] = queues;
+    let err = template_error;
+    let o = spec.rabbitmq.clone().unwrap_or_default();
+    let exchange = match &o.exchange {
+        Some(x) => Some(ExchangeResolved {
+            name: expand(&x.name, name, None, None)
+                .map_err(|m| err("/spec/rabbitmq/exchange/name", m))?,
+            kind: x.kind.unwrap_or(ExchangeKind::Direct),
+            routing_keys: x
+                .routing_keys
+                .clone()
+                .unwrap_or_else(|| vec![main.to_owned()]),
+        }),
+        None => None,
+    };
+    let dead_letter_exchange = match &o.dead_letter_exchange {
+        Some(x) => Some(DeadLetterExchangeResolved {
+            name: expand(&x.name, name, None, None)
+                .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/name", m))?,
+            kind: x.kind.unwrap_or(ExchangeKind::Direct),
+            routing_key: match &x.routing_key {
+                Some(k) => expand(k, name, None, None)
+                    .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/routingKey", m))?,
+                None => dead_letter.to_owned(),
+            },
+        }),
+        None => None,
+    };
+    Ok(RabbitResolved {
+        vhost: o
+            .vhost
+            .or_else(|| target.vhost.clone())
+            .unwrap_or_else(|| "/".to_owned()),
+        queue_type: o.queue_type.unwrap_or(QueueType::Classic),
+        dlx: o.dlx.unwrap_or(DlxMode::Policy),
+        retry_model,
+        exchange,
+        dead_letter_exchange,
+        policy_priority: o.policy_priority.unwrap_or(DEFAULT_POLICY_PRIORITY),
+    })
+}
+
+/// The retry queues (`ttl` model): one per distinct delay, named by `retry.name` or
+/// `<channel>.retry[.<delay>]`, in the order a message meets them.
+pub(super) fn retry_stages(
+    spec: &ChannelSpec,
+    name: &str,
+    delays: &[Duration],
+) -> Result<Vec<RetryStage>, ResolveError> {
+    let uniq = distinct(delays);
+    let default_t = if uniq.len() == 1 {
+        "{channel}.retry"
+    } else {
+        "{channel}.retry.{delay}"
+    };
+    let t = spec
+        .retry
+        .as_ref()
+        .and_then(|r| r.name.as_deref())
+        .unwrap_or(default_t);
+    let mut retry_stages = Vec::new();
+    for (i, d) in uniq.iter().enumerate() {
+        let n = expand(t, name, Some(*d), Some(i + 1))
+            .map_err(|m| template_error("/spec/retry/name", m))?;
+        retry_stages.push(RetryStage { name: n, delay: *d });
+    }
+    Ok(retry_stages)
+}
+
+fn distinct(delays: &[Duration]) -> Vec<Duration> {
+    let mut out: Vec<Duration> = Vec::new();
+    for d in delays {
+        if !out.contains(d) {
+            out.push(*d);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ms, names, resolved_on};
+    use super::*;
+    use crate::spec::model::Backend;
+
+    /// RabbitMQ's `deliveryLimit` model redelivers from the main queue: no delays, no retry
+    /// queues, whatever `retry.backoff` says; the `ttl` model gets a queue per delay.
+    #[test]
+    fn rabbitmq_delivery_limit_has_no_retry_queues() {
+        let retry = "  retry: {maxAttempts: 3, backoff: {initial: 1s, multiplier: 2}}\n";
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            &format!("{retry}  rabbitmq: {{retryModel: deliveryLimit}}\n"),
+        );
+        assert_eq!(r.delays, Vec::<Duration>::new());
+        assert_eq!(r.retry_stages, Vec::<RetryStage>::new());
+        let r = resolved_on(Backend::Rabbitmq, "orders", retry);
+        assert_eq!(r.delays, ms(&[1000, 2000]));
+        assert_eq!(
+            names(&r),
+            [("orders.retry.1000", 1000), ("orders.retry.2000", 2000)]
+        );
+    }
+
+    /// `exchanges()` lists the exchanges a RabbitMQ channel declares, the dead-letter one
+    /// marked; none without `rabbitmq.exchange`/`deadLetterExchange`, none off RabbitMQ.
+    #[test]
+    fn exchanges_lists_the_declared_exchanges_dead_letter_one_marked() {
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  rabbitmq:\n    exchange: {name: \"{channel}.in\"}\n    deadLetterExchange: {name: \"{channel}.dlx\"}\n",
+        );
+        assert_eq!(
+            r.exchanges(),
+            [
+                ("orders.in", "/spec/rabbitmq/exchange/name", false),
+                ("orders.dlx", "/spec/rabbitmq/deadLetterExchange/name", true),
+            ]
+        );
+        let r = resolved_on(Backend::Rabbitmq, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+        let r = resolved_on(Backend::Sqs, "orders", "  retry: {maxAttempts: 2}\n");
+        assert_eq!(r.exchanges(), Vec::<(&str, &str, bool)>::new());
+    }
+}
