@@ -85,10 +85,6 @@ impl Report {
     }
 }
 
-/// How many changes run at once on each target unless `--parallelism` says otherwise (chosen
-/// by measurement: BENCHMARKS.md §8).
-pub const DEFAULT_PARALLELISM: usize = 8;
-
 /// How often a long apply says how far it is.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 

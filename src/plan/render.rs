@@ -273,7 +273,7 @@ mod tests {
             Vec::new(),
             &Default::default(),
         );
-        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let text = human(&plan, &Printer::new(crate::printer::ColorChoice::Never));
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("  · ")).collect();
         assert_eq!(
             lines,
@@ -330,7 +330,7 @@ mod tests {
         );
         // Apply order: both policies first.
         assert_eq!(plan.changes[1].resource.kind, Kind::Policy);
-        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let text = human(&plan, &Printer::new(crate::printer::ColorChoice::Never));
         let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("target ")).collect();
         assert_eq!(heads, ["target rmq · channel a", "target rmq · channel b"]);
         let md = markdown(&plan);
