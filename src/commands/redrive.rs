@@ -15,7 +15,8 @@ use crate::redrive::{self, Destination, Report, Run, Selection, SelectionRecord,
 use crate::spec::resolve::Resolved;
 
 pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    let Some(loaded) =
+        super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
         return Ok(1);
     };
@@ -23,7 +24,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         channels: vec![args.channel.clone()],
         scan: 0,
     };
-    let Some(r) = super::status::select(loaded.channels, &read)?
+    let Some(r) = super::shared::select(loaded.channels, &read)?
         .into_iter()
         .next()
     else {
@@ -64,10 +65,10 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     if !to.source && to.name == r.dead_letter {
         anyhow::bail!("--to {}: that is the dead-letter queue itself", to.name);
     }
-    let opts = super::connect_options(&args.spec, printer);
+    let opts = super::shared::connect_options(&args.spec, printer);
     let stats = Arc::new(Stats::default());
     let reader = Reader::connect(&r.target, &target, opts, Arc::clone(&stats))?;
-    let rt = super::runtime()?;
+    let rt = super::shared::runtime()?;
     let started = now_text();
     let mut report = Report {
         format_version: 1,
@@ -145,7 +146,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         let printer2 = *printer;
         let tally2 = Arc::clone(&tally);
         let watcher = tokio::spawn(async move {
-            if super::apply::interrupted().await {
+            if super::shared::interrupted().await {
                 flag.store(true, Ordering::SeqCst);
                 printer2.err(
                     "Interrupted: finishing what is in flight, then stopping (interrupt again to stop at once).",
@@ -153,7 +154,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
                 // A second interrupt: out now. Nothing is lost: what was not acknowledged goes
                 // back to the dead-letter queue when the connection closes; what was confirmed
                 // by the destination but not yet removed may be delivered twice.
-                if super::apply::interrupted().await {
+                if super::shared::interrupted().await {
                     printer2.err(&format!(
                         "Interrupted again: stopped at once after {} moved. Messages not acknowledged go back to the dead-letter queue; those in flight may be delivered twice. No report was written.",
                         tally2.moved()
@@ -286,7 +287,7 @@ fn progress(
                 .map(|d| {
                     format!(
                         ", about {} left",
-                        crate::status::render::age(d.saturating_sub(moved) as f64 / rate)
+                        crate::status::age::age(d.saturating_sub(moved) as f64 / rate)
                     )
                 })
                 .unwrap_or_default();
