@@ -2,7 +2,7 @@
 
 use crate::cli::{PlanArgs, PlanFormat};
 use crate::engine;
-use crate::plan::{PLAN_KIND, Source, render};
+use crate::plan::{PLAN_KIND, Source, markdown, render};
 use crate::printer::Printer;
 
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 no changes, 2 changes), 1 error.
@@ -41,7 +41,10 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     let text = match args.format {
         PlanFormat::Human => render::human(plan, printer),
         PlanFormat::Json => render::json(plan),
-        PlanFormat::Markdown => render::markdown_with(plan, &crate::graph::build(&loaded.channels)),
+        PlanFormat::Markdown => {
+            let charts = engine::plan::charts(&crate::graph::build(&loaded.channels), plan);
+            markdown::markdown_with(plan, &charts, &crate::backend::duration_unit)
+        }
     };
     printer.out(&text);
     if let Some(out) = &args.out {
