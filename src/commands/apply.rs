@@ -124,7 +124,10 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         let report = apply::run(
             &plan,
             &writers,
-            (&readers, &baseline),
+            apply::Recheck {
+                readers: &readers,
+                baseline: &baseline,
+            },
             &guards,
             args.parallelism,
             printer,
