@@ -116,7 +116,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         let printer2 = *printer;
         // Ctrl-C, or SIGTERM (a CI cancel): finish the steps in flight, then stop and report.
         let watcher = tokio::spawn(async move {
-            if super::shared::interrupted().await {
+            if crate::engine::interrupt::interrupted().await {
                 flag.store(true, Ordering::SeqCst);
                 printer2.err("Interrupted: finishing the changes in flight, then stopping.");
             }

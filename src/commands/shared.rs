@@ -118,22 +118,15 @@ pub fn print_stats(stats: &Stats, printer: &Printer) {
     printer.err(&lines.join("\n"));
 }
 
-/// The channels `--channel` names (all of them when none is named; redrive's CHANNEL argument
-/// comes as one `--channel`); a name no spec has is an error that suggests the nearest one.
+/// The channels `--channel` names (all of them when none is named); a name no spec has is an
+/// error that suggests the nearest one.
 pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Resolved>> {
     if args.channels.is_empty() {
         return Ok(channels);
     }
     for name in &args.channels {
         if !channels.iter().any(|c| &c.channel == name) {
-            let hint = crate::spec::schema::did_you_mean(
-                name,
-                channels.iter().map(|c| c.channel.as_str()),
-            )
-            .map(|m| format!("; did you mean `{m}`?"))
-            .unwrap_or_default();
-            // Not "--channel": redrive names its channel as an argument, and comes here too.
-            anyhow::bail!("channel `{name}`: no spec defines a channel of that name{hint}");
+            return Err(unknown_channel(name, &channels));
         }
     }
     Ok(channels
@@ -142,21 +135,20 @@ pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Re
         .collect())
 }
 
-/// Waits for Ctrl-C or SIGTERM; false if neither can be listened for.
-pub async fn interrupted() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return tokio::signal::ctrl_c().await.is_ok();
-        };
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        }
+/// The one channel redrive's CHANNEL argument names; a name no spec has is the same error as
+/// `--channel`'s.
+pub fn select_one(mut channels: Vec<Resolved>, name: &str) -> anyhow::Result<Resolved> {
+    match channels.iter().position(|c| c.channel == name) {
+        Some(i) => Ok(channels.swap_remove(i)),
+        None => Err(unknown_channel(name, &channels)),
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
+}
+
+/// A channel name no spec has, with the nearest one as a hint.
+fn unknown_channel(name: &str, channels: &[Resolved]) -> anyhow::Error {
+    let hint = crate::spec::schema::did_you_mean(name, channels.iter().map(|c| c.channel.as_str()))
+        .map(|m| format!("; did you mean `{m}`?"))
+        .unwrap_or_default();
+    // Not "--channel": redrive names its channel as an argument, and comes here too.
+    anyhow::anyhow!("channel `{name}`: no spec defines a channel of that name{hint}")
 }
