@@ -11,7 +11,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 /// One YAML spec per channel (retries, backoff, retention, dead-letter naming, alarms) is
 /// checked by `lint`, compared with the live systems by `plan`, and made real by `apply`.
 #[derive(Debug, Parser)]
-#[command(name = "dlqctl", version = crate::VERSION, max_term_width = 100)]
+#[command(name = "dlqctl", version = crate::version::VERSION, max_term_width = 100)]
 #[command(after_help = "Examples:
   dlqctl lint dlq/                  check the specs offline (pre-commit, CI)
   dlqctl plan dlq/ --detailed-exitcode
@@ -31,12 +31,12 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    Auto,
-    Always,
-    Never,
-}
+/// The printer owns the colour choice; the face only offers it as `--color`.
+pub use crate::printer::ColorChoice;
+
+/// How many changes run at once on each target unless `--parallelism` says otherwise (chosen
+/// by measurement: BENCHMARKS.md §8).
+pub const DEFAULT_PARALLELISM: usize = 8;
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -432,7 +432,7 @@ pub struct ApplyArgs {
     pub stats: bool,
 
     /// Changes (or Kafka requests) in flight at once on each target; targets run side by side. Ordering rules hold at any value; 1 applies one change at a time per target, in plan order.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::apply::DEFAULT_PARALLELISM, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PARALLELISM, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub parallelism: usize,
 }
 

@@ -18,14 +18,13 @@ pub mod resource;
 pub mod secrets;
 pub mod spec;
 pub mod status;
+pub mod version;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-/// What `dlqctl --version` prints: the package version, and the commit when built from a git
-/// checkout (`0.1.0 (1a2b3c4)`; `-dirty` with uncommitted changes); see build.rs.
-pub const VERSION: &str = env!("DLQCTL_VERSION");
+pub use version::VERSION;
 
 /// The exit code of a command line that cannot be parsed (an unknown flag, a missing value):
 /// EX_USAGE, so that it can never be read as `--detailed-exitcode`'s 2, "changes present".

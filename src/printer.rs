@@ -15,7 +15,13 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
-use crate::cli::ColorChoice;
+/// When to use colour (`--color`): the printer's to decide, the CLI only offers the choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Printer {

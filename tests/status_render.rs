@@ -185,8 +185,8 @@ fn status_renders_in_every_format() {
 
 #[test]
 fn ages_read_as_people_say_them() {
-    assert_eq!(render::age(0.4), "0s");
-    assert_eq!(render::age(59.6), "1m 0s");
-    assert_eq!(render::age(3725.0), "1h 2m");
-    assert_eq!(render::age(90_061.0), "1d 1h");
+    assert_eq!(dlqctl::status::age::age(0.4), "0s");
+    assert_eq!(dlqctl::status::age::age(59.6), "1m 0s");
+    assert_eq!(dlqctl::status::age::age(3725.0), "1h 2m");
+    assert_eq!(dlqctl::status::age::age(90_061.0), "1d 1h");
 }

@@ -258,6 +258,17 @@ pub fn refine(change: &mut Change) {
     }
 }
 
+/// Whether the backend moves a dead-letter queue's messages itself when asked (`redrive
+/// --native`: SQS's StartMessageMoveTask); the redrive driver refuses `--native` elsewhere.
+pub fn native_move(backend: Backend) -> bool {
+    match backend {
+        Backend::Sqs => true,
+        Backend::Rabbitmq => false,
+        Backend::Kafka => false,
+        Backend::Pubsub => false,
+    }
+}
+
 /// The unit of a changed property that holds a duration, or `None` (pure): plans show such
 /// values as people write them (`30d`) beside the number the backend stores.
 pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {

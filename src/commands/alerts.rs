@@ -9,7 +9,8 @@ use crate::printer::Printer;
 
 /// Exit codes: 0 written (or up to date), 1 lint errors, 2 `--check` found a difference.
 pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, args.targets.as_deref(), printer)? else {
+    let Some(loaded) = super::shared::load_checked(&args.paths, args.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let built = alerts::build(&loaded.channels, &loaded.targets);

@@ -41,8 +41,8 @@ fn saved_plan(paths: &[std::path::PathBuf]) -> anyhow::Result<Option<Plan>> {
 }
 
 pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let rt = super::runtime()?;
-    let opts = super::connect_options(&args.spec, printer);
+    let rt = super::shared::runtime()?;
+    let opts = super::shared::connect_options(&args.spec, printer);
     let guards = Guards {
         allow_replace: args.allow_replace,
         allow_delete: args.allow_delete,
@@ -63,7 +63,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         }
         None => {
             let Some(loaded) =
-                super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+                super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
             else {
                 return Ok(1);
             };
@@ -71,7 +71,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
                 &loaded.channels,
                 &loaded.targets,
                 opts,
-                super::plan_options(&args.scope),
+                super::shared::plan_options(&args.scope),
             ))?;
             printer.out(&render::human(&planned.plan, printer));
             (
@@ -85,7 +85,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     if !plan.summary.has_changes() {
         if args.stats {
-            super::print_stats(&stats, printer);
+            super::shared::print_stats(&stats, printer);
         }
         return Ok(0);
     }
@@ -116,7 +116,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         let printer2 = *printer;
         // Ctrl-C, or SIGTERM (a CI cancel): finish the steps in flight, then stop and report.
         let watcher = tokio::spawn(async move {
-            if interrupted().await {
+            if crate::engine::interrupt::interrupted().await {
                 flag.store(true, Ordering::SeqCst);
                 printer2.err("Interrupted: finishing the changes in flight, then stopping.");
             }
@@ -124,7 +124,10 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         let report = apply::run(
             &plan,
             &writers,
-            (&readers, &baseline),
+            apply::Recheck {
+                readers: &readers,
+                baseline: &baseline,
+            },
             &guards,
             args.parallelism,
             printer,
@@ -135,7 +138,7 @@ pub fn run(args: &ApplyArgs, printer: &Printer) -> anyhow::Result<u8> {
         report
     });
     if args.stats {
-        super::print_stats(&stats, printer);
+        super::shared::print_stats(&stats, printer);
     }
     for u in &report.unsettled {
         printer.err(&format!(
@@ -166,25 +169,6 @@ fn confirm(printer: &Printer) -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(answer.trim() == "yes")
-}
-
-/// Waits for Ctrl-C or SIGTERM; false if neither can be listened for.
-pub(super) async fn interrupted() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return tokio::signal::ctrl_c().await.is_ok();
-        };
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
 }
 
 fn refuse(printer: &Printer, what: &str, lines: &[String]) {
@@ -222,7 +206,7 @@ fn replan(
         .targets
         .as_deref()
         .or(source.targets_file.as_deref());
-    let Some(loaded) = super::load_checked(&source.paths, targets, printer)? else {
+    let Some(loaded) = super::shared::load_checked(&source.paths, targets, printer)? else {
         return Ok(None);
     };
     let mut moved = Vec::new();

@@ -134,7 +134,7 @@ pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
     let board = Arc::new(RwLock::new(Board::new(&[])));
-    let rt = super::runtime()?;
+    let rt = super::shared::runtime()?;
     let printer = *printer;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)
@@ -164,14 +164,14 @@ async fn read_for_ever(
 ) -> anyhow::Result<u8> {
     let (paths, targets) = (args.paths.clone(), args.spec.targets.clone());
     let loaded = tokio::task::spawn_blocking(move || {
-        super::load_checked(&paths, targets.as_deref(), &printer)
+        super::shared::load_checked(&paths, targets.as_deref(), &printer)
     })
     .await??;
     let Some(loaded) = loaded else {
         return Ok(1);
     };
-    let channels = super::status::select(loaded.channels, &args.read)?;
-    let opts = super::connect_options(&args.spec, &printer);
+    let channels = super::shared::select(loaded.channels, &args.read)?;
+    let opts = super::shared::connect_options(&args.spec, &printer);
     let read = ReadOptions {
         samples: 0,
         scan: usize::from(args.read.scan),

@@ -7,7 +7,8 @@ use crate::printer::Printer;
 
 /// Exit codes: 0 drawn, 1 lint errors.
 pub fn run(args: &GraphArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, args.targets.as_deref(), printer)? else {
+    let Some(loaded) = super::shared::load_checked(&args.paths, args.targets.as_deref(), printer)?
+    else {
         return Ok(1);
     };
     let graphs = graph::build(&loaded.channels);

@@ -41,7 +41,7 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
         },
         Arc::new(Stats::default()),
     )?;
-    let outcome = super::runtime()?.block_on(import::run(
+    let outcome = super::shared::runtime()?.block_on(import::run(
         &reader,
         &args.target,
         &target,

@@ -29,7 +29,7 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<u8> {
         LintFormat::Github => diag::render_github(&diags, &ws.sources),
         LintFormat::Sarif => {
             let cwd = std::env::current_dir().ok();
-            diag::render_sarif(&diags, &ws.sources, cwd.as_deref())
+            diag::sarif::render(&diags, &ws.sources, cwd.as_deref())
         }
     };
     printer.out(&text);

@@ -2,7 +2,7 @@
 
 use crate::cli::{PlanArgs, PlanFormat};
 use crate::engine;
-use crate::plan::{PLAN_KIND, Source, render};
+use crate::plan::{PLAN_KIND, Source, markdown, render};
 use crate::printer::Printer;
 
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 no changes, 2 changes), 1 error.
@@ -10,17 +10,18 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     if let Some(out) = &args.out {
         refuse_overwrite(out)?;
     }
-    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    let Some(loaded) =
+        super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
         return Ok(1);
     };
-    let opts = super::connect_options(&args.spec, printer);
-    let rt = super::runtime()?;
+    let opts = super::shared::connect_options(&args.spec, printer);
+    let rt = super::shared::runtime()?;
     let planned = rt.block_on(engine::plan(
         &loaded.channels,
         &loaded.targets,
         opts,
-        super::plan_options(&args.scope),
+        super::shared::plan_options(&args.scope),
     ))?;
     let plan = &planned.plan;
     if let Some(out) = &args.out {
@@ -40,7 +41,10 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
     let text = match args.format {
         PlanFormat::Human => render::human(plan, printer),
         PlanFormat::Json => render::json(plan),
-        PlanFormat::Markdown => render::markdown_with(plan, &crate::graph::build(&loaded.channels)),
+        PlanFormat::Markdown => {
+            let charts = engine::plan::charts(&crate::graph::build(&loaded.channels), plan);
+            markdown::markdown_with(plan, &charts, &crate::backend::duration_unit)
+        }
     };
     printer.out(&text);
     if let Some(out) = &args.out {
@@ -51,7 +55,7 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
         ));
     }
     if args.stats {
-        super::print_stats(&planned.stats, printer);
+        super::shared::print_stats(&planned.stats, printer);
     }
     Ok(if args.detailed_exitcode && plan.summary.has_changes() {
         2

@@ -4,21 +4,21 @@
 use std::sync::Arc;
 
 use crate::backend::wire::Stats;
-use crate::cli::{ReadArgs, StatusArgs, StatusFormat};
+use crate::cli::{StatusArgs, StatusFormat};
 use crate::engine;
 use crate::printer::{Printer, Style};
-use crate::spec::resolve::Resolved;
 use crate::status::{ReadOptions, render};
 
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 every DLQ empty, 2 one holds
 /// messages), 1 a channel could not be read, or an error.
 pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let Some(loaded) = super::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    let Some(loaded) =
+        super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
         return Ok(1);
     };
-    let channels = select(loaded.channels, &args.read)?;
-    let opts = super::connect_options(&args.spec, printer);
+    let channels = super::shared::select(loaded.channels, &args.read)?;
+    let opts = super::shared::connect_options(&args.spec, printer);
     let read = ReadOptions {
         samples: usize::from(args.samples),
         scan: usize::from(args.read.scan.max(args.samples)),
@@ -28,7 +28,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);
-    let rt = super::runtime()?;
+    let rt = super::shared::runtime()?;
     let report = rt.block_on(engine::status::read(&channels, &readers, read));
     let text = match args.format {
         StatusFormat::Human => render::human(&report, printer),
@@ -38,7 +38,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     printer.out(&text);
     if args.stats {
-        super::print_stats(&stats, printer);
+        super::shared::print_stats(&stats, printer);
     }
     let failed = report.channels.iter().filter(|c| c.error.is_some()).count();
     if failed > 0 {
@@ -55,28 +55,4 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     } else {
         0
     })
-}
-
-/// The channels `--channel` names (all of them when none is named; redrive's CHANNEL argument
-/// comes as one `--channel`); a name no spec has is an error that suggests the nearest one.
-pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Resolved>> {
-    if args.channels.is_empty() {
-        return Ok(channels);
-    }
-    for name in &args.channels {
-        if !channels.iter().any(|c| &c.channel == name) {
-            let hint = crate::spec::schema::did_you_mean(
-                name,
-                channels.iter().map(|c| c.channel.as_str()),
-            )
-            .map(|m| format!("; did you mean `{m}`?"))
-            .unwrap_or_default();
-            // Not "--channel": redrive names its channel as an argument, and comes here too.
-            anyhow::bail!("channel `{name}`: no spec defines a channel of that name{hint}");
-        }
-    }
-    Ok(channels
-        .into_iter()
-        .filter(|c| args.channels.contains(&c.channel))
-        .collect())
 }

@@ -15,10 +15,9 @@ use codespan_reporting::term::{self, Config};
 use serde::Serialize;
 
 pub mod rules;
-mod sarif;
+pub mod sarif;
 mod span;
 
-pub use sarif::render as render_sarif;
 pub use span::Span;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

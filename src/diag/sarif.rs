@@ -136,7 +136,7 @@ pub fn render(diags: &[Diagnostic], sources: &Sources, cwd: Option<&Path>) -> St
     let mut driver = json!({
         "name": "dlqctl",
         "semanticVersion": env!("CARGO_PKG_VERSION"),
-        "version": crate::VERSION,
+        "version": crate::version::VERSION,
         "rules": RULES.iter().map(rule_json).collect::<Vec<_>>(),
     });
     // Cargo.toml's `repository` (else `homepage`), when the package declares one.

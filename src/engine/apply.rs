@@ -85,10 +85,6 @@ impl Report {
     }
 }
 
-/// How many changes run at once on each target unless `--parallelism` says otherwise (chosen
-/// by measurement: BENCHMARKS.md §8).
-pub const DEFAULT_PARALLELISM: usize = 8;
-
 /// How often a long apply says how far it is.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
@@ -170,20 +166,34 @@ struct Finished {
     elapsed: Duration,
 }
 
-/// Re-checks, then writes, a batch of independent steps of one target. `recheck[k]`: whether
-/// `batch[k]` is compared with the plan's read first (not for an object an earlier step of
-/// this apply wrote). Once `halt` is set (a failure, Ctrl-C), nothing more is written: a step
-/// that has not written yet ends [`Outcome::NotStarted`].
-#[allow(clippy::too_many_arguments)]
+/// What apply compares each object with before writing it: the object re-read through its
+/// target's reader, and its fingerprint as the plan read it (`None`: absent then).
+#[derive(Clone, Copy)]
+pub struct Recheck<'a> {
+    pub readers: &'a BTreeMap<String, Reader>,
+    pub baseline: &'a BTreeMap<ResourceId, Option<String>>,
+}
+
+/// Independent steps of one target written together: indexes into the steps, and for each
+/// whether it is compared with the plan's read first (not for an object an earlier step of
+/// this apply wrote).
+struct Batch {
+    steps: Vec<usize>,
+    recheck: Vec<bool>,
+}
+
+/// Re-checks, then writes, a batch of independent steps of one target. Once `halt` is set (a
+/// failure, Ctrl-C), nothing more is written: a step that has not written yet ends
+/// [`Outcome::NotStarted`].
 async fn write(
-    (batch, recheck): (Vec<usize>, Vec<bool>),
+    Batch {
+        steps: batch,
+        recheck,
+    }: Batch,
     target: usize,
     steps: &[&Change],
     writer: &Writer,
-    check: (
-        &BTreeMap<String, Reader>,
-        &BTreeMap<ResourceId, Option<String>>,
-    ),
+    check: Recheck<'_>,
     allow_loss: bool,
     halt: &AtomicBool,
 ) -> Finished {
@@ -202,7 +212,9 @@ async fn write(
         .filter(|(_, r)| **r)
         .map(|(i, _)| steps[*i])
         .collect();
-    let mut verdicts = moved(&compared, check.0, check.1).await.into_iter();
+    let mut verdicts = moved(&compared, check.readers, check.baseline)
+        .await
+        .into_iter();
     let mut results: Vec<(usize, Outcome)> = Vec::with_capacity(batch.len());
     let mut clear: Vec<(usize, &Change)> = Vec::with_capacity(batch.len());
     for (i, r) in batch.iter().zip(&recheck) {
@@ -275,16 +287,13 @@ fn human_secs(secs: u64) -> String {
 /// Applies the plan's changes, up to `parallelism` at a time on each target (targets side by
 /// side), never starting a change before what it depends on ([`super::schedule`]). Call only
 /// after [`refusals`] came back empty. Before each write, the objects it writes are re-read
-/// through `readers` and compared with `baseline` (what the plan read); an object that moved
+/// and compared with what the plan read ([`Recheck`]); an object that moved
 /// fails its step. On the first failure, or Ctrl-C (`stop`), no new step starts; the steps in
 /// flight finish, and the report says exactly what was done and what was not.
 pub async fn run(
     plan: &Plan,
     writers: &BTreeMap<String, Writer>,
-    check: (
-        &BTreeMap<String, Reader>,
-        &BTreeMap<ResourceId, Option<String>>,
-    ),
+    check: Recheck<'_>,
     g: &Guards,
     parallelism: usize,
     printer: &Printer,
@@ -354,7 +363,10 @@ pub async fn run(
                 requests[t] += 1;
                 in_flight += batch.len();
                 running.push(write(
-                    (batch, recheck),
+                    Batch {
+                        steps: batch,
+                        recheck,
+                    },
                     t,
                     &steps,
                     w,

@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod apply;
 pub mod emit;
 pub mod import;
+pub mod interrupt;
 pub mod plan;
 pub mod redrive;
 pub mod schedule;

@@ -12,6 +12,8 @@ use futures_util::future::try_join_all;
 
 use crate::backend::wire::Stats;
 use crate::backend::{self, BackendError, ConnectOptions, Prunable, Reader};
+use crate::graph::ChannelGraph;
+use crate::plan::markdown::Chart;
 use crate::plan::{self, Action, Change, Fingerprint, Note, Plan};
 use crate::resource::{Desired, Live, ResourceId, Role};
 use crate::spec::model::Target;
@@ -353,4 +355,27 @@ async fn prunable(
         return Ok(Vec::new());
     };
     reader.prunable(&skip, t).await
+}
+
+/// The pictures of the plan's pull-request comment: each channel the plan changes, drawn as
+/// `dlqctl graph` draws it with the nodes coloured by what the plan does to them. The comment
+/// (`plan/markdown.rs`) places them and draws nothing itself.
+pub fn charts(graphs: &[ChannelGraph], plan: &Plan) -> Vec<Chart> {
+    graphs
+        .iter()
+        .filter(|g| {
+            plan.changes
+                .iter()
+                .any(|ch| ch.channel == g.channel && ch.resource.target == g.target)
+        })
+        .map(|g| {
+            let mut g = g.clone();
+            g.mark(plan);
+            Chart {
+                mermaid: crate::graph::mermaid::flowchart(std::slice::from_ref(&g)),
+                target: g.target,
+                channel: g.channel,
+            }
+        })
+        .collect()
 }

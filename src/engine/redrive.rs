@@ -1,22 +1,357 @@
-//! The redrive driver: a dry run through the status door (what would move, moving nothing),
-//! or a run through the backend's mover, then the DLQ read again for what is left. It names
-//! no backend.
+//! The redrive driver: which channel and destination, a dry run through the status door
+//! (what would move, moving nothing), or a run through the backend's mover with Ctrl-C and
+//! progress watched, then the DLQ read again for what is left, all written into the
+//! [`Report`]. It names no backend: what differs per backend is asked of `crate::backend`.
+//!
+//! `commands/redrive.rs` parses the flags into an [`Ask`], confirms with the person at the
+//! terminal ([`Session::depth`] gives the count) and prints the report.
 
-use crate::backend::{BackendError, Mover, Reader};
-use crate::redrive::{self, Decision, Run, Selection, WouldMove};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::backend::wire::Stats;
+use crate::backend::{self, BackendError, ConnectOptions, Mover, Reader};
+use crate::printer::Printer;
+use crate::redrive::{
+    self, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally, WouldMove,
+};
+use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
 use crate::status::{self, Observed, ReadOptions};
 
+/// What `dlqctl redrive` was asked, as values: the command's flags, parsed.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// `--limit`.
+    pub limit: Option<u64>,
+    /// `--class`, repeatable; empty: every class.
+    pub classes: Vec<String>,
+    /// `--older-than`.
+    pub older_than: Option<std::time::Duration>,
+    /// `--to`: `source` (the channel's main queue or topic) or another name.
+    pub to: String,
+    /// `--native`: the broker's own move.
+    pub native: bool,
+    pub dry_run: bool,
+    /// `--rate`, messages per second at most.
+    pub rate: Option<f64>,
+    /// `--samples` and `--scan` of a dry run.
+    pub samples: usize,
+    pub scan: usize,
+    /// `--reason`, for the audit record.
+    pub reason: Option<String>,
+    /// `--allow-unowned-destination`.
+    pub allow_unowned: bool,
+}
+
+/// Why a redrive stops before it moves anything, or fails to start.
+#[derive(Debug, thiserror::Error)]
+pub enum RedriveError {
+    /// The request cannot be carried out as asked (said whole, for the person who asked).
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// A checked request: the channel, its target, where the messages go and which move. Nothing
+/// is connected yet.
+pub struct Checked<'a> {
+    r: &'a Resolved,
+    target: Target,
+    ask: &'a Ask,
+    to: Destination,
+    select: Selection,
+}
+
+/// Checks `ask` for channel `r` before anything is read: the target is known, `--native` is
+/// the backend's to give, and the destination is not the dead-letter queue itself.
+pub fn check<'a>(
+    r: &'a Resolved,
+    targets: &BTreeMap<String, Target>,
+    ask: &'a Ask,
+) -> Result<Checked<'a>, RedriveError> {
+    let target = targets
+        .get(&r.target)
+        .ok_or_else(|| {
+            RedriveError::Refused(format!("target `{}` is not in the targets file", r.target))
+        })?
+        .clone();
+    let select = Selection {
+        limit: ask.limit,
+        classes: ask.classes.clone(),
+        older_than_ms: ask
+            .older_than
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        max_redrives: r.max_redrives,
+        envelope: r.envelope,
+    };
+    let to = if ask.to == "source" {
+        Destination {
+            name: r.main.clone(),
+            source: true,
+        }
+    } else {
+        Destination {
+            name: ask.to.clone(),
+            source: false,
+        }
+    };
+    if ask.native && !backend::native_move(r.backend) {
+        return Err(RedriveError::Refused(format!(
+            "--native is SQS's own move task; channel `{}` is on {}",
+            r.channel,
+            r.backend.display_name()
+        )));
+    }
+    if !to.source && to.name == r.dead_letter {
+        return Err(RedriveError::Refused(format!(
+            "--to {}: that is the dead-letter queue itself",
+            to.name
+        )));
+    }
+    Ok(Checked {
+        r,
+        target,
+        ask,
+        to,
+        select,
+    })
+}
+
+impl<'a> Checked<'a> {
+    /// Connects to the channel's target (a reader: nothing moves yet) and opens the report.
+    pub fn connect(self, opts: ConnectOptions) -> Result<Session<'a>, RedriveError> {
+        let stats = Arc::new(Stats::default());
+        let reader = Reader::connect(&self.r.target, &self.target, opts, Arc::clone(&stats))?;
+        let report = self.report();
+        Ok(Session {
+            checked: self,
+            reader,
+            report,
+        })
+    }
+
+    /// The report as it starts: what was asked, nothing counted yet.
+    fn report(&self) -> Report {
+        let (r, ask) = (self.r, self.ask);
+        Report {
+            format_version: 1,
+            kind: redrive::KIND,
+            channel: r.channel.clone(),
+            target: r.target.clone(),
+            backend: r.backend.as_str(),
+            dead_letter: r.dead_letter.clone(),
+            destination: self.to.clone(),
+            dry_run: ask.dry_run,
+            selection: SelectionRecord {
+                limit: ask.limit,
+                classes: ask.classes.clone(),
+                older_than_seconds: ask.older_than.map(|d| d.as_secs_f64()),
+                max_redrives: r.max_redrives,
+                rate: ask.rate,
+            },
+            examined: 0,
+            moved: 0,
+            not_selected: 0,
+            skipped_at_max_redrives: 0,
+            possibly_duplicated: 0,
+            left_in_dead_letter: None,
+            left_basis: None,
+            interrupted: false,
+            error: None,
+            incomplete: Vec::new(),
+            started_at: now_text(),
+            ended_at: String::new(),
+            operator: redrive::holder(),
+            reason: ask.reason.clone(),
+            would_move: None,
+            moved_by: None,
+        }
+    }
+}
+
+/// A connected redrive: the reader of the channel's target and the report being written.
+pub struct Session<'a> {
+    checked: Checked<'a>,
+    reader: Reader,
+    report: Report,
+}
+
+impl Session<'_> {
+    /// The channel's dead-letter queue, where the messages come from.
+    pub fn dead_letter(&self) -> &str {
+        &self.checked.r.dead_letter
+    }
+
+    /// Where the messages go.
+    pub fn destination(&self) -> &Destination {
+        &self.checked.to
+    }
+
+    /// The channel's target.
+    pub fn target(&self) -> &str {
+        &self.checked.r.target
+    }
+
+    /// Messages in the DLQ now, as `status` reads depth, where the backend can tell.
+    pub async fn depth(&self) -> Option<u64> {
+        left(self.checked.r, &self.reader).await
+    }
+
+    /// The dry run: what would move, moving nothing.
+    pub async fn dry_run(mut self) -> Result<Report, BackendError> {
+        let (r, ask) = (self.checked.r, self.checked.ask);
+        let dry = dry_run(r, &self.reader, &self.checked.select, ask.samples, ask.scan).await?;
+        let report = &mut self.report;
+        report.examined = dry.examined;
+        report.not_selected = dry.not_selected;
+        report.skipped_at_max_redrives = dry.at_limit;
+        report.left_in_dead_letter = left(r, &self.reader).await;
+        report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
+        report.would_move = Some(dry.would);
+        report.ended_at = now_text();
+        Ok(self.report)
+    }
+
+    /// Moves the messages through the backend's mover. Ctrl-C or SIGTERM finishes what is in
+    /// flight, then stops; a second one exits at once (130). On a terminal, the count, rate
+    /// and ETA go to stderr every second. `depth` is the DLQ's depth at the start (for the
+    /// ETA). A failure once moving started is in the report, not an `Err`.
+    pub async fn run(
+        mut self,
+        depth: Option<u64>,
+        printer: &Printer,
+    ) -> Result<Report, RedriveError> {
+        let r = self.checked.r;
+        let mover = Mover::connect(self.reader.clone(), &self.checked.target)?;
+        let tally = Arc::new(Tally::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = Run {
+            to: self.checked.to.clone(),
+            select: self.checked.select.clone(),
+            rate: self.checked.ask.rate,
+            stop: Arc::clone(&stop),
+            tally: Arc::clone(&tally),
+            holder: self.report.operator.clone(),
+            service_task: self.checked.ask.native,
+            allow_unowned: self.checked.ask.allow_unowned,
+        };
+        let watcher = watch(Arc::clone(&stop), Arc::clone(&tally), *printer);
+        let progress = progress(Arc::clone(&tally), depth, *printer);
+        let result = mover.redrive(r, &run).await;
+        watcher.abort();
+        if let Some(p) = progress {
+            p.abort();
+        }
+        let report = &mut self.report;
+        report.examined = tally.examined.load(Ordering::Relaxed);
+        report.moved = tally.moved();
+        report.not_selected = tally.not_selected.load(Ordering::Relaxed);
+        report.skipped_at_max_redrives = tally.at_limit.load(Ordering::Relaxed);
+        report.possibly_duplicated = tally.duplicated.load(Ordering::Relaxed);
+        report.interrupted = stop.load(Ordering::SeqCst);
+        report.moved_by = tally
+            .by_service
+            .load(Ordering::Relaxed)
+            .then_some(redrive::SQS_MOVE_TASK);
+        report.error = result
+            .as_ref()
+            .err()
+            .map(|e| crate::status::safe(&e.to_string()));
+        (report.left_in_dead_letter, report.left_basis) = match tally.left() {
+            Some(n) => (Some(n), Some(redrive::EXACT)),
+            None => {
+                let n = left(r, &self.reader).await;
+                (n, n.map(|_| redrive::STATISTICS))
+            }
+        };
+        report.incomplete = tally.incomplete_reasons();
+        report.ended_at = now_text();
+        Ok(self.report)
+    }
+}
+
+/// Whether a finished run did all it set out to: no error, no interrupt, nothing left
+/// unexamined (else `dlqctl redrive` exits 1).
+pub fn complete(report: &Report) -> bool {
+    report.error.is_none() && !report.interrupted && report.incomplete.is_empty()
+}
+
+fn now_text() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Sets `stop` on Ctrl-C or SIGTERM; exits the process on a second one.
+fn watch(
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+    printer: Printer,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if super::interrupt::interrupted().await {
+            stop.store(true, Ordering::SeqCst);
+            printer.err(
+                "Interrupted: finishing what is in flight, then stopping (interrupt again to stop at once).",
+            );
+            // A second interrupt: out now. Nothing is lost: what was not acknowledged goes
+            // back to the dead-letter queue when the connection closes; what was confirmed
+            // by the destination but not yet removed may be delivered twice.
+            if super::interrupt::interrupted().await {
+                printer.err(&format!(
+                    "Interrupted again: stopped at once after {} moved. Messages not acknowledged go back to the dead-letter queue; those in flight may be delivered twice. No report was written.",
+                    tally.moved()
+                ));
+                std::process::exit(130);
+            }
+        }
+    })
+}
+
+/// On a terminal: moved, rate and ETA every second on stderr.
+fn progress(
+    tally: Arc<Tally>,
+    depth: Option<u64>,
+    printer: Printer,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let moved = tally.moved();
+            let secs = start.elapsed().as_secs_f64().max(0.001);
+            let rate = moved as f64 / secs;
+            let eta = depth
+                .filter(|_| rate > 0.0)
+                .map(|d| {
+                    format!(
+                        ", about {} left",
+                        status::age::age(d.saturating_sub(moved) as f64 / rate)
+                    )
+                })
+                .unwrap_or_default();
+            printer.err(&format!("moved {moved} ({rate:.0}/s{eta})"));
+        }
+    }))
+}
+
 /// What a dry run found: what would move, and how many it would skip at `maxRedrives`.
-pub struct DryRun {
-    pub would: WouldMove,
-    pub at_limit: u64,
-    pub not_selected: u64,
-    pub examined: u64,
+struct DryRun {
+    would: WouldMove,
+    at_limit: u64,
+    not_selected: u64,
+    examined: u64,
 }
 
 /// Reads up to `scan` messages of the DLQ as `status` does and applies the selection to them.
-pub async fn dry_run(
+async fn dry_run(
     r: &Resolved,
     reader: &Reader,
     select: &Selection,
@@ -85,13 +420,8 @@ pub async fn dry_run(
     })
 }
 
-/// Moves through the mover; the tally in `run` says what happened either way.
-pub async fn run(r: &Resolved, mover: &Mover, run: &Run) -> Result<(), BackendError> {
-    mover.redrive(r, run).await
-}
-
 /// Messages left in the DLQ, read as `status` reads depth (no message read).
-pub async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
+async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
     let read = ReadOptions {
         samples: 0,
         scan: 0,

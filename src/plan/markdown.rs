@@ -16,6 +16,9 @@
 //!
 //! Given the channels' pictures ([`markdown_with`]), each channel's section opens with its
 //! Mermaid flowchart (`dlqctl graph`'s), the nodes the plan changes coloured by what it does.
+//! The comment is a renderer: it draws nothing and asks no backend. `commands/plan.rs` hands
+//! it the charts as text ([`Chart`]) and the unit each duration field is stored in
+//! ([`UnitOf`]).
 //! Diagrams are what the budget drops first: the comment is written once without them, and
 //! they are added, channel by channel in order, only within what that left unused, so a
 //! diagram never pushes a change out. Diagrams left out are counted in one line.
@@ -28,7 +31,6 @@ use super::render::{
     by_channel, drop_warning, grouped, is_large, show, summary_line, symbol, text_diff,
 };
 use super::{Action, Change, FieldChange, Plan};
-use crate::graph::ChannelGraph;
 use crate::resource::TimeUnit;
 use crate::spec::duration::Duration;
 
@@ -40,27 +42,40 @@ pub const LIMIT: usize = 60_000;
 /// update it in place.
 pub const MARKER: &str = "<!-- dlqctl-plan -->";
 
+/// One channel's picture, drawn by the caller: `dlqctl graph`'s Mermaid flowchart with the
+/// nodes the plan changes already coloured. The comment only places it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chart {
+    pub target: String,
+    pub channel: String,
+    /// The flowchart, unfenced, ending in a newline.
+    pub mermaid: String,
+}
+
+/// The unit a field of a change is stored in when it is a duration (`retention.ms`:
+/// milliseconds), as the change's backend says; `None` for any other field.
+pub type UnitOf<'a> = &'a dyn Fn(&Change, &str) -> Option<TimeUnit>;
+
 /// A pull-request comment of at most [`LIMIT`] characters, without diagrams.
-pub fn markdown(plan: &Plan) -> String {
-    markdown_within(plan, &[], LIMIT)
+pub fn markdown(plan: &Plan, unit: UnitOf<'_>) -> String {
+    markdown_within(plan, &[], unit, LIMIT)
 }
 
 /// A pull-request comment of at most [`LIMIT`] characters whose channel sections open with
-/// the channels' pictures (those of `graphs`), as far as the budget allows.
-pub fn markdown_with(plan: &Plan, graphs: &[ChannelGraph]) -> String {
-    markdown_within(plan, graphs, LIMIT)
+/// the channels' pictures (those of `charts`), as far as the budget allows.
+pub fn markdown_with(plan: &Plan, charts: &[Chart], unit: UnitOf<'_>) -> String {
+    markdown_within(plan, charts, unit, LIMIT)
 }
 
 /// [`markdown_with`] with another budget (tests use small ones).
-pub fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> String {
+pub fn markdown_within(plan: &Plan, charts: &[Chart], unit: UnitOf<'_>, limit: usize) -> String {
     // First without diagrams: what every change and note needs.
-    let first = write(plan, limit, Diagrams::new(plan, &[]));
+    let first = write(plan, limit, Diagrams::new(plan, &[]), unit);
     let complete = first.shown == first.total && !first.stopped && !first.notes_cut;
-    // Drawn only now: a plan that fits is small, whatever the number of channels.
-    if graphs.is_empty() || !complete {
+    if charts.is_empty() || !complete {
         return first.finish();
     }
-    let mut diagrams = Diagrams::new(plan, graphs);
+    let mut diagrams = Diagrams::new(plan, charts);
     if diagrams.texts.is_empty() {
         return first.finish();
     }
@@ -70,12 +85,12 @@ pub fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> St
     diagrams.budget = limit.saturating_sub(
         first.used + first.reserve + width(&diagrams_left_out(diagrams.texts.len())),
     );
-    write(plan, limit, diagrams).finish()
+    write(plan, limit, diagrams, unit).finish()
 }
 
 /// The comment, written with the diagrams `diagrams` allows.
-fn write(plan: &Plan, limit: usize, diagrams: Diagrams) -> Comment {
-    let mut c = Comment::new(plan, limit, diagrams);
+fn write<'u>(plan: &Plan, limit: usize, diagrams: Diagrams, unit: UnitOf<'u>) -> Comment<'u> {
+    let mut c = Comment::new(plan, limit, diagrams, unit);
     c.push(&format!("{MARKER}\n### dlqctl plan\n\n"));
     c.push(&format!("**{}**\n", summary_line(plan)));
     c.push(&per_target(plan));
@@ -145,22 +160,19 @@ struct Diagrams {
 }
 
 impl Diagrams {
-    fn new(plan: &Plan, graphs: &[ChannelGraph]) -> Self {
+    fn new(plan: &Plan, charts: &[Chart]) -> Self {
         let mut texts = std::collections::HashMap::new();
-        for g in graphs {
+        for c in charts {
             if !plan
                 .changes
                 .iter()
-                .any(|ch| ch.channel == g.channel && ch.resource.target == g.target)
+                .any(|ch| ch.channel == c.channel && ch.resource.target == c.target)
             {
                 continue;
             }
-            let mut g = g.clone();
-            g.mark(plan);
-            let chart = crate::graph::mermaid::flowchart(std::slice::from_ref(&g));
             texts.insert(
-                (g.target.clone(), g.channel.clone()),
-                format!("\n```mermaid\n{chart}```\n"),
+                (c.target.clone(), c.channel.clone()),
+                format!("\n```mermaid\n{}```\n", c.mermaid),
             );
         }
         Diagrams {
@@ -239,7 +251,7 @@ fn per_target(plan: &Plan) -> String {
 }
 
 /// The comment being written, and how much of the budget it has used.
-struct Comment {
+struct Comment<'u> {
     out: String,
     used: usize,
     limit: usize,
@@ -255,6 +267,7 @@ struct Comment {
     /// Some notes did not fit.
     notes_cut: bool,
     diagrams: Diagrams,
+    unit: UnitOf<'u>,
 }
 
 /// Characters as GitHub counts them (UTF-16 code units: an emoji counts 2).
@@ -272,8 +285,8 @@ fn notes_left_out(n: usize) -> String {
     format!("\n{n} {noun} (no action) left out.\n")
 }
 
-impl Comment {
-    fn new(plan: &Plan, limit: usize, diagrams: Diagrams) -> Self {
+impl<'u> Comment<'u> {
+    fn new(plan: &Plan, limit: usize, diagrams: Diagrams, unit: UnitOf<'u>) -> Self {
         let total = plan.changes.len();
         let diagrams_line = if diagrams.texts.is_empty() {
             0
@@ -293,6 +306,7 @@ impl Comment {
             notes: plan.notes.len(),
             notes_cut: false,
             diagrams,
+            unit,
         }
     }
 
@@ -387,7 +401,7 @@ impl Comment {
                 cell(&ch.resource.target),
                 cell(&ch.channel),
                 needs,
-                cell(&details(ch).join("<br>"))
+                cell(&details(ch, self.unit).join("<br>"))
             );
             let diff = large_diffs(ch);
             if !self.fits(&row, width(&diffs) + width(&diff)) {
@@ -403,16 +417,16 @@ impl Comment {
 
     /// One channel's changes, whole or not at all. Returns false once the budget ran out.
     fn group(&mut self, g: &Group<'_>) -> bool {
-        let plain = g.render(None);
+        let plain = g.render(None, self.unit);
         if !self.fits(&plain, 0) {
             self.stopped = true;
             return false;
         }
         // A section with a diagram is laid out a little differently: the difference is the
         // diagram's to pay as well.
-        let framing = width(&g.render(Some(""))).saturating_sub(width(&plain));
+        let framing = width(&g.render(Some(""), self.unit)).saturating_sub(width(&plain));
         let text = match self.diagrams.take(g, framing) {
-            Some(d) => g.render(Some(&d)),
+            Some(d) => g.render(Some(&d), self.unit),
             None => plain,
         };
         self.push(&text);
@@ -540,7 +554,7 @@ impl Group<'_> {
     }
 
     /// The section: heading, the diagram if given, the table of changes.
-    fn render(&self, diagram: Option<&str>) -> String {
+    fn render(&self, diagram: Option<&str>, unit: UnitOf<'_>) -> String {
         let (creates, updates): (Vec<&Change>, Vec<&Change>) = self
             .changes
             .iter()
@@ -553,10 +567,10 @@ impl Group<'_> {
             out.push_str(d);
             if !updates.is_empty() {
                 out.push_str("\n| action | resource | details |\n|---|---|---|\n");
-                out.push_str(&self.update_rows(&updates));
+                out.push_str(&self.update_rows(&updates, unit));
             }
             if !creates.is_empty() {
-                out.push_str(&created(&creates));
+                out.push_str(&created(&creates, unit));
             }
             return out;
         }
@@ -567,7 +581,7 @@ impl Group<'_> {
                 html(self.channel),
                 html(self.target)
             );
-            out.push_str(&creates_table(&creates));
+            out.push_str(&creates_table(&creates, unit));
             out.push_str("\n</details>\n");
             return out;
         }
@@ -577,15 +591,15 @@ impl Group<'_> {
             cell(self.channel),
             cell(self.target)
         );
-        out.push_str(&self.update_rows(&updates));
+        out.push_str(&self.update_rows(&updates, unit));
         if !creates.is_empty() {
-            out.push_str(&created(&creates));
+            out.push_str(&created(&creates, unit));
         }
         out
     }
 
     /// One table row per update, then the long fields' diffs.
-    fn update_rows(&self, updates: &[&Change]) -> String {
+    fn update_rows(&self, updates: &[&Change], unit: UnitOf<'_>) -> String {
         let mut out = String::new();
         let mut diffs = String::new();
         for ch in updates {
@@ -595,7 +609,7 @@ impl Group<'_> {
                 symbol(ch.action),
                 ch.action.as_str(),
                 code(&ch.resource.to_string()),
-                cell(&details(ch).join("<br>"))
+                cell(&details(ch, unit).join("<br>"))
             );
             diffs.push_str(&large_diffs(ch));
         }
@@ -605,19 +619,19 @@ impl Group<'_> {
 }
 
 /// The creates of a section, collapsed.
-fn created(creates: &[&Change]) -> String {
+fn created(creates: &[&Change], unit: UnitOf<'_>) -> String {
     format!(
         "\n<details><summary>{} to create</summary>\n\n{}\n</details>\n",
         creates.len(),
-        creates_table(creates)
+        creates_table(creates, unit)
     )
 }
 
 /// Creates: the resource and every setting it gets (collapsed, so long values stay inline).
-fn creates_table(creates: &[&Change]) -> String {
+fn creates_table(creates: &[&Change], unit: UnitOf<'_>) -> String {
     let mut out = String::from("| resource | settings |\n|---|---|\n");
     for ch in creates {
-        let mut settings: Vec<String> = ch.fields.iter().map(|f| field(ch, f)).collect();
+        let mut settings: Vec<String> = ch.fields.iter().map(|f| field(ch, f, unit)).collect();
         if let Some(d) = &ch.discard {
             settings.insert(0, discard(d));
         }
@@ -633,7 +647,7 @@ fn creates_table(creates: &[&Change]) -> String {
 
 /// A change's details cell: why it cannot be made, that it was pruned, what it drops, then
 /// each field (a long one points at its diff below the table).
-fn details(ch: &Change) -> Vec<String> {
+fn details(ch: &Change, unit: UnitOf<'_>) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(r) = &ch.reason {
         out.push(r.clone());
@@ -651,7 +665,7 @@ fn details(ch: &Change) -> Vec<String> {
         if ch.action != Action::Create && is_large(f) {
             out.push(format!("{}: see the diff below", code(&f.key)));
         } else {
-            out.push(field(ch, f));
+            out.push(field(ch, f, unit));
         }
     }
     out
@@ -660,10 +674,10 @@ fn details(ch: &Change) -> Vec<String> {
 /// `` `key`: `new` `` for a create, `` `key`: `old` → `new` `` otherwise; a duration as people
 /// write it, with the raw value and its unit beside it: `` `retention.ms`: 1d → 7d (`86400000`
 /// → `604800000` ms) ``.
-fn field(ch: &Change, f: &FieldChange) -> String {
+fn field(ch: &Change, f: &FieldChange, unit: UnitOf<'_>) -> String {
     let key = code(&f.key);
     let raw = |v: Option<&Value>| code(&show(v));
-    match (ch.action, crate::backend::duration_unit(ch, &f.key)) {
+    match (ch.action, unit(ch, &f.key)) {
         (Action::Create, None) => format!("{key}: {}", raw(f.new.as_ref())),
         (Action::Create, Some(u)) => format!(
             "{key}: {} ({} {})",
@@ -784,9 +798,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::graph::ChannelGraph;
     use crate::plan::Note;
     use crate::resource::{Desired, Kind, ResourceId, Role};
     use crate::spec::model::Backend;
+
+    /// The comment as `dlqctl plan --format markdown` asks for it: the backends' units.
+    fn markdown(plan: &Plan) -> String {
+        super::markdown(plan, &crate::backend::duration_unit)
+    }
+
+    /// [`markdown_within`] with the pictures drawn as `dlqctl plan` draws them.
+    fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> String {
+        let charts = crate::engine::plan::charts(graphs, plan);
+        super::markdown_within(plan, &charts, &crate::backend::duration_unit, limit)
+    }
+
+    fn markdown_with(plan: &Plan, graphs: &[ChannelGraph]) -> String {
+        markdown_within(plan, graphs, LIMIT)
+    }
 
     /// One change, as the diff and the backends' rules make it (pure values, no server).
     struct Mk {

@@ -230,8 +230,6 @@ pub(super) fn grouped(notes: &[Note]) -> Vec<NoteGroup<'_>> {
     groups
 }
 
-pub use super::markdown::{markdown, markdown_with};
-
 /// The versioned JSON document (also what `--out` saves).
 pub fn json(plan: &Plan) -> String {
     let mut s = serde_json::to_string_pretty(plan).unwrap_or_default();
@@ -273,7 +271,7 @@ mod tests {
             Vec::new(),
             &Default::default(),
         );
-        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let text = human(&plan, &Printer::new(crate::printer::ColorChoice::Never));
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("  · ")).collect();
         assert_eq!(
             lines,
@@ -283,7 +281,7 @@ mod tests {
                 "  · queue q0 on target u: same",
             ]
         );
-        let md = markdown(&plan);
+        let md = crate::plan::markdown::markdown(&plan, &crate::backend::duration_unit);
         assert!(
             md.contains("- `queue q0`, `queue q1`, `queue q2` and 3 more on t: same"),
             "{md}"
@@ -330,10 +328,10 @@ mod tests {
         );
         // Apply order: both policies first.
         assert_eq!(plan.changes[1].resource.kind, Kind::Policy);
-        let text = human(&plan, &Printer::new(crate::cli::ColorChoice::Never));
+        let text = human(&plan, &Printer::new(crate::printer::ColorChoice::Never));
         let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("target ")).collect();
         assert_eq!(heads, ["target rmq · channel a", "target rmq · channel b"]);
-        let md = markdown(&plan);
+        let md = crate::plan::markdown::markdown(&plan, &crate::backend::duration_unit);
         let a = md.find("`queue a.main").expect("row");
         let b = md.find("`policy b.main").expect("row");
         assert!(a < b, "{md}");

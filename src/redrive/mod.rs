@@ -429,8 +429,8 @@ pub fn human(r: &Report) -> String {
         if let (Some(o), Some(n)) = (w.oldest_age_seconds, w.newest_age_seconds) {
             out.push_str(&format!(
                 "  ages      oldest {}, newest {}\n",
-                status::render::age(o),
-                status::render::age(n)
+                status::age::age(o),
+                status::age::age(n)
             ));
         }
         for (i, s) in w.samples.iter().enumerate() {

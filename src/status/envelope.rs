@@ -8,7 +8,7 @@
 //! the consumer's own running count round the TTL retry loop (docs/rabbitmq.md, consumer
 //! contract).
 
-use super::Message;
+use super::message::Message;
 use crate::spec::model::Envelope;
 
 /// The version of the envelope documented in docs/envelope.md.

@@ -11,23 +11,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use super::age::age;
 use super::{Body, DeadLetterReport, Depth, Measure, Report, Sample};
 use crate::printer::{Printer, Style};
 
 /// The JSON document's `kind` and version.
 pub const KIND: &str = "dlqctl/status";
 pub const FORMAT_VERSION: u32 = 1;
-
-/// `1h 2m`, `3d 4h`, `45s`.
-pub fn age(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {}s", s / 60, s % 60),
-        3600..86_400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
-    }
-}
 
 fn count(n: Option<u64>) -> String {
     n.map_or_else(|| "?".to_owned(), |n| n.to_string())

@@ -1,0 +1,29 @@
+//! The raw message every backend's status door and mover hands up, in a room of its own: the
+//! envelope reads it and the summary counts it, and neither may need the other to name it.
+
+/// One message as a backend read it, before any interpretation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Message {
+    /// The backend's id (SQS MessageId; RabbitMQ message_id or position; Kafka
+    /// `partition/offset`).
+    pub id: String,
+    /// Headers (SQS: message attributes), values as text (nested values as JSON), in the
+    /// order the backend gave them.
+    pub headers: Vec<(String, String)>,
+    /// The first `max_body` bytes of the body at most.
+    pub body: Vec<u8>,
+    /// The whole body's length.
+    pub body_len: u64,
+    /// When it was first published, in milliseconds since the Unix epoch, if known.
+    pub published_ms: Option<i64>,
+    /// When the broker dead-lettered it (RabbitMQ `x-death[0].time`), if the broker says.
+    pub dead_lettered_ms: Option<i64>,
+    /// Deliveries the broker counted (RabbitMQ `x-death` counts), if it says.
+    pub attempts: Option<u64>,
+    /// Where it came from, as the broker says (SQS DeadLetterQueueSourceArn, RabbitMQ
+    /// `x-death[0].queue`, Spring's `kafka_dlt-original-topic`).
+    pub source: Option<String>,
+    /// The broker's own reason, the fallback class (RabbitMQ `x-death` reason; SQS
+    /// `transient_exhausted` for a message moved by a redrive policy).
+    pub native_class: Option<String>,
+}
