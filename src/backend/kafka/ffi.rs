@@ -11,7 +11,9 @@
 //! fills and never empties; and a group's committed offsets through the admin client
 //! ([`list_group_offsets`], `ListConsumerGroupOffsets`): rdkafka reads them only through a
 //! consumer of that group, and a consumer made for one OffsetFetch costs a coordinator lookup
-//! and a shutdown (≈ 0.15 s a channel on Apache Kafka 4.4; `status` reads one a channel).
+//! and a shutdown (≈ 0.15 s a channel on Apache Kafka 4.4; `status` reads one a channel); and
+//! the partitions' ends through the same client ([`list_offsets`], `ListOffsets`), for the
+//! same reason.
 //!
 //! This is the only module with `unsafe`. Each call builds its C objects, owned by small guards
 //! that free them on every path, sends one request on a private event queue, waits for the
@@ -1388,6 +1390,139 @@ unsafe fn read_group_offsets(
                 offset: (e.offset >= 0).then_some(e.offset),
                 metadata,
             });
+        }
+        Ok(out)
+    }
+}
+
+const LIST_ENDS: &str = "ListOffsets";
+
+/// Which end of a partition [`list_offsets`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The first offset retained (the low watermark).
+    Earliest,
+    /// The offset after the last record a read-committed consumer can see (the high
+    /// watermark, or the last stable offset while a transaction is open).
+    Latest,
+}
+
+/// One end of every partition `0..n` of each topic, in one ListOffsets (librdkafka fans it
+/// out to the partitions' leaders), read committed as a consumer reads: by (topic, partition).
+pub async fn list_offsets(
+    admin: &Arc<Admin>,
+    topics: &[(String, usize)],
+    end: End,
+    timeout: Duration,
+) -> Result<std::collections::BTreeMap<(String, i32), i64>, CallError> {
+    let mut wanted = Vec::with_capacity(topics.len());
+    for (t, n) in topics {
+        let n = i32::try_from(*n).map_err(|_| CallError::Request {
+            api: LIST_ENDS,
+            message: format!("topic `{t}`: {n} partitions"),
+        })?;
+        wanted.push((c_string(LIST_ENDS, "topic", t)?, n));
+    }
+    let admin = Arc::clone(admin);
+    run_blocking(LIST_ENDS, move || {
+        list_ends_blocking(&admin, &wanted, end, timeout)
+    })
+    .await?
+}
+
+fn list_ends_blocking(
+    admin: &Admin,
+    wanted: &[(CString, i32)],
+    end: End,
+    timeout: Duration,
+) -> Result<std::collections::BTreeMap<(String, i32), i64>, CallError> {
+    let api = LIST_ENDS;
+    let rk = admin.inner().native_ptr();
+    let spec = match end {
+        End::Earliest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_EARLIEST,
+        End::Latest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_LATEST,
+    } as i64;
+    let size: i32 = wanted.iter().map(|(_, n)| *n).sum();
+    // SAFETY: a new list, owned by its guard; librdkafka copies each topic name.
+    let list = Guard(
+        unsafe { rd::rd_kafka_topic_partition_list_new(size.max(1)) },
+        rd::rd_kafka_topic_partition_list_destroy,
+    );
+    if list.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka could not make a partition list".into(),
+        });
+    }
+    for (topic, n) in wanted {
+        for p in 0..*n {
+            // SAFETY: the list and `topic` are live; the element belongs to the list, and its
+            // offset field is where ListOffsets reads the offset spec.
+            unsafe {
+                let e = rd::rd_kafka_topic_partition_list_add(list.0, topic.as_ptr(), p);
+                if !e.is_null() {
+                    (*e).offset = spec;
+                }
+            }
+        }
+    }
+    let op = rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTOFFSETS;
+    let mut refused = None;
+    let answered = round_trip(api, rk, op, timeout, |options, queue| {
+        // SAFETY: live options; a returned error is ours to destroy (take_error does).
+        let err = unsafe {
+            rd::rd_kafka_AdminOptions_set_isolation_level(
+                options,
+                rd::rd_kafka_IsolationLevel_t::RD_KAFKA_ISOLATION_LEVEL_READ_COMMITTED,
+            )
+        };
+        refused = take_error(err);
+        // SAFETY: the list, options and queue are live; librdkafka copies the list.
+        unsafe { rd::rd_kafka_ListOffsets(rk, list.0, options, queue) }
+    })?;
+    if let Some(message) = refused {
+        return Err(CallError::Request { api, message });
+    }
+    // SAFETY: the event is live until its guard drops, after every read below.
+    unsafe { read_ends(answered.event.0, timeout) }
+}
+
+/// Copies the offsets out of a ListOffsets answer.
+///
+/// # Safety
+/// `event` must be a live event returned by `rd_kafka_queue_poll` for a ListOffsets request.
+unsafe fn read_ends(
+    event: *mut rd::rd_kafka_event_t,
+    timeout: Duration,
+) -> Result<std::collections::BTreeMap<(String, i32), i64>, CallError> {
+    let api = LIST_ENDS;
+    // SAFETY (whole function): every pointer read here belongs to `event`, which outlives
+    // this function; topic names are copied before returning.
+    unsafe {
+        event_error(api, event, timeout)?;
+        let result = rd::rd_kafka_event_ListOffsets_result(event);
+        if result.is_null() {
+            return Err(wrong_event(api));
+        }
+        let mut n = 0usize;
+        let infos = rd::rd_kafka_ListOffsets_result_infos(result, &mut n);
+        let mut out = std::collections::BTreeMap::new();
+        for i in 0..n {
+            let tp = rd::rd_kafka_ListOffsetsResultInfo_topic_partition(*infos.add(i));
+            if tp.is_null() {
+                continue;
+            }
+            let e = &*tp;
+            let topic = opt_string(e.topic).unwrap_or_default();
+            if e.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                let code = RDKafkaErrorCode::from(e.err);
+                return Err(CallError::Failed {
+                    api,
+                    code,
+                    message: format!("topic `{topic}` partition {}: {code}", e.partition),
+                });
+            }
+            out.insert((topic, e.partition), e.offset);
         }
         Ok(out)
     }

@@ -154,60 +154,39 @@ impl Reader {
         }
         self.stats.count("kafka:ListOffsets");
         self.stats.count("kafka:ListOffsets");
-        let mut config: ClientConfig = (*self.config).clone();
-        config
-            .set("group.id", PEEK_GROUP)
-            .set("enable.auto.commit", "false");
         let wanted: Vec<(String, usize)> =
             topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect();
-        let bootstrap = self.bootstrap.clone();
-        tokio::task::spawn_blocking(move || {
-            let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
-            let ask = |at: Offset| -> Result<TopicPartitionList, String> {
-                let mut tpl = TopicPartitionList::new();
-                for (t, n) in &wanted {
-                    for p in 0..*n {
-                        let p = i32::try_from(p)
-                            .map_err(|_| format!("partition {p} is out of range"))?;
-                        tpl.add_partition_offset(t, p, at)
-                            .map_err(|e| e.to_string())?;
-                    }
-                }
-                consumer
-                    .offsets_for_times(tpl, TIMEOUT)
-                    .map_err(|e| e.to_string())
-            };
-            let (low, high) = (ask(Offset::Beginning)?, ask(Offset::End)?);
-            let mut out = BTreeMap::new();
-            for (t, n) in &wanted {
-                let mut marks = Vec::with_capacity(*n);
-                for p in 0..*n {
-                    let p = i32::try_from(p).unwrap_or(i32::MAX);
-                    let at = |tpl: &TopicPartitionList| {
-                        tpl.find_partition(t, p).and_then(|e| match e.offset() {
-                            Offset::Offset(o) => Some(o),
-                            _ => None,
-                        })
-                    };
-                    match (at(&low), at(&high)) {
-                        (Some(l), Some(h)) => marks.push((l, h.max(l))),
-                        _ => {
-                            return Err(format!(
+        let failed = |e: super::ffi::CallError| KafkaError::Connect {
+            bootstrap: self.bootstrap.clone(),
+            reason: e.to_string(),
+        };
+        let low = super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::Earliest, TIMEOUT)
+            .await
+            .map_err(failed)?;
+        let high = super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::Latest, TIMEOUT)
+            .await
+            .map_err(failed)?;
+        let mut out = BTreeMap::new();
+        for (t, n) in &wanted {
+            let mut marks = Vec::with_capacity(*n);
+            for p in 0..*n {
+                let p = i32::try_from(p).unwrap_or(i32::MAX);
+                let key = (t.clone(), p);
+                match (low.get(&key), high.get(&key)) {
+                    (Some(l), Some(h)) if *l >= 0 && *h >= 0 => marks.push((*l, (*h).max(*l))),
+                    _ => {
+                        return Err(KafkaError::Connect {
+                            bootstrap: self.bootstrap.clone(),
+                            reason: format!(
                                 "topic `{t}` partition {p}: no offsets in the ListOffsets answer"
-                            ));
-                        }
+                            ),
+                        });
                     }
                 }
-                out.insert(t.clone(), marks);
             }
-            Ok::<_, String>(out)
-        })
-        .await
-        .map_err(|e| KafkaError::Connect {
-            bootstrap: bootstrap.clone(),
-            reason: format!("the offsets thread failed: {e}"),
-        })?
-        .map_err(|reason| KafkaError::Connect { bootstrap, reason })
+            out.insert(t.clone(), marks);
+        }
+        Ok(out)
     }
 
     async fn committed(
