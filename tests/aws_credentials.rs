@@ -87,11 +87,7 @@ fn a_credential_process_profile_is_used_and_its_region_read_from_the_profile() {
         ),
     );
     let out = plan(ws.path(), &[]);
-    assert_eq!(
-        out.code, 0,
-        "plan with a credential_process profile:\n{}{}",
-        out.stdout, out.stderr
-    );
+    out.ok_with("plan with a credential_process profile");
     assert!(
         out.stdout.contains("payments-transactions-pending"),
         "the plan reads the live SQS state:\n{}",

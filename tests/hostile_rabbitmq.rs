@@ -315,7 +315,7 @@ fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() 
     let [main, _, _, exchange] = f.names();
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     // Another tool binds the main queue to an exchange dlqctl does not own.
     let (status, body) = block(api(
         Method::POST,
@@ -346,14 +346,10 @@ fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() 
         );
     }
     let a = f.apply(&["--allow-replace"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert_eq!(bindings_of(&main), before, "every binding is back");
     let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "the next plan is empty\n{}{}",
-        p.stdout, p.stderr
-    );
+    p.ok_with("the next plan is empty");
     // A message published through the exchange is routed to the new queue.
     block(publish(&exchange, "process", b"order-1"));
     wait_for_messages(&main, 1);
@@ -365,12 +361,12 @@ fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
     let [_, _, dlq, _] = f.names();
     f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
 
     // A replace of the (empty) quorum queues, planned and saved.
     f.write_example(|t| t);
     let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
     assert!(
         p.stdout
             .contains("counts its messages just before the delete"),
@@ -395,9 +391,9 @@ fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
     assert!(block(take_one(&dlq)), "the dead letter is still there");
     wait_for_messages(&dlq, 0);
     let a = f.apply(&["--allow-replace"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let p = f.plan();
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
 }
 
 /// A policy made by another tool, removed when the test ends (whatever happens).
@@ -419,7 +415,7 @@ fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
     let [_, _, dlq, _] = f.names();
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
 
     // Outside the ownership prefixes, higher priority, on every queue of the channel.
     let policy = ForeignPolicy(support::unique("hostile-cap-"));
@@ -507,7 +503,7 @@ fn plan_notes_the_broker_version_from_3_13_for_a_channel_with_a_retry_loop() {
         });
         let dir = workspace(&api.url);
         let p = run(&dir, &["plan", "channel.yaml"]);
-        assert_eq!(p.code, 0, "{version:?}\n{}{}", p.stdout, p.stderr);
+        p.ok_with(format!("{version:?}"));
         let note = p
             .stdout
             .lines()

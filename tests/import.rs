@@ -72,7 +72,7 @@ impl World {
 
     fn ok(&self, args: &[&str]) -> Output {
         let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}\n{}{}", o.stdout, o.stderr);
+        o.ok_with(format!("{args:?}"));
         o
     }
 
@@ -86,11 +86,7 @@ impl World {
         let o = self.ok(&args);
         let lint = self.run(&["lint", "imported", "--format", "json"]);
         let text = self.imported_text();
-        assert_eq!(
-            lint.code, 0,
-            "imported specs lint without errors\n{}{}\n{text}",
-            lint.stdout, lint.stderr
-        );
+        lint.ok_with(format!("imported specs lint without errors\n\n{text}"));
         let doc: serde_json::Value = serde_json::from_str(&lint.stdout).expect("lint JSON");
         for d in doc["diagnostics"].as_array().expect("diagnostics") {
             if d["severity"] == "info" {
@@ -153,7 +149,7 @@ impl Drop for World {
 #[test]
 fn import_help_is_snapshotted() {
     let o = output(dlqctl().args(["import", "--help"]));
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.ok();
     insta::assert_snapshot!("import-help", o.stdout);
 }
 
@@ -629,7 +625,7 @@ impl World {
     /// A prune with every consent given, which must succeed.
     fn prune_all(&self) {
         let done = self.apply_prune(&["--allow-delete", "--allow-message-loss"]);
-        assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+        done.ok();
     }
 }
 
@@ -720,7 +716,7 @@ fn rabbitmq_prune_of_a_named_dead_letter_exchange_deletes_in_reverse() {
     wait_for_messages(&format!("{b}.dlq"), 0);
     let (dlx, key) = support::rabbit::dead_letter_exchange(&b);
     let done = w.apply_prune(&["--allow-delete", "--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     let step = |what: String| {
         done.stderr
             .find(&what)

@@ -122,7 +122,7 @@ fn every_naming_profile_applies_then_plans_empty() {
         let Some(f) = Fixture::new() else { return };
         f.write_example(edit);
         let a = f.apply(&[]);
-        assert_eq!(a.code, 0, "{profile}\n{}{}", a.stdout, a.stderr);
+        a.ok_with(profile);
         let live: Vec<String> = f.topics().into_keys().filter(|t| t != &f.channel).collect();
         let mut expected: Vec<String> = suffixes
             .iter()
@@ -175,7 +175,7 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
     p.assert_stdout_contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete.");
 
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after repair");
     assert!(f.topics().contains_key(&retry));
 }
@@ -195,7 +195,7 @@ fn a_shorter_retention_is_guarded_as_message_loss() {
         refused.stderr
     );
     let done = f.apply(&["--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.ok();
     f.assert_empty_plan("after the shorter retention");
 }
 
@@ -234,7 +234,7 @@ fn partitions_grow_by_create_partitions_and_removing_them_or_changing_replicatio
         return;
     }
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     // The dead-letter topic grows first: never narrower than its source.
     let order: Vec<&str> = a.stderr.lines().filter(|l| l.starts_with('[')).collect();
     assert!(
@@ -270,7 +270,7 @@ fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_recor
             )
     });
     let lint = f.run(&["lint", "channel.yaml"]);
-    assert_eq!(lint.code, 0, "{}{}", lint.stdout, lint.stderr);
+    lint.ok();
     f.first_apply("spring suffixes");
     let c = &f.channel;
     let expected: BTreeMap<String, usize> = [
@@ -361,7 +361,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 
     // Same for a config changed by hand after an update was planned.
     delete_topics(&[&dlt]);
-    assert_eq!(f.apply(&[]).code, 0);
+    f.apply(&[]).ok();
     let main = f.main();
     alter(&main, set("retention.ms", "1000"));
     f.save_plan();
@@ -416,7 +416,7 @@ fn a_discard_decision_is_the_dlt_retention_ms() {
     longer.assert_stdout_contains("config.retention.ms: 2592000000 → 3888000000");
     longer.assert_stdout_contains("discarded on purpose after 45d");
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the longer discard");
     assert_eq!(
         support::kafka::topic_config(&dlt, "retention.ms").as_deref(),

@@ -1,37 +1,14 @@
 //! `dlqctl lint` through the real binary: every invalid fixture yields its snapshot and the
 //! rule it was written for; the examples are clean; the committed schemas are current.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
-/// The binary with a cleared environment, run from the repo root, so that nothing on the
-/// host (NO_COLOR, TERM, AWS variables) leaks into a snapshot.
-fn dlqctl() -> Command {
-    let mut c = Command::new(
-        // Another build of the binary (see `support::dlqctl`).
-        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into()),
-    );
-    c.env_clear().current_dir(root());
-    c
-}
+use support::{dlqctl_bare as dlqctl, root};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Run {
-    let out = dlqctl().args(args).output().expect("dlqctl runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn run(args: &[&str]) -> support::Output {
+    support::output(dlqctl().args(args))
 }
 
 fn targets_for(fixture: &str) -> Vec<String> {
@@ -104,7 +81,7 @@ fn is_advice(rule: &str) -> bool {
 #[test]
 fn examples_are_clean_even_with_deny_warnings() {
     let r = run(&["lint", "--color", "never", "--deny-warnings", "examples"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    r.ok();
     assert!(r.stdout.contains("no problems found"), "{}", r.stdout);
 }
 
@@ -129,11 +106,7 @@ fn examples_point_editors_at_the_schema() {
 #[test]
 fn committed_schemas_are_current() {
     let r = run(&["schema", "--check", "--out-dir", "schemas"]);
-    assert_eq!(
-        r.code, 0,
-        "schemas/ is stale: run `cargo run -- schema` and commit the result\n{}",
-        r.stderr
-    );
+    r.ok_with("schemas/ is stale: run `cargo run -- schema` and commit the result");
 }
 
 #[test]
@@ -320,7 +293,7 @@ fn non_dlqctl_yaml_is_skipped() {
         "never",
         dir.path().to_str().expect("utf-8"),
     ]);
-    assert_eq!(r.code, 0, "{}", r.stdout);
+    r.ok();
 }
 
 /// What a real repository holds beside dlqctl specs: none of it is dlqctl's, whatever its tags,
@@ -351,7 +324,7 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     }
     let d = dir.path().to_str().expect("utf-8");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    r.ok();
     assert!(
         r.stdout.contains("(4 skipped: not dlqctl documents)"),
         "{}",
@@ -394,7 +367,7 @@ fn warnings_fail_only_with_deny_warnings() {
     let f = "tests/fixtures/invalid/alarms-missing.yaml";
     let t = ["--targets", "tests/fixtures/targets.yaml"];
     let plain = run(&[&["lint", f][..], &t[..]].concat());
-    assert_eq!(plain.code, 0, "{}", plain.stdout);
+    plain.ok();
     let deny = run(&[&["lint", "--deny-warnings", f][..], &t[..]].concat());
     assert_eq!(deny.code, 1, "{}", deny.stdout);
 }
@@ -416,7 +389,7 @@ fn help_is_snapshotted() {
         &["man", "--help"][..],
     ] {
         let r = run(args);
-        assert_eq!(r.code, 0);
+        r.ok();
         insta::assert_snapshot!(
             format!("help-{}", args.join("-").trim_start_matches('-')),
             r.stdout

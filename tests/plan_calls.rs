@@ -55,13 +55,9 @@ fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
         )
     };
     let applied = run(&["apply", ".", "--auto-approve"]);
-    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    applied.ok();
     let plan = run(&["plan", ".", "--detailed-exitcode", "--stats"]);
-    assert_eq!(
-        plan.code, 0,
-        "the plan after apply is empty\n{}{}",
-        plan.stdout, plan.stderr
-    );
+    plan.ok_with("the plan after apply is empty");
 
     let calls = stats(&plan.stderr);
     let writes: Vec<_> = calls.keys().filter(|api| is_write(api)).collect();
@@ -118,17 +114,11 @@ fn a_concurrent_apply_converges_with_the_same_writes_as_one_at_a_time() {
             "--parallelism",
             parallelism,
         ]);
-        assert_eq!(
-            applied.code, 0,
-            "parallelism {parallelism}\n{}",
-            applied.stderr
-        );
+        applied.ok_with(format!("parallelism {parallelism}"));
         let plan = run(&["plan", ".", "--detailed-exitcode"]);
-        assert_eq!(
-            plan.code, 0,
-            "the plan after apply at parallelism {parallelism} is empty\n{}{}",
-            plan.stdout, plan.stderr
-        );
+        plan.ok_with(format!(
+            "the plan after apply at parallelism {parallelism} is empty"
+        ));
         writes.push(
             stats(&applied.stderr)
                 .into_iter()

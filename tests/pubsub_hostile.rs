@@ -43,16 +43,7 @@ fn a_redriven_copy_keeps_its_ordering_key() {
             }]}),
         );
     }
-    let r = f.run(&[
-        "redrive",
-        &f.channel,
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let doc: Value = serde_json::from_str(&r.stdout).expect("redrive JSON");
+    let doc = support::redrive::redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 30, "{doc}");
     // Pulled back by the consumer's subscription: each once, with its key.
     let mut got: BTreeMap<String, String> = BTreeMap::new();

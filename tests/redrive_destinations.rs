@@ -7,24 +7,8 @@
 mod support;
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::{block, pubsub, sqs};
-
-fn report(out: &support::Output) -> Value {
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr))
-}
-
-fn sqs_count(aws: &sqs::Aws, queue: &str) -> u64 {
-    let a = aws.attributes(queue);
-    [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-    ]
-    .iter()
-    .map(|k| a[*k].parse::<u64>().expect("count"))
-    .sum()
-}
 
 #[test]
 fn sqs_a_destination_dlqctl_did_not_tag_is_refused_unless_allowed() {
@@ -56,7 +40,7 @@ fn sqs_a_destination_dlqctl_did_not_tag_is_refused_unless_allowed() {
         "json",
     ];
     let out = f.run(&args);
-    let doc = report(&out);
+    let doc = out.json("the redrive report");
     assert_eq!(out.code, 1, "{doc}");
     let error = doc["error"].as_str().unwrap_or_default();
     assert!(
@@ -64,14 +48,14 @@ fn sqs_a_destination_dlqctl_did_not_tag_is_refused_unless_allowed() {
         "{doc}"
     );
     assert_eq!(
-        (sqs_count(&aws, &dlq), sqs_count(&aws, &victim)),
+        (aws.count(&dlq), aws.count(&victim)),
         (3, 0),
         "nothing moved"
     );
     let mut allowed = args.to_vec();
     allowed.push("--allow-unowned-destination");
     let out = f.run(&allowed);
-    let doc = report(&out);
+    let doc = out.json("the redrive report");
     assert_eq!(
         (out.code, doc["moved"].clone()),
         (0, json!(3)),
@@ -116,7 +100,7 @@ fn pubsub_a_destination_topic_dlqctl_did_not_label_is_refused_unless_allowed() {
         "json",
     ];
     let out = f.run(&args);
-    let doc = report(&out);
+    let doc = out.json("the redrive report");
     assert_eq!(out.code, 1, "{doc}");
     let error = doc["error"].as_str().unwrap_or_default();
     assert!(
@@ -127,7 +111,7 @@ fn pubsub_a_destination_topic_dlqctl_did_not_label_is_refused_unless_allowed() {
     let mut allowed = args.to_vec();
     allowed.push("--allow-unowned-destination");
     let out = f.run(&allowed);
-    let doc = report(&out);
+    let doc = out.json("the redrive report");
     assert_eq!(
         (out.code, doc["moved"].clone()),
         (0, json!(3)),

@@ -287,7 +287,7 @@ fn a_whole_dlq_goes_back_through_elasticmqs_move_task_and_every_message_arrives_
     let (main, dlq) = queues(&sqs, 25);
     let ws = workspace(&e.url);
     let out = redrive(ws.path(), &["--native", "--rate", "50"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     assert_eq!(report["movedBy"], "sqs:StartMessageMoveTask", "{report}");
     assert_eq!(report["moved"], 25, "{report}");

@@ -241,7 +241,7 @@ fn a_whole_standard_queue_goes_back_through_the_sqs_move_task_at_the_given_rate(
     let sqs = start(Script::Completes);
     let ws = workspace(&sqs.api.url);
     let out = support::output(&mut redrive(ws.path(), &["--native", "--rate", "50"]));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     assert_eq!(report["moved"], 5, "{report}");
     assert_eq!(report["movedBy"], "sqs:StartMessageMoveTask", "{report}");

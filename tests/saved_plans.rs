@@ -29,7 +29,7 @@ fn save(f: &Fixture, plan: &Value) {
 
 fn plan_out(f: &Fixture) {
     let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
 }
 
 fn status(path: &str) -> u16 {
@@ -95,7 +95,7 @@ fn a_saved_plan_takes_targets_and_credentials_from_the_targets_file_not_from_its
         a.stderr
     );
     // The connection came from dlqctl.yaml: the (unedited) changes applied there.
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert_eq!(
         status(&format!("/api/queues/%2F/{}", f.names()[2])),
         200,
@@ -367,7 +367,7 @@ fn apply_call_count() {
     };
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}", a.stderr);
+    a.ok();
     let c = &proxy.counters;
     use std::sync::atomic::Ordering::SeqCst;
     let _ = writeln!(

@@ -152,7 +152,7 @@ fn rabbitmq_dead_letters_are_shown_masked_and_moved_whole() {
 
     // The copy is the message, whole: headers and body as they were.
     let r = f.run(&["redrive", f.channel.as_str(), "channel.yaml", "--yes"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    r.ok();
     let moved = block(rabbit::take_all(&main));
     assert_eq!(moved.len(), 1);
     let (b, headers) = &moved[0];

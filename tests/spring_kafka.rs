@@ -313,7 +313,7 @@ fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_i
     assert!(processed(&out).is_empty());
 
     let status = f.run(&["status", "channel.yaml", "--format", "json"]);
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    status.ok();
     let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
     let dl = &doc["channels"][0]["deadLetter"];
     assert_eq!(dl["depth"], 1, "{}", status.stdout);
@@ -336,15 +336,7 @@ fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_i
 
     // The fix is deployed: the listener succeeds from now on.
     std::fs::remove_file(&fail).expect("switch");
-    let r = f.run(&[
-        "redrive",
-        &f.channel,
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    support::redrive::redrive_ok(&f, &["--yes"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while processed(&out).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(250));

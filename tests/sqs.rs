@@ -50,7 +50,7 @@ fn every_sqs_example_applies_then_plans_empty_and_a_second_apply_writes_nothing(
         // A plan with nothing to change reads at the lower bound: one listing, one
         // GetQueueAttributes per queue, one DescribeAlarms, and no tags.
         let p = f.run(&["plan", "channel.yaml", "--stats"]);
-        assert_eq!(p.code, 0, "{}", p.stderr);
+        p.ok();
         let calls = stats(&p.stderr);
         assert_eq!(
             calls.get("sqs:ListQueues"),
@@ -87,7 +87,7 @@ fn the_standard_example_builds_the_documented_topology() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert!(
         a.stderr.contains("[4/4]"),
         "DLQ, main queue, two alarms, each reported\n{}",
@@ -190,7 +190,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "repairs need no flag\n{}{}", a.stdout, a.stderr);
+    a.ok_with("repairs need no flag");
     f.assert_empty_plan("after the repair");
 
     // An alarm the spec no longer asks for is deleted, and only with --allow-delete.
@@ -200,7 +200,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     refused.assert_stderr_contains("--allow-delete");
     assert!(f.aws.alarm(&age).is_some(), "zero writes");
-    assert_eq!(f.apply(&["--allow-delete"]).code, 0);
+    f.apply(&["--allow-delete"]).ok();
     assert!(f.aws.alarm(&age).is_none());
     f.assert_empty_plan("after the delete");
 }
@@ -286,7 +286,7 @@ fn lowering_retention_is_refused_without_allow_message_loss_and_shows_the_count(
     );
 
     let done = f.apply(&["--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     assert_eq!(f.aws.attributes(&main)["MessageRetentionPeriod"], "86400");
     f.assert_empty_plan("after lowering retention");
 }
@@ -333,7 +333,7 @@ fn a_fifo_flip_is_a_guarded_replace_that_shows_the_messages_it_would_drop() {
     );
 
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     assert_eq!(
         f.aws.attributes(&main).get("FifoQueue").map(String::as_str),
         Some("true")
@@ -408,7 +408,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
         &[(QueueAttributeName::VisibilityTimeout, "30".into())],
     );
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after applying the saved plan");
 }
 
@@ -544,7 +544,7 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     p.assert_stdout_contains("Threshold: 500 → 50");
     p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the repair");
 
     // From one threshold to tiers: the untiered alarm is deleted (with --allow-delete), the
@@ -553,7 +553,7 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
         t.replace("depth: {warning: 0, critical: 50}", "depth: {above: 0}")
     });
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert!(f.aws.alarm(&format!("{dlq}-depth")).is_some());
     f.write_from(EXAMPLE, |t| t);
     let p = f.plan();
@@ -561,7 +561,7 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     p.assert_stdout_contains(&format!("- delete     alarm {dlq}-depth\n"));
     p.assert_stdout_contains("Plan: 0 to create, 0 to update, 0 to replace, 1 to delete.");
     let a = f.apply(&["--allow-delete"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("back on tiers");
 }
 
@@ -578,7 +578,7 @@ fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() 
         )
     });
     let json_plan = f.run(&["plan", "channel.yaml", "--format", "json"]);
-    assert_eq!(json_plan.code, 0, "{}", json_plan.stderr);
+    json_plan.ok();
     let doc: Value = serde_json::from_str(&json_plan.stdout).expect("plan JSON");
     let [_, dlq, _, _] = f.names();
     let decided: Vec<&Value> = doc["changes"]
@@ -611,7 +611,7 @@ fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() 
     );
 
     let status = f.run(&["status", "channel.yaml"]);
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    status.ok();
     status.assert_stdout_contains(&format!("discard   {said}"));
 }
 
@@ -716,11 +716,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         ],
     );
     let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "not owned: a note, no change\n{}{}",
-        p.stdout, p.stderr
-    );
+    p.ok_with("not owned: a note, no change");
     p.assert_stdout_contains(&format!(
         "queue {dlq} on target {TARGET}: dead-letter queue encrypted less strongly than its source {main} (SSE-SQS here, SSE-KMS there)"
     ));
@@ -745,7 +741,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     for q in [&main, &dlq] {
         let attrs = f.aws.attributes(q);
         assert_eq!(
@@ -771,7 +767,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
     // Back to SSE-SQS: the key is removed from both.
     f.write_example(with_sqs("    encryption: {managed: true}\n"));
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     for q in [&main, &dlq] {
         let attrs = f.aws.attributes(q);
         assert_eq!(attrs.get("KmsMasterKeyId"), None, "{q}: {attrs:?}");
@@ -844,6 +840,6 @@ fn queue_policies_round_trip_and_a_hand_edit_shows_as_a_json_diff() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the repair");
 }

@@ -35,7 +35,7 @@ fn status_json(ws: &support::workspace::Workspace, extra: &[&str]) -> (Value, f6
     args.extend_from_slice(extra);
     let out = ws.run(&args);
     let after = now_secs();
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let doc: Value = serde_json::from_str(&out.stdout).expect("status JSON");
     assert_eq!(doc["format_version"], 1);
     assert_eq!(doc["channels"].as_array().map(Vec::len), Some(1));
@@ -253,7 +253,7 @@ fn rabbitmq_status_shows_hostile_payloads_safely_and_keeps_them() {
             "--format",
             format,
         ]);
-        assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+        out.ok_with(format);
         let raw = out.stdout.as_bytes();
         for bad in [0x1b_u8, 0x07] {
             assert!(

@@ -172,9 +172,14 @@ pub async fn publish_on(
 
 /// Publishes one message through a connection of its own.
 pub async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    publish_with(exchange, key, body, lapin::BasicProperties::default()).await;
+}
+
+/// Publishes one message with `props` through a connection of its own.
+pub async fn publish_with(exchange: &str, key: &str, body: &[u8], props: lapin::BasicProperties) {
     let conn = amqp().await;
     let ch = conn.create_channel().await.expect("channel");
-    publish_on(&ch, exchange, key, body, lapin::BasicProperties::default()).await;
+    publish_on(&ch, exchange, key, body, props).await;
     let _ = conn.close(200, "done".into()).await;
 }
 
@@ -193,18 +198,7 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
         else {
             break;
         };
-        let headers = m
-            .delivery
-            .properties
-            .headers()
-            .as_ref()
-            .map(|h| {
-                h.inner()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let headers = headers_of(&m.delivery.properties);
         out.push((m.delivery.data.clone(), headers));
         m.delivery
             .acker
@@ -214,6 +208,42 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
     }
     let _ = conn.close(200, "done".into()).await;
     out
+}
+
+/// A message's headers, their values as text ([`amqp_text`]); none when it has none.
+pub fn headers_of(props: &lapin::BasicProperties) -> BTreeMap<String, String> {
+    props
+        .headers()
+        .as_ref()
+        .map(|h| {
+            h.inner()
+                .iter()
+                .map(|(k, v)| (k.to_string(), amqp_text(v)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A queue's exact count of ready messages, by a passive declare through AMQP (the
+/// management API's figures lag).
+pub fn count(queue: &str) -> u64 {
+    block(async {
+        let conn = amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let q = ch
+            .queue_declare(
+                queue.into(),
+                lapin::options::QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                lapin::types::FieldTable::default(),
+            )
+            .await
+            .expect("passive declare");
+        let _ = conn.close(200, "done".into()).await;
+        u64::from(q.message_count())
+    })
 }
 
 /// A header value as text (strings as they are, numbers in decimal, anything else debug).
@@ -279,17 +309,7 @@ pub async fn take_deliveries(
             continue;
         };
         let d = &m.delivery;
-        let headers = d
-            .properties
-            .headers()
-            .as_ref()
-            .map(|h| {
-                h.inner()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let headers = headers_of(&d.properties);
         out.push((
             d.exchange.to_string(),
             d.routing_key.to_string(),
