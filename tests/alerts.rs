@@ -308,22 +308,11 @@ fn poll_alerts(
 /// Commits `group`'s offset of partition 0 of `topic` at its end, as a consumer that has read
 /// everything would.
 fn commit_to_end(group: &str, topic: &str) {
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let (_, high) = consumer
+    use rdkafka::consumer::Consumer;
+    let (_, high) = support::kafka::consumer(group, &[])
         .fetch_watermarks(topic, 0, std::time::Duration::from_secs(10))
         .expect("watermarks");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Offset(high))
-        .expect("offset");
-    consumer
-        .commit(&tpl, CommitMode::Sync)
-        .expect("commit the group's offset");
+    support::kafka::commit(topic, group, 0, high);
 }
 
 /// The end-to-end check on the local stack: the rules `dlqctl alerts` writes, loaded

@@ -170,7 +170,7 @@ fn graphviz_draws_every_example() {
         std::fs::write(&input, &text).expect("writes the graph");
         let r = output(Command::new(&bin).arg("-Tsvg").arg(&input));
         r.ok_with(format!("dot failed on\n{text}"));
-        assert!(r.stdout.contains("<svg"), "{}", r.stdout);
+        r.assert_stdout_contains("<svg");
         assert!(r.stderr.is_empty(), "{}", r.stderr);
     }
 }

@@ -95,6 +95,6 @@ fn lint_of_an_endless_file_stops_at_the_size_cap() {
     let (out, rss_mib) =
         measured(support::dlqctl().args(["lint", "--color", "never", "/dev/zero"]));
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stdout.contains("[file/too-large]"), "{}", out.stdout);
+    out.assert_stdout_contains("[file/too-large]");
     assert!(rss_mib < 64, "peak RSS {rss_mib} MiB");
 }

@@ -177,7 +177,7 @@ fn a_message_that_lands_after_the_plan_stops_the_delete_of_a_quorum_queue() {
             "--auto-approve",
         ],
     );
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains("holds 1 messages now"),
         "refused with the count read just before the delete\n{}",
@@ -334,7 +334,7 @@ fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() 
 
     f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for b in [
         format!("binding amq.direct -> {main} [foreign]"),
         format!("binding {exchange} -> {main} [process]"),
@@ -469,7 +469,7 @@ fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
     );
     let a = f.apply(&[]);
     assert_ne!(a.code, 0, "apply refuses\n{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains(&policy.0), "{}", a.stderr);
+    a.assert_stderr_contains(&policy.0);
     let (status, _) = block(api(
         Method::GET,
         &format!("/api/policies/%2F/{}", policy.0),

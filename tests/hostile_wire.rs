@@ -55,7 +55,7 @@ fn a_huge_declared_answer_is_refused_before_it_is_read() {
     rabbit_workspace(dir.path(), &server.url);
     let (out, _) = plan(dir.path(), &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("larger than 64 MiB"), "{}", out.stderr);
+    out.assert_stderr_contains("larger than 64 MiB");
     assert_eq!(
         server.hits.load(Ordering::SeqCst),
         1,
@@ -100,7 +100,7 @@ fn a_stalled_server_is_given_up_on_within_the_read_budget() {
     rabbit_workspace(dir.path(), &server.url);
     let (out, took) = plan(dir.path(), &["--read-timeout", "3"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("read budget of 3s"), "{}", out.stderr);
+    out.assert_stderr_contains("read budget of 3s");
     assert!(
         took < Duration::from_secs(30),
         "gave up after {took:?}, not within the budget"
@@ -176,7 +176,7 @@ fn a_certificate_that_cannot_be_verified_fails_at_once_without_retries() {
     rabbit_workspace(dir.path(), &server.url);
     let (out, took) = plan(dir.path(), &["--stats"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("TLS"), "{}", out.stderr);
+    out.assert_stderr_contains("TLS");
     // Ten attempts with backoff take at least 15 s; one attempt takes well under a second.
     assert!(took < Duration::from_secs(8), "took {took:?}: retried");
 }
@@ -204,7 +204,7 @@ fn an_aws_error_with_a_huge_body_prints_a_bounded_line() {
         out.stderr.len(),
         out.stderr.chars().take(2000).collect::<String>()
     );
-    assert!(out.stderr.contains("HTTP 400"), "{}", out.stderr);
+    out.assert_stderr_contains("HTTP 400");
 }
 
 #[test]

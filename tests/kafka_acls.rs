@@ -150,7 +150,7 @@ fn kafka_acls_are_applied_enforced_by_the_authorizer_and_a_removed_principal_los
     };
     f.write_example(acls(&user));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     let planned: Vec<&str> = p.stdout.lines().filter(|l| l.contains(" acl ")).collect();
     assert_eq!(
         planned,

@@ -82,7 +82,7 @@ fn is_advice(rule: &str) -> bool {
 fn examples_are_clean_even_with_deny_warnings() {
     let r = run(&["lint", "--color", "never", "--deny-warnings", "examples"]);
     r.ok();
-    assert!(r.stdout.contains("no problems found"), "{}", r.stdout);
+    r.assert_stdout_contains("no problems found");
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn colour_only_when_asked_and_never_with_no_color() {
 fn missing_path_is_a_usage_error() {
     let r = run(&["lint", "does/not/exist.yaml"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("does/not/exist.yaml"), "{}", r.stderr);
+    r.assert_stderr_contains("does/not/exist.yaml");
 }
 
 #[test]
@@ -325,11 +325,7 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     let d = dir.path().to_str().expect("utf-8");
     let r = run(&["lint", "--color", "never", d]);
     r.ok();
-    assert!(
-        r.stdout.contains("(4 skipped: not dlqctl documents)"),
-        "{}",
-        r.stdout
-    );
+    r.assert_stdout_contains("(4 skipped: not dlqctl documents)");
 
     // A dlqctl document with a mistyped apiVersion is still ours: reported, never skipped.
     std::fs::write(
@@ -338,8 +334,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("typo.yaml"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("typo.yaml");
     std::fs::remove_file(dir.path().join("typo.yaml")).expect("remove");
 
     // A broken dlqctl file beside them is still checked, however its keys are written.
@@ -349,8 +345,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("quoted.yaml"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("quoted.yaml");
     std::fs::remove_file(dir.path().join("quoted.yaml")).expect("remove");
     std::fs::write(
         dir.path().join("orders.yaml"),
@@ -358,8 +354,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("[yaml/duplicate-key]"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("[yaml/duplicate-key]");
 }
 
 #[test]

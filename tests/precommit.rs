@@ -108,7 +108,7 @@ fn check_hook(hook: &str, env: &[(&str, String)]) {
         "bad spec must fail:\n{}\n{}",
         bad.stdout, bad.stderr
     );
-    assert!(bad.stdout.contains("sqs/retention-range"), "{}", bad.stdout);
+    bad.assert_stdout_contains("sqs/retention-range");
     assert!(
         bad.stdout.contains("bad.yaml:6:14"),
         "the finding names file:line:col\n{}",

@@ -90,7 +90,7 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
         assert_eq!(s, 204, "binding delete");
     });
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     policy {retry}"));
     p.assert_stdout_contains("definition.message-ttl: 9000 → 5000");
     p.assert_stdout_contains(&format!(
@@ -182,7 +182,7 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
         Some(json!({"durable": true})),
     ));
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains("refused");
     a.assert_stderr_contains(&format!(
         "queue {main} (vhost /) on target `local-rabbitmq` was created"

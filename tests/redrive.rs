@@ -374,30 +374,8 @@ fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
         return;
     };
     let [main, _, dlq, _] = f.names();
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        ch.confirm_select(Default::default())
-            .await
-            .expect("confirms");
-        let mut confirms = Vec::new();
-        for i in 0..5000 {
-            confirms.push(
-                ch.basic_publish(
-                    "".into(),
-                    dlq.as_str().into(),
-                    Default::default(),
-                    format!("k{i:04}").as_bytes(),
-                    BasicProperties::default(),
-                )
-                .await
-                .expect("publish"),
-            );
-        }
-        for c in confirms {
-            c.await.expect("confirm");
-        }
-        let _ = conn.close(200, "done".into()).await;
+    rabbit::fill(&dlq, 5000, |i| {
+        (format!("k{i:04}").into_bytes(), BasicProperties::default())
     });
     assert_eq!(rabbit::count(&dlq), 5000);
     let mut run = spawn_quiet(&f, None);
@@ -733,12 +711,7 @@ fn rabbitmq_a_quorum_dlq_that_drops_at_its_delivery_limit_is_not_redriven() {
             ),
             (&main, json!({})),
         ] {
-            rabbit::api(
-                reqwest::Method::PUT,
-                &format!("/api/queues/%2F/{q}"),
-                Some(json!({"durable": true, "arguments": args})),
-            )
-            .await;
+            rabbit::declare_queue(q, args).await;
         }
     });
     for i in 0..3 {
@@ -771,12 +744,7 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     );
     block(async {
         for (q, args) in [(&dlq, json!({})), (&main, json!({"x-max-length": 2}))] {
-            rabbit::api(
-                reqwest::Method::PUT,
-                &format!("/api/queues/%2F/{q}"),
-                Some(json!({"durable": true, "arguments": args})),
-            )
-            .await;
+            rabbit::declare_queue(q, args).await;
         }
     });
     for i in 0..5 {

@@ -272,16 +272,8 @@ fn kafka_status_after_a_redrive_does_not_call_the_records_left_to_redrive_retain
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains(&format!("{waiting} waiting")),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("the topic retains 30 records"),
-        "{}",
-        out.stdout
-    );
+    out.assert_stdout_contains(&format!("{waiting} waiting"));
+    out.assert_stdout_contains("the topic retains 30 records");
     let out = f.run(&["status", "channel.yaml", "--no-peek", "--format", "json"]);
     let st: Value = serde_json::from_str(&out.stdout).expect("status JSON");
     let dl = &st["channels"][0]["deadLetter"];

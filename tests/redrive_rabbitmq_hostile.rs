@@ -47,34 +47,18 @@ fn fill_with(
     class: impl Fn(usize) -> &'static str,
     props: impl Fn(BasicProperties) -> BasicProperties,
 ) {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        ch.confirm_select(Default::default())
-            .await
-            .expect("confirms");
-        let mut confirms = Vec::with_capacity(n);
-        for i in 0..n {
-            let mut h = FieldTable::default();
-            h.insert(
-                ShortString::from("dlq-error-class"),
-                AMQPValue::LongString(LongString::from(class(i))),
-            );
-            let p = props(
-                BasicProperties::default()
-                    .with_message_id(format!("{prefix}{i:05}").into())
-                    .with_headers(h),
-            );
-            confirms.push(
-                ch.basic_publish("".into(), dlq.into(), Default::default(), b"{}", p)
-                    .await
-                    .expect("publish"),
-            );
-        }
-        for c in confirms {
-            c.await.expect("confirm");
-        }
-        let _ = conn.close(200, "done".into()).await;
+    rabbit::fill(dlq, n, |i| {
+        let mut h = FieldTable::default();
+        h.insert(
+            ShortString::from("dlq-error-class"),
+            AMQPValue::LongString(LongString::from(class(i))),
+        );
+        let p = props(
+            BasicProperties::default()
+                .with_message_id(format!("{prefix}{i:05}").into())
+                .with_headers(h),
+        );
+        (b"{}".to_vec(), p)
     });
 }
 
@@ -83,35 +67,23 @@ fn fill_with(
 type Taken = BTreeMap<String, (BTreeMap<String, String>, Option<String>)>;
 
 fn take(queue: &str) -> Taken {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        let mut out = Taken::new();
-        for _ in 0..20_000 {
-            let Some(m) = ch
-                .basic_get(queue.into(), BasicGetOptions::default())
-                .await
-                .expect("basic.get")
-            else {
-                break;
-            };
-            let p = &m.delivery.properties;
-            let id = p
-                .message_id()
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            let headers = rabbit::headers_of(p);
-            let user = p.user_id().as_ref().map(|u| u.to_string());
-            assert!(
-                out.insert(id.clone(), (headers, user)).is_none(),
-                "{id} twice in {queue}"
-            );
-            m.delivery.acker.ack(Default::default()).await.expect("ack");
-        }
-        let _ = conn.close(200, "done".into()).await;
-        out
-    })
+    let mut out = Taken::new();
+    for (id, headers, user) in block(rabbit::take_each(queue, |d| {
+        let p = &d.properties;
+        let id = p
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let user = p.user_id().as_ref().map(|u| u.to_string());
+        (id, rabbit::headers_of(p), user)
+    })) {
+        assert!(
+            out.insert(id.clone(), (headers, user)).is_none(),
+            "{id} twice in {queue}"
+        );
+    }
+    out
 }
 
 /// Polls (bounded) until `queue` holds at least `n`.
@@ -396,11 +368,7 @@ fn status_spends_no_delivery_of_a_quorum_dlq_and_the_copy_sheds_the_broker_count
     for _ in 0..3 {
         let s = f.run(&["status", "channel.yaml", "--format", "json"]);
         assert!(s.code == 0 || s.code == 2, "{}{}", s.stdout, s.stderr);
-        assert!(
-            s.stdout.contains("quorum queue counts as a delivery"),
-            "{}",
-            s.stdout
-        );
+        s.assert_stdout_contains("quorum queue counts as a delivery");
     }
     let delivery_count = block(async {
         let conn = rabbit::amqp().await;

@@ -499,7 +499,7 @@ fn credentials_appear_nowhere() {
 
 /// One line, naming the target, exit 1, no panic or backtrace.
 fn assert_one_line_error(r: &support::Output, target: &str, needle: &str) {
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    r.exits(1);
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line:\n{}", r.stderr);
     assert!(

@@ -231,8 +231,8 @@ fn a_class_that_carries_content_is_no_metric_label() {
     });
     rabbit::wait_for_messages(&dlq, 3);
     let m = f.run(&["status", "channel.yaml", "--format", "openmetrics"]);
-    assert!(m.stdout.contains("class=\"poison\"} 1"), "{}", m.stdout);
-    assert!(m.stdout.contains("class=\"other\"} 2"), "{}", m.stdout);
+    m.assert_stdout_contains("class=\"poison\"} 1");
+    m.assert_stdout_contains("class=\"other\"} 2");
     for s in ["4111", "1111\"", "s3cr3t", "Bearer"] {
         assert!(!m.stdout.contains(s), "{s} in\n{}", m.stdout);
     }

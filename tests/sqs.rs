@@ -172,7 +172,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     block(f.aws.cw.delete_alarms().alarm_names(&age).send()).expect("DeleteAlarms");
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for expected in [
         format!("~ update     queue {main}"),
         "RedrivePolicy.maxReceiveCount: 9 → 5".to_owned(),
@@ -271,12 +271,12 @@ fn lowering_retention_is_refused_without_allow_message_loss_and_shows_the_count(
     f.aws.send(&main, "a");
     f.aws.send(&main, "b");
     let p = f.plan_edited(|t| t.replace("retention: 4d", "retention: 1d"));
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     queue {main}"));
     p.assert_stdout_contains("lowering MessageRetentionPeriod from 345600 s to 86400 s deletes every message older than 86400 s at once; the queue holds 2 messages now");
 
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-message-loss");
     refused.assert_zero_writes();
     assert_eq!(
@@ -307,7 +307,7 @@ fn a_fifo_flip_is_a_guarded_replace_that_shows_the_messages_it_would_drop() {
     f.aws.send(&main, "refund-7");
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!(
         "-/+ replace    queue {main}  (holds 1 messages that would be lost)"
     ));
@@ -349,7 +349,7 @@ fn an_existing_untagged_queue_is_not_adopted() {
     f.aws.create(&main, &[], &[]);
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("! impossible queue {main}"));
     assert!(
         p.stdout.contains("is not tagged `managed-by: dlqctl`")
@@ -358,7 +358,7 @@ fn an_existing_untagged_queue_is_not_adopted() {
         p.stdout
     );
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    refused.exits(1);
     assert!(
         refused
             .stderr
@@ -395,7 +395,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
         &[(QueueAttributeName::VisibilityTimeout, "45".into())],
     );
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains("refused");
     a.assert_stderr_contains(&format!("queue {main} on target `{TARGET}` was modified"));
     let policy: Value =
@@ -436,7 +436,7 @@ fn errors_name_the_target_and_never_print_credentials() {
             .env("AWS_SECRET_ACCESS_KEY", "s3cr3t-never-printed")
             .current_dir(f.path()),
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     out.assert_stderr_contains(&format!("target `{TARGET}`"));
     out.assert_stderr_contains("cannot reach the endpoint");
     assert!(
@@ -452,7 +452,7 @@ fn errors_name_the_target_and_never_print_credentials() {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .current_dir(f.path()),
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     assert!(
         out.stderr.contains(&format!("target `{TARGET}`"))
             && out.stderr.contains("no AWS credentials"),
@@ -539,7 +539,7 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     )
     .expect("PutMetricAlarm");
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     alarm {critical}"));
     p.assert_stdout_contains("Threshold: 500 → 50");
     p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
@@ -557,7 +557,7 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     assert!(f.aws.alarm(&format!("{dlq}-depth")).is_some());
     f.write_from(EXAMPLE, |t| t);
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("- delete     alarm {dlq}-depth\n"));
     p.assert_stdout_contains("Plan: 0 to create, 0 to update, 0 to replace, 1 to delete.");
     let a = f.apply(&["--allow-delete"]);
@@ -726,7 +726,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         "    encryption: {kms: alias/payments, dataKeyReuse: 10m}\n",
     ));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for expected in [
         format!("~ update     queue {dlq}"),
         "KmsMasterKeyId: (absent) → \"alias/payments\"".to_owned(),
@@ -812,7 +812,7 @@ fn queue_policies_round_trip_and_a_hand_edit_shows_as_a_json_diff() {
     f.aws.set(&main, &[(QueueAttributeName::Policy, text)]);
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     queue {main}"));
     let diff: Vec<&str> = p
         .stdout

@@ -360,7 +360,7 @@ fn an_unreachable_target_fails_its_channels_one_line_each_and_the_others_still_p
     // A queue just created reports no count until its first statistics (seconds).
     wait_for_messages(&format!("{}.dlq", f.channel), 0);
     let out = f.run(&["status", "channel.yaml", "pay.yaml", "--read-timeout", "2"]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     // The RabbitMQ channel printed in full; the SQS one is one line saying why.
     out.assert_stdout_contains(&format!("DLQ {}.dlq\n  depth     0 waiting", f.channel));
     let failed: Vec<&str> = out
@@ -514,21 +514,6 @@ fn produce(topic: &str, records: &[Record<'_>]) {
     });
 }
 
-/// Commits `offset` for `group` on one partition, as the group's consumer would.
-fn commit(topic: &str, group: &str, partition: i32, offset: i64) {
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    tpl.add_partition_offset(topic, partition, rdkafka::Offset::Offset(offset))
-        .expect("tpl");
-    consumer.commit(&tpl, CommitMode::Sync).expect("commit");
-}
-
 #[test]
 fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     let Some(f) = kafka::Fixture::applied() else {
@@ -621,7 +606,7 @@ fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     // committed past the first record of partition 0, so three wait, and the samples start at
     // the group's position.
     let group = format!("{}-worker", f.channel);
-    commit(&dlt, &group, 0, 1);
+    kafka::commit(&dlt, &group, 0, 1);
     f.write_example(|t| {
         t.replace(
             "  deadLetter:\n",

@@ -25,6 +25,21 @@ pub fn producer<P: rdkafka::config::FromClientConfig>(settings: &[(&str, &str)])
     config.create().expect("producer")
 }
 
+/// The inventory example named as docs/kafka.md's Spring application names its topics:
+/// `maxAttempts(5)`, `exponentialBackoff(1_000, 2, 16_000)`, `retryTopicSuffix(".retry")`,
+/// `dltSuffix(".dlt")`, `suffixTopicsWithIndexValues()`; `more` ends the naming block.
+pub fn with_index_naming(spec: String, more: &str) -> String {
+    spec.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
+        .replace(
+            "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+            "backoff: {initial: 1s, multiplier: 2, max: 16s}",
+        )
+        .replace(
+            "naming: spring",
+            &format!("naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt{more}"),
+        )
+}
+
 /// A consumer of `group` on the local broker that commits only when told (no auto-commit),
 /// with `settings` on top: how the tests read, commit and ask for offsets as a third party.
 pub fn consumer(group: &str, settings: &[(&str, &str)]) -> BaseConsumer {

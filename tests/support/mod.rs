@@ -300,7 +300,19 @@ impl Output {
     /// [`Output::ok`] with `context` (what should have succeeded, and why) in the message.
     #[track_caller]
     pub fn ok_with(&self, context: impl std::fmt::Display) -> &Self {
-        assert_eq!(self.code, 0, "{context}\n{}{}", self.stdout, self.stderr);
+        self.exits_with(0, context)
+    }
+
+    /// Asserts the exit code, showing stdout and stderr when it is another.
+    #[track_caller]
+    pub fn exits(&self, code: i32) -> &Self {
+        self.exits_with(code, "")
+    }
+
+    /// [`Output::exits`] with `context` in the message.
+    #[track_caller]
+    pub fn exits_with(&self, code: i32, context: impl std::fmt::Display) -> &Self {
+        assert_eq!(self.code, code, "{context}\n{}{}", self.stdout, self.stderr);
         self
     }
 

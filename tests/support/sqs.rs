@@ -333,6 +333,41 @@ impl Aws {
     }
 }
 
+/// A folder for the move-task tests (against a fake SQS, or ElasticMQ): a targets file whose
+/// one SQS target `target` talks to `endpoint`, and `c.yaml`, one channel `movetask` on it.
+pub fn movetask_workspace(target: &str, endpoint: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  {target}:\n    backend: sqs\n    region: us-east-1\n    endpoint: {endpoint}\n"
+        ),
+    )
+    .expect("write targets");
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: movetask}}\nspec:\n  target: {target}\n  retry: {{maxAttempts: 3}}\n  lint: {{allow: [alarms/missing]}}\n"
+        ),
+    )
+    .expect("write spec");
+    dir
+}
+
+/// `redrive movetask . --yes --format json EXTRA` in a [`movetask_workspace`], with moto's
+/// test keys, no AWS profile and no colour.
+pub fn movetask_redrive(dir: &std::path::Path, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    c.current_dir(dir)
+        .args(["redrive", "movetask", ".", "--yes", "--format", "json"])
+        .args(extra)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env_remove("AWS_PROFILE")
+        .env("NO_COLOR", "1");
+    c
+}
+
 impl Default for Aws {
     fn default() -> Self {
         Self::new()

@@ -193,6 +193,21 @@ impl Workspace {
         refused
     }
 
+    /// `plan channel.yaml --prune --format json`, which must plan (exit 0 or 2): the names of
+    /// the resources it would delete, and the output (to show with a failed assertion).
+    pub fn prune_plan(&self) -> (Vec<String>, Output) {
+        let p = self.run(&["plan", "channel.yaml", "--prune", "--format", "json"]);
+        assert!(p.code == 0 || p.code == 2, "{}{}", p.stdout, p.stderr);
+        let deleted = p.json("plan JSON")["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .filter(|c| c["action"] == "delete")
+            .filter_map(|c| c["resource"]["name"].as_str().map(str::to_owned))
+            .collect();
+        (deleted, p)
+    }
+
     /// The channel's plan is empty: exit 0 with `--detailed-exitcode`, and "No changes.".
     pub fn assert_empty_plan(&self, context: &str) {
         self.assert_empty_plan_of(&["channel.yaml"], &[], context, String::new);
