@@ -108,7 +108,7 @@ fn check_exits_0_when_current_and_2_with_a_diff_when_stale() {
     let text = std::fs::read_to_string(&file).expect("read");
     std::fs::write(&file, text.replacen("> 1800", "> 900", 1)).expect("write");
     let stale = alerts(&[FIXTURES, "--check", file_s]);
-    assert_eq!(stale.code, 2, "{}", stale.stderr);
+    stale.exits(2);
     stale.assert_stdout_contains("-        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 900\"");
     stale.assert_stdout_contains("+        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 1800\"");
     stale.assert_stderr_contains("is stale");
@@ -129,7 +129,7 @@ fn out_never_overwrites_a_file_it_did_not_write() {
     let file = dir.path().join("rules.yaml");
     std::fs::write(&file, "groups: []  # written by hand\n").expect("write");
     let r = alerts(&[FIXTURES, "--out", file.to_str().expect("utf-8")]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     r.assert_stderr_contains("not overwriting");
     assert_eq!(
         std::fs::read_to_string(&file).expect("read"),

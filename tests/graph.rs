@@ -61,7 +61,7 @@ fn lint_errors_draw_nothing_and_exit_1() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    r.exits(1);
     assert_eq!(r.stdout, "");
     r.assert_stderr_contains("deadletter/discard-and-retention");
 }

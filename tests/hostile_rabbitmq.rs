@@ -311,11 +311,8 @@ fn bindings_of(queue: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() {
-    let Some(f) = Fixture::new() else { return };
+    let Some(f) = Fixture::applied() else { return };
     let [main, _, _, exchange] = f.names();
-    f.write_example(|t| t);
-    let a = f.apply(&[]);
-    a.ok();
     // Another tool binds the main queue to an exchange dlqctl does not own.
     let (status, body) = block(api(
         Method::POST,
@@ -411,11 +408,8 @@ impl Drop for ForeignPolicy {
 
 #[test]
 fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
-    let Some(f) = Fixture::new() else { return };
+    let Some(f) = Fixture::applied() else { return };
     let [_, _, dlq, _] = f.names();
-    f.write_example(|t| t);
-    let a = f.apply(&[]);
-    a.ok();
 
     // Outside the ownership prefixes, higher priority, on every queue of the channel.
     let policy = ForeignPolicy(support::unique("hostile-cap-"));

@@ -607,7 +607,7 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     );
     assert_deletes_one_holding(&deletes, &format!("queue {b}.dlq"), 0);
     let refused = w.apply_prune(&[]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-delete");
 
     w.prune_all();
@@ -708,7 +708,7 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     );
     assert_deletes_one_holding(&deletes, &format!("queue {b}-dlq"), 1);
     let refused = w.apply_prune(&["--allow-delete"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-message-loss");
     assert!(
         w.aws.exists(&format!("{b}-dlq")),
@@ -754,7 +754,7 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
     );
     assert_deletes_one_holding(&deletes, &format!("topic {b}-dlt "), 1);
     let refused = w.apply_prune(&["--allow-delete"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     w.prune_all();
     let left: Vec<String> = support::kafka::topics(&w.stem).into_keys().collect();
     assert!(left.iter().all(|t| !t.starts_with(b.as_str())), "{left:?}");
@@ -841,7 +841,7 @@ fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_
         "the decision is not silenced\n{text}"
     );
     let strict = w.run(&["lint", "imported", "--deny-warnings"]);
-    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    strict.exits(1);
     strict.assert_stdout_contains("add `reason:` to `deadLetter.discard`");
     w.assert_empty_plan(&["imported"], &[], "after import");
 }

@@ -201,7 +201,7 @@ fn sarif_of_every_invalid_fixture_is_valid_sarif_2_1_0() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
     let errors = sarif_errors(&validator, &log);
     assert!(errors.is_empty(), "not valid SARIF 2.1.0: {errors:#?}");
@@ -248,7 +248,7 @@ fn sarif_snapshot_of_errors_and_warnings_with_related_locations_across_files() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
     assert!(sarif_errors(&sarif_validator(), &log).is_empty());
     let mut settings = insta::Settings::clone_current();
@@ -365,7 +365,7 @@ fn warnings_fail_only_with_deny_warnings() {
     let plain = run(&[&["lint", f][..], &t[..]].concat());
     plain.ok();
     let deny = run(&[&["lint", "--deny-warnings", f][..], &t[..]].concat());
-    assert_eq!(deny.code, 1, "{}", deny.stdout);
+    deny.exits(1);
 }
 
 #[test]
@@ -477,7 +477,7 @@ fn a_file_over_the_size_cap_is_refused_unread() {
     let line = "# padding padding padding padding padding padding padding padding\n";
     std::fs::write(&big, line.repeat((1024 * 1024) / line.len() + 10)).expect("write");
     let r = run(&["lint", "--color", "never", big.to_str().expect("utf-8")]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    r.exits(1);
     assert!(
         r.stdout.contains("[file/too-large]") && r.stdout.contains("big.yaml:1:1"),
         "{}",

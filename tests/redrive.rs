@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use serde_json::json;
+use lapin::types::{AMQPValue, ShortString};
+use serde_json::{Value, json};
 use support::redrive::{kill_part_way, redrive, redrive_ok, spawn_quiet};
 use support::workspace::Workspace;
 use support::{block, kafka, rabbit, sqs};
@@ -43,6 +43,16 @@ fn class_of(i: usize) -> &'static str {
     } else {
         "transient_exhausted"
     }
+}
+
+/// A second `redrive --yes` while `first` (in the background) holds the DLQ, which must be
+/// refused (exit 1); `first` is killed after. The report, stderr and the first run's pid.
+fn refused_beside(ws: &Workspace, mut first: std::process::Child) -> (Value, String, u32) {
+    let (code, doc, err) = redrive(ws, &["--yes"]);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(code, 1, "{doc}");
+    (doc, err, first.id())
 }
 
 /// The scenario every backend passes: 20 dead letters, 5 of class `poison`, the last one
@@ -151,13 +161,11 @@ fn without_exchange(spec: String) -> String {
 }
 
 fn rabbit_put(dlq: &str, body: &str, class: &str, redriven: Option<u32>) {
-    let mut h = FieldTable::default();
-    h.insert(
-        ShortString::from("dlq-error-class"),
-        AMQPValue::LongString(LongString::from(class)),
-    );
     // What a consumer by the contract of docs/rabbitmq.md sets when it gives up.
-    h.insert(ShortString::from("dlq-attempts"), AMQPValue::LongInt(4));
+    let mut h = rabbit::table(&[
+        ("dlq-error-class", rabbit::text(class)),
+        ("dlq-attempts", AMQPValue::LongInt(4)),
+    ]);
     if let Some(n) = redriven {
         h.insert(
             ShortString::from("dlq-redrive-count"),
@@ -355,14 +363,11 @@ fn rabbitmq_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
         rabbit_put(&dlq, &format!("m{i:02}"), "poison", None);
     }
     // The first run moves slowly (2 per second) and holds the DLQ meanwhile.
-    let mut first = spawn_quiet(&f, Some("2"));
+    let first = spawn_quiet(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (doc, err, pid) = refused_beside(&f, first);
     assert!(
-        err.contains("redrive") && err.contains(&format!("pid {}", first.id())),
+        err.contains("redrive") && err.contains(&format!("pid {pid}")),
         "{err}"
     );
     assert_eq!(doc["moved"], 0);
@@ -480,14 +485,11 @@ fn sqs_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
     for i in 0..30 {
         sqs_put(&aws, &dlq, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = spawn_quiet(&f, Some("2"));
+    let first = spawn_quiet(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (_, err, pid) = refused_beside(&f, first);
     assert!(
-        err.contains("being redriven already, by") && err.contains(&format!("pid {}", first.id())),
+        err.contains("being redriven already, by") && err.contains(&format!("pid {pid}")),
         "{err}"
     );
 }
@@ -670,16 +672,13 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
     for i in 0..40 {
         kafka_put(&dlt, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = spawn_quiet(&f, Some("1"));
+    let first = spawn_quiet(&f, Some("1"));
     // The first holds the group once it has joined it and is moving records.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while kafka::waiting(&f) == 40 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (_, err, pid) = refused_beside(&f, first);
     assert!(
         err.contains("is being redriven already: the group"),
         "{err}"
@@ -689,7 +688,7 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
     // without either.
     if !kafka::on_tansu() {
         assert!(
-            err.contains(&format!("pid {}", first.id())),
+            err.contains(&format!("pid {pid}")),
             "the first run, by its pid: {err}"
         );
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
 use lapin::options::{BasicGetOptions, BasicNackOptions};
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, LongString, ShortString};
 use serde_json::{Value, json};
 use support::rabbit::count;
 use support::redrive::{finish, redrive, redrive_ok, spawn_json};
@@ -48,11 +48,7 @@ fn fill_with(
     props: impl Fn(BasicProperties) -> BasicProperties,
 ) {
     rabbit::fill(dlq, n, |i| {
-        let mut h = FieldTable::default();
-        h.insert(
-            ShortString::from("dlq-error-class"),
-            AMQPValue::LongString(LongString::from(class(i))),
-        );
+        let h = rabbit::table(&[("dlq-error-class", rabbit::text(class(i)))]);
         let p = props(
             BasicProperties::default()
                 .with_message_id(format!("{prefix}{i:05}").into())

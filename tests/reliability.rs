@@ -115,7 +115,7 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
         return;
     };
     let a = f.apply(&[]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains("[1/7]") && a.stderr.contains("[2/7]"),
         "{}",
@@ -220,7 +220,7 @@ fn a_failure_among_steps_in_flight(parallelism: usize) {
     let total = six_channels(&f);
 
     let a = f.apply(&["--parallelism", &parallelism.to_string()]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     let done = done_lines(&a.stderr);
     let failed = a.stderr.lines().filter(|l| l.ends_with(" FAILED")).count();
     let not_done = a.stderr.matches("  not done: ").count();
@@ -360,7 +360,7 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
         return;
     };
     let a = f.apply(&[]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     assert_eq!(
         proxy
             .counters

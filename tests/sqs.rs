@@ -197,7 +197,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     let p = f.plan_edited(|t| t.replace("    oldestMessageAge: {above: 30m}\n", ""));
     p.assert_stdout_contains(&format!("- delete     alarm {age}"));
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-delete");
     assert!(f.aws.alarm(&age).is_some(), "zero writes");
     f.apply(&["--allow-delete"]).ok();

@@ -9,9 +9,9 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
-use support::rabbit::{self, api, publish_on, take_all, wait_for_messages};
+use support::rabbit::{self, api, publish_on, table, take_all, text, wait_for_messages};
 use support::{block, kafka, sqs};
 
 fn now_secs() -> f64 {
@@ -58,18 +58,6 @@ fn assert_age(reported: &Value, since: f64, before: f64, after: f64) {
 
 fn classes(dl: &Value) -> Value {
     dl["byErrorClass"].clone()
-}
-
-fn table(pairs: &[(&str, AMQPValue)]) -> FieldTable {
-    let mut t = FieldTable::default();
-    for (k, v) in pairs {
-        t.insert(ShortString::from(*k), v.clone());
-    }
-    t
-}
-
-fn text(s: &str) -> AMQPValue {
-    AMQPValue::LongString(LongString::from(s))
 }
 
 #[test]

@@ -293,6 +293,20 @@ pub fn headers_of(props: &lapin::BasicProperties) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// A header table of these entries, as a producer sets it.
+pub fn table(pairs: &[(&str, lapin::types::AMQPValue)]) -> lapin::types::FieldTable {
+    let mut t = lapin::types::FieldTable::default();
+    for (k, v) in pairs {
+        t.insert(lapin::types::ShortString::from(*k), v.clone());
+    }
+    t
+}
+
+/// A header value of text (an AMQP long string).
+pub fn text(s: &str) -> lapin::types::AMQPValue {
+    lapin::types::AMQPValue::LongString(lapin::types::LongString::from(s))
+}
+
 /// A queue's exact count of ready messages, by a passive declare through AMQP (the
 /// management API's figures lag).
 pub fn count(queue: &str) -> u64 {
