@@ -32,11 +32,11 @@ fn run_promtool(promtool: &Path, dir: &Path, args: &[&str]) -> support::Output {
 #[test]
 fn both_formats_match_their_snapshots() {
     let r = alerts(&[FIXTURES]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     insta::assert_snapshot!("alerts-prometheus", r.stdout);
     insta::assert_snapshot!("alerts-report", r.stderr);
     let op = alerts(&[FIXTURES, "--format", "prometheus-operator"]);
-    assert_eq!(op.code, 0, "{}", op.stderr);
+    op.ok();
     insta::assert_snapshot!("alerts-prometheus-operator", op.stdout);
     // The manifest holds the same groups, indented under `spec:`.
     let groups = r
@@ -80,7 +80,7 @@ fn the_output_is_deterministic_whatever_the_order_of_the_specs() {
     }
     let a = alerts(&[FIXTURES]);
     let b = alerts(&[dir.path().to_str().expect("utf-8")]);
-    assert_eq!(b.code, 0, "{}", b.stderr);
+    b.ok();
     assert_eq!(a.stdout, b.stdout);
 }
 
@@ -98,17 +98,17 @@ fn check_exits_0_when_current_and_2_with_a_diff_when_stale() {
     missing.assert_stderr_contains("does not exist");
 
     let w = alerts(&[FIXTURES, "--out", file_s]);
-    assert_eq!(w.code, 0, "{}", w.stderr);
+    w.ok();
     assert!(w.stdout.is_empty(), "--out writes nothing to stdout");
     let ok = alerts(&[FIXTURES, "--check", file_s]);
-    assert_eq!(ok.code, 0, "{}{}", ok.stdout, ok.stderr);
+    ok.ok();
     ok.assert_stderr_contains("is up to date");
 
     // Someone edits a threshold in the committed file: --check says so, with the line.
     let text = std::fs::read_to_string(&file).expect("read");
     std::fs::write(&file, text.replacen("> 1800", "> 900", 1)).expect("write");
     let stale = alerts(&[FIXTURES, "--check", file_s]);
-    assert_eq!(stale.code, 2, "{}", stale.stderr);
+    stale.exits(2);
     stale.assert_stdout_contains("-        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 900\"");
     stale.assert_stdout_contains("+        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 1800\"");
     stale.assert_stderr_contains("is stale");
@@ -129,7 +129,7 @@ fn out_never_overwrites_a_file_it_did_not_write() {
     let file = dir.path().join("rules.yaml");
     std::fs::write(&file, "groups: []  # written by hand\n").expect("write");
     let r = alerts(&[FIXTURES, "--out", file.to_str().expect("utf-8")]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     r.assert_stderr_contains("not overwriting");
     assert_eq!(
         std::fs::read_to_string(&file).expect("read"),
@@ -157,13 +157,9 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = dir.path().join("rules.yaml");
         let w = alerts(&[fixtures, "--out", rules.to_str().expect("utf-8")]);
-        assert_eq!(w.code, 0, "{fixtures}: {}", w.stderr);
+        w.ok_with(fixtures);
         let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
-        assert_eq!(
-            check.code, 0,
-            "{fixtures}: {}{}",
-            check.stdout, check.stderr
-        );
+        check.ok_with(fixtures);
         check.assert_stdout_contains("SUCCESS: 7 rules found");
 
         std::fs::copy(
@@ -172,7 +168,7 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
         )
         .expect("copy the unit tests");
         let test = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
-        assert_eq!(test.code, 0, "{fixtures}: {}{}", test.stdout, test.stderr);
+        test.ok_with(fixtures);
         test.assert_stdout_contains("SUCCESS");
 
         // The unit tests can fail: with the RabbitMQ channel's warning thresholds moved up,
@@ -195,7 +191,7 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
 #[test]
 fn native_sources_read_the_brokers_own_metrics() {
     let r = alerts(&["tests/fixtures/alerts-native"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     insta::assert_snapshot!("alerts-native", r.stdout);
     // A group that reads no `dlqctl exporter` metric has no exporter-down rule.
     let kafka = r
@@ -213,10 +209,10 @@ fn the_examples_rules_load_in_promtool() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("rules.yaml");
     let w = alerts(&["examples", "--out", path.to_str().expect("utf-8")]);
-    assert_eq!(w.code, 0, "{}", w.stderr);
+    w.ok();
     w.assert_stderr_contains("3 SQS channels left out");
     let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
-    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    check.ok();
 }
 
 /// The Prometheus server binary (Debian's `prometheus` package, which `scripts/stack up`
@@ -312,22 +308,11 @@ fn poll_alerts(
 /// Commits `group`'s offset of partition 0 of `topic` at its end, as a consumer that has read
 /// everything would.
 fn commit_to_end(group: &str, topic: &str) {
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let (_, high) = consumer
+    use rdkafka::consumer::Consumer;
+    let (_, high) = support::kafka::consumer(group, &[])
         .fetch_watermarks(topic, 0, std::time::Duration::from_secs(10))
         .expect("watermarks");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, rdkafka::Offset::Offset(high))
-        .expect("offset");
-    consumer
-        .commit(&tpl, CommitMode::Sync)
-        .expect("commit the group's offset");
+    support::kafka::commit(topic, group, 0, high);
 }
 
 /// The end-to-end check on the local stack: the rules `dlqctl alerts` writes, loaded
@@ -372,10 +357,10 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     .expect("channels");
     let run = |args: &[&str]| output(support::dlqctl_local(d).args(args));
     let a = run(&["apply", ".", "--auto-approve"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let dlt = format!("{inventory}-dlt");
     let w = run(&["alerts", ".", "--out", "rules.yaml"]);
-    assert_eq!(w.code, 0, "{}", w.stderr);
+    w.ok();
     let rules = std::fs::read_to_string(d.join("rules.yaml")).expect("rules");
     assert!(
         rules.contains("rabbitmq_detailed_queue_messages{")

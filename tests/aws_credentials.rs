@@ -87,11 +87,7 @@ fn a_credential_process_profile_is_used_and_its_region_read_from_the_profile() {
         ),
     );
     let out = plan(ws.path(), &[]);
-    assert_eq!(
-        out.code, 0,
-        "plan with a credential_process profile:\n{}{}",
-        out.stdout, out.stderr
-    );
+    out.ok_with("plan with a credential_process profile");
     assert!(
         out.stdout.contains("payments-transactions-pending"),
         "the plan reads the live SQS state:\n{}",
@@ -110,7 +106,7 @@ fn an_sso_profile_without_a_login_fails_with_the_sdks_cause() {
         "[profile sso-team]\nsso_session = corp\nsso_account_id = 111122223333\nsso_role_name = Platform\nregion = us-east-1\n\n[sso-session corp]\nsso_start_url = https://corp.awsapps.example/start\nsso_region = us-east-1\n",
     );
     let out = plan(ws.path(), &[("AWS_PROFILE", "sso-team")]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("no AWS credentials"), "{text}");
     // The SDK's own reason: the SSO token (no `aws sso login` was run), not a generic hint.
@@ -133,7 +129,7 @@ fn no_region_anywhere_is_one_clear_error() {
             ("AWS_SECRET_ACCESS_KEY", "testing"),
         ],
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(
         text.contains("no AWS region") && text.contains("AWS_REGION"),
@@ -165,7 +161,7 @@ fn no_region_without_an_endpoint_override_is_one_clear_error_at_once() {
             ("AWS_SECRET_ACCESS_KEY", "testing"),
         ],
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("no AWS region"), "{text}");
     assert!(
@@ -197,7 +193,7 @@ fn a_failing_credential_process_is_named_but_its_output_never_shown() {
         ),
     );
     let out = plan(ws.path(), &[]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("no AWS credentials"), "{text}");
     assert!(text.contains("external process exited"), "{text}");

@@ -6,21 +6,9 @@
 //! Regression (issue 32): the list of backend blocks the Defaults merge filters by was written
 //! by hand and missed `pubsub`, so a Defaults `spec.pubsub` block reached an SQS channel too.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod support;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The binary with a cleared environment, as tests/lint.rs runs it.
-fn dlqctl() -> Command {
-    let mut c = Command::new(
-        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into()),
-    );
-    c.env_clear().current_dir(root());
-    c
-}
+use support::dlqctl_bare as dlqctl;
 
 /// One valid block per backend, as a Defaults document may hold them all at once.
 const BLOCKS: [(&str, &str); 4] = [

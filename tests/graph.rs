@@ -47,7 +47,7 @@ fn every_example_matches_its_snapshots_in_both_formats() {
                 "--format",
                 format,
             ]);
-            assert_eq!(r.code, 0, "{f} {format}: {}", r.stderr);
+            r.ok_with(format!("{f} {format}"));
             assert_eq!(r.stderr, "", "{f} {format}");
             insta::assert_snapshot!(format!("graph-{stem}-{format}"), r.stdout);
         }
@@ -61,7 +61,7 @@ fn lint_errors_draw_nothing_and_exit_1() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    r.exits(1);
     assert_eq!(r.stdout, "");
     r.assert_stderr_contains("deadletter/discard-and-retention");
 }
@@ -82,11 +82,7 @@ fn mmdc(mmdc: &Path, text: &str, out: &Path) {
         cmd.arg("-p").arg(p);
     }
     let r = output(&mut cmd);
-    assert_eq!(
-        r.code, 0,
-        "mmdc failed on\n{text}\n{}{}",
-        r.stdout, r.stderr
-    );
+    r.ok_with(format!("mmdc failed on\n{text}"));
     let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     assert!(size > 1000, "{} is {size} bytes", out.display());
 }
@@ -99,7 +95,7 @@ fn mermaid_draws_every_example_and_every_plan_action() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = look_dir(tmp.path());
     let all = graph(&["examples/"]);
-    assert_eq!(all.code, 0, "{}", all.stderr);
+    all.ok();
     mmdc(&bin, &all.stdout, &dir.join("examples.png"));
 
     // Every class a plan can put on a node, and a node the plan deletes.
@@ -166,15 +162,15 @@ fn graphviz_draws_every_example() {
         return;
     };
     let all = graph(&["examples/", "--format", "dot"]);
-    assert_eq!(all.code, 0, "{}", all.stderr);
+    all.ok();
     let hostile = dlqctl::graph::dot::digraph(&channels());
     for text in [all.stdout, hostile] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let input = tmp.path().join("in.dot");
         std::fs::write(&input, &text).expect("writes the graph");
         let r = output(Command::new(&bin).arg("-Tsvg").arg(&input));
-        assert_eq!(r.code, 0, "dot failed on\n{text}\n{}", r.stderr);
-        assert!(r.stdout.contains("<svg"), "{}", r.stdout);
+        r.ok_with(format!("dot failed on\n{text}"));
+        r.assert_stdout_contains("<svg");
         assert!(r.stderr.is_empty(), "{}", r.stderr);
     }
 }

@@ -177,7 +177,7 @@ fn a_message_that_lands_after_the_plan_stops_the_delete_of_a_quorum_queue() {
             "--auto-approve",
         ],
     );
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains("holds 1 messages now"),
         "refused with the count read just before the delete\n{}",
@@ -311,11 +311,8 @@ fn bindings_of(queue: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() {
-    let Some(f) = Fixture::new() else { return };
+    let Some(f) = Fixture::applied() else { return };
     let [main, _, _, exchange] = f.names();
-    f.write_example(|t| t);
-    let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
     // Another tool binds the main queue to an exchange dlqctl does not own.
     let (status, body) = block(api(
         Method::POST,
@@ -334,7 +331,7 @@ fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() 
 
     f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for b in [
         format!("binding amq.direct -> {main} [foreign]"),
         format!("binding {exchange} -> {main} [process]"),
@@ -346,14 +343,10 @@ fn a_replace_re_creates_every_binding_of_the_queue_and_the_next_plan_is_empty() 
         );
     }
     let a = f.apply(&["--allow-replace"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert_eq!(bindings_of(&main), before, "every binding is back");
     let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "the next plan is empty\n{}{}",
-        p.stdout, p.stderr
-    );
+    p.ok_with("the next plan is empty");
     // A message published through the exchange is routed to the new queue.
     block(publish(&exchange, "process", b"order-1"));
     wait_for_messages(&main, 1);
@@ -365,12 +358,12 @@ fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
     let [_, _, dlq, _] = f.names();
     f.write_example(|t| t.replace("queueType: classic", "queueType: quorum"));
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
 
     // A replace of the (empty) quorum queues, planned and saved.
     f.write_example(|t| t);
     let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
     assert!(
         p.stdout
             .contains("counts its messages just before the delete"),
@@ -395,9 +388,9 @@ fn a_quorum_queue_is_counted_just_before_it_is_deleted_instead_of_if_empty() {
     assert!(block(take_one(&dlq)), "the dead letter is still there");
     wait_for_messages(&dlq, 0);
     let a = f.apply(&["--allow-replace"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let p = f.plan();
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
 }
 
 /// A policy made by another tool, removed when the test ends (whatever happens).
@@ -415,11 +408,8 @@ impl Drop for ForeignPolicy {
 
 #[test]
 fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
-    let Some(f) = Fixture::new() else { return };
+    let Some(f) = Fixture::applied() else { return };
     let [_, _, dlq, _] = f.names();
-    f.write_example(|t| t);
-    let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
 
     // Outside the ownership prefixes, higher priority, on every queue of the channel.
     let policy = ForeignPolicy(support::unique("hostile-cap-"));
@@ -473,7 +463,7 @@ fn a_foreign_policy_that_limits_the_dlq_is_drift_that_apply_refuses() {
     );
     let a = f.apply(&[]);
     assert_ne!(a.code, 0, "apply refuses\n{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains(&policy.0), "{}", a.stderr);
+    a.assert_stderr_contains(&policy.0);
     let (status, _) = block(api(
         Method::GET,
         &format!("/api/policies/%2F/{}", policy.0),
@@ -507,7 +497,7 @@ fn plan_notes_the_broker_version_from_3_13_for_a_channel_with_a_retry_loop() {
         });
         let dir = workspace(&api.url);
         let p = run(&dir, &["plan", "channel.yaml"]);
-        assert_eq!(p.code, 0, "{version:?}\n{}{}", p.stdout, p.stderr);
+        p.ok_with(format!("{version:?}"));
         let note = p
             .stdout
             .lines()

@@ -54,8 +54,8 @@ fn a_huge_declared_answer_is_refused_before_it_is_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     rabbit_workspace(dir.path(), &server.url);
     let (out, _) = plan(dir.path(), &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("larger than 64 MiB"), "{}", out.stderr);
+    out.exits(1);
+    out.assert_stderr_contains("larger than 64 MiB");
     assert_eq!(
         server.hits.load(Ordering::SeqCst),
         1,
@@ -78,7 +78,7 @@ fn redirects_are_never_followed_so_credentials_stay_with_the_named_server() {
     let dir = tempfile::tempdir().expect("tempdir");
     rabbit_workspace(dir.path(), &server.url);
     let (out, _) = plan(dir.path(), &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    out.exits(1);
     assert!(
         out.stderr.contains("redirects (HTTP 307)") && out.stderr.contains(&elsewhere.url),
         "{}",
@@ -99,8 +99,8 @@ fn a_stalled_server_is_given_up_on_within_the_read_budget() {
     let dir = tempfile::tempdir().expect("tempdir");
     rabbit_workspace(dir.path(), &server.url);
     let (out, took) = plan(dir.path(), &["--read-timeout", "3"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("read budget of 3s"), "{}", out.stderr);
+    out.exits(1);
+    out.assert_stderr_contains("read budget of 3s");
     assert!(
         took < Duration::from_secs(30),
         "gave up after {took:?}, not within the budget"
@@ -175,8 +175,8 @@ fn a_certificate_that_cannot_be_verified_fails_at_once_without_retries() {
     let dir = tempfile::tempdir().expect("tempdir");
     rabbit_workspace(dir.path(), &server.url);
     let (out, took) = plan(dir.path(), &["--stats"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("TLS"), "{}", out.stderr);
+    out.exits(1);
+    out.assert_stderr_contains("TLS");
     // Ten attempts with backoff take at least 15 s; one attempt takes well under a second.
     assert!(took < Duration::from_secs(8), "took {took:?}: retried");
 }
@@ -197,14 +197,14 @@ fn an_aws_error_with_a_huge_body_prints_a_bounded_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     sqs_workspace(dir.path(), &server.url);
     let (out, _) = plan(dir.path(), &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    out.exits(1);
     assert!(
         out.stderr.len() < 4000,
         "stderr is {} bytes:\n{}",
         out.stderr.len(),
         out.stderr.chars().take(2000).collect::<String>()
     );
-    assert!(out.stderr.contains("HTTP 400"), "{}", out.stderr);
+    out.assert_stderr_contains("HTTP 400");
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn usage_errors_never_exit_with_a_detailed_exitcode_value() {
     }
     for args in [&["--version"][..], &["plan", "--help"]] {
         let out = support::output(support::dlqctl().args(args));
-        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out.ok_with(format!("{args:?}"));
     }
 }
 
@@ -246,7 +246,7 @@ fn a_listed_sqs_queue_name_longer_than_sqs_allows_is_refused_with_what_is_wrong(
     let dir = tempfile::tempdir().expect("tempdir");
     sqs_workspace(dir.path(), &api.url);
     let (out, _) = plan(dir.path(), &[]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    out.exits(1);
     let errors = error_lines(&out.stderr);
     assert_eq!(errors.len(), 1, "{}", out.stderr);
     assert!(

@@ -17,9 +17,11 @@ use std::time::Duration;
 use aws_sdk_cloudwatch::types::Statistic;
 use aws_sdk_sqs::types::QueueAttributeName;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::kafka::create_topics;
-use support::rabbit::{api_ok, queue_status, wait_for_messages};
+use support::rabbit::{
+    api_ok, bind, declare_exchange, declare_queue, queue_status, wait_for_messages,
+};
 use support::sqs::Aws;
 use support::workspace::{Endpoints, Workspace};
 use support::{Output, block, dlqctl, output};
@@ -72,8 +74,15 @@ impl World {
 
     fn ok(&self, args: &[&str]) -> Output {
         let o = self.run(args);
-        assert_eq!(o.code, 0, "{args:?}\n{}{}", o.stdout, o.stderr);
+        o.ok_with(format!("{args:?}"));
         o
+    }
+
+    /// The round trip's first half: `apply specs` (which must succeed), then the specs
+    /// deleted, so that what [`World::import`] writes comes from the live objects alone.
+    fn apply_and_forget(&self) {
+        self.ok(&["apply", "specs", "--auto-approve"]);
+        std::fs::remove_dir_all(self.path().join("specs")).expect("delete the specs");
     }
 
     /// Imports `target` into a fresh `imported/`, which must lint clean but for the decisions
@@ -86,11 +95,7 @@ impl World {
         let o = self.ok(&args);
         let lint = self.run(&["lint", "imported", "--format", "json"]);
         let text = self.imported_text();
-        assert_eq!(
-            lint.code, 0,
-            "imported specs lint without errors\n{}{}\n{text}",
-            lint.stdout, lint.stderr
-        );
+        lint.ok_with(format!("imported specs lint without errors\n\n{text}"));
         let doc: serde_json::Value = serde_json::from_str(&lint.stdout).expect("lint JSON");
         for d in doc["diagnostics"].as_array().expect("diagnostics") {
             if d["severity"] == "info" {
@@ -153,7 +158,7 @@ impl Drop for World {
 #[test]
 fn import_help_is_snapshotted() {
     let o = output(dlqctl().args(["import", "--help"]));
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    o.ok();
     insta::assert_snapshot!("import-help", o.stdout);
 }
 
@@ -164,9 +169,7 @@ fn rabbitmq_round_trip_applied_example_deleted_spec_imported_plan_empty() {
     };
     let channel = format!("{}.orders", w.stem);
     w.example("orders-rabbitmq.yaml", &channel);
-    w.ok(&["apply", "specs", "--auto-approve"]);
-    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
-
+    w.apply_and_forget();
     let o = w.import("local-rabbitmq", &[]);
     assert_eq!(o.stdout.trim(), format!("imported/{channel}.yaml"));
     w.assert_empty_plan(&["imported"], &[], "after import");
@@ -186,9 +189,7 @@ fn sqs_round_trip_of_every_sqs_example_plans_empty() {
     };
     w.example("payments-sqs.yaml", &format!("{}-payments", w.stem));
     w.example("refunds-sqs-fifo.yaml", &format!("{}-refunds", w.stem));
-    w.ok(&["apply", "specs", "--auto-approve"]);
-    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
-
+    w.apply_and_forget();
     let o = w.import("local-sqs", &[]);
     assert_eq!(o.stdout.lines().count(), 2, "{}{}", o.stdout, o.stderr);
     assert!(!o.stderr.contains("Not imported"), "{}", o.stderr);
@@ -210,9 +211,7 @@ fn kafka_round_trip_of_the_example_plans_empty() {
         "inventory-kafka.yaml",
         &format!("{}.inventory.events", w.stem),
     );
-    w.ok(&["apply", "specs", "--auto-approve"]);
-    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
-
+    w.apply_and_forget();
     let o = w.import("local-kafka", &[]);
     assert_eq!(o.stdout.lines().count(), 1, "{}{}", o.stdout, o.stderr);
     let text = w.imported_text();
@@ -257,8 +256,7 @@ fn the_invalid_message_channel_round_trips_on_rabbitmq_and_kafka() {
         let text = std::fs::read_to_string(&path).expect("spec");
         std::fs::write(&path, text.replace(block, &format!("{invalid}{block}")))
             .expect("write spec");
-        w.ok(&["apply", "specs", "--auto-approve"]);
-        std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
+        w.apply_and_forget();
         std::fs::create_dir_all(w.path().join("specs")).expect("specs/");
 
         let o = w.import(target, &[]);
@@ -291,31 +289,10 @@ fn rabbitmq_queues_declared_by_hand_import_and_plan_empty() {
     // What a hand-written consumer declares: x-arguments on the retry queue, a DLQ that keeps
     // messages a week, and a queue with a length limit that no channel explains.
     block(async {
-        let q = |args: Value| json!({"durable": true, "auto_delete": false, "arguments": args});
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{main}"),
-            q(json!({"x-max-length": 10000})),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{retry}"),
-            q(json!({"x-message-ttl": 10000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": main})),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{dlq}"),
-            q(json!({"x-message-ttl": 604_800_000})),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{other}"),
-            q(json!({})),
-        )
-        .await;
+        declare_queue(&main, json!({"x-max-length": 10000})).await;
+        declare_queue(&retry, json!({"x-message-ttl": 10000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": main})).await;
+        declare_queue(&dlq, json!({"x-message-ttl": 604_800_000})).await;
+        declare_queue(&other, json!({})).await;
     });
 
     let o = w.import("local-rabbitmq", &[]);
@@ -363,52 +340,15 @@ fn rabbitmq_a_named_dead_letter_exchange_made_by_hand_imports_and_plans_empty() 
         "refunds.dead.v1",
     );
     block(async {
-        let q = |args: Value| json!({"durable": true, "auto_delete": false, "arguments": args});
-        let x = |kind: &str| json!({"type": kind, "durable": true, "auto_delete": false, "internal": false, "arguments": {}});
         // x-arguments, as the consumer declares them.
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/exchanges/%2F/{dlx}"),
-            x("direct"),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{dlq}"),
-            q(json!({})),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::POST,
-            &format!("/api/bindings/%2F/e/{dlx}/q/{dlq}"),
-            json!({"routing_key": key, "arguments": {}}),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{main}"),
-            q(json!({"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": key, "x-message-ttl": 30000})),
-        )
-        .await;
+        declare_exchange(&dlx, "direct").await;
+        declare_queue(&dlq, json!({})).await;
+        bind(&dlx, &dlq, key).await;
+        declare_queue(&main, json!({"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": key, "x-message-ttl": 30000})).await;
         // A policy named after the main queue.
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/exchanges/%2F/{p_dlx}"),
-            x("topic"),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{p_dlq}"),
-            q(json!({})),
-        )
-        .await;
-        api_ok(
-            reqwest::Method::POST,
-            &format!("/api/bindings/%2F/e/{p_dlx}/q/{p_dlq}"),
-            json!({"routing_key": p_key, "arguments": {}}),
-        )
-        .await;
+        declare_exchange(&p_dlx, "topic").await;
+        declare_queue(&p_dlq, json!({})).await;
+        bind(&p_dlx, &p_dlq, p_key).await;
         api_ok(
             reqwest::Method::PUT,
             &format!("/api/policies/%2F/{p_main}"),
@@ -416,12 +356,7 @@ fn rabbitmq_a_named_dead_letter_exchange_made_by_hand_imports_and_plans_empty() 
                    "definition": {"dead-letter-exchange": p_dlx, "dead-letter-routing-key": p_key}}),
         )
         .await;
-        api_ok(
-            reqwest::Method::PUT,
-            &format!("/api/queues/%2F/{p_main}"),
-            q(json!({})),
-        )
-        .await;
+        declare_queue(&p_main, json!({})).await;
     });
     wait_for_policy(&p_main);
 
@@ -451,22 +386,9 @@ fn rabbitmq_a_named_dead_letter_exchange_made_by_hand_imports_and_plans_empty() 
 
 /// Waits until RabbitMQ applies the policy of that name to the queue of that name.
 fn wait_for_policy(queue: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let (_, q) = block(support::rabbit::api(
-            reqwest::Method::GET,
-            &format!("/api/queues/%2F/{queue}?columns=policy"),
-            None,
-        ));
-        if q["policy"].as_str() == Some(queue) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "policy {queue} never applied: {q}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    support::rabbit::wait_for(queue, "policy", "had its policy applied", |q| {
+        q["policy"].as_str() == Some(queue)
+    });
 }
 
 #[test]
@@ -539,7 +461,7 @@ fn sqs_queues_and_alarm_made_with_boto3_import_then_adopt_then_plan_empty() {
 
     // Adoption: an update that only adds the two tags, on each of the three objects.
     let p = w.run(&["plan", "imported", "--adopt", "--detailed-exitcode"]);
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains("Plan: 0 to create, 3 to update, 0 to replace, 0 to delete.");
     let fields: Vec<&str> = p
         .stdout
@@ -629,7 +551,7 @@ impl World {
     /// A prune with every consent given, which must succeed.
     fn prune_all(&self) {
         let done = self.apply_prune(&["--allow-delete", "--allow-message-loss"]);
-        assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+        done.ok();
     }
 }
 
@@ -647,7 +569,7 @@ fn assert_deletes_one_holding(deletes: &[String], what: &str, n: u64) {
 /// Plans with --prune and returns the resources it would delete.
 fn pruned(w: &World) -> Vec<String> {
     let p = w.run(&["plan", "specs", "--prune", "--detailed-exitcode"]);
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.stdout
         .lines()
         .filter(|l| l.trim_start().starts_with("- delete"))
@@ -685,7 +607,7 @@ fn rabbitmq_prune_deletes_exactly_the_removed_channel() {
     );
     assert_deletes_one_holding(&deletes, &format!("queue {b}.dlq"), 0);
     let refused = w.apply_prune(&[]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-delete");
 
     w.prune_all();
@@ -720,7 +642,7 @@ fn rabbitmq_prune_of_a_named_dead_letter_exchange_deletes_in_reverse() {
     wait_for_messages(&format!("{b}.dlq"), 0);
     let (dlx, key) = support::rabbit::dead_letter_exchange(&b);
     let done = w.apply_prune(&["--allow-delete", "--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     let step = |what: String| {
         done.stderr
             .find(&what)
@@ -786,7 +708,7 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     );
     assert_deletes_one_holding(&deletes, &format!("queue {b}-dlq"), 1);
     let refused = w.apply_prune(&["--allow-delete"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-message-loss");
     assert!(
         w.aws.exists(&format!("{b}-dlq")),
@@ -832,7 +754,7 @@ fn kafka_prune_deletes_the_removed_channels_topics_and_only_those() {
     );
     assert_deletes_one_holding(&deletes, &format!("topic {b}-dlt "), 1);
     let refused = w.apply_prune(&["--allow-delete"]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     w.prune_all();
     let left: Vec<String> = support::kafka::topics(&w.stem).into_keys().collect();
     assert!(left.iter().all(|t| !t.starts_with(b.as_str())), "{left:?}");
@@ -857,9 +779,7 @@ fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() 
         "chargebacks-sqs-tiers.yaml",
         &format!("{}-chargebacks", w.stem),
     );
-    w.ok(&["apply", "specs", "--auto-approve"]);
-    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
-
+    w.apply_and_forget();
     let o = w.import("local-sqs", &[]);
     assert_eq!(o.stdout.lines().count(), 1, "{}{}", o.stdout, o.stderr);
     assert!(!o.stderr.contains("Not imported"), "{}", o.stderr);
@@ -902,9 +822,7 @@ fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_
         ),
     )
     .expect("write spec");
-    w.ok(&["apply", "specs", "--auto-approve"]);
-    std::fs::remove_dir_all(w.path().join("specs")).expect("delete the specs");
-
+    w.apply_and_forget();
     w.import("local-sqs", &[]);
     let text = w.imported_text();
     assert!(text.contains("discard:\n      after: 5d\n"), "{text}");
@@ -923,7 +841,7 @@ fn sqs_a_dlq_that_drops_messages_imports_as_a_discard_whose_reason_is_left_to_a_
         "the decision is not silenced\n{text}"
     );
     let strict = w.run(&["lint", "imported", "--deny-warnings"]);
-    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    strict.exits(1);
     strict.assert_stdout_contains("add `reason:` to `deadLetter.discard`");
     w.assert_empty_plan(&["imported"], &[], "after import");
 }

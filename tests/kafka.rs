@@ -122,7 +122,7 @@ fn every_naming_profile_applies_then_plans_empty() {
         let Some(f) = Fixture::new() else { return };
         f.write_example(edit);
         let a = f.apply(&[]);
-        assert_eq!(a.code, 0, "{profile}\n{}{}", a.stdout, a.stderr);
+        a.ok_with(profile);
         let live: Vec<String> = f.topics().into_keys().filter(|t| t != &f.channel).collect();
         let mut expected: Vec<String> = suffixes
             .iter()
@@ -162,7 +162,7 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
     };
     alter(&dlt, ConfigOp::Delete { key: key.into() });
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     topic {main}\n"));
     p.assert_stdout_contains("config.retention.ms: 1000 → 604800000");
     p.assert_stdout_contains(&format!("~ update     topic {dlt}\n"));
@@ -175,7 +175,7 @@ fn hand_changes_and_a_deleted_retry_topic_show_up_in_the_next_plan() {
     p.assert_stdout_contains("Plan: 1 to create, 2 to update, 0 to replace, 0 to delete.");
 
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after repair");
     assert!(f.topics().contains_key(&retry));
 }
@@ -188,14 +188,14 @@ fn a_shorter_retention_is_guarded_as_message_loss() {
         "lowering retention.ms from 7d to 1d deletes the records older than that",
     );
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    refused.exits(1);
     assert!(
         refused.stderr.contains("--allow-message-loss") && !refused.stderr.contains("[1/"),
         "{}",
         refused.stderr
     );
     let done = f.apply(&["--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.ok();
     f.assert_empty_plan("after the shorter retention");
 }
 
@@ -234,7 +234,7 @@ fn partitions_grow_by_create_partitions_and_removing_them_or_changing_replicatio
         return;
     }
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     // The dead-letter topic grows first: never narrower than its source.
     let order: Vec<&str> = a.stderr.lines().filter(|l| l.starts_with('[')).collect();
     assert!(
@@ -259,18 +259,10 @@ fn spring_suffixes_name_the_topics_as_spring_kafka_does_and_each_carries_a_recor
     // `dltRoutingRules(Map.of("-deserialization", ...))` one more DLT, `<main>-deserialization.dlt`.
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| {
-        t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
-            .replace(
-                "backoff: {initial: 1s, multiplier: 2, max: 4s}",
-                "backoff: {initial: 1s, multiplier: 2, max: 16s}",
-            )
-            .replace(
-                "naming: spring",
-                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt\n    exceptionBasedDlts: [-deserialization]",
-            )
+        support::kafka::with_index_naming(t, "\n    exceptionBasedDlts: [-deserialization]")
     });
     let lint = f.run(&["lint", "channel.yaml"]);
-    assert_eq!(lint.code, 0, "{}{}", lint.stdout, lint.stderr);
+    lint.ok();
     f.first_apply("spring suffixes");
     let c = &f.channel;
     let expected: BTreeMap<String, usize> = [
@@ -350,7 +342,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
     let dlt = format!("{}-dlt", f.channel);
     create_topics(&[(&dlt, 1, &[])]);
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains("refused");
     a.assert_stderr_contains(&format!("topic {dlt} on target `local-kafka` was created"));
     assert_eq!(
@@ -361,13 +353,13 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
 
     // Same for a config changed by hand after an update was planned.
     delete_topics(&[&dlt]);
-    assert_eq!(f.apply(&[]).code, 0);
+    f.apply(&[]).ok();
     let main = f.main();
     alter(&main, set("retention.ms", "1000"));
     f.save_plan();
     alter(&main, set("retention.ms", "2000"));
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains(&format!(
         "topic {main} on target `local-kafka` was modified"
     ));
@@ -412,11 +404,11 @@ fn a_discard_decision_is_the_dlt_retention_ms() {
         "30d in ms"
     );
     let longer = f.plan_edited(|t| t.replace("after: 30d", "after: 45d"));
-    assert_eq!(longer.code, 2, "{}{}", longer.stdout, longer.stderr);
+    longer.exits(2);
     longer.assert_stdout_contains("config.retention.ms: 2592000000 → 3888000000");
     longer.assert_stdout_contains("discarded on purpose after 45d");
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the longer discard");
     assert_eq!(
         support::kafka::topic_config(&dlt, "retention.ms").as_deref(),

@@ -150,7 +150,7 @@ fn kafka_acls_are_applied_enforced_by_the_authorizer_and_a_removed_principal_los
     };
     f.write_example(acls(&user));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     let planned: Vec<&str> = p.stdout.lines().filter(|l| l.contains(" acl ")).collect();
     assert_eq!(
         planned,
@@ -162,7 +162,7 @@ fn kafka_acls_are_applied_enforced_by_the_authorizer_and_a_removed_principal_los
         p.stdout
     );
     let (_, second) = f.first_apply("kafka.acls");
-    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    second.ok();
 
     // The authorizer lets the producer write its topic, and nothing else.
     produce_as_user(&main).unwrap_or_else(|e| panic!("WRITE on {main} was granted: {e}"));
@@ -176,7 +176,7 @@ fn kafka_acls_are_applied_enforced_by_the_authorizer_and_a_removed_principal_los
     p.assert_stdout_contains(&format!("- delete     acl {main} WRITE {user}\n"));
     p.assert_stdout_contains(&format!("+ create     acl {main} WRITE User:orders-api\n"));
     let a = f.apply(&["--allow-delete"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the principal changed");
     let denied = produce_as_user(&main).expect_err("the binding was deleted");
     assert!(denied.contains("TopicAuthorization"), "{denied}");

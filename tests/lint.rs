@@ -1,37 +1,14 @@
 //! `dlqctl lint` through the real binary: every invalid fixture yields its snapshot and the
 //! rule it was written for; the examples are clean; the committed schemas are current.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
-/// The binary with a cleared environment, run from the repo root, so that nothing on the
-/// host (NO_COLOR, TERM, AWS variables) leaks into a snapshot.
-fn dlqctl() -> Command {
-    let mut c = Command::new(
-        // Another build of the binary (see `support::dlqctl`).
-        std::env::var_os("DLQCTL_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_dlqctl").into()),
-    );
-    c.env_clear().current_dir(root());
-    c
-}
+use support::{dlqctl_bare as dlqctl, root};
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Run {
-    let out = dlqctl().args(args).output().expect("dlqctl runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn run(args: &[&str]) -> support::Output {
+    support::output(dlqctl().args(args))
 }
 
 fn targets_for(fixture: &str) -> Vec<String> {
@@ -104,8 +81,8 @@ fn is_advice(rule: &str) -> bool {
 #[test]
 fn examples_are_clean_even_with_deny_warnings() {
     let r = run(&["lint", "--color", "never", "--deny-warnings", "examples"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("no problems found"), "{}", r.stdout);
+    r.ok();
+    r.assert_stdout_contains("no problems found");
 }
 
 #[test]
@@ -129,11 +106,7 @@ fn examples_point_editors_at_the_schema() {
 #[test]
 fn committed_schemas_are_current() {
     let r = run(&["schema", "--check", "--out-dir", "schemas"]);
-    assert_eq!(
-        r.code, 0,
-        "schemas/ is stale: run `cargo run -- schema` and commit the result\n{}",
-        r.stderr
-    );
+    r.ok_with("schemas/ is stale: run `cargo run -- schema` and commit the result");
 }
 
 #[test]
@@ -228,7 +201,7 @@ fn sarif_of_every_invalid_fixture_is_valid_sarif_2_1_0() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
     let errors = sarif_errors(&validator, &log);
     assert!(errors.is_empty(), "not valid SARIF 2.1.0: {errors:#?}");
@@ -275,7 +248,7 @@ fn sarif_snapshot_of_errors_and_warnings_with_related_locations_across_files() {
         "--targets",
         "tests/fixtures/targets.yaml",
     ]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    r.exits(1);
     let log: serde_json::Value = serde_json::from_str(&r.stdout).expect("SARIF is JSON");
     assert!(sarif_errors(&sarif_validator(), &log).is_empty());
     let mut settings = insta::Settings::clone_current();
@@ -307,7 +280,7 @@ fn colour_only_when_asked_and_never_with_no_color() {
 fn missing_path_is_a_usage_error() {
     let r = run(&["lint", "does/not/exist.yaml"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("does/not/exist.yaml"), "{}", r.stderr);
+    r.assert_stderr_contains("does/not/exist.yaml");
 }
 
 #[test]
@@ -320,7 +293,7 @@ fn non_dlqctl_yaml_is_skipped() {
         "never",
         dir.path().to_str().expect("utf-8"),
     ]);
-    assert_eq!(r.code, 0, "{}", r.stdout);
+    r.ok();
 }
 
 /// What a real repository holds beside dlqctl specs: none of it is dlqctl's, whatever its tags,
@@ -351,12 +324,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     }
     let d = dir.path().to_str().expect("utf-8");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout.contains("(4 skipped: not dlqctl documents)"),
-        "{}",
-        r.stdout
-    );
+    r.ok();
+    r.assert_stdout_contains("(4 skipped: not dlqctl documents)");
 
     // A dlqctl document with a mistyped apiVersion is still ours: reported, never skipped.
     std::fs::write(
@@ -365,8 +334,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("typo.yaml"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("typo.yaml");
     std::fs::remove_file(dir.path().join("typo.yaml")).expect("remove");
 
     // A broken dlqctl file beside them is still checked, however its keys are written.
@@ -376,8 +345,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("quoted.yaml"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("quoted.yaml");
     std::fs::remove_file(dir.path().join("quoted.yaml")).expect("remove");
     std::fs::write(
         dir.path().join("orders.yaml"),
@@ -385,8 +354,8 @@ fn foreign_yaml_of_a_real_repository_is_skipped_whatever_its_syntax() {
     )
     .expect("write");
     let r = run(&["lint", "--color", "never", d]);
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("[yaml/duplicate-key]"), "{}", r.stdout);
+    r.exits(1);
+    r.assert_stdout_contains("[yaml/duplicate-key]");
 }
 
 #[test]
@@ -394,9 +363,9 @@ fn warnings_fail_only_with_deny_warnings() {
     let f = "tests/fixtures/invalid/alarms-missing.yaml";
     let t = ["--targets", "tests/fixtures/targets.yaml"];
     let plain = run(&[&["lint", f][..], &t[..]].concat());
-    assert_eq!(plain.code, 0, "{}", plain.stdout);
+    plain.ok();
     let deny = run(&[&["lint", "--deny-warnings", f][..], &t[..]].concat());
-    assert_eq!(deny.code, 1, "{}", deny.stdout);
+    deny.exits(1);
 }
 
 #[test]
@@ -416,7 +385,7 @@ fn help_is_snapshotted() {
         &["man", "--help"][..],
     ] {
         let r = run(args);
-        assert_eq!(r.code, 0);
+        r.ok();
         insta::assert_snapshot!(
             format!("help-{}", args.join("-").trim_start_matches('-')),
             r.stdout
@@ -508,7 +477,7 @@ fn a_file_over_the_size_cap_is_refused_unread() {
     let line = "# padding padding padding padding padding padding padding padding\n";
     std::fs::write(&big, line.repeat((1024 * 1024) / line.len() + 10)).expect("write");
     let r = run(&["lint", "--color", "never", big.to_str().expect("utf-8")]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
+    r.exits(1);
     assert!(
         r.stdout.contains("[file/too-large]") && r.stdout.contains("big.yaml:1:1"),
         "{}",

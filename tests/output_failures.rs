@@ -88,11 +88,7 @@ fn status_written_to_dev_full_fails_in_one_line_in_every_format() {
             "{format}: one line\n{}",
             o.stderr
         );
-        assert!(
-            o.stderr.contains("cannot write the output to stdout"),
-            "{}",
-            o.stderr
-        );
+        o.assert_stderr_contains("cannot write the output to stdout");
     }
 }
 

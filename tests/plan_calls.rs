@@ -16,6 +16,25 @@ const SQS: u64 = 20;
 const RABBIT: u64 = 20;
 const KAFKA: u64 = 10;
 
+/// A folder of the mix's channels (SQS, then RabbitMQ, then Kafka) under a fresh prefix; the
+/// prefix.
+fn generated() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prefix = format!("{}.", support::unique("smoke"));
+    let mix = format!("{SQS}:{RABBIT}:{KAFKA}");
+    support::generate_channels(dir.path(), SQS + RABBIT + KAFKA, &prefix, &["--mix", &mix]);
+    (dir, prefix)
+}
+
+/// `dlqctl ARGS --color never` in `dir`, with the local stack's credentials.
+fn run_in(dir: &tempfile::TempDir, args: &[&str]) -> support::Output {
+    support::output(
+        support::dlqctl_local(dir.path())
+            .args(args)
+            .args(["--color", "never"]),
+    )
+}
+
 fn stats(stderr: &str) -> BTreeMap<String, u64> {
     stderr
         .lines()
@@ -43,25 +62,12 @@ fn a_no_change_plan_makes_no_writes_and_stays_at_the_read_lower_bound() {
     if !support::whole_stack_up() {
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let prefix = format!("{}.", support::unique("smoke"));
-    let mix = format!("{SQS}:{RABBIT}:{KAFKA}");
-    support::generate_channels(dir.path(), SQS + RABBIT + KAFKA, &prefix, &["--mix", &mix]);
-    let run = |args: &[&str]| {
-        support::output(
-            support::dlqctl_local(dir.path())
-                .args(args)
-                .args(["--color", "never"]),
-        )
-    };
+    let (dir, prefix) = generated();
+    let run = |args: &[&str]| run_in(&dir, args);
     let applied = run(&["apply", ".", "--auto-approve"]);
-    assert_eq!(applied.code, 0, "{}", applied.stderr);
+    applied.ok();
     let plan = run(&["plan", ".", "--detailed-exitcode", "--stats"]);
-    assert_eq!(
-        plan.code, 0,
-        "the plan after apply is empty\n{}{}",
-        plan.stdout, plan.stderr
-    );
+    plan.ok_with("the plan after apply is empty");
 
     let calls = stats(&plan.stderr);
     let writes: Vec<_> = calls.keys().filter(|api| is_write(api)).collect();
@@ -97,19 +103,10 @@ fn a_concurrent_apply_converges_with_the_same_writes_as_one_at_a_time() {
     if !support::whole_stack_up() {
         return;
     }
-    let mix = format!("{SQS}:{RABBIT}:{KAFKA}");
     let mut writes: Vec<BTreeMap<String, u64>> = Vec::new();
     for parallelism in ["1", "8"] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let prefix = format!("{}.", support::unique("smoke"));
-        support::generate_channels(dir.path(), SQS + RABBIT + KAFKA, &prefix, &["--mix", &mix]);
-        let run = |args: &[&str]| {
-            support::output(
-                support::dlqctl_local(dir.path())
-                    .args(args)
-                    .args(["--color", "never"]),
-            )
-        };
+        let (dir, prefix) = generated();
+        let run = |args: &[&str]| run_in(&dir, args);
         let applied = run(&[
             "apply",
             ".",
@@ -118,17 +115,11 @@ fn a_concurrent_apply_converges_with_the_same_writes_as_one_at_a_time() {
             "--parallelism",
             parallelism,
         ]);
-        assert_eq!(
-            applied.code, 0,
-            "parallelism {parallelism}\n{}",
-            applied.stderr
-        );
+        applied.ok_with(format!("parallelism {parallelism}"));
         let plan = run(&["plan", ".", "--detailed-exitcode"]);
-        assert_eq!(
-            plan.code, 0,
-            "the plan after apply at parallelism {parallelism} is empty\n{}{}",
-            plan.stdout, plan.stderr
-        );
+        plan.ok_with(format!(
+            "the plan after apply at parallelism {parallelism} is empty"
+        ));
         writes.push(
             stats(&applied.stderr)
                 .into_iter()

@@ -35,9 +35,9 @@ fn a_plan_of_200_new_channels_fits_in_one_comment_and_counts_what_it_leaves_out(
     let run = |args: &[&str]| support::output(support::dlqctl_local(dir.path()).args(args));
 
     let md = run(&["plan", ".", "--format", "markdown", "--detailed-exitcode"]);
-    assert_eq!(md.code, 2, "{}", md.stderr);
+    md.exits(2);
     let json = run(&["plan", ".", "--format", "json"]);
-    assert_eq!(json.code, 0, "{}", json.stderr);
+    json.ok();
     let plan: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
     let total = plan["changes"].as_array().expect("changes").len();
 

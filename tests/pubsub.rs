@@ -92,7 +92,7 @@ fn the_issue_example_applies_plans_empty_writes_nothing_again_and_the_api_shows_
         .replace(&f.subscription(), &format!("{}-b-processor-sub", f.channel));
     std::fs::write(f.path().join("second.yaml"), second).expect("second.yaml");
     let a = f.run(&["apply", "channel.yaml", "second.yaml", "--auto-approve"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let stats = f.run(&[
         "plan",
         "channel.yaml",
@@ -100,7 +100,7 @@ fn the_issue_example_applies_plans_empty_writes_nothing_again_and_the_api_shows_
         "--stats",
         "--detailed-exitcode",
     ]);
-    assert_eq!(stats.code, 0, "{}{}", stats.stdout, stats.stderr);
+    stats.ok();
     stats.assert_stderr_contains("API calls: 2\n");
 }
 
@@ -115,7 +115,7 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
             .replace("    backoff: {initial: 10s, max: 10m}\n", "")
     });
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("without a backoff");
     let sub = f.subscription();
     let dl_sub = format!("{}-dlt-sub", f.channel);
@@ -170,7 +170,7 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
         "--samples",
         "5",
     ]);
-    assert_eq!(st.code, 0, "{}{}", st.stdout, st.stderr);
+    st.ok();
     let doc: Value = serde_json::from_str(&st.stdout).expect("status JSON");
     let dl = &doc["channels"][0]["deadLetter"];
     let samples = dl["samples"].as_array().expect("samples");
@@ -195,16 +195,7 @@ fn a_message_nacked_five_times_lands_on_the_dead_letter_subscription_with_the_em
     assert!(f.rest.pull(&sub, 10).is_empty());
 
     // Redrive back to the main topic: published there, then acked on the dead-letter side.
-    let r = f.run(&[
-        "redrive",
-        &f.channel,
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let doc: Value = serde_json::from_str(&r.stdout).expect("redrive JSON");
+    let doc = support::redrive::redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 1, "{doc}");
     let back = f.rest.pull_wait(sub.as_str());
     assert_eq!(back.len(), 1, "the consumer gets it once more");
@@ -239,7 +230,7 @@ fn hand_changes_show_in_the_next_plan_field_by_field_and_apply_puts_them_back() 
     f.rest
         .delete(&format!("subscriptions/{}-dlt-sub", f.channel));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for needle in [
         "deadLetterPolicy.maxDeliveryAttempts",
         "7 → 5",
@@ -258,7 +249,7 @@ fn hand_changes_show_in_the_next_plan_field_by_field_and_apply_puts_them_back() 
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the hand changes were put back");
     let v = f
         .rest
@@ -299,7 +290,7 @@ fn a_subscription_made_by_hand_imports_and_plans_empty() {
         "--out",
         "imported",
     ]);
-    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    o.ok();
     o.assert_stderr_contains(&format!("topic {c}-misc: fits no channel"));
     let text = std::fs::read_dir(f.path().join("imported"))
         .expect("imported/")
@@ -351,16 +342,7 @@ fn prune_lists_only_labelled_objects_inside_the_ownership() {
         json!({"labels": {"managed-by": "terraform"}}),
     );
     f.rest.create_topic(&format!("{c}-unlabelled"));
-    let p = f.run(&["plan", "channel.yaml", "--prune", "--format", "json"]);
-    assert!(p.code == 0 || p.code == 2, "{}{}", p.stdout, p.stderr);
-    let plan: Value = serde_json::from_str(&p.stdout).expect("plan JSON");
-    let deleted: Vec<&str> = plan["changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .filter(|c| c["action"] == "delete")
-        .filter_map(|c| c["resource"]["name"].as_str())
-        .filter(|n| n.starts_with(c.as_str()))
-        .collect();
+    let (mut deleted, p) = f.prune_plan();
+    deleted.retain(|n| n.starts_with(c.as_str()));
     assert_eq!(deleted, [format!("{c}-orphan")], "{}", p.stdout);
 }

@@ -43,16 +43,7 @@ fn a_redriven_copy_keeps_its_ordering_key() {
             }]}),
         );
     }
-    let r = f.run(&[
-        "redrive",
-        &f.channel,
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let doc: Value = serde_json::from_str(&r.stdout).expect("redrive JSON");
+    let doc = support::redrive::redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 30, "{doc}");
     // Pulled back by the consumer's subscription: each once, with its key.
     let mut got: BTreeMap<String, String> = BTreeMap::new();
@@ -133,12 +124,8 @@ fn prune_without_ownership_prefixes_is_refused_and_deletes_nothing() {
         json!({"labels": {"managed-by": "dlqctl", "dlqctl-channel": format!("{}-gone", f.channel)}}),
     );
     let p = f.run(&["plan", "channel.yaml", "--prune", "--format", "json"]);
-    assert_eq!(p.code, 1, "{}{}", p.stdout, p.stderr);
-    assert!(
-        p.stderr.contains("declares no `ownership.prefixes`"),
-        "{}",
-        p.stderr
-    );
+    p.exits(1);
+    p.assert_stderr_contains("declares no `ownership.prefixes`");
     assert!(!p.stdout.contains(&other), "{}", p.stdout);
     assert!(f.rest.get(&format!("topics/{other}")).is_some());
     assert!(f.rest.get(&format!("subscriptions/{other}-sub")).is_some());
@@ -152,17 +139,8 @@ fn prune_without_ownership_prefixes_is_refused_and_deletes_nothing() {
             &format!("    backend: pubsub\n    ownership:\n      prefixes: [\"{mine}\"]\n"),
         )
     });
-    let p = f.run(&["plan", "channel.yaml", "--prune", "--format", "json"]);
-    assert!(p.code == 0 || p.code == 2, "{}{}", p.stdout, p.stderr);
-    let plan: Value = serde_json::from_str(&p.stdout).expect("plan JSON");
-    let deleted: Vec<&str> = plan["changes"]
-        .as_array()
-        .expect("changes")
-        .iter()
-        .filter(|c| c["action"] == "delete")
-        .filter_map(|c| c["resource"]["name"].as_str())
-        .collect();
-    assert_eq!(deleted, [orphan.as_str()], "{}", p.stdout);
+    let (deleted, p) = f.prune_plan();
+    assert_eq!(deleted, [orphan], "{}", p.stdout);
 }
 
 /// Finding 22: an unlabelled subscription under the spec's name but on another topic would

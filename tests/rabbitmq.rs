@@ -90,7 +90,7 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
         assert_eq!(s, 204, "binding delete");
     });
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     policy {retry}"));
     p.assert_stdout_contains("definition.message-ttl: 9000 → 5000");
     p.assert_stdout_contains(&format!(
@@ -101,7 +101,7 @@ fn hand_changes_show_up_in_the_next_plan_with_field_detail() {
     delete_queue(&retry);
     let p = f.plan();
     p.assert_stdout_contains(&format!("+ create     queue {retry}"));
-    assert_eq!(f.apply(&[]).code, 0);
+    f.apply(&[]).ok();
     f.assert_empty_plan("after repair");
 }
 
@@ -112,7 +112,7 @@ fn changing_a_delay_updates_the_policy_in_place() {
     p.assert_stdout_contains("definition.message-ttl: 5000 → 7000");
     p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "an in-place update needs no flag\n{}", a.stderr);
+    a.ok_with("an in-place update needs no flag");
     f.assert_empty_plan("after the update");
 }
 
@@ -126,7 +126,7 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
         }
     };
     f.write_example(args_mode("initial: 5s"));
-    assert_eq!(f.apply(&[]).code, 0);
+    f.apply(&[]).ok();
     f.assert_empty_plan("arguments mode");
     let [main, retry, dlq, _] = f.names();
     // Exactly what a hand-written consumer would declare for this topology.
@@ -164,7 +164,7 @@ fn in_arguments_mode_a_delay_change_is_a_guarded_replace_that_never_drops_messag
     wait_for_messages(&retry, 1);
 
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.ok();
     assert_eq!(args(retry)["x-message-ttl"], json!(6000));
     f.assert_empty_plan("after the replace");
 }
@@ -182,7 +182,7 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
         Some(json!({"durable": true})),
     ));
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains("refused");
     a.assert_stderr_contains(&format!(
         "queue {main} (vhost /) on target `local-rabbitmq` was created"
@@ -196,7 +196,7 @@ fn a_saved_plan_is_refused_when_the_live_state_changed() {
     // An unchanged saved plan applies.
     delete_queue(&main);
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after applying the saved plan");
 }
 
@@ -700,7 +700,7 @@ fn a_user_who_may_read_the_dlq_but_not_its_source_is_noted_in_the_plan() {
 
     let user = User::reading(&format!("^{escaped}\\.dlq$"));
     let p = f.plan();
-    assert_eq!(p.code, 0, "a note, no change\n{}{}", p.stdout, p.stderr);
+    p.ok_with("a note, no change");
     p.assert_stdout_contains(&format!(
         "queue {dlq} (vhost /) on target local-rabbitmq: user `{}` (not an administrator) may read this dead-letter queue (read permission `^{escaped}\\.dlq$` on vhost `/`) but not its source {main}",
         user.0
@@ -709,6 +709,6 @@ fn a_user_who_may_read_the_dlq_but_not_its_source_is_noted_in_the_plan() {
     // Reading the source as well is no wider access: no note.
     user.set_read(&format!("^{escaped}\\."));
     let p = f.plan();
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
     assert!(!p.stdout.contains(&user.0), "{}", p.stdout);
 }

@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, ShortString};
 use serde_json::{Value, json};
+use support::redrive::{kill_part_way, redrive, redrive_ok, spawn_quiet};
 use support::workspace::Workspace;
 use support::{block, kafka, rabbit, sqs};
 
@@ -27,7 +28,6 @@ type Put<'a> = Box<dyn Fn(&str, &str, Option<u32>) + 'a>;
 /// queue, and take everything out of the main queue.
 struct Backend<'a> {
     ws: &'a Workspace,
-    channel: String,
     put: Put<'a>,
     dlq_count: Box<dyn Fn() -> u64 + 'a>,
     take_main: Box<dyn Fn(usize) -> Vec<Read> + 'a>,
@@ -45,30 +45,14 @@ fn class_of(i: usize) -> &'static str {
     }
 }
 
-fn redrive(ws: &Workspace, channel: &str, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec!["redrive", channel, "channel.yaml", "--format", "json"];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    (out.code, doc, out.stderr)
-}
-
-/// `redrive CHANNEL --yes [--rate R]` in the background, output discarded.
-fn spawn_redrive(ws: &Workspace, rate: Option<&str>) -> std::process::Child {
-    let channel = ws.channel.clone();
-    let mut args = vec!["redrive", channel.as_str(), "channel.yaml", "--yes"];
-    if let Some(r) = rate {
-        args.extend(["--rate", r]);
-    }
-    support::dlqctl()
-        .args(&args)
-        .envs(ws.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(ws.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redrive starts")
+/// A second `redrive --yes` while `first` (in the background) holds the DLQ, which must be
+/// refused (exit 1); `first` is killed after. The report, stderr and the first run's pid.
+fn refused_beside(ws: &Workspace, mut first: std::process::Child) -> (Value, String, u32) {
+    let (code, doc, err) = redrive(ws, &["--yes"]);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(code, 1, "{doc}");
+    (doc, err, first.id())
 }
 
 /// The scenario every backend passes: 20 dead letters, 5 of class `poison`, the last one
@@ -81,15 +65,14 @@ fn scenario(b: &Backend<'_>) {
     (b.settle)(20);
 
     // A dry run reads and says, and moves nothing.
-    let (code, dry, _) = redrive(b.ws, &b.channel, &["--dry-run", "--limit", "5"]);
+    let (code, dry, _) = redrive(b.ws, &["--dry-run", "--limit", "5"]);
     assert_eq!(code, 0, "{dry}");
     assert_eq!(dry["wouldMove"]["count"], 5, "{dry}");
     assert_eq!(dry["moved"], 0);
     assert_eq!((b.dlq_count)(), 20, "a dry run moves nothing");
 
     // Exactly five, intact, counted once.
-    let (code, doc, err) = redrive(b.ws, &b.channel, &["--limit", "5", "--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(b.ws, &["--limit", "5", "--yes"]);
     assert_eq!(doc["moved"], 5, "{doc}");
     assert_eq!((b.dlq_count)(), 15);
     let moved = (b.take_main)(5);
@@ -116,7 +99,7 @@ fn scenario(b: &Backend<'_>) {
     let poison_left = (0..20)
         .filter(|i| class_of(*i) == "poison" && !seen.contains(i))
         .count();
-    let (code, doc, err) = redrive(b.ws, &b.channel, &["--class", "poison", "--yes"]);
+    let (code, doc, err) = redrive(b.ws, &["--class", "poison", "--yes"]);
     let moved_poison = doc["moved"].as_u64().expect("moved") as usize;
     if b.scattered_moves {
         assert_eq!(code, 0, "{doc}\n{err}");
@@ -146,8 +129,7 @@ fn scenario(b: &Backend<'_>) {
 
     // Everything else but the message at maxRedrives, which is skipped and reported.
     let rest = 20 - seen.len() - 1;
-    let (code, doc, err) = redrive(b.ws, &b.channel, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(b.ws, &["--yes"]);
     assert_eq!(
         (doc["moved"].clone(), doc["skippedAtMaxRedrives"].clone()),
         (json!(rest), json!(1)),
@@ -179,53 +161,23 @@ fn without_exchange(spec: String) -> String {
 }
 
 fn rabbit_put(dlq: &str, body: &str, class: &str, redriven: Option<u32>) {
-    let mut h = FieldTable::default();
-    h.insert(
-        ShortString::from("dlq-error-class"),
-        AMQPValue::LongString(LongString::from(class)),
-    );
     // What a consumer by the contract of docs/rabbitmq.md sets when it gives up.
-    h.insert(ShortString::from("dlq-attempts"), AMQPValue::LongInt(4));
+    let mut h = rabbit::table(&[
+        ("dlq-error-class", rabbit::text(class)),
+        ("dlq-attempts", AMQPValue::LongInt(4)),
+    ]);
     if let Some(n) = redriven {
         h.insert(
             ShortString::from("dlq-redrive-count"),
             AMQPValue::LongInt(n as i32),
         );
     }
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        rabbit::publish_on(
-            &ch,
-            "",
-            dlq,
-            body.as_bytes(),
-            BasicProperties::default().with_headers(h),
-        )
-        .await;
-        let _ = conn.close(200, "done".into()).await;
-    });
-}
-
-/// The exact count, by a passive declare (the management API's lags).
-fn rabbit_count(queue: &str) -> u64 {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        let q = ch
-            .queue_declare(
-                queue.into(),
-                lapin::options::QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .expect("passive declare");
-        let _ = conn.close(200, "done".into()).await;
-        u64::from(q.message_count())
-    })
+    block(rabbit::publish_with(
+        "",
+        dlq,
+        body.as_bytes(),
+        BasicProperties::default().with_headers(h),
+    ));
 }
 
 /// Takes every message of a queue, as its consumer would: bodies as text, header values.
@@ -245,9 +197,8 @@ fn rabbitmq_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     let [main, _, dlq, _] = f.names();
     scenario(&Backend {
         ws: &f,
-        channel: f.channel.clone(),
         put: Box::new(|body, class, n| rabbit_put(&dlq, body, class, n)),
-        dlq_count: Box::new(|| rabbit_count(&dlq)),
+        dlq_count: Box::new(|| rabbit::count(&dlq)),
         take_main: Box::new(|_| rabbit_take(&main)),
         settle: Box::new(|n| rabbit::wait_for_messages(&dlq, n)),
         scattered_moves: true,
@@ -261,8 +212,7 @@ fn rabbitmq_redrive_through_the_exchange_keeps_the_routing() {
     };
     let [main, _, dlq, _] = f.names();
     rabbit_put(&dlq, "r1", "poison", None);
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    redrive_ok(&f, &["--yes"]);
     let got = rabbit_take(&main);
     assert_eq!(
         got.len(),
@@ -353,8 +303,7 @@ fn rabbitmq_redrive_of_dead_letters_from_a_named_dlx_routes_back_through_the_exc
         let _ = conn.close(200, "done".into()).await;
     });
     rabbit::wait_for_messages(&dlq, 2);
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     let mut got: Vec<String> = rabbit_take(&main).into_iter().map(|(b, _)| b).collect();
     got.sort();
     assert_eq!(
@@ -362,7 +311,7 @@ fn rabbitmq_redrive_of_dead_letters_from_a_named_dlx_routes_back_through_the_exc
         ["after-a-retry", "at-once"],
         "both routed back by the exchange's binding key (through {dlx} they came)\n{doc}"
     );
-    assert_eq!(rabbit_count(&dlq), 0);
+    assert_eq!(rabbit::count(&dlq), 0);
 }
 
 #[test]
@@ -387,7 +336,7 @@ fn rabbitmq_a_refusing_destination_stops_the_run_and_loses_nothing() {
         ),
     ));
     std::thread::sleep(Duration::from_secs(1));
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+    let (code, doc, err) = redrive(&f, &["--yes"]);
     assert_eq!(code, 1, "{doc}");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(lines.len(), 1, "{err}");
@@ -396,7 +345,7 @@ fn rabbitmq_a_refusing_destination_stops_the_run_and_loses_nothing() {
     let moved = rabbit_take(&main);
     assert_eq!(moved.len(), 2);
     assert_eq!(doc["moved"], 2, "{doc}");
-    assert_eq!(rabbit_count(&dlq), 4);
+    assert_eq!(rabbit::count(&dlq), 4);
     block(rabbit::api(
         reqwest::Method::DELETE,
         &format!("/api/policies/%2F/{}.cap", f.channel),
@@ -414,14 +363,11 @@ fn rabbitmq_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
         rabbit_put(&dlq, &format!("m{i:02}"), "poison", None);
     }
     // The first run moves slowly (2 per second) and holds the DLQ meanwhile.
-    let mut first = spawn_redrive(&f, Some("2"));
+    let first = spawn_quiet(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (doc, err, pid) = refused_beside(&f, first);
     assert!(
-        err.contains("redrive") && err.contains(&format!("pid {}", first.id())),
+        err.contains("redrive") && err.contains(&format!("pid {pid}")),
         "{err}"
     );
     assert_eq!(doc["moved"], 0);
@@ -433,48 +379,25 @@ fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
         return;
     };
     let [main, _, dlq, _] = f.names();
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        ch.confirm_select(Default::default())
-            .await
-            .expect("confirms");
-        let mut confirms = Vec::new();
-        for i in 0..5000 {
-            confirms.push(
-                ch.basic_publish(
-                    "".into(),
-                    dlq.as_str().into(),
-                    Default::default(),
-                    format!("k{i:04}").as_bytes(),
-                    BasicProperties::default(),
-                )
-                .await
-                .expect("publish"),
-            );
-        }
-        for c in confirms {
-            c.await.expect("confirm");
-        }
-        let _ = conn.close(200, "done".into()).await;
+    rabbit::fill(&dlq, 5000, |i| {
+        (format!("k{i:04}").into_bytes(), BasicProperties::default())
     });
-    assert_eq!(rabbit_count(&dlq), 5000);
-    let mut run = spawn_redrive(&f, None);
+    assert_eq!(rabbit::count(&dlq), 5000);
+    let mut run = spawn_quiet(&f, None);
     // Kill it once it has moved some, but not all.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while rabbit_count(&main) < 500 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = run.kill();
-    let _ = run.wait();
-    let moved_first = rabbit_count(&main);
+    kill_part_way(
+        &mut run,
+        Duration::from_secs(30),
+        Duration::from_millis(20),
+        || rabbit::count(&main) >= 500,
+    );
+    let moved_first = rabbit::count(&main);
     assert!(
         moved_first > 0 && moved_first < 5000,
         "killed part-way: {moved_first}"
     );
     // A second run finishes the job.
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    redrive_ok(&f, &["--yes"]);
     let bodies: Vec<String> = rabbit_take(&main).into_iter().map(|(b, _)| b).collect();
     let left: Vec<String> = rabbit_take(&dlq).into_iter().map(|(b, _)| b).collect();
     let all: BTreeSet<&String> = bodies.iter().chain(&left).collect();
@@ -516,17 +439,6 @@ fn sqs_put(aws: &sqs::Aws, queue: &str, body: &str, class: &str, redriven: Optio
     block(req.send()).expect("SendMessage");
 }
 
-fn sqs_count(aws: &sqs::Aws, queue: &str) -> u64 {
-    let a = aws.attributes(queue);
-    [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-    ]
-    .iter()
-    .map(|k| a[*k].parse::<u64>().expect("count"))
-    .sum()
-}
-
 #[test]
 fn sqs_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     let Some(f) = sqs::Fixture::applied() else {
@@ -536,9 +448,8 @@ fn sqs_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     let aws = sqs::Aws::new();
     scenario(&Backend {
         ws: &f,
-        channel: f.channel.clone(),
         put: Box::new(|body, class, n| sqs_put(&aws, &dlq, body, class, n)),
-        dlq_count: Box::new(|| sqs_count(&aws, &dlq)),
+        dlq_count: Box::new(|| aws.count(&dlq)),
         take_main: Box::new(|n| aws.take(&main, n)),
         settle: Box::new(|_| ()),
         scattered_moves: true,
@@ -555,13 +466,13 @@ fn sqs_a_missing_destination_stops_before_anything_moves() {
     for i in 0..3 {
         sqs_put(&aws, &dlq, &format!("m{i}"), "poison", None);
     }
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes", "--to", "no-such-queue-anywhere"]);
+    let (code, doc, err) = redrive(&f, &["--yes", "--to", "no-such-queue-anywhere"]);
     assert_eq!(code, 1, "{doc}");
     assert!(
         err.contains("the destination queue `no-such-queue-anywhere` does not exist"),
         "{err}"
     );
-    assert_eq!(sqs_count(&aws, &dlq), 3, "nothing moved, nothing hidden");
+    assert_eq!(aws.count(&dlq), 3, "nothing moved, nothing hidden");
 }
 
 #[test]
@@ -574,14 +485,11 @@ fn sqs_a_second_redrive_of_the_same_dlq_is_refused_naming_the_first() {
     for i in 0..30 {
         sqs_put(&aws, &dlq, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = spawn_redrive(&f, Some("2"));
+    let first = spawn_quiet(&f, Some("2"));
     std::thread::sleep(Duration::from_secs(3));
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (_, err, pid) = refused_beside(&f, first);
     assert!(
-        err.contains("being redriven already, by") && err.contains(&format!("pid {}", first.id())),
+        err.contains("being redriven already, by") && err.contains(&format!("pid {pid}")),
         "{err}"
     );
 }
@@ -612,34 +520,19 @@ fn sqs_a_redrive_killed_part_way_loses_nothing() {
                         .expect("entry")
                 })
                 .collect();
-            let sent = aws
-                .sqs
-                .send_message_batch()
-                .queue_url(&url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .expect("SendMessageBatch");
-            assert!(sent.failed().is_empty());
+            aws.send_batch(&url, entries).await;
         }
     });
-    assert_eq!(sqs_count(&aws, &dlq), N as u64);
-    let mut run = support::dlqctl()
-        .args(["redrive", f.channel.as_str(), "channel.yaml", "--yes"])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redrive starts");
+    assert_eq!(aws.count(&dlq), N as u64);
+    let mut run = spawn_quiet(&f, None);
     // Kill it once it has moved some, but not all.
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    while sqs_count(&aws, &main) < 100 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = run.kill();
-    let _ = run.wait();
-    let moved_first = sqs_count(&aws, &main);
+    kill_part_way(
+        &mut run,
+        Duration::from_secs(300),
+        Duration::from_millis(100),
+        || aws.count(&main) >= 100,
+    );
+    let moved_first = aws.count(&main);
     assert!(
         moved_first > 0 && moved_first < N as u64,
         "killed part-way: {moved_first}"
@@ -647,8 +540,7 @@ fn sqs_a_redrive_killed_part_way_loses_nothing() {
     // What the killed run held comes back after the hold; a second run finishes the job (it
     // takes over the lock of a process that is gone).
     std::thread::sleep(Duration::from_secs(6));
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     let bodies: Vec<String> = aws.take(&main, N).into_iter().map(|(b, _)| b).collect();
     let left: Vec<String> = aws.take(&dlq, 0).into_iter().map(|(b, _)| b).collect();
     let all: BTreeSet<&String> = bodies.iter().chain(&left).collect();
@@ -695,28 +587,13 @@ fn kafka_put(topic: &str, body: &str, class: &str, redriven: Option<u32>) {
     .expect("produce");
 }
 
-/// Records of `topic` after what `group` committed (the group's waiting count).
-fn kafka_waiting(ws: &Workspace) -> u64 {
-    let out = ws.run(&["status", "channel.yaml", "--format", "json", "--no-peek"]);
-    let doc: Value = serde_json::from_str(&out.stdout).expect("status");
-    doc["channels"][0]["deadLetter"]["depth"]
-        .as_u64()
-        .expect("depth")
-}
-
 /// Reads the main topic as its consumer would: each record once, from where its own group
 /// left off.
 fn kafka_take(topic: &str, group: &str, want: usize) -> Vec<Read> {
     use rdkafka::Message;
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::consumer::{CommitMode, Consumer};
     use rdkafka::message::Headers;
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .create()
-        .expect("consumer");
+    let consumer = kafka::consumer(group, &[("auto.offset.reset", "earliest")]);
     consumer.subscribe(&[topic]).expect("subscribe");
     let mut out = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -761,9 +638,8 @@ fn kafka_redrive_moves_exactly_what_is_selected_and_nothing_else() {
     let reader = format!("{}-consumer", f.channel);
     scenario(&Backend {
         ws: &f,
-        channel: f.channel.clone(),
         put: Box::new(|body, class, n| kafka_put(&dlt, body, class, n)),
-        dlq_count: Box::new(|| kafka_waiting(&f)),
+        dlq_count: Box::new(|| kafka::waiting(&f)),
         take_main: Box::new(|n| kafka_take(&main, &reader, n)),
         settle: Box::new(|_| ()),
         // The ledger of records moved past one left behind lives in the commit's metadata:
@@ -781,14 +657,10 @@ fn kafka_a_missing_destination_stops_before_anything_moves() {
     for i in 0..3 {
         kafka_put(&dlt, &format!("m{i}"), "poison", None);
     }
-    let (code, doc, err) = redrive(
-        &f,
-        &f.channel,
-        &["--yes", "--to", &format!("{}-gone", f.channel)],
-    );
+    let (code, doc, err) = redrive(&f, &["--yes", "--to", &format!("{}-gone", f.channel)]);
     assert_eq!(code, 1, "{doc}");
     assert!(err.contains("does not exist; nothing was moved"), "{err}");
-    assert_eq!(kafka_waiting(&f), 3);
+    assert_eq!(kafka::waiting(&f), 3);
 }
 
 #[test]
@@ -800,16 +672,13 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
     for i in 0..40 {
         kafka_put(&dlt, &format!("m{i:02}"), "poison", None);
     }
-    let mut first = spawn_redrive(&f, Some("1"));
+    let first = spawn_quiet(&f, Some("1"));
     // The first holds the group once it has joined it and is moving records.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while kafka_waiting(&f) == 40 && std::time::Instant::now() < deadline {
+    while kafka::waiting(&f) == 40 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
-    let _ = first.kill();
-    let _ = first.wait();
-    assert_eq!(code, 1, "{doc}");
+    let (_, err, pid) = refused_beside(&f, first);
     assert!(
         err.contains("is being redriven already: the group"),
         "{err}"
@@ -819,7 +688,7 @@ fn kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first() {
     // without either.
     if !kafka::on_tansu() {
         assert!(
-            err.contains(&format!("pid {}", first.id())),
+            err.contains(&format!("pid {pid}")),
             "the first run, by its pid: {err}"
         );
     }
@@ -841,12 +710,7 @@ fn rabbitmq_a_quorum_dlq_that_drops_at_its_delivery_limit_is_not_redriven() {
             ),
             (&main, json!({})),
         ] {
-            rabbit::api(
-                reqwest::Method::PUT,
-                &format!("/api/queues/%2F/{q}"),
-                Some(json!({"durable": true, "arguments": args})),
-            )
-            .await;
+            rabbit::declare_queue(q, args).await;
         }
     });
     for i in 0..3 {
@@ -858,13 +722,13 @@ fn rabbitmq_a_quorum_dlq_that_drops_at_its_delivery_limit_is_not_redriven() {
         );
     }
     // Selecting one would hand the other two back, a delivery each: at a limit of 1, dropped.
-    let (code, doc, err) = redrive(&f, &f.channel, &["--class", "poison", "--yes"]);
+    let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
     assert_eq!(code, 1, "{doc}");
     assert!(
         err.contains("delivery limit of 1") && err.contains("not redriving"),
         "{err}"
     );
-    assert_eq!(rabbit_count(&dlq), 3, "all three still there");
+    assert_eq!(rabbit::count(&dlq), 3, "all three still there");
 }
 
 #[test]
@@ -879,25 +743,20 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     );
     block(async {
         for (q, args) in [(&dlq, json!({})), (&main, json!({"x-max-length": 2}))] {
-            rabbit::api(
-                reqwest::Method::PUT,
-                &format!("/api/queues/%2F/{q}"),
-                Some(json!({"durable": true, "arguments": args})),
-            )
-            .await;
+            rabbit::declare_queue(q, args).await;
         }
     });
     for i in 0..5 {
         rabbit_put(&dlq, &format!("o{i}"), "poison", None);
     }
-    let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+    let (code, doc, err) = redrive(&f, &["--yes"]);
     assert_eq!(code, 1, "{doc}");
     assert!(
         err.contains("max-length 2 (argument) with overflow `drop-head`"),
         "{err}"
     );
-    assert_eq!(rabbit_count(&dlq), 5, "nothing moved");
-    assert_eq!(rabbit_count(&main), 0);
+    assert_eq!(rabbit::count(&dlq), 5, "nothing moved");
+    assert_eq!(rabbit::count(&main), 0);
 }
 
 #[test]
@@ -933,27 +792,22 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
             .collect();
         futures_util::future::join_all(sends).await
     });
-    assert_eq!(kafka_waiting(&f), 5000);
-    let mut run = spawn_redrive(&f, Some("500"));
+    assert_eq!(kafka::waiting(&f), 5000);
+    let mut run = spawn_quiet(&f, Some("500"));
     // Killed once some of it is committed as moved, before the end (at 500/s it takes 10 s).
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    loop {
-        let waiting = kafka_waiting(&f);
-        if waiting < 4500 || std::time::Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let _ = run.kill();
-    let _ = run.wait();
-    let killed_at = std::time::Instant::now();
-    let waiting = kafka_waiting(&f);
+    let killed_at = kill_part_way(
+        &mut run,
+        Duration::from_secs(90),
+        Duration::from_millis(200),
+        || kafka::waiting(&f) < 4500,
+    );
+    let waiting = kafka::waiting(&f);
     assert!(
         waiting > 0 && waiting < 5000,
         "killed part-way: {waiting} waiting"
     );
     // The killed run is still a member of the redrive group until its session times out.
-    let (code, _, err) = redrive(&f, &f.channel, &["--yes"]);
+    let (code, _, err) = redrive(&f, &["--yes"]);
     assert_eq!(code, 1);
     assert!(err.contains("is being redriven already"), "{err}");
     let moved_first = 5000 - waiting as usize;
@@ -965,7 +819,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
             .into_iter()
             .map(|(_, _, b)| b)
             .collect();
-    let committed = committed_offsets(&dlt, &format!("dlqctl-redrive.{}", f.channel), 3);
+    let committed = kafka::committed_offsets(&dlt, &format!("dlqctl-redrive.{}", f.channel), 3);
     let mut missing = Vec::new();
     let mut still_waiting = 0;
     for (p, offset, body) in kafka::read_from_start(&dlt, 3, 5000, Duration::ZERO) {
@@ -989,7 +843,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
     let session = Duration::from_secs(10);
     let second = loop {
         let elapsed = killed_at.elapsed();
-        let (code, doc, err) = redrive(&f, &f.channel, &["--yes"]);
+        let (code, doc, err) = redrive(&f, &["--yes"]);
         if code == 0 {
             break (elapsed, doc);
         }
@@ -1008,7 +862,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         "the second run started {:?} after the kill, before the session could time out",
         second.0
     );
-    assert_eq!(kafka_waiting(&f), 0, "{}", second.1);
+    assert_eq!(kafka::waiting(&f), 0, "{}", second.1);
     // Every one of the 5,000, read back by body from the main topic; at most what the killed
     // run had sent beyond its last commit is there twice.
     let all = kafka::read_from_start(&f.channel, 3, 5000, Duration::from_secs(3));
@@ -1034,28 +888,4 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
             second.1["moved"]
         );
     }
-}
-
-/// The committed offsets of `group` on the partitions of `topic` (0 where none).
-fn committed_offsets(topic: &str, group: &str, partitions: i32) -> Vec<i64> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition(topic, p);
-    }
-    let got = consumer
-        .committed_offsets(tpl, Duration::from_secs(10))
-        .expect("committed offsets");
-    (0..partitions)
-        .map(|p| match got.find_partition(topic, p).map(|e| e.offset()) {
-            Some(rdkafka::Offset::Offset(n)) => n,
-            _ => 0,
-        })
-        .collect()
 }

@@ -7,23 +7,27 @@
 mod support;
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
+use support::redrive::redrive;
+use support::workspace::Workspace;
 use support::{block, pubsub, sqs};
 
-fn report(out: &support::Output) -> Value {
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr))
+/// `redrive --to VICTIM` is refused: the destination is not `mark` (tagged, labelled) by
+/// dlqctl, and the error names the flag that allows it.
+fn refused(f: &Workspace, victim: &str, mark: &str) {
+    let (code, doc, _) = redrive(f, &["--to", victim, "--yes"]);
+    assert_eq!(code, 1, "{doc}");
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(mark) && error.contains("--allow-unowned-destination"),
+        "{doc}"
+    );
 }
 
-fn sqs_count(aws: &sqs::Aws, queue: &str) -> u64 {
-    let a = aws.attributes(queue);
-    [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-    ]
-    .iter()
-    .map(|k| a[*k].parse::<u64>().expect("count"))
-    .sum()
+/// With `--allow-unowned-destination`, the three dead letters move to VICTIM.
+fn allowed(f: &Workspace, victim: &str) {
+    let (code, doc, err) = redrive(f, &["--to", victim, "--yes", "--allow-unowned-destination"]);
+    assert_eq!((code, doc["moved"].clone()), (0, json!(3)), "{doc}\n{err}");
 }
 
 #[test]
@@ -45,39 +49,13 @@ fn sqs_a_destination_dlqctl_did_not_tag_is_refused_unless_allowed() {
         )
         .expect("SendMessage");
     }
-    let args = [
-        "redrive",
-        f.channel.as_str(),
-        "channel.yaml",
-        "--to",
-        victim.as_str(),
-        "--yes",
-        "--format",
-        "json",
-    ];
-    let out = f.run(&args);
-    let doc = report(&out);
-    assert_eq!(out.code, 1, "{doc}");
-    let error = doc["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("not tagged") && error.contains("--allow-unowned-destination"),
-        "{doc}"
-    );
+    refused(&f, &victim, "not tagged");
     assert_eq!(
-        (sqs_count(&aws, &dlq), sqs_count(&aws, &victim)),
+        (aws.count(&dlq), aws.count(&victim)),
         (3, 0),
         "nothing moved"
     );
-    let mut allowed = args.to_vec();
-    allowed.push("--allow-unowned-destination");
-    let out = f.run(&allowed);
-    let doc = report(&out);
-    assert_eq!(
-        (out.code, doc["moved"].clone()),
-        (0, json!(3)),
-        "{doc}\n{}",
-        out.stderr
-    );
+    allowed(&f, &victim);
     let mut bodies: Vec<String> = aws.take(&victim, 3).into_iter().map(|(b, _)| b).collect();
     bodies.sort();
     assert_eq!(bodies, ["v0", "v1", "v2"]);
@@ -105,35 +83,9 @@ fn pubsub_a_destination_topic_dlqctl_did_not_label_is_refused_unless_allowed() {
             json!({"messages": [{"data": base64::engine::general_purpose::STANDARD.encode(format!("p{i}"))}]}),
         );
     }
-    let args = [
-        "redrive",
-        f.channel.as_str(),
-        "channel.yaml",
-        "--to",
-        victim.as_str(),
-        "--yes",
-        "--format",
-        "json",
-    ];
-    let out = f.run(&args);
-    let doc = report(&out);
-    assert_eq!(out.code, 1, "{doc}");
-    let error = doc["error"].as_str().unwrap_or_default();
-    assert!(
-        error.contains("not labelled") && error.contains("--allow-unowned-destination"),
-        "{doc}"
-    );
+    refused(&f, &victim, "not labelled");
     assert!(f.rest.pull(&victim_sub, 10).is_empty(), "nothing moved");
-    let mut allowed = args.to_vec();
-    allowed.push("--allow-unowned-destination");
-    let out = f.run(&allowed);
-    let doc = report(&out);
-    assert_eq!(
-        (out.code, doc["moved"].clone()),
-        (0, json!(3)),
-        "{doc}\n{}",
-        out.stderr
-    );
+    allowed(&f, &victim);
     let mut got = Vec::new();
     let started = std::time::Instant::now();
     while got.len() < 3 && started.elapsed() < std::time::Duration::from_secs(30) {

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::workspace::Workspace;
+use support::redrive::{redrive, redrive_ok};
 use support::{block, kafka, sqs};
 
 /// The selected class: every 7th message.
@@ -25,22 +25,6 @@ fn class_of(i: usize) -> &'static str {
     } else {
         "transient_exhausted"
     }
-}
-
-fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
-    let channel = ws.channel.clone();
-    let mut args = vec![
-        "redrive",
-        channel.as_str(),
-        "channel.yaml",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    (out.code, doc, out.stderr)
 }
 
 #[allow(clippy::print_stderr)]
@@ -55,17 +39,6 @@ fn sqs_n() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000)
-}
-
-fn sqs_count(aws: &sqs::Aws, queue: &str) -> u64 {
-    let a = aws.attributes(queue);
-    [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-    ]
-    .iter()
-    .map(|k| a[*k].parse::<u64>().expect("count"))
-    .sum()
 }
 
 #[test]
@@ -98,19 +71,11 @@ fn sqs_a_selective_redrive_of_a_big_dlq_moves_exactly_the_selected_ones() {
                         .expect("entry")
                 })
                 .collect();
-            let sent = aws
-                .sqs
-                .send_message_batch()
-                .queue_url(&url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .expect("SendMessageBatch");
-            assert!(sent.failed().is_empty());
+            aws.send_batch(&url, entries).await;
         }
     });
     let fill = filled.elapsed();
-    assert_eq!(sqs_count(&aws, &dlq), n as u64);
+    assert_eq!(aws.count(&dlq), n as u64);
     let selected: BTreeSet<String> = (0..n)
         .filter(|i| class_of(*i) == "poison")
         .map(|i| format!("m{i:05}"))
@@ -134,7 +99,7 @@ fn sqs_a_selective_redrive_of_a_big_dlq_moves_exactly_the_selected_ones() {
     assert_eq!(moved.len(), selected.len(), "each once");
     assert_eq!(moved.iter().cloned().collect::<BTreeSet<_>>(), selected);
     // Every other one still in the DLQ, once.
-    assert_eq!(sqs_count(&aws, &dlq), (n - selected.len()) as u64);
+    assert_eq!(aws.count(&dlq), (n - selected.len()) as u64);
     assert_eq!(doc["leftInDeadLetter"], n - selected.len(), "{doc}");
     let read_back = Instant::now();
     let left: Vec<String> = aws
@@ -166,13 +131,8 @@ const KAFKA_N: usize = 10_000;
 /// Whether the broker keeps a commit's metadata (where the redrive ledger lives): committed
 /// and read back by a third-party consumer on a group of its own.
 fn keeps_commit_metadata(topic: &str) -> bool {
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", format!("{topic}-probe"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
+    use rdkafka::consumer::{CommitMode, Consumer};
+    let consumer = kafka::consumer(&format!("{topic}-probe"), &[]);
     let mut tpl = rdkafka::TopicPartitionList::new();
     tpl.add_partition_offset(topic, 0, rdkafka::Offset::Offset(0))
         .expect("tpl");
@@ -187,15 +147,6 @@ fn keeps_commit_metadata(topic: &str) -> bool {
         .expect("committed offsets");
     got.find_partition(topic, 0)
         .is_some_and(|e| e.metadata() == "probe")
-}
-
-/// Records after the redrive group's position, as `status` counts them.
-fn kafka_waiting(ws: &Workspace) -> u64 {
-    let out = ws.run(&["status", "channel.yaml", "--format", "json", "--no-peek"]);
-    let doc: Value = serde_json::from_str(&out.stdout).expect("status");
-    doc["channels"][0]["deadLetter"]["depth"]
-        .as_u64()
-        .expect("depth")
 }
 
 #[test]
@@ -229,7 +180,7 @@ fn kafka_a_selective_redrive_of_a_big_dlt_moves_exactly_the_selected_ones_or_say
     let fill = filled.elapsed();
     let all = kafka::read_from_start(&dlt, 3, KAFKA_N, Duration::ZERO);
     assert_eq!(all.len(), KAFKA_N, "every record in the DLT");
-    let waiting_before = kafka_waiting(&f);
+    let waiting_before = kafka::waiting(&f);
     let selected: BTreeSet<String> = (0..KAFKA_N)
         .filter(|i| class_of(*i) == "poison")
         .map(|i| format!("k{i:05}"))
@@ -254,7 +205,7 @@ fn kafka_a_selective_redrive_of_a_big_dlt_moves_exactly_the_selected_ones_or_say
         kafka::read_from_start(&dlt, 3, KAFKA_N, Duration::ZERO).len(),
         KAFKA_N
     );
-    let waiting_after = kafka_waiting(&f);
+    let waiting_after = kafka::waiting(&f);
     if ledger && waiting_before == KAFKA_N as u64 {
         // A broker that keeps the ledger: exact.
         assert_eq!(code, 0, "{doc}\n{err}");
@@ -313,28 +264,19 @@ fn kafka_status_after_a_redrive_does_not_call_the_records_left_to_redrive_retain
     });
     let retained = kafka::read_from_start(&dlt, 3, 30, Duration::ZERO).len();
     assert_eq!(retained, 30);
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     let moved = doc["moved"].as_u64().expect("moved");
     assert!(moved > 0, "{doc}");
     let out = f.run(&["status", "channel.yaml", "--no-peek"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let waiting = 30 - moved;
     assert!(
         !out.stdout.contains(&format!("{waiting} retained")),
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout.contains(&format!("{waiting} waiting")),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("the topic retains 30 records"),
-        "{}",
-        out.stdout
-    );
+    out.assert_stdout_contains(&format!("{waiting} waiting"));
+    out.assert_stdout_contains("the topic retains 30 records");
     let out = f.run(&["status", "channel.yaml", "--no-peek", "--format", "json"]);
     let st: Value = serde_json::from_str(&out.stdout).expect("status JSON");
     let dl = &st["channels"][0]["deadLetter"];

@@ -13,9 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use lapin::BasicProperties;
-use lapin::options::{BasicGetOptions, BasicNackOptions, QueueDeclareOptions};
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::options::{BasicGetOptions, BasicNackOptions};
+use lapin::types::{AMQPValue, LongString, ShortString};
 use serde_json::{Value, json};
+use support::rabbit::count;
+use support::redrive::{finish, redrive, redrive_ok, spawn_json};
 use support::workspace::Workspace;
 use support::{block, rabbit};
 
@@ -45,56 +47,15 @@ fn fill_with(
     class: impl Fn(usize) -> &'static str,
     props: impl Fn(BasicProperties) -> BasicProperties,
 ) {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        ch.confirm_select(Default::default())
-            .await
-            .expect("confirms");
-        let mut confirms = Vec::with_capacity(n);
-        for i in 0..n {
-            let mut h = FieldTable::default();
-            h.insert(
-                ShortString::from("dlq-error-class"),
-                AMQPValue::LongString(LongString::from(class(i))),
-            );
-            let p = props(
-                BasicProperties::default()
-                    .with_message_id(format!("{prefix}{i:05}").into())
-                    .with_headers(h),
-            );
-            confirms.push(
-                ch.basic_publish("".into(), dlq.into(), Default::default(), b"{}", p)
-                    .await
-                    .expect("publish"),
-            );
-        }
-        for c in confirms {
-            c.await.expect("confirm");
-        }
-        let _ = conn.close(200, "done".into()).await;
+    rabbit::fill(dlq, n, |i| {
+        let h = rabbit::table(&[("dlq-error-class", rabbit::text(class(i)))]);
+        let p = props(
+            BasicProperties::default()
+                .with_message_id(format!("{prefix}{i:05}").into())
+                .with_headers(h),
+        );
+        (b"{}".to_vec(), p)
     });
-}
-
-/// The exact ready count, by a passive declare (the management API's lags).
-fn count(queue: &str) -> u64 {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        let q = ch
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .expect("passive declare");
-        let _ = conn.close(200, "done".into()).await;
-        u64::from(q.message_count())
-    })
 }
 
 /// Takes every message of a queue: id → (headers as text, user_id). Panics on an id seen
@@ -102,99 +63,23 @@ fn count(queue: &str) -> u64 {
 type Taken = BTreeMap<String, (BTreeMap<String, String>, Option<String>)>;
 
 fn take(queue: &str) -> Taken {
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        let mut out = Taken::new();
-        for _ in 0..20_000 {
-            let Some(m) = ch
-                .basic_get(queue.into(), BasicGetOptions::default())
-                .await
-                .expect("basic.get")
-            else {
-                break;
-            };
-            let p = &m.delivery.properties;
-            let id = p
-                .message_id()
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            let headers = p
-                .headers()
-                .as_ref()
-                .map(|h| {
-                    h.inner()
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), rabbit::amqp_text(v)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let user = p.user_id().as_ref().map(|u| u.to_string());
-            assert!(
-                out.insert(id.clone(), (headers, user)).is_none(),
-                "{id} twice in {queue}"
-            );
-            m.delivery.acker.ack(Default::default()).await.expect("ack");
-        }
-        let _ = conn.close(200, "done".into()).await;
-        out
-    })
-}
-
-fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec![
-        "redrive",
-        ws.channel.as_str(),
-        "channel.yaml",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    (out.code, doc, out.stderr)
-}
-
-/// `redrive --yes --format json EXTRA` in the background, stdout and stderr piped.
-fn spawn(ws: &Workspace, extra: &[&str]) -> std::process::Child {
-    let mut args = vec![
-        "redrive",
-        ws.channel.as_str(),
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-        "--color",
-        "never",
-    ];
-    args.extend_from_slice(extra);
-    support::dlqctl()
-        .args(&args)
-        .envs(ws.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(ws.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("redrive starts")
-}
-
-/// Waits (bounded) for a spawned run to end: its exit code, report and stderr.
-fn finish(mut child: std::process::Child, limit: Duration) -> (i32, Value, String) {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the redrive did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let mut out = Taken::new();
+    for (id, headers, user) in block(rabbit::take_each(queue, |d| {
+        let p = &d.properties;
+        let id = p
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let user = p.user_id().as_ref().map(|u| u.to_string());
+        (id, rabbit::headers_of(p), user)
+    })) {
+        assert!(
+            out.insert(id.clone(), (headers, user)).is_none(),
+            "{id} twice in {queue}"
+        );
     }
-    let out = child.wait_with_output().expect("output");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
-    (out.status.code().unwrap_or(-1), doc, stderr)
+    out
 }
 
 /// Polls (bounded) until `queue` holds at least `n`.
@@ -295,7 +180,7 @@ fn a_length_cap_that_lands_during_a_redrive_stops_it_with_the_rest_in_the_dead_l
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "c", 300, |_| "poison");
     let cap = format!("{}-cap", f.channel);
-    let run = spawn(&f, &["--rate", "100"]);
+    let run = spawn_json(&f, &["--rate", "100"]);
     wait_count(&main, 30, Duration::from_secs(20));
     put_policy(
         &cap,
@@ -397,8 +282,7 @@ fn a_selective_redrive_behind_a_thousand_held_back_moves_exactly_the_selected() 
         }
     };
     fill(&dlq, "s", 1500, class);
-    let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--class", "poison", "--yes"]);
     assert_eq!(
         (doc["moved"].clone(), doc["notSelected"].clone()),
         (json!(500), json!(1000)),
@@ -437,8 +321,7 @@ fn a_selective_redrive_is_exact_at_ten_thousand() {
         }
     };
     fill(&dlq, "t", 10_000, class);
-    let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--class", "poison", "--yes"]);
     let selected = (0..10_000).filter(|i| i % 7 == 3).count() as u64;
     assert_eq!(doc["moved"], selected, "{doc}");
     assert_eq!(doc["notSelected"], 10_000 - selected, "{doc}");
@@ -481,11 +364,7 @@ fn status_spends_no_delivery_of_a_quorum_dlq_and_the_copy_sheds_the_broker_count
     for _ in 0..3 {
         let s = f.run(&["status", "channel.yaml", "--format", "json"]);
         assert!(s.code == 0 || s.code == 2, "{}{}", s.stdout, s.stderr);
-        assert!(
-            s.stdout.contains("quorum queue counts as a delivery"),
-            "{}",
-            s.stdout
-        );
+        s.assert_stdout_contains("quorum queue counts as a delivery");
     }
     let delivery_count = block(async {
         let conn = rabbit::amqp().await;
@@ -517,8 +396,7 @@ fn status_spends_no_delivery_of_a_quorum_dlq_and_the_copy_sheds_the_broker_count
         Some("1"),
         "status spent no delivery"
     );
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     let (_, in_main) = accounted(&doc, &dlq, &main, &ids("q", 1));
     let (headers, _) = &in_main["q00000"];
     assert!(
@@ -591,7 +469,7 @@ fn a_connection_cut_mid_run_counts_as_moved_only_what_the_broker_confirmed_remov
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "k", 2000, |_| "poison");
     let fwd = through_forwarder(&f);
-    let run = spawn(&f, &["--rate", "500"]);
+    let run = spawn_json(&f, &["--rate", "500"]);
     wait_count(&main, 300, Duration::from_secs(20));
     fwd.cut();
     let (code, doc, err) = finish(run, Duration::from_secs(60));
@@ -616,7 +494,7 @@ fn a_broker_that_hangs_mid_run_is_given_up_within_the_heartbeat_and_loses_nothin
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "h", 1000, |_| "poison");
     let fwd = through_forwarder(&f);
-    let run = spawn(&f, &["--rate", "200"]);
+    let run = spawn_json(&f, &["--rate", "200"]);
     wait_count(&main, 100, Duration::from_secs(20));
     fwd.stall();
     let stalled = Instant::now();
@@ -645,7 +523,7 @@ fn a_slow_redrive_killed_part_way_duplicates_about_a_second_of_moves_at_most() {
     };
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "r", 40, |_| "poison");
-    let mut run = spawn(&f, &["--rate", "5"]);
+    let mut run = spawn_json(&f, &["--rate", "5"]);
     wait_count(&main, 12, Duration::from_secs(20));
     let _ = run.kill();
     let _ = run.wait();
@@ -670,7 +548,7 @@ fn an_interrupt_during_a_rate_wait_stops_at_once_and_nothing_starts_after_it() {
     };
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "i", 3, |_| "poison");
-    let run = spawn(&f, &["--rate", "0.2"]);
+    let run = spawn_json(&f, &["--rate", "0.2"]);
     wait_count(&main, 1, Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(500));
     let pid = i32::try_from(run.id()).expect("pid");
@@ -703,8 +581,7 @@ fn the_count_left_is_exact_on_a_quorum_dlq_with_a_limit() {
     };
     let [main, _, dlq, _] = f.names();
     fill(&dlq, "l", 10, |_| "poison");
-    let (code, doc, err) = redrive(&f, &["--limit", "3", "--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--limit", "3", "--yes"]);
     assert_eq!(
         (doc["moved"].clone(), doc["leftInDeadLetter"].clone()),
         (json!(3), json!(7)),
@@ -763,8 +640,7 @@ fn an_unreadable_redrive_count_is_skipped_at_the_limit_and_reported() {
             p.with_headers(h)
         },
     );
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     assert_eq!(
         (doc["moved"].clone(), doc["skippedAtMaxRedrives"].clone()),
         (json!(0), json!(4)),

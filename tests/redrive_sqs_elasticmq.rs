@@ -251,33 +251,11 @@ fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
 }
 
 fn workspace(url: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  elasticmq:\n    backend: sqs\n    region: us-east-1\n    endpoint: {url}\n"
-        ),
-    )
-    .expect("write targets");
-    std::fs::write(
-        dir.path().join("c.yaml"),
-        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: movetask}\nspec:\n  target: elasticmq\n  retry: {maxAttempts: 3}\n  lint: {allow: [alarms/missing]}\n",
-    )
-    .expect("write spec");
-    dir
+    support::sqs::movetask_workspace("elasticmq", url)
 }
 
 fn redrive(dir: &std::path::Path, extra: &[&str]) -> support::Output {
-    support::output(
-        Command::new(env!("CARGO_BIN_EXE_dlqctl"))
-            .current_dir(dir)
-            .args(["redrive", "movetask", ".", "--yes", "--format", "json"])
-            .args(extra)
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env_remove("AWS_PROFILE")
-            .env("NO_COLOR", "1"),
-    )
+    support::output(&mut support::sqs::movetask_redrive(dir, extra))
 }
 
 #[test]
@@ -287,7 +265,7 @@ fn a_whole_dlq_goes_back_through_elasticmqs_move_task_and_every_message_arrives_
     let (main, dlq) = queues(&sqs, 25);
     let ws = workspace(&e.url);
     let out = redrive(ws.path(), &["--native", "--rate", "50"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     assert_eq!(report["movedBy"], "sqs:StartMessageMoveTask", "{report}");
     assert_eq!(report["moved"], 25, "{report}");

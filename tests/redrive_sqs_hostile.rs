@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName};
 use serde_json::Value;
-use support::workspace::Workspace;
+use support::redrive::{redrive, redrive_ok};
 use support::{block, sqs};
 
 fn attr(t: &str, v: &str) -> MessageAttributeValue {
@@ -36,34 +36,6 @@ fn put(aws: &sqs::Aws, url: &str, body: &str, class: &str, group: Option<&str>) 
     block(req.send()).expect("SendMessage");
 }
 
-/// Visible + in flight, as GetQueueAttributes counts them.
-fn count(aws: &sqs::Aws, queue: &str) -> u64 {
-    let a = aws.attributes(queue);
-    [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-    ]
-    .iter()
-    .map(|k| a[*k].parse::<u64>().expect("count"))
-    .sum()
-}
-
-fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
-    let channel = ws.channel.clone();
-    let mut args = vec![
-        "redrive",
-        channel.as_str(),
-        "channel.yaml",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
-    (out.code, doc, out.stderr)
-}
-
 fn bodies(read: &[(String, BTreeMap<String, String>)]) -> Vec<String> {
     let mut b: Vec<String> = read.iter().map(|(b, _)| b.clone()).collect();
     b.sort();
@@ -85,9 +57,8 @@ fn sqs_messages_of_250_kib_move_in_batches_under_one_mebibyte() {
     for i in 0..10 {
         put(&aws, &url, &big(i), "poison", None);
     }
-    assert_eq!(count(&aws, &dlq), 10);
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(aws.count(&dlq), 10);
+    let doc = redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 10, "{doc}");
     assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
     let moved = aws.take(&main, 10);
@@ -96,7 +67,7 @@ fn sqs_messages_of_250_kib_move_in_batches_under_one_mebibyte() {
         (0..10).map(big).collect::<Vec<_>>(),
         "each of the ten, once, intact"
     );
-    assert_eq!(count(&aws, &dlq), 0);
+    assert_eq!(aws.count(&dlq), 0);
     assert_eq!(doc["leftInDeadLetter"], 0, "{doc}");
 }
 
@@ -120,7 +91,7 @@ fn sqs_a_batch_refused_as_too_long_is_split_and_sent_again() {
     };
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let [main, dlq, ..] = f.names();
     let aws = sqs::Aws::new();
     let url = aws.url(&dlq);
@@ -128,8 +99,7 @@ fn sqs_a_batch_refused_as_too_long_is_split_and_sent_again() {
     for i in 0..10 {
         put(&aws, &url, &body(i), "poison", None);
     }
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 10, "{doc}");
     assert!(
         proxy
@@ -143,7 +113,7 @@ fn sqs_a_batch_refused_as_too_long_is_split_and_sent_again() {
         bodies(&aws.take(&main, 10)),
         (0..10).map(body).collect::<Vec<_>>()
     );
-    assert_eq!(count(&aws, &dlq), 0);
+    assert_eq!(aws.count(&dlq), 0);
 
     // One message longer than the quota: not sent, still in the DLQ, the run says why.
     let huge = format!("h-{}", "z".repeat(300 * 1024));
@@ -211,7 +181,7 @@ fn sqs_messages_held_by_an_earlier_run_make_the_run_incomplete() {
         expected
     );
     // The held three are still in the DLQ, as the report says; once visible, a run moves them.
-    assert_eq!(count(&aws, &dlq), 3);
+    assert_eq!(aws.count(&dlq), 3);
     assert_eq!(doc["leftInDeadLetter"], 3, "{doc}");
     assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
     for (_, receipt) in &held {
@@ -225,8 +195,7 @@ fn sqs_messages_held_by_an_earlier_run_make_the_run_incomplete() {
         )
         .expect("ChangeMessageVisibility");
     }
-    let (code, doc, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 0, "{doc}\n{err}");
+    let doc = redrive_ok(&f, &["--yes"]);
     assert_eq!(doc["moved"], 3, "{doc}");
     assert_eq!(
         bodies(&aws.take(&main, 3)),
@@ -236,7 +205,7 @@ fn sqs_messages_held_by_an_earlier_run_make_the_run_incomplete() {
             .into_iter()
             .collect::<Vec<_>>()
     );
-    assert_eq!(count(&aws, &dlq), 0);
+    assert_eq!(aws.count(&dlq), 0);
 }
 
 /// Finding 8: on a FIFO DLQ, a message the run leaves behind (not selected by `--class`)
@@ -248,7 +217,7 @@ fn sqs_fifo_groups_locked_by_a_message_left_behind_are_named_and_the_run_is_inco
     let Some(f) = sqs::Fixture::new() else { return };
     f.write_from("refunds-sqs-fifo.yaml", |t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     let main = format!("{}.fifo", f.channel);
     let dlq = format!("{}-dlq.fifo", f.channel);
     let aws = sqs::Aws::new();
@@ -272,12 +241,12 @@ fn sqs_fifo_groups_locked_by_a_message_left_behind_are_named_and_the_run_is_inco
             );
         }
     }
-    assert_eq!(count(&aws, &dlq), 30);
+    assert_eq!(aws.count(&dlq), 30);
     let (code, doc, err) = redrive(&f, &["--class", "poison", "--yes"]);
     let moved_n = doc["moved"].as_u64().expect("moved");
     let moved = aws.take(&main, moved_n as usize);
     assert_eq!(moved.len() as u64, moved_n, "the report counts what moved");
-    let left = count(&aws, &dlq);
+    let left = aws.count(&dlq);
     assert_eq!(left + moved_n, 30, "nothing lost: {doc}");
     assert_eq!(doc["leftInDeadLetter"], left, "{doc}");
     assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
@@ -332,40 +301,18 @@ fn sqs_fifo_groups_locked_by_a_message_left_behind_are_named_and_the_run_is_inco
 
 /// Receives and deletes every message of a FIFO queue: (body, group).
 fn take_fifo(aws: &sqs::Aws, queue: &str, want: usize) -> Vec<(String, String)> {
-    let url = aws.url(queue);
-    let mut out = Vec::new();
-    for _ in 0..want + 5 {
-        let got = block(
-            aws.sqs
-                .receive_message()
-                .queue_url(&url)
-                .max_number_of_messages(10)
-                .visibility_timeout(60)
-                .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
-                .send(),
-        )
-        .expect("ReceiveMessage");
-        if got.messages().is_empty() && out.len() >= want {
-            break;
-        }
-        for m in got.messages() {
-            let group = m
-                .attributes()
+    aws.take_with(
+        queue,
+        want,
+        want + 5,
+        |r| r.message_system_attribute_names(MessageSystemAttributeName::MessageGroupId),
+        |m| {
+            m.attributes()
                 .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
                 .cloned()
-                .unwrap_or_default();
-            out.push((m.body().unwrap_or_default().to_owned(), group));
-            block(
-                aws.sqs
-                    .delete_message()
-                    .queue_url(&url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send(),
-            )
-            .expect("DeleteMessage");
-        }
-    }
-    out
+                .unwrap_or_default()
+        },
+    )
 }
 
 /// Finding 16: status reads each sampled message once (its receive count + 1, as the
@@ -382,7 +329,7 @@ fn sqs_status_raises_the_receive_count_of_what_it_read_by_one() {
         put(&aws, &url, &format!("s{i:02}"), "poison", None);
     }
     let out = f.run(&["status", "channel.yaml", "--format", "json"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let doc: Value = serde_json::from_str(&out.stdout).expect("status json");
     let notes = doc["channels"][0]["deadLetter"]["notes"].to_string();
     // Every message's receive count, read back by a third party that hides them meanwhile.

@@ -204,32 +204,19 @@ fn start(script: Script) -> Sqs {
 }
 
 fn workspace(url: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  fake:\n    backend: sqs\n    region: us-east-1\n    endpoint: {url}\n"
-        ),
-    )
-    .expect("write targets");
-    std::fs::write(
-        dir.path().join("c.yaml"),
-        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: movetask}\nspec:\n  target: fake\n  retry: {maxAttempts: 3}\n  lint: {allow: [alarms/missing]}\n",
-    )
-    .expect("write spec");
-    dir
+    support::sqs::movetask_workspace("fake", url)
 }
 
 fn redrive(dir: &std::path::Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
-    c.current_dir(dir)
-        .args(["redrive", "movetask", ".", "--yes", "--format", "json"])
-        .args(extra)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env_remove("AWS_PROFILE")
-        .env("NO_COLOR", "1");
-    c
+    support::sqs::movetask_redrive(dir, extra)
+}
+
+/// A fake SQS playing `script`, a workspace on it, and `redrive EXTRA` run there.
+fn run(script: Script, extra: &[&str]) -> (Sqs, tempfile::TempDir, support::Output) {
+    let sqs = start(script);
+    let ws = workspace(&sqs.api.url);
+    let out = support::output(&mut redrive(ws.path(), extra));
+    (sqs, ws, out)
 }
 
 fn calls(sqs: &Sqs) -> Vec<String> {
@@ -238,10 +225,8 @@ fn calls(sqs: &Sqs) -> Vec<String> {
 
 #[test]
 fn a_whole_standard_queue_goes_back_through_the_sqs_move_task_at_the_given_rate() {
-    let sqs = start(Script::Completes);
-    let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &["--native", "--rate", "50"]));
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let (sqs, _ws, out) = run(Script::Completes, &["--native", "--rate", "50"]);
+    out.ok();
     let report: Value = serde_json::from_str(&out.stdout).expect("JSON report");
     assert_eq!(report["moved"], 5, "{report}");
     assert_eq!(report["movedBy"], "sqs:StartMessageMoveTask", "{report}");
@@ -268,17 +253,11 @@ fn a_whole_standard_queue_goes_back_through_the_sqs_move_task_at_the_given_rate(
 #[test]
 fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
     // Without --native: dlqctl's own mover (it counts dlq-redrive-count, checks maxRedrives).
-    let sqs = start(Script::Completes);
-    let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &[]));
+    let (sqs, _ws, out) = run(Script::Completes, &[]);
     // This fake counts 5 messages but hands none out: the run says it examined none of them
     // (incomplete, exit 1), never "complete".
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("5 of the 5 message(s)"),
-        "{}",
-        out.stdout
-    );
+    out.exits(1);
+    out.assert_stdout_contains("5 of the 5 message(s)");
     let seen = calls(&sqs);
     assert!(
         !seen.iter().any(|c| c == "startmessagemovetask"),
@@ -295,9 +274,7 @@ fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
         &["--native", "--to", "movetask"][..],
         &["--native", "--rate", "0.5"][..],
     ] {
-        let sqs = start(Script::Completes);
-        let ws = workspace(&sqs.api.url);
-        let out = support::output(&mut redrive(ws.path(), extra));
+        let (sqs, _ws, out) = run(Script::Completes, extra);
         assert_eq!(out.code, 1, "{extra:?}: {}{}", out.stdout, out.stderr);
         let seen = calls(&sqs);
         for write in ["startmessagemovetask", "receivemessage", "sendmessagebatch"] {
@@ -312,15 +289,9 @@ fn without_native_dlqctls_own_mover_runs_and_native_refuses_a_partial_move() {
 #[test]
 fn native_where_the_endpoint_has_no_move_tasks_is_refused_and_the_own_mover_still_runs_without_it()
 {
-    let sqs = start(Script::Unsupported);
-    let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &["--native"]));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains("--native: sqs:ListMessageMoveTasks"),
-        "{}",
-        out.stderr
-    );
+    let (sqs, ws, out) = run(Script::Unsupported, &["--native"]);
+    out.exits(1);
+    out.assert_stderr_contains("--native: sqs:ListMessageMoveTasks");
     assert!(
         !calls(&sqs)
             .iter()
@@ -328,21 +299,15 @@ fn native_where_the_endpoint_has_no_move_tasks_is_refused_and_the_own_mover_stil
     );
     let out = support::output(&mut redrive(ws.path(), &[]));
     // It runs (and, as this fake hands out none of the 5 it counts, says so: exit 1).
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("5 of the 5 message(s)"),
-        "{}",
-        out.stdout
-    );
+    out.exits(1);
+    out.assert_stdout_contains("5 of the 5 message(s)");
     assert!(calls(&sqs).iter().any(|c| c == "receivemessage"));
 }
 
 #[test]
 fn a_task_already_running_refuses_the_redrive_naming_it() {
-    let sqs = start(Script::AlreadyRunning);
-    let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &[]));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let (sqs, _ws, out) = run(Script::AlreadyRunning, &[]);
+    out.exits(1);
     let errors = support::fake::error_lines(&out.stderr);
     assert_eq!(errors.len(), 1, "{}", out.stderr);
     assert!(
@@ -360,10 +325,8 @@ fn a_task_already_running_refuses_the_redrive_naming_it() {
 
 #[test]
 fn a_failed_task_is_one_error_with_its_reason() {
-    let sqs = start(Script::Fails);
-    let ws = workspace(&sqs.api.url);
-    let out = support::output(&mut redrive(ws.path(), &["--native"]));
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let (_sqs, _ws, out) = run(Script::Fails, &["--native"]);
+    out.exits(1);
     let errors = support::fake::error_lines(&out.stderr);
     assert_eq!(errors.len(), 1, "{}", out.stderr);
     assert!(

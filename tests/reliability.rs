@@ -43,7 +43,7 @@ fn assert_plan_unchanged_under_faults(
 ) -> u64 {
     let base_calls = calls(&baseline.stderr);
     let flaky = via.run(&["plan", "channel.yaml", "--stats"]);
-    assert_eq!(flaky.code, 0, "seed {seed}: {}", flaky.stderr);
+    flaky.ok_with(format!("seed {seed}"));
     assert_eq!(
         flaky.stdout, baseline.stdout,
         "seed {seed}: the plan must not change under faults"
@@ -78,7 +78,7 @@ fn throttled_and_dropped_reads_leave_the_plan_byte_identical() {
     let retry = direct.names()[1].clone();
     delete_queue(&retry);
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
-    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    baseline.ok();
 
     let mut faulted = 0;
     for seed in 1..=8 {
@@ -115,7 +115,7 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
         return;
     };
     let a = f.apply(&[]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains("[1/7]") && a.stderr.contains("[2/7]"),
         "{}",
@@ -138,9 +138,9 @@ fn a_failed_step_stops_apply_and_the_next_plan_lists_exactly_the_remainder() {
         p.stdout
     );
     let done = f.apply(&[]);
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    done.ok();
     done.assert_stderr_contains("[5/5]");
-    assert_eq!(f.plan().code, 0);
+    f.plan().ok();
 }
 
 /// Deletes every queue, exchange and policy whose name starts with the prefix, also when the
@@ -220,7 +220,7 @@ fn a_failure_among_steps_in_flight(parallelism: usize) {
     let total = six_channels(&f);
 
     let a = f.apply(&["--parallelism", &parallelism.to_string()]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     let done = done_lines(&a.stderr);
     let failed = a.stderr.lines().filter(|l| l.ends_with(" FAILED")).count();
     let not_done = a.stderr.matches("  not done: ").count();
@@ -274,7 +274,7 @@ fn a_failure_among_steps_in_flight(parallelism: usize) {
     let p = f.plan();
     p.assert_stdout_contains(&format!("Plan: {} to create, 0 to update", total - done));
     let rest = f.apply(&["--parallelism", &parallelism.to_string()]);
-    assert_eq!(rest.code, 0, "{}", rest.stderr);
+    rest.ok();
     rest.assert_stderr_contains(&format!(
         "Apply complete: {} changes applied.",
         total - done
@@ -347,7 +347,7 @@ fn ctrl_c_with_steps_in_flight_lets_them_finish_then_stops() {
     );
     let p = f.plan();
     p.assert_stdout_contains(&format!("Plan: {} to create, 0 to update", total - done));
-    assert_eq!(f.apply(&[]).code, 0);
+    f.apply(&[]).ok();
     f.assert_empty_plan("after completing the interrupted apply");
 }
 
@@ -360,7 +360,7 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
         return;
     };
     let a = f.apply(&[]);
-    assert_eq!(a.code, 1, "{}", a.stderr);
+    a.exits(1);
     assert_eq!(
         proxy
             .counters
@@ -372,8 +372,8 @@ fn a_write_whose_answer_was_lost_is_re_read_not_retried() {
     // The write did happen: a new plan re-reads and no longer lists it.
     let p = f.plan();
     p.assert_stdout_contains("Plan: 6 to create");
-    assert_eq!(f.apply(&[]).code, 0);
-    assert_eq!(f.plan().code, 0);
+    f.apply(&[]).ok();
+    f.plan().ok();
 }
 
 #[test]
@@ -460,7 +460,7 @@ fn credentials_appear_nowhere() {
         &["status", "channel.yaml", "-vvv"],
     ] {
         let r = f.run(args);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        r.ok_with(format!("{args:?}"));
         if args.iter().any(|a| a.starts_with("-v")) {
             assert!(
                 r.stderr.contains("GET http"),
@@ -499,7 +499,7 @@ fn credentials_appear_nowhere() {
 
 /// One line, naming the target, exit 1, no panic or backtrace.
 fn assert_one_line_error(r: &support::Output, target: &str, needle: &str) {
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    r.exits(1);
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line:\n{}", r.stderr);
     assert!(
@@ -556,7 +556,7 @@ fn insecure_is_explicit_and_warns_and_no_flag_takes_a_password() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
     let r = f.run(&["plan", "channel.yaml", "--insecure"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     r.assert_stderr_contains("--insecure: TLS certificates are not verified");
     for sub in ["plan", "apply", "lint"] {
         let help = support::output(support::dlqctl().args([sub, "--help"]));
@@ -576,7 +576,7 @@ fn sqs_and_cloudwatch_throttling_leaves_the_plan_byte_identical() {
     // Change the spec so the plan has something to say.
     let spec = direct.write_example(|t| t.replace("maxAttempts: 5", "maxAttempts: 6"));
     let baseline = direct.run(&["plan", "channel.yaml", "--stats"]);
-    assert_eq!(baseline.code, 0, "{}", baseline.stderr);
+    baseline.ok();
     let mut faulted = 0;
     for seed in 1..=6 {
         let proxy = Proxy::start(

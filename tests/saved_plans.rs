@@ -29,7 +29,7 @@ fn save(f: &Fixture, plan: &Value) {
 
 fn plan_out(f: &Fixture) {
     let p = f.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-    assert_eq!(p.code, 0, "{}{}", p.stdout, p.stderr);
+    p.ok();
 }
 
 fn status(path: &str) -> u16 {
@@ -95,7 +95,7 @@ fn a_saved_plan_takes_targets_and_credentials_from_the_targets_file_not_from_its
         a.stderr
     );
     // The connection came from dlqctl.yaml: the (unedited) changes applied there.
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert_eq!(
         status(&format!("/api/queues/%2F/{}", f.names()[2])),
         200,
@@ -125,8 +125,8 @@ fn an_edited_change_in_a_saved_plan_is_refused_and_named_with_zero_writes() {
     }
     save(&f, &plan);
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
+    a.exits(1);
+    a.assert_stderr_contains("refused");
     assert!(
         a.stderr.contains(&format!(
             "policy {main} (vhost /) on target `local-rabbitmq`"
@@ -175,7 +175,7 @@ fn a_delete_added_to_a_saved_plan_outside_the_ownership_prefixes_is_refused() {
         None,
     ));
     assert_eq!(still, 200, "the outsider queue was deleted:\n{}", a.stderr);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains(&format!("queue {outsider} (vhost /)")),
         "names the added delete:\n{}",
@@ -201,9 +201,9 @@ fn an_emptied_fingerprint_list_does_not_skip_the_staleness_check() {
     ));
     assert!(s == 201 || s == 204, "{s}");
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
-    assert!(a.stderr.contains("refused"), "{}", a.stderr);
-    assert!(a.stderr.contains(&format!("queue {main}")), "{}", a.stderr);
+    a.exits(1);
+    a.assert_stderr_contains("refused");
+    a.assert_stderr_contains(&format!("queue {main}"));
     assert_eq!(
         status(&format!("/api/queues/%2F/{dlq}")),
         404,
@@ -228,7 +228,7 @@ fn a_saved_plan_is_bound_to_the_server_it_was_planned_against() {
     ids["local-rabbitmq"] = json!("rabbitmq cluster another@elsewhere");
     save(&f, &plan);
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     assert!(
         a.stderr.contains("another@elsewhere") && a.stderr.contains("`local-rabbitmq`"),
         "{}",
@@ -367,7 +367,7 @@ fn apply_call_count() {
     };
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}", a.stderr);
+    a.ok();
     let c = &proxy.counters;
     use std::sync::atomic::Ordering::SeqCst;
     let _ = writeln!(

@@ -11,7 +11,6 @@ mod support;
 use std::time::Duration;
 
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use support::workspace::Workspace;
 use support::{block, kafka, rabbit};
 
@@ -115,31 +114,18 @@ fn rabbitmq_dead_letters_are_shown_masked_and_moved_whole() {
     };
     with_redact(&f, "local-rabbitmq");
     let [main, _, dlq, _] = f.names();
-    let mut h = FieldTable::default();
-    for (k, v) in [
-        ("Authorization", TOKEN),
-        ("Cookie", COOKIE),
-        ("x-customer-email", EMAIL),
-        ("dlq-error-class", "poison"),
-    ] {
-        h.insert(
-            ShortString::from(k),
-            AMQPValue::LongString(LongString::from(v)),
-        );
-    }
-    block(async {
-        let conn = rabbit::amqp().await;
-        let ch = conn.create_channel().await.expect("channel");
-        rabbit::publish_on(
-            &ch,
-            "",
-            &dlq,
-            body().as_bytes(),
-            BasicProperties::default().with_headers(h),
-        )
-        .await;
-        let _ = conn.close(200, "done".into()).await;
-    });
+    let h = rabbit::table(&[
+        ("Authorization", rabbit::text(TOKEN)),
+        ("Cookie", rabbit::text(COOKIE)),
+        ("x-customer-email", rabbit::text(EMAIL)),
+        ("dlq-error-class", rabbit::text("poison")),
+    ]);
+    block(rabbit::publish_with(
+        "",
+        &dlq,
+        body().as_bytes(),
+        BasicProperties::default().with_headers(h),
+    ));
     rabbit::wait_for_messages(&dlq, 1);
     check_views(&f, false);
     check_views(&f, true);
@@ -152,7 +138,7 @@ fn rabbitmq_dead_letters_are_shown_masked_and_moved_whole() {
 
     // The copy is the message, whole: headers and body as they were.
     let r = f.run(&["redrive", f.channel.as_str(), "channel.yaml", "--yes"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    r.ok();
     let moved = block(rabbit::take_all(&main));
     assert_eq!(moved.len(), 1);
     let (b, headers) = &moved[0];
@@ -213,11 +199,7 @@ fn a_class_that_carries_content_is_no_metric_label() {
         let conn = rabbit::amqp().await;
         let ch = conn.create_channel().await.expect("channel");
         for class in ["poison", "card 4111111111111111", TOKEN] {
-            let mut h = FieldTable::default();
-            h.insert(
-                ShortString::from("dlq-error-class"),
-                AMQPValue::LongString(LongString::from(class)),
-            );
+            let h = rabbit::table(&[("dlq-error-class", rabbit::text(class))]);
             rabbit::publish_on(
                 &ch,
                 "",
@@ -231,8 +213,8 @@ fn a_class_that_carries_content_is_no_metric_label() {
     });
     rabbit::wait_for_messages(&dlq, 3);
     let m = f.run(&["status", "channel.yaml", "--format", "openmetrics"]);
-    assert!(m.stdout.contains("class=\"poison\"} 1"), "{}", m.stdout);
-    assert!(m.stdout.contains("class=\"other\"} 2"), "{}", m.stdout);
+    m.assert_stdout_contains("class=\"poison\"} 1");
+    m.assert_stdout_contains("class=\"other\"} 2");
     for s in ["4111", "1111\"", "s3cr3t", "Bearer"] {
         assert!(!m.stdout.contains(s), "{s} in\n{}", m.stdout);
     }

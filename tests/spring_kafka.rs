@@ -154,6 +154,22 @@ impl App {
     }
 
     /// Waits (up to 120 s) until the application is ready, or has exited: its exit code then.
+    /// Waits until the application is ready, failing the test when Spring refused the
+    /// topics, and asserts it started on `topics` (its `DLQCTL-READY` line after the word).
+    fn assert_ready_on(&mut self, topics: &str) {
+        if let Err(code) = self.wait_ready() {
+            panic!(
+                "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
+                self.log()
+            );
+        }
+        assert!(
+            self.log().contains(&format!("DLQCTL-READY {topics}\n")),
+            "{}",
+            self.log()
+        );
+    }
+
     fn wait_ready(&mut self) -> Result<(), Option<i32>> {
         let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
@@ -247,20 +263,10 @@ fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_i
     let out = f.path().join("processed.txt");
     std::fs::write(&fail, "").expect("fail switch");
     let mut app = App::start(&f, "inventory", &fail, &out);
-    if let Err(code) = app.wait_ready() {
-        panic!(
-            "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
-            app.log()
-        );
-    }
     // Spring's topics are the spec's: main, one retry topic per delay, the DLT.
-    assert!(
-        app.log().contains(&format!(
-            "DLQCTL-READY {main} (3) {main}-dlt (3) {main}-retry-1000 (3) {main}-retry-2000 (3) {main}-retry-4000 (3)\n"
-        )),
-        "{}",
-        app.log()
-    );
+    app.assert_ready_on(&format!(
+        "{main} (3) {main}-dlt (3) {main}-retry-1000 (3) {main}-retry-2000 (3) {main}-retry-4000 (3)"
+    ));
 
     let producer: rdkafka::producer::FutureProducer = support::kafka::producer(&[]);
     support::block(
@@ -313,7 +319,7 @@ fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_i
     assert!(processed(&out).is_empty());
 
     let status = f.run(&["status", "channel.yaml", "--format", "json"]);
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    status.ok();
     let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
     let dl = &doc["channels"][0]["deadLetter"];
     assert_eq!(dl["depth"], 1, "{}", status.stdout);
@@ -336,15 +342,7 @@ fn a_failing_record_goes_through_springs_retries_to_the_dlt_and_redrive_brings_i
 
     // The fix is deployed: the listener succeeds from now on.
     std::fs::remove_file(&fail).expect("switch");
-    let r = f.run(&[
-        "redrive",
-        &f.channel,
-        "channel.yaml",
-        "--yes",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    support::redrive::redrive_ok(&f, &["--yes"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while processed(&out).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(250));
@@ -435,7 +433,7 @@ fn spring_refuses_to_start_on_topics_named_or_sized_otherwise_than_it_expects() 
     );
     // And dlqctl's plan says the same about the DLT.
     let p = g.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("topic {dlt}"));
 }
 
@@ -446,17 +444,7 @@ fn the_spring_configuration_docs_kafka_md_shows_starts_on_the_topics_its_spec_ma
     }
     // docs/kafka.md: `.retryTopicSuffix(".retry").dltSuffix(".dlt").suffixTopicsWithIndexValues()
     // .exponentialBackoff(1_000, 2, 16_000).maxAttempts(5)` and its spec.
-    let Some(f) = Fixture::applied_with(|t| {
-        t.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
-            .replace(
-                "backoff: {initial: 1s, multiplier: 2, max: 4s}",
-                "backoff: {initial: 1s, multiplier: 2, max: 16s}",
-            )
-            .replace(
-                "naming: spring",
-                "naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt",
-            )
-    }) else {
+    let Some(f) = Fixture::applied_with(|t| support::kafka::with_index_naming(t, "")) else {
         return;
     };
     let main = f.main();
@@ -466,17 +454,7 @@ fn the_spring_configuration_docs_kafka_md_shows_starts_on_the_topics_its_spec_ma
         &f.path().join("fail"),
         &f.path().join("processed.txt"),
     );
-    if let Err(code) = app.wait_ready() {
-        panic!(
-            "Spring refused the topics dlqctl made (exit {code:?}):\n{}",
-            app.log()
-        );
-    }
-    assert!(
-        app.log().contains(&format!(
-            "DLQCTL-READY {main} (3) {main}.dlt (3) {main}.retry-0 (3) {main}.retry-1 (3) {main}.retry-2 (3) {main}.retry-3 (3)\n"
-        )),
-        "{}",
-        app.log()
-    );
+    app.assert_ready_on(&format!(
+        "{main} (3) {main}.dlt (3) {main}.retry-0 (3) {main}.retry-1 (3) {main}.retry-2 (3) {main}.retry-3 (3)"
+    ));
 }

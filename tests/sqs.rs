@@ -50,7 +50,7 @@ fn every_sqs_example_applies_then_plans_empty_and_a_second_apply_writes_nothing(
         // A plan with nothing to change reads at the lower bound: one listing, one
         // GetQueueAttributes per queue, one DescribeAlarms, and no tags.
         let p = f.run(&["plan", "channel.yaml", "--stats"]);
-        assert_eq!(p.code, 0, "{}", p.stderr);
+        p.ok();
         let calls = stats(&p.stderr);
         assert_eq!(
             calls.get("sqs:ListQueues"),
@@ -87,7 +87,7 @@ fn the_standard_example_builds_the_documented_topology() {
     let Some(f) = Fixture::new() else { return };
     f.write_example(|t| t);
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert!(
         a.stderr.contains("[4/4]"),
         "DLQ, main queue, two alarms, each reported\n{}",
@@ -172,7 +172,7 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
     block(f.aws.cw.delete_alarms().alarm_names(&age).send()).expect("DeleteAlarms");
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for expected in [
         format!("~ update     queue {main}"),
         "RedrivePolicy.maxReceiveCount: 9 → 5".to_owned(),
@@ -190,17 +190,17 @@ fn third_party_changes_show_up_in_the_next_plan_with_field_detail() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "repairs need no flag\n{}{}", a.stdout, a.stderr);
+    a.ok_with("repairs need no flag");
     f.assert_empty_plan("after the repair");
 
     // An alarm the spec no longer asks for is deleted, and only with --allow-delete.
     let p = f.plan_edited(|t| t.replace("    oldestMessageAge: {above: 30m}\n", ""));
     p.assert_stdout_contains(&format!("- delete     alarm {age}"));
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-delete");
     assert!(f.aws.alarm(&age).is_some(), "zero writes");
-    assert_eq!(f.apply(&["--allow-delete"]).code, 0);
+    f.apply(&["--allow-delete"]).ok();
     assert!(f.aws.alarm(&age).is_none());
     f.assert_empty_plan("after the delete");
 }
@@ -271,12 +271,12 @@ fn lowering_retention_is_refused_without_allow_message_loss_and_shows_the_count(
     f.aws.send(&main, "a");
     f.aws.send(&main, "b");
     let p = f.plan_edited(|t| t.replace("retention: 4d", "retention: 1d"));
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     queue {main}"));
     p.assert_stdout_contains("lowering MessageRetentionPeriod from 345600 s to 86400 s deletes every message older than 86400 s at once; the queue holds 2 messages now");
 
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    refused.exits(1);
     refused.assert_stderr_contains("--allow-message-loss");
     refused.assert_zero_writes();
     assert_eq!(
@@ -286,7 +286,7 @@ fn lowering_retention_is_refused_without_allow_message_loss_and_shows_the_count(
     );
 
     let done = f.apply(&["--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     assert_eq!(f.aws.attributes(&main)["MessageRetentionPeriod"], "86400");
     f.assert_empty_plan("after lowering retention");
 }
@@ -307,7 +307,7 @@ fn a_fifo_flip_is_a_guarded_replace_that_shows_the_messages_it_would_drop() {
     f.aws.send(&main, "refund-7");
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!(
         "-/+ replace    queue {main}  (holds 1 messages that would be lost)"
     ));
@@ -333,7 +333,7 @@ fn a_fifo_flip_is_a_guarded_replace_that_shows_the_messages_it_would_drop() {
     );
 
     let done = f.apply(&["--allow-replace", "--allow-message-loss"]);
-    assert_eq!(done.code, 0, "{}{}", done.stdout, done.stderr);
+    done.ok();
     assert_eq!(
         f.aws.attributes(&main).get("FifoQueue").map(String::as_str),
         Some("true")
@@ -349,7 +349,7 @@ fn an_existing_untagged_queue_is_not_adopted() {
     f.aws.create(&main, &[], &[]);
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("! impossible queue {main}"));
     assert!(
         p.stdout.contains("is not tagged `managed-by: dlqctl`")
@@ -358,7 +358,7 @@ fn an_existing_untagged_queue_is_not_adopted() {
         p.stdout
     );
     let refused = f.apply(&[]);
-    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    refused.exits(1);
     assert!(
         refused
             .stderr
@@ -395,7 +395,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
         &[(QueueAttributeName::VisibilityTimeout, "45".into())],
     );
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 1, "{}{}", a.stdout, a.stderr);
+    a.exits(1);
     a.assert_stderr_contains("refused");
     a.assert_stderr_contains(&format!("queue {main} on target `{TARGET}` was modified"));
     let policy: Value =
@@ -408,7 +408,7 @@ fn a_stale_saved_plan_is_refused_with_zero_writes() {
         &[(QueueAttributeName::VisibilityTimeout, "30".into())],
     );
     let a = f.run(&["apply", "plan.json"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after applying the saved plan");
 }
 
@@ -436,7 +436,7 @@ fn errors_name_the_target_and_never_print_credentials() {
             .env("AWS_SECRET_ACCESS_KEY", "s3cr3t-never-printed")
             .current_dir(f.path()),
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     out.assert_stderr_contains(&format!("target `{TARGET}`"));
     out.assert_stderr_contains("cannot reach the endpoint");
     assert!(
@@ -452,7 +452,7 @@ fn errors_name_the_target_and_never_print_credentials() {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .current_dir(f.path()),
     );
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     assert!(
         out.stderr.contains(&format!("target `{TARGET}`"))
             && out.stderr.contains("no AWS credentials"),
@@ -539,12 +539,12 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     )
     .expect("PutMetricAlarm");
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     alarm {critical}"));
     p.assert_stdout_contains("Threshold: 500 → 50");
     p.assert_stdout_contains("Plan: 0 to create, 1 to update, 0 to replace, 0 to delete.");
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the repair");
 
     // From one threshold to tiers: the untiered alarm is deleted (with --allow-delete), the
@@ -553,15 +553,15 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
         t.replace("depth: {warning: 0, critical: 50}", "depth: {above: 0}")
     });
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     assert!(f.aws.alarm(&format!("{dlq}-depth")).is_some());
     f.write_from(EXAMPLE, |t| t);
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("- delete     alarm {dlq}-depth\n"));
     p.assert_stdout_contains("Plan: 0 to create, 0 to update, 0 to replace, 1 to delete.");
     let a = f.apply(&["--allow-delete"]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("back on tiers");
 }
 
@@ -578,7 +578,7 @@ fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() 
         )
     });
     let json_plan = f.run(&["plan", "channel.yaml", "--format", "json"]);
-    assert_eq!(json_plan.code, 0, "{}", json_plan.stderr);
+    json_plan.ok();
     let doc: Value = serde_json::from_str(&json_plan.stdout).expect("plan JSON");
     let [_, dlq, _, _] = f.names();
     let decided: Vec<&Value> = doc["changes"]
@@ -611,7 +611,7 @@ fn a_discard_decision_is_the_dlq_retention_and_every_plan_and_status_says_why() 
     );
 
     let status = f.run(&["status", "channel.yaml"]);
-    assert_eq!(status.code, 0, "{}{}", status.stdout, status.stderr);
+    status.ok();
     status.assert_stdout_contains(&format!("discard   {said}"));
 }
 
@@ -716,11 +716,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         ],
     );
     let p = f.plan();
-    assert_eq!(
-        p.code, 0,
-        "not owned: a note, no change\n{}{}",
-        p.stdout, p.stderr
-    );
+    p.ok_with("not owned: a note, no change");
     p.assert_stdout_contains(&format!(
         "queue {dlq} on target {TARGET}: dead-letter queue encrypted less strongly than its source {main} (SSE-SQS here, SSE-KMS there)"
     ));
@@ -730,7 +726,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         "    encryption: {kms: alias/payments, dataKeyReuse: 10m}\n",
     ));
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     for expected in [
         format!("~ update     queue {dlq}"),
         "KmsMasterKeyId: (absent) → \"alias/payments\"".to_owned(),
@@ -745,7 +741,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     for q in [&main, &dlq] {
         let attrs = f.aws.attributes(q);
         assert_eq!(
@@ -771,7 +767,7 @@ fn a_kms_source_with_a_plain_dlq_is_noted_in_plan_and_fixed_by_apply() {
     // Back to SSE-SQS: the key is removed from both.
     f.write_example(with_sqs("    encryption: {managed: true}\n"));
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     for q in [&main, &dlq] {
         let attrs = f.aws.attributes(q);
         assert_eq!(attrs.get("KmsMasterKeyId"), None, "{q}: {attrs:?}");
@@ -816,7 +812,7 @@ fn queue_policies_round_trip_and_a_hand_edit_shows_as_a_json_diff() {
     f.aws.set(&main, &[(QueueAttributeName::Policy, text)]);
 
     let p = f.plan();
-    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.exits(2);
     p.assert_stdout_contains(&format!("~ update     queue {main}"));
     let diff: Vec<&str> = p
         .stdout
@@ -844,6 +840,6 @@ fn queue_policies_round_trip_and_a_hand_edit_shows_as_a_json_diff() {
         p.stdout
     );
     let a = f.apply(&[]);
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    a.ok();
     f.assert_empty_plan("after the repair");
 }

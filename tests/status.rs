@@ -9,9 +9,9 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lapin::BasicProperties;
-use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
-use support::rabbit::{self, api, publish_on, take_all, wait_for_messages};
+use support::rabbit::{self, api, publish_on, table, take_all, text, wait_for_messages};
 use support::{block, kafka, sqs};
 
 fn now_secs() -> f64 {
@@ -35,7 +35,7 @@ fn status_json(ws: &support::workspace::Workspace, extra: &[&str]) -> (Value, f6
     args.extend_from_slice(extra);
     let out = ws.run(&args);
     let after = now_secs();
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.ok();
     let doc: Value = serde_json::from_str(&out.stdout).expect("status JSON");
     assert_eq!(doc["format_version"], 1);
     assert_eq!(doc["channels"].as_array().map(Vec::len), Some(1));
@@ -58,18 +58,6 @@ fn assert_age(reported: &Value, since: f64, before: f64, after: f64) {
 
 fn classes(dl: &Value) -> Value {
     dl["byErrorClass"].clone()
-}
-
-fn table(pairs: &[(&str, AMQPValue)]) -> FieldTable {
-    let mut t = FieldTable::default();
-    for (k, v) in pairs {
-        t.insert(ShortString::from(*k), v.clone());
-    }
-    t
-}
-
-fn text(s: &str) -> AMQPValue {
-    AMQPValue::LongString(LongString::from(s))
 }
 
 #[test]
@@ -253,7 +241,7 @@ fn rabbitmq_status_shows_hostile_payloads_safely_and_keeps_them() {
             "--format",
             format,
         ]);
-        assert_eq!(out.code, 0, "{format}: {}", out.stderr);
+        out.ok_with(format);
         let raw = out.stdout.as_bytes();
         for bad in [0x1b_u8, 0x07] {
             assert!(
@@ -360,7 +348,7 @@ fn an_unreachable_target_fails_its_channels_one_line_each_and_the_others_still_p
     // A queue just created reports no count until its first statistics (seconds).
     wait_for_messages(&format!("{}.dlq", f.channel), 0);
     let out = f.run(&["status", "channel.yaml", "pay.yaml", "--read-timeout", "2"]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    out.exits(1);
     // The RabbitMQ channel printed in full; the SQS one is one line saying why.
     out.assert_stdout_contains(&format!("DLQ {}.dlq\n  depth     0 waiting", f.channel));
     let failed: Vec<&str> = out
@@ -514,21 +502,6 @@ fn produce(topic: &str, records: &[Record<'_>]) {
     });
 }
 
-/// Commits `offset` for `group` on one partition, as the group's consumer would.
-fn commit(topic: &str, group: &str, partition: i32, offset: i64) {
-    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", support::kafka_bootstrap())
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let mut tpl = rdkafka::TopicPartitionList::new();
-    tpl.add_partition_offset(topic, partition, rdkafka::Offset::Offset(offset))
-        .expect("tpl");
-    consumer.commit(&tpl, CommitMode::Sync).expect("commit");
-}
-
 #[test]
 fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     let Some(f) = kafka::Fixture::applied() else {
@@ -621,7 +594,7 @@ fn kafka_status_reads_every_envelope_exactly_and_moves_no_offset() {
     // committed past the first record of partition 0, so three wait, and the samples start at
     // the group's position.
     let group = format!("{}-worker", f.channel);
-    commit(&dlt, &group, 0, 1);
+    kafka::commit(&dlt, &group, 0, 1);
     f.write_example(|t| {
         t.replace(
             "  deadLetter:\n",

@@ -9,6 +9,7 @@ use std::time::Duration;
 use dlqctl::backend::kafka::ffi::{self, Admin, ConfigOp};
 use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 
 use super::block;
 use super::workspace::{Endpoints, Workspace};
@@ -22,6 +23,65 @@ pub fn producer<P: rdkafka::config::FromClientConfig>(settings: &[(&str, &str)])
         config.set(*k, *v);
     }
     config.create().expect("producer")
+}
+
+/// The inventory example named as docs/kafka.md's Spring application names its topics:
+/// `maxAttempts(5)`, `exponentialBackoff(1_000, 2, 16_000)`, `retryTopicSuffix(".retry")`,
+/// `dltSuffix(".dlt")`, `suffixTopicsWithIndexValues()`; `more` ends the naming block.
+pub fn with_index_naming(spec: String, more: &str) -> String {
+    spec.replace("    maxAttempts: 4\n", "    maxAttempts: 5\n")
+        .replace(
+            "backoff: {initial: 1s, multiplier: 2, max: 4s}",
+            "backoff: {initial: 1s, multiplier: 2, max: 16s}",
+        )
+        .replace(
+            "naming: spring",
+            &format!("naming: index\n    retryTopicSuffix: .retry\n    dltSuffix: .dlt{more}"),
+        )
+}
+
+/// A consumer of `group` on the local broker that commits only when told (no auto-commit),
+/// with `settings` on top: how the tests read, commit and ask for offsets as a third party.
+pub fn consumer(group: &str, settings: &[(&str, &str)]) -> BaseConsumer {
+    let mut all = vec![("group.id", group), ("enable.auto.commit", "false")];
+    all.extend_from_slice(settings);
+    producer(&all)
+}
+
+/// The DLT's depth as `status` counts it: the records after the redrive group's position
+/// (what the group has not committed yet).
+pub fn waiting(ws: &Workspace) -> u64 {
+    let out = ws.run(&["status", "channel.yaml", "--format", "json", "--no-peek"]);
+    out.json("status")["channels"][0]["deadLetter"]["depth"]
+        .as_u64()
+        .expect("depth")
+}
+
+/// Commits `offset` for `group` on one partition of `topic`, as the group's consumer would.
+pub fn commit(topic: &str, group: &str, partition: i32, offset: i64) {
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition, rdkafka::Offset::Offset(offset))
+        .expect("tpl");
+    consumer(group, &[])
+        .commit(&tpl, CommitMode::Sync)
+        .expect("commit the group's offset");
+}
+
+/// The committed offsets of `group` on the partitions of `topic` (0 where none).
+pub fn committed_offsets(topic: &str, group: &str, partitions: i32) -> Vec<i64> {
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    let got = consumer(group, &[])
+        .committed_offsets(tpl, Duration::from_secs(10))
+        .expect("committed offsets");
+    (0..partitions)
+        .map(|p| match got.find_partition(topic, p).map(|e| e.offset()) {
+            Some(rdkafka::Offset::Offset(n)) => n,
+            _ => 0,
+        })
+        .collect()
 }
 
 /// A workspace with a channel on the `local-kafka` target; deletes its topics on drop.
@@ -195,13 +255,7 @@ pub fn read_from_start(
     settle: Duration,
 ) -> Vec<(i32, i64, String)> {
     use rdkafka::Message;
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", super::kafka_bootstrap())
-        .set("group.id", "dlqctl-tests-reader")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
+    let consumer = consumer("dlqctl-tests-reader", &[]);
     let mut tpl = rdkafka::TopicPartitionList::new();
     for p in 0..partitions {
         tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)

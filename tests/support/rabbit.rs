@@ -77,6 +77,36 @@ pub async fn api_ok(method: reqwest::Method, path: &str, body: Value) {
     assert!((200..300).contains(&status), "{path}: {status} {answer}");
 }
 
+/// Declares a durable queue by hand (management API) with these `x-arguments`.
+pub async fn declare_queue(queue: &str, arguments: Value) {
+    api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/queues/%2F/{queue}"),
+        serde_json::json!({"durable": true, "auto_delete": false, "arguments": arguments}),
+    )
+    .await;
+}
+
+/// Declares a durable exchange of `kind` (`direct`, `topic`, ...) by hand.
+pub async fn declare_exchange(exchange: &str, kind: &str) {
+    api_ok(
+        reqwest::Method::PUT,
+        &format!("/api/exchanges/%2F/{exchange}"),
+        serde_json::json!({"type": kind, "durable": true, "auto_delete": false, "internal": false, "arguments": {}}),
+    )
+    .await;
+}
+
+/// Binds `queue` to `exchange` with routing key `key`, by hand.
+pub async fn bind(exchange: &str, queue: &str, key: &str) {
+    api_ok(
+        reqwest::Method::POST,
+        &format!("/api/bindings/%2F/e/{exchange}/q/{queue}"),
+        serde_json::json!({"routing_key": key, "arguments": {}}),
+    )
+    .await;
+}
+
 /// The HTTP status of `GET /api/queues/%2F/<queue>` (200: it exists, 404: it does not).
 pub fn queue_status(queue: &str) -> u16 {
     block(api(
@@ -124,19 +154,27 @@ fn enc(name: &str) -> String {
 
 /// Polls the management API until a queue reports `n` messages (its statistics lag).
 pub fn wait_for_messages(queue: &str, n: u64) {
+    wait_for(queue, "messages", &format!("reported {n} messages"), |q| {
+        q["messages"].as_u64() == Some(n)
+    });
+}
+
+/// Polls the management API (15 s at most) until the queue's `column` satisfies `done`;
+/// `what` says what it never did.
+pub fn wait_for(queue: &str, column: &str, what: &str, done: impl Fn(&Value) -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     loop {
         let (_, q) = block(api(
             reqwest::Method::GET,
-            &format!("/api/queues/%2F/{queue}?columns=messages"),
+            &format!("/api/queues/%2F/{queue}?columns={column}"),
             None,
         ));
-        if q["messages"].as_u64() == Some(n) {
+        if done(&q) {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{queue} never reported {n} messages: {q}"
+            "{queue} never {what}: {q}"
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
@@ -172,15 +210,26 @@ pub async fn publish_on(
 
 /// Publishes one message through a connection of its own.
 pub async fn publish(exchange: &str, key: &str, body: &[u8]) {
+    publish_with(exchange, key, body, lapin::BasicProperties::default()).await;
+}
+
+/// Publishes one message with `props` through a connection of its own.
+pub async fn publish_with(exchange: &str, key: &str, body: &[u8], props: lapin::BasicProperties) {
     let conn = amqp().await;
     let ch = conn.create_channel().await.expect("channel");
-    publish_on(&ch, exchange, key, body, lapin::BasicProperties::default()).await;
+    publish_on(&ch, exchange, key, body, props).await;
     let _ = conn.close(200, "done".into()).await;
 }
 
 /// Takes (and acknowledges) every message of a queue, in order: the bodies, and the headers
 /// with their values as text. Bounded: at most 20,000 messages.
 pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
+    take_each(queue, |d| (d.data.clone(), headers_of(&d.properties))).await
+}
+
+/// Takes (and acknowledges) every message of a queue, in order, each as `keep` reads it.
+/// Bounded: at most 20,000 messages.
+pub async fn take_each<T>(queue: &str, keep: impl Fn(&lapin::message::Delivery) -> T) -> Vec<T> {
     use lapin::options::{BasicAckOptions, BasicGetOptions};
     let conn = amqp().await;
     let ch = conn.create_channel().await.expect("channel");
@@ -193,19 +242,7 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
         else {
             break;
         };
-        let headers = m
-            .delivery
-            .properties
-            .headers()
-            .as_ref()
-            .map(|h| {
-                h.inner()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push((m.delivery.data.clone(), headers));
+        out.push(keep(&m.delivery));
         m.delivery
             .acker
             .ack(BasicAckOptions::default())
@@ -214,6 +251,82 @@ pub async fn take_all(queue: &str) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
     }
     let _ = conn.close(200, "done".into()).await;
     out
+}
+
+/// Publishes `n` messages to `queue` (through the default exchange) on one confirmed
+/// channel, all in flight at once, then waits for every confirm; message `i` is `message(i)`:
+/// its body and properties.
+pub fn fill(queue: &str, n: usize, message: impl Fn(usize) -> (Vec<u8>, lapin::BasicProperties)) {
+    block(async {
+        let conn = amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        ch.confirm_select(Default::default())
+            .await
+            .expect("confirms");
+        let mut confirms = Vec::with_capacity(n);
+        for i in 0..n {
+            let (body, props) = message(i);
+            confirms.push(
+                ch.basic_publish("".into(), queue.into(), Default::default(), &body, props)
+                    .await
+                    .expect("publish"),
+            );
+        }
+        for c in confirms {
+            c.await.expect("confirm");
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+/// A message's headers, their values as text ([`amqp_text`]); none when it has none.
+pub fn headers_of(props: &lapin::BasicProperties) -> BTreeMap<String, String> {
+    props
+        .headers()
+        .as_ref()
+        .map(|h| {
+            h.inner()
+                .iter()
+                .map(|(k, v)| (k.to_string(), amqp_text(v)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A header table of these entries, as a producer sets it.
+pub fn table(pairs: &[(&str, lapin::types::AMQPValue)]) -> lapin::types::FieldTable {
+    let mut t = lapin::types::FieldTable::default();
+    for (k, v) in pairs {
+        t.insert(lapin::types::ShortString::from(*k), v.clone());
+    }
+    t
+}
+
+/// A header value of text (an AMQP long string).
+pub fn text(s: &str) -> lapin::types::AMQPValue {
+    lapin::types::AMQPValue::LongString(lapin::types::LongString::from(s))
+}
+
+/// A queue's exact count of ready messages, by a passive declare through AMQP (the
+/// management API's figures lag).
+pub fn count(queue: &str) -> u64 {
+    block(async {
+        let conn = amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let q = ch
+            .queue_declare(
+                queue.into(),
+                lapin::options::QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                },
+                lapin::types::FieldTable::default(),
+            )
+            .await
+            .expect("passive declare");
+        let _ = conn.close(200, "done".into()).await;
+        u64::from(q.message_count())
+    })
 }
 
 /// A header value as text (strings as they are, numbers in decimal, anything else debug).
@@ -279,17 +392,7 @@ pub async fn take_deliveries(
             continue;
         };
         let d = &m.delivery;
-        let headers = d
-            .properties
-            .headers()
-            .as_ref()
-            .map(|h| {
-                h.inner()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), amqp_text(v)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let headers = headers_of(&d.properties);
         out.push((
             d.exchange.to_string(),
             d.routing_key.to_string(),

@@ -60,7 +60,7 @@ macro_rules! assert_plan_snapshots {
         $crate::support::snapshot::plan_settings($endpoint).bind(|| {
             for format in ["human", "json", "markdown"] {
                 let p = $f.run(&["plan", "channel.yaml", "--format", format]);
-                assert_eq!(p.code, 0, "{}", p.stderr);
+                p.ok();
                 if format == "json" {
                     $crate::support::snapshot::assert_valid_plan_json(&p.stdout);
                 }
@@ -74,7 +74,7 @@ macro_rules! assert_plan_snapshots {
                 "--out",
                 out.to_str().expect("utf-8"),
             ]);
-            assert_eq!(p.code, 0, "{}", p.stderr);
+            p.ok();
             $crate::support::snapshot::assert_valid_plan_json(
                 &std::fs::read_to_string(&out).expect("the saved plan"),
             );

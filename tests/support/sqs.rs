@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use aws_sdk_sqs::operation::receive_message::builders::ReceiveMessageFluentBuilder;
 use aws_sdk_sqs::types::QueueAttributeName;
 
 use super::block;
@@ -167,30 +168,47 @@ impl Aws {
     /// values): at least `want`, then until a receive comes back empty (so an unexpected
     /// extra message shows); bounded at `want / 10 + 5` receives.
     pub fn take(&self, queue: &str, want: usize) -> Vec<(String, BTreeMap<String, String>)> {
+        self.take_with(
+            queue,
+            want,
+            want / 10 + 5,
+            |r| r.message_attribute_names("All"),
+            |m| {
+                m.message_attributes()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.string_value().unwrap_or_default().to_owned()))
+                    .collect()
+            },
+        )
+    }
+
+    /// Receives (10 at a time, `ask` adding what to receive with each) and deletes messages:
+    /// each one's body and what `keep` takes from it; at least `want`, then until a receive
+    /// comes back empty; bounded at `receives` receives.
+    pub fn take_with<T>(
+        &self,
+        queue: &str,
+        want: usize,
+        receives: usize,
+        ask: impl Fn(ReceiveMessageFluentBuilder) -> ReceiveMessageFluentBuilder,
+        keep: impl Fn(&aws_sdk_sqs::types::Message) -> T,
+    ) -> Vec<(String, T)> {
         let url = self.url(queue);
         let mut out = Vec::new();
-        for _ in 0..want / 10 + 5 {
-            let got = block(
-                self.sqs
-                    .receive_message()
-                    .queue_url(&url)
-                    .max_number_of_messages(10)
-                    .visibility_timeout(60)
-                    .message_attribute_names("All")
-                    .send(),
-            )
-            .expect("ReceiveMessage");
+        for _ in 0..receives {
+            let req = self
+                .sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60);
+            let got = block(ask(req).send()).expect("ReceiveMessage");
             if got.messages().is_empty() && out.len() >= want {
                 break;
             }
             for m in got.messages() {
-                let attrs = m
-                    .message_attributes()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.string_value().unwrap_or_default().to_owned()))
-                    .collect();
-                out.push((m.body().unwrap_or_default().to_owned(), attrs));
+                out.push((m.body().unwrap_or_default().to_owned(), keep(m)));
                 block(
                     self.sqs
                         .delete_message()
@@ -202,6 +220,35 @@ impl Aws {
             }
         }
         out
+    }
+
+    /// Visible + in flight, as GetQueueAttributes counts them.
+    pub fn count(&self, queue: &str) -> u64 {
+        let a = self.attributes(queue);
+        [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+        ]
+        .iter()
+        .map(|k| a[*k].parse::<u64>().expect("count"))
+        .sum()
+    }
+
+    /// SendMessageBatch by hand (at most 10 entries); every entry must be sent.
+    pub async fn send_batch(
+        &self,
+        url: &str,
+        entries: Vec<aws_sdk_sqs::types::SendMessageBatchRequestEntry>,
+    ) {
+        let sent = self
+            .sqs
+            .send_message_batch()
+            .queue_url(url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .expect("SendMessageBatch");
+        assert!(sent.failed().is_empty(), "{:?}", sent.failed());
     }
 
     pub fn send(&self, queue: &str, body: &str) {
@@ -284,6 +331,41 @@ impl Aws {
             }
         });
     }
+}
+
+/// A folder for the move-task tests (against a fake SQS, or ElasticMQ): a targets file whose
+/// one SQS target `target` talks to `endpoint`, and `c.yaml`, one channel `movetask` on it.
+pub fn movetask_workspace(target: &str, endpoint: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  {target}:\n    backend: sqs\n    region: us-east-1\n    endpoint: {endpoint}\n"
+        ),
+    )
+    .expect("write targets");
+    std::fs::write(
+        dir.path().join("c.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: movetask}}\nspec:\n  target: {target}\n  retry: {{maxAttempts: 3}}\n  lint: {{allow: [alarms/missing]}}\n"
+        ),
+    )
+    .expect("write spec");
+    dir
+}
+
+/// `redrive movetask . --yes --format json EXTRA` in a [`movetask_workspace`], with moto's
+/// test keys, no AWS profile and no colour.
+pub fn movetask_redrive(dir: &std::path::Path, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+    c.current_dir(dir)
+        .args(["redrive", "movetask", ".", "--yes", "--format", "json"])
+        .args(extra)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env_remove("AWS_PROFILE")
+        .env("NO_COLOR", "1");
+    c
 }
 
 impl Default for Aws {

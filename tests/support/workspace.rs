@@ -39,23 +39,31 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Starts `dlqctl apply channel.yaml --auto-approve` in the background with stderr piped,
-    /// for tests that act while it runs (interrupt it, change the live state under it).
-    pub fn spawn_apply(&self) -> std::process::Child {
-        dlqctl()
-            .args([
-                "apply",
-                "channel.yaml",
-                "--auto-approve",
-                "--color",
-                "never",
-            ])
+    /// `dlqctl ARGS --color never` with this workspace's environment, run in its folder, not
+    /// started: for a test that sets the streams itself.
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = dlqctl();
+        c.args(args)
+            .args(["--color", "never"])
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(self.path())
+            .current_dir(self.path());
+        c
+    }
+
+    /// [`Workspace::command`] started in the background, stdout discarded, stderr piped (read
+    /// it as it comes, or the run may block on a full pipe): for tests that act while it runs
+    /// (interrupt it, change the live state under it, read what it announces).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("dlqctl apply starts")
+            .unwrap_or_else(|e| panic!("dlqctl {args:?} starts: {e}"))
+    }
+
+    /// `dlqctl apply channel.yaml --auto-approve` through [`Workspace::spawn`].
+    pub fn spawn_apply(&self) -> std::process::Child {
+        self.spawn(&["apply", "channel.yaml", "--auto-approve"])
     }
 
     /// A workspace for `example`, its channel renamed to a fresh `<prefix>…` name. Checks
@@ -112,13 +120,7 @@ impl Workspace {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        output(
-            dlqctl()
-                .args(args)
-                .args(["--color", "never"])
-                .envs(self.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(self.path()),
-        )
+        output(&mut self.command(args))
     }
 
     /// Sets (or replaces) one variable of the binary's environment.
@@ -146,7 +148,7 @@ impl Workspace {
     /// `plan channel.yaml --out plan.json`, which must succeed.
     pub fn save_plan(&self) -> Output {
         let p = self.run(&["plan", "channel.yaml", "--out", "plan.json"]);
-        assert_eq!(p.code, 0, "{}", p.stderr);
+        p.ok();
         p
     }
 
@@ -160,7 +162,7 @@ impl Workspace {
             first.stdout, first.stderr
         );
         let a = self.apply(&[]);
-        assert_eq!(a.code, 0, "{context}\n{}{}", a.stdout, a.stderr);
+        a.ok_with(context);
         self.assert_empty_plan(&format!("{context} after apply"));
         (first, a)
     }
@@ -168,8 +170,7 @@ impl Workspace {
     /// Applying again changes nothing and makes no writes.
     pub fn assert_second_apply_writes_nothing(&self, context: &str) {
         let again = self.apply(&[]);
-        assert_eq!(again.code, 0, "{context}\n{}{}", again.stdout, again.stderr);
-        again.assert_stdout_contains("No changes.");
+        again.ok_with(context).assert_stdout_contains("No changes.");
         assert!(
             !again.stderr.contains("[1/"),
             "{context}: a second apply makes no writes\n{}",
@@ -190,6 +191,21 @@ impl Workspace {
             refused.stderr
         );
         refused
+    }
+
+    /// `plan channel.yaml --prune --format json`, which must plan (exit 0 or 2): the names of
+    /// the resources it would delete, and the output (to show with a failed assertion).
+    pub fn prune_plan(&self) -> (Vec<String>, Output) {
+        let p = self.run(&["plan", "channel.yaml", "--prune", "--format", "json"]);
+        assert!(p.code == 0 || p.code == 2, "{}{}", p.stdout, p.stderr);
+        let deleted = p.json("plan JSON")["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .filter(|c| c["action"] == "delete")
+            .filter_map(|c| c["resource"]["name"].as_str().map(str::to_owned))
+            .collect();
+        (deleted, p)
     }
 
     /// The channel's plan is empty: exit 0 with `--detailed-exitcode`, and "No changes.".
