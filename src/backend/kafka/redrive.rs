@@ -151,6 +151,10 @@ impl Mover {
         pconfig
             .set("enable.idempotence", "true")
             .set("acks", "all")
+            // A batch is sent in one go and then awaited: waiting librdkafka's default 5 ms
+            // for more records that are not coming costs every batch (100,000 records: 2.3 s
+            // → 2.0 s, debug build).
+            .set("linger.ms", "1")
             .set("message.timeout.ms", "30000");
         let producer: FutureProducer = pconfig.create().map_err(MoveError::of)?;
 

@@ -160,9 +160,10 @@ impl Reader {
             bootstrap: self.bootstrap.clone(),
             reason: e.to_string(),
         };
-        let low = super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::Earliest, TIMEOUT)
-            .await
-            .map_err(failed)?;
+        let low =
+            super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::Earliest, TIMEOUT)
+                .await
+                .map_err(failed)?;
         let high = super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::Latest, TIMEOUT)
             .await
             .map_err(failed)?;
