@@ -22,8 +22,8 @@
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
-pub mod import_kit;
 pub mod kafka;
+pub mod kit;
 pub mod pubsub;
 pub mod rabbitmq;
 pub mod sqs;
@@ -32,143 +32,20 @@ pub mod wire;
 /// The read retry budget, where tests and docs have always found it.
 pub use wire::retry;
 
+/// What the backends share, where the verbs have always found it.
+pub use kit::connect::ConnectOptions;
+pub use kit::errors::{AtTarget, BackendError, MoveError};
+pub use kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Live, Props, ResourceId, Role, TimeUnit};
+use crate::resource::{Desired, Live, ResourceId, TimeUnit};
 use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::Resolved;
 use crate::status::{Observed, ReadOptions};
-use import_kit::Candidate;
 use wire::Stats;
-use wire::aws::AwsError;
-use wire::http::HttpError;
-
-/// Connection options from the command line.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectOptions {
-    /// Accept any TLS certificate (`--insecure`).
-    pub insecure: bool,
-    /// Each target's budget for reads that get no answer (`--read-timeout`).
-    pub read_timeout: std::time::Duration,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        ConnectOptions {
-            insecure: false,
-            read_timeout: wire::retry::DEFAULT_READ_BUDGET,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    #[error("target `{target}`: environment variable {var} ({field}) is not set")]
-    MissingEnv {
-        target: String,
-        field: &'static str,
-        var: String,
-    },
-    #[error("target `{target}`: {message}")]
-    Config { target: String, message: String },
-    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
-    #[error("target `{target}`: {error}")]
-    Http { target: String, error: HttpError },
-    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
-    #[error("target `{target}`: {error}")]
-    Aws { target: String, error: AwsError },
-    // Not a `#[source]`: the message already says it, and `{:#}` would repeat it.
-    #[error("target `{target}`: {error}")]
-    Kafka {
-        target: String,
-        error: kafka::KafkaError,
-    },
-    #[error("target `{target}`: {message}")]
-    Move { target: String, message: String },
-}
-
-/// A mover's failure, said whole (which message, which queue, what is left where).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MoveError(pub String);
-
-impl std::fmt::Display for MoveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl MoveError {
-    /// Any failure's text, said whole.
-    pub fn of(e: impl std::fmt::Display) -> Self {
-        MoveError(e.to_string())
-    }
-}
-
-impl AtTarget for MoveError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Move {
-            target: target.to_owned(),
-            message: self.0,
-        }
-    }
-}
-
-/// A backend's own error, turned into the target-level [`BackendError`]: the one place where
-/// that happens.
-pub trait AtTarget {
-    fn at(self, target: &str) -> BackendError;
-}
-
-impl AtTarget for HttpError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Http {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-impl AtTarget for AwsError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Aws {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-impl AtTarget for kafka::KafkaError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Kafka {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-/// The value of the environment variable a target names for `field` (`None`: none named).
-pub(crate) fn env_value(
-    target: &str,
-    field: &'static str,
-    var: Option<&String>,
-) -> Result<Option<String>, BackendError> {
-    let Some(var) = var else { return Ok(None) };
-    match std::env::var(var) {
-        Ok(v) => {
-            if field != "usernameEnv" {
-                crate::printer::never_show(&v);
-            }
-            Ok(Some(v))
-        }
-        Err(_) => Err(BackendError::MissingEnv {
-            target: target.to_owned(),
-            field,
-            var: var.clone(),
-        }),
-    }
-}
 
 /// Where a target is, for `-v`: backend and endpoint, never a credential (URLs lose their
 /// userinfo; Kafka's properties show only their names).
@@ -221,15 +98,6 @@ fn names(it: impl Iterator<Item = String>) -> String {
     } else {
         v.join(", ")
     }
-}
-
-/// The target's ownership prefixes (none declared: empty).
-pub(crate) fn prefixes(target: &Target) -> Vec<String> {
-    target
-        .ownership
-        .as_ref()
-        .map(|o| o.prefixes.clone())
-        .unwrap_or_default()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,28 +173,6 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
 // ---------------------------------------------------------------------------------------------
 // Read and write doors
 // ---------------------------------------------------------------------------------------------
-
-/// A live object in a target's ownership scope that no spec names: what `plan --prune`
-/// deletes.
-#[derive(Debug, Clone)]
-pub struct Prunable {
-    pub id: ResourceId,
-    pub live: Live,
-    /// The channel it belonged to: its `dlqctl-channel` tag (SQS), or the channel its name
-    /// suggests (RabbitMQ, Kafka), for grouping and ordering the deletes.
-    pub channel: String,
-    pub role: Role,
-    /// What a delete needs besides the name (a RabbitMQ binding's source, destination, routing
-    /// and properties key); carried in the change's `desired`.
-    pub identity: Props,
-}
-
-/// The channel label of pruned objects whose names fit no channel.
-pub const NO_SPEC_CHANNEL: &str = "(no spec)";
-
-/// What a backend's import door found on a target: channel candidates, objects that fit
-/// none (with why), and how much was read (for the summary).
-pub type Found = (Vec<Candidate>, Vec<String>, BTreeMap<&'static str, usize>);
 
 /// Read-only access to one target.
 #[derive(Debug, Clone)]

@@ -15,9 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{DEFAULTS_KEY, KafkaError, topic_id};
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template, valid_channel_id,
+use crate::backend::kit::import::Found;
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template,
+    valid_channel_id,
 };
 use crate::resource::Role;
 use crate::resource::{Live, ResourceId};
@@ -44,7 +45,12 @@ pub fn labels(
     target_name: &str,
     target: &Target,
 ) -> BTreeMap<ResourceId, (String, Role)> {
-    import_kit::labels(group(live, target_name, target).0, target_name, target)
+    import_kit::labels(
+        group(live, target_name, target).0,
+        target_name,
+        target,
+        super::desired::desired,
+    )
 }
 
 /// Groups topics into channels; returns them and what fits no channel.
@@ -232,7 +238,7 @@ fn base_spec(
     } else {
         Some(template(dlt, id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
     };
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Kafka,
         retention(dl, &topic_id(t.target_name, dlt), findings),
     );
@@ -282,7 +288,7 @@ fn invalid_spec(t: &Topics, dl: &Live, findings: &mut Vec<String>) -> Option<Inv
             partitions(dl).map_or("?".into(), |n| n.to_string())
         ));
     }
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Kafka,
         retention(il, &id, findings),
     );

@@ -111,6 +111,15 @@ pub enum KafkaError {
     NoAuthorizer { target: String, api: &'static str },
 }
 
+impl crate::backend::kit::errors::AtTarget for KafkaError {
+    fn at(self, target: &str) -> crate::backend::kit::errors::BackendError {
+        crate::backend::kit::errors::BackendError::Client {
+            target: target.to_owned(),
+            error: Box::new(self),
+        }
+    }
+}
+
 pub(super) fn topic_error(
     topic: &str,
     api: &'static str,

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::ffi::{self, Admin, Source};
 use super::*;
-use crate::backend::BackendError;
-use crate::backend::Prunable;
+use crate::backend::kit::errors::BackendError;
+use crate::backend::kit::import::Prunable;
 use crate::backend::wire::http::Stats;
 use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
@@ -57,7 +57,7 @@ pub(super) fn client_config(
             field: "secretProperties",
             var: var.clone(),
         })?;
-        crate::printer::never_show(&value);
+        crate::secrets::never_show(&value);
         config.set(key, value);
     }
     config.set("bootstrap.servers", &bootstrap);
@@ -224,7 +224,7 @@ impl Reader {
                 }
             })
             .collect();
-        crate::backend::import_kit::relabel(&mut found, |live| {
+        crate::backend::kit::import::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
         // Where a channel owns ACLs (`kafka.acls`), the bindings dlqctl could have made on owned

@@ -37,7 +37,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::CONNECT_TIMEOUT;
 use super::read::Reader;
-use crate::backend::MoveError;
+use crate::backend::kit::errors::MoveError;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
 use crate::status::envelope::REDRIVE_COUNT;

@@ -98,7 +98,8 @@ impl Writer {
 
     /// Refuses a name outside the target's ownership prefixes, when it declares them.
     fn check_prefixes(&self, change: &Change) -> Result<(), HttpError> {
-        if crate::backend::sqs::in_prefixes(&self.reader.prefixes, &change.resource.name) {
+        if crate::backend::kit::ownership::in_prefixes(&self.reader.prefixes, &change.resource.name)
+        {
             return Ok(());
         }
         Err(Self::refused(
@@ -225,7 +226,7 @@ impl Writer {
         if ownership_problem(&current, &change.channel).is_none() {
             return Ok(());
         }
-        if !crate::backend::sqs::adoptable(&current) {
+        if !crate::backend::kit::ownership::adoptable(&current) {
             let p = ownership_problem(&current, &change.channel).unwrap_or_default();
             return Err(Self::refused(
                 change,

@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::*;
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, non_default, sanitise_channel_id, template, valid_channel_id,
+use crate::backend::kit::import::Found;
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, non_default, sanitise_channel_id, template,
+    valid_channel_id,
 };
 use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
@@ -43,7 +44,12 @@ pub fn labels_of(
     target_name: &str,
     target: &Target,
 ) -> BTreeMap<ResourceId, (String, Role)> {
-    import_kit::labels(group(live, target_name, target).0, target_name, target)
+    import_kit::labels(
+        group(live, target_name, target).0,
+        target_name,
+        target,
+        super::desired::desired,
+    )
 }
 
 /// A duration property (seconds) as a spec duration.
@@ -189,7 +195,8 @@ pub fn group(
             .iter()
             .filter(|(_, l)| {
                 let lb = labels(l);
-                ownership_problem(&lb, &id).is_some() && crate::backend::sqs::adoptable(&lb)
+                ownership_problem(&lb, &id).is_some()
+                    && crate::backend::kit::ownership::adoptable(&lb)
             })
             .map(|(i, _)| i.clone())
             .collect();

@@ -50,9 +50,11 @@ pub const CONCURRENCY: usize = 8;
 /// Listing page size (the API's maximum).
 pub const PAGE_SIZE: u32 = 1000;
 
-pub use crate::backend::sqs::TAG_MANAGED_BY_VALUE as LABEL_MANAGED_BY_VALUE;
-/// The labels dlqctl puts on what it creates: the same words as its SQS tags.
-pub use crate::backend::sqs::{TAG_CHANNEL as LABEL_CHANNEL, TAG_MANAGED_BY as LABEL_MANAGED_BY};
+/// The labels dlqctl puts on what it creates: the kit's ownership words, as SQS's tags.
+pub use crate::backend::kit::ownership::{
+    CHANNEL as LABEL_CHANNEL, MANAGED_BY as LABEL_MANAGED_BY,
+    MANAGED_BY_VALUE as LABEL_MANAGED_BY_VALUE,
+};
 
 /// The subscription's topic: immutable (a change is a replace).
 pub const TOPIC: &str = "topic";
@@ -287,7 +289,7 @@ pub fn labels(live: &Live) -> BTreeMap<String, String> {
 /// Why a live object is not provably this channel's, from its labels (`None`: it is). The
 /// same rule as SQS's tags, said with Pub/Sub's word.
 pub fn ownership_problem(labels: &BTreeMap<String, String>, channel: &str) -> Option<String> {
-    crate::backend::sqs::ownership_problem(labels, channel)
+    crate::backend::kit::ownership::ownership_problem(labels, channel)
         .map(|p| p.replace("tagged", "labelled").replace(" tag", " label"))
 }
 

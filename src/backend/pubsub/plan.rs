@@ -130,7 +130,7 @@ impl Reader {
             };
             let pos = changes.iter().position(|c| c.resource == d.id);
             let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
-            if adopt && crate::backend::sqs::adoptable(&labels) && in_place {
+            if adopt && crate::backend::kit::ownership::adoptable(&labels) && in_place {
                 let fields = vec![
                     FieldChange {
                         key: format!("{LABEL_FIELD_PREFIX}{LABEL_MANAGED_BY}"),
@@ -154,7 +154,7 @@ impl Reader {
             let fields = pos.map(|p| changes[p].fields.clone()).unwrap_or_default();
             // `--adopt` only labels an object in place: one the spec would replace (a
             // subscription on another topic) cannot be adopted, so the hint must not offer it.
-            let problem = if crate::backend::sqs::adoptable(&labels) && !in_place {
+            let problem = if crate::backend::kit::ownership::adoptable(&labels) && !in_place {
                 not_adoptable(pos.map(|p| &changes[p]))
             } else {
                 problem

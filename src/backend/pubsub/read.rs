@@ -9,9 +9,11 @@ use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
 use super::*;
+use crate::backend::kit::connect::ConnectOptions;
+use crate::backend::kit::errors::{AtTarget, BackendError};
+use crate::backend::kit::import::Prunable;
 use crate::backend::wire::http::{HttpConfig, HttpError, ReadHttp, Stats};
 use crate::backend::wire::retry::ReadBudget;
-use crate::backend::{AtTarget, BackendError, ConnectOptions, Prunable};
 use crate::resource::Role;
 use crate::spec::model::Target;
 
@@ -104,7 +106,7 @@ impl Reader {
         })?;
         let (base, bearer) = endpoint(name, target, |v| std::env::var(v).ok())?;
         if let Some(t) = &bearer {
-            crate::printer::never_show(t);
+            crate::secrets::never_show(t);
         }
         let emulator = bearer.is_none();
         let http = ReadHttp::new(
@@ -129,7 +131,7 @@ impl Reader {
             target: name.to_owned(),
             http,
             project,
-            prefixes: crate::backend::prefixes(target),
+            prefixes: crate::backend::kit::connect::prefixes(target),
             emulator,
             grant,
         })
@@ -307,7 +309,7 @@ impl Reader {
         let mut all = self.listed().await?;
         all.retain(|id, _| {
             !id.name.contains('/')
-                && crate::backend::sqs::in_prefixes(&self.prefixes, &id.name)
+                && crate::backend::kit::ownership::in_prefixes(&self.prefixes, &id.name)
                 && filter.is_none_or(|f| id.name.starts_with(f))
         });
         Ok(all)

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::read::Reader;
 use super::*;
-use crate::backend::MoveError;
+use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::http::WriteHttp;
 use crate::redrive::{Decision, Pace, Run, decide, moved_headers};
 use crate::spec::resolve::Resolved;

@@ -497,7 +497,7 @@ fn a_subscription_labelled_for_another_channel_cannot_be_changed_and_the_plan_sa
     let reader = Reader::connect(
         "gcp",
         &t,
-        crate::backend::ConnectOptions::default(),
+        crate::backend::kit::connect::ConnectOptions::default(),
         Arc::new(crate::backend::wire::Stats::default()),
     )
     .expect("reader");

@@ -21,10 +21,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::id as resource_id;
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
-    template, valid_channel_id,
+use crate::backend::kit::import::Found;
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, common_stem, fit_backoff, millis, non_default,
+    sanitise_channel_id, template, valid_channel_id,
 };
 use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
@@ -80,7 +80,7 @@ pub fn labels(
             group(&s, &BTreeMap::new(), None).0
         })
         .collect();
-    import_kit::labels(candidates, target_name, target)
+    import_kit::labels(candidates, target_name, target, super::desired::desired)
 }
 
 /// The dead-lettering settings dlqctl writes (policy keys; `x-` + key as arguments).
@@ -681,14 +681,14 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
     );
     let queue_type = ms.main.queue_type();
     let target_vhost = s.target.vhost.clone().unwrap_or_else(|| "/".to_owned());
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Rabbitmq,
         ms.dlq.ttl().map(millis),
     );
     let invalid = match ms.invalid {
         Some(q) => {
             let t = template(q.name, &id).ok_or_else(|| braces(q.name))?;
-            let keep = crate::backend::import_kit::dead_letter_keep(
+            let keep = crate::backend::kit::import::dead_letter_keep(
                 crate::spec::model::Backend::Rabbitmq,
                 q.ttl().map(millis),
             );

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::backend::kit::connect::{ConnectOptions, env_value};
+use crate::backend::kit::errors::{AtTarget, BackendError};
+use crate::backend::kit::import::{NO_SPEC_CHANNEL, Prunable};
 use crate::backend::wire::Stats;
 use crate::backend::wire::http::HttpConfig;
 use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
 use crate::backend::wire::retry::ReadBudget;
-use crate::backend::{
-    AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
-};
 use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
@@ -240,7 +240,11 @@ impl Reader {
             stats,
         )
         .map_err(|e| e.at(name))?;
-        Ok(Reader::new(name, http, crate::backend::prefixes(target)))
+        Ok(Reader::new(
+            name,
+            http,
+            crate::backend::kit::connect::prefixes(target),
+        ))
     }
 
     pub fn new(target: &str, http: ReadHttp, prefixes: Vec<String>) -> Self {
@@ -548,7 +552,7 @@ impl Reader {
                 }
             })
             .collect();
-        crate::backend::import_kit::relabel(&mut found, |live| {
+        crate::backend::kit::import::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
         Ok(found)

@@ -22,8 +22,8 @@ use super::{
     SeenAlarm, SeenQueue, TAG_CHANNEL, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY,
     in_prefixes, queue_id,
 };
-use crate::backend::Found;
-use crate::backend::import_kit::{
+use crate::backend::kit::import::Found;
+use crate::backend::kit::import::{
     Candidate, channel, non_default, number, sanitise_channel_id, template, valid_channel_id,
 };
 use crate::backend::wire::aws::AwsError;
@@ -36,7 +36,7 @@ use crate::spec::model::{
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
-    crate::backend::prefixes(target)
+    crate::backend::kit::connect::prefixes(target)
 }
 
 /// The dead-letter target of a queue: a name in the same account and region, or a full ARN.
@@ -222,7 +222,7 @@ fn add_invalid(l: &Link, c: &mut Candidate, name: &str, alarms_handled: &mut BTr
     } else {
         "{channel}-invalid"
     };
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Sqs,
         number(&q.live, RETENTION).map(Duration::from_secs),
     );
@@ -375,7 +375,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
     let access = Access::of(l.mq, l.dq);
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Sqs,
         secs(l.dq, RETENTION),
     );

@@ -13,7 +13,7 @@ use tokio::sync::OnceCell;
 
 use super::alarms;
 use super::*;
-use crate::backend::Prunable;
+use crate::backend::kit::import::Prunable;
 use crate::backend::wire::aws::{
     Aws, AwsError, ErrorKind, Pages, Settings, arn_name, arn_prefix, classify,
 };
@@ -208,7 +208,7 @@ impl Reader {
     pub fn connect(
         name: &str,
         target: &Target,
-        opts: crate::backend::ConnectOptions,
+        opts: crate::backend::kit::connect::ConnectOptions,
         stats: Arc<Stats>,
     ) -> Self {
         let settings = Settings {
@@ -218,7 +218,12 @@ impl Reader {
             endpoint: target.endpoint.clone(),
             read_budget: ReadBudget::new(opts.read_timeout),
         };
-        Reader::new(name, settings, crate::backend::prefixes(target), stats)
+        Reader::new(
+            name,
+            settings,
+            crate::backend::kit::connect::prefixes(target),
+            stats,
+        )
     }
 
     /// One object as [`read`](Self::read) returns it (apply's re-check before each write).

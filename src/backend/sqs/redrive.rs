@@ -31,7 +31,7 @@ use aws_sdk_sqs::types::{
 };
 
 use super::{Reader, move_task};
-use crate::backend::MoveError;
+use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
