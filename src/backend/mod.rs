@@ -107,10 +107,10 @@ fn names(it: impl Iterator<Item = String>) -> String {
 /// Every resource a channel needs on its backend (pure).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     match r.backend {
-        Backend::Rabbitmq => rabbitmq::desired(r),
-        Backend::Sqs => sqs::desired(r),
-        Backend::Kafka => kafka::desired(r),
-        Backend::Pubsub => pubsub::desired(r),
+        Backend::Rabbitmq => rabbitmq::desired::desired(r),
+        Backend::Sqs => sqs::desired::desired(r),
+        Backend::Kafka => kafka::desired::desired(r),
+        Backend::Pubsub => pubsub::desired::desired(r),
     }
 }
 
@@ -120,9 +120,9 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
 pub fn refine(change: &mut Change) {
     match change.resource.backend {
         Backend::Rabbitmq => rabbitmq::plan::refine(change),
-        Backend::Sqs => sqs::refine(change),
-        Backend::Kafka => kafka::refine(change),
-        Backend::Pubsub => pubsub::refine(change),
+        Backend::Sqs => sqs::plan::refine(change),
+        Backend::Kafka => kafka::plan::refine(change),
+        Backend::Pubsub => pubsub::plan::refine(change),
     }
 }
 
@@ -177,10 +177,10 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
-    Rabbitmq(rabbitmq::Reader),
-    Sqs(sqs::Reader),
-    Kafka(kafka::Reader),
-    Pubsub(pubsub::Reader),
+    Rabbitmq(rabbitmq::read::Reader),
+    Sqs(sqs::read::Reader),
+    Kafka(kafka::read::Reader),
+    Pubsub(pubsub::read::Reader),
 }
 
 /// Read-write access to one target.
@@ -188,10 +188,10 @@ pub enum Reader {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Writer {
-    Rabbitmq(rabbitmq::Writer),
-    Sqs(sqs::Writer),
-    Kafka(kafka::Writer),
-    Pubsub(pubsub::Writer),
+    Rabbitmq(rabbitmq::apply::Writer),
+    Sqs(sqs::apply::Writer),
+    Kafka(kafka::apply::Writer),
+    Pubsub(pubsub::apply::Writer),
 }
 
 /// Calls the same door on whichever backend `$reader` is, and names the target in its error.
@@ -216,11 +216,13 @@ impl Reader {
         tracing::info!("target {name}: {}", where_is(target));
         Ok(match target.backend {
             Backend::Rabbitmq => {
-                Reader::Rabbitmq(rabbitmq::Reader::connect(name, target, opts, stats)?)
+                Reader::Rabbitmq(rabbitmq::read::Reader::connect(name, target, opts, stats)?)
             }
-            Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, opts, stats)),
-            Backend::Kafka => Reader::Kafka(kafka::Reader::connect(name, target, stats)?),
-            Backend::Pubsub => Reader::Pubsub(pubsub::Reader::connect(name, target, opts, stats)?),
+            Backend::Sqs => Reader::Sqs(sqs::read::Reader::connect(name, target, opts, stats)),
+            Backend::Kafka => Reader::Kafka(kafka::read::Reader::connect(name, target, stats)?),
+            Backend::Pubsub => {
+                Reader::Pubsub(pubsub::read::Reader::connect(name, target, opts, stats)?)
+            }
         })
     }
 

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use super::ffi::{ConfigOp, Grant};
+use super::plan::{Step, update_steps};
 use super::read::Reader;
 use super::*;
 use crate::plan::{Action, Change};
@@ -509,5 +512,15 @@ pub(super) fn as_desired(c: &Change) -> Desired {
         props: c.desired.clone(),
         immutable: false,
         present: true,
+    }
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        Writer {
+            reader: self,
+            acl_support: Arc::default(),
+        }
     }
 }

@@ -8,14 +8,13 @@
 //! the first that reproduces every name wins. When the names do not carry the delays
 //! (`-retry`, `-retry-0`, ...), import says that the delays it wrote are assumptions.
 //!
-//! Pure: it groups what [`crate::backend::kafka::Reader::inventory`] read.
+//! Pure: it groups what [`crate::backend::kafka::read::Reader::inventory`] read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{DEFAULTS_KEY, KafkaError, topic_id};
-use crate::backend::kit::import::Found;
+use super::{DEFAULTS_KEY, topic_id};
 use crate::backend::kit::import::{
     self as import_kit, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template,
     valid_channel_id,
@@ -27,16 +26,6 @@ use crate::spec::model::{
     Target, TopicReuse,
 };
 use crate::spec::resolve;
-
-impl super::Reader {
-    /// The import door: every topic in scope, grouped into channels by Spring's naming.
-    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
-        let live = self.inventory(prefix).await?;
-        let read = BTreeMap::from([("topics", live.len())]);
-        let (c, u) = group(&live, self.target(), target);
-        Ok((c, u, read))
-    }
-}
 
 /// The channel and role each live topic would have if it were imported (see
 /// [`import_kit::labels`]).

@@ -34,6 +34,7 @@ pub mod apply;
 pub mod desired;
 pub mod ffi;
 pub mod import;
+pub mod ledger;
 pub mod plan;
 pub mod read;
 pub mod redrive;
@@ -45,11 +46,6 @@ use serde_json::{Value, json};
 
 use crate::resource::{Kind, ResourceId, Role};
 use crate::spec::model::Backend;
-
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::{Step, refine, update_steps};
-pub use read::Reader;
 
 /// How long one admin request may take before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(15);
@@ -227,6 +223,7 @@ mod tests {
     //! are checked here on the plan values; tests/kafka.rs covers what tansu supports live.
     use std::sync::Arc;
 
+    use super::desired::desired;
     use super::ffi::{ConfigOp, Source};
     use super::plan::*;
     use super::read::*;

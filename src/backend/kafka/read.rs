@@ -9,8 +9,10 @@ use rdkafka::types::RDKafkaErrorCode;
 use serde_json::{Value, json};
 
 use super::ffi::{self, Admin, Source};
+use super::import::group;
 use super::*;
 use crate::backend::kit::errors::BackendError;
+use crate::backend::kit::import::Found;
 use crate::backend::kit::import::Prunable;
 use crate::backend::wire::http::Stats;
 use crate::plan::{Change, Note};
@@ -445,13 +447,6 @@ impl Reader {
         self.read(&refs).await
     }
 
-    pub fn into_writer(self) -> Writer {
-        Writer {
-            reader: self,
-            acl_support: Arc::default(),
-        }
-    }
-
     /// Which cluster this is, for binding a saved plan to it: the cluster id.
     pub async fn identity(&self) -> Result<String, KafkaError> {
         self.stats.count("kafka:ClusterId");
@@ -510,3 +505,13 @@ fn owns_acls(target: &str, desired: &[Desired]) -> bool {
 /// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists
 /// only what was set (see [`live_topic`]).
 pub const SPARSE_ANSWER: usize = 10;
+
+impl Reader {
+    /// The import door: every topic in scope, grouped into channels by Spring's naming.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
+        let live = self.inventory(prefix).await?;
+        let read = BTreeMap::from([("topics", live.len())]);
+        let (c, u) = group(&live, self.target(), target);
+        Ok((c, u, read))
+    }
+}

@@ -346,3 +346,10 @@ pub fn with_member(mut policy: Value, role: &str, member: &str) -> Option<Value>
     }
     Some(policy)
 }
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        Writer::new(self)
+    }
+}

@@ -31,6 +31,7 @@ pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::collections::BTreeMap;
@@ -39,11 +40,6 @@ use serde_json::{Map, Value, json};
 
 use crate::resource::{Kind, Live, Props, ResourceId};
 use crate::spec::model::Backend;
-
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::refine;
-pub use read::Reader;
 
 /// Calls in flight at once per target.
 pub const CONCURRENCY: usize = 8;

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
+use super::import::group;
 use super::*;
 use crate::backend::kit::connect::ConnectOptions;
 use crate::backend::kit::errors::{AtTarget, BackendError};
-use crate::backend::kit::import::Prunable;
+use crate::backend::kit::import::{Found, Prunable};
 use crate::backend::wire::http::{HttpConfig, HttpError, ReadHttp, Stats};
 use crate::backend::wire::retry::ReadBudget;
 use crate::resource::Role;
@@ -144,10 +145,6 @@ impl Reader {
     /// The target's read budget (renewed by the exporter before each reading).
     pub fn read_budget(&self) -> &ReadBudget {
         self.http.budget()
-    }
-
-    pub fn into_writer(self) -> super::Writer {
-        super::Writer::new(self)
     }
 
     /// `/projects/P/topics/T` or `/projects/P/subscriptions/S`.
@@ -371,5 +368,19 @@ impl Reader {
             });
         }
         Ok(out)
+    }
+}
+
+impl Reader {
+    /// The import door: every topic and subscription in scope, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
+        let live = self.inventory(prefix).await?;
+        let count = |k: Kind| live.keys().filter(|i| i.kind == k).count();
+        let read = BTreeMap::from([
+            ("topics", count(Kind::Topic)),
+            ("subscriptions", count(Kind::Subscription)),
+        ]);
+        let (c, u) = group(&live, self.target(), target);
+        Ok((c, u, read))
     }
 }

@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::desired::desired;
+use super::plan::refine;
+use super::read::Reader;
 use super::*;
 use crate::plan::{Action, Change, FieldChange, diff};
 use crate::resource::{Desired, Role, TimeUnit};

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::read::{Binding, Reader};
+use super::Binding;
+use super::read::Reader;
 use super::*;
 use crate::backend::wire::http::{HttpError, WriteHttp, seg};
 use crate::plan::{Action, Change};
@@ -383,5 +384,13 @@ impl Writer {
                 }
             })
             .collect())
+    }
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        let http = self.http_for_writer();
+        Writer::new(self, http)
     }
 }

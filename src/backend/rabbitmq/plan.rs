@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use super::Binding;
 use super::binding_name;
-use super::read::Binding;
 use crate::plan::{Action, Change, FieldChange, Note};
 use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, TimeUnit};
 

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use super::Binding;
+use super::import::{Scope, counts, foreign_policies, group};
 use super::*;
 use crate::backend::kit::connect::{ConnectOptions, env_value};
 use crate::backend::kit::errors::{AtTarget, BackendError};
-use crate::backend::kit::import::{NO_SPEC_CHANNEL, Prunable};
+use crate::backend::kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 use crate::backend::wire::Stats;
 use crate::backend::wire::http::HttpConfig;
 use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
@@ -137,68 +139,6 @@ pub(super) fn no_vhost(vhost: &str) -> HttpError {
     }
 }
 
-/// One binding as the management API lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Binding {
-    pub source: String,
-    pub destination: String,
-    /// `queue` or `exchange`.
-    pub destination_type: String,
-    pub routing_key: String,
-    pub properties_key: String,
-    /// `None` when it has none.
-    pub arguments: Option<Value>,
-}
-
-impl Binding {
-    /// `None` when a field the API always sends is missing or not a string.
-    pub fn from_value(b: &Value) -> Option<Binding> {
-        let get = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
-        Some(Binding {
-            source: get("source")?,
-            destination: get("destination")?,
-            destination_type: get("destination_type")?,
-            routing_key: get("routing_key")?,
-            properties_key: get("properties_key").unwrap_or_default(),
-            arguments: b
-                .get("arguments")
-                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
-                .cloned(),
-        })
-    }
-
-    /// As the management API lists it (what a replace carries in its plan).
-    pub fn to_value(&self) -> Value {
-        let mut v = json!({
-            "source": self.source,
-            "destination": self.destination,
-            "destination_type": self.destination_type,
-            "routing_key": self.routing_key,
-            "properties_key": self.properties_key,
-        });
-        if let (Some(args), Some(o)) = (&self.arguments, v.as_object_mut()) {
-            o.insert("arguments".into(), args.clone());
-        }
-        v
-    }
-
-    /// The flat props a binding is read as (and what re-creates it).
-    pub fn props(&self) -> Props {
-        let mut props: Props = [
-            ("source".to_owned(), json!(self.source)),
-            ("destination".to_owned(), json!(self.destination)),
-            ("routing_key".to_owned(), json!(self.routing_key)),
-        ]
-        .into_iter()
-        .collect();
-        if let Some(args) = &self.arguments {
-            props.insert("arguments".into(), args.clone());
-        }
-        props.insert("@properties_key".into(), json!(self.properties_key));
-        props
-    }
-}
-
 /// Read-only view of one RabbitMQ target.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -262,11 +202,6 @@ impl Reader {
     /// The target's read budget (renewed by the exporter before each reading).
     pub fn read_budget(&self) -> &ReadBudget {
         self.http.budget()
-    }
-
-    pub fn into_writer(self) -> super::Writer {
-        let http = self.http_for_writer();
-        super::Writer::new(self, http)
     }
 
     /// Reads every owned queue, policy, exchange and binding of the vhosts `ids` name.
@@ -930,5 +865,30 @@ fn is_administrator(tags: Option<&Value>) -> bool {
         Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some("administrator")),
         Some(Value::String(s)) => s.split(',').any(|t| t.trim() == "administrator"),
         _ => false,
+    }
+}
+
+impl Reader {
+    /// The import door: the target's vhost, with the policies named outside the prefixes that
+    /// apply to owned queues, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
+        let vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+        let live = self.read_vhosts(&BTreeSet::from([vhost.clone()])).await?;
+        // Policies that apply to owned queues but are named outside the prefixes.
+        let mut foreign = BTreeMap::new();
+        for name in foreign_policies(&live) {
+            if let Some(p) = self.policy(&vhost, &name).await? {
+                foreign.insert(name, p);
+            }
+        }
+        let read = counts(&live);
+        let s = Scope {
+            live: &live,
+            target_name: self.target(),
+            target,
+            vhost: &vhost,
+        };
+        let (c, u) = group(&s, &foreign, prefix);
+        Ok((c, u, read))
     }
 }

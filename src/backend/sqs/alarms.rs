@@ -485,7 +485,7 @@ mod tests {
             .expect("target");
         let r =
             crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
-        let d = crate::backend::sqs::desired(&r);
+        let d = crate::backend::sqs::desired::desired(&r);
         let q = d
             .iter()
             .find(|x| x.id.name == "payments-invalid" && x.id.kind == Kind::Queue)

@@ -36,10 +36,12 @@ pub mod alarms;
 pub mod apply;
 pub mod desired;
 pub mod import;
+pub mod live;
 pub mod move_task;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::collections::BTreeMap;
@@ -50,11 +52,6 @@ use serde_json::json;
 use crate::plan::{Change, FieldChange};
 use crate::resource::{Kind, ResourceId};
 use crate::spec::model::Backend;
-
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::refine;
-pub use read::{Inventory, Reader, SeenAlarm, SeenQueue, live_queue};
 
 /// ListQueues page size (the API's maximum).
 pub const PAGE_SIZE: i32 = 1000;
@@ -204,6 +201,8 @@ mod tests {
     use super::plan::*;
     use super::read::*;
     use super::*;
+
+    use super::live::*;
     use crate::backend::wire::aws::{AwsError, ErrorKind};
     use crate::plan::{Action, diff};
     use crate::resource::{Desired, Props, Role};

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::ListMessageMoveTasksResultEntry;
 
-use super::Reader;
+use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::Run;

@@ -30,7 +30,8 @@ use aws_sdk_sqs::types::{
     SendMessageBatchRequestEntry,
 };
 
-use super::{Reader, move_task};
+use super::move_task;
+use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};

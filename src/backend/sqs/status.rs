@@ -18,7 +18,7 @@ use aws_sdk_cloudwatch::types::{Dimension, Statistic};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use futures_util::stream::{self, StreamExt};
 
-use super::Reader;
+use super::read::Reader;
 use crate::backend::wire::aws::{AwsError, classify};
 use crate::spec::resolve::Resolved;
 use crate::status::envelope::TRANSIENT_EXHAUSTED;
@@ -42,7 +42,7 @@ impl Reader {
             .flat_map(|r| [r.main.as_str(), r.dead_letter.as_str()])
             .collect();
         let listed: BTreeSet<String> = self
-            .list_queues(super::read::common_prefix(&names))
+            .list_queues(super::live::common_prefix(&names))
             .await?
             .into_iter()
             .map(|(name, _)| name)
