@@ -1,23 +1,30 @@
 //! The backends, one folder each with the same doors, and the one dispatch over them.
 //!
-//! Every backend folder (`sqs/`, `rabbitmq/`, `kafka/`, `pubsub/`) has the same files for the same doors:
+//! Each door is a trait in the kit ([`kit::doors`]), its contract on the trait; every backend
+//! implements every door, in the file named for it, and each arm below calls through the
+//! trait, so the compiler enforces this table: a backend missing a door does not build.
 //!
-//! | file | door | may do |
+//! | file | door (trait) | may do |
 //! |---|---|---|
-//! | `desired.rs` | resolved channel → desired resources | pure, no I/O |
-//! | `read.rs` | the read-only [`Reader`]: live state, prunable objects, message counts | reads only |
-//! | `plan.rs` | backend rules on top of the generic diff: refine, notes, apply-order hints, review | pure, except the review, which may read |
-//! | `apply.rs` | the [`Writer`] | the only door that writes |
-//! | `import.rs` | live objects → channel specs | pure over what `read.rs` returned |
-//! | `status.rs` | depth, samples and ages of a channel's dead letters (`dlqctl status`) | reads; its `//!` says what a read does to a message |
+//! | `mod.rs` | names, keys, the shapes `read` returns; the backend's marker type | pure, imports none of its rooms |
+//! | `desired.rs` | resolved channel → desired resources ([`Plan::desired`]) | pure, no I/O |
+//! | `plan.rs` | [`Plan`]: refine, notes, apply-order hints, duration units, retention keys | pure |
+//! | `import.rs` | live objects → channel candidates (pure grouping) | pure over what `read.rs` returned |
+//! | `read.rs` | [`Read`] and [`Import`] on the read-only `Reader` | reads only |
+//! | `review.rs` | [`Review`]: a plan's changes against what only further reads can tell | reads only |
+//! | `status.rs` | [`Status`]: depth, samples and ages of a channel's dead letters | reads; its `//!` says what a read does to a message |
+//! | `apply.rs` | [`Apply`] on the `Writer` | the only door that writes objects |
+//! | `redrive.rs` | [`Redrive`] on the `Mover` (Kafka's impl: `kafka/mover.rs`) | the only door that moves messages |
 //!
-//! plus what a backend needs of its own (`sqs/alarms.rs` for CloudWatch, `kafka/ffi.rs`).
-//! Below them, `wire/` holds the clients (AWS, HTTP, retry budget, call counts) and never
-//! imports the spec. Above them, `crate::engine` holds the backend-neutral verbs (plan, apply,
-//! import), which reach a backend only through this file: each dispatch arm is one line, and
-//! each backend's own error becomes a [`BackendError`] naming the target in one place
-//! ([`AtTarget`]). Adding an operation to every backend is one file per backend folder, one
-//! method here, and one driver in `crate::engine`.
+//! Inside a folder imports point down the table's order (mod < desired, plan, import < read <
+//! review, status < apply, redrive); a backend imports the kit (`kit/`, `wire/`) and never
+//! another backend or this file. Plus what a backend needs of its own (`sqs/alarms.rs` for
+//! CloudWatch, `kafka/ffi.rs`, `kafka/ledger.rs`, `rabbitmq/guard.rs`). Above them,
+//! `crate::engine` holds the backend-neutral verbs, which reach a backend only through this
+//! file: each dispatch arm is one line, and each backend's own error becomes a
+//! [`BackendError`] naming the target in one place ([`AtTarget`]). Adding a door to every
+//! backend is one trait in the kit, one impl per backend folder, one method here, and one
+//! driver in `crate::engine`.
 //!
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
@@ -39,6 +46,8 @@ pub use kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
+
+use kit::doors::{Apply, Connected, Import, Plan, Read, Redrive, Review, Status};
 
 use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, ResourceId, TimeUnit};
@@ -104,69 +113,58 @@ fn names(it: impl Iterator<Item = String>) -> String {
 // Pure doors, dispatched on the backend
 // ---------------------------------------------------------------------------------------------
 
-/// Every resource a channel needs on its backend (pure).
-pub fn desired(r: &Resolved) -> Vec<Desired> {
-    match r.backend {
-        Backend::Rabbitmq => rabbitmq::desired::desired(r),
-        Backend::Sqs => sqs::desired::desired(r),
-        Backend::Kafka => kafka::desired::desired(r),
-        Backend::Pubsub => pubsub::desired::desired(r),
-    }
+/// Calls a pure door ([`Plan`]) of the backend `$backend`.
+macro_rules! plan {
+    ($backend:expr, $door:ident ( $($arg:expr),* )) => {
+        match $backend {
+            Backend::Rabbitmq => <rabbitmq::Rabbitmq as Plan>::$door($($arg),*),
+            Backend::Sqs => <sqs::Sqs as Plan>::$door($($arg),*),
+            Backend::Kafka => <kafka::Kafka as Plan>::$door($($arg),*),
+            Backend::Pubsub => <pubsub::Pubsub as Plan>::$door($($arg),*),
+        }
+    };
 }
 
-/// Backend rules the generic diff cannot know: a change that is impossible in place (fewer
-/// Kafka partitions), or one that destroys messages by itself (lower SQS retention).
-/// Pure; called on every change of a plan.
+/// Every resource a channel needs on its backend (pure).
+pub fn desired(r: &Resolved) -> Vec<Desired> {
+    plan!(r.backend, desired(r))
+}
+
+/// Backend rules the generic diff cannot know (see [`Plan::refine`]). Pure; called on every
+/// change of a plan.
 pub fn refine(change: &mut Change) {
-    match change.resource.backend {
-        Backend::Rabbitmq => rabbitmq::plan::refine(change),
-        Backend::Sqs => sqs::plan::refine(change),
-        Backend::Kafka => kafka::plan::refine(change),
-        Backend::Pubsub => pubsub::plan::refine(change),
-    }
+    plan!(change.resource.backend, refine(change))
 }
 
 /// The unit of a changed property that holds a duration, or `None` (pure): plans show such
 /// values as people write them (`30d`) beside the number the backend stores.
 pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
-    match change.resource.backend {
-        Backend::Rabbitmq => rabbitmq::plan::duration_unit(change, key),
-        Backend::Sqs => sqs::plan::duration_unit(change, key),
-        Backend::Kafka => kafka::plan::duration_unit(change, key),
-        Backend::Pubsub => pubsub::plan::duration_unit(change, key),
-    }
+    plan!(change.resource.backend, duration_unit(change, key))
 }
 
-/// Whether a changed property is a queue or topic's retention (SQS MessageRetentionPeriod,
-/// RabbitMQ `message-ttl` in a policy or as an x-argument, Kafka `retention.ms`) (pure): where
-/// a plan shows a dead-letter queue's discard decision. Pub/Sub: a subscription's
-/// messageRetentionDuration.
+/// Whether a changed property is a queue, topic or subscription's retention (pure): where a
+/// plan shows a dead-letter queue's discard decision (see [`Plan::is_retention`]).
 pub fn is_retention(change: &Change, key: &str) -> bool {
-    match change.resource.backend {
-        Backend::Sqs => key == sqs::RETENTION,
-        Backend::Rabbitmq => key == "definition.message-ttl" || key == "arguments.x-message-ttl",
-        Backend::Kafka => key == "config.retention.ms",
-        Backend::Pubsub => key == pubsub::RETENTION,
-    }
+    plan!(change.resource.backend, is_retention(key))
 }
 
 /// Backend observations for a plan that the diff cannot make, from the desired resources and
 /// what was read (pure): e.g. a RabbitMQ policy the broker does not apply.
 pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
-    let mut out = rabbitmq::plan::notes(desired, live);
-    out.extend(sqs::plan::notes(desired, live));
-    out.extend(kafka::plan::notes(desired, live));
-    out.extend(pubsub::plan::notes(desired, live));
+    let mut out = rabbitmq::Rabbitmq::notes(desired, live);
+    out.extend(sqs::Sqs::notes(desired, live));
+    out.extend(kafka::Kafka::notes(desired, live));
+    out.extend(pubsub::Pubsub::notes(desired, live));
     out
 }
 
 /// The changes that must run before everything else of their target (pure): e.g. the
 /// RabbitMQ policies of queues this plan creates (see [`crate::plan::sort_for_apply`]).
 pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
-    let mut out = rabbitmq::plan::goes_first(changes);
-    out.extend(sqs::plan::goes_first(changes));
-    out.extend(kafka::plan::goes_first(changes));
-    out.extend(pubsub::plan::goes_first(changes));
+    let mut out = rabbitmq::Rabbitmq::goes_first(changes);
+    out.extend(sqs::Sqs::goes_first(changes));
+    out.extend(kafka::Kafka::goes_first(changes));
+    out.extend(pubsub::Pubsub::goes_first(changes));
     out
 }
 
@@ -198,10 +196,10 @@ pub enum Writer {
 macro_rules! each {
     ($enum:ident, $value:expr, $b:ident => $call:expr) => {
         match $value {
-            $enum::Rabbitmq($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Sqs($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Kafka($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Pubsub($b) => $call.map_err(|e| e.at($b.target())),
+            $enum::Rabbitmq($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Sqs($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Kafka($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Pubsub($b) => $call.map_err(|e| e.at(Connected::target($b))),
         }
     };
 }
@@ -228,10 +226,10 @@ impl Reader {
 
     pub fn target(&self) -> &str {
         match self {
-            Reader::Rabbitmq(r) => r.target(),
-            Reader::Sqs(r) => r.target(),
-            Reader::Kafka(r) => r.target(),
-            Reader::Pubsub(r) => r.target(),
+            Reader::Rabbitmq(r) => Connected::target(r),
+            Reader::Sqs(r) => Connected::target(r),
+            Reader::Kafka(r) => Connected::target(r),
+            Reader::Pubsub(r) => Connected::target(r),
         }
     }
 
@@ -240,10 +238,10 @@ impl Reader {
     /// reader). Kafka has no such budget: each of its calls has its own timeout.
     pub fn renew_read_budget(&self) {
         match self {
-            Reader::Rabbitmq(r) => r.read_budget().renew(),
-            Reader::Sqs(r) => r.read_budget().renew(),
-            Reader::Pubsub(r) => r.read_budget().renew(),
-            Reader::Kafka(_) => {}
+            Reader::Rabbitmq(r) => Read::renew_read_budget(r),
+            Reader::Sqs(r) => Read::renew_read_budget(r),
+            Reader::Pubsub(r) => Read::renew_read_budget(r),
+            Reader::Kafka(r) => Read::renew_read_budget(r),
         }
     }
 
@@ -252,7 +250,7 @@ impl Reader {
         &self,
         ids: &[&ResourceId],
     ) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
-        each!(Reader, self, r => r.read(ids).await)
+        each!(Reader, self, r => Read::read(r, ids).await)
     }
 
     /// Checks a plan's changes on this target against what the generic diff cannot see and
@@ -265,7 +263,7 @@ impl Reader {
         notes: &mut Vec<Note>,
         adopt: bool,
     ) -> Result<(), BackendError> {
-        each!(Reader, self, r => r.review(desired, live, changes, notes, adopt).await)
+        each!(Reader, self, r => Review::review(r, desired, live, changes, notes, adopt).await)
     }
 
     /// Every owned live object on this target that `skip` does not name (`plan --prune`),
@@ -275,24 +273,24 @@ impl Reader {
         skip: &BTreeSet<ResourceId>,
         target: &Target,
     ) -> Result<Vec<Prunable>, BackendError> {
-        each!(Reader, self, r => r.prunable(skip, target).await)
+        each!(Reader, self, r => Read::prunable(r, skip, target).await)
     }
 
     /// One object as [`read`](Self::read) would return it, read as cheaply as the backend
     /// allows (apply's re-check immediately before each write).
     pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, BackendError> {
-        each!(Reader, self, r => r.read_one(id).await)
+        each!(Reader, self, r => Read::read_one(r, id).await)
     }
 
     /// Messages held by a queue or topic, where the backend can tell.
     pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
-        each!(Reader, self, r => r.message_count(id).await)
+        each!(Reader, self, r => Read::message_count(r, id).await)
     }
 
     /// Which server this target is (RabbitMQ cluster name, Kafka cluster id, AWS endpoint and
     /// region): what a saved plan is bound to.
     pub async fn identity(&self) -> Result<String, BackendError> {
-        each!(Reader, self, r => r.identity().await)
+        each!(Reader, self, r => Read::identity(r).await)
     }
 
     /// What `dlqctl status` shows of each channel: depth, messages read from the head of its
@@ -305,10 +303,22 @@ impl Reader {
         read: ReadOptions,
     ) -> Result<Vec<Result<Observed, BackendError>>, BackendError> {
         match self {
-            Reader::Rabbitmq(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Sqs(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Kafka(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Pubsub(r) => per_channel(r.target(), r.status(channels, read).await),
+            Reader::Rabbitmq(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Sqs(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Kafka(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Pubsub(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
         }
     }
 
@@ -318,7 +328,7 @@ impl Reader {
         target: &Target,
         prefix: Option<&str>,
     ) -> Result<Found, BackendError> {
-        each!(Reader, self, r => r.import(target, prefix).await)
+        each!(Reader, self, r => Import::import(r, target, prefix).await)
     }
 
     pub fn into_writer(self) -> Writer {
@@ -370,13 +380,13 @@ impl Mover {
         r: &Resolved,
         run: &crate::redrive::Run,
     ) -> Result<(), BackendError> {
-        each!(Mover, self, m => m.redrive(r, run).await)
+        each!(Mover, self, m => Redrive::redrive(m, r, run).await)
     }
 }
 
 impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
-        each!(Writer, self, w => w.apply(change, allow_loss).await)
+        each!(Writer, self, w => Apply::apply(w, change, allow_loss).await)
     }
 
     /// How many changes [`apply_many`](Self::apply_many) takes in one call: more than one
@@ -384,8 +394,10 @@ impl Writer {
     /// IncrementalAlterConfigs, CreatePartitions).
     pub fn batch_limit(&self) -> usize {
         match self {
-            Writer::Kafka(_) => kafka::BATCH,
-            _ => 1,
+            Writer::Rabbitmq(w) => Apply::batch_limit(w),
+            Writer::Sqs(w) => Apply::batch_limit(w),
+            Writer::Kafka(w) => Apply::batch_limit(w),
+            Writer::Pubsub(w) => Apply::batch_limit(w),
         }
     }
 
@@ -396,26 +408,32 @@ impl Writer {
         changes: &[&Change],
         allow_loss: bool,
     ) -> Vec<Result<(), BackendError>> {
+        fn at<E: AtTarget>(target: &str, v: Vec<Result<(), E>>) -> Vec<Result<(), BackendError>> {
+            v.into_iter().map(|r| r.map_err(|e| e.at(target))).collect()
+        }
         match self {
-            Writer::Kafka(w) => w
-                .apply_many(changes, allow_loss)
-                .await
-                .into_iter()
-                .map(|r| r.map_err(|e| e.at(w.target())))
-                .collect(),
-            _ => {
-                let mut out = Vec::with_capacity(changes.len());
-                for c in changes {
-                    out.push(self.apply(c, allow_loss).await);
-                }
-                out
-            }
+            Writer::Rabbitmq(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Sqs(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Kafka(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Pubsub(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
         }
     }
 
     /// Waits for the backend to show what was written; returns what did not settle in time.
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, BackendError> {
-        each!(Writer, self, w => w.settle(applied).await)
+        each!(Writer, self, w => Apply::settle(w, applied).await)
     }
 }
 

@@ -524,3 +524,33 @@ impl Reader {
         }
     }
 }
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = super::KafkaError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    fn batch_limit(&self) -> usize {
+        super::BATCH
+    }
+
+    async fn apply_many(
+        &self,
+        changes: &[&Change],
+        allow_loss: bool,
+    ) -> Vec<Result<(), Self::Error>> {
+        Writer::apply_many(self, changes, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
+    }
+}

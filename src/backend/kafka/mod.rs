@@ -19,10 +19,10 @@
 //! every topic of the target that exists. Writes: CreateTopics, IncrementalAlterConfigs (see
 //! [`ffi`]; plans only SET, since every owned key has a value; DELETE is there for a key that
 //! must lose its topic-level value) and CreatePartitions. Fewer partitions and another
-//! replication factor are `impossible` in the plan ([`refine`]). Only topics inside the
+//! replication factor are `impossible` in the plan ([`plan::refine`]). Only topics inside the
 //! target's ownership prefixes are ever written. A topic is deleted (DeleteTopics) only when
 //! `plan --prune` planned it, and, unless message loss is allowed, only while it holds no
-//! records ([`Reader::record_count`]).
+//! records ([`read::Reader::record_count`]).
 //!
 //! The doors, each in its own file: [`desired`] (pure), [`read`] (read-only: Metadata,
 //! DescribeConfigs, offsets), [`plan`] (pure rules on top of the generic diff), [`apply`] (the
@@ -35,9 +35,11 @@ pub mod desired;
 pub mod ffi;
 pub mod import;
 pub mod ledger;
+pub mod mover;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::time::Duration;
@@ -215,6 +217,10 @@ pub(super) fn config_text(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Kafka;
 
 #[cfg(test)]
 mod tests {

@@ -392,6 +392,16 @@ pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize)
     }
 }
 
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

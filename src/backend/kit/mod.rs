@@ -15,6 +15,7 @@
 //!   compile error.
 
 pub mod connect;
+pub mod doors;
 
 pub mod errors;
 pub mod import;

@@ -353,3 +353,21 @@ impl Reader {
         Writer::new(self)
     }
 }
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
+    }
+}

@@ -375,5 +375,9 @@ pub fn mask_field(key: &str) -> &str {
     key.split('.').next().unwrap_or(key)
 }
 
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Pubsub;
+
 #[cfg(test)]
 mod tests;

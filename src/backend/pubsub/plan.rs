@@ -93,3 +93,33 @@ pub fn iam_commands(project: &str, number: Option<&str>, dead_letter: &str, sub:
         "gcloud pubsub topics add-iam-policy-binding {dead_letter} --project={project} --member={member} --role=roles/pubsub.publisher && gcloud pubsub subscriptions add-iam-policy-binding {sub} --project={project} --member={member} --role=roles/pubsub.subscriber"
     )
 }
+
+impl crate::backend::kit::doors::Plan for super::Pubsub {
+    fn desired(r: &crate::spec::resolve::Resolved) -> Vec<crate::resource::Desired> {
+        super::desired::desired(r)
+    }
+
+    fn refine(change: &mut Change) {
+        refine(change);
+    }
+
+    fn duration_unit(change: &Change, key: &str) -> Option<crate::resource::TimeUnit> {
+        duration_unit(change, key)
+    }
+
+    /// Pub/Sub: a subscription's messageRetentionDuration.
+    fn is_retention(key: &str) -> bool {
+        key == super::RETENTION
+    }
+
+    fn notes(
+        desired: &[crate::resource::Desired],
+        live: &BTreeMap<ResourceId, crate::resource::Live>,
+    ) -> Vec<Note> {
+        notes(desired, live)
+    }
+
+    fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
+        goes_first(changes)
+    }
+}

@@ -384,3 +384,47 @@ impl Reader {
         Ok((c, u, read))
     }
 }
+
+impl crate::backend::kit::doors::Connected for Reader {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Reader::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Read for Reader {
+    fn renew_read_budget(&self) {
+        Reader::read_budget(self).renew();
+    }
+
+    async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::read(self, ids).await
+    }
+
+    async fn prunable(
+        &self,
+        skip: &std::collections::BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, Self::Error> {
+        Reader::prunable(self, skip, target).await
+    }
+
+    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
+        Reader::read_one(self, id).await
+    }
+
+    async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
+        Reader::message_count(self, id).await
+    }
+
+    async fn identity(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await
+    }
+}
+
+impl crate::backend::kit::doors::Import for Reader {
+    async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        Reader::import(self, target, prefix).await
+    }
+}

@@ -23,6 +23,7 @@ pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use serde_json::{Value, json};
@@ -137,6 +138,10 @@ impl Binding {
         props
     }
 }
+
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Rabbitmq;
 
 #[cfg(test)]
 mod tests {

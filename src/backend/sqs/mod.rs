@@ -195,6 +195,10 @@ pub(super) fn ownership_tags(channel: &str) -> [(&'static str, &str); 2] {
     ]
 }
 
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Sqs;
+
 #[cfg(test)]
 mod tests {
     use super::apply::*;

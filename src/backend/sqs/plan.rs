@@ -111,6 +111,36 @@ pub fn refine(c: &mut Change) {
     }
 }
 
+impl crate::backend::kit::doors::Plan for super::Sqs {
+    fn desired(r: &crate::spec::resolve::Resolved) -> Vec<crate::resource::Desired> {
+        super::desired::desired(r)
+    }
+
+    fn refine(change: &mut Change) {
+        refine(change);
+    }
+
+    fn duration_unit(change: &Change, key: &str) -> Option<crate::resource::TimeUnit> {
+        duration_unit(change, key)
+    }
+
+    /// SQS: a queue's MessageRetentionPeriod.
+    fn is_retention(key: &str) -> bool {
+        key == super::RETENTION
+    }
+
+    fn notes(
+        desired: &[crate::resource::Desired],
+        live: &BTreeMap<ResourceId, crate::resource::Live>,
+    ) -> Vec<Note> {
+        notes(desired, live)
+    }
+
+    fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
+        goes_first(changes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The pure doors and the ownership verdict, offline (the review's reads are live-tested).

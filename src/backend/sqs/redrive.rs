@@ -723,6 +723,20 @@ fn not_dlqctls(tags: &std::collections::BTreeMap<String, String>) -> Option<Stri
     }
 }
 
+impl crate::backend::kit::doors::Connected for Mover {
+    type Error = MoveError;
+
+    fn target(&self) -> &str {
+        Mover::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Redrive for Mover {
+    async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::redrive(self, r, run).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -188,3 +188,16 @@ impl Verdict<'_> {
         }
     }
 }
+
+impl crate::backend::kit::doors::Review for Reader {
+    async fn review(
+        &self,
+        desired: &[Desired],
+        live: &BTreeMap<ResourceId, Live>,
+        changes: &mut Vec<Change>,
+        notes: &mut Vec<Note>,
+        adopt: bool,
+    ) -> Result<(), Self::Error> {
+        Reader::review(self, desired, live, changes, notes, adopt).await
+    }
+}

@@ -282,3 +282,13 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
         native_class: Some(TRANSIENT_EXHAUSTED.to_owned()),
     }
 }
+
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
+    }
+}
