@@ -47,7 +47,9 @@ pub use kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
+use kit::alerts::{AlertHome, Alerts};
 use kit::doors::{Apply, Connected, Import, Plan, Read, Redrive, Review, Status};
+use kit::draw::{Draw, Drawing};
 
 use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, ResourceId, TimeUnit};
@@ -113,39 +115,57 @@ fn names(it: impl Iterator<Item = String>) -> String {
 // Pure doors, dispatched on the backend
 // ---------------------------------------------------------------------------------------------
 
-/// Calls a pure door ([`Plan`]) of the backend `$backend`.
-macro_rules! plan {
-    ($backend:expr, $door:ident ( $($arg:expr),* )) => {
+/// Calls a pure door (`$door` of trait `$trait`: [`Plan`], [`Draw`], [`Alerts`]) of the
+/// backend `$backend`.
+macro_rules! pure {
+    ($backend:expr, $trait:ident :: $door:ident ( $($arg:expr),* )) => {
         match $backend {
-            Backend::Rabbitmq => <rabbitmq::Rabbitmq as Plan>::$door($($arg),*),
-            Backend::Sqs => <sqs::Sqs as Plan>::$door($($arg),*),
-            Backend::Kafka => <kafka::Kafka as Plan>::$door($($arg),*),
-            Backend::Pubsub => <pubsub::Pubsub as Plan>::$door($($arg),*),
+            Backend::Rabbitmq => <rabbitmq::Rabbitmq as $trait>::$door($($arg),*),
+            Backend::Sqs => <sqs::Sqs as $trait>::$door($($arg),*),
+            Backend::Kafka => <kafka::Kafka as $trait>::$door($($arg),*),
+            Backend::Pubsub => <pubsub::Pubsub as $trait>::$door($($arg),*),
         }
     };
 }
 
+/// How `dlqctl graph` draws channel `r` on its backend, from its present desired resources
+/// (pure; see [`Draw`]).
+pub fn drawing(r: &Resolved, desired: &[Desired], attempts: &str) -> Drawing {
+    pure!(r.backend, Draw::drawing(r, desired, attempts))
+}
+
+/// Where the dead-letter alerts of a backend live (pure; see [`Alerts`]).
+pub fn alert_home(backend: Backend) -> AlertHome {
+    pure!(backend, Alerts::home())
+}
+
+/// The PromQL of a depth alert read from the broker's own exporter, where the backend has
+/// one (pure; see [`Alerts::native_depth`]).
+pub fn native_depth(r: &Resolved, matchers: &str, n: u64) -> Option<String> {
+    pure!(r.backend, Alerts::native_depth(r, matchers, n))
+}
+
 /// Every resource a channel needs on its backend (pure).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
-    plan!(r.backend, desired(r))
+    pure!(r.backend, Plan::desired(r))
 }
 
 /// Backend rules the generic diff cannot know (see [`Plan::refine`]). Pure; called on every
 /// change of a plan.
 pub fn refine(change: &mut Change) {
-    plan!(change.resource.backend, refine(change))
+    pure!(change.resource.backend, Plan::refine(change))
 }
 
 /// The unit of a changed property that holds a duration, or `None` (pure): plans show such
 /// values as people write them (`30d`) beside the number the backend stores.
 pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
-    plan!(change.resource.backend, duration_unit(change, key))
+    pure!(change.resource.backend, Plan::duration_unit(change, key))
 }
 
 /// Whether a changed property is a queue, topic or subscription's retention (pure): where a
 /// plan shows a dead-letter queue's discard decision (see [`Plan::is_retention`]).
 pub fn is_retention(change: &Change, key: &str) -> bool {
-    plan!(change.resource.backend, is_retention(key))
+    pure!(change.resource.backend, Plan::is_retention(key))
 }
 
 /// Backend observations for a plan that the diff cannot make, from the desired resources and

@@ -76,6 +76,35 @@ impl Ledger {
     }
 }
 
+/// Reads the ledger of the consumer's group in every partition of `topic` (one OffsetFetch;
+/// blocking): from the low watermark where the group committed nothing. The status door reads
+/// the same ledgers through it.
+pub fn read_ledgers<C: rdkafka::consumer::Consumer>(
+    consumer: &C,
+    topic: &str,
+    marks: &[(i64, i64)],
+) -> rdkafka::error::KafkaResult<Vec<Ledger>> {
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for p in 0..marks.len() {
+        tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
+    }
+    let got = consumer.committed_offsets(tpl, super::CONNECT_TIMEOUT)?;
+    Ok(marks
+        .iter()
+        .enumerate()
+        .map(|(p, (low, high))| {
+            let e = got.find_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
+            match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
+                Some((rdkafka::Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
+                _ => Ledger {
+                    committed: *low,
+                    ..Ledger::default()
+                },
+            }
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

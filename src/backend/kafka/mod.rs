@@ -30,8 +30,10 @@
 //! [`import`] (live → specs, pure over what `read` saw). This file holds the names, errors and
 //! value normalisation they share.
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod ffi;
 pub mod import;
 pub mod ledger;

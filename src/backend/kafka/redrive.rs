@@ -36,7 +36,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::CONNECT_TIMEOUT;
-use super::ledger::{LEDGER_PREFIX, Ledger, MAX_LEDGER, group};
+use super::ledger::{LEDGER_PREFIX, Ledger, MAX_LEDGER, group, read_ledgers};
 use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::redrive::{self, Decision, Run};
@@ -414,35 +414,6 @@ async fn committed(
                 "reading the redrive group's offsets on `{topic}`: {e}"
             ))
         })
-}
-
-/// Reads the ledger of the consumer's group in every partition of `topic` (one OffsetFetch;
-/// blocking): from the low watermark where the group committed nothing. The status door reads
-/// the same ledgers through it.
-pub(super) fn read_ledgers<C: Consumer>(
-    consumer: &C,
-    topic: &str,
-    marks: &[(i64, i64)],
-) -> rdkafka::error::KafkaResult<Vec<Ledger>> {
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..marks.len() {
-        tpl.add_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
-    }
-    let got = consumer.committed_offsets(tpl, CONNECT_TIMEOUT)?;
-    Ok(marks
-        .iter()
-        .enumerate()
-        .map(|(p, (low, high))| {
-            let e = got.find_partition(topic, i32::try_from(p).unwrap_or(i32::MAX));
-            match e.as_ref().map(|e| (e.offset(), e.metadata().to_owned())) {
-                Some((Offset::Offset(n), md)) => Ledger::decode(n.clamp(*low, *high), &md),
-                _ => Ledger {
-                    committed: *low,
-                    ..Ledger::default()
-                },
-            }
-        })
-        .collect())
 }
 
 /// Whether the broker keeps the metadata of a commit: the group's own ledgers are committed

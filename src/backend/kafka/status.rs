@@ -225,7 +225,7 @@ impl Reader {
         let (name, marks2) = (topic.to_owned(), marks.to_vec());
         tokio::task::spawn_blocking(move || {
             let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
-            super::redrive::read_ledgers(&consumer, &name, &marks2).map_err(|e| e.to_string())
+            super::ledger::read_ledgers(&consumer, &name, &marks2).map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| {

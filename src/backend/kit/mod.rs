@@ -10,12 +10,16 @@
 //! - [`import`]: what the import and prune doors share ([`import::Candidate`],
 //!   [`import::Found`], [`import::Prunable`]) and the helpers that turn live values back into
 //!   spec values;
+//! - [`draw`] and [`alerts`]: what the graph and the alert rules need to know of a backend,
+//!   said as data ([`draw::Drawing`], [`alerts::AlertHome`]);
 //! - [`doors`]: one trait per capability, each method's contract on it; every backend
 //!   implements every door, and the dispatcher calls through them, so a missing door is a
 //!   compile error.
 
+pub mod alerts;
 pub mod connect;
 pub mod doors;
+pub mod draw;
 
 pub mod errors;
 pub mod import;

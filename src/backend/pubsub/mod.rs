@@ -25,8 +25,10 @@
 //! `@` keeps them out of the diff and of the unmanaged-settings notes; the review reads them
 //! for ownership, as SQS reads tags, but without a call of its own: a GET returns them).
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod import;
 pub mod plan;
 pub mod read;

@@ -16,8 +16,10 @@
 //! call each for policies, exchanges and bindings; message counts only for queues a plan
 //! would drop.
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod guard;
 pub mod import;
 pub mod plan;

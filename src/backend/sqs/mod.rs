@@ -35,6 +35,7 @@
 pub mod alarms;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod import;
 pub mod live;
 pub mod move_task;
