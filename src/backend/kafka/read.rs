@@ -15,7 +15,6 @@ use crate::backend::kit::errors::BackendError;
 use crate::backend::kit::import::Found;
 use crate::backend::kit::import::Prunable;
 use crate::backend::wire::http::Stats;
-use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -144,40 +143,6 @@ impl Reader {
         &self.target
     }
 
-    /// One further read, where the plan has a dead-letter topic on this target: the topics'
-    /// ACLs (DescribeAcls), for the note on who may read dead letters but not their source.
-    /// Only a note depends on it: an error is said in a note, never fatal; a broker without
-    /// an authorizer (SECURITY_DISABLED) lets everyone read everything, which is no wider.
-    pub async fn review(
-        &self,
-        desired: &[Desired],
-        _live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        _adopt: bool,
-    ) -> Result<(), KafkaError> {
-        let Some(first_dlt) = desired.iter().find(|d| {
-            d.id.target == self.target && d.id.kind == Kind::Topic && d.role == Role::DeadLetter
-        }) else {
-            return Ok(());
-        };
-        match self.describe_acls().await {
-            Ok(bindings) => {
-                notes.extend(super::plan::acl_notes(&self.target, desired, &bindings));
-                changes.extend(super::plan::revoked(&self.target, desired, &bindings));
-            }
-            // A channel owns bindings here: without them the deletes it asks for are unknown,
-            // and a plan that looked in sync would be wrong.
-            Err(e) if owns_acls(&self.target, desired) => return Err(e),
-            Err(KafkaError::NoAuthorizer { .. }) => {}
-            Err(e) => notes.push(Note {
-                resource: first_dlt.id.clone(),
-                message: format!("who may read the dead-letter topics was not checked: {e}"),
-            }),
-        }
-        Ok(())
-    }
-
     /// The live topic bindings dlqctl could have made (literal, any host, ALLOW, READ or
     /// WRITE: [`ffi::Grant::of`]), from one DescribeAcls.
     pub(super) async fn grants(&self) -> Result<Vec<ffi::Grant>, KafkaError> {
@@ -187,7 +152,7 @@ impl Reader {
 
     /// Every ACL binding on topics (one DescribeAcls). A cluster without an authorizer keeps
     /// none, and cannot keep the ones `kafka.acls` asks for: [`KafkaError::NoAuthorizer`].
-    async fn describe_acls(&self) -> Result<Vec<ffi::AclBinding>, KafkaError> {
+    pub(super) async fn describe_acls(&self) -> Result<Vec<ffi::AclBinding>, KafkaError> {
         self.stats.count("kafka:DescribeAcls");
         match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
             Ok(bindings) => Ok(bindings),
@@ -496,7 +461,7 @@ pub(super) fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
 }
 
 /// Whether a channel on `target` owns ACL bindings (`kafka.acls`).
-fn owns_acls(target: &str, desired: &[Desired]) -> bool {
+pub(super) fn owns_acls(target: &str, desired: &[Desired]) -> bool {
     desired
         .iter()
         .any(|d| d.id.target == target && d.id.kind == Kind::Acl && d.present)

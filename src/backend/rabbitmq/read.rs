@@ -16,7 +16,7 @@ use crate::backend::wire::Stats;
 use crate::backend::wire::http::HttpConfig;
 use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
 use crate::backend::wire::retry::ReadBudget;
-use crate::plan::{Action, Change, Note};
+use crate::plan::Note;
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -210,47 +210,10 @@ impl Reader {
         self.read_vhosts(&vhosts).await
     }
 
-    /// What only further reads can tell, where the plan replaces an object: the bindings a
-    /// replace deletes with it (the spec's and everyone else's), listed in the change and
-    /// re-created by apply; how a quorum queue is guarded before it is dropped; and, where a
-    /// channel has a TTL retry loop, what the broker's version means for its consumer.
-    pub async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        _adopt: bool,
-    ) -> Result<(), HttpError> {
-        for c in changes.iter_mut() {
-            if c.resource.target != self.target || c.action != Action::Replace {
-                continue;
-            }
-            let bindings = self
-                .bindings_of(c.resource.kind, &c.resource.scope, &c.resource.name)
-                .await?;
-            super::plan::list_rebinds(c, &bindings);
-        }
-        notes.extend(super::plan::quorum_notes(changes, live));
-        // One small read, only where a channel of this target has a TTL retry loop: the
-        // consumer contract depends on the broker's version.
-        if desired
-            .iter()
-            .any(|d| d.id.target == self.target && d.role == Role::Retry && d.present)
-            && let Some(version) = self.version().await?
-        {
-            notes.extend(super::plan::contract_notes(&self.target, &version, desired));
-        }
-        let operator = self.operator_policies(desired, live).await?;
-        super::plan::add_policy_drift(changes, desired, live, &operator);
-        notes.extend(self.permission_notes(desired).await);
-        Ok(())
-    }
-
     /// Who besides administrators may read this target's dead-letter queues: two small reads
     /// (`/api/users`, `/api/permissions`), only where the plan has a dead-letter queue here.
     /// Listing them needs the administrator tag; without it the plan says it could not check.
-    async fn permission_notes(&self, desired: &[Desired]) -> Vec<Note> {
+    pub(super) async fn permission_notes(&self, desired: &[Desired]) -> Vec<Note> {
         let Some(first_dlq) = desired.iter().find(|d| {
             d.id.target == self.target && d.id.kind == Kind::Queue && d.role == Role::DeadLetter
         }) else {
@@ -307,7 +270,7 @@ impl Reader {
     /// The operator policies that govern the spec's live queues: one listing per vhost, and
     /// only when one of them sets a governing key, one small read per such queue for the
     /// operator policy RabbitMQ applies to it.
-    async fn operator_policies(
+    pub(super) async fn operator_policies(
         &self,
         desired: &[Desired],
         live: &BTreeMap<ResourceId, Live>,
