@@ -1,29 +1,36 @@
 //! The backends, one folder each with the same doors, and the one dispatch over them.
 //!
-//! Every backend folder (`sqs/`, `rabbitmq/`, `kafka/`, `pubsub/`) has the same files for the same doors:
+//! Each door is a trait in the kit ([`kit::doors`]), its contract on the trait; every backend
+//! implements every door, in the file named for it, and each arm below calls through the
+//! trait, so the compiler enforces this table: a backend missing a door does not build.
 //!
-//! | file | door | may do |
+//! | file | door (trait) | may do |
 //! |---|---|---|
-//! | `desired.rs` | resolved channel → desired resources | pure, no I/O |
-//! | `read.rs` | the read-only [`Reader`]: live state, prunable objects, message counts | reads only |
-//! | `plan.rs` | backend rules on top of the generic diff: refine, notes, apply-order hints, review | pure, except the review, which may read |
-//! | `apply.rs` | the [`Writer`] | the only door that writes |
-//! | `import.rs` | live objects → channel specs | pure over what `read.rs` returned |
-//! | `status.rs` | depth, samples and ages of a channel's dead letters (`dlqctl status`) | reads; its `//!` says what a read does to a message |
+//! | `mod.rs` | names, keys, the shapes `read` returns; the backend's marker type | pure, imports none of its rooms |
+//! | `desired.rs` | resolved channel → desired resources ([`Plan::desired`]) | pure, no I/O |
+//! | `plan.rs` | [`Plan`]: refine, notes, apply-order hints, duration units, retention keys | pure |
+//! | `import.rs` | live objects → channel candidates (pure grouping) | pure over what `read.rs` returned |
+//! | `read.rs` | [`Read`] and [`Import`] on the read-only `Reader` | reads only |
+//! | `review.rs` | [`Review`]: a plan's changes against what only further reads can tell | reads only |
+//! | `status.rs` | [`Status`]: depth, samples and ages of a channel's dead letters | reads; its `//!` says what a read does to a message |
+//! | `apply.rs` | [`Apply`] on the `Writer` | the only door that writes objects |
+//! | `redrive.rs` | [`Redrive`] on the `Mover` (Kafka's impl: `kafka/mover.rs`) | the only door that moves messages |
 //!
-//! plus what a backend needs of its own (`sqs/alarms.rs` for CloudWatch, `kafka/ffi.rs`).
-//! Below them, `wire/` holds the clients (AWS, HTTP, retry budget, call counts) and never
-//! imports the spec. Above them, `crate::engine` holds the backend-neutral verbs (plan, apply,
-//! import), which reach a backend only through this file: each dispatch arm is one line, and
-//! each backend's own error becomes a [`BackendError`] naming the target in one place
-//! ([`AtTarget`]). Adding an operation to every backend is one file per backend folder, one
-//! method here, and one driver in `crate::engine`.
+//! Inside a folder imports point down the table's order (mod < desired, plan, import < read <
+//! review, status < apply, redrive); a backend imports the kit (`kit/`, `wire/`) and never
+//! another backend or this file. Plus what a backend needs of its own (`sqs/alarms.rs` for
+//! CloudWatch, `kafka/ffi.rs`, `kafka/ledger.rs`, `rabbitmq/guard.rs`). Above them,
+//! `crate::engine` holds the backend-neutral verbs, which reach a backend only through this
+//! file: each dispatch arm is one line, and each backend's own error becomes a
+//! [`BackendError`] naming the target in one place ([`AtTarget`]). Adding a door to every
+//! backend is one trait in the kit, one impl per backend folder, one method here, and one
+//! driver in `crate::engine`.
 //!
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
-pub mod import_kit;
 pub mod kafka;
+pub mod kit;
 pub mod pubsub;
 pub mod rabbitmq;
 pub mod sqs;
@@ -32,143 +39,24 @@ pub mod wire;
 /// The read retry budget, where tests and docs have always found it.
 pub use wire::retry;
 
+/// What the backends share, where the verbs have always found it.
+pub use kit::connect::ConnectOptions;
+pub use kit::errors::{AtTarget, BackendError, MoveError};
+pub use kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
+use kit::alerts::{AlertHome, Alerts};
+use kit::doors::{Apply, Connected, Import, Plan, Read, Redrive, Review, Status};
+use kit::draw::{Draw, Drawing};
+
 use crate::plan::{Change, Note};
-use crate::resource::{Desired, Live, Props, ResourceId, Role, TimeUnit};
+use crate::resource::{Desired, Live, ResourceId, TimeUnit};
 use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::Resolved;
 use crate::status::{Observed, ReadOptions};
-use import_kit::Candidate;
 use wire::Stats;
-use wire::aws::AwsError;
-use wire::http::HttpError;
-
-/// Connection options from the command line.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnectOptions {
-    /// Accept any TLS certificate (`--insecure`).
-    pub insecure: bool,
-    /// Each target's budget for reads that get no answer (`--read-timeout`).
-    pub read_timeout: std::time::Duration,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        ConnectOptions {
-            insecure: false,
-            read_timeout: wire::retry::DEFAULT_READ_BUDGET,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    #[error("target `{target}`: environment variable {var} ({field}) is not set")]
-    MissingEnv {
-        target: String,
-        field: &'static str,
-        var: String,
-    },
-    #[error("target `{target}`: {message}")]
-    Config { target: String, message: String },
-    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
-    #[error("target `{target}`: {error}")]
-    Http { target: String, error: HttpError },
-    // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
-    #[error("target `{target}`: {error}")]
-    Aws { target: String, error: AwsError },
-    // Not a `#[source]`: the message already says it, and `{:#}` would repeat it.
-    #[error("target `{target}`: {error}")]
-    Kafka {
-        target: String,
-        error: kafka::KafkaError,
-    },
-    #[error("target `{target}`: {message}")]
-    Move { target: String, message: String },
-}
-
-/// A mover's failure, said whole (which message, which queue, what is left where).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MoveError(pub String);
-
-impl std::fmt::Display for MoveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl MoveError {
-    /// Any failure's text, said whole.
-    pub fn of(e: impl std::fmt::Display) -> Self {
-        MoveError(e.to_string())
-    }
-}
-
-impl AtTarget for MoveError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Move {
-            target: target.to_owned(),
-            message: self.0,
-        }
-    }
-}
-
-/// A backend's own error, turned into the target-level [`BackendError`]: the one place where
-/// that happens.
-pub trait AtTarget {
-    fn at(self, target: &str) -> BackendError;
-}
-
-impl AtTarget for HttpError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Http {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-impl AtTarget for AwsError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Aws {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-impl AtTarget for kafka::KafkaError {
-    fn at(self, target: &str) -> BackendError {
-        BackendError::Kafka {
-            target: target.to_owned(),
-            error: self,
-        }
-    }
-}
-
-/// The value of the environment variable a target names for `field` (`None`: none named).
-pub(crate) fn env_value(
-    target: &str,
-    field: &'static str,
-    var: Option<&String>,
-) -> Result<Option<String>, BackendError> {
-    let Some(var) = var else { return Ok(None) };
-    match std::env::var(var) {
-        Ok(v) => {
-            if field != "usernameEnv" {
-                crate::printer::never_show(&v);
-            }
-            Ok(Some(v))
-        }
-        Err(_) => Err(BackendError::MissingEnv {
-            target: target.to_owned(),
-            field,
-            var: var.clone(),
-        }),
-    }
-}
 
 /// Where a target is, for `-v`: backend and endpoint, never a credential (URLs lose their
 /// userinfo; Kafka's properties show only their names).
@@ -223,39 +111,49 @@ fn names(it: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// The target's ownership prefixes (none declared: empty).
-pub(crate) fn prefixes(target: &Target) -> Vec<String> {
-    target
-        .ownership
-        .as_ref()
-        .map(|o| o.prefixes.clone())
-        .unwrap_or_default()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Pure doors, dispatched on the backend
 // ---------------------------------------------------------------------------------------------
 
-/// Every resource a channel needs on its backend (pure).
-pub fn desired(r: &Resolved) -> Vec<Desired> {
-    match r.backend {
-        Backend::Rabbitmq => rabbitmq::desired(r),
-        Backend::Sqs => sqs::desired(r),
-        Backend::Kafka => kafka::desired(r),
-        Backend::Pubsub => pubsub::desired(r),
-    }
+/// Calls a pure door (`$door` of trait `$trait`: [`Plan`], [`Draw`], [`Alerts`]) of the
+/// backend `$backend`.
+macro_rules! pure {
+    ($backend:expr, $trait:ident :: $door:ident ( $($arg:expr),* )) => {
+        match $backend {
+            Backend::Rabbitmq => <rabbitmq::Rabbitmq as $trait>::$door($($arg),*),
+            Backend::Sqs => <sqs::Sqs as $trait>::$door($($arg),*),
+            Backend::Kafka => <kafka::Kafka as $trait>::$door($($arg),*),
+            Backend::Pubsub => <pubsub::Pubsub as $trait>::$door($($arg),*),
+        }
+    };
 }
 
-/// Backend rules the generic diff cannot know: a change that is impossible in place (fewer
-/// Kafka partitions), or one that destroys messages by itself (lower SQS retention).
-/// Pure; called on every change of a plan.
+/// How `dlqctl graph` draws channel `r` on its backend, from its present desired resources
+/// (pure; see [`Draw`]).
+pub fn drawing(r: &Resolved, desired: &[Desired], attempts: &str) -> Drawing {
+    pure!(r.backend, Draw::drawing(r, desired, attempts))
+}
+
+/// Where the dead-letter alerts of a backend live (pure; see [`Alerts`]).
+pub fn alert_home(backend: Backend) -> AlertHome {
+    pure!(backend, Alerts::home())
+}
+
+/// The PromQL of a depth alert read from the broker's own exporter, where the backend has
+/// one (pure; see [`Alerts::native_depth`]).
+pub fn native_depth(r: &Resolved, matchers: &str, n: u64) -> Option<String> {
+    pure!(r.backend, Alerts::native_depth(r, matchers, n))
+}
+
+/// Every resource a channel needs on its backend (pure).
+pub fn desired(r: &Resolved) -> Vec<Desired> {
+    pure!(r.backend, Plan::desired(r))
+}
+
+/// Backend rules the generic diff cannot know (see [`Plan::refine`]). Pure; called on every
+/// change of a plan.
 pub fn refine(change: &mut Change) {
-    match change.resource.backend {
-        Backend::Rabbitmq => rabbitmq::plan::refine(change),
-        Backend::Sqs => sqs::refine(change),
-        Backend::Kafka => kafka::refine(change),
-        Backend::Pubsub => pubsub::refine(change),
-    }
+    pure!(change.resource.backend, Plan::refine(change))
 }
 
 /// Whether the backend moves a dead-letter queue's messages itself when asked (`redrive
@@ -272,44 +170,32 @@ pub fn native_move(backend: Backend) -> bool {
 /// The unit of a changed property that holds a duration, or `None` (pure): plans show such
 /// values as people write them (`30d`) beside the number the backend stores.
 pub fn duration_unit(change: &Change, key: &str) -> Option<TimeUnit> {
-    match change.resource.backend {
-        Backend::Rabbitmq => rabbitmq::plan::duration_unit(change, key),
-        Backend::Sqs => sqs::plan::duration_unit(change, key),
-        Backend::Kafka => kafka::plan::duration_unit(change, key),
-        Backend::Pubsub => pubsub::plan::duration_unit(change, key),
-    }
+    pure!(change.resource.backend, Plan::duration_unit(change, key))
 }
 
-/// Whether a changed property is a queue or topic's retention (SQS MessageRetentionPeriod,
-/// RabbitMQ `message-ttl` in a policy or as an x-argument, Kafka `retention.ms`) (pure): where
-/// a plan shows a dead-letter queue's discard decision. Pub/Sub: a subscription's
-/// messageRetentionDuration.
+/// Whether a changed property is a queue, topic or subscription's retention (pure): where a
+/// plan shows a dead-letter queue's discard decision (see [`Plan::is_retention`]).
 pub fn is_retention(change: &Change, key: &str) -> bool {
-    match change.resource.backend {
-        Backend::Sqs => key == sqs::RETENTION,
-        Backend::Rabbitmq => key == "definition.message-ttl" || key == "arguments.x-message-ttl",
-        Backend::Kafka => key == "config.retention.ms",
-        Backend::Pubsub => key == pubsub::RETENTION,
-    }
+    pure!(change.resource.backend, Plan::is_retention(key))
 }
 
 /// Backend observations for a plan that the diff cannot make, from the desired resources and
 /// what was read (pure): e.g. a RabbitMQ policy the broker does not apply.
 pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note> {
-    let mut out = rabbitmq::plan::notes(desired, live);
-    out.extend(sqs::plan::notes(desired, live));
-    out.extend(kafka::plan::notes(desired, live));
-    out.extend(pubsub::plan::notes(desired, live));
+    let mut out = rabbitmq::Rabbitmq::notes(desired, live);
+    out.extend(sqs::Sqs::notes(desired, live));
+    out.extend(kafka::Kafka::notes(desired, live));
+    out.extend(pubsub::Pubsub::notes(desired, live));
     out
 }
 
 /// The changes that must run before everything else of their target (pure): e.g. the
 /// RabbitMQ policies of queues this plan creates (see [`crate::plan::sort_for_apply`]).
 pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
-    let mut out = rabbitmq::plan::goes_first(changes);
-    out.extend(sqs::plan::goes_first(changes));
-    out.extend(kafka::plan::goes_first(changes));
-    out.extend(pubsub::plan::goes_first(changes));
+    let mut out = rabbitmq::Rabbitmq::goes_first(changes);
+    out.extend(sqs::Sqs::goes_first(changes));
+    out.extend(kafka::Kafka::goes_first(changes));
+    out.extend(pubsub::Pubsub::goes_first(changes));
     out
 }
 
@@ -317,35 +203,13 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
 // Read and write doors
 // ---------------------------------------------------------------------------------------------
 
-/// A live object in a target's ownership scope that no spec names: what `plan --prune`
-/// deletes.
-#[derive(Debug, Clone)]
-pub struct Prunable {
-    pub id: ResourceId,
-    pub live: Live,
-    /// The channel it belonged to: its `dlqctl-channel` tag (SQS), or the channel its name
-    /// suggests (RabbitMQ, Kafka), for grouping and ordering the deletes.
-    pub channel: String,
-    pub role: Role,
-    /// What a delete needs besides the name (a RabbitMQ binding's source, destination, routing
-    /// and properties key); carried in the change's `desired`.
-    pub identity: Props,
-}
-
-/// The channel label of pruned objects whose names fit no channel.
-pub const NO_SPEC_CHANNEL: &str = "(no spec)";
-
-/// What a backend's import door found on a target: channel candidates, objects that fit
-/// none (with why), and how much was read (for the summary).
-pub type Found = (Vec<Candidate>, Vec<String>, BTreeMap<&'static str, usize>);
-
 /// Read-only access to one target.
 #[derive(Debug, Clone)]
 pub enum Reader {
-    Rabbitmq(rabbitmq::Reader),
-    Sqs(sqs::Reader),
-    Kafka(kafka::Reader),
-    Pubsub(pubsub::Reader),
+    Rabbitmq(rabbitmq::read::Reader),
+    Sqs(sqs::read::Reader),
+    Kafka(kafka::read::Reader),
+    Pubsub(pubsub::read::Reader),
 }
 
 /// Read-write access to one target.
@@ -353,20 +217,20 @@ pub enum Reader {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Writer {
-    Rabbitmq(rabbitmq::Writer),
-    Sqs(sqs::Writer),
-    Kafka(kafka::Writer),
-    Pubsub(pubsub::Writer),
+    Rabbitmq(rabbitmq::apply::Writer),
+    Sqs(sqs::apply::Writer),
+    Kafka(kafka::apply::Writer),
+    Pubsub(pubsub::apply::Writer),
 }
 
 /// Calls the same door on whichever backend `$reader` is, and names the target in its error.
 macro_rules! each {
     ($enum:ident, $value:expr, $b:ident => $call:expr) => {
         match $value {
-            $enum::Rabbitmq($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Sqs($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Kafka($b) => $call.map_err(|e| e.at($b.target())),
-            $enum::Pubsub($b) => $call.map_err(|e| e.at($b.target())),
+            $enum::Rabbitmq($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Sqs($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Kafka($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Pubsub($b) => $call.map_err(|e| e.at(Connected::target($b))),
         }
     };
 }
@@ -381,20 +245,22 @@ impl Reader {
         tracing::info!("target {name}: {}", where_is(target));
         Ok(match target.backend {
             Backend::Rabbitmq => {
-                Reader::Rabbitmq(rabbitmq::Reader::connect(name, target, opts, stats)?)
+                Reader::Rabbitmq(rabbitmq::read::Reader::connect(name, target, opts, stats)?)
             }
-            Backend::Sqs => Reader::Sqs(sqs::Reader::connect(name, target, opts, stats)),
-            Backend::Kafka => Reader::Kafka(kafka::Reader::connect(name, target, stats)?),
-            Backend::Pubsub => Reader::Pubsub(pubsub::Reader::connect(name, target, opts, stats)?),
+            Backend::Sqs => Reader::Sqs(sqs::read::Reader::connect(name, target, opts, stats)),
+            Backend::Kafka => Reader::Kafka(kafka::read::Reader::connect(name, target, stats)?),
+            Backend::Pubsub => {
+                Reader::Pubsub(pubsub::read::Reader::connect(name, target, opts, stats)?)
+            }
         })
     }
 
     pub fn target(&self) -> &str {
         match self {
-            Reader::Rabbitmq(r) => r.target(),
-            Reader::Sqs(r) => r.target(),
-            Reader::Kafka(r) => r.target(),
-            Reader::Pubsub(r) => r.target(),
+            Reader::Rabbitmq(r) => Connected::target(r),
+            Reader::Sqs(r) => Connected::target(r),
+            Reader::Kafka(r) => Connected::target(r),
+            Reader::Pubsub(r) => Connected::target(r),
         }
     }
 
@@ -403,10 +269,10 @@ impl Reader {
     /// reader). Kafka has no such budget: each of its calls has its own timeout.
     pub fn renew_read_budget(&self) {
         match self {
-            Reader::Rabbitmq(r) => r.read_budget().renew(),
-            Reader::Sqs(r) => r.read_budget().renew(),
-            Reader::Pubsub(r) => r.read_budget().renew(),
-            Reader::Kafka(_) => {}
+            Reader::Rabbitmq(r) => Read::renew_read_budget(r),
+            Reader::Sqs(r) => Read::renew_read_budget(r),
+            Reader::Pubsub(r) => Read::renew_read_budget(r),
+            Reader::Kafka(r) => Read::renew_read_budget(r),
         }
     }
 
@@ -415,7 +281,7 @@ impl Reader {
         &self,
         ids: &[&ResourceId],
     ) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
-        each!(Reader, self, r => r.read(ids).await)
+        each!(Reader, self, r => Read::read(r, ids).await)
     }
 
     /// Checks a plan's changes on this target against what the generic diff cannot see and
@@ -428,7 +294,7 @@ impl Reader {
         notes: &mut Vec<Note>,
         adopt: bool,
     ) -> Result<(), BackendError> {
-        each!(Reader, self, r => r.review(desired, live, changes, notes, adopt).await)
+        each!(Reader, self, r => Review::review(r, desired, live, changes, notes, adopt).await)
     }
 
     /// Every owned live object on this target that `skip` does not name (`plan --prune`),
@@ -438,24 +304,24 @@ impl Reader {
         skip: &BTreeSet<ResourceId>,
         target: &Target,
     ) -> Result<Vec<Prunable>, BackendError> {
-        each!(Reader, self, r => r.prunable(skip, target).await)
+        each!(Reader, self, r => Read::prunable(r, skip, target).await)
     }
 
     /// One object as [`read`](Self::read) would return it, read as cheaply as the backend
     /// allows (apply's re-check immediately before each write).
     pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, BackendError> {
-        each!(Reader, self, r => r.read_one(id).await)
+        each!(Reader, self, r => Read::read_one(r, id).await)
     }
 
     /// Messages held by a queue or topic, where the backend can tell.
     pub async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, BackendError> {
-        each!(Reader, self, r => r.message_count(id).await)
+        each!(Reader, self, r => Read::message_count(r, id).await)
     }
 
     /// Which server this target is (RabbitMQ cluster name, Kafka cluster id, AWS endpoint and
     /// region): what a saved plan is bound to.
     pub async fn identity(&self) -> Result<String, BackendError> {
-        each!(Reader, self, r => r.identity().await)
+        each!(Reader, self, r => Read::identity(r).await)
     }
 
     /// What `dlqctl status` shows of each channel: depth, messages read from the head of its
@@ -468,10 +334,22 @@ impl Reader {
         read: ReadOptions,
     ) -> Result<Vec<Result<Observed, BackendError>>, BackendError> {
         match self {
-            Reader::Rabbitmq(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Sqs(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Kafka(r) => per_channel(r.target(), r.status(channels, read).await),
-            Reader::Pubsub(r) => per_channel(r.target(), r.status(channels, read).await),
+            Reader::Rabbitmq(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Sqs(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Kafka(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
+            Reader::Pubsub(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
         }
     }
 
@@ -481,7 +359,7 @@ impl Reader {
         target: &Target,
         prefix: Option<&str>,
     ) -> Result<Found, BackendError> {
-        each!(Reader, self, r => r.import(target, prefix).await)
+        each!(Reader, self, r => Import::import(r, target, prefix).await)
     }
 
     pub fn into_writer(self) -> Writer {
@@ -533,13 +411,13 @@ impl Mover {
         r: &Resolved,
         run: &crate::redrive::Run,
     ) -> Result<(), BackendError> {
-        each!(Mover, self, m => m.redrive(r, run).await)
+        each!(Mover, self, m => Redrive::redrive(m, r, run).await)
     }
 }
 
 impl Writer {
     pub async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), BackendError> {
-        each!(Writer, self, w => w.apply(change, allow_loss).await)
+        each!(Writer, self, w => Apply::apply(w, change, allow_loss).await)
     }
 
     /// How many changes [`apply_many`](Self::apply_many) takes in one call: more than one
@@ -547,8 +425,10 @@ impl Writer {
     /// IncrementalAlterConfigs, CreatePartitions).
     pub fn batch_limit(&self) -> usize {
         match self {
-            Writer::Kafka(_) => kafka::BATCH,
-            _ => 1,
+            Writer::Rabbitmq(w) => Apply::batch_limit(w),
+            Writer::Sqs(w) => Apply::batch_limit(w),
+            Writer::Kafka(w) => Apply::batch_limit(w),
+            Writer::Pubsub(w) => Apply::batch_limit(w),
         }
     }
 
@@ -559,26 +439,32 @@ impl Writer {
         changes: &[&Change],
         allow_loss: bool,
     ) -> Vec<Result<(), BackendError>> {
+        fn at<E: AtTarget>(target: &str, v: Vec<Result<(), E>>) -> Vec<Result<(), BackendError>> {
+            v.into_iter().map(|r| r.map_err(|e| e.at(target))).collect()
+        }
         match self {
-            Writer::Kafka(w) => w
-                .apply_many(changes, allow_loss)
-                .await
-                .into_iter()
-                .map(|r| r.map_err(|e| e.at(w.target())))
-                .collect(),
-            _ => {
-                let mut out = Vec::with_capacity(changes.len());
-                for c in changes {
-                    out.push(self.apply(c, allow_loss).await);
-                }
-                out
-            }
+            Writer::Rabbitmq(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Sqs(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Kafka(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Pubsub(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
         }
     }
 
     /// Waits for the backend to show what was written; returns what did not settle in time.
     pub async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, BackendError> {
-        each!(Writer, self, w => w.settle(applied).await)
+        each!(Writer, self, w => Apply::settle(w, applied).await)
     }
 }
 

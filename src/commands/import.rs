@@ -168,7 +168,7 @@ fn write_specs(
         let text = crate::engine::emit::document(
             &schema_ref,
             &c.comments,
-            &crate::backend::import_kit::to_value(&c.channel),
+            &crate::backend::kit::import::to_value(&c.channel),
         );
         fs_err::write(path, text)?;
         printer.line(&path.display().to_string());

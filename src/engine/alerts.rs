@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::backend::kit::alerts::{AlertHome, promql_string};
 use crate::spec::duration::Duration;
 use crate::spec::model::{Backend, MetricSource, Target, Tier};
 use crate::spec::resolve::{AlarmResolved, Resolved, TierResolved};
@@ -24,14 +25,6 @@ pub const DEPTH_METRIC: &str = "dlq_depth";
 pub const AGE_METRIC: &str = "dlq_oldest_message_age_seconds";
 /// 1 when the exporter's last read of a target succeeded, 0 when it failed.
 pub const UP_METRIC: &str = "dlq_up";
-/// `source: native` on RabbitMQ: messages in a queue, from the `rabbitmq_prometheus` plugin's
-/// per-object endpoint (`/metrics/detailed?family=queue_coarse_metrics`).
-pub const RABBIT_NATIVE_DEPTH: &str = "rabbitmq_detailed_queue_messages";
-/// `source: native` on Kafka (kafka_exporter): a consumer group's lag per partition.
-pub const KAFKA_NATIVE_LAG: &str = "kafka_consumergroup_lag";
-/// kafka_exporter's newest and oldest offsets per partition (what a topic retains).
-pub const KAFKA_NATIVE_NEWEST: &str = "kafka_topic_partition_current_offset";
-pub const KAFKA_NATIVE_OLDEST: &str = "kafka_topic_partition_oldest_offset";
 pub const DEPTH_ALERT: &str = "DeadLetterQueueDepth";
 pub const AGE_ALERT: &str = "DeadLetterQueueOldestMessageAge";
 pub const EXPORTER_DOWN_ALERT: &str = "DeadLetterExporterDown";
@@ -92,12 +85,10 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
     let mut sqs_channels = Vec::new();
     let mut pubsub_channels = Vec::new();
     for r in channels {
-        if r.backend == Backend::Sqs {
-            sqs_channels.push(r.channel.clone());
-        } else if r.backend == Backend::Pubsub {
-            pubsub_channels.push(r.channel.clone());
-        } else {
-            by_target.entry(&r.target).or_default().push(r);
+        match crate::backend::alert_home(r.backend) {
+            AlertHome::CloudWatch => sqs_channels.push(r.channel.clone()),
+            AlertHome::CloudMonitoring => pubsub_channels.push(r.channel.clone()),
+            AlertHome::Prometheus => by_target.entry(&r.target).or_default().push(r),
         }
     }
     sqs_channels.sort();
@@ -138,11 +129,6 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
         sqs_channels,
         pubsub_channels,
     }
-}
-
-/// A PromQL string literal (Go's double-quoted syntax, which JSON's escaping satisfies).
-fn promql_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{}\"", s.escape_default()))
 }
 
 /// The selector of one channel's series: `{target="…",channel="…"}`. Channel ids are unique
@@ -217,24 +203,9 @@ impl Source {
         if !self.native {
             return format!("{DEPTH_METRIC}{} > {n}", selector(r));
         }
-        let m = &self.matchers;
-        let topic = promql_string(&r.dead_letter);
-        match (r.backend, &r.dead_letter_group) {
-            (Backend::Kafka, Some(group)) => format!(
-                "sum({KAFKA_NATIVE_LAG}{{consumergroup={},topic={topic}{m}}}) > {n}",
-                promql_string(group)
-            ),
-            (Backend::Kafka, None) => format!(
-                "(sum({KAFKA_NATIVE_NEWEST}{{topic={topic}{m}}}) - sum({KAFKA_NATIVE_OLDEST}{{topic={topic}{m}}})) > {n}"
-            ),
-            _ => {
-                let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
-                format!(
-                    "sum({RABBIT_NATIVE_DEPTH}{{vhost={},queue={topic}{m}}}) > {n}",
-                    promql_string(vhost)
-                )
-            }
-        }
+        // A Prometheus backend always has a native source; `None` never reaches here.
+        crate::backend::native_depth(r, &self.matchers, n)
+            .unwrap_or_else(|| format!("{DEPTH_METRIC}{} > {n}", selector(r)))
     }
 }
 

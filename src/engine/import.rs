@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::emit;
-use crate::backend::import_kit::{Candidate, to_value};
+use crate::backend::kit::import::{Candidate, to_value};
 use crate::backend::{BackendError, Reader};
 use crate::diag::Severity;
 use crate::plan::{self, Action};

@@ -15,11 +15,12 @@
 pub mod dot;
 pub mod mermaid;
 
+use crate::backend::kit::draw::Retries;
 use crate::engine::alerts::{AGE_ALERT, DEPTH_ALERT};
 use crate::plan::{Action, Plan};
 use crate::resource::{Desired, Kind, ResourceId, Role};
 use crate::spec::duration::Duration;
-use crate::spec::model::{Backend, RetryModel};
+use crate::spec::model::Backend;
 use crate::spec::resolve::Resolved;
 
 /// One channel's objects and the way a failing message travels between them.
@@ -86,10 +87,18 @@ impl ChannelGraph {
                 .map(|d| d.id.clone())
                 .collect()
         };
-        let noun = match r.backend {
-            Backend::Kafka | Backend::Pubsub => "topic",
-            Backend::Sqs | Backend::Rabbitmq => "queue",
-        };
+        let attempts = format!(
+            "after {} {}",
+            r.max_attempts,
+            if r.max_attempts == 1 {
+                "attempt"
+            } else {
+                "attempts"
+            }
+        );
+        // What the backend says of its own shapes, words and alarms (its draw door).
+        let drawing = crate::backend::drawing(r, &desired, &attempts);
+        let noun = drawing.noun;
 
         // The channel's exchange and its bindings to the main queue (RabbitMQ).
         let exchange = desired.iter().find(|d| d.role == Role::Exchange).map(|x| {
@@ -179,24 +188,10 @@ impl ChannelGraph {
         dlq_lines.extend(match (&r.discard, r.dead_letter_retention) {
             (Some(d), _) => vec![d.to_string()],
             (None, Some(t)) => vec![format!("keeps dead letters {t}")],
-            (None, None) => vec![match r.backend {
-                Backend::Kafka => "keeps dead letters for the broker's default retention".into(),
-                Backend::Sqs | Backend::Rabbitmq | Backend::Pubsub => {
-                    "keeps dead letters until consumed".into()
-                }
-            }],
+            (None, None) => vec![format!("keeps dead letters {}", drawing.default_keep)],
         });
         let dlq = g.node(Shape::Queue, dlq_lines, dlq_ids);
 
-        let attempts = format!(
-            "after {} {}",
-            r.max_attempts,
-            if r.max_attempts == 1 {
-                "attempt"
-            } else {
-                "attempts"
-            }
-        );
         // Where the last failure goes: through a named dead-letter exchange, or straight in.
         let into_dlq = match desired.iter().find(|d| d.role == Role::DeadLetterExchange) {
             Some(x) => {
@@ -228,38 +223,27 @@ impl ChannelGraph {
             None => dlq,
         };
 
-        match r.backend {
+        match drawing.retries {
             // A chain: each failure moves the record one topic on (Spring's non-blocking retries).
-            Backend::Kafka => {
+            Retries::Chain => {
                 let mut from = main;
                 for (stage, _) in &retries {
                     g.edge(from, *stage, "fails".into(), false);
                     from = *stage;
                 }
-                g.edge(from, into_dlq, format!("fails, {attempts}"), false);
+                g.edge(from, into_dlq, drawing.last_failure.clone(), false);
             }
             // A loop: a failure waits in a retry queue and comes back to the main queue.
-            Backend::Rabbitmq => {
+            Retries::Loop => {
                 for (stage, delays) in &retries {
                     g.edge(main, *stage, "fails".into(), false);
                     g.edge(*stage, main, format!("back after {delays}"), false);
                 }
-                let model = r.rabbitmq.as_ref().map(|rb| rb.retry_model);
-                let label = match model {
-                    Some(RetryModel::DeliveryLimit) => format!("dead-lettered {attempts}"),
-                    _ => format!("fails, {attempts}"),
-                };
-                g.edge(main, into_dlq, label, false);
+                g.edge(main, into_dlq, drawing.last_failure.clone(), false);
             }
-            // SQS redelivers after the visibility timeout: no retry queue.
-            Backend::Sqs => {
-                let label = format!("{} receives", r.max_attempts);
-                g.edge(main, into_dlq, format!("after {label}"), false);
-            }
-            // Pub/Sub redelivers with its own backoff, then dead-letters: no retry topic.
-            Backend::Pubsub => {
-                let label = format!("after {} delivery attempts", r.max_attempts);
-                g.edge(main, into_dlq, label, false);
+            // The broker redelivers by itself (SQS's visibility timeout, Pub/Sub's backoff).
+            Retries::Redeliver => {
+                g.edge(main, into_dlq, drawing.last_failure.clone(), false);
             }
         }
 
@@ -284,14 +268,7 @@ impl ChannelGraph {
             let keeps = match (&i.discard, i.retention) {
                 (Some(d), _) => d.to_string(),
                 (None, Some(t)) => format!("keeps invalid messages {t}"),
-                (None, None) => match r.backend {
-                    Backend::Kafka => {
-                        "keeps invalid messages for the broker's default retention".into()
-                    }
-                    Backend::Sqs | Backend::Rabbitmq | Backend::Pubsub => {
-                        "keeps invalid messages until consumed".into()
-                    }
-                },
+                (None, None) => format!("keeps invalid messages {}", drawing.default_keep),
             };
             let n = g.node(
                 Shape::Queue,
@@ -303,24 +280,23 @@ impl ChannelGraph {
         });
 
         // What watches the dead letters (and the invalid messages).
-        match r.backend {
-            Backend::Sqs => {
-                for a in desired.iter().filter(|d| d.id.kind == Kind::Alarm) {
-                    let watched = a
-                        .props
-                        .get("Dimensions")
-                        .and_then(|d| d.get("QueueName"))
-                        .and_then(|q| q.as_str());
+        match &drawing.alarms {
+            Some(provisioned) => {
+                for a in provisioned {
                     let from = match invalid {
-                        Some((name, n)) if watched == Some(name) => n,
+                        Some((name, n)) if a.watches.as_deref() == Some(name) => n,
                         _ => dlq,
                     };
-                    let lines = vec![a.id.name.clone(), sqs_alarm_text(a)];
+                    let metric = if a.age { Metric::Age } else { Metric::Depth };
+                    let lines = vec![
+                        a.id.name.clone(),
+                        format!("{}: {}", a.system, metric.above(a.threshold)),
+                    ];
                     let n = g.node(Shape::Alarm, lines, vec![a.id.clone()]);
                     g.edge(from, n, String::new(), true);
                 }
             }
-            Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => {
+            None => {
                 let alarms = &r.alarms;
                 for (alert, alarm, what) in [
                     (DEPTH_ALERT, alarms.depth.as_ref(), Metric::Depth),
@@ -420,21 +396,6 @@ impl Metric {
             Metric::Age => format!("oldest older than {}", Duration::from_secs(threshold)),
         }
     }
-}
-
-/// `more than 0 waiting` / `oldest older than 30m`, from a CloudWatch alarm's desired metric
-/// and threshold.
-fn sqs_alarm_text(a: &Desired) -> String {
-    let threshold = a
-        .props
-        .get("Threshold")
-        .and_then(serde_json::Value::as_f64)
-        .map_or(0, |t| t.max(0.0) as u64);
-    let metric = match prop_str(a, "MetricName") {
-        Some(crate::backend::sqs::alarms::OLDEST_AGE_METRIC) => Metric::Age,
-        _ => Metric::Depth,
-    };
-    format!("CloudWatch alarm: {}", metric.above(threshold))
 }
 
 fn prop_str<'d>(d: &'d Desired, key: &str) -> Option<&'d str> {

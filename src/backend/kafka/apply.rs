@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use super::ffi::{ConfigOp, Grant};
+use super::plan::{Step, update_steps};
 use super::read::Reader;
 use super::*;
 use crate::plan::{Action, Change};
@@ -509,5 +512,45 @@ pub(super) fn as_desired(c: &Change) -> Desired {
         props: c.desired.clone(),
         immutable: false,
         present: true,
+    }
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        Writer {
+            reader: self,
+            acl_support: Arc::default(),
+        }
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = super::KafkaError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    fn batch_limit(&self) -> usize {
+        super::BATCH
+    }
+
+    async fn apply_many(
+        &self,
+        changes: &[&Change],
+        allow_loss: bool,
+    ) -> Vec<Result<(), Self::Error>> {
+        Writer::apply_many(self, changes, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
     }
 }

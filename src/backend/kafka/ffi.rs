@@ -200,13 +200,27 @@ pub struct Grant {
     pub principal: String,
 }
 
+/// Whether the broker accepts `name` as a topic name: 1 to 249 characters of `a-z`, `A-Z`,
+/// `0-9`, `.`, `_`, `-`, and not `.` or `..` (Kafka's `Topic.validate`). The broker's own
+/// rule, asked here of live ACLs (the spec's name rule says the same of specs; a unit test
+/// keeps the two equal).
+pub fn legal_topic_name(name: &str) -> bool {
+    let n = name.chars().count();
+    (1..=249).contains(&n)
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 impl Grant {
     /// Whether a live binding is one dlqctl could have made: literal, on a valid topic name
     /// (Kafka does not check an ACL's name; `*` is every topic), any host, ALLOW, READ or
     /// WRITE. Only these are deleted when the spec no longer lists them.
     pub fn of(b: &AclBinding) -> Option<Grant> {
         let shape = b.pattern == AclPattern::Literal
-            && crate::spec::rules::kafka_name_problem(&b.name).is_none()
+            && legal_topic_name(&b.name)
             && b.host == "*"
             && b.allow
             && matches!(b.operation, AclOperation::Read | AclOperation::Write);
@@ -1525,5 +1539,25 @@ unsafe fn read_ends(
             out.insert((topic, e.partition), e.offset);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod legal_name_tests {
+    use super::legal_topic_name;
+
+    #[test]
+    fn legal_topic_names_are_the_spec_rules_topic_names() {
+        let long = "x".repeat(249);
+        let too_long = "x".repeat(250);
+        for name in [
+            "", ".", "..", "a", "a.b_c-D9", "a b", "ä", "t/x", "*", &long, &too_long,
+        ] {
+            assert_eq!(
+                legal_topic_name(name),
+                crate::spec::rules::kafka_name_problem(name).is_none(),
+                "{name:?}"
+            );
+        }
     }
 }

@@ -8,16 +8,16 @@
 //! the first that reproduces every name wins. When the names do not carry the delays
 //! (`-retry`, `-retry-0`, ...), import says that the delays it wrote are assumptions.
 //!
-//! Pure: it groups what [`crate::backend::kafka::Reader::inventory`] read.
+//! Pure: it groups what [`crate::backend::kafka::read::Reader::inventory`] read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{DEFAULTS_KEY, KafkaError, topic_id};
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template, valid_channel_id,
+use super::{DEFAULTS_KEY, topic_id};
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, fit_backoff, millis, sanitise_channel_id, template,
+    valid_channel_id,
 };
 use crate::resource::Role;
 use crate::resource::{Live, ResourceId};
@@ -27,16 +27,6 @@ use crate::spec::model::{
 };
 use crate::spec::resolve;
 
-impl super::Reader {
-    /// The import door: every topic in scope, grouped into channels by Spring's naming.
-    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
-        let live = self.inventory(prefix).await?;
-        let read = BTreeMap::from([("topics", live.len())]);
-        let (c, u) = group(&live, self.target(), target);
-        Ok((c, u, read))
-    }
-}
-
 /// The channel and role each live topic would have if it were imported (see
 /// [`import_kit::labels`]).
 pub fn labels(
@@ -44,7 +34,12 @@ pub fn labels(
     target_name: &str,
     target: &Target,
 ) -> BTreeMap<ResourceId, (String, Role)> {
-    import_kit::labels(group(live, target_name, target).0, target_name, target)
+    import_kit::labels(
+        group(live, target_name, target).0,
+        target_name,
+        target,
+        super::desired::desired,
+    )
 }
 
 /// Groups topics into channels; returns them and what fits no channel.
@@ -232,7 +227,7 @@ fn base_spec(
     } else {
         Some(template(dlt, id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
     };
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Kafka,
         retention(dl, &topic_id(t.target_name, dlt), findings),
     );
@@ -282,7 +277,7 @@ fn invalid_spec(t: &Topics, dl: &Live, findings: &mut Vec<String>) -> Option<Inv
             partitions(dl).map_or("?".into(), |n| n.to_string())
         ));
     }
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Kafka,
         retention(il, &id, findings),
     );

@@ -19,10 +19,10 @@
 //! every topic of the target that exists. Writes: CreateTopics, IncrementalAlterConfigs (see
 //! [`ffi`]; plans only SET, since every owned key has a value; DELETE is there for a key that
 //! must lose its topic-level value) and CreatePartitions. Fewer partitions and another
-//! replication factor are `impossible` in the plan ([`refine`]). Only topics inside the
+//! replication factor are `impossible` in the plan ([`plan::refine`]). Only topics inside the
 //! target's ownership prefixes are ever written. A topic is deleted (DeleteTopics) only when
 //! `plan --prune` planned it, and, unless message loss is allowed, only while it holds no
-//! records ([`Reader::record_count`]).
+//! records ([`read::Reader::record_count`]).
 //!
 //! The doors, each in its own file: [`desired`] (pure), [`read`] (read-only: Metadata,
 //! DescribeConfigs, offsets), [`plan`] (pure rules on top of the generic diff), [`apply`] (the
@@ -30,13 +30,18 @@
 //! [`import`] (live → specs, pure over what `read` saw). This file holds the names, errors and
 //! value normalisation they share.
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod ffi;
 pub mod import;
+pub mod ledger;
+pub mod mover;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::time::Duration;
@@ -45,11 +50,6 @@ use serde_json::{Value, json};
 
 use crate::resource::{Kind, ResourceId, Role};
 use crate::spec::model::Backend;
-
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::{Step, refine, update_steps};
-pub use read::Reader;
 
 /// How long one admin request may take before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(15);
@@ -109,6 +109,15 @@ pub enum KafkaError {
         "target {target}: {api}: the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` from the channels on this target, or enable an authorizer on the brokers"
     )]
     NoAuthorizer { target: String, api: &'static str },
+}
+
+impl crate::backend::kit::errors::AtTarget for KafkaError {
+    fn at(self, target: &str) -> crate::backend::kit::errors::BackendError {
+        crate::backend::kit::errors::BackendError::Client {
+            target: target.to_owned(),
+            error: Box::new(self),
+        }
+    }
 }
 
 pub(super) fn topic_error(
@@ -211,6 +220,10 @@ pub(super) fn config_text(v: &Value) -> String {
     }
 }
 
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Kafka;
+
 #[cfg(test)]
 mod tests {
     //! The paths tansu cannot run (it answers CreatePartitions with UnsupportedFeature and has
@@ -218,6 +231,7 @@ mod tests {
     //! are checked here on the plan values; tests/kafka.rs covers what tansu supports live.
     use std::sync::Arc;
 
+    use super::desired::desired;
     use super::ffi::{ConfigOp, Source};
     use super::plan::*;
     use super::read::*;

@@ -316,6 +316,36 @@ pub fn update_steps(change: &Change) -> Result<Vec<Step>, String> {
     Ok(steps)
 }
 
+impl crate::backend::kit::doors::Plan for super::Kafka {
+    fn desired(r: &crate::spec::resolve::Resolved) -> Vec<crate::resource::Desired> {
+        super::desired::desired(r)
+    }
+
+    fn refine(change: &mut Change) {
+        refine(change);
+    }
+
+    fn duration_unit(change: &Change, key: &str) -> Option<crate::resource::TimeUnit> {
+        duration_unit(change, key)
+    }
+
+    /// Kafka: a topic's `retention.ms`.
+    fn is_retention(key: &str) -> bool {
+        key == "config.retention.ms"
+    }
+
+    fn notes(
+        desired: &[crate::resource::Desired],
+        live: &BTreeMap<ResourceId, crate::resource::Live>,
+    ) -> Vec<Note> {
+        notes(desired, live)
+    }
+
+    fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
+        goes_first(changes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,11 +9,12 @@ use rdkafka::types::RDKafkaErrorCode;
 use serde_json::{Value, json};
 
 use super::ffi::{self, Admin, Source};
+use super::import::group;
 use super::*;
-use crate::backend::BackendError;
-use crate::backend::Prunable;
+use crate::backend::kit::errors::BackendError;
+use crate::backend::kit::import::Found;
+use crate::backend::kit::import::Prunable;
 use crate::backend::wire::http::Stats;
-use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -57,7 +58,7 @@ pub(super) fn client_config(
             field: "secretProperties",
             var: var.clone(),
         })?;
-        crate::printer::never_show(&value);
+        crate::secrets::never_show(&value);
         config.set(key, value);
     }
     config.set("bootstrap.servers", &bootstrap);
@@ -142,40 +143,6 @@ impl Reader {
         &self.target
     }
 
-    /// One further read, where the plan has a dead-letter topic on this target: the topics'
-    /// ACLs (DescribeAcls), for the note on who may read dead letters but not their source.
-    /// Only a note depends on it: an error is said in a note, never fatal; a broker without
-    /// an authorizer (SECURITY_DISABLED) lets everyone read everything, which is no wider.
-    pub async fn review(
-        &self,
-        desired: &[Desired],
-        _live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        _adopt: bool,
-    ) -> Result<(), KafkaError> {
-        let Some(first_dlt) = desired.iter().find(|d| {
-            d.id.target == self.target && d.id.kind == Kind::Topic && d.role == Role::DeadLetter
-        }) else {
-            return Ok(());
-        };
-        match self.describe_acls().await {
-            Ok(bindings) => {
-                notes.extend(super::plan::acl_notes(&self.target, desired, &bindings));
-                changes.extend(super::plan::revoked(&self.target, desired, &bindings));
-            }
-            // A channel owns bindings here: without them the deletes it asks for are unknown,
-            // and a plan that looked in sync would be wrong.
-            Err(e) if owns_acls(&self.target, desired) => return Err(e),
-            Err(KafkaError::NoAuthorizer { .. }) => {}
-            Err(e) => notes.push(Note {
-                resource: first_dlt.id.clone(),
-                message: format!("who may read the dead-letter topics was not checked: {e}"),
-            }),
-        }
-        Ok(())
-    }
-
     /// The live topic bindings dlqctl could have made (literal, any host, ALLOW, READ or
     /// WRITE: [`ffi::Grant::of`]), from one DescribeAcls.
     pub(super) async fn grants(&self) -> Result<Vec<ffi::Grant>, KafkaError> {
@@ -185,7 +152,7 @@ impl Reader {
 
     /// Every ACL binding on topics (one DescribeAcls). A cluster without an authorizer keeps
     /// none, and cannot keep the ones `kafka.acls` asks for: [`KafkaError::NoAuthorizer`].
-    async fn describe_acls(&self) -> Result<Vec<ffi::AclBinding>, KafkaError> {
+    pub(super) async fn describe_acls(&self) -> Result<Vec<ffi::AclBinding>, KafkaError> {
         self.stats.count("kafka:DescribeAcls");
         match ffi::describe_topic_acls(&self.admin, TIMEOUT).await {
             Ok(bindings) => Ok(bindings),
@@ -224,7 +191,7 @@ impl Reader {
                 }
             })
             .collect();
-        crate::backend::import_kit::relabel(&mut found, |live| {
+        crate::backend::kit::import::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
         // Where a channel owns ACLs (`kafka.acls`), the bindings dlqctl could have made on owned
@@ -445,13 +412,6 @@ impl Reader {
         self.read(&refs).await
     }
 
-    pub fn into_writer(self) -> Writer {
-        Writer {
-            reader: self,
-            acl_support: Arc::default(),
-        }
-    }
-
     /// Which cluster this is, for binding a saved plan to it: the cluster id.
     pub async fn identity(&self) -> Result<String, KafkaError> {
         self.stats.count("kafka:ClusterId");
@@ -501,7 +461,7 @@ pub(super) fn live_topic(m: &TopicMeta, entries: &[ffi::Entry]) -> Live {
 }
 
 /// Whether a channel on `target` owns ACL bindings (`kafka.acls`).
-fn owns_acls(target: &str, desired: &[Desired]) -> bool {
+pub(super) fn owns_acls(target: &str, desired: &[Desired]) -> bool {
     desired
         .iter()
         .any(|d| d.id.target == target && d.id.kind == Kind::Acl && d.present)
@@ -510,3 +470,55 @@ fn owns_acls(target: &str, desired: &[Desired]) -> bool {
 /// Fewer configs than this, all marked default, in a DescribeConfigs answer: the broker lists
 /// only what was set (see [`live_topic`]).
 pub const SPARSE_ANSWER: usize = 10;
+
+impl Reader {
+    /// The import door: every topic in scope, grouped into channels by Spring's naming.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
+        let live = self.inventory(prefix).await?;
+        let read = BTreeMap::from([("topics", live.len())]);
+        let (c, u) = group(&live, self.target(), target);
+        Ok((c, u, read))
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Reader {
+    type Error = super::KafkaError;
+
+    fn target(&self) -> &str {
+        Reader::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Read for Reader {
+    fn renew_read_budget(&self) {}
+
+    async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::read(self, ids).await
+    }
+
+    async fn prunable(
+        &self,
+        skip: &std::collections::BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, Self::Error> {
+        Reader::prunable(self, skip, target).await
+    }
+
+    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
+        Reader::read_one(self, id).await
+    }
+
+    async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
+        Reader::message_count(self, id).await
+    }
+
+    async fn identity(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await
+    }
+}
+
+impl crate::backend::kit::doors::Import for Reader {
+    async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        Reader::import(self, target, prefix).await
+    }
+}

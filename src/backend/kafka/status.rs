@@ -19,8 +19,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message as _};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
+use super::ledger::Ledger;
 use super::read::Reader;
-use super::redrive::Ledger;
 use super::{KafkaError, TIMEOUT, topic_error};
 
 use crate::spec::resolve::Resolved;
@@ -94,7 +94,7 @@ impl Reader {
             // What `dlqctl redrive` already brought back is behind its group's offset: not
             // counted (one OffsetFetch, only for a topic that holds records).
             None if retained(marks) > 0 => (
-                self.committed(&r.dead_letter, &super::redrive::group(&r.channel), marks)
+                self.committed(&r.dead_letter, &super::ledger::group(&r.channel), marks)
                     .await?,
                 Measure::Retained,
             ),
@@ -123,7 +123,7 @@ impl Reader {
                 "the topic retains {kept} record{}; {} of them were brought back by `dlqctl redrive` (group `{}`) and are not counted: the depth is what waits for a redrive",
                 if kept == 1 { "" } else { "s" },
                 kept - total,
-                super::redrive::group(&r.channel)
+                super::ledger::group(&r.channel)
             ));
             Measure::Waiting
         } else {
@@ -206,7 +206,7 @@ impl Reader {
         )
         .await
         .map_err(|e| topic_error(topic, "OffsetFetch", e.detail()))?;
-        Ok(super::redrive::ledgers_of(&commits, marks))
+        Ok(super::ledger::ledgers_of(&commits, marks))
     }
 
     /// Records from the head (`starts`) of every partition that has any: an equal share of
@@ -360,6 +360,16 @@ pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize)
         attempts: None,
         source: None,
         native_class: None,
+    }
+}
+
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
     }
 }
 

@@ -98,7 +98,8 @@ impl Writer {
 
     /// Refuses a name outside the target's ownership prefixes, when it declares them.
     fn check_prefixes(&self, change: &Change) -> Result<(), HttpError> {
-        if crate::backend::sqs::in_prefixes(&self.reader.prefixes, &change.resource.name) {
+        if crate::backend::kit::ownership::in_prefixes(&self.reader.prefixes, &change.resource.name)
+        {
             return Ok(());
         }
         Err(Self::refused(
@@ -225,7 +226,7 @@ impl Writer {
         if ownership_problem(&current, &change.channel).is_none() {
             return Ok(());
         }
-        if !crate::backend::sqs::adoptable(&current) {
+        if !crate::backend::kit::ownership::adoptable(&current) {
             let p = ownership_problem(&current, &change.channel).unwrap_or_default();
             return Err(Self::refused(
                 change,
@@ -344,4 +345,29 @@ pub fn with_member(mut policy: Value, role: &str, member: &str) -> Option<Value>
         bindings.push(json!({"role": role, "members": [member]}));
     }
     Some(policy)
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        Writer::new(self)
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
+    }
 }

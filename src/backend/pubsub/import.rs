@@ -11,11 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::*;
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, non_default, sanitise_channel_id, template, valid_channel_id,
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, non_default, sanitise_channel_id, template,
+    valid_channel_id,
 };
-use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
 use crate::spec::duration::Duration;
 use crate::spec::model::{Backoff, ChannelSpec, DeadLetter, PubsubOptions, Retry, Target};
@@ -23,27 +22,18 @@ use crate::spec::resolve::{
     PUBSUB_DEFAULT_ACK_DEADLINE, PUBSUB_DEFAULT_MAX_BACKOFF, PUBSUB_DEFAULT_RETENTION,
 };
 
-impl Reader {
-    /// The import door: every topic and subscription in scope, grouped into channels.
-    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
-        let live = self.inventory(prefix).await?;
-        let count = |k: Kind| live.keys().filter(|i| i.kind == k).count();
-        let read = BTreeMap::from([
-            ("topics", count(Kind::Topic)),
-            ("subscriptions", count(Kind::Subscription)),
-        ]);
-        let (c, u) = group(&live, self.target(), target);
-        Ok((c, u, read))
-    }
-}
-
 /// The channel and role each live object would have if it were imported (`plan --prune`).
 pub fn labels_of(
     live: &BTreeMap<ResourceId, Live>,
     target_name: &str,
     target: &Target,
 ) -> BTreeMap<ResourceId, (String, Role)> {
-    import_kit::labels(group(live, target_name, target).0, target_name, target)
+    import_kit::labels(
+        group(live, target_name, target).0,
+        target_name,
+        target,
+        super::desired::desired,
+    )
 }
 
 /// A duration property (seconds) as a spec duration.
@@ -189,7 +179,8 @@ pub fn group(
             .iter()
             .filter(|(_, l)| {
                 let lb = labels(l);
-                ownership_problem(&lb, &id).is_some() && crate::backend::sqs::adoptable(&lb)
+                ownership_problem(&lb, &id).is_some()
+                    && crate::backend::kit::ownership::adoptable(&lb)
             })
             .map(|(i, _)| i.clone())
             .collect();

@@ -25,12 +25,15 @@
 //! `@` keeps them out of the diff and of the unmanaged-settings notes; the review reads them
 //! for ownership, as SQS reads tags, but without a call of its own: a GET returns them).
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::collections::BTreeMap;
@@ -40,19 +43,16 @@ use serde_json::{Map, Value, json};
 use crate::resource::{Kind, Live, Props, ResourceId};
 use crate::spec::model::Backend;
 
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::refine;
-pub use read::Reader;
-
 /// Calls in flight at once per target.
 pub const CONCURRENCY: usize = 8;
 /// Listing page size (the API's maximum).
 pub const PAGE_SIZE: u32 = 1000;
 
-pub use crate::backend::sqs::TAG_MANAGED_BY_VALUE as LABEL_MANAGED_BY_VALUE;
-/// The labels dlqctl puts on what it creates: the same words as its SQS tags.
-pub use crate::backend::sqs::{TAG_CHANNEL as LABEL_CHANNEL, TAG_MANAGED_BY as LABEL_MANAGED_BY};
+/// The labels dlqctl puts on what it creates: the kit's ownership words, as SQS's tags.
+pub use crate::backend::kit::ownership::{
+    CHANNEL as LABEL_CHANNEL, MANAGED_BY as LABEL_MANAGED_BY,
+    MANAGED_BY_VALUE as LABEL_MANAGED_BY_VALUE,
+};
 
 /// The subscription's topic: immutable (a change is a replace).
 pub const TOPIC: &str = "topic";
@@ -287,7 +287,7 @@ pub fn labels(live: &Live) -> BTreeMap<String, String> {
 /// Why a live object is not provably this channel's, from its labels (`None`: it is). The
 /// same rule as SQS's tags, said with Pub/Sub's word.
 pub fn ownership_problem(labels: &BTreeMap<String, String>, channel: &str) -> Option<String> {
-    crate::backend::sqs::ownership_problem(labels, channel)
+    crate::backend::kit::ownership::ownership_problem(labels, channel)
         .map(|p| p.replace("tagged", "labelled").replace(" tag", " label"))
 }
 
@@ -376,6 +376,10 @@ pub fn subscription_body(
 pub fn mask_field(key: &str) -> &str {
     key.split('.').next().unwrap_or(key)
 }
+
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Pubsub;
 
 #[cfg(test)]
 mod tests;

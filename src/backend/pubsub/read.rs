@@ -8,10 +8,13 @@ use std::sync::Arc;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;
 
+use super::import::group;
 use super::*;
+use crate::backend::kit::connect::ConnectOptions;
+use crate::backend::kit::errors::{AtTarget, BackendError};
+use crate::backend::kit::import::{Found, Prunable};
 use crate::backend::wire::http::{HttpConfig, HttpError, ReadHttp, Stats};
 use crate::backend::wire::retry::ReadBudget;
-use crate::backend::{AtTarget, BackendError, ConnectOptions, Prunable};
 use crate::resource::Role;
 use crate::spec::model::Target;
 
@@ -104,7 +107,7 @@ impl Reader {
         })?;
         let (base, bearer) = endpoint(name, target, |v| std::env::var(v).ok())?;
         if let Some(t) = &bearer {
-            crate::printer::never_show(t);
+            crate::secrets::never_show(t);
         }
         let emulator = bearer.is_none();
         let http = ReadHttp::new(
@@ -129,7 +132,7 @@ impl Reader {
             target: name.to_owned(),
             http,
             project,
-            prefixes: crate::backend::prefixes(target),
+            prefixes: crate::backend::kit::connect::prefixes(target),
             emulator,
             grant,
         })
@@ -142,10 +145,6 @@ impl Reader {
     /// The target's read budget (renewed by the exporter before each reading).
     pub fn read_budget(&self) -> &ReadBudget {
         self.http.budget()
-    }
-
-    pub fn into_writer(self) -> super::Writer {
-        super::Writer::new(self)
     }
 
     /// `/projects/P/topics/T` or `/projects/P/subscriptions/S`.
@@ -307,7 +306,7 @@ impl Reader {
         let mut all = self.listed().await?;
         all.retain(|id, _| {
             !id.name.contains('/')
-                && crate::backend::sqs::in_prefixes(&self.prefixes, &id.name)
+                && crate::backend::kit::ownership::in_prefixes(&self.prefixes, &id.name)
                 && filter.is_none_or(|f| id.name.starts_with(f))
         });
         Ok(all)
@@ -369,5 +368,63 @@ impl Reader {
             });
         }
         Ok(out)
+    }
+}
+
+impl Reader {
+    /// The import door: every topic and subscription in scope, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
+        let live = self.inventory(prefix).await?;
+        let count = |k: Kind| live.keys().filter(|i| i.kind == k).count();
+        let read = BTreeMap::from([
+            ("topics", count(Kind::Topic)),
+            ("subscriptions", count(Kind::Subscription)),
+        ]);
+        let (c, u) = group(&live, self.target(), target);
+        Ok((c, u, read))
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Reader {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Reader::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Read for Reader {
+    fn renew_read_budget(&self) {
+        Reader::read_budget(self).renew();
+    }
+
+    async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::read(self, ids).await
+    }
+
+    async fn prunable(
+        &self,
+        skip: &std::collections::BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, Self::Error> {
+        Reader::prunable(self, skip, target).await
+    }
+
+    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
+        Reader::read_one(self, id).await
+    }
+
+    async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
+        Reader::message_count(self, id).await
+    }
+
+    async fn identity(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await
+    }
+}
+
+impl crate::backend::kit::doors::Import for Reader {
+    async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        Reader::import(self, target, prefix).await
     }
 }

@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::read::Reader;
 use super::*;
-use crate::backend::MoveError;
+use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::http::WriteHttp;
 use crate::redrive::{Decision, Pace, Run, decide, moved_headers};
 use crate::spec::resolve::Resolved;
@@ -228,6 +228,20 @@ fn not_dlqctls(topic: &Value) -> Option<String> {
             super::LABEL_MANAGED_BY,
             super::LABEL_MANAGED_BY_VALUE
         )),
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Mover {
+    type Error = MoveError;
+
+    fn target(&self) -> &str {
+        Mover::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Redrive for Mover {
+    async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::redrive(self, r, run).await
     }
 }
 

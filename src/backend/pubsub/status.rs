@@ -161,3 +161,13 @@ pub fn message(received: &Value, max_body: usize) -> Message {
         headers,
     }
 }
+
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
+    }
+}

@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::desired::desired;
+use super::plan::refine;
+use super::read::Reader;
 use super::*;
 use crate::plan::{Action, Change, FieldChange, diff};
 use crate::resource::{Desired, Role, TimeUnit};
@@ -497,7 +500,7 @@ fn a_subscription_labelled_for_another_channel_cannot_be_changed_and_the_plan_sa
     let reader = Reader::connect(
         "gcp",
         &t,
-        crate::backend::ConnectOptions::default(),
+        crate::backend::kit::connect::ConnectOptions::default(),
         Arc::new(crate::backend::wire::Stats::default()),
     )
     .expect("reader");

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::read::{Binding, Reader};
+use super::Binding;
+use super::read::Reader;
 use super::*;
 use crate::backend::wire::http::{HttpError, WriteHttp, seg};
 use crate::plan::{Action, Change};
@@ -383,5 +384,31 @@ impl Writer {
                 }
             })
             .collect())
+    }
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        let http = self.http_for_writer();
+        Writer::new(self, http)
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
     }
 }

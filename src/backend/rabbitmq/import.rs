@@ -14,19 +14,17 @@
 //! become a backoff; the number of attempts is not recorded anywhere on the broker, so import
 //! writes the fewest that use every retry queue and says so.
 //!
-//! Pure: it groups what [`crate::backend::rabbitmq::Reader::read`] returned.
+//! Pure: it groups what [`crate::backend::rabbitmq::read::Reader::read`] returned.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::id as resource_id;
-use crate::backend::Found;
-use crate::backend::import_kit::{
-    self, Candidate, channel, common_stem, fit_backoff, millis, non_default, sanitise_channel_id,
-    template, valid_channel_id,
+use crate::backend::kit::import::{
+    self as import_kit, Candidate, channel, common_stem, fit_backoff, millis, non_default,
+    sanitise_channel_id, template, valid_channel_id,
 };
-use crate::backend::wire::http::HttpError;
 use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
@@ -34,31 +32,6 @@ use crate::spec::model::{
     QueueType, RabbitMqOptions, Retry, RetryModel, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
-
-impl super::Reader {
-    /// The import door: the target's vhost, with the policies named outside the prefixes that
-    /// apply to owned queues, grouped into channels.
-    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
-        let vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
-        let live = self.read_vhosts(&BTreeSet::from([vhost.clone()])).await?;
-        // Policies that apply to owned queues but are named outside the prefixes.
-        let mut foreign = BTreeMap::new();
-        for name in foreign_policies(&live) {
-            if let Some(p) = self.policy(&vhost, &name).await? {
-                foreign.insert(name, p);
-            }
-        }
-        let read = counts(&live);
-        let s = Scope {
-            live: &live,
-            target_name: self.target(),
-            target,
-            vhost: &vhost,
-        };
-        let (c, u) = group(&s, &foreign, prefix);
-        Ok((c, u, read))
-    }
-}
 
 /// The channel and role each live object would have if it were imported (see
 /// [`import_kit::labels`]).
@@ -80,7 +53,7 @@ pub fn labels(
             group(&s, &BTreeMap::new(), None).0
         })
         .collect();
-    import_kit::labels(candidates, target_name, target)
+    import_kit::labels(candidates, target_name, target, super::desired::desired)
 }
 
 /// The dead-lettering settings dlqctl writes (policy keys; `x-` + key as arguments).
@@ -681,14 +654,14 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
     );
     let queue_type = ms.main.queue_type();
     let target_vhost = s.target.vhost.clone().unwrap_or_else(|| "/".to_owned());
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Rabbitmq,
         ms.dlq.ttl().map(millis),
     );
     let invalid = match ms.invalid {
         Some(q) => {
             let t = template(q.name, &id).ok_or_else(|| braces(q.name))?;
-            let keep = crate::backend::import_kit::dead_letter_keep(
+            let keep = crate::backend::kit::import::dead_letter_keep(
                 crate::spec::model::Backend::Rabbitmq,
                 q.ttl().map(millis),
             );
@@ -1319,12 +1292,12 @@ mod tests {
             let ws = crate::spec::load::load_str("c.yaml", &text);
             assert!(ws.diagnostics.is_empty(), "{case}: {:?}", ws.diagnostics);
             let r = resolve_rabbit(&ws.channels[0].value);
-            let live = applied(&crate::backend::rabbitmq::desired(&r));
+            let live = applied(&crate::backend::rabbitmq::desired::desired(&r));
             let (found, unmatched) = group(&scope(&live), &BTreeMap::new(), None);
             assert_eq!(found.len(), 1, "{case}: {unmatched:?}");
             assert!(unmatched.is_empty(), "{case}: {unmatched:?}");
             let back = resolve_rabbit(&found[0].channel);
-            for d in crate::backend::rabbitmq::desired(&back) {
+            for d in crate::backend::rabbitmq::desired::desired(&back) {
                 assert_eq!(
                     crate::plan::diff(&d, live.get(&d.id)),
                     None,
@@ -1389,7 +1362,7 @@ mod tests {
         assert_eq!(c.channel.spec.retention.map(|r| r.as_millis()), Some(30000));
         // And the spec it gives wants exactly what is there.
         let back = resolve_rabbit(&c.channel);
-        for d in crate::backend::rabbitmq::desired(&back) {
+        for d in crate::backend::rabbitmq::desired::desired(&back) {
             assert_eq!(crate::plan::diff(&d, l.get(&d.id)), None, "{}", d.id);
         }
     }

@@ -16,21 +16,22 @@
 //! call each for policies, exchanges and bindings; message counts only for queues a plan
 //! would drop.
 
+pub mod alerts;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod guard;
 pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
-use crate::resource::{Kind, ResourceId};
-use crate::spec::model::Backend;
+use serde_json::{Value, json};
 
-pub use apply::Writer;
-pub use desired::desired;
-pub use read::Reader;
+use crate::resource::{Kind, Props, ResourceId};
+use crate::spec::model::Backend;
 
 /// Queue arguments dlqctl owns; others on a live queue are reported, never touched.
 pub const OWNED_ARGUMENTS: [&str; 7] = [
@@ -77,6 +78,72 @@ pub(super) fn regex_escape(s: &str) -> String {
     }
     out
 }
+
+/// One binding as the management API lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub source: String,
+    pub destination: String,
+    /// `queue` or `exchange`.
+    pub destination_type: String,
+    pub routing_key: String,
+    pub properties_key: String,
+    /// `None` when it has none.
+    pub arguments: Option<Value>,
+}
+
+impl Binding {
+    /// `None` when a field the API always sends is missing or not a string.
+    pub fn from_value(b: &Value) -> Option<Binding> {
+        let get = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(Binding {
+            source: get("source")?,
+            destination: get("destination")?,
+            destination_type: get("destination_type")?,
+            routing_key: get("routing_key")?,
+            properties_key: get("properties_key").unwrap_or_default(),
+            arguments: b
+                .get("arguments")
+                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
+                .cloned(),
+        })
+    }
+
+    /// As the management API lists it (what a replace carries in its plan).
+    pub fn to_value(&self) -> Value {
+        let mut v = json!({
+            "source": self.source,
+            "destination": self.destination,
+            "destination_type": self.destination_type,
+            "routing_key": self.routing_key,
+            "properties_key": self.properties_key,
+        });
+        if let (Some(args), Some(o)) = (&self.arguments, v.as_object_mut()) {
+            o.insert("arguments".into(), args.clone());
+        }
+        v
+    }
+
+    /// The flat props a binding is read as (and what re-creates it).
+    pub fn props(&self) -> Props {
+        let mut props: Props = [
+            ("source".to_owned(), json!(self.source)),
+            ("destination".to_owned(), json!(self.destination)),
+            ("routing_key".to_owned(), json!(self.routing_key)),
+        ]
+        .into_iter()
+        .collect();
+        if let Some(args) = &self.arguments {
+            props.insert("arguments".into(), args.clone());
+        }
+        props.insert("@properties_key".into(), json!(self.properties_key));
+        props
+    }
+}
+
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Rabbitmq;
 
 #[cfg(test)]
 mod tests {

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use serde_json::json;
 
+use super::Binding;
 use super::binding_name;
-use super::read::Binding;
 use crate::plan::{Action, Change, FieldChange, Note};
 use crate::resource::{Desired, Kind, Live, Props, ResourceId, Role, TimeUnit};
 
@@ -472,6 +472,36 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
 /// A policy is named after its queue: (target, vhost, name) ties them.
 fn queue_key(r: &ResourceId) -> (&str, &str, &str) {
     (&r.target, &r.scope, &r.name)
+}
+
+impl crate::backend::kit::doors::Plan for super::Rabbitmq {
+    fn desired(r: &crate::spec::resolve::Resolved) -> Vec<crate::resource::Desired> {
+        super::desired::desired(r)
+    }
+
+    fn refine(change: &mut Change) {
+        refine(change);
+    }
+
+    fn duration_unit(change: &Change, key: &str) -> Option<crate::resource::TimeUnit> {
+        duration_unit(change, key)
+    }
+
+    /// RabbitMQ: `message-ttl` in a policy or as an x-argument.
+    fn is_retention(key: &str) -> bool {
+        key == "definition.message-ttl" || key == "arguments.x-message-ttl"
+    }
+
+    fn notes(
+        desired: &[crate::resource::Desired],
+        live: &BTreeMap<ResourceId, crate::resource::Live>,
+    ) -> Vec<Note> {
+        notes(desired, live)
+    }
+
+    fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
+        goes_first(changes)
+    }
 }
 
 #[cfg(test)]

@@ -6,15 +6,17 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use super::Binding;
+use super::import::{Scope, counts, foreign_policies, group};
 use super::*;
+use crate::backend::kit::connect::{ConnectOptions, env_value};
+use crate::backend::kit::errors::{AtTarget, BackendError};
+use crate::backend::kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 use crate::backend::wire::Stats;
 use crate::backend::wire::http::HttpConfig;
 use crate::backend::wire::http::{HttpError, ReadHttp, WriteHttp, seg};
 use crate::backend::wire::retry::ReadBudget;
-use crate::backend::{
-    AtTarget, BackendError, ConnectOptions, NO_SPEC_CHANNEL, Prunable, env_value,
-};
-use crate::plan::{Action, Change, Note};
+use crate::plan::Note;
 use crate::resource::{Desired, Live, Props, Role};
 use crate::spec::model::Target;
 
@@ -137,68 +139,6 @@ pub(super) fn no_vhost(vhost: &str) -> HttpError {
     }
 }
 
-/// One binding as the management API lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Binding {
-    pub source: String,
-    pub destination: String,
-    /// `queue` or `exchange`.
-    pub destination_type: String,
-    pub routing_key: String,
-    pub properties_key: String,
-    /// `None` when it has none.
-    pub arguments: Option<Value>,
-}
-
-impl Binding {
-    /// `None` when a field the API always sends is missing or not a string.
-    pub fn from_value(b: &Value) -> Option<Binding> {
-        let get = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_owned);
-        Some(Binding {
-            source: get("source")?,
-            destination: get("destination")?,
-            destination_type: get("destination_type")?,
-            routing_key: get("routing_key")?,
-            properties_key: get("properties_key").unwrap_or_default(),
-            arguments: b
-                .get("arguments")
-                .filter(|a| a.as_object().is_some_and(|o| !o.is_empty()))
-                .cloned(),
-        })
-    }
-
-    /// As the management API lists it (what a replace carries in its plan).
-    pub fn to_value(&self) -> Value {
-        let mut v = json!({
-            "source": self.source,
-            "destination": self.destination,
-            "destination_type": self.destination_type,
-            "routing_key": self.routing_key,
-            "properties_key": self.properties_key,
-        });
-        if let (Some(args), Some(o)) = (&self.arguments, v.as_object_mut()) {
-            o.insert("arguments".into(), args.clone());
-        }
-        v
-    }
-
-    /// The flat props a binding is read as (and what re-creates it).
-    pub fn props(&self) -> Props {
-        let mut props: Props = [
-            ("source".to_owned(), json!(self.source)),
-            ("destination".to_owned(), json!(self.destination)),
-            ("routing_key".to_owned(), json!(self.routing_key)),
-        ]
-        .into_iter()
-        .collect();
-        if let Some(args) = &self.arguments {
-            props.insert("arguments".into(), args.clone());
-        }
-        props.insert("@properties_key".into(), json!(self.properties_key));
-        props
-    }
-}
-
 /// Read-only view of one RabbitMQ target.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -240,7 +180,11 @@ impl Reader {
             stats,
         )
         .map_err(|e| e.at(name))?;
-        Ok(Reader::new(name, http, crate::backend::prefixes(target)))
+        Ok(Reader::new(
+            name,
+            http,
+            crate::backend::kit::connect::prefixes(target),
+        ))
     }
 
     pub fn new(target: &str, http: ReadHttp, prefixes: Vec<String>) -> Self {
@@ -260,58 +204,16 @@ impl Reader {
         self.http.budget()
     }
 
-    pub fn into_writer(self) -> super::Writer {
-        let http = self.http_for_writer();
-        super::Writer::new(self, http)
-    }
-
     /// Reads every owned queue, policy, exchange and binding of the vhosts `ids` name.
     pub async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
         let vhosts: BTreeSet<String> = ids.iter().map(|i| i.scope.clone()).collect();
         self.read_vhosts(&vhosts).await
     }
 
-    /// What only further reads can tell, where the plan replaces an object: the bindings a
-    /// replace deletes with it (the spec's and everyone else's), listed in the change and
-    /// re-created by apply; how a quorum queue is guarded before it is dropped; and, where a
-    /// channel has a TTL retry loop, what the broker's version means for its consumer.
-    pub async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        _adopt: bool,
-    ) -> Result<(), HttpError> {
-        for c in changes.iter_mut() {
-            if c.resource.target != self.target || c.action != Action::Replace {
-                continue;
-            }
-            let bindings = self
-                .bindings_of(c.resource.kind, &c.resource.scope, &c.resource.name)
-                .await?;
-            super::plan::list_rebinds(c, &bindings);
-        }
-        notes.extend(super::plan::quorum_notes(changes, live));
-        // One small read, only where a channel of this target has a TTL retry loop: the
-        // consumer contract depends on the broker's version.
-        if desired
-            .iter()
-            .any(|d| d.id.target == self.target && d.role == Role::Retry && d.present)
-            && let Some(version) = self.version().await?
-        {
-            notes.extend(super::plan::contract_notes(&self.target, &version, desired));
-        }
-        let operator = self.operator_policies(desired, live).await?;
-        super::plan::add_policy_drift(changes, desired, live, &operator);
-        notes.extend(self.permission_notes(desired).await);
-        Ok(())
-    }
-
     /// Who besides administrators may read this target's dead-letter queues: two small reads
     /// (`/api/users`, `/api/permissions`), only where the plan has a dead-letter queue here.
     /// Listing them needs the administrator tag; without it the plan says it could not check.
-    async fn permission_notes(&self, desired: &[Desired]) -> Vec<Note> {
+    pub(super) async fn permission_notes(&self, desired: &[Desired]) -> Vec<Note> {
         let Some(first_dlq) = desired.iter().find(|d| {
             d.id.target == self.target && d.id.kind == Kind::Queue && d.role == Role::DeadLetter
         }) else {
@@ -368,7 +270,7 @@ impl Reader {
     /// The operator policies that govern the spec's live queues: one listing per vhost, and
     /// only when one of them sets a governing key, one small read per such queue for the
     /// operator policy RabbitMQ applies to it.
-    async fn operator_policies(
+    pub(super) async fn operator_policies(
         &self,
         desired: &[Desired],
         live: &BTreeMap<ResourceId, Live>,
@@ -548,7 +450,7 @@ impl Reader {
                 }
             })
             .collect();
-        crate::backend::import_kit::relabel(&mut found, |live| {
+        crate::backend::kit::import::relabel(&mut found, |live| {
             super::import::labels(live, &self.target, target)
         });
         Ok(found)
@@ -926,5 +828,74 @@ fn is_administrator(tags: Option<&Value>) -> bool {
         Some(Value::Array(a)) => a.iter().any(|t| t.as_str() == Some("administrator")),
         Some(Value::String(s)) => s.split(',').any(|t| t.trim() == "administrator"),
         _ => false,
+    }
+}
+
+impl Reader {
+    /// The import door: the target's vhost, with the policies named outside the prefixes that
+    /// apply to owned queues, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, HttpError> {
+        let vhost = target.vhost.clone().unwrap_or_else(|| "/".to_owned());
+        let live = self.read_vhosts(&BTreeSet::from([vhost.clone()])).await?;
+        // Policies that apply to owned queues but are named outside the prefixes.
+        let mut foreign = BTreeMap::new();
+        for name in foreign_policies(&live) {
+            if let Some(p) = self.policy(&vhost, &name).await? {
+                foreign.insert(name, p);
+            }
+        }
+        let read = counts(&live);
+        let s = Scope {
+            live: &live,
+            target_name: self.target(),
+            target,
+            vhost: &vhost,
+        };
+        let (c, u) = group(&s, &foreign, prefix);
+        Ok((c, u, read))
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Reader {
+    type Error = crate::backend::wire::http::HttpError;
+
+    fn target(&self) -> &str {
+        Reader::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Read for Reader {
+    fn renew_read_budget(&self) {
+        Reader::read_budget(self).renew();
+    }
+
+    async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::read(self, ids).await
+    }
+
+    async fn prunable(
+        &self,
+        skip: &std::collections::BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, Self::Error> {
+        Reader::prunable(self, skip, target).await
+    }
+
+    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
+        Reader::read_one(self, id).await
+    }
+
+    async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
+        Reader::message_count(self, id).await
+    }
+
+    async fn identity(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await
+    }
+}
+
+impl crate::backend::kit::doors::Import for Reader {
+    async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        Reader::import(self, target, prefix).await
     }
 }

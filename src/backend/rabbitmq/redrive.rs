@@ -30,8 +30,9 @@ use lapin::{Confirmation, PublisherConfirm};
 use serde_json::Value;
 
 use super::read::Reader;
+use crate::backend::kit::connect::env_value;
+use crate::backend::kit::errors::{BackendError, MoveError};
 use crate::backend::wire::http::seg;
-use crate::backend::{BackendError, MoveError, env_value};
 use crate::redrive::{self, Decision, Run};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
@@ -92,7 +93,7 @@ impl Mover {
         let auth = match (user, password) {
             (Some(u), Some(p)) => {
                 // As it appears in the AMQP URI, too (the raw value is registered already).
-                crate::printer::never_show(&seg(&p));
+                crate::secrets::never_show(&seg(&p));
                 format!("{}:{}@", seg(&u), seg(&p))
             }
             (Some(u), None) => format!("{}@", seg(&u)),
@@ -922,6 +923,20 @@ fn message(d: &lapin::message::Delivery) -> Message {
         headers: headers.into_iter().collect(),
         body_len: d.data.len() as u64,
         ..Message::default()
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Mover {
+    type Error = MoveError;
+
+    fn target(&self) -> &str {
+        Mover::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Redrive for Mover {
+    async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::redrive(self, r, run).await
     }
 }
 

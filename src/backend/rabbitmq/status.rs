@@ -379,6 +379,16 @@ fn message(i: usize, m: &Value) -> Message {
     }
 }
 
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -467,6 +467,46 @@ pub async fn delete(aws: &Aws, name: &str) -> Result<(), AwsError> {
     .await
 }
 
+/// SQS's alerts door: its alerts are the CloudWatch alarms `apply` provisions.
+impl crate::backend::kit::alerts::Alerts for super::Sqs {
+    fn home() -> crate::backend::kit::alerts::AlertHome {
+        crate::backend::kit::alerts::AlertHome::CloudWatch
+    }
+
+    fn native_depth(_r: &Resolved, _matchers: &str, _n: u64) -> Option<String> {
+        None
+    }
+}
+
+/// One desired CloudWatch alarm as `dlqctl graph` draws it (`None`: not an alarm).
+pub(super) fn drawn(a: &crate::resource::Desired) -> Option<crate::backend::kit::draw::DrawnAlarm> {
+    if a.id.kind != crate::resource::Kind::Alarm {
+        return None;
+    }
+    let threshold = a
+        .props
+        .get("Threshold")
+        .and_then(serde_json::Value::as_f64)
+        .map_or(0, |t| t.max(0.0) as u64);
+    let age = a
+        .props
+        .get("MetricName")
+        .and_then(serde_json::Value::as_str)
+        == Some(OLDEST_AGE_METRIC);
+    Some(crate::backend::kit::draw::DrawnAlarm {
+        id: a.id.clone(),
+        watches: a
+            .props
+            .get("Dimensions")
+            .and_then(|d| d.get("QueueName"))
+            .and_then(|q| q.as_str())
+            .map(str::to_owned),
+        system: "CloudWatch alarm",
+        age,
+        threshold,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,7 +525,7 @@ mod tests {
             .expect("target");
         let r =
             crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target).expect("resolves");
-        let d = crate::backend::sqs::desired(&r);
+        let d = crate::backend::sqs::desired::desired(&r);
         let q = d
             .iter()
             .find(|x| x.id.name == "payments-invalid" && x.id.kind == Kind::Queue)

@@ -5,6 +5,7 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use serde_json::{Value, json};
 
 use super::alarms;
+use super::live::live_queue;
 use super::read::Reader;
 use super::*;
 use crate::backend::wire::aws::{Aws, AwsError, ErrorKind, arn_prefix, classify};
@@ -590,5 +591,30 @@ fn protection_attributes(
     }
     if let Some(p) = desired.get(POLICY).filter(|p| p.is_object()) {
         out.push((QueueAttributeName::Policy, p.to_string()));
+    }
+}
+
+/// The only way to a [`Writer`]: from the reader of the same target.
+impl Reader {
+    pub fn into_writer(self) -> Writer {
+        Writer::new(self)
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Writer {
+    type Error = crate::backend::wire::aws::AwsError;
+
+    fn target(&self) -> &str {
+        Writer::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Apply for Writer {
+    async fn apply(&self, change: &Change, allow_loss: bool) -> Result<(), Self::Error> {
+        Writer::apply(self, change, allow_loss).await
+    }
+
+    async fn settle(&self, applied: &[&Change]) -> Result<Vec<String>, Self::Error> {
+        Writer::settle(self, applied).await
     }
 }

@@ -4,7 +4,7 @@
 //! to the channel but its name (`{channel}-invalid`) or dlqctl's `dlqctl-channel` tag, and it
 //! is a dead end (no RedrivePolicy, no queue dead-lettering into it).
 //!
-//! Pure: it groups what [`crate::backend::sqs::Reader::inventory`] read. The channel id is the
+//! Pure: it groups what [`crate::backend::sqs::read::Reader::inventory`] read. The channel id is the
 //! `dlqctl-channel` tag when dlqctl created the queues, else the main queue's name; explicit
 //! name templates are written only where the defaults would not give the live names. An alarm
 //! the spec cannot describe (another metric, another name, another statistic, ...) is left
@@ -17,16 +17,14 @@ use serde_json::Value;
 use super::alarms::{
     self, DEPTH_DESCRIPTION, DEPTH_METRIC, NAMESPACE, OLDEST_AGE_DESCRIPTION, OLDEST_AGE_METRIC,
 };
+use super::live::{Inventory, SeenAlarm, SeenQueue};
 use super::{
-    DLQ_TARGET, FIFO, Inventory, KMS_KEY, KMS_REUSE, MANAGED_SSE, MAX_RECEIVE, POLICY, RETENTION,
-    SeenAlarm, SeenQueue, TAG_CHANNEL, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY,
-    in_prefixes, queue_id,
+    DLQ_TARGET, FIFO, KMS_KEY, KMS_REUSE, MANAGED_SSE, MAX_RECEIVE, POLICY, RETENTION, TAG_CHANNEL,
+    TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE, VISIBILITY, in_prefixes, queue_id,
 };
-use crate::backend::Found;
-use crate::backend::import_kit::{
+use crate::backend::kit::import::{
     Candidate, channel, non_default, number, sanitise_channel_id, template, valid_channel_id,
 };
-use crate::backend::wire::aws::AwsError;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::access::{Encryption, live_encryption};
 use crate::spec::duration::Duration;
@@ -36,7 +34,7 @@ use crate::spec::model::{
 };
 
 fn prefixes(target: &Target) -> Vec<String> {
-    crate::backend::prefixes(target)
+    crate::backend::kit::connect::prefixes(target)
 }
 
 /// The dead-letter target of a queue: a name in the same account and region, or a full ARN.
@@ -222,7 +220,7 @@ fn add_invalid(l: &Link, c: &mut Candidate, name: &str, alarms_handled: &mut BTr
     } else {
         "{channel}-invalid"
     };
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Sqs,
         number(&q.live, RETENTION).map(Duration::from_secs),
     );
@@ -375,7 +373,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
     let access = Access::of(l.mq, l.dq);
-    let keep = crate::backend::import_kit::dead_letter_keep(
+    let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Sqs,
         secs(l.dq, RETENTION),
     );
@@ -800,27 +798,10 @@ fn show(v: Option<&Value>) -> String {
     v.map_or("(absent)".to_owned(), Value::to_string)
 }
 
-impl super::Reader {
-    /// The import door: every queue in scope (and the dead-letter queues their redrive
-    /// policies point at, even outside `prefix`) with its alarms, grouped into channels.
-    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, AwsError> {
-        let mut inv = self.inventory(prefix).await?;
-        // Follow redrive links to dead-letter queues outside the `--prefix` filter.
-        for name in missing_dead_letter_queues(&inv, target) {
-            if let Some(q) = self.seen_queue(&name).await? {
-                inv.queues.insert(name, q);
-            }
-        }
-        let read = BTreeMap::from([("queues", inv.queues.len()), ("alarms", inv.alarms.len())]);
-        let (c, u) = group(&inv, self.target());
-        Ok((c, u, read))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::sqs::live_queue;
+    use crate::backend::sqs::live::live_queue;
 
     fn queue(attrs: &[(&str, &str)], tags: &[(&str, &str)]) -> SeenQueue {
         let attributes: BTreeMap<String, String> = attrs
@@ -853,7 +834,7 @@ mod tests {
             let mut c = ws.channels[0].value.clone();
             c.spec.target = Some("t".into());
             let r = crate::spec::resolve::resolve(&c, "t", &target).expect("resolves");
-            let desired = crate::backend::sqs::desired(&r);
+            let desired = crate::backend::sqs::desired::desired(&r);
             // What apply leaves: the desired properties (the DLQ's target by name, as the
             // reader shows it), the tags, and nothing the endpoint cannot return.
             let tags = [
@@ -900,7 +881,7 @@ mod tests {
             assert_eq!(found[0].channel.metadata.name, r.channel);
             let back =
                 crate::spec::resolve::resolve(&found[0].channel, "t", &target).expect("resolves");
-            for d in crate::backend::sqs::desired(&back) {
+            for d in crate::backend::sqs::desired::desired(&back) {
                 let mut d = d;
                 d.props.retain(|k, _| !k.starts_with("RedriveAllowPolicy"));
                 assert_eq!(

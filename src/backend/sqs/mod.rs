@@ -35,11 +35,14 @@
 pub mod alarms;
 pub mod apply;
 pub mod desired;
+pub mod draw;
 pub mod import;
+pub mod live;
 pub mod move_task;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod review;
 pub mod status;
 
 use std::collections::BTreeMap;
@@ -51,11 +54,6 @@ use crate::plan::{Change, FieldChange};
 use crate::resource::{Kind, ResourceId};
 use crate::spec::model::Backend;
 
-pub use apply::Writer;
-pub use desired::desired;
-pub use plan::refine;
-pub use read::{Inventory, Reader, SeenAlarm, SeenQueue, live_queue};
-
 /// ListQueues page size (the API's maximum).
 pub const PAGE_SIZE: i32 = 1000;
 /// Calls in flight at once per target (reads; apply's writes follow `--parallelism`). With
@@ -63,9 +61,11 @@ pub const PAGE_SIZE: i32 = 1000;
 /// (4,045 calls × 20 ms ÷ 8 ≈ 10 s, against the server's 6.6 s of work); with 32 the latency
 /// hides behind the server's own time (BENCHMARKS.md §8).
 pub const CONCURRENCY: usize = 32;
-pub const TAG_MANAGED_BY: &str = "managed-by";
-pub const TAG_MANAGED_BY_VALUE: &str = "dlqctl";
-pub const TAG_CHANNEL: &str = "dlqctl-channel";
+/// Ownership by tag: the kit's rule, shared with Pub/Sub's labels.
+pub use crate::backend::kit::ownership::{
+    CHANNEL as TAG_CHANNEL, MANAGED_BY as TAG_MANAGED_BY, MANAGED_BY_VALUE as TAG_MANAGED_BY_VALUE,
+    adoptable, in_prefixes, ownership_problem,
+};
 /// How long SQS refuses to re-create a queue name after deleting it.
 pub const NAME_REUSE_DELAY: Duration = Duration::from_secs(60);
 
@@ -125,32 +125,6 @@ pub fn queue_id(target: &str, name: &str) -> ResourceId {
     }
 }
 
-/// Why a live object is not provably this channel's, from its tags (`None`: it is).
-pub fn ownership_problem(tags: &BTreeMap<String, String>, channel: &str) -> Option<String> {
-    match tags.get(TAG_MANAGED_BY).map(String::as_str) {
-        Some(TAG_MANAGED_BY_VALUE) => {}
-        None => {
-            return Some(format!(
-                "exists but is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`, so dlqctl did not create it and will not change it; adopt it with `dlqctl plan --adopt` / `dlqctl apply --adopt` (only the two tags are added; `dlqctl import` writes a spec from it), or delete or rename it"
-            ));
-        }
-        Some(other) => {
-            return Some(format!(
-                "is tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, and dlqctl will not change or adopt it"
-            ));
-        }
-    }
-    match tags.get(TAG_CHANNEL) {
-        Some(c) if c == channel => None,
-        Some(other) => Some(format!(
-            "belongs to dlqctl channel `{other}` (tag `{TAG_CHANNEL}`), not `{channel}`; two channels cannot share it"
-        )),
-        None => Some(format!(
-            "has no `{TAG_CHANNEL}` tag, so it cannot be tied to channel `{channel}`"
-        )),
-    }
-}
-
 /// Why a live object is not dlqctl's at all, whatever its channel (`None`: it is).
 pub(super) fn ownership_problem_any(tags: &BTreeMap<String, String>) -> Option<String> {
     let channel = tags.get(TAG_CHANNEL).map_or("", String::as_str);
@@ -158,12 +132,6 @@ pub(super) fn ownership_problem_any(tags: &BTreeMap<String, String>) -> Option<S
         return Some(format!("has no `{TAG_CHANNEL}` tag"));
     }
     ownership_problem(tags, channel)
-}
-
-/// Whether `--adopt` may take over a live object with these tags: nothing claims it yet
-/// (no `managed-by` tag). Objects another tool manages are never adopted.
-pub fn adoptable(tags: &BTreeMap<String, String>) -> bool {
-    !tags.contains_key(TAG_MANAGED_BY)
 }
 
 /// Plan fields that add the ownership tags (an adoption); apply writes them as tags.
@@ -190,11 +158,6 @@ pub fn is_adoption(change: &Change) -> bool {
         .fields
         .iter()
         .any(|f| f.key.starts_with(TAG_FIELD_PREFIX))
-}
-
-/// Whether a name is inside the target's ownership prefixes (no prefixes: every name).
-pub fn in_prefixes(prefixes: &[String], name: &str) -> bool {
-    prefixes.is_empty() || prefixes.iter().any(|p| name.starts_with(p.as_str()))
 }
 
 /// The prefixes to list (ListQueues, DescribeAlarms) to see every name inside the ownership
@@ -233,12 +196,18 @@ pub(super) fn ownership_tags(channel: &str) -> [(&'static str, &str); 2] {
     ]
 }
 
+/// This backend's pure doors ([`crate::backend::kit::doors::Plan`], in `plan.rs`): the dispatcher's handle on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Sqs;
+
 #[cfg(test)]
 mod tests {
     use super::apply::*;
     use super::plan::*;
     use super::read::*;
     use super::*;
+
+    use super::live::*;
     use crate::backend::wire::aws::{AwsError, ErrorKind};
     use crate::plan::{Action, diff};
     use crate::resource::{Desired, Props, Role};

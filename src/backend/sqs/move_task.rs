@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::ListMessageMoveTasksResultEntry;
 
-use super::Reader;
-use crate::backend::MoveError;
+use super::read::Reader;
+use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::Run;
 

@@ -12,150 +12,17 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
 use super::alarms;
+use super::import::{group, missing_dead_letter_queues};
 use super::*;
-use crate::backend::Prunable;
-use crate::backend::wire::aws::{
-    Aws, AwsError, ErrorKind, Pages, Settings, arn_name, arn_prefix, classify,
-};
+use crate::backend::kit::import::{Found, Prunable};
+use crate::backend::wire::aws::{Aws, AwsError, ErrorKind, Pages, Settings, classify};
 use crate::backend::wire::http::{Stats, redact_userinfo};
 use crate::backend::wire::retry::ReadBudget;
 use crate::resource::{Live, Props, Role};
 use crate::spec::model::Target;
 
-/// A queue's attributes (as GetQueueAttributes returns them) in the flat shape of
-/// [`desired`], with the messages it holds.
-pub fn live_queue(attrs: &BTreeMap<String, String>) -> Live {
-    let mut props = Props::new();
-    let number = |k: &str| attrs.get(k).and_then(|v| v.trim().parse::<u64>().ok());
-    for k in [RETENTION, VISIBILITY] {
-        if let Some(v) = attrs.get(k) {
-            props.insert(
-                k.to_owned(),
-                number(k).map_or_else(|| json!(v), |n| json!(n)),
-            );
-        }
-    }
-    props.insert(
-        FIFO.to_owned(),
-        json!(
-            attrs
-                .get(FIFO)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        ),
-    );
-    let own_prefix = attrs
-        .get("QueueArn")
-        .map(|a| arn_prefix(a).to_owned())
-        .unwrap_or_default();
-    // An ARN in this queue's account and region is shown by name; any other in full.
-    let short = |arn: &str| {
-        if !own_prefix.is_empty() && arn_prefix(arn) == own_prefix {
-            arn_name(arn).to_owned()
-        } else {
-            arn.to_owned()
-        }
-    };
-    if let Some(raw) = attrs.get("RedrivePolicy").filter(|r| !r.trim().is_empty()) {
-        match serde_json::from_str::<Value>(raw) {
-            Ok(p) => {
-                if let Some(arn) = p.get("deadLetterTargetArn").and_then(Value::as_str) {
-                    props.insert(DLQ_TARGET.to_owned(), json!(short(arn)));
-                }
-                if let Some(n) = p.get("maxReceiveCount").and_then(as_count) {
-                    props.insert(MAX_RECEIVE.to_owned(), n);
-                }
-            }
-            Err(_) => {
-                props.insert("RedrivePolicy".to_owned(), json!(raw));
-            }
-        }
-    }
-    if let Some(raw) = attrs
-        .get("RedriveAllowPolicy")
-        .filter(|r| !r.trim().is_empty())
-    {
-        match serde_json::from_str::<Value>(raw) {
-            Ok(p) => {
-                if let Some(perm) = p.get("redrivePermission").and_then(Value::as_str) {
-                    props.insert(ALLOW_PERMISSION.to_owned(), json!(perm));
-                }
-                if let Some(arns) = p.get("sourceQueueArns").and_then(Value::as_array) {
-                    let mut names: Vec<String> =
-                        arns.iter().filter_map(Value::as_str).map(short).collect();
-                    names.sort();
-                    props.insert(ALLOW_SOURCES.to_owned(), json!(names));
-                }
-            }
-            Err(_) => {
-                props.insert("RedriveAllowPolicy".to_owned(), json!(raw));
-            }
-        }
-    }
-    let mut defaults = Vec::new();
-    for (key, default_values) in UNOWNED_ATTRIBUTES {
-        let Some(v) = attrs.get(key) else { continue };
-        // An empty key id or policy is how SQS says "none".
-        if matches!(key, KMS_KEY | POLICY) && v.trim().is_empty() {
-            continue;
-        }
-        if default_values.contains(&v.as_str()) {
-            defaults.push(json!(key));
-        }
-        let value = match key {
-            MANAGED_SSE => json!(v.trim().eq_ignore_ascii_case("true")),
-            // Compared as parsed JSON, statement order ignored; unparsable text stays text.
-            POLICY => serde_json::from_str::<Value>(v)
-                .map_or_else(|_| json!(v), crate::spec::access::normalise_policy),
-            _ => v
-                .trim()
-                .parse::<u64>()
-                .map_or_else(|_| json!(v), |n| json!(n)),
-        };
-        props.insert(key.to_owned(), value);
-    }
-    if !defaults.is_empty() {
-        props.insert(DEFAULTS_KEY.to_owned(), Value::Array(defaults));
-    }
-    let messages = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    .iter()
-    .map(|k| number(k))
-    .try_fold(0u64, |acc, n| n.map(|n| acc.saturating_add(n)));
-    Live { props, messages }
-}
-
-/// `maxReceiveCount` as a number, whether it was stored as `3` or `"3"`.
-pub(super) fn as_count(v: &Value) -> Option<Value> {
-    match v {
-        Value::Number(_) => Some(v.clone()),
-        Value::String(s) => s.trim().parse::<u64>().ok().map(|n| json!(n)),
-        _ => None,
-    }
-}
-
-/// The longest prefix shared by all names (ListQueues filters by prefix).
-pub(super) fn common_prefix<'a>(names: &[&'a str]) -> &'a str {
-    let Some(first) = names.first() else {
-        return "";
-    };
-    let mut len = first.len();
-    for n in &names[1..] {
-        len = first
-            .char_indices()
-            .zip(n.chars())
-            .take_while(|((_, a), b)| a == b)
-            .last()
-            .map_or(0, |((i, a), _)| i + a.len_utf8())
-            .min(len);
-    }
-    &first[..len]
-}
-
-/// The longest queue name SQS allows (80 characters; `.fifo` included).
-pub const MAX_QUEUE_NAME: usize = 80;
+use super::live::common_prefix;
+pub use super::live::{Inventory, MAX_QUEUE_NAME, SeenAlarm, SeenQueue, live_queue};
 
 /// Names seen during a run: queue URLs and ARNs, alarm ARNs (saves calls in apply).
 #[derive(Debug, Default)]
@@ -178,37 +45,13 @@ pub struct Reader {
     pub(super) prefixes: Vec<String>,
 }
 
-/// What `import` needs of one SQS target: queues with their tags, and the alarms that may
-/// watch them.
-#[derive(Debug, Default)]
-pub struct Inventory {
-    pub queues: BTreeMap<String, SeenQueue>,
-    pub alarms: BTreeMap<String, SeenAlarm>,
-    /// Whether this endpoint returns RedriveAllowPolicy at all (moto does not).
-    pub allow_policy_readable: bool,
-}
-
-#[derive(Debug, Clone)]
-pub struct SeenQueue {
-    pub live: Live,
-    pub tags: BTreeMap<String, String>,
-    /// The raw attributes (RedrivePolicy's target ARN, QueueArn).
-    pub attributes: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct SeenAlarm {
-    pub props: Props,
-    pub tags: BTreeMap<String, String>,
-}
-
 impl Reader {
     /// A reader for the target: the AWS SDK's standard credential chain; the targets file only
     /// says where (region, profile, endpoint).
     pub fn connect(
         name: &str,
         target: &Target,
-        opts: crate::backend::ConnectOptions,
+        opts: crate::backend::kit::connect::ConnectOptions,
         stats: Arc<Stats>,
     ) -> Self {
         let settings = Settings {
@@ -218,7 +61,12 @@ impl Reader {
             endpoint: target.endpoint.clone(),
             read_budget: ReadBudget::new(opts.read_timeout),
         };
-        Reader::new(name, settings, crate::backend::prefixes(target), stats)
+        Reader::new(
+            name,
+            settings,
+            crate::backend::kit::connect::prefixes(target),
+            stats,
+        )
     }
 
     /// One object as [`read`](Self::read) returns it (apply's re-check before each write).
@@ -233,10 +81,6 @@ impl Reader {
     /// The target's read budget (renewed by the exporter before each reading).
     pub fn read_budget(&self) -> &ReadBudget {
         self.aws.budget()
-    }
-
-    pub fn into_writer(self) -> super::Writer {
-        super::Writer::new(self)
     }
 
     pub fn new(target: &str, settings: Settings, prefixes: Vec<String>, stats: Arc<Stats>) -> Self {
@@ -782,5 +626,66 @@ impl Reader {
             "aws region {} at {endpoint}",
             region.as_deref().unwrap_or("(default)")
         ))
+    }
+}
+
+impl Reader {
+    /// The import door: every queue in scope (and the dead-letter queues their redrive
+    /// policies point at, even outside `prefix`) with its alarms, grouped into channels.
+    pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, AwsError> {
+        let mut inv = self.inventory(prefix).await?;
+        // Follow redrive links to dead-letter queues outside the `--prefix` filter.
+        for name in missing_dead_letter_queues(&inv, target) {
+            if let Some(q) = self.seen_queue(&name).await? {
+                inv.queues.insert(name, q);
+            }
+        }
+        let read = BTreeMap::from([("queues", inv.queues.len()), ("alarms", inv.alarms.len())]);
+        let (c, u) = group(&inv, self.target());
+        Ok((c, u, read))
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Reader {
+    type Error = crate::backend::wire::aws::AwsError;
+
+    fn target(&self) -> &str {
+        Reader::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Read for Reader {
+    fn renew_read_budget(&self) {
+        Reader::read_budget(self).renew();
+    }
+
+    async fn read(&self, ids: &[&ResourceId]) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::read(self, ids).await
+    }
+
+    async fn prunable(
+        &self,
+        skip: &std::collections::BTreeSet<ResourceId>,
+        target: &Target,
+    ) -> Result<Vec<Prunable>, Self::Error> {
+        Reader::prunable(self, skip, target).await
+    }
+
+    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
+        Reader::read_one(self, id).await
+    }
+
+    async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
+        Reader::message_count(self, id).await
+    }
+
+    async fn identity(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await
+    }
+}
+
+impl crate::backend::kit::doors::Import for Reader {
+    async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        Reader::import(self, target, prefix).await
     }
 }

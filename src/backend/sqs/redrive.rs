@@ -30,8 +30,9 @@ use aws_sdk_sqs::types::{
     SendMessageBatchRequestEntry,
 };
 
-use super::{Reader, move_task};
-use crate::backend::MoveError;
+use super::move_task;
+use super::read::Reader;
+use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
@@ -719,6 +720,20 @@ fn not_dlqctls(tags: &std::collections::BTreeMap<String, String>) -> Option<Stri
         None => Some(format!(
             "the queue is not tagged `{TAG_MANAGED_BY}: {TAG_MANAGED_BY_VALUE}`"
         )),
+    }
+}
+
+impl crate::backend::kit::doors::Connected for Mover {
+    type Error = MoveError;
+
+    fn target(&self) -> &str {
+        Mover::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Redrive for Mover {
+    async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::redrive(self, r, run).await
     }
 }
 

@@ -18,7 +18,7 @@ use aws_sdk_cloudwatch::types::{Dimension, Statistic};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use futures_util::stream::{self, StreamExt};
 
-use super::Reader;
+use super::read::Reader;
 use crate::backend::wire::aws::{AwsError, classify};
 use crate::spec::resolve::Resolved;
 use crate::status::envelope::TRANSIENT_EXHAUSTED;
@@ -42,7 +42,7 @@ impl Reader {
             .flat_map(|r| [r.main.as_str(), r.dead_letter.as_str()])
             .collect();
         let listed: BTreeSet<String> = self
-            .list_queues(super::read::common_prefix(&names))
+            .list_queues(super::live::common_prefix(&names))
             .await?
             .into_iter()
             .map(|(name, _)| name)
@@ -280,5 +280,15 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
         source: sys(MessageSystemAttributeName::DeadLetterQueueSourceArn),
         // Moved by a redrive policy, a message carries no error: it used up its receives.
         native_class: Some(TRANSIENT_EXHAUSTED.to_owned()),
+    }
+}
+
+impl crate::backend::kit::doors::Status for Reader {
+    async fn status(
+        &self,
+        channels: &[&Resolved],
+        read: ReadOptions,
+    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
+        Reader::status(self, channels, read).await
     }
 }

@@ -1,15 +1,38 @@
-//! What the backends' import doors share: the [`Candidate`] each returns (a channel built from
-//! live objects, before the import driver checks it) and the helpers that turn live names and
-//! numbers back into spec values (templates, channel ids, backoffs). Pure: no I/O.
+//! What the backends' import and prune doors share: the [`Candidate`] each returns (a channel
+//! built from live objects, before the import driver checks it), what a target's import found
+//! ([`Found`]), the [`Prunable`] objects no spec names, and the helpers that turn live names
+//! and numbers back into spec values (templates, channel ids, backoffs). Pure: no I/O.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::resource::{Live, ResourceId, Role};
+use crate::resource::{Desired, Live, Props, ResourceId, Role};
 use crate::spec::duration::Duration;
 use crate::spec::model::{ApiVersion, Channel, ChannelKind, ChannelSpec, Metadata, Target};
-use crate::spec::resolve;
+use crate::spec::resolve::{self, Resolved};
+
+/// A live object in a target's ownership scope that no spec names: what `plan --prune`
+/// deletes.
+#[derive(Debug, Clone)]
+pub struct Prunable {
+    pub id: ResourceId,
+    pub live: Live,
+    /// The channel it belonged to: its `dlqctl-channel` tag (SQS), or the channel its name
+    /// suggests (RabbitMQ, Kafka), for grouping and ordering the deletes.
+    pub channel: String,
+    pub role: Role,
+    /// What a delete needs besides the name (a RabbitMQ binding's source, destination, routing
+    /// and properties key); carried in the change's `desired`.
+    pub identity: Props,
+}
+
+/// The channel label of pruned objects whose names fit no channel.
+pub const NO_SPEC_CHANNEL: &str = "(no spec)";
+
+/// What a backend's import door found on a target: channel candidates, objects that fit
+/// none (with why), and how much was read (for the summary).
+pub type Found = (Vec<Candidate>, Vec<String>, BTreeMap<&'static str, usize>);
 
 /// One channel built from live objects, before it is checked.
 #[derive(Debug, Clone)]
@@ -51,7 +74,7 @@ pub fn dead_letter_keep(
 /// imported (`labels` groups the objects the way the import door does); objects that fit no
 /// channel keep the labels they had.
 pub fn relabel(
-    found: &mut [crate::backend::Prunable],
+    found: &mut [Prunable],
     labels: impl FnOnce(&BTreeMap<ResourceId, Live>) -> BTreeMap<ResourceId, (String, Role)>,
 ) {
     let live: BTreeMap<ResourceId, Live> = found
@@ -71,18 +94,19 @@ pub fn relabel(
 /// orders the deletes of objects no spec names (RabbitMQ and Kafka, where names alone do not
 /// say which channel an object belonged to). Each candidate is resolved and turned into its
 /// desired resources, so the roles are the ones a plan gives; objects that fit no channel are
-/// missing from the answer.
+/// missing from the answer. `desired` is the backend's own desired door.
 pub fn labels(
     candidates: Vec<Candidate>,
     target_name: &str,
     target: &Target,
+    desired: fn(&Resolved) -> Vec<Desired>,
 ) -> BTreeMap<ResourceId, (String, Role)> {
     let mut out = BTreeMap::new();
     for c in candidates {
         let Ok(r) = resolve::resolve(&c.channel, target_name, target) else {
             continue;
         };
-        for d in crate::backend::desired(&r) {
+        for d in desired(&r) {
             if c.live.contains_key(&d.id) {
                 out.insert(d.id, (c.channel.metadata.name.clone(), d.role));
             }
