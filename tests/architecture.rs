@@ -521,7 +521,6 @@ fn fail_with(problems: Vec<String>, rule: &str) {
 }
 
 #[test]
-#[ignore = "issue 32: holds once the restructuring lands"]
 fn no_use_cycle_between_files() {
     let h = house();
     let mut problems = Vec::new();
@@ -549,7 +548,6 @@ fn no_use_cycle_between_files() {
 }
 
 #[test]
-#[ignore = "issue 32: holds once the restructuring lands"]
 fn no_backend_uses_another_or_the_dispatcher() {
     let h = house();
     let dispatcher = vec!["backend".to_string()];
@@ -596,7 +594,6 @@ fn the_printer_uses_no_cli_type_and_the_cli_no_driver() {
 }
 
 #[test]
-#[ignore = "issue 32: holds once the restructuring lands"]
 fn graph_engine_plan_status_and_redrive_name_no_backend() {
     let h = house();
     let mut problems = Vec::new();
