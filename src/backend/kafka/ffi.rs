@@ -1259,6 +1259,40 @@ mod tests {
     }
 }
 
+/// A partition list of partitions `0..n` of each topic, owned by its guard; with `offset`,
+/// each element carries it (where ListOffsets reads its offset spec). librdkafka copies the
+/// topic names.
+fn partition_list(
+    api: &'static str,
+    topics: &[(&CStr, i32)],
+    offset: Option<i64>,
+) -> Result<Guard<rd::rd_kafka_topic_partition_list_t>, CallError> {
+    let size: i32 = topics.iter().map(|(_, n)| *n).sum();
+    // SAFETY: a new list, owned by its guard.
+    let list = Guard(
+        unsafe { rd::rd_kafka_topic_partition_list_new(size.max(1)) },
+        rd::rd_kafka_topic_partition_list_destroy,
+    );
+    if list.0.is_null() {
+        return Err(CallError::Request {
+            api,
+            message: "librdkafka could not make a partition list".into(),
+        });
+    }
+    for (topic, n) in topics {
+        for p in 0..*n {
+            // SAFETY: the list and `topic` are live; the element belongs to the list.
+            unsafe {
+                let e = rd::rd_kafka_topic_partition_list_add(list.0, topic.as_ptr(), p);
+                if let (false, Some(o)) = (e.is_null(), offset) {
+                    (*e).offset = o;
+                }
+            }
+        }
+    }
+    Ok(list)
+}
+
 const LIST_OFFSETS: &str = "ListConsumerGroupOffsets";
 
 /// One partition's commit, as the group coordinator holds it.
@@ -1303,21 +1337,7 @@ fn list_offsets_blocking(
 ) -> Result<Vec<Committed>, CallError> {
     let api = LIST_OFFSETS;
     let rk = admin.inner().native_ptr();
-    // SAFETY: a new list, owned by its guard; `topic` is a live C string librdkafka copies.
-    let list = Guard(
-        unsafe { rd::rd_kafka_topic_partition_list_new(partitions.max(1)) },
-        rd::rd_kafka_topic_partition_list_destroy,
-    );
-    if list.0.is_null() {
-        return Err(CallError::Request {
-            api,
-            message: "librdkafka could not make a partition list".into(),
-        });
-    }
-    for p in 0..partitions {
-        // SAFETY: the list and `topic` are live; the element belongs to the list.
-        unsafe { rd::rd_kafka_topic_partition_list_add(list.0, topic.as_ptr(), p) };
-    }
+    let list = partition_list(api, &[(topic, partitions)], None)?;
     // SAFETY: `group` and the list are live; librdkafka copies both into the request object,
     // which its guard frees (the request copies it again when sent).
     let request = Guard(
@@ -1456,30 +1476,8 @@ fn list_ends_blocking(
         End::Earliest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_EARLIEST,
         End::Latest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_LATEST,
     } as i64;
-    let size: i32 = wanted.iter().map(|(_, n)| *n).sum();
-    // SAFETY: a new list, owned by its guard; librdkafka copies each topic name.
-    let list = Guard(
-        unsafe { rd::rd_kafka_topic_partition_list_new(size.max(1)) },
-        rd::rd_kafka_topic_partition_list_destroy,
-    );
-    if list.0.is_null() {
-        return Err(CallError::Request {
-            api,
-            message: "librdkafka could not make a partition list".into(),
-        });
-    }
-    for (topic, n) in wanted {
-        for p in 0..*n {
-            // SAFETY: the list and `topic` are live; the element belongs to the list, and its
-            // offset field is where ListOffsets reads the offset spec.
-            unsafe {
-                let e = rd::rd_kafka_topic_partition_list_add(list.0, topic.as_ptr(), p);
-                if !e.is_null() {
-                    (*e).offset = spec;
-                }
-            }
-        }
-    }
+    let topics: Vec<(&CStr, i32)> = wanted.iter().map(|(t, n)| (t.as_c_str(), *n)).collect();
+    let list = partition_list(api, &topics, Some(spec))?;
     let op = rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTOFFSETS;
     let mut refused = None;
     let answered = round_trip(api, rk, op, timeout, |options, queue| {

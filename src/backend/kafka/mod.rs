@@ -37,7 +37,6 @@ pub mod draw;
 pub mod ffi;
 pub mod import;
 pub mod ledger;
-pub mod mover;
 pub mod plan;
 pub mod read;
 pub mod redrive;

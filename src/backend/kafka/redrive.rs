@@ -398,6 +398,20 @@ impl Mover {
     }
 }
 
+impl crate::backend::kit::doors::Connected for Mover {
+    type Error = MoveError;
+
+    fn target(&self) -> &str {
+        Mover::target(self)
+    }
+}
+
+impl crate::backend::kit::doors::Redrive for Mover {
+    async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::redrive(self, r, run).await
+    }
+}
+
 /// Records in the report why a run that ended by itself did not examine every record it set
 /// out to: partitions stopped at a record left behind (no ledger), and partitions not read
 /// to their end (no record came for [`IDLE`]).

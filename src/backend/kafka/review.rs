@@ -8,12 +8,12 @@ use super::*;
 use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, ResourceId, Role};
 
-impl Reader {
+impl crate::backend::kit::doors::Review for Reader {
     /// One further read, where the plan has a dead-letter topic on this target: the topics'
     /// ACLs (DescribeAcls), for the note on who may read dead letters but not their source.
     /// Only a note depends on it: an error is said in a note, never fatal; a broker without
     /// an authorizer (SECURITY_DISABLED) lets everyone read everything, which is no wider.
-    pub async fn review(
+    async fn review(
         &self,
         desired: &[Desired],
         _live: &BTreeMap<ResourceId, Live>,
@@ -41,18 +41,5 @@ impl Reader {
             }),
         }
         Ok(())
-    }
-}
-
-impl crate::backend::kit::doors::Review for Reader {
-    async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        adopt: bool,
-    ) -> Result<(), Self::Error> {
-        Reader::review(self, desired, live, changes, notes, adopt).await
     }
 }

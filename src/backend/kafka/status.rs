@@ -37,33 +37,6 @@ pub const PEEK_GROUP: &str = "dlqctl-status-reader";
 type Marks = Vec<(i64, i64)>;
 
 impl Reader {
-    /// Depth of each channel's topics, samples of its dead-letter topic. The outer error: the
-    /// cluster could not be read at all.
-    pub async fn status(
-        &self,
-        channels: &[&Resolved],
-        read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, KafkaError>>, KafkaError> {
-        let meta = self.metadata().await?;
-        let mut topics: BTreeMap<&str, usize> = BTreeMap::new();
-        for r in channels {
-            let names = std::iter::once(r.main.as_str())
-                .chain(r.retry_stages.iter().map(|s| s.name.as_str()))
-                .chain(std::iter::once(r.dead_letter.as_str()));
-            for name in names {
-                if let Some(m) = meta.get(name) {
-                    topics.insert(name, m.partitions);
-                }
-            }
-        }
-        let marks = self.watermarks(&topics).await?;
-        let mut out = Vec::with_capacity(channels.len());
-        for r in channels {
-            out.push(self.channel_status(r, read, &marks).await);
-        }
-        Ok(out)
-    }
-
     async fn channel_status(
         &self,
         r: &Resolved,
@@ -364,12 +337,31 @@ pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize)
 }
 
 impl crate::backend::kit::doors::Status for Reader {
+    /// Depth of each channel's topics, samples of its dead-letter topic. The outer error: the
+    /// cluster could not be read at all.
     async fn status(
         &self,
         channels: &[&Resolved],
         read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
-        Reader::status(self, channels, read).await
+    ) -> Result<Vec<Result<Observed, KafkaError>>, KafkaError> {
+        let meta = self.metadata().await?;
+        let mut topics: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in channels {
+            let names = std::iter::once(r.main.as_str())
+                .chain(r.retry_stages.iter().map(|s| s.name.as_str()))
+                .chain(std::iter::once(r.dead_letter.as_str()));
+            for name in names {
+                if let Some(m) = meta.get(name) {
+                    topics.insert(name, m.partitions);
+                }
+            }
+        }
+        let marks = self.watermarks(&topics).await?;
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            out.push(self.channel_status(r, read, &marks).await);
+        }
+        Ok(out)
     }
 }
 

@@ -17,11 +17,49 @@ impl Reader {
         id.target == self.target && id.backend == Backend::Pubsub
     }
 
+    /// One note per subscription whose dead-letter policy this plan writes: the grants it
+    /// needs, and whether apply makes them (`grantServiceAgent`).
+    fn iam_notes(&self, changes: &[Change], notes: &mut Vec<Note>) {
+        for c in changes {
+            let writes_policy = c.role == Role::Subscription
+                && self.mine(&c.resource)
+                && (matches!(c.action, Action::Create | Action::Replace)
+                    || c.fields.iter().any(|f| f.key == DEAD_LETTER_TOPIC));
+            let Some(dead_letter) = c.desired.get(DEAD_LETTER_TOPIC).and_then(Value::as_str) else {
+                continue;
+            };
+            if !writes_policy {
+                continue;
+            }
+            let commands = iam_commands(
+                &self.project,
+                self.grant.as_deref(),
+                dead_letter,
+                &c.resource.name,
+            );
+            let how = match (&self.grant, self.emulator) {
+                (Some(_), true) => "apply would grant them (`grantServiceAgent: true`), but the emulator has no IAM, so it skips them".to_owned(),
+                (Some(_), false) => "apply grants them (`grantServiceAgent: true`)".to_owned(),
+                (None, true) => format!("the emulator has no IAM and needs none; on Google Cloud run: {commands}"),
+                (None, false) => format!("dlqctl does not grant them (set `grantServiceAgent: true` and `projectNumber` to let apply do it); run: {commands}"),
+            };
+            notes.push(Note {
+                resource: c.resource.clone(),
+                message: format!(
+                    "dead lettering needs the Pub/Sub service agent to publish to topic {dead_letter} (roles/pubsub.publisher) and to subscribe to {} (roles/pubsub.subscriber), or nothing is ever dead-lettered; {how}",
+                    c.resource.name
+                ),
+            });
+        }
+    }
+}
+
+impl crate::backend::kit::doors::Review for Reader {
     /// Checks the plan's Pub/Sub changes against the ownership labels (of the channels the
     /// plan would change; with `adopt`, of every existing object, and an unclaimed one gets
     /// an update adding the labels), and notes the IAM grants for each subscription whose
     /// dead-letter policy this plan writes. No reads: the labels came with the plan's GETs.
-    pub async fn review(
+    async fn review(
         &self,
         desired: &[Desired],
         live: &BTreeMap<ResourceId, Live>,
@@ -85,54 +123,5 @@ impl Reader {
             }
         }
         Ok(())
-    }
-
-    /// One note per subscription whose dead-letter policy this plan writes: the grants it
-    /// needs, and whether apply makes them (`grantServiceAgent`).
-    fn iam_notes(&self, changes: &[Change], notes: &mut Vec<Note>) {
-        for c in changes {
-            let writes_policy = c.role == Role::Subscription
-                && self.mine(&c.resource)
-                && (matches!(c.action, Action::Create | Action::Replace)
-                    || c.fields.iter().any(|f| f.key == DEAD_LETTER_TOPIC));
-            let Some(dead_letter) = c.desired.get(DEAD_LETTER_TOPIC).and_then(Value::as_str) else {
-                continue;
-            };
-            if !writes_policy {
-                continue;
-            }
-            let commands = iam_commands(
-                &self.project,
-                self.grant.as_deref(),
-                dead_letter,
-                &c.resource.name,
-            );
-            let how = match (&self.grant, self.emulator) {
-                (Some(_), true) => "apply would grant them (`grantServiceAgent: true`), but the emulator has no IAM, so it skips them".to_owned(),
-                (Some(_), false) => "apply grants them (`grantServiceAgent: true`)".to_owned(),
-                (None, true) => format!("the emulator has no IAM and needs none; on Google Cloud run: {commands}"),
-                (None, false) => format!("dlqctl does not grant them (set `grantServiceAgent: true` and `projectNumber` to let apply do it); run: {commands}"),
-            };
-            notes.push(Note {
-                resource: c.resource.clone(),
-                message: format!(
-                    "dead lettering needs the Pub/Sub service agent to publish to topic {dead_letter} (roles/pubsub.publisher) and to subscribe to {} (roles/pubsub.subscriber), or nothing is ever dead-lettered; {how}",
-                    c.resource.name
-                ),
-            });
-        }
-    }
-}
-
-impl crate::backend::kit::doors::Review for Reader {
-    async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        adopt: bool,
-    ) -> Result<(), Self::Error> {
-        Reader::review(self, desired, live, changes, notes, adopt).await
     }
 }

@@ -20,18 +20,6 @@ use crate::status::{Depth, Message, Observed, QueueDepth, ReadOptions};
 const MAX_PULL: usize = 1000;
 
 impl Reader {
-    pub async fn status(
-        &self,
-        channels: &[&Resolved],
-        read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
-        let mut out = Vec::with_capacity(channels.len());
-        for r in channels {
-            out.push(self.observe(r, read).await);
-        }
-        Ok(out)
-    }
-
     async fn observe(&self, r: &Resolved, read: ReadOptions) -> Result<Observed, HttpError> {
         let Some(p) = &r.pubsub else {
             return Ok(Observed::missing(Vec::new()));
@@ -167,7 +155,11 @@ impl crate::backend::kit::doors::Status for Reader {
         &self,
         channels: &[&Resolved],
         read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
-        Reader::status(self, channels, read).await
+    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            out.push(self.observe(r, read).await);
+        }
+        Ok(out)
     }
 }

@@ -12,6 +12,7 @@ use super::desired::desired;
 use super::plan::refine;
 use super::read::Reader;
 use super::*;
+use crate::backend::kit::doors::Review as _;
 use crate::plan::{Action, Change, FieldChange, diff};
 use crate::resource::{Desired, Role, TimeUnit};
 use crate::spec::model::Target;

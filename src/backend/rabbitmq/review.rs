@@ -8,12 +8,12 @@ use crate::backend::wire::http::HttpError;
 use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live, ResourceId, Role};
 
-impl Reader {
+impl crate::backend::kit::doors::Review for Reader {
     /// What only further reads can tell, where the plan replaces an object: the bindings a
     /// replace deletes with it (the spec's and everyone else's), listed in the change and
     /// re-created by apply; how a quorum queue is guarded before it is dropped; and, where a
     /// channel has a TTL retry loop, what the broker's version means for its consumer.
-    pub async fn review(
+    async fn review(
         &self,
         desired: &[Desired],
         live: &BTreeMap<ResourceId, Live>,
@@ -44,18 +44,5 @@ impl Reader {
         super::plan::add_policy_drift(changes, desired, live, &operator);
         notes.extend(self.permission_notes(desired).await);
         Ok(())
-    }
-}
-
-impl crate::backend::kit::doors::Review for Reader {
-    async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        adopt: bool,
-    ) -> Result<(), Self::Error> {
-        Reader::review(self, desired, live, changes, notes, adopt).await
     }
 }

@@ -32,85 +32,6 @@ const MAX_FILTER: usize = 2000;
 const COLUMNS: &str = "name,type,messages,messages_ready,messages_unacknowledged,arguments,effective_policy_definition";
 
 impl Reader {
-    /// Depth and samples of each channel's dead-letter queue, depth of its main and retry
-    /// queues. The outer error: the target could not be read at all.
-    pub async fn status(
-        &self,
-        channels: &[&Resolved],
-        read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
-        let mut wanted: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for r in channels {
-            let v = vhost(r);
-            let names = wanted.entry(v).or_default();
-            names.insert(&r.dead_letter);
-            names.insert(&r.main);
-            names.extend(r.retry_stages.iter().map(|s| s.name.as_str()));
-        }
-        // `None`: the vhost does not exist, which fails its channels, not the target.
-        let mut queues: BTreeMap<&str, Option<BTreeMap<String, Value>>> = BTreeMap::new();
-        for (v, names) in &wanted {
-            queues.insert(v, self.queue_listing(v, names).await?);
-        }
-        let mut version: Option<u32> = None;
-        let mut out = Vec::with_capacity(channels.len());
-        for r in channels {
-            let Some(Some(found)) = queues.get(vhost(r)) else {
-                out.push(Err(no_vhost(vhost(r))));
-                continue;
-            };
-            let others = around(r, found);
-            let Some(q) = found.get(&r.dead_letter) else {
-                out.push(Ok(Observed::missing(others)));
-                continue;
-            };
-            let depth = depth_of(q);
-            let mut observed = Observed {
-                dead_letter: depth,
-                others,
-                messages: Vec::new(),
-                head_first: true,
-                metric_age_seconds: None,
-                notes: Vec::new(),
-            };
-            // The listing's figures are statistics, up to 5 s old: a queue they show empty
-            // may hold messages, so a read that may peek does (an empty `get` moves nothing).
-            let holds = observed.dead_letter.ready.is_some_and(|n| n > 0);
-            if read.scan > 0 && (holds || read.peek) {
-                if !read.peek {
-                    observed.notes.push(
-                        "messages not read (reads with side effects are off): depth only".into(),
-                    );
-                } else if let Some(why) = self.refuse(q, &mut version).await? {
-                    // The limit's own note first: it says what a read would do now.
-                    observed.notes.push(why);
-                } else if let Some(why) = spends_a_delivery(q) {
-                    observed.notes.push(why);
-                } else {
-                    match self.peek(vhost(r), &r.dead_letter, read).await {
-                        Ok((m, ready)) => {
-                            observed.messages = m;
-                            // The broker's own count at the read, exact (the listing's
-                            // statistics lag by up to 5 s: "0 would move" right after 20
-                            // arrived).
-                            if let Some(n) = ready {
-                                let d = &mut observed.dead_letter;
-                                d.ready = Some(n);
-                                d.total = Some(n + d.in_flight.unwrap_or(0));
-                            }
-                        }
-                        Err(e) => {
-                            out.push(Err(e));
-                            continue;
-                        }
-                    }
-                }
-            }
-            out.push(Ok(observed));
-        }
-        Ok(out)
-    }
-
     /// The queues of one vhost that `names` lists, by name, with their stats.
     async fn queue_listing(
         &self,
@@ -380,12 +301,83 @@ fn message(i: usize, m: &Value) -> Message {
 }
 
 impl crate::backend::kit::doors::Status for Reader {
+    /// Depth and samples of each channel's dead-letter queue, depth of its main and retry
+    /// queues. The outer error: the target could not be read at all.
     async fn status(
         &self,
         channels: &[&Resolved],
         read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
-        Reader::status(self, channels, read).await
+    ) -> Result<Vec<Result<Observed, HttpError>>, HttpError> {
+        let mut wanted: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for r in channels {
+            let v = vhost(r);
+            let names = wanted.entry(v).or_default();
+            names.insert(&r.dead_letter);
+            names.insert(&r.main);
+            names.extend(r.retry_stages.iter().map(|s| s.name.as_str()));
+        }
+        // `None`: the vhost does not exist, which fails its channels, not the target.
+        let mut queues: BTreeMap<&str, Option<BTreeMap<String, Value>>> = BTreeMap::new();
+        for (v, names) in &wanted {
+            queues.insert(v, self.queue_listing(v, names).await?);
+        }
+        let mut version: Option<u32> = None;
+        let mut out = Vec::with_capacity(channels.len());
+        for r in channels {
+            let Some(Some(found)) = queues.get(vhost(r)) else {
+                out.push(Err(no_vhost(vhost(r))));
+                continue;
+            };
+            let others = around(r, found);
+            let Some(q) = found.get(&r.dead_letter) else {
+                out.push(Ok(Observed::missing(others)));
+                continue;
+            };
+            let depth = depth_of(q);
+            let mut observed = Observed {
+                dead_letter: depth,
+                others,
+                messages: Vec::new(),
+                head_first: true,
+                metric_age_seconds: None,
+                notes: Vec::new(),
+            };
+            // The listing's figures are statistics, up to 5 s old: a queue they show empty
+            // may hold messages, so a read that may peek does (an empty `get` moves nothing).
+            let holds = observed.dead_letter.ready.is_some_and(|n| n > 0);
+            if read.scan > 0 && (holds || read.peek) {
+                if !read.peek {
+                    observed.notes.push(
+                        "messages not read (reads with side effects are off): depth only".into(),
+                    );
+                } else if let Some(why) = self.refuse(q, &mut version).await? {
+                    // The limit's own note first: it says what a read would do now.
+                    observed.notes.push(why);
+                } else if let Some(why) = spends_a_delivery(q) {
+                    observed.notes.push(why);
+                } else {
+                    match self.peek(vhost(r), &r.dead_letter, read).await {
+                        Ok((m, ready)) => {
+                            observed.messages = m;
+                            // The broker's own count at the read, exact (the listing's
+                            // statistics lag by up to 5 s: "0 would move" right after 20
+                            // arrived).
+                            if let Some(n) = ready {
+                                let d = &mut observed.dead_letter;
+                                d.ready = Some(n);
+                                d.total = Some(n + d.in_flight.unwrap_or(0));
+                            }
+                        }
+                        Err(e) => {
+                            out.push(Err(e));
+                            continue;
+                        }
+                    }
+                }
+            }
+            out.push(Ok(observed));
+        }
+        Ok(out)
     }
 }
 

@@ -13,36 +13,6 @@ use crate::plan::{Action, Change, Note};
 use crate::resource::{Desired, Live};
 
 impl Reader {
-    /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
-    /// (read for the channels the plan would change, and nowhere else; with `adopt`, for every
-    /// existing object, and an unclaimed one gets an update adding the tags) and a
-    /// RedriveAllowPolicy the endpoint cannot return.
-    pub async fn review(
-        &self,
-        desired: &[Desired],
-        live: &BTreeMap<ResourceId, Live>,
-        changes: &mut Vec<Change>,
-        notes: &mut Vec<Note>,
-        adopt: bool,
-    ) -> Result<(), AwsError> {
-        self.drop_unreadable_allow_policies(live, changes, notes)
-            .await?;
-        let verdicts = self
-            .ownership_problems(desired, live, changes, adopt)
-            .await?;
-        for (d, tags, problem) in verdicts {
-            let verdict = Verdict {
-                desired: d,
-                tags: &tags,
-                problem: &problem,
-                live,
-                adopt,
-            };
-            verdict.apply(changes, notes);
-        }
-        Ok(())
-    }
-
     /// Whether the resource is one of this target's SQS objects.
     fn mine(&self, id: &ResourceId) -> bool {
         id.target == self.target && id.backend == Backend::Sqs
@@ -190,6 +160,10 @@ impl Verdict<'_> {
 }
 
 impl crate::backend::kit::doors::Review for Reader {
+    /// Checks the plan's SQS changes against what only more reads can tell: ownership tags
+    /// (read for the channels the plan would change, and nowhere else; with `adopt`, for every
+    /// existing object, and an unclaimed one gets an update adding the tags) and a
+    /// RedriveAllowPolicy the endpoint cannot return.
     async fn review(
         &self,
         desired: &[Desired],
@@ -197,7 +171,22 @@ impl crate::backend::kit::doors::Review for Reader {
         changes: &mut Vec<Change>,
         notes: &mut Vec<Note>,
         adopt: bool,
-    ) -> Result<(), Self::Error> {
-        Reader::review(self, desired, live, changes, notes, adopt).await
+    ) -> Result<(), AwsError> {
+        self.drop_unreadable_allow_policies(live, changes, notes)
+            .await?;
+        let verdicts = self
+            .ownership_problems(desired, live, changes, adopt)
+            .await?;
+        for (d, tags, problem) in verdicts {
+            let verdict = Verdict {
+                desired: d,
+                tags: &tags,
+                problem: &problem,
+                live,
+                adopt,
+            };
+            verdict.apply(changes, notes);
+        }
+        Ok(())
     }
 }

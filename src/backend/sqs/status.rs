@@ -28,32 +28,6 @@ use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 const BATCH: usize = 10;
 
 impl Reader {
-    /// Depth and samples of each channel's dead-letter queue, depth of its main queue. Each
-    /// channel succeeds or fails on its own; this never fails as a whole.
-    pub async fn status(
-        &self,
-        channels: &[&Resolved],
-        read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, AwsError>>, AwsError> {
-        // One paged listing finds every queue (and its URL) as plan's does; a queue it does
-        // not list does not exist, and costs no further call.
-        let names: Vec<&str> = channels
-            .iter()
-            .flat_map(|r| [r.main.as_str(), r.dead_letter.as_str()])
-            .collect();
-        let listed: BTreeSet<String> = self
-            .list_queues(super::live::common_prefix(&names))
-            .await?
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect();
-        Ok(stream::iter(channels)
-            .map(|r| self.channel_status(r, read, &listed))
-            .buffered(super::CONCURRENCY)
-            .collect()
-            .await)
-    }
-
     async fn channel_status(
         &self,
         r: &Resolved,
@@ -284,11 +258,29 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
 }
 
 impl crate::backend::kit::doors::Status for Reader {
+    /// Depth and samples of each channel's dead-letter queue, depth of its main queue. Each
+    /// channel succeeds or fails on its own; this never fails as a whole.
     async fn status(
         &self,
         channels: &[&Resolved],
         read: ReadOptions,
-    ) -> Result<Vec<Result<Observed, Self::Error>>, Self::Error> {
-        Reader::status(self, channels, read).await
+    ) -> Result<Vec<Result<Observed, AwsError>>, AwsError> {
+        // One paged listing finds every queue (and its URL) as plan's does; a queue it does
+        // not list does not exist, and costs no further call.
+        let names: Vec<&str> = channels
+            .iter()
+            .flat_map(|r| [r.main.as_str(), r.dead_letter.as_str()])
+            .collect();
+        let listed: BTreeSet<String> = self
+            .list_queues(super::live::common_prefix(&names))
+            .await?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        Ok(stream::iter(channels)
+            .map(|r| self.channel_status(r, read, &listed))
+            .buffered(super::CONCURRENCY)
+            .collect()
+            .await)
     }
 }
