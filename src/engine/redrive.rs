@@ -19,6 +19,7 @@ use crate::redrive::{
 };
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
+use crate::status::envelope::UNKNOWN;
 use crate::status::{self, Observed, ReadOptions};
 
 /// What `dlqctl redrive` was asked, as values: the command's flags, parsed.
@@ -79,6 +80,22 @@ pub fn check<'a>(
             RedriveError::Refused(format!("target `{}` is not in the targets file", r.target))
         })?
         .clone();
+    let declared = r.envelope.classes.names();
+    if let Some(c) = ask
+        .classes
+        .iter()
+        .find(|c| !declared.is_empty() && !declared.contains(&c.as_str()) && *c != UNKNOWN)
+    {
+        return Err(RedriveError::Refused(format!(
+            "--class {c}: channel `{}` declares the classes {} (deadLetter.classes), and `{UNKNOWN}` for what none of them matches",
+            r.channel,
+            declared
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let select = Selection {
         limit: ask.limit,
         classes: ask.classes.clone(),
@@ -86,7 +103,7 @@ pub fn check<'a>(
             .older_than
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         max_redrives: r.max_redrives,
-        envelope: r.envelope,
+        envelope: r.envelope.clone(),
     };
     let to = if ask.to == "source" {
         Destination {
@@ -389,7 +406,7 @@ async fn dry_run(
     let opts = ReadOptions { samples, ..read };
     let (report, _) = status::summarise(
         &r.dead_letter,
-        r.envelope,
+        &r.envelope,
         &r.redact,
         opts,
         only_chosen.clone(),
@@ -399,8 +416,9 @@ async fn dry_run(
         .messages
         .iter()
         .filter_map(|m| {
-            let e = status::envelope::read(r.envelope, m);
+            let e = status::envelope::read(&r.envelope, m);
             e.dead_lettered_ms
+                .or(e.first_failure_ms)
                 .or(m.published_ms)
                 .map(|t| (now - t).max(0) as f64 / 1000.0)
         })

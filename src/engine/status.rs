@@ -90,7 +90,7 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                 Some(Ok(observed)) => {
                     let (report, queues) = status::summarise(
                         &c.dead_letter,
-                        c.envelope,
+                        &c.envelope,
                         &c.redact,
                         opts,
                         observed,

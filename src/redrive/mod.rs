@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::spec::model::Envelope;
+use crate::spec::resolve::EnvelopeResolved;
 use crate::status::{self, Message, envelope};
 
 /// Which messages move.
@@ -27,7 +27,7 @@ pub struct Selection {
     pub older_than_ms: Option<i64>,
     /// Messages already brought back this many times are skipped (`deadLetter.maxRedrives`).
     pub max_redrives: u32,
-    pub envelope: Envelope,
+    pub envelope: EnvelopeResolved,
 }
 
 /// What to do with one message.
@@ -66,12 +66,12 @@ pub fn parse_count(v: &str) -> Option<u32> {
 
 /// Decides about one message (pure; `now_ms` is the wall clock).
 pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
-    let e = envelope::read(sel.envelope, m);
+    let e = envelope::read(&sel.envelope, m);
     if !sel.classes.is_empty() && !sel.classes.contains(&e.class) {
         return Decision::NotSelected;
     }
     if let Some(min) = sel.older_than_ms {
-        let since = e.dead_lettered_ms.or(m.published_ms);
+        let since = e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms);
         // A message whose age is unknown is not known to be old enough.
         if since.is_none_or(|t| now_ms - t < min) {
             return Decision::NotSelected;

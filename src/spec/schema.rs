@@ -923,7 +923,7 @@ mod tests {
                 &channel("  deadLetter:\n    envelope: sprig\n")
             ),
             [
-                "schema/invalid | `spec.deadLetter.envelope`: \"sprig\" is not valid under any of the schemas listed in the 'oneOf' keyword | - | 8:15"
+                "schema/invalid | `spec.deadLetter.envelope`: \"sprig\" is not valid under any of the schemas listed in the 'anyOf' keyword | - | 8:15"
             ]
         );
     }

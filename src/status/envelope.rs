@@ -1,74 +1,45 @@
-//! The error envelope: which headers of a dead letter say why it died, where it came from,
-//! how often it was tried and when it was dead-lettered (docs/envelope.md, version 1).
+//! The error envelope read: what one dead letter says of why it died, where it came from, how
+//! often it was tried and when it was dead-lettered (docs/envelope.md, version 1), by the
+//! channel's resolved envelope (`spec::resolve::envelope`: its profile, or the mapping the
+//! spec declares), then its class by the channel's `deadLetter.classes` rules.
 //!
-//! The spec's `deadLetter.envelope` names the set read first; the other known sets follow, then
-//! the broker's own reason (the backend puts it in [`Message::native_class`]), then `unknown`.
-//! Header names carry no `x-` on purpose: RabbitMQ treats `x-` headers as the broker's (4.0
-//! no longer interprets an `x-death` a client publishes). On RabbitMQ, [`ATTEMPTS`] is also
-//! the consumer's own running count round the TTL retry loop (docs/rabbitmq.md, consumer
-//! contract).
+//! The declared set is read first; when it finds no class, the sets of the other known
+//! profiles follow, then the broker's own reason (the backend puts it in
+//! [`Message::native_class`]), then `unknown`. Each other field comes from the set that named
+//! the class, else the declared one, else the broker. dlqctl's header names carry no `x-` on
+//! purpose: RabbitMQ treats `x-` headers as the broker's (4.0 no longer interprets an
+//! `x-death` a client publishes). On RabbitMQ, [`ATTEMPTS`] is also the consumer's own running
+//! count round the TTL retry loop (docs/rabbitmq.md, consumer contract).
+
+use serde_json::Value;
 
 use super::message::Message;
-use crate::spec::model::Envelope;
+use crate::spec::model::Format;
+use crate::spec::resolve::EnvelopeResolved;
+pub use crate::spec::resolve::envelope::{
+    ATTEMPTS, DEAD_LETTERED_AT, ERROR_CLASS, ERROR_MESSAGE, SOURCE, TRANSIENT_EXHAUSTED, UNKNOWN,
+};
+use crate::spec::resolve::envelope::{FieldSet, Location, Source};
 
 /// The version of the envelope documented in docs/envelope.md.
 pub const VERSION: u32 = 1;
 
-pub const ERROR_CLASS: &str = "dlq-error-class";
-pub const ERROR_MESSAGE: &str = "dlq-error-message";
-pub const SOURCE: &str = "dlq-source";
-pub const ATTEMPTS: &str = "dlq-attempts";
-pub const DEAD_LETTERED_AT: &str = "dlq-dead-lettered-at";
 /// Written by `dlqctl redrive` on every message it moves back.
 pub const REDRIVE_COUNT: &str = "dlq-redrive-count";
-
-/// The class of a message whose headers say nothing the envelope or broker knows.
-pub const UNKNOWN: &str = "unknown";
-/// The class of a message that used up its retries (what a redrive policy moves).
-pub const TRANSIENT_EXHAUSTED: &str = "transient_exhausted";
-
-/// Headers of one envelope: class (in order of preference), message, source.
-struct Names {
-    class: &'static [&'static str],
-    message: &'static str,
-    source: &'static str,
-}
-
-const DLQCTL: Names = Names {
-    class: &[ERROR_CLASS],
-    message: ERROR_MESSAGE,
-    source: SOURCE,
-};
-/// Spring Kafka's DeadLetterPublishingRecoverer: the cause first (the outer class is usually
-/// a wrapper such as ListenerExecutionFailedException).
-const SPRING: Names = Names {
-    class: &["kafka_dlt-exception-cause-fqcn", "kafka_dlt-exception-fqcn"],
-    message: "kafka_dlt-exception-message",
-    source: "kafka_dlt-original-topic",
-};
-/// Spring Kafka 3's DeadLetterPublishingRecoverer (3.3 with Spring Boot 3.5, measured against
-/// Apache Kafka in tests/spring_kafka.rs) writes these; `KafkaHeaders.DLT_*` above are older
-/// names, still written by older applications.
-const SPRING3: Names = Names {
-    class: &["kafka_exception-cause-fqcn", "kafka_exception-fqcn"],
-    message: "kafka_exception-message",
-    source: "kafka_original-topic",
-};
-/// Kafka Connect's dead-letter queue with `errors.deadletterqueue.context.headers.enable`.
-const CONNECT: Names = Names {
-    class: &["__connect.errors.exception.class.name"],
-    message: "__connect.errors.exception.message",
-    source: "__connect.errors.topic",
-};
 
 /// What the envelope says of one message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {
+    /// The class: the channel's rule that matched; without rules, what the message says.
     pub class: String,
+    /// What the message (or the broker) says the class is, when the rules made it another
+    /// name (or `unknown`): shown beside the class.
+    pub raw_class: Option<String>,
     pub message: Option<String>,
     pub source: Option<String>,
     pub attempts: Option<u64>,
     pub dead_lettered_ms: Option<i64>,
+    pub first_failure_ms: Option<i64>,
 }
 
 fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
@@ -76,72 +47,144 @@ fn header<'a>(m: &'a Message, name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
 }
 
-/// The sets to try, the declared one first.
-fn order(envelope: Envelope) -> Vec<&'static Names> {
-    match envelope {
-        Envelope::None => Vec::new(),
-        Envelope::Dlqctl => vec![&DLQCTL, &SPRING, &SPRING3, &CONNECT],
-        Envelope::Spring => vec![&SPRING, &SPRING3, &DLQCTL, &CONNECT],
-        Envelope::Connect => vec![&CONNECT, &DLQCTL, &SPRING, &SPRING3],
+/// The body as JSON, parsed once per message and only when a pointer asks.
+struct Body<'a> {
+    bytes: &'a [u8],
+    parsed: Option<Option<Value>>,
+}
+
+impl Body<'_> {
+    fn pointer(&mut self, p: &str) -> Option<String> {
+        let bytes = self.bytes;
+        let v = self
+            .parsed
+            .get_or_insert_with(|| serde_json::from_slice(bytes).ok())
+            .as_ref()?
+            .pointer(p)?;
+        Some(match v {
+            Value::String(s) => s.clone(),
+            Value::Null => return None,
+            other => other.to_string(),
+        })
     }
 }
 
-/// Reads the envelope of `m`.
-pub fn read(envelope: Envelope, m: &Message) -> Read {
-    let sets = order(envelope);
-    let found = sets.iter().find_map(|n| {
-        n.class
+fn value(m: &Message, body: &mut Body<'_>, s: &Source) -> Option<String> {
+    let v = match &s.at {
+        Location::Header(h) => header(m, h).map(str::to_owned),
+        Location::Property(p) => m
+            .properties
             .iter()
-            .find_map(|h| header(m, h))
-            .map(|class| (*n, class))
+            .find(|(k, _)| k == p)
+            .map(|(_, v)| v.clone()),
+        Location::Pointer(p) => body.pointer(p),
+    }?;
+    let v = v.trim();
+    (!v.is_empty()).then(|| v.to_owned())
+}
+
+/// The first of `sets`' sources for a field that gives a value.
+fn first<'s>(
+    m: &Message,
+    body: &mut Body<'_>,
+    sets: &[&'s FieldSet],
+    field: impl Fn(&'s FieldSet) -> Option<&'s Source>,
+) -> Option<(String, Format)> {
+    sets.iter()
+        .filter_map(|s| field(s))
+        .find_map(|s| value(m, body, s).map(|v| (v, s.format)))
+}
+
+/// Reads the envelope of `m`.
+pub fn read(envelope: &EnvelopeResolved, m: &Message) -> Read {
+    let mut body = Body {
+        bytes: &m.body,
+        parsed: None,
+    };
+    let found = envelope.sets.iter().find_map(|set| {
+        set.class
+            .iter()
+            .find_map(|s| value(m, &mut body, s))
+            .map(|class| (set, class))
     });
-    let class = found
-        .map(|(_, c)| c.to_owned())
-        .or_else(|| m.native_class.clone())
-        .unwrap_or_else(|| UNKNOWN.to_owned());
-    let message = found.and_then(|(n, _)| header(m, n.message).map(str::to_owned));
-    let source = found
-        .and_then(|(n, _)| header(m, n.source).map(str::to_owned))
-        .or_else(|| {
-            (envelope != Envelope::None)
-                .then(|| header(m, SOURCE).map(str::to_owned))
-                .flatten()
-        })
-        .or_else(|| m.source.clone());
-    let own = envelope != Envelope::None;
-    let attempts = own
-        .then(|| header(m, ATTEMPTS).and_then(|v| v.parse().ok()))
-        .flatten()
+    // The fields come from the set that named the class, else the declared one.
+    let mut sets: Vec<&FieldSet> = Vec::with_capacity(2);
+    if let Some((set, _)) = &found {
+        sets.push(set);
+    }
+    if let Some(declared) = envelope.sets.first()
+        && !sets.contains(&declared)
+    {
+        sets.push(declared);
+    }
+    let text = |body: &mut Body<'_>, f: fn(&FieldSet) -> Option<&Source>| {
+        first(m, body, &sets, f).map(|(v, _)| v)
+    };
+    let message = text(&mut body, |s| s.message.as_ref());
+    let source = text(&mut body, |s| s.source.as_ref()).or_else(|| m.source.clone());
+    let attempts = first(m, &mut body, &sets, |s| s.attempts.as_ref())
+        .and_then(|(v, _)| v.parse().ok())
         .or(m.attempts);
-    let dead_lettered_ms = own
-        .then(|| header(m, DEAD_LETTERED_AT).and_then(parse_instant))
-        .flatten()
-        .or(m.dead_lettered_ms);
+    let time = |body: &mut Body<'_>, f: fn(&FieldSet) -> Option<&Source>| {
+        first(m, body, &sets, f).and_then(|(v, fmt)| parse_time(&v, fmt))
+    };
+    let dead_lettered_ms = time(&mut body, |s| s.dead_lettered_at.as_ref()).or(m.dead_lettered_ms);
+    let first_failure_ms = time(&mut body, |s| s.first_failure_at.as_ref());
+    let raw = found.map(|(_, c)| c).or_else(|| m.native_class.clone());
+    let (class, raw_class) = if envelope.classes.is_empty() {
+        (raw.unwrap_or_else(|| UNKNOWN.to_owned()), None)
+    } else {
+        let named = envelope
+            .classes
+            .classify(raw.as_deref(), message.as_deref())
+            .unwrap_or(UNKNOWN)
+            .to_owned();
+        let raw = raw.filter(|r| *r != named);
+        (named, raw)
+    };
     Read {
         class,
+        raw_class,
         message,
         source,
         attempts,
         dead_lettered_ms,
+        first_failure_ms,
+    }
+}
+
+/// A time as `format` says: RFC 3339 (`2026-12-01T10:00:00Z`), or a number of seconds or
+/// milliseconds since the epoch (`auto`: RFC 3339, or milliseconds).
+pub fn parse_time(v: &str, format: Format) -> Option<i64> {
+    let number = || -> Option<f64> { v.parse::<f64>().ok().filter(|n| n.is_finite()) };
+    let rfc3339 = || {
+        let t =
+            time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339).ok()?;
+        i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+    };
+    match format {
+        Format::EpochSeconds => number().map(|s| (s * 1000.0) as i64),
+        Format::EpochMillis => number().map(|ms| ms as i64),
+        Format::Rfc3339 => rfc3339(),
+        Format::Auto | Format::Text | Format::Integer => v.parse::<i64>().ok().or_else(rfc3339),
     }
 }
 
 /// `dlq-dead-lettered-at`: RFC 3339 (`2026-12-01T10:00:00Z`) or milliseconds since the epoch.
 pub fn parse_instant(v: &str) -> Option<i64> {
-    if let Ok(ms) = v.parse::<i64>() {
-        return Some(ms);
-    }
-    let t = time::OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+    parse_time(v, Format::Auto)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::model::Profile;
+
+    fn env(p: Profile) -> EnvelopeResolved {
+        EnvelopeResolved::profile(p)
+    }
 
     fn with(headers: &[(&str, &str)], native: Option<&str>) -> Message {
         Message {
@@ -167,11 +210,14 @@ mod tests {
             ],
             None,
         );
-        assert_eq!(read(Envelope::Dlqctl, &both).class, "poison");
-        assert_eq!(read(Envelope::Spring, &both).class, "com.acme.BadOrder");
+        assert_eq!(read(&env(Profile::Dlqctl), &both).class, "poison");
+        assert_eq!(
+            read(&env(Profile::Spring), &both).class,
+            "com.acme.BadOrder"
+        );
         let spring_outer_only = with(&[("kafka_dlt-exception-fqcn", "java.lang.Outer")], None);
         assert_eq!(
-            read(Envelope::Dlqctl, &spring_outer_only).class,
+            read(&env(Profile::Dlqctl), &spring_outer_only).class,
             "java.lang.Outer"
         );
         let connect = with(
@@ -182,15 +228,15 @@ mod tests {
             None,
         );
         assert_eq!(
-            read(Envelope::Connect, &connect).class,
+            read(&env(Profile::Connect), &connect).class,
             "org.apache.kafka.connect.errors.DataException"
         );
         let rabbit = with(&[], Some("rejected"));
-        assert_eq!(read(Envelope::Dlqctl, &rabbit).class, "rejected");
-        assert_eq!(read(Envelope::Dlqctl, &with(&[], None)).class, UNKNOWN);
+        assert_eq!(read(&env(Profile::Dlqctl), &rabbit).class, "rejected");
+        assert_eq!(read(&env(Profile::Dlqctl), &with(&[], None)).class, UNKNOWN);
         // `none`: the producers' headers are not trusted, only the broker's reason.
-        assert_eq!(read(Envelope::None, &both).class, UNKNOWN);
-        assert_eq!(read(Envelope::None, &rabbit).class, "rejected");
+        assert_eq!(read(&env(Profile::None), &both).class, UNKNOWN);
+        assert_eq!(read(&env(Profile::None), &rabbit).class, "rejected");
     }
 
     #[test]
@@ -208,8 +254,8 @@ mod tests {
             ],
             None,
         );
-        for envelope in [Envelope::Spring, Envelope::Dlqctl] {
-            let r = read(envelope, &m);
+        for envelope in [Profile::Spring, Profile::Dlqctl] {
+            let r = read(&env(envelope), &m);
             assert_eq!(r.class, "com.acme.StockRejected");
             assert_eq!(
                 r.message.as_deref(),
@@ -234,16 +280,115 @@ mod tests {
                 None,
             )
         };
-        let r = read(Envelope::Dlqctl, &m);
+        let r = read(&env(Profile::Dlqctl), &m);
         assert_eq!(r.attempts, Some(5));
         assert_eq!(r.source.as_deref(), Some("orders"));
         assert_eq!(r.dead_lettered_ms, Some(1_796_119_200_000));
-        let r = read(Envelope::None, &m);
+        let r = read(&env(Profile::None), &m);
         assert_eq!(
             (r.attempts, r.source.as_deref()),
             (Some(9), Some("broker-said"))
         );
         assert_eq!(parse_instant("1796119200000"), Some(1_796_119_200_000));
         assert_eq!(parse_instant("yesterday"), None);
+    }
+    #[test]
+    fn a_declared_mapping_reads_headers_properties_and_the_body_and_the_rules_name_the_class() {
+        use crate::spec::model::{Backend, ClassRule, Envelope, EnvelopeMapping, Field, Patterns};
+        let field = |h: Option<&str>, p: Option<&str>, ptr: Option<&str>| Field {
+            header: h.map(str::to_owned),
+            property: p.map(str::to_owned),
+            pointer: ptr.map(str::to_owned),
+            format: None,
+        };
+        // The amqplib consumer of the project's source material.
+        let mapping = EnvelopeMapping {
+            from: Some(Profile::None),
+            error_class: Some(field(None, None, Some("/error/type"))),
+            error_message: Some(field(Some("x-failure-reason"), None, None)),
+            attempts: Some(field(Some("x-retry-count"), None, None)),
+            source: Some(field(Some("x-original-queue"), None, None)),
+            dead_lettered_at: Some(field(None, Some("timestamp"), None)),
+            first_failure_at: None,
+        };
+        let rules = [
+            ClassRule {
+                name: "poison".into(),
+                error_class: Some(Patterns::One("SyntaxError".into())),
+                error_message: None,
+            },
+            ClassRule {
+                name: "transient_exhausted".into(),
+                error_class: None,
+                error_message: Some(Patterns::One("*unavailable*".into())),
+            },
+        ];
+        let env = crate::spec::resolve::envelope::resolve(
+            Backend::Rabbitmq,
+            &Envelope::Mapping(Box::new(mapping)),
+            &rules,
+        );
+        let m = Message {
+            headers: vec![
+                ("x-failure-reason".into(), "downstream unavailable".into()),
+                ("x-retry-count".into(), "3".into()),
+                ("x-original-queue".into(), "orders.process".into()),
+                ("dlq-error-class".into(), "not read: from none".into()),
+            ],
+            properties: vec![("timestamp".into(), "1796119200".into())],
+            body: br#"{"order": 7}"#.to_vec(),
+            native_class: Some("rejected".into()),
+            ..Message::default()
+        };
+        let r = read(&env, &m);
+        assert_eq!(r.class, "transient_exhausted");
+        assert_eq!(
+            r.raw_class.as_deref(),
+            Some("rejected"),
+            "the broker's reason, shown"
+        );
+        assert_eq!(r.attempts, Some(3));
+        assert_eq!(r.source.as_deref(), Some("orders.process"));
+        assert_eq!(
+            r.dead_lettered_ms,
+            Some(1_796_119_200_000),
+            "seconds, as RabbitMQ's"
+        );
+        let poison = Message {
+            headers: vec![
+                ("x-failure-reason".into(), "Unexpected token".into()),
+                ("x-retry-count".into(), "0".into()),
+            ],
+            body: br#"{"error": {"type": "SyntaxError"}}"#.to_vec(),
+            ..Message::default()
+        };
+        let r = read(&env, &poison);
+        assert_eq!((r.class.as_str(), r.attempts), ("poison", Some(0)));
+        assert_eq!(r.raw_class.as_deref(), Some("SyntaxError"));
+        let neither = Message {
+            body: b"not json".to_vec(),
+            ..Message::default()
+        };
+        let r = read(&env, &neither);
+        assert_eq!((r.class.as_str(), r.raw_class), (UNKNOWN, None));
+        assert_eq!(r.dead_lettered_ms, None);
+    }
+
+    #[test]
+    fn times_are_read_in_the_declared_format() {
+        assert_eq!(
+            parse_time("1796119200", Format::EpochSeconds),
+            Some(1_796_119_200_000)
+        );
+        assert_eq!(
+            parse_time("1796119200000", Format::EpochMillis),
+            Some(1_796_119_200_000)
+        );
+        assert_eq!(
+            parse_time("2026-12-01T10:00:00.5Z", Format::Rfc3339),
+            Some(1_796_119_200_500)
+        );
+        assert_eq!(parse_time("1796119200000", Format::Rfc3339), None);
+        assert_eq!(parse_time("NaN", Format::EpochSeconds), None);
     }
 }

@@ -10,6 +10,10 @@ pub struct Message {
     /// Headers (SQS: message attributes), values as text (nested values as JSON), in the
     /// order the backend gave them.
     pub headers: Vec<(String, String)>,
+    /// The message's properties beside its headers, by the names `deadLetter.envelope` may
+    /// give as `property:` (`spec::resolve::envelope::properties`), values as the broker
+    /// has them, as text (RabbitMQ `timestamp` in seconds, Kafka's in milliseconds).
+    pub properties: Vec<(String, String)>,
     /// The first `max_body` bytes of the body at most.
     pub body: Vec<u8>,
     /// The whole body's length.

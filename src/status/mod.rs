@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::secrets;
-use crate::spec::model::{Backend, Envelope, Redact};
+use crate::spec::model::{Backend, Redact};
+use crate::spec::resolve::EnvelopeResolved;
 
 /// Samples shown by default, and at most.
 pub const DEFAULT_SAMPLES: usize = 3;
@@ -196,9 +197,12 @@ pub enum Body {
 pub struct Sample {
     pub id: String,
     pub error_class: String,
+    /// What the message says its class is, when the channel's rules named it otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_error_class: Option<String>,
     pub error_message: Option<String>,
     pub age_seconds: Option<f64>,
-    /// `dead-lettered` or `published`: what the age counts from.
+    /// `dead-lettered`, `first-failure` or `published`: what the age counts from.
     pub age_since: Option<&'static str>,
     pub attempts: Option<u64>,
     pub source: Option<String>,
@@ -216,6 +220,10 @@ pub struct DeadLetterReport {
     pub oldest_age_since: Option<&'static str>,
     pub oldest_age_basis: Option<AgeBasis>,
     pub by_error_class: BTreeMap<String, u64>,
+    /// The same counts by metric label: the channel's declared class names (without rules,
+    /// the built-in ones) and `other`, so the exporter's series stay bounded.
+    #[serde(skip)]
+    pub by_class_label: BTreeMap<String, u64>,
     /// Messages read for the class counts.
     pub sampled: u64,
     /// Whether every message the DLQ holds was read (the counts are exact).
@@ -272,23 +280,28 @@ impl Report {
 /// secret headers redacted, card numbers masked, `redact` (the target's) applied.
 pub fn summarise(
     name: &str,
-    envelope: Envelope,
+    envelope: &EnvelopeResolved,
     redact: &Redact,
     read: ReadOptions,
     observed: Observed,
     now_ms: i64,
 ) -> (DeadLetterReport, Vec<QueueDepth>) {
     let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_label: BTreeMap<String, u64> = BTreeMap::new();
     let mut oldest: Option<(f64, &'static str)> = None;
     let mut samples = Vec::new();
     for (i, m) in observed.messages.iter().enumerate() {
         let e = envelope::read(envelope, m);
         let class = safe(&secrets::text(&e.class));
         *by_class.entry(class.clone()).or_default() += 1;
-        let (since_ms, since) = match (e.dead_lettered_ms, m.published_ms) {
-            (Some(t), _) => (Some(t), Some("dead-lettered")),
-            (None, Some(t)) => (Some(t), Some("published")),
-            (None, None) => (None, None),
+        *by_label
+            .entry(envelope.classes.label(&e.class).to_owned())
+            .or_default() += 1;
+        let (since_ms, since) = match (e.dead_lettered_ms, e.first_failure_ms, m.published_ms) {
+            (Some(t), _, _) => (Some(t), Some("dead-lettered")),
+            (None, Some(t), _) => (Some(t), Some("first-failure")),
+            (None, None, Some(t)) => (Some(t), Some("published")),
+            (None, None, None) => (None, None),
         };
         let age = since_ms.map(|t| ((now_ms - t).max(0)) as f64 / 1000.0);
         if let (Some(a), Some(s)) = (age, since)
@@ -300,6 +313,10 @@ pub fn summarise(
             samples.push(Sample {
                 id: safe(&secrets::text(&m.id)),
                 error_class: class,
+                raw_error_class: e
+                    .raw_class
+                    .as_deref()
+                    .map(|t| safe(&cut(&secrets::text(t), MAX_HEADER_VALUE))),
                 error_message: e
                     .message
                     .as_deref()
@@ -349,6 +366,7 @@ pub fn summarise(
             oldest_age_since: since,
             oldest_age_basis: basis,
             by_error_class: by_class,
+            by_class_label: by_label,
             sampled,
             exact,
             samples,
@@ -575,7 +593,7 @@ mod tests {
         };
         let (r, _) = summarise(
             "q",
-            Envelope::Dlqctl,
+            &EnvelopeResolved::default(),
             &Redact::default(),
             read,
             observed(3, msgs, false),
@@ -613,7 +631,7 @@ mod tests {
         };
         let (r, _) = summarise(
             "q",
-            Envelope::Dlqctl,
+            &EnvelopeResolved::default(),
             &redact,
             ReadOptions::default(),
             observed(1, vec![m], true),
@@ -654,7 +672,7 @@ mod tests {
         let msgs = vec![message("a", None, now - 5_000)];
         let (r, _) = summarise(
             "q",
-            Envelope::Dlqctl,
+            &EnvelopeResolved::default(),
             &Redact::default(),
             ReadOptions::default(),
             observed(7, msgs.clone(), false),
@@ -666,7 +684,7 @@ mod tests {
         );
         let (r, _) = summarise(
             "q",
-            Envelope::Dlqctl,
+            &EnvelopeResolved::default(),
             &Redact::default(),
             ReadOptions::default(),
             observed(7, msgs, true),

@@ -103,7 +103,11 @@ fn body_text(b: &Body) -> String {
 }
 
 fn sample_head(i: usize, s: &Sample) -> String {
-    let mut line = format!("{}. {}  {}", i + 1, s.error_class, s.id);
+    let mut line = format!("{}. {}", i + 1, s.error_class);
+    if let Some(raw) = &s.raw_error_class {
+        let _ = write!(line, " ({raw})");
+    }
+    let _ = write!(line, "  {}", s.id);
     if let Some(a) = s.age_seconds {
         let _ = write!(line, "  {} old", age(a));
     }
@@ -393,6 +397,7 @@ pub fn json(report: &Report) -> String {
                     "samples": d.samples.iter().map(|s| json!({
                         "id": s.id,
                         "errorClass": s.error_class,
+                        "rawErrorClass": s.raw_error_class,
                         "errorMessage": s.error_message,
                         "ageSeconds": seconds(s.age_seconds),
                         "ageSince": s.age_since,
@@ -475,21 +480,6 @@ fn labels(pairs: &[(&str, &str)]) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
-/// An error class as a metric label. A class comes from the message (its envelope header), so
-/// only one shaped like a class name (letters, digits and `_ . : $ / -`, at most 128, no run
-/// of 8 or more digits) becomes a label; any other is counted as `other`: a label must never
-/// carry message content (a card number, a token) into a metrics store.
-pub fn class_label(class: &str) -> &str {
-    let mut digits = 0usize;
-    let shaped = !class.is_empty()
-        && class.len() <= 128
-        && class.chars().all(|c| {
-            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
-            digits < 8 && (c.is_ascii_alphanumeric() || "_.:$/-".contains(c))
-        });
-    if shaped { class } else { "other" }
-}
-
 /// Gauges in the text exposition format, ending with `# EOF` (OpenMetrics; Prometheus's
 /// parser and node_exporter's textfile collector take it as a comment).
 pub fn openmetrics(report: &Report) -> String {
@@ -539,11 +529,9 @@ pub fn openmetrics(report: &Report) -> String {
                 d.sampled as f64,
             );
         }
-        let mut by_label: BTreeMap<&str, u64> = BTreeMap::new();
-        for (class, n) in &d.by_error_class {
-            *by_label.entry(class_label(class)).or_default() += n;
-        }
-        for (class, n) in &by_label {
+        // Only the channel's declared class names (or the built-in ones) and `other`: what a
+        // message says never becomes a label (`EnvelopeResolved::classes`).
+        for (class, n) in &d.by_class_label {
             let mut l = base.to_vec();
             l.push(("class", class));
             add(

@@ -242,6 +242,7 @@ fn base_spec(
             retention: keep.0,
             discard: keep.1,
             envelope: None,
+            classes: None,
             consumer_group: None,
             max_redrives: None,
             sqs: None,

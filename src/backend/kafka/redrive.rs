@@ -285,7 +285,8 @@ impl Mover {
                     *behind += 1;
                     continue;
                 }
-                let msg = super::status::record(&m, 0);
+                // The whole payload: a declared envelope may point into it.
+                let msg = super::status::record(&m, usize::MAX);
                 let d = redrive::decide(&run.select, &msg, now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {

@@ -323,9 +323,21 @@ pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize)
                 .collect()
         })
         .unwrap_or_default();
+    let mut properties = vec![
+        ("topic".to_owned(), m.topic().to_owned()),
+        ("partition".to_owned(), m.partition().to_string()),
+        ("offset".to_owned(), m.offset().to_string()),
+    ];
+    if let Some(t) = m.timestamp().to_millis() {
+        properties.push(("timestamp".to_owned(), t.to_string()));
+    }
+    if let Some(k) = m.key() {
+        properties.push(("key".to_owned(), String::from_utf8_lossy(k).into_owned()));
+    }
     Message {
         id: format!("{}/{}", m.partition(), m.offset()),
         headers,
+        properties,
         body: payload[..payload.len().min(max_body.max(1))].to_vec(),
         body_len: payload.len() as u64,
         published_ms: m.timestamp().to_millis(),

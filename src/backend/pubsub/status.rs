@@ -133,7 +133,18 @@ pub fn message(received: &Value, max_body: usize) -> Message {
         .as_deref()
         .and_then(ms)
         .or(dead_lettered_ms);
+    let mut properties: Vec<(String, String)> = ["publishTime", "messageId", "orderingKey"]
+        .iter()
+        .filter_map(|k| {
+            let v = m.get(*k)?.as_str()?;
+            Some(((*k).to_owned(), v.to_owned()))
+        })
+        .collect();
+    if let Some(n) = received.get("deliveryAttempt").and_then(Value::as_u64) {
+        properties.push(("deliveryAttempt".to_owned(), n.to_string()));
+    }
     Message {
+        properties,
         id: m
             .get("messageId")
             .and_then(Value::as_str)

@@ -686,6 +686,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             retention: keep.0,
             discard: keep.1,
             envelope: None,
+            classes: None,
             consumer_group: None,
             max_redrives: None,
             sqs: None,

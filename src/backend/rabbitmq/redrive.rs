@@ -921,9 +921,37 @@ fn message(d: &lapin::message::Delivery) -> Message {
             .map(|s| s * 1000),
         dead_lettered_ms: death_time,
         headers: headers.into_iter().collect(),
+        properties: properties(d),
+        // The whole body: a declared envelope may point into it.
+        body: d.data.clone(),
         body_len: d.data.len() as u64,
         ..Message::default()
     }
+}
+
+/// A delivery's AMQP properties and where it was published, by the names of
+/// `spec::resolve::envelope::properties` (as the management API names them for status).
+fn properties(d: &lapin::message::Delivery) -> Vec<(String, String)> {
+    let p = &d.properties;
+    let short = |v: &Option<ShortString>| v.as_ref().map(|s| s.as_str().to_owned());
+    let mut out: Vec<(String, String)> = [
+        ("app_id", short(p.app_id())),
+        ("content_encoding", short(p.content_encoding())),
+        ("content_type", short(p.content_type())),
+        ("correlation_id", short(p.correlation_id())),
+        ("message_id", short(p.message_id())),
+        ("priority", p.priority().map(|n| n.to_string())),
+        ("reply_to", short(p.reply_to())),
+        ("timestamp", p.timestamp().map(|t| t.to_string())),
+        ("type", short(p.kind())),
+        ("user_id", short(p.user_id())),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k.to_owned(), v?)))
+    .collect();
+    out.push(("routing_key".to_owned(), d.routing_key.as_str().to_owned()));
+    out.push(("exchange".to_owned(), d.exchange.as_str().to_owned()));
+    out
 }
 
 impl crate::backend::kit::doors::Connected for Mover {

@@ -274,9 +274,24 @@ fn message(i: usize, m: &Value) -> Message {
         .map(|h| h.iter().map(|(k, v)| (k.clone(), text(v))).collect())
         .unwrap_or_default();
     headers_text.sort();
+    let mut properties: Vec<(String, String)> = props
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(k, _)| *k != "headers")
+                .map(|(k, v)| (k.clone(), text(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    for k in ["routing_key", "exchange"] {
+        if let Some(v) = m.get(k).and_then(Value::as_str) {
+            properties.push((k.to_owned(), v.to_owned()));
+        }
+    }
     Message {
         id,
         headers: headers_text,
+        properties,
         body,
         body_len,
         published_ms: props

@@ -392,6 +392,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             retention: keep.0,
             discard: keep.1,
             envelope: None,
+            classes: None,
             consumer_group: None,
             max_redrives: None,
             sqs: dead_letter_sqs(&access),

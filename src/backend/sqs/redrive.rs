@@ -273,7 +273,8 @@ impl Mover {
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                     continue;
                 }
-                let msg = super::status::message(&m, 0);
+                // The whole body: a declared envelope may point into it.
+                let msg = super::status::message(&m, usize::MAX);
                 let mut d = redrive::decide(&run.select, &msg, now_ms());
                 let room = run
                     .select

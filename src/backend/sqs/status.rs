@@ -243,9 +243,16 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
         })
         .collect();
     headers.sort();
+    let mut properties: Vec<(String, String)> = system
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+        .collect();
+    properties.sort();
     Message {
         id: m.message_id().unwrap_or_default().to_owned(),
         headers,
+        properties,
         body: body[..body.len().min(max_body.max(1))].to_vec(),
         body_len: body.len() as u64,
         published_ms: sys(MessageSystemAttributeName::SentTimestamp).and_then(|v| v.parse().ok()),

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alarms::Alarms;
 use super::api::ApiVersion;
+use super::envelope::{ClassRule, Envelope};
 use super::kafka::KafkaOptions;
 use super::pubsub::PubsubOptions;
 use super::rabbitmq::RabbitMqOptions;
@@ -146,11 +147,18 @@ pub struct DeadLetter {
     /// `retention`; a channel's own `discard` replaces a `retention` from Defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discard: Option<Discard>,
-    /// Which headers carry the error of a dead letter, for `dlqctl status` (docs/envelope.md).
-    /// Default `dlqctl`: `dlq-error-class`, `dlq-error-message`, `dlq-source`,
-    /// `dlq-attempts`, `dlq-dead-lettered-at`.
+    /// Where a dead letter says why it died (docs/envelope.md): a profile (`dlqctl`, the
+    /// default: `dlq-error-class`, `dlq-error-message`, `dlq-source`, `dlq-attempts`,
+    /// `dlq-dead-lettered-at`; `spring`; `connect`; `none`), or a mapping of each field to a
+    /// header, a message property or a JSON pointer into the body, starting `from` a profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope: Option<Envelope>,
+    /// The channel's error classes, from what the envelope read: rules tried in order, the
+    /// first whose globs match the error class and/or message names the class; `unknown`
+    /// when none does. Used by `status`, the exporter's class label (only these names and
+    /// `other`), and `redrive --class`. Without rules, the class is what the envelope read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassRule>>,
     /// Pub/Sub only: name template of the dead-letter topic's subscription, which holds the
     /// dead letters (a dead-letter topic without one drops them, so dlqctl always creates
     /// it; its retention is `retention` or `discard.after`). Default `{channel}-dlq-sub`.
@@ -218,23 +226,6 @@ pub struct Discard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub owner: Option<String>,
-}
-
-/// The set of headers a dead letter's error is read from (see docs/envelope.md). Whatever
-/// the choice, the broker's own headers (RabbitMQ `x-death`) are the fallback.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Envelope {
-    /// dlqctl's own: `dlq-error-class`, `dlq-error-message`, `dlq-source`, `dlq-attempts`,
-    /// `dlq-dead-lettered-at` (SQS: message attributes of those names).
-    #[default]
-    Dlqctl,
-    /// Spring Kafka's `kafka_dlt-exception-cause-fqcn`, then `kafka_dlt-exception-fqcn`.
-    Spring,
-    /// Kafka Connect's `__connect.errors.exception.class.name`.
-    Connect,
-    /// The producers set no error headers: only the broker's own are read.
-    None,
 }
 
 /// Per-channel lint settings.

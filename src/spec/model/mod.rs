@@ -7,12 +7,13 @@
 //! after defaults are applied is checked by the rules (`spec::rules`), with a position.
 //!
 //! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
-//! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, and one per backend
+//! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, `envelope` (`deadLetter.envelope` and `classes`), and one per backend
 //! block (`sqs`, `rabbitmq`, `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
 
 mod alarms;
 mod api;
 mod channel;
+mod envelope;
 mod kafka;
 mod pubsub;
 mod rabbitmq;
@@ -23,8 +24,9 @@ pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use api::{API_VERSION, ApiVersion};
 pub use channel::{
     Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
-    Envelope, Invalid, LintOptions, Metadata, Retry,
+    Invalid, LintOptions, Metadata, Retry,
 };
+pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{
     ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal, TopicReuse,
     is_secret_property,

@@ -9,6 +9,7 @@ use super::defaults::{
     KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
     SQS_DEFAULT_RETENTION,
 };
+use super::envelope::{self, EnvelopeResolved};
 use super::kafka::KafkaResolved;
 use super::pubsub::PubsubResolved;
 use super::rabbitmq::RabbitResolved;
@@ -17,8 +18,8 @@ use super::sqs::SqsResolved;
 use super::{kafka, pubsub, rabbitmq, sqs};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
-    AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, Envelope, KafkaNaming,
-    RetryModel, Target, Tier,
+    AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, KafkaNaming, RetryModel, Target,
+    Tier,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,8 +46,9 @@ pub struct Resolved {
     pub discard: Option<DiscardResolved>,
     /// `spec.invalid`: the invalid-message queue or topic, where poison messages go at once.
     pub invalid: Option<InvalidResolved>,
-    /// Which headers carry a dead letter's error (`deadLetter.envelope`, default dlqctl's).
-    pub envelope: Envelope,
+    /// Where a dead letter says why it died (`deadLetter.envelope`, default dlqctl's), and
+    /// the channel's class rules (`deadLetter.classes`).
+    pub envelope: EnvelopeResolved,
     /// Kafka: the dead-letter topic's consumer group (`deadLetter.consumerGroup`).
     pub dead_letter_group: Option<String>,
     /// How many times `redrive` may bring one message back (`deadLetter.maxRedrives`).
@@ -269,11 +271,18 @@ pub fn resolve(
         dead_letter_retention,
         discard,
         invalid,
-        envelope: spec
-            .dead_letter
-            .as_ref()
-            .and_then(|d| d.envelope)
-            .unwrap_or(Envelope::Dlqctl),
+        envelope: envelope::resolve(
+            backend,
+            &spec
+                .dead_letter
+                .as_ref()
+                .and_then(|d| d.envelope.clone())
+                .unwrap_or_default(),
+            spec.dead_letter
+                .as_ref()
+                .and_then(|d| d.classes.as_deref())
+                .unwrap_or_default(),
+        ),
         dead_letter_group: spec
             .dead_letter
             .as_ref()

@@ -6,7 +6,7 @@
 //!
 //! Split along the axis of `spec::model` and `spec::rules`: `channel` is the generic part and
 //! the entry ([`resolve`]), with one file per backend block (`sqs`, `rabbitmq`, `kafka`,
-//! `pubsub`); `spring` mirrors Spring Kafka's naming, `defaults` holds what dlqctl fills in, and
+//! `pubsub`); `spring` mirrors Spring Kafka's naming, `defaults` holds what dlqctl fills in, `envelope` the envelope and class rules, and
 //! `common` what all of them share (the error, retry stages, name templates). Each file
 //! imports only files below it; this module re-exports the lot, so `spec::resolve::X` is the
 //! path to use, and no file of the folder imports this one.
@@ -14,6 +14,7 @@
 mod channel;
 mod common;
 mod defaults;
+pub mod envelope;
 mod kafka;
 mod pubsub;
 mod rabbitmq;
@@ -31,6 +32,7 @@ pub use defaults::{
     PUBSUB_DEFAULT_ACK_DEADLINE, PUBSUB_DEFAULT_MAX_BACKOFF, PUBSUB_DEFAULT_RETENTION,
     SQS_DEFAULT_DLQ_RETENTION, SQS_DEFAULT_RETENTION, SQS_DEFAULT_VISIBILITY,
 };
+pub use envelope::EnvelopeResolved;
 pub use kafka::KafkaResolved;
 pub use pubsub::PubsubResolved;
 pub use rabbitmq::{DeadLetterExchangeResolved, ExchangeResolved, RabbitResolved};

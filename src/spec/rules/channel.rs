@@ -36,6 +36,7 @@ pub(super) fn check_channel(
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
     check_dead_letter_block(doc, target_name, backend, out);
+    super::envelope::check_envelope(doc, backend, out);
     check_consumer_group(doc, backend, out);
     if !complete {
         return None;

@@ -7,7 +7,7 @@
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
 //! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` and `pubsub` (each backend's
-//! limits), `alarms`, `names` (valid, owned, unique names, also across channels), and
+//! limits), `alarms`, `envelope` (`deadLetter.envelope` mappings and `classes`), `names` (valid, owned, unique names, also across channels), and
 //! `common`, what they all share (below every one of them, so no rule module calls back up
 //! here). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
@@ -23,6 +23,7 @@ mod alarms;
 mod channel;
 mod common;
 mod deadletter;
+mod envelope;
 mod kafka;
 mod names;
 mod pubsub;
@@ -44,7 +45,7 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 13] = [
+pub const ADVICE_RULES: [&str; 14] = [
     "retry/none",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
@@ -58,6 +59,7 @@ pub const ADVICE_RULES: [&str; 13] = [
     "sqs/backoff-consumer",
     "retry/jitter-consumer",
     "rabbitmq/dlx-consumer-publishes",
+    "classes/unreachable",
 ];
 
 /// Runs every rule; returns the channels that resolved (for the planner) and adds findings.
