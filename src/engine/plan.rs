@@ -17,6 +17,7 @@ use crate::plan::markdown::Chart;
 use crate::plan::{self, Action, Change, Fingerprint, Note, Plan};
 use crate::resource::{Desired, Live, ResourceId, Role};
 use crate::spec::model::Target;
+use crate::spec::resolve::envelope;
 use crate::spec::resolve::{DiscardResolved, Resolved};
 
 /// What a plan covers beyond making the specs' resources match.
@@ -159,6 +160,20 @@ pub async fn plan(
         }
     }
     notes.extend(backend::notes(&desired, &live));
+    for c in channels {
+        let Some(why) = envelope::age_blind(c.backend, &c.envelope) else {
+            continue;
+        };
+        if let Some(d) = desired
+            .iter()
+            .find(|d| d.channel == c.channel && d.role == Role::DeadLetter && d.present)
+        {
+            notes.push(Note {
+                resource: d.id.clone(),
+                message: why,
+            });
+        }
+    }
     // Backend checks that need more reads (SQS ownership tags), only where the plan writes.
     for r in readers.values() {
         r.review(&desired, &live, &mut changes, &mut notes, scope.adopt)

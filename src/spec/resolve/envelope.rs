@@ -316,6 +316,20 @@ impl EnvelopeResolved {
     }
 }
 
+/// Why a channel's dead letters may carry no time to count their age from, with the fixes:
+/// `None` when the broker always stamps one (a Kafka record's timestamp, SQS's SentTimestamp,
+/// Pub/Sub's publishTime) or the envelope names one. RabbitMQ stamps none of its own: a
+/// message has a time only when its publisher set `timestamp`, or when the broker itself
+/// dead-lettered it (`x-death`), which a consumer that publishes to the DLQ never has.
+pub fn age_blind(backend: Backend, envelope: &EnvelopeResolved) -> Option<String> {
+    if backend != Backend::Rabbitmq || envelope.has_time() {
+        return None;
+    }
+    Some(
+        "the envelope names no time (no `deadLetteredAt` or `firstFailureAt`): a dead letter the consumer publishes has an age only if its publisher set the `timestamp` property; without one, status shows the age as unknown and the exporter a first-seen lower bound (`dlq_oldest_message_age_known` 0). Fix one of: send `timestamp`, declare a time header in `deadLetter.envelope`, or stamp it in the broker (RabbitMQ 3.12+: `message_interceptors.incoming.set_header_timestamp.overwrite = false` in rabbitmq.conf sets `timestamp` and a `timestamp_in_ms` header on every message that has none)".to_owned(),
+    )
+}
+
 /// Resolves `envelope` and `classes` for a channel on `backend`.
 pub fn resolve(backend: Backend, envelope: &Envelope, classes: &[ClassRule]) -> EnvelopeResolved {
     let profile = envelope.profile();
