@@ -455,6 +455,11 @@ pub struct ReadArgs {
     #[arg(long = "channel", value_name = "NAME")]
     pub channels: Vec<String>,
 
+    /// Only the channels of this target (the Targets document's name). A `--channel` name
+    /// that two targets have is refused without it.
+    #[arg(long = "target", value_name = "NAME")]
+    pub target: Option<String>,
+
     /// Messages read from the head of each dead-letter queue for the error-class counts
     /// (at least --samples).
     #[arg(long, value_name = "N", default_value_t = 100,
@@ -564,6 +569,11 @@ pub struct RedriveArgs {
 
     #[command(flatten)]
     pub spec: SpecArgs,
+
+    /// The channel's target (the Targets document's name): required when two targets have
+    /// a channel of this name.
+    #[arg(long = "target", value_name = "NAME")]
+    pub target: Option<String>,
 
     /// Move at most N messages.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]

@@ -602,6 +602,44 @@ fn an_unknown_channel_is_not_blamed_on_a_flag_redrive_does_not_have() {
     );
 }
 
+#[test]
+fn a_channel_name_two_targets_have_is_refused_naming_both_unless_target_says_which() {
+    // examples/ has `payments-transactions-pending` on SQS and on Pub/Sub (issue 35: redrive
+    // used to pick one of the two). Offline: refused before any target is contacted.
+    let both = "channel `payments-transactions-pending` is defined on targets `local-pubsub` and `local-sqs`: say which with --target";
+    let (code, err) = stderr_of(&[
+        "redrive",
+        "payments-transactions-pending",
+        "examples/",
+        "--dry-run",
+    ]);
+    assert_eq!((code, err.contains(both)), (1, true), "{err}");
+    let (code, err) = stderr_of(&[
+        "status",
+        "examples/",
+        "--channel",
+        "payments-transactions-pending",
+        "--no-peek",
+    ]);
+    assert_eq!((code, err.contains(both)), (1, true), "{err}");
+    let (code, err) = stderr_of(&[
+        "redrive",
+        "payments-transactions-pending",
+        "examples/",
+        "--target",
+        "local-kafka",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("not on target `local-kafka`; it is on `local-pubsub` and `local-sqs`"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(&["status", "examples/", "--target", "local-sq", "--no-peek"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did you mean `local-sqs`?"), "{err}");
+}
+
 fn report(wrong: &[Shown]) -> String {
     wrong
         .iter()

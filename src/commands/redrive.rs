@@ -16,7 +16,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     else {
         return Ok(1);
     };
-    let r = super::shared::select_one(loaded.channels, &args.channel)?;
+    let r = super::shared::select_one(loaded.channels, &args.channel, args.target.as_deref())?;
     let ask = Ask {
         limit: args.limit,
         classes: args.classes.clone(),

@@ -118,30 +118,88 @@ pub fn print_stats(stats: &Stats, printer: &Printer) {
     printer.err(&lines.join("\n"));
 }
 
-/// The channels `--channel` names (all of them when none is named); a name no spec has is an
-/// error that suggests the nearest one.
+/// The channels `--channel` names (all of them when none is named), on `--target` when it is
+/// given; a name no spec has is an error, and so is a name two targets have without
+/// `--target` to say which.
 pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Resolved>> {
-    if args.channels.is_empty() {
-        return Ok(channels);
+    let target = args.target.as_deref();
+    if let Some(t) = target
+        && !channels.iter().any(|c| c.target == t)
+    {
+        return Err(unknown_target(t, &channels));
     }
     for name in &args.channels {
-        if !channels.iter().any(|c| &c.channel == name) {
-            return Err(unknown_channel(name, &channels));
-        }
+        pick(&channels, name, target)?;
     }
     Ok(channels
         .into_iter()
-        .filter(|c| args.channels.contains(&c.channel))
+        .filter(|c| args.channels.is_empty() || args.channels.contains(&c.channel))
+        .filter(|c| target.is_none_or(|t| c.target == t))
         .collect())
 }
 
-/// The one channel redrive's CHANNEL argument names; a name no spec has is the same error as
-/// `--channel`'s.
-pub fn select_one(mut channels: Vec<Resolved>, name: &str) -> anyhow::Result<Resolved> {
-    match channels.iter().position(|c| c.channel == name) {
-        Some(i) => Ok(channels.swap_remove(i)),
-        None => Err(unknown_channel(name, &channels)),
+/// The one channel redrive's CHANNEL argument names (on `target`, when given); a name no
+/// spec has is the same error as `--channel`'s, and so is one two targets have.
+pub fn select_one(
+    mut channels: Vec<Resolved>,
+    name: &str,
+    target: Option<&str>,
+) -> anyhow::Result<Resolved> {
+    let i = pick(&channels, name, target)?;
+    Ok(channels.swap_remove(i))
+}
+
+/// The index of the one channel `name` (on `target`) names.
+fn pick(channels: &[Resolved], name: &str, target: Option<&str>) -> anyhow::Result<usize> {
+    let named: Vec<usize> = channels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.channel == name)
+        .map(|(i, _)| i)
+        .collect();
+    if named.is_empty() {
+        return Err(unknown_channel(name, channels));
     }
+    let on: Vec<usize> = named
+        .iter()
+        .copied()
+        .filter(|i| target.is_none_or(|t| channels[*i].target == t))
+        .collect();
+    let targets = |ix: &[usize]| {
+        ix.iter()
+            .map(|i| format!("`{}`", channels[*i].target))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    match (on.as_slice(), target) {
+        ([one], _) => Ok(*one),
+        ([], Some(t)) => Err(anyhow::anyhow!(
+            "channel `{name}`: not on target `{t}`; it is on {}",
+            targets(&named)
+        )),
+        (_, _) => Err(anyhow::anyhow!(
+            "channel `{name}` is defined on targets {}: say which with --target",
+            targets(&on)
+        )),
+    }
+}
+
+/// A target no channel of the specs is on.
+fn unknown_target(name: &str, channels: &[Resolved]) -> anyhow::Error {
+    let mut names: Vec<&str> = channels.iter().map(|c| c.target.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let hint = crate::spec::schema::did_you_mean(name, names.iter().copied())
+        .map(|m| format!(" (did you mean `{m}`?)"))
+        .unwrap_or_default();
+    anyhow::anyhow!(
+        "target `{name}`: no channel of the specs is on it{hint}; the channels are on {}",
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// A channel name no spec has, with the nearest one as a hint.
