@@ -346,3 +346,170 @@ fn prune_lists_only_labelled_objects_inside_the_ownership() {
     deleted.retain(|n| n.starts_with(c.as_str()));
     assert_eq!(deleted, [format!("{c}-orphan")], "{}", p.stdout);
 }
+
+/// Issue 34: an envelope declared on the producer's own message attributes (`err-type`,
+/// `err-msg`, `tries`, `origin`, and `failed-at` in seconds since the epoch), published to the
+/// dead-letter topic as a consumer that gives up would: status gives the class the rules map
+/// it to (one rule on the class, one on the message), the raw class, attempts, source and the
+/// age since `failed-at`; `redrive --class transient_exhausted` moves exactly those, and a
+/// class the channel does not declare is refused.
+#[test]
+fn an_envelope_declared_on_attributes_is_read_and_redrive_class_selects_by_the_mapped_class() {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| {
+        f.example(t).replace(
+            "    retention: 7d\n",
+            "    retention: 7d
+    envelope:
+      from: none
+      errorClass: {header: err-type}
+      errorMessage: {header: err-msg}
+      attempts: {header: tries}
+      source: {header: origin}
+      deadLetteredAt: {header: failed-at, format: epoch-seconds}
+    classes:
+      - {name: poison, errorClass: \"*.SyntaxError\"}
+      - {name: transient_exhausted, errorClass: \"grpc.UNAVAILABLE\"}
+      - {name: transient_exhausted, errorMessage: \"*deadline exceeded*\"}
+",
+        )
+    });
+    f.apply(&[]).ok();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    // (data, err-type, err-msg, tries, seconds ago, mapped class)
+    let sent = [
+        (
+            "e1",
+            "grpc.UNAVAILABLE",
+            "ledger unavailable",
+            "5",
+            600.0,
+            "transient_exhausted",
+        ),
+        (
+            "e2",
+            "grpc.DEADLINE_EXCEEDED",
+            "deadline exceeded after 30s",
+            "4",
+            900.0,
+            "transient_exhausted",
+        ),
+        (
+            "e3",
+            "json.SyntaxError",
+            "unexpected token",
+            "1",
+            300.0,
+            "poison",
+        ),
+        ("e4", "com.acme.Weird", "who knows", "2", 120.0, "unknown"),
+    ];
+    let messages: Vec<Value> = sent
+        .iter()
+        .map(|(data, class, msg, tries, ago, _)| {
+            json!({"data": b64(data), "attributes": {
+                "err-type": class, "err-msg": msg, "tries": tries,
+                "origin": "payments-processor", "failed-at": format!("{}", (now - ago) as i64),
+                "dlq-error-class": "not read: from none"}})
+        })
+        .collect();
+    f.rest.ok(
+        reqwest::Method::POST,
+        &format!("topics/{dlt}:publish"),
+        json!({ "messages": messages }),
+    );
+
+    let before = now;
+    let st = f.run(&[
+        "status",
+        "channel.yaml",
+        "--format",
+        "json",
+        "--samples",
+        "5",
+    ]);
+    st.ok();
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let doc: Value = serde_json::from_str(&st.stdout).expect("status JSON");
+    let dl = &doc["channels"][0]["deadLetter"];
+    assert_eq!(
+        dl["byErrorClass"],
+        json!({"transient_exhausted": 2, "poison": 1, "unknown": 1}),
+        "{dl}"
+    );
+    let samples = dl["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), sent.len(), "{dl}");
+    for (data, class, msg, tries, ago, mapped) in &sent {
+        let s = samples
+            .iter()
+            .find(|s| s["body"]["text"] == json!(data))
+            .unwrap_or_else(|| panic!("no sample of {data} in {dl}"));
+        assert_eq!(s["errorClass"], json!(mapped), "{s}");
+        assert_eq!(s["rawErrorClass"], json!(class), "{s}");
+        assert_eq!(s["errorMessage"], json!(msg), "{s}");
+        assert_eq!(
+            s["attempts"],
+            json!(tries.parse::<u64>().expect("tries")),
+            "{s}"
+        );
+        assert_eq!(s["source"], "payments-processor", "{s}");
+        assert_eq!(s["ageSince"], "dead-lettered", "{s}");
+        // Whole seconds: the time was sent truncated to the second.
+        let age = s["ageSeconds"].as_f64().expect("age");
+        assert!(
+            age >= before - (before - ago).floor() - 1.0
+                && age <= after - (before - ago).floor() + 1.0,
+            "{data}: age {age}, sent {ago} s ago: {s}"
+        );
+    }
+
+    // A class the channel does not declare is refused.
+    let refused = f.run(&[
+        "redrive",
+        &f.channel,
+        "channel.yaml",
+        "--class",
+        "nosuch",
+        "--yes",
+    ]);
+    refused.exits(1);
+    refused.assert_stderr_contains(&format!(
+        "--class nosuch: channel `{}` declares the classes `poison`, `transient_exhausted`",
+        f.channel
+    ));
+
+    // The mapped class selects: e1 (by its class) and e2 (by its message) go back.
+    let doc = support::redrive::redrive_ok(&f, &["--class", "transient_exhausted", "--yes"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    let sub = f.subscription();
+    let take = |s: &str, want: usize| {
+        let mut got: Vec<String> = Vec::new();
+        let started = Instant::now();
+        while got.len() < want && started.elapsed() < Duration::from_secs(30) {
+            for m in f.rest.pull(s, 10) {
+                let data = m["message"]["data"].as_str().unwrap_or_default();
+                let text = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .expect("base64");
+                got.push(String::from_utf8(text).expect("utf-8"));
+                f.rest.ack(s, m["ackId"].as_str().expect("ackId"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        got.sort();
+        got
+    };
+    assert_eq!(take(&sub, 2), ["e1", "e2"], "exactly the transient ones");
+    assert_eq!(take(&dl_sub, 2), ["e3", "e4"], "the others stay");
+    assert!(f.rest.pull(&sub, 10).is_empty(), "nothing more came back");
+}

@@ -5,12 +5,15 @@
 //! topics or none.
 //!
 //! The round trip: a record that always fails goes through every retry topic to the DLT with
-//! Spring's `kafka_dlt-*` headers, `dlqctl status` reads its class from them, and after the
-//! listener is switched to succeed `dlqctl redrive` brings it back and the listener processes
-//! it once. The configuration docs/kafka.md shows starts on the topics of its spec. The
-//! negative test: when the spec names the topics otherwise than Spring does,
-//! Spring refuses to start (`missing-topics-fatal`); when a topic has fewer partitions than the
-//! main one, the application's start-up check refuses.
+//! Spring's exception headers (Spring Kafka 3.3: `kafka_exception-*`, measured here), `dlqctl
+//! status` reads its class from them, and after the listener is switched to succeed `dlqctl
+//! redrive` brings it back and the listener processes it once. With class rules (issue 34),
+//! records failed with two exception classes (the listener's, inside Spring's wrapper) are
+//! counted by the class their cause maps to, and `redrive --class` brings back exactly one of
+//! them. The configuration docs/kafka.md shows starts on the topics of its spec. The negative
+//! test: when the spec names the topics otherwise than Spring does, Spring refuses to start
+//! (`missing-topics-fatal`); when a topic has fewer partitions than the main one, the
+//! application's start-up check refuses.
 //!
 //! The jar is built once with `mvn package` into `$DLQCTL_CACHE/spring-kafka-<sha256 of the
 //! project's files>/` (Maven's repo: `DLQCTL_MAVEN_REPO`, else `$DLQCTL_CACHE/m2`), under a
@@ -457,4 +460,204 @@ fn the_spring_configuration_docs_kafka_md_shows_starts_on_the_topics_its_spec_ma
     app.assert_ready_on(&format!(
         "{main} (3) {main}.dlt (3) {main}.retry-0 (3) {main}.retry-1 (3) {main}.retry-2 (3) {main}.retry-3 (3)"
     ));
+}
+
+/// The inventory spec with Spring's envelope and class rules on the cause Spring records (the
+/// listener's own exception, not Spring's ListenerExecutionFailedException around it).
+fn with_class_rules(spec: String) -> String {
+    spec.replace(
+        "  deadLetter:\n",
+        "  deadLetter:
+    envelope: spring
+    classes:
+      - {name: transient_exhausted, errorClass: \"dev.dlqctl.*.DownstreamUnavailable\"}
+      - {name: poison, errorClass: [\"dev.dlqctl.spring.Stock*\", \"*.SerializationException\"]}
+",
+    )
+}
+
+/// Issue 34: records the listener fails with two real exception classes (chosen by the
+/// record) reach the DLT through Spring's retries; the spec's class rules name them by the
+/// cause Spring recorded, `status` counts exactly those classes (the raw class beside each),
+/// `redrive --class transient_exhausted` brings back exactly the transient ones (read back by
+/// key from the main topic, processed once by the listener switched to succeed) and leaves
+/// the poison ones, and a class the channel does not declare is refused.
+#[test]
+fn springs_dlt_records_are_classed_by_the_rules_and_redrive_class_moves_only_that_class() {
+    if !ready() {
+        return;
+    }
+    let Some(f) = Fixture::applied_with(with_class_rules) else {
+        return;
+    };
+    let main = f.main();
+    let fail = f.path().join("fail");
+    let out = f.path().join("processed.txt");
+    std::fs::write(&fail, "").expect("fail switch");
+    let mut app = App::start(&f, "inventory", &fail, &out);
+    app.assert_ready_on(&format!(
+        "{main} (3) {main}-dlt (3) {main}-retry-1000 (3) {main}-retry-2000 (3) {main}-retry-4000 (3)"
+    ));
+    let sent = [
+        ("t-1", "transient: warehouse api down"),
+        ("p-1", "sku-1: -3 in stock"),
+        ("t-2", "transient: timeout"),
+        ("p-2", "sku-2: no such sku"),
+        ("p-3", "sku-3: -1 in stock"),
+    ];
+    let producer: rdkafka::producer::FutureProducer = support::kafka::producer(&[]);
+    for (key, value) in sent {
+        support::block(
+            producer.send(
+                rdkafka::producer::FutureRecord::to(&main)
+                    .key(key)
+                    .payload(value),
+                Duration::from_secs(10),
+            ),
+        )
+        .map_err(|(e, _)| e)
+        .expect("produce");
+    }
+    let transient = |key: &str| key.starts_with("t-");
+
+    let dlt = format!("{main}-dlt");
+    let mut dead = records(&dlt, sent.len());
+    dead.sort();
+    assert_eq!(dead.len(), sent.len(), "{dead:?}\n{}", app.log());
+    for (key, _, headers) in &dead {
+        let header = |k: &str| {
+            headers
+                .iter()
+                .find(|(h, _)| h == k)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or_else(|| panic!("{key}: no {k} among {headers:?}"))
+        };
+        // What Spring Kafka 3.3 writes on a DLT record after its retry topics: the
+        // `kafka_exception-*` names, the wrapper and the cause; no `kafka_dlt-exception-*`.
+        let cause = if transient(key) {
+            "dev.dlqctl.spring.DownstreamUnavailable"
+        } else {
+            "dev.dlqctl.spring.StockRejected"
+        };
+        assert_eq!(header("kafka_exception-cause-fqcn"), cause, "{key}");
+        assert_eq!(
+            header("kafka_exception-fqcn"),
+            "org.springframework.kafka.listener.ListenerExecutionFailedException",
+            "{key}"
+        );
+        assert!(
+            headers
+                .iter()
+                .all(|(h, _)| !h.starts_with("kafka_dlt-exception")),
+            "{key}: {headers:?}"
+        );
+    }
+
+    let status = f.run(&[
+        "status",
+        "channel.yaml",
+        "--format",
+        "json",
+        "--samples",
+        "5",
+    ]);
+    status.ok();
+    let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
+    let dl = &doc["channels"][0]["deadLetter"];
+    assert_eq!(dl["depth"], sent.len(), "{}", status.stdout);
+    assert_eq!(
+        dl["byErrorClass"],
+        serde_json::json!({"transient_exhausted": 2, "poison": 3}),
+        "{}",
+        status.stdout
+    );
+    let samples = dl["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), sent.len(), "{dl}");
+    for s in samples {
+        let body = s["body"]["text"].as_str().unwrap_or_default();
+        let (class, raw, said) = if body.starts_with("transient") {
+            (
+                "transient_exhausted",
+                "dev.dlqctl.spring.DownstreamUnavailable",
+                "downstream unavailable: ",
+            )
+        } else {
+            (
+                "poison",
+                "dev.dlqctl.spring.StockRejected",
+                "stock rejected: ",
+            )
+        };
+        assert_eq!(s["errorClass"], class, "{s}");
+        assert_eq!(s["rawErrorClass"], raw, "the cause, not the wrapper: {s}");
+        assert!(
+            s["errorMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains(&format!("{said}{body}"))),
+            "{s}"
+        );
+        assert_eq!(s["source"], main.as_str(), "{s}");
+    }
+
+    // A class the channel does not declare: refused before anything moves.
+    let refused = f.run(&[
+        "redrive",
+        &main,
+        "channel.yaml",
+        "--class",
+        "nosuch",
+        "--yes",
+    ]);
+    refused.exits(1);
+    refused.assert_stderr_contains(&format!(
+        "--class nosuch: channel `{main}` declares the classes `transient_exhausted`, `poison`"
+    ));
+
+    // The fix is deployed: the listener succeeds from now on; only the transient ones go back.
+    std::fs::remove_file(&fail).expect("switch");
+    let doc = support::redrive::redrive_ok(&f, &["--class", "transient_exhausted", "--yes"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processed(&out).len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let mut copies: Vec<(String, String)> = records(&main, sent.len() + 2)
+        .into_iter()
+        .filter(|(_, _, h)| h.iter().any(|(k, _)| k == "dlq-redrive-count"))
+        .map(|(k, v, _)| (k, v))
+        .collect();
+    copies.sort();
+    assert_eq!(
+        copies,
+        [
+            ("t-1".to_owned(), sent[0].1.to_owned()),
+            ("t-2".to_owned(), sent[2].1.to_owned())
+        ],
+        "exactly the transient records, by key"
+    );
+    // Once each: nothing else arrives in the next seconds.
+    std::thread::sleep(Duration::from_secs(5));
+    let mut done = processed(&out);
+    done.sort();
+    assert_eq!(
+        done,
+        [
+            format!("PROCESSED {main} t-1 {}", sent[0].1),
+            format!("PROCESSED {main} t-2 {}", sent[2].1)
+        ],
+        "{}",
+        app.log()
+    );
+    // The poison ones wait in the DLT.
+    let status = f.run(&["status", "channel.yaml", "--format", "json"]);
+    status.ok();
+    let doc: Value = serde_json::from_str(&status.stdout).expect("status json");
+    let dl = &doc["channels"][0]["deadLetter"];
+    assert_eq!(
+        dl["byErrorClass"],
+        serde_json::json!({"poison": 3}),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(dl["depth"], 3, "{}", status.stdout);
 }

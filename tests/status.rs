@@ -771,3 +771,318 @@ fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
     // Nothing was consumed by the exporter's peek either.
     assert_eq!(block(take_all(&dlq)).len(), 3);
 }
+
+/// A message to send: body, `err-type`, `tries`, `origin`, other attributes.
+type Sent<'a> = (String, &'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// An SQS channel whose envelope is declared on the producer's own message attributes
+/// (`err-type`, `err-msg`, `tries`, `origin`) and a JSON pointer into the body for the time
+/// (issue 34): status gives the class its rules map the raw class to (the raw one beside it),
+/// the attempts, the source and the age since the pointer's time; `redrive --class` moves only
+/// that mapped class, and a class the channel does not declare is refused.
+#[test]
+fn sqs_an_envelope_declared_on_attributes_and_a_body_pointer_is_read_and_redriven_by_class() {
+    use aws_sdk_sqs::types::MessageAttributeValue;
+    let Some(f) = sqs::Fixture::applied_with(|t| {
+        t.replace(
+            "    retention: 14d\n",
+            "    retention: 14d
+    envelope:
+      from: none
+      errorClass: {header: err-type}
+      errorMessage: {header: err-msg}
+      attempts: {header: tries}
+      source: {header: origin}
+      deadLetteredAt: {pointer: /failure/at}
+    classes:
+      - {name: poison, errorClass: \"com.acme.*Invalid*\"}
+      - {name: transient_exhausted, errorClass: [\"*.SocketTimeoutException\", \"com.acme.*Unavailable\"]}
+",
+        )
+    }) else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    let url = aws.url(&dlq);
+    let now = now_secs();
+    let attr = |v: &str| {
+        MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .expect("attribute")
+    };
+    let failed = |secs_ago: f64| format!(r#"{{"failure":{{"at":"{}"}}}}"#, rfc3339(now - secs_ago));
+    let sent: [Sent<'_>; 4] = [
+        (
+            failed(3600.0),
+            "com.acme.PaymentInvalid",
+            "1",
+            "payments-api",
+            &[],
+        ),
+        (
+            failed(7200.0),
+            "java.net.SocketTimeoutException",
+            "5",
+            "payments-api",
+            &[],
+        ),
+        (
+            failed(1800.0),
+            "com.acme.GatewayUnavailable",
+            "6",
+            "ledger",
+            &[],
+        ),
+        // No rule matches; dlqctl's own header is not read (`from: none`); no time in the body.
+        (
+            "not json".to_owned(),
+            "com.acme.Weird",
+            "2",
+            "ledger",
+            &[("dlq-error-class", "poison")],
+        ),
+    ];
+    for (body, class, tries, origin, extra) in &sent {
+        let mut req = aws
+            .sqs
+            .send_message()
+            .queue_url(&url)
+            .message_body(body)
+            .message_attributes("err-type", attr(class))
+            .message_attributes("err-msg", attr(&format!("{class} on {body}")))
+            .message_attributes("tries", attr(tries))
+            .message_attributes("origin", attr(origin));
+        for (k, v) in *extra {
+            req = req.message_attributes(*k, attr(v));
+        }
+        block(req.send()).expect("SendMessage");
+    }
+
+    let (c, before, after) = status_json(&f, &["--samples", "5"]);
+    let dl = &c["deadLetter"];
+    assert_eq!(dl["depth"], 4, "{dl}");
+    assert_eq!(
+        classes(dl),
+        json!({"poison": 1, "transient_exhausted": 2, "unknown": 1}),
+        "{dl}"
+    );
+    assert_age(&dl["oldestAgeSeconds"], now - 7200.0, before, after);
+    let samples = dl["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 4, "{dl}");
+    for (body, class, tries, origin, _) in &sent {
+        let s = samples
+            .iter()
+            .find(|s| s["body"]["text"] == json!(body))
+            .unwrap_or_else(|| panic!("no sample of {body} in {dl}"));
+        let (mapped, raw) = match *class {
+            "com.acme.PaymentInvalid" => ("poison", json!(class)),
+            "com.acme.Weird" => ("unknown", json!(class)),
+            _ => ("transient_exhausted", json!(class)),
+        };
+        assert_eq!(s["errorClass"], mapped, "{s}");
+        assert_eq!(s["rawErrorClass"], raw, "{s}");
+        assert_eq!(
+            s["errorMessage"],
+            json!(format!("{class} on {body}")),
+            "{s}"
+        );
+        assert_eq!(
+            s["attempts"],
+            json!(tries.parse::<u64>().expect("tries")),
+            "{s}"
+        );
+        assert_eq!(s["source"], json!(origin), "{s}");
+        if body.starts_with('{') {
+            let secs_ago = match *tries {
+                "1" => 3600.0,
+                "5" => 7200.0,
+                _ => 1800.0,
+            };
+            assert_eq!(s["ageSince"], "dead-lettered", "{s}");
+            assert_age(&s["ageSeconds"], now - secs_ago, before, after);
+        } else {
+            assert_ne!(s["ageSince"], "dead-lettered", "no time in the body: {s}");
+        }
+    }
+
+    // A class the channel does not declare is refused, nothing moved.
+    let refused = f.run(&[
+        "redrive",
+        &f.channel,
+        "channel.yaml",
+        "--class",
+        "nosuch",
+        "--yes",
+    ]);
+    refused.exits(1);
+    refused.assert_stderr_contains(&format!(
+        "--class nosuch: channel `{}` declares the classes `poison`, `transient_exhausted`",
+        f.channel
+    ));
+    assert_eq!(aws.count(&dlq), 4, "nothing moved");
+    // The mapped class selects: the timeout and the unavailable gateway go back.
+    let doc = support::redrive::redrive_ok(&f, &["--class", "transient_exhausted", "--yes"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    let mut back: Vec<String> = aws.take(&main, 2).into_iter().map(|(b, _)| b).collect();
+    back.sort();
+    let mut want = vec![sent[1].0.clone(), sent[2].0.clone()];
+    want.sort();
+    assert_eq!(back, want);
+    let mut left: Vec<String> = aws.take(&dlq, 2).into_iter().map(|(b, _)| b).collect();
+    left.sort();
+    let mut kept = vec![sent[0].0.clone(), sent[3].0.clone()];
+    kept.sort();
+    assert_eq!(left, kept, "the poison and the unknown stay");
+}
+
+/// `dlqctl exporter --peek --scan 1000` on the RabbitMQ channel until its first reading is
+/// served; the scrape.
+fn exporter_reading(ws: &support::workspace::Workspace) -> String {
+    let mut child = support::dlqctl()
+        .args([
+            "exporter",
+            "channel.yaml",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1h",
+            "--peek",
+            "--scan",
+            "1000",
+        ])
+        .envs(ws.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(ws.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("exporter starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let scrape = || {
+        block(async {
+            reqwest::get(format!("http://{addr}/metrics"))
+                .await
+                .expect("scrape")
+                .text()
+                .await
+                .expect("body")
+        })
+    };
+    let waited = std::time::Instant::now();
+    let mut body = scrape();
+    while !body.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        body = scrape();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.contains("dlq_exporter_reads_total 1\n"), "{body}");
+    body
+}
+
+/// The `class` label values of `dlq_messages_by_error_class` in a scrape, with their values.
+fn class_series(scrape: &str) -> std::collections::BTreeMap<String, f64> {
+    scrape
+        .lines()
+        .filter(|l| l.starts_with("dlq_messages_by_error_class{"))
+        .map(|l| {
+            let class = l
+                .split("class=\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .unwrap_or_else(|| panic!("no class label in {l}"));
+            let value = l
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no value in {l}"));
+            (class.to_owned(), value)
+        })
+        .collect()
+}
+
+/// Issue 34: 1,000 dead letters, each with a distinct `dlq-error-class`. Without rules the
+/// exporter's `class` labels are only the built-in names and `other` (none of the built-in
+/// names occurs: one series); with two class rules, only the declared names that occur and
+/// `other`. What a message says never becomes a label.
+#[test]
+fn the_exporters_class_labels_are_only_declared_names_and_other_whatever_the_messages_say() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        for i in 0..1000 {
+            let class = match i % 10 {
+                0 => format!("com.acme.Poison{i}"),
+                1 => format!("com.acme.Transient{i}"),
+                _ => format!("com.acme.Raw{i}"),
+            };
+            let h = table(&[("dlq-error-class", text(&class))]);
+            let props = BasicProperties::default()
+                .with_headers(h)
+                .with_timestamp((now_secs() - 60.0) as u64);
+            publish_on(&ch, "", &dlq, format!("m{i}").as_bytes(), props).await;
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+    wait_for_messages(&dlq, 1000);
+    let (c, _, _) = status_json(&f, &["--scan", "1000"]);
+    let by = c["deadLetter"]["byErrorClass"]
+        .as_object()
+        .expect("byErrorClass");
+    assert_eq!(by.len(), 1000, "status shows every raw class");
+
+    let series = class_series(&exporter_reading(&f));
+    assert_eq!(
+        series,
+        [("other".to_owned(), 1000.0)].into_iter().collect(),
+        "without rules: built-in names and `other` only"
+    );
+
+    f.write_example(|t| {
+        t.replace(
+            "  deadLetter:\n    name: \"{channel}.dlq\"\n",
+            "  deadLetter:
+    name: \"{channel}.dlq\"
+    classes:
+      - {name: poison, errorClass: \"com.acme.Poison*\"}
+      - {name: transient_exhausted, errorClass: \"com.acme.Transient*\"}
+",
+        )
+    });
+    let scrape = exporter_reading(&f);
+    let series = class_series(&scrape);
+    assert_eq!(
+        series,
+        [
+            ("other".to_owned(), 800.0),
+            ("poison".to_owned(), 100.0),
+            ("transient_exhausted".to_owned(), 100.0),
+        ]
+        .into_iter()
+        .collect(),
+        "the declared names and `other`"
+    );
+    assert_eq!(
+        scrape
+            .lines()
+            .filter(|l| l.starts_with("dlq_messages_by_error_class{"))
+            .count(),
+        3,
+        "{scrape}"
+    );
+    // The exporter's peek left every message.
+    assert_eq!(rabbit::count(&dlq), 1000);
+}

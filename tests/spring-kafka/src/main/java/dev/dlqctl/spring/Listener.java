@@ -14,9 +14,10 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
 
 /**
- * The listener: while the file `dlqctl.fail-file` exists every record fails with
- * {@link StockRejected}; otherwise each record is appended to `dlqctl.out-file` as
- * `PROCESSED <topic> <key> <value>`.
+ * The listener: while the file `dlqctl.fail-file` exists every record fails, a record whose
+ * value starts with `transient` with {@link DownstreamUnavailable}, any other with
+ * {@link StockRejected} (Spring wraps either in its ListenerExecutionFailedException);
+ * otherwise each record is appended to `dlqctl.out-file` as `PROCESSED <topic> <key> <value>`.
  */
 @Component
 public class Listener {
@@ -31,7 +32,11 @@ public class Listener {
     @KafkaListener(id = "dlqctl-app", idIsGroup = false, topics = "${dlqctl.topic}")
     public void listen(ConsumerRecord<String, String> record) throws IOException {
         if (Files.exists(Path.of(failFile))) {
-            throw new StockRejected("stock rejected: " + record.value());
+            String value = String.valueOf(record.value());
+            if (value.startsWith("transient")) {
+                throw new DownstreamUnavailable("downstream unavailable: " + value);
+            }
+            throw new StockRejected("stock rejected: " + value);
         }
         String line = "PROCESSED " + record.topic() + " " + record.key() + " " + record.value() + "\n";
         Files.writeString(Path.of(outFile), line, StandardCharsets.UTF_8,
