@@ -377,7 +377,8 @@ pub fn summarise(
     let waiting = observed.dead_letter.total.is_some_and(|n| n > 0) || sampled > 0;
     let basis = match basis {
         None if waiting => {
-            notes.push(unknown_age_note(sampled, read.peek));
+            let note = unknown_age_note(sampled, read.peek, !notes.is_empty());
+            notes.push(note);
             Some(AgeBasis::Unknown)
         }
         b => b,
@@ -401,7 +402,7 @@ pub fn summarise(
 }
 
 /// Why messages wait with no age, and how to give them one.
-fn unknown_age_note(sampled: u64, peek: bool) -> String {
+fn unknown_age_note(sampled: u64, peek: bool, has_notes: bool) -> String {
     if sampled > 0 {
         format!(
             "age unknown: none of the {sampled} message{} read carries a time; send a `timestamp` property, declare a time field in `deadLetter.envelope`, or set RabbitMQ 3.12+'s `message_interceptors.incoming.set_header_timestamp`; `dlqctl exporter --peek` publishes a lower bound from when it first saw each message",
@@ -410,8 +411,10 @@ fn unknown_age_note(sampled: u64, peek: bool) -> String {
     } else if !peek {
         "age unknown: messages not read (`--no-peek`; the exporter reads them with `--peek`)"
             .to_owned()
-    } else {
+    } else if has_notes {
         "age unknown: no message could be read (see the note above)".to_owned()
+    } else {
+        "age unknown: no message was ready to be read (those waiting are in flight)".to_owned()
     }
 }
 
