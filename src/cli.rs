@@ -96,6 +96,8 @@ Exit codes:
     /// Reads every channel once per --interval and answers scrapes from that reading, so
     /// scrapes never reach the brokers. Depth and Kafka ages need no peek; SQS and RabbitMQ
     /// ages and error classes need --peek (reads that leave a trace, as in `dlqctl status`).
+    /// A dead letter that carries no time is aged from when the exporter first saw it
+    /// (basis="first-seen", a lower bound); dlq_oldest_message_age_known says which.
     #[command(after_help = "Example:
   dlqctl exporter dlq/ --listen 127.0.0.1:9464 --interval 30s")]
     Exporter(ExporterArgs),
@@ -115,11 +117,13 @@ Exit codes:
     ///
     /// One group per target, one rule per channel, alarm and tier, over the metrics `dlqctl
     /// exporter` serves (dlq_depth, dlq_oldest_message_age_seconds), plus one rule per target
-    /// for an exporter that is down or absent (dlq_up). Labels: severity, channel, target and
-    /// the channel's metadata.labels. SQS channels are left out: their alarms are CloudWatch
-    /// alarms, provisioned by `dlqctl apply`; so are Pub/Sub channels, which Cloud Monitoring
-    /// watches (not provisioned yet). Exit 0 written (or, with --check, up to date),
-    /// 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage error.
+    /// for an exporter that is down or absent (dlq_up), and one per channel with an age alarm
+    /// for dead letters whose age is unknown (dlq_oldest_message_age_known). Labels: severity,
+    /// channel, target and the channel's metadata.labels. SQS channels are left out: their
+    /// alarms are CloudWatch alarms, provisioned by `dlqctl apply`; so are Pub/Sub channels,
+    /// which Cloud Monitoring watches (not provisioned yet). Exit 0 written (or, with --check,
+    /// up to date), 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage
+    /// error.
     /// See docs/alerts.md.
     #[command(after_help = "Example:
   dlqctl alerts dlq/ --format prometheus-operator --out dlq-alerts.yaml")]

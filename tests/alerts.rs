@@ -153,14 +153,15 @@ fn specs_with_lint_errors_write_no_rules() {
 fn promtool_loads_the_rules_and_their_unit_tests_pass() {
     let Some(promtool) = promtool() else { return };
     // The exporter's metrics, and the brokers' own (`alerts.source: native`).
-    for fixtures in [FIXTURES, "tests/fixtures/alerts-native"] {
+    // Each: depth and age tiers, an exporter-down rule and an age-unknown rule per age alarm.
+    for (fixtures, rules_found) in [(FIXTURES, 9), ("tests/fixtures/alerts-native", 8)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = dir.path().join("rules.yaml");
         let w = alerts(&[fixtures, "--out", rules.to_str().expect("utf-8")]);
         w.ok_with(fixtures);
         let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
         check.ok_with(fixtures);
-        check.assert_stdout_contains("SUCCESS: 7 rules found");
+        check.assert_stdout_contains(&format!("SUCCESS: {rules_found} rules found"));
 
         std::fs::copy(
             root().join(fixtures).join("rules.test.yaml"),
@@ -320,6 +321,10 @@ fn commit_to_end(group: &str, topic: &str) {
 /// A dead letter in a RabbitMQ DLQ and one in a Kafka DLT make their depth and age alerts go
 /// pending, then firing; emptying the DLQ (purge) and the DLT (the consumer group commits past
 /// the record) resolves them. Alerts are read through Prometheus's HTTP API.
+///
+/// Issue 34: a third channel's dead letter carries no time at all (no `timestamp`, no
+/// headers): its age-unknown alert fires, and so does its age alert, on the exporter's
+/// first-seen age; the channels whose messages carry a time never raise the age-unknown one.
 #[test]
 fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka_dlt() {
     let Some(prometheus) = prometheus() else {
@@ -347,11 +352,12 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     // Thresholds a test can cross in seconds: any dead letter, older than 2 s, for 3 s.
     let alarms = "  alarms:\n    depth: {warning: 0, period: 3s}\n    oldestMessageAge: {warning: 2s, period: 3s}\n";
     let (orders, inventory) = (format!("{stem}.orders"), format!("{stem}.inventory"));
+    let untimed = format!("{stem}.untimed");
     let group = format!("{stem}.inventory-dlt-readers");
     std::fs::write(
         d.join("channels.yaml"),
         format!(
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {orders}, labels: {{team: fulfilment}}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 2, backoff: {{initial: 1s}}}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {inventory}, labels: {{team: inventory}}}}\nspec:\n  target: local-kafka\n  retry: {{maxAttempts: 2}}\n  deadLetter: {{consumerGroup: {group}}}\n{alarms}"
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {orders}, labels: {{team: fulfilment}}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 2, backoff: {{initial: 1s}}}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {inventory}, labels: {{team: inventory}}}}\nspec:\n  target: local-kafka\n  retry: {{maxAttempts: 2}}\n  deadLetter: {{consumerGroup: {group}}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {untimed}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 2, backoff: {{initial: 1s}}}}\n{alarms}"
         ),
     )
     .expect("channels");
@@ -366,6 +372,11 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
         rules.contains("rabbitmq_detailed_queue_messages{")
             && rules.contains("dlq_oldest_message_age_seconds{"),
         "RabbitMQ depth from the broker, ages from the exporter:\n{rules}"
+    );
+    assert!(
+        rules.contains("alert: DeadLetterQueueAgeUnknown")
+            && rules.contains("dlq_oldest_message_age_known{"),
+        "an age-unknown rule per channel with an age alarm:\n{rules}"
     );
 
     let exporter_port = free_port();
@@ -449,6 +460,12 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
         "/api/exchanges/%2F/amq.default/publish",
         serde_json::json!({"properties": {"timestamp": published}, "routing_key": format!("{orders}.dlq"), "payload": "boom", "payload_encoding": "string"}),
     ));
+    // No time at all: no `timestamp` property, no headers.
+    support::block(support::rabbit::api_ok(
+        reqwest::Method::POST,
+        "/api/exchanges/%2F/amq.default/publish",
+        serde_json::json!({"properties": {}, "routing_key": format!("{untimed}.dlq"), "payload": "no time", "payload_encoding": "string"}),
+    ));
     {
         use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
         let producer: BaseProducer = support::kafka::producer(&[]);
@@ -460,14 +477,19 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
             .flush(std::time::Duration::from_secs(10))
             .expect("flush");
     }
-    let wanted: Vec<(String, String, String)> = [&inventory, &orders]
+    let mut wanted: Vec<(String, String, String)> = [&inventory, &orders, &untimed]
         .into_iter()
         .flat_map(|c| {
             ["DeadLetterQueueDepth", "DeadLetterQueueOldestMessageAge"]
                 .map(|a| (a.to_owned(), c.clone(), "firing".to_owned()))
         })
         .collect();
-    let seen = poll_alerts(prom_port, "all four alerts firing", |now| {
+    wanted.push((
+        "DeadLetterQueueAgeUnknown".to_owned(),
+        untimed.clone(),
+        "firing".to_owned(),
+    ));
+    let seen = poll_alerts(prom_port, "all seven alerts firing", |now| {
         let done = wanted.iter().all(|w| now.contains(w));
         if !done && now.iter().any(|(a, _, _)| a == "DeadLetterExporterDown") {
             let st = run(&["status", "."]);
@@ -485,11 +507,22 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
             "{alert} {channel} was pending before firing: {seen:#?}"
         );
     }
+    assert!(
+        seen.iter()
+            .flatten()
+            .all(|(a, c, _)| a != "DeadLetterQueueAgeUnknown" || *c == untimed),
+        "only the channel with no time has an unknown age: {seen:#?}"
+    );
 
     // Emptied: the RabbitMQ DLQ purged, the Kafka group's offset committed past the record.
     support::block(support::rabbit::api(
         reqwest::Method::DELETE,
         &format!("/api/queues/%2F/{orders}.dlq/contents"),
+        None,
+    ));
+    support::block(support::rabbit::api(
+        reqwest::Method::DELETE,
+        &format!("/api/queues/%2F/{untimed}.dlq/contents"),
         None,
     ));
     commit_to_end(&group, &dlt);

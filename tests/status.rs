@@ -744,7 +744,9 @@ fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
         ),
         1.0
     );
-    let age = value("dlq_oldest_message_age_seconds", "");
+    // Every message read, each with its `timestamp`: an age known from them.
+    let age = value("dlq_oldest_message_age_seconds", ",basis=\"all\"");
+    assert_eq!(value("dlq_oldest_message_age_known", ""), 1.0);
     let status_age = dl["oldestAgeSeconds"].as_f64().expect("age");
     assert!(
         (age - status_age).abs() < 30.0,
@@ -1085,4 +1087,124 @@ fn the_exporters_class_labels_are_only_declared_names_and_other_whatever_the_mes
     );
     // The exporter's peek left every message.
     assert_eq!(rabbit::count(&dlq), 1000);
+}
+
+/// Issue 34: a dead letter that carries no time at all (no `timestamp` property, no headers:
+/// as a consumer that republishes it writes it) is never silently without an age. `status`
+/// says `unknown` (age null, a note naming the fixes); the exporter with `--peek` publishes
+/// the age since it first saw the message, `basis="first-seen"`, growing from one reading to
+/// the next, and `dlq_oldest_message_age_known` 0; without `--peek` (depth only) no age and
+/// known 0 too. Nothing is consumed.
+#[test]
+fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        publish_on(&ch, "", &dlq, b"{\"order\":1}", BasicProperties::default()).await;
+        let _ = conn.close(200, "done".into()).await;
+    });
+    wait_for_messages(&dlq, 1);
+
+    let (c, _, _) = status_json(&f, &[]);
+    let dl = &c["deadLetter"];
+    assert_eq!(dl["oldestAgeBasis"], "unknown", "{dl:#}");
+    assert!(dl["oldestAgeSeconds"].is_null(), "{dl:#}");
+    let notes = dl["notes"].to_string();
+    assert!(
+        notes.contains("age unknown: none of the 1 message read carries a time")
+            && notes.contains("set_header_timestamp"),
+        "{notes}"
+    );
+    let (c, _, _) = status_json(&f, &["--no-peek"]);
+    assert_eq!(c["deadLetter"]["oldestAgeBasis"], "unknown");
+
+    let labels = format!(
+        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\"",
+        f.channel
+    );
+    let serve = |extra: &[&str]| {
+        let mut child = support::dlqctl()
+            .args([
+                "exporter",
+                "channel.yaml",
+                "--listen",
+                "127.0.0.1:0",
+                "--interval",
+                "1s",
+            ])
+            .args(extra)
+            .envs(f.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(f.path())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("exporter starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line)
+            .expect("banner");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|s| s.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        (child, addr)
+    };
+    let scrape = |addr: &str| {
+        block(async {
+            reqwest::get(format!("http://{addr}/metrics"))
+                .await
+                .expect("scrape")
+                .text()
+                .await
+                .expect("body")
+        })
+    };
+    let value = |body: &str, key: &str| -> Option<f64> {
+        body.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let age_key = format!("dlq_oldest_message_age_seconds{{{labels},basis=\"first-seen\"}} ");
+    let known_key = format!("dlq_oldest_message_age_known{{{labels}}} ");
+    // Bounded: the first reading within 30 s, then a scrape at least 2 s later.
+    let until = |addr: &str, done: &dyn Fn(&str) -> bool| -> String {
+        let waited = std::time::Instant::now();
+        loop {
+            let body = scrape(addr);
+            if done(&body) || waited.elapsed() > Duration::from_secs(30) {
+                return body;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    let (mut child, addr) = serve(&["--peek"]);
+    let first = until(&addr, &|b| value(b, &age_key).is_some());
+    std::thread::sleep(Duration::from_secs(3));
+    let later = until(&addr, &|b| value(b, &age_key).is_some_and(|a| a >= 2.0));
+    let _ = child.kill();
+    let _ = child.wait();
+    let (a1, a2) = (value(&first, &age_key), value(&later, &age_key));
+    assert!(
+        a1.is_some_and(|a1| a2.is_some_and(|a2| a2 >= a1 + 2.0)),
+        "a first-seen age that grows: {a1:?} then {a2:?}\n{later}"
+    );
+    assert_eq!(value(&later, &known_key), Some(0.0), "{later}");
+
+    // Depth only: no age at all, and said so.
+    let (mut child, addr) = serve(&[]);
+    let blind = until(&addr, &|b| value(b, &known_key).is_some());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(value(&blind, &known_key), Some(0.0), "{blind}");
+    assert!(
+        !blind.contains("dlq_oldest_message_age_seconds{"),
+        "no age without a read\n{blind}"
+    );
+    assert_eq!(block(take_all(&dlq)).len(), 1, "nothing consumed");
 }

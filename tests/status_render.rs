@@ -81,6 +81,7 @@ fn report() -> Report {
             },
         ],
         notes: vec!["a note from the backend".into()],
+        fingerprints: vec![],
     };
     let empty = DeadLetterReport {
         name: "payments-dlq".into(),
@@ -97,6 +98,7 @@ fn report() -> Report {
         exact: true,
         samples: vec![],
         notes: vec![],
+        fingerprints: vec![],
     };
     let kafka = DeadLetterReport {
         name: "inventory-dlt".into(),
@@ -110,6 +112,7 @@ fn report() -> Report {
         exact: true,
         samples: vec![],
         notes: vec![],
+        fingerprints: vec![],
     };
     let missing = DeadLetterReport {
         name: "new-dlq".into(),
@@ -123,6 +126,7 @@ fn report() -> Report {
         exact: false,
         samples: vec![],
         notes: vec![],
+        fingerprints: vec![],
     };
     let channel =
         |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
@@ -199,4 +203,86 @@ fn ages_read_as_people_say_them() {
     assert_eq!(dlqctl::status::age::age(59.6), "1m 0s");
     assert_eq!(dlqctl::status::age::age(3725.0), "1h 2m");
     assert_eq!(dlqctl::status::age::age(90_061.0), "1d 1h");
+}
+
+/// Issue 34: messages wait and no age can be told: `unknown` in every format (JSON's age
+/// null), the note saying why; the exporter's first-seen estimate is shown as a lower bound.
+#[test]
+fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound() {
+    let unknown = DeadLetterReport {
+        name: "orders.dlq".into(),
+        depth: depth(2),
+        oldest_age_seconds: None,
+        oldest_age_since: None,
+        oldest_age_basis: Some(AgeBasis::Unknown),
+        by_error_class: BTreeMap::from([("unknown".into(), 2)]),
+        by_class_label: BTreeMap::from([("other".into(), 2)]),
+        sampled: 2,
+        exact: true,
+        samples: vec![],
+        notes: vec!["age unknown: none of the 2 messages read carries a time".into()],
+        fingerprints: vec![1, 2],
+    };
+    let channel = |dl: DeadLetterReport| ChannelStatus {
+        discard: None,
+        channel: "orders".into(),
+        target: "local-rabbitmq".into(),
+        backend: Backend::Rabbitmq,
+        dead_letter_name: dl.name.clone(),
+        dead_letter: Some(dl),
+        queues: vec![],
+        error: None,
+    };
+    let r = Report {
+        channels: vec![channel(unknown.clone())],
+        generated_at_ms: 1_796_119_200_000,
+    };
+    let printer = Printer::new(ColorChoice::Never);
+    let human = render::human(&r, &printer);
+    assert!(
+        human.contains("  oldest    unknown (see the note)\n")
+            && human.contains("note: age unknown: none of the 2 messages read carries a time"),
+        "{human}"
+    );
+    let md = render::markdown(&r);
+    assert!(md.contains("| 2 | unknown |"), "{md}");
+    let doc: serde_json::Value = serde_json::from_str(&render::json(&r)).expect("JSON");
+    let dl = &doc["channels"][0]["deadLetter"];
+    assert_eq!(dl["oldestAgeBasis"], "unknown");
+    assert!(dl["oldestAgeSeconds"].is_null());
+    let metrics = render::openmetrics(&r);
+    assert!(
+        metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\"} 0\n")
+            && !metrics.contains("dlq_oldest_message_age_seconds{"),
+        "{metrics}"
+    );
+
+    let first_seen = DeadLetterReport {
+        oldest_age_seconds: Some(125.0),
+        oldest_age_since: Some("first-seen"),
+        oldest_age_basis: Some(AgeBasis::FirstSeen),
+        ..unknown
+    };
+    let r = Report {
+        channels: vec![channel(first_seen)],
+        generated_at_ms: 1_796_119_200_000,
+    };
+    let human = render::human(&r, &printer);
+    assert!(
+        human.contains(
+            "  oldest    2m 5s (at least: since the exporter first saw it; no message carries a time)\n"
+        ),
+        "{human}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&render::json(&r)).expect("JSON");
+    assert_eq!(
+        doc["channels"][0]["deadLetter"]["oldestAgeBasis"],
+        "first-seen"
+    );
+    let metrics = render::openmetrics(&r);
+    assert!(
+        metrics.contains("dlq_oldest_message_age_seconds{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\",basis=\"first-seen\"} 125\n")
+            && metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\"} 0\n"),
+        "{metrics}"
+    );
 }

@@ -32,6 +32,7 @@ use crate::cli::ExporterArgs;
 use crate::engine;
 use crate::printer::Printer;
 use crate::spec::resolve::Resolved;
+use crate::status::first_seen::{self, FirstSeen};
 use crate::status::{ChannelStatus, ReadOptions, Report, render};
 
 /// The exposition format's content type (the body also ends in `# EOF`, which this format
@@ -58,6 +59,9 @@ struct Board {
     /// Readings finished, all targets together.
     reads: u64,
     metrics: String,
+    /// Per (target, channel), when each message read was first seen: the age of dead letters
+    /// that carry no time ([`first_seen`]).
+    first_seen: BTreeMap<(String, String), FirstSeen>,
 }
 
 impl Board {
@@ -67,6 +71,7 @@ impl Board {
             read_at: BTreeMap::new(),
             reads: 0,
             metrics: String::new(),
+            first_seen: BTreeMap::new(),
         };
         b.render();
         b
@@ -80,7 +85,14 @@ impl Board {
             .map(|c| (c.channel.clone(), c))
             .collect();
         for c in self.channels.iter_mut().filter(|c| c.target == target) {
-            if let Some(new) = fresh.remove(&c.channel) {
+            if let Some(mut new) = fresh.remove(&c.channel) {
+                if let Some(d) = new.dead_letter.as_mut() {
+                    let memory = self
+                        .first_seen
+                        .entry((new.target.clone(), new.channel.clone()))
+                        .or_default();
+                    first_seen::estimate(memory, d, report.generated_at_ms);
+                }
                 *c = new;
             }
         }
@@ -175,7 +187,8 @@ async fn read_for_ever(
     let read = ReadOptions {
         samples: 0,
         scan: usize::from(args.read.scan),
-        max_body: 0,
+        // No body is shown; a prefix is read for the fingerprint of messages with no time.
+        max_body: first_seen::FINGERPRINT_BODY,
         peek: args.peek,
         redrive_view: false,
     };
@@ -345,6 +358,7 @@ mod tests {
             read_at: BTreeMap::new(),
             reads: 0,
             metrics: String::new(),
+            first_seen: BTreeMap::new(),
         };
         b.render();
         assert!(
@@ -371,5 +385,56 @@ mod tests {
         );
         assert!(b.metrics.contains("dlq_exporter_reads_total 1\n"));
         assert_eq!(b.channels[1].error.as_deref(), Some("not read yet"));
+    }
+
+    /// Issue 34: a dead letter with no time gets an age from when the exporter first saw it,
+    /// labelled `basis="first-seen"`, growing from one reading to the next, with
+    /// `dlq_oldest_message_age_known` 0; once the queue is empty the age is gone and known is 1.
+    #[test]
+    fn a_dead_letter_with_no_time_is_aged_from_when_it_was_first_seen() {
+        use crate::status::{AgeBasis, DeadLetterReport, Depth, Measure};
+        let mut b = Board {
+            channels: vec![status("a", "t1", Some("not read yet"))],
+            read_at: BTreeMap::new(),
+            reads: 0,
+            metrics: String::new(),
+            first_seen: BTreeMap::new(),
+        };
+        let reading = |n: u64, at: i64| {
+            let mut c = status("a", "t1", None);
+            c.dead_letter = Some(DeadLetterReport {
+                name: "a.dlq".into(),
+                depth: Depth::total(n, Measure::Waiting),
+                oldest_age_seconds: None,
+                oldest_age_since: None,
+                oldest_age_basis: (n > 0).then_some(AgeBasis::Unknown),
+                by_error_class: BTreeMap::new(),
+                by_class_label: BTreeMap::new(),
+                sampled: n,
+                exact: true,
+                samples: Vec::new(),
+                notes: Vec::new(),
+                fingerprints: (0..n).collect(),
+            });
+            Report {
+                channels: vec![c],
+                generated_at_ms: at,
+            }
+        };
+        let labels = "channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\"";
+        let age = format!("dlq_oldest_message_age_seconds{{{labels},basis=\"first-seen\"}} ");
+        let known = format!("dlq_oldest_message_age_known{{{labels}}} ");
+        b.update("t1", reading(1, 1_000));
+        assert!(b.metrics.contains(&format!("{age}0\n")), "{}", b.metrics);
+        assert!(b.metrics.contains(&format!("{known}0\n")), "{}", b.metrics);
+        b.update("t1", reading(2, 31_000));
+        assert!(b.metrics.contains(&format!("{age}30\n")), "{}", b.metrics);
+        b.update("t1", reading(0, 61_000));
+        assert!(
+            !b.metrics.contains("dlq_oldest_message_age_seconds{"),
+            "{}",
+            b.metrics
+        );
+        assert!(b.metrics.contains(&format!("{known}1\n")), "{}", b.metrics);
     }
 }

@@ -5,7 +5,9 @@
 //! server evaluates: one group per target, one rule per channel, alarm and tier, over the
 //! metrics `dlqctl exporter` serves (`dlq_depth`, `dlq_oldest_message_age_seconds`, `dlq_up`),
 //! plus one rule per target that fires when the exporter is down or absent, so that a dead
-//! exporter cannot silence the age alerts by making their series vanish.
+//! exporter cannot silence the age alerts by making their series vanish, and one per channel
+//! with an age alarm that fires when messages wait and their age is unknown
+//! (`dlq_oldest_message_age_known` 0), so that dead letters with no time cannot either.
 //!
 //! Pure: resolved channels in, a value and its text out. The text is deterministic (targets,
 //! channels, alarms, tiers and labels sorted; every string quoted the same way), so a
@@ -25,8 +27,12 @@ pub const DEPTH_METRIC: &str = "dlq_depth";
 pub const AGE_METRIC: &str = "dlq_oldest_message_age_seconds";
 /// 1 when the exporter's last read of a target succeeded, 0 when it failed.
 pub const UP_METRIC: &str = "dlq_up";
+/// 0 when messages wait in a channel's DLQ and their age is estimated or unknown.
+pub const AGE_KNOWN_METRIC: &str = "dlq_oldest_message_age_known";
 pub const DEPTH_ALERT: &str = "DeadLetterQueueDepth";
 pub const AGE_ALERT: &str = "DeadLetterQueueOldestMessageAge";
+/// Messages wait and their age is not known: the age alert of the channel is blind.
+pub const AGE_UNKNOWN_ALERT: &str = "DeadLetterQueueAgeUnknown";
 pub const EXPORTER_DOWN_ALERT: &str = "DeadLetterExporterDown";
 /// How long `dlq_up` must be 0 or absent before the exporter-down alert fires: long enough
 /// for a restart or a missed scrape, short against the age thresholds it protects.
@@ -220,11 +226,81 @@ fn channel_rules(r: &Resolved, source: &Source) -> Vec<Rule> {
         let Some(alarm) = alarm else { continue };
         let mut tiers: Vec<&TierResolved> = alarm.tiers.iter().collect();
         tiers.sort_by_key(|t| t.severity());
-        for t in tiers {
+        for t in &tiers {
             out.push(rule(r, source, kind, alarm, t));
+        }
+        if let (AlarmKind::Age, Some(lowest)) = (kind, tiers.first()) {
+            out.push(age_unknown(r, alarm, lowest));
         }
     }
     out
+}
+
+/// `dlq_oldest_message_age_known{…} == 0 and dlq_depth{…} > 0` for the age alarm's period:
+/// messages wait and no age can be told (none read carries a time, or none is read), so the
+/// age rule cannot fire. At the lowest tier's severity. Both series carry the same labels, so
+/// `and` matches them one to one.
+fn age_unknown(r: &Resolved, alarm: &AlarmResolved, lowest: &TierResolved) -> Rule {
+    let sel = selector(r);
+    let labels = rule_labels(r, lowest.severity());
+    let mut annotations = BTreeMap::from([
+        (
+            "summary".to_owned(),
+            format!(
+                "Dead letters wait in {} (channel {}) and their age is unknown: the age alert cannot fire",
+                r.dead_letter, r.channel
+            ),
+        ),
+        (
+            "description".to_owned(),
+            format!(
+                "dlqctl channel {}: messages wait in the dead-letter queue, and no age can be told: none read carries a time (no `timestamp` property, no `x-death`, no time field declared in `deadLetter.envelope`), or the exporter reads no message (run it with --peek to estimate the age from when it first saw each one). Fix it at the source: send a `timestamp` property, declare a time field in `deadLetter.envelope`, or set RabbitMQ 3.12+'s `message_interceptors.incoming.set_header_timestamp`. Look: `{}`.",
+                r.channel,
+                look(r)
+            ),
+        ),
+        ("look".to_owned(), look(r)),
+        ("act".to_owned(), act(r)),
+    ]);
+    if let Some(url) = &r.alarms.runbook {
+        annotations.insert("runbook_url".to_owned(), url.clone());
+    }
+    Rule {
+        alert: AGE_UNKNOWN_ALERT,
+        expr: format!("{AGE_KNOWN_METRIC}{sel} == 0 and {DEPTH_METRIC}{sel} > 0"),
+        for_: alarm_for(alarm),
+        labels,
+        annotations,
+    }
+}
+
+/// How long an alarm's condition must hold: its period × evaluation periods.
+fn alarm_for(alarm: &AlarmResolved) -> Duration {
+    Duration::from_millis(
+        alarm
+            .period
+            .as_millis()
+            .saturating_mul(u64::from(alarm.evaluation_periods)),
+    )
+}
+
+/// The labels of a channel's rules: the spec's `metadata.labels` (as label names), then
+/// severity and the exporter's own labels.
+fn rule_labels(r: &Resolved, severity: Tier) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> = r
+        .labels
+        .iter()
+        .map(|(k, v)| (label_name(k), v.clone()))
+        .filter(|(k, _)| k != "alertname")
+        .collect();
+    labels.insert("severity".to_owned(), severity.to_string());
+    labels.insert("channel".to_owned(), r.channel.clone());
+    labels.insert("target".to_owned(), r.target.clone());
+    // As the exporter labels its series, so that a native depth alert (whose `sum` drops
+    // them) carries the same labels.
+    labels.insert("backend".to_owned(), r.backend.as_str().to_owned());
+    labels.insert("queue".to_owned(), r.dead_letter.clone());
+    labels
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -264,19 +340,7 @@ fn rule(
             )
         }
     };
-    let mut labels: BTreeMap<String, String> = r
-        .labels
-        .iter()
-        .map(|(k, v)| (label_name(k), v.clone()))
-        .filter(|(k, _)| k != "alertname")
-        .collect();
-    labels.insert("severity".to_owned(), severity.to_string());
-    labels.insert("channel".to_owned(), r.channel.clone());
-    labels.insert("target".to_owned(), r.target.clone());
-    // As the exporter labels its series, so that a native depth alert (whose `sum` drops
-    // them) carries the same labels.
-    labels.insert("backend".to_owned(), r.backend.as_str().to_owned());
-    labels.insert("queue".to_owned(), r.dead_letter.clone());
+    let labels = rule_labels(r, severity);
     let what = match kind {
         AlarmKind::Depth => "messages wait in the dead-letter queue",
         AlarmKind::Age => "the oldest dead letter is older than the threshold",
@@ -300,7 +364,6 @@ fn rule(
     if let Some(url) = &r.alarms.runbook {
         annotations.insert("runbook_url".to_owned(), url.clone());
     }
-    let period = alarm.period.as_millis();
     let expr = match kind {
         AlarmKind::Depth => source.depth(r, t.threshold),
         AlarmKind::Age => format!("{metric}{} > {}", selector(r), t.threshold),
@@ -308,7 +371,7 @@ fn rule(
     Rule {
         alert,
         expr,
-        for_: Duration::from_millis(period.saturating_mul(u64::from(alarm.evaluation_periods))),
+        for_: alarm_for(alarm),
         labels,
         annotations,
     }

@@ -31,3 +31,18 @@ pub struct Message {
     /// `transient_exhausted` for a message moved by a redrive policy).
     pub native_class: Option<String>,
 }
+
+impl Message {
+    /// What the message carries, hashed: its headers in the order read, the body as read and
+    /// its whole length; not its id (for RabbitMQ without `message_id`, its position). How
+    /// `dlqctl exporter` knows a message again from one reading to the next
+    /// (`status::first_seen`). Stable within one process, which is as long as that memory lives.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut h = std::hash::DefaultHasher::new();
+        self.headers.hash(&mut h);
+        self.body.hash(&mut h);
+        self.body_len.hash(&mut h);
+        h.finish()
+    }
+}

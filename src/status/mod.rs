@@ -10,6 +10,7 @@
 
 pub mod age;
 pub mod envelope;
+pub mod first_seen;
 mod message;
 pub mod render;
 
@@ -123,7 +124,7 @@ pub struct QueueDepth {
     pub depth: Depth,
 }
 
-/// Where the oldest age came from.
+/// Where the oldest age came from, or why there is none while messages wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgeBasis {
@@ -135,6 +136,33 @@ pub enum AgeBasis {
     All,
     /// The oldest among the messages read, which were not all of them: a lower bound.
     Sample,
+    /// No message carries a time: `dlqctl exporter` ages them from when it first saw each
+    /// at the head of the queue ([`first_seen`]), a lower bound.
+    #[serde(rename = "first-seen")]
+    FirstSeen,
+    /// Messages wait, but no age can be told: none read carries a time, or none was read
+    /// (`--no-peek`, the exporter without `--peek`, a read refused). The age is null.
+    Unknown,
+}
+
+impl AgeBasis {
+    /// The name in the JSON document and the `basis` label of the age metric.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgeBasis::Metric => "metric",
+            AgeBasis::Head => "head",
+            AgeBasis::All => "all",
+            AgeBasis::Sample => "sample",
+            AgeBasis::FirstSeen => "first-seen",
+            AgeBasis::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the age came from the broker or the envelope (`dlq_oldest_message_age_known`
+    /// 1), not estimated or missing.
+    pub fn known(self) -> bool {
+        !matches!(self, AgeBasis::FirstSeen | AgeBasis::Unknown)
+    }
 }
 
 /// What a status door read of one channel.
@@ -230,6 +258,10 @@ pub struct DeadLetterReport {
     pub exact: bool,
     pub samples: Vec<Sample>,
     pub notes: Vec<String>,
+    /// A fingerprint of each message read, in the order read ([`Message::fingerprint`]):
+    /// what the exporter remembers to age messages that carry no time. Never shown.
+    #[serde(skip)]
+    pub fingerprints: Vec<u64>,
 }
 
 /// One channel in `dlqctl status`: its DLQ summarised, the depths around it, or why it could
@@ -358,6 +390,16 @@ pub fn summarise(
         }
         (None, None) => (None, None, None),
     };
+    let mut notes = observed.notes;
+    let waiting = observed.dead_letter.total.is_some_and(|n| n > 0) || sampled > 0;
+    let basis = match basis {
+        None if waiting => {
+            let note = unknown_age_note(sampled, read.peek, !notes.is_empty());
+            notes.push(note);
+            Some(AgeBasis::Unknown)
+        }
+        b => b,
+    };
     (
         DeadLetterReport {
             name: name.to_owned(),
@@ -370,10 +412,28 @@ pub fn summarise(
             sampled,
             exact,
             samples,
-            notes: observed.notes,
+            notes,
+            fingerprints: observed.messages.iter().map(Message::fingerprint).collect(),
         },
         observed.others,
     )
+}
+
+/// Why messages wait with no age, and how to give them one.
+fn unknown_age_note(sampled: u64, peek: bool, has_notes: bool) -> String {
+    if sampled > 0 {
+        format!(
+            "age unknown: none of the {sampled} message{} read carries a time; send a `timestamp` property, declare a time field in `deadLetter.envelope`, or set RabbitMQ 3.12+'s `message_interceptors.incoming.set_header_timestamp`; `dlqctl exporter --peek` publishes a lower bound from when it first saw each message",
+            if sampled == 1 { "" } else { "s" }
+        )
+    } else if !peek {
+        "age unknown: messages not read (`--no-peek`; the exporter reads them with `--peek`)"
+            .to_owned()
+    } else if has_notes {
+        "age unknown: no message could be read (see the note above)".to_owned()
+    } else {
+        "age unknown: no message was ready to be read (those waiting are in flight)".to_owned()
+    }
 }
 
 /// [`body`], with secrets and card numbers hidden ([`crate::secrets::body_text`], applied to
@@ -691,5 +751,75 @@ mod tests {
             now,
         );
         assert_eq!(r.oldest_age_basis, Some(AgeBasis::Head));
+    }
+
+    /// Issue 34: messages wait and no age can be told: said so (`unknown`, age null, a note
+    /// naming the fixes), never silently absent; an empty queue has no age and no note.
+    #[test]
+    fn an_age_that_cannot_be_told_is_unknown_and_says_why() {
+        let now = 10_000_000;
+        let untimed = Message {
+            published_ms: None,
+            ..message("a", None, 0)
+        };
+        let (r, _) = summarise(
+            "q",
+            &EnvelopeResolved::default(),
+            &Redact::default(),
+            ReadOptions::default(),
+            observed(1, vec![untimed.clone()], true),
+            now,
+        );
+        assert_eq!(
+            (r.oldest_age_basis, r.oldest_age_seconds),
+            (Some(AgeBasis::Unknown), None)
+        );
+        assert_eq!(r.fingerprints, vec![untimed.fingerprint()]);
+        let note = r.notes.last().expect("a note");
+        assert!(
+            note.starts_with("age unknown: none of the 1 message read carries a time")
+                && note.contains("`timestamp` property")
+                && note.contains("`deadLetter.envelope`")
+                && note.contains("message_interceptors.incoming.set_header_timestamp"),
+            "{note}"
+        );
+        assert_eq!(
+            serde_json::to_value(r.oldest_age_basis).ok(),
+            Some(serde_json::json!("unknown"))
+        );
+        // Depth only (`--no-peek`): not read.
+        let no_peek = ReadOptions {
+            peek: false,
+            ..ReadOptions::default()
+        };
+        let (r, _) = summarise(
+            "q",
+            &EnvelopeResolved::default(),
+            &Redact::default(),
+            no_peek,
+            observed(4, Vec::new(), true),
+            now,
+        );
+        assert_eq!(r.oldest_age_basis, Some(AgeBasis::Unknown));
+        assert_eq!(
+            r.notes,
+            vec![
+                "age unknown: messages not read (`--no-peek`; the exporter reads them with `--peek`)"
+            ]
+        );
+        // Empty: no age, nothing unknown.
+        let (r, _) = summarise(
+            "q",
+            &EnvelopeResolved::default(),
+            &Redact::default(),
+            no_peek,
+            observed(0, Vec::new(), true),
+            now,
+        );
+        assert_eq!((r.oldest_age_basis, r.notes.len()), (None, 0));
+        assert_eq!(
+            serde_json::to_value(AgeBasis::FirstSeen).ok(),
+            Some(serde_json::json!("first-seen"))
+        );
     }
 }

@@ -67,13 +67,23 @@ fn read_line(d: &DeadLetterReport) -> String {
 }
 
 fn oldest_line(d: &DeadLetterReport) -> Option<String> {
+    if d.oldest_age_basis == Some(super::AgeBasis::Unknown) {
+        return Some("unknown (see the note)".to_owned());
+    }
     let a = d.oldest_age_seconds?;
-    let since = d.oldest_age_since.map(|s| format!("since {s}"));
+    let since = d
+        .oldest_age_since
+        .filter(|s| *s != "first-seen")
+        .map(|s| format!("since {s}"));
     let basis = d.oldest_age_basis.map(|b| match b {
         super::AgeBasis::Metric => "CloudWatch ApproximateAgeOfOldestMessage",
         super::AgeBasis::Head => "the head of the queue",
         super::AgeBasis::All => "every message read",
         super::AgeBasis::Sample => "the oldest of those read; older ones may wait",
+        super::AgeBasis::FirstSeen => {
+            "at least: since the exporter first saw it; no message carries a time"
+        }
+        super::AgeBasis::Unknown => "unknown",
     });
     let detail: Vec<String> = since.into_iter().chain(basis.map(str::to_owned)).collect();
     Some(format!("{} ({})", age(a), detail.join("; ")))
@@ -295,7 +305,10 @@ pub fn markdown(report: &Report) -> String {
             ),
             (None, Some(d)) => (
                 count(d.depth.total),
-                d.oldest_age_seconds.map(age).unwrap_or_default(),
+                match d.oldest_age_basis {
+                    Some(super::AgeBasis::Unknown) => "unknown".to_owned(),
+                    _ => d.oldest_age_seconds.map(age).unwrap_or_default(),
+                },
                 classes(&d.by_error_class),
                 if d.sampled > 0 {
                     read_line(d)
@@ -514,11 +527,29 @@ pub fn openmetrics(report: &Report) -> String {
             );
         }
         if let Some(a) = d.oldest_age_seconds {
+            let mut l = base.to_vec();
+            l.push((
+                "basis",
+                d.oldest_age_basis
+                    .map_or("unknown", super::AgeBasis::as_str),
+            ));
             add(
                 "dlq_oldest_message_age_seconds",
-                "Age of the oldest dead letter, since it was dead-lettered where the message says, else since it was published.",
-                labels(&base),
+                "Age of the oldest dead letter, since it was dead-lettered where the message says, else since it was published; basis=\"first-seen\": since the exporter first saw it (no message carries a time), a lower bound.",
+                labels(&l),
                 (a * 1000.0).round() / 1000.0,
+            );
+        }
+        if d.depth.exists {
+            add(
+                "dlq_oldest_message_age_known",
+                "1 when the oldest dead letter's age comes from the broker or the message, or none waits; 0 when messages wait and their age is estimated (first-seen) or unknown.",
+                labels(&base),
+                if d.oldest_age_basis.is_none_or(super::AgeBasis::known) {
+                    1.0
+                } else {
+                    0.0
+                },
             );
         }
         if d.depth.exists {

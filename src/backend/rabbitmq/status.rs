@@ -148,7 +148,8 @@ impl Reader {
 
     /// Up to `scan` messages from the head of the queue, each handed straight back, and the
     /// queue's ready count at the read (each message of a `get` answer says how many are left
-    /// after it: the first one's figure + 1), exact where the listing's is a statistic.
+    /// after it: the first one's figure + 1; none when the answer is empty), exact where the
+    /// listing's is a statistic.
     async fn peek(
         &self,
         vhost: &str,
@@ -166,11 +167,15 @@ impl Reader {
         });
         let answer = self.http.peek(api, &path, &body).await?;
         let items = list(api, &path, &answer)?;
-        let ready = items
-            .first()
-            .and_then(|m| m.get("message_count"))
-            .and_then(Value::as_u64)
-            .map(|n| n + 1);
+        // An empty answer: none was ready at the read, whatever the listing's statistics say
+        // (a queue emptied a moment ago still lists its messages for up to 5 s).
+        let ready = match items.first() {
+            None => Some(0),
+            Some(m) => m
+                .get("message_count")
+                .and_then(Value::as_u64)
+                .map(|n| n + 1),
+        };
         Ok((
             items
                 .iter()
