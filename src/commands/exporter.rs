@@ -63,7 +63,11 @@ struct Board {
 impl Board {
     fn new(channels: &[Resolved]) -> Self {
         let mut b = Board {
-            channels: channels.iter().map(not_read_yet).collect(),
+            channels: channels
+                .iter()
+                .flat_map(Resolved::dead_letter_views)
+                .map(|v| not_read_yet(&v))
+                .collect(),
             read_at: BTreeMap::new(),
             reads: 0,
             metrics: String::new(),
@@ -74,13 +78,14 @@ impl Board {
 
     /// Takes one target's reading.
     fn update(&mut self, target: &str, report: Report) {
-        let mut fresh: BTreeMap<String, ChannelStatus> = report
+        // One entry per destination of a channel's dead letters: keyed by both.
+        let mut fresh: BTreeMap<(String, String), ChannelStatus> = report
             .channels
             .into_iter()
-            .map(|c| (c.channel.clone(), c))
+            .map(|c| ((c.channel.clone(), c.dead_letter_name.clone()), c))
             .collect();
         for c in self.channels.iter_mut().filter(|c| c.target == target) {
-            if let Some(new) = fresh.remove(&c.channel) {
+            if let Some(new) = fresh.remove(&(c.channel.clone(), c.dead_letter_name.clone())) {
                 *c = new;
             }
         }
@@ -115,6 +120,7 @@ fn not_read_yet(c: &Resolved) -> ChannelStatus {
         channel: c.channel.clone(),
         target: c.target.clone(),
         backend: c.backend,
+        role: c.dead_letter_role,
         dead_letter_name: c.dead_letter.clone(),
         discard: c.discard.clone(),
         dead_letter: None,
@@ -327,6 +333,7 @@ mod tests {
             channel: channel.into(),
             target: target.into(),
             backend: Backend::Rabbitmq,
+            role: crate::spec::resolve::DeadLetterRole::DeadLetter,
             dead_letter_name: format!("{channel}.dlq"),
             discard: None,
             dead_letter: None,

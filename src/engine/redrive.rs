@@ -18,7 +18,7 @@ use crate::redrive::{
     self, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally, WouldMove,
 };
 use crate::spec::model::Target;
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::{self, Observed, ReadOptions};
 
 /// What `dlqctl redrive` was asked, as values: the command's flags, parsed.
@@ -30,6 +30,9 @@ pub struct Ask {
     pub classes: Vec<String>,
     /// `--older-than`.
     pub older_than: Option<std::time::Duration>,
+    /// `--from`: which of the channel's destinations the messages come from: `dead-letter`
+    /// (the DLQ), `invalid`, `exception`, or one's name.
+    pub from: String,
     /// `--to`: `source` (the channel's main queue or topic) or another name.
     pub to: String,
     /// `--native`: the broker's own move.
@@ -59,20 +62,25 @@ pub enum RedriveError {
 /// A checked request: the channel, its target, where the messages go and which move. Nothing
 /// is connected yet.
 pub struct Checked<'a> {
-    r: &'a Resolved,
+    /// The channel as seen from the destination the messages come from (`--from`).
+    r: Resolved,
     target: Target,
     ask: &'a Ask,
     to: Destination,
     select: Selection,
 }
 
-/// Checks `ask` for channel `r` before anything is read: the target is known, `--native` is
-/// the backend's to give, and the destination is not the dead-letter queue itself.
+/// Checks `ask` for channel `r` before anything is read: `--from` names one of the channel's
+/// destinations, the target is known, `--native` is the backend's to give (and only from a
+/// DLQ), and the destination is not the queue the messages come from.
 pub fn check<'a>(
-    r: &'a Resolved,
+    r: &Resolved,
     targets: &BTreeMap<String, Target>,
     ask: &'a Ask,
 ) -> Result<Checked<'a>, RedriveError> {
+    let r = r
+        .dead_letter_view(&ask.from)
+        .map_err(RedriveError::Refused)?;
     let target = targets
         .get(&r.target)
         .ok_or_else(|| {
@@ -106,10 +114,21 @@ pub fn check<'a>(
             r.backend.display_name()
         )));
     }
+    if ask.native && r.dead_letter_role != DeadLetterRole::DeadLetter {
+        return Err(RedriveError::Refused(format!(
+            "--native: SQS's move task (StartMessageMoveTask) moves messages only out of a dead-letter queue, one that a source queue's redrive policy names; `{}` is channel `{}`'s {} queue, which no queue dead-letters into (its RedriveAllowPolicy is denyAll). Leave out --native: dlqctl's own mover redrives it; nothing was moved",
+            r.dead_letter, r.channel, r.dead_letter_role
+        )));
+    }
     if !to.source && to.name == r.dead_letter {
         return Err(RedriveError::Refused(format!(
-            "--to {}: that is the dead-letter queue itself",
-            to.name
+            "--to {}: that is the {} itself",
+            to.name,
+            if r.dead_letter_role == DeadLetterRole::DeadLetter {
+                "dead-letter queue".to_owned()
+            } else {
+                format!("queue the messages come from (--from {})", ask.from)
+            }
         )));
     }
     Ok(Checked {
@@ -136,7 +155,7 @@ impl<'a> Checked<'a> {
 
     /// The report as it starts: what was asked, nothing counted yet.
     fn report(&self) -> Report {
-        let (r, ask) = (self.r, self.ask);
+        let (r, ask) = (&self.r, self.ask);
         Report {
             format_version: 1,
             kind: redrive::KIND,
@@ -144,6 +163,7 @@ impl<'a> Checked<'a> {
             target: r.target.clone(),
             backend: r.backend.as_str(),
             dead_letter: r.dead_letter.clone(),
+            role: r.dead_letter_role.as_str(),
             destination: self.to.clone(),
             dry_run: ask.dry_run,
             selection: SelectionRecord {
@@ -198,12 +218,12 @@ impl Session<'_> {
 
     /// Messages in the DLQ now, as `status` reads depth, where the backend can tell.
     pub async fn depth(&self) -> Option<u64> {
-        left(self.checked.r, &self.reader).await
+        left(&self.checked.r, &self.reader).await
     }
 
     /// The dry run: what would move, moving nothing.
     pub async fn dry_run(mut self) -> Result<Report, BackendError> {
-        let (r, ask) = (self.checked.r, self.checked.ask);
+        let (r, ask) = (&self.checked.r, self.checked.ask);
         let dry = dry_run(r, &self.reader, &self.checked.select, ask.samples, ask.scan).await?;
         let report = &mut self.report;
         report.examined = dry.examined;
@@ -225,7 +245,7 @@ impl Session<'_> {
         depth: Option<u64>,
         printer: &Printer,
     ) -> Result<Report, RedriveError> {
-        let r = self.checked.r;
+        let r = &self.checked.r;
         let mover = Mover::connect(self.reader.clone(), &self.checked.target)?;
         let tally = Arc::new(Tally::default());
         let stop = Arc::new(AtomicBool::new(false));

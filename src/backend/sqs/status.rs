@@ -20,7 +20,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::read::Reader;
 use crate::backend::wire::aws::{AwsError, classify};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::TRANSIENT_EXHAUSTED;
 use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 
@@ -73,6 +73,9 @@ impl Reader {
             );
         } else {
             observed.messages = self.peek(&r.dead_letter, &url, read).await?;
+            for m in &mut observed.messages {
+                m.native_class = native_class(r.dead_letter_role);
+            }
             if !observed.messages.is_empty() {
                 let total = observed
                     .dead_letter
@@ -214,6 +217,25 @@ fn depth(attrs: &BTreeMap<String, String>) -> Depth {
         delayed,
         measure: Measure::Waiting,
         exists: true,
+    }
+}
+
+/// What a message with no envelope in the queue says of itself: in the DLQ, that it used up
+/// its receives (a redrive policy moved it there); in the invalid-message queue (the consumer
+/// sent it there at once) nothing.
+fn native_class(role: DeadLetterRole) -> Option<String> {
+    (role == DeadLetterRole::DeadLetter).then(|| TRANSIENT_EXHAUSTED.to_owned())
+}
+
+/// [`message`], as read from the channel's destination `role`.
+pub(super) fn message_in(
+    m: &aws_sdk_sqs::types::Message,
+    max_body: usize,
+    role: DeadLetterRole,
+) -> Message {
+    Message {
+        native_class: native_class(role),
+        ..message(m, max_body)
     }
 }
 
