@@ -465,3 +465,76 @@ fn one(mut v: Vec<Result<Observed, BackendError>>) -> Result<Observed, BackendEr
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(from: &str, native: bool) -> Ask {
+        Ask {
+            limit: None,
+            classes: Vec::new(),
+            older_than: None,
+            from: from.to_owned(),
+            to: "source".into(),
+            native,
+            dry_run: true,
+            rate: None,
+            samples: 3,
+            scan: 100,
+            reason: None,
+            allow_unowned: false,
+        }
+    }
+
+    /// Issue 34: `--from` picks the destination the messages come from, named in the report
+    /// with its role; `--native` only from the DLQ (SQS's move task moves only out of one).
+    #[test]
+    fn from_picks_the_source_and_native_is_only_for_the_dlq() {
+        let target = serde_json::json!({"backend": "sqs", "region": "us-east-1"});
+        let r = crate::backend::resolved_example(
+            include_str!("../../examples/chargebacks-sqs-tiers.yaml"),
+            "local-sqs",
+            target.clone(),
+        );
+        let targets = BTreeMap::from([(
+            "local-sqs".to_owned(),
+            serde_json::from_value::<Target>(target).expect("target"),
+        )]);
+        let invalid = r
+            .invalid
+            .as_ref()
+            .expect("the example has spec.invalid")
+            .name
+            .clone();
+        let plain = ask("invalid", false);
+        let checked = check(&r, &targets, &plain)
+            .map_err(|e| e.to_string())
+            .expect("checked");
+        let report = checked.report();
+        assert_eq!(
+            (report.dead_letter.as_str(), report.role),
+            (invalid.as_str(), "invalid")
+        );
+        assert_eq!(report.destination.name, r.main, "back to the main queue");
+
+        let dlq = ask("dead-letter", true);
+        assert!(check(&r, &targets, &dlq).is_ok(), "--native from the DLQ");
+        let native = ask("invalid", true);
+        let refused = check(&r, &targets, &native).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("StartMessageMoveTask") && e.contains(&invalid)),
+            "{refused:?}"
+        );
+        let none = ask("exception", false);
+        let refused = check(&r, &targets, &none).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("no exception-based")),
+            "{refused:?}"
+        );
+    }
+}

@@ -306,3 +306,24 @@ impl crate::backend::kit::doors::Status for Reader {
             .await)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 34: a message without an envelope in the DLQ used up its receives; one in the
+    /// invalid-message queue was sent there by the consumer, and says nothing of itself.
+    #[test]
+    fn only_the_dlq_implies_a_class_for_a_message_without_an_envelope() {
+        let m = aws_sdk_sqs::types::Message::builder()
+            .message_id("m-1")
+            .body("{}")
+            .build();
+        let class = |role| message_in(&m, 16, role).native_class;
+        assert_eq!(
+            class(DeadLetterRole::DeadLetter).as_deref(),
+            Some(TRANSIENT_EXHAUSTED)
+        );
+        assert_eq!(class(DeadLetterRole::Invalid), None);
+    }
+}
