@@ -479,12 +479,17 @@ pub fn human(r: &Report) -> String {
         r.possibly_duplicated
     ));
     if let Some(left) = r.left_in_dead_letter {
+        let place = if r.role == "dead-letter" {
+            "the dead-letter queue".to_owned()
+        } else {
+            r.dead_letter.clone()
+        };
         if r.left_basis == Some(STATISTICS) {
             out.push_str(&format!(
-                "; about {left} left in the dead-letter queue (the broker's statistics, which may lag)"
+                "; about {left} left in {place} (the broker's statistics, which may lag)"
             ));
         } else {
-            out.push_str(&format!("; {left} left in the dead-letter queue"));
+            out.push_str(&format!("; {left} left in {place}"));
         }
     }
     out.push_str(".\n");
