@@ -595,6 +595,12 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_age)]
     pub older_than: Option<std::time::Duration>,
 
+    /// Where from: `dead-letter` (the channel's dead-letter queue), `invalid` (its
+    /// invalid-message queue, `spec.invalid`), `exception` (its Kafka exception-based DLT,
+    /// when it has one), or the name of any of these.
+    #[arg(long, value_name = "QUEUE", default_value = "dead-letter")]
+    pub from: String,
+
     /// Where to: `source` (the channel's main queue or topic; through its exchange on
     /// RabbitMQ) or the name of another queue or topic on the same target.
     #[arg(long, value_name = "DEST", default_value = "source")]

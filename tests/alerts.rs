@@ -109,8 +109,8 @@ fn check_exits_0_when_current_and_2_with_a_diff_when_stale() {
     std::fs::write(&file, text.replacen("> 1800", "> 900", 1)).expect("write");
     let stale = alerts(&[FIXTURES, "--check", file_s]);
     stale.exits(2);
-    stale.assert_stdout_contains("-        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 900\"");
-    stale.assert_stdout_contains("+        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\"} > 1800\"");
+    stale.assert_stdout_contains("-        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\",role=\\\"dead-letter\\\"} > 900\"");
+    stale.assert_stdout_contains("+        expr: \"dlq_oldest_message_age_seconds{target=\\\"rabbit\\\",channel=\\\"orders.created\\\",role=\\\"dead-letter\\\"} > 1800\"");
     stale.assert_stderr_contains("is stale");
     // The other format is not the committed file either.
     let other = alerts(&[
@@ -187,6 +187,33 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
             broken.stdout, broken.stderr
         );
     }
+}
+
+/// Issue 34: every destination of a channel's dead letters is alerted on its own series: the
+/// invalid-message queue by `invalid.alarms`, an exception-based DLT by the channel's alarms
+/// with its own `queue`; the DLQ rules select `role="dead-letter"`, so they never fire on the
+/// others' series (promtool's unit tests say so). Fails before issue 34: no rule for either.
+#[test]
+fn the_invalid_queue_and_exception_dlts_get_rules_of_their_own() {
+    const ROLES: &str = "tests/fixtures/alerts-roles";
+    let r = alerts(&[ROLES]);
+    r.ok();
+    insta::assert_snapshot!("alerts-roles", r.stdout);
+    let Some(promtool) = promtool() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.yaml");
+    alerts(&[ROLES, "--out", rules.to_str().expect("utf-8")]).ok();
+    let check = run_promtool(&promtool, dir.path(), &["check", "rules", "rules.yaml"]);
+    check.ok();
+    check.assert_stdout_contains("SUCCESS: 9 rules found");
+    std::fs::copy(
+        root().join(ROLES).join("rules.test.yaml"),
+        dir.path().join("rules.test.yaml"),
+    )
+    .expect("copy the unit tests");
+    let test = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+    test.ok();
+    test.assert_stdout_contains("SUCCESS");
 }
 
 #[test]

@@ -889,3 +889,269 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         );
     }
 }
+
+// ------------------------------------------- every destination of a channel (issue 34)
+
+/// One of a channel's destinations other than its DLQ, as a backend's test supplies it.
+struct Other<'a> {
+    /// The queue or topic, and its role in `status` and the exporter.
+    name: String,
+    role: &'static str,
+    /// What `redrive --from` is given for it.
+    from: String,
+    put: Box<dyn Fn(&str) + 'a>,
+    count: Box<dyn Fn() -> u64 + 'a>,
+    /// Waits until the backend's own figures (what `status` reads) show `n` messages.
+    settle: Box<dyn Fn(u64) + 'a>,
+}
+
+/// The exporter's first reading of the workspace's channel (`--peek`): its metrics text.
+fn exporter_once(ws: &Workspace) -> String {
+    let mut child = ws
+        .command(&[
+            "exporter",
+            "channel.yaml",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1h",
+            "--peek",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("exporter starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let scrape = || {
+        block(async {
+            reqwest::get(format!("http://{addr}/metrics"))
+                .await
+                .expect("scrape")
+                .text()
+                .await
+                .expect("body")
+        })
+    };
+    let waited = std::time::Instant::now();
+    let mut text = scrape();
+    while !text.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 30 {
+        std::thread::sleep(Duration::from_millis(100));
+        text = scrape();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    text
+}
+
+/// Issue 34, on one backend: three messages with ids put into each of the channel's other
+/// destinations by a third-party client appear in `status --format json` (an entry of their
+/// own, with the role, after the DLQ's) and in the exporter (the `role` label); a dry run
+/// `--from` each moves nothing; `--from` each moves all three to the main queue or topic, where
+/// every one is read back by its id; the report names the source and its role.
+fn every_destination(ws: &Workspace, others: &[Other<'_>], take_main: &dyn Fn(usize) -> Vec<Read>) {
+    for o in others {
+        for i in 0..3 {
+            (o.put)(&format!("{}-{i}", o.role));
+        }
+        assert_eq!((o.count)(), 3, "{}", o.name);
+        (o.settle)(3);
+    }
+    let out = ws.run(&["status", "channel.yaml", "--format", "json"]);
+    out.ok();
+    let doc = out.json("status");
+    let entries = doc["channels"].as_array().expect("channels");
+    assert_eq!(entries.len(), 1 + others.len(), "{doc}");
+    assert_eq!(entries[0]["role"], "dead-letter", "the DLQ first: {doc}");
+    assert!(!entries[0]["queues"].as_array().expect("queues").is_empty());
+    for (o, e) in others.iter().zip(&entries[1..]) {
+        assert_eq!(e["channel"], ws.channel.as_str());
+        assert_eq!(
+            (e["role"].as_str(), e["deadLetter"]["name"].as_str()),
+            (Some(o.role), Some(o.name.as_str())),
+            "{e}"
+        );
+        assert_eq!(e["deadLetter"]["depth"], 3, "{e}");
+        assert_eq!(e["deadLetter"]["byErrorClass"], json!({"poison": 3}), "{e}");
+        assert_eq!(
+            e["queues"],
+            json!([]),
+            "the main depths are the DLQ's to show: {e}"
+        );
+    }
+    let metrics = exporter_once(ws);
+    for o in others {
+        let series = format!("queue=\"{}\",role=\"{}\"}} 3\n", o.name, o.role);
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("dlq_depth{") && format!("{l}\n").ends_with(&series)),
+            "no dlq_depth …{series} in\n{metrics}"
+        );
+    }
+    for o in others {
+        let (code, dry, err) = redrive(ws, &["--from", &o.from, "--dry-run"]);
+        assert_eq!(code, 0, "{dry}\n{err}");
+        assert_eq!(
+            (dry["deadLetter"].as_str(), dry["role"].as_str()),
+            (Some(o.name.as_str()), Some(o.role)),
+            "{dry}"
+        );
+        assert_eq!(dry["wouldMove"]["count"], 3, "{dry}");
+        assert_eq!((o.count)(), 3, "a dry run moves nothing");
+
+        let doc = redrive_ok(ws, &["--from", &o.from, "--yes"]);
+        assert_eq!(doc["moved"], 3, "{doc}");
+        assert_eq!(
+            (doc["deadLetter"].as_str(), doc["role"].as_str()),
+            (Some(o.name.as_str()), Some(o.role)),
+            "{doc}"
+        );
+        assert_eq!(doc["destination"]["source"], true);
+        let mut got: Vec<String> = take_main(3)
+            .into_iter()
+            .map(|(body, headers)| {
+                assert_eq!(
+                    headers.get("dlq-redrive-count").map(String::as_str),
+                    Some("1"),
+                    "{body}: {headers:?}"
+                );
+                body
+            })
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            (0..3)
+                .map(|i| format!("{}-{i}", o.role))
+                .collect::<Vec<_>>(),
+            "{}",
+            o.name
+        );
+        assert_eq!((o.count)(), 0, "{} emptied", o.name);
+    }
+}
+
+#[test]
+fn sqs_the_invalid_queue_is_shown_and_redriven_by_its_role() {
+    let Some(f) = sqs::Fixture::applied_with(|t| t.replace("  sqs:\n", "  invalid: {}\n  sqs:\n"))
+    else {
+        return;
+    };
+    let [main, ..] = f.names();
+    let invalid = format!("{}-invalid", f.channel);
+    let aws = sqs::Aws::new();
+    // SQS's move task moves only out of a dead-letter queue: refused before anything is read.
+    let refused = f.run(&[
+        "redrive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--from",
+        "invalid",
+        "--native",
+        "--yes",
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    for said in [
+        "StartMessageMoveTask",
+        "denyAll",
+        "Leave out --native",
+        "nothing was moved",
+    ] {
+        refused.assert_stderr_contains(said);
+    }
+    every_destination(
+        &f,
+        &[Other {
+            name: invalid.clone(),
+            role: "invalid",
+            from: "invalid".into(),
+            put: Box::new(|body| sqs_put(&aws, &invalid, body, "poison", None)),
+            count: Box::new(|| aws.count(&invalid)),
+            settle: Box::new(|_| ()),
+        }],
+        &|n| aws.take(&main, n),
+    );
+}
+
+#[test]
+fn rabbitmq_the_invalid_queue_is_shown_and_redriven_by_its_role() {
+    let Some(f) = rabbit::Fixture::applied_with(|t| {
+        t.replace("  rabbitmq:\n", "  invalid: {}\n  rabbitmq:\n")
+    }) else {
+        return;
+    };
+    let [main, ..] = f.names();
+    let invalid = format!("{}.invalid", f.channel);
+    every_destination(
+        &f,
+        &[Other {
+            name: invalid.clone(),
+            role: "invalid",
+            from: "invalid".into(),
+            put: Box::new(|body| rabbit_put(&invalid, body, "poison", None)),
+            count: Box::new(|| rabbit::count(&invalid)),
+            settle: Box::new(|n| rabbit::wait_for_messages(&invalid, n)),
+        }],
+        // Through the channel's exchange, by its binding key, to the main queue.
+        &|_| rabbit_take(&main),
+    );
+}
+
+#[test]
+fn kafka_the_invalid_topic_and_an_exception_dlt_are_shown_and_redriven_by_their_role() {
+    let Some(f) = kafka::Fixture::applied_with(|t| {
+        t.replace(
+            "  kafka:\n",
+            "  invalid:\n    discard: {after: 14d, reason: the producing team replays corrected events within a week}\n  kafka:\n    exceptionBasedDlts: [-poison]\n",
+        )
+    }) else {
+        return;
+    };
+    let main = f.main();
+    let invalid = format!("{main}-invalid-dlt");
+    let exception = format!("{main}-poison-dlt");
+    let reader = format!("{}-consumer", f.channel);
+    let waiting = |topic: String| {
+        let f = &f;
+        move || {
+            let out = f.run(&["status", "channel.yaml", "--format", "json", "--scan", "0"]);
+            let doc = out.json("status");
+            doc["channels"]
+                .as_array()
+                .and_then(|a| a.iter().find(|c| c["deadLetter"]["name"] == topic.as_str()))
+                .and_then(|c| c["deadLetter"]["depth"].as_u64())
+                .unwrap_or_else(|| panic!("no {topic} in {doc}"))
+        }
+    };
+    every_destination(
+        &f,
+        &[
+            Other {
+                name: invalid.clone(),
+                role: "invalid",
+                from: "invalid".into(),
+                put: Box::new(|body| kafka_put(&invalid, body, "poison", None)),
+                count: Box::new(waiting(invalid.clone())),
+                settle: Box::new(|_| ()),
+            },
+            Other {
+                name: exception.clone(),
+                role: "exception",
+                from: exception.clone(),
+                put: Box::new(|body| kafka_put(&exception, body, "poison", None)),
+                count: Box::new(waiting(exception.clone())),
+                settle: Box::new(|_| ()),
+            },
+        ],
+        &|n| kafka_take(&main, &reader, n),
+    );
+    // The DLT itself was never touched: its redrive group's position is per topic.
+    assert_eq!(kafka::waiting(&f), 0);
+}

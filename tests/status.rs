@@ -720,7 +720,7 @@ fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
     assert!(first.contains("dlq_exporter_reads_total 1\n"), "{first}");
 
     let labels = format!(
-        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\"",
+        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\",role=\"dead-letter\"",
         f.channel
     );
     let value = |metric: &str, extra: &str| -> f64 {

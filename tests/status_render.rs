@@ -3,7 +3,7 @@
 //! a Kafka topic counted as retained, and a channel whose target could not be read.
 
 use dlqctl::spec::duration::Duration;
-use dlqctl::spec::resolve::DiscardResolved;
+use dlqctl::spec::resolve::{DeadLetterRole, DiscardResolved};
 use std::collections::BTreeMap;
 
 use dlqctl::cli::ColorChoice;
@@ -134,6 +134,7 @@ fn report() -> Report {
             channel: name.into(),
             target: format!("local-{}", backend_name(backend)),
             backend,
+            role: DeadLetterRole::DeadLetter,
             dead_letter_name: dl
                 .as_ref()
                 .map_or_else(|| "refunds-dlq".into(), |d| d.name.clone()),
@@ -197,6 +198,73 @@ fn status_renders_in_every_format() {
     insta::assert_snapshot!("status-openmetrics", render::openmetrics(&r));
 }
 
+/// Issue 34: a channel's invalid-message queue and exception-based DLTs are entries of their
+/// own, after its DLQ, each labelled by role (human: in the heading; markdown: beside the
+/// name; JSON: `role`; metrics: the `role` label); the channels are counted once.
+#[test]
+fn status_renders_each_destination_of_a_channel_with_its_role() {
+    let dl = |name: &str, n: u64, class: &str| DeadLetterReport {
+        name: name.into(),
+        depth: depth(n),
+        oldest_age_seconds: Some(60.0),
+        oldest_age_since: Some("published"),
+        oldest_age_basis: Some(AgeBasis::All),
+        by_error_class: BTreeMap::from([(class.into(), n)]),
+        // As the exporter labels them without class rules: built-in names, else `other`.
+        by_class_label: BTreeMap::from([(
+            if class.contains('.') { "other" } else { class }.into(),
+            n,
+        )]),
+        sampled: n,
+        exact: true,
+        samples: vec![],
+        notes: vec![],
+        fingerprints: vec![],
+    };
+    let entry = |role, name: &str, n: u64, class: &str| ChannelStatus {
+        channel: "orders".into(),
+        target: "local-kafka".into(),
+        backend: Backend::Kafka,
+        role,
+        dead_letter_name: name.into(),
+        discard: None,
+        dead_letter: Some(dl(name, n, class)),
+        queues: if role == DeadLetterRole::DeadLetter {
+            vec![QueueDepth {
+                name: "orders".into(),
+                role: "main",
+                depth: depth(0),
+            }]
+        } else {
+            vec![]
+        },
+        error: None,
+    };
+    let r = Report {
+        channels: vec![
+            entry(
+                DeadLetterRole::DeadLetter,
+                "orders-dlt",
+                2,
+                "transient_exhausted",
+            ),
+            entry(DeadLetterRole::Invalid, "orders-invalid-dlt", 1, "poison"),
+            entry(
+                DeadLetterRole::Exception,
+                "orders-poison-dlt",
+                3,
+                "com.acme.Bad",
+            ),
+        ],
+        generated_at_ms: 1_796_119_200_000,
+    };
+    let printer = Printer::new(ColorChoice::Never);
+    insta::assert_snapshot!("status-roles-human", render::human(&r, &printer));
+    insta::assert_snapshot!("status-roles-markdown", render::markdown(&r));
+    insta::assert_snapshot!("status-roles-json", render::json(&r));
+    insta::assert_snapshot!("status-roles-openmetrics", render::openmetrics(&r));
+}
+
 #[test]
 fn ages_read_as_people_say_them() {
     assert_eq!(dlqctl::status::age::age(0.4), "0s");
@@ -224,6 +292,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
         fingerprints: vec![1, 2],
     };
     let channel = |dl: DeadLetterReport| ChannelStatus {
+        role: DeadLetterRole::DeadLetter,
         discard: None,
         channel: "orders".into(),
         target: "local-rabbitmq".into(),
@@ -252,7 +321,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
     assert!(dl["oldestAgeSeconds"].is_null());
     let metrics = render::openmetrics(&r);
     assert!(
-        metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\"} 0\n")
+        metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\",role=\"dead-letter\"} 0\n")
             && !metrics.contains("dlq_oldest_message_age_seconds{"),
         "{metrics}"
     );
@@ -281,8 +350,8 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
     );
     let metrics = render::openmetrics(&r);
     assert!(
-        metrics.contains("dlq_oldest_message_age_seconds{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\",basis=\"first-seen\"} 125\n")
-            && metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\"} 0\n"),
+        metrics.contains("dlq_oldest_message_age_seconds{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\",role=\"dead-letter\",basis=\"first-seen\"} 125\n")
+            && metrics.contains("dlq_oldest_message_age_known{channel=\"orders\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"orders.dlq\",role=\"dead-letter\"} 0\n"),
         "{metrics}"
     );
 }

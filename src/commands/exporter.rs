@@ -59,15 +59,19 @@ struct Board {
     /// Readings finished, all targets together.
     reads: u64,
     metrics: String,
-    /// Per (target, channel), when each message read was first seen: the age of dead letters
-    /// that carry no time ([`first_seen`]).
-    first_seen: BTreeMap<(String, String), FirstSeen>,
+    /// Per (target, channel, queue), when each message read was first seen: the age of dead
+    /// letters that carry no time ([`first_seen`]).
+    first_seen: BTreeMap<(String, String, String), FirstSeen>,
 }
 
 impl Board {
     fn new(channels: &[Resolved]) -> Self {
         let mut b = Board {
-            channels: channels.iter().map(not_read_yet).collect(),
+            channels: channels
+                .iter()
+                .flat_map(Resolved::dead_letter_views)
+                .map(|v| not_read_yet(&v))
+                .collect(),
             read_at: BTreeMap::new(),
             reads: 0,
             metrics: String::new(),
@@ -79,17 +83,22 @@ impl Board {
 
     /// Takes one target's reading.
     fn update(&mut self, target: &str, report: Report) {
-        let mut fresh: BTreeMap<String, ChannelStatus> = report
+        // One entry per destination of a channel's dead letters: keyed by both.
+        let mut fresh: BTreeMap<(String, String), ChannelStatus> = report
             .channels
             .into_iter()
-            .map(|c| (c.channel.clone(), c))
+            .map(|c| ((c.channel.clone(), c.dead_letter_name.clone()), c))
             .collect();
         for c in self.channels.iter_mut().filter(|c| c.target == target) {
-            if let Some(mut new) = fresh.remove(&c.channel) {
+            if let Some(mut new) = fresh.remove(&(c.channel.clone(), c.dead_letter_name.clone())) {
                 if let Some(d) = new.dead_letter.as_mut() {
                     let memory = self
                         .first_seen
-                        .entry((new.target.clone(), new.channel.clone()))
+                        .entry((
+                            new.target.clone(),
+                            new.channel.clone(),
+                            new.dead_letter_name.clone(),
+                        ))
                         .or_default();
                     first_seen::estimate(memory, d, report.generated_at_ms);
                 }
@@ -127,6 +136,7 @@ fn not_read_yet(c: &Resolved) -> ChannelStatus {
         channel: c.channel.clone(),
         target: c.target.clone(),
         backend: c.backend,
+        role: c.dead_letter_role,
         dead_letter_name: c.dead_letter.clone(),
         discard: c.discard.clone(),
         dead_letter: None,
@@ -340,6 +350,7 @@ mod tests {
             channel: channel.into(),
             target: target.into(),
             backend: Backend::Rabbitmq,
+            role: crate::spec::resolve::DeadLetterRole::DeadLetter,
             dead_letter_name: format!("{channel}.dlq"),
             discard: None,
             dead_letter: None,
@@ -421,7 +432,8 @@ mod tests {
                 generated_at_ms: at,
             }
         };
-        let labels = "channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\"";
+        let labels =
+            "channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\",role=\"dead-letter\"";
         let age = format!("dlq_oldest_message_age_seconds{{{labels},basis=\"first-seen\"}} ");
         let known = format!("dlq_oldest_message_age_known{{{labels}}} ");
         b.update("t1", reading(1, 1_000));

@@ -94,8 +94,6 @@ pub const RULES: &[Rule] = &[
         "dlqctl reads specs as UTF-8. Re-save the file as UTF-8."),
     rule("file/too-large", E, "A file over 1 MiB",
         "Spec files are read to 1 MiB at most; split the specs into several files."),
-    rule("invalid/alarms-backend", E, "`invalid.alarms` on a RabbitMQ or Kafka channel",
-        "Alarms on the invalid-message queue are CloudWatch alarms on SQS targets; `dlqctl alerts` writes Prometheus rules for the dead-letter queue only in this version, so on RabbitMQ and Kafka they would never fire. Remove them and alert on the queue's depth from the broker's own metrics."),
     rule("invalid/backend", E, "`spec.invalid` on a Pub/Sub channel",
         "The invalid-message channel is provisioned on SQS, RabbitMQ and Kafka in this version; on Pub/Sub create its topic and subscription by hand, or remove `invalid`."),
     rule("kafka/config-retention", E, "Retention set through `kafka.config`",

@@ -2,7 +2,8 @@
 //!
 //! Neither broker has an alarm resource that `apply` could provision (SQS channels get
 //! CloudWatch alarms from `apply` instead), so their `spec.alarms` become rules a Prometheus
-//! server evaluates: one group per target, one rule per channel, alarm and tier, over the
+//! server evaluates: one group per target, one rule per destination of a channel (its DLQ, its
+//! invalid-message queue, its exception-based DLTs), alarm and tier, over the
 //! metrics `dlqctl exporter` serves (`dlq_depth`, `dlq_oldest_message_age_seconds`, `dlq_up`),
 //! plus one rule per target that fires when the exporter is down or absent, so that a dead
 //! exporter cannot silence the age alerts by making their series vanish, and one per channel
@@ -19,7 +20,7 @@ use std::fmt::Write as _;
 use crate::backend::kit::alerts::{AlertHome, promql_string};
 use crate::spec::duration::Duration;
 use crate::spec::model::{Backend, MetricSource, Target, Tier};
-use crate::spec::resolve::{AlarmResolved, Resolved, TierResolved};
+use crate::spec::resolve::{AlarmResolved, DeadLetterRole, Resolved, TierResolved};
 
 /// The depth metric `dlqctl exporter` serves: messages waiting in a channel's DLQ.
 pub const DEPTH_METRIC: &str = "dlq_depth";
@@ -103,7 +104,10 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
     for (target, mut list) in by_target {
         list.sort_by(|a, b| a.channel.cmp(&b.channel));
         let source = Source::of(targets.get(target));
-        let mut rules: Vec<Rule> = list
+        // Every destination of a channel's dead letters has its rules: the DLQ and each
+        // exception DLT the channel's `alarms`, the invalid queue its own `invalid.alarms`.
+        let views: Vec<Resolved> = list.iter().flat_map(|r| r.dead_letter_views()).collect();
+        let mut rules: Vec<Rule> = views
             .iter()
             .flat_map(|r| channel_rules(r, &source))
             .collect();
@@ -121,7 +125,7 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
         };
         // Only where a rule reads `dlqctl exporter`: native depth needs no exporter.
         let uses_exporter =
-            !source.native || list.iter().any(|r| r.alarms.oldest_message_age.is_some());
+            !source.native || views.iter().any(|r| r.alarms.oldest_message_age.is_some());
         if uses_exporter {
             rules.insert(0, exporter_down(target, backend, severity));
         }
@@ -137,13 +141,21 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
     }
 }
 
-/// The selector of one channel's series: `{target="…",channel="…"}`. Channel ids are unique
-/// per target (`channel/duplicate`), so the pair names exactly one dead-letter queue.
+/// The selector of one destination's series: `{target="…",channel="…",role="dead-letter"}`.
+/// Channel ids are unique per target (`channel/duplicate`), so with the role the triple names
+/// exactly one dead-letter queue (never the channel's invalid queue or exception DLTs, whose
+/// series carry the same channel); an exception DLT, of which a channel may have several, is
+/// named by its `queue` too.
 fn selector(r: &Resolved) -> String {
+    let queue = match r.dead_letter_role {
+        DeadLetterRole::Exception => format!(",queue={}", promql_string(&r.dead_letter)),
+        _ => String::new(),
+    };
     format!(
-        "{{target={},channel={}}}",
+        "{{target={},channel={},role={}{queue}}}",
         promql_string(&r.target),
-        promql_string(&r.channel)
+        promql_string(&r.channel),
+        promql_string(r.dead_letter_role.as_str())
     )
 }
 
@@ -300,6 +312,7 @@ fn rule_labels(r: &Resolved, severity: Tier) -> BTreeMap<String, String> {
     // them) carries the same labels.
     labels.insert("backend".to_owned(), r.backend.as_str().to_owned());
     labels.insert("queue".to_owned(), r.dead_letter.clone());
+    labels.insert("role".to_owned(), r.dead_letter_role.as_str().to_owned());
     labels
 }
 
@@ -323,8 +336,14 @@ fn rule(
             DEPTH_METRIC,
             format!("{} messages", t.threshold),
             format!(
-                "{{{{ $value }}}} dead letters wait in {} (channel {}; {severity} above {})",
-                r.dead_letter, r.channel, t.threshold
+                "{{{{ $value }}}} {} wait in {} (channel {}; {severity} above {})",
+                match r.dead_letter_role {
+                    DeadLetterRole::Invalid => "invalid messages",
+                    _ => "dead letters",
+                },
+                r.dead_letter,
+                r.channel,
+                t.threshold
             ),
         ),
         AlarmKind::Age => {
@@ -334,16 +353,37 @@ fn rule(
                 AGE_METRIC,
                 d.to_string(),
                 format!(
-                    "A dead letter has waited {{{{ $value | humanizeDuration }}}} in {} (channel {}; {severity} above {d})",
-                    r.dead_letter, r.channel
+                    "{} has waited {{{{ $value | humanizeDuration }}}} in {} (channel {}; {severity} above {d})",
+                    match r.dead_letter_role {
+                        DeadLetterRole::Invalid => "An invalid message",
+                        _ => "A dead letter",
+                    },
+                    r.dead_letter,
+                    r.channel
                 ),
             )
         }
     };
     let labels = rule_labels(r, severity);
-    let what = match kind {
-        AlarmKind::Depth => "messages wait in the dead-letter queue",
-        AlarmKind::Age => "the oldest dead letter is older than the threshold",
+    let what = match (kind, r.dead_letter_role) {
+        (AlarmKind::Depth, DeadLetterRole::DeadLetter) => {
+            "messages wait in the dead-letter queue".to_owned()
+        }
+        (AlarmKind::Depth, DeadLetterRole::Invalid) => format!(
+            "messages wait in the invalid-message queue {}",
+            r.dead_letter
+        ),
+        (AlarmKind::Depth, DeadLetterRole::Exception) => format!(
+            "messages wait in the exception-based dead-letter topic {}",
+            r.dead_letter
+        ),
+        (AlarmKind::Age, DeadLetterRole::DeadLetter) => {
+            "the oldest dead letter is older than the threshold".to_owned()
+        }
+        (AlarmKind::Age, _) => format!(
+            "the oldest message in {} is older than the threshold",
+            r.dead_letter
+        ),
     };
     let description = alarm.description.clone().unwrap_or_else(|| {
         format!(
@@ -382,9 +422,14 @@ fn look(r: &Resolved) -> String {
     format!("dlqctl status --channel {}", r.channel)
 }
 
-/// The command that brings them back (first as a dry run).
+/// The command that brings them back (first as a dry run), from the destination alerted on.
 fn act(r: &Resolved) -> String {
-    format!("dlqctl redrive {} --dry-run", r.channel)
+    let from = match r.dead_letter_role {
+        DeadLetterRole::DeadLetter => String::new(),
+        DeadLetterRole::Invalid => " --from invalid".to_owned(),
+        DeadLetterRole::Exception => format!(" --from {}", r.dead_letter),
+    };
+    format!("dlqctl redrive {}{from} --dry-run", r.channel)
 }
 
 /// A `metadata.labels` key as a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`): every other

@@ -18,7 +18,7 @@ use crate::redrive::{
     self, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally, WouldMove,
 };
 use crate::spec::model::Target;
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::UNKNOWN;
 use crate::status::{self, Observed, ReadOptions};
 
@@ -31,6 +31,9 @@ pub struct Ask {
     pub classes: Vec<String>,
     /// `--older-than`.
     pub older_than: Option<std::time::Duration>,
+    /// `--from`: which of the channel's destinations the messages come from: `dead-letter`
+    /// (the DLQ), `invalid`, `exception`, or one's name.
+    pub from: String,
     /// `--to`: `source` (the channel's main queue or topic) or another name.
     pub to: String,
     /// `--native`: the broker's own move.
@@ -60,20 +63,25 @@ pub enum RedriveError {
 /// A checked request: the channel, its target, where the messages go and which move. Nothing
 /// is connected yet.
 pub struct Checked<'a> {
-    r: &'a Resolved,
+    /// The channel as seen from the destination the messages come from (`--from`).
+    r: Resolved,
     target: Target,
     ask: &'a Ask,
     to: Destination,
     select: Selection,
 }
 
-/// Checks `ask` for channel `r` before anything is read: the target is known, `--native` is
-/// the backend's to give, and the destination is not the dead-letter queue itself.
+/// Checks `ask` for channel `r` before anything is read: `--from` names one of the channel's
+/// destinations, the target is known, `--native` is the backend's to give (and only from a
+/// DLQ), and the destination is not the queue the messages come from.
 pub fn check<'a>(
-    r: &'a Resolved,
+    r: &Resolved,
     targets: &BTreeMap<String, Target>,
     ask: &'a Ask,
 ) -> Result<Checked<'a>, RedriveError> {
+    let r = r
+        .dead_letter_view(&ask.from)
+        .map_err(RedriveError::Refused)?;
     let target = targets
         .get(&r.target)
         .ok_or_else(|| {
@@ -123,10 +131,21 @@ pub fn check<'a>(
             r.backend.display_name()
         )));
     }
+    if ask.native && r.dead_letter_role != DeadLetterRole::DeadLetter {
+        return Err(RedriveError::Refused(format!(
+            "--native: SQS's move task (StartMessageMoveTask) moves messages only out of a dead-letter queue, one that a source queue's redrive policy names; `{}` is channel `{}`'s {} queue, which no queue dead-letters into (its RedriveAllowPolicy is denyAll). Leave out --native: dlqctl's own mover redrives it; nothing was moved",
+            r.dead_letter, r.channel, r.dead_letter_role
+        )));
+    }
     if !to.source && to.name == r.dead_letter {
         return Err(RedriveError::Refused(format!(
-            "--to {}: that is the dead-letter queue itself",
-            to.name
+            "--to {}: that is the {} itself",
+            to.name,
+            if r.dead_letter_role == DeadLetterRole::DeadLetter {
+                "dead-letter queue".to_owned()
+            } else {
+                format!("queue the messages come from (--from {})", ask.from)
+            }
         )));
     }
     Ok(Checked {
@@ -153,7 +172,7 @@ impl<'a> Checked<'a> {
 
     /// The report as it starts: what was asked, nothing counted yet.
     fn report(&self) -> Report {
-        let (r, ask) = (self.r, self.ask);
+        let (r, ask) = (&self.r, self.ask);
         Report {
             format_version: 1,
             kind: redrive::KIND,
@@ -161,6 +180,7 @@ impl<'a> Checked<'a> {
             target: r.target.clone(),
             backend: r.backend.as_str(),
             dead_letter: r.dead_letter.clone(),
+            role: r.dead_letter_role.as_str(),
             destination: self.to.clone(),
             dry_run: ask.dry_run,
             selection: SelectionRecord {
@@ -215,12 +235,12 @@ impl Session<'_> {
 
     /// Messages in the DLQ now, as `status` reads depth, where the backend can tell.
     pub async fn depth(&self) -> Option<u64> {
-        left(self.checked.r, &self.reader).await
+        left(&self.checked.r, &self.reader).await
     }
 
     /// The dry run: what would move, moving nothing.
     pub async fn dry_run(mut self) -> Result<Report, BackendError> {
-        let (r, ask) = (self.checked.r, self.checked.ask);
+        let (r, ask) = (&self.checked.r, self.checked.ask);
         let dry = dry_run(r, &self.reader, &self.checked.select, ask.samples, ask.scan).await?;
         let report = &mut self.report;
         report.examined = dry.examined;
@@ -242,7 +262,7 @@ impl Session<'_> {
         depth: Option<u64>,
         printer: &Printer,
     ) -> Result<Report, RedriveError> {
-        let r = self.checked.r;
+        let r = &self.checked.r;
         let mover = Mover::connect(self.reader.clone(), &self.checked.target)?;
         let tally = Arc::new(Tally::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -462,4 +482,77 @@ fn one(mut v: Vec<Result<Observed, BackendError>>) -> Result<Observed, BackendEr
             message: "the status door returned no channel".into(),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(from: &str, native: bool) -> Ask {
+        Ask {
+            limit: None,
+            classes: Vec::new(),
+            older_than: None,
+            from: from.to_owned(),
+            to: "source".into(),
+            native,
+            dry_run: true,
+            rate: None,
+            samples: 3,
+            scan: 100,
+            reason: None,
+            allow_unowned: false,
+        }
+    }
+
+    /// Issue 34: `--from` picks the destination the messages come from, named in the report
+    /// with its role; `--native` only from the DLQ (SQS's move task moves only out of one).
+    #[test]
+    fn from_picks_the_source_and_native_is_only_for_the_dlq() {
+        let target = serde_json::json!({"backend": "sqs", "region": "us-east-1"});
+        let r = crate::backend::resolved_example(
+            include_str!("../../examples/chargebacks-sqs-tiers.yaml"),
+            "local-sqs",
+            target.clone(),
+        );
+        let targets = BTreeMap::from([(
+            "local-sqs".to_owned(),
+            serde_json::from_value::<Target>(target).expect("target"),
+        )]);
+        let invalid = r
+            .invalid
+            .as_ref()
+            .expect("the example has spec.invalid")
+            .name
+            .clone();
+        let plain = ask("invalid", false);
+        let checked = check(&r, &targets, &plain)
+            .map_err(|e| e.to_string())
+            .expect("checked");
+        let report = checked.report();
+        assert_eq!(
+            (report.dead_letter.as_str(), report.role),
+            (invalid.as_str(), "invalid")
+        );
+        assert_eq!(report.destination.name, r.main, "back to the main queue");
+
+        let dlq = ask("dead-letter", true);
+        assert!(check(&r, &targets, &dlq).is_ok(), "--native from the DLQ");
+        let native = ask("invalid", true);
+        let refused = check(&r, &targets, &native).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("StartMessageMoveTask") && e.contains(&invalid)),
+            "{refused:?}"
+        );
+        let none = ask("exception", false);
+        let refused = check(&r, &targets, &none).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("no exception-based")),
+            "{refused:?}"
+        );
+    }
 }

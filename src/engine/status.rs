@@ -13,7 +13,7 @@ use futures_util::future::join_all;
 use crate::backend::wire::Stats;
 use crate::backend::{ConnectOptions, Reader};
 use crate::spec::model::Target;
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::{self, ChannelStatus, ReadOptions, Report, safe};
 
 /// A reader per target, or why it could not be made (a missing credential variable, a bad
@@ -46,8 +46,15 @@ pub fn connect(
     out
 }
 
-/// Reads every channel, targets side by side; the report lists the channels in the order given.
+/// Reads every channel, targets side by side; the report lists the channels in the order given,
+/// each as one entry per destination of its dead letters (the DLQ first, then the invalid
+/// queue and the exception DLTs: [`Resolved::dead_letter_views`]).
 pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -> Report {
+    let views: Vec<Resolved> = channels
+        .iter()
+        .flat_map(Resolved::dead_letter_views)
+        .collect();
+    let channels = views.as_slice();
     let mut by_target: BTreeMap<&str, Vec<&Resolved>> = BTreeMap::new();
     for c in channels {
         by_target.entry(&c.target).or_default().push(c);
@@ -67,10 +74,11 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
         (*target, results)
     });
     let now = status::now_ms();
-    let mut answers: BTreeMap<(&str, &str), Result<status::Observed, String>> = BTreeMap::new();
+    let mut answers: BTreeMap<(&str, &str, &str), Result<status::Observed, String>> =
+        BTreeMap::new();
     for (target, results) in join_all(reads).await {
         for (c, r) in by_target[target].iter().zip(results) {
-            answers.insert((target, c.channel.as_str()), r);
+            answers.insert((target, c.channel.as_str(), c.dead_letter.as_str()), r);
         }
     }
     let channels = channels
@@ -80,14 +88,24 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                 channel: c.channel.clone(),
                 target: c.target.clone(),
                 backend: c.backend,
+                role: c.dead_letter_role,
                 dead_letter_name: c.dead_letter.clone(),
                 discard: c.discard.clone(),
                 dead_letter: None,
                 queues: Vec::new(),
                 error: None,
             };
-            match answers.remove(&(c.target.as_str(), c.channel.as_str())) {
-                Some(Ok(observed)) => {
+            let key = (
+                c.target.as_str(),
+                c.channel.as_str(),
+                c.dead_letter.as_str(),
+            );
+            match answers.remove(&key) {
+                Some(Ok(mut observed)) => {
+                    // The main and retry depths are shown once, with the DLQ.
+                    if c.dead_letter_role != DeadLetterRole::DeadLetter {
+                        observed.others.clear();
+                    }
                     let (report, queues) = status::summarise(
                         &c.dead_letter,
                         &c.envelope,

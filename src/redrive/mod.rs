@@ -337,7 +337,11 @@ pub struct Report {
     pub channel: String,
     pub target: String,
     pub backend: &'static str,
+    /// The queue or topic the messages come from: the channel's DLQ, or another of its
+    /// destinations (`--from`).
     pub dead_letter: String,
+    /// Which destination `dead_letter` is: `dead-letter`, `invalid` or `exception`.
+    pub role: &'static str,
     pub destination: Destination,
     pub dry_run: bool,
     pub selection: SelectionRecord,
@@ -403,15 +407,26 @@ pub const EXACT: &str = "exact";
 pub const STATISTICS: &str = "statistics";
 
 /// The report for people.
+/// The source as people read it: `orders.dlq`, or `orders.invalid (invalid)` for another of
+/// the channel's destinations.
+fn source_shown(r: &Report) -> String {
+    if r.role == "dead-letter" {
+        r.dead_letter.clone()
+    } else {
+        format!("{} ({})", r.dead_letter, r.role)
+    }
+}
+
 pub fn human(r: &Report) -> String {
     let mut out = String::new();
     let to = &r.destination.name;
+    let from = source_shown(r);
     if let Some(w) = &r.would_move {
         out.push_str(&format!(
             "Dry run: {} message{} would move from {} to {to}{}.\n",
             w.count,
             if w.count == 1 { "" } else { "s" },
-            r.dead_letter,
+            from,
             if w.exact {
                 ""
             } else {
@@ -457,19 +472,24 @@ pub fn human(r: &Report) -> String {
             "complete"
         },
         r.moved,
-        r.dead_letter,
+        from,
         r.not_selected,
         r.skipped_at_max_redrives,
         r.selection.max_redrives,
         r.possibly_duplicated
     ));
     if let Some(left) = r.left_in_dead_letter {
+        let place = if r.role == "dead-letter" {
+            "the dead-letter queue".to_owned()
+        } else {
+            r.dead_letter.clone()
+        };
         if r.left_basis == Some(STATISTICS) {
             out.push_str(&format!(
-                "; about {left} left in the dead-letter queue (the broker's statistics, which may lag)"
+                "; about {left} left in {place} (the broker's statistics, which may lag)"
             ));
         } else {
-            out.push_str(&format!("; {left} left in the dead-letter queue"));
+            out.push_str(&format!("; {left} left in {place}"));
         }
     }
     out.push_str(".\n");

@@ -264,14 +264,18 @@ pub struct DeadLetterReport {
     pub fingerprints: Vec<u64>,
 }
 
-/// One channel in `dlqctl status`: its DLQ summarised, the depths around it, or why it could
-/// not be read.
+/// One destination of a channel's dead letters in `dlqctl status`: the DLQ (then with the
+/// depths around it), the invalid-message queue or an exception-based DLT, each summarised
+/// the same way, or why it could not be read. A channel has one per destination, its DLQ
+/// first ([`crate::spec::resolve::Resolved::dead_letter_views`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelStatus {
     pub channel: String,
     pub target: String,
     pub backend: Backend,
-    /// The dead-letter queue or topic's name (known even when it could not be read).
+    /// Which destination this is: `dead-letter`, `invalid` or `exception`.
+    pub role: crate::spec::resolve::DeadLetterRole,
+    /// The destination queue or topic's name (known even when it could not be read).
     pub dead_letter_name: String,
     /// The spec's decision to discard dead letters after a while (`deadLetter.discard`).
     pub discard: Option<crate::spec::resolve::DiscardResolved>,

@@ -12,8 +12,9 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::age::age;
-use super::{Body, DeadLetterReport, Depth, Measure, Report, Sample};
+use super::{Body, ChannelStatus, DeadLetterReport, Depth, Measure, Report, Sample};
 use crate::printer::{Printer, Style};
+use crate::spec::resolve::DeadLetterRole;
 
 /// The JSON document's `kind` and version.
 pub const KIND: &str = "dlqctl/status";
@@ -135,10 +136,11 @@ pub fn human(report: &Report, printer: &Printer) -> String {
     let mut out = String::new();
     for c in &report.channels {
         let head = format!(
-            "{}  {} · target {} · DLQ {}",
+            "{}  {} · target {} · {} {}",
             printer.paint(&c.channel, Style::Bold),
             c.backend.as_str(),
             c.target,
+            c.role.shown(),
             c.dead_letter_name
         );
         if let Some(e) = &c.error {
@@ -214,6 +216,13 @@ pub fn human(report: &Report, printer: &Printer) -> String {
 pub fn summary(report: &Report) -> String {
     let (mut holding, mut messages, mut empty, mut missing, mut failed) = (0, 0u64, 0, 0, 0);
     let mut uncounted = 0;
+    // A channel has an entry per destination of its dead letters (DLQ, invalid queue,
+    // exception DLTs): the channels are counted once, the queues each.
+    let channels: std::collections::BTreeSet<(&str, &str)> = report
+        .channels
+        .iter()
+        .map(|c| (c.target.as_str(), c.channel.as_str()))
+        .collect();
     for c in &report.channels {
         match (&c.error, &c.dead_letter) {
             (Some(_), _) => failed += 1,
@@ -229,8 +238,8 @@ pub fn summary(report: &Report) -> String {
     }
     let mut line = format!(
         "{} channel{}: {holding} dead-letter queue{} hold{} {messages} message{}, {empty} empty",
-        report.channels.len(),
-        plural(report.channels.len()),
+        channels.len(),
+        plural(channels.len()),
         plural(holding),
         if holding == 1 { "s" } else { "" },
         plural(messages as usize),
@@ -324,7 +333,7 @@ pub fn markdown(report: &Report) -> String {
             cell(&c.channel),
             c.backend.as_str(),
             cell(&c.target),
-            cell(&c.dead_letter_name),
+            cell(&shown_name(c)),
             cell(&depth),
             cell(&oldest),
             cell(&cls),
@@ -349,7 +358,10 @@ pub fn markdown(report: &Report) -> String {
         let _ = write!(
             out,
             "\n<details><summary>{}: {} sample{}</summary>\n\n",
-            cell(&c.channel),
+            cell(&match c.role {
+                DeadLetterRole::DeadLetter => c.channel.clone(),
+                _ => format!("{} ({})", c.channel, shown_name(c)),
+            }),
             d.samples.len(),
             plural(d.samples.len())
         );
@@ -373,6 +385,14 @@ pub fn markdown(report: &Report) -> String {
     }
     let _ = write!(out, "\n{}\n", summary(report));
     out
+}
+
+/// The destination's name, with its role unless it is the DLQ: `orders.invalid (invalid)`.
+fn shown_name(c: &ChannelStatus) -> String {
+    match c.role {
+        DeadLetterRole::DeadLetter => c.dead_letter_name.clone(),
+        r => format!("{} ({r})", c.dead_letter_name),
+    }
 }
 
 fn depth_json(d: &Depth) -> Value {
@@ -439,6 +459,7 @@ pub fn json(report: &Report) -> String {
                 "channel": c.channel,
                 "target": c.target,
                 "backend": c.backend.as_str(),
+                "role": c.role.as_str(),
                 "deadLetter": dl,
                 "discard": c.discard.as_ref().map(|d| json!({
                     "afterSeconds": d.after.as_millis() / 1000,
@@ -504,18 +525,22 @@ pub fn openmetrics(report: &Report) -> String {
             .1
             .push(format!("{name}{l} {v}"));
     };
-    let mut targets: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    // Per target, its channels and those that could not be read (a channel counts once,
+    // failed when any of its destinations failed).
+    type Channels<'a> = std::collections::BTreeSet<&'a str>;
+    let mut targets: BTreeMap<(&str, &str), (Channels<'_>, Channels<'_>)> = BTreeMap::new();
     for c in &report.channels {
         let t = targets.entry((&c.target, c.backend.as_str())).or_default();
-        t.0 += 1;
+        t.0.insert(&c.channel);
         if c.error.is_some() {
-            t.1 += 1;
+            t.1.insert(&c.channel);
         }
         let base = [
             ("channel", c.channel.as_str()),
             ("target", c.target.as_str()),
             ("backend", c.backend.as_str()),
             ("queue", c.dead_letter_name.as_str()),
+            ("role", c.role.as_str()),
         ];
         let Some(d) = &c.dead_letter else { continue };
         if let Some(n) = d.depth.total {
@@ -596,13 +621,17 @@ pub fn openmetrics(report: &Report) -> String {
             "dlq_up",
             "1 when every channel of the target was read at the last read, else 0.",
             l.clone(),
-            if *failed == 0 && *all > 0 { 1.0 } else { 0.0 },
+            if failed.is_empty() && !all.is_empty() {
+                1.0
+            } else {
+                0.0
+            },
         );
         add(
             "dlq_read_errors",
             "Channels of the target that could not be read at the last read.",
             l,
-            *failed as f64,
+            failed.len() as f64,
         );
     }
     let mut out = String::new();

@@ -35,7 +35,7 @@ use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::REDRIVE_COUNT;
 use crate::status::now_ms;
 
@@ -168,6 +168,7 @@ impl Mover {
                 fifo,
                 total,
                 in_flight,
+                role: r.dead_letter_role,
             };
             self.run(dlq, &url, &dest_url, start, run).await
         };
@@ -187,6 +188,7 @@ impl Mover {
             fifo,
             total,
             in_flight,
+            role,
         } = start;
         let hold = hold()?;
         // FIFO: the groups of messages this run leaves in place. SQS delivers nothing of a
@@ -274,7 +276,7 @@ impl Mover {
                     continue;
                 }
                 // The whole body: a declared envelope may point into it.
-                let msg = super::status::message(&m, usize::MAX);
+                let msg = super::status::message_in(&m, usize::MAX, role);
                 let mut d = redrive::decide(&run.select, &msg, now_ms());
                 let room = run
                     .select
@@ -589,6 +591,9 @@ struct Start {
     total: u64,
     /// Received by someone and not yet visible again.
     in_flight: u64,
+    /// Which of the channel's destinations the messages come from (a message a redrive
+    /// policy moved to the DLQ used up its receives; one in the invalid queue did not).
+    role: DeadLetterRole,
 }
 
 /// How one SendMessageBatch went, when SQS answered.

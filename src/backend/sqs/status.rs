@@ -20,7 +20,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::read::Reader;
 use crate::backend::wire::aws::{AwsError, classify};
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::TRANSIENT_EXHAUSTED;
 use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 
@@ -73,6 +73,9 @@ impl Reader {
             );
         } else {
             observed.messages = self.peek(&r.dead_letter, &url, read).await?;
+            for m in &mut observed.messages {
+                m.native_class = native_class(r.dead_letter_role);
+            }
             if !observed.messages.is_empty() {
                 let total = observed
                     .dead_letter
@@ -217,6 +220,25 @@ fn depth(attrs: &BTreeMap<String, String>) -> Depth {
     }
 }
 
+/// What a message with no envelope in the queue says of itself: in the DLQ, that it used up
+/// its receives (a redrive policy moved it there); in the invalid-message queue (the consumer
+/// sent it there at once) nothing.
+fn native_class(role: DeadLetterRole) -> Option<String> {
+    (role == DeadLetterRole::DeadLetter).then(|| TRANSIENT_EXHAUSTED.to_owned())
+}
+
+/// [`message`], as read from the channel's destination `role`.
+pub(super) fn message_in(
+    m: &aws_sdk_sqs::types::Message,
+    max_body: usize,
+    role: DeadLetterRole,
+) -> Message {
+    Message {
+        native_class: native_class(role),
+        ..message(m, max_body)
+    }
+}
+
 pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Message {
     let body = m.body().unwrap_or_default().as_bytes();
     let system = m.attributes();
@@ -289,5 +311,26 @@ impl crate::backend::kit::doors::Status for Reader {
             .buffered(super::CONCURRENCY)
             .collect()
             .await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 34: a message without an envelope in the DLQ used up its receives; one in the
+    /// invalid-message queue was sent there by the consumer, and says nothing of itself.
+    #[test]
+    fn only_the_dlq_implies_a_class_for_a_message_without_an_envelope() {
+        let m = aws_sdk_sqs::types::Message::builder()
+            .message_id("m-1")
+            .body("{}")
+            .build();
+        let class = |role| message_in(&m, 16, role).native_class;
+        assert_eq!(
+            class(DeadLetterRole::DeadLetter).as_deref(),
+            Some(TRANSIENT_EXHAUSTED)
+        );
+        assert_eq!(class(DeadLetterRole::Invalid), None);
     }
 }

@@ -3,7 +3,7 @@
 //! invalid-message queue, alarms), and the entry, [`resolve`], which hands each backend's
 //! block to its own file (`sqs`, `rabbitmq`, `kafka`, `pubsub`).
 
-use super::common::{ResolveError, RetryStage, expand, template_error};
+use super::common::{DeadLetterRole, ResolveError, RetryStage, expand, template_error};
 use super::defaults::{
     DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_MAX_REDRIVES,
     KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
@@ -32,6 +32,9 @@ pub struct Resolved {
     /// Main queue or topic.
     pub main: String,
     pub dead_letter: String,
+    /// What `dead_letter` is: the channel's DLQ as resolved; the invalid-message queue or an
+    /// exception-based DLT in the views of [`Resolved::dead_letter_views`].
+    pub dead_letter_role: DeadLetterRole,
     /// Retry queues/topics, in the order a message meets them.
     pub retry_stages: Vec<RetryStage>,
     /// The delay before each retry (`max_attempts - 1` entries).
@@ -264,6 +267,7 @@ pub fn resolve(
         backend,
         main,
         dead_letter,
+        dead_letter_role: DeadLetterRole::DeadLetter,
         retry_stages,
         delays,
         max_attempts,

@@ -101,3 +101,43 @@ mod tests {
         assert!(expand("{delay}", "o", None, None).is_err());
     }
 }
+
+/// What a destination of a channel's dead letters is: the dead-letter queue the broker (or the
+/// retry loop) moves exhausted messages to, the invalid-message queue the consumer sends
+/// poison to at once (`spec.invalid`), or one of Spring's exception-based dead-letter topics
+/// (`kafka.exceptionBasedDlts`). `status`, the exporter, `alerts` and `redrive` label each
+/// destination with it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeadLetterRole {
+    #[default]
+    DeadLetter,
+    Invalid,
+    Exception,
+}
+
+impl DeadLetterRole {
+    /// The label: `dead-letter`, `invalid`, `exception` (status JSON `role`, the exporter's
+    /// `role` label, `redrive --from`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeadLetterRole::DeadLetter => "dead-letter",
+            DeadLetterRole::Invalid => "invalid",
+            DeadLetterRole::Exception => "exception",
+        }
+    }
+
+    /// For people: `DLQ`, `invalid queue`, `exception DLT`.
+    pub fn shown(self) -> &'static str {
+        match self {
+            DeadLetterRole::DeadLetter => "DLQ",
+            DeadLetterRole::Invalid => "invalid",
+            DeadLetterRole::Exception => "exception DLT",
+        }
+    }
+}
+
+impl std::fmt::Display for DeadLetterRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

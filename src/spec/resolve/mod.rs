@@ -6,8 +6,10 @@
 //!
 //! Split along the axis of `spec::model` and `spec::rules`: `channel` is the generic part and
 //! the entry ([`resolve`]), with one file per backend block (`sqs`, `rabbitmq`, `kafka`,
-//! `pubsub`); `spring` mirrors Spring Kafka's naming, `defaults` holds what dlqctl fills in, `envelope` the envelope and class rules, and
-//! `common` what all of them share (the error, retry stages, name templates). Each file
+//! `pubsub`); `spring` mirrors Spring Kafka's naming, `defaults` holds what dlqctl fills in,
+//! `envelope` the envelope and class rules, and `common` what all of them share (the error,
+//! retry stages, name templates, the role of a dead-letter destination); `views` derives every
+//! destination a channel dead-letters to. Each file
 //! imports only files below it; this module re-exports the lot, so `spec::resolve::X` is the
 //! path to use, and no file of the folder imports this one.
 
@@ -20,12 +22,13 @@ mod pubsub;
 mod rabbitmq;
 mod spring;
 mod sqs;
+mod views;
 
 pub use channel::{
     AlarmResolved, AlarmsResolved, DiscardResolved, InvalidResolved, Resolved, TierResolved,
     delays, resolve,
 };
-pub use common::{ResolveError, RetryStage, expand};
+pub use common::{DeadLetterRole, ResolveError, RetryStage, expand};
 pub use defaults::{
     DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_MAX_REDRIVES,
     DEFAULT_POLICY_PRIORITY, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX,

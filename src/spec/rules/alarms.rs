@@ -94,21 +94,9 @@ pub(super) fn check_alarms(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
             discarded: i.discard.is_some(),
             retention_field: "spec.invalid.retention",
         };
-        if r.backend == Backend::Sqs {
-            check_scope(doc, r, &sc, out);
-        } else if sc.alarms.is_some() {
-            out.push(
-                Diagnostic::error(
-                    "invalid/alarms-backend",
-                    format!(
-                        "`spec.invalid.alarms` is not provisioned on {} targets yet: `dlqctl alerts` writes rules for the dead-letter queue only, so these alarms would never fire",
-                        r.backend.display_name()
-                    ),
-                )
-                .at(doc.locs.key("/spec/invalid/alarms"))
-                .hint("remove `invalid.alarms`, and alert on the queue's depth from the broker's own metrics (RabbitMQ `rabbitmq_detailed_queue_messages`, Kafka offsets)"),
-            );
-        }
+        // SQS: CloudWatch alarms on the queue (`apply`); RabbitMQ and Kafka: Prometheus
+        // rules on its series (`dlqctl alerts`, role `invalid`).
+        check_scope(doc, r, &sc, out);
     }
 }
 
@@ -457,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn invalid_message_alarms_are_checked_on_sqs_and_refused_elsewhere() {
+    fn invalid_message_alarms_are_checked_on_every_backend_that_has_the_queue() {
         let alarms = "    alarms: {depth: {above: 0}, runbook: wiki/dlq}\n";
         let rules = |b: &str| -> Vec<&'static str> {
             invalid_findings(b, alarms)
@@ -467,7 +455,8 @@ mod tests {
                 .collect()
         };
         assert_eq!(rules("sqs"), ["alarms/runbook"]);
-        assert_eq!(rules("rabbit"), ["invalid/alarms-backend"]);
+        // `dlqctl alerts` writes them on RabbitMQ and Kafka (issue 34).
+        assert_eq!(rules("rabbit"), ["alarms/runbook"]);
     }
 
     #[test]
