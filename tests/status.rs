@@ -1123,7 +1123,7 @@ fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
     assert_eq!(c["deadLetter"]["oldestAgeBasis"], "unknown");
 
     let labels = format!(
-        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\"",
+        "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\",role=\"dead-letter\"",
         f.channel
     );
     let serve = |extra: &[&str]| {
