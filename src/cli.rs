@@ -112,7 +112,7 @@ Exit codes:
     #[command(after_help = "Example:
   dlqctl redrive orders dlq/ --dry-run
   dlqctl redrive orders dlq/ --limit 100 --rate 50 --class transient_exhausted")]
-    Redrive(RedriveArgs),
+    Redrive(Box<RedriveArgs>),
     /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels (offline).
     ///
     /// One group per target, one rule per channel, alarm and tier, over the metrics `dlqctl
@@ -629,6 +629,36 @@ pub struct RedriveArgs {
     /// Why, for the audit record (`--format json`).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+
+    /// A health gate: this URL must answer 2xx (within 5 s) before the first batch and
+    /// between batches, or nothing more moves and the command exits 75 (repeatable).
+    #[arg(long = "health-check", value_name = "URL")]
+    pub health_checks: Vec<String>,
+
+    /// A health gate: this PromQL query, asked of --prometheus, must return a non-empty
+    /// result whose every value is non-zero (repeatable).
+    #[arg(long = "health-query", value_name = "PROMQL", requires = "prometheus")]
+    pub health_queries: Vec<String>,
+
+    /// The Prometheus server --health-query asks (its base URL).
+    #[arg(long, value_name = "URL", requires = "health_queries")]
+    pub prometheus: Option<String>,
+
+    /// Move in batches of at most N, the health gates asked before each.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: Option<u64>,
+
+    /// With --batch: go on, batch after batch, until a batch finds fewer than it could move.
+    #[arg(long, requires = "batch")]
+    pub until_empty: bool,
+
+    /// With --batch: wait this long between batches (e.g. 10s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age, requires = "batch")]
+    pub pause: Option<std::time::Duration>,
+
+    /// Start no batch after this long overall (e.g. 10m); the batch in flight finishes.
+    #[arg(long, value_name = "DURATION", value_parser = parse_age, requires = "batch")]
+    pub max_duration: Option<std::time::Duration>,
 
     /// Samples shown by --dry-run.
     #[arg(long, value_name = "N", default_value_t = 3,

@@ -6,7 +6,8 @@
 use std::io::{BufRead, IsTerminal};
 
 use crate::cli::{RedriveArgs, RedriveFormat};
-use crate::engine::redrive::{self as driver, Ask, Session};
+use crate::engine::gate::{EXIT_UNHEALTHY, Gates};
+use crate::engine::redrive::{self as driver, Ask, Batches, Session};
 use crate::printer::{Printer, Style};
 use crate::redrive::{self, Report};
 
@@ -30,6 +31,20 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         scan: usize::from(args.scan),
         reason: args.reason.clone(),
         allow_unowned: args.allow_unowned_destination,
+        gates: Gates {
+            urls: args.health_checks.clone(),
+            queries: args
+                .health_queries
+                .iter()
+                .map(|q| (q.clone(), args.prometheus.clone().unwrap_or_default()))
+                .collect(),
+        },
+        batches: Batches {
+            size: args.batch,
+            until_empty: args.until_empty,
+            pause: args.pause,
+            max_duration: args.max_duration,
+        },
     };
     let checked = driver::check(&r, &loaded.targets, &ask)?;
     let opts = super::shared::connect_options(&args.spec, printer);
@@ -55,7 +70,13 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         ));
     }
     print(&report, args.format, printer);
-    Ok(if driver::complete(&report) { 0 } else { 1 })
+    Ok(if report.error.is_none() && report.unhealthy.is_some() {
+        EXIT_UNHEALTHY
+    } else if driver::complete(&report) {
+        0
+    } else {
+        1
+    })
 }
 
 fn print(report: &Report, format: RedriveFormat, printer: &Printer) {

@@ -11,11 +11,13 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::gate::Gates;
 use crate::backend::wire::Stats;
 use crate::backend::{self, BackendError, ConnectOptions, Mover, Reader};
 use crate::printer::Printer;
 use crate::redrive::{
-    self, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally, WouldMove,
+    self, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally,
+    WouldMove,
 };
 use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
@@ -48,6 +50,21 @@ pub struct Ask {
     pub reason: Option<String>,
     /// `--allow-unowned-destination`.
     pub allow_unowned: bool,
+    /// `--health-check`, `--health-query`: asked before the first batch and between batches.
+    pub gates: Gates,
+    /// `--batch`, `--until-empty`, `--pause`, `--max-duration`.
+    pub batches: Batches,
+}
+
+/// How a run is cut into batches: `size` at a time, until the DLQ has nothing more to move
+/// when `until_empty`, with `pause` between, for `max_duration` at most (checked between
+/// batches: a batch in flight always finishes).
+#[derive(Debug, Clone, Default)]
+pub struct Batches {
+    pub size: Option<u64>,
+    pub until_empty: bool,
+    pub pause: Option<std::time::Duration>,
+    pub max_duration: Option<std::time::Duration>,
 }
 
 /// Why a redrive stops before it moves anything, or fails to start.
@@ -206,6 +223,8 @@ impl<'a> Checked<'a> {
             reason: ask.reason.clone(),
             would_move: None,
             moved_by: None,
+            batches: None,
+            unhealthy: None,
         }
     }
 }
@@ -263,51 +282,174 @@ impl Session<'_> {
         printer: &Printer,
     ) -> Result<Report, RedriveError> {
         let r = &self.checked.r;
-        let mover = Mover::connect(self.reader.clone(), &self.checked.target)?;
-        let tally = Arc::new(Tally::default());
+        let ask = self.checked.ask;
+        let started = std::time::Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let run = Run {
-            to: self.checked.to.clone(),
-            select: self.checked.select.clone(),
-            rate: self.checked.ask.rate,
-            stop: Arc::clone(&stop),
-            tally: Arc::clone(&tally),
-            holder: self.report.operator.clone(),
-            service_task: self.checked.ask.native,
-            allow_unowned: self.checked.ask.allow_unowned,
+        let shown = Arc::new(Shown::default());
+        let watcher = watch(Arc::clone(&stop), Arc::clone(&shown), *printer);
+        let mover = Mover::connect(self.reader.clone(), &self.checked.target)?;
+        let batched = ask.batches.size.is_some();
+        let mut record = BatchRecord {
+            size: ask.batches.size,
+            until_empty: ask.batches.until_empty,
+            count: 0,
+            stopped_by: "",
         };
-        let watcher = watch(Arc::clone(&stop), Arc::clone(&tally), *printer);
-        let progress = progress(Arc::clone(&tally), depth, *printer);
-        let result = mover.redrive(r, &run).await;
-        watcher.abort();
-        if let Some(p) = progress {
-            p.abort();
+        let mut result = Ok(());
+        let mut last: Option<Arc<Tally>> = None;
+        loop {
+            if let Some(why) = ask.gates.check().await {
+                self.report.unhealthy = Some(why);
+                record.stopped_by = "unhealthy";
+                break;
+            }
+            let remaining = ask.limit.map(|l| l.saturating_sub(self.report.moved));
+            let limit = match (ask.batches.size, remaining) {
+                (Some(b), Some(left)) => Some(b.min(left)),
+                (b, left) => b.or(left),
+            };
+            let tally = Arc::new(Tally::default());
+            shown.start(&tally);
+            let run = Run {
+                to: self.checked.to.clone(),
+                select: Selection {
+                    limit,
+                    ..self.checked.select.clone()
+                },
+                rate: ask.rate,
+                stop: Arc::clone(&stop),
+                tally: Arc::clone(&tally),
+                holder: self.report.operator.clone(),
+                service_task: ask.native,
+                allow_unowned: ask.allow_unowned,
+            };
+            let before = depth.map(|d| d.saturating_sub(self.report.moved));
+            let progress = progress(Arc::clone(&tally), before, *printer);
+            result = mover.redrive(r, &run).await;
+            if let Some(p) = progress {
+                p.abort();
+            }
+            record.count += 1;
+            let moved = tally.moved();
+            add(&mut self.report, &tally);
+            shown.finish(moved);
+            last = Some(Arc::clone(&tally));
+            if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
+            {
+                record.stopped_by = "stopped";
+                break;
+            }
+            if !batched || !ask.batches.until_empty {
+                record.stopped_by = if batched { "one-batch" } else { "" };
+                break;
+            }
+            if limit.is_some_and(|l| moved < l) || moved == 0 {
+                record.stopped_by = "empty";
+                break;
+            }
+            if ask.limit.is_some_and(|l| self.report.moved >= l) {
+                record.stopped_by = "limit";
+                break;
+            }
+            if let Some(pause) = ask.batches.pause {
+                pause_unless_stopped(pause, &stop).await;
+                if stop.load(Ordering::SeqCst) {
+                    self.report.interrupted = true;
+                    record.stopped_by = "stopped";
+                    break;
+                }
+            }
+            if ask
+                .batches
+                .max_duration
+                .is_some_and(|m| started.elapsed() >= m)
+            {
+                record.stopped_by = "max-duration";
+                break;
+            }
         }
+        watcher.abort();
         let report = &mut self.report;
-        report.examined = tally.examined.load(Ordering::Relaxed);
-        report.moved = tally.moved();
-        report.not_selected = tally.not_selected.load(Ordering::Relaxed);
-        report.skipped_at_max_redrives = tally.at_limit.load(Ordering::Relaxed);
-        report.possibly_duplicated = tally.duplicated.load(Ordering::Relaxed);
-        report.interrupted = stop.load(Ordering::SeqCst);
-        report.moved_by = tally
-            .by_service
-            .load(Ordering::Relaxed)
-            .then_some(redrive::SQS_MOVE_TASK);
+        report.interrupted |= stop.load(Ordering::SeqCst);
+        if batched || !ask.gates.is_empty() {
+            report.batches = Some(record);
+        }
         report.error = result
             .as_ref()
             .err()
             .map(|e| crate::status::safe(&e.to_string()));
-        (report.left_in_dead_letter, report.left_basis) = match tally.left() {
+        (report.left_in_dead_letter, report.left_basis) = match last.as_ref().and_then(|t| t.left())
+        {
             Some(n) => (Some(n), Some(redrive::EXACT)),
             None => {
                 let n = left(r, &self.reader).await;
                 (n, n.map(|_| redrive::STATISTICS))
             }
         };
-        report.incomplete = tally.incomplete_reasons();
         report.ended_at = now_text();
         Ok(self.report)
+    }
+}
+
+/// Adds one batch's counts to the report: what moved and may be duplicated summed; what
+/// was left behind (not selected, at maxRedrives) as the latest batch found it, since each
+/// batch examines again what the one before left.
+fn add(report: &mut Report, t: &Tally) {
+    report.examined += t.examined.load(Ordering::Relaxed);
+    report.moved += t.moved();
+    report.not_selected = t.not_selected.load(Ordering::Relaxed);
+    report.skipped_at_max_redrives = t.at_limit.load(Ordering::Relaxed);
+    report.possibly_duplicated += t.duplicated.load(Ordering::Relaxed);
+    if t.by_service.load(Ordering::Relaxed) {
+        report.moved_by = Some(redrive::SQS_MOVE_TASK);
+    }
+    for why in t.incomplete_reasons() {
+        if !report.incomplete.contains(&why) {
+            report.incomplete.push(why);
+        }
+    }
+}
+
+/// What the Ctrl-C handler says was moved: the batches done, and the one in flight.
+#[derive(Default)]
+struct Shown {
+    before: std::sync::atomic::AtomicU64,
+    current: std::sync::Mutex<Option<Arc<Tally>>>,
+}
+
+impl Shown {
+    fn start(&self, t: &Arc<Tally>) {
+        if let Ok(mut c) = self.current.lock() {
+            *c = Some(Arc::clone(t));
+        }
+    }
+
+    fn finish(&self, moved: u64) {
+        self.before.fetch_add(moved, Ordering::Relaxed);
+        if let Ok(mut c) = self.current.lock() {
+            *c = None;
+        }
+    }
+
+    fn moved(&self) -> u64 {
+        let now = self
+            .current
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|t| t.moved()))
+            .unwrap_or(0);
+        self.before.load(Ordering::Relaxed) + now
+    }
+}
+
+/// Waits `pause`, or less when a stop is asked for.
+async fn pause_unless_stopped(pause: std::time::Duration, stop: &AtomicBool) {
+    let until = tokio::time::Instant::now() + pause;
+    while tokio::time::Instant::now() < until && !stop.load(Ordering::SeqCst) {
+        let step = until
+            .saturating_duration_since(tokio::time::Instant::now())
+            .min(std::time::Duration::from_millis(100));
+        tokio::time::sleep(step).await;
     }
 }
 
@@ -326,7 +468,7 @@ fn now_text() -> String {
 /// Sets `stop` on Ctrl-C or SIGTERM; exits the process on a second one.
 fn watch(
     stop: Arc<AtomicBool>,
-    tally: Arc<Tally>,
+    tally: Arc<Shown>,
     printer: Printer,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -502,6 +644,8 @@ mod tests {
             scan: 100,
             reason: None,
             allow_unowned: false,
+            gates: Gates::default(),
+            batches: Batches::default(),
         }
     }
 

@@ -373,10 +373,33 @@ pub struct Report {
     /// Who moved the messages when it was not dlqctl itself: `sqs:StartMessageMoveTask`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moved_by: Option<&'static str>,
+    /// `--batch` (or a health gate): how the run went, batch by batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batches: Option<BatchRecord>,
+    /// Why a health gate stopped the run (`--health-check`, `--health-query`): nothing more
+    /// moved after it said so, and the command exits 75.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
 }
 
 /// What `moved_by` says when SQS's own move task did the moving.
 pub const SQS_MOVE_TASK: &str = "sqs:StartMessageMoveTask";
+
+/// A batched run (`--batch N`, `--until-empty`), as the audit record says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchRecord {
+    /// `--batch`: messages per batch at most (none: one run, gated).
+    pub size: Option<u64>,
+    pub until_empty: bool,
+    /// Batches run.
+    pub count: u64,
+    /// Why the run ended: `empty` (a batch found fewer than it could move), `limit`
+    /// (`--limit` reached), `max-duration`, `unhealthy` (a gate said so), `one-batch`
+    /// (`--batch` without `--until-empty`), `stopped` (an error, an interrupt, or a batch
+    /// that could not examine every message).
+    pub stopped_by: &'static str,
+}
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -495,6 +518,23 @@ pub fn human(r: &Report) -> String {
     out.push_str(".\n");
     for why in &r.incomplete {
         out.push_str(&format!("  not complete: {why}\n"));
+    }
+    if let Some(b) = &r.batches
+        && b.size.is_some()
+    {
+        out.push_str(&format!(
+            "  {} batch{} of at most {}{}; stopped: {}\n",
+            b.count,
+            if b.count == 1 { "" } else { "es" },
+            b.size.unwrap_or_default(),
+            if b.until_empty { ", until empty" } else { "" },
+            b.stopped_by
+        ));
+    }
+    if let Some(why) = &r.unhealthy {
+        out.push_str(&format!(
+            "  not healthy: {why}; nothing more was moved (exit 75: run it again later)\n"
+        ));
     }
     if let Some(by) = r.moved_by {
         out.push_str(&format!(

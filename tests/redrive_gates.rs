@@ -1,0 +1,289 @@
+//! Issue 35: a redrive that asks the downstream first, live on every backend. A local HTTP
+//! health endpoint (this file's, on 127.0.0.1) answers 503: `redrive --health-check` moves
+//! nothing and exits 75; it answers 200 for two checks, then 503: `--batch 10 --until-empty`
+//! moves two batches and stops before the third, exit 75; it answers 200: the rest moves,
+//! batch by batch, until a batch finds fewer than 10. Nothing is lost: every message is read
+//! back from the main queue or topic by a third-party client, each once, and the DLQ is empty.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::redrive::redrive;
+use support::workspace::Workspace;
+use support::{block, kafka, pubsub, rabbit, sqs};
+
+/// A health endpoint: answers 200 while `healthy_left` is above 0 (counting each answer
+/// down; `i64::MAX`: always), else 503. Stops when dropped.
+struct Health {
+    url: String,
+    healthy_left: Arc<AtomicI64>,
+    asked: Arc<AtomicI64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Health {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}/health", listener.local_addr().expect("addr"));
+        let healthy_left = Arc::new(AtomicI64::new(0));
+        let asked = Arc::new(AtomicI64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (left, count, done) = (
+            Arc::clone(&healthy_left),
+            Arc::clone(&asked),
+            Arc::clone(&stop),
+        );
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut buf = [0u8; 2048];
+                let _ = s.read(&mut buf);
+                count.fetch_add(1, Ordering::SeqCst);
+                let healthy = left
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                        (n > 0).then(|| if n == i64::MAX { n } else { n - 1 })
+                    })
+                    .is_ok();
+                let status = if healthy {
+                    "200 OK"
+                } else {
+                    "503 Service Unavailable"
+                };
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+            }
+        });
+        Health {
+            url,
+            healthy_left,
+            asked,
+            stop,
+        }
+    }
+
+    fn answer_200(&self, times: i64) {
+        self.healthy_left.store(times, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Health {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What each backend supplies: put dead letter `i` (its body `m-<i>`), the bodies read back
+/// from the main queue or topic (`want` expected), and what is left in the DLQ.
+struct Backend<'a> {
+    ws: &'a Workspace,
+    put: Box<dyn Fn(usize) + 'a>,
+    take_main: Box<dyn Fn(usize) -> Vec<String> + 'a>,
+    dlq_left: Box<dyn Fn() -> u64 + 'a>,
+}
+
+const N: usize = 35;
+
+fn scenario(b: &Backend<'_>) {
+    for i in 0..N {
+        (b.put)(i);
+    }
+    let health = Health::start();
+    let gated = |extra: &[&str]| -> (i32, Value, String) {
+        let mut args = vec![
+            "--yes",
+            "--health-check",
+            health.url.as_str(),
+            "--batch",
+            "10",
+            "--until-empty",
+        ];
+        args.extend_from_slice(extra);
+        redrive(b.ws, &args)
+    };
+
+    // Unhealthy: nothing moves, exit 75, the gate's answer in the report.
+    health.answer_200(0);
+    let (code, doc, err) = gated(&[]);
+    assert_eq!(code, 75, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 0, "{doc:#}");
+    assert_eq!(doc["batches"]["stoppedBy"], "unhealthy", "{doc:#}");
+    assert!(
+        doc["unhealthy"].as_str().is_some_and(|w| w.contains("503")),
+        "{doc:#}"
+    );
+    assert_eq!(health.asked.load(Ordering::SeqCst), 1);
+
+    // Healthy for two checks: two batches, then the third check stops the run.
+    health.answer_200(2);
+    let (code, doc, err) = gated(&["--pause", "200ms"]);
+    assert_eq!(code, 75, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 20, "{doc:#}");
+    assert_eq!(doc["batches"]["count"], 2, "{doc:#}");
+    assert_eq!(doc["batches"]["stoppedBy"], "unhealthy", "{doc:#}");
+    assert_eq!(health.asked.load(Ordering::SeqCst), 4);
+
+    // Healthy: the rest, batch by batch, until a batch finds fewer than 10.
+    health.answer_200(i64::MAX);
+    let (code, doc, err) = gated(&[]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 15, "{doc:#}");
+    assert_eq!(doc["batches"]["count"], 2, "{doc:#}");
+    assert_eq!(doc["batches"]["stoppedBy"], "empty", "{doc:#}");
+
+    let mut back = (b.take_main)(N);
+    back.sort();
+    let mut want: Vec<String> = (0..N).map(|i| format!("m-{i:02}")).collect();
+    want.sort();
+    assert_eq!(back, want, "every message back once");
+    assert_eq!((b.dlq_left)(), 0, "nothing left behind");
+}
+
+#[test]
+fn rabbitmq_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    scenario(&Backend {
+        ws: &f,
+        put: Box::new(|i| {
+            block(rabbit::publish_with(
+                "",
+                &dlq,
+                format!("m-{i:02}").as_bytes(),
+                lapin::BasicProperties::default(),
+            ));
+        }),
+        take_main: Box::new(|_| {
+            block(rabbit::take_all(&main))
+                .into_iter()
+                .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+                .collect()
+        }),
+        dlq_left: Box::new(|| rabbit::count(&dlq)),
+    });
+}
+
+#[test]
+fn sqs_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    scenario(&Backend {
+        ws: &f,
+        put: Box::new(|i| {
+            block(
+                aws.sqs
+                    .send_message()
+                    .queue_url(aws.url(&dlq))
+                    .message_body(format!("m-{i:02}"))
+                    .send(),
+            )
+            .expect("SendMessage");
+        }),
+        take_main: Box::new(|n| aws.take(&main, n).into_iter().map(|(b, _)| b).collect()),
+        dlq_left: Box::new(|| aws.count(&dlq)),
+    });
+}
+
+#[test]
+fn kafka_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
+    use rdkafka::Message;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let main = f.channel.clone();
+    let producer: FutureProducer = kafka::producer(&[]);
+    scenario(&Backend {
+        ws: &f,
+        put: Box::new(|i| {
+            let body = format!("m-{i:02}");
+            block(producer.send(
+                FutureRecord::to(&dlt).key(&body).payload(&body),
+                Duration::from_secs(10),
+            ))
+            .map_err(|(e, _)| e)
+            .expect("produce");
+        }),
+        take_main: Box::new(|want| {
+            let consumer = kafka::consumer(
+                &format!("{}-reader", f.channel),
+                &[("auto.offset.reset", "earliest")],
+            );
+            consumer.subscribe(&[main.as_str()]).expect("subscribe");
+            let mut out = Vec::new();
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while out.len() < want && std::time::Instant::now() < deadline {
+                if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+                    out.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+                }
+            }
+            if let Some(Ok(m)) = consumer.poll(Duration::from_secs(1)) {
+                panic!("an unexpected record at {}/{}", m.partition(), m.offset());
+            }
+            out
+        }),
+        dlq_left: Box::new(|| kafka::waiting(&f)),
+    });
+}
+
+#[test]
+fn pubsub_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
+    let Some(f) = pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let sub = f.subscription();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    // Pulls (and acks) until `want` came or `wait` passed.
+    let pull_all = |s: &str, want: usize, wait: Duration| -> Vec<String> {
+        use base64::Engine;
+        let mut out = Vec::new();
+        let deadline = std::time::Instant::now() + wait;
+        while out.len() < want && std::time::Instant::now() < deadline {
+            let got = f.rest.pull(s, 100);
+            if got.is_empty() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            for m in got {
+                let data = m["message"]["data"].as_str().unwrap_or_default();
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .expect("base64");
+                out.push(String::from_utf8_lossy(&bytes).into_owned());
+                f.rest.ack(s, m["ackId"].as_str().expect("ackId"));
+            }
+        }
+        out
+    };
+    scenario(&Backend {
+        ws: &f,
+        put: Box::new(|i| {
+            f.rest.publish(&dlt, &format!("m-{i:02}"));
+        }),
+        take_main: Box::new(|n| pull_all(&sub, n, Duration::from_secs(30))),
+        // The emulator answers a pull at once: 3 s of empty pulls is an empty subscription.
+        dlq_left: Box::new(|| pull_all(&dl_sub, 1, Duration::from_secs(3)).len() as u64),
+    });
+}
