@@ -660,6 +660,16 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_age, requires = "batch")]
     pub max_duration: Option<std::time::Duration>,
 
+    /// After each batch, watch the dead-letter queue this long (e.g. 30s) for the moved
+    /// messages coming back; more than --max-redead of them back stops the run (exit 1).
+    #[arg(long, value_name = "DURATION", value_parser = parse_age)]
+    pub verify_for: Option<std::time::Duration>,
+
+    /// With --verify-for: the share of a batch that may come back, in percent (e.g. 5%).
+    #[arg(long, value_name = "PERCENT", default_value = "0%", value_parser = parse_percent,
+          requires = "verify_for")]
+    pub max_redead: f64,
+
     /// Samples shown by --dry-run.
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u16).range(0..=100))]
@@ -685,6 +695,21 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
         _ => Err("a number of messages per second above 0, e.g. 50 or 0.5".into()),
+    }
+}
+
+/// `5%` or `5`: a share in percent, 0 to 100.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let n: f64 = text
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a percentage (e.g. 5%)"))?;
+    if (0.0..=100.0).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("`{text}`: a percentage is between 0% and 100%"))
     }
 }
 

@@ -287,3 +287,255 @@ fn pubsub_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
         dlq_left: Box::new(|| pull_all(&dl_sub, 1, Duration::from_secs(3)).len() as u64),
     });
 }
+
+/// `--verify-for`: the downstream is not fixed — a consumer dead-letters every message that
+/// comes back. The run moves its first batch of 5, watches the DLQ, sees them back, stops
+/// (exit 1, `batches.stoppedBy: redead`) and reports them; it does not go round again.
+/// Nothing is lost: the 12 are all in the DLQ or the main queue afterwards.
+fn verify_scenario(
+    b: &Backend<'_>,
+    bouncer: impl FnOnce(Arc<AtomicBool>) -> std::thread::JoinHandle<()>,
+    count_main: impl Fn() -> u64,
+) {
+    const M: usize = 12;
+    for i in 0..M {
+        (b.put)(i);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let bouncing = bouncer(Arc::clone(&stop));
+    let (code, doc, err) = redrive(
+        b.ws,
+        &[
+            "--yes",
+            "--batch",
+            "5",
+            "--until-empty",
+            "--verify-for",
+            "20s",
+            "--max-redead",
+            "20%",
+        ],
+    );
+    stop.store(true, Ordering::SeqCst);
+    bouncing.join().expect("the bouncing consumer");
+    assert_eq!(code, 1, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 5, "one batch, then it stopped: {doc:#}");
+    assert_eq!(doc["batches"]["stoppedBy"], "redead", "{doc:#}");
+    let redead = &doc["redead"];
+    assert!(
+        redead["count"].as_u64().is_some_and(|n| n >= 2) && redead["of"] == 5,
+        "{doc:#}"
+    );
+    assert_eq!(
+        redead["ids"].as_array().map(Vec::len),
+        redead["count"].as_u64().map(|n| n as usize),
+        "{doc:#}"
+    );
+    // Nothing lost: every message in one place or the other.
+    let (dlq, main) = ((b.dlq_left)(), count_main());
+    assert_eq!(dlq + main, M as u64, "DLQ {dlq} + main {main}");
+}
+
+#[test]
+fn rabbitmq_verify_for_stops_when_the_moved_messages_come_back() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let (from, to) = (main.clone(), dlq.clone());
+    verify_scenario(
+        &Backend {
+            ws: &f,
+            put: Box::new(|i| {
+                block(rabbit::publish_with(
+                    "",
+                    &dlq,
+                    format!("m-{i:02}").as_bytes(),
+                    lapin::BasicProperties::default(),
+                ));
+            }),
+            take_main: Box::new(|_| Vec::new()),
+            dlq_left: Box::new(|| rabbit::count(&dlq)),
+        },
+        move |stop| {
+            // The broken consumer: whatever reaches the main queue goes back to the DLQ.
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    for (body, _) in block(rabbit::take_all(&from)) {
+                        block(rabbit::publish_with(
+                            "",
+                            &to,
+                            &body,
+                            lapin::BasicProperties::default(),
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        },
+        || rabbit::count(&main),
+    );
+}
+
+#[test]
+fn sqs_verify_for_stops_when_the_moved_messages_come_back() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    let (from, to) = (main.clone(), dlq.clone());
+    verify_scenario(
+        &Backend {
+            ws: &f,
+            put: Box::new(|i| {
+                block(
+                    aws.sqs
+                        .send_message()
+                        .queue_url(aws.url(&dlq))
+                        .message_body(format!("m-{i:02}"))
+                        .send(),
+                )
+                .expect("SendMessage");
+            }),
+            take_main: Box::new(|_| Vec::new()),
+            dlq_left: Box::new(|| aws.count(&dlq)),
+        },
+        move |stop| {
+            std::thread::spawn(move || {
+                let aws = sqs::Aws::new();
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    for (body, _) in aws.take(&from, 0) {
+                        block(
+                            aws.sqs
+                                .send_message()
+                                .queue_url(aws.url(&to))
+                                .message_body(body)
+                                .send(),
+                        )
+                        .expect("SendMessage");
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        },
+        || aws.count(&main),
+    );
+}
+
+#[test]
+fn kafka_verify_for_stops_when_the_moved_messages_come_back() {
+    use rdkafka::Message;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let main = f.channel.clone();
+    let producer: FutureProducer = kafka::producer(&[]);
+    let (from, to, group) = (main.clone(), dlt.clone(), format!("{}-broken", f.channel));
+    let bounced = Arc::new(AtomicI64::new(0));
+    let counted = Arc::clone(&bounced);
+    verify_scenario(
+        &Backend {
+            ws: &f,
+            put: Box::new(|i| {
+                let body = format!("m-{i:02}");
+                block(producer.send(
+                    FutureRecord::to(&dlt).key(&body).payload(&body),
+                    Duration::from_secs(10),
+                ))
+                .map_err(|(e, _)| e)
+                .expect("produce");
+            }),
+            take_main: Box::new(|_| Vec::new()),
+            dlq_left: Box::new(|| kafka::waiting(&f)),
+        },
+        move |stop| {
+            std::thread::spawn(move || {
+                let consumer = kafka::consumer(&group, &[("auto.offset.reset", "earliest")]);
+                consumer.subscribe(&[from.as_str()]).expect("subscribe");
+                let producer: FutureProducer = kafka::producer(&[]);
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
+                        let body = m.payload().unwrap_or_default().to_vec();
+                        block(producer.send(
+                            FutureRecord::<[u8], [u8]>::to(&to).payload(&body),
+                            Duration::from_secs(10),
+                        ))
+                        .map_err(|(e, _)| e)
+                        .expect("produce");
+                        bounced.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            })
+        },
+        // On a log nothing leaves the main topic: what is not back in the DLT is what the
+        // broken consumer has not bounced.
+        || 5 - counted.load(Ordering::SeqCst).min(5) as u64,
+    );
+}
+
+#[test]
+fn pubsub_verify_for_stops_when_the_moved_messages_come_back() {
+    use base64::Engine;
+    let Some(f) = pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let sub = f.subscription();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    // Pulls and acks everything there is on `s` (3 s of empty pulls: nothing more).
+    let drain = |s: &str| -> u64 {
+        let rest = pubsub::Rest::new();
+        let mut n = 0;
+        let mut quiet = std::time::Instant::now();
+        while quiet.elapsed() < Duration::from_secs(3) {
+            let got = rest.pull(s, 100);
+            if !got.is_empty() {
+                quiet = std::time::Instant::now();
+            }
+            for m in got {
+                rest.ack(s, m["ackId"].as_str().expect("ackId"));
+                n += 1;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        n
+    };
+    let (from, to) = (sub.clone(), dlt.clone());
+    verify_scenario(
+        &Backend {
+            ws: &f,
+            put: Box::new(|i| {
+                f.rest.publish(&dlt, &format!("m-{i:02}"));
+            }),
+            take_main: Box::new(|_| Vec::new()),
+            dlq_left: Box::new(|| drain(&dl_sub)),
+        },
+        move |stop| {
+            std::thread::spawn(move || {
+                let rest = pubsub::Rest::new();
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    for m in rest.pull(&from, 100) {
+                        let data = m["message"]["data"].as_str().unwrap_or_default();
+                        let body = base64::engine::general_purpose::STANDARD
+                            .decode(data)
+                            .expect("base64");
+                        rest.publish(&to, &String::from_utf8_lossy(&body));
+                        rest.ack(&from, m["ackId"].as_str().expect("ackId"));
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        },
+        || drain(&sub),
+    );
+}

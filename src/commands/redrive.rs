@@ -7,7 +7,7 @@ use std::io::{BufRead, IsTerminal};
 
 use crate::cli::{RedriveArgs, RedriveFormat};
 use crate::engine::gate::{EXIT_UNHEALTHY, Gates};
-use crate::engine::redrive::{self as driver, Ask, Batches, Session};
+use crate::engine::redrive::{self as driver, Ask, Batches, Session, Verify};
 use crate::printer::{Printer, Style};
 use crate::redrive::{self, Report};
 
@@ -45,6 +45,10 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             pause: args.pause,
             max_duration: args.max_duration,
         },
+        verify: args.verify_for.map(|d| Verify {
+            for_: d,
+            max_redead_percent: args.max_redead,
+        }),
     };
     let checked = driver::check(&r, &loaded.targets, &ask)?;
     let opts = super::shared::connect_options(&args.spec, printer);

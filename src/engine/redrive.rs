@@ -54,6 +54,17 @@ pub struct Ask {
     pub gates: Gates,
     /// `--batch`, `--until-empty`, `--pause`, `--max-duration`.
     pub batches: Batches,
+    /// `--verify-for`, `--max-redead`.
+    pub verify: Option<Verify>,
+}
+
+/// After each batch, watch the dead-letter queue `for_` for the moved messages coming back
+/// (the downstream dead-letters them again); more than `max_redead_percent` of the batch
+/// back stops the run: the downstream is not fixed, and the loop must not ping-pong.
+#[derive(Debug, Clone, Copy)]
+pub struct Verify {
+    pub for_: std::time::Duration,
+    pub max_redead_percent: f64,
 }
 
 /// How a run is cut into batches: `size` at a time, until the DLQ has nothing more to move
@@ -225,6 +236,7 @@ impl<'a> Checked<'a> {
             moved_by: None,
             batches: None,
             unhealthy: None,
+            redead: None,
         }
     }
 }
@@ -308,7 +320,7 @@ impl Session<'_> {
                 (Some(b), Some(left)) => Some(b.min(left)),
                 (b, left) => b.or(left),
             };
-            let tally = Arc::new(Tally::default());
+            let tally = Arc::new(Tally::keeping_prints(ask.verify.is_some()));
             shown.start(&tally);
             let run = Run {
                 to: self.checked.to.clone(),
@@ -338,6 +350,23 @@ impl Session<'_> {
             {
                 record.stopped_by = "stopped";
                 break;
+            }
+            if let Some(v) = ask.verify
+                && moved > 0
+            {
+                let back = watch_for_return(r, &self.reader, &tally.prints(), v, &stop).await;
+                let percent = back.len() as f64 * 100.0 / moved as f64;
+                if percent > v.max_redead_percent {
+                    self.report.redead = Some(redrive::Redead {
+                        count: back.len() as u64,
+                        of: moved,
+                        percent: (percent * 10.0).round() / 10.0,
+                        allowed_percent: v.max_redead_percent,
+                        ids: back.into_iter().take(100).collect(),
+                    });
+                    record.stopped_by = "redead";
+                    break;
+                }
             }
             if !batched || !ask.batches.until_empty {
                 record.stopped_by = if batched { "one-batch" } else { "" };
@@ -371,7 +400,7 @@ impl Session<'_> {
         watcher.abort();
         let report = &mut self.report;
         report.interrupted |= stop.load(Ordering::SeqCst);
-        if batched || !ask.gates.is_empty() {
+        if batched || !ask.gates.is_empty() || ask.verify.is_some() {
             report.batches = Some(record);
         }
         report.error = result
@@ -442,6 +471,47 @@ impl Shown {
     }
 }
 
+/// Reads the dead-letter queue (as `status` does, up to [`status::MAX_SCAN`] messages from
+/// the head) once a second for `v.for_`, and returns the ids of the messages whose
+/// [`redrive::body_print`] is one of `prints` (moved by this batch, and back). Stops early
+/// once more than allowed are back, or on Ctrl-C.
+async fn watch_for_return(
+    r: &Resolved,
+    reader: &Reader,
+    prints: &[u64],
+    v: Verify,
+    stop: &AtomicBool,
+) -> Vec<String> {
+    let prints: std::collections::HashSet<u64> = prints.iter().copied().collect();
+    let opts = ReadOptions {
+        samples: 0,
+        scan: status::MAX_SCAN,
+        max_body: redrive::PRINT_BODY,
+        peek: true,
+        redrive_view: true,
+    };
+    let until = tokio::time::Instant::now() + v.for_;
+    let mut back = Vec::new();
+    loop {
+        if let Ok(mut each) = reader.status(&[r], opts).await
+            && let Some(Ok(observed)) = each.pop()
+        {
+            back = observed
+                .messages
+                .iter()
+                .filter(|m| prints.contains(&redrive::body_print(&m.body, m.body_len)))
+                .map(|m| status::safe(&m.id))
+                .collect();
+        }
+        let too_many =
+            back.len() as f64 * 100.0 / prints.len().max(1) as f64 > v.max_redead_percent;
+        if too_many || stop.load(Ordering::SeqCst) || tokio::time::Instant::now() >= until {
+            return back;
+        }
+        pause_unless_stopped(std::time::Duration::from_secs(1), stop).await;
+    }
+}
+
 /// Waits `pause`, or less when a stop is asked for.
 async fn pause_unless_stopped(pause: std::time::Duration, stop: &AtomicBool) {
     let until = tokio::time::Instant::now() + pause;
@@ -456,7 +526,10 @@ async fn pause_unless_stopped(pause: std::time::Duration, stop: &AtomicBool) {
 /// Whether a finished run did all it set out to: no error, no interrupt, nothing left
 /// unexamined (else `dlqctl redrive` exits 1).
 pub fn complete(report: &Report) -> bool {
-    report.error.is_none() && !report.interrupted && report.incomplete.is_empty()
+    report.error.is_none()
+        && !report.interrupted
+        && report.incomplete.is_empty()
+        && report.redead.is_none()
 }
 
 fn now_text() -> String {
@@ -646,6 +719,7 @@ mod tests {
             allow_unowned: false,
             gates: Gates::default(),
             batches: Batches::default(),
+            verify: None,
         }
     }
 

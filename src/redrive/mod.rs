@@ -127,6 +127,24 @@ pub struct Tally {
     /// Why the run did not examine every message it set out to (messages it could not read
     /// past, a destination it could not be sure of): a run with any is never "complete".
     incomplete: Mutex<Vec<String>>,
+    /// Whether movers keep [`body_print`]s of what they moved (`--verify-for` asks).
+    pub keep_prints: bool,
+    /// The [`body_print`] of each message moved, when `keep_prints`.
+    prints: Mutex<Vec<u64>>,
+}
+
+/// Bytes of a body that [`body_print`] reads (as a status read keeps them).
+pub const PRINT_BODY: usize = 1024;
+
+/// A message's body as `--verify-for` recognises it when it comes back: its first
+/// [`PRINT_BODY`] bytes and its whole length, hashed (headers change on the way: the move
+/// adds `dlq-redrive-count`, a consumer that dead-letters it again adds its own).
+pub fn body_print(body: &[u8], len: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body[..body.len().min(PRINT_BODY)].hash(&mut h);
+    len.hash(&mut h);
+    h.finish()
 }
 
 impl Default for Tally {
@@ -140,11 +158,21 @@ impl Default for Tally {
             left: AtomicU64::new(u64::MAX),
             by_service: AtomicBool::new(false),
             incomplete: Mutex::new(Vec::new()),
+            keep_prints: false,
+            prints: Mutex::new(Vec::new()),
         }
     }
 }
 
 impl Tally {
+    /// A fresh tally whose movers keep the [`body_print`]s of what they move, or not.
+    pub fn keeping_prints(keep: bool) -> Self {
+        Tally {
+            keep_prints: keep,
+            ..Tally::default()
+        }
+    }
+
     pub fn add(&self, d: &Decision) {
         self.examined.fetch_add(1, Ordering::Relaxed);
         match d {
@@ -175,6 +203,29 @@ impl Tally {
         {
             v.push(why);
         }
+    }
+
+    /// Records that a message with this body moved (when `keep_prints`).
+    pub fn moved_body(&self, body: &[u8]) {
+        if self.keep_prints
+            && let Ok(mut v) = self.prints.lock()
+        {
+            v.push(body_print(body, body.len() as u64));
+        }
+    }
+
+    /// Records a message's [`body_print`], made before it moved (when `keep_prints`).
+    pub fn moved_print(&self, print: u64) {
+        if self.keep_prints
+            && let Ok(mut v) = self.prints.lock()
+        {
+            v.push(print);
+        }
+    }
+
+    /// The prints [`Tally::moved_body`] kept.
+    pub fn prints(&self) -> Vec<u64> {
+        self.prints.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     /// The reasons recorded by [`Tally::incomplete`].
@@ -376,6 +427,10 @@ pub struct Report {
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
+    /// `--verify-for`: moved messages that came back to the dead-letter queue while the run
+    /// watched, when more than `--max-redead` did (the run stopped there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redead: Option<Redead>,
     /// Why a health gate stopped the run (`--health-check`, `--health-query`): nothing more
     /// moved after it said so, and the command exits 75.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -384,6 +439,20 @@ pub struct Report {
 
 /// What `moved_by` says when SQS's own move task did the moving.
 pub const SQS_MOVE_TASK: &str = "sqs:StartMessageMoveTask";
+
+/// Moved messages seen back in the dead-letter queue (`--verify-for`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Redead {
+    /// Of the last batch's moved messages, how many came back, and the share in percent.
+    pub count: u64,
+    pub of: u64,
+    pub percent: f64,
+    /// `--max-redead`, in percent.
+    pub allowed_percent: f64,
+    /// Their ids as the dead-letter queue now has them (at most 100).
+    pub ids: Vec<String>,
+}
 
 /// A batched run (`--batch N`, `--until-empty`), as the audit record says it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -395,7 +464,8 @@ pub struct BatchRecord {
     /// Batches run.
     pub count: u64,
     /// Why the run ended: `empty` (a batch found fewer than it could move), `limit`
-    /// (`--limit` reached), `max-duration`, `unhealthy` (a gate said so), `one-batch`
+    /// (`--limit` reached), `max-duration`, `unhealthy` (a gate said so), `redead`
+    /// (`--verify-for` saw too many come back), `one-batch`
     /// (`--batch` without `--until-empty`), `stopped` (an error, an interrupt, or a batch
     /// that could not examine every message).
     pub stopped_by: &'static str,

@@ -311,7 +311,11 @@ impl Mover {
                     record = record.payload(v);
                 }
                 match producer.send_result(record) {
-                    Ok(delivery) => pending.push((p, offset, delivery)),
+                    Ok(delivery) => {
+                        let payload = m.payload().unwrap_or_default();
+                        let print = redrive::body_print(payload, payload.len() as u64);
+                        pending.push((p, offset, delivery, print));
+                    }
                     Err((e, _)) => {
                         // Not sent: it stays; what this batch sent is settled below.
                         result = Err(MoveError(format!(
@@ -325,10 +329,11 @@ impl Mover {
                 break;
             }
             // Only records the destination confirmed enter the ledger.
-            for (p, offset, delivery) in pending {
+            for (p, offset, delivery, print) in pending {
                 match delivery.await {
                     Ok(Ok(_)) => {
                         run.tally.moved.fetch_add(1, Ordering::Relaxed);
+                        run.tally.moved_print(print);
                         ledgers.entry(p).or_default().moved.insert(offset);
                     }
                     Ok(Err((e, _))) => {

@@ -393,6 +393,12 @@ impl Mover {
             match settled {
                 Ok(()) => {
                     run.tally.moved.fetch_add(sent, ordering);
+                    for d in confirmed
+                        .iter()
+                        .take(usize::try_from(sent).unwrap_or(usize::MAX))
+                    {
+                        run.tally.moved_body(&d.data);
+                    }
                     unacked -= sent;
                     run.tally
                         .duplicated

@@ -489,6 +489,10 @@ impl Mover {
         run.tally
             .moved
             .fetch_add(ok.len() as u64, Ordering::Relaxed);
+        for (_, m) in chosen.iter().enumerate().filter(|(i, _)| ok.contains(i)) {
+            run.tally
+                .moved_body(m.body().unwrap_or_default().as_bytes());
+        }
         let dup = ok.len() as u64 - deleted.min(ok.len() as u64);
         run.tally.duplicated.fetch_add(dup, Ordering::Relaxed);
         if let Some(f) = sent.failed().first() {
