@@ -84,7 +84,7 @@ Exit codes:
     /// trace, each read is the gentlest there is, and said so: SQS receives with visibility
     /// timeout 0 (the receive count goes up by one), RabbitMQ gets and requeues (the message
     /// is marked redelivered), Kafka reads by assignment (no group, no commit), Pub/Sub pulls
-    /// and hands straight back (modifyAckDeadline 0; its depth is unknown). A read that
+    /// and hands straight back (modifyAckDeadline 0; its depth is counted that way, up to --scan). A read that
     /// could lose or move a message (a RabbitMQ quorum queue with a delivery limit; an SQS
     /// dead-letter queue with its own redrive policy) is refused with a note.
     /// `--no-peek` reads no message at all. Payloads are shown escaped. See docs/status.md.

@@ -513,3 +513,49 @@ fn an_envelope_declared_on_attributes_is_read_and_redrive_class_selects_by_the_m
     assert_eq!(take(&dl_sub, 2), ["e3", "e4"], "the others stay");
     assert!(f.rest.pull(&sub, 10).is_empty(), "nothing more came back");
 }
+
+/// Issue 36: the emulator has no backlog count, so `status` (and the exporter with `--peek`)
+/// count the dead-letter subscription by pulling to an empty pull, holding every lease, then
+/// nacking them all: the depth equals what a third-party client reads afterwards, and nothing
+/// is consumed. Stopped at `--scan`, the depth is a lower bound, and says so.
+#[test]
+fn the_dead_letter_subscription_is_counted_without_consuming_it() {
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    for i in 0..7 {
+        f.rest.publish(&dlt, &format!("dead {i}"));
+    }
+    let depth = |extra: &[&str]| -> Value {
+        let mut args = vec!["status", "channel.yaml", "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = f.run(&args);
+        let doc: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+        doc["channels"][0]["deadLetter"]["depthDetail"].clone()
+    };
+    for _ in 0..2 {
+        let d = depth(&[]);
+        assert_eq!(d["total"], 7, "{d}");
+        assert!(d.get("lowerBound").is_none(), "exact: {d}");
+    }
+    let d = depth(&["--scan", "5", "--samples", "5"]);
+    assert_eq!(
+        (d["total"].clone(), d["lowerBound"].clone()),
+        (json!(5), json!(true)),
+        "{d}"
+    );
+    // What a third-party client reads afterwards: all 7, each once.
+    let mut seen = std::collections::BTreeSet::new();
+    let started = Instant::now();
+    while seen.len() < 7 && started.elapsed() < Duration::from_secs(30) {
+        for m in f.rest.pull(&dl_sub, 100) {
+            seen.insert(m["message"]["messageId"].as_str().expect("id").to_owned());
+            f.rest.ack(&dl_sub, m["ackId"].as_str().expect("ackId"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(seen.len(), 7, "nothing consumed by the counts");
+    assert_eq!(depth(&[])["total"], 0);
+}

@@ -22,6 +22,7 @@ fn depth(n: u64) -> Depth {
         delayed: None,
         measure: Measure::Waiting,
         exists: true,
+        lower_bound: false,
     }
 }
 

@@ -87,6 +87,10 @@ pub struct Depth {
     pub measure: Measure,
     /// `false`: the queue or topic does not exist (yet).
     pub exists: bool,
+    /// `total` is a lower bound: counted by reading, and the read stopped at `--scan`
+    /// (Pub/Sub on a server without Cloud Monitoring).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lower_bound: bool,
 }
 
 impl Depth {
@@ -98,6 +102,7 @@ impl Depth {
             delayed: None,
             measure: Measure::Waiting,
             exists: false,
+            lower_bound: false,
         }
     }
 
@@ -110,6 +115,7 @@ impl Depth {
             delayed: None,
             measure,
             exists: true,
+            lower_bound: false,
         }
     }
 }
@@ -634,6 +640,7 @@ mod tests {
                 delayed: None,
                 measure: Measure::Waiting,
                 exists: true,
+                lower_bound: false,
             },
             others: Vec::new(),
             messages,

@@ -43,10 +43,15 @@ fn depth_line(d: &Depth) -> String {
             parts.push(format!("{label} {v}"));
         }
     }
-    if parts.is_empty() {
-        format!("{} {what}", count(d.total))
+    let n = if d.lower_bound {
+        format!("at least {}", count(d.total))
     } else {
-        format!("{} {what} ({})", count(d.total), parts.join(", "))
+        count(d.total)
+    };
+    if parts.is_empty() {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what} ({})", parts.join(", "))
     }
 }
 
@@ -396,14 +401,20 @@ fn shown_name(c: &ChannelStatus) -> String {
 }
 
 fn depth_json(d: &Depth) -> Value {
-    json!({
+    let mut v = json!({
         "total": d.total,
         "ready": d.ready,
         "inFlight": d.in_flight,
         "delayed": d.delayed,
         "measure": d.measure,
         "exists": d.exists,
-    })
+    });
+    if d.lower_bound
+        && let Some(o) = v.as_object_mut()
+    {
+        o.insert("lowerBound".into(), Value::Bool(true));
+    }
+    v
 }
 
 fn seconds(v: Option<f64>) -> Value {

@@ -4,9 +4,13 @@
 //! so the delivery it counts is harmless, and nothing is acknowledged (nothing consumed).
 //! Only with `--peek` (the default; `--no-peek` reads no message).
 //!
-//! The depth is not read: Pub/Sub's REST API has no backlog count (Cloud Monitoring's
-//! `subscription/num_undelivered_messages` has it, and the emulator has no metrics), so the
-//! depth is unknown, and said so.
+//! The depth: Pub/Sub's REST API has no backlog count (Cloud Monitoring's
+//! `subscription/num_undelivered_messages` has it, and the emulator has no metrics), so with
+//! `peek` the dead-letter subscription is counted by pulling, holding every lease until an
+//! empty pull (or `--scan` messages), then nacking them all: exact when an empty pull ended
+//! it, a lower bound (`lower_bound`) when `--scan` did. A count that dies part-way loses
+//! nothing: the leases run out after the ack deadline and the messages are delivered again.
+//! Without `peek` the depth is unknown, and said so.
 
 use serde_json::{Value, json};
 
@@ -41,20 +45,35 @@ impl Reader {
         if self.get_json(Kind::Subscription, dl).await?.is_none() {
             return Ok(Observed::missing(others));
         }
-        let mut notes = vec![
-            "Pub/Sub's REST API has no depth: see Cloud Monitoring's subscription/num_undelivered_messages (the emulator has none)".to_owned(),
-        ];
+        let mut notes = Vec::new();
         let mut messages = Vec::new();
+        let mut depth = unknown(true);
         if read.peek && read.scan > 0 {
-            messages = self.sample(dl, read).await?;
-            notes.push(format!(
-                "samples pulled from {dl} and nacked at once (it has no dead-letter policy of its own): nothing acknowledged"
-            ));
+            let (read_all, all) = self.sample(dl, read).await?;
+            depth = Depth {
+                lower_bound: !read_all,
+                ..Depth::total(all.len() as u64, crate::status::Measure::Waiting)
+            };
+            notes.push(if read_all {
+                format!(
+                    "depth counted by pulling {dl} to an empty pull, every message nacked at once (it has no dead-letter policy of its own): nothing acknowledged"
+                )
+            } else {
+                format!(
+                    "depth at least {}: counted by pulling {dl} up to --scan, every message nacked at once: nothing acknowledged",
+                    all.len()
+                )
+            });
+            messages = all;
         } else {
+            notes.push(
+                "Pub/Sub's REST API has no depth: see Cloud Monitoring's subscription/num_undelivered_messages (the emulator has none); with --peek it is counted by pulling"
+                    .to_owned(),
+            );
             notes.push("no message read (--no-peek)".to_owned());
         }
         Ok(Observed {
-            dead_letter: unknown(true),
+            dead_letter: depth,
             others,
             messages,
             head_first: false,
@@ -63,36 +82,66 @@ impl Reader {
         })
     }
 
-    /// Pulls up to `scan` messages and nacks every one it got, whatever happens to the rest.
-    async fn sample(&self, sub: &str, read: ReadOptions) -> Result<Vec<Message>, HttpError> {
+    /// Pulls until a pull comes back empty or `scan` messages are held (every lease kept,
+    /// so none is counted twice), then nacks every one it got, whatever happened to the
+    /// rest; whether the empty pull ended it (every message was read), and the messages.
+    async fn sample(
+        &self,
+        sub: &str,
+        read: ReadOptions,
+    ) -> Result<(bool, Vec<Message>), HttpError> {
         let path = self.path(Kind::Subscription, sub);
-        let pulled = self
-            .http
-            .peek(
-                "POST subscriptions/{subscription}:pull",
-                &format!("{path}:pull"),
-                &json!({"maxMessages": read.scan.min(MAX_PULL), "returnImmediately": true}),
-            )
-            .await?;
-        let received: Vec<Value> = pulled
-            .get("receivedMessages")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let mut received: Vec<Value> = Vec::new();
+        let mut read_all = false;
+        let mut result = Ok(());
+        // Bounded: each pull that returns something adds at least one, up to `scan`.
+        while received.len() < read.scan {
+            let want = (read.scan - received.len()).min(MAX_PULL);
+            match self
+                .http
+                .peek(
+                    "POST subscriptions/{subscription}:pull",
+                    &format!("{path}:pull"),
+                    &json!({"maxMessages": want, "returnImmediately": true}),
+                )
+                .await
+            {
+                Ok(pulled) => {
+                    let got: Vec<Value> = pulled
+                        .get("receivedMessages")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if got.is_empty() {
+                        read_all = true;
+                        break;
+                    }
+                    received.extend(got);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         let ack_ids: Vec<&str> = received
             .iter()
             .filter_map(|m| m.get("ackId").and_then(Value::as_str))
             .collect();
-        if !ack_ids.is_empty() {
+        for chunk in ack_ids.chunks(MAX_PULL) {
             self.http
                 .peek(
                     "POST subscriptions/{subscription}:modifyAckDeadline",
                     &format!("{path}:modifyAckDeadline"),
-                    &json!({"ackIds": ack_ids, "ackDeadlineSeconds": 0}),
+                    &json!({"ackIds": chunk, "ackDeadlineSeconds": 0}),
                 )
                 .await?;
         }
-        Ok(received.iter().map(|m| message(m, read.max_body)).collect())
+        result?;
+        Ok((
+            read_all,
+            received.iter().map(|m| message(m, read.max_body)).collect(),
+        ))
     }
 }
 

@@ -224,6 +224,7 @@ fn depth_of(q: &Value) -> Depth {
         delayed: None,
         measure: Measure::Waiting,
         exists: true,
+        lower_bound: false,
     }
 }
 

@@ -217,6 +217,7 @@ fn depth(attrs: &BTreeMap<String, String>) -> Depth {
         delayed,
         measure: Measure::Waiting,
         exists: true,
+        lower_bound: false,
     }
 }
 
