@@ -907,47 +907,7 @@ struct Other<'a> {
 
 /// The exporter's first reading of the workspace's channel (`--peek`): its metrics text.
 fn exporter_once(ws: &Workspace) -> String {
-    let mut child = ws
-        .command(&[
-            "exporter",
-            "channel.yaml",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "1h",
-            "--peek",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("exporter starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    let scrape = || {
-        block(async {
-            reqwest::get(format!("http://{addr}/metrics"))
-                .await
-                .expect("scrape")
-                .text()
-                .await
-                .expect("body")
-        })
-    };
-    let waited = std::time::Instant::now();
-    let mut text = scrape();
-    while !text.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 30 {
-        std::thread::sleep(Duration::from_millis(100));
-        text = scrape();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    text
+    support::exporter::Exporter::start(ws, &["--interval", "1h", "--peek"]).first_reading()
 }
 
 /// Issue 34, on one backend: three messages with ids put into each of the channel's other

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
+use support::exporter::Exporter;
 use support::rabbit::{self, api, publish_on, table, take_all, text, wait_for_messages};
 use support::{block, kafka, sqs};
 
@@ -670,49 +671,11 @@ fn the_exporter_serves_what_status_reads_and_promtool_accepts_it() {
     wait_for_messages(&dlq, 3);
     let (c, _, _) = status_json(&f, &[]);
 
-    let mut child = support::dlqctl()
-        .args([
-            "exporter",
-            "channel.yaml",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "1h",
-            "--peek",
-        ])
-        .envs(f.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(f.path())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("exporter starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    let scrape = || {
-        block(async {
-            let r = reqwest::get(format!("http://{addr}/metrics"))
-                .await
-                .expect("scrape");
-            assert_eq!(r.status(), 200);
-            r.text().await.expect("body")
-        })
-    };
-    // Served at once; the figures once the first reading is done (bounded: 30 s).
-    let waited = std::time::Instant::now();
-    let mut first = scrape();
-    while !first.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 30 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        first = scrape();
-    }
-    let second = scrape();
-    let _ = child.kill();
-    let _ = child.wait();
+    let exporter = Exporter::start(&f, &["--interval", "1h", "--peek"]);
+    // Served at once; the figures once the first reading is done (bounded: 60 s).
+    let first = exporter.first_reading();
+    let second = exporter.scrape();
+    drop(exporter);
     assert_eq!(
         first, second,
         "one reading per interval, whatever the scrapes"
@@ -943,52 +906,7 @@ fn sqs_an_envelope_declared_on_attributes_and_a_body_pointer_is_read_and_redrive
 /// `dlqctl exporter --peek --scan 1000` on the RabbitMQ channel until its first reading is
 /// served; the scrape.
 fn exporter_reading(ws: &support::workspace::Workspace) -> String {
-    let mut child = support::dlqctl()
-        .args([
-            "exporter",
-            "channel.yaml",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "1h",
-            "--peek",
-            "--scan",
-            "1000",
-        ])
-        .envs(ws.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(ws.path())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("exporter starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line).expect("banner");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    let scrape = || {
-        block(async {
-            reqwest::get(format!("http://{addr}/metrics"))
-                .await
-                .expect("scrape")
-                .text()
-                .await
-                .expect("body")
-        })
-    };
-    let waited = std::time::Instant::now();
-    let mut body = scrape();
-    while !body.contains("dlq_exporter_reads_total 1\n") && waited.elapsed().as_secs() < 60 {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        body = scrape();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(body.contains("dlq_exporter_reads_total 1\n"), "{body}");
-    body
+    Exporter::start(ws, &["--interval", "1h", "--peek", "--scan", "1000"]).first_reading()
 }
 
 /// The `class` label values of `dlq_messages_by_error_class` in a scrape, with their values.
@@ -1126,44 +1044,6 @@ fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
         "channel=\"{}\",target=\"local-rabbitmq\",backend=\"rabbitmq\",queue=\"{dlq}\",role=\"dead-letter\"",
         f.channel
     );
-    let serve = |extra: &[&str]| {
-        let mut child = support::dlqctl()
-            .args([
-                "exporter",
-                "channel.yaml",
-                "--listen",
-                "127.0.0.1:0",
-                "--interval",
-                "1s",
-            ])
-            .args(extra)
-            .envs(f.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(f.path())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("exporter starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line)
-            .expect("banner");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_owned();
-        (child, addr)
-    };
-    let scrape = |addr: &str| {
-        block(async {
-            reqwest::get(format!("http://{addr}/metrics"))
-                .await
-                .expect("scrape")
-                .text()
-                .await
-                .expect("body")
-        })
-    };
     let value = |body: &str, key: &str| -> Option<f64> {
         body.lines()
             .find_map(|l| l.strip_prefix(key))
@@ -1172,23 +1052,13 @@ fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
     let age_key = format!("dlq_oldest_message_age_seconds{{{labels},basis=\"first-seen\"}} ");
     let known_key = format!("dlq_oldest_message_age_known{{{labels}}} ");
     // Bounded: the first reading within 30 s, then a scrape at least 2 s later.
-    let until = |addr: &str, done: &dyn Fn(&str) -> bool| -> String {
-        let waited = std::time::Instant::now();
-        loop {
-            let body = scrape(addr);
-            if done(&body) || waited.elapsed() > Duration::from_secs(30) {
-                return body;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-
-    let (mut child, addr) = serve(&["--peek"]);
-    let first = until(&addr, &|b| value(b, &age_key).is_some());
+    let exporter = Exporter::start(&f, &["--interval", "1s", "--peek"]);
+    let first = exporter.until(Duration::from_secs(30), |b| value(b, &age_key).is_some());
     std::thread::sleep(Duration::from_secs(3));
-    let later = until(&addr, &|b| value(b, &age_key).is_some_and(|a| a >= 2.0));
-    let _ = child.kill();
-    let _ = child.wait();
+    let later = exporter.until(Duration::from_secs(30), |b| {
+        value(b, &age_key).is_some_and(|a| a >= 2.0)
+    });
+    drop(exporter);
     let (a1, a2) = (value(&first, &age_key), value(&later, &age_key));
     assert!(
         a1.is_some_and(|a1| a2.is_some_and(|a2| a2 >= a1 + 2.0)),
@@ -1197,10 +1067,9 @@ fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
     assert_eq!(value(&later, &known_key), Some(0.0), "{later}");
 
     // Depth only: no age at all, and said so.
-    let (mut child, addr) = serve(&[]);
-    let blind = until(&addr, &|b| value(b, &known_key).is_some());
-    let _ = child.kill();
-    let _ = child.wait();
+    let exporter = Exporter::start(&f, &["--interval", "1s"]);
+    let blind = exporter.until(Duration::from_secs(30), |b| value(b, &known_key).is_some());
+    drop(exporter);
     assert_eq!(value(&blind, &known_key), Some(0.0), "{blind}");
     assert!(
         !blind.contains("dlq_oldest_message_age_seconds{"),

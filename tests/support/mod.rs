@@ -46,6 +46,7 @@ macro_rules! fixture_face {
     };
 }
 
+pub mod exporter;
 pub mod fake;
 pub mod kafka;
 pub mod proxy;
