@@ -251,6 +251,15 @@ pub fn outside_prefixes(prefixes: &[String], name: &str) -> Option<String> {
     })
 }
 
+/// Whether `identity` is one of `allowed` (`operations.allowedOperators`): equal to an
+/// entry, or matched by it as a glob (`*` matches any run of characters, `/` included). An
+/// entry that is not a valid glob matches only itself.
+pub fn allowed(allowed: &[String], identity: &str) -> bool {
+    allowed.iter().any(|p| {
+        p == identity || globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(identity))
+    })
+}
+
 /// Who runs this redrive: `user@host pid N`, for locks and the audit record.
 pub fn holder() -> String {
     let user = std::env::var("USER")
@@ -366,6 +375,13 @@ pub struct Report {
     pub started_at: String,
     pub ended_at: String,
     pub operator: String,
+    /// Who the target's credentials are, as the backend names them (SQS: the caller's ARN
+    /// from sts:GetCallerIdentity; RabbitMQ: the user of GET /api/whoami; Kafka:
+    /// `User:<sasl.username>`, `User:ANONYMOUS` without SASL; Pub/Sub: `emulator`). `null`:
+    /// the backend could not be asked (`identityUnknown` says why).
+    pub identity: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_unknown: Option<String>,
     pub reason: Option<String>,
     /// Dry run: the classes of what would move, and its oldest and newest ages.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -604,6 +620,27 @@ mod tests {
             decide(&sel, &msg(Some("poison"), Some("2"), now - 61_000), now),
             Decision::Move
         );
+    }
+
+    #[test]
+    fn allowed_operators_match_exactly_or_as_globs() {
+        let list = vec![
+            "ops".to_owned(),
+            "arn:aws:sts::123456789012:assumed-role/oncall/*".to_owned(),
+            "User:[".to_owned(),
+        ];
+        assert!(allowed(&list, "ops"));
+        assert!(!allowed(&list, "ops2"));
+        assert!(allowed(
+            &list,
+            "arn:aws:sts::123456789012:assumed-role/oncall/alice"
+        ));
+        assert!(!allowed(
+            &list,
+            "arn:aws:sts::123456789012:assumed-role/dev/alice"
+        ));
+        assert!(allowed(&list, "User:["), "an invalid glob matches itself");
+        assert!(!allowed(&[], "ops"));
     }
 
     #[test]
