@@ -4,7 +4,7 @@
 //! `User:ANONYMOUS` on a PLAINTEXT listener; Pub/Sub: `emulator`); a target's
 //! `operations.requireReason` and `operations.allowedOperators` refuse before anything is
 //! read or moved (the DLQ still holds every message); `--audit-log FILE` appends one JSON
-//! line per run, dry runs included; and on a full disk (`/dev/full`) the run fails loudly,
+//! line per run, dry runs included, naming what moved by id; and on a full disk (`/dev/full`) the run fails loudly,
 //! exit 1 naming the file, while its stdout report still says what moved.
 
 mod support;
@@ -113,7 +113,9 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
     assert_eq!((b.dlq_left)(), N as u64, "nothing moved");
     assert_eq!(journal(ws).len(), 1, "a refusal journals nothing");
 
-    // Listed (exactly, and by a glob): the run moves, and the journal has its record.
+    // Listed (exactly, and by a glob): the run moves, and the journal has its record,
+    // naming what moved by id.
+    let mut moved = std::collections::BTreeSet::new();
     for (n, allowed) in [(1, identity), (2, glob)] {
         operations(
             ws,
@@ -144,7 +146,16 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         assert_eq!(last["moved"], n);
         assert_eq!(last["channel"], ws.channel.as_str());
         assert!(last["startedAt"].is_string() && last["endedAt"].is_string());
+        assert_eq!(last["movedIds"]["count"], n, "{last:#}");
+        assert_eq!(last["movedIds"]["sha256"].as_str().map(str::len), Some(64));
+        for id in last["movedIds"]["ids"].as_array().expect("ids") {
+            assert!(
+                moved.insert(id.as_str().expect("id").to_owned()),
+                "{id} moved twice"
+            );
+        }
     }
+    assert_eq!(moved.len(), N, "every message named once: {moved:?}");
     assert_eq!((b.dlq_left)(), 0, "all moved");
 
     // A full disk: the run fails loudly, naming the file; what moved stays moved and the

@@ -235,6 +235,7 @@ impl<'a> Checked<'a> {
             reason: ask.reason.clone(),
             would_move: None,
             moved_by: None,
+            moved_ids: None,
             batches: None,
             unhealthy: None,
         }
@@ -349,6 +350,7 @@ impl Session<'_> {
         };
         let mut result = Ok(());
         let mut last: Option<Arc<Tally>> = None;
+        let mut ids = Vec::new();
         loop {
             if let Some(why) = ask.gates.check().await {
                 self.report.unhealthy = Some(why);
@@ -384,6 +386,7 @@ impl Session<'_> {
             record.count += 1;
             let moved = tally.moved();
             add(&mut self.report, &tally);
+            ids.extend(tally.moved_id_list());
             shown.finish(moved);
             last = Some(Arc::clone(&tally));
             if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
@@ -425,6 +428,9 @@ impl Session<'_> {
         report.interrupted |= stop.load(Ordering::SeqCst);
         if batched || !ask.gates.is_empty() {
             report.batches = Some(record);
+        }
+        if report.moved_by.is_none() {
+            report.moved_ids = Some(redrive::MovedIds::of(ids));
         }
         report.error = result
             .as_ref()

@@ -329,6 +329,7 @@ impl Mover {
                 match delivery.await {
                     Ok(Ok(_)) => {
                         run.tally.moved.fetch_add(1, Ordering::Relaxed);
+                        run.tally.moved_ids([format!("{dlt}/{p}/{offset}")]);
                         ledgers.entry(p).or_default().moved.insert(offset);
                     }
                     Ok(Err((e, _))) => {
