@@ -626,9 +626,16 @@ pub struct RedriveArgs {
     #[arg(long)]
     pub yes: bool,
 
-    /// Why, for the audit record (`--format json`).
+    /// Why, for the audit record (`--format json`, `--audit-log`); required by a target
+    /// with `operations.requireReason`.
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+
+    /// Append the audit record to FILE as one JSON line (created if absent; dry runs too),
+    /// fsynced and read back. If it does not land, the command exits 1 naming the file,
+    /// whatever moved (the report on stdout still says what).
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
 
     /// A health gate: this URL must answer 2xx (within 5 s) before the first batch and
     /// between batches, or nothing more moves and the command exits 75 (repeatable).

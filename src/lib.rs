@@ -11,6 +11,7 @@ pub mod commands;
 pub mod diag;
 pub mod engine;
 pub mod graph;
+pub mod journal;
 pub mod plan;
 pub mod printer;
 pub mod redrive;

@@ -10,7 +10,7 @@
 //! | `desired.rs` | resolved channel → desired resources ([`Plan::desired`]) | pure, no I/O |
 //! | `plan.rs` | [`Plan`]: refine, notes, apply-order hints, duration units, retention keys | pure |
 //! | `import.rs` | live objects → channel candidates (pure grouping) | pure over what `read.rs` returned |
-//! | `read.rs` | [`Read`] and [`Import`] on the read-only `Reader` | reads only |
+//! | `read.rs` | [`Read`], [`Import`] and [`Operator`] on the read-only `Reader` | reads only |
 //! | `review.rs` | [`Review`]: a plan's changes against what only further reads can tell | reads only |
 //! | `status.rs` | [`Status`]: depth, samples and ages of a channel's dead letters | reads; its `//!` says what a read does to a message |
 //! | `apply.rs` | [`Apply`] on the `Writer` | the only door that writes objects |
@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use kit::alerts::{AlertHome, Alerts};
-use kit::doors::{Apply, Connected, Import, Plan, Read, Redrive, Review, Status};
+use kit::doors::{Apply, Connected, Import, Operator, Plan, Read, Redrive, Review, Status};
 use kit::draw::{Draw, Drawing};
 
 use crate::plan::{Change, Note};
@@ -322,6 +322,12 @@ impl Reader {
     /// region): what a saved plan is bound to.
     pub async fn identity(&self) -> Result<String, BackendError> {
         each!(Reader, self, r => Read::identity(r).await)
+    }
+
+    /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
+    /// identity of redrive's audit record and of `operations.allowedOperators`.
+    pub async fn operator(&self) -> Result<String, BackendError> {
+        each!(Reader, self, r => Operator::operator(r).await)
     }
 
     /// What `dlqctl status` shows of each channel: depth, messages read from the head of its

@@ -52,13 +52,15 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     let checked = driver::check(&r, &loaded.targets, &ask)?;
     let opts = super::shared::connect_options(&args.spec, printer);
-    let session = checked.connect(opts)?;
+    let mut session = checked.connect(opts)?;
     let rt = super::shared::runtime()?;
+    rt.block_on(session.authorize())?;
 
     if args.dry_run {
         let report = rt.block_on(session.dry_run())?;
+        let journaled = journal(&report, args, printer);
         print(&report, args.format, printer);
-        return Ok(0);
+        return Ok(if journaled { 0 } else { 1 });
     }
 
     let depth = rt.block_on(session.depth());
@@ -73,14 +75,39 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.paint_err("error:", Style::Error)
         ));
     }
+    let journaled = journal(&report, args, printer);
     print(&report, args.format, printer);
-    Ok(if report.error.is_none() && report.unhealthy.is_some() {
+    Ok(if !journaled {
+        1
+    } else if report.error.is_none() && report.unhealthy.is_some() {
         EXIT_UNHEALTHY
     } else if driver::complete(&report) {
         0
     } else {
         1
     })
+}
+
+/// Appends the report to `--audit-log`, if given: `false` (said on stderr, naming the file
+/// and what moved) when it did not land.
+fn journal(report: &Report, args: &RedriveArgs, printer: &Printer) -> bool {
+    let Some(path) = &args.audit_log else {
+        return true;
+    };
+    match crate::journal::append(path, report) {
+        Ok(()) => true,
+        Err(e) => {
+            printer.err(&format!(
+                "{} {e}; the run's audit record is not in the journal ({} moved from {} to {}{}): exiting 1",
+                printer.paint_err("error:", Style::Error),
+                report.moved,
+                report.dead_letter,
+                report.destination.name,
+                if report.dry_run { ", a dry run" } else { "" }
+            ));
+            false
+        }
+    }
 }
 
 fn print(report: &Report, format: RedriveFormat, printer: &Printer) {

@@ -165,6 +165,16 @@ pub fn check<'a>(
             r.dead_letter, r.channel, r.dead_letter_role
         )));
     }
+    let ops = target.operations.clone().unwrap_or_default();
+    if !ask.dry_run
+        && ops.require_reason == Some(true)
+        && ask.reason.as_deref().is_none_or(|w| w.trim().is_empty())
+    {
+        return Err(RedriveError::Refused(format!(
+            "target `{}` requires a reason for a redrive (operations.requireReason): pass --reason TEXT (e.g. the incident); nothing was read or moved",
+            r.target
+        )));
+    }
     if !to.source && to.name == r.dead_letter {
         return Err(RedriveError::Refused(format!(
             "--to {}: that is the {} itself",
@@ -231,9 +241,12 @@ impl<'a> Checked<'a> {
             started_at: now_text(),
             ended_at: String::new(),
             operator: redrive::holder(),
+            identity: None,
+            identity_unknown: None,
             reason: ask.reason.clone(),
             would_move: None,
             moved_by: None,
+            moved_ids: None,
             batches: None,
             unhealthy: None,
             redead: None,
@@ -262,6 +275,46 @@ impl Session<'_> {
     /// The channel's target.
     pub fn target(&self) -> &str {
         &self.checked.r.target
+    }
+
+    /// Asks the backend who the target's credentials are, for the report, and refuses a run
+    /// that would move messages when the target's `operations.allowedOperators` does not
+    /// list that identity (nothing is read or moved before). A backend that cannot be asked
+    /// leaves the identity unknown: refused when the target lists operators, else recorded.
+    pub async fn authorize(&mut self) -> Result<(), RedriveError> {
+        let asked = self.reader.operator().await;
+        let allowed = self
+            .checked
+            .target
+            .operations
+            .as_ref()
+            .and_then(|o| o.allowed_operators.clone());
+        let target = &self.checked.r.target;
+        match asked {
+            Ok(who) => self.report.identity = Some(who),
+            Err(e) => {
+                let why = crate::status::safe(&e.to_string());
+                if allowed.is_some() && !self.checked.ask.dry_run {
+                    return Err(RedriveError::Refused(format!(
+                        "target `{target}` lists the operators who may redrive (operations.allowedOperators), and who these credentials are could not be asked: {why}; nothing was read or moved"
+                    )));
+                }
+                self.report.identity_unknown = Some(why);
+            }
+        }
+        if let (Some(list), Some(who), false) =
+            (&allowed, &self.report.identity, self.checked.ask.dry_run)
+            && !redrive::allowed(list, who)
+        {
+            return Err(RedriveError::Refused(format!(
+                "`{who}` may not redrive on target `{target}`: its operations.allowedOperators are {}; nothing was read or moved",
+                list.iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// Messages in the DLQ now, as `status` reads depth, where the backend can tell.
@@ -309,6 +362,7 @@ impl Session<'_> {
         };
         let mut result = Ok(());
         let mut last: Option<Arc<Tally>> = None;
+        let mut ids = Vec::new();
         loop {
             if let Some(why) = ask.gates.check().await {
                 self.report.unhealthy = Some(why);
@@ -344,6 +398,7 @@ impl Session<'_> {
             record.count += 1;
             let moved = tally.moved();
             add(&mut self.report, &tally);
+            ids.extend(tally.moved_id_list());
             shown.finish(moved);
             last = Some(Arc::clone(&tally));
             if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
@@ -402,6 +457,9 @@ impl Session<'_> {
         report.interrupted |= stop.load(Ordering::SeqCst);
         if batched || !ask.gates.is_empty() || ask.verify.is_some() {
             report.batches = Some(record);
+        }
+        if report.moved_by.is_none() {
+            report.moved_ids = Some(redrive::MovedIds::of(ids));
         }
         report.error = result
             .as_ref()

@@ -131,6 +131,10 @@ pub struct Tally {
     pub keep_prints: bool,
     /// The [`body_print`] of each message moved, when `keep_prints`.
     prints: Mutex<Vec<u64>>,
+    /// The ids of what moved, as each mover names a message (SQS and Pub/Sub: the message
+    /// id; Kafka: `topic/partition/offset`; RabbitMQ: its `message_id`, else `sha256:` of
+    /// the body), for the audit record.
+    moved_ids: Mutex<Vec<String>>,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -160,6 +164,7 @@ impl Default for Tally {
             incomplete: Mutex::new(Vec::new()),
             keep_prints: false,
             prints: Mutex::new(Vec::new()),
+            moved_ids: Mutex::new(Vec::new()),
         }
     }
 }
@@ -226,6 +231,18 @@ impl Tally {
     /// The prints [`Tally::moved_body`] kept.
     pub fn prints(&self) -> Vec<u64> {
         self.prints.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Records the ids of messages counted as moved.
+    pub fn moved_ids(&self, ids: impl IntoIterator<Item = String>) {
+        if let Ok(mut v) = self.moved_ids.lock() {
+            v.extend(ids);
+        }
+    }
+
+    /// The ids recorded by [`Tally::moved_ids`].
+    pub fn moved_id_list(&self) -> Vec<String> {
+        self.moved_ids.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     /// The reasons recorded by [`Tally::incomplete`].
@@ -299,6 +316,15 @@ pub fn outside_prefixes(prefixes: &[String], name: &str) -> Option<String> {
             "it is outside the target's ownership prefixes ({})",
             prefixes.join(", ")
         )
+    })
+}
+
+/// Whether `identity` is one of `allowed` (`operations.allowedOperators`): equal to an
+/// entry, or matched by it as a glob (`*` matches any run of characters, `/` included). An
+/// entry that is not a valid glob matches only itself.
+pub fn allowed(allowed: &[String], identity: &str) -> bool {
+    allowed.iter().any(|p| {
+        p == identity || globset::Glob::new(p).is_ok_and(|g| g.compile_matcher().is_match(identity))
     })
 }
 
@@ -417,6 +443,13 @@ pub struct Report {
     pub started_at: String,
     pub ended_at: String,
     pub operator: String,
+    /// Who the target's credentials are, as the backend names them (SQS: the caller's ARN
+    /// from sts:GetCallerIdentity; RabbitMQ: the user of GET /api/whoami; Kafka:
+    /// `User:<sasl.username>`, `User:ANONYMOUS` without SASL; Pub/Sub: `emulator`). `null`:
+    /// the backend could not be asked (`identityUnknown` says why).
+    pub identity: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_unknown: Option<String>,
     pub reason: Option<String>,
     /// Dry run: the classes of what would move, and its oldest and newest ages.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -424,6 +457,10 @@ pub struct Report {
     /// Who moved the messages when it was not dlqctl itself: `sqs:StartMessageMoveTask`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moved_by: Option<&'static str>,
+    /// What moved, by id: a digest always, the ids themselves up to [`MAX_IDS`]. Absent on a
+    /// dry run and when the broker's own move task moved them (it names none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_ids: Option<MovedIds>,
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
@@ -435,6 +472,47 @@ pub struct Report {
     /// moved after it said so, and the command exits 75.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
+}
+
+/// The most ids an audit record lists (beyond: the digest and the count only).
+pub const MAX_IDS: usize = 1000;
+
+/// The ids of what a run moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MovedIds {
+    pub count: u64,
+    /// sha256 (hex) of the ids sorted, each followed by a newline: two records moved the
+    /// same messages exactly when their digests agree.
+    pub sha256: String,
+    /// The ids, sorted, when there are at most [`MAX_IDS`]; else empty.
+    pub ids: Vec<String>,
+}
+
+impl MovedIds {
+    pub fn of(mut ids: Vec<String>) -> Self {
+        use sha2::Digest;
+        ids.sort();
+        let mut h = sha2::Sha256::new();
+        for id in &ids {
+            h.update(id.as_bytes());
+            h.update(b"\n");
+        }
+        let sha256 = h
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        MovedIds {
+            count: ids.len() as u64,
+            sha256,
+            ids: if ids.len() <= MAX_IDS {
+                ids
+            } else {
+                Vec::new()
+            },
+        }
+    }
 }
 
 /// What `moved_by` says when SQS's own move task did the moving.
@@ -674,6 +752,43 @@ mod tests {
             decide(&sel, &msg(Some("poison"), Some("2"), now - 61_000), now),
             Decision::Move
         );
+    }
+
+    #[test]
+    fn moved_ids_are_digested_in_sorted_order() {
+        let a = MovedIds::of(vec!["b".into(), "a".into()]);
+        let b = MovedIds::of(vec!["a".into(), "b".into()]);
+        assert_eq!(a, b);
+        assert_eq!(a.ids, vec!["a", "b"]);
+        // printf 'a\nb\n' | sha256sum
+        assert_eq!(
+            a.sha256,
+            "911169ddaaf146aff539f58c26c489af3b892dff0fe283c1c264c65ae5aa59a2"
+        );
+        let many = MovedIds::of((0..=MAX_IDS).map(|i| i.to_string()).collect());
+        assert_eq!(many.count, MAX_IDS as u64 + 1);
+        assert!(many.ids.is_empty());
+    }
+
+    #[test]
+    fn allowed_operators_match_exactly_or_as_globs() {
+        let list = vec![
+            "ops".to_owned(),
+            "arn:aws:sts::123456789012:assumed-role/oncall/*".to_owned(),
+            "User:[".to_owned(),
+        ];
+        assert!(allowed(&list, "ops"));
+        assert!(!allowed(&list, "ops2"));
+        assert!(allowed(
+            &list,
+            "arn:aws:sts::123456789012:assumed-role/oncall/alice"
+        ));
+        assert!(!allowed(
+            &list,
+            "arn:aws:sts::123456789012:assumed-role/dev/alice"
+        ));
+        assert!(allowed(&list, "User:["), "an invalid glob matches itself");
+        assert!(!allowed(&[], "ops"));
     }
 
     #[test]

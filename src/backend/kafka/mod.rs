@@ -599,6 +599,7 @@ mod tests {
             ownership: None,
             alerts: None,
             redact: None,
+            operations: None,
         }
     }
 

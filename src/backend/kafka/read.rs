@@ -517,8 +517,98 @@ impl crate::backend::kit::doors::Read for Reader {
     }
 }
 
+impl crate::backend::kit::doors::Operator for Reader {
+    /// The principal the broker gives these settings. Asked of the cluster first (its id),
+    /// so that a target whose SASL handshake fails names no one it is not.
+    async fn operator(&self) -> Result<String, Self::Error> {
+        Reader::identity(self).await?;
+        Ok(principal(&self.config))
+    }
+}
+
+/// The principal Kafka's default principal builder gives a client with these settings:
+/// `User:<sasl.username>` over SASL PLAIN or SCRAM, `User:ANONYMOUS` over PLAINTEXT or TLS
+/// without a client certificate (the broker names no one then), and `unknown (…)` where the
+/// broker derives the name from something dlqctl does not read (a Kerberos ticket, an OAuth
+/// token, a certificate's subject).
+pub(super) fn principal(config: &ClientConfig) -> String {
+    let protocol = config
+        .get("security.protocol")
+        .unwrap_or("plaintext")
+        .to_ascii_uppercase();
+    if protocol.starts_with("SASL") {
+        let mechanism = config
+            .get("sasl.mechanism")
+            .or_else(|| config.get("sasl.mechanisms"))
+            .unwrap_or("GSSAPI")
+            .to_ascii_uppercase();
+        return match (mechanism.as_str(), config.get("sasl.username")) {
+            ("PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512", Some(u)) if !u.is_empty() => {
+                format!("User:{u}")
+            }
+            (m, _) => format!("unknown (SASL {m}: the broker names the principal)"),
+        };
+    }
+    let certificate = [
+        "ssl.certificate.location",
+        "ssl.certificate.pem",
+        "ssl.keystore.location",
+    ]
+    .iter()
+    .any(|k| config.get(k).is_some());
+    if protocol == "SSL" && certificate {
+        "unknown (TLS client certificate: the broker names the principal by its subject)".into()
+    } else {
+        "User:ANONYMOUS".into()
+    }
+}
+
 impl crate::backend::kit::doors::Import for Reader {
     async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
         Reader::import(self, target, prefix).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(props: &[(&str, &str)]) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        for (k, v) in props {
+            c.set(*k, *v);
+        }
+        c
+    }
+
+    #[test]
+    fn the_principal_is_the_sasl_user_and_anonymous_without_sasl() {
+        assert_eq!(principal(&config(&[])), "User:ANONYMOUS");
+        assert_eq!(
+            principal(&config(&[
+                ("security.protocol", "SASL_PLAINTEXT"),
+                ("sasl.mechanism", "SCRAM-SHA-512"),
+                ("sasl.username", "ops"),
+            ])),
+            "User:ops"
+        );
+        assert!(
+            principal(&config(&[
+                ("security.protocol", "sasl_ssl"),
+                ("sasl.mechanism", "OAUTHBEARER"),
+            ]))
+            .starts_with("unknown (SASL OAUTHBEARER")
+        );
+        assert!(
+            principal(&config(&[
+                ("security.protocol", "SSL"),
+                ("ssl.certificate.location", "/c.pem"),
+            ]))
+            .starts_with("unknown (TLS client certificate")
+        );
+        assert_eq!(
+            principal(&config(&[("security.protocol", "SSL")])),
+            "User:ANONYMOUS"
+        );
     }
 }

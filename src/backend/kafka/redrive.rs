@@ -334,6 +334,7 @@ impl Mover {
                     Ok(Ok(_)) => {
                         run.tally.moved.fetch_add(1, Ordering::Relaxed);
                         run.tally.moved_print(print);
+                        run.tally.moved_ids([format!("{dlt}/{p}/{offset}")]);
                         ledgers.entry(p).or_default().moved.insert(offset);
                     }
                     Ok(Err((e, _))) => {

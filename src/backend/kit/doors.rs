@@ -97,6 +97,17 @@ pub trait Read: Connected {
     fn identity(&self) -> impl Future<Output = Result<String, Self::Error>>;
 }
 
+/// Who this target's credentials are, as the backend itself names them: the identity an
+/// audit record gives for a redrive, and what `operations.allowedOperators` is matched
+/// against. Reads only (one call at most); says `unknown`-like words rather than guess where
+/// the backend cannot name anyone (Kafka without SASL, the Pub/Sub emulator).
+pub trait Operator: Connected {
+    /// SQS: the ARN `sts:GetCallerIdentity` answers; RabbitMQ: the user `GET /api/whoami`
+    /// names; Kafka: `User:<sasl.username>` (the broker's default principal), `User:ANONYMOUS`
+    /// without SASL; Pub/Sub: `emulator` or what the credentials say.
+    fn operator(&self) -> impl Future<Output = Result<String, Self::Error>>;
+}
+
 /// The review of a plan's changes on this target against what the generic diff cannot see
 /// and only further reads can tell (SQS: ownership tags, read only where the plan would
 /// write). It may read; it never writes. It may turn changes impossible, add changes (an

@@ -423,6 +423,19 @@ impl crate::backend::kit::doors::Read for Reader {
     }
 }
 
+impl crate::backend::kit::doors::Operator for Reader {
+    /// `emulator` on an emulator (no credentials are sent to one). On Google the only
+    /// credential dlqctl reads is an OAuth access token, which names no account by itself
+    /// (resolving it would take a call to Google's tokeninfo, which dlqctl does not make).
+    async fn operator(&self) -> Result<String, Self::Error> {
+        Ok(if self.emulator {
+            "emulator".to_owned()
+        } else {
+            "unknown (a Google OAuth access token; its account is not resolved)".to_owned()
+        })
+    }
+}
+
 impl crate::backend::kit::doors::Import for Reader {
     async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
         Reader::import(self, target, prefix).await

@@ -158,6 +158,7 @@ impl Mover {
                     Ok(_) => {
                         run.tally.moved.fetch_add(1, Ordering::Relaxed);
                         run.tally.moved_body(&m.body);
+                        run.tally.moved_ids([m.id.clone()]);
                     }
                     Err(e) => {
                         run.tally.duplicated.fetch_add(1, Ordering::Relaxed);

@@ -894,6 +894,19 @@ impl crate::backend::kit::doors::Read for Reader {
     }
 }
 
+impl crate::backend::kit::doors::Operator for Reader {
+    /// The user the management API says these credentials are (`GET /api/whoami`).
+    async fn operator(&self) -> Result<String, Self::Error> {
+        let body = self.http.get("GET /api/whoami", "/api/whoami").await?;
+        Ok(body
+            .as_ref()
+            .and_then(|b| b.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)")
+            .to_owned())
+    }
+}
+
 impl crate::backend::kit::doors::Import for Reader {
     async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
         Reader::import(self, target, prefix).await

@@ -399,6 +399,12 @@ impl Mover {
                     {
                         run.tally.moved_body(&d.data);
                     }
+                    run.tally.moved_ids(
+                        confirmed
+                            .iter()
+                            .take(usize::try_from(sent).unwrap_or(usize::MAX))
+                            .map(audit_id),
+                    );
                     unacked -= sent;
                     run.tally
                         .duplicated
@@ -678,6 +684,22 @@ fn lost(e: &lapin::Error) -> String {
         }
         K::ProtocolError(amqp) => format!("the broker closed the channel: {amqp}; {back}"),
         _ => e.to_string(),
+    }
+}
+
+/// How the audit record names a moved message: its `message_id` property, else `sha256:` of
+/// its body (AMQP gives a message no id of its own).
+fn audit_id(d: &lapin::message::Delivery) -> String {
+    use sha2::Digest;
+    match d.properties.message_id() {
+        Some(id) if !id.as_str().is_empty() => id.as_str().to_owned(),
+        _ => format!(
+            "sha256:{}",
+            sha2::Sha256::digest(&d.data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
     }
 }
 

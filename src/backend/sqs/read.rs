@@ -630,6 +630,38 @@ impl Reader {
 }
 
 impl Reader {
+    /// Who the target's credentials are: the ARN `sts:GetCallerIdentity` answers (a call that
+    /// needs no permission; moto answers it too).
+    pub async fn caller(&self) -> Result<String, AwsError> {
+        const API: &str = "sts:GetCallerIdentity";
+        self.aws
+            .read(API, |c| async move {
+                let out = c
+                    .sts
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .map_err(|e| classify(API, "the caller", e))?;
+                out.arn().map(str::to_owned).ok_or_else(|| {
+                    AwsError::new(
+                        API,
+                        "the caller",
+                        ErrorKind::Rejected,
+                        "no Arn in the answer",
+                    )
+                })
+            })
+            .await
+    }
+}
+
+impl crate::backend::kit::doors::Operator for Reader {
+    async fn operator(&self) -> Result<String, Self::Error> {
+        self.caller().await
+    }
+}
+
+impl Reader {
     /// The import door: every queue in scope (and the dead-letter queues their redrive
     /// policies point at, even outside `prefix`) with its alarms, grouped into channels.
     pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, AwsError> {

@@ -493,6 +493,13 @@ impl Mover {
             run.tally
                 .moved_body(m.body().unwrap_or_default().as_bytes());
         }
+        run.tally.moved_ids(
+            chosen
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| ok.contains(i))
+                .map(|(_, m)| m.message_id().unwrap_or_default().to_owned()),
+        );
         let dup = ok.len() as u64 - deleted.min(ok.len() as u64);
         run.tally.duplicated.fetch_add(dup, Ordering::Relaxed);
         if let Some(f) = sent.failed().first() {

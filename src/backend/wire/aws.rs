@@ -265,6 +265,8 @@ pub struct Settings {
 pub struct Clients {
     pub sqs: aws_sdk_sqs::Client,
     pub cloudwatch: aws_sdk_cloudwatch::Client,
+    /// Only `sts:GetCallerIdentity`: who the credentials are, for redrive's audit record.
+    pub sts: aws_sdk_sts::Client,
 }
 
 /// One target's AWS access: settings, lazily built clients and the call counter.
@@ -330,6 +332,11 @@ impl Aws {
                     ),
                     cloudwatch: aws_sdk_cloudwatch::Client::from_conf(
                         aws_sdk_cloudwatch::config::Builder::from(&config)
+                            .interceptor(log.clone())
+                            .build(),
+                    ),
+                    sts: aws_sdk_sts::Client::from_conf(
+                        aws_sdk_sts::config::Builder::from(&config)
                             .interceptor(log)
                             .build(),
                     ),

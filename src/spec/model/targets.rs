@@ -105,6 +105,26 @@ pub struct Target {
     /// always hide (secret-looking headers, card numbers): see docs/status.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redact: Option<Redact>,
+    /// Who may take messages out of this target's dead-letter queues, and what they must
+    /// say: checked by `redrive` before anything is read or moved (docs/redrive.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Operations>,
+}
+
+/// The rules for operating a target's dead letters (`redrive`; `archive` when it comes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Operations {
+    /// `true`: a redrive that moves messages needs `--reason` (a dry run does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_reason: Option<bool>,
+    /// The identities that may move messages, as the backend names the target's credentials
+    /// (SQS: the caller's ARN; RabbitMQ: the user; Kafka: `User:<name>`; Pub/Sub:
+    /// `emulator`), exactly or as globs (`arn:aws:sts::123456789012:assumed-role/ops/*`).
+    /// Anyone else is refused before anything moves. Absent: anyone the backend lets in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(length(min = 1)))]
+    pub allowed_operators: Option<Vec<String>>,
 }
 
 /// More of a message to hide when it is shown (display only: a redrive moves it whole).

@@ -90,6 +90,7 @@ mod tests {
             ownership: None,
             alerts: None,
             redact: None,
+            operations: None,
         };
         resolve(&ws.channels[0].value, "k", &target).expect("resolves")
     }
