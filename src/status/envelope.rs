@@ -172,11 +172,6 @@ pub fn parse_time(v: &str, format: Format) -> Option<i64> {
     }
 }
 
-/// `dlq-dead-lettered-at`: RFC 3339 (`2026-12-01T10:00:00Z`) or milliseconds since the epoch.
-pub fn parse_instant(v: &str) -> Option<i64> {
-    parse_time(v, Format::Auto)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,9 +284,14 @@ mod tests {
             (r.attempts, r.source.as_deref()),
             (Some(9), Some("broker-said"))
         );
-        assert_eq!(parse_instant("1796119200000"), Some(1_796_119_200_000));
-        assert_eq!(parse_instant("yesterday"), None);
+        // `dlq-dead-lettered-at` (format `auto`): RFC 3339 or milliseconds since the epoch.
+        assert_eq!(
+            parse_time("1796119200000", Format::Auto),
+            Some(1_796_119_200_000)
+        );
+        assert_eq!(parse_time("yesterday", Format::Auto), None);
     }
+
     #[test]
     fn a_declared_mapping_reads_headers_properties_and_the_body_and_the_rules_name_the_class() {
         use crate::spec::model::{Backend, ClassRule, Envelope, EnvelopeMapping, Field, Patterns};

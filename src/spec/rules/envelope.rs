@@ -14,7 +14,7 @@
 
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
-use crate::spec::model::{Backend, Channel, ClassRule, Envelope, Format};
+use crate::spec::model::{Backend, Channel, ClassRule, Envelope, Format, Patterns};
 use crate::spec::resolve::envelope::{self, OTHER, Role, UNKNOWN};
 use crate::spec::schema::did_you_mean;
 
@@ -225,8 +225,8 @@ fn classes(doc: &Doc<Channel>, rules: &[ClassRule], out: &mut Vec<Diagnostic>) {
             for (j, g) in p.as_slice().iter().enumerate() {
                 if let Err(e) = envelope::glob(g) {
                     let ptr = match p {
-                        crate::spec::model::Patterns::One(_) => format!("{at}/{key}"),
-                        crate::spec::model::Patterns::Many(_) => format!("{at}/{key}/{j}"),
+                        Patterns::One(_) => format!("{at}/{key}"),
+                        Patterns::Many(_) => format!("{at}/{key}/{j}"),
                     };
                     out.push(
                         Diagnostic::error(
@@ -259,8 +259,7 @@ fn classes(doc: &Doc<Channel>, rules: &[ClassRule], out: &mut Vec<Diagnostic>) {
 /// `later` constrains it too with patterns `earlier` matches (a match-all, the same glob, or
 /// a literal one of `earlier`'s globs matches).
 fn covers(earlier: &ClassRule, later: &ClassRule) -> bool {
-    let field = |e: &Option<crate::spec::model::Patterns>,
-                 l: &Option<crate::spec::model::Patterns>| {
+    let field = |e: &Option<Patterns>, l: &Option<Patterns>| {
         let Some(e) = e else { return true };
         let Some(l) = l else { return false };
         let globs: Vec<_> = e
