@@ -31,14 +31,13 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         scan: usize::from(args.scan),
         reason: args.reason.clone(),
         allow_unowned: args.allow_unowned_destination,
-        gates: Gates {
-            urls: args.health_checks.clone(),
-            queries: args
-                .health_queries
+        gates: Gates::new(
+            args.health_checks.clone(),
+            args.health_queries
                 .iter()
                 .map(|q| (q.clone(), args.prometheus.clone().unwrap_or_default()))
                 .collect(),
-        },
+        ),
         batches: Batches {
             size: args.batch,
             until_empty: args.until_empty,

@@ -14,16 +14,26 @@ pub const EXIT_UNHEALTHY: u8 = 75;
 /// How long one gate may take to answer.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The gates of one run.
+/// The gates of one run, and the HTTP client they share (made at the first check, kept for
+/// the checks between batches).
 #[derive(Debug, Clone, Default)]
 pub struct Gates {
     /// `--health-check`: each must answer 2xx.
-    pub urls: Vec<String>,
+    urls: Vec<String>,
     /// `--health-query` with `--prometheus`: (query, Prometheus base URL).
-    pub queries: Vec<(String, String)>,
+    queries: Vec<(String, String)>,
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
 }
 
 impl Gates {
+    pub fn new(urls: Vec<String>, queries: Vec<(String, String)>) -> Self {
+        Gates {
+            urls,
+            queries,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.urls.is_empty() && self.queries.is_empty()
     }
@@ -34,11 +44,14 @@ impl Gates {
         if self.is_empty() {
             return None;
         }
-        let client = match reqwest::Client::builder()
-            .no_proxy()
-            .timeout(TIMEOUT)
-            .build()
-        {
+        let made = self.client.get_or_init(|| {
+            reqwest::Client::builder()
+                .no_proxy()
+                .timeout(TIMEOUT)
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        let client = match made {
             Ok(c) => c,
             Err(e) => return Some(format!("no HTTP client for the health gates: {e}")),
         };
@@ -56,7 +69,7 @@ impl Gates {
             }
         }
         for (query, prometheus) in &self.queries {
-            if let Some(why) = promql(&client, prometheus, query).await {
+            if let Some(why) = promql(client, prometheus, query).await {
                 return Some(format!("--health-query {query}: {why}"));
             }
         }
