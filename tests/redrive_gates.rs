@@ -152,6 +152,51 @@ fn scenario(b: &Backend<'_>) {
     assert_eq!((b.dlq_left)(), 0, "nothing left behind");
 }
 
+/// Dead letter `i` into a RabbitMQ DLQ, as a consumer publishes it (the default exchange).
+fn rabbit_put(dlq: &str, i: usize) {
+    block(rabbit::publish_with(
+        "",
+        dlq,
+        format!("m-{i:02}").as_bytes(),
+        lapin::BasicProperties::default(),
+    ));
+}
+
+/// Dead letter `i` into an SQS DLQ, through the AWS SDK.
+fn sqs_put(aws: &sqs::Aws, dlq: &str, i: usize) {
+    block(
+        aws.sqs
+            .send_message()
+            .queue_url(aws.url(dlq))
+            .message_body(format!("m-{i:02}"))
+            .send(),
+    )
+    .expect("SendMessage");
+}
+
+/// Dead letter `i` into a Kafka DLT (keyed by its body, over the DLT's partitions).
+fn kafka_put(producer: &rdkafka::producer::FutureProducer, dlt: &str, i: usize) {
+    let body = format!("m-{i:02}");
+    block(
+        producer.send(
+            rdkafka::producer::FutureRecord::to(dlt)
+                .key(&body)
+                .payload(&body),
+            Duration::from_secs(10),
+        ),
+    )
+    .map_err(|(e, _)| e)
+    .expect("produce");
+}
+
+/// A Pub/Sub channel's fixture, its example applied with the fixture's own subscription.
+fn pubsub_fixture() -> Option<pubsub::Fixture> {
+    let f = pubsub::Fixture::new()?;
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    Some(f)
+}
+
 #[test]
 fn rabbitmq_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
     let Some(f) = rabbit::Fixture::applied() else {
@@ -160,14 +205,7 @@ fn rabbitmq_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
     let [main, _, dlq, _] = f.names();
     scenario(&Backend {
         ws: &f,
-        put: Box::new(|i| {
-            block(rabbit::publish_with(
-                "",
-                &dlq,
-                format!("m-{i:02}").as_bytes(),
-                lapin::BasicProperties::default(),
-            ));
-        }),
+        put: Box::new(|i| rabbit_put(&dlq, i)),
         take_main: Box::new(|_| {
             block(rabbit::take_all(&main))
                 .into_iter()
@@ -187,16 +225,7 @@ fn sqs_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
     let aws = sqs::Aws::new();
     scenario(&Backend {
         ws: &f,
-        put: Box::new(|i| {
-            block(
-                aws.sqs
-                    .send_message()
-                    .queue_url(aws.url(&dlq))
-                    .message_body(format!("m-{i:02}"))
-                    .send(),
-            )
-            .expect("SendMessage");
-        }),
+        put: Box::new(|i| sqs_put(&aws, &dlq, i)),
         take_main: Box::new(|n| aws.take(&main, n).into_iter().map(|(b, _)| b).collect()),
         dlq_left: Box::new(|| aws.count(&dlq)),
     });
@@ -206,7 +235,7 @@ fn sqs_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
 fn kafka_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
     use rdkafka::Message;
     use rdkafka::consumer::Consumer;
-    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::producer::FutureProducer;
     let Some(f) = kafka::Fixture::applied() else {
         return;
     };
@@ -215,15 +244,7 @@ fn kafka_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
     let producer: FutureProducer = kafka::producer(&[]);
     scenario(&Backend {
         ws: &f,
-        put: Box::new(|i| {
-            let body = format!("m-{i:02}");
-            block(producer.send(
-                FutureRecord::to(&dlt).key(&body).payload(&body),
-                Duration::from_secs(10),
-            ))
-            .map_err(|(e, _)| e)
-            .expect("produce");
-        }),
+        put: Box::new(|i| kafka_put(&producer, &dlt, i)),
         take_main: Box::new(|want| {
             let consumer = kafka::consumer(
                 &format!("{}-reader", f.channel),
@@ -248,11 +269,9 @@ fn kafka_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
 
 #[test]
 fn pubsub_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
-    let Some(f) = pubsub::Fixture::new() else {
+    let Some(f) = pubsub_fixture() else {
         return;
     };
-    f.write_example(|t| f.example(t));
-    f.apply(&[]).ok();
     let sub = f.subscription();
     let dlt = format!("{}-dlt", f.channel);
     let dl_sub = format!("{}-dlt-sub", f.channel);
@@ -346,14 +365,7 @@ fn rabbitmq_verify_for_stops_when_the_moved_messages_come_back() {
     verify_scenario(
         &Backend {
             ws: &f,
-            put: Box::new(|i| {
-                block(rabbit::publish_with(
-                    "",
-                    &dlq,
-                    format!("m-{i:02}").as_bytes(),
-                    lapin::BasicProperties::default(),
-                ));
-            }),
+            put: Box::new(|i| rabbit_put(&dlq, i)),
             take_main: Box::new(|_| Vec::new()),
             dlq_left: Box::new(|| rabbit::count(&dlq)),
         },
@@ -389,16 +401,7 @@ fn sqs_verify_for_stops_when_the_moved_messages_come_back() {
     verify_scenario(
         &Backend {
             ws: &f,
-            put: Box::new(|i| {
-                block(
-                    aws.sqs
-                        .send_message()
-                        .queue_url(aws.url(&dlq))
-                        .message_body(format!("m-{i:02}"))
-                        .send(),
-                )
-                .expect("SendMessage");
-            }),
+            put: Box::new(|i| sqs_put(&aws, &dlq, i)),
             take_main: Box::new(|_| Vec::new()),
             dlq_left: Box::new(|| aws.count(&dlq)),
         },
@@ -442,15 +445,7 @@ fn kafka_verify_for_stops_when_the_moved_messages_come_back() {
     verify_scenario(
         &Backend {
             ws: &f,
-            put: Box::new(|i| {
-                let body = format!("m-{i:02}");
-                block(producer.send(
-                    FutureRecord::to(&dlt).key(&body).payload(&body),
-                    Duration::from_secs(10),
-                ))
-                .map_err(|(e, _)| e)
-                .expect("produce");
-            }),
+            put: Box::new(|i| kafka_put(&producer, &dlt, i)),
             take_main: Box::new(|_| Vec::new()),
             dlq_left: Box::new(|| kafka::waiting(&f)),
         },
@@ -483,11 +478,9 @@ fn kafka_verify_for_stops_when_the_moved_messages_come_back() {
 #[test]
 fn pubsub_verify_for_stops_when_the_moved_messages_come_back() {
     use base64::Engine;
-    let Some(f) = pubsub::Fixture::new() else {
+    let Some(f) = pubsub_fixture() else {
         return;
     };
-    f.write_example(|t| f.example(t));
-    f.apply(&[]).ok();
     let sub = f.subscription();
     let dlt = format!("{}-dlt", f.channel);
     let dl_sub = format!("{}-dlt-sub", f.channel);
