@@ -56,14 +56,15 @@ impl Gates {
             Err(e) => return Some(format!("no HTTP client for the health gates: {e}")),
         };
         for url in &self.urls {
+            let shown = shown(url);
             match client.get(url).send().await {
                 Ok(r) if r.status().is_success() => {}
-                Ok(r) => return Some(format!("--health-check {url} answered {}", r.status())),
+                Ok(r) => return Some(format!("--health-check {shown} answered {}", r.status())),
                 Err(e) => {
                     return Some(format!(
-                        "--health-check {url} did not answer within {}s: {}",
+                        "--health-check {shown} did not answer within {}s: {}",
                         TIMEOUT.as_secs(),
-                        crate::status::safe(&e.to_string())
+                        crate::status::safe(&e.without_url().to_string())
                     ));
                 }
             }
@@ -80,16 +81,30 @@ impl Gates {
 /// Why a PromQL query does not say healthy: an error, an empty result, or a zero value.
 async fn promql(client: &reqwest::Client, base: &str, query: &str) -> Option<String> {
     let url = format!("{}/api/v1/query", base.trim_end_matches('/'));
+    let shown = shown(&url);
     let answer = match client.get(&url).query(&[("query", query)]).send().await {
         Ok(r) if r.status().is_success() => r.json::<Value>().await,
-        Ok(r) => return Some(format!("{url} answered {}", r.status())),
-        Err(e) => return Some(format!("{url} did not answer: {e}")),
+        Ok(r) => return Some(format!("{shown} answered {}", r.status())),
+        Err(e) => return Some(format!("{shown} did not answer: {}", e.without_url())),
     };
     let doc = match answer {
         Ok(d) => d,
-        Err(e) => return Some(format!("{url} did not answer JSON: {e}")),
+        Err(e) => return Some(format!("{shown} did not answer JSON: {}", e.without_url())),
     };
     judge(&doc)
+}
+
+/// A gate's URL as it may be printed and journaled: user and password (`https://u:p@host`)
+/// replaced by `***`, made safe for a terminal.
+fn shown(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        return crate::status::safe(url);
+    };
+    if !u.username().is_empty() || u.password().is_some() {
+        let _ = u.set_username("***");
+        let _ = u.set_password(None);
+    }
+    crate::status::safe(u.as_str())
 }
 
 /// The verdict on a Prometheus query answer (pure).
@@ -134,6 +149,22 @@ pub fn judge(doc: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_gate_never_prints_the_credentials_in_its_url() {
+        // Nothing listens on port 9 of loopback: the check fails, and says so without them.
+        let g = Gates::new(
+            vec!["http://ops:s3cret@127.0.0.1:9/healthz".into()],
+            vec![("up".into(), "http://prom:t0ken@127.0.0.1:9".into())],
+        );
+        let why = g.check().await.expect("unhealthy");
+        assert!(why.contains("http://***@127.0.0.1:9/healthz"), "{why}");
+        assert!(!why.contains("s3cret") && !why.contains("ops:"), "{why}");
+        let g = Gates::new(Vec::new(), g.queries.clone());
+        let why = g.check().await.expect("unhealthy");
+        assert!(why.contains("http://***@127.0.0.1:9/api/v1/query"), "{why}");
+        assert!(!why.contains("t0ken"), "{why}");
+    }
 
     #[test]
     fn a_query_is_healthy_only_when_every_value_is_non_zero() {
