@@ -135,6 +135,12 @@ fn scenario(b: &Backend<'_>) {
     assert_eq!(doc["batches"]["count"], 2, "{doc:#}");
     assert_eq!(doc["batches"]["stoppedBy"], "unhealthy", "{doc:#}");
     assert_eq!(health.asked.load(Ordering::SeqCst), 4);
+    // The report's own counts agree with what is there (where the backend counts what is left).
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    assert!(
+        doc["leftInDeadLetter"].as_u64().is_none_or(|n| n == 15),
+        "{doc:#}"
+    );
 
     // Healthy: the rest, batch by batch, until a batch finds fewer than 10.
     health.answer_200(i64::MAX);
@@ -143,6 +149,11 @@ fn scenario(b: &Backend<'_>) {
     assert_eq!(doc["moved"], 15, "{doc:#}");
     assert_eq!(doc["batches"]["count"], 2, "{doc:#}");
     assert_eq!(doc["batches"]["stoppedBy"], "empty", "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    assert!(
+        doc["leftInDeadLetter"].as_u64().is_none_or(|n| n == 0),
+        "{doc:#}"
+    );
 
     let mut back = (b.take_main)(N);
     back.sort();
