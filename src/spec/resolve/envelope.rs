@@ -303,7 +303,8 @@ impl Default for EnvelopeResolved {
 }
 
 impl EnvelopeResolved {
-    /// A profile as it is, without class rules.
+    /// A profile as it is, without class rules. Profiles read headers only, so the backend
+    /// given to [`resolve`] (whose properties a mapping may name) makes no difference.
     pub fn profile(p: Profile) -> Self {
         resolve(Backend::Rabbitmq, &Envelope::Profile(p), &[])
     }
