@@ -149,8 +149,8 @@ fn a_cold_stack_on_other_ports_comes_up_without_a_source_build_and_the_demo_ends
 
 /// A KRaft cluster id is drawn in scripts/stack without a JVM; one that starts with `-` (one
 /// draw in 64) was read by StorageTool's argument parser as an option and a fresh-clone CI
-/// run failed formatting Kafka's log dir. 1,000 draws meet a leading `-` but for one chance in 6 million
-/// ((63/64)^1000) when the function does not draw again.
+/// run failed formatting Kafka's log dir. 1,000 draws meet a leading `-` but for one chance
+/// in 6 million ((63/64)^1000) when the function does not draw again.
 #[test]
 fn the_kafka_cluster_id_of_the_stack_never_starts_with_a_dash_and_is_22_characters() {
     let stack = support::root().join("scripts/stack");
