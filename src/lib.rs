@@ -4,6 +4,7 @@
 //! value → apply. This crate root only parses the command line and dispatches; each
 //! subcommand is one function in `commands`, and one [`printer::Printer`] owns the terminal.
 
+pub mod archive;
 pub mod backend;
 pub mod cli;
 pub mod cli_reference;

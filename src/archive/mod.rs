@@ -1,0 +1,530 @@
+//! The archive's format, whatever the backend and wherever it is kept (issue 35): what
+//! `dlqctl archive` writes and `dlqctl redrive --from-archive` reads, so that a dead letter
+//! outlives its queue's retention (an SQS DLQ keeps a message 14 days at most) and can be
+//! replayed from the archive later.
+//!
+//! An archive is a folder (a local directory, or an S3 prefix) holding one folder per run,
+//! `<channel>/<run>/` (`run`: [`run_name`], UTC time and pid, so runs sort by time), with
+//! - `batch-00001.jsonl` (`.jsonl.gz` compressed), … : JSON Lines, one [`Record`] per
+//!   message, one object per batch;
+//! - `manifest.json`: the [`Manifest`] — counts, the sha256 of each object, the selection,
+//!   the time, the operator.
+//!
+//! The manifest is written again after each object is durable and **before** the messages of
+//! that object leave the dead-letter queue (`--delete`): whatever left the queue is listed
+//! in a manifest, whatever the moment a run is killed. An object written but not yet listed
+//! holds messages still in the queue; a reader ignores it (counted as unlisted), and the next
+//! run archives those messages again. A reader deduplicates by [`Record::key`] across every
+//! run of the archive: at least once, never lost, a message in two runs replayed once.
+//!
+//! This module is pure (values and (de)serialization); the stores that put and get objects
+//! (file system, S3) are elsewhere.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::status::Message;
+use crate::status::envelope::Read;
+
+/// The version of [`Record`] and [`Manifest`]; a reader refuses a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+/// The `kind` of a record line.
+pub const RECORD_KIND: &str = "dlqctl/archive-record";
+/// The `kind` of a manifest.
+pub const MANIFEST_KIND: &str = "dlqctl/archive-manifest";
+/// The manifest's name in a run's folder.
+pub const MANIFEST: &str = "manifest.json";
+
+/// Where an archive is: `--to DIR` or `--to s3://bucket/prefix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Dir(std::path::PathBuf),
+    S3 { bucket: String, prefix: String },
+}
+
+impl Place {
+    /// Reads `--to`/`--from-archive`: `s3://bucket[/prefix]` or a path.
+    pub fn parse(s: &str) -> Result<Place, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(
+                "an archive location is empty: give a directory or s3://bucket/prefix".into(),
+            );
+        }
+        if let Some(rest) = s.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(format!("`{s}`: no bucket after s3:// (s3://bucket/prefix)"));
+            }
+            return Ok(Place::S3 {
+                bucket: bucket.to_owned(),
+                prefix: prefix.trim_matches('/').to_owned(),
+            });
+        }
+        if s.contains("://") {
+            return Err(format!(
+                "`{s}`: an archive is a directory or s3://bucket/prefix; no other scheme is known"
+            ));
+        }
+        Ok(Place::Dir(s.into()))
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Dir(p) => write!(f, "{}", p.display()),
+            Place::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            Place::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// A run's folder name: `20261202T081500Z-1234` (UTC time of the start, pid).
+pub fn run_name(start_ms: i64, pid: u32) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(start_ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{pid}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// The name of a run's `n`th object (from 1).
+pub fn object_name(n: u32, compressed: bool) -> String {
+    format!("batch-{n:05}.jsonl{}", if compressed { ".gz" } else { "" })
+}
+
+/// How a body is written in a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyEncoding {
+    /// The body is UTF-8 and written as it is.
+    Utf8,
+    /// The body is not UTF-8: standard base64 with padding.
+    Base64,
+}
+
+/// What the envelope said when the message was archived (as `status` reads it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvelopeRecord {
+    pub class: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u64>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_lettered_at: Option<String>,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure_at: Option<String>,
+}
+
+/// One archived message: one line of an object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: String,
+    /// The backend's id of the message (SQS and Pub/Sub: the message id; Kafka:
+    /// `topic/partition/offset`; RabbitMQ: its `message_id`, else `sha256:` of the body).
+    pub id: String,
+    pub channel: String,
+    pub target: String,
+    pub backend: String,
+    /// The queue, topic or subscription it was read from.
+    pub from: String,
+    /// Which destination of the channel `from` is: `dead-letter`, `invalid` or `exception`.
+    pub role: String,
+    pub body: String,
+    pub body_encoding: BodyEncoding,
+    /// sha256 of the body's bytes, hex: checked when the record is read back.
+    pub body_sha256: String,
+    /// Headers (SQS: message attributes) in the order the backend gave them, as
+    /// `[name, value]` (a name may repeat).
+    pub headers: Vec<(String, String)>,
+    /// The broker's properties beside the headers (RabbitMQ AMQP properties, SQS system
+    /// attributes, Kafka key/partition/offset/timestamp, Pub/Sub publishTime/…).
+    pub properties: Vec<(String, String)>,
+    pub envelope: EnvelopeRecord,
+    /// RFC 3339, when the backend says when it was published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<String>,
+    /// RFC 3339.
+    pub archived_at: String,
+}
+
+/// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Unix milliseconds of an RFC 3339 time, if it is one.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// Hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where a record comes from, besides the message.
+#[derive(Debug, Clone)]
+pub struct Origin<'a> {
+    pub channel: &'a str,
+    pub target: &'a str,
+    pub backend: &'a str,
+    pub from: &'a str,
+    pub role: &'a str,
+}
+
+impl Record {
+    /// The record of `m` (its whole body: a mover reads it whole), with its envelope as read.
+    pub fn of(m: &Message, e: &Read, origin: &Origin<'_>, archived_ms: i64) -> Record {
+        let (body, body_encoding) = match std::str::from_utf8(&m.body) {
+            Ok(s) => (s.to_owned(), BodyEncoding::Utf8),
+            Err(_) => (
+                base64::engine::general_purpose::STANDARD.encode(&m.body),
+                BodyEncoding::Base64,
+            ),
+        };
+        Record {
+            format_version: FORMAT_VERSION,
+            kind: RECORD_KIND.to_owned(),
+            id: m.id.clone(),
+            channel: origin.channel.to_owned(),
+            target: origin.target.to_owned(),
+            backend: origin.backend.to_owned(),
+            from: origin.from.to_owned(),
+            role: origin.role.to_owned(),
+            body,
+            body_encoding,
+            body_sha256: sha256_hex(&m.body),
+            headers: m.headers.clone(),
+            properties: m.properties.clone(),
+            envelope: EnvelopeRecord {
+                class: e.class.clone(),
+                raw_class: e.raw_class.clone(),
+                message: e.message.clone(),
+                source: e.source.clone().or_else(|| m.source.clone()),
+                attempts: e.attempts.or(m.attempts),
+                dead_lettered_at: e.dead_lettered_ms.or(m.dead_lettered_ms).map(rfc3339),
+                first_failure_at: e.first_failure_ms.map(rfc3339),
+            },
+            published_at: m.published_ms.map(rfc3339),
+            archived_at: rfc3339(archived_ms),
+        }
+    }
+
+    /// The body's bytes, checked against `bodySha256`.
+    pub fn body_bytes(&self) -> Result<Vec<u8>, String> {
+        let bytes = match self.body_encoding {
+            BodyEncoding::Utf8 => self.body.as_bytes().to_vec(),
+            BodyEncoding::Base64 => base64::engine::general_purpose::STANDARD
+                .decode(&self.body)
+                .map_err(|e| {
+                    format!("record `{}`: its base64 body does not decode: {e}", self.id)
+                })?,
+        };
+        let sum = sha256_hex(&bytes);
+        if sum != self.body_sha256 {
+            return Err(format!(
+                "record `{}`: its body's sha256 is {sum}, the record says {}",
+                self.id, self.body_sha256
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// What deduplicates records across runs: the same message of the same queue.
+    pub fn key(&self) -> (String, String, String) {
+        (self.target.clone(), self.from.clone(), self.id.clone())
+    }
+
+    /// The message again, as a mover hands it on (replay): body, headers, properties and
+    /// what the envelope knew.
+    pub fn message(&self) -> Result<Message, String> {
+        let body = self.body_bytes()?;
+        Ok(Message {
+            id: self.id.clone(),
+            headers: self.headers.clone(),
+            properties: self.properties.clone(),
+            body_len: body.len() as u64,
+            body,
+            published_ms: self.published_at.as_deref().and_then(parse_rfc3339),
+            dead_lettered_ms: self
+                .envelope
+                .dead_lettered_at
+                .as_deref()
+                .and_then(parse_rfc3339),
+            attempts: self.envelope.attempts,
+            source: self.envelope.source.clone(),
+            native_class: None,
+        })
+    }
+}
+
+/// One object of a run, as its manifest lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectEntry {
+    /// Its name in the run's folder.
+    pub name: String,
+    pub records: u64,
+    /// Its size and the sha256 of its bytes as stored (compressed, when it is).
+    pub bytes: u64,
+    pub sha256: String,
+    /// `gzip`, or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<String>,
+}
+
+/// A run's manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: String,
+    pub channel: String,
+    pub target: String,
+    pub backend: String,
+    pub from: String,
+    pub role: String,
+    /// The run's folder name ([`run_name`]).
+    pub run: String,
+    /// What was asked for, as `redrive`'s report says it (limit, classes, older-than, due).
+    pub selection: serde_json::Value,
+    /// Whether the messages listed here were removed from the dead-letter queue.
+    pub delete: bool,
+    /// `false` until the run ended: a run killed part-way leaves `false` here, and what it
+    /// listed is all the same archived (and, with `delete`, gone from the queue).
+    pub complete: bool,
+    pub records: u64,
+    pub objects: Vec<ObjectEntry>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Manifest {
+    /// Refuses a manifest this build cannot read.
+    pub fn check(&self, at: &str) -> Result<(), String> {
+        if self.kind != MANIFEST_KIND {
+            return Err(format!(
+                "{at}: kind `{}` is not an archive manifest ({MANIFEST_KIND})",
+                self.kind
+            ));
+        }
+        if self.format_version > FORMAT_VERSION {
+            return Err(format!(
+                "{at}: format_version {} is newer than this dlqctl reads ({FORMAT_VERSION}); upgrade dlqctl",
+                self.format_version
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads one object's bytes (already checked against its manifest entry and decompressed)
+/// as records; `at` names the object in errors, with the line.
+pub fn parse_object(bytes: &[u8], at: &str) -> Result<Vec<Record>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{at}: not UTF-8: {e}"))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(line)
+            .map_err(|e| format!("{at}:{}: not an archive record: {e}", i + 1))?;
+        if r.format_version > FORMAT_VERSION {
+            return Err(format!(
+                "{at}:{}: format_version {} is newer than this dlqctl reads ({FORMAT_VERSION})",
+                i + 1,
+                r.format_version
+            ));
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Writes records as one object's bytes (JSON Lines, uncompressed).
+pub fn object_bytes(records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records {
+        // A record of strings, numbers and vectors always encodes.
+        if let Ok(line) = serde_json::to_vec(r) {
+            out.extend_from_slice(&line);
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Keeps the first record of each [`Record::key`], in order; returns how many were dropped.
+pub fn dedup(records: &mut Vec<Record>) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    let before = records.len();
+    records.retain(|r| seen.insert(r.key()));
+    (before - records.len()) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(body: &[u8]) -> Message {
+        Message {
+            id: "m-1".into(),
+            headers: vec![
+                ("dlq-error-class".into(), "poison".into()),
+                ("a".into(), "1".into()),
+                ("a".into(), "2".into()),
+            ],
+            properties: vec![("timestamp".into(), "1764576000".into())],
+            body: body.to_vec(),
+            body_len: body.len() as u64,
+            published_ms: Some(1_764_576_000_123),
+            dead_lettered_ms: None,
+            attempts: Some(3),
+            source: Some("orders".into()),
+            native_class: None,
+        }
+    }
+
+    fn origin() -> Origin<'static> {
+        Origin {
+            channel: "orders",
+            target: "local",
+            backend: "rabbitmq",
+            from: "orders.dlq",
+            role: "dead-letter",
+        }
+    }
+
+    fn read() -> Read {
+        Read {
+            class: "poison".into(),
+            raw_class: None,
+            message: Some("boom".into()),
+            source: None,
+            attempts: None,
+            dead_lettered_ms: Some(1_764_576_001_000),
+            first_failure_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_record_round_trips_byte_exact_in_utf8_and_in_base64() {
+        for body in [
+            &b"{\"order\":1}"[..],
+            &[0xff, 0x00, 0xfe, b'x'][..],
+            &b""[..],
+        ] {
+            let m = message(body);
+            let r = Record::of(&m, &read(), &origin(), 1_764_576_002_000);
+            let line = object_bytes(std::slice::from_ref(&r));
+            let back = parse_object(&line, "batch-00001.jsonl").expect("parses");
+            assert_eq!(back, vec![r.clone()]);
+            let again = back[0].message().expect("body checks");
+            assert_eq!(again.body, body);
+            assert_eq!(again.headers, m.headers);
+            assert_eq!(again.properties, m.properties);
+            assert_eq!(again.published_ms, m.published_ms);
+            assert_eq!(again.dead_lettered_ms, Some(1_764_576_001_000));
+        }
+        let r = Record::of(&message(&[0xff]), &read(), &origin(), 0);
+        assert_eq!(r.body_encoding, BodyEncoding::Base64);
+    }
+
+    #[test]
+    fn a_record_whose_body_does_not_match_its_checksum_is_refused_by_id() {
+        let mut r = Record::of(&message(b"abc"), &read(), &origin(), 0);
+        r.body = "abd".into();
+        let e = r.message().expect_err("refused");
+        assert!(e.contains("record `m-1`") && e.contains("sha256"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_object_and_line() {
+        let r = Record::of(&message(b"abc"), &read(), &origin(), 0);
+        let mut bytes = object_bytes(&[r]);
+        bytes.extend_from_slice(b"{not json\n");
+        let e = parse_object(&bytes, "s3://b/p/orders/run/batch-00001.jsonl").expect_err("bad");
+        assert!(
+            e.starts_with("s3://b/p/orders/run/batch-00001.jsonl:2:"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn places_are_a_directory_or_an_s3_bucket_and_prefix() {
+        assert_eq!(
+            Place::parse("s3://bucket/a/b/").expect("s3"),
+            Place::S3 {
+                bucket: "bucket".into(),
+                prefix: "a/b".into()
+            }
+        );
+        assert_eq!(
+            Place::parse("s3://bucket").expect("s3"),
+            Place::S3 {
+                bucket: "bucket".into(),
+                prefix: String::new()
+            }
+        );
+        assert!(Place::parse("s3:///x").is_err());
+        assert!(Place::parse("gs://x").is_err());
+        assert_eq!(
+            Place::parse("./arch").expect("dir"),
+            Place::Dir("./arch".into())
+        );
+        assert_eq!(
+            Place::parse("s3://b/p").expect("s3").to_string(),
+            "s3://b/p"
+        );
+    }
+
+    #[test]
+    fn run_names_sort_by_time_and_dedup_keeps_the_first_of_each_message() {
+        assert_eq!(run_name(1_764_662_100_000, 42), "20251202T075500Z-42");
+        assert_eq!(object_name(3, true), "batch-00003.jsonl.gz");
+        let a = Record::of(&message(b"a"), &read(), &origin(), 0);
+        let mut b = a.clone();
+        b.archived_at = "later".into();
+        let mut c = a.clone();
+        c.id = "m-2".into();
+        let mut v = vec![a.clone(), b, c.clone()];
+        assert_eq!(dedup(&mut v), 1);
+        assert_eq!(v, vec![a, c]);
+    }
+}
