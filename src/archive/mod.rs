@@ -20,6 +20,8 @@
 //! This module is pure (values and (de)serialization); the stores that put and get objects
 //! (file system, S3) are elsewhere.
 
+pub mod store;
+
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
