@@ -18,8 +18,9 @@
 //! run of the archive: at least once, never lost, a message in two runs replayed once.
 //!
 //! This module is pure (values and (de)serialization); the stores that put and get objects
-//! (file system, S3) are elsewhere.
+//! (file system, S3) are in [`store`], and the movers' side of a run in [`sink`].
 
+pub mod sink;
 pub mod store;
 
 use base64::Engine as _;

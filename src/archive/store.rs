@@ -23,10 +23,11 @@ pub struct StoreError {
 #[derive(Debug, Clone)]
 pub enum Store {
     Dir(PathBuf),
-    /// Filled in by the S3 store.
+    /// An S3 bucket and prefix, through `aws-sdk-s3` with the standard AWS configuration.
     S3 {
         bucket: String,
         prefix: String,
+        client: aws_sdk_s3::Client,
     },
 }
 
@@ -41,9 +42,10 @@ impl Store {
                 })?;
                 Ok(Store::Dir(p.clone()))
             }
-            Place::S3 { bucket, prefix } => Err(StoreError {
-                at: format!("s3://{bucket}/{prefix}"),
-                what: "S3 archives are not built yet".into(),
+            Place::S3 { bucket, prefix } => Ok(Store::S3 {
+                bucket: bucket.clone(),
+                prefix: prefix.clone(),
+                client: s3_client().await,
             }),
         }
     }
@@ -52,8 +54,10 @@ impl Store {
     pub fn name(&self, key: &str) -> String {
         match self {
             Store::Dir(p) => p.join(key).display().to_string(),
-            Store::S3 { bucket, prefix } if prefix.is_empty() => format!("s3://{bucket}/{key}"),
-            Store::S3 { bucket, prefix } => format!("s3://{bucket}/{prefix}/{key}"),
+            Store::S3 { bucket, prefix, .. } if prefix.is_empty() => {
+                format!("s3://{bucket}/{key}")
+            }
+            Store::S3 { bucket, prefix, .. } => format!("s3://{bucket}/{prefix}/{key}"),
         }
     }
 
@@ -79,7 +83,28 @@ impl Store {
                 }
                 Ok(())
             }
-            Store::S3 { .. } => Err(fail("S3 archives are not built yet".into())),
+            Store::S3 { bucket, client, .. } => {
+                let object = self.key(key);
+                client
+                    .put_object()
+                    .bucket(bucket)
+                    .key(&object)
+                    .body(bytes.to_vec().into())
+                    .send()
+                    .await
+                    .map_err(|e| fail(format!("s3:PutObject: {}", sdk_error(&e))))?;
+                let back = get_object(client, bucket, &object)
+                    .await
+                    .map_err(|e| fail(format!("reading the object back (s3:GetObject): {e}")))?;
+                if sha256_hex(&back) != sha256_hex(bytes) {
+                    return Err(fail(format!(
+                        "read back {} bytes that differ from the {} written",
+                        back.len(),
+                        bytes.len()
+                    )));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -93,7 +118,17 @@ impl Store {
             Store::Dir(root) => {
                 fs_err::read(root.join(key)).map_err(|e| fail(format!("cannot read: {e}")))
             }
-            Store::S3 { .. } => Err(fail("S3 archives are not built yet".into())),
+            Store::S3 { bucket, client, .. } => get_object(client, bucket, &self.key(key))
+                .await
+                .map_err(|e| fail(format!("s3:GetObject: {e}"))),
+        }
+    }
+
+    /// The S3 key of `key` (the prefix, then `key`).
+    fn key(&self, key: &str) -> String {
+        match self {
+            Store::S3 { prefix, .. } if !prefix.is_empty() => format!("{prefix}/{key}"),
+            _ => key.to_owned(),
         }
     }
 
@@ -130,12 +165,117 @@ impl Store {
                 out.sort();
                 Ok(out)
             }
-            Store::S3 { bucket, prefix } => Err(StoreError {
-                at: format!("s3://{bucket}/{prefix}"),
-                what: "S3 archives are not built yet".into(),
-            }),
+            Store::S3 {
+                bucket,
+                prefix,
+                client,
+            } => {
+                let start = if prefix.is_empty() {
+                    String::new()
+                } else {
+                    format!("{prefix}/")
+                };
+                let under = under.trim_matches('/');
+                let wanted = if under.is_empty() {
+                    start.clone()
+                } else {
+                    format!("{start}{under}/")
+                };
+                let mut out = Vec::new();
+                let mut token: Option<String> = None;
+                // Bounded: 10,000 pages of 1,000 keys; an endpoint that goes on is broken.
+                for _ in 0..10_000 {
+                    let page = client
+                        .list_objects_v2()
+                        .bucket(bucket)
+                        .prefix(&wanted)
+                        .set_continuation_token(token.take())
+                        .send()
+                        .await
+                        .map_err(|e| StoreError {
+                            at: self.name(under),
+                            what: format!("s3:ListObjectsV2: {}", sdk_error(&e)),
+                        })?;
+                    for o in page.contents() {
+                        if let Some(k) = o.key().and_then(|k| k.strip_prefix(&start)) {
+                            out.push(k.to_owned());
+                        }
+                    }
+                    match page.next_continuation_token() {
+                        Some(t) if page.is_truncated() == Some(true) => token = Some(t.to_owned()),
+                        _ => {
+                            out.sort();
+                            return Ok(out);
+                        }
+                    }
+                }
+                Err(StoreError {
+                    at: self.name(under),
+                    what: "s3:ListObjectsV2 does not stop listing (10,000 pages)".into(),
+                })
+            }
         }
     }
+}
+
+/// The S3 client: the SDK's standard configuration (credential chain, profiles, region, and
+/// its endpoint settings such as `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`). With an
+/// endpoint override (moto, MinIO, a VPC endpoint), path-style addressing: a local endpoint
+/// has no per-bucket host names. Without a region anywhere, `us-east-1`.
+async fn s3_client() -> aws_sdk_s3::Client {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .timeout_config(
+            aws_config::timeout::TimeoutConfig::builder()
+                .operation_timeout(std::time::Duration::from_secs(60))
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build(),
+        )
+        .load()
+        .await;
+    let overridden = config.endpoint_url().is_some()
+        || ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()));
+    let mut b = aws_sdk_s3::config::Builder::from(&config).force_path_style(overridden);
+    if config.region().is_none() {
+        b = b.region(aws_sdk_s3::config::Region::new("us-east-1"));
+    }
+    aws_sdk_s3::Client::from_conf(b.build())
+}
+
+/// An SDK error as people read it: the service's code and message, else the whole chain.
+fn sdk_error<E, R>(e: &aws_sdk_s3::error::SdkError<E, R>) -> String
+where
+    E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    use aws_sdk_s3::error::ProvideErrorMetadata;
+    match (e.code(), e.message()) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c.to_owned(),
+        _ => aws_sdk_s3::error::DisplayErrorContext(e).to_string(),
+    }
+}
+
+/// GetObject, the whole body.
+async fn get_object(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+) -> Result<Vec<u8>, String> {
+    let got = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(|e| sdk_error(&e))?;
+    let body = got
+        .body
+        .collect()
+        .await
+        .map_err(|e| format!("reading the body: {e}"))?;
+    Ok(body.into_bytes().to_vec())
 }
 
 /// The suffix of a file being written (never listed).

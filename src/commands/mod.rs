@@ -3,6 +3,7 @@
 
 mod alerts;
 mod apply;
+mod archive;
 mod completions;
 mod exporter;
 mod graph;
@@ -40,6 +41,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Status(args) => status::run(&args, printer),
         Command::Exporter(args) => exporter::run(&args, printer),
         Command::Redrive(args) => redrive::run(&args, printer),
+        Command::Archive(args) => archive::run(&args, printer),
         Command::Alerts(args) => alerts::run(&args, printer),
         Command::Graph(args) => graph::run(&args, printer),
         Command::Completions(args) => completions::run(&args, printer),

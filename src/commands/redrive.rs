@@ -48,6 +48,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             for_: d,
             max_redead_percent: args.max_redead,
         }),
+        purpose: driver::Purpose::Redrive,
     };
     let checked = driver::check(&r, &loaded.targets, &ask)?;
     let opts = super::shared::connect_options(&args.spec, printer);

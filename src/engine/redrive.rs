@@ -56,6 +56,27 @@ pub struct Ask {
     pub batches: Batches,
     /// `--verify-for`, `--max-redead`.
     pub verify: Option<Verify>,
+    /// Redrive, or `dlqctl archive` (which reuses this driver).
+    pub purpose: Purpose,
+}
+
+/// What the run is for: the messages of refusals name it, and an archive takes messages at
+/// `maxRedrives` too (the ping-pong guard is about bringing messages back, not keeping them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Purpose {
+    #[default]
+    Redrive,
+    Archive,
+}
+
+impl Purpose {
+    /// The verb, as refusals say it.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Purpose::Redrive => "redrive",
+            Purpose::Archive => "archive",
+        }
+    }
 }
 
 /// After each batch, watch the dead-letter queue `for_` for the moved messages coming back
@@ -138,7 +159,10 @@ pub fn check<'a>(
         older_than_ms: ask
             .older_than
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-        max_redrives: r.max_redrives,
+        max_redrives: match ask.purpose {
+            Purpose::Redrive => r.max_redrives,
+            Purpose::Archive => u32::MAX,
+        },
         envelope: r.envelope.clone(),
     };
     let to = if ask.to == "source" {
@@ -171,8 +195,14 @@ pub fn check<'a>(
         && ask.reason.as_deref().is_none_or(|w| w.trim().is_empty())
     {
         return Err(RedriveError::Refused(format!(
-            "target `{}` requires a reason for a redrive (operations.requireReason): pass --reason TEXT (e.g. the incident); nothing was read or moved",
-            r.target
+            "target `{}` requires a reason for a{} {} (operations.requireReason): pass --reason TEXT (e.g. the incident); nothing was read or moved",
+            r.target,
+            if ask.purpose == Purpose::Archive {
+                "n"
+            } else {
+                ""
+            },
+            ask.purpose.verb()
         )));
     }
     if !to.source && to.name == r.dead_letter {
@@ -277,6 +307,16 @@ impl Session<'_> {
         &self.checked.r.target
     }
 
+    /// The channel, as seen from the queue the messages come from.
+    pub fn resolved(&self) -> &Resolved {
+        &self.checked.r
+    }
+
+    /// The report as it stands (before a run: what was asked, who asks).
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
     /// Asks the backend who the target's credentials are, for the report, and refuses a run
     /// that would move messages when the target's `operations.allowedOperators` does not
     /// list that identity (nothing is read or moved before). A backend that cannot be asked
@@ -296,7 +336,8 @@ impl Session<'_> {
                 let why = crate::status::safe(&e.to_string());
                 if allowed.is_some() && !self.checked.ask.dry_run {
                     return Err(RedriveError::Refused(format!(
-                        "target `{target}` lists the operators who may redrive (operations.allowedOperators), and who these credentials are could not be asked: {why}; nothing was read or moved"
+                        "target `{target}` lists the operators who may {} (operations.allowedOperators), and who these credentials are could not be asked: {why}; nothing was read or moved",
+                        self.checked.ask.purpose.verb()
                     )));
                 }
                 self.report.identity_unknown = Some(why);
@@ -307,7 +348,8 @@ impl Session<'_> {
             && !redrive::allowed(list, who)
         {
             return Err(RedriveError::Refused(format!(
-                "`{who}` may not redrive on target `{target}`: its operations.allowedOperators are {}; nothing was read or moved",
+                "`{who}` may not {} on target `{target}`: its operations.allowedOperators are {}; nothing was read or moved",
+                self.checked.ask.purpose.verb(),
                 list.iter()
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
@@ -341,10 +383,17 @@ impl Session<'_> {
     /// flight, then stops; a second one exits at once (130). On a terminal, the count, rate
     /// and ETA go to stderr every second. `depth` is the DLQ's depth at the start (for the
     /// ETA). A failure once moving started is in the report, not an `Err`.
-    pub async fn run(
+    pub async fn run(self, depth: Option<u64>, printer: &Printer) -> Result<Report, RedriveError> {
+        self.run_with(depth, printer, None).await
+    }
+
+    /// [`Session::run`], with the chosen messages going to `archive` instead of the
+    /// destination when it is given (`dlqctl archive`, `engine/archive.rs`).
+    pub async fn run_with(
         mut self,
         depth: Option<u64>,
         printer: &Printer,
+        archive: Option<Arc<crate::archive::sink::Sink>>,
     ) -> Result<Report, RedriveError> {
         let r = &self.checked.r;
         let ask = self.checked.ask;
@@ -388,6 +437,7 @@ impl Session<'_> {
                 holder: self.report.operator.clone(),
                 service_task: ask.native,
                 allow_unowned: ask.allow_unowned,
+                archive: archive.clone(),
             };
             let before = depth.map(|d| d.saturating_sub(self.report.moved));
             let progress = progress(Arc::clone(&tally), before, *printer);
@@ -778,6 +828,7 @@ mod tests {
             gates: Gates::default(),
             batches: Batches::default(),
             verify: None,
+            purpose: Purpose::Redrive,
         }
     }
 

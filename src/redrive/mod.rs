@@ -280,6 +280,10 @@ pub struct Run {
     pub service_task: bool,
     /// `--allow-unowned-destination`: a `--to` outside the target's ownership is allowed.
     pub allow_unowned: bool,
+    /// `dlqctl archive`: the chosen messages go to this archive instead of the destination,
+    /// one object per batch ([`crate::archive::sink::Sink::put`]), and leave the DLQ only
+    /// after it returned, and only with `--delete` (else they are handed back).
+    pub archive: Option<Arc<crate::archive::sink::Sink>>,
 }
 
 impl Run {

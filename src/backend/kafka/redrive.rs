@@ -215,18 +215,20 @@ impl Mover {
         };
         'run: loop {
             let mut pending = Vec::new();
+            // `dlqctl archive`: the chosen records of this batch, for the archive.
+            let mut archived: Vec<(i32, i64, crate::status::Message)> = Vec::new();
             // A batch ends at BATCH records or after a second: what moved is committed often,
             // whatever the rate.
             let batch_started = tokio::time::Instant::now();
-            while pending.len() < BATCH
+            while pending.len() + archived.len() < BATCH
                 && !run.done()
                 && !finished(&seen, &ledgers)
-                && (pending.is_empty() || batch_started.elapsed() < Duration::from_secs(1))
+                && ((pending.is_empty() && archived.is_empty())
+                    || batch_started.elapsed() < Duration::from_secs(1))
             {
-                let room = run
-                    .select
-                    .limit
-                    .is_none_or(|l| run.tally.moved() + (pending.len() as u64) < l);
+                let room = run.select.limit.is_none_or(|l| {
+                    run.tally.moved() + ((pending.len() + archived.len()) as u64) < l
+                });
                 if !room {
                     break;
                 }
@@ -302,6 +304,14 @@ impl Mover {
                     }
                     continue;
                 }
+                if run.archive.is_some() {
+                    let msg = crate::status::Message {
+                        id: format!("{dlt}/{p}/{offset}"),
+                        ..msg
+                    };
+                    archived.push((p, offset, msg));
+                    continue;
+                }
                 let headers = copy_headers(m.headers());
                 let mut record = FutureRecord::to(dest).headers(headers);
                 if let Some(k) = m.key() {
@@ -325,8 +335,39 @@ impl Mover {
                     }
                 }
             }
-            if pending.is_empty() {
+            if pending.is_empty() && archived.is_empty() {
                 break;
+            }
+            let mut keep = false;
+            if let Some(sink) = run.archive.as_deref() {
+                let messages: Vec<_> = archived.iter().map(|(_, _, m)| m.clone()).collect();
+                match sink.put(&messages).await {
+                    Ok(_) => {
+                        run.tally
+                            .moved
+                            .fetch_add(messages.len() as u64, Ordering::Relaxed);
+                        run.tally.moved_ids(messages.iter().map(|m| m.id.clone()));
+                        // With --delete, archived is "removed": the ledger moves past them.
+                        if sink.delete {
+                            for (p, offset, _) in &archived {
+                                ledgers.entry(*p).or_default().moved.insert(*offset);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        result = Err(MoveError(format!(
+                            "{e}; nothing of this batch left `{dlt}`"
+                        )));
+                    }
+                }
+                // Without --delete, nothing is committed: every record stays waiting.
+                keep = !sink.delete;
+            }
+            if keep {
+                if result.is_err() || run.done() {
+                    break;
+                }
+                continue;
             }
             // Only records the destination confirmed enter the ledger.
             for (p, offset, delivery, print) in pending {
@@ -383,7 +424,8 @@ impl Mover {
         }
         // What is left, exactly: the ledgers just committed against the ends as they are now
         // (records that came during the run count). Unread, the report falls back to status.
-        if let Ok(marks) = self.reader.dlt_marks(dlt, ends.len()).await {
+        let kept = run.archive.as_ref().is_some_and(|s| !s.delete);
+        if !kept && let Ok(marks) = self.reader.dlt_marks(dlt, ends.len()).await {
             let left = marks
                 .iter()
                 .enumerate()
@@ -607,6 +649,7 @@ mod tests {
             holder: "me@here pid 1".into(),
             allow_unowned: false,
             service_task: false,
+            archive: None,
         }
     }
 

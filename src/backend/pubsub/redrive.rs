@@ -98,6 +98,8 @@ impl Mover {
                 .unwrap_or_default();
             let mut new = 0;
             let mut back: Vec<String> = Vec::new();
+            // `dlqctl archive`: this pull's chosen messages, for the archive.
+            let mut archived: Vec<(String, crate::status::Message)> = Vec::new();
             for rm in &received {
                 let ack = rm.get("ackId").and_then(Value::as_str).unwrap_or_default();
                 let m = super::status::message(rm, usize::MAX);
@@ -115,6 +117,19 @@ impl Mover {
                 // Interrupted during the wait: handed back, nothing published after it.
                 if !pace.wait_or_stop(&run.stop).await {
                     back.push(ack.to_owned());
+                    continue;
+                }
+                if run.archive.is_some() {
+                    // Beyond --limit: handed back.
+                    if run
+                        .select
+                        .limit
+                        .is_some_and(|l| run.tally.moved() + archived.len() as u64 >= l)
+                    {
+                        back.push(ack.to_owned());
+                        continue;
+                    }
+                    archived.push((ack.to_owned(), m));
                     continue;
                 }
                 let attributes: Map<String, Value> =
@@ -167,6 +182,40 @@ impl Mover {
                             m.id, p.dead_letter_subscription
                         )));
                     }
+                }
+            }
+            if let Some(sink) = run.archive.as_deref()
+                && !archived.is_empty()
+            {
+                let messages: Vec<_> = archived.iter().map(|(_, m)| m.clone()).collect();
+                let acks: Vec<String> = archived.iter().map(|(a, _)| a.clone()).collect();
+                if let Err(e) = sink.put(&messages).await {
+                    back.extend(acks);
+                    self.nack(&sub, &back).await?;
+                    return Err(MoveError(format!(
+                        "{e}; nothing of this pull left {}",
+                        p.dead_letter_subscription
+                    )));
+                }
+                let n = messages.len() as u64;
+                run.tally.moved.fetch_add(n, Ordering::Relaxed);
+                run.tally.moved_ids(messages.iter().map(|m| m.id.clone()));
+                if !sink.delete {
+                    back.extend(acks);
+                } else if let Err(e) = self
+                    .post(
+                        "POST subscriptions/{subscription}:acknowledge",
+                        format!("{sub}:acknowledge"),
+                        json!({"ackIds": acks}),
+                    )
+                    .await
+                {
+                    run.tally.duplicated.fetch_add(n, Ordering::Relaxed);
+                    self.nack(&sub, &back).await?;
+                    return Err(MoveError(format!(
+                        "{n} archived message(s) could not be acknowledged in {} ({e}): they are in the archive and may stay in the subscription",
+                        p.dead_letter_subscription
+                    )));
                 }
             }
             self.nack(&sub, &back).await?;

@@ -197,25 +197,27 @@ impl Mover {
                 break 'run;
             }
             let mut batch: Vec<(lapin::message::Delivery, PublisherConfirm)> = Vec::new();
+            // `dlqctl archive`: the chosen deliveries of this batch, for the archive.
+            let mut archived: Vec<lapin::message::Delivery> = Vec::new();
             let mut opened = tokio::time::Instant::now();
-            while batch.len() < BATCH && !run.done() && !consuming.full() {
+            while (batch.len() + archived.len()) < BATCH && !run.done() && !consuming.full() {
                 if run.tally.examined.load(ordering) >= ready {
                     break;
                 }
                 // Acknowledge by time too: at a low `--rate` a batch would span minutes, all
                 // of it to be sent again after a crash.
-                if !batch.is_empty()
+                if !(batch.is_empty() && archived.is_empty())
                     && (opened.elapsed() >= ACK_EVERY || pace.next_after(opened + ACK_EVERY))
                 {
                     break;
                 }
-                let wait = if batch.is_empty() {
+                let wait = if batch.is_empty() && archived.is_empty() {
                     IDLE
                 } else {
                     std::time::Duration::from_millis(20)
                 };
                 let next = match consuming.next(wait).await {
-                    Next::Idle if batch.is_empty() => {
+                    Next::Idle if (batch.is_empty() && archived.is_empty()) => {
                         // Nothing within IDLE: drained (what was ready has expired or gone),
                         // or the broker holds back the rest; the exact count says which.
                         match ready_count(&ch, dlq).await {
@@ -250,7 +252,7 @@ impl Mover {
                 if run
                     .select
                     .limit
-                    .is_some_and(|l| run.tally.moved() + batch.len() as u64 >= l)
+                    .is_some_and(|l| run.tally.moved() + (batch.len() + archived.len()) as u64 >= l)
                 {
                     // Handed back at close, like a message not chosen.
                     break;
@@ -259,8 +261,12 @@ impl Mover {
                 if !pace.wait_or_stop(&run.stop).await {
                     break;
                 }
-                if batch.is_empty() {
+                if batch.is_empty() && archived.is_empty() {
                     opened = tokio::time::Instant::now();
+                }
+                if run.archive.is_some() {
+                    archived.push(next);
+                    continue;
                 }
                 let key = route.clone().unwrap_or_else(|| original_key(&next, r));
                 let props = copy_properties(&next.properties, &self.user);
@@ -333,6 +339,36 @@ impl Mover {
                     }
                 }
             }
+            if let Some(sink) = run.archive.as_deref()
+                && !archived.is_empty()
+            {
+                // The archive first; the DLQ lets go of them only once it returned.
+                let messages: Vec<Message> = archived
+                    .iter()
+                    .map(|d| Message {
+                        id: audit_id(d),
+                        ..message(d)
+                    })
+                    .collect();
+                if let Err(e) = sink.put(&messages).await {
+                    result = Err(MoveError(format!(
+                        "{e}; nothing of this batch left `{dlq}`"
+                    )));
+                    break 'run;
+                }
+                if !sink.delete {
+                    // Archived, and kept: unacknowledged until the channel closes, then back
+                    // at their place.
+                    run.tally.moved.fetch_add(archived.len() as u64, ordering);
+                    run.tally.moved_ids(archived.iter().map(audit_id));
+                    for _ in &archived {
+                        held += 1;
+                        consuming.hold();
+                    }
+                    continue;
+                }
+                confirmed = std::mem::take(&mut archived);
+            }
             if confirmed.is_empty() {
                 if result.is_err() {
                     break;
@@ -341,7 +377,9 @@ impl Mover {
             }
             // The destination again, read now: a cap or a displaced dead-letter policy that
             // landed while this batch was published stops the run before the DLQ lets go.
-            if let Err(e) = self.guard(vhost, &into, run.to.source).await {
+            if run.archive.is_none()
+                && let Err(e) = self.guard(vhost, &into, run.to.source).await
+            {
                 run.tally
                     .duplicated
                     .fetch_add(confirmed.len() as u64, ordering);

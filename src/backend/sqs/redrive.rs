@@ -302,10 +302,17 @@ impl Mover {
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                 }
             }
-            if let Err(e) = self
-                .move_batch(dlq, url, dest_url, fifo, &chosen, run)
-                .await
-            {
+            let moved = match &run.archive {
+                Some(sink) => {
+                    self.archive_batch(dlq, url, role, &chosen, sink, run, &mut held)
+                        .await
+                }
+                None => {
+                    self.move_batch(dlq, url, dest_url, fifo, &chosen, run)
+                        .await
+                }
+            };
+            if let Err(e) = moved {
                 result = Err(e);
                 break;
             }
@@ -363,6 +370,78 @@ impl Mover {
                 .await;
         }
         result
+    }
+
+    /// `dlqctl archive`: `chosen` written to the archive as one object (durable, listed in
+    /// the manifest), then, with `--delete`, deleted from the DLQ; without, or when the
+    /// archive could not be written, handed back (`held`: visible again at the end).
+    #[allow(clippy::too_many_arguments)]
+    async fn archive_batch(
+        &self,
+        dlq: &str,
+        url: &str,
+        role: DeadLetterRole,
+        chosen: &[aws_sdk_sqs::types::Message],
+        sink: &crate::archive::sink::Sink,
+        run: &Run,
+        held: &mut Vec<String>,
+    ) -> Result<(), MoveError> {
+        if chosen.is_empty() {
+            return Ok(());
+        }
+        let receipts = || {
+            chosen
+                .iter()
+                .map(|m| m.receipt_handle().unwrap_or_default().to_owned())
+        };
+        let messages: Vec<_> = chosen
+            .iter()
+            .map(|m| super::status::message_in(m, usize::MAX, role))
+            .collect();
+        if let Err(e) = sink.put(&messages).await {
+            held.extend(receipts());
+            return Err(MoveError(format!(
+                "{e}; nothing of this batch was deleted from `{dlq}`"
+            )));
+        }
+        let n = chosen.len() as u64;
+        run.tally.moved.fetch_add(n, Ordering::Relaxed);
+        run.tally.moved_ids(messages.iter().map(|m| m.id.clone()));
+        if !sink.delete {
+            held.extend(receipts());
+            return Ok(());
+        }
+        let deletes: Vec<DeleteMessageBatchRequestEntry> = chosen
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let clients = self.reader.aws.clients().await;
+        let deleted = match clients
+            .sqs
+            .delete_message_batch()
+            .queue_url(url)
+            .set_entries(Some(deletes))
+            .send()
+            .await
+        {
+            Ok(d) => d.successful().len() as u64,
+            Err(_) => 0,
+        };
+        let dup = n - deleted.min(n);
+        run.tally.duplicated.fetch_add(dup, Ordering::Relaxed);
+        if dup > 0 {
+            return Err(MoveError(format!(
+                "{dup} archived message(s) could not be deleted from `{dlq}`: they are in the archive and still in the queue"
+            )));
+        }
+        Ok(())
     }
 
     /// Sends `chosen` to the destination in requests of at most [`BATCH_BYTES`], then deletes

@@ -1,0 +1,124 @@
+//! `dlqctl archive CHANNEL --to DIR|s3://…`: dead letters written to an archive, and with
+//! `--delete` removed from the queue once their object is durable and listed. It parses the
+//! flags, asks before `--delete` on a terminal, and prints the report; the driver
+//! (`engine/archive.rs`) does the rest.
+
+use std::io::{BufRead, IsTerminal};
+
+use crate::archive::Place;
+use crate::cli::{ArchiveArgs, ArchiveFormat, Compression};
+use crate::engine::archive::{self as driver, Ask, Report};
+use crate::printer::{Printer, Style};
+
+pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
+    let to = Place::parse(&args.to).map_err(|e| anyhow::anyhow!("--to {e}"))?;
+    let Some(loaded) =
+        super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
+    else {
+        return Ok(1);
+    };
+    let r = super::shared::select_one(loaded.channels, &args.channel, args.target.as_deref())?;
+    let ask = Ask {
+        to,
+        limit: args.limit,
+        classes: args.classes.clone(),
+        older_than: args.older_than,
+        delete: args.delete,
+        dry_run: args.dry_run,
+        rate: args.rate,
+        reason: args.reason.clone(),
+        gzip: args.compress == Some(Compression::Gzip),
+    };
+    let redrive_ask = driver::redrive_ask(&ask);
+    let opts = super::shared::connect_options(&args.spec, printer);
+    let mut session = driver::connect(&r, &loaded.targets, &redrive_ask, opts)?;
+    let rt = super::shared::runtime()?;
+    rt.block_on(session.authorize())?;
+
+    if args.dry_run {
+        let report = rt.block_on(driver::dry_run(session, &ask))?;
+        let journaled = journal(&report, args, printer);
+        print(&report, args.format, printer);
+        return Ok(if journaled { 0 } else { 1 });
+    }
+
+    let depth = rt.block_on(session.depth());
+    if args.delete && !args.yes {
+        if !std::io::stdin().is_terminal() {
+            anyhow::bail!(
+                "refusing to remove messages without confirmation: stdin is not a terminal; pass --yes (and see first with --dry-run)"
+            );
+        }
+        printer.err(&format!(
+            "Archive {} message(s) from `{}` (target {}) to {} and delete them from the queue? Only `yes` is accepted: ",
+            match (args.limit, depth) {
+                (Some(l), Some(d)) => l.min(d).to_string(),
+                (Some(l), None) => format!("up to {l}"),
+                (None, Some(d)) => format!("up to {d}"),
+                (None, None) => "every selected".to_owned(),
+            },
+            session.dead_letter(),
+            session.target(),
+            ask.to
+        ));
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            printer.err("Archive cancelled; nothing was archived or removed.");
+            return Ok(1);
+        }
+    }
+    let report = rt.block_on(driver::run(session, &ask, depth, printer))?;
+    if let Some(e) = &report.error {
+        printer.err(&format!(
+            "{} {e}",
+            printer.paint_err("error:", Style::Error)
+        ));
+    }
+    let journaled = journal(&report, args, printer);
+    print(&report, args.format, printer);
+    Ok(if journaled && driver::complete(&report) {
+        0
+    } else {
+        1
+    })
+}
+
+/// Appends the report to `--audit-log`, if given: `false` (said on stderr) when it did not.
+fn journal(report: &Report, args: &ArchiveArgs, printer: &Printer) -> bool {
+    let Some(path) = &args.audit_log else {
+        return true;
+    };
+    match crate::journal::append(path, report) {
+        Ok(()) => true,
+        Err(e) => {
+            printer.err(&format!(
+                "{} {e}; the run's audit record is not in the journal ({} archived from {} to {}, {} deleted{}): exiting 1",
+                printer.paint_err("error:", Style::Error),
+                report.archived,
+                report.dead_letter,
+                report.to,
+                report.deleted,
+                if report.dry_run { ", a dry run" } else { "" }
+            ));
+            false
+        }
+    }
+}
+
+fn print(report: &Report, format: ArchiveFormat, printer: &Printer) {
+    match format {
+        ArchiveFormat::Text => printer.out(&driver::human(report)),
+        ArchiveFormat::Json => printer.out(&driver::json(report)),
+    }
+    if !report.dry_run {
+        printer.report_out_failure(&format!(
+            "; the archive report is lost: {} archived from {} to {}, {} deleted, manifest {}",
+            report.archived,
+            report.dead_letter,
+            report.to,
+            report.deleted,
+            report.manifest.as_deref().unwrap_or("none")
+        ));
+    }
+}
