@@ -379,6 +379,7 @@ fn help_is_snapshotted() {
         &["status", "--help"][..],
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
+        &["archive", "--help"][..],
         &["alerts", "--help"][..],
         &["graph", "--help"][..],
         &["completions", "--help"][..],
