@@ -20,6 +20,7 @@
 //! This module is pure (values and (de)serialization); the stores that put and get objects
 //! (file system, S3) are elsewhere.
 
+pub mod read;
 pub mod store;
 
 use base64::Engine as _;

@@ -12,6 +12,7 @@ pub mod import;
 pub mod interrupt;
 pub mod plan;
 pub mod redrive;
+pub mod replay;
 pub mod schedule;
 pub mod status;
 
