@@ -620,6 +620,14 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DEST", default_value = "source")]
     pub to: String,
 
+    /// Replay from an archive (a directory, or s3://bucket/prefix) that `dlqctl archive`
+    /// wrote, instead of the dead-letter queue: every run's objects are checked against
+    /// their manifests and deduplicated by message id, then published to the main queue or
+    /// topic (or --to). Nothing leaves any queue; replaying twice publishes twice.
+    #[arg(long, value_name = "DIR|S3", value_parser = parse_place,
+          conflicts_with_all = ["native", "batch", "verify_for", "health_checks", "health_queries"])]
+    pub from_archive: Option<crate::archive::Place>,
+
     /// Allow `--to` a queue or topic the target does not own (outside its ownership
     /// prefixes; SQS: not tagged by dlqctl; Pub/Sub: not labelled). Without it such a
     /// destination is refused before anything moves.
@@ -792,6 +800,10 @@ pub struct ArchiveArgs {
     /// Output format of the final report.
     #[arg(long, value_enum, default_value_t = ArchiveFormat::Text)]
     pub format: ArchiveFormat,
+}
+
+fn parse_place(text: &str) -> Result<crate::archive::Place, String> {
+    crate::archive::Place::parse(text)
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {

@@ -20,6 +20,7 @@
 //! This module is pure (values and (de)serialization); the stores that put and get objects
 //! (file system, S3) are in [`store`], and the movers' side of a run in [`sink`].
 
+pub mod read;
 pub mod sink;
 pub mod store;
 

@@ -15,6 +15,7 @@
 //! | `status.rs` | [`Status`]: depth, samples and ages of a channel's dead letters | reads; its `//!` says what a read does to a message |
 //! | `apply.rs` | [`Apply`] on the `Writer` | the only door that writes objects |
 //! | `redrive.rs` | [`Redrive`] on the `Mover` (Kafka's impl: `kafka/mover.rs`) | the only door that moves messages |
+//! | `replay.rs` | [`Replay`] on the `Replayer`: archived messages published back (`redrive --from-archive`) | publishes only; takes nothing out of a queue |
 //!
 //! Inside a folder imports point down the table's order (mod < desired, plan, import < read <
 //! review, status < apply, redrive); a backend imports the kit (`kit/`, `wire/`) and never
@@ -48,7 +49,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use kit::alerts::{AlertHome, Alerts};
-use kit::doors::{Apply, Connected, Import, Operator, Plan, Read, Redrive, Review, Status};
+use kit::doors::{Apply, Connected, Import, Operator, Plan, Read, Redrive, Replay, Review, Status};
 use kit::draw::{Draw, Drawing};
 
 use crate::plan::{Change, Note};
@@ -418,6 +419,39 @@ impl Mover {
         run: &crate::redrive::Run,
     ) -> Result<(), BackendError> {
         each!(Mover, self, m => Redrive::redrive(m, r, run).await)
+    }
+}
+
+/// The capability to publish archived messages back (`redrive --from-archive`), one per
+/// backend (`*/replay.rs`). Made from a reader only by the replay driver.
+#[derive(Debug, Clone)]
+pub enum Replayer {
+    Rabbitmq(rabbitmq::replay::Replayer),
+    Sqs(sqs::replay::Replayer),
+    Kafka(kafka::replay::Replayer),
+    Pubsub(pubsub::replay::Replayer),
+}
+
+impl Replayer {
+    pub fn connect(reader: Reader, target: &Target) -> Result<Self, BackendError> {
+        Ok(match reader {
+            Reader::Rabbitmq(r) => {
+                Replayer::Rabbitmq(rabbitmq::replay::Replayer::connect(r, target)?)
+            }
+            Reader::Sqs(r) => Replayer::Sqs(sqs::replay::Replayer::new(r)),
+            Reader::Kafka(r) => Replayer::Kafka(kafka::replay::Replayer::new(r)),
+            Reader::Pubsub(r) => Replayer::Pubsub(pubsub::replay::Replayer::new(r)),
+        })
+    }
+
+    /// Publishes `job.messages` to `job.to`, confirmed (see [`Replay`]); `job.tally` counts
+    /// what happened, also when this fails part-way.
+    pub async fn replay(
+        &self,
+        r: &Resolved,
+        job: &crate::redrive::replay::Job,
+    ) -> Result<(), BackendError> {
+        each!(Replayer, self, p => Replay::replay(p, r, job).await)
     }
 }
 

@@ -8,6 +8,7 @@ use std::io::{BufRead, IsTerminal};
 use crate::cli::{RedriveArgs, RedriveFormat};
 use crate::engine::gate::{EXIT_UNHEALTHY, Gates};
 use crate::engine::redrive::{self as driver, Ask, Batches, Session, Verify};
+use crate::engine::replay;
 use crate::printer::{Printer, Style};
 use crate::redrive::{self, Report};
 
@@ -55,6 +56,9 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let mut session = checked.connect(opts)?;
     let rt = super::shared::runtime()?;
     rt.block_on(session.authorize())?;
+    if let Some(place) = &args.from_archive {
+        return from_archive(session, place, args, &rt, printer);
+    }
 
     if args.dry_run {
         let report = rt.block_on(session.dry_run())?;
@@ -82,6 +86,57 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     } else if report.error.is_none() && report.unhealthy.is_some() {
         EXIT_UNHEALTHY
     } else if driver::complete(&report) {
+        0
+    } else {
+        1
+    })
+}
+
+/// `--from-archive`: the archive read and selected, a dry run or (confirmed) the replay.
+fn from_archive(
+    session: Session<'_>,
+    place: &crate::archive::Place,
+    args: &RedriveArgs,
+    rt: &tokio::runtime::Runtime,
+    printer: &Printer,
+) -> anyhow::Result<u8> {
+    let prepared = rt.block_on(replay::prepare(session, place))?;
+    if args.dry_run {
+        let report = prepared.dry_run();
+        let journaled = journal(&report, args, printer);
+        print(&report, args.format, printer);
+        return Ok(if journaled { 0 } else { 1 });
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            anyhow::bail!(
+                "refusing to publish messages without confirmation: stdin is not a terminal; pass --yes (and see first with --dry-run)"
+            );
+        }
+        printer.err(&format!(
+            "Publish {} archived message(s) from {} to `{}` (target {})? Replaying twice publishes twice. Only `yes` is accepted: ",
+            prepared.count(),
+            prepared.place(),
+            prepared.destination(),
+            prepared.target()
+        ));
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            printer.err("Replay cancelled; nothing was published.");
+            return Ok(1);
+        }
+    }
+    let report = rt.block_on(prepared.run(printer))?;
+    if let Some(e) = &report.error {
+        printer.err(&format!(
+            "{} {e}",
+            printer.paint_err("error:", Style::Error)
+        ));
+    }
+    let journaled = journal(&report, args, printer);
+    print(&report, args.format, printer);
+    Ok(if journaled && replay::complete(&report) {
         0
     } else {
         1

@@ -13,6 +13,7 @@ pub mod import;
 pub mod interrupt;
 pub mod plan;
 pub mod redrive;
+pub mod replay;
 pub mod schedule;
 pub mod status;
 

@@ -113,11 +113,11 @@ pub enum RedriveError {
 /// is connected yet.
 pub struct Checked<'a> {
     /// The channel as seen from the destination the messages come from (`--from`).
-    r: Resolved,
-    target: Target,
-    ask: &'a Ask,
-    to: Destination,
-    select: Selection,
+    pub(super) r: Resolved,
+    pub(super) target: Target,
+    pub(super) ask: &'a Ask,
+    pub(super) to: Destination,
+    pub(super) select: Selection,
 }
 
 /// Checks `ask` for channel `r` before anything is read: `--from` names one of the channel's
@@ -280,15 +280,17 @@ impl<'a> Checked<'a> {
             batches: None,
             unhealthy: None,
             redead: None,
+            from: None,
+            archive: None,
         }
     }
 }
 
 /// A connected redrive: the reader of the channel's target and the report being written.
 pub struct Session<'a> {
-    checked: Checked<'a>,
-    reader: Reader,
-    report: Report,
+    pub(super) checked: Checked<'a>,
+    pub(super) reader: Reader,
+    pub(super) report: Report,
 }
 
 impl Session<'_> {
@@ -640,7 +642,7 @@ pub fn complete(report: &Report) -> bool {
         && report.redead.is_none()
 }
 
-fn now_text() -> String {
+pub(super) fn now_text() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()

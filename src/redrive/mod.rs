@@ -8,6 +8,8 @@
 //! capability of its own, made from a reader only by the redrive driver; plan and status
 //! never hold one.
 
+pub mod replay;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -476,6 +478,12 @@ pub struct Report {
     /// moved after it said so, and the command exits 75.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
+    /// `archive` when the messages came from an archive (`--from-archive`), not a queue:
+    /// then `deadLetter` is the archive's place and `archive` says what was read there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<replay::ArchiveRead>,
 }
 
 /// The most ids an audit record lists (beyond: the digest and the count only).
@@ -632,6 +640,9 @@ pub fn human(r: &Report) -> String {
                 r.skipped_at_max_redrives, r.selection.max_redrives
             ));
         }
+        if let Some(a) = &r.archive {
+            out.push_str(&archive_line(a));
+        }
         out.push_str("Nothing was moved.\n");
         return out;
     }
@@ -683,6 +694,9 @@ pub fn human(r: &Report) -> String {
             b.stopped_by
         ));
     }
+    if let Some(a) = &r.archive {
+        out.push_str(&archive_line(a));
+    }
     if let Some(why) = &r.unhealthy {
         out.push_str(&format!(
             "  not healthy: {why}; nothing more was moved (exit 75: run it again later)\n"
@@ -693,6 +707,22 @@ pub fn human(r: &Report) -> String {
             "  moved by {by} (--native): the messages went back as they were, with no dlq-redrive-count and no maxRedrives check.\n"
         ));
     }
+    out
+}
+
+/// What a replay read of its archive, for people.
+fn archive_line(a: &replay::ArchiveRead) -> String {
+    let mut out = format!(
+        "  archive   {} run(s), {} object(s), {} record(s) read, {} duplicate(s) replayed once, {} unlisted object(s) not read",
+        a.runs, a.objects, a.read, a.duplicates, a.unlisted
+    );
+    if a.elsewhere > 0 {
+        out.push_str(&format!(
+            ", {} record(s) of another target or queue left",
+            a.elsewhere
+        ));
+    }
+    out.push('\n');
     out
 }
 

@@ -40,6 +40,7 @@ pub mod ledger;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod replay;
 pub mod review;
 pub mod status;
 

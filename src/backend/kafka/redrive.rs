@@ -52,7 +52,7 @@ const IDLE: Duration = Duration::from_secs(3);
 /// Headers the copy does not carry (by prefix): Spring Kafka's exception headers under its
 /// older (`kafka_dlt-`) and Spring Kafka 3's names, for the record and for its key, and its
 /// retry-topic state.
-const DROP: [&str; 5] = [
+pub(super) const DROP: [&str; 5] = [
     "kafka_dlt-exception-",
     "kafka_dlt-key-exception-",
     "kafka_exception-",

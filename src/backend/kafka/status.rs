@@ -277,7 +277,7 @@ fn retained(marks: &[(i64, i64)]) -> u64 {
 }
 
 /// Spring's numeric headers are big-endian integers, not text.
-const SPRING_NUMBERS: [&str; 3] = [
+pub(super) const SPRING_NUMBERS: [&str; 3] = [
     "kafka_dlt-original-partition",
     "kafka_dlt-original-offset",
     "kafka_dlt-original-timestamp",

@@ -192,3 +192,19 @@ pub trait Redrive: Connected {
     /// happened, also when this fails part-way.
     fn redrive(&self, r: &Resolved, run: &Run) -> impl Future<Output = Result<(), Self::Error>>;
 }
+
+/// `redrive --from-archive`: publishes archived messages to the channel's main queue or topic
+/// (or `--to`), each confirmed by the broker before it counts (RabbitMQ publisher confirms,
+/// SQS SendMessageBatch's answer, Kafka's idempotent producer with `acks=all`, Pub/Sub's
+/// message ids), one per backend (`*/replay.rs`, whose `//!` says what of a message goes
+/// back). It takes nothing out of any queue. Made from a reader only by the replay driver.
+pub trait Replay: Connected {
+    /// Publishes `job.messages` in order, under `job.rate`, until done or `job.stop`;
+    /// `job.tally` counts what was confirmed (`moved`, `moved_ids`) and what was published
+    /// without an answer (`duplicated`), also when this fails part-way.
+    fn replay(
+        &self,
+        r: &Resolved,
+        job: &crate::redrive::replay::Job,
+    ) -> impl Future<Output = Result<(), Self::Error>>;
+}

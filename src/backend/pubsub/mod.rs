@@ -33,6 +33,7 @@ pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod replay;
 pub mod review;
 pub mod status;
 

@@ -262,7 +262,7 @@ fn copy(message: &Value, attributes: Map<String, Value>) -> Value {
 
 /// Why a topic is not dlqctl's (not labelled `managed-by: dlqctl` with a channel), if it is
 /// not: a `--to` must be owned.
-fn not_dlqctls(topic: &Value) -> Option<String> {
+pub(super) fn not_dlqctls(topic: &Value) -> Option<String> {
     let label = |k: &str| {
         topic
             .get("labels")

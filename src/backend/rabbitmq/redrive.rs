@@ -57,7 +57,7 @@ const HEARTBEAT: u16 = 10;
 /// broker stamps on a delivery: a quorum queue's `x-delivery-count` (kept, a consumer
 /// counting `x-delivery-count + 1` would dead-letter the copy at once) and the shovel's and
 /// federation's `x-received-from`.
-const ATTEMPT_HISTORY: [&str; 6] = [
+pub(super) const ATTEMPT_HISTORY: [&str; 6] = [
     "x-death",
     "x-first-death-*",
     "x-last-death-*",
@@ -73,12 +73,12 @@ pub const TAG: &str = "dlqctl-redrive";
 pub struct Mover {
     reader: Reader,
     /// AMQP URI with credentials, without a vhost (added per channel). Never printed.
-    amqp: String,
+    pub(super) amqp: String,
     /// The same, without credentials, for messages.
-    shown: String,
+    pub(super) shown: String,
     /// The user the connection logs in as (`guest` without one): a message's `user_id` is
     /// kept on its copy only when it is this user, which the broker checks on publish.
-    user: String,
+    pub(super) user: String,
 }
 
 impl Mover {
@@ -517,7 +517,7 @@ impl Mover {
     /// Refuses a destination that would drop what it is given (a length cap with
     /// `drop-head`), and, for the channel's main queue, one that lost its dead-letter
     /// exchange (a message failing again would vanish). Read now: see [`super::guard`].
-    async fn guard(&self, vhost: &str, name: &str, main: bool) -> Result<(), MoveError> {
+    pub(super) async fn guard(&self, vhost: &str, name: &str, main: bool) -> Result<(), MoveError> {
         let g = super::guard::read(&self.reader, vhost, name)
             .await
             .map_err(|e| MoveError(format!("destination `{name}`: {e}")))?
@@ -698,7 +698,7 @@ async fn ready_count(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Err
 }
 
 /// The AMQP URI with a heartbeat, unless it sets one.
-fn with_heartbeat(uri: &str) -> String {
+pub(super) fn with_heartbeat(uri: &str) -> String {
     if uri.contains("heartbeat=") {
         return uri.to_owned();
     }
@@ -708,7 +708,7 @@ fn with_heartbeat(uri: &str) -> String {
 
 /// An AMQP error as an on-call engineer needs it: what happened to the connection, and what
 /// that means for the messages.
-fn lost(e: &lapin::Error) -> String {
+pub(super) fn lost(e: &lapin::Error) -> String {
     use lapin::ErrorKind as K;
     let back = "every message not acknowledged is back in the dead-letter queue";
     match e.kind() {

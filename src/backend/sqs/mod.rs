@@ -42,6 +42,7 @@ pub mod move_task;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod replay;
 pub mod review;
 pub mod status;
 

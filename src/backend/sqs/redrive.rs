@@ -699,7 +699,7 @@ pub const BATCH_BYTES: usize = 1024 * 1024;
 
 /// What an entry counts towards [`BATCH_BYTES`]: its body and, per message attribute, the
 /// name, the data type and the value.
-fn payload(e: &SendMessageBatchRequestEntry) -> usize {
+pub(super) fn payload(e: &SendMessageBatchRequestEntry) -> usize {
     let attrs: usize = e
         .message_attributes()
         .into_iter()
@@ -715,7 +715,7 @@ fn payload(e: &SendMessageBatchRequestEntry) -> usize {
 }
 
 /// Entries (by index) packed in order into requests of at most [`BATCH_BYTES`] each.
-fn by_size(sizes: &[usize]) -> Vec<Vec<usize>> {
+pub(super) fn by_size(sizes: &[usize]) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut bytes = 0;
     for (i, n) in sizes.iter().enumerate() {
@@ -734,7 +734,7 @@ fn by_size(sizes: &[usize]) -> Vec<Vec<usize>> {
 }
 
 /// Whether SendMessageBatch refused the request as too long (modelled, or by its code).
-fn too_long<R>(
+pub(super) fn too_long<R>(
     e: &aws_sdk_sqs::error::SdkError<
         aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError,
         R,
@@ -805,7 +805,7 @@ fn copy(
 
 /// Why a queue with these tags is not dlqctl's (not tagged `managed-by: dlqctl` with a
 /// channel), if it is not: a `--to` must be owned.
-fn not_dlqctls(tags: &std::collections::BTreeMap<String, String>) -> Option<String> {
+pub(super) fn not_dlqctls(tags: &std::collections::BTreeMap<String, String>) -> Option<String> {
     use super::{TAG_CHANNEL, TAG_MANAGED_BY, TAG_MANAGED_BY_VALUE};
     match tags.get(TAG_MANAGED_BY).map(String::as_str) {
         Some(TAG_MANAGED_BY_VALUE) if tags.get(TAG_CHANNEL).is_some_and(|c| !c.is_empty()) => None,

@@ -1,0 +1,207 @@
+//! The replay driver (`redrive --from-archive`): the archive read and checked whole
+//! (`archive::read`: manifests, object checksums, record checksums, duplicates across runs),
+//! the records selected as a redrive selects dead letters (`--class`, `--older-than`,
+//! `maxRedrives` on the archived copy's `dlq-redrive-count`, `--limit`), then a dry run that
+//! says what would be published, or the backend's replay door publishing them, confirmed,
+//! with Ctrl-C watched, all written into the redrive [`Report`] (`from: archive`). It names
+//! no backend: the publishing is asked of `crate::backend`.
+//!
+//! The channel, the guards (requireReason, allowedOperators) and the report come from the
+//! redrive driver ([`super::redrive`]): a replay is a redrive whose source is an archive.
+//! Nothing is taken out of any queue, and nothing in the archive changes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::redrive::{RedriveError, Session, now_text};
+use crate::archive::store::Store;
+use crate::archive::{Place, parse_rfc3339};
+use crate::backend::Replayer;
+use crate::printer::Printer;
+use crate::redrive::replay::{ArchiveRead, Job, MAX_UNLISTED, decide};
+use crate::redrive::{Decision, MovedIds, Report, Tally, WouldMove};
+use crate::status::Message;
+
+/// A replay read and selected, nothing published yet.
+pub struct Prepared<'a> {
+    session: Session<'a>,
+    messages: Vec<Message>,
+}
+
+/// Reads the archive at `place` for the session's channel and selects what would be
+/// published. An archive that does not check is refused whole, naming what failed.
+pub async fn prepare<'a>(
+    mut session: Session<'a>,
+    place: &Place,
+) -> Result<Prepared<'a>, RedriveError> {
+    if let Place::Dir(p) = place
+        && !p.is_dir()
+    {
+        return Err(RedriveError::Refused(format!(
+            "--from-archive {}: no such directory; nothing was published",
+            p.display()
+        )));
+    }
+    let refused = |e: String| RedriveError::Refused(format!("{e}; nothing was published"));
+    let store = Store::open(place)
+        .await
+        .map_err(|e| refused(e.to_string()))?;
+    let r = &session.checked.r;
+    let archived = crate::archive::read::read(&store, &r.channel)
+        .await
+        .map_err(refused)?;
+    let select = &session.checked.select;
+    let role = r.dead_letter_role.as_str();
+    let now = crate::status::now_ms();
+    let mut account = ArchiveRead {
+        place: place.to_string(),
+        runs: archived.runs,
+        objects: archived.objects,
+        read: archived.read,
+        duplicates: archived.duplicates,
+        unlisted: archived.unlisted.len() as u64,
+        unlisted_objects: archived
+            .unlisted
+            .iter()
+            .take(MAX_UNLISTED)
+            .cloned()
+            .collect(),
+        elsewhere: 0,
+    };
+    let report = &mut session.report;
+    let (mut messages, mut classes, mut ages) = (Vec::new(), BTreeMap::new(), Vec::new());
+    for rec in &archived.records {
+        if rec.target != r.target || rec.role != role {
+            account.elsewhere += 1;
+            continue;
+        }
+        let m = rec.message().map_err(refused)?;
+        report.examined += 1;
+        match decide(select, rec, &m, now) {
+            Decision::Move if select.limit.is_none_or(|l| (messages.len() as u64) < l) => {
+                *classes.entry(rec.envelope.class.clone()).or_insert(0) += 1;
+                let since = m
+                    .dead_lettered_ms
+                    .or_else(|| {
+                        rec.envelope
+                            .first_failure_at
+                            .as_deref()
+                            .and_then(parse_rfc3339)
+                    })
+                    .or(m.published_ms);
+                ages.extend(since.map(|t| (now - t).max(0) as f64 / 1000.0));
+                messages.push(m);
+            }
+            Decision::Move => {}
+            Decision::NotSelected => report.not_selected += 1,
+            Decision::AtLimit => report.skipped_at_max_redrives += 1,
+        }
+    }
+    report.from = Some("archive");
+    report.dead_letter = place.to_string();
+    report.archive = Some(account);
+    if report.dry_run {
+        report.would_move = Some(WouldMove {
+            count: messages.len() as u64,
+            exact: true,
+            by_error_class: classes,
+            oldest_age_seconds: ages.iter().copied().reduce(f64::max),
+            newest_age_seconds: ages.iter().copied().reduce(f64::min),
+            samples: Vec::new(),
+        });
+    }
+    Ok(Prepared { session, messages })
+}
+
+impl Prepared<'_> {
+    /// How many messages a run would publish.
+    pub fn count(&self) -> u64 {
+        self.messages.len() as u64
+    }
+
+    /// Where they would go.
+    pub fn destination(&self) -> &str {
+        &self.session.checked.to.name
+    }
+
+    /// The archive they come from.
+    pub fn place(&self) -> &str {
+        &self.session.report.dead_letter
+    }
+
+    /// The channel's target.
+    pub fn target(&self) -> &str {
+        &self.session.checked.r.target
+    }
+
+    /// The dry run's report: what would be published; nothing is.
+    pub fn dry_run(mut self) -> Report {
+        self.session.report.ended_at = now_text();
+        self.session.report
+    }
+
+    /// Publishes the selected messages through the backend's replay door. Ctrl-C or
+    /// SIGTERM: nothing more after the batch in flight; a second one exits at once (130). A
+    /// failure once publishing started is in the report, not an `Err`.
+    pub async fn run(self, printer: &Printer) -> Result<Report, RedriveError> {
+        let Prepared {
+            mut session,
+            messages,
+        } = self;
+        let checked = &session.checked;
+        let replayer = Replayer::connect(session.reader.clone(), &checked.target)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let tally = Arc::new(Tally::default());
+        let watcher = watch(Arc::clone(&stop), Arc::clone(&tally), *printer);
+        let job = Job {
+            to: checked.to.clone(),
+            messages,
+            rate: checked.ask.rate,
+            stop: Arc::clone(&stop),
+            tally: Arc::clone(&tally),
+            allow_unowned: checked.ask.allow_unowned,
+        };
+        let result = replayer.replay(&checked.r, &job).await;
+        watcher.abort();
+        let report = &mut session.report;
+        report.moved = tally.moved();
+        report.possibly_duplicated = tally.duplicated.load(Ordering::Relaxed);
+        report.moved_ids = Some(MovedIds::of(tally.moved_id_list()));
+        report.interrupted = stop.load(Ordering::SeqCst);
+        report.error = result
+            .as_ref()
+            .err()
+            .map(|e| crate::status::safe(&e.to_string()));
+        report.ended_at = now_text();
+        Ok(session.report)
+    }
+}
+
+/// Sets `stop` on Ctrl-C or SIGTERM; exits the process on a second one.
+fn watch(
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+    printer: Printer,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if super::interrupt::interrupted().await {
+            stop.store(true, Ordering::SeqCst);
+            printer.err(
+                "Interrupted: finishing the batch in flight, then stopping (interrupt again to stop at once).",
+            );
+            if super::interrupt::interrupted().await {
+                printer.err(&format!(
+                    "Interrupted again: stopped at once after {} published; those in flight may or may not have landed. No report was written.",
+                    tally.moved()
+                ));
+                std::process::exit(130);
+            }
+        }
+    })
+}
+
+/// Whether a finished replay did all it set out to (else `dlqctl redrive` exits 1).
+pub fn complete(report: &Report) -> bool {
+    super::redrive::complete(report) && report.possibly_duplicated == 0
+}
