@@ -416,3 +416,61 @@ fn kafka_archive_to_a_directory_keeps_or_deletes_and_loses_nothing() {
         &|| kafka::waiting(&f),
     );
 }
+
+// ------------------------------------------------------------------------------ Pub/Sub
+
+#[test]
+fn pubsub_archive_to_a_directory_keeps_or_deletes_and_loses_nothing() {
+    use base64::Engine;
+    let Some(f) = support::pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    assert_eq!(f.apply(&[]).code, 0, "apply");
+    f.assert_empty_plan("pubsub archive");
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    let want = expected(12, true);
+    // Counts the dead-letter subscription without taking anything: pulls until no new
+    // message comes for 2 s, then hands every one back.
+    let count = || -> u64 {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut acks = Vec::new();
+        let mut quiet = std::time::Instant::now();
+        while quiet.elapsed() < Duration::from_secs(2) {
+            for m in f.rest.pull(&dl_sub, 100) {
+                if seen.insert(
+                    m["message"]["messageId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ) {
+                    quiet = std::time::Instant::now();
+                }
+                acks.push(m["ackId"].as_str().unwrap_or_default().to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for a in &acks {
+            f.rest.nack(&dl_sub, a);
+        }
+        seen.len() as u64
+    };
+    scenario(
+        &f,
+        &want,
+        &|| {
+            for b in &want {
+                f.rest.ok(
+                    reqwest::Method::POST,
+                    &format!("topics/{dlt}:publish"),
+                    serde_json::json!({"messages": [{
+                        "data": base64::engine::general_purpose::STANDARD.encode(b),
+                        "attributes": {"dlq-error-class": "poison"}
+                    }]}),
+                );
+            }
+        },
+        &count,
+    );
+}
