@@ -1,0 +1,360 @@
+//! Issue 35: `redrive --from-archive` brings every archived id back once, live on every
+//! backend. The archive is written with the format's own functions (`Record::of`,
+//! `object_bytes`, a `Manifest` with sha256s): two runs that share ids (a crash and its
+//! rerun), and one object no manifest lists. A dry run publishes nothing; `--class` and
+//! `--limit` select; a tampered object is refused, naming it, with nothing published; the
+//! full replay brings each id back exactly once into the main queue or topic, read back by
+//! id with the third-party client: body and headers byte-exact, `dlq-redrive-count` 1.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use dlqctl::archive::{
+    FORMAT_VERSION, MANIFEST, MANIFEST_KIND, Manifest, ObjectEntry, Origin, Record, object_bytes,
+    object_name, sha256_hex,
+};
+use dlqctl::status::Message;
+use dlqctl::status::envelope::Read;
+use support::redrive::redrive;
+use support::workspace::Workspace;
+use support::{block, rabbit, sqs};
+
+const IDS: usize = 10;
+
+fn id(i: usize) -> String {
+    format!("m-{i:02}")
+}
+
+fn class(i: usize) -> &'static str {
+    if i % 2 == 0 { "poison" } else { "transient" }
+}
+
+/// Archived message `i`: body `body-<id>`, headers `dlq-error-class` and `h: v-<id>`.
+fn record(target: &str, backend: &str, from: &str, i: usize) -> Record {
+    let body = format!("body-{}", id(i)).into_bytes();
+    let m = Message {
+        id: id(i),
+        headers: vec![
+            ("dlq-error-class".into(), class(i).into()),
+            ("h".into(), format!("v-{}", id(i))),
+        ],
+        body_len: body.len() as u64,
+        body,
+        ..Message::default()
+    };
+    let e = Read {
+        class: class(i).into(),
+        raw_class: None,
+        message: None,
+        source: None,
+        attempts: None,
+        dead_lettered_ms: None,
+        first_failure_ms: None,
+    };
+    let o = Origin {
+        channel: "",
+        target,
+        backend,
+        from,
+        role: "dead-letter",
+    };
+    Record::of(&m, &e, &o, 0)
+}
+
+/// Writes `<dir>/<channel>/<run>/…`: run r1 holds ids 0..6, its rerun r2 ids 4..10 (4 and 5
+/// twice) and an object it never listed.
+fn write_archive(dir: &Path, channel: &str, target: &str, backend: &str, from: &str) {
+    let put = |run: &str, n: u32, ids: std::ops::Range<usize>| -> ObjectEntry {
+        let records: Vec<Record> = ids
+            .map(|i| {
+                let mut r = record(target, backend, from, i);
+                r.channel = channel.into();
+                r
+            })
+            .collect();
+        let bytes = object_bytes(&records);
+        let name = object_name(n, false);
+        let folder = dir.join(channel).join(run);
+        std::fs::create_dir_all(&folder).expect("folder");
+        std::fs::write(folder.join(&name), &bytes).expect("object");
+        ObjectEntry {
+            name,
+            records: records.len() as u64,
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+            compression: None,
+        }
+    };
+    let manifest = |run: &str, objects: Vec<ObjectEntry>| {
+        let m = Manifest {
+            format_version: FORMAT_VERSION,
+            kind: MANIFEST_KIND.into(),
+            channel: channel.into(),
+            target: target.into(),
+            backend: backend.into(),
+            from: from.into(),
+            role: "dead-letter".into(),
+            run: run.into(),
+            selection: serde_json::json!({}),
+            delete: true,
+            complete: run == "r2",
+            records: objects.iter().map(|o| o.records).sum(),
+            objects,
+            started_at: "2026-12-02T00:00:00Z".into(),
+            ended_at: None,
+            operator: "test".into(),
+            identity: None,
+            reason: None,
+        };
+        std::fs::write(
+            dir.join(channel).join(run).join(MANIFEST),
+            serde_json::to_vec(&m).expect("json"),
+        )
+        .expect("manifest");
+    };
+    let one = put("20261202T000000Z-1", 1, 0..6);
+    manifest("20261202T000000Z-1", vec![one]);
+    let two = put("20261202T000100Z-2", 1, 4..IDS);
+    put("20261202T000100Z-2", 2, 99..100);
+    manifest("20261202T000100Z-2", vec![two]);
+}
+
+/// What each backend supplies: its workspace, target, backend and DLQ names, and the
+/// messages read back from the main queue or topic (`want` expected): body and headers.
+struct Backend<'a> {
+    ws: &'a Workspace,
+    target: &'a str,
+    backend: &'a str,
+    dlq: &'a str,
+    take_main: Box<dyn Fn(usize) -> Vec<(String, BTreeMap<String, String>)> + 'a>,
+}
+
+fn scenario(b: &Backend<'_>) {
+    let plan = b.ws.plan();
+    assert_eq!(plan.code, 0, "apply, then an empty plan: {}", plan.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_archive(dir.path(), &b.ws.channel, b.target, b.backend, b.dlq);
+    let arch = dir.path().to_str().expect("utf-8 path");
+
+    // Dry run: what would go, nothing published.
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", arch, "--dry-run"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["from"], "archive", "{doc:#}");
+    assert_eq!(doc["wouldMove"]["count"], IDS, "{doc:#}");
+    assert_eq!(doc["archive"]["duplicates"], 2, "{doc:#}");
+    assert_eq!(doc["archive"]["unlisted"], 1, "{doc:#}");
+    assert_eq!(doc["archive"]["read"], 12, "{doc:#}");
+    assert!((b.take_main)(0).is_empty(), "a dry run publishes nothing");
+
+    // A tampered object: refused, naming it, nothing published.
+    let bad = tempfile::tempdir().expect("tempdir");
+    write_archive(bad.path(), &b.ws.channel, b.target, b.backend, b.dlq);
+    let object = bad
+        .path()
+        .join(&b.ws.channel)
+        .join("20261202T000000Z-1")
+        .join("batch-00001.jsonl");
+    let text = std::fs::read_to_string(&object).expect("object");
+    std::fs::write(&object, text.replacen("body-m-01", "body-m-0X", 1)).expect("tamper");
+    let out = b.ws.run(&[
+        "redrive",
+        b.ws.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--from-archive",
+        bad.path().to_str().expect("utf-8"),
+    ]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("batch-00001.jsonl") && out.stderr.contains("sha256"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        (b.take_main)(0).is_empty(),
+        "nothing published from a tampered archive"
+    );
+
+    // Every id back once, byte-exact.
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], IDS, "{doc:#}");
+    assert_eq!(doc["movedIds"]["count"], IDS, "{doc:#}");
+    let back = (b.take_main)(IDS);
+    let mut bodies: Vec<&str> = back.iter().map(|(body, _)| body.as_str()).collect();
+    bodies.sort_unstable();
+    let want: Vec<String> = (0..IDS).map(|i| format!("body-{}", id(i))).collect();
+    assert_eq!(bodies, want, "every id once");
+    for (body, headers) in &back {
+        let id = body.trim_start_matches("body-");
+        assert_eq!(
+            headers.get("h").map(String::as_str),
+            Some(format!("v-{id}").as_str())
+        );
+        assert_eq!(
+            headers.get("dlq-redrive-count").map(String::as_str),
+            Some("1"),
+            "{headers:?}"
+        );
+    }
+
+    // --class and --limit select.
+    let (code, doc, err) = redrive(
+        b.ws,
+        &[
+            "--from-archive",
+            arch,
+            "--yes",
+            "--class",
+            "poison",
+            "--limit",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 2, "{doc:#}");
+    assert_eq!(doc["notSelected"], 5, "{doc:#}");
+    let back = (b.take_main)(2);
+    let mut bodies: Vec<&str> = back.iter().map(|(body, _)| body.as_str()).collect();
+    bodies.sort_unstable();
+    assert_eq!(bodies, ["body-m-00", "body-m-02"]);
+}
+
+#[test]
+fn rabbitmq_replay_from_an_archive_brings_every_id_back_once() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    scenario(&Backend {
+        ws: &f,
+        target: "local-rabbitmq",
+        backend: "rabbitmq",
+        dlq: &dlq,
+        take_main: Box::new(|_| {
+            block(rabbit::take_all(&main))
+                .into_iter()
+                .map(|(b, h)| (String::from_utf8_lossy(&b).into_owned(), h))
+                .collect()
+        }),
+    });
+}
+
+#[test]
+fn sqs_replay_from_an_archive_brings_every_id_back_once() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    scenario(&Backend {
+        ws: &f,
+        target: "local-sqs",
+        backend: "sqs",
+        dlq: &dlq,
+        take_main: Box::new(|n| aws.take(&main, n)),
+    });
+}
+
+#[test]
+fn kafka_replay_from_an_archive_brings_every_id_back_once() {
+    use rdkafka::Message as _;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::message::Headers;
+    let Some(f) = support::kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let main = f.channel.clone();
+    let consumer = support::kafka::consumer(
+        &format!("{}-reader", f.channel),
+        &[("auto.offset.reset", "earliest")],
+    );
+    consumer.subscribe(&[main.as_str()]).expect("subscribe");
+    scenario(&Backend {
+        ws: &f,
+        target: "local-kafka",
+        backend: "kafka",
+        dlq: &dlt,
+        take_main: Box::new(|want| {
+            let mut out = Vec::new();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while out.len() < want && std::time::Instant::now() < deadline {
+                if let Some(Ok(m)) = consumer.poll(std::time::Duration::from_millis(200)) {
+                    let headers = m
+                        .headers()
+                        .map(|h| {
+                            h.iter()
+                                .map(|x| {
+                                    (
+                                        x.key.to_owned(),
+                                        String::from_utf8_lossy(x.value.unwrap_or_default())
+                                            .into_owned(),
+                                    )
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    out.push((
+                        String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned(),
+                        headers,
+                    ));
+                }
+            }
+            if let Some(Ok(m)) = consumer.poll(std::time::Duration::from_secs(2)) {
+                panic!("an unexpected record at {}/{}", m.partition(), m.offset());
+            }
+            out
+        }),
+    });
+}
+
+#[test]
+fn pubsub_replay_from_an_archive_brings_every_id_back_once() {
+    use base64::Engine;
+    let Some(f) = support::pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let sub = f.subscription();
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    scenario(&Backend {
+        ws: &f,
+        target: "local-pubsub",
+        backend: "pubsub",
+        dlq: &dl_sub,
+        take_main: Box::new(|want| {
+            let mut out = Vec::new();
+            let wait = std::time::Duration::from_secs(if want == 0 { 3 } else { 30 });
+            let deadline = std::time::Instant::now() + wait;
+            while std::time::Instant::now() < deadline && (want == 0 || out.len() < want) {
+                let got = f.rest.pull(&sub, 100);
+                if got.is_empty() {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                for m in got {
+                    let data = m["message"]["data"].as_str().unwrap_or_default();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(data)
+                        .expect("base64");
+                    let headers = m["message"]["attributes"]
+                        .as_object()
+                        .map(|a| {
+                            a.iter()
+                                .map(|(k, v)| {
+                                    (k.clone(), v.as_str().unwrap_or_default().to_owned())
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    out.push((String::from_utf8_lossy(&bytes).into_owned(), headers));
+                    f.rest.ack(&sub, m["ackId"].as_str().expect("ackId"));
+                }
+            }
+            out
+        }),
+    });
+}
