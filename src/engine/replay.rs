@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::redrive::{RedriveError, Session, now_text};
+use crate::archive::read::{ArchiveRead, MAX_UNLISTED};
 use crate::archive::store::Store;
 use crate::archive::{Place, parse_rfc3339};
 use crate::backend::Replayer;
 use crate::printer::Printer;
-use crate::redrive::replay::{ArchiveRead, Job, MAX_UNLISTED, decide};
+use crate::redrive::replay::{Job, decide};
 use crate::redrive::{Decision, MovedIds, Report, Tally, WouldMove};
 use crate::status::Message;
 

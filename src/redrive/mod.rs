@@ -479,7 +479,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub archive: Option<replay::ArchiveRead>,
+    pub archive: Option<crate::archive::read::ArchiveRead>,
 }
 
 /// The most ids an audit record lists (beyond: the digest and the count only).
@@ -707,7 +707,7 @@ pub fn human(r: &Report) -> String {
 }
 
 /// What a replay read of its archive, for people.
-fn archive_line(a: &replay::ArchiveRead) -> String {
+fn archive_line(a: &crate::archive::read::ArchiveRead) -> String {
     let mut out = format!(
         "  archive   {} run(s), {} object(s), {} record(s) read, {} duplicate(s) replayed once, {} unlisted object(s) not read",
         a.runs, a.objects, a.read, a.duplicates, a.unlisted

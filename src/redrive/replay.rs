@@ -10,8 +10,6 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use serde::Serialize;
-
 use super::{Decision, Destination, Pace, Tally, redrive_count};
 use crate::archive::{Record, parse_rfc3339};
 use crate::status::Message;
@@ -91,33 +89,6 @@ pub fn decide(sel: &super::Selection, r: &Record, m: &Message, now_ms: i64) -> D
     }
     Decision::Move
 }
-
-/// The report's account of the archive a replay read (`archive` in the JSON).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ArchiveRead {
-    /// `--from-archive`, as given.
-    pub place: String,
-    /// Runs with a manifest, and the objects they list (all read and checked).
-    pub runs: u64,
-    pub objects: u64,
-    /// Records read, duplicates included.
-    pub read: u64,
-    /// Records that were copies of one read before (archived by two runs): replayed once.
-    pub duplicates: u64,
-    /// Objects no manifest lists: not read (their messages are still in the dead-letter
-    /// queue, or were archived again by a later run).
-    pub unlisted: u64,
-    /// The first [`MAX_UNLISTED`] of them, by name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unlisted_objects: Vec<String>,
-    /// Records archived from another target or another of the channel's queues (`--from`):
-    /// not replayed here.
-    pub elsewhere: u64,
-}
-
-/// The most unlisted objects a report names.
-pub const MAX_UNLISTED: usize = 20;
 
 #[cfg(test)]
 mod tests {
