@@ -28,7 +28,11 @@ fn id(i: usize) -> String {
 }
 
 fn class(i: usize) -> &'static str {
-    if i % 2 == 0 { "poison" } else { "transient" }
+    if i.is_multiple_of(2) {
+        "poison"
+    } else {
+        "transient"
+    }
 }
 
 /// Archived message `i`: body `body-<id>`, headers `dlq-error-class` and `h: v-<id>`.
@@ -123,12 +127,15 @@ fn write_archive(dir: &Path, channel: &str, target: &str, backend: &str, from: &
 
 /// What each backend supplies: its workspace, target, backend and DLQ names, and the
 /// messages read back from the main queue or topic (`want` expected): body and headers.
+/// Messages read back: body and headers (values as text).
+type Taken = Vec<(String, BTreeMap<String, String>)>;
+
 struct Backend<'a> {
     ws: &'a Workspace,
     target: &'a str,
     backend: &'a str,
     dlq: &'a str,
-    take_main: Box<dyn Fn(usize) -> Vec<(String, BTreeMap<String, String>)> + 'a>,
+    take_main: Box<dyn Fn(usize) -> Taken + 'a>,
 }
 
 fn scenario(b: &Backend<'_>) {

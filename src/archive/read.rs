@@ -12,35 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read as _;
 
+use serde::Serialize;
+
 use super::store::Store;
 use super::{MANIFEST, Manifest, Record, dedup, parse_object, sha256_hex};
-
-/// The report's account of the archive a replay read (`archive` in the JSON).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ArchiveRead {
-    /// `--from-archive`, as given.
-    pub place: String,
-    /// Runs with a manifest, and the objects they list (all read and checked).
-    pub runs: u64,
-    pub objects: u64,
-    /// Records read, duplicates included.
-    pub read: u64,
-    /// Records that were copies of one read before (archived by two runs): replayed once.
-    pub duplicates: u64,
-    /// Objects no manifest lists: not read (their messages are still in the dead-letter
-    /// queue, or were archived again by a later run).
-    pub unlisted: u64,
-    /// The first [`MAX_UNLISTED`] of them, by name.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unlisted_objects: Vec<String>,
-    /// Records archived from another target or another of the channel's queues (`--from`):
-    /// not replayed here.
-    pub elsewhere: u64,
-}
-
-/// The most unlisted objects a report names.
-pub const MAX_UNLISTED: usize = 20;
 
 /// What an archive held for one channel.
 #[derive(Debug, Clone, Default)]
@@ -172,6 +147,33 @@ fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("does not decompress as gzip: {e}"))?;
     Ok(out)
 }
+
+/// The report's account of the archive a replay read (`archive` in the JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchiveRead {
+    /// `--from-archive`, as given.
+    pub place: String,
+    /// Runs with a manifest, and the objects they list (all read and checked).
+    pub runs: u64,
+    pub objects: u64,
+    /// Records read, duplicates included.
+    pub read: u64,
+    /// Records that were copies of one read before (archived by two runs): replayed once.
+    pub duplicates: u64,
+    /// Objects no manifest lists: not read (their messages are still in the dead-letter
+    /// queue, or were archived again by a later run).
+    pub unlisted: u64,
+    /// The first [`MAX_UNLISTED`] of them, by name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unlisted_objects: Vec<String>,
+    /// Records archived from another target or another of the channel's queues (`--from`):
+    /// not replayed here.
+    pub elsewhere: u64,
+}
+
+/// The most unlisted objects a report names.
+pub const MAX_UNLISTED: usize = 20;
 
 #[cfg(test)]
 mod tests {
