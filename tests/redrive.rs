@@ -592,29 +592,15 @@ fn kafka_put(topic: &str, body: &str, class: &str, redriven: Option<u32>) {
 fn kafka_take(topic: &str, group: &str, want: usize) -> Vec<Read> {
     use rdkafka::Message;
     use rdkafka::consumer::{CommitMode, Consumer};
-    use rdkafka::message::Headers;
     let consumer = kafka::consumer(group, &[("auto.offset.reset", "earliest")]);
     consumer.subscribe(&[topic]).expect("subscribe");
     let mut out = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while out.len() < want && std::time::Instant::now() < deadline {
         if let Some(Ok(m)) = consumer.poll(Duration::from_millis(200)) {
-            let headers = m
-                .headers()
-                .map(|h| {
-                    h.iter()
-                        .map(|x| {
-                            (
-                                x.key.to_owned(),
-                                String::from_utf8_lossy(x.value.unwrap_or_default()).into_owned(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
             out.push((
                 String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned(),
-                headers,
+                kafka::headers_text(&m),
             ));
             consumer
                 .commit_message(&m, CommitMode::Sync)

@@ -278,3 +278,53 @@ pub fn read_from_start(
     }
     out
 }
+
+/// A third party reading a topic as it fills (a group of its own, from the earliest offset,
+/// nothing committed): each [`Tail::take`] returns the records that arrived since the last.
+pub struct Tail {
+    consumer: BaseConsumer,
+}
+
+impl Tail {
+    /// Subscribed to `topic` in the group `group` (a fresh one per test).
+    pub fn new(topic: &str, group: &str) -> Tail {
+        let consumer = consumer(group, &[("auto.offset.reset", "earliest")]);
+        consumer.subscribe(&[topic]).expect("subscribe");
+        Tail { consumer }
+    }
+
+    /// The next `want` records (within 30 s): body and headers (values as text); then
+    /// panics, naming it, on any record that comes within 2 s more (one nobody should have
+    /// written).
+    pub fn take(&self, want: usize) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
+        use rdkafka::Message;
+        let mut out = Vec::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while out.len() < want && std::time::Instant::now() < deadline {
+            if let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(200)) {
+                out.push((m.payload().unwrap_or_default().to_vec(), headers_text(&m)));
+            }
+        }
+        if let Some(Ok(m)) = self.consumer.poll(Duration::from_secs(2)) {
+            panic!("an unexpected record at {}/{}", m.partition(), m.offset());
+        }
+        out
+    }
+}
+
+/// A record's headers by name, their values as text (lossy: as a reader prints them).
+pub fn headers_text(m: &impl rdkafka::Message) -> BTreeMap<String, String> {
+    use rdkafka::message::Headers;
+    m.headers()
+        .map(|h| {
+            h.iter()
+                .map(|x| {
+                    (
+                        x.key.to_owned(),
+                        String::from_utf8_lossy(x.value.unwrap_or_default()).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -2,6 +2,8 @@
 //! subscriptions deleted on drop) and the REST client the tests use as a third party would:
 //! plain HTTP calls to the emulator, never dlqctl's code.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::block;
@@ -166,6 +168,70 @@ impl Rest {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+    }
+
+    /// Takes (pulls and acknowledges) messages of `sub` as a consumer would: data and
+    /// attributes. At least `want` (within 30 s), then whatever else comes within 2 s (so an
+    /// unexpected extra shows); with `want` 0, whatever comes within 3 s.
+    pub fn take(&self, sub: &str, want: usize) -> Vec<(Vec<u8>, BTreeMap<String, String>)> {
+        use base64::Engine;
+        let mut out = Vec::new();
+        let started = std::time::Instant::now();
+        let mut last = std::time::Instant::now();
+        loop {
+            let enough = want > 0 && out.len() >= want;
+            let waited = started.elapsed();
+            if (enough && last.elapsed() > std::time::Duration::from_secs(2))
+                || (want == 0 && waited > std::time::Duration::from_secs(3))
+                || waited > std::time::Duration::from_secs(30)
+            {
+                return out;
+            }
+            let got = self.pull(sub, 100);
+            if got.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            for m in got {
+                let data = m["message"]["data"].as_str().unwrap_or_default();
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .expect("base64");
+                let attributes = m["message"]["attributes"]
+                    .as_object()
+                    .map(|a| {
+                        a.iter()
+                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.push((bytes, attributes));
+                self.ack(sub, m["ackId"].as_str().expect("ackId"));
+                last = std::time::Instant::now();
+            }
+        }
+    }
+
+    /// Counts the messages of `sub` without taking any: pulls until no new one comes for
+    /// 2 s, then hands every one back (nack). Leased messages (pulled by someone else and
+    /// not acknowledged) are not seen.
+    pub fn count(&self, sub: &str) -> u64 {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut acks = Vec::new();
+        let mut quiet = std::time::Instant::now();
+        while quiet.elapsed() < std::time::Duration::from_secs(2) {
+            for m in self.pull(sub, 100) {
+                let id = m["message"]["messageId"].as_str().unwrap_or_default();
+                if seen.insert(id.to_owned()) {
+                    quiet = std::time::Instant::now();
+                }
+                acks.push(m["ackId"].as_str().unwrap_or_default().to_owned());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        for a in &acks {
+            self.nack(sub, a);
+        }
+        seen.len() as u64
     }
 
     /// Nacks: the ack deadline set to 0, so Pub/Sub delivers it again (counting an attempt).
