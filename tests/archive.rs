@@ -31,13 +31,16 @@ type Archived = BTreeMap<String, (Vec<u8>, Vec<(String, String)>)>;
 /// Messages read back by a third-party client: body bytes and headers (values as text).
 type Taken = Vec<(Vec<u8>, BTreeMap<String, String>)>;
 
+/// Puts dead letters with these bodies.
+type Put<'a> = Box<dyn Fn(&[Vec<u8>]) + 'a>;
+
 /// One backend as the shared scenarios drive it, every read and write through its
 /// third-party client.
 struct Live<'a> {
     ws: &'a Workspace,
     /// Puts dead letters with these bodies, each with the header `dlq-error-class: poison`,
     /// and returns once the DLQ holds them.
-    put: Box<dyn Fn(&[Vec<u8>]) + 'a>,
+    put: Put<'a>,
     /// The DLQ's depth.
     count: Box<dyn Fn() -> u64 + 'a>,
     /// Takes `n` messages from the main queue or topic (and any beyond, so an extra shows).
