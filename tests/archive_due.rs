@@ -186,6 +186,22 @@ fn sqs_due_archives_what_would_expire_and_nothing_else() {
         &|| aws.count(&dlq),
         0,
     );
+    // For people: the horizon and where it came from.
+    let out = f.run(&[
+        "archive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--due",
+        "--dry-run",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "  due       older than 1s (retention 14d − before 13d23h59m59s, aged from the retention's start)\n"
+        ),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
