@@ -170,8 +170,9 @@ pub enum Due {
 }
 
 impl Due {
-    /// `retention − before`, saturating at zero; `None`: the queue keeps messages until
-    /// they are consumed, `unknown`: a retention nobody wrote down.
+    /// `retention − before`, saturating at zero. Without a retention: [`Due::Unknown`] on
+    /// Kafka (the broker's default applies), [`Due::Never`] elsewhere (only RabbitMQ gets
+    /// here: SQS and Pub/Sub always resolve one).
     pub fn of(backend: Backend, retention: Option<Duration>, before: Duration) -> Due {
         match (retention, backend) {
             (Some(r), _) => Due::OlderThan(Duration::from_millis(
