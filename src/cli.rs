@@ -121,10 +121,13 @@ Exit codes:
     /// and listed: at least once, never lost (a crash in between may archive it twice).
     /// Without --delete nothing is removed. S3 uses the standard AWS configuration
     /// (AWS_ENDPOINT_URL_S3 and the like). --delete asks on a terminal; without one, needs
-    /// --yes. Exit 0 done, 1 error or not complete. See docs/archive.md.
+    /// --yes. --due archives what would expire within `deadLetter.archive.before`, to
+    /// `deadLetter.archive.to`. Exit 0 done (or nothing ever due), 1 error or not complete.
+    /// See docs/archive.md.
     #[command(after_help = "Examples:
   dlqctl archive orders dlq/ --to ./archive --dry-run
-  dlqctl archive orders dlq/ --to s3://dlq-archive/prod --older-than 7d --delete --yes")]
+  dlqctl archive orders dlq/ --to s3://dlq-archive/prod --older-than 7d --delete --yes
+  dlqctl archive orders dlq/ --due --delete --yes")]
     Archive(Box<ArchiveArgs>),
     /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels (offline).
     ///
@@ -745,9 +748,20 @@ pub struct ArchiveArgs {
     #[command(flatten)]
     pub spec: SpecArgs,
 
-    /// Where: a directory (created if absent) or s3://bucket/prefix.
-    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
-    pub to: String,
+    /// Where: a directory (created if absent) or s3://bucket/prefix. Required, unless --due
+    /// finds `deadLetter.archive.to` in the spec (then this one wins).
+    #[arg(
+        long,
+        value_name = "DIR|s3://BUCKET/PREFIX",
+        required_unless_present = "due"
+    )]
+    pub to: Option<String>,
+
+    /// Archive what would expire within `deadLetter.archive.before` (default 2d): dead
+    /// letters older than the DLQ's retention minus `before`, their age counted as the
+    /// backend's retention counts it (SQS standard queues: from the original enqueue).
+    #[arg(long, conflicts_with = "older_than")]
+    pub due: bool,
 
     /// The channel's target (the Targets document's name): required when two targets have
     /// a channel of this name.

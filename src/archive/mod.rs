@@ -284,6 +284,8 @@ impl Record {
                 .dead_lettered_at
                 .as_deref()
                 .and_then(parse_rfc3339),
+            // The queue it was read from is not where it goes back to.
+            retained_since_ms: None,
             attempts: self.envelope.attempts,
             source: self.envelope.source.clone(),
             native_class: None,
@@ -419,6 +421,7 @@ mod tests {
             body_len: body.len() as u64,
             published_ms: Some(1_764_576_000_123),
             dead_lettered_ms: None,
+            retained_since_ms: None,
             attempts: Some(3),
             source: Some("orders".into()),
             native_class: None,

@@ -1,28 +1,69 @@
 //! `dlqctl archive CHANNEL --to DIR|s3://…`: dead letters written to an archive, and with
 //! `--delete` removed from the queue once their object is durable and listed. It parses the
-//! flags, asks before `--delete` on a terminal, and prints the report; the driver
-//! (`engine/archive.rs`) does the rest.
+//! flags (with `--due`, the place and the horizon from `deadLetter.archive`), asks before
+//! `--delete` on a terminal, and prints the report; the driver (`engine/archive.rs`) does the
+//! rest.
 
 use std::io::{BufRead, IsTerminal};
 
 use crate::archive::Place;
 use crate::cli::{ArchiveArgs, ArchiveFormat, Compression};
-use crate::engine::archive::{self as driver, Ask, Report};
+use crate::engine::archive::{self as driver, Ask, DueAnswer, Report};
 use crate::printer::{Printer, Style};
+use crate::redrive::AgeFrom;
 
 pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
-    let to = Place::parse(&args.to).map_err(|e| anyhow::anyhow!("--to {e}"))?;
+    let given = args
+        .to
+        .as_deref()
+        .map(|t| Place::parse(t).map_err(|e| anyhow::anyhow!("--to {e}")))
+        .transpose()?;
     let Some(loaded) =
         super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
         return Ok(1);
     };
     let r = super::shared::select_one(loaded.channels, &args.channel, args.target.as_deref())?;
+    let (older_than, age, due) = if args.due {
+        match driver::due(&r) {
+            DueAnswer::Select { older_than, record } => {
+                (Some(older_than), AgeFrom::Retention, Some(record))
+            }
+            DueAnswer::Never(line) => {
+                match args.format {
+                    ArchiveFormat::Text => printer.out(&format!("{line}\n")),
+                    ArchiveFormat::Json => printer.err(&line),
+                }
+                return Ok(0);
+            }
+            DueAnswer::Unknown(why) => anyhow::bail!(why),
+        }
+    } else {
+        (args.older_than, AgeFrom::DeadLettered, None)
+    };
+    let to = match (given, &r.archive) {
+        (Some(to), _) => to,
+        (None, Some(a)) => Place::parse(&a.to).map_err(|e| {
+            anyhow::anyhow!("deadLetter.archive.to of channel `{}`: {e}", r.channel)
+        })?,
+        (None, None) => {
+            let file = loaded
+                .spec_files
+                .get(&(r.target.clone(), r.channel.clone()))
+                .map_or_else(|| "its spec".to_owned(), |p| p.display().to_string());
+            anyhow::bail!(
+                "--due: channel `{}` ({file}) declares no `deadLetter.archive`, so there is nowhere to archive to; add `deadLetter: {{archive: {{to: DIR | s3://bucket/prefix, before: 2d}}}}` to its spec (or its Defaults), or give --to",
+                r.channel
+            )
+        }
+    };
     let ask = Ask {
         to,
         limit: args.limit,
         classes: args.classes.clone(),
-        older_than: args.older_than,
+        older_than,
+        age,
+        due,
         delete: args.delete,
         dry_run: args.dry_run,
         rate: args.rate,

@@ -23,6 +23,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         limit: args.limit,
         classes: args.classes.clone(),
         older_than: args.older_than,
+        age: crate::redrive::AgeFrom::DeadLettered,
         from: args.from.clone(),
         to: args.to.clone(),
         native: args.native,

@@ -22,6 +22,9 @@ pub struct Loaded {
     /// Every file read (specs, targets, defaults), with the SHA-256 of its content: what a
     /// saved plan records, and apply of a saved plan compares.
     pub files: BTreeMap<PathBuf, String>,
+    /// The file of each channel's document, by (target, channel): what a command names when
+    /// the channel lacks something it needs.
+    pub spec_files: BTreeMap<(String, String), PathBuf>,
 }
 
 /// The SHA-256 of a file's content, in hex.
@@ -77,7 +80,17 @@ pub fn load_checked(
             )
         })
         .collect();
+    let spec_files = checked
+        .iter()
+        .map(|c| {
+            (
+                (c.resolved.target.clone(), c.resolved.channel.clone()),
+                ws.sources.path(c.doc.loc.file).to_path_buf(),
+            )
+        })
+        .collect();
     Ok(Some(Loaded {
+        spec_files,
         channels: checked.into_iter().map(|c| c.resolved).collect(),
         targets,
         files,

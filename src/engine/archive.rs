@@ -3,8 +3,9 @@
 //! archive ([`crate::archive::sink::Sink`]) instead of a queue, and the archive's own report.
 //! It names no backend.
 //!
-//! `older_than` comes from the flags only; `--due` (`deadLetter.archive.before`, the
-//! retention's horizon) is to set it from the spec, through [`Ask::older_than`].
+//! `older_than` comes from `--older-than`, or from `--due` ([`due`]): the dead-letter queue's
+//! retention minus `deadLetter.archive.before`, each message's age then counted from where
+//! the backend's retention counts ([`AgeFrom::Retention`]), not from its dead-lettering.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,9 +18,10 @@ use crate::archive::store::Store;
 use crate::archive::{MANIFEST_KIND, Manifest, ObjectEntry, Place};
 use crate::backend::ConnectOptions;
 use crate::printer::Printer;
-use crate::redrive::{self, MovedIds, SelectionRecord, WouldMove};
+use crate::redrive::{self, AgeFrom, MovedIds, SelectionRecord, WouldMove};
+use crate::spec::duration::Duration;
 use crate::spec::model::Target;
-use crate::spec::resolve::Resolved;
+use crate::spec::resolve::{DEFAULT_ARCHIVE_BEFORE, Due, Resolved};
 
 /// What `dlqctl archive` was asked, as values.
 #[derive(Debug, Clone)]
@@ -27,8 +29,13 @@ pub struct Ask {
     pub to: Place,
     pub limit: Option<u64>,
     pub classes: Vec<String>,
-    /// `--older-than` (or, later, what `--due` derives from the spec).
+    /// `--older-than`, or what `--due` derives from the spec ([`due`]).
     pub older_than: Option<std::time::Duration>,
+    /// Where `older_than` counts from: the dead-lettering (`--older-than`), or the
+    /// retention's start (`--due`).
+    pub age: AgeFrom,
+    /// `--due`: the retention and `before` the horizon came from, for the report.
+    pub due: Option<DueRecord>,
     pub delete: bool,
     pub dry_run: bool,
     pub rate: Option<f64>,
@@ -37,6 +44,64 @@ pub struct Ask {
 }
 
 pub const KIND: &str = "dlqctl/archive";
+
+/// What `--due` selected by, in the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DueRecord {
+    /// The dead-letter queue's retention, as the spec resolves it.
+    pub retention_seconds: f64,
+    pub before_seconds: f64,
+    /// `deadLetter.archive.before`, or `default` (no `deadLetter.archive`, `--to` given).
+    pub before_from: &'static str,
+    /// What the age counts from: `retention` (the backend's start of the retention).
+    pub age_from: &'static str,
+}
+
+/// What `--due` makes of a channel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DueAnswer {
+    /// Archive what is older than `older_than` (retention − before), aged by the retention.
+    Select {
+        older_than: std::time::Duration,
+        record: DueRecord,
+    },
+    /// Nothing is ever due: the sentence that says why.
+    Never(String),
+    /// What is due cannot be told: the error that says why and what to write.
+    Unknown(String),
+}
+
+/// `--due` for a channel: its dead-letter queue's retention (`deadLetter.retention` or
+/// `discard.after`, else the backend's default as `plan` writes it) minus `before`
+/// (`deadLetter.archive.before`, else [`DEFAULT_ARCHIVE_BEFORE`]).
+pub fn due(r: &Resolved) -> DueAnswer {
+    let (before, before_from) = match &r.archive {
+        Some(a) => (a.before, "deadLetter.archive.before"),
+        None => (DEFAULT_ARCHIVE_BEFORE, "default"),
+    };
+    match r.due(DEFAULT_ARCHIVE_BEFORE) {
+        Due::OlderThan(horizon) => DueAnswer::Select {
+            older_than: std::time::Duration::from_millis(horizon.as_millis()),
+            record: DueRecord {
+                retention_seconds: r
+                    .dead_letter_retention
+                    .map_or(0.0, |d| d.as_millis() as f64 / 1000.0),
+                before_seconds: before.as_millis() as f64 / 1000.0,
+                before_from,
+                age_from: "retention",
+            },
+        },
+        Due::Never => DueAnswer::Never(format!(
+            "Nothing is due: `{}` (channel `{}`) keeps its dead letters until they are consumed (no retention), so none ever expires.",
+            r.dead_letter, r.channel
+        )),
+        Due::Unknown => DueAnswer::Unknown(format!(
+            "--due: channel `{}` writes no retention for `{}`, so the broker's default (`log.retention.ms`) decides when its dead letters go, and dlqctl does not read it; write it as `deadLetter.retention` (or `discard.after`), or archive by age with --older-than",
+            r.channel, r.dead_letter
+        )),
+    }
+}
 
 /// One object as the report lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +129,9 @@ pub struct Report {
     pub dry_run: bool,
     pub delete: bool,
     pub selection: SelectionRecord,
+    /// `--due`: the retention and `before` behind `selection.olderThanSeconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due: Option<DueRecord>,
     pub examined: u64,
     pub archived: u64,
     pub not_selected: u64,
@@ -107,6 +175,7 @@ pub fn redrive_ask(ask: &Ask) -> redrive_driver::Ask {
         limit: ask.limit,
         classes: ask.classes.clone(),
         older_than: ask.older_than,
+        age: ask.age,
         from: "dead-letter".into(),
         to: "source".into(),
         native: false,
@@ -214,6 +283,7 @@ fn report(
             max_redrives: 0,
             ..r.selection.clone()
         },
+        due: ask.due.clone(),
         examined: r.examined,
         archived: r.moved,
         not_selected: r.not_selected,
@@ -277,6 +347,7 @@ pub fn human(r: &Report) -> String {
                 " (among the messages read; more may match)"
             }
         ));
+        out.push_str(&due_line(r));
         if !w.by_error_class.is_empty() {
             let classes: Vec<String> = w
                 .by_error_class
@@ -315,6 +386,7 @@ pub fn human(r: &Report) -> String {
         }
     }
     out.push_str(".\n");
+    out.push_str(&due_line(r));
     if let Some(m) = &r.manifest {
         out.push_str(&format!("  manifest  {m}\n"));
     }
@@ -336,9 +408,80 @@ pub fn human(r: &Report) -> String {
     out
 }
 
+/// `  due       older than 13d (retention 14d − before 1d, aged from the retention's start)`.
+fn due_line(r: &Report) -> String {
+    let Some(d) = &r.due else {
+        return String::new();
+    };
+    let shown = |s: f64| Duration::from_millis((s * 1000.0).round() as u64).to_string();
+    format!(
+        "  due       older than {} (retention {} − before {}{}, aged from the retention's start)\n",
+        shown(r.selection.older_than_seconds.unwrap_or(0.0)),
+        shown(d.retention_seconds),
+        shown(d.before_seconds),
+        if d.before_from == "default" {
+            ", dlqctl's default"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The audit record.
 pub fn json(r: &Report) -> String {
     let mut t = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".into());
     t.push('\n');
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(backend: &str, dead_letter: &str) -> Resolved {
+        crate::backend::resolved_example(
+            &format!(
+                "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: app.orders}}\nspec:\n  target: t\n  retry: {{maxAttempts: 5}}\n  deadLetter: {dead_letter}\n"
+            ),
+            "t",
+            serde_json::json!({"backend": backend, "region": "us-east-1", "project": "p"}),
+        )
+    }
+
+    /// Issue 35: what `--due` asks of the movers, per backend: the horizon as a duration
+    /// and the age from the retention's start; nothing on a queue that never expires; a
+    /// refusal where the retention is the broker's.
+    #[test]
+    fn due_selects_by_the_retention_minus_before() {
+        let r = resolved("sqs", "{archive: {to: s3://b/p, before: 1d}}");
+        assert_eq!(
+            due(&r),
+            DueAnswer::Select {
+                older_than: std::time::Duration::from_secs(13 * 86_400),
+                record: DueRecord {
+                    retention_seconds: 14.0 * 86_400.0,
+                    before_seconds: 86_400.0,
+                    before_from: "deadLetter.archive.before",
+                    age_from: "retention",
+                },
+            }
+        );
+        // `--due --to` without a declared archive: the default `before`.
+        let DueAnswer::Select { older_than, record } = due(&resolved("pubsub", "{}")) else {
+            panic!("pubsub has a retention");
+        };
+        assert_eq!(older_than, std::time::Duration::from_secs(5 * 86_400));
+        assert_eq!(record.before_from, "default");
+        let DueAnswer::Never(line) = due(&resolved("rabbitmq", "{archive: {to: a}}")) else {
+            panic!("a RabbitMQ DLQ without a TTL never expires");
+        };
+        assert_eq!(
+            line,
+            "Nothing is due: `app.orders.dlq` (channel `app.orders`) keeps its dead letters until they are consumed (no retention), so none ever expires."
+        );
+        assert!(matches!(
+            due(&resolved("kafka", "{archive: {to: a}}")),
+            DueAnswer::Unknown(why) if why.contains("log.retention.ms")
+        ));
+    }
 }

@@ -16,8 +16,8 @@ use crate::backend::wire::Stats;
 use crate::backend::{self, BackendError, ConnectOptions, Mover, Reader};
 use crate::printer::Printer;
 use crate::redrive::{
-    self, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord, Tally,
-    WouldMove,
+    self, AgeFrom, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord,
+    Tally, WouldMove,
 };
 use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
@@ -31,8 +31,10 @@ pub struct Ask {
     pub limit: Option<u64>,
     /// `--class`, repeatable; empty: every class.
     pub classes: Vec<String>,
-    /// `--older-than`.
+    /// `--older-than` (or `archive --due`'s horizon).
     pub older_than: Option<std::time::Duration>,
+    /// Where `older_than` counts a message's age from.
+    pub age: AgeFrom,
     /// `--from`: which of the channel's destinations the messages come from: `dead-letter`
     /// (the DLQ), `invalid`, `exception`, or one's name.
     pub from: String,
@@ -159,6 +161,7 @@ pub fn check<'a>(
         older_than_ms: ask
             .older_than
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+        age: ask.age,
         max_redrives: match ask.purpose {
             Purpose::Redrive => r.max_redrives,
             Purpose::Archive => u32::MAX,
@@ -762,10 +765,7 @@ async fn dry_run(
         .iter()
         .filter_map(|m| {
             let e = status::envelope::read(&r.envelope, m);
-            e.dead_lettered_ms
-                .or(e.first_failure_ms)
-                .or(m.published_ms)
-                .map(|t| (now - t).max(0) as f64 / 1000.0)
+            redrive::age_ms(select.age, m, &e, now).map(|a| a.max(0) as f64 / 1000.0)
         })
         .collect();
     Ok(DryRun {
@@ -818,6 +818,7 @@ mod tests {
             limit: None,
             classes: Vec::new(),
             older_than: None,
+            age: AgeFrom::DeadLettered,
             from: from.to_owned(),
             to: "source".into(),
             native,

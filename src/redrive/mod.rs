@@ -25,11 +25,41 @@ pub struct Selection {
     pub limit: Option<u64>,
     /// Only these error classes (`--class`, repeatable); empty: every class.
     pub classes: Vec<String>,
-    /// Only messages older than this, in milliseconds (`--older-than`).
+    /// Only messages older than this, in milliseconds (`--older-than`, or `archive --due`'s
+    /// horizon), their age counted from [`Selection::age`].
     pub older_than_ms: Option<i64>,
+    /// Where `older_than_ms` counts a message's age from.
+    pub age: AgeFrom,
     /// Messages already brought back this many times are skipped (`deadLetter.maxRedrives`).
     pub max_redrives: u32,
     pub envelope: EnvelopeResolved,
+}
+
+/// Where a message's age starts, for `older_than_ms`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AgeFrom {
+    /// `--older-than`: since it was dead-lettered, as its envelope says, else its first
+    /// failure, else its publication.
+    #[default]
+    DeadLettered,
+    /// `archive --due`: since its queue's retention started counting for it
+    /// ([`Message::retained_since_ms`]; SQS standard queues count from the original enqueue,
+    /// earlier than the dead-lettering), else the earliest time the message carries.
+    Retention,
+}
+
+/// A message's age in milliseconds at `now_ms`, counted from `from`; `None`: unknown.
+pub fn age_ms(from: AgeFrom, m: &Message, e: &envelope::Read, now_ms: i64) -> Option<i64> {
+    let since = match from {
+        AgeFrom::DeadLettered => e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms),
+        AgeFrom::Retention => m.retained_since_ms.or_else(|| {
+            [e.dead_lettered_ms, e.first_failure_ms, m.published_ms]
+                .into_iter()
+                .flatten()
+                .min()
+        }),
+    };
+    since.map(|t| now_ms - t)
 }
 
 /// What to do with one message.
@@ -73,9 +103,8 @@ pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
         return Decision::NotSelected;
     }
     if let Some(min) = sel.older_than_ms {
-        let since = e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms);
         // A message whose age is unknown is not known to be old enough.
-        if since.is_none_or(|t| now_ms - t < min) {
+        if age_ms(sel.age, m, &e, now_ms).is_none_or(|age| age < min) {
             return Decision::NotSelected;
         }
     }
@@ -750,6 +779,54 @@ mod tests {
             published_ms: Some(published_ms),
             ..Message::default()
         }
+    }
+
+    /// Issue 35: `archive --due` ages a message from where its queue's retention counts.
+    /// An SQS standard DLQ counts from the original enqueue (SentTimestamp), which comes
+    /// before the `dlq-dead-lettered-at` the consumer wrote: by the dead-lettering the
+    /// message is young, by the retention it is due.
+    #[test]
+    fn due_ages_a_message_from_its_retention_not_its_dead_lettering() {
+        let now: i64 = 1_764_576_000_000;
+        let day = 86_400_000;
+        let m = Message {
+            headers: vec![(
+                "dlq-dead-lettered-at".to_owned(),
+                (now - 3_600_000).to_string(),
+            )],
+            // Sent 3 days ago, an hour in the DLQ.
+            published_ms: Some(now - 3 * day),
+            retained_since_ms: Some(now - 3 * day),
+            ..Message::default()
+        };
+        let e = envelope::read(&EnvelopeResolved::default(), &m);
+        assert_eq!(age_ms(AgeFrom::DeadLettered, &m, &e, now), Some(3_600_000));
+        assert_eq!(age_ms(AgeFrom::Retention, &m, &e, now), Some(3 * day));
+        let due = |age: AgeFrom| {
+            decide(
+                &Selection {
+                    older_than_ms: Some(2 * day),
+                    age,
+                    max_redrives: u32::MAX,
+                    ..Selection::default()
+                },
+                &m,
+                now,
+            )
+        };
+        assert_eq!(due(AgeFrom::DeadLettered), Decision::NotSelected);
+        assert_eq!(due(AgeFrom::Retention), Decision::Move);
+        // No retention start from the backend: the earliest time the message carries.
+        let bare = Message {
+            retained_since_ms: None,
+            ..m.clone()
+        };
+        let e = envelope::read(&EnvelopeResolved::default(), &bare);
+        assert_eq!(age_ms(AgeFrom::Retention, &bare, &e, now), Some(3 * day));
+        // Nothing at all: unknown, never due.
+        let none = Message::default();
+        let e = envelope::read(&EnvelopeResolved::default(), &none);
+        assert_eq!(age_ms(AgeFrom::Retention, &none, &e, now), None);
     }
 
     #[test]

@@ -22,6 +22,13 @@ pub struct Message {
     pub published_ms: Option<i64>,
     /// When the broker dead-lettered it (RabbitMQ `x-death[0].time`), if the broker says.
     pub dead_lettered_ms: Option<i64>,
+    /// When the retention of the queue it was read from started counting for it, as far as
+    /// the backend tells (never later): what `archive --due` measures ages from. SQS: its
+    /// SentTimestamp (a standard DLQ keeps the original enqueue time; a FIFO one resets it
+    /// on the move, so this is earlier than needed, never later); Kafka: the record's
+    /// timestamp; Pub/Sub: its publish time on the dead-letter topic; RabbitMQ: no enqueue
+    /// time is exposed, so `x-death[0].time`, else the `timestamp` property. `None`: unknown.
+    pub retained_since_ms: Option<i64>,
     /// Deliveries the broker counted (RabbitMQ `x-death` counts), if it says.
     pub attempts: Option<u64>,
     /// Where it came from, as the broker says (SQS DeadLetterQueueSourceArn, RabbitMQ

@@ -241,6 +241,7 @@ fn base_spec(
             name: dead_letter_name,
             retention: keep.0,
             discard: keep.1,
+            archive: None,
             envelope: None,
             classes: None,
             consumer_group: None,

@@ -342,6 +342,9 @@ pub(super) fn record(m: &rdkafka::message::BorrowedMessage<'_>, max_body: usize)
         body_len: payload.len() as u64,
         published_ms: m.timestamp().to_millis(),
         dead_lettered_ms: None,
+        // retention.ms counts from the record's timestamp (a segment goes once its newest
+        // record is older than that, so no record goes earlier).
+        retained_since_ms: m.timestamp().to_millis(),
         attempts: None,
         source: None,
         native_class: None,

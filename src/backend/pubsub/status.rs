@@ -203,6 +203,8 @@ pub fn message(received: &Value, max_body: usize) -> Message {
         body: body.into_iter().take(max_body).collect(),
         published_ms,
         dead_lettered_ms,
+        // messageRetentionDuration counts from the publish on the dead-letter topic.
+        retained_since_ms: dead_lettered_ms,
         attempts: header("CloudPubSubDeadLetterSourceDeliveryCount").and_then(|n| n.parse().ok()),
         source: header("CloudPubSubDeadLetterSourceSubscription"),
         native_class: None,

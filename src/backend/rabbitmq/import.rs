@@ -685,6 +685,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             name: non_default(dlq_t, "{channel}.dlq"),
             retention: keep.0,
             discard: keep.1,
+            archive: None,
             envelope: None,
             classes: None,
             consumer_group: None,

@@ -973,6 +973,11 @@ fn message(d: &lapin::message::Delivery) -> Message {
             _ => None,
         }
     });
+    let published_ms = d
+        .properties
+        .timestamp()
+        .and_then(|t| i64::try_from(t).ok())
+        .map(|s| s * 1000);
     Message {
         id: d
             .properties
@@ -980,12 +985,10 @@ fn message(d: &lapin::message::Delivery) -> Message {
             .as_ref()
             .map_or_else(|| format!("#{}", d.delivery_tag), |m| m.as_str().to_owned()),
         native_class: headers.get("x-first-death-reason").cloned(),
-        published_ms: d
-            .properties
-            .timestamp()
-            .and_then(|t| i64::try_from(t).ok())
-            .map(|s| s * 1000),
+        published_ms,
         dead_lettered_ms: death_time,
+        // As the status door reads it: the DLQ's enqueue is not exposed, these come before.
+        retained_since_ms: death_time.or(published_ms),
         headers: headers.into_iter().collect(),
         properties: properties(d),
         // The whole body: a declared envelope may point into it.

@@ -294,20 +294,25 @@ fn message(i: usize, m: &Value) -> Message {
             properties.push((k.to_owned(), v.to_owned()));
         }
     }
+    let published_ms = props
+        .and_then(|p| p.get("timestamp"))
+        .and_then(Value::as_i64)
+        .map(|s| s.saturating_mul(1000));
+    let dead_lettered_ms = death
+        .and_then(|d| d.get("time"))
+        .and_then(Value::as_i64)
+        .map(|s| s.saturating_mul(1000));
     Message {
         id,
         headers: headers_text,
         properties,
         body,
         body_len,
-        published_ms: props
-            .and_then(|p| p.get("timestamp"))
-            .and_then(Value::as_i64)
-            .map(|s| s.saturating_mul(1000)),
-        dead_lettered_ms: death
-            .and_then(|d| d.get("time"))
-            .and_then(Value::as_i64)
-            .map(|s| s.saturating_mul(1000)),
+        published_ms,
+        dead_lettered_ms,
+        // The DLQ's message-ttl counts from the enqueue, which RabbitMQ does not expose; both
+        // of these come before it.
+        retained_since_ms: dead_lettered_ms.or(published_ms),
         attempts: headers
             .and_then(|h| h.get("x-delivery-count"))
             .and_then(Value::as_u64)

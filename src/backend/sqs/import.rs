@@ -391,6 +391,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             name: non_default(dlq_t, dlq_default),
             retention: keep.0,
             discard: keep.1,
+            archive: None,
             envelope: None,
             classes: None,
             consumer_group: None,

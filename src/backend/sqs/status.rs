@@ -280,6 +280,10 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
         body_len: body.len() as u64,
         published_ms: sys(MessageSystemAttributeName::SentTimestamp).and_then(|v| v.parse().ok()),
         dead_lettered_ms: None,
+        // A standard DLQ keeps the original enqueue timestamp, which its retention counts
+        // from; a FIFO one restarts the count on the move, later than this: never too late.
+        retained_since_ms: sys(MessageSystemAttributeName::SentTimestamp)
+            .and_then(|v| v.parse().ok()),
         attempts: None,
         source: sys(MessageSystemAttributeName::DeadLetterQueueSourceArn),
         // Moved by a redrive policy, a message carries no error: it used up its receives.

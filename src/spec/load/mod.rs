@@ -12,7 +12,8 @@
 //!
 //! One file per stage: `discover` (which files), `parse` (files to raw documents, then typed
 //! ones after the schema), `expand` (`${VAR}` in Targets, with `spec::vars`'s grammar) and
-//! `merge` (Defaults under each channel); `workspace` holds the types they pass along. This
+//! `merge` (Defaults under each channel), `paths` (a relative `deadLetter.archive.to` against
+//! its file's folder); `workspace` holds the types they pass along. This
 //! module runs them in order ([`load`], [`load_str`]) and re-exports the public types; no
 //! stage imports it.
 
@@ -25,6 +26,7 @@ mod discover;
 mod expand;
 mod merge;
 mod parse;
+mod paths;
 mod workspace;
 
 pub use discover::{TARGETS_FILE_NAMES, discover_targets};
@@ -129,7 +131,8 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                 if let Some(defaults) = &merge_from {
                     merge::defaults_into(&mut d, defaults, &backends);
                 }
-                if let Some(c) = typed::<Channel>(d, ws) {
+                if let Some(mut c) = typed::<Channel>(d, ws) {
+                    paths::anchor(&mut c, &ws.sources);
                     ws.channels.push(c);
                 }
             }

@@ -147,6 +147,12 @@ pub struct DeadLetter {
     /// `retention`; a channel's own `discard` replaces a `retention` from Defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discard: Option<Discard>,
+    /// Dead letters are archived before they expire: `dlqctl archive CHANNEL --due` (run on
+    /// a schedule) writes every dead letter that would expire within `before` to `to`
+    /// (docs/archive.md). The other answer to a retention that drops dead letters, beside
+    /// `discard`. Merged from Defaults key by key, like the rest of `deadLetter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<Archive>,
     /// Where a dead letter says why it died (docs/envelope.md): a profile (`dlqctl`, the
     /// default: `dlq-error-class`, `dlq-error-message`, `dlq-source`, `dlq-attempts`,
     /// `dlq-dead-lettered-at`; `spring`; `connect`; `none`), or a mapping of each field to a
@@ -226,6 +232,26 @@ pub struct Discard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub owner: Option<String>,
+}
+
+/// `deadLetter.archive`: dead letters archived before the retention drops them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Archive {
+    /// Where `dlqctl archive --due` writes: a directory or `s3://bucket/prefix` (what
+    /// `--to` takes; `--to` on the command line wins). A relative directory is relative to
+    /// the folder of the file that wrote it (the channel's, or the Defaults document's).
+    /// Required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub to: Option<String>,
+    /// How long before its expiry a dead letter is due: `--due` archives every dead letter
+    /// older than the dead-letter queue's retention minus `before`, its age counted from
+    /// where the backend's retention counts (SQS standard queues: the original enqueue).
+    /// Longer than the time between two scheduled runs, or a message can expire between
+    /// them: `2d` for a daily run. Less than the retention. Default `2d`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Duration>,
 }
 
 /// Per-channel lint settings.

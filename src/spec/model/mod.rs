@@ -23,8 +23,8 @@ mod targets;
 pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
 pub use api::{API_VERSION, ApiVersion};
 pub use channel::{
-    Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind, Discard,
-    Invalid, LintOptions, Metadata, Retry,
+    Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
+    Discard, Invalid, LintOptions, Metadata, Retry,
 };
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{

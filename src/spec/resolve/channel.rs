@@ -5,9 +5,9 @@
 
 use super::common::{DeadLetterRole, ResolveError, RetryStage, expand, template_error};
 use super::defaults::{
-    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_MAX_REDRIVES,
-    KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
-    SQS_DEFAULT_RETENTION,
+    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
+    DEFAULT_MAX_REDRIVES, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION,
+    SQS_DEFAULT_DLQ_RETENTION, SQS_DEFAULT_RETENTION,
 };
 use super::envelope::{self, EnvelopeResolved};
 use super::kafka::KafkaResolved;
@@ -18,8 +18,8 @@ use super::sqs::SqsResolved;
 use super::{kafka, pubsub, rabbitmq, sqs};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
-    AlarmActions, Alarms, Backend, Channel, ChannelSpec, Discard, KafkaNaming, RetryModel, Target,
-    Tier,
+    AlarmActions, Alarms, Archive, Backend, Channel, ChannelSpec, Discard, KafkaNaming, RetryModel,
+    Target, Tier,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +47,8 @@ pub struct Resolved {
     /// `deadLetter.discard`: the dead letters are dropped on purpose after
     /// `dead_letter_retention`, for a written reason.
     pub discard: Option<DiscardResolved>,
+    /// `deadLetter.archive`: dead letters archived before the retention drops them.
+    pub archive: Option<ArchiveResolved>,
     /// `spec.invalid`: the invalid-message queue or topic, where poison messages go at once.
     pub invalid: Option<InvalidResolved>,
     /// Where a dead letter says why it died (`deadLetter.envelope`, default dlqctl's), and
@@ -139,6 +141,55 @@ impl std::fmt::Display for DiscardResolved {
             write!(f, " (owner: {o})")?;
         }
         Ok(())
+    }
+}
+
+/// `deadLetter.archive`, checked (`to` is there) and `before` filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchiveResolved {
+    /// A directory (relative ones already anchored at the folder of the file that wrote
+    /// it) or `s3://bucket/prefix`, as `--to` takes it.
+    pub to: String,
+    pub before: Duration,
+}
+
+/// Which dead letters `archive --due` takes: what the dead-letter queue's retention and
+/// `before` make of the question "what would expire within `before`?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// Every dead letter older than this: the retention minus `before` (zero when `before`
+    /// is the retention or more: every dead letter is due), its age counted from where the
+    /// backend's retention counts.
+    OlderThan(Duration),
+    /// The queue never drops a message by age (RabbitMQ without `message-ttl`): nothing is
+    /// ever due.
+    Never,
+    /// The broker's own default decides (a Kafka dead-letter topic without a retention gets
+    /// `log.retention.ms`), which dlqctl does not read: it cannot tell what is due.
+    Unknown,
+}
+
+impl Due {
+    /// `retention − before`, saturating at zero. Without a retention: [`Due::Unknown`] on
+    /// Kafka (the broker's default applies), [`Due::Never`] elsewhere (only RabbitMQ gets
+    /// here: SQS and Pub/Sub always resolve one).
+    pub fn of(backend: Backend, retention: Option<Duration>, before: Duration) -> Due {
+        match (retention, backend) {
+            (Some(r), _) => Due::OlderThan(Duration::from_millis(
+                r.as_millis().saturating_sub(before.as_millis()),
+            )),
+            (None, Backend::Kafka) => Due::Unknown,
+            (None, _) => Due::Never,
+        }
+    }
+}
+
+impl Resolved {
+    /// What `archive --due` takes from the dead-letter queue, with `before` from
+    /// `deadLetter.archive` (else `default_before`, for `--due --to` without one).
+    pub fn due(&self, default_before: Duration) -> Due {
+        let before = self.archive.as_ref().map_or(default_before, |a| a.before);
+        Due::of(self.backend, self.dead_letter_retention, before)
     }
 }
 
@@ -237,6 +288,7 @@ pub fn resolve(
         "deadLetter",
     )?;
     let invalid = invalid(spec, name, backend, fifo, &main)?;
+    let archive = archive(dl.and_then(|d| d.archive.as_ref()))?;
     let (retention, dead_letter_retention) = match &discard {
         Some(d) => (retentions(spec, backend).0, Some(d.after)),
         None => retentions(spec, backend),
@@ -274,6 +326,7 @@ pub fn resolve(
         retention,
         dead_letter_retention,
         discard,
+        archive,
         invalid,
         envelope: envelope::resolve(
             backend,
@@ -401,6 +454,47 @@ fn discard(
         after,
         reason: d.reason.clone(),
         owner: d.owner.clone(),
+    }))
+}
+
+/// `deadLetter.archive`, checked: `to` is required (it may come from Defaults, hence no
+/// schema `required`), `before` defaults to [`DEFAULT_ARCHIVE_BEFORE`].
+fn archive(a: Option<&Archive>) -> Result<Option<ArchiveResolved>, ResolveError> {
+    let Some(a) = a else {
+        return Ok(None);
+    };
+    let Some(to) = a.to.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
+        return Err(ResolveError {
+            pointer: "/spec/deadLetter/archive",
+            rule: "spec/required",
+            message: "`deadLetter.archive` has no `to`: where are dead letters archived?".into(),
+            hint: Some(
+                "e.g. `archive: {to: s3://bucket/dead-letters, before: 2d}`, or a directory".into(),
+            ),
+        });
+    };
+    if let Some(rest) = to.strip_prefix("s3://") {
+        if rest.split('/').next().is_none_or(str::is_empty) {
+            return Err(ResolveError {
+                pointer: "/spec/deadLetter/archive/to",
+                rule: "deadletter/archive-location",
+                message: format!("`deadLetter.archive.to` is `{to}`: no bucket after s3://"),
+                hint: Some("s3://bucket/prefix".into()),
+            });
+        }
+    } else if to.contains("://") {
+        return Err(ResolveError {
+            pointer: "/spec/deadLetter/archive/to",
+            rule: "deadletter/archive-location",
+            message: format!(
+                "`deadLetter.archive.to` is `{to}`: an archive is a directory or s3://bucket/prefix; no other scheme is known"
+            ),
+            hint: None,
+        });
+    }
+    Ok(Some(ArchiveResolved {
+        to: to.to_owned(),
+        before: a.before.unwrap_or(DEFAULT_ARCHIVE_BEFORE),
     }))
 }
 
@@ -782,6 +876,91 @@ mod tests {
                 ("orders-sub", "subscription"),
                 ("orders-dlq-sub", "dead-letter subscription"),
             ]
+        );
+    }
+
+    /// `archive --due`'s horizon: the retention minus `before`, per backend's retention as
+    /// resolved (SQS 14d and Pub/Sub 7d when unset), never below zero; a RabbitMQ DLQ
+    /// without a TTL never expires, a Kafka DLT without a retention is the broker's guess.
+    #[test]
+    fn the_due_horizon_is_the_retention_minus_before() {
+        let d = |s: &str| crate::spec::duration::Duration::parse(s).expect("duration");
+        let due = |b: Backend, spec: &str| {
+            resolved_on(
+                b,
+                "app.orders",
+                &format!("  retry: {{maxAttempts: 2}}\n{spec}"),
+            )
+            .due(DEFAULT_ARCHIVE_BEFORE)
+        };
+        let archive = "  deadLetter: {archive: {to: a, before: 1d}}\n";
+        assert_eq!(due(Backend::Sqs, archive), Due::OlderThan(d("13d")));
+        assert_eq!(due(Backend::Pubsub, archive), Due::OlderThan(d("6d")));
+        assert_eq!(due(Backend::Rabbitmq, archive), Due::Never);
+        assert_eq!(due(Backend::Kafka, archive), Due::Unknown);
+        // The default `before` (2d), with or without the block.
+        assert_eq!(
+            due(Backend::Sqs, "  deadLetter: {archive: {to: a}}\n"),
+            Due::OlderThan(d("12d"))
+        );
+        assert_eq!(due(Backend::Sqs, ""), Due::OlderThan(d("12d")));
+        // `discard.after` is the retention too.
+        assert_eq!(
+            due(
+                Backend::Rabbitmq,
+                "  deadLetter: {discard: {after: 3d, reason: r}, archive: {to: a, before: 1h}}\n"
+            ),
+            Due::OlderThan(d("2d23h"))
+        );
+        assert_eq!(
+            due(
+                Backend::Kafka,
+                "  deadLetter: {retention: 1h, archive: {to: a, before: 59m59s}}\n"
+            ),
+            Due::OlderThan(d("1s"))
+        );
+        // `before` at or beyond the retention: everything is due at once.
+        for before in ["14d", "20d"] {
+            assert_eq!(
+                due(
+                    Backend::Sqs,
+                    &format!("  deadLetter: {{archive: {{to: a, before: {before}}}}}\n")
+                ),
+                Due::OlderThan(d("0s")),
+                "{before}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_archive_needs_a_place_it_can_write_to() {
+        let e = resolve_error(Backend::Sqs, "  deadLetter: {archive: {before: 1d}}\n");
+        assert_eq!(
+            (e.pointer, e.rule, e.message.as_str()),
+            (
+                "/spec/deadLetter/archive",
+                "spec/required",
+                "`deadLetter.archive` has no `to`: where are dead letters archived?"
+            )
+        );
+        for bad in ["gs://b/p", "s3://", "s3:///p"] {
+            let e = resolve_error(
+                Backend::Sqs,
+                &format!("  deadLetter: {{archive: {{to: \"{bad}\"}}}}\n"),
+            );
+            assert_eq!(e.rule, "deadletter/archive-location", "{bad}");
+        }
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  deadLetter: {archive: {to: \" s3://b/p \"}}\n",
+        );
+        assert_eq!(
+            r.archive,
+            Some(ArchiveResolved {
+                to: "s3://b/p".into(),
+                before: DEFAULT_ARCHIVE_BEFORE
+            })
         );
     }
 }

@@ -11,6 +11,10 @@ use crate::spec::duration::Duration;
 /// How many times `redrive` brings one message back unless `deadLetter.maxRedrives` says.
 pub const DEFAULT_MAX_REDRIVES: u32 = 3;
 
+/// How long before its expiry `archive --due` archives a dead letter unless
+/// `deadLetter.archive.before` says: two days, so a daily run has one to spare.
+pub const DEFAULT_ARCHIVE_BEFORE: Duration = Duration::from_secs(2 * 86_400);
+
 /// SQS's own default retention, which dlqctl keeps for the main queue.
 pub const SQS_DEFAULT_RETENTION: Duration = Duration::from_secs(4 * 86_400);
 /// SQS's maximum, dlqctl's default for dead-letter queues: dead letters wait for people.

@@ -25,13 +25,13 @@ mod sqs;
 mod views;
 
 pub use channel::{
-    AlarmResolved, AlarmsResolved, DiscardResolved, InvalidResolved, Resolved, TierResolved,
-    delays, resolve,
+    AlarmResolved, AlarmsResolved, ArchiveResolved, DiscardResolved, Due, InvalidResolved,
+    Resolved, TierResolved, delays, resolve,
 };
 pub use common::{DeadLetterRole, ResolveError, RetryStage, expand};
 pub use defaults::{
-    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_MAX_REDRIVES,
-    DEFAULT_POLICY_PRIORITY, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX,
+    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
+    DEFAULT_MAX_REDRIVES, DEFAULT_POLICY_PRIORITY, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX,
     PUBSUB_DEFAULT_ACK_DEADLINE, PUBSUB_DEFAULT_MAX_BACKOFF, PUBSUB_DEFAULT_RETENTION,
     SQS_DEFAULT_DLQ_RETENTION, SQS_DEFAULT_RETENTION, SQS_DEFAULT_VISIBILITY,
 };

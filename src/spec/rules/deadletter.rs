@@ -9,6 +9,14 @@
 //! messages and nobody wrote why (a warning in dlqctl/v1, an error from v2).
 //! `deadletter/discard-before-alarm`: a discard that comes before the age alarm can fire.
 //!
+//! The other answer to a queue that drops messages is to keep them elsewhere first:
+//! `deadLetter.archive` (`dlqctl archive --due` archives what would expire within `before`),
+//! which silences `deadletter/discard-undeclared` for the dead-letter queue.
+//! `deadletter/archive-before`: a `before` that makes every dead letter due on arrival (not
+//! less than the retention), or none before it is gone (zero). `deadletter/archive-never-due`:
+//! an archive on a queue that never drops by age (RabbitMQ without a TTL), or whose retention
+//! is the broker's unknown default (Kafka without one).
+//!
 //! The same three rules apply to the invalid-message queue (`spec.invalid`), which holds
 //! messages for people in the same way: each runs over a [`Held`] view of either queue, and
 //! the messages and pointers name the block at fault.
@@ -21,7 +29,7 @@ use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, Tier};
-use crate::spec::resolve::{AlarmsResolved, DiscardResolved, Resolved};
+use crate::spec::resolve::{AlarmsResolved, ArchiveResolved, DiscardResolved, Due, Resolved};
 
 /// A queue or topic that holds failed messages for people: the dead-letter one or the
 /// invalid-message one, as the rules of this module see it.
@@ -35,6 +43,8 @@ struct Held<'a> {
     name: &'a str,
     retention: Option<Duration>,
     discard: Option<&'a DiscardResolved>,
+    /// `deadLetter.archive` (the dead-letter queue only: `archive` reads from it alone).
+    archive: Option<&'a ArchiveResolved>,
     alarms: &'a AlarmsResolved,
     /// Where the age alarm is written: `/spec/alarms` or `/spec/invalid/alarms`.
     alarms_pointer: &'static str,
@@ -49,6 +59,7 @@ impl<'a> Held<'a> {
             name: &r.dead_letter,
             retention: r.dead_letter_retention,
             discard: r.discard.as_ref(),
+            archive: r.archive.as_ref(),
             alarms: &r.alarms,
             alarms_pointer: "/spec/alarms",
         }
@@ -63,6 +74,7 @@ impl<'a> Held<'a> {
             name: &i.name,
             retention: i.retention,
             discard: i.discard.as_ref(),
+            archive: None,
             alarms: &i.alarms,
             alarms_pointer: "/spec/invalid/alarms",
         })
@@ -79,6 +91,7 @@ pub(super) fn check_dead_letter(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<
         discard_undeclared(doc, r.backend, &h, out);
         discard_before_alarm(doc, &h, out);
     }
+    archive_before(doc, r, out);
 }
 
 /// Whether the dead-letter queue drops messages after its retention (rather than keeping them
@@ -126,7 +139,7 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
     if !drops_messages(backend, Some(after)) {
         return;
     }
-    if h.discard.is_some_and(|d| d.reason.is_some()) {
+    if h.discard.is_some_and(|d| d.reason.is_some()) || h.archive.is_some() {
         return;
     }
     let (w, items, block) = (h.what, h.items, h.block);
@@ -152,10 +165,22 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
     } else {
         "a dead letter"
     };
+    // The dead-letter queue has a second answer: archive what would expire, before it does.
+    let archive = "archive them first: `archive: {to: DIR | s3://bucket/prefix, before: 2d}`, with `dlqctl archive CHANNEL --due` on a schedule";
+    let (then_archive, or_archive) = if block == "deadLetter" {
+        (
+            format!(" To keep them past {after}, {archive}"),
+            format!("; to keep them past {after}, {archive}"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     let (pointer, hint) = if h.discard.is_some() {
         (
             h.pointer("discard"),
-            format!("add `reason:` to `{block}.discard`: why may {one} be dropped after {after}?"),
+            format!(
+                "add `reason:` to `{block}.discard`: why may {one} be dropped after {after}?{then_archive}"
+            ),
         )
     } else {
         let keep = match backend {
@@ -169,7 +194,7 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
         (
             h.pointer("retention"),
             format!(
-                "if dropping them is intended, write why: `discard: {{after: {after}, reason: \"...\"}}` in place of `retention`{keep}"
+                "if dropping them is intended, write why: `discard: {{after: {after}, reason: \"...\"}}` in place of `retention`{keep}{or_archive}"
             ),
         )
     };
@@ -181,11 +206,80 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
     out.push(
         Diagnostic::warning(
             "deadletter/discard-undeclared",
-            format!("{what}, and no reason for discarding them is written down (a warning in dlqctl/v1, an error from v2)"),
+            format!(
+                "{what}, and no reason for discarding them is written down{} (a warning in dlqctl/v1, an error from v2)",
+                if block == "deadLetter" { " nor an archive declared" } else { "" }
+            ),
         )
         .at(at)
         .hint(hint),
     );
+}
+
+/// `deadletter/archive-before` (error) and `deadletter/archive-never-due` (warning): what
+/// `deadLetter.archive.before` makes of the dead-letter queue's retention.
+fn archive_before(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    let Some(a) = &r.archive else {
+        return;
+    };
+    let pointer = if doc.locs.has("/spec/deadLetter/archive/before") {
+        "/spec/deadLetter/archive/before"
+    } else {
+        "/spec/deadLetter/archive"
+    };
+    let at = if doc.locs.has(pointer) {
+        doc.locs.key(pointer)
+    } else {
+        doc.locs.key("/spec")
+    };
+    let dlq = &r.dead_letter;
+    let before = a.before;
+    match Due::of(r.backend, r.dead_letter_retention, before) {
+        Due::OlderThan(_) if before.as_millis() == 0 => out.push(
+            Diagnostic::error(
+                "deadletter/archive-before",
+                "`deadLetter.archive.before` is 0s: a dead letter is due only as it expires, so `archive --due` comes too late for every one of them",
+            )
+            .at(at)
+            .hint("give it the time between two scheduled runs and some: `before: 2d` for a daily run"),
+        ),
+        Due::OlderThan(horizon) if horizon.as_millis() == 0 => {
+            let retention = r.dead_letter_retention.unwrap_or(before);
+            out.push(
+                Diagnostic::error(
+                    "deadletter/archive-before",
+                    format!(
+                        "`deadLetter.archive.before` ({before}) is not less than the retention of `{dlq}` ({retention}): every dead letter is due the moment it arrives, so `archive --due` takes the whole queue on each run (with `--delete`, nothing stays for people to look at)"
+                    ),
+                )
+                .at(at)
+                .hint(format!(
+                    "make `before` less than {retention} (and longer than the time between two runs); to archive everything, run `dlqctl archive` without `--due`"
+                )),
+            );
+        }
+        Due::OlderThan(_) => {}
+        Due::Never => out.push(
+            Diagnostic::warning(
+                "deadletter/archive-never-due",
+                format!(
+                    "`deadLetter.archive` on `{dlq}`, which drops no dead letter by age (no `message-ttl`: RabbitMQ keeps them until they are consumed): nothing is ever due, and `archive --due` archives nothing"
+                ),
+            )
+            .at(doc.locs.key(if doc.locs.has("/spec/deadLetter/archive") { "/spec/deadLetter/archive" } else { "/spec" }))
+            .hint("remove `archive`, or archive by age with `dlqctl archive CHANNEL --older-than D --to ...`"),
+        ),
+        Due::Unknown => out.push(
+            Diagnostic::warning(
+                "deadletter/archive-never-due",
+                format!(
+                    "`deadLetter.archive` on `{dlq}`, whose retention is the broker's default (`log.retention.ms`), which dlqctl does not read: `archive --due` cannot tell what is due and refuses"
+                ),
+            )
+            .at(doc.locs.key(if doc.locs.has("/spec/deadLetter/archive") { "/spec/deadLetter/archive" } else { "/spec" }))
+            .hint("write the retention the archive runs ahead of: `deadLetter.retention: 7d`"),
+        ),
+    }
 }
 
 /// `deadletter/discard-before-alarm` (error): a tier of the age alarm would fire only after
@@ -305,6 +399,170 @@ mod tests {
             rules_on(
                 "sqs",
                 "  retention: 10m\n  deadLetter: {discard: {after: 1h, reason: r}}\n  alarms:\n    oldestMessageAge: {above: 57m, period: 60s, evaluationPeriods: 2}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n",
+                ""
+            ),
+            Vec::<&str>::new()
+        );
+    }
+
+    /// Issue 35: an archive is the other answer to a retention that drops dead letters, and
+    /// the warning names both; the invalid-message queue (which `archive` does not read) keeps
+    /// its warning.
+    #[test]
+    fn an_archive_answers_discard_undeclared_for_the_dead_letter_queue_only() {
+        let archive = "archive: {to: s3://b/p, before: 1h}";
+        for (backend, retention) in [
+            ("sqs", "7d"),
+            ("rabbitmq", "3d"),
+            ("kafka", "3d"),
+            ("pubsub", "6d"),
+        ] {
+            let target = if backend == "rabbitmq" {
+                "rabbit"
+            } else {
+                backend
+            };
+            let bare = rules_on(
+                target,
+                &format!("  deadLetter: {{retention: {retention}}}\n"),
+                "",
+            );
+            assert!(
+                bare.contains(&"deadletter/discard-undeclared"),
+                "{backend}: {bare:?}"
+            );
+            let archived = rules_on(
+                target,
+                &format!("  deadLetter: {{retention: {retention}, {archive}}}\n"),
+                "",
+            );
+            assert!(
+                !archived.contains(&"deadletter/discard-undeclared"),
+                "{backend}: {archived:?}"
+            );
+        }
+        let found = super::super::tests::findings_on("sqs", "  deadLetter: {retention: 7d}\n", "");
+        let d = found
+            .iter()
+            .find(|d| d.rule == "deadletter/discard-undeclared")
+            .expect("the warning");
+        assert!(
+            d.message.contains("nor an archive declared"),
+            "{}",
+            d.message
+        );
+        let hint = d.hint.as_deref().unwrap_or_default();
+        assert!(
+            hint.contains("discard: {after: 7d") && hint.contains("archive: {to:"),
+            "{hint}"
+        );
+        // A discard without its reason: the hint names the archive too.
+        let found =
+            super::super::tests::findings_on("sqs", "  deadLetter: {discard: {after: 7d}}\n", "");
+        let hint = found
+            .iter()
+            .find(|d| d.rule == "deadletter/discard-undeclared")
+            .and_then(|d| d.hint.clone())
+            .unwrap_or_default();
+        assert!(
+            hint.starts_with("add `reason:`") && hint.contains("archive"),
+            "{hint}"
+        );
+        // From Defaults, too (merged key by key).
+        assert_eq!(
+            rules_on(
+                "sqs",
+                "  deadLetter: {retention: 7d}\n",
+                &format!("  deadLetter: {{{archive}}}\n")
+            ),
+            Vec::<&str>::new()
+        );
+        // The invalid-message queue is not archived: its warning stays, without the archive.
+        let found = super::super::tests::findings_on(
+            "sqs",
+            &format!("  deadLetter: {{{archive}}}\n  invalid: {{retention: 7d}}\n"),
+            "",
+        );
+        let inv: Vec<_> = found
+            .iter()
+            .filter(|d| d.rule == "deadletter/discard-undeclared")
+            .collect();
+        assert_eq!(inv.len(), 1, "{found:?}");
+        assert!(
+            !inv[0]
+                .hint
+                .as_deref()
+                .unwrap_or_default()
+                .contains("archive")
+        );
+    }
+
+    #[test]
+    fn before_must_leave_time_before_the_retention_and_not_be_zero() {
+        let on = |dl: &str| rules_on("sqs", &format!("  deadLetter: {dl}\n"), "");
+        assert_eq!(
+            on("{retention: 1d, archive: {to: a, before: 23h59m59s}}"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            on("{retention: 1d, archive: {to: a, before: 1d}}"),
+            ["deadletter/archive-before"]
+        );
+        assert_eq!(
+            on("{retention: 1d, archive: {to: a, before: 2d}}"),
+            ["deadletter/archive-before"]
+        );
+        assert_eq!(
+            on("{archive: {to: a, before: 0s}}"),
+            ["deadletter/archive-before"]
+        );
+        // The default `before` (2d) against the SQS default retention (14d).
+        assert_eq!(on("{archive: {to: a}}"), Vec::<&str>::new());
+        let found = super::super::tests::findings_on(
+            "sqs",
+            "  deadLetter: {retention: 1d, archive: {to: a, before: 1d}}\n",
+            "",
+        );
+        let found: Vec<_> = found
+            .into_iter()
+            .filter(|d| d.rule == "deadletter/archive-before")
+            .collect();
+        assert_eq!(
+            found[0].message,
+            "`deadLetter.archive.before` (1d) is not less than the retention of `quotes-dlq` (1d): every dead letter is due the moment it arrives, so `archive --due` takes the whole queue on each run (with `--delete`, nothing stays for people to look at)"
+        );
+    }
+
+    #[test]
+    fn an_archive_of_a_queue_that_never_expires_is_never_due() {
+        assert_eq!(
+            rules_on("rabbit", "  deadLetter: {archive: {to: a}}\n", ""),
+            ["deadletter/archive-never-due"]
+        );
+        // Kafka without a retention: the broker's, which `--due` cannot read.
+        let found = findings_of(
+            "kafka",
+            "  retry: {maxAttempts: 2}\n  deadLetter: {archive: {to: a}}\n  lint: {allow: [alarms/missing]}\n",
+            "",
+        );
+        let rules: Vec<_> = found.iter().map(|d| d.rule).collect();
+        assert_eq!(
+            rules,
+            [
+                "deadletter/retention-implicit",
+                "deadletter/archive-never-due"
+            ]
+        );
+        assert!(
+            found[1].message.contains("log.retention.ms"),
+            "{}",
+            found[1].message
+        );
+        // With a retention it is an archive like any other.
+        assert_eq!(
+            rules_on(
+                "kafka",
+                "  deadLetter: {retention: 3d, archive: {to: a}}\n",
                 ""
             ),
             Vec::<&str>::new()

@@ -45,12 +45,13 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 14] = [
+pub const ADVICE_RULES: [&str; 15] = [
     "retry/none",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
     "deadletter/retention-implicit",
     "deadletter/discard-undeclared",
+    "deadletter/archive-never-due",
     "retry/excessive",
     "sqs/fifo-redrive-order",
     "alarms/missing",
