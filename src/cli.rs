@@ -531,6 +531,16 @@ pub struct StatusArgs {
     /// Print the number of calls made per API to stderr.
     #[arg(long)]
     pub stats: bool,
+
+    /// The audit journal that `redrive` and `archive` append to (`--audit-log`): with it,
+    /// each channel's time to resolution — median and p90 of how long the messages that left
+    /// its dead-letter queue had waited there — over `--resolution-window`.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+
+    /// How far back `--audit-log` is read, e.g. 7d, 30d.
+    #[arg(long, value_name = "DURATION", value_parser = parse_age, default_value = "7d", requires = "audit_log")]
+    pub resolution_window: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -449,7 +449,8 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     );
 
     // Both targets read (dlq_up 1), and no dead-letter alert while the DLQs are empty.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // 120 s: a CI run on a loaded 2-core machine (load ≈ 5) once took longer than 60 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let up = prom_api(prom_port, "/api/v1/query?query=sum(dlq_up)")
             .and_then(|d| d["result"][0]["value"][1].as_str().map(str::to_owned));
@@ -463,7 +464,8 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "Prometheus never saw both targets up: {up:?}"
+            "Prometheus never saw both targets up: sum(dlq_up) {up:?}, up{{job=\"rabbitmq\"}} {broker:?}; the exporter's log: {}",
+            std::fs::read_to_string(d.join("exporter.log")).unwrap_or_default()
         );
         std::thread::sleep(std::time::Duration::from_millis(250));
     }

@@ -4,7 +4,7 @@
 //! `User:ANONYMOUS` on a PLAINTEXT listener; Pub/Sub: `emulator`); a target's
 //! `operations.requireReason` and `operations.allowedOperators` refuse before anything is
 //! read or moved (the DLQ still holds every message); `--audit-log FILE` appends one JSON
-//! line per run, dry runs included, naming what moved by id; and on a full disk (`/dev/full`) the run fails loudly,
+//! line per run, dry runs and refused runs included, naming what moved by id; and on a full disk (`/dev/full`) the run fails loudly,
 //! exit 1 naming the file, while its stdout report still says what moved.
 
 mod support;
@@ -76,7 +76,14 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
 
     // requireReason: refused without --reason, before anything moves; a dry run still goes.
     operations(ws, b.target, "{requireReason: true}");
-    let out = ws.run(&["redrive", &ws.channel, "channel.yaml", "--yes"]);
+    let out = ws.run(&[
+        "redrive",
+        &ws.channel,
+        "channel.yaml",
+        "--yes",
+        "--audit-log",
+        "audit.jsonl",
+    ]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("operations.requireReason") && out.stderr.contains("--reason"),
@@ -84,12 +91,30 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         out.stderr
     );
     assert_eq!((b.dlq_left)(), N as u64, "nothing moved");
+    // The refusal is journaled: who tried, and why it was refused.
+    let lines = journal(ws);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(lines[1]["kind"], "dlqctl/refused", "{:#}", lines[1]);
+    assert_eq!(lines[1]["verb"], "redrive");
+    assert_eq!(lines[1]["channel"], ws.channel.as_str());
+    assert!(
+        lines[1]["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("operations.requireReason")),
+        "{:#}",
+        lines[1]
+    );
 
-    // allowedOperators without this identity: refused, naming it and the list.
+    // allowedOperators without this identity: refused, naming it and the list; the refusal
+    // also lands in the target's auditTo folder.
+    let objects = ws.path().join("audit-objects");
+    let to = objects.to_str().expect("path");
     operations(
         ws,
         b.target,
-        "{requireReason: true, allowedOperators: [someone-else, \"ops-*\"]}",
+        &format!(
+            "{{requireReason: true, auditTo: {to:?}, allowedOperators: [someone-else, \"ops-*\"]}}"
+        ),
     );
     let out = ws.run(&[
         "redrive",
@@ -111,7 +136,18 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
     );
     assert!(out.stdout.is_empty(), "no report: {}", out.stdout);
     assert_eq!((b.dlq_left)(), N as u64, "nothing moved");
-    assert_eq!(journal(ws).len(), 1, "a refusal journals nothing");
+    let lines = journal(ws);
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let refused = &lines[2];
+    assert_eq!(refused["kind"], "dlqctl/refused", "{refused:#}");
+    assert_eq!(refused["identity"], identity, "{refused:#}");
+    assert_eq!(refused["reason"], "INC-1");
+    assert!(
+        refused["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("`{identity}` may not redrive"))),
+        "{refused:#}"
+    );
 
     // Listed (exactly, and by a glob): the run moves, and the journal has its record,
     // naming what moved by id.
@@ -120,7 +156,9 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         operations(
             ws,
             b.target,
-            &format!("{{requireReason: true, allowedOperators: [someone-else, {allowed:?}]}}"),
+            &format!(
+                "{{requireReason: true, auditTo: {to:?}, allowedOperators: [someone-else, {allowed:?}]}}"
+            ),
         );
         let (code, doc, err) = redrive(
             ws,
@@ -137,8 +175,8 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         assert_eq!(code, 0, "{doc:#}\n{err}");
         assert_eq!(doc["moved"], n, "{doc:#}");
         let lines = journal(ws);
-        assert_eq!(lines.len(), 1 + n as usize, "{lines:#?}");
-        let last = &lines[n as usize];
+        assert_eq!(lines.len(), 3 + n as usize, "{lines:#?}");
+        let last = &lines[2 + n as usize];
         assert_eq!(last["kind"], "dlqctl/redrive");
         assert_eq!(last["dryRun"], false);
         assert_eq!(last["identity"], identity);
@@ -157,6 +195,58 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
     }
     assert_eq!(moved.len(), N, "every message named once: {moved:?}");
     assert_eq!((b.dlq_left)(), 0, "all moved");
+
+    // operations.auditTo: one object per record (the refusal, the two runs), each the
+    // journal's line.
+    let mut kinds: Vec<String> = walkdir::WalkDir::new(&objects)
+        .sort_by_file_name()
+        .into_iter()
+        .map(|e| e.expect("walk"))
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let v: Value = serde_json::from_slice(&std::fs::read(e.path()).expect("object"))
+                .expect("a JSON record");
+            assert_eq!(v["channel"], ws.channel.as_str(), "{v:#}");
+            v["kind"].as_str().expect("kind").to_owned()
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        ["dlqctl/redrive", "dlqctl/redrive", "dlqctl/refused"],
+        "{}",
+        objects.display()
+    );
+
+    // The time to resolution, from the journal: the two runs that moved, all N messages.
+    let out = ws.run(&[
+        "status",
+        "channel.yaml",
+        "--audit-log",
+        "audit.jsonl",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let status = out.json("the status document");
+    let res = &status["channels"][0]["resolution"];
+    assert_eq!(res["runs"], 2, "{status:#}");
+    assert_eq!(
+        res["messages"].as_u64().unwrap_or(0) + res["unknown"].as_u64().unwrap_or(0),
+        N as u64,
+        "{res:#}"
+    );
+    if res["messages"].as_u64().unwrap_or(0) > 0 {
+        // Put seconds ago: waited seconds, not hours.
+        assert!(
+            res["p90Seconds"].as_u64().is_some_and(|s| s < 600),
+            "{res:#}"
+        );
+    }
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("resolution: {res}");
+    }
 
     // A full disk: the run fails loudly, naming the file; what moved stays moved and the
     // report still says it.

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use dlqctl::cli::ColorChoice;
 use dlqctl::printer::Printer;
 use dlqctl::spec::model::Backend;
+use dlqctl::status::resolution::Resolution;
 use dlqctl::status::{
     AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, Measure, QueueDepth, Report, Sample,
     render, safe,
@@ -157,11 +158,24 @@ fn report() -> Report {
                 vec![]
             },
             error: error.map(str::to_owned),
+            resolution: None,
         };
     Report {
         channels: vec![
             channel("orders", Backend::Rabbitmq, Some(holding), None),
-            channel("payments", Backend::Sqs, Some(empty), None),
+            ChannelStatus {
+                // What the journal says: 42 messages left in 3 runs over the last 7 days.
+                resolution: Some(Resolution {
+                    window_seconds: 7 * 86_400,
+                    runs: 3,
+                    messages: 42,
+                    unknown: 1,
+                    exact: true,
+                    p50_seconds: Some(2 * 3600 + 5 * 60),
+                    p90_seconds: Some(86_400 + 3 * 3600),
+                }),
+                ..channel("payments", Backend::Sqs, Some(empty), None)
+            },
             ChannelStatus {
                 // A written decision: shown as such, the spec's words made safe (a newline).
                 discard: Some(DiscardResolved {
@@ -240,6 +254,7 @@ fn status_renders_each_destination_of_a_channel_with_its_role() {
             vec![]
         },
         error: None,
+        resolution: None,
     };
     let r = Report {
         channels: vec![
@@ -302,6 +317,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
         dead_letter: Some(dl),
         queues: vec![],
         error: None,
+        resolution: None,
     };
     let r = Report {
         channels: vec![channel(unknown.clone())],

@@ -72,13 +72,28 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
     };
     let redrive_ask = driver::redrive_ask(&ask);
     let opts = super::shared::connect_options(&args.spec, printer);
-    let mut session = driver::connect(&r, &loaded.targets, &redrive_ask, opts)?;
+    let audit = super::shared::Audit {
+        audit_log: args.audit_log.as_deref(),
+        target: loaded.targets.get(&r.target),
+        r: &r,
+        verb: crate::engine::redrive::Purpose::Archive.verb(),
+        dry_run: args.dry_run,
+        reason: args.reason.as_deref(),
+    };
+    let mut session = super::shared::journal_refused(
+        driver::connect(&r, &loaded.targets, &redrive_ask, opts),
+        &audit,
+        None,
+        printer,
+    )?;
     let rt = super::shared::runtime()?;
-    rt.block_on(session.authorize())?;
+    let authorized = rt.block_on(session.authorize());
+    let identity = session.report().identity.clone();
+    super::shared::journal_refused(authorized, &audit, identity, printer)?;
 
     if args.dry_run {
         let report = rt.block_on(driver::dry_run(session, &ask))?;
-        let journaled = journal(&report, args, printer);
+        let journaled = journal(&report, args, &audit, &rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -116,7 +131,7 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, printer);
+    let journaled = journal(&report, args, &audit, &rt, printer);
     print(&report, args.format, printer);
     Ok(if journaled && driver::complete(&report) {
         0
@@ -125,26 +140,39 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
     })
 }
 
-/// Appends the report to `--audit-log`, if given: `false` (said on stderr) when it did not.
-fn journal(report: &Report, args: &ArchiveArgs, printer: &Printer) -> bool {
+/// Appends the report to `--audit-log`, if given, and delivers it to the target's
+/// `operations.auditTo`, if set: `false` (said on stderr) when it did not land in one.
+fn journal(
+    report: &Report,
+    args: &ArchiveArgs,
+    audit: &super::shared::Audit<'_>,
+    rt: &tokio::runtime::Runtime,
+    printer: &Printer,
+) -> bool {
+    let what = format!(
+        "{} archived from {} to {}, {} deleted{}",
+        report.archived,
+        report.dead_letter,
+        report.to,
+        report.deleted,
+        if report.dry_run { ", a dry run" } else { "" }
+    );
+    let delivered =
+        super::shared::audit_to(rt, audit.target, audit.r, "archive", report, &what, printer);
     let Some(path) = &args.audit_log else {
-        return true;
+        return delivered;
     };
-    match crate::journal::append(path, report) {
-        Ok(()) => true,
-        Err(e) => {
-            printer.err(&format!(
-                "{} {e}; the run's audit record is not in the journal ({} archived from {} to {}, {} deleted{}): exiting 1",
-                printer.paint_err("error:", Style::Error),
-                report.archived,
-                report.dead_letter,
-                report.to,
-                report.deleted,
-                if report.dry_run { ", a dry run" } else { "" }
-            ));
-            false
+    delivered
+        & match crate::journal::append(path, report) {
+            Ok(()) => true,
+            Err(e) => {
+                printer.err(&format!(
+                    "{} {e}; the run's audit record is not in the journal ({what}): exiting 1",
+                    printer.paint_err("error:", Style::Error),
+                ));
+                false
+            }
         }
-    }
 }
 
 fn print(report: &Report, format: ArchiveFormat, printer: &Printer) {

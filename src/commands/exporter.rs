@@ -145,6 +145,7 @@ fn not_read_yet(c: &Resolved) -> ChannelStatus {
             "not read yet: the exporter's first reading of target `{}` has not finished",
             c.target
         )),
+        resolution: None,
     }
 }
 
@@ -356,6 +357,7 @@ mod tests {
             dead_letter: None,
             queues: Vec::new(),
             error: error.map(str::to_owned),
+            resolution: None,
         }
     }
 

@@ -52,18 +52,33 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         }),
         purpose: driver::Purpose::Redrive,
     };
-    let checked = driver::check(&r, &loaded.targets, &ask)?;
+    let audit = super::shared::Audit {
+        audit_log: args.audit_log.as_deref(),
+        target: loaded.targets.get(&r.target),
+        r: &r,
+        verb: driver::Purpose::Redrive.verb(),
+        dry_run: args.dry_run,
+        reason: args.reason.as_deref(),
+    };
+    let checked = super::shared::journal_refused(
+        driver::check(&r, &loaded.targets, &ask),
+        &audit,
+        None,
+        printer,
+    )?;
     let opts = super::shared::connect_options(&args.spec, printer);
     let mut session = checked.connect(opts)?;
     let rt = super::shared::runtime()?;
-    rt.block_on(session.authorize())?;
+    let authorized = rt.block_on(session.authorize());
+    let identity = session.report().identity.clone();
+    super::shared::journal_refused(authorized, &audit, identity, printer)?;
     if let Some(place) = &args.from_archive {
-        return from_archive(session, place, args, &rt, printer);
+        return from_archive(session, place, args, &audit, &rt, printer);
     }
 
     if args.dry_run {
         let report = rt.block_on(session.dry_run())?;
-        let journaled = journal(&report, args, printer);
+        let journaled = journal(&report, args, &audit, &rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -80,7 +95,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, printer);
+    let journaled = journal(&report, args, &audit, &rt, printer);
     print(&report, args.format, printer);
     Ok(if !journaled {
         1
@@ -98,13 +113,14 @@ fn from_archive(
     session: Session<'_>,
     place: &crate::archive::Place,
     args: &RedriveArgs,
+    audit: &super::shared::Audit<'_>,
     rt: &tokio::runtime::Runtime,
     printer: &Printer,
 ) -> anyhow::Result<u8> {
     let prepared = rt.block_on(replay::prepare(session, place))?;
     if args.dry_run {
         let report = prepared.dry_run();
-        let journaled = journal(&report, args, printer);
+        let journaled = journal(&report, args, audit, rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -135,7 +151,7 @@ fn from_archive(
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, printer);
+    let journaled = journal(&report, args, audit, rt, printer);
     print(&report, args.format, printer);
     Ok(if journaled && replay::complete(&report) {
         0
@@ -144,26 +160,39 @@ fn from_archive(
     })
 }
 
-/// Appends the report to `--audit-log`, if given: `false` (said on stderr, naming the file
-/// and what moved) when it did not land.
-fn journal(report: &Report, args: &RedriveArgs, printer: &Printer) -> bool {
+/// Appends the report to `--audit-log`, if given, and delivers it to the target's
+/// `operations.auditTo`, if set: `false` (said on stderr, naming where and what moved) when
+/// it did not land in one of them.
+fn journal(
+    report: &Report,
+    args: &RedriveArgs,
+    audit: &super::shared::Audit<'_>,
+    rt: &tokio::runtime::Runtime,
+    printer: &Printer,
+) -> bool {
+    let what = format!(
+        "{} moved from {} to {}{}",
+        report.moved,
+        report.dead_letter,
+        report.destination.name,
+        if report.dry_run { ", a dry run" } else { "" }
+    );
+    let delivered =
+        super::shared::audit_to(rt, audit.target, audit.r, "redrive", report, &what, printer);
     let Some(path) = &args.audit_log else {
-        return true;
+        return delivered;
     };
-    match crate::journal::append(path, report) {
-        Ok(()) => true,
-        Err(e) => {
-            printer.err(&format!(
-                "{} {e}; the run's audit record is not in the journal ({} moved from {} to {}{}): exiting 1",
-                printer.paint_err("error:", Style::Error),
-                report.moved,
-                report.dead_letter,
-                report.destination.name,
-                if report.dry_run { ", a dry run" } else { "" }
-            ));
-            false
+    delivered
+        & match crate::journal::append(path, report) {
+            Ok(()) => true,
+            Err(e) => {
+                printer.err(&format!(
+                    "{} {e}; the run's audit record is not in the journal ({what}): exiting 1",
+                    printer.paint_err("error:", Style::Error),
+                ));
+                false
+            }
         }
-    }
 }
 
 fn print(report: &Report, format: RedriveFormat, printer: &Printer) {

@@ -223,3 +223,122 @@ fn unknown_channel(name: &str, channels: &[Resolved]) -> anyhow::Error {
     // Not "--channel": redrive names its channel as an argument, and comes here too.
     anyhow::anyhow!("channel `{name}`: no spec defines a channel of that name{hint}")
 }
+
+/// Where a run's audit record goes, and what the run was asked (for the record of a refusal).
+pub struct Audit<'a> {
+    pub audit_log: Option<&'a std::path::Path>,
+    /// The channel's target, for its `operations.auditTo`.
+    pub target: Option<&'a Target>,
+    pub r: &'a Resolved,
+    pub verb: &'static str,
+    pub dry_run: bool,
+    pub reason: Option<&'a str>,
+}
+
+/// Passes `result` on; a refusal ([`RedriveError::Refused`]) is first appended to
+/// `--audit-log` as a [`crate::redrive::Refusal`] (with `identity`, when the backend was
+/// asked before the refusal). A record that does not land is said on stderr: the run fails
+/// anyway, with the refusal.
+pub fn journal_refused<T>(
+    result: Result<T, crate::engine::redrive::RedriveError>,
+    asked: &Audit<'_>,
+    identity: Option<String>,
+    printer: &Printer,
+) -> Result<T, crate::engine::redrive::RedriveError> {
+    use crate::engine::redrive::RedriveError;
+    let Err(RedriveError::Refused(why)) = &result else {
+        return result;
+    };
+    let to_target = asked
+        .target
+        .and_then(|t| t.operations.as_ref())
+        .is_some_and(|o| o.audit_to.is_some());
+    if asked.audit_log.is_none() && !to_target {
+        return result;
+    }
+    let r = asked.r;
+    let record = crate::redrive::Refusal {
+        format_version: 1,
+        kind: crate::redrive::REFUSED_KIND,
+        verb: asked.verb,
+        channel: r.channel.clone(),
+        target: r.target.clone(),
+        backend: r.backend.as_str(),
+        dry_run: asked.dry_run,
+        operator: crate::redrive::holder(),
+        identity,
+        reason: asked.reason.map(str::to_owned),
+        refused: why.clone(),
+        at: time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    };
+    if let Some(path) = asked.audit_log
+        && let Err(e) = crate::journal::append(path, &record)
+    {
+        printer.err(&format!(
+            "{} {e}; the refusal below is not in the journal",
+            printer.paint_err("error:", Style::Error)
+        ));
+    }
+    if to_target {
+        match runtime() {
+            Ok(rt) => {
+                audit_to(
+                    &rt,
+                    asked.target,
+                    r,
+                    "refused",
+                    &record,
+                    "a refused run: nothing moved",
+                    printer,
+                );
+            }
+            Err(e) => printer.err(&format!(
+                "{} {e}; the refusal below is not in operations.auditTo",
+                printer.paint_err("error:", Style::Error)
+            )),
+        }
+    }
+    result
+}
+
+/// Delivers `record` (of `kind`: `redrive`, `archive`, `refused`) to the target's
+/// `operations.auditTo`, when it has one: `false` when it did not land, said on stderr with
+/// `what` (what the run did, for whoever must now record it by hand).
+pub fn audit_to(
+    rt: &tokio::runtime::Runtime,
+    target: Option<&Target>,
+    r: &Resolved,
+    kind: &str,
+    record: &impl serde::Serialize,
+    what: &str,
+    printer: &Printer,
+) -> bool {
+    let Some(to) = target
+        .and_then(|t| t.operations.as_ref())
+        .and_then(|o| o.audit_to.as_deref())
+    else {
+        return true;
+    };
+    let delivered = crate::archive::Place::parse(to).and_then(|place| {
+        rt.block_on(crate::engine::audit::deliver(
+            &place,
+            &r.channel,
+            kind,
+            crate::status::now_ms(),
+            record,
+        ))
+    });
+    match delivered {
+        Ok(_) => true,
+        Err(e) => {
+            printer.err(&format!(
+                "{} operations.auditTo of target `{}` ({to}): {e}; the run's audit record is not there ({what}): exiting 1",
+                printer.paint_err("error:", Style::Error),
+                r.target
+            ));
+            false
+        }
+    }
+}

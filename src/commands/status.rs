@@ -9,6 +9,50 @@ use crate::engine;
 use crate::printer::{Printer, Style};
 use crate::status::{ReadOptions, render};
 
+/// Adds each channel's time to resolution from the journal at `path`. A journal that cannot
+/// be read is said in one line on stderr, and the status goes on without it.
+fn resolutions(
+    report: &mut crate::status::Report,
+    path: &std::path::Path,
+    window: std::time::Duration,
+    printer: &Printer,
+) {
+    use crate::status::resolution::{Journal, from_journal};
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            printer.err(&format!(
+                "{} audit log {}: cannot read it ({e}); no time to resolution is shown",
+                printer.paint_err("warning:", Style::Warning),
+                path.display()
+            ));
+            return;
+        }
+    };
+    let window_ms = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+    let journal = Journal::parse(&text);
+    for c in &mut report.channels {
+        c.resolution = from_journal(
+            &journal,
+            &c.channel,
+            &c.target,
+            &c.dead_letter_name,
+            report.generated_at_ms,
+            window_ms,
+        );
+    }
+    let unreadable = journal.unreadable;
+    if unreadable > 0 {
+        printer.err(&format!(
+            "{} audit log {}: {} line{} not JSON records, left out",
+            printer.paint_err("warning:", Style::Warning),
+            path.display(),
+            unreadable,
+            if unreadable == 1 { " is" } else { "s are" }
+        ));
+    }
+}
+
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 every DLQ empty, 2 one holds
 /// messages), 1 a channel could not be read, or an error.
 pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
@@ -29,7 +73,10 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);
     let rt = super::shared::runtime()?;
-    let report = rt.block_on(engine::status::read(&channels, &readers, read));
+    let mut report = rt.block_on(engine::status::read(&channels, &readers, read));
+    if let Some(path) = &args.audit_log {
+        resolutions(&mut report, path, args.resolution_window, printer);
+    }
     let text = match args.format {
         StatusFormat::Human => render::human(&report, printer),
         StatusFormat::Json => render::json(&report),

@@ -166,6 +166,10 @@ pub struct Report {
     /// What was archived, by id (a digest always, the ids up to [`redrive::MAX_IDS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archived_ids: Option<MovedIds>,
+    /// `--delete`: how long what left the dead-letter queue had waited there (the journal's
+    /// time to resolution counts it as resolved: it left the queue for the archive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_in_dead_letter: Option<redrive::Waited>,
 }
 
 /// The redrive driver's request for this archive: from the DLQ, "to" its main queue (which
@@ -318,6 +322,15 @@ fn report(
         reason: r.reason.clone(),
         would_archive: r.would_move.clone(),
         archived_ids: r.moved_ids.clone(),
+        time_in_dead_letter: r
+            .time_in_dead_letter
+            .clone()
+            .filter(|_| ask.delete && !r.dry_run)
+            .map(|mut w| {
+                // Archived but not removed: still waiting, though counted as chosen.
+                w.exact &= r.possibly_duplicated == 0;
+                w
+            }),
     }
 }
 

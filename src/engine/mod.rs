@@ -7,6 +7,7 @@
 pub mod alerts;
 pub mod apply;
 pub mod archive;
+pub mod audit;
 pub mod emit;
 pub mod gate;
 pub mod import;

@@ -280,6 +280,7 @@ impl<'a> Checked<'a> {
             would_move: None,
             moved_by: None,
             moved_ids: None,
+            time_in_dead_letter: None,
             batches: None,
             unhealthy: None,
             redead: None,
@@ -417,6 +418,7 @@ impl Session<'_> {
         let mut result = Ok(());
         let mut last: Option<Arc<Tally>> = None;
         let mut ids = Vec::new();
+        let (mut waited, mut unknown) = (Vec::new(), 0);
         loop {
             if let Some(why) = ask.gates.check().await {
                 self.report.unhealthy = Some(why);
@@ -454,6 +456,9 @@ impl Session<'_> {
             let moved = tally.moved();
             add(&mut self.report, &tally);
             ids.extend(tally.moved_id_list());
+            let (w, u) = tally.waited();
+            waited.extend(w);
+            unknown += u;
             shown.finish(moved);
             last = Some(Arc::clone(&tally));
             if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
@@ -515,6 +520,7 @@ impl Session<'_> {
         }
         if report.moved_by.is_none() {
             report.moved_ids = Some(redrive::MovedIds::of(ids));
+            report.time_in_dead_letter = redrive::Waited::of(waited, unknown, true);
         }
         report.error = result
             .as_ref()

@@ -94,6 +94,7 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                 dead_letter: None,
                 queues: Vec::new(),
                 error: None,
+                resolution: None,
             };
             let key = (
                 c.target.as_str(),

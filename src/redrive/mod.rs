@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::spec::resolve::EnvelopeResolved;
+pub use crate::status::resolution::Waited;
 use crate::status::{self, Message, envelope};
 
 /// Which messages move.
@@ -96,6 +97,15 @@ pub fn parse_count(v: &str) -> Option<u32> {
     v.parse().ok()
 }
 
+/// Since when `m` has been a dead letter, in milliseconds since the Unix epoch, as far as
+/// anything says: when it was dead-lettered (the envelope or the broker), else when it first
+/// failed, else when it was published. What `--older-than` measures and the journal's time
+/// in the dead-letter queue counts from.
+pub fn since(sel: &Selection, m: &Message) -> Option<i64> {
+    let e = envelope::read(&sel.envelope, m);
+    e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms)
+}
+
 /// Decides about one message (pure; `now_ms` is the wall clock).
 pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
     let e = envelope::read(&sel.envelope, m);
@@ -166,6 +176,12 @@ pub struct Tally {
     /// id; Kafka: `topic/partition/offset`; RabbitMQ: its `message_id`, else `sha256:` of
     /// the body), for the audit record.
     moved_ids: Mutex<Vec<String>>,
+    /// How long each message that left the DLQ had been dead-lettered, in seconds, when it
+    /// left ([`since`]); the count of those whose time is unknown or was not noted (for
+    /// `status`'s time to resolution, from the journal).
+    waited: Mutex<(Vec<u64>, u64)>,
+    /// [`Tally::chose`]: each chosen message's [`since`], by the id it will move under.
+    chosen: Mutex<std::collections::HashMap<String, Vec<Option<i64>>>>,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -196,6 +212,8 @@ impl Default for Tally {
             keep_prints: false,
             prints: Mutex::new(Vec::new()),
             moved_ids: Mutex::new(Vec::new()),
+            waited: Mutex::new((Vec::new(), 0)),
+            chosen: Mutex::new(std::collections::HashMap::new()),
         }
     }
 }
@@ -207,6 +225,22 @@ impl Tally {
             keep_prints: keep,
             ..Tally::default()
         }
+    }
+
+    /// Notes when a message chosen to move became a dead letter ([`since`]), under the id
+    /// [`Tally::moved_ids`] will name it by once it has moved: then its time in the queue is
+    /// counted (see [`Tally::waited`]). A message chosen and then not moved (the limit, a
+    /// failure, Ctrl-C) is never counted.
+    pub fn chose(&self, id: String, since: Option<i64>) {
+        if let Ok(mut c) = self.chosen.lock() {
+            c.entry(id).or_default().push(since);
+        }
+    }
+
+    /// The seconds in the dead-letter queue of each message that left it (not sorted), and
+    /// how many had no known time.
+    pub fn waited(&self) -> (Vec<u64>, u64) {
+        self.waited.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
     pub fn add(&self, d: &Decision) {
@@ -264,8 +298,21 @@ impl Tally {
         self.prints.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
-    /// Records the ids of messages counted as moved.
+    /// Records the ids of messages counted as moved, and how long those [`Tally::chose`]
+    /// named had waited in the queue.
     pub fn moved_ids(&self, ids: impl IntoIterator<Item = String>) {
+        let ids: Vec<String> = ids.into_iter().collect();
+        let now = status::now_ms();
+        if let (Ok(mut chosen), Ok(mut w)) = (self.chosen.lock(), self.waited.lock()) {
+            for id in &ids {
+                match chosen.get_mut(id).and_then(Vec::pop) {
+                    Some(Some(t)) => {
+                        w.0.push(u64::try_from(now.saturating_sub(t) / 1000).unwrap_or(0))
+                    }
+                    _ => w.1 += 1,
+                }
+            }
+        }
         if let Ok(mut v) = self.moved_ids.lock() {
             v.extend(ids);
         }
@@ -496,6 +543,10 @@ pub struct Report {
     /// dry run and when the broker's own move task moved them (it names none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moved_ids: Option<MovedIds>,
+    /// How long what moved had waited in the dead-letter queue. Absent on a dry run, a
+    /// replay, and a `--native` run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_in_dead_letter: Option<Waited>,
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
@@ -613,6 +664,38 @@ pub struct WouldMove {
 }
 
 pub const KIND: &str = "dlqctl/redrive";
+
+/// The `kind` of a [`Refusal`] in the journal.
+pub const REFUSED_KIND: &str = "dlqctl/refused";
+
+/// The audit record of a run refused before anything was read or moved (a missing
+/// `--reason`, an operator `operations.allowedOperators` does not list, a destination the
+/// target does not own, ...): the journal keeps who tried what, and why it was refused, as
+/// it keeps the runs that moved something.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: &'static str,
+    /// `redrive` or `archive`.
+    pub verb: &'static str,
+    pub channel: String,
+    pub target: String,
+    pub backend: &'static str,
+    pub dry_run: bool,
+    /// `user@host pid N` ([`holder`]).
+    pub operator: String,
+    /// Who the target's credentials are, when the refusal came after the backend was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The refusal, as the run said it.
+    pub refused: String,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+}
 
 /// `leftBasis` values.
 pub const EXACT: &str = "exact";
@@ -863,6 +946,28 @@ mod tests {
             decide(&sel, &msg(Some("poison"), Some("2"), now - 61_000), now),
             Decision::Move
         );
+    }
+
+    #[test]
+    fn only_what_moved_counts_for_the_time_in_the_queue() {
+        let t = Tally::default();
+        let now = status::now_ms();
+        // Chosen: a (waited 2 min), b (no time), c (waited 1 h); only a and b moved, plus d,
+        // which was never noted.
+        t.chose("a".into(), Some(now - 120_000));
+        t.chose("b".into(), None);
+        t.chose("c".into(), Some(now - 3_600_000));
+        t.moved_ids(["a".to_owned(), "b".to_owned(), "d".to_owned()]);
+        let (mut seconds, unknown) = t.waited();
+        seconds.sort_unstable();
+        assert_eq!(seconds.len(), 1);
+        assert!((119..=121).contains(&seconds[0]), "{seconds:?}");
+        assert_eq!(unknown, 2, "b had no time, d was never noted");
+        // Two messages under one id (RabbitMQ: equal bodies) count once each.
+        t.chose("e".into(), Some(now));
+        t.chose("e".into(), Some(now));
+        t.moved_ids(["e".to_owned(), "e".to_owned()]);
+        assert_eq!(t.waited().0.len(), 3);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod envelope;
 pub mod first_seen;
 mod message;
 pub mod render;
+pub mod resolution;
 
 pub use message::Message;
 
@@ -288,6 +289,8 @@ pub struct ChannelStatus {
     pub dead_letter: Option<DeadLetterReport>,
     pub queues: Vec<QueueDepth>,
     pub error: Option<String>,
+    /// The time to resolution from the journal (`status --audit-log`), when it has runs.
+    pub resolution: Option<resolution::Resolution>,
 }
 
 /// Every channel asked for, in spec order, and when it was read.

@@ -72,6 +72,33 @@ fn read_line(d: &DeadLetterReport) -> String {
     }
 }
 
+/// The time to resolution, as a line: `median 2h 5m · p90 1d 3h · 42 messages in 3 runs,
+/// last 7d (journal)`.
+fn resolution_line(r: &super::resolution::Resolution) -> String {
+    let time = |s: Option<u64>| s.map_or_else(|| "unknown".to_owned(), |s| age(s as f64));
+    let mut line = format!(
+        "median {} · p90 {} · {} message{} in {} run{}, last {}",
+        time(r.p50_seconds),
+        time(r.p90_seconds),
+        r.messages,
+        if r.messages == 1 { "" } else { "s" },
+        r.runs,
+        if r.runs == 1 { "" } else { "s" },
+        if r.window_seconds.is_multiple_of(86_400) {
+            format!("{}d", r.window_seconds / 86_400)
+        } else {
+            age(r.window_seconds as f64)
+        }
+    );
+    if r.unknown > 0 {
+        let _ = write!(line, " ({} more with no dead-lettered time)", r.unknown);
+    }
+    if !r.exact {
+        line.push_str(" (counting archived messages whose removal failed)");
+    }
+    line
+}
+
 fn oldest_line(d: &DeadLetterReport) -> Option<String> {
     if d.oldest_age_basis == Some(super::AgeBasis::Unknown) {
         return Some("unknown (see the note)".to_owned());
@@ -164,6 +191,9 @@ pub fn human(report: &Report, printer: &Printer) -> String {
         }
         if let Some(o) = oldest_line(d) {
             let _ = writeln!(out, "  oldest    {o}");
+        }
+        if let Some(r) = &c.resolution {
+            let _ = writeln!(out, "  resolved  {}", resolution_line(r));
         }
         if d.sampled > 0 {
             let _ = writeln!(
@@ -356,6 +386,16 @@ pub fn markdown(report: &Report) -> String {
         }
     }
     for c in &report.channels {
+        if let Some(r) = &c.resolution {
+            let _ = write!(
+                out,
+                "\n{}: time to resolution {}\n",
+                cell(&c.channel),
+                cell(&resolution_line(r))
+            );
+        }
+    }
+    for c in &report.channels {
         let Some(d) = &c.dead_letter else { continue };
         if d.samples.is_empty() && d.notes.is_empty() {
             continue;
@@ -478,6 +518,7 @@ pub fn json(report: &Report) -> String {
                     "reason": d.reason,
                     "owner": d.owner,
                 })),
+                "resolution": c.resolution,
                 "queues": c.queues.iter().map(|q| json!({
                     "name": q.name,
                     "role": q.role,

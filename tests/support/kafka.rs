@@ -211,8 +211,18 @@ pub fn delete_prefixed(prefix: &str) {
     }
 }
 
-/// A config change made by hand, through IncrementalAlterConfigs.
+/// A config change made by hand, through IncrementalAlterConfigs, and seen: the call
+/// returns once the controller committed it, while the broker that answers DescribeConfigs
+/// applies it from the metadata log a moment later (on a loaded machine, after the next
+/// command's plan had already read the old value: CI, 2026-12-02). So this waits, bounded by
+/// 10 s, until DescribeConfigs shows the set value, or (a deletion) a value other than before.
 pub fn alter(topic: &str, op: ConfigOp) {
+    let key = op.key().to_owned();
+    let before = topic_config(topic, &key);
+    let want = match &op {
+        ConfigOp::Set { value, .. } => Some(value.clone()),
+        ConfigOp::Delete { .. } => None,
+    };
     let answers = block(ffi::incremental_alter_topic_configs(
         &admin(),
         &[(topic.to_owned(), vec![op])],
@@ -221,6 +231,18 @@ pub fn alter(topic: &str, op: ConfigOp) {
     .expect("IncrementalAlterConfigs");
     for (t, r) in answers {
         r.unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let now = topic_config(topic, &key);
+        let seen = match &want {
+            Some(v) => now.as_ref() == Some(v),
+            None => now != before,
+        };
+        if seen {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -297,6 +297,10 @@ impl Mover {
                     }
                     continue;
                 }
+                run.tally.chose(
+                    format!("{dlt}/{p}/{offset}"),
+                    redrive::since(&run.select, &msg),
+                );
                 // Interrupted during the wait: this record is left as one not chosen is.
                 if !pace.wait_or_stop(&run.stop).await {
                     if !scattered {

@@ -114,6 +114,8 @@ impl Mover {
                     back.push(ack.to_owned());
                     continue;
                 }
+                run.tally
+                    .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                 // Interrupted during the wait: handed back, nothing published after it.
                 if !pace.wait_or_stop(&run.stop).await {
                     back.push(ack.to_owned());

@@ -248,6 +248,8 @@ impl Mover {
                     consuming.hold();
                     continue;
                 }
+                run.tally
+                    .chose(audit_id(&next), redrive::since(&run.select, &m));
                 // The selected count of this batch may not exceed the limit.
                 if run
                     .select

@@ -293,6 +293,8 @@ impl Mover {
                 }
                 run.tally.add(&d);
                 if d == Decision::Move {
+                    let id = m.message_id().unwrap_or_default().to_owned();
+                    run.tally.chose(id, redrive::since(&run.select, &msg));
                     chosen.push(m);
                 } else {
                     if let Some(g) = group {

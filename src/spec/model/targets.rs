@@ -125,6 +125,14 @@ pub struct Operations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(inner(length(min = 1)))]
     pub allowed_operators: Option<Vec<String>>,
+    /// Where every run's audit record on this target also goes (redrive, archive, and runs
+    /// refused by these rules): `s3://bucket/prefix` (through the AWS configuration of the
+    /// machine that runs dlqctl), or an absolute folder path; one object per record,
+    /// `<channel>/<UTC start>-<pid>-<kind>.json`, read back before the run counts as done.
+    /// A record that does not land fails the run (exit 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub audit_to: Option<String>,
 }
 
 /// More of a message to hide when it is shown (display only: a redrive moves it whole).

@@ -50,6 +50,7 @@ fn check_target(
     check_urls(name, t, doc, base, unexpanded, out);
     check_secret_properties(name, t, doc, base, out);
     check_ownership(name, t, doc, base, out);
+    check_operators(name, t, doc, base, out);
 }
 
 /// `target/secret-in-properties`: a Kafka property that holds a secret (`sasl.password`,
@@ -297,6 +298,59 @@ fn check_ownership(
     }
 }
 
+/// `target/operator-glob`: an `operations.allowedOperators` entry that is not a valid glob
+/// (an unclosed `[` or `{`, a `**` inside a word). `redrive` would match it only as written,
+/// character for character, which is not what its author meant.
+/// `target/audit-to`: an `operations.auditTo` that is neither `s3://bucket[/prefix]` nor an
+/// absolute folder (a relative one would land wherever each operator happens to stand).
+fn check_operators(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    if let Some(to) = t.operations.as_ref().and_then(|o| o.audit_to.as_deref()) {
+        let why = match crate::archive::Place::parse(to) {
+            Err(e) => Some(e),
+            Ok(crate::archive::Place::Dir(p)) if !p.is_absolute() => Some(format!(
+                "`{to}` is a relative folder, which would be relative to wherever each run starts"
+            )),
+            Ok(_) => None,
+        };
+        if let Some(why) = why {
+            out.push(
+                Diagnostic::error(
+                    "target/audit-to",
+                    format!("`targets.{name}.operations.auditTo`: {why}; give s3://bucket/prefix or an absolute folder"),
+                )
+                .at(doc.locs.value(&format!("{base}/operations/auditTo"))),
+            );
+        }
+    }
+    let Some(list) = t
+        .operations
+        .as_ref()
+        .and_then(|o| o.allowed_operators.as_ref())
+    else {
+        return;
+    };
+    for (i, p) in list.iter().enumerate() {
+        if let Err(e) = globset::Glob::new(p) {
+            out.push(
+                Diagnostic::error(
+                    "target/operator-glob",
+                    format!(
+                        "`targets.{name}.operations.allowedOperators[{i}]` is not a valid glob ({}): it would match only `{p}` as written",
+                        e.kind()
+                    ),
+                )
+                .at(doc.locs.value(&format!("{base}/operations/allowedOperators/{i}"))),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +388,38 @@ mod tests {
         let mut out = Vec::new();
         collect_targets(&ws, &mut out);
         out
+    }
+
+    #[test]
+    fn an_allowed_operator_that_is_not_a_glob_is_an_error_naming_the_entry() {
+        let out = target_findings(
+            "  q:\n    backend: sqs\n    region: eu-west-1\n    operations:\n      allowedOperators: ['arn:aws:iam::1:user/ops-*', 'arn:aws:iam::1:user/[ops', 'ops-{a,b']\n",
+        );
+        let found: Vec<_> = out
+            .iter()
+            .filter(|d| d.rule == "target/operator-glob")
+            .map(|d| d.message.clone())
+            .collect();
+        assert_eq!(found.len(), 2, "{out:?}");
+        assert!(found[0].contains("allowedOperators[1]"), "{found:?}");
+        assert!(found[1].contains("allowedOperators[2]"), "{found:?}");
+    }
+
+    #[test]
+    fn audit_to_is_s3_or_an_absolute_folder() {
+        let rules = |to: &str| -> Vec<&'static str> {
+            target_findings(&format!(
+                "  q:\n    backend: sqs\n    region: eu-west-1\n    operations:\n      auditTo: {to:?}\n"
+            ))
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        assert_eq!(rules("s3://audit/dlqctl"), Vec::<&str>::new());
+        assert_eq!(rules("/var/log/dlqctl"), Vec::<&str>::new());
+        assert_eq!(rules("audit-logs"), ["target/audit-to"]);
+        assert_eq!(rules("s3:///x"), ["target/audit-to"]);
+        assert_eq!(rules("https://example.com/x"), ["target/audit-to"]);
     }
 
     #[test]
