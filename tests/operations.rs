@@ -1,4 +1,5 @@
-//! Issue 35: docs/operations.md's Kubernetes manifests (docs/k8s/) pass a real Kubernetes
+//! Issue 35: docs/operations.md's Kubernetes manifests (docs/k8s/: the redrive and archive
+//! CronJobs, the exporter's Deployment and Service) pass a real Kubernetes
 //! schema validator, offline: `kubernetes-validate` (PyPI, pinned in scripts/stack, with
 //! Kubernetes' own OpenAPI schemas bundled), `--strict` (an unknown field is an error). No
 //! cluster runs here: the manifests never met an API server. The ServiceMonitor is a custom
@@ -21,7 +22,11 @@ fn validator() -> Option<PathBuf> {
     .then_some(bin)
 }
 
-const VALIDATED: [&str; 2] = ["docs/k8s/redrive-cronjob.yaml", "docs/k8s/exporter.yaml"];
+const VALIDATED: [&str; 3] = [
+    "docs/k8s/redrive-cronjob.yaml",
+    "docs/k8s/archive-cronjob.yaml",
+    "docs/k8s/exporter.yaml",
+];
 
 #[test]
 fn the_cronjob_and_the_exporter_deployment_pass_kubernetes_own_schemas() {
@@ -58,6 +63,7 @@ fn the_manifests_run_dlqctl_with_arguments_it_has() {
     let mut seen = 0;
     for file in [
         "docs/k8s/redrive-cronjob.yaml",
+        "docs/k8s/archive-cronjob.yaml",
         "docs/k8s/exporter.yaml",
         "docs/k8s/servicemonitor.yaml",
     ] {
@@ -85,5 +91,5 @@ fn the_manifests_run_dlqctl_with_arguments_it_has() {
             }
         }
     }
-    assert_eq!(seen, 2, "the redrive CronJob and the exporter");
+    assert_eq!(seen, 3, "the redrive and archive CronJobs and the exporter");
 }
