@@ -93,3 +93,55 @@ fn the_manifests_run_dlqctl_with_arguments_it_has() {
     }
     assert_eq!(seen, 3, "the redrive and archive CronJobs and the exporter");
 }
+
+/// Issue 35, `--target`, live: examples/ has `payments-transactions-pending` on SQS and on
+/// Pub/Sub; with `--target` each of `status`, `redrive --dry-run` and `archive --dry-run`
+/// reads the one it names (the JSON says which target it read), and exits 0 or says why.
+#[test]
+fn target_says_which_of_the_two_example_channels_named_alike_is_read() {
+    if !support::whole_stack_up() {
+        return;
+    }
+    const NAME: &str = "payments-transactions-pending";
+    for target in ["local-sqs", "local-pubsub"] {
+        let out = support::output(
+            support::dlqctl()
+                .envs(support::local_env())
+                .args(["status", "examples/", "--channel", NAME, "--target", target])
+                .args(["--no-peek", "--format", "json"]),
+        );
+        out.ok_with(format!("status --target {target}"));
+        let doc = out.json("the status document");
+        let targets: Vec<&str> = doc["channels"]
+            .as_array()
+            .expect("channels")
+            .iter()
+            .map(|c| c["target"].as_str().expect("target"))
+            .collect();
+        assert!(
+            !targets.is_empty() && targets.iter().all(|t| *t == target),
+            "{targets:?}"
+        );
+        for verb in ["redrive", "archive"] {
+            let mut cmd = support::dlqctl();
+            cmd.envs(support::local_env())
+                .args([verb, NAME, "examples/", "--target", target, "--dry-run"])
+                .args(["--format", "json"]);
+            if verb == "archive" {
+                cmd.args(["--to", "/nonexistent-never-written"]);
+            }
+            let out = support::output(&mut cmd);
+            // Not applied here, the queues may not exist: then the refusal names this
+            // target's DLQ, never the other target's.
+            let text = format!("{}{}", out.stdout, out.stderr);
+            assert!(
+                !text.contains("say which with --target"),
+                "{verb} --target {target}: {text}"
+            );
+            if out.code == 0 {
+                let doc = out.json("the report");
+                assert_eq!(doc["target"], target, "{verb}: {doc:#}");
+            }
+        }
+    }
+}
