@@ -1,7 +1,10 @@
 //! The audit journal (`--audit-log FILE`): one JSON line per run appended to a file that
 //! people and tools keep, so that who moved which dead letters, why and when outlives the
-//! terminal the run printed to. `redrive` appends its report; `archive` is meant to append
-//! its own record (its `kind` tells them apart) through the same [`append`].
+//! terminal the run printed to. `redrive` and `archive` append their reports, and a refused
+//! run its refusal (their `kind` tells them apart), through the same [`append`].
+//!
+//! [`AuditTo`] reads where `operations.auditTo` sends the same records (engine/audit.rs
+//! delivers them).
 //!
 //! A line is only as good as its landing: the file is opened `O_APPEND` (so concurrent runs
 //! never overwrite each other), the line is written in one `write` or not at all, fsynced,
@@ -14,6 +17,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::archive::Place;
 
 /// Why a record did not land in the journal.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +77,49 @@ pub fn append(path: &Path, record: &impl Serialize) -> Result<(), JournalError> 
     Ok(())
 }
 
+/// Where `operations.auditTo` sends records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditTo {
+    /// `s3://bucket/prefix` or an absolute folder.
+    Place(Place),
+    /// `queue:NAME` (SQS, RabbitMQ) or `topic:NAME` (Kafka, Pub/Sub): on the target itself.
+    Channel(String),
+}
+
+impl AuditTo {
+    /// Reads `auditTo` for a target of `backend` (`sqs`, `rabbitmq`, `kafka`, `pubsub`).
+    pub fn parse(to: &str, backend: &str) -> Result<AuditTo, String> {
+        let named = |prefix: &str, rest: &str, fits: bool| {
+            if rest.trim().is_empty() {
+                Err(format!("`{to}`: no name after `{prefix}:`"))
+            } else if !fits {
+                Err(format!(
+                    "`{to}`: a {backend} target has {}, not {prefix}s",
+                    if matches!(backend, "kafka" | "pubsub") {
+                        "topics (`topic:NAME`)"
+                    } else {
+                        "queues (`queue:NAME`)"
+                    }
+                ))
+            } else {
+                Ok(AuditTo::Channel(rest.trim().to_owned()))
+            }
+        };
+        if let Some(rest) = to.strip_prefix("queue:") {
+            return named("queue", rest, matches!(backend, "sqs" | "rabbitmq"));
+        }
+        if let Some(rest) = to.strip_prefix("topic:") {
+            return named("topic", rest, matches!(backend, "kafka" | "pubsub"));
+        }
+        match Place::parse(to)? {
+            Place::Dir(p) if !p.is_absolute() => Err(format!(
+                "`{to}` is a relative folder, which would be relative to wherever each run starts"
+            )),
+            place => Ok(AuditTo::Place(place)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +156,40 @@ mod tests {
                 .is_some_and(|e| e.contains("/nonexistent/dir/audit.jsonl: cannot open")),
             "{e:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod audit_to_tests {
+    use super::*;
+
+    #[test]
+    fn audit_to_is_s3_a_folder_or_a_queue_or_topic_of_the_backend() {
+        assert!(matches!(
+            AuditTo::parse("s3://audit/dlqctl", "sqs"),
+            Ok(AuditTo::Place(Place::S3 { .. }))
+        ));
+        assert!(matches!(
+            AuditTo::parse("/var/log/dlqctl", "kafka"),
+            Ok(AuditTo::Place(Place::Dir(_)))
+        ));
+        assert_eq!(
+            AuditTo::parse("topic:dlqctl-audit", "kafka"),
+            Ok(AuditTo::Channel("dlqctl-audit".into()))
+        );
+        assert_eq!(
+            AuditTo::parse("queue:ops.audit", "rabbitmq"),
+            Ok(AuditTo::Channel("ops.audit".into()))
+        );
+        for (to, backend) in [
+            ("queue:x", "kafka"),
+            ("topic:x", "sqs"),
+            ("queue:", "sqs"),
+            ("audit-logs", "sqs"),
+            ("s3:///x", "sqs"),
+            ("https://example.com/x", "sqs"),
+        ] {
+            assert!(AuditTo::parse(to, backend).is_err(), "{to} on {backend}");
+        }
     }
 }

@@ -420,3 +420,108 @@ fn pubsub_the_journal_says_emulator_and_operations_refuse_before_anything_moves(
         "emu*",
     );
 }
+
+// ------------------------------------------------------------- operations.auditTo: queue, topic
+
+/// `operations.auditTo: queue:NAME` / `topic:NAME`: a dry run's record lands on the target's
+/// queue or topic as one message, read by the third-party client `take` (body, headers): the
+/// record as JSON, `dlq-audit-kind`, no `dlq-redrive-count` (it is no dead letter coming
+/// back). Then one to a queue or topic that does not exist fails the run, naming it.
+fn audit_to_channel(
+    ws: &Workspace,
+    target: &str,
+    to: &str,
+    take: &dyn Fn() -> Vec<(Vec<u8>, std::collections::BTreeMap<String, String>)>,
+) {
+    operations(ws, target, &format!("{{auditTo: {to:?}}}"));
+    let (code, doc, err) = redrive(ws, &["--dry-run"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let got = take();
+    assert_eq!(got.len(), 1, "one record: {got:?}");
+    let (body, headers) = &got[0];
+    let record: Value = serde_json::from_slice(body).expect("the record as JSON");
+    assert_eq!(record["kind"], "dlqctl/redrive", "{record:#}");
+    assert_eq!(record["dryRun"], true);
+    assert_eq!(record["channel"], ws.channel.as_str());
+    assert_eq!(
+        headers.get("dlq-audit-kind").map(String::as_str),
+        Some("redrive")
+    );
+    assert!(!headers.contains_key("dlq-redrive-count"), "{headers:?}");
+
+    let kind = to.split_once(':').map_or("", |(k, _)| k);
+    operations(
+        ws,
+        target,
+        &format!("{{auditTo: \"{kind}:{}-nosuch\"}}", ws.channel),
+    );
+    let (code, doc, err) = redrive(ws, &["--dry-run"]);
+    assert_eq!(
+        code, 1,
+        "a record that does not land fails the run: {doc:#}\n{err}"
+    );
+    assert!(
+        err.contains("operations.auditTo") && err.contains("nosuch"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rabbitmq_audit_to_a_queue_publishes_each_record_confirmed() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let queue = format!("{}.audit", f.channel);
+    block(rabbit::declare_queue(&queue, serde_json::json!({})));
+    audit_to_channel(&f, "local-rabbitmq", &format!("queue:{queue}"), &|| {
+        rabbit::wait_for_messages(&queue, 1);
+        block(rabbit::take_all(&queue))
+    });
+}
+
+#[test]
+fn sqs_audit_to_a_queue_publishes_each_record_confirmed() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let aws = sqs::Aws::new();
+    let queue = format!("{}-audit", f.channel);
+    block(aws.sqs.create_queue().queue_name(&queue).send()).expect("CreateQueue");
+    audit_to_channel(&f, "local-sqs", &format!("queue:{queue}"), &|| {
+        let got = block(
+            aws.sqs
+                .receive_message()
+                .queue_url(aws.url(&queue))
+                .max_number_of_messages(10)
+                .wait_time_seconds(2)
+                .message_attribute_names("All")
+                .send(),
+        )
+        .expect("ReceiveMessage");
+        got.messages()
+            .iter()
+            .map(|m| {
+                let headers = m
+                    .message_attributes()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.string_value().unwrap_or_default().to_owned()))
+                    .collect();
+                (m.body().unwrap_or_default().as_bytes().to_vec(), headers)
+            })
+            .collect()
+    });
+}
+
+#[test]
+fn kafka_audit_to_a_topic_publishes_each_record_confirmed() {
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let topic = format!("{}-audit", f.channel);
+    kafka::create_topics(&[(&topic, 1, &[])]);
+    let tail = kafka::Tail::new(&topic, &format!("{}-audit-reader", f.channel));
+    audit_to_channel(&f, "local-kafka", &format!("topic:{topic}"), &|| {
+        tail.take(1)
+    });
+}

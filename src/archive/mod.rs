@@ -4,7 +4,7 @@
 //! replayed from the archive later.
 //!
 //! An archive is a folder (a local directory, or an S3 prefix) holding one folder per run,
-//! `<channel>/<run>/` (`run`: [`run_name`], UTC time and pid, so runs sort by time), with
+//! `<channel>/<run>/` (`run`: [`run_name`], UTC time, pid and a nonce, so runs sort by time), with
 //! - `batch-00001.jsonl` (`.jsonl.gz` compressed), … : JSON Lines, one [`Record`] per
 //!   message, one object per batch;
 //! - `manifest.json`: the [`Manifest`] — counts, the sha256 of each object, the selection,
@@ -85,12 +85,16 @@ impl std::fmt::Display for Place {
     }
 }
 
-/// A run's folder name: `20261202T081500Z-1234` (UTC time of the start, pid).
-pub fn run_name(start_ms: i64, pid: u32) -> String {
+/// A run's folder name: `20261202T081500Z-1234-9f3ac01e` (UTC time of the start, pid, and a
+/// [`nonce`]: two runs that start in the same second as the same pid — PID 1 in two
+/// containers, archiving two targets' channels of one name to one place — never share a
+/// folder, where the second would overwrite the first's objects after the first deleted
+/// what they hold).
+pub fn run_name(start_ms: i64, pid: u32, nonce: u32) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(start_ms) * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{pid}",
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{pid}-{nonce:08x}",
         t.year(),
         u8::from(t.month()),
         t.day(),
@@ -98,6 +102,21 @@ pub fn run_name(start_ms: i64, pid: u32) -> String {
         t.minute(),
         t.second()
     )
+}
+
+/// A number unlikely to repeat across processes and calls: the process's random hasher
+/// seed (std draws it from the OS) over the wall clock's nanoseconds and a counter.
+pub fn nonce() -> u32 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u64(N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish() as u32
 }
 
 /// The name of a run's `n`th object (from 1).
@@ -523,7 +542,11 @@ mod tests {
 
     #[test]
     fn run_names_sort_by_time_and_dedup_keeps_the_first_of_each_message() {
-        assert_eq!(run_name(1_764_662_100_000, 42), "20251202T075500Z-42");
+        assert_eq!(
+            run_name(1_764_662_100_000, 42, 0x9f3a_c01e),
+            "20251202T075500Z-42-9f3ac01e"
+        );
+        assert_ne!(nonce(), nonce());
         assert_eq!(object_name(3, true), "batch-00003.jsonl.gz");
         let a = Record::of(&message(b"a"), &read(), &origin(), 0);
         let mut b = a.clone();

@@ -76,6 +76,8 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
         audit_log: args.audit_log.as_deref(),
         target: loaded.targets.get(&r.target),
         r: &r,
+        started_ms: crate::status::now_ms(),
+        opts,
         verb: crate::engine::redrive::Purpose::Archive.verb(),
         dry_run: args.dry_run,
         reason: args.reason.as_deref(),
@@ -124,7 +126,13 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
             return Ok(1);
         }
     }
-    let report = rt.block_on(driver::run(session, &ask, depth, printer))?;
+    let identity = session.report().identity.clone();
+    let report = super::shared::journal_refused(
+        rt.block_on(driver::run(session, &ask, depth, printer)),
+        &audit,
+        identity,
+        printer,
+    )?;
     if let Some(e) = &report.error {
         printer.err(&format!(
             "{} {e}",
@@ -157,8 +165,7 @@ fn journal(
         report.deleted,
         if report.dry_run { ", a dry run" } else { "" }
     );
-    let delivered =
-        super::shared::audit_to(rt, audit.target, audit.r, "archive", report, &what, printer);
+    let delivered = super::shared::audit_to(rt, audit, "archive", report, &what, printer);
     let Some(path) = &args.audit_log else {
         return delivered;
     };

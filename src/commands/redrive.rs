@@ -56,6 +56,8 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         audit_log: args.audit_log.as_deref(),
         target: loaded.targets.get(&r.target),
         r: &r,
+        started_ms: crate::status::now_ms(),
+        opts: super::shared::connect_options(&args.spec, printer),
         verb: driver::Purpose::Redrive.verb(),
         dry_run: args.dry_run,
         reason: args.reason.as_deref(),
@@ -66,7 +68,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         None,
         printer,
     )?;
-    let opts = super::shared::connect_options(&args.spec, printer);
+    let opts = audit.opts;
     let mut session = checked.connect(opts)?;
     let rt = super::shared::runtime()?;
     let authorized = rt.block_on(session.authorize());
@@ -117,7 +119,13 @@ fn from_archive(
     rt: &tokio::runtime::Runtime,
     printer: &Printer,
 ) -> anyhow::Result<u8> {
-    let prepared = rt.block_on(replay::prepare(session, place))?;
+    let identity = session.report().identity.clone();
+    let prepared = super::shared::journal_refused(
+        rt.block_on(replay::prepare(session, place)),
+        audit,
+        identity,
+        printer,
+    )?;
     if args.dry_run {
         let report = prepared.dry_run();
         let journaled = journal(&report, args, audit, rt, printer);
@@ -177,8 +185,7 @@ fn journal(
         report.destination.name,
         if report.dry_run { ", a dry run" } else { "" }
     );
-    let delivered =
-        super::shared::audit_to(rt, audit.target, audit.r, "redrive", report, &what, printer);
+    let delivered = super::shared::audit_to(rt, audit, "redrive", report, &what, printer);
     let Some(path) = &args.audit_log else {
         return delivered;
     };

@@ -230,6 +230,11 @@ pub struct Audit<'a> {
     /// The channel's target, for its `operations.auditTo`.
     pub target: Option<&'a Target>,
     pub r: &'a Resolved,
+    /// How to reach the target, for a `queue:`/`topic:` auditTo.
+    pub opts: ConnectOptions,
+    /// When the command started, in milliseconds since the Unix epoch: the auditTo object's
+    /// name, as the archive's run folder is named by its start.
+    pub started_ms: i64,
     pub verb: &'static str,
     pub dry_run: bool,
     pub reason: Option<&'a str>,
@@ -286,8 +291,7 @@ pub fn journal_refused<T>(
             Ok(rt) => {
                 audit_to(
                     &rt,
-                    asked.target,
-                    r,
+                    asked,
                     "refused",
                     &record,
                     "a refused run: nothing moved",
@@ -308,25 +312,29 @@ pub fn journal_refused<T>(
 /// `what` (what the run did, for whoever must now record it by hand).
 pub fn audit_to(
     rt: &tokio::runtime::Runtime,
-    target: Option<&Target>,
-    r: &Resolved,
+    audit: &Audit<'_>,
     kind: &str,
     record: &impl serde::Serialize,
     what: &str,
     printer: &Printer,
 ) -> bool {
-    let Some(to) = target
-        .and_then(|t| t.operations.as_ref())
-        .and_then(|o| o.audit_to.as_deref())
-    else {
+    let r = audit.r;
+    let Some((target, to)) = audit.target.and_then(|t| {
+        t.operations
+            .as_ref()
+            .and_then(|o| o.audit_to.as_deref())
+            .map(|to| (t, to))
+    }) else {
         return true;
     };
-    let delivered = crate::archive::Place::parse(to).and_then(|place| {
+    let delivered = crate::journal::AuditTo::parse(to, target.backend.as_str()).and_then(|place| {
         rt.block_on(crate::engine::audit::deliver(
             &place,
-            &r.channel,
+            r,
+            target,
+            audit.opts,
             kind,
-            crate::status::now_ms(),
+            audit.started_ms,
             record,
         ))
     });

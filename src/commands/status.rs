@@ -18,8 +18,10 @@ fn resolutions(
     printer: &Printer,
 ) {
     use crate::status::resolution::{Journal, from_journal};
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    // Bytes, decoded line by line as far as they go: one torn character (a full disk cut a
+    // line) costs that line, not the journal.
+    let text = match fs_err::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) => {
             printer.err(&format!(
                 "{} audit log {}: cannot read it ({e}); no time to resolution is shown",

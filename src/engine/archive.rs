@@ -234,7 +234,7 @@ pub async fn run(
         backend: r.backend.as_str().to_owned(),
         from: r.dead_letter.clone(),
         role: r.dead_letter_role.as_str().to_owned(),
-        run: crate::archive::run_name(started_ms, std::process::id()),
+        run: crate::archive::run_name(started_ms, std::process::id(), crate::archive::nonce()),
         selection: serde_json::to_value(&start.selection).unwrap_or_default(),
         delete: ask.delete,
         complete: false,

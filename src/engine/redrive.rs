@@ -520,7 +520,10 @@ impl Session<'_> {
         }
         if report.moved_by.is_none() {
             report.moved_ids = Some(redrive::MovedIds::of(ids));
-            report.time_in_dead_letter = redrive::Waited::of(waited, unknown, true);
+            // Not all of these left for good: some were confirmed but not removed (they are
+            // in both queues), or came back while `--verify-for` watched.
+            let exact = report.possibly_duplicated == 0 && report.redead.is_none();
+            report.time_in_dead_letter = redrive::Waited::of(waited, unknown, exact);
         }
         report.error = result
             .as_ref()

@@ -162,6 +162,7 @@ impl Prepared<'_> {
             stop: Arc::clone(&stop),
             tally: Arc::clone(&tally),
             allow_unowned: checked.ask.allow_unowned,
+            as_is: false,
         };
         let result = replayer.replay(&checked.r, &job).await;
         watcher.abort();

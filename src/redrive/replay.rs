@@ -30,9 +30,22 @@ pub struct Job {
     pub tally: Arc<Tally>,
     /// `--allow-unowned-destination`.
     pub allow_unowned: bool,
+    /// Publish the messages as they are given: no `dlq-redrive-count`, no header shed (an
+    /// audit record for `operations.auditTo`, which is no dead letter coming back).
+    pub as_is: bool,
 }
 
 impl Job {
+    /// The headers a published copy of `m` carries: its own as given ([`Job::as_is`]), or as
+    /// a message brought back ([`super::moved_headers`]: `drop` shed, the counter raised).
+    pub fn headers_of(as_is: bool, m: &Message, drop: &[&str]) -> Vec<(String, String)> {
+        if as_is {
+            m.headers.clone()
+        } else {
+            super::moved_headers(&m.headers, drop)
+        }
+    }
+
     /// Refuses a `--to` the target does not own (`why`: how it is not), unless allowed; the
     /// channel's own main queue or topic is never asked about.
     pub fn check_owned(&self, why: Option<String>) -> Result<(), String> {

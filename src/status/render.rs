@@ -94,7 +94,7 @@ fn resolution_line(r: &super::resolution::Resolution) -> String {
         let _ = write!(line, " ({} more with no dead-lettered time)", r.unknown);
     }
     if !r.exact {
-        line.push_str(" (counting archived messages whose removal failed)");
+        line.push_str(" (counting messages that did not leave for good: not removed, or back)");
     }
     line
 }

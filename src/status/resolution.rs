@@ -14,7 +14,7 @@ use serde::Serialize;
 pub const MAX_WAITED: usize = 1000;
 
 /// How long the messages that left the dead-letter queue in one run had waited there: from
-/// `redrive::since` to when the run chose them. `status` reads it back from the journal for the
+/// `redrive::since` to when the destination confirmed them. `status` reads it back from the journal for the
 /// channel's time to resolution (docs/status.md, "Time to resolution").
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,8 +24,9 @@ pub struct Waited {
     /// Messages chosen with no time to count from (no dead-lettered, failure or publish
     /// time): not in `seconds`.
     pub unknown: u64,
-    /// `false` when some of these did not leave after all: archived, and their removal from
-    /// the queue failed (`possiblyDuplicated`; the next run archives them again).
+    /// `false` when some of these did not leave for good: confirmed by the destination but
+    /// not removed from the queue (`possiblyDuplicated`: the next run counts them again), or
+    /// dead-lettered again while `--verify-for` watched (`redead`).
     pub exact: bool,
     pub p50_seconds: u64,
     pub p90_seconds: u64,

@@ -114,8 +114,6 @@ impl Mover {
                     back.push(ack.to_owned());
                     continue;
                 }
-                run.tally
-                    .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                 // Interrupted during the wait: handed back, nothing published after it.
                 if !pace.wait_or_stop(&run.stop).await {
                     back.push(ack.to_owned());
@@ -131,9 +129,13 @@ impl Mover {
                         back.push(ack.to_owned());
                         continue;
                     }
+                    run.tally
+                        .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                     archived.push((ack.to_owned(), m));
                     continue;
                 }
+                run.tally
+                    .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                 let attributes: Map<String, Value> =
                     moved_headers(&m.headers, &["CloudPubSubDeadLetter*"])
                         .into_iter()

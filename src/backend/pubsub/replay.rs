@@ -15,8 +15,8 @@ use super::read::Reader;
 use super::*;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::http::WriteHttp;
+use crate::redrive::Pace;
 use crate::redrive::replay::Job;
-use crate::redrive::{Pace, moved_headers};
 use crate::spec::resolve::Resolved;
 use crate::status::Message;
 
@@ -65,7 +65,7 @@ impl Replayer {
                     reqwest::Method::POST,
                     "POST topics/{topic}:publish",
                     &format!("{topic}:publish"),
-                    Some(&json!({"messages": batch.iter().map(copy).collect::<Vec<_>>()})),
+                    Some(&json!({"messages": batch.iter().map(|m| copy(m, job.as_is)).collect::<Vec<_>>()})),
                 )
                 .await;
             let ids = published
@@ -93,8 +93,8 @@ impl Replayer {
 }
 
 /// The message to publish for an archived one.
-fn copy(m: &Message) -> Value {
-    let attributes: Map<String, Value> = moved_headers(&m.headers, &["CloudPubSubDeadLetter*"])
+fn copy(m: &Message, as_is: bool) -> Value {
+    let attributes: Map<String, Value> = Job::headers_of(as_is, m, &["CloudPubSubDeadLetter*"])
         .into_iter()
         .map(|(k, v)| (k, json!(v)))
         .collect();
@@ -148,7 +148,7 @@ mod tests {
             ..Message::default()
         };
         assert_eq!(
-            copy(&m),
+            copy(&m, false),
             json!({"data": "aGk=", "attributes": {"a": "b", "dlq-redrive-count": "2"}, "orderingKey": "acct-9"})
         );
     }

@@ -248,8 +248,6 @@ impl Mover {
                     consuming.hold();
                     continue;
                 }
-                run.tally
-                    .chose(audit_id(&next), redrive::since(&run.select, &m));
                 // The selected count of this batch may not exceed the limit.
                 if run
                     .select
@@ -263,6 +261,8 @@ impl Mover {
                 if !pace.wait_or_stop(&run.stop).await {
                     break;
                 }
+                run.tally
+                    .chose(audit_id(&next), redrive::since(&run.select, &m));
                 if batch.is_empty() && archived.is_empty() {
                     opened = tokio::time::Instant::now();
                 }

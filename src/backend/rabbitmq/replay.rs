@@ -30,7 +30,7 @@ use super::redrive::{ATTEMPT_HISTORY, Mover, lost, with_heartbeat};
 use crate::backend::kit::errors::{BackendError, MoveError};
 use crate::backend::wire::http::seg;
 use crate::redrive::replay::Job;
-use crate::redrive::{self, Pace, moved_headers};
+use crate::redrive::{self, Pace};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
 use crate::status::Message;
@@ -122,7 +122,7 @@ impl Replayer {
                             ..BasicPublishOptions::default()
                         },
                         &m.body,
-                        properties(m, &self.mover.user),
+                        properties(m, &self.mover.user, job.as_is),
                     )
                     .await;
                 match published {
@@ -213,7 +213,7 @@ fn published_key(m: &Message, exchange: &str) -> Option<String> {
 }
 
 /// The copy's AMQP properties from the archived ones (see the module doc).
-fn properties(m: &Message, user: &str) -> BasicProperties {
+fn properties(m: &Message, user: &str, as_is: bool) -> BasicProperties {
     let get = |k: &str| {
         m.properties
             .iter()
@@ -253,7 +253,7 @@ fn properties(m: &Message, user: &str) -> BasicProperties {
         p = p.with_user_id(ShortString::from(v));
     }
     let mut headers = FieldTable::default();
-    for (k, v) in moved_headers(&m.headers, &ATTEMPT_HISTORY) {
+    for (k, v) in Job::headers_of(as_is, m, &ATTEMPT_HISTORY) {
         let value = match (k == REDRIVE_COUNT, v.parse::<i64>()) {
             (true, Ok(n)) => AMQPValue::LongLongInt(n),
             _ => AMQPValue::LongString(LongString::from(v.into_bytes())),
@@ -306,7 +306,7 @@ mod tests {
             Some("orders.created")
         );
         assert_eq!(published_key(&m, "other"), None);
-        let p = properties(&m, "guest");
+        let p = properties(&m, "guest", false);
         assert_eq!(
             p.content_type().as_ref().map(|s| s.as_str()),
             Some("application/json")

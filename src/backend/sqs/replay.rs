@@ -22,8 +22,8 @@ use super::read::Reader;
 use super::redrive::{by_size, not_dlqctls, payload, too_long};
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
+use crate::redrive::Pace;
 use crate::redrive::replay::Job;
-use crate::redrive::{Pace, moved_headers};
 use crate::spec::resolve::Resolved;
 use crate::status::Message;
 use crate::status::envelope::REDRIVE_COUNT;
@@ -79,7 +79,7 @@ impl Replayer {
             let entries: Vec<SendMessageBatchRequestEntry> = batch
                 .iter()
                 .enumerate()
-                .map(|(i, m)| entry(i, m, fifo))
+                .map(|(i, m)| entry(i, m, fifo, job.as_is))
                 .collect::<Result<_, _>>()?;
             self.send(dest, &url, batch, &entries, job).await?;
             at += n;
@@ -178,7 +178,12 @@ impl Replayer {
 }
 
 /// The SendMessageBatch entry of archived message `m`, `i`th of its request.
-fn entry(i: usize, m: &Message, fifo: bool) -> Result<SendMessageBatchRequestEntry, MoveError> {
+fn entry(
+    i: usize,
+    m: &Message,
+    fifo: bool,
+    as_is: bool,
+) -> Result<SendMessageBatchRequestEntry, MoveError> {
     let body = std::str::from_utf8(&m.body).map_err(|_| {
         MoveError(format!(
             "archived message {}: its body is not UTF-8, which an SQS message cannot carry",
@@ -186,7 +191,7 @@ fn entry(i: usize, m: &Message, fifo: bool) -> Result<SendMessageBatchRequestEnt
         ))
     })?;
     let mut attrs: HashMap<String, MessageAttributeValue> = HashMap::new();
-    for (k, v) in moved_headers(&m.headers, &[]) {
+    for (k, v) in Job::headers_of(as_is, m, &[]) {
         let kind = if k == REDRIVE_COUNT {
             "Number"
         } else {
@@ -244,7 +249,7 @@ mod tests {
             body: b"x".to_vec(),
             ..Message::default()
         };
-        let e = entry(3, &m, true).expect("entry");
+        let e = entry(3, &m, true, false).expect("entry");
         assert_eq!(e.id(), "3");
         assert_eq!(e.message_group_id(), Some("g"));
         assert_eq!(e.message_deduplication_id(), Some("m-1"));
@@ -256,6 +261,6 @@ mod tests {
             body: vec![0xff],
             ..m
         };
-        assert!(entry(0, &bad, false).is_err());
+        assert!(entry(0, &bad, false, false).is_err());
     }
 }

@@ -111,7 +111,8 @@ pub struct Target {
     pub operations: Option<Operations>,
 }
 
-/// The rules for operating a target's dead letters (`redrive`; `archive` when it comes).
+/// The rules for operating a target's dead letters (`redrive` and `archive`), and where their
+/// audit records go.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Operations {
@@ -127,9 +128,10 @@ pub struct Operations {
     pub allowed_operators: Option<Vec<String>>,
     /// Where every run's audit record on this target also goes (redrive, archive, and runs
     /// refused by these rules): `s3://bucket/prefix` (through the AWS configuration of the
-    /// machine that runs dlqctl), or an absolute folder path; one object per record,
-    /// `<channel>/<UTC start>-<pid>-<kind>.json`, read back before the run counts as done.
-    /// A record that does not land fails the run (exit 1).
+    /// machine that runs dlqctl) or an absolute folder path, one object per record
+    /// (`<channel>/<UTC start>-<pid>-<kind>.json`, read back); or `queue:NAME` (SQS,
+    /// RabbitMQ) / `topic:NAME` (Kafka, Pub/Sub) on this target, one message per record,
+    /// confirmed. A record that does not land fails the run (exit 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub audit_to: Option<String>,

@@ -301,8 +301,9 @@ fn check_ownership(
 /// `target/operator-glob`: an `operations.allowedOperators` entry that is not a valid glob
 /// (an unclosed `[` or `{`, a `**` inside a word). `redrive` would match it only as written,
 /// character for character, which is not what its author meant.
-/// `target/audit-to`: an `operations.auditTo` that is neither `s3://bucket[/prefix]` nor an
-/// absolute folder (a relative one would land wherever each operator happens to stand).
+/// `target/audit-to`: an `operations.auditTo` that is not `s3://bucket[/prefix]`, an absolute
+/// folder (a relative one would land wherever each operator happens to stand), or a queue
+/// (`queue:NAME`: SQS, RabbitMQ) or topic (`topic:NAME`: Kafka, Pub/Sub) of the target.
 fn check_operators(
     name: &str,
     t: &Target,
@@ -310,23 +311,16 @@ fn check_operators(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    if let Some(to) = t.operations.as_ref().and_then(|o| o.audit_to.as_deref()) {
-        let why = match crate::archive::Place::parse(to) {
-            Err(e) => Some(e),
-            Ok(crate::archive::Place::Dir(p)) if !p.is_absolute() => Some(format!(
-                "`{to}` is a relative folder, which would be relative to wherever each run starts"
-            )),
-            Ok(_) => None,
-        };
-        if let Some(why) = why {
-            out.push(
-                Diagnostic::error(
-                    "target/audit-to",
-                    format!("`targets.{name}.operations.auditTo`: {why}; give s3://bucket/prefix or an absolute folder"),
-                )
-                .at(doc.locs.value(&format!("{base}/operations/auditTo"))),
-            );
-        }
+    if let Some(to) = t.operations.as_ref().and_then(|o| o.audit_to.as_deref())
+        && let Err(why) = crate::journal::AuditTo::parse(to, t.backend.as_str())
+    {
+        out.push(
+            Diagnostic::error(
+                "target/audit-to",
+                format!("`targets.{name}.operations.auditTo`: {why}; give s3://bucket/prefix, an absolute folder, or queue:NAME / topic:NAME on the target"),
+            )
+            .at(doc.locs.value(&format!("{base}/operations/auditTo"))),
+        );
     }
     let Some(list) = t
         .operations
@@ -417,6 +411,12 @@ mod tests {
         };
         assert_eq!(rules("s3://audit/dlqctl"), Vec::<&str>::new());
         assert_eq!(rules("/var/log/dlqctl"), Vec::<&str>::new());
+        assert_eq!(rules("queue:dlqctl-audit"), Vec::<&str>::new());
+        assert_eq!(
+            rules("topic:dlqctl-audit"),
+            ["target/audit-to"],
+            "SQS has no topics"
+        );
         assert_eq!(rules("audit-logs"), ["target/audit-to"]);
         assert_eq!(rules("s3:///x"), ["target/audit-to"]);
         assert_eq!(rules("https://example.com/x"), ["target/audit-to"]);
