@@ -239,14 +239,48 @@ fn dir_scenario(b: &Live<'_>) {
     let (got, dups) = read_dir_archive(&root);
     assert_eq!((bodies(&got), dups), (want.clone(), 0));
 
-    // With --delete: every message archived again, byte-exact, and the DLQ empty.
-    let doc = archive_ok(b.ws, &["--to", &to, "--delete", "--yes"]);
+    // With --delete: every message archived again, byte-exact, and the DLQ empty; the
+    // journal holds the run's record, naming who and what left the queue.
+    let doc = archive_ok(
+        b.ws,
+        &[
+            "--to",
+            &to,
+            "--delete",
+            "--yes",
+            "--audit-log",
+            "audit.jsonl",
+        ],
+    );
     assert_eq!(
         (doc["archived"].as_u64(), doc["deleted"].as_u64()),
         (Some(n), Some(n)),
         "{doc}"
     );
     assert_eq!((b.count)(), 0, "the DLQ is empty: {doc}");
+    let journal = std::fs::read_to_string(b.ws.path().join("audit.jsonl")).expect("the journal");
+    let lines: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one record per run: {journal}");
+    let record = &lines[0];
+    assert_eq!(record["kind"], "dlqctl/archive", "{record:#}");
+    assert_eq!(
+        (record["archived"].as_u64(), record["deleted"].as_u64()),
+        (Some(n), Some(n))
+    );
+    assert!(
+        record["identity"].is_string(),
+        "the backend named who: {record:#}"
+    );
+    assert_eq!(record["archivedIds"]["count"], n, "{record:#}");
+    let waited = &record["timeInDeadLetter"];
+    assert_eq!(
+        waited["count"].as_u64().unwrap_or(0) + waited["unknown"].as_u64().unwrap_or(0),
+        n,
+        "every message that left is counted: {record:#}"
+    );
     let (got, dups) = read_dir_archive(&root);
     assert_eq!(dups, n, "each message in both runs, under one id");
     assert_eq!(bodies(&got), want);
