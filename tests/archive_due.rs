@@ -420,3 +420,55 @@ fn pubsub_due_archives_what_would_expire_and_nothing_else() {
         0,
     );
 }
+
+#[test]
+fn sqs_due_refuses_when_the_live_retention_is_not_the_specs() {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let Some(f) = sqs::Fixture::applied_with(|t| with_archive(t, "    retention: 14d\n", "2d"))
+    else {
+        return;
+    };
+    let [_, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    // A hand edit: the DLQ now drops dead letters after 4 days, not the spec's 14.
+    block(
+        aws.sqs
+            .set_queue_attributes()
+            .queue_url(aws.url(&dlq))
+            .attributes(QueueAttributeName::MessageRetentionPeriod, "345600")
+            .send(),
+    )
+    .expect("SetQueueAttributes");
+    for b in bodies(3) {
+        block(
+            aws.sqs
+                .send_message()
+                .queue_url(aws.url(&dlq))
+                .message_body(String::from_utf8(b).expect("text"))
+                .send(),
+        )
+        .expect("SendMessage");
+    }
+    let out = f.run(&[
+        "archive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--due",
+        "--delete",
+        "--yes",
+    ]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the live queue `{dlq}` has MessageRetentionPeriod"
+        )) && out.stderr.contains("dlqctl apply"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(aws.count(&dlq), 3, "nothing read or moved");
+    // Applied again, the spec's clock is the queue's: --due runs (nothing is due yet).
+    assert_eq!(f.apply(&[]).code, 0, "apply");
+    let doc = due_ok(&f, &["--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(0), "{doc}");
+    assert_eq!(aws.count(&dlq), 3);
+}

@@ -91,7 +91,15 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let rt = super::shared::runtime()?;
     let authorized = rt.block_on(session.authorize());
     let identity = session.report().identity.clone();
-    super::shared::journal_refused(authorized, &audit, identity, printer)?;
+    super::shared::journal_refused(authorized, &audit, identity.clone(), printer)?;
+    if args.due {
+        super::shared::journal_refused(
+            rt.block_on(driver::due_drift(&r, &loaded.targets, opts)),
+            &audit,
+            identity,
+            printer,
+        )?;
+    }
 
     if args.dry_run {
         let report = rt.block_on(driver::dry_run(session, &ask))?;

@@ -206,6 +206,56 @@ pub fn connect<'a>(
     redrive_driver::check(r, targets, ask)?.connect(opts)
 }
 
+/// `--due` counts from the spec's retention: refused when the live dead-letter queue keeps
+/// its messages otherwise — `plan` would change its retention (a hand edit, a policy of
+/// dlqctl's changed by hand, a key deleted so the broker's default applies), or it does not
+/// exist yet — since the broker drops dead letters by its own clock, not the spec's. Reads
+/// what `plan` reads for this one channel; changes nothing.
+pub async fn due_drift(
+    r: &Resolved,
+    targets: &BTreeMap<String, Target>,
+    opts: ConnectOptions,
+) -> Result<(), RedriveError> {
+    use crate::resource::Role;
+    let planned = super::plan::plan(
+        std::slice::from_ref(r),
+        targets,
+        opts,
+        super::PlanOptions::default(),
+    )
+    .await?;
+    for c in &planned.plan.changes {
+        if !matches!(
+            c.role,
+            Role::DeadLetter | Role::DeadLetterPolicy | Role::DeadLetterSubscription
+        ) {
+            continue;
+        }
+        let Some(f) = c
+            .fields
+            .iter()
+            .find(|f| crate::backend::is_retention(c, &f.key))
+        else {
+            continue;
+        };
+        let shown = |v: &Option<serde_json::Value>| {
+            v.as_ref().map_or_else(
+                || "(absent)".to_owned(),
+                |v| crate::status::safe(&v.to_string()),
+            )
+        };
+        return Err(RedriveError::Refused(format!(
+            "--due: the live {} `{}` has {} {} where the spec has {}, so it drops dead letters on another clock than the one --due counts; run `dlqctl apply` first (`dlqctl plan` shows it), or archive with --older-than; nothing was read or moved",
+            c.resource.kind.as_str(),
+            c.resource.name,
+            f.key,
+            shown(&f.old),
+            shown(&f.new)
+        )));
+    }
+    Ok(())
+}
+
 /// The dry run: what would be archived; nothing is read out of the queue, nothing written.
 pub async fn dry_run(session: Session<'_>, ask: &Ask) -> Result<Report, RedriveError> {
     let r = session.dry_run().await?;
