@@ -525,3 +525,22 @@ fn kafka_audit_to_a_topic_publishes_each_record_confirmed() {
         tail.take(1)
     });
 }
+
+#[test]
+fn pubsub_audit_to_a_topic_publishes_each_record_confirmed() {
+    let Some(f) = pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let topic = format!("{}-audit", f.channel);
+    let sub = format!("{}-audit-reader", f.channel);
+    f.rest.create_topic(&topic);
+    f.rest.create_subscription(
+        &sub,
+        serde_json::json!({"topic": pubsub::Rest::topic_path(&topic)}),
+    );
+    audit_to_channel(&f, "local-pubsub", &format!("topic:{topic}"), &|| {
+        f.rest.take(&sub, 1)
+    });
+}
