@@ -103,7 +103,7 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
 
     if args.dry_run {
         let report = rt.block_on(driver::dry_run(session, &ask))?;
-        let journaled = journal(&report, args, &audit, &rt, printer);
+        let journaled = journal(&report, &audit, &rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -147,7 +147,7 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, &audit, &rt, printer);
+    let journaled = journal(&report, &audit, &rt, printer);
     print(&report, args.format, printer);
     Ok(if journaled && driver::complete(&report) {
         0
@@ -156,11 +156,10 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
     })
 }
 
-/// Appends the report to `--audit-log`, if given, and delivers it to the target's
-/// `operations.auditTo`, if set: `false` (said on stderr) when it did not land in one.
+/// The report to wherever the run's audit records go ([`super::shared::record`]), with what
+/// was archived: `false` when it did not land in one of them.
 fn journal(
     report: &Report,
-    args: &ArchiveArgs,
     audit: &super::shared::Audit<'_>,
     rt: &tokio::runtime::Runtime,
     printer: &Printer,
@@ -173,21 +172,7 @@ fn journal(
         report.deleted,
         if report.dry_run { ", a dry run" } else { "" }
     );
-    let delivered = super::shared::audit_to(rt, audit, "archive", report, &what, printer);
-    let Some(path) = &args.audit_log else {
-        return delivered;
-    };
-    delivered
-        & match crate::journal::append(path, report) {
-            Ok(()) => true,
-            Err(e) => {
-                printer.err(&format!(
-                    "{} {e}; the run's audit record is not in the journal ({what}): exiting 1",
-                    printer.paint_err("error:", Style::Error),
-                ));
-                false
-            }
-        }
+    super::shared::record(rt, audit, "archive", report, &what, printer)
 }
 
 fn print(report: &Report, format: ArchiveFormat, printer: &Printer) {

@@ -80,7 +80,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
 
     if args.dry_run {
         let report = rt.block_on(session.dry_run())?;
-        let journaled = journal(&report, args, &audit, &rt, printer);
+        let journaled = journal(&report, &audit, &rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -97,7 +97,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, &audit, &rt, printer);
+    let journaled = journal(&report, &audit, &rt, printer);
     print(&report, args.format, printer);
     Ok(if !journaled {
         1
@@ -128,7 +128,7 @@ fn from_archive(
     )?;
     if args.dry_run {
         let report = prepared.dry_run();
-        let journaled = journal(&report, args, audit, rt, printer);
+        let journaled = journal(&report, audit, rt, printer);
         print(&report, args.format, printer);
         return Ok(if journaled { 0 } else { 1 });
     }
@@ -159,7 +159,7 @@ fn from_archive(
             printer.paint_err("error:", Style::Error)
         ));
     }
-    let journaled = journal(&report, args, audit, rt, printer);
+    let journaled = journal(&report, audit, rt, printer);
     print(&report, args.format, printer);
     Ok(if journaled && replay::complete(&report) {
         0
@@ -168,12 +168,10 @@ fn from_archive(
     })
 }
 
-/// Appends the report to `--audit-log`, if given, and delivers it to the target's
-/// `operations.auditTo`, if set: `false` (said on stderr, naming where and what moved) when
-/// it did not land in one of them.
+/// The report to wherever the run's audit records go ([`super::shared::record`]), with what
+/// moved: `false` when it did not land in one of them.
 fn journal(
     report: &Report,
-    args: &RedriveArgs,
     audit: &super::shared::Audit<'_>,
     rt: &tokio::runtime::Runtime,
     printer: &Printer,
@@ -185,21 +183,7 @@ fn journal(
         report.destination.name,
         if report.dry_run { ", a dry run" } else { "" }
     );
-    let delivered = super::shared::audit_to(rt, audit, "redrive", report, &what, printer);
-    let Some(path) = &args.audit_log else {
-        return delivered;
-    };
-    delivered
-        & match crate::journal::append(path, report) {
-            Ok(()) => true,
-            Err(e) => {
-                printer.err(&format!(
-                    "{} {e}; the run's audit record is not in the journal ({what}): exiting 1",
-                    printer.paint_err("error:", Style::Error),
-                ));
-                false
-            }
-        }
+    super::shared::record(rt, audit, "redrive", report, &what, printer)
 }
 
 fn print(report: &Report, format: RedriveFormat, printer: &Printer) {

@@ -262,7 +262,7 @@ pub fn journal_refused<T>(
         return result;
     }
     let r = asked.r;
-    let record = crate::redrive::Refusal {
+    let refusal = crate::redrive::Refusal {
         format_version: 1,
         kind: crate::redrive::REFUSED_KIND,
         verb: asked.verb,
@@ -278,39 +278,57 @@ pub fn journal_refused<T>(
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
     };
-    if let Some(path) = asked.audit_log
-        && let Err(e) = crate::journal::append(path, &record)
-    {
-        printer.err(&format!(
+    match runtime() {
+        Ok(rt) => {
+            // The run fails with the refusal whether or not its record landed.
+            let _ = record(
+                &rt,
+                asked,
+                "refused",
+                &refusal,
+                "a refused run: nothing moved",
+                printer,
+            );
+        }
+        Err(e) => printer.err(&format!(
             "{} {e}; the refusal below is not in the journal",
             printer.paint_err("error:", Style::Error)
-        ));
-    }
-    if to_target {
-        match runtime() {
-            Ok(rt) => {
-                audit_to(
-                    &rt,
-                    asked,
-                    "refused",
-                    &record,
-                    "a refused run: nothing moved",
-                    printer,
-                );
-            }
-            Err(e) => printer.err(&format!(
-                "{} {e}; the refusal below is not in operations.auditTo",
-                printer.paint_err("error:", Style::Error)
-            )),
-        }
+        )),
     }
     result
 }
 
-/// Delivers `record` (of `kind`: `redrive`, `archive`, `refused`) to the target's
-/// `operations.auditTo`, when it has one: `false` when it did not land, said on stderr with
-/// `what` (what the run did, for whoever must now record it by hand).
-pub fn audit_to(
+/// Puts `record` (of `kind`: `redrive`, `archive`, `refused`) wherever the run's audit
+/// records go: the target's `operations.auditTo`, then `--audit-log`. `false` when it did
+/// not land in one of them, said on stderr with `what` (what the run did, for whoever must
+/// now record it by hand).
+pub fn record(
+    rt: &tokio::runtime::Runtime,
+    audit: &Audit<'_>,
+    kind: &str,
+    record: &impl serde::Serialize,
+    what: &str,
+    printer: &Printer,
+) -> bool {
+    let delivered = audit_to(rt, audit, kind, record, what, printer);
+    let Some(path) = audit.audit_log else {
+        return delivered;
+    };
+    match crate::journal::append(path, record) {
+        Ok(()) => delivered,
+        Err(e) => {
+            printer.err(&format!(
+                "{} {e}; the run's audit record is not in the journal ({what}): exiting 1",
+                printer.paint_err("error:", Style::Error),
+            ));
+            false
+        }
+    }
+}
+
+/// Delivers `record` (of `kind`) to the target's `operations.auditTo`, when it has one:
+/// `false` when it did not land, said on stderr with `what` (see [`record`]).
+fn audit_to(
     rt: &tokio::runtime::Runtime,
     audit: &Audit<'_>,
     kind: &str,
