@@ -203,9 +203,7 @@ pub fn rfc3339(ms: i64) -> String {
 
 /// Unix milliseconds of an RFC 3339 time, if it is one.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+    crate::status::envelope::parse_time(s, crate::spec::model::Format::Rfc3339)
 }
 
 /// Hex sha256 of `bytes`.

@@ -203,8 +203,7 @@ pub fn from_journal(
 
 /// RFC 3339 text as milliseconds since the Unix epoch.
 fn parse_rfc3339(s: &str) -> Option<i64> {
-    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+    super::envelope::parse_time(s, crate::spec::model::Format::Rfc3339)
 }
 
 #[cfg(test)]
