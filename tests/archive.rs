@@ -21,7 +21,7 @@ use std::time::Duration;
 use lapin::BasicProperties;
 use serde_json::Value;
 use sha2::Digest;
-use support::redrive::redrive;
+use support::redrive::{archive, archive_ok, redrive};
 use support::workspace::Workspace;
 use support::{block, kafka, pubsub, rabbit, sqs};
 
@@ -50,28 +50,6 @@ struct Live<'a> {
     /// How long after a SIGKILL what the killed run held is back in the DLQ (SQS: the
     /// visibility hold; Pub/Sub: the dead-letter subscription's ack deadline).
     held: Duration,
-}
-
-/// `archive CHANNEL channel.yaml --format json EXTRA`: exit code, report, stderr.
-fn archive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec![
-        "archive",
-        ws.channel.as_str(),
-        "channel.yaml",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = out.json("the archive report");
-    (out.code, doc, out.stderr)
-}
-
-#[track_caller]
-fn archive_ok(ws: &Workspace, extra: &[&str]) -> Value {
-    let (code, doc, err) = archive(ws, extra);
-    assert_eq!(code, 0, "{doc}\n{err}");
-    doc
 }
 
 /// Every archived record of every manifest under `root` (a directory), the objects checked

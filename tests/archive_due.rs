@@ -18,30 +18,17 @@ use std::time::Duration;
 use lapin::BasicProperties;
 use serde_json::Value;
 use sha2::Digest;
+use support::redrive::archive_ok;
 use support::workspace::Workspace;
 use support::{block, kafka, rabbit, sqs};
 
-/// `archive CHANNEL channel.yaml --due --format json EXTRA`: exit code, report, stderr.
-fn due(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
-    let mut args = vec![
-        "archive",
-        ws.channel.as_str(),
-        "channel.yaml",
-        "--due",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let out = ws.run(&args);
-    let doc = out.json("the archive report");
-    (out.code, doc, out.stderr)
-}
-
+/// `archive CHANNEL channel.yaml --due --format json EXTRA`, which must exit 0: its report.
 #[track_caller]
 fn due_ok(ws: &Workspace, extra: &[&str]) -> Value {
-    let (code, doc, err) = due(ws, extra);
-    assert_eq!(code, 0, "{doc}\n{err}");
-    doc
+    let args: Vec<&str> = std::iter::once("--due")
+        .chain(extra.iter().copied())
+        .collect();
+    archive_ok(ws, &args)
 }
 
 /// Every body archived under `root`, each object checked against its manifest's sha256.
@@ -173,14 +160,7 @@ fn sqs_due_archives_what_would_expire_and_nothing_else() {
         "13d23h59m59s",
         &|| {
             for b in &want {
-                block(
-                    aws.sqs
-                        .send_message()
-                        .queue_url(aws.url(&dlq))
-                        .message_body(std::str::from_utf8(b).expect("text"))
-                        .send(),
-                )
-                .expect("SendMessage");
+                aws.send(&dlq, std::str::from_utf8(b).expect("text"));
             }
         },
         &|| aws.count(&dlq),
@@ -440,14 +420,7 @@ fn sqs_due_refuses_when_the_live_retention_is_not_the_specs() {
     )
     .expect("SetQueueAttributes");
     for b in bodies(3) {
-        block(
-            aws.sqs
-                .send_message()
-                .queue_url(aws.url(&dlq))
-                .message_body(String::from_utf8(b).expect("text"))
-                .send(),
-        )
-        .expect("SendMessage");
+        aws.send(&dlq, std::str::from_utf8(&b).expect("text"));
     }
     let out = f.run(&[
         "archive",

@@ -275,16 +275,7 @@ fn sqs_the_journal_names_the_caller_and_operations_refuse_before_anything_moves(
         &Backend {
             ws: &f,
             target: "local-sqs",
-            put: Box::new(|i| {
-                block(
-                    aws.sqs
-                        .send_message()
-                        .queue_url(aws.url(&dlq))
-                        .message_body(format!("m-{i}"))
-                        .send(),
-                )
-                .expect("SendMessage");
-            }),
+            put: Box::new(|i| aws.send(&dlq, &format!("m-{i}"))),
             dlq_left: Box::new(|| aws.count(&dlq)),
         },
         // moto's GetCallerIdentity for its test keys.

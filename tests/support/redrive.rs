@@ -1,5 +1,5 @@
-//! How the redrive tests drive `dlqctl redrive` on a workspace, whatever the backend: a run
-//! whose JSON report is read, a run in the background (to kill, interrupt or race), the wait
+//! How the redrive tests drive `dlqctl redrive` (and `archive`, its sibling) on a workspace,
+//! whatever the backend: a run whose JSON report is read, a run in the background (to kill, interrupt or race), the wait
 //! for its end, and the kill part-way once it has moved some. One copy, so that every redrive
 //! test file runs the binary the same way and a change to the report reaches them all.
 
@@ -13,8 +13,26 @@ use super::workspace::Workspace;
 /// `redrive CHANNEL channel.yaml --format json EXTRA`: exit code, report and stderr. Panics
 /// (showing both streams) when stdout is not a JSON report.
 pub fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
+    run_json(ws, "redrive", extra)
+}
+
+/// `archive CHANNEL channel.yaml --format json EXTRA`, as [`redrive`].
+pub fn archive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
+    run_json(ws, "archive", extra)
+}
+
+/// [`archive`], which must exit 0: its report.
+#[track_caller]
+pub fn archive_ok(ws: &Workspace, extra: &[&str]) -> Value {
+    let (code, doc, err) = archive(ws, extra);
+    assert_eq!(code, 0, "{doc}\n{err}");
+    doc
+}
+
+/// `VERB CHANNEL channel.yaml --format json EXTRA`: exit code, JSON report and stderr.
+fn run_json(ws: &Workspace, verb: &str, extra: &[&str]) -> (i32, Value, String) {
     let mut args = vec![
-        "redrive",
+        verb,
         ws.channel.as_str(),
         "channel.yaml",
         "--format",
@@ -22,7 +40,7 @@ pub fn redrive(ws: &Workspace, extra: &[&str]) -> (i32, Value, String) {
     ];
     args.extend_from_slice(extra);
     let out = ws.run(&args);
-    let doc = out.json("the redrive report");
+    let doc = out.json(&format!("the {verb} report"));
     (out.code, doc, out.stderr)
 }
 
