@@ -101,7 +101,7 @@ fn wait_back(dlq: &str, main: &str, n: u64, limit: Duration) {
 }
 
 /// The report's counts agree with what lapin reads back: every id in the DLQ or the main
-/// queue; the DLQ holds exactly `total - moved`; the ids in both are at most the possibly
+/// queue; the DLQ holds `total - moved`, less at most the possibly duplicated; the ids in both are at most the possibly
 /// duplicated; `leftInDeadLetter`, when given, is the DLQ's count. Returns (DLQ, main).
 fn accounted(doc: &Value, dlq: &str, main: &str, ids: &BTreeSet<String>) -> (Taken, Taken) {
     let in_dlq = take(dlq);
@@ -110,10 +110,15 @@ fn accounted(doc: &Value, dlq: &str, main: &str, ids: &BTreeSet<String>) -> (Tak
     let missing: Vec<&String> = ids.iter().filter(|i| !all.contains(i)).collect();
     assert!(missing.is_empty(), "lost: {missing:?}\n{doc}");
     let moved = doc["moved"].as_u64().expect("moved");
-    assert_eq!(
-        in_dlq.len() as u64,
-        ids.len() as u64 - moved,
-        "the DLQ holds every message not counted as moved\n{doc}"
+    let possibly = doc["possiblyDuplicated"].as_u64().unwrap_or(0);
+    // A possibly duplicated message was copied and its removal from the DLQ sent, but not
+    // confirmed: the broker may have applied the removal (then it is in the destination only)
+    // or not (then in both). Seen under load: 126 acks applied whose confirmation never came.
+    let held = in_dlq.len() as u64;
+    let all_but_moved = ids.len() as u64 - moved;
+    assert!(
+        held <= all_but_moved && held + possibly >= all_but_moved,
+        "the DLQ holds every message not counted as moved, less at most the possibly duplicated: {held} held, {all_but_moved} not moved, {possibly} possibly duplicated\n{doc}"
     );
     let both = in_dlq.keys().filter(|k| in_main.contains_key(*k)).count() as u64;
     assert!(
