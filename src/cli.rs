@@ -293,6 +293,9 @@ pub enum AlertsFormat {
     Prometheus,
     /// The same rule groups in a Prometheus Operator `PrometheusRule` manifest.
     PrometheusOperator,
+    /// Pub/Sub channels' Cloud Monitoring alert policies (the Monitoring API's AlertPolicy as
+    /// JSON), one file per channel and tier in the folder --out (or --check) names.
+    CloudMonitoring,
 }
 
 #[derive(Debug, Args)]
@@ -309,12 +312,14 @@ pub struct AlertsArgs {
     #[arg(long, value_enum, default_value_t = AlertsFormat::Prometheus)]
     pub format: AlertsFormat,
 
-    /// Write the rules to FILE instead of stdout.
+    /// Write the rules to FILE instead of stdout (cloud-monitoring: the policies into the
+    /// folder FILE, replacing and removing only policy files dlqctl wrote).
     #[arg(long, value_name = "FILE", conflicts_with = "check")]
     pub out: Option<PathBuf>,
 
     /// Write nothing; exit 2 (with a short diff) when FILE differs from what the specs
-    /// produce, 0 when it is the same. For pull-request CI.
+    /// produce, 0 when it is the same. For pull-request CI. (cloud-monitoring: the folder
+    /// FILE, stale when a policy differs, is missing, or is no longer produced.)
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
 }

@@ -154,7 +154,7 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
     let Some(promtool) = promtool() else { return };
     // The exporter's metrics, and the brokers' own (`alerts.source: native`).
     // Each: depth and age tiers, an exporter-down rule and an age-unknown rule per age alarm.
-    for (fixtures, rules_found) in [(FIXTURES, 9), ("tests/fixtures/alerts-native", 8)] {
+    for (fixtures, rules_found) in [(FIXTURES, 12), ("tests/fixtures/alerts-native", 8)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = dir.path().join("rules.yaml");
         let w = alerts(&[fixtures, "--out", rules.to_str().expect("utf-8")]);
@@ -186,6 +186,25 @@ fn promtool_loads_the_rules_and_their_unit_tests_pass() {
             "{fixtures}: {}{}",
             broken.stdout, broken.stderr
         );
+        // The rate's cases can fail too: with every rate threshold at 2%, the 1% series
+        // fires nothing.
+        if text.contains("DeadLetterRateHigh") {
+            std::fs::write(
+                &rules,
+                text.replace("> 0.001\"", "> 0.02\"")
+                    .replace("> 0.005\"", "> 0.02\""),
+            )
+            .expect("write");
+            let rate = run_promtool(&promtool, dir.path(), &["test", "rules", "rules.test.yaml"]);
+            assert_eq!(rate.code, 1, "{fixtures}: {}{}", rate.stdout, rate.stderr);
+            assert!(
+                rate.stderr.contains("DeadLetterRateHigh")
+                    || rate.stdout.contains("DeadLetterRateHigh"),
+                "{}{}",
+                rate.stdout,
+                rate.stderr
+            );
+        }
     }
 }
 
@@ -560,4 +579,298 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
             .all(|(name, _, _)| !name.starts_with("DeadLetterQueue"))
     });
     drop(stack);
+}
+
+const PUBSUB: &str = "tests/fixtures/alerts-pubsub";
+
+/// The Monitoring API v3 schemas an AlertPolicy uses, vendored from its discovery document
+/// (tests/fixtures/cloud-monitoring/monitoring-v3-alert-policy.json says where from).
+fn discovery() -> serde_json::Value {
+    let path = root().join("tests/fixtures/cloud-monitoring/monitoring-v3-alert-policy.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+/// Every field of `value` checked against the discovery document's schema `name`: known
+/// property names, JSON types, enum values, `google-duration` strings; `$ref`s followed
+/// (a schema that is not vendored is a finding: dlqctl does not write it).
+fn check_schema(
+    schemas: &serde_json::Value,
+    name: &str,
+    value: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    let Some(schema) = schemas.get(name) else {
+        out.push(format!(
+            "{at}: a {name}, which the vendored discovery schemas leave out"
+        ));
+        return;
+    };
+    let Some(object) = value.as_object() else {
+        out.push(format!("{at}: not an object ({name})"));
+        return;
+    };
+    for (key, v) in object {
+        match schema["properties"].get(key) {
+            Some(prop) => check_property(schemas, prop, v, &format!("{at}.{key}"), out),
+            None => out.push(format!("{at}.{key}: no such field in {name}")),
+        }
+    }
+}
+
+fn check_property(
+    schemas: &serde_json::Value,
+    prop: &serde_json::Value,
+    v: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    if let Some(r) = prop.get("$ref").and_then(serde_json::Value::as_str) {
+        return check_schema(schemas, r, v, at, out);
+    }
+    let ok = match prop["type"].as_str() {
+        Some("string") => v.is_string(),
+        Some("number") => v.is_number(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("boolean") => v.is_boolean(),
+        Some("array") => {
+            for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+                check_property(schemas, &prop["items"], item, &format!("{at}[{i}]"), out);
+            }
+            v.is_array()
+        }
+        Some("object") => {
+            for (k, item) in v.as_object().into_iter().flatten() {
+                check_property(
+                    schemas,
+                    &prop["additionalProperties"],
+                    item,
+                    &format!("{at}.{k}"),
+                    out,
+                );
+            }
+            v.is_object()
+        }
+        other => {
+            out.push(format!("{at}: type {other:?} not handled by this check"));
+            true
+        }
+    };
+    if !ok {
+        out.push(format!("{at}: {v} is not of type {}", prop["type"]));
+    }
+    if let Some(allowed) = prop.get("enum").and_then(serde_json::Value::as_array)
+        && !allowed.contains(v)
+    {
+        out.push(format!("{at}: {v} is not one of {}", prop["enum"]));
+    }
+    if prop["format"] == "google-duration" {
+        let text = v.as_str().unwrap_or_default();
+        let digits = text.strip_suffix('s').unwrap_or("x");
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            out.push(format!("{at}: {v} is not a google-duration (`300s`)"));
+        }
+    }
+}
+
+/// The limits the discovery document's descriptions state (its `_limits`), on one policy.
+fn check_limits(policy: &serde_json::Value, out: &mut Vec<String>) {
+    let secs = |v: &serde_json::Value| -> u64 {
+        v.as_str()
+            .and_then(|s| s.strip_suffix('s'))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    let conditions = policy["conditions"].as_array().cloned().unwrap_or_default();
+    if !(1..=6).contains(&conditions.len()) {
+        out.push(format!("{} conditions (1 to 6)", conditions.len()));
+    }
+    for c in &conditions {
+        let t = &c["conditionThreshold"];
+        if secs(&t["duration"]) % 60 != 0 {
+            out.push(format!("duration {} is not whole minutes", t["duration"]));
+        }
+        if !["COMPARISON_GT", "COMPARISON_LT"].contains(&t["comparison"].as_str().unwrap_or("")) {
+            out.push(format!("comparison {} is not GT or LT", t["comparison"]));
+        }
+        for key in ["aggregations", "denominatorAggregations"] {
+            for a in t[key].as_array().into_iter().flatten() {
+                let p = secs(&a["alignmentPeriod"]);
+                if !(60..=90_000).contains(&p) {
+                    out.push(format!("alignmentPeriod {p}s outside 60s..90000s"));
+                }
+            }
+        }
+        if t.get("denominatorFilter").is_some()
+            && t["aggregations"][0]["alignmentPeriod"]
+                != t["denominatorAggregations"][0]["alignmentPeriod"]
+        {
+            out.push("a ratio whose two alignment periods differ".to_owned());
+        }
+    }
+    if policy["documentation"]["mimeType"] != "text/markdown" {
+        out.push("documentation.mimeType is not text/markdown".to_owned());
+    }
+    let content = policy["documentation"]["content"].as_str().unwrap_or("");
+    if content.chars().count() > 8192 || content.len() > 10_240 {
+        out.push("documentation.content too long".to_owned());
+    }
+    if policy["displayName"].as_str().unwrap_or("").chars().count() > 512 {
+        out.push("displayName too long".to_owned());
+    }
+    let labels = policy["userLabels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if labels.len() > 64 {
+        out.push("more than 64 userLabels".to_owned());
+    }
+    let allowed = |s: &str| {
+        s.len() <= 63
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    };
+    for (k, v) in &labels {
+        let v = v.as_str().unwrap_or("");
+        if !allowed(k) || !k.starts_with(|c: char| c.is_ascii_lowercase()) || !allowed(v) {
+            out.push(format!("userLabels {k}: {v} breaks the label rules"));
+        }
+    }
+}
+
+/// Everything wrong with one policy against the documented resource shape.
+fn policy_findings(policy: &serde_json::Value) -> Vec<String> {
+    let doc = discovery();
+    let mut out = Vec::new();
+    check_schema(
+        &doc["schemas"],
+        "AlertPolicy",
+        policy,
+        "AlertPolicy",
+        &mut out,
+    );
+    check_limits(policy, &mut out);
+    out
+}
+
+/// Issue 36: `alerts --format cloud-monitoring` writes one AlertPolicy per Pub/Sub channel and
+/// tier, each valid against the Monitoring API's discovery document (field names, types,
+/// enums, durations) and the limits its descriptions state; `--check` exits 2 when the folder
+/// is stale, and `--out` replaces or removes only the policies it wrote.
+#[test]
+fn cloud_monitoring_policies_match_the_monitoring_apis_alert_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("policies");
+    let out_s = out.to_str().expect("utf-8");
+    let w = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--out", out_s]);
+    w.ok();
+    w.assert_stderr_contains("3 alert policies");
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .expect("the folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "gcp.payments.critical.json",
+            "gcp.payments.warning.json",
+            "gcp.refunds.critical.json"
+        ]
+    );
+    for name in &names {
+        let text = std::fs::read_to_string(out.join(name)).expect("read");
+        let policy: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(policy_findings(&policy), Vec::<String>::new(), "{name}");
+    }
+    let warning = std::fs::read_to_string(out.join("gcp.payments.warning.json")).expect("read");
+    insta::assert_snapshot!("alerts-cloud-monitoring-warning", warning);
+    let policy: serde_json::Value = serde_json::from_str(&warning).expect("json");
+    assert_eq!(policy["severity"], "WARNING");
+    assert_eq!(policy["conditions"].as_array().map(Vec::len), Some(3));
+    let rate = &policy["conditions"][2]["conditionThreshold"];
+    assert_eq!(rate["thresholdValue"], 0.001);
+    assert_eq!(rate["duration"], "600s");
+    assert!(
+        rate["filter"]
+            .as_str()
+            .is_some_and(|f| f.contains("subscription/dead_letter_message_count")
+                && f.contains("\"payment-processor\"")),
+        "{rate}"
+    );
+    assert!(
+        rate["denominatorFilter"].as_str().is_some_and(|f| f
+            .contains("topic/send_message_operation_count")
+            && f.contains("\"payments\"")),
+        "{rate}"
+    );
+
+    // The check can fail: a misspelt field and an enum value the API does not have.
+    let mut broken = policy.clone();
+    broken["combiner"] = serde_json::json!("ANY");
+    broken["conditions"][0]["conditionThreshold"]["comparision"] =
+        serde_json::json!("COMPARISON_GT");
+    assert_eq!(
+        policy_findings(&broken),
+        [
+            "AlertPolicy.combiner: \"ANY\" is not one of [\"COMBINE_UNSPECIFIED\",\"AND\",\"OR\",\"AND_WITH_MATCHING_RESOURCE\"]",
+            "AlertPolicy.conditions[0].conditionThreshold.comparision: no such field in MetricThreshold"
+        ]
+    );
+
+    // `graph` draws the Pub/Sub alarms as what writes them: Cloud Monitoring policies.
+    let g = output(dlqctl().args(["graph", PUBSUB, "--color", "never"]));
+    g.ok();
+    for line in [
+        "Cloud Monitoring policy: more than 0 waiting",
+        "Cloud Monitoring policy: oldest older than 2h",
+        "Cloud Monitoring policy: more than 0.5% dead-lettered",
+        "alert rule: more than 0 waiting",
+    ] {
+        g.assert_stdout_contains(line);
+    }
+
+    let up_to_date = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--check", out_s]);
+    up_to_date.ok();
+    up_to_date.assert_stderr_contains("is up to date");
+    // A hand edit, then a policy whose channel is gone: both stale.
+    let file = out.join("gcp.refunds.critical.json");
+    let text = std::fs::read_to_string(&file).expect("read");
+    std::fs::write(
+        &file,
+        text.replace("\"thresholdValue\": 0.005", "\"thresholdValue\": 0.05"),
+    )
+    .expect("write");
+    let edited = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--check", out_s]);
+    edited.exits(2);
+    edited.assert_stdout_contains("-        \"thresholdValue\": 0.05,");
+    edited.assert_stderr_contains("gcp.refunds.critical.json differs");
+    std::fs::write(out.join("gcp.gone.critical.json"), &text).expect("write");
+    let left = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--check", out_s]);
+    left.exits(2);
+    left.assert_stderr_contains("gcp.gone.critical.json is no longer produced by the specs");
+    let missing = alerts(&[
+        PUBSUB,
+        "--format",
+        "cloud-monitoring",
+        "--check",
+        dir.path().join("nowhere").to_str().expect("utf-8"),
+    ]);
+    missing.exits(2);
+    // --out repairs both, and never touches a file it did not write.
+    std::fs::write(out.join("notes.json"), "{\"mine\": true}\n").expect("write");
+    let again = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--out", out_s]);
+    again.ok();
+    again.assert_stderr_contains("removed 1 policy the specs no longer produce");
+    assert!(!out.join("gcp.gone.critical.json").exists());
+    assert!(out.join("notes.json").exists());
+    alerts(&[PUBSUB, "--format", "cloud-monitoring", "--check", out_s]).ok();
+    std::fs::write(&file, "{\"mine\": true}\n").expect("write");
+    let refused = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--out", out_s]);
+    refused.exits(1);
+    refused.assert_stderr_contains("not overwriting");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("read"),
+        "{\"mine\": true}\n"
+    );
 }

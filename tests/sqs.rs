@@ -516,8 +516,91 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
             "{name}: {description}"
         );
     }
-    for untiered in [format!("{dlq}-depth"), format!("{dlq}-oldest-age")] {
+    for untiered in [
+        format!("{dlq}-depth"),
+        format!("{dlq}-oldest-age"),
+        format!("{dlq}-dead-letter-rate"),
+    ] {
         assert!(f.aws.alarm(&untiered).is_none(), "no untiered {untiered}");
+    }
+    // Issue 36: the dead-letter rate, a metric-math alarm per tier, read back from moto's
+    // CloudWatch as apply wrote it (moto stores and returns `Metrics`; it never evaluates
+    // an alarm, so what the expression computes is AWS's to check).
+    for (tier, threshold, action) in [("warning", 0.001, CHAT), ("critical", 0.01, PAGER)] {
+        let name = format!("{dlq}-dead-letter-rate-{tier}");
+        let a = f
+            .aws
+            .alarm(&name)
+            .unwrap_or_else(|| panic!("{name} exists"));
+        assert_eq!(a.threshold(), Some(threshold), "{name}");
+        assert_eq!(
+            a.evaluation_periods(),
+            Some(2),
+            "{name}: for 10m / period 5m"
+        );
+        assert_eq!(a.metric_name(), None, "{name}: a metric-math alarm");
+        assert_eq!(a.treat_missing_data(), Some("notBreaching"), "{name}");
+        assert_eq!(a.alarm_actions(), [action], "{name}");
+        // Id, metric (or expression), QueueName, ReturnData.
+        type Query<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<bool>,
+        );
+        let queries: Vec<Query> = a
+            .metrics()
+            .iter()
+            .map(|q| {
+                let metric = q.metric_stat().and_then(|m| m.metric());
+                (
+                    q.id(),
+                    metric.and_then(|m| m.metric_name()).or(q.expression()),
+                    metric
+                        .and_then(|m| m.dimensions().first())
+                        .and_then(|d| d.value()),
+                    q.return_data(),
+                )
+            })
+            .collect();
+        let main = f.channel.as_str();
+        assert_eq!(
+            queries,
+            [
+                (
+                    Some("vis"),
+                    Some("ApproximateNumberOfMessagesVisible"),
+                    Some(dlq.as_str()),
+                    Some(false)
+                ),
+                (
+                    Some("del"),
+                    Some("NumberOfMessagesDeleted"),
+                    Some(dlq.as_str()),
+                    Some(false)
+                ),
+                (
+                    Some("src"),
+                    Some("NumberOfMessagesSent"),
+                    Some(main),
+                    Some(false)
+                ),
+                (
+                    Some("rate"),
+                    Some("IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)"),
+                    None,
+                    Some(true)
+                ),
+            ],
+            "{name}"
+        );
+        assert!(
+            a.metrics()
+                .iter()
+                .filter_map(|q| q.metric_stat())
+                .all(|m| m.period() == Some(300)),
+            "{name}: every query over the 5m period"
+        );
     }
 
     // Someone raises the critical depth threshold by hand: only that tier's alarm changes.
@@ -546,6 +629,42 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
     let a = f.apply(&[]);
     a.ok();
     f.assert_empty_plan("after the repair");
+
+    // Someone edits the rate alarm's expression by hand: the plan shows `Metrics` changing,
+    // and apply puts dlqctl's back.
+    let rate = format!("{dlq}-dead-letter-rate-critical");
+    let live = f.aws.alarm(&rate).expect("the rate alarm");
+    let mut queries = live.metrics().to_vec();
+    if let Some(last) = queries.last_mut() {
+        *last = aws_sdk_cloudwatch::types::MetricDataQuery::builder()
+            .id("rate")
+            .expression("del / src")
+            .return_data(true)
+            .build();
+    }
+    block(
+        f.aws
+            .cw
+            .put_metric_alarm()
+            .alarm_name(&rate)
+            .set_alarm_description(live.alarm_description().map(str::to_owned))
+            .set_metrics(Some(queries))
+            .evaluation_periods(2)
+            .threshold(0.01)
+            .comparison_operator(
+                aws_sdk_cloudwatch::types::ComparisonOperator::GreaterThanThreshold,
+            )
+            .treat_missing_data("notBreaching")
+            .alarm_actions(PAGER)
+            .send(),
+    )
+    .expect("PutMetricAlarm");
+    let p = f.plan();
+    p.exits(2);
+    p.assert_stdout_contains(&format!("~ update     alarm {rate}"));
+    p.assert_stdout_contains("del / src");
+    f.apply(&[]).ok();
+    f.assert_empty_plan("after the rate repair");
 
     // From one threshold to tiers: the untiered alarm is deleted (with --allow-delete), the
     // tier alarms stay as they are.

@@ -146,6 +146,12 @@ pub fn native_depth(r: &Resolved, matchers: &str, n: u64) -> Option<String> {
     pure!(r.backend, Alerts::native_depth(r, matchers, n))
 }
 
+/// The channel's Cloud Monitoring alert policies, one per tier (pure; see
+/// [`Alerts::policies`]).
+pub fn alert_policies(r: &Resolved) -> Vec<(crate::spec::model::Tier, serde_json::Value)> {
+    pure!(r.backend, Alerts::policies(r))
+}
+
 /// Every resource a channel needs on its backend (pure).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     pure!(r.backend, Plan::desired(r))

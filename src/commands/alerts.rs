@@ -1,5 +1,6 @@
 //! `dlqctl alerts`: writes (or checks) the Prometheus alerting rules of the specs' RabbitMQ
-//! and Kafka channels. Offline: it reads specs, never a server.
+//! and Kafka channels, or the Cloud Monitoring alert policies of their Pub/Sub channels (one
+//! file per channel and tier in a folder). Offline: it reads specs, never a server.
 
 use std::fmt::Write as _;
 
@@ -13,11 +14,14 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
     else {
         return Ok(1);
     };
-    let built = alerts::build(&loaded.channels, &loaded.targets);
     let format = match args.format {
         AlertsFormat::Prometheus => Format::Prometheus,
         AlertsFormat::PrometheusOperator => Format::PrometheusOperator,
+        AlertsFormat::CloudMonitoring => {
+            return policies(args, &alerts::cloud_monitoring(&loaded.channels), printer);
+        }
     };
+    let built = alerts::build(&loaded.channels, &loaded.targets);
     let text = alerts::render(&built, format);
     let rules: usize = built.groups.iter().map(|g| g.rules.len()).sum();
     let mut report = format!(
@@ -37,7 +41,7 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
     if !built.pubsub_channels.is_empty() {
         let _ = write!(
             report,
-            "; {} left out: their depth and age are Cloud Monitoring metrics (subscription/num_undelivered_messages, subscription/oldest_unacked_message_age)",
+            "; {} left out: their alerts are Cloud Monitoring alert policies, written by `dlqctl alerts --format cloud-monitoring --out DIR`",
             match built.pubsub_channels.len() {
                 1 => "1 Pub/Sub channel".to_owned(),
                 n => format!("{n} Pub/Sub channels"),
@@ -105,4 +109,120 @@ fn refuse_overwrite(path: &std::path::Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--format cloud-monitoring`: the policy files in the folder `--out` names (written; a
+/// policy file dlqctl wrote that the specs no longer produce is removed), or checked against
+/// the folder `--check` names (exit 2 when one differs, is missing or is left over).
+fn policies(
+    args: &AlertsArgs,
+    files: &[alerts::PolicyFile],
+    printer: &Printer,
+) -> anyhow::Result<u8> {
+    let report = format!(
+        "{} alert policies (one per Pub/Sub channel and tier)",
+        files.len()
+    );
+    let ours_in = |dir: &std::path::Path| -> anyhow::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs_err::read_dir(dir)? {
+            let path = entry?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            if name.ends_with(".json")
+                && path.is_file()
+                && fs_err::read_to_string(&path).is_ok_and(|t| alerts::is_our_policy(&t))
+            {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    };
+    let wanted = |name: &str| files.iter().any(|f| f.name == name);
+    if let Some(dir) = &args.check {
+        if !dir.is_dir() {
+            printer.err(&format!(
+                "{} does not exist or is not a folder; write it with `dlqctl alerts --format cloud-monitoring --out {}`",
+                dir.display(),
+                dir.display()
+            ));
+            return Ok(2);
+        }
+        let mut stale = Vec::new();
+        for f in files {
+            let path = dir.join(&f.name);
+            match fs_err::read_to_string(&path) {
+                Ok(have) if have == f.text => {}
+                Ok(have) => {
+                    let diff = similar::TextDiff::from_lines(&have, &f.text);
+                    printer.out(
+                        &diff
+                            .unified_diff()
+                            .context_radius(2)
+                            .header(&path.display().to_string(), "from the specs")
+                            .to_string(),
+                    );
+                    stale.push(format!("{} differs", f.name));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    stale.push(format!("{} is missing", f.name));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        for name in ours_in(dir)? {
+            if !wanted(&name) {
+                stale.push(format!("{name} is no longer produced by the specs"));
+            }
+        }
+        if stale.is_empty() {
+            printer.err(&format!("{} is up to date ({report}).", dir.display()));
+            return Ok(0);
+        }
+        printer.err(&format!(
+            "{} is stale: {}; regenerate it with `dlqctl alerts --format cloud-monitoring --out {}`",
+            dir.display(),
+            stale.join(", "),
+            dir.display()
+        ));
+        return Ok(2);
+    }
+    let Some(dir) = &args.out else {
+        anyhow::bail!(
+            "--format cloud-monitoring writes one file per channel and tier: give the folder with --out DIR (or --check DIR)"
+        );
+    };
+    fs_err::create_dir_all(dir)?;
+    // Nothing is written unless every file it would replace is dlqctl's.
+    for f in files {
+        let path = dir.join(&f.name);
+        if path.exists() && !fs_err::read_to_string(&path).is_ok_and(|t| alerts::is_our_policy(&t))
+        {
+            anyhow::bail!(
+                "not overwriting {}: it is not an alert policy `dlqctl alerts` wrote (no userLabels.{} = {}); nothing was written; choose another --out",
+                path.display(),
+                alerts::POLICY_MARK.0,
+                alerts::POLICY_MARK.1
+            );
+        }
+    }
+    let mut removed = 0;
+    for name in ours_in(dir)? {
+        if !wanted(&name) {
+            fs_err::remove_file(dir.join(&name))?;
+            removed += 1;
+        }
+    }
+    for f in files {
+        fs_err::write(dir.join(&f.name), &f.text)?;
+    }
+    let removed = match removed {
+        0 => String::new(),
+        1 => "; removed 1 policy the specs no longer produce".to_owned(),
+        n => format!("; removed {n} policies the specs no longer produce"),
+    };
+    printer.err(&format!("Wrote {report} to {}{removed}.", dir.display()));
+    Ok(0)
 }

@@ -16,7 +16,8 @@ pub mod dot;
 pub mod mermaid;
 
 use crate::backend::kit::draw::Retries;
-use crate::engine::alerts::{AGE_ALERT, DEPTH_ALERT};
+use crate::backend::kit::draw::Watch;
+use crate::engine::alerts::{AGE_ALERT, DEPTH_ALERT, RATE_ALERT};
 use crate::plan::{Action, Plan};
 use crate::resource::{Desired, Kind, ResourceId, Role};
 use crate::spec::duration::Duration;
@@ -287,10 +288,9 @@ impl ChannelGraph {
                         Some((name, n)) if a.watches.as_deref() == Some(name) => n,
                         _ => dlq,
                     };
-                    let metric = if a.age { Metric::Age } else { Metric::Depth };
                     let lines = vec![
                         a.id.name.clone(),
-                        format!("{}: {}", a.system, metric.above(a.threshold)),
+                        format!("{}: {}", a.system, a.watch.above()),
                     ];
                     let n = g.node(Shape::Alarm, lines, vec![a.id.clone()]);
                     g.edge(from, n, String::new(), true);
@@ -298,18 +298,38 @@ impl ChannelGraph {
             }
             None => {
                 let alarms = &r.alarms;
+                let mut rules: Vec<(&str, String, Watch)> = Vec::new();
                 for (alert, alarm, what) in [
-                    (DEPTH_ALERT, alarms.depth.as_ref(), Metric::Depth),
-                    (AGE_ALERT, alarms.oldest_message_age.as_ref(), Metric::Age),
+                    (
+                        DEPTH_ALERT,
+                        alarms.depth.as_ref(),
+                        Watch::Depth as fn(u64) -> Watch,
+                    ),
+                    (AGE_ALERT, alarms.oldest_message_age.as_ref(), Watch::Age),
                 ] {
                     for t in alarm.map(|a| a.tiers.as_slice()).unwrap_or_default() {
-                        let lines = vec![
-                            format!("{alert} ({})", t.severity()),
-                            format!("alert rule: {}", what.above(t.threshold)),
-                        ];
-                        let n = g.node(Shape::Alarm, lines, Vec::new());
-                        g.edge(dlq, n, String::new(), true);
+                        rules.push((alert, t.severity().to_string(), what(t.threshold)));
                     }
+                }
+                for t in alarms
+                    .dead_letter_rate
+                    .as_ref()
+                    .map(|a| a.tiers.as_slice())
+                    .unwrap_or_default()
+                {
+                    rules.push((
+                        RATE_ALERT,
+                        t.severity().to_string(),
+                        Watch::Rate(t.fraction()),
+                    ));
+                }
+                for (alert, severity, watch) in rules {
+                    let lines = vec![
+                        format!("{alert} ({severity})"),
+                        format!("{}: {}", drawing.alerts_as, watch.above()),
+                    ];
+                    let n = g.node(Shape::Alarm, lines, Vec::new());
+                    g.edge(dlq, n, String::new(), true);
                 }
             }
         }
@@ -381,21 +401,6 @@ impl ChannelGraph {
 /// The graphs of a set of channels, in the order given.
 pub fn build(channels: &[Resolved]) -> Vec<ChannelGraph> {
     channels.iter().map(ChannelGraph::build).collect()
-}
-
-#[derive(Clone, Copy)]
-enum Metric {
-    Depth,
-    Age,
-}
-
-impl Metric {
-    fn above(self, threshold: u64) -> String {
-        match self {
-            Metric::Depth => format!("more than {threshold} waiting"),
-            Metric::Age => format!("oldest older than {}", Duration::from_secs(threshold)),
-        }
-    }
 }
 
 fn prop_str<'d>(d: &'d Desired, key: &str) -> Option<&'d str> {

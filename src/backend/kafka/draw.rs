@@ -12,6 +12,7 @@ impl Draw for super::Kafka {
             retries: Retries::Chain,
             last_failure: format!("fails, {attempts}"),
             alarms: None,
+            alerts_as: "alert rule",
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The alerts door: what `crate::engine::alerts` needs to know of a backend to write its
-//! Prometheus rules, so the alert driver names no backend. Pure.
+//! Prometheus rules or its Cloud Monitoring alert policies, so the alert driver names no
+//! backend. Pure.
 
+use crate::spec::model::Tier;
 use crate::spec::resolve::Resolved;
 
 /// Where a backend's dead-letter alerts live.
@@ -28,4 +30,10 @@ pub trait Alerts {
     /// (`alerts.source: native`); `matchers` are the target's extra matchers, each written
     /// `,key="value"`. `None`: this backend has no native source.
     fn native_depth(r: &Resolved, matchers: &str, n: u64) -> Option<String>;
+
+    /// The channel's Cloud Monitoring alert policies (the Monitoring API's `AlertPolicy` as
+    /// JSON), one per tier, lowest first; none where alerts live elsewhere.
+    fn policies(_r: &Resolved) -> Vec<(Tier, serde_json::Value)> {
+        Vec::new()
+    }
 }

@@ -23,10 +23,41 @@ pub struct DrawnAlarm {
     pub watches: Option<String>,
     /// What it is, for its label (`CloudWatch alarm`).
     pub system: &'static str,
-    /// Whether it watches the oldest message's age (otherwise the depth).
-    pub age: bool,
-    /// Its threshold: messages, or seconds for an age.
-    pub threshold: u64,
+    /// What it watches, with its threshold.
+    pub watch: Watch,
+}
+
+/// What an alarm watches, and above what it fires.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Watch {
+    /// Messages waiting.
+    Depth(u64),
+    /// The oldest message's age, in seconds.
+    Age(u64),
+    /// The dead-letter rate, as a fraction of the source's messages.
+    Rate(f64),
+}
+
+impl Watch {
+    /// The label's second half: `more than 5 waiting`, `oldest older than 30m`, `more than
+    /// 0.1% dead-lettered`.
+    pub fn above(self) -> String {
+        match self {
+            Watch::Depth(n) => format!("more than {n} waiting"),
+            Watch::Age(s) => format!(
+                "oldest older than {}",
+                crate::spec::duration::Duration::from_secs(s)
+            ),
+            Watch::Rate(f) => format!("more than {}% dead-lettered", percent(f)),
+        }
+    }
+}
+
+/// A fraction in percent, without the float noise of `× 100` (`0.001` → `0.1`).
+pub fn percent(fraction: f64) -> String {
+    let text = format!("{:.10}", fraction * 100.0);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_owned()
 }
 
 /// What a backend tells the graph of one channel.
@@ -39,8 +70,12 @@ pub struct Drawing {
     pub retries: Retries,
     /// The label of the last failure's way into the dead-letter queue.
     pub last_failure: String,
-    /// The alarms it provisions (`None`: none; the graph draws the spec's alert rules).
+    /// The alarms it provisions (`None`: none; the graph draws the spec's alerts as
+    /// `dlqctl alerts` writes them).
     pub alarms: Option<Vec<DrawnAlarm>>,
+    /// What `dlqctl alerts` writes for the spec's alarms when `alarms` is `None`, for the
+    /// label: `alert rule` (Prometheus), `Cloud Monitoring policy`.
+    pub alerts_as: &'static str,
 }
 
 /// The draw door. Pure.

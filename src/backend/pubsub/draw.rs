@@ -1,4 +1,4 @@
-//! The draw door: how `dlqctl graph` draws a channel on this backend. Pub/Sub: redelivered with its own backoff, then dead-lettered; no retry topic. Pure.
+//! The draw door: how `dlqctl graph` draws a channel on this backend. Pub/Sub: redelivered with its own backoff, then dead-lettered; no retry topic; its alarms are the Cloud Monitoring policies `dlqctl alerts --format cloud-monitoring` writes. Pure.
 
 use crate::backend::kit::draw::{Draw, Drawing, Retries};
 use crate::resource::Desired;
@@ -12,6 +12,8 @@ impl Draw for super::Pubsub {
             retries: Retries::Redeliver,
             last_failure: format!("after {} delivery attempts", r.max_attempts),
             alarms: None,
+            // `dlqctl alerts --format cloud-monitoring` writes them, one policy per tier.
+            alerts_as: "Cloud Monitoring policy",
         }
     }
 }

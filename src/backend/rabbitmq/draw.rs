@@ -16,6 +16,7 @@ impl Draw for super::Rabbitmq {
                 _ => format!("fails, {attempts}"),
             },
             alarms: None,
+            alerts_as: "alert rule",
         }
     }
 }

@@ -10,18 +10,34 @@
 //! TreatMissingData notBreaching (SQS stops publishing metrics for an idle queue, which must
 //! not page anyone).
 //!
+//! The dead-letter rate (`alarms.deadLetterRate`) is a metric-math alarm on the channel,
+//! `{dlq}-dead-letter-rate` (`-{tier}` for tiers): no SQS metric counts the messages a redrive
+//! policy moves into a DLQ (NumberOfMessagesSent does not), so what entered the DLQ in a period
+//! is what its visible count grew by plus what left it (deleted by a consumer or a redrive),
+//! over what was sent to the source:
+//! `IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)` with `vis` the DLQ's
+//! ApproximateNumberOfMessagesVisible (Maximum), `del` its NumberOfMessagesDeleted (Sum) and
+//! `src` the source's NumberOfMessagesSent (Sum), each over the alarm's period, against the
+//! threshold as a fraction; EvaluationPeriods = for / period. CloudWatch's metric-math
+//! documentation lists DIFF and IF without the "not in alarms" caution it gives AVG, SUM and
+//! the like, and refuses only SEARCH in alarms.
+//!
 //! PutMetricAlarm replaces the whole alarm, so every field it takes is owned: fields dlqctl
 //! never sets are desired absent (`null`) and shown in a plan when someone sets them.
 
 use std::collections::BTreeMap;
 
-use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, MetricAlarm, Statistic, Tag};
+use aws_sdk_cloudwatch::types::{
+    ComparisonOperator, Dimension, Metric, MetricAlarm, MetricDataQuery, MetricStat, Statistic, Tag,
+};
 use serde_json::{Value, json};
 
 use crate::backend::wire::aws::{Aws, AwsError, Pages, classify};
 use crate::resource::{Desired, Kind, Props, ResourceId, Role};
 use crate::spec::model::{Backend, Tier};
-use crate::spec::resolve::{AlarmResolved, AlarmsResolved, Resolved, TierResolved};
+use crate::spec::resolve::{
+    AlarmResolved, AlarmsResolved, RateAlarmResolved, RateTierResolved, Resolved, TierResolved,
+};
 
 /// DescribeAlarms takes at most 100 names per call.
 pub const NAMES_PER_CALL: usize = 100;
@@ -36,6 +52,43 @@ pub const OLDEST_AGE_DESCRIPTION: &str =
 pub const INVALID_DEPTH_DESCRIPTION: &str = "invalid messages wait in the invalid-message queue";
 pub const INVALID_OLDEST_AGE_DESCRIPTION: &str =
     "the oldest invalid message is older than the threshold (seconds)";
+
+pub const RATE_SUFFIX: &str = "-dead-letter-rate";
+pub const RATE_DESCRIPTION: &str = "the share of the source's messages that were dead-lettered is above the threshold (a fraction: 0.001 is 0.1%)";
+/// The metric-math expression of the rate alarm, over the queries [`rate_metrics`] names.
+pub const RATE_EXPRESSION: &str = "IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)";
+/// The source's metric: messages sent to it.
+pub const SENT_METRIC: &str = "NumberOfMessagesSent";
+/// The DLQ's metric: messages deleted from it (by a consumer, or a redrive back).
+pub const DELETED_METRIC: &str = "NumberOfMessagesDeleted";
+
+/// The rate alarm's untiered name: `{dlq}-dead-letter-rate`.
+pub fn rate_alarm_name(dlq: &str) -> String {
+    format!("{dlq}{RATE_SUFFIX}")
+}
+
+/// The rate alarm's `Metrics`: the DLQ's visible count and deletions and the source's sends,
+/// each over `period` seconds, then the expression (the only query whose data is returned:
+/// the value the alarm watches).
+pub fn rate_metrics(dlq: &str, source: &str, period: u64) -> Value {
+    let stat = |id: &str, queue: &str, metric: &str, stat: &str| {
+        json!({
+            "Id": id,
+            "MetricStat": {
+                "Metric": {"Namespace": NAMESPACE, "MetricName": metric, "Dimensions": {"QueueName": queue}},
+                "Period": period,
+                "Stat": stat,
+            },
+            "ReturnData": false,
+        })
+    };
+    json!([
+        stat("vis", dlq, DEPTH_METRIC, "Maximum"),
+        stat("del", dlq, DELETED_METRIC, "Sum"),
+        stat("src", source, SENT_METRIC, "Sum"),
+        {"Id": "rate", "Expression": RATE_EXPRESSION, "Label": "dead-letter rate", "ReturnData": true},
+    ])
+}
 
 /// The alarm names of a dead-letter queue: `{dlq}-depth`, `{dlq}-oldest-age`.
 pub fn alarm_names(dlq: &str) -> [String; 2] {
@@ -77,7 +130,87 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
             [INVALID_DEPTH_DESCRIPTION, INVALID_OLDEST_AGE_DESCRIPTION],
         ));
     }
+    out.extend(rate_alarms(r));
     out
+}
+
+/// The channel's dead-letter rate alarms, when the spec has one: the untiered name, or (for
+/// tiers) one per tier with the untiered name desired absent. Without `deadLetterRate` no
+/// name is read, so that channels without one cost plan no more DescribeAlarms names. Not
+/// covered yet: a rate alarm left over after the spec drops `deadLetterRate` stays (plan does
+/// not read its name, and `plan --prune` lists only alarms in namespace AWS/SQS, which a
+/// metric-math alarm has not).
+fn rate_alarms(r: &Resolved) -> Vec<Desired> {
+    let Some(rate) = &r.alarms.dead_letter_rate else {
+        return Vec::new();
+    };
+    let untiered = rate_alarm_name(&r.dead_letter);
+    let tiers: Vec<Option<Tier>> = if rate.is_tiered() {
+        std::iter::once(None)
+            .chain(Tier::ALL.into_iter().map(Some))
+            .collect()
+    } else {
+        vec![None]
+    };
+    tiers
+        .into_iter()
+        .map(|tier| {
+            let wanted = rate.tiers.iter().find(|t| t.tier == tier);
+            Desired {
+                id: ResourceId {
+                    target: r.target.clone(),
+                    backend: Backend::Sqs,
+                    kind: Kind::Alarm,
+                    scope: String::new(),
+                    name: tier_name(&untiered, tier),
+                },
+                channel: r.channel.clone(),
+                role: Role::Alarm,
+                props: wanted.map(|t| rate_props(r, rate, t)).unwrap_or_default(),
+                immutable: false,
+                present: wanted.is_some(),
+            }
+        })
+        .collect()
+}
+
+fn rate_props(r: &Resolved, rate: &RateAlarmResolved, t: &RateTierResolved) -> Props {
+    let description = match rate.description.as_deref() {
+        None => json!(default_description(
+            &r.channel,
+            RATE_DESCRIPTION,
+            t.tier,
+            r.alarms.runbook.as_deref()
+        )),
+        Some("") => Value::Null,
+        Some(d) => json!(d),
+    };
+    [
+        ("AlarmDescription", description),
+        ("Namespace", Value::Null),
+        ("MetricName", Value::Null),
+        ("Dimensions", json!({})),
+        ("Statistic", Value::Null),
+        ("ExtendedStatistic", Value::Null),
+        ("Period", Value::Null),
+        (
+            "Metrics",
+            rate_metrics(&r.dead_letter, &r.main, rate.period.as_millis() / 1000),
+        ),
+        ("EvaluationPeriods", json!(rate.evaluation_periods())),
+        ("DatapointsToAlarm", Value::Null),
+        ("Threshold", json!(t.fraction())),
+        ("ComparisonOperator", json!("GreaterThanThreshold")),
+        ("TreatMissingData", json!("notBreaching")),
+        ("Unit", Value::Null),
+        ("ActionsEnabled", json!(true)),
+        ("AlarmActions", json!(t.actions)),
+        ("OKActions", json!([])),
+        ("InsufficientDataActions", json!([])),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }
 
 /// The alarms on one queue (the DLQ or the invalid-message queue), described by `what`.
@@ -246,6 +379,12 @@ pub fn live_props(a: &MetricAlarm) -> Props {
     put("TreatMissingData", a.treat_missing_data().map(|s| json!(s)));
     put("Unit", a.unit().map(|u| json!(u.as_str())));
     put("ActionsEnabled", a.actions_enabled().map(|b| json!(b)));
+    if !a.metrics().is_empty() {
+        put(
+            "Metrics",
+            Some(Value::Array(a.metrics().iter().map(query_json).collect())),
+        );
+    }
     put("AlarmActions", Some(sorted(a.alarm_actions())));
     put("OKActions", Some(sorted(a.ok_actions())));
     put(
@@ -253,6 +392,100 @@ pub fn live_props(a: &MetricAlarm) -> Props {
         Some(sorted(a.insufficient_data_actions())),
     );
     p
+}
+
+/// One query of a metric-math alarm in the shape [`rate_metrics`] writes (dimensions as a
+/// map; fields CloudWatch left out, left out).
+fn query_json(q: &MetricDataQuery) -> Value {
+    let mut o = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            o.insert(k.to_owned(), v);
+        }
+    };
+    put("Id", q.id().map(|s| json!(s)));
+    put("Expression", q.expression().map(|s| json!(s)));
+    put("Label", q.label().map(|s| json!(s)));
+    put("Period", q.period().map(|n| json!(n)));
+    put("ReturnData", q.return_data().map(|b| json!(b)));
+    put(
+        "MetricStat",
+        q.metric_stat().map(|m| {
+            let mut stat = serde_json::Map::new();
+            if let Some(metric) = m.metric() {
+                let dims: serde_json::Map<String, Value> = metric
+                    .dimensions()
+                    .iter()
+                    .filter_map(|d| Some((d.name()?.to_owned(), json!(d.value()?))))
+                    .collect();
+                stat.insert(
+                    "Metric".to_owned(),
+                    json!({
+                        "Namespace": metric.namespace(),
+                        "MetricName": metric.metric_name(),
+                        "Dimensions": dims,
+                    }),
+                );
+            }
+            if let Some(p) = m.period() {
+                stat.insert("Period".to_owned(), json!(p));
+            }
+            if let Some(s) = m.stat() {
+                stat.insert("Stat".to_owned(), json!(s));
+            }
+            if let Some(u) = m.unit() {
+                stat.insert("Unit".to_owned(), json!(u.as_str()));
+            }
+            Value::Object(stat)
+        }),
+    );
+    Value::Object(o)
+}
+
+/// The `Metrics` of a desired alarm as the SDK's queries (`None`: not a metric-math alarm).
+fn queries(desired: &Props) -> Option<Vec<MetricDataQuery>> {
+    let list = desired.get("Metrics")?.as_array()?;
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let int = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_i64)
+            .and_then(|n| i32::try_from(n).ok())
+    };
+    Some(
+        list.iter()
+            .map(|q| {
+                let stat = q.get("MetricStat").map(|m| {
+                    let metric = m.get("Metric").map(|x| {
+                        let dims = x.get("Dimensions").and_then(Value::as_object).map(|o| {
+                            o.iter()
+                                .filter_map(|(k, v)| {
+                                    Some(Dimension::builder().name(k).value(v.as_str()?).build())
+                                })
+                                .collect()
+                        });
+                        Metric::builder()
+                            .set_namespace(text(x, "Namespace"))
+                            .set_metric_name(text(x, "MetricName"))
+                            .set_dimensions(dims)
+                            .build()
+                    });
+                    MetricStat::builder()
+                        .set_metric(metric)
+                        .set_period(int(m, "Period"))
+                        .set_stat(text(m, "Stat"))
+                        .build()
+                });
+                MetricDataQuery::builder()
+                    .set_id(text(q, "Id"))
+                    .set_expression(text(q, "Expression"))
+                    .set_label(text(q, "Label"))
+                    .set_period(int(q, "Period"))
+                    .set_return_data(q.get("ReturnData").and_then(Value::as_bool))
+                    .set_metric_stat(stat)
+                    .build()
+            })
+            .collect(),
+    )
 }
 
 /// A live alarm: its properties and its ARN (for tags).
@@ -417,6 +650,7 @@ pub async fn put(
                 .collect()
         })
         .unwrap_or_default();
+    let metrics = queries(desired);
     let tags: Vec<Tag> = tags
         .iter()
         .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
@@ -428,7 +662,8 @@ pub async fn put(
             .set_alarm_description(text("AlarmDescription"))
             .set_namespace(text("Namespace"))
             .set_metric_name(text("MetricName"))
-            .set_dimensions(Some(dimensions.clone()))
+            .set_dimensions((!dimensions.is_empty()).then(|| dimensions.clone()))
+            .set_metrics(metrics.clone())
             .set_statistic(text("Statistic").map(|s| Statistic::from(s.as_str())))
             .set_period(int("Period"))
             .set_evaluation_periods(int("EvaluationPeriods"))
@@ -483,16 +718,23 @@ pub(super) fn drawn(a: &crate::resource::Desired) -> Option<crate::backend::kit:
     if a.id.kind != crate::resource::Kind::Alarm {
         return None;
     }
-    let threshold = a
+    use crate::backend::kit::draw::Watch;
+    let raw = a
         .props
         .get("Threshold")
         .and_then(serde_json::Value::as_f64)
-        .map_or(0, |t| t.max(0.0) as u64);
-    let age = a
+        .unwrap_or(0.0);
+    let threshold = raw.max(0.0) as u64;
+    let metric = a
         .props
         .get("MetricName")
-        .and_then(serde_json::Value::as_str)
-        == Some(OLDEST_AGE_METRIC);
+        .and_then(serde_json::Value::as_str);
+    let watch = match metric {
+        Some(OLDEST_AGE_METRIC) => Watch::Age(threshold),
+        Some(_) => Watch::Depth(threshold),
+        // The metric-math alarm: the dead-letter rate, on the channel's DLQ.
+        None => Watch::Rate(raw),
+    };
     Some(crate::backend::kit::draw::DrawnAlarm {
         id: a.id.clone(),
         watches: a
@@ -502,8 +744,7 @@ pub(super) fn drawn(a: &crate::resource::Desired) -> Option<crate::backend::kit:
             .and_then(|q| q.as_str())
             .map(str::to_owned),
         system: "CloudWatch alarm",
-        age,
-        threshold,
+        watch,
     })
 }
 

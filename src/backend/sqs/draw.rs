@@ -12,6 +12,7 @@ impl Draw for super::Sqs {
             retries: Retries::Redeliver,
             last_failure: format!("after {} receives", r.max_attempts),
             alarms: Some(desired.iter().filter_map(super::alarms::drawn).collect()),
+            alerts_as: "CloudWatch alarm",
         }
     }
 }

@@ -58,11 +58,29 @@ pub fn missing_dead_letter_queues(inv: &Inventory, target: &Target) -> Vec<Strin
     out
 }
 
+/// The queue an alarm watches: its QueueName dimension, or for a metric-math alarm the
+/// QueueName of its first query (dlqctl's rate alarm: the DLQ's visible count).
 fn alarm_queue(a: &SeenAlarm) -> Option<&str> {
     a.props
         .get("Dimensions")
         .and_then(|d| d.get("QueueName"))
         .and_then(Value::as_str)
+        .or_else(|| {
+            a.props
+                .get("Metrics")?
+                .get(0)?
+                .pointer("/MetricStat/Metric/Dimensions/QueueName")?
+                .as_str()
+        })
+}
+
+/// The period of a metric-math alarm (its first query's), in seconds.
+fn rate_period(a: &SeenAlarm) -> Option<u64> {
+    a.props
+        .get("Metrics")?
+        .get(0)?
+        .pointer("/MetricStat/Period")?
+        .as_u64()
 }
 
 fn alarm_id(target: &str, name: &str) -> ResourceId {
@@ -503,7 +521,15 @@ fn queue_alarms(
             alarm_queue(a) == Some(w.queue) || (on_dlq && alarm_queue(a) == Some(l.main))
         })
         .collect();
-    ordered.sort_by_key(|(n, _)| (**n != depth_name, **n != age_name, (*n).clone()));
+    let rate_name = alarms::rate_alarm_name(w.queue);
+    ordered.sort_by_key(|(n, _)| {
+        (
+            **n != depth_name,
+            **n != age_name,
+            **n != rate_name,
+            (*n).clone(),
+        )
+    });
     for (name, a) in ordered {
         alarms_handled.insert(name.clone());
         let rid = alarm_id(l.target_name, name);
@@ -533,7 +559,10 @@ fn queue_alarms(
             g.to_adopt.push(rid);
         }
     }
-    if alarms.depth.is_none() && alarms.oldest_message_age.is_none() {
+    if alarms.depth.is_none()
+        && alarms.oldest_message_age.is_none()
+        && alarms.dead_letter_rate.is_none()
+    {
         return None;
     }
     let mut lists = actions.values();
@@ -566,6 +595,9 @@ fn alarm_fit(
             l.main
         ));
     }
+    if a.props.contains_key("Metrics") {
+        return rate_fit(l, w, id, name, a);
+    }
     let [depth_name, age_name] = alarms::alarm_names(w.queue);
     let metric = a
         .props
@@ -595,6 +627,78 @@ fn alarm_fit(
         return Err(format!("the spec cannot express {}", problems.join(", ")));
     }
     Ok((what, tier))
+}
+
+/// Whether a metric-math alarm is dlqctl's dead-letter rate of this channel (`{dlq}-dead-
+/// letter-rate`, its tier from the name), or why the spec cannot take it over.
+fn rate_fit(
+    l: &Link,
+    w: &Watched,
+    id: &str,
+    name: &str,
+    a: &SeenAlarm,
+) -> Result<(&'static str, Option<Tier>), String> {
+    if w.queue != l.dlq {
+        return Err(format!(
+            "a metric-math alarm on {}; dlqctl's rate alarm is the channel's, on its dead-letter queue",
+            w.queue
+        ));
+    }
+    let expected = alarms::rate_alarm_name(l.dlq);
+    let Some(tier) = std::iter::once(None)
+        .chain(Tier::ALL.into_iter().map(Some))
+        .find(|t| alarms::tier_name(&expected, *t) == name)
+    else {
+        return Err(format!(
+            "a metric-math alarm; dlqctl names its dead-letter rate alarm {expected} (or {expected}-warning, {expected}-critical)"
+        ));
+    };
+    let mut problems = Vec::new();
+    let period = rate_period(a).unwrap_or(0);
+    if a.props.get("Metrics") != Some(&alarms::rate_metrics(l.dlq, l.main, period)) {
+        problems.push(format!(
+            "Metrics other than dlqctl's ({} of {} and {} of {}, `{}`)",
+            DEPTH_METRIC,
+            l.dlq,
+            alarms::SENT_METRIC,
+            l.main,
+            alarms::RATE_EXPRESSION
+        ));
+    }
+    let text = |k: &str| a.props.get(k).and_then(Value::as_str);
+    for (k, v) in [
+        ("ComparisonOperator", "GreaterThanThreshold"),
+        ("TreatMissingData", "notBreaching"),
+    ] {
+        if text(k) != Some(v) {
+            problems.push(format!("{k} = {} (dlqctl: {v})", show(a.props.get(k))));
+        }
+    }
+    let threshold = a.props.get("Threshold").and_then(Value::as_f64);
+    if threshold
+        .and_then(crate::spec::ratio::Ratio::from_fraction)
+        .is_none()
+    {
+        problems.push(format!(
+            "Threshold = {} (dlqctl: a fraction above 0, at most 1)",
+            show(a.props.get("Threshold"))
+        ));
+    }
+    let evaluations = number_of(a, "EvaluationPeriods").unwrap_or(0);
+    if period == 0
+        || !period.is_multiple_of(60)
+        || evaluations == 0
+        || period.saturating_mul(evaluations) > 86_400
+    {
+        problems.push(format!(
+            "Period = {period} s × EvaluationPeriods = {evaluations} (dlqctl: whole minutes, at most a day in total)"
+        ));
+    }
+    let ours = dlqctl_channel(&a.tags) == Some(id);
+    if !problems.is_empty() && !ours {
+        return Err(format!("the spec cannot express {}", problems.join(", ")));
+    }
+    Ok((alarms::RATE_DESCRIPTION, tier))
 }
 
 /// The alarm's AlarmActions, sorted.
@@ -684,6 +788,9 @@ fn set_alarm(
             Ok(())
         }
     };
+    if what == alarms::RATE_DESCRIPTION {
+        return set_rate(alarms, a, (description, runbook), tier);
+    }
     if what == DEPTH_DESCRIPTION || what == alarms::INVALID_DEPTH_DESCRIPTION {
         match &mut alarms.depth {
             Some(d) => {
@@ -732,6 +839,63 @@ fn set_alarm(
                     description,
                 });
             }
+        }
+    }
+    if runbook.is_some() {
+        alarms.runbook = runbook;
+    }
+    Ok(())
+}
+
+/// The rate alarm's threshold, period and `for` (period × EvaluationPeriods), as `above`
+/// or as its tier of `deadLetterRate`; periods and `for` are written only where they are not
+/// the defaults (5m, 10m).
+fn set_rate(
+    alarms: &mut Alarms,
+    a: &SeenAlarm,
+    (description, runbook): (Option<String>, Option<String>),
+    tier: Option<Tier>,
+) -> Result<(), String> {
+    let Some(threshold) = a
+        .props
+        .get("Threshold")
+        .and_then(Value::as_f64)
+        .and_then(crate::spec::ratio::Ratio::from_fraction)
+    else {
+        return Err("its Threshold is not a fraction above 0 and at most 1".to_owned());
+    };
+    let period = rate_period(a).unwrap_or(0);
+    let evaluations = number_of(a, "EvaluationPeriods").unwrap_or(1);
+    let period_d = Duration::from_secs(period);
+    let for_d = Duration::from_secs(period.saturating_mul(evaluations));
+    let period = (period_d != crate::spec::resolve::DEFAULT_RATE_PERIOD).then_some(period_d);
+    let for_ = (for_d != crate::spec::resolve::DEFAULT_RATE_FOR).then_some(for_d);
+    match &mut alarms.dead_letter_rate {
+        Some(r) => {
+            if r.above.is_some() || tier.is_none() {
+                return Err(
+                    "the channel already has this alarm (a single threshold and tiers cannot be mixed)"
+                        .to_owned(),
+                );
+            }
+            if (r.period, r.for_, r.description.clone()) != (period, for_, description.clone()) {
+                return Err("its period, evaluation periods or description differ from the other tier's, and a spec gives both tiers the same".to_owned());
+            }
+            match tier {
+                Some(Tier::Warning) => r.warning = Some(threshold),
+                _ => r.critical = Some(threshold),
+            }
+        }
+        None => {
+            let at = |t: Tier| (tier == Some(t)).then_some(threshold);
+            alarms.dead_letter_rate = Some(crate::spec::model::RateAlarm {
+                above: tier.is_none().then_some(threshold),
+                warning: at(Tier::Warning),
+                critical: at(Tier::Critical),
+                period,
+                for_,
+                description,
+            });
         }
     }
     if runbook.is_some() {
@@ -827,7 +991,12 @@ mod tests {
         let target: Target =
             serde_json::from_value(serde_json::json!({"backend": "sqs", "region": "us-east-1"}))
                 .expect("target");
-        for example in ["payments-sqs.yaml", "refunds-sqs-fifo.yaml"] {
+        // The tiers example has the dead-letter rate's metric-math alarms (issue 36).
+        for example in [
+            "payments-sqs.yaml",
+            "refunds-sqs-fifo.yaml",
+            "chargebacks-sqs-tiers.yaml",
+        ] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("examples")
                 .join(example);
@@ -883,6 +1052,8 @@ mod tests {
             assert_eq!(found[0].channel.metadata.name, r.channel);
             let back =
                 crate::spec::resolve::resolve(&found[0].channel, "t", &target).expect("resolves");
+            // Every alarm comes back, the rate's metric-math alarms included.
+            assert_eq!(back.alarms, r.alarms, "{example}");
             for d in crate::backend::sqs::desired::desired(&back) {
                 let mut d = d;
                 d.props.retain(|k, _| !k.starts_with("RedriveAllowPolicy"));
