@@ -546,6 +546,12 @@ pub struct StatusArgs {
     /// How far back `--audit-log` is read, e.g. 7d, 30d.
     #[arg(long, value_name = "DURATION", value_parser = parse_age, default_value = "7d", requires = "audit_log")]
     pub resolution_window: std::time::Duration,
+
+    /// The window the dead-letter rate is measured over: messages that entered each
+    /// dead-letter queue in the last DURATION against those that entered the channel's
+    /// source, as the broker counts them (docs/status.md, "Flow"), e.g. 5m, 1h.
+    #[arg(long, value_name = "DURATION", value_parser = parse_age, default_value = "5m")]
+    pub rate_window: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

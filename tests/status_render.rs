@@ -11,8 +11,8 @@ use dlqctl::printer::Printer;
 use dlqctl::spec::model::Backend;
 use dlqctl::status::resolution::Resolution;
 use dlqctl::status::{
-    AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, Measure, QueueDepth, Report, Sample,
-    render, safe,
+    AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, Flow, FlowWindow, Measure, QueueDepth,
+    Report, Sample, render, safe,
 };
 
 fn depth(n: u64) -> Depth {
@@ -84,6 +84,20 @@ fn report() -> Report {
         ],
         notes: vec!["a note from the backend".into()],
         fingerprints: vec![],
+        // Issue 36: the rate beside depth and age, and per declared class an estimate.
+        flow: Flow {
+            dead_lettered_total: Some(1234),
+            source_total: Some(98_765),
+            source: Some("orders.process".into()),
+            window: Some(FlowWindow {
+                seconds: 300,
+                dead_lettered: Some(10),
+                source: Some(1000),
+            }),
+            basis: Some("rabbitmq"),
+            ..Flow::default()
+        },
+        by_class_in_window: BTreeMap::from([("poison".into(), 6.67), ("other".into(), 3.33)]),
     };
     let empty = DeadLetterReport {
         name: "payments-dlq".into(),
@@ -101,6 +115,8 @@ fn report() -> Report {
         samples: vec![],
         notes: vec![],
         fingerprints: vec![],
+        flow: Flow::default(),
+        by_class_in_window: BTreeMap::new(),
     };
     let kafka = DeadLetterReport {
         name: "inventory-dlt".into(),
@@ -115,6 +131,18 @@ fn report() -> Report {
         samples: vec![],
         notes: vec![],
         fingerprints: vec![],
+        flow: Flow {
+            dead_lettered_total: Some(2),
+            source_total: Some(40),
+            source: Some("inventory".into()),
+            window: Some(FlowWindow {
+                seconds: 3600,
+                dead_lettered: Some(0),
+                source: Some(0),
+            }),
+            ..Flow::default()
+        },
+        by_class_in_window: BTreeMap::new(),
     };
     let missing = DeadLetterReport {
         name: "new-dlq".into(),
@@ -129,6 +157,8 @@ fn report() -> Report {
         samples: vec![],
         notes: vec![],
         fingerprints: vec![],
+        flow: Flow::default(),
+        by_class_in_window: BTreeMap::new(),
     };
     let channel =
         |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
@@ -235,6 +265,8 @@ fn status_renders_each_destination_of_a_channel_with_its_role() {
         samples: vec![],
         notes: vec![],
         fingerprints: vec![],
+        flow: Flow::default(),
+        by_class_in_window: BTreeMap::new(),
     };
     let entry = |role, name: &str, n: u64, class: &str| ChannelStatus {
         channel: "orders".into(),
@@ -306,6 +338,8 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
         samples: vec![],
         notes: vec!["age unknown: none of the 2 messages read carries a time".into()],
         fingerprints: vec![1, 2],
+        flow: Flow::default(),
+        by_class_in_window: BTreeMap::new(),
     };
     let channel = |dl: DeadLetterReport| ChannelStatus {
         role: DeadLetterRole::DeadLetter,

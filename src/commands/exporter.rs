@@ -62,6 +62,12 @@ struct Board {
     /// Per (target, channel, queue), when each message read was first seen: the age of dead
     /// letters that carry no time ([`first_seen`]).
     first_seen: BTreeMap<(String, String, String), FirstSeen>,
+    /// Per (target, channel, queue), the flow counters added up from periods, where the
+    /// backend has no totals (SQS's CloudWatch metrics).
+    flows: BTreeMap<(String, String, String), crate::status::Accumulator>,
+    /// Per (target, channel, queue), the totals of the last reading as read, where they
+    /// settle over two readings ([`crate::status::Flow::settles`]).
+    raw: BTreeMap<(String, String, String), (Option<u64>, Option<u64>)>,
 }
 
 impl Board {
@@ -76,6 +82,8 @@ impl Board {
             reads: 0,
             metrics: String::new(),
             first_seen: BTreeMap::new(),
+            flows: BTreeMap::new(),
+            raw: BTreeMap::new(),
         };
         b.render();
         b
@@ -101,6 +109,32 @@ impl Board {
                         ))
                         .or_default();
                     first_seen::estimate(memory, d, report.generated_at_ms);
+                    let key = (
+                        new.target.clone(),
+                        new.channel.clone(),
+                        new.dead_letter_name.clone(),
+                    );
+                    if d.flow.settles {
+                        let now = (d.flow.dead_lettered_total, d.flow.source_total);
+                        let before = self.raw.insert(key.clone(), now);
+                        // A total two readings in a row reach: the smaller of the two (none
+                        // at the first reading).
+                        let settled = |n: Option<u64>, b: Option<Option<u64>>| match (n, b) {
+                            (Some(n), Some(Some(b))) => Some(n.min(b)),
+                            _ => None,
+                        };
+                        d.flow.dead_lettered_total = settled(now.0, before.map(|b| b.0));
+                        d.flow.source_total = settled(now.1, before.map(|b| b.1));
+                    }
+                    if !d.flow.periods.is_empty() || self.flows.contains_key(&key) {
+                        let (dead, source) =
+                            self.flows.entry(key).or_default().add(&d.flow.periods);
+                        d.flow.dead_lettered_total = dead;
+                        d.flow.source_total = source;
+                    }
+                    if let Some(was) = c.dead_letter.as_ref() {
+                        never_back(&mut d.flow, &was.flow);
+                    }
                 }
                 *c = new;
             }
@@ -127,6 +161,22 @@ impl Board {
             "{body}# HELP dlq_exporter_reads_total Readings of the targets since the exporter started (one per target per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n# EOF\n",
             self.reads
         );
+    }
+}
+
+/// Keeps a counter from going back within one run: the broker's totals can dip for a
+/// moment (RabbitMQ's statistics of `messages` and of acks lag each other by up to 5 s, and
+/// a message that expires in its DLQ leaves the sum), and Prometheus' `rate()` would read a
+/// dip as a reset and count the whole total again. A restarted exporter starts from the
+/// broker's totals, which a reset-aware `rate()` handles.
+fn never_back(now: &mut crate::status::Flow, was: &crate::status::Flow) {
+    for (n, w) in [
+        (&mut now.dead_lettered_total, was.dead_lettered_total),
+        (&mut now.source_total, was.source_total),
+    ] {
+        if let (Some(n), Some(w)) = (n.as_mut(), w) {
+            *n = (*n).max(w);
+        }
     }
 }
 
@@ -202,6 +252,10 @@ async fn read_for_ever(
         max_body: first_seen::FINGERPRINT_BODY,
         peek: args.peek,
         redrive_view: false,
+        // Totals only: Prometheus' `rate()` makes the window.
+        rate_window: None,
+        // A depth where only a traceless read can count it (Pub/Sub's pull + nack).
+        count_by_reading: true,
     };
     let mut by_target: BTreeMap<String, Vec<Resolved>> = BTreeMap::new();
     for c in &channels {
@@ -372,6 +426,8 @@ mod tests {
             reads: 0,
             metrics: String::new(),
             first_seen: BTreeMap::new(),
+            flows: BTreeMap::new(),
+            raw: BTreeMap::new(),
         };
         b.render();
         assert!(
@@ -412,6 +468,8 @@ mod tests {
             reads: 0,
             metrics: String::new(),
             first_seen: BTreeMap::new(),
+            flows: BTreeMap::new(),
+            raw: BTreeMap::new(),
         };
         let reading = |n: u64, at: i64| {
             let mut c = status("a", "t1", None);
@@ -428,6 +486,8 @@ mod tests {
                 samples: Vec::new(),
                 notes: Vec::new(),
                 fingerprints: (0..n).collect(),
+                flow: Default::default(),
+                by_class_in_window: Default::default(),
             });
             Report {
                 channels: vec![c],
@@ -450,5 +510,115 @@ mod tests {
             b.metrics
         );
         assert!(b.metrics.contains(&format!("{known}1\n")), "{}", b.metrics);
+    }
+
+    /// Issue 36: the flow counters never go back within a run (a broker total that dips for a
+    /// moment would read as a reset to `rate()`), and periods (SQS) add up, a period read
+    /// again counted once.
+    #[test]
+    fn flow_counters_never_go_back_and_periods_add_up() {
+        use crate::status::{DeadLetterReport, Depth, Flow, FlowPeriod, Measure};
+        let mut b = Board::new(&[]);
+        b.channels = vec![status("a", "t1", None)];
+        let reading = |flow: Flow| {
+            let mut c = status("a", "t1", None);
+            c.dead_letter = Some(DeadLetterReport {
+                name: "a.dlq".into(),
+                depth: Depth::total(0, Measure::Waiting),
+                oldest_age_seconds: None,
+                oldest_age_since: None,
+                oldest_age_basis: None,
+                by_error_class: BTreeMap::new(),
+                by_class_label: BTreeMap::new(),
+                sampled: 0,
+                exact: true,
+                samples: Vec::new(),
+                notes: Vec::new(),
+                fingerprints: Vec::new(),
+                flow,
+                by_class_in_window: BTreeMap::new(),
+            });
+            Report {
+                channels: vec![c],
+                generated_at_ms: 1_000,
+            }
+        };
+        let totals = |d, s| Flow {
+            dead_lettered_total: Some(d),
+            source_total: Some(s),
+            source: Some("a".into()),
+            ..Flow::default()
+        };
+        let dead = "dlq_dead_lettered_messages_total{channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\",role=\"dead-letter\"} ";
+        let source = "dlq_source_messages_total{channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a\"} ";
+        b.update("t1", reading(totals(10, 1000)));
+        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
+        assert!(
+            b.metrics.contains(&format!("{source}1000\n")),
+            "{}",
+            b.metrics
+        );
+        assert!(
+            b.metrics
+                .contains("# TYPE dlq_dead_lettered_messages_total counter\n")
+        );
+        // A dip (statistics emitted apart): the counter stays.
+        b.update("t1", reading(totals(8, 1000)));
+        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
+        b.update("t1", reading(totals(12, 1100)));
+        assert!(b.metrics.contains(&format!("{dead}12\n")), "{}", b.metrics);
+
+        // Totals that settle (RabbitMQ's): published once two readings reach them, so a
+        // one-reading overshoot (the acks counted before the queue's `messages` fell) is
+        // never published, and never held by the rule above.
+        let mut b = Board::new(&[]);
+        b.channels = vec![status("a", "t1", None)];
+        let settling = |d, s| Flow {
+            settles: true,
+            ..totals(d, s)
+        };
+        b.update("t1", reading(settling(10, 1000)));
+        assert!(
+            !b.metrics.contains("dlq_dead_lettered_messages_total{"),
+            "{}",
+            b.metrics
+        );
+        b.update("t1", reading(settling(20, 1000)));
+        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
+        b.update("t1", reading(settling(10, 1000)));
+        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
+        b.update("t1", reading(settling(11, 1010)));
+        b.update("t1", reading(settling(11, 1010)));
+        assert!(b.metrics.contains(&format!("{dead}11\n")), "{}", b.metrics);
+
+        // Periods, no totals: added up; a period read again replaces its figures.
+        let mut b = Board::new(&[]);
+        b.channels = vec![status("a", "t1", None)];
+        let periods = |ps: &[(i64, u64, u64)]| Flow {
+            source: Some("a".into()),
+            periods: ps
+                .iter()
+                .map(|(t, d, s)| FlowPeriod {
+                    start_s: *t,
+                    dead_lettered: Some(*d),
+                    source: Some(*s),
+                })
+                .collect(),
+            ..Flow::default()
+        };
+        b.update("t1", reading(Flow::default()));
+        assert!(
+            !b.metrics.contains("dlq_dead_lettered_messages_total{"),
+            "absent, not 0"
+        );
+        b.update("t1", reading(periods(&[(0, 4, 400), (60, 6, 600)])));
+        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
+        b.update("t1", reading(periods(&[(60, 6, 600), (120, 1, 100)])));
+        assert!(b.metrics.contains(&format!("{dead}11\n")), "{}", b.metrics);
+        assert!(
+            b.metrics.contains(&format!("{source}1100\n")),
+            "{}",
+            b.metrics
+        );
     }
 }

@@ -71,6 +71,8 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
         max_body: args.max_body as usize,
         peek: !args.no_peek,
         redrive_view: false,
+        rate_window: Some(args.rate_window),
+        count_by_reading: false,
     };
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);

@@ -611,6 +611,8 @@ async fn watch_for_return(
         max_body: redrive::PRINT_BODY,
         peek: true,
         redrive_view: true,
+        rate_window: None,
+        count_by_reading: false,
     };
     let until = tokio::time::Instant::now() + v.for_;
     let mut back = Vec::new();
@@ -738,6 +740,8 @@ async fn dry_run(
         max_body: status::DEFAULT_MAX_BODY,
         peek: true,
         redrive_view: true,
+        rate_window: None,
+        count_by_reading: false,
     };
     let observed = one(reader.status(&[r], read).await?)?;
     let now = status::now_ms();
@@ -800,6 +804,8 @@ async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
         max_body: 0,
         peek: false,
         redrive_view: true,
+        rate_window: None,
+        count_by_reading: false,
     };
     let observed = reader
         .status(&[r], read)

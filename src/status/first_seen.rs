@@ -193,6 +193,8 @@ mod tests {
             samples: Vec::new(),
             notes: Vec::new(),
             fingerprints,
+            flow: Default::default(),
+            by_class_in_window: Default::default(),
         }
     }
 

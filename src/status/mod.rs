@@ -53,6 +53,13 @@ pub struct ReadOptions {
     /// Read as `redrive` sees the queue: on Kafka, from the redrive group's position even when
     /// the spec names the dead-letter topic's own consumer group.
     pub redrive_view: bool,
+    /// The window `status` measures the dead-letter rate over (`--rate-window`); `None`:
+    /// the broker's totals only (the exporter: Prometheus' `rate()` makes the window).
+    pub rate_window: Option<std::time::Duration>,
+    /// Whether a depth may be counted by reads that leave no trace even with `peek` off
+    /// (Pub/Sub: pull and nack a dead-letter subscription that has no dead-letter policy of
+    /// its own): the exporter's depth there. The messages read that way are not kept.
+    pub count_by_reading: bool,
 }
 
 impl Default for ReadOptions {
@@ -63,6 +70,8 @@ impl Default for ReadOptions {
             max_body: DEFAULT_MAX_BODY,
             peek: true,
             redrive_view: false,
+            rate_window: None,
+            count_by_reading: false,
         }
     }
 }
@@ -172,6 +181,110 @@ impl AgeBasis {
     }
 }
 
+/// A channel's flow, as its broker counts it: messages that entered this destination (the
+/// DLQ, or an invalid/exception destination) and messages that entered the channel's source,
+/// in all (monotonic broker totals: the exporter's `_total` counters) and over the last
+/// window (`status --rate-window`). `None` wherever the backend cannot say: never a fake 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Flow {
+    /// Messages that entered this destination since the broker began counting.
+    pub dead_lettered_total: Option<u64>,
+    /// Messages that entered the channel's source (its main queue or topic).
+    pub source_total: Option<u64>,
+    /// The source's name (the `queue` label of `dlq_source_messages_total`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The same counts over the last window, when `status` asked for one.
+    pub window: Option<FlowWindow>,
+    /// How the backend counted (for the JSON and the docs): e.g. RabbitMQ's
+    /// `messages + ack + get_no_ack + deliver_no_ack`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<&'static str>,
+    /// Per-period counts, where the backend has periods and no totals (SQS's CloudWatch
+    /// metrics): the exporter adds them up into its counters ([`Accumulator`]). Oldest first.
+    #[serde(skip)]
+    pub periods: Vec<FlowPeriod>,
+    /// The totals add figures the broker emits apart (RabbitMQ: the queue's `messages` and
+    /// the channels' acknowledgements), so one reading can over- or undershoot for a moment:
+    /// the exporter publishes a total once two readings in a row reach it.
+    #[serde(skip)]
+    pub settles: bool,
+}
+
+/// One metric period's flow (SQS: one CloudWatch period).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FlowPeriod {
+    /// The period's start, seconds since the epoch.
+    pub start_s: i64,
+    pub dead_lettered: Option<u64>,
+    pub source: Option<u64>,
+}
+
+/// What the exporter adds up where a backend gives periods, not totals: the periods still
+/// within the reading's lookback, by start (a later reading replaces a period's figures,
+/// since CloudWatch revises late datapoints), and the sum of those that left it. A restarted
+/// exporter starts again at 0, which Prometheus' `rate()` reads as a counter reset.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Accumulator {
+    settled: (u64, u64),
+    recent: BTreeMap<i64, (Option<u64>, Option<u64>)>,
+    seen: (bool, bool),
+}
+
+impl Accumulator {
+    /// Takes one reading's periods (oldest first) and gives the totals so far, `None` for a
+    /// count no period ever had.
+    pub fn add(&mut self, periods: &[FlowPeriod]) -> (Option<u64>, Option<u64>) {
+        if let Some(first) = periods.first() {
+            let older: Vec<i64> = self
+                .recent
+                .range(..first.start_s)
+                .map(|(t, _)| *t)
+                .collect();
+            for t in older {
+                if let Some((d, s)) = self.recent.remove(&t) {
+                    self.settled.0 += d.unwrap_or(0);
+                    self.settled.1 += s.unwrap_or(0);
+                }
+            }
+            for p in periods {
+                self.seen.0 |= p.dead_lettered.is_some();
+                self.seen.1 |= p.source.is_some();
+                self.recent.insert(p.start_s, (p.dead_lettered, p.source));
+            }
+        }
+        let sum = |pick: fn(&(Option<u64>, Option<u64>)) -> Option<u64>| -> u64 {
+            self.recent.values().filter_map(pick).sum()
+        };
+        (
+            self.seen.0.then(|| self.settled.0 + sum(|x| x.0)),
+            self.seen.1.then(|| self.settled.1 + sum(|x| x.1)),
+        )
+    }
+}
+
+/// The flow over one window: what entered the destination and the source in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FlowWindow {
+    /// The window's length, in seconds (the last `seconds` before the read).
+    pub seconds: u64,
+    pub dead_lettered: Option<u64>,
+    pub source: Option<u64>,
+}
+
+impl FlowWindow {
+    /// The dead-letter rate over the window (a fraction), when both counts are known and
+    /// the source had traffic.
+    pub fn rate(&self) -> Option<f64> {
+        match (self.dead_lettered, self.source) {
+            (Some(d), Some(s)) if s > 0 => Some(d as f64 / s as f64),
+            _ => None,
+        }
+    }
+}
+
 /// What a status door read of one channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
@@ -187,6 +300,8 @@ pub struct Observed {
     pub metric_age_seconds: Option<f64>,
     /// What the read did or did not do, for the operator: refused samples and why.
     pub notes: Vec<String>,
+    /// The flow into the destination and the source, where the broker counts it.
+    pub flow: Flow,
 }
 
 impl Observed {
@@ -199,6 +314,7 @@ impl Observed {
             head_first: false,
             metric_age_seconds: None,
             notes: Vec::new(),
+            flow: Flow::default(),
         }
     }
 }
@@ -269,6 +385,12 @@ pub struct DeadLetterReport {
     /// what the exporter remembers to age messages that carry no time. Never shown.
     #[serde(skip)]
     pub fingerprints: Vec<u64>,
+    /// What entered the destination and the source ([`Flow`]).
+    pub flow: Flow,
+    /// Per declared class (and `other`), the dead letters of the window: the class shares
+    /// among the messages read × the window's dead-lettered count. An estimate (the shares
+    /// are of what the DLQ holds, read at its head), only when the channel declares classes.
+    pub by_class_in_window: BTreeMap<String, f64>,
 }
 
 /// One destination of a channel's dead letters in `dlqctl status`: the DLQ (then with the
@@ -413,6 +535,16 @@ pub fn summarise(
         }
         b => b,
     };
+    let by_class_in_window = match observed.flow.window.as_ref().and_then(|w| w.dead_lettered) {
+        Some(n) if envelope.classes.declared() && sampled > 0 => by_label
+            .iter()
+            .map(|(class, k)| {
+                let share = *k as f64 / sampled as f64;
+                (class.clone(), (share * n as f64 * 100.0).round() / 100.0)
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    };
     (
         DeadLetterReport {
             name: name.to_owned(),
@@ -427,6 +559,8 @@ pub fn summarise(
             samples,
             notes,
             fingerprints: observed.messages.iter().map(Message::fingerprint).collect(),
+            flow: observed.flow,
+            by_class_in_window,
         },
         observed.others,
     )
@@ -569,6 +703,30 @@ pub fn now_ms() -> i64 {
 mod tests {
     use super::*;
 
+    /// Issue 36: SQS periods add up into counters; a period read again (CloudWatch revised
+    /// it) replaces what it said, and one that left the lookback stays counted.
+    #[test]
+    fn periods_add_up_and_a_period_read_again_is_counted_once() {
+        let p = |t, d, s| FlowPeriod {
+            start_s: t,
+            dead_lettered: Some(d),
+            source: Some(s),
+        };
+        let mut a = Accumulator::default();
+        assert_eq!(a.add(&[]), (None, None));
+        assert_eq!(a.add(&[p(0, 1, 100), p(60, 2, 100)]), (Some(3), Some(200)));
+        // The next reading: period 0 left the lookback, 60 revised, 120 new.
+        assert_eq!(a.add(&[p(60, 3, 100), p(120, 0, 50)]), (Some(4), Some(250)));
+        // Nothing new read: the totals stay.
+        assert_eq!(a.add(&[]), (Some(4), Some(250)));
+        let only_source = FlowPeriod {
+            start_s: 0,
+            dead_lettered: None,
+            source: Some(7),
+        };
+        assert_eq!(Accumulator::default().add(&[only_source]), (None, Some(7)));
+    }
+
     #[test]
     fn terminal_escapes_and_bidi_controls_become_visible() {
         for hidden in ['\u{61c}', '\u{2028}', '\u{e0041}', '\u{ad}', '\u{180e}'] {
@@ -650,6 +808,7 @@ mod tests {
             head_first,
             metric_age_seconds: None,
             notes: Vec::new(),
+            flow: Flow::default(),
         }
     }
 

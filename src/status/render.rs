@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::age::age;
-use super::{Body, ChannelStatus, DeadLetterReport, Depth, Measure, Report, Sample};
+use super::{Body, ChannelStatus, DeadLetterReport, Depth, Flow, Measure, Report, Sample};
 use crate::printer::{Printer, Style};
 use crate::spec::resolve::DeadLetterRole;
 
@@ -53,6 +53,75 @@ fn depth_line(d: &Depth) -> String {
     } else {
         format!("{n} {what} ({})", parts.join(", "))
     }
+}
+
+/// `1,000`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A window's length: `5m`, `1h`, `90s`, `1h 30m`.
+fn span(secs: u64) -> String {
+    let parts = [(86_400, "d"), (3600, "h"), (60, "m"), (1, "s")];
+    let mut left = secs;
+    let mut out = Vec::new();
+    for (unit, name) in parts {
+        if left >= unit {
+            out.push(format!("{}{name}", left / unit));
+            left %= unit;
+        }
+    }
+    if out.is_empty() {
+        "0s".to_owned()
+    } else {
+        out.join(" ")
+    }
+}
+
+/// `1.00% (10 of 1,000 in the last 5m)`, or what is missing; `None` when the backend
+/// gave no window (it cannot count the flow).
+fn rate_line(f: &Flow) -> Option<String> {
+    let w = f.window.as_ref()?;
+    let last = span(w.seconds);
+    Some(match (w.dead_lettered, w.source) {
+        (Some(d), Some(s)) if s > 0 => format!(
+            "{:.2}% ({} of {} in the last {last})",
+            d as f64 * 100.0 / s as f64,
+            thousands(d),
+            thousands(s)
+        ),
+        (Some(d), Some(_)) => {
+            format!(
+                "none: no message entered the source in the last {last} ({} dead-lettered)",
+                thousands(d)
+            )
+        }
+        (None, _) => format!("unknown: the dead-lettered count of the last {last} is not known"),
+        (_, None) => format!("unknown: the source's count of the last {last} is not known"),
+    })
+}
+
+/// `poison ≈6.5 · other ≈3.5 (estimate: the shares of the 100 read)`.
+fn class_rate_line(d: &DeadLetterReport) -> Option<String> {
+    if d.by_class_in_window.is_empty() {
+        return None;
+    }
+    let mut v: Vec<(&String, &f64)> = d.by_class_in_window.iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = v.iter().map(|(c, n)| format!("{c} ≈{n}")).collect();
+    Some(format!(
+        "{} (estimate: each class's share of the {} read × the window's dead letters)",
+        parts.join(" · "),
+        d.sampled
+    ))
 }
 
 fn classes(by: &BTreeMap<String, u64>) -> String {
@@ -192,6 +261,12 @@ pub fn human(report: &Report, printer: &Printer) -> String {
         if let Some(o) = oldest_line(d) {
             let _ = writeln!(out, "  oldest    {o}");
         }
+        if let Some(r) = rate_line(&d.flow) {
+            let _ = writeln!(out, "  rate      {r}");
+        }
+        if let Some(r) = class_rate_line(d) {
+            let _ = writeln!(out, "  by class  {r}");
+        }
         if let Some(r) = &c.resolution {
             let _ = writeln!(out, "  resolved  {}", resolution_line(r));
         }
@@ -330,19 +405,21 @@ fn fence(s: &str) -> String {
 pub fn markdown(report: &Report) -> String {
     let mut out = String::from("### Dead-letter queues\n\n");
     out.push_str(
-        "| channel | backend | target | dead-letter queue | depth | oldest | classes | read |\n",
+        "| channel | backend | target | dead-letter queue | depth | oldest | rate | classes | read |\n",
     );
-    out.push_str("|---|---|---|---|---:|---|---|---|\n");
+    out.push_str("|---|---|---|---|---:|---|---|---|---|\n");
     for c in &report.channels {
-        let (depth, oldest, cls, read) = match (&c.error, &c.dead_letter) {
+        let (depth, oldest, rate, cls, read) = match (&c.error, &c.dead_letter) {
             (Some(e), _) => (
                 format!("not read: {e}"),
+                String::new(),
                 String::new(),
                 String::new(),
                 String::new(),
             ),
             (None, Some(d)) if !d.depth.exists => (
                 "does not exist".to_owned(),
+                String::new(),
                 String::new(),
                 String::new(),
                 String::new(),
@@ -353,6 +430,7 @@ pub fn markdown(report: &Report) -> String {
                     Some(super::AgeBasis::Unknown) => "unknown".to_owned(),
                     _ => d.oldest_age_seconds.map(age).unwrap_or_default(),
                 },
+                rate_line(&d.flow).unwrap_or_default(),
                 classes(&d.by_error_class),
                 if d.sampled > 0 {
                     read_line(d)
@@ -364,13 +442,14 @@ pub fn markdown(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&c.channel),
             c.backend.as_str(),
             cell(&c.target),
             cell(&shown_name(c)),
             cell(&depth),
             cell(&oldest),
+            cell(&rate),
             cell(&cls),
             cell(&read)
         );
@@ -457,6 +536,23 @@ fn depth_json(d: &Depth) -> Value {
     v
 }
 
+/// The flow in the JSON document: totals, the window and its rate (a fraction, null when
+/// either count is unknown or the source had no traffic).
+fn flow_json(f: &Flow) -> Value {
+    json!({
+        "deadLetteredTotal": f.dead_lettered_total,
+        "sourceTotal": f.source_total,
+        "source": f.source,
+        "basis": f.basis,
+        "window": f.window.as_ref().map(|w| json!({
+            "seconds": w.seconds,
+            "deadLettered": w.dead_lettered,
+            "source": w.source,
+            "rate": w.rate(),
+        })),
+    })
+}
+
 fn seconds(v: Option<f64>) -> Value {
     v.map_or(Value::Null, |s| json!((s * 1000.0).round() / 1000.0))
 }
@@ -491,6 +587,12 @@ pub fn json(report: &Report) -> String {
                         "body": s.body,
                     })).collect::<Vec<_>>(),
                     "notes": d.notes,
+                    "flow": flow_json(&d.flow),
+                    "byClassInWindow": if d.by_class_in_window.is_empty() {
+                        Value::Null
+                    } else {
+                        json!({"estimate": true, "classes": d.by_class_in_window})
+                    },
                 }),
                 None => json!({
                     "name": c.dead_letter_name,
@@ -504,6 +606,8 @@ pub fn json(report: &Report) -> String {
                     "exact": false,
                     "samples": [],
                     "notes": [],
+                    "flow": null,
+                    "byClassInWindow": null,
                 }),
             };
             json!({
@@ -569,14 +673,17 @@ fn labels(pairs: &[(&str, &str)]) -> String {
 /// Gauges in the text exposition format, ending with `# EOF` (OpenMetrics; Prometheus's
 /// parser and node_exporter's textfile collector take it as a comment).
 pub fn openmetrics(report: &Report) -> String {
-    let mut families: BTreeMap<&str, (&str, Vec<String>)> = BTreeMap::new();
-    let mut add = |name: &'static str, help: &'static str, l: String, v: f64| {
-        families
-            .entry(name)
-            .or_insert_with(|| (help, Vec::new()))
-            .1
-            .push(format!("{name}{l} {v}"));
-    };
+    // name → (type, help, samples)
+    type Family<'a> = (&'a str, &'a str, Vec<String>);
+    let mut families: BTreeMap<&str, Family<'_>> = BTreeMap::new();
+    let mut add =
+        |name: &'static str, kind: &'static str, help: &'static str, l: String, v: f64| {
+            families
+                .entry(name)
+                .or_insert_with(|| (kind, help, Vec::new()))
+                .2
+                .push(format!("{name}{l} {v}"));
+        };
     // Per target, its channels and those that could not be read (a channel counts once,
     // failed when any of its destinations failed).
     type Channels<'a> = std::collections::BTreeSet<&'a str>;
@@ -595,9 +702,46 @@ pub fn openmetrics(report: &Report) -> String {
             ("role", c.role.as_str()),
         ];
         let Some(d) = &c.dead_letter else { continue };
+        // Counters from the broker's own totals (docs/status.md, "Flow"); absent when the
+        // backend cannot say. The source once per channel, with its DLQ.
+        if let Some(n) = d.flow.dead_lettered_total {
+            add(
+                "dlq_dead_lettered_messages_total",
+                "counter",
+                "Messages that entered the dead-letter queue (or the invalid / exception destination: role), as the broker counts them.",
+                labels(&base),
+                n as f64,
+            );
+        }
+        if c.role == DeadLetterRole::DeadLetter
+            && let (Some(n), Some(q)) = (d.flow.source_total, d.flow.source.as_deref())
+        {
+            add(
+                "dlq_source_messages_total",
+                "counter",
+                "Messages that entered the channel's source (its main queue or topic), as the broker counts them.",
+                labels(&[
+                    ("channel", c.channel.as_str()),
+                    ("target", c.target.as_str()),
+                    ("backend", c.backend.as_str()),
+                    ("queue", q),
+                ]),
+                n as f64,
+            );
+        }
+        if d.depth.total.is_some() {
+            add(
+                "dlq_depth_lower_bound",
+                "gauge",
+                "1 when dlq_depth is a lower bound (counted by reading, and the read stopped at --scan: Pub/Sub without Cloud Monitoring), else 0.",
+                labels(&base),
+                if d.depth.lower_bound { 1.0 } else { 0.0 },
+            );
+        }
         if let Some(n) = d.depth.total {
             add(
                 "dlq_depth",
+                "gauge",
                 "Messages in the dead-letter queue: ready, in flight and delayed (a Kafka dead-letter topic without deadLetter.consumerGroup: the records it retains).",
                 labels(&base),
                 n as f64,
@@ -612,6 +756,7 @@ pub fn openmetrics(report: &Report) -> String {
             ));
             add(
                 "dlq_oldest_message_age_seconds",
+                "gauge",
                 "Age of the oldest dead letter, since it was dead-lettered where the message says, else since it was published; basis=\"first-seen\": since the exporter first saw it (no message carries a time), a lower bound.",
                 labels(&l),
                 (a * 1000.0).round() / 1000.0,
@@ -620,6 +765,7 @@ pub fn openmetrics(report: &Report) -> String {
         if d.depth.exists {
             add(
                 "dlq_oldest_message_age_known",
+                "gauge",
                 "1 when the oldest dead letter's age comes from the broker or the message, or none waits; 0 when messages wait and their age is estimated (first-seen) or unknown.",
                 labels(&base),
                 if d.oldest_age_basis.is_none_or(super::AgeBasis::known) {
@@ -632,6 +778,7 @@ pub fn openmetrics(report: &Report) -> String {
         if d.depth.exists {
             add(
                 "dlq_messages_read",
+                "gauge",
                 "Dead letters read for the error-class counts.",
                 labels(&base),
                 d.sampled as f64,
@@ -644,6 +791,7 @@ pub fn openmetrics(report: &Report) -> String {
             l.push(("class", class));
             add(
                 "dlq_messages_by_error_class",
+                "gauge",
                 "Dead letters per error class, among those read (dlq_messages_read).",
                 labels(&l),
                 *n as f64,
@@ -660,6 +808,7 @@ pub fn openmetrics(report: &Report) -> String {
                 ];
                 add(
                     "dlq_channel_queue_depth",
+                    "gauge",
                     "Messages in the channel's main and retry queues or topics, for context.",
                     labels(&l),
                     n as f64,
@@ -671,6 +820,7 @@ pub fn openmetrics(report: &Report) -> String {
         let l = labels(&[("target", target), ("backend", backend)]);
         add(
             "dlq_up",
+            "gauge",
             "1 when every channel of the target was read at the last read, else 0.",
             l.clone(),
             if failed.is_empty() && !all.is_empty() {
@@ -681,14 +831,15 @@ pub fn openmetrics(report: &Report) -> String {
         );
         add(
             "dlq_read_errors",
+            "gauge",
             "Channels of the target that could not be read at the last read.",
             l,
             failed.len() as f64,
         );
     }
     let mut out = String::new();
-    for (name, (help, lines)) in &families {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for (name, (kind, help, lines)) in &families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for l in lines {
             let _ = writeln!(out, "{l}");
         }

@@ -26,9 +26,16 @@ impl Exporter {
             .spawn()
             .expect("exporter starts");
         let stderr = child.stderr.take().expect("stderr");
+        // The banner, after any lint warnings the specs have (20 lines at most).
+        let mut reader = std::io::BufReader::new(stderr);
         let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line)
-            .expect("banner");
+        for _ in 0..20 {
+            line.clear();
+            std::io::BufRead::read_line(&mut reader, &mut line).expect("banner");
+            if line.contains("http://") || line.is_empty() {
+                break;
+            }
+        }
         let addr = line
             .split("http://")
             .nth(1)

@@ -1439,6 +1439,9 @@ pub enum End {
     /// The offset after the last record a read-committed consumer can see (the high
     /// watermark, or the last stable offset while a transaction is open).
     Latest,
+    /// The first offset whose record's timestamp is at or after this time (ms since the
+    /// epoch); -1 when no record is that recent (ListOffsets by timestamp).
+    At(i64),
 }
 
 /// One end of every partition `0..n` of each topic, in one ListOffsets (librdkafka fans it
@@ -1473,9 +1476,11 @@ fn list_ends_blocking(
     let api = LIST_ENDS;
     let rk = admin.inner().native_ptr();
     let spec = match end {
-        End::Earliest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_EARLIEST,
-        End::Latest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_LATEST,
-    } as i64;
+        End::Earliest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_EARLIEST as i64,
+        End::Latest => rd::rd_kafka_OffsetSpec_t::RD_KAFKA_OFFSET_SPEC_LATEST as i64,
+        // librdkafka reads a non-negative offset spec as a timestamp.
+        End::At(ms) => ms.max(0),
+    };
     let topics: Vec<(&CStr, i32)> = wanted.iter().map(|(t, n)| (t.as_c_str(), *n)).collect();
     let list = partition_list(api, &topics, Some(spec))?;
     let op = rd::rd_kafka_admin_op_t::RD_KAFKA_ADMIN_OP_LISTOFFSETS;

@@ -42,6 +42,7 @@ impl Reader {
         r: &Resolved,
         read: ReadOptions,
         all: &BTreeMap<String, Marks>,
+        since: &Since,
     ) -> Result<Observed, KafkaError> {
         let others = std::iter::once((r.main.as_str(), "main"))
             .chain(r.retry_stages.iter().map(|s| (s.name.as_str(), "retry")))
@@ -109,6 +110,7 @@ impl Reader {
             head_first: true,
             metric_age_seconds: None,
             notes,
+            flow: flow_of(r, all, since, read),
         };
         if total > 0 && read.scan > 0 {
             observed.messages = self.sample(&r.dead_letter, marks, &ledgers, read).await?;
@@ -161,6 +163,28 @@ impl Reader {
             out.insert(t.clone(), marks);
         }
         Ok(out)
+    }
+
+    /// Each partition's first offset at or after `now - window`, for every topic: one
+    /// ListOffsets by timestamp (status's window; the exporter asks for none).
+    async fn offsets_since(
+        &self,
+        topics: &BTreeMap<&str, usize>,
+        window: Duration,
+    ) -> Result<Since, KafkaError> {
+        if topics.is_empty() {
+            return Ok(Since::new());
+        }
+        self.stats.count("kafka:ListOffsets");
+        let wanted: Vec<(String, usize)> =
+            topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect();
+        let start = crate::status::now_ms() - i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+        super::ffi::list_offsets(&self.admin, &wanted, super::ffi::End::At(start), TIMEOUT)
+            .await
+            .map_err(|e| KafkaError::Connect {
+                bootstrap: self.bootstrap.clone(),
+                reason: e.to_string(),
+            })
     }
 
     async fn committed(
@@ -269,6 +293,64 @@ impl Reader {
     }
 }
 
+/// The offset of each partition's first record at or after the window's start, by topic
+/// (one ListOffsets by timestamp for every topic; empty without a window).
+type Since = BTreeMap<(String, i32), i64>;
+
+/// How the flow is counted, for the JSON document.
+const BASIS: &str = "kafka: end offsets of the dead-letter and main topics, summed over partitions; the window by ListOffsets at its start";
+
+/// What entered a topic: the sum of its partitions' end offsets (every record ever
+/// appended, whatever retention removed since), and over the window, the records whose
+/// timestamp is in it (a partition with none that recent counts 0).
+fn entered(topic: &str, marks: &Marks, since: &Since) -> (u64, Option<u64>) {
+    let total = marks
+        .iter()
+        .map(|(_, high)| u64::try_from(*high).unwrap_or(0))
+        .sum();
+    let window = (!since.is_empty()).then(|| {
+        marks
+            .iter()
+            .enumerate()
+            .map(|(p, (_, high))| {
+                let p = i32::try_from(p).unwrap_or(i32::MAX);
+                let from = since
+                    .get(&(topic.to_owned(), p))
+                    .copied()
+                    .filter(|o| *o >= 0)
+                    .unwrap_or(*high);
+                u64::try_from(high - from.min(*high)).unwrap_or(0)
+            })
+            .sum()
+    });
+    (total, window)
+}
+
+fn flow_of(
+    r: &Resolved,
+    all: &BTreeMap<String, Marks>,
+    since: &Since,
+    read: ReadOptions,
+) -> crate::status::Flow {
+    let dlt = all
+        .get(&r.dead_letter)
+        .map(|m| entered(&r.dead_letter, m, since));
+    let main = all.get(&r.main).map(|m| entered(&r.main, m, since));
+    crate::status::Flow {
+        dead_lettered_total: dlt.map(|d| d.0),
+        source_total: main.map(|m| m.0),
+        source: Some(r.main.clone()),
+        window: read.rate_window.map(|w| crate::status::FlowWindow {
+            seconds: w.as_secs(),
+            dead_lettered: dlt.and_then(|d| d.1),
+            source: main.and_then(|m| m.1),
+        }),
+        basis: Some(BASIS),
+        periods: Vec::new(),
+        settles: false,
+    }
+}
+
 fn retained(marks: &[(i64, i64)]) -> u64 {
     marks
         .iter()
@@ -372,9 +454,13 @@ impl crate::backend::kit::doors::Status for Reader {
             }
         }
         let marks = self.watermarks(&topics).await?;
+        let since = match read.rate_window {
+            Some(w) => self.offsets_since(&topics, w).await?,
+            None => Since::new(),
+        };
         let mut out = Vec::with_capacity(channels.len());
         for r in channels {
-            out.push(self.channel_status(r, read, &marks).await);
+            out.push(self.channel_status(r, read, &marks, &since).await);
         }
         Ok(out)
     }

@@ -42,14 +42,19 @@ impl Reader {
             depth: unknown(main_exists),
         }];
         let dl = &p.dead_letter_subscription;
-        if self.get_json(Kind::Subscription, dl).await?.is_none() {
+        let Some(sub) = self.get_json(Kind::Subscription, dl).await? else {
             return Ok(Observed::missing(others));
-        }
+        };
         let mut notes = Vec::new();
         let mut messages = Vec::new();
         let mut depth = unknown(true);
-        if read.peek && read.scan > 0 {
-            let (read_all, all) = self.sample(dl, read).await?;
+        // Without `peek` (the exporter) the count is still made where it leaves no trace: a
+        // nack on a subscription without a dead-letter policy spends nothing. The messages
+        // read are then not kept (no sample, no class, no age).
+        let traceless = sub.get("deadLetterPolicy").is_none_or(Value::is_null);
+        let count_only = !read.peek && read.count_by_reading && traceless;
+        if (read.peek || count_only) && read.scan > 0 {
+            let (read_all, mut all) = self.sample(dl, read).await?;
             depth = Depth {
                 lower_bound: !read_all,
                 ..Depth::total(all.len() as u64, crate::status::Measure::Waiting)
@@ -64,6 +69,10 @@ impl Reader {
                     all.len()
                 )
             });
+            if count_only {
+                notes.push("no message kept (--peek off): depth only".to_owned());
+                all.clear();
+            }
             messages = all;
         } else {
             notes.push(
@@ -79,6 +88,7 @@ impl Reader {
             head_first: false,
             metric_age_seconds: None,
             notes,
+            flow: crate::status::Flow::default(),
         })
     }
 

@@ -27,6 +27,108 @@ use crate::status::{Depth, Measure, Message, Observed, QueueDepth, ReadOptions};
 /// ReceiveMessage's largest batch.
 const BATCH: usize = 10;
 
+/// The CloudWatch period the flow is read in (SQS publishes its metrics per minute).
+const FLOW_PERIOD: i64 = 60;
+/// How far back the exporter reads periods each time: CloudWatch publishes SQS datapoints a
+/// few minutes late and may revise them, so every reading reads the last 15 minutes again and
+/// the exporter keeps the newest figures of each period (`status::Accumulator`).
+const FLOW_LOOKBACK: i64 = 900;
+/// GetMetricData takes at most 500 queries per call; four per channel.
+const QUERIES_PER_CALL: usize = 500;
+const QUERIES_PER_CHANNEL: usize = 4;
+
+/// How the flow is counted, for the JSON document (docs/status.md, "Flow").
+const FLOW_BASIS: &str = "sqs: CloudWatch per minute: DIFF(DLQ ApproximateNumberOfMessagesVisible + NotVisible, Maximum) + DLQ NumberOfMessagesDeleted, at least 0; source NumberOfMessagesSent";
+
+/// One channel's CloudWatch series, by period start (seconds).
+#[derive(Debug, Default)]
+struct Series {
+    visible: BTreeMap<i64, f64>,
+    not_visible: BTreeMap<i64, f64>,
+    deleted: BTreeMap<i64, f64>,
+    sent: BTreeMap<i64, f64>,
+}
+
+/// Per period: what entered the DLQ (its growth, visible and in flight, plus what was
+/// deleted from it: AWS's NumberOfMessagesSent does not count messages a redrive policy moves
+/// in, so arrivals are derived) and what was sent to the source. The first period read only
+/// gives the depth the next one grows from.
+fn periods(s: &Series) -> Vec<crate::status::FlowPeriod> {
+    let mut starts: BTreeSet<i64> = BTreeSet::new();
+    for m in [&s.visible, &s.not_visible, &s.deleted, &s.sent] {
+        starts.extend(m.keys());
+    }
+    let has_dlq = !s.visible.is_empty() || !s.deleted.is_empty();
+    let has_source = !s.sent.is_empty();
+    let depth = |t: &i64| {
+        s.visible
+            .get(t)
+            .map(|v| v + s.not_visible.get(t).copied().unwrap_or(0.0))
+    };
+    let mut out = Vec::new();
+    let mut before: Option<f64> = None;
+    for (i, t) in starts.iter().enumerate() {
+        let now = depth(t).or(before);
+        if i > 0 {
+            let grew = match (now, before) {
+                (Some(n), Some(b)) => n - b,
+                _ => 0.0,
+            };
+            let entered = (grew + s.deleted.get(t).copied().unwrap_or(0.0)).max(0.0);
+            out.push(crate::status::FlowPeriod {
+                start_s: *t,
+                dead_lettered: has_dlq.then_some(entered.round() as u64),
+                source: has_source
+                    .then(|| s.sent.get(t).copied().unwrap_or(0.0).max(0.0).round() as u64),
+            });
+        }
+        before = now;
+    }
+    out
+}
+
+/// The flow of one channel from its periods: no totals (CloudWatch has none; the exporter
+/// adds the periods up), the window's sums when `status` asked for one.
+fn flow_from(
+    r: &Resolved,
+    s: &Series,
+    window: Option<std::time::Duration>,
+    now_s: i64,
+) -> crate::status::Flow {
+    let periods = periods(s);
+    let window = window.map(|w| {
+        let from = now_s - i64::try_from(w.as_secs()).unwrap_or(i64::MAX / 2);
+        let inside: Vec<&crate::status::FlowPeriod> =
+            periods.iter().filter(|p| p.start_s >= from).collect();
+        let sum = |pick: fn(&crate::status::FlowPeriod) -> Option<u64>| -> Option<u64> {
+            inside.iter().map(|p| pick(p)).sum::<Option<u64>>()
+        };
+        crate::status::FlowWindow {
+            seconds: w.as_secs(),
+            // No period in the window at all: the metrics say nothing (moto, a new queue).
+            dead_lettered: if inside.is_empty() {
+                None
+            } else {
+                sum(|p| p.dead_lettered)
+            },
+            source: if inside.is_empty() {
+                None
+            } else {
+                sum(|p| p.source)
+            },
+        }
+    });
+    crate::status::Flow {
+        dead_lettered_total: None,
+        source_total: None,
+        source: Some(r.main.clone()),
+        window,
+        basis: Some(FLOW_BASIS),
+        periods,
+        settles: false,
+    }
+}
+
 impl Reader {
     async fn channel_status(
         &self,
@@ -53,6 +155,7 @@ impl Reader {
             head_first: false,
             metric_age_seconds: None,
             notes: Vec::new(),
+            flow: crate::status::Flow::default(),
         };
         if observed.dead_letter.total.is_none_or(|n| n == 0) {
             return Ok(observed);
@@ -291,6 +394,130 @@ pub(super) fn message(m: &aws_sdk_sqs::types::Message, max_body: usize) -> Messa
     }
 }
 
+impl Reader {
+    /// Every channel's CloudWatch series for the flow, in as few GetMetricData calls as
+    /// the 500-query limit allows (125 channels a call). `None` per channel when the call
+    /// failed: the flow is then unknown, which does not fail the channel.
+    async fn flow_series(
+        &self,
+        channels: &[&Resolved],
+        window: Option<std::time::Duration>,
+        now_s: i64,
+    ) -> Vec<Option<Series>> {
+        use aws_sdk_cloudwatch::types::{Metric, MetricDataQuery, MetricStat, ScanBy};
+        let back = window.map_or(FLOW_LOOKBACK, |w| {
+            i64::try_from(w.as_secs()).unwrap_or(FLOW_LOOKBACK)
+        });
+        // One period more than the window: the depth the first one grows from.
+        let end = (now_s / FLOW_PERIOD + 1) * FLOW_PERIOD;
+        let start = end - back - 2 * FLOW_PERIOD;
+        let per_call = QUERIES_PER_CALL / QUERIES_PER_CHANNEL;
+        let mut out = Vec::with_capacity(channels.len());
+        for chunk in channels.chunks(per_call) {
+            let mut queries = Vec::with_capacity(chunk.len() * QUERIES_PER_CHANNEL);
+            for (i, r) in chunk.iter().enumerate() {
+                for (id, queue, metric, stat) in [
+                    (
+                        "v",
+                        &r.dead_letter,
+                        "ApproximateNumberOfMessagesVisible",
+                        "Maximum",
+                    ),
+                    (
+                        "n",
+                        &r.dead_letter,
+                        "ApproximateNumberOfMessagesNotVisible",
+                        "Maximum",
+                    ),
+                    ("d", &r.dead_letter, "NumberOfMessagesDeleted", "Sum"),
+                    ("s", &r.main, "NumberOfMessagesSent", "Sum"),
+                ] {
+                    queries.push(
+                        MetricDataQuery::builder()
+                            .id(format!("{id}{i}"))
+                            .metric_stat(
+                                MetricStat::builder()
+                                    .metric(
+                                        Metric::builder()
+                                            .namespace("AWS/SQS")
+                                            .metric_name(metric)
+                                            .dimensions(
+                                                Dimension::builder()
+                                                    .name("QueueName")
+                                                    .value(queue.as_str())
+                                                    .build(),
+                                            )
+                                            .build(),
+                                    )
+                                    .period(FLOW_PERIOD as i32)
+                                    .stat(stat)
+                                    .build(),
+                            )
+                            .return_data(true)
+                            .build(),
+                    );
+                }
+            }
+            let mut series: Vec<Series> = chunk.iter().map(|_| Series::default()).collect();
+            let mut token: Option<String> = None;
+            let mut ok = true;
+            // Bounded: a page per call, 20 pages at most (500 queries × 17 periods fit one).
+            for _ in 0..20 {
+                let what = format!("GetMetricData of {} queues", chunk.len());
+                let answer = self
+                    .aws
+                    .read("cloudwatch:GetMetricData", |c| {
+                        let (queries, token, what) = (queries.clone(), token.clone(), what.clone());
+                        async move {
+                            c.cloudwatch
+                                .get_metric_data()
+                                .set_metric_data_queries(Some(queries))
+                                .start_time(DateTime::from_secs(start))
+                                .end_time(DateTime::from_secs(end))
+                                .scan_by(ScanBy::TimestampAscending)
+                                .set_next_token(token)
+                                .send()
+                                .await
+                                .map_err(|e| classify("cloudwatch:GetMetricData", &what, e))
+                        }
+                    })
+                    .await;
+                let Ok(answer) = answer else {
+                    ok = false;
+                    break;
+                };
+                for result in answer.metric_data_results() {
+                    let Some(id) = result.id() else { continue };
+                    let (kind, index) = id.split_at(1);
+                    let Some(s) = index.parse::<usize>().ok().and_then(|i| series.get_mut(i))
+                    else {
+                        continue;
+                    };
+                    let into = match kind {
+                        "v" => &mut s.visible,
+                        "n" => &mut s.not_visible,
+                        "d" => &mut s.deleted,
+                        _ => &mut s.sent,
+                    };
+                    for (t, v) in result.timestamps().iter().zip(result.values()) {
+                        into.insert(t.secs() / FLOW_PERIOD * FLOW_PERIOD, *v);
+                    }
+                }
+                token = answer.next_token().map(str::to_owned);
+                if token.is_none() {
+                    break;
+                }
+            }
+            if ok {
+                out.extend(series.into_iter().map(Some));
+            } else {
+                out.extend(chunk.iter().map(|_| None));
+            }
+        }
+        out
+    }
+}
+
 impl crate::backend::kit::doors::Status for Reader {
     /// Depth and samples of each channel's dead-letter queue, depth of its main queue. Each
     /// channel succeeds or fails on its own; this never fails as a whole.
@@ -311,17 +538,68 @@ impl crate::backend::kit::doors::Status for Reader {
             .into_iter()
             .map(|(name, _)| name)
             .collect();
-        Ok(stream::iter(channels)
+        let now_s = crate::status::now_ms() / 1000;
+        // Redrive's own reads need no flow: no CloudWatch call for them.
+        let series = if read.redrive_view {
+            Vec::new()
+        } else {
+            self.flow_series(channels, read.rate_window, now_s).await
+        };
+        let mut out: Vec<Result<Observed, AwsError>> = stream::iter(channels)
             .map(|r| self.channel_status(r, read, &listed))
             .buffered(super::CONCURRENCY)
             .collect()
-            .await)
+            .await;
+        for ((o, r), s) in out.iter_mut().zip(channels).zip(series.into_iter()) {
+            if let Ok(o) = o {
+                match s {
+                    Some(s) if o.dead_letter.exists => {
+                        o.flow = flow_from(r, &s, read.rate_window, now_s);
+                    }
+                    Some(_) => {}
+                    None => o.notes.push(
+                        "flow unknown: CloudWatch GetMetricData did not answer (the dead-letter rate needs cloudwatch:GetMetricData)".into(),
+                    ),
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 36: arrivals into a DLQ are its growth plus what was deleted from it; a consumer
+    /// that receives and deletes its messages adds nothing (the drop and the deletes cancel),
+    /// where `max(0, DIFF(visible)) + deleted` would count them a second time.
+    #[test]
+    fn what_entered_the_dlq_is_its_growth_plus_what_was_deleted_from_it() {
+        let at = |pairs: &[(i64, f64)]| pairs.iter().copied().collect::<BTreeMap<i64, f64>>();
+        let s = Series {
+            // 0 → 10 (10 redriven in) → 0 (received and deleted) → 3.
+            visible: at(&[(0, 0.0), (60, 10.0), (120, 0.0), (180, 3.0)]),
+            not_visible: at(&[(0, 0.0), (60, 0.0), (120, 0.0), (180, 0.0)]),
+            deleted: at(&[(120, 10.0), (180, 1.0)]),
+            sent: at(&[(60, 1000.0), (120, 0.0), (180, 200.0)]),
+        };
+        let p = periods(&s);
+        let dead: Vec<Option<u64>> = p.iter().map(|x| x.dead_lettered).collect();
+        let src: Vec<Option<u64>> = p.iter().map(|x| x.source).collect();
+        assert_eq!(
+            p.iter().map(|x| x.start_s).collect::<Vec<_>>(),
+            vec![60, 120, 180]
+        );
+        assert_eq!(dead, vec![Some(10), Some(0), Some(4)]);
+        assert_eq!(src, vec![Some(1000), Some(0), Some(200)]);
+        // No metric at all for the source: unknown, not 0.
+        let quiet = Series {
+            sent: BTreeMap::new(),
+            ..s
+        };
+        assert!(periods(&quiet).iter().all(|x| x.source.is_none()));
+    }
 
     /// Issue 34: a message without an envelope in the DLQ used up its receives; one in the
     /// invalid-message queue was sent there by the consumer, and says nothing of itself.

@@ -457,6 +457,11 @@ impl Classes {
 
     /// A class as a metric label: a declared name (or, without rules, a built-in one), else
     /// `other`, so what a message says never becomes a label and the series stay bounded.
+    /// Whether the spec declared class rules (`deadLetter.envelope.classes`).
+    pub fn declared(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
     pub fn label<'a>(&self, class: &'a str) -> &'a str {
         let known = if self.rules.is_empty() {
             BUILT_IN_CLASSES.contains(&class)
