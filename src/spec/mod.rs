@@ -12,6 +12,7 @@ pub mod load;
 pub mod locate;
 pub mod model;
 pub mod pointer;
+pub mod ratio;
 pub mod resolve;
 pub mod rules;
 pub mod schema;
@@ -19,3 +20,4 @@ pub mod vars;
 pub mod yaml;
 
 pub use duration::Duration;
+pub use ratio::Ratio;

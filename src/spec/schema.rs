@@ -278,7 +278,8 @@ fn not_allowed(at: &At<'_>, options: &Value, out: &mut Vec<Diagnostic>) {
     out.push(d);
 }
 
-/// `schema/duration` for a malformed duration, else `schema/pattern`.
+/// `schema/duration` for a malformed duration, `schema/ratio` for a malformed ratio, else
+/// `schema/pattern`.
 fn no_match(at: &At<'_>, pattern: &str, out: &mut Vec<Diagnostic>) {
     let (pointer, field, found, locs) = at.parts();
     let d = if pattern == super::duration::PATTERN {
@@ -295,6 +296,13 @@ fn no_match(at: &At<'_>, pattern: &str, out: &mut Vec<Diagnostic>) {
             format!("`{field}` is not a duration: {why}"),
         )
         .hint("durations are a number and a unit: `500ms`, `30s`, `5m`, `2h`, `7d`")
+    } else if pattern == super::ratio::PATTERN {
+        let why = found
+            .and_then(Value::as_str)
+            .map(|s| super::ratio::Ratio::parse(s).err().unwrap_or_default())
+            .unwrap_or_default();
+        Diagnostic::error("schema/ratio", format!("`{field}` is not a ratio: {why}"))
+            .hint("ratios are a percentage above 0 and at most 100: `0.1%`, `2.5%`, `100%`")
     } else {
         let d = Diagnostic::error(
             "schema/pattern",
@@ -862,6 +870,39 @@ mod tests {
                 "schema/pattern | `metadata.name` is the string `-orders`, which does not match `^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$` | - | 4:9"
             ]
         );
+    }
+
+    /// A ratio is reported by the field, the line and the parser's own reason.
+    #[test]
+    fn a_ratio_that_cannot_be_read_says_why_where() {
+        let hint = "ratios are a percentage above 0 and at most 100: `0.1%`, `2.5%`, `100%`";
+        for (text, why) in [
+            (
+                "0.1",
+                "`0.1` has no `%`; write a percentage of the source's messages, e.g. `0.1%` or `2.5%` (`0.1` would be ambiguous: 0.1% or 10%?)",
+            ),
+            (
+                "0%",
+                "`0%` is zero: the alarm would fire on the first dead letter (for that, alarm on `depth: {above: 0}`)",
+            ),
+            (
+                "150%",
+                "`150%` is above 100%: at most every message of the source is dead-lettered",
+            ),
+        ] {
+            assert_eq!(
+                findings(
+                    DocKind::Channel,
+                    &channel(&format!(
+                        "  alarms:\n    deadLetterRate: {{warning: \"{text}\"}}\n"
+                    ))
+                ),
+                [format!(
+                    "schema/ratio | `spec.alarms.deadLetterRate.warning` is not a ratio: {why} | {hint} | 8:31"
+                )],
+                "{text}"
+            );
+        }
     }
 
     #[test]

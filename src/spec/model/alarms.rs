@@ -4,12 +4,16 @@
 //! alarms (one per tier); on RabbitMQ and Kafka targets `dlqctl alerts` writes them as
 //! Prometheus alerting rules. A single threshold (`above`) is the older form and stays valid;
 //! `warning`/`critical` are the tiered form. Which combinations make sense is checked by
-//! `spec::rules::alarms`. Depends only on `spec::duration`.
+//! `spec::rules::alarms`. `deadLetterRate` watches the flow rather than the backlog: the share
+//! of the source's messages that is dead-lettered (a Prometheus rule over the exporter's flow
+//! counters on RabbitMQ and Kafka, a CloudWatch metric-math alarm on SQS, a Cloud Monitoring
+//! alert policy on Pub/Sub). Depends only on `spec::duration` and `spec::ratio`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::duration::Duration;
+use crate::spec::ratio::Ratio;
 
 /// Alarms on the dead-letter queue: CloudWatch alarms on SQS targets (`dlqctl apply`),
 /// Prometheus alerting rules on RabbitMQ and Kafka targets (`dlqctl alerts`).
@@ -24,6 +28,11 @@ pub struct Alarms {
     /// `critical: 2h` (one alarm per tier).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest_message_age: Option<AgeAlarm>,
+    /// The share of the source's messages that is dead-lettered, measured over `period`:
+    /// `above: 0.1%` (one alarm), or tiers `warning: 0.1%` / `critical: 1%`. Only in
+    /// `spec.alarms`: the rate counts every dead-letter destination of the channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter_rate: Option<RateAlarm>,
     /// Where CloudWatch alarms notify (SNS topic ARNs, ...): a list for every alarm, or
     /// `{warning: [...], critical: [...]}` per tier (a single-threshold alarm uses `critical`).
     /// Prometheus rules carry no actions: Alertmanager routes them by their labels.
@@ -118,6 +127,37 @@ pub struct AgeAlarm {
     /// The alarm's description (CloudWatch AlarmDescription; Prometheus `description`
     /// annotation). Default: `dlqctl channel <channel>: …` saying what fired; `""` for none
     /// (as `dlqctl import` writes for an alarm without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub description: Option<String>,
+}
+
+/// `alarms.deadLetterRate`: dead-lettered messages over source messages, per `period`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateAlarm {
+    /// One alarm: fires when more than this share of the source's messages is dead-lettered
+    /// (`0.1%`). Not with `warning`/`critical`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<Ratio>,
+    /// Warning tier: fires above this share (`0.1%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<Ratio>,
+    /// Critical tier: fires above this share (above `warning`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical: Option<Ratio>,
+    /// The window the rate is measured over (Prometheus `rate(...[period])`, CloudWatch
+    /// Period, Cloud Monitoring alignment period). Default 5m.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<Duration>,
+    /// How long the rate stays above the threshold before the alarm fires (Prometheus `for`;
+    /// on SQS a whole number of periods, CloudWatch's EvaluationPeriods = for / period).
+    /// Default 10m.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub for_: Option<Duration>,
+    /// The alarm's description (CloudWatch AlarmDescription; Prometheus `description`
+    /// annotation; the alert policy's documentation). Default: `dlqctl channel <channel>: …`
+    /// saying what fired; `""` for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub description: Option<String>,

@@ -20,7 +20,7 @@ mod rabbitmq;
 mod sqs;
 mod targets;
 
-pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, Tier, TierActions};
+pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, RateAlarm, Tier, TierActions};
 pub use api::{API_VERSION, ApiVersion};
 pub use channel::{
     Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,

@@ -6,8 +6,9 @@
 use super::common::{DeadLetterRole, ResolveError, RetryStage, expand, template_error};
 use super::defaults::{
     DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
-    DEFAULT_MAX_REDRIVES, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION,
-    SQS_DEFAULT_DLQ_RETENTION, SQS_DEFAULT_RETENTION,
+    DEFAULT_MAX_REDRIVES, DEFAULT_RATE_FOR, DEFAULT_RATE_PERIOD, KAFKA_DEFAULT_DELAY,
+    KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
+    SQS_DEFAULT_RETENTION,
 };
 use super::envelope::{self, EnvelopeResolved};
 use super::kafka::KafkaResolved;
@@ -21,6 +22,7 @@ use crate::spec::model::{
     AlarmActions, Alarms, Archive, Backend, Channel, ChannelSpec, Discard, KafkaNaming, RetryModel,
     Target, Tier,
 };
+use crate::spec::ratio::Ratio;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
@@ -76,6 +78,9 @@ pub struct AlarmsResolved {
     pub depth: Option<AlarmResolved>,
     /// Age of the oldest dead letter: fires above each tier's `threshold` seconds.
     pub oldest_message_age: Option<AlarmResolved>,
+    /// The dead-letter rate (`alarms.deadLetterRate`): dead-lettered over source messages per
+    /// `period`. Only a channel's own alarms have it (never `invalid.alarms`).
+    pub dead_letter_rate: Option<RateAlarmResolved>,
     /// The channel's runbook URL, if any.
     pub runbook: Option<String>,
 }
@@ -113,6 +118,55 @@ impl AlarmResolved {
     /// Whether the alarm uses the tiered form (`warning`/`critical`).
     pub fn is_tiered(&self) -> bool {
         self.tiers.iter().any(|t| t.tier.is_some())
+    }
+}
+
+/// `alarms.deadLetterRate` with defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateAlarmResolved {
+    /// One entry per alarm, lowest tier first (as [`AlarmResolved::tiers`]).
+    pub tiers: Vec<RateTierResolved>,
+    /// The window the rate is measured over (default 5m).
+    pub period: Duration,
+    /// How long above the threshold before it fires (default 10m).
+    pub for_: Duration,
+    /// `None`: dlqctl's own description; `Some("")`: none.
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateTierResolved {
+    /// `None`: the single-threshold form (`above`), which counts as `critical`.
+    pub tier: Option<Tier>,
+    /// The threshold as written (`0.1%`); `threshold.fraction()` is what rules compare.
+    pub threshold: Ratio,
+    /// Where the alarm notifies (CloudWatch AlarmActions), sorted, without duplicates.
+    pub actions: Vec<String>,
+}
+
+impl RateTierResolved {
+    /// The severity: `warning` or `critical` (the single-threshold form is `critical`).
+    pub fn severity(&self) -> Tier {
+        self.tier.unwrap_or(Tier::Critical)
+    }
+
+    /// The threshold as a fraction (`0.1%` → 0.001).
+    pub fn fraction(&self) -> f64 {
+        self.threshold.fraction()
+    }
+}
+
+impl RateAlarmResolved {
+    /// Whether the alarm uses the tiered form (`warning`/`critical`).
+    pub fn is_tiered(&self) -> bool {
+        self.tiers.iter().any(|t| t.tier.is_some())
+    }
+
+    /// CloudWatch's EvaluationPeriods: `for` / `period`, at least 1 (lint makes `for` a whole
+    /// multiple of `period` on SQS).
+    pub fn evaluation_periods(&self) -> u32 {
+        let p = self.period.as_millis().max(1);
+        u32::try_from((self.for_.as_millis() / p).max(1)).unwrap_or(u32::MAX)
     }
 }
 
@@ -544,7 +598,16 @@ fn invalid(
         name: queue,
         retention,
         discard,
-        alarms: inv.alarms.as_ref().map(alarms).unwrap_or_default(),
+        // The rate is the channel's, over all its destinations (`alarms/rate-scope` refuses
+        // it here).
+        alarms: inv
+            .alarms
+            .as_ref()
+            .map(|a| AlarmsResolved {
+                dead_letter_rate: None,
+                ..alarms(a)
+            })
+            .unwrap_or_default(),
     }))
 }
 
@@ -569,6 +632,12 @@ fn retentions(spec: &ChannelSpec, backend: Backend) -> (Option<Duration>, Option
 /// `spec.alarms` (or `spec.invalid.alarms`) with defaults filled in.
 fn alarms(a: &Alarms) -> AlarmsResolved {
     let actions = a.actions.as_ref();
+    let tier_actions = |tier: Option<Tier>| {
+        let mut list = actions.map_or_else(Vec::new, |x: &AlarmActions| x.for_tier(tier).to_vec());
+        list.sort();
+        list.dedup();
+        list
+    };
     let tiers = |above: Option<u64>, warning: Option<u64>, critical: Option<u64>| {
         [
             (None, above),
@@ -577,14 +646,10 @@ fn alarms(a: &Alarms) -> AlarmsResolved {
         ]
         .into_iter()
         .filter_map(|(tier, threshold)| {
-            let mut actions =
-                actions.map_or_else(Vec::new, |x: &AlarmActions| x.for_tier(tier).to_vec());
-            actions.sort();
-            actions.dedup();
             Some(TierResolved {
                 tier,
                 threshold: threshold?,
-                actions,
+                actions: tier_actions(tier),
             })
         })
         .collect::<Vec<_>>()
@@ -606,6 +671,25 @@ fn alarms(a: &Alarms) -> AlarmsResolved {
                 .evaluation_periods
                 .unwrap_or(DEFAULT_ALARM_EVALUATION_PERIODS),
             description: o.description.clone(),
+        }),
+        dead_letter_rate: a.dead_letter_rate.as_ref().map(|d| RateAlarmResolved {
+            tiers: [
+                (None, d.above),
+                (Some(Tier::Warning), d.warning),
+                (Some(Tier::Critical), d.critical),
+            ]
+            .into_iter()
+            .filter_map(|(tier, threshold)| {
+                Some(RateTierResolved {
+                    tier,
+                    threshold: threshold?,
+                    actions: tier_actions(tier),
+                })
+            })
+            .collect(),
+            period: d.period.unwrap_or(DEFAULT_RATE_PERIOD),
+            for_: d.for_.unwrap_or(DEFAULT_RATE_FOR),
+            description: d.description.clone(),
         }),
         runbook: a.runbook.clone(),
     }
@@ -770,6 +854,49 @@ mod tests {
         );
         let depth = r.alarms.depth.as_ref().expect("depth alarm");
         assert!(depth.is_tiered(), "`critical` is a tier");
+    }
+
+    /// `deadLetterRate` resolves to fractions, lowest tier first, with the 5m/10m defaults;
+    /// the invalid-message queue never has one (the rate is the channel's).
+    #[test]
+    fn a_rate_alarm_resolves_to_fractions_with_its_defaults() {
+        let r = resolved_on(
+            Backend::Rabbitmq,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    deadLetterRate: {above: 0.1%}\n",
+        );
+        let rate = r.alarms.dead_letter_rate.as_ref().expect("rate alarm");
+        assert!(!rate.is_tiered());
+        assert_eq!(rate.tiers.len(), 1);
+        assert_eq!(rate.tiers[0].fraction(), 0.001);
+        assert_eq!(rate.tiers[0].severity(), Tier::Critical);
+        assert_eq!(rate.tiers[0].threshold.to_string(), "0.1%");
+        assert_eq!(rate.period, Duration::from_secs(300));
+        assert_eq!(rate.for_, Duration::from_secs(600));
+        assert_eq!(rate.evaluation_periods(), 2);
+        let r = resolved_on(
+            Backend::Sqs,
+            "orders",
+            "  retry: {maxAttempts: 2}\n  alarms:\n    deadLetterRate: {critical: 1%, warning: 0.1%, period: 1m, for: 3m, description: d}\n    actions: {warning: [\"arn:w\"], critical: [\"arn:c\", \"arn:c\"]}\n  invalid:\n    alarms: {depth: {above: 0}}\n",
+        );
+        let rate = r.alarms.dead_letter_rate.as_ref().expect("rate alarm");
+        assert!(rate.is_tiered());
+        let tiers: Vec<(Option<Tier>, f64, Vec<String>)> = rate
+            .tiers
+            .iter()
+            .map(|t| (t.tier, t.fraction(), t.actions.clone()))
+            .collect();
+        assert_eq!(
+            tiers,
+            [
+                (Some(Tier::Warning), 0.001, vec!["arn:w".to_owned()]),
+                (Some(Tier::Critical), 0.01, vec!["arn:c".to_owned()])
+            ]
+        );
+        assert_eq!(rate.evaluation_periods(), 3);
+        assert_eq!(rate.description.as_deref(), Some("d"));
+        let inv = r.invalid.as_ref().expect("invalid");
+        assert_eq!(inv.alarms.dead_letter_rate, None);
     }
 
     /// A delay that reached `max` stays there, as in Spring's `ExponentialBackOff`

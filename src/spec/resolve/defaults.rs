@@ -28,6 +28,10 @@ pub const DEFAULT_POLICY_PRIORITY: i32 = 10;
 /// CloudWatch alarm defaults: one period of a minute (SQS publishes metrics per minute).
 pub const DEFAULT_ALARM_PERIOD: Duration = Duration::from_secs(60);
 pub const DEFAULT_ALARM_EVALUATION_PERIODS: u32 = 1;
+/// `alarms.deadLetterRate` defaults: the rate over 5 minutes (enough messages for a share of
+/// 0.1% to mean something), above the threshold for 10 minutes before anyone is told.
+pub const DEFAULT_RATE_PERIOD: Duration = Duration::from_secs(300);
+pub const DEFAULT_RATE_FOR: Duration = Duration::from_secs(600);
 /// Pub/Sub's own defaults, which dlqctl keeps when the spec says nothing: a subscription keeps
 /// messages 7 days (also its maximum), waits 10 s for an ack, and backs off at most 600 s.
 pub const PUBSUB_DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);

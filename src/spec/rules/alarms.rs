@@ -1,8 +1,9 @@
 //! Rules on `spec.alarms`, for every backend: each alarm has a threshold in one form (a
 //! single `above`, or `warning`/`critical` tiers), tiers in order, an age alarm that can fire
-//! before the dead letters expire, a runbook that is a URL. Then per backend: CloudWatch's
-//! limits on periods and thresholds and ARNs as actions (SQS targets, provisioned by
-//! `apply`); on RabbitMQ and Kafka targets (Prometheus rules written by `dlqctl alerts`), the
+//! before the dead letters expire, a runbook that is a URL, a dead-letter rate only where it
+//! means something (the channel's alarms) and over some time. Then per backend: CloudWatch's
+//! limits on periods and thresholds, the rate's `for` in whole periods, and ARNs as actions
+//! (SQS targets, provisioned by `apply`); on RabbitMQ and Kafka targets (Prometheus rules written by `dlqctl alerts`), the
 //! warning that `actions` are not used, since Alertmanager routes alerts by their labels.
 //!
 //! Depends only on the model, the resolved channel, `diag` and the loaded document.
@@ -11,6 +12,7 @@ use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
 use crate::spec::model::{AlarmActions, Alarms, Backend, Channel, Tier};
+use crate::spec::ratio::Ratio;
 use crate::spec::resolve::Resolved;
 
 pub const CLOUDWATCH_MAX_EVALUATION: Duration = Duration::from_secs(86_400);
@@ -49,7 +51,27 @@ fn thresholds(sc: &AlarmScope) -> Vec<Thresholds> {
             show: |n| Duration::from_millis(n).to_string(),
         });
     }
+    if let Some(r) = &alarms.dead_letter_rate {
+        out.push(Thresholds {
+            name: "deadLetterRate",
+            above: r.above.map(ratio_key),
+            warning: r.warning.map(ratio_key),
+            critical: r.critical.map(ratio_key),
+            show: |n| show_ratio(f64::from_bits(n)),
+        });
+    }
     out
+}
+
+/// A ratio as a number that orders like it: the bits of a positive finite `f64` (a ratio's
+/// percent is one, above 0) order as the value does.
+fn ratio_key(r: Ratio) -> u64 {
+    r.percent().to_bits()
+}
+
+/// A percent from [`ratio_key`]'s bits, as the user wrote it: `0.1%`.
+fn show_ratio(percent: f64) -> String {
+    format!("{percent}%")
 }
 
 /// Which alarms the rules look at: the channel's (`spec.alarms`, on its dead-letter queue) or
@@ -107,6 +129,7 @@ fn check_scope(doc: &Doc<Channel>, r: &Resolved, sc: &AlarmScope, out: &mut Vec<
     };
     let (ap, af) = (sc.pointer, sc.field);
     check_forms(doc, sc, out);
+    check_rate(doc, sc, out);
     check_age_retention(doc, sc, out);
     check_unused_tier_actions(doc, sc, out);
     if let Some(url) = &alarms.runbook
@@ -123,8 +146,10 @@ fn check_scope(doc: &Doc<Channel>, r: &Resolved, sc: &AlarmScope, out: &mut Vec<
     }
     match r.backend {
         Backend::Sqs => check_cloudwatch(doc, sc, out),
-        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => {
+        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, sc, r.backend, out),
+        Backend::Pubsub => {
             actions_unused(doc, sc, r.backend, out);
+            check_cloud_monitoring(doc, sc, out);
         }
     }
 }
@@ -172,6 +197,35 @@ fn check_forms(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
                 .hint("warn early and page later: `warning` below `critical`"),
             );
         }
+    }
+}
+
+/// `alarms/rate-scope` (the rate anywhere but `spec.alarms`) and the `alarms/period` every
+/// backend shares: a rate measured over no time at all (Prometheus refuses `rate(…[0s])`).
+fn check_rate(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(rate) = sc.alarms.and_then(|a| a.dead_letter_rate.as_ref()) else {
+        return;
+    };
+    if ap != "/spec/alarms" {
+        out.push(
+            Diagnostic::error(
+                "alarms/rate-scope",
+                format!("`{af}.deadLetterRate`: the dead-letter rate is the channel's, not the {}'s: it counts what enters every dead-letter destination of the channel (this queue included) against the source", sc.queue),
+            )
+            .at(doc.locs.key(&format!("{ap}/deadLetterRate")))
+            .hint("move it to `spec.alarms.deadLetterRate`"),
+        );
+    }
+    if rate.period.is_some_and(|p| p.as_millis() == 0) {
+        out.push(
+            Diagnostic::error(
+                "alarms/period",
+                format!("`{af}.deadLetterRate.period` is 0s: a rate is measured over some time"),
+            )
+            .at(doc.locs.value(&format!("{ap}/deadLetterRate/period")))
+            .hint("measure over minutes, e.g. `period: 5m` (the default)"),
+        );
     }
 }
 
@@ -238,7 +292,7 @@ fn check_unused_tier_actions(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<
                     format!("`{af}.actions.{tier}` is set, but no alarm of the channel has a {tier} tier: these actions are never notified"),
                 )
                 .at(doc.locs.key(&format!("{ap}/actions/{tier}")))
-                .hint(format!("add `{tier}:` to `depth` or `oldestMessageAge`, or remove `actions.{tier}`")),
+                .hint(format!("add `{tier}:` to `depth`, `oldestMessageAge` or `deadLetterRate`, or remove `actions.{tier}`")),
             );
         }
     }
@@ -294,6 +348,9 @@ fn check_cloudwatch(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnosti
             );
         }
     }
+    if let Some(rate) = &alarms.dead_letter_rate {
+        check_cloudwatch_rate(doc, sc, rate, out);
+    }
     if let Some(age) = &alarms.oldest_message_age {
         for (key, value) in [
             ("above", age.above),
@@ -338,6 +395,125 @@ fn check_cloudwatch(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnosti
     }
 }
 
+/// The rate as a CloudWatch metric-math alarm: `period` a whole number of minutes (SQS
+/// metrics are per minute; `alarms/period`), `for` a whole number of periods, at least one
+/// (`alarms/for`: EvaluationPeriods = for / period), and no more than a day in all.
+fn check_cloudwatch_rate(
+    doc: &Doc<Channel>,
+    sc: &AlarmScope,
+    rate: &crate::spec::model::RateAlarm,
+    out: &mut Vec<Diagnostic>,
+) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let period = rate
+        .period
+        .unwrap_or(crate::spec::resolve::DEFAULT_RATE_PERIOD);
+    let for_ = rate.for_.unwrap_or(crate::spec::resolve::DEFAULT_RATE_FOR);
+    let (pms, fms) = (period.as_millis(), for_.as_millis());
+    // Zero is reported on every backend (`check_rate`).
+    if pms == 0 {
+        return;
+    }
+    // Point at what the spec wrote; a default has no place of its own, so at the block.
+    let at = |key: &str, written: bool| {
+        if written {
+            doc.locs.value(&format!("{ap}/deadLetterRate/{key}"))
+        } else {
+            doc.locs.key(&format!("{ap}/deadLetterRate"))
+        }
+    };
+    if pms % 60_000 != 0 {
+        out.push(
+            Diagnostic::error(
+                "alarms/period",
+                format!("`{af}.deadLetterRate.period` is {period}; SQS metrics are per minute, so the period must be a multiple of 60s"),
+            )
+            .at(at("period", rate.period.is_some())),
+        );
+        return;
+    }
+    if fms < pms || fms % pms != 0 {
+        let below = Duration::from_millis(fms / pms * pms);
+        let above = Duration::from_millis((fms / pms + 1) * pms);
+        let suggest = if fms < pms {
+            format!("`for: {period}` (one period)")
+        } else {
+            format!("`for: {below}` or `for: {above}`")
+        };
+        out.push(
+            Diagnostic::error(
+                "alarms/for",
+                format!("`{af}.deadLetterRate.for` is {for_}, not a whole number of periods ({period}): CloudWatch counts an alarm's time in evaluation periods"),
+            )
+            .at(at("for", rate.for_.is_some()))
+            .hint(format!("write {suggest}, or change `period`")),
+        );
+    }
+    if for_ > CLOUDWATCH_MAX_EVALUATION {
+        out.push(
+            Diagnostic::error(
+                "alarms/period",
+                format!("`{af}.deadLetterRate.for` is {for_}; CloudWatch evaluates at most 1d"),
+            )
+            .at(at("for", rate.for_.is_some())),
+        );
+    }
+}
+
+/// Cloud Monitoring's limits on the policies `dlqctl alerts --format cloud-monitoring`
+/// writes (`alarms/period`): an alignment period of whole minutes, at least one, at most
+/// 25 hours (90,000 s), and a condition duration of whole minutes (the Monitoring API's
+/// `Aggregation.alignmentPeriod` and `MetricThreshold.duration`).
+fn check_cloud_monitoring(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    const MAX_ALIGNMENT: u64 = 90_000_000;
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(alarms) = sc.alarms else {
+        return;
+    };
+    let minute = |ms: u64| ms.is_multiple_of(60_000);
+    let mut periods: Vec<(&str, Option<Duration>, Duration)> = Vec::new();
+    if let Some(d) = &alarms.depth {
+        periods.push(("depth", d.period, Duration::from_secs(60)));
+    }
+    if let Some(a) = &alarms.oldest_message_age {
+        periods.push(("oldestMessageAge", a.period, Duration::from_secs(60)));
+    }
+    if let Some(r) = &alarms.dead_letter_rate {
+        periods.push((
+            "deadLetterRate",
+            r.period,
+            crate::spec::resolve::DEFAULT_RATE_PERIOD,
+        ));
+        if let Some(f) = r.for_
+            && !minute(f.as_millis())
+        {
+            out.push(
+                Diagnostic::error(
+                    "alarms/period",
+                    format!("`{af}.deadLetterRate.for` is {f}; Cloud Monitoring takes a condition's duration in whole minutes"),
+                )
+                .at(doc.locs.value(&format!("{ap}/deadLetterRate/for"))),
+            );
+        }
+    }
+    for (name, written, default) in periods {
+        let p = written.unwrap_or(default).as_millis();
+        // Zero is the rate's own finding on every backend.
+        if p == 0 && name == "deadLetterRate" {
+            continue;
+        }
+        if p == 0 || !minute(p) || p > MAX_ALIGNMENT {
+            out.push(
+                Diagnostic::error(
+                    "alarms/period",
+                    format!("`{af}.{name}.period` is {}; Cloud Monitoring aligns Pub/Sub metrics in whole minutes, from 1m to 25h", Duration::from_millis(p)),
+                )
+                .at(doc.locs.value(&format!("{ap}/{name}/period"))),
+            );
+        }
+    }
+}
+
 /// `alarms/actions-unused` (warning): on RabbitMQ and Kafka targets alarms become Prometheus
 /// rules (`dlqctl alerts`), which carry no actions.
 fn actions_unused(
@@ -355,10 +531,18 @@ fn actions_unused(
         out.push(
             Diagnostic::warning(
                 "alarms/actions-unused",
-                format!("`{af}.actions` is not used on {} targets: their alarms are Prometheus rules (`dlqctl alerts`), and Alertmanager decides who is notified", backend.display_name()),
+                if backend == Backend::Pubsub {
+                    format!("`{af}.actions` is not used on {} targets: their alarms are Cloud Monitoring alert policies (`dlqctl alerts --format cloud-monitoring`), whose notification channels are chosen in Cloud Monitoring", backend.display_name())
+                } else {
+                    format!("`{af}.actions` is not used on {} targets: their alarms are Prometheus rules (`dlqctl alerts`), and Alertmanager decides who is notified", backend.display_name())
+                },
             )
             .at(doc.locs.key(&format!("{ap}/actions")))
-            .hint("route by the alerts' labels in Alertmanager (`severity`, `channel`, `target` and the channel's `metadata.labels`), and remove `actions`"),
+            .hint(if backend == Backend::Pubsub {
+                "add notification channels to the policies in Cloud Monitoring (they carry `severity`, `channel` and `target` user labels), and remove `actions`"
+            } else {
+                "route by the alerts' labels in Alertmanager (`severity`, `channel`, `target` and the channel's `metadata.labels`), and remove `actions`"
+            }),
         );
     }
 }
@@ -551,6 +735,165 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// The rate alarm shares the threshold and tier rules of depth and age.
+    #[test]
+    fn a_rate_alarm_has_one_form_of_threshold_and_tiers_in_order() {
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {warning: 0.1%, critical: 1%}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {above: 0.1%}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {warning: 1%, critical: 1%}\n"),
+            ["alarms/tier-order"]
+        );
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {warning: 2.5%, critical: 1%}\n"),
+            ["alarms/tier-order"]
+        );
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {above: 1%, critical: 2%}\n"),
+            ["alarms/threshold"]
+        );
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {period: 5m}\n"),
+            ["alarms/threshold"]
+        );
+        let message = super::super::tests::findings_of(
+            "rabbit",
+            "  retry: {maxAttempts: 3, backoff: {initial: 1s}}\n  alarms:\n    deadLetterRate: {warning: 2.5%, critical: 1%}\n",
+            "",
+        )
+        .into_iter()
+        .find(|d| d.rule == "alarms/tier-order")
+        .map(|d| d.message)
+        .expect("reported on RabbitMQ too");
+        assert_eq!(
+            message,
+            "`spec.alarms.deadLetterRate.warning` is 2.5%, not below `critical` (1%): the warning would never come first"
+        );
+    }
+
+    /// On SQS `for` becomes EvaluationPeriods (for / period): whole periods, at least one,
+    /// at most a day; the period is whole minutes. Prometheus takes any `for`.
+    #[test]
+    fn on_sqs_a_rate_alarms_for_is_whole_periods_of_whole_minutes() {
+        for ok in [
+            "{above: 1%}",
+            "{above: 1%, period: 1m, for: 3m}",
+            "{above: 1%, period: 5m, for: 5m}",
+            "{above: 1%, period: 1h, for: 1d}",
+        ] {
+            assert_eq!(
+                alarm_rules(&format!("    deadLetterRate: {ok}\n")),
+                Vec::<&str>::new(),
+                "{ok}"
+            );
+        }
+        for (bad, rules) in [
+            ("{above: 1%, period: 5m, for: 7m}", vec!["alarms/for"]),
+            ("{above: 1%, period: 5m, for: 1m}", vec!["alarms/for"]),
+            ("{above: 1%, period: 15m}", vec!["alarms/for"]),
+            ("{above: 1%, period: 90s, for: 3m}", vec!["alarms/period"]),
+            ("{above: 1%, period: 0s}", vec!["alarms/period"]),
+            ("{above: 1%, period: 1h, for: 25h}", vec!["alarms/period"]),
+        ] {
+            assert_eq!(
+                alarm_rules(&format!("    deadLetterRate: {bad}\n")),
+                rules,
+                "{bad}"
+            );
+        }
+        let hint = super::super::tests::findings_of(
+            "sqs",
+            "  retry: {maxAttempts: 3}\n  alarms:\n    deadLetterRate: {above: 1%, period: 5m, for: 7m}\n    actions: [\"arn:aws:sns:eu-west-1:1:o\"]\n",
+            "",
+        )
+        .into_iter()
+        .find(|d| d.rule == "alarms/for")
+        .and_then(|d| d.hint)
+        .expect("a hint");
+        assert_eq!(hint, "write `for: 5m` or `for: 10m`, or change `period`");
+        let rabbit = |rate: &str| -> Vec<&'static str> {
+            super::super::tests::findings_of(
+                "rabbit",
+                &format!("  retry: {{maxAttempts: 3, backoff: {{initial: 1s}}}}\n  alarms:\n    deadLetterRate: {rate}\n"),
+                "",
+            )
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        assert_eq!(
+            rabbit("{above: 1%, period: 90s, for: 7m}"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(rabbit("{above: 1%, period: 0s}"), ["alarms/period"]);
+    }
+
+    /// Cloud Monitoring aligns in whole minutes (1m to 25h) and holds conditions for whole
+    /// minutes: the policies `alerts --format cloud-monitoring` writes must be accepted.
+    #[test]
+    fn on_pubsub_periods_and_durations_are_whole_minutes() {
+        let rules = |alarms: &str| -> Vec<&'static str> {
+            super::super::tests::findings_of(
+                "pubsub",
+                &format!("  retry: {{maxAttempts: 5}}\n  alarms:\n{alarms}"),
+                "",
+            )
+            .iter()
+            .map(|d| d.rule)
+            .collect()
+        };
+        assert_eq!(
+            rules("    depth: {above: 0}\n    deadLetterRate: {above: 1%, period: 2m, for: 3m}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            rules("    depth: {above: 0, period: 30s}\n"),
+            ["alarms/period"]
+        );
+        assert_eq!(
+            rules("    oldestMessageAge: {above: 1h, period: 26h}\n"),
+            ["alarms/period"]
+        );
+        assert_eq!(
+            rules("    deadLetterRate: {above: 1%, for: 90s}\n"),
+            ["alarms/period"]
+        );
+    }
+
+    #[test]
+    fn the_rate_is_the_channels_not_the_invalid_queues() {
+        let rules: Vec<&str> = invalid_findings(
+            "sqs",
+            "    alarms: {deadLetterRate: {above: 1%}, actions: [\"arn:aws:sns:eu-west-1:1:o\"]}\n",
+        )
+        .iter()
+        .map(|d| d.rule)
+        .filter(|r| *r != "sqs/backoff-consumer")
+        .collect();
+        assert_eq!(rules, ["alarms/rate-scope"]);
+    }
+
+    /// A channel whose only alarm is the rate is watched; on SQS its tiers need actions.
+    #[test]
+    fn a_rate_alarm_alone_watches_the_channel_and_on_sqs_needs_actions() {
+        assert_eq!(
+            alarm_rules("    deadLetterRate: {above: 1%}\n"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            alarm_rules_with(
+                "    deadLetterRate: {warning: 0.1%, critical: 1%}\n    actions: {critical: [\"arn:aws:sns:eu-west-1:1:o\"]}\n"
+            ),
+            ["alarms/missing"]
+        );
     }
 
     #[test]

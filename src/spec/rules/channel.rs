@@ -257,17 +257,21 @@ fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
             .hint("use 2 or more to retry; keep 1 only if failures are never transient"),
         );
     }
-    let has_alarms = spec
-        .alarms
-        .as_ref()
-        .is_some_and(|a| a.depth.is_some() || a.oldest_message_age.is_some());
+    let has_alarms = spec.alarms.as_ref().is_some_and(|a| {
+        a.depth.is_some() || a.oldest_message_age.is_some() || a.dead_letter_rate.is_some()
+    });
     // On SQS, an alarm (any tier) with no actions; elsewhere Alertmanager routes alerts.
     let notifies_nobody = r.backend == Backend::Sqs
-        && [&r.alarms.depth, &r.alarms.oldest_message_age]
+        && ([&r.alarms.depth, &r.alarms.oldest_message_age]
             .into_iter()
             .flatten()
             .flat_map(|a| &a.tiers)
-            .any(|t| t.actions.is_empty());
+            .any(|t| t.actions.is_empty())
+            || r.alarms
+                .dead_letter_rate
+                .iter()
+                .flat_map(|a| &a.tiers)
+                .any(|t| t.actions.is_empty()));
     if notifies_nobody {
         out.push(
             Diagnostic::warning(

@@ -23,6 +23,9 @@ pub const PUBSUB_MIN_RETENTION: Duration = Duration::from_secs(600);
 pub const PUBSUB_MAX_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 
 pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    // The alarms become Cloud Monitoring alert policies (`dlqctl alerts --format
+    // cloud-monitoring`): the shared rules, and Cloud Monitoring's limits.
+    super::alarms::check_alarms(doc, r, out);
     let at = |p: &str| doc.locs.value(p);
     // `pubsub/max-attempts`: maxDeliveryAttempts is 5 to 100.
     if !(PUBSUB_MIN_ATTEMPTS..=PUBSUB_MAX_ATTEMPTS).contains(&r.max_attempts) {
