@@ -1,5 +1,5 @@
-//! `dlqctl dashboards` through the real binary: a snapshot of one dashboard, every dashboard
-//! the examples produce type-checked against Grafana's own dashboard types (and a broken one
+//! `dlqctl dashboards` through the real binary: a snapshot of one dashboard, the rate panel's
+//! tiers, every dashboard the examples and tests/fixtures/dashboards produce type-checked against Grafana's own dashboard types (and a broken one
 //! rejected by the same check), `--check`'s exit codes, `--out`'s refusals, and the metric
 //! names of the panels against a live scrape of `dlqctl exporter` and AWS's list of SQS
 //! metrics.
@@ -53,8 +53,71 @@ fn generate(paths: &[&str], extra: &[&str]) -> (tempfile::TempDir, Vec<(String, 
     (dir, files)
 }
 
+const FIXTURES: &str = "tests/fixtures/dashboards";
+
+/// The rate panel of the dashboard `text`: its thresholds and its queries.
+fn rate_panel(text: &str) -> Value {
+    let v: Value = serde_json::from_str(text).expect("json");
+    v["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .find(|p| p["title"] == "Dead-letter rate")
+        .expect("a rate panel")
+        .clone()
+}
+
 #[test]
-fn the_rabbitmq_example_dashboard_matches_its_snapshot() {
+fn a_dashboard_with_every_kind_of_panel_matches_its_snapshot() {
+    let (_dir, files) = generate(&[FIXTURES], &[]);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["dlq-target-aws.json", "dlq-target-rabbit.json"]);
+    insta::assert_snapshot!("dashboard-rabbit", files[1].1);
+}
+
+#[test]
+fn the_rate_panel_draws_the_dead_letter_rate_tiers() {
+    let (_dir, files) = generate(&[FIXTURES], &[]);
+    let rabbit = rate_panel(&files[1].1);
+    assert_eq!(
+        rabbit["fieldConfig"]["defaults"]["thresholds"]["steps"],
+        serde_json::json!([
+            {"color": "green", "value": null},
+            {"color": "yellow", "value": 0.001},
+            {"color": "red", "value": 0.01}
+        ])
+    );
+    assert_eq!(rabbit["fieldConfig"]["defaults"]["unit"], "percentunit");
+    assert_eq!(
+        rabbit["targets"][0]["expr"],
+        "sum by (target, channel) (rate(dlq_dead_lettered_messages_total{target=\"rabbit\",channel=\"billing.invoices\"}[2m])) / sum by (target, channel) (rate(dlq_source_messages_total{target=\"rabbit\",channel=\"billing.invoices\"}[2m]))"
+    );
+    // SQS: one threshold (critical, red), CloudWatch metric math over the period.
+    let sqs = rate_panel(&files[0].1);
+    assert_eq!(
+        sqs["fieldConfig"]["defaults"]["thresholds"]["steps"],
+        serde_json::json!([
+            {"color": "green", "value": null},
+            {"color": "red", "value": 0.005}
+        ])
+    );
+    let queries = sqs["targets"].as_array().expect("targets");
+    let ids: Vec<&str> = queries
+        .iter()
+        .map(|q| q["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["vis", "del", "src", "rate"]);
+    assert!(
+        queries
+            .iter()
+            .all(|q| q["period"] == "300" && q["region"] == "eu-west-1")
+    );
+    assert_eq!(queries[2]["dimensions"]["QueueName"], "billing-refunds");
+    assert_eq!(queries[0]["dimensions"]["QueueName"], "billing-refunds-dlq");
+}
+
+#[test]
+fn the_examples_get_one_dashboard_per_target() {
     let (_dir, files) = generate(&["examples"], &[]);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
@@ -66,8 +129,6 @@ fn the_rabbitmq_example_dashboard_matches_its_snapshot() {
             "dlq-target-local-sqs.json"
         ]
     );
-    let rabbit = &files[2].1;
-    insta::assert_snapshot!("dashboard-local-rabbitmq", rabbit);
     let sqs: Value = serde_json::from_str(&files[3].1).expect("json");
     let targets: Vec<&Value> = sqs["panels"]
         .as_array()
@@ -182,9 +243,11 @@ fn every_example_dashboard_type_checks_against_grafanas_dashboard_schema() {
     };
     let (_a, by_target) = generate(&["examples"], &[]);
     let (_b, by_team) = generate(&["examples"], &["--by", "team"]);
+    let (_c, fixtures) = generate(&[FIXTURES], &[]);
     let mut all = by_target;
     all.extend(by_team.into_iter().map(|(n, t)| (format!("team_{n}"), t)));
-    assert!(all.len() >= 7, "{}", all.len());
+    all.extend(fixtures);
+    assert!(all.len() >= 9, "{}", all.len());
     let r = type_check(&node_modules, &all);
     assert_eq!(
         r.code, 0,
@@ -198,13 +261,8 @@ fn the_schema_check_rejects_a_dashboard_with_a_wrong_field() {
     let Some(node_modules) = grafana_schema() else {
         return;
     };
-    let (_a, files) = generate(&["examples"], &[]);
-    let good = files
-        .iter()
-        .find(|(n, _)| n == "dlq-target-local-rabbitmq.json")
-        .expect("rabbitmq")
-        .1
-        .clone();
+    let (_a, files) = generate(&[FIXTURES], &[]);
+    let good = files[1].1.clone();
     // Each breaks one rule of Grafana's model, at a different depth.
     let broken: Vec<(&str, String)> = vec![
         (

@@ -105,8 +105,15 @@ pub struct RateView {
 }
 
 /// `alarms.deadLetterRate` of a channel, if it has one.
-fn rate_alarm(_r: &Resolved) -> Option<RateView> {
-    None
+fn rate_alarm(r: &Resolved) -> Option<RateView> {
+    r.alarms.dead_letter_rate.as_ref().map(|a| RateView {
+        tiers: a
+            .tiers
+            .iter()
+            .map(|t| (t.severity(), t.fraction()))
+            .collect(),
+        period: a.period,
+    })
 }
 
 /// The dashboards of `channels`, sorted by file name. `targets` gives an SQS target's region.
