@@ -144,6 +144,23 @@ Exit codes:
     #[command(after_help = "Example:
   dlqctl alerts dlq/ --format prometheus-operator --out dlq-alerts.yaml")]
     Alerts(AlertsArgs),
+    /// Write Grafana dashboards of the channels into a folder, one per target or team (offline).
+    ///
+    /// One JSON file per target (or per `metadata.labels.team` with --by team), a row per
+    /// channel: the dead-letter queue's depth and oldest age with the alarm tiers drawn as
+    /// thresholds (warning yellow, critical red), the dead-letter rate against
+    /// `alarms.deadLetterRate`, the error classes, and the `dlqctl status` and `redrive`
+    /// commands with the runbook. RabbitMQ, Kafka and Pub/Sub panels read `dlqctl exporter`'s
+    /// metrics through a Prometheus data source (variable `datasource`), SQS panels CloudWatch's
+    /// AWS/SQS metrics (variable `cloudwatch`). Stable uids, deterministic bytes. --out
+    /// replaces only files it wrote and removes those no spec produces any more. Exit 0
+    /// written (or, with --check, up to date), 1 lint errors or I/O error, 2 with --check: a
+    /// file differs, is missing or is no longer produced, 64 usage error.
+    /// See docs/dashboards.md.
+    #[command(after_help = "Examples:
+  dlqctl dashboards dlq/ --out grafana/dashboards
+  dlqctl dashboards dlq/ --by team --check grafana/dashboards     in pull-request CI")]
+    Dashboards(DashboardsArgs),
     /// Draw each channel: its main queue or topic, retry stages (with their delays), dead-letter
     /// queue (its retention, or the decision to discard) and alarms or alert rules (offline).
     ///
@@ -186,6 +203,7 @@ impl Command {
             | Command::Redrive(_)
             | Command::Archive(_)
             | Command::Alerts(_)
+            | Command::Dashboards(_)
             | Command::Graph(_) => 1,
         }
     }
@@ -322,6 +340,39 @@ pub struct AlertsArgs {
     /// FILE, stale when a policy differs, is missing, or is no longer produced.)
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DashboardsBy {
+    /// One dashboard per target (the Targets document's names).
+    Target,
+    /// One dashboard per `metadata.labels.team`; channels without a team share one.
+    Team,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("dashboards_dest").required(true).args(["out", "check"])))]
+pub struct DashboardsArgs {
+    /// Spec files or folders (read recursively: *.yaml, *.yml).
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// The Targets file; default: dlqctl.yaml among, beside or above the paths.
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+
+    /// Write the dashboards into DIR (created if missing), one FILE.json each.
+    #[arg(long, value_name = "DIR", conflicts_with = "check")]
+    pub out: Option<PathBuf>,
+
+    /// Write nothing; exit 2 (with a short diff) when DIR's dashboards differ from what the
+    /// specs produce, 0 when they are the same. For pull-request CI.
+    #[arg(long, value_name = "DIR")]
+    pub check: Option<PathBuf>,
+
+    /// One dashboard per target or per team label.
+    #[arg(long, value_enum, default_value_t = DashboardsBy::Target)]
+    pub by: DashboardsBy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -106,6 +106,7 @@ fn bash_completion_is_valid_and_completes_subcommands_flags_and_values() {
         "exporter",
         "redrive",
         "alerts",
+        "dashboards",
         "graph",
         "completions",
         "man",
@@ -218,7 +219,16 @@ fn the_man_page_renders_with_every_subcommand_and_the_examples() {
     let dir = tmp.path().join("man1");
     let listed = dlqctl(&["man", "--out-dir", dir.to_str().expect("utf-8 path")]);
     for sub in [
-        "lint", "plan", "apply", "import", "schema", "status", "exporter", "redrive", "alerts",
+        "lint",
+        "plan",
+        "apply",
+        "import",
+        "schema",
+        "status",
+        "exporter",
+        "redrive",
+        "alerts",
+        "dashboards",
         "graph",
     ] {
         let page = dir.join(format!("dlqctl-{sub}.1"));

@@ -5,6 +5,7 @@ mod alerts;
 mod apply;
 mod archive;
 mod completions;
+mod dashboards;
 mod exporter;
 mod graph;
 mod import;
@@ -43,6 +44,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Redrive(args) => redrive::run(&args, printer),
         Command::Archive(args) => archive::run(&args, printer),
         Command::Alerts(args) => alerts::run(&args, printer),
+        Command::Dashboards(args) => dashboards::run(&args, printer),
         Command::Graph(args) => graph::run(&args, printer),
         Command::Completions(args) => completions::run(&args, printer),
         Command::Man(args) => man::run(&args, printer),

@@ -1,4 +1,4 @@
-//! The verbs, backend-neutral: the plan, apply, import, status, redrive and archive drivers, and the alert rules. Each calls the backends
+//! The verbs, backend-neutral: the plan, apply, import, status, redrive and archive drivers, the alert rules and the dashboards. Each calls the backends
 //! only through `crate::backend`'s doors and names no backend itself; what differs per
 //! backend (ordering hints, notes, reviews, grouping into channels) comes back as data.
 //!
@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod apply;
 pub mod archive;
 pub mod audit;
+pub mod dashboards;
 pub mod emit;
 pub mod gate;
 pub mod import;
