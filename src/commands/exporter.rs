@@ -67,7 +67,7 @@ struct Board {
     flows: BTreeMap<(String, String, String), crate::status::Accumulator>,
     /// Per (target, channel, queue), the totals of the last reading as read, where they
     /// settle over two readings ([`crate::status::Flow::settles`]).
-    raw: BTreeMap<(String, String, String), (Option<u64>, Option<u64>)>,
+    raw: BTreeMap<(String, String, String), crate::status::Counts>,
 }
 
 impl Board {

@@ -221,6 +221,9 @@ pub struct FlowPeriod {
     pub source: Option<u64>,
 }
 
+/// Dead-lettered and source counts, each known or not.
+pub type Counts = (Option<u64>, Option<u64>);
+
 /// What the exporter adds up where a backend gives periods, not totals: the periods still
 /// within the reading's lookback, by start (a later reading replaces a period's figures,
 /// since CloudWatch revises late datapoints), and the sum of those that left it. A restarted
@@ -228,7 +231,7 @@ pub struct FlowPeriod {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Accumulator {
     settled: (u64, u64),
-    recent: BTreeMap<i64, (Option<u64>, Option<u64>)>,
+    recent: BTreeMap<i64, Counts>,
     seen: (bool, bool),
 }
 
@@ -254,7 +257,7 @@ impl Accumulator {
                 self.recent.insert(p.start_s, (p.dead_lettered, p.source));
             }
         }
-        let sum = |pick: fn(&(Option<u64>, Option<u64>)) -> Option<u64>| -> u64 {
+        let sum = |pick: fn(&Counts) -> Option<u64>| -> u64 {
             self.recent.values().filter_map(pick).sum()
         };
         (

@@ -550,7 +550,7 @@ impl crate::backend::kit::doors::Status for Reader {
             .buffered(super::CONCURRENCY)
             .collect()
             .await;
-        for ((o, r), s) in out.iter_mut().zip(channels).zip(series.into_iter()) {
+        for ((o, r), s) in out.iter_mut().zip(channels).zip(series) {
             if let Ok(o) = o {
                 match s {
                     Some(s) if o.dead_letter.exists => {
