@@ -845,6 +845,64 @@ mod tests {
         assert_eq!(number(2.5), json!(2.5));
     }
 
+    /// The rate's metric-math alarms: one per tier (the untiered name desired absent), the
+    /// threshold a fraction, EvaluationPeriods = for / period; and no rate name at all (so no
+    /// extra DescribeAlarms name) for a channel without `deadLetterRate`.
+    #[test]
+    fn the_rate_is_a_metric_math_alarm_per_tier_and_costs_nothing_without_one() {
+        let desired_of = |alarms: &str| {
+            let ws = crate::spec::load::load_str(
+                "c.yaml",
+                &format!(
+                    "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: pay}}\nspec:\n  target: s\n  retry: {{maxAttempts: 3}}\n  alarms: {alarms}\n"
+                ),
+            );
+            assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+            let target = serde_json::from_value(json!({"backend": "sqs", "region": "us-east-1"}))
+                .expect("target");
+            let r = crate::spec::resolve::resolve(&ws.channels[0].value, "s", &target)
+                .expect("resolves");
+            desired(&r)
+        };
+        let d = desired_of(
+            "{deadLetterRate: {warning: 0.1%, critical: 1%, period: 1m, for: 3m}, actions: [\"arn:ops\"]}",
+        );
+        let rate: Vec<(&str, bool)> = d
+            .iter()
+            .filter(|x| x.id.name.contains(RATE_SUFFIX))
+            .map(|x| (x.id.name.as_str(), x.present))
+            .collect();
+        assert_eq!(
+            rate,
+            [
+                ("pay-dlq-dead-letter-rate", false),
+                ("pay-dlq-dead-letter-rate-warning", true),
+                ("pay-dlq-dead-letter-rate-critical", true)
+            ]
+        );
+        let critical = d
+            .iter()
+            .find(|x| x.id.name == "pay-dlq-dead-letter-rate-critical")
+            .expect("critical");
+        assert_eq!(critical.props.get("Threshold"), Some(&json!(0.01)));
+        assert_eq!(critical.props.get("EvaluationPeriods"), Some(&json!(3)));
+        assert_eq!(
+            critical.props.get("Metrics"),
+            Some(&rate_metrics("pay-dlq", "pay", 60))
+        );
+        assert_eq!(critical.props.get("MetricName"), Some(&Value::Null));
+        assert_eq!(critical.props.get("Dimensions"), Some(&json!({})));
+        assert_eq!(
+            rate_metrics("pay-dlq", "pay", 60)[3]["Expression"],
+            json!("IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)")
+        );
+        let without = desired_of("{depth: {above: 0}, actions: [\"arn:ops\"]}");
+        assert!(
+            !without.iter().any(|x| x.id.name.contains(RATE_SUFFIX)),
+            "no rate name is read without deadLetterRate"
+        );
+    }
+
     #[test]
     fn alarm_names_follow_the_documented_template() {
         assert_eq!(
