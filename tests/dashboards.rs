@@ -462,7 +462,7 @@ fn sqs_panels_name_only_metrics_cloudwatch_publishes() {
 
 /// Every exporter metric a panel reads is one a live `dlqctl exporter` serves: a RabbitMQ
 /// channel applied, three classified, timestamped dead letters published into its DLQ, the
-/// exporter's first reading scraped, and each name looked up as a `# TYPE` line. The names it
+/// exporter scraped after its third reading, and each name looked up as a `# TYPE` line. The names it
 /// could not find are listed, and the test fails on them.
 #[test]
 fn panels_name_only_metrics_a_live_exporter_serves() {
@@ -489,9 +489,18 @@ fn panels_name_only_metrics_a_live_exporter_serves() {
         (format!("e{i}").into_bytes(), props)
     });
     support::rabbit::wait_for_messages(&dlq, 3);
-    let exporter = support::exporter::Exporter::start(&f, &["--interval", "1h", "--peek"]);
-    let scrape = exporter.first_reading();
+    // A reading a second: RabbitMQ's totals are published once two readings agree on them
+    // (docs/status.md, "Flow"), so the scrape taken is the one after the third reading.
+    let exporter = support::exporter::Exporter::start(&f, &["--interval", "1s", "--peek"]);
+    let readings = |body: &str| -> u64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix("dlq_exporter_reads_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let scrape = exporter.until(std::time::Duration::from_secs(60), |b| readings(b) >= 3);
     drop(exporter);
+    assert!(readings(&scrape) >= 3, "three readings in 60 s:\n{scrape}");
     let out = f.path().join("dash");
     f.run(&[
         "dashboards",
