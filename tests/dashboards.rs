@@ -106,13 +106,13 @@ fn the_rate_panel_draws_the_dead_letter_rate_tiers() {
         .iter()
         .map(|q| q["id"].as_str().expect("id"))
         .collect();
-    assert_eq!(ids, ["vis", "del", "src", "rate"]);
+    assert_eq!(ids, ["vis", "nv", "del", "src", "arr", "rate"]);
     assert!(
         queries
             .iter()
             .all(|q| q["period"] == "300" && q["region"] == "eu-west-1")
     );
-    assert_eq!(queries[2]["dimensions"]["QueueName"], "billing-refunds");
+    assert_eq!(queries[3]["dimensions"]["QueueName"], "billing-refunds");
     assert_eq!(queries[0]["dimensions"]["QueueName"], "billing-refunds-dlq");
 }
 
@@ -146,7 +146,7 @@ fn the_examples_get_one_dashboard_per_target() {
     assert!(
         targets.iter().any(|t| t["expression"]
             .as_str()
-            .is_some_and(|e| e.contains("DIFF(vis)"))),
+            .is_some_and(|e| e.contains("DIFF(vis + nv)"))),
         "the SQS rate is metric math"
     );
 }

@@ -792,6 +792,8 @@ fn sqs_round_trip_of_alarm_tiers_keeps_tiers_per_tier_actions_and_the_runbook() 
         "warning: [\"arn:aws:sns:us-east-1:123456789012:payments-chat\"]",
         "critical: [\"arn:aws:sns:us-east-1:123456789012:payments-pager\"]",
         "runbook: https://runbooks.example.com/dlq/payments",
+        // The metric-math rate alarms, matched to the DLQ by their first query (issue 36).
+        "deadLetterRate:\n      warning: \"0.1%\"\n      critical: \"1%\"",
         // The invalid-message queue (the default name, so no `name:`) and its own alarm.
         "  invalid:\n    retention: 14d\n    alarms:\n      depth:\n        warning: 0",
         // One list: the invalid queue's only tier has these actions.

@@ -574,6 +574,12 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
                     Some(false)
                 ),
                 (
+                    Some("nv"),
+                    Some("ApproximateNumberOfMessagesNotVisible"),
+                    Some(dlq.as_str()),
+                    Some(false)
+                ),
+                (
                     Some("del"),
                     Some("NumberOfMessagesDeleted"),
                     Some(dlq.as_str()),
@@ -585,9 +591,10 @@ fn alarm_tiers_make_one_alarm_per_tier_and_a_hand_change_to_one_tier_shows_in_th
                     Some(main),
                     Some(false)
                 ),
+                (Some("arr"), Some("DIFF(vis + nv) + del"), None, Some(false)),
                 (
                     Some("rate"),
-                    Some("IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)"),
+                    Some("IF(src > 0, IF(arr > 0, arr, 0) / src, 0)"),
                     None,
                     Some(true)
                 ),

@@ -45,11 +45,14 @@ pub const SQS_DELETED: &str = "NumberOfMessagesDeleted";
 /// CloudWatch: messages sent to a queue (the source's traffic; redrive-policy moves into a
 /// DLQ are not counted, which is why the dead-lettered side is computed from the DLQ).
 pub const SQS_SENT: &str = "NumberOfMessagesSent";
-/// The dead-letter rate over CloudWatch metrics (issue 36's choice, the one the SQS alarm
-/// uses): what entered the DLQ in the period (its visible count's rise, plus what was deleted
-/// from it) over what was sent to the source; 0 without source traffic.
-pub const SQS_RATE_EXPRESSION: &str =
-    "IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)";
+/// CloudWatch: the in-flight messages of a queue (part of what entered the DLQ).
+pub const SQS_NOT_VISIBLE: &str = "ApproximateNumberOfMessagesNotVisible";
+/// What entered the DLQ in the period: its count's rise (visible and in flight) plus what was
+/// deleted from it (the SQS alarm's and the exporter's formula).
+pub const SQS_ARRIVALS_EXPRESSION: &str = "DIFF(vis + nv) + del";
+/// The dead-letter rate over CloudWatch metrics (the one the SQS alarm uses): the arrivals,
+/// never below 0, over what was sent to the source; 0 without source traffic.
+pub const SQS_RATE_EXPRESSION: &str = "IF(src > 0, IF(arr > 0, arr, 0) / src, 0)";
 /// The `description` of every dashboard `dlqctl dashboards` writes begins with this: the
 /// mark `--out` looks for before it replaces a file.
 pub const MARK: &str =
@@ -671,8 +674,30 @@ fn rate_panel(r: &Resolved, source: &Source) -> Value {
                     "Maximum",
                     true,
                 ),
+                Cw { region, period }.metric(
+                    "E",
+                    "nv",
+                    SQS_NOT_VISIBLE,
+                    &r.dead_letter,
+                    "Maximum",
+                    true,
+                ),
                 Cw { region, period }.metric("B", "del", SQS_DELETED, &r.dead_letter, "Sum", true),
                 Cw { region, period }.metric("C", "src", SQS_SENT, &r.main, "Sum", true),
+                json!({
+                    "datasource": cloudwatch_ref(),
+                    "expression": SQS_ARRIVALS_EXPRESSION,
+                    "hide": true,
+                    "id": "arr",
+                    "label": "dead-lettered",
+                    "metricEditorMode": 1,
+                    "metricQueryType": 0,
+                    "namespace": "",
+                    "period": (period.as_millis() / 1000).to_string(),
+                    "queryMode": "Metrics",
+                    "refId": "F",
+                    "region": region
+                }),
                 json!({
                     "datasource": cloudwatch_ref(),
                     "expression": SQS_RATE_EXPRESSION,
@@ -690,7 +715,7 @@ fn rate_panel(r: &Resolved, source: &Source) -> Value {
             ],
             cloudwatch_ref(),
             format!(
-                "CloudWatch metric math per {period} period: what entered {} (the rise of {SQS_VISIBLE} plus {SQS_DELETED}) over {SQS_SENT} of {}; 0 without source traffic",
+                "CloudWatch metric math per {period} period: what entered {} (the rise of {SQS_VISIBLE} + {SQS_NOT_VISIBLE}, plus {SQS_DELETED}) over {SQS_SENT} of {}; 0 without source traffic",
                 r.dead_letter, r.main
             ),
         ),

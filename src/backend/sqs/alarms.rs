@@ -13,12 +13,14 @@
 //! The dead-letter rate (`alarms.deadLetterRate`) is a metric-math alarm on the channel,
 //! `{dlq}-dead-letter-rate` (`-{tier}` for tiers): no SQS metric counts the messages a redrive
 //! policy moves into a DLQ (NumberOfMessagesSent does not), so what entered the DLQ in a period
-//! is what its visible count grew by plus what left it (deleted by a consumer or a redrive),
-//! over what was sent to the source:
-//! `IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)` with `vis` the DLQ's
-//! ApproximateNumberOfMessagesVisible (Maximum), `del` its NumberOfMessagesDeleted (Sum) and
-//! `src` the source's NumberOfMessagesSent (Sum), each over the alarm's period, against the
-//! threshold as a fraction; EvaluationPeriods = for / period. CloudWatch's metric-math
+//! is what its count (visible and in flight) grew by plus what left it (deleted by a consumer
+//! or a redrive), over what was sent to the source: `arr = DIFF(vis + nv) + del`, then
+//! `IF(src > 0, IF(arr > 0, arr, 0) / src, 0)` with `vis` and `nv` the DLQ's
+//! ApproximateNumberOfMessagesVisible and ...NotVisible (Maximum), `del` its
+//! NumberOfMessagesDeleted (Sum) and `src` the source's NumberOfMessagesSent (Sum), each over
+//! the alarm's period, against the threshold as a fraction; EvaluationPeriods = for / period.
+//! (Counting in-flight messages and clamping the sum, not the growth, is what the exporter
+//! does too: clamping the growth alone counts a drained DLQ's deletions on top.) CloudWatch's metric-math
 //! documentation lists DIFF and IF without the "not in alarms" caution it gives AVG, SUM and
 //! the like, and refuses only SEARCH in alarms.
 //!
@@ -55,12 +57,33 @@ pub const INVALID_OLDEST_AGE_DESCRIPTION: &str =
 
 pub const RATE_SUFFIX: &str = "-dead-letter-rate";
 pub const RATE_DESCRIPTION: &str = "the share of the source's messages that were dead-lettered is above the threshold (a fraction: 0.001 is 0.1%)";
-/// The metric-math expression of the rate alarm, over the queries [`rate_metrics`] names.
-pub const RATE_EXPRESSION: &str = "IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)";
+/// What entered the DLQ in a period (metric math over the queries [`rate_metrics`] names):
+/// its growth, visible and in flight, plus what was deleted from it.
+pub const ARRIVALS_EXPRESSION: &str = "DIFF(vis + nv) + del";
+/// The metric-math expression of the rate alarm: the arrivals (never below 0) over the sends.
+pub const RATE_EXPRESSION: &str = "IF(src > 0, IF(arr > 0, arr, 0) / src, 0)";
+/// The DLQ's in-flight count, part of what entered it.
+pub const NOT_VISIBLE_METRIC: &str = "ApproximateNumberOfMessagesNotVisible";
 /// The source's metric: messages sent to it.
 pub const SENT_METRIC: &str = "NumberOfMessagesSent";
 /// The DLQ's metric: messages deleted from it (by a consumer, or a redrive back).
 pub const DELETED_METRIC: &str = "NumberOfMessagesDeleted";
+
+/// The queue an alarm watches: its QueueName dimension, or a metric-math alarm's first
+/// query's (the DLQ, in the queries [`rate_metrics`] writes).
+pub fn watched_queue(props: &Props) -> Option<&str> {
+    props
+        .get("Dimensions")
+        .and_then(|d| d.get("QueueName"))
+        .and_then(Value::as_str)
+        .or_else(|| {
+            props
+                .get("Metrics")?
+                .get(0)?
+                .pointer("/MetricStat/Metric/Dimensions/QueueName")?
+                .as_str()
+        })
+}
 
 /// The rate alarm's untiered name: `{dlq}-dead-letter-rate`.
 pub fn rate_alarm_name(dlq: &str) -> String {
@@ -84,8 +107,10 @@ pub fn rate_metrics(dlq: &str, source: &str, period: u64) -> Value {
     };
     json!([
         stat("vis", dlq, DEPTH_METRIC, "Maximum"),
+        stat("nv", dlq, NOT_VISIBLE_METRIC, "Maximum"),
         stat("del", dlq, DELETED_METRIC, "Sum"),
         stat("src", source, SENT_METRIC, "Sum"),
+        {"Id": "arr", "Expression": ARRIVALS_EXPRESSION, "Label": "dead-lettered", "ReturnData": false},
         {"Id": "rate", "Expression": RATE_EXPRESSION, "Label": "dead-letter rate", "ReturnData": true},
     ])
 }
@@ -893,8 +918,8 @@ mod tests {
         assert_eq!(critical.props.get("MetricName"), Some(&Value::Null));
         assert_eq!(critical.props.get("Dimensions"), Some(&json!({})));
         assert_eq!(
-            rate_metrics("pay-dlq", "pay", 60)[3]["Expression"],
-            json!("IF(src > 0, (IF(DIFF(vis) > 0, DIFF(vis), 0) + del) / src, 0)")
+            rate_metrics("pay-dlq", "pay", 60)[5]["Expression"],
+            json!("IF(src > 0, IF(arr > 0, arr, 0) / src, 0)")
         );
         let without = desired_of("{depth: {above: 0}, actions: [\"arn:ops\"]}");
         assert!(

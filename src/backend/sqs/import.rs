@@ -61,17 +61,7 @@ pub fn missing_dead_letter_queues(inv: &Inventory, target: &Target) -> Vec<Strin
 /// The queue an alarm watches: its QueueName dimension, or for a metric-math alarm the
 /// QueueName of its first query (dlqctl's rate alarm: the DLQ's visible count).
 fn alarm_queue(a: &SeenAlarm) -> Option<&str> {
-    a.props
-        .get("Dimensions")
-        .and_then(|d| d.get("QueueName"))
-        .and_then(Value::as_str)
-        .or_else(|| {
-            a.props
-                .get("Metrics")?
-                .get(0)?
-                .pointer("/MetricStat/Metric/Dimensions/QueueName")?
-                .as_str()
-        })
+    alarms::watched_queue(&a.props)
 }
 
 /// The period of a metric-math alarm (its first query's), in seconds.

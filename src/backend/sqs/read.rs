@@ -194,7 +194,7 @@ impl Reader {
 
     /// Everything `import` reads: every queue in scope with its attributes and tags, and every
     /// metric alarm of the account and region (alarms are matched to queues by their
-    /// QueueName dimension, whatever they are called).
+    /// QueueName dimension, or a metric-math alarm's first query's, whatever they are called).
     pub async fn inventory(&self, filter: Option<&str>) -> Result<Inventory, AwsError> {
         let names = self.queues_in_scope(filter).await?;
         let seen: Vec<Option<(String, SeenQueue)>> = stream::iter(names)
@@ -209,15 +209,11 @@ impl Reader {
         let watched: Vec<(String, Option<String>, Props)> = alarms
             .into_iter()
             .filter(|(_, a)| {
-                a.props
-                    .get("Dimensions")
-                    .and_then(|d| d.get("QueueName"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|q| {
-                        queues.contains_key(q)
-                            || (in_prefixes(&self.prefixes, q)
-                                && filter.is_none_or(|f| q.starts_with(f)))
-                    })
+                alarms::watched_queue(&a.props).is_some_and(|q| {
+                    queues.contains_key(q)
+                        || (in_prefixes(&self.prefixes, q)
+                            && filter.is_none_or(|f| q.starts_with(f)))
+                })
             })
             .map(|(name, a)| (name, a.arn, a.props))
             .collect();
