@@ -170,72 +170,74 @@ fn rate_alarms(r: &Resolved) -> Vec<Desired> {
         return Vec::new();
     };
     let untiered = rate_alarm_name(&r.dead_letter);
-    let tiers: Vec<Option<Tier>> = if rate.is_tiered() {
-        std::iter::once(None)
-            .chain(Tier::ALL.into_iter().map(Some))
-            .collect()
-    } else {
-        vec![None]
-    };
-    tiers
+    names_read(rate.is_tiered())
         .into_iter()
         .map(|tier| {
             let wanted = rate.tiers.iter().find(|t| t.tier == tier);
-            Desired {
-                id: ResourceId {
-                    target: r.target.clone(),
-                    backend: Backend::Sqs,
-                    kind: Kind::Alarm,
-                    scope: String::new(),
-                    name: tier_name(&untiered, tier),
-                },
-                channel: r.channel.clone(),
-                role: Role::Alarm,
-                props: wanted.map(|t| rate_props(r, rate, t)).unwrap_or_default(),
-                immutable: false,
-                present: wanted.is_some(),
-            }
+            alarm(
+                r,
+                tier_name(&untiered, tier),
+                wanted.map(|t| rate_props(r, rate, t)),
+            )
         })
         .collect()
 }
 
 fn rate_props(r: &Resolved, rate: &RateAlarmResolved, t: &RateTierResolved) -> Props {
-    let description = match rate.description.as_deref() {
-        None => json!(default_description(
+    definition(
+        description(
+            rate.description.as_deref(),
             &r.channel,
             RATE_DESCRIPTION,
             t.tier,
-            r.alarms.runbook.as_deref()
-        )),
-        Some("") => Value::Null,
-        Some(d) => json!(d),
-    };
-    [
-        ("AlarmDescription", description),
-        ("Namespace", Value::Null),
-        ("MetricName", Value::Null),
-        ("Dimensions", json!({})),
-        ("Statistic", Value::Null),
-        ("ExtendedStatistic", Value::Null),
-        ("Period", Value::Null),
-        (
-            "Metrics",
-            rate_metrics(&r.dead_letter, &r.main, rate.period.as_millis() / 1000),
+            r.alarms.runbook.as_deref(),
         ),
-        ("EvaluationPeriods", json!(rate.evaluation_periods())),
-        ("DatapointsToAlarm", Value::Null),
-        ("Threshold", json!(t.fraction())),
-        ("ComparisonOperator", json!("GreaterThanThreshold")),
-        ("TreatMissingData", json!("notBreaching")),
-        ("Unit", Value::Null),
-        ("ActionsEnabled", json!(true)),
-        ("AlarmActions", json!(t.actions)),
-        ("OKActions", json!([])),
-        ("InsufficientDataActions", json!([])),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+        vec![
+            ("Namespace", Value::Null),
+            ("MetricName", Value::Null),
+            ("Dimensions", json!({})),
+            ("Statistic", Value::Null),
+            ("ExtendedStatistic", Value::Null),
+            ("Period", Value::Null),
+            (
+                "Metrics",
+                rate_metrics(&r.dead_letter, &r.main, rate.period.as_millis() / 1000),
+            ),
+        ],
+        rate.evaluation_periods(),
+        json!(t.fraction()),
+        &t.actions,
+    )
+}
+
+/// The tiers whose names an alarm reads: its one name, or (tiered) the untiered name, desired
+/// absent, and one per tier.
+fn names_read(tiered: bool) -> Vec<Option<Tier>> {
+    if tiered {
+        std::iter::once(None)
+            .chain(Tier::ALL.into_iter().map(Some))
+            .collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// One alarm of the channel: `props` its definition, or `None` for a name desired absent.
+fn alarm(r: &Resolved, name: String, props: Option<Props>) -> Desired {
+    Desired {
+        id: ResourceId {
+            target: r.target.clone(),
+            backend: Backend::Sqs,
+            kind: Kind::Alarm,
+            scope: String::new(),
+            name,
+        },
+        channel: r.channel.clone(),
+        role: Role::Alarm,
+        present: props.is_some(),
+        props: props.unwrap_or_default(),
+        immutable: false,
+    }
 }
 
 /// The alarms on one queue (the DLQ or the invalid-message queue), described by `what`.
@@ -247,7 +249,7 @@ fn queue_alarms(
 ) -> Vec<Desired> {
     let [depth_name, age_name] = alarm_names(queue);
     let mut out = Vec::new();
-    for (untiered, metric, alarm, what) in [
+    for (untiered, metric, watched, what) in [
         (depth_name, DEPTH_METRIC, a.depth.as_ref(), depth_what),
         (
             age_name,
@@ -256,34 +258,16 @@ fn queue_alarms(
             age_what,
         ),
     ] {
-        let tiers: Vec<Option<Tier>> = if alarm.is_some_and(AlarmResolved::is_tiered) {
-            std::iter::once(None)
-                .chain(Tier::ALL.into_iter().map(Some))
-                .collect()
-        } else {
-            vec![None]
-        };
-        for tier in tiers {
-            let wanted = alarm.and_then(|x| {
+        for tier in names_read(watched.is_some_and(AlarmResolved::is_tiered)) {
+            let wanted = watched.and_then(|x| {
                 let t = x.tiers.iter().find(|t| t.tier == tier)?;
                 Some((x, t))
             });
-            out.push(Desired {
-                id: ResourceId {
-                    target: r.target.clone(),
-                    backend: Backend::Sqs,
-                    kind: Kind::Alarm,
-                    scope: String::new(),
-                    name: tier_name(&untiered, tier),
-                },
-                channel: r.channel.clone(),
-                role: Role::Alarm,
-                props: wanted
-                    .map(|(x, t)| props(r, queue, a, metric, (x, t), what))
-                    .unwrap_or_default(),
-                immutable: false,
-                present: wanted.is_some(),
-            });
+            out.push(alarm(
+                r,
+                tier_name(&untiered, tier),
+                wanted.map(|(x, t)| props(r, queue, a, metric, (x, t), what)),
+            ));
         }
     }
     out
@@ -315,36 +299,68 @@ fn props(
     (a, t): (&AlarmResolved, &TierResolved),
     what: &str,
 ) -> Props {
-    let description = match a.description.as_deref() {
-        None => json!(default_description(
+    definition(
+        description(
+            a.description.as_deref(),
             &r.channel,
             what,
             t.tier,
-            all.runbook.as_deref()
-        )),
+            all.runbook.as_deref(),
+        ),
+        vec![
+            ("Namespace", json!(NAMESPACE)),
+            ("MetricName", json!(metric)),
+            ("Dimensions", json!({"QueueName": queue})),
+            ("Statistic", json!("Maximum")),
+            ("ExtendedStatistic", Value::Null),
+            ("Period", json!(a.period.as_millis() / 1000)),
+        ],
+        a.evaluation_periods,
+        json!(t.threshold),
+        &t.actions,
+    )
+}
+
+/// An alarm's AlarmDescription: the spec's own, none for `""`, else dlqctl's default.
+fn description(
+    own: Option<&str>,
+    channel: &str,
+    what: &str,
+    tier: Option<Tier>,
+    runbook: Option<&str>,
+) -> Value {
+    match own {
+        None => json!(default_description(channel, what, tier, runbook)),
         Some("") => Value::Null,
         Some(d) => json!(d),
-    };
+    }
+}
+
+/// The whole definition PutMetricAlarm sends (it replaces the alarm, so every field is
+/// owned): `watched`, what the alarm watches (a metric, or metric-math `Metrics`), and the
+/// fields every dlqctl alarm sets alike.
+fn definition(
+    description: Value,
+    watched: Vec<(&str, Value)>,
+    evaluation_periods: u32,
+    threshold: Value,
+    actions: &[String],
+) -> Props {
     [
         ("AlarmDescription", description),
-        ("Namespace", json!(NAMESPACE)),
-        ("MetricName", json!(metric)),
-        ("Dimensions", json!({"QueueName": queue})),
-        ("Statistic", json!("Maximum")),
-        ("ExtendedStatistic", Value::Null),
-        ("Period", json!(a.period.as_millis() / 1000)),
-        ("EvaluationPeriods", json!(a.evaluation_periods)),
+        ("EvaluationPeriods", json!(evaluation_periods)),
         ("DatapointsToAlarm", Value::Null),
-        ("Threshold", json!(t.threshold)),
+        ("Threshold", threshold),
         ("ComparisonOperator", json!("GreaterThanThreshold")),
         ("TreatMissingData", json!("notBreaching")),
         ("Unit", Value::Null),
         ("ActionsEnabled", json!(true)),
-        ("AlarmActions", json!(t.actions)),
+        ("AlarmActions", json!(actions)),
         ("OKActions", json!([])),
         ("InsufficientDataActions", json!([])),
     ]
     .into_iter()
+    .chain(watched)
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
