@@ -205,8 +205,8 @@ pub fn build(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Alert
 /// Channel ids are unique per target (`channel/duplicate`), so with the role the triple names
 /// exactly one dead-letter queue (never the channel's invalid queue or exception DLTs, whose
 /// series carry the same channel); an exception DLT, of which a channel may have several, is
-/// named by its `queue` too.
-fn selector(r: &Resolved) -> String {
+/// named by its `queue` too. `dlqctl dashboards` selects the series of its panels with it.
+pub fn selector(r: &Resolved) -> String {
     let queue = match r.dead_letter_role {
         DeadLetterRole::Exception => format!(",queue={}", promql_string(&r.dead_letter)),
         _ => String::new(),

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::backend::kit::alerts::{AlertHome, promql_string};
-use crate::engine::alerts::{AGE_METRIC, DEPTH_METRIC};
+use crate::engine::alerts::{AGE_METRIC, DEPTH_METRIC, selector};
 use crate::spec::duration::Duration;
 use crate::spec::model::{Target, Tier};
 use crate::spec::resolve::{AlarmResolved, DeadLetterRole, Resolved};
@@ -370,21 +370,6 @@ enum Source {
     CloudWatch { region: String },
 }
 
-/// `{target="…",channel="…",role="…"}` (and the queue of an exception DLT, of which a channel
-/// may have several), as `dlqctl alerts` selects one destination's series.
-fn selector(r: &Resolved) -> String {
-    let queue = match r.dead_letter_role {
-        DeadLetterRole::Exception => format!(",queue={}", promql_string(&r.dead_letter)),
-        _ => String::new(),
-    };
-    format!(
-        "{{target={},channel={},role={}{queue}}}",
-        promql_string(&r.target),
-        promql_string(&r.channel),
-        promql_string(r.dead_letter_role.as_str())
-    )
-}
-
 fn prometheus_ref() -> Value {
     json!({"type": "prometheus", "uid": format!("${{{PROMETHEUS_VARIABLE}}}")})
 }
@@ -540,89 +525,97 @@ fn said(tiers: &[(Tier, f64)], show: impl Fn(f64) -> String) -> String {
         .join(", ")
 }
 
+/// What a queue panel draws: one of the destination's two alarmed figures, depth or age.
+struct Measure {
+    title: &'static str,
+    /// The sentence's start: what the figure is, before "in QUEUE".
+    what: &'static str,
+    unit: &'static str,
+    /// The exporter's metric, its legend and how the description names it.
+    metric: &'static str,
+    legend: &'static str,
+    note: &'static str,
+    /// The CloudWatch metric (Maximum) and its id in the query.
+    cw_id: &'static str,
+    cw_metric: &'static str,
+    /// A threshold as the description says it.
+    show: fn(f64) -> String,
+}
+
+const DEPTH: Measure = Measure {
+    title: "Depth",
+    what: "Messages waiting",
+    unit: "short",
+    metric: DEPTH_METRIC,
+    legend: "{{queue}}",
+    note: "dlqctl exporter",
+    cw_id: "depth",
+    cw_metric: SQS_VISIBLE,
+    show: |v| format!("{v} messages"),
+};
+
+const AGE: Measure = Measure {
+    title: "Oldest message age",
+    what: "How long the oldest message has waited",
+    unit: "s",
+    metric: AGE_METRIC,
+    legend: "{{queue}} ({{basis}})",
+    note: "dlqctl exporter; basis=\"first-seen\" is a lower bound",
+    cw_id: "age",
+    cw_metric: SQS_OLDEST_AGE,
+    show: |v| Duration::from_secs(v as u64).to_string(),
+};
+
 fn depth_panel(r: &Resolved, source: &Source, links: &[Value]) -> Value {
-    let tiers = tiers(r.alarms.depth.as_ref());
-    let period = r
-        .alarms
-        .depth
-        .as_ref()
-        .map_or(Duration::from_secs(60), |a| a.period);
-    let (targets, datasource, from) = match source {
-        Source::Prometheus => (
-            vec![promql(
-                "A",
-                format!("{DEPTH_METRIC}{}", selector(r)),
-                "{{queue}}",
-            )],
-            prometheus_ref(),
-            format!("{DEPTH_METRIC} (dlqctl exporter)"),
-        ),
-        Source::CloudWatch { region } => (
-            vec![Cw { region, period }.metric(
-                "A",
-                "depth",
-                SQS_VISIBLE,
-                &r.dead_letter,
-                "Maximum",
-                false,
-            )],
-            cloudwatch_ref(),
-            format!("CloudWatch {SQS_NAMESPACE} {SQS_VISIBLE}, Maximum"),
-        ),
-    };
-    timeseries(
-        format!("Depth: {}", destination(r)),
-        format!(
-            "Messages waiting in {}, from {from}. Alarm: {}.",
-            r.dead_letter,
-            said(&tiers, |v| format!("{v} messages"))
-        ),
-        "short",
-        &tiers,
-        targets,
-        datasource,
-        links,
-    )
+    queue_panel(r, source, links, &DEPTH, r.alarms.depth.as_ref())
 }
 
 fn age_panel(r: &Resolved, source: &Source, links: &[Value]) -> Value {
-    let tiers = tiers(r.alarms.oldest_message_age.as_ref());
-    let period = r
-        .alarms
-        .oldest_message_age
-        .as_ref()
-        .map_or(Duration::from_secs(60), |a| a.period);
+    queue_panel(r, source, links, &AGE, r.alarms.oldest_message_age.as_ref())
+}
+
+/// The panel of one of a destination's figures, with its alarm's tiers as thresholds.
+fn queue_panel(
+    r: &Resolved,
+    source: &Source,
+    links: &[Value],
+    m: &Measure,
+    alarm: Option<&AlarmResolved>,
+) -> Value {
+    let tiers = tiers(alarm);
+    let period = alarm.map_or(Duration::from_secs(60), |a| a.period);
     let (targets, datasource, from) = match source {
         Source::Prometheus => (
             vec![promql(
                 "A",
-                format!("{AGE_METRIC}{}", selector(r)),
-                "{{queue}} ({{basis}})",
+                format!("{}{}", m.metric, selector(r)),
+                m.legend,
             )],
             prometheus_ref(),
-            format!("{AGE_METRIC} (dlqctl exporter; basis=\"first-seen\" is a lower bound)"),
+            format!("{} ({})", m.metric, m.note),
         ),
         Source::CloudWatch { region } => (
             vec![Cw { region, period }.metric(
                 "A",
-                "age",
-                SQS_OLDEST_AGE,
+                m.cw_id,
+                m.cw_metric,
                 &r.dead_letter,
                 "Maximum",
                 false,
             )],
             cloudwatch_ref(),
-            format!("CloudWatch {SQS_NAMESPACE} {SQS_OLDEST_AGE}, Maximum"),
+            format!("CloudWatch {SQS_NAMESPACE} {}, Maximum", m.cw_metric),
         ),
     };
     timeseries(
-        format!("Oldest message age: {}", destination(r)),
+        format!("{}: {}", m.title, destination(r)),
         format!(
-            "How long the oldest message has waited in {}, from {from}. Alarm: {}.",
+            "{} in {}, from {from}. Alarm: {}.",
+            m.what,
             r.dead_letter,
-            said(&tiers, |v| Duration::from_secs(v as u64).to_string())
+            said(&tiers, m.show)
         ),
-        "s",
+        m.unit,
         &tiers,
         targets,
         datasource,
