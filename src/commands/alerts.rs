@@ -65,13 +65,7 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.err(&format!("{} is up to date ({report}).", path.display()));
             return Ok(0);
         }
-        let diff = similar::TextDiff::from_lines(&have, &text);
-        let shown = diff
-            .unified_diff()
-            .context_radius(2)
-            .header(&path.display().to_string(), "from the specs")
-            .to_string();
-        printer.out(&shown);
+        super::shared::print_stale_diff(printer, path, &have, &text);
         printer.err(&format!(
             "{} is stale: it differs from what the specs produce; regenerate it with `dlqctl alerts --out {}`",
             path.display(),
@@ -124,21 +118,10 @@ fn policies(
         files.len()
     );
     let ours_in = |dir: &std::path::Path| -> anyhow::Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in fs_err::read_dir(dir)? {
-            let path = entry?.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
-                continue;
-            };
-            if name.ends_with(".json")
-                && path.is_file()
-                && fs_err::read_to_string(&path).is_ok_and(|t| alerts::is_our_policy(&t))
-            {
-                names.push(name);
-            }
-        }
-        names.sort();
-        Ok(names)
+        Ok(super::shared::generated_in(dir, alerts::is_our_policy)?
+            .into_iter()
+            .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+            .collect())
     };
     let wanted = |name: &str| files.iter().any(|f| f.name == name);
     if let Some(dir) = &args.check {
@@ -156,14 +139,7 @@ fn policies(
             match fs_err::read_to_string(&path) {
                 Ok(have) if have == f.text => {}
                 Ok(have) => {
-                    let diff = similar::TextDiff::from_lines(&have, &f.text);
-                    printer.out(
-                        &diff
-                            .unified_diff()
-                            .context_radius(2)
-                            .header(&path.display().to_string(), "from the specs")
-                            .to_string(),
-                    );
+                    super::shared::print_stale_diff(printer, &path, &have, &f.text);
                     stale.push(format!("{} differs", f.name));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

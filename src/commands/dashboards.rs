@@ -43,35 +43,27 @@ pub fn run(args: &DashboardsArgs, printer: &Printer) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// Whether the file at `path` was written by `dlqctl dashboards`: a JSON object whose
+/// Whether a file's text was written by `dlqctl dashboards`: a JSON object whose
 /// `description` begins with the mark.
+fn ours_text(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v["description"]
+                .as_str()
+                .map(|d| d.starts_with(dashboards::MARK))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether the file at `path` was written by `dlqctl dashboards`.
 fn ours(path: &Path) -> bool {
-    path.is_file()
-        && fs_err::read_to_string(path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| {
-                v["description"]
-                    .as_str()
-                    .map(|d| d.starts_with(dashboards::MARK))
-            })
-            .unwrap_or(false)
+    path.is_file() && fs_err::read_to_string(path).is_ok_and(|t| ours_text(&t))
 }
 
 /// The `*.json` files of `dir` that `dlqctl dashboards` wrote, sorted.
 fn ours_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !dir.is_dir() {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    for entry in fs_err::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "json") && ours(&path) {
-            out.push(path);
-        }
-    }
-    out.sort();
-    Ok(out)
+    super::shared::generated_in(dir, ours_text)
 }
 
 fn write(dir: &Path, built: &[Dashboard], report: &str, printer: &Printer) -> anyhow::Result<()> {
@@ -125,14 +117,7 @@ fn check(dir: &Path, built: &[Dashboard], report: &str, printer: &Printer) -> an
             Err(e) => return Err(e.into()),
         };
         if have != text {
-            let diff = similar::TextDiff::from_lines(&have, &text);
-            printer.out(
-                &diff
-                    .unified_diff()
-                    .context_radius(2)
-                    .header(&path.display().to_string(), "from the specs")
-                    .to_string(),
-            );
+            super::shared::print_stale_diff(printer, &path, &have, &text);
             stale.push(format!(
                 "{} differs from what the specs produce",
                 path.display()

@@ -3,7 +3,7 @@
 //! the Ctrl-C watch. `mod.rs` only dispatches, so no command reaches back up into it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::backend::ConnectOptions;
 use crate::backend::wire::http::Stats;
@@ -367,4 +367,38 @@ fn audit_to(
             false
         }
     }
+}
+
+/// A generated file that differs from what the specs produce (`alerts --check`, `dashboards
+/// --check`): the unified diff from the committed text to the specs' on stdout.
+pub fn print_stale_diff(printer: &Printer, path: &Path, have: &str, want: &str) {
+    let diff = similar::TextDiff::from_lines(have, want);
+    printer.out(
+        &diff
+            .unified_diff()
+            .context_radius(2)
+            .header(&path.display().to_string(), "from the specs")
+            .to_string(),
+    );
+}
+
+/// The `*.json` files directly in `dir` whose text `ours` says a dlqctl command wrote, sorted
+/// (none when `dir` is not a folder): the files `--out DIR` may replace or remove and `--check
+/// DIR` reports as left over.
+pub fn generated_in(dir: &Path, ours: impl Fn(&str) -> bool) -> anyhow::Result<Vec<PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for entry in fs_err::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && path.is_file()
+            && fs_err::read_to_string(&path).is_ok_and(|t| ours(&t))
+        {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
