@@ -170,6 +170,21 @@ impl Rest {
         }
     }
 
+    /// Takes (pulls and acknowledges) messages of `sub` until `want` distinct message ids came
+    /// (at most 30 s): the ids, each once, for a count by id.
+    pub fn take_ids(&self, sub: &str, want: usize) -> std::collections::BTreeSet<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        let started = std::time::Instant::now();
+        while seen.len() < want && started.elapsed() < std::time::Duration::from_secs(30) {
+            for m in self.pull(sub, 100) {
+                seen.insert(m["message"]["messageId"].as_str().expect("id").to_owned());
+                self.ack(sub, m["ackId"].as_str().expect("ackId"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        seen
+    }
+
     /// Takes (pulls and acknowledges) messages of `sub` as a consumer would: data and
     /// attributes. At least `want` (within 30 s), then whatever else comes within 2 s (so an
     /// unexpected extra shows); with `want` 0, whatever comes within 3 s.
