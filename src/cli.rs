@@ -129,17 +129,19 @@ Exit codes:
   dlqctl archive orders dlq/ --to s3://dlq-archive/prod --older-than 7d --delete --yes
   dlqctl archive orders dlq/ --due --delete --yes")]
     Archive(Box<ArchiveArgs>),
-    /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels (offline).
+    /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels, or Cloud
+    /// Monitoring alert policies for Pub/Sub channels (offline).
     ///
     /// One group per target, one rule per channel, alarm and tier, over the metrics `dlqctl
-    /// exporter` serves (dlq_depth, dlq_oldest_message_age_seconds), plus one rule per target
-    /// for an exporter that is down or absent (dlq_up), and one per channel with an age alarm
-    /// for dead letters whose age is unknown (dlq_oldest_message_age_known). Labels: severity,
-    /// channel, target and the channel's metadata.labels. SQS channels are left out: their
-    /// alarms are CloudWatch alarms, provisioned by `dlqctl apply`; so are Pub/Sub channels,
-    /// which Cloud Monitoring watches (not provisioned yet). Exit 0 written (or, with --check,
-    /// up to date), 1 lint errors or I/O error, 2 with --check: the file differs, 64 usage
-    /// error.
+    /// exporter` serves (dlq_depth, dlq_oldest_message_age_seconds, the flow counters of the
+    /// dead-letter rate), plus one rule per target for an exporter that is down or absent
+    /// (dlq_up), and one per channel with an age alarm for dead letters whose age is unknown
+    /// (dlq_oldest_message_age_known). Labels: severity, channel, target and the channel's
+    /// metadata.labels. SQS channels are left out: their alarms are CloudWatch alarms,
+    /// provisioned by `dlqctl apply`; so are Pub/Sub channels, whose alert policies
+    /// `--format cloud-monitoring --out DIR` writes, one file per channel and tier. Exit 0
+    /// written (or, with --check, up to date), 1 lint errors or I/O error, 2 with --check: the
+    /// file or folder differs, 64 usage error.
     /// See docs/alerts.md.
     #[command(after_help = "Example:
   dlqctl alerts dlq/ --format prometheus-operator --out dlq-alerts.yaml")]
