@@ -676,9 +676,29 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
         return;
     };
     let (a, b) = (format!("{}-a", w.stem), format!("{}-b", w.stem));
-    w.example("payments-sqs.yaml", &a);
+    // Both with a dead-letter rate alarm (metric math: no namespace of its own).
+    let with_rate = |path: &std::path::Path, rate: bool| {
+        let text = std::fs::read_to_string(path).expect("read spec");
+        let (plain, rated) = (
+            "    oldestMessageAge: {above: 30m}\n",
+            "    oldestMessageAge: {above: 30m}\n    deadLetterRate: {above: 1%}\n",
+        );
+        let text = if rate {
+            text.replace(plain, rated)
+        } else {
+            text.replace(rated, plain)
+        };
+        assert_eq!(text.contains("deadLetterRate"), rate, "{text}");
+        std::fs::write(path, text).expect("write spec");
+    };
+    let a_spec = w.example("payments-sqs.yaml", &a);
     let b_spec = w.example("payments-sqs.yaml", &b);
+    with_rate(&a_spec, true);
+    with_rate(&b_spec, true);
     w.ok(&["apply", "specs", "--auto-approve"]);
+    assert!(w.aws.alarm(&format!("{a}-dlq-dead-letter-rate")).is_some());
+    // a's spec drops its rate alarm: no plan reads its name any more, only a prune finds it.
+    with_rate(&a_spec, false);
     // Look-alikes by hand: untagged inside the prefixes, and tagged as dlqctl's outside them.
     let (untagged, outside) = (format!("{b}-dlq-copy"), format!("{}x-b-dlq", w.stem));
     w.aws.create(&untagged, &[], &[]);
@@ -699,8 +719,10 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     assert_eq!(
         names,
         [
+            format!("{a}-dlq-dead-letter-rate"),
             b.clone(),
             format!("{b}-dlq"),
+            format!("{b}-dlq-dead-letter-rate"),
             format!("{b}-dlq-depth"),
             format!("{b}-dlq-oldest-age")
         ],
@@ -718,6 +740,8 @@ fn sqs_prune_deletes_only_tagged_queues_and_alarms_and_counts_their_messages() {
     w.prune_all();
     assert!(!w.aws.exists(&b) && !w.aws.exists(&format!("{b}-dlq")));
     assert!(w.aws.exists(&a) && w.aws.exists(&format!("{a}-dlq")));
+    assert!(w.aws.alarm(&format!("{a}-dlq-dead-letter-rate")).is_none());
+    assert!(w.aws.alarm(&format!("{a}-dlq-depth")).is_some());
     assert!(w.aws.exists(&untagged), "an untagged look-alike survives");
     assert!(
         w.aws.exists(&outside),

@@ -85,6 +85,24 @@ pub fn watched_queue(props: &Props) -> Option<&str> {
         })
 }
 
+/// Whether an alarm watches SQS: its own namespace is AWS/SQS, or (a metric-math alarm,
+/// which has none) it has metric queries and every one of them reads AWS/SQS. What
+/// `plan --prune` may consider; tags then decide whether dlqctl made it.
+pub fn is_sqs_alarm(props: &Props) -> bool {
+    if props.get("Namespace").and_then(Value::as_str) == Some(NAMESPACE) {
+        return true;
+    }
+    let Some(queries) = props.get("Metrics").and_then(Value::as_array) else {
+        return false;
+    };
+    let namespaces: Vec<Option<&str>> = queries
+        .iter()
+        .filter_map(|q| q.get("MetricStat"))
+        .map(|m| m.pointer("/Metric/Namespace").and_then(Value::as_str))
+        .collect();
+    !namespaces.is_empty() && namespaces.iter().all(|n| *n == Some(NAMESPACE))
+}
+
 /// The rate alarm's untiered name: `{dlq}-dead-letter-rate`.
 pub fn rate_alarm_name(dlq: &str) -> String {
     format!("{dlq}{RATE_SUFFIX}")
@@ -161,10 +179,9 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
 
 /// The channel's dead-letter rate alarms, when the spec has one: the untiered name, or (for
 /// tiers) one per tier with the untiered name desired absent. Without `deadLetterRate` no
-/// name is read, so that channels without one cost plan no more DescribeAlarms names. Not
-/// covered yet: a rate alarm left over after the spec drops `deadLetterRate` stays (plan does
-/// not read its name, and `plan --prune` lists only alarms in namespace AWS/SQS, which a
-/// metric-math alarm has not).
+/// name is read, so that channels without one cost plan no more DescribeAlarms names: a rate
+/// alarm left over after the spec drops `deadLetterRate` is deleted by `plan --prune`, which
+/// lists SQS's metric-math alarms too ([`is_sqs_alarm`]).
 fn rate_alarms(r: &Resolved) -> Vec<Desired> {
     let Some(rate) = &r.alarms.dead_letter_rate else {
         return Vec::new();
@@ -942,6 +959,33 @@ mod tests {
             !without.iter().any(|x| x.id.name.contains(RATE_SUFFIX)),
             "no rate name is read without deadLetterRate"
         );
+    }
+
+    /// `plan --prune` considers an alarm only when it watches SQS: the depth and age alarms
+    /// by their namespace, the rate alarms (metric math, no namespace) by their queries.
+    #[test]
+    fn sqs_alarms_are_known_by_their_namespace_or_by_every_query() {
+        let props = |v: Value| -> Props {
+            v.as_object()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .collect()
+        };
+        assert!(is_sqs_alarm(&props(json!({"Namespace": NAMESPACE}))));
+        assert!(is_sqs_alarm(&props(
+            json!({"Namespace": null, "Metrics": rate_metrics("pay-dlq", "pay", 60)})
+        )));
+        assert!(!is_sqs_alarm(&props(json!({"Namespace": "AWS/Lambda"}))));
+        assert!(!is_sqs_alarm(&props(json!({"Metrics": [
+            {"Id": "a", "MetricStat": {"Metric": {"Namespace": NAMESPACE}}},
+            {"Id": "b", "MetricStat": {"Metric": {"Namespace": "AWS/Lambda"}}},
+            {"Id": "c", "Expression": "a / b"}
+        ]}))));
+        assert!(!is_sqs_alarm(&props(
+            json!({"Metrics": [{"Id": "c", "Expression": "1"}]})
+        )));
+        assert!(!is_sqs_alarm(&Props::new()));
     }
 
     #[test]

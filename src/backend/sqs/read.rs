@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::OnceCell;
 
 use super::alarms;
@@ -246,7 +246,7 @@ impl Reader {
     /// What `plan --prune` may delete on this target: queues and alarms tagged
     /// `managed-by: dlqctl`, inside the ownership prefixes if the target declares them, that
     /// `skip` (every name the specs use) does not name. Tags are read for every other queue
-    /// in scope, and for every AWS/SQS alarm in scope.
+    /// in scope, and for every SQS alarm in scope (metric-math ones too: the rate alarms).
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
@@ -306,7 +306,7 @@ impl Reader {
             .filter(|(name, a)| {
                 in_prefixes(&self.prefixes, name)
                     && !skipped(Kind::Alarm, name)
-                    && a.props.get("Namespace").and_then(Value::as_str) == Some(alarms::NAMESPACE)
+                    && alarms::is_sqs_alarm(&a.props)
             })
             .collect();
         let found: Vec<Option<Prunable>> = stream::iter(candidates)
