@@ -24,6 +24,7 @@ fn depth(n: u64) -> Depth {
         measure: Measure::Waiting,
         exists: true,
         lower_bound: false,
+        basis: None,
     }
 }
 

@@ -101,6 +101,11 @@ pub struct Depth {
     /// (Pub/Sub on a server without Cloud Monitoring).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lower_bound: bool,
+    /// Where `total` came from, where a backend has more than one way to count (Pub/Sub:
+    /// `pull`, counted by pulling; `cloud-monitoring`, the metric, minutes late); `None`
+    /// elsewhere (the broker's own count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<&'static str>,
 }
 
 impl Depth {
@@ -113,6 +118,7 @@ impl Depth {
             measure: Measure::Waiting,
             exists: false,
             lower_bound: false,
+            basis: None,
         }
     }
 
@@ -126,6 +132,7 @@ impl Depth {
             measure,
             exists: true,
             lower_bound: false,
+            basis: None,
         }
     }
 }
@@ -219,6 +226,45 @@ pub struct FlowPeriod {
     pub start_s: i64,
     pub dead_lettered: Option<u64>,
     pub source: Option<u64>,
+}
+
+impl Flow {
+    /// The flow of a backend that counts per period and keeps no totals (SQS's CloudWatch,
+    /// Pub/Sub's Cloud Monitoring): the periods (oldest first) for the exporter to add up
+    /// ([`Accumulator`]), no totals, and the sums of the periods that start in `window`
+    /// (ending at `now_s`) when `status` asked for one; no period in it: unknown, not 0.
+    pub fn from_periods(
+        source: &str,
+        basis: &'static str,
+        periods: Vec<FlowPeriod>,
+        window: Option<std::time::Duration>,
+        now_s: i64,
+    ) -> Flow {
+        let window = window.map(|w| {
+            let from = now_s - i64::try_from(w.as_secs()).unwrap_or(i64::MAX / 2);
+            let inside: Vec<&FlowPeriod> = periods.iter().filter(|p| p.start_s >= from).collect();
+            let sum = |pick: fn(&FlowPeriod) -> Option<u64>| -> Option<u64> {
+                if inside.is_empty() {
+                    return None;
+                }
+                inside.iter().map(|p| pick(p)).sum::<Option<u64>>()
+            };
+            FlowWindow {
+                seconds: w.as_secs(),
+                dead_lettered: sum(|p| p.dead_lettered),
+                source: sum(|p| p.source),
+            }
+        });
+        Flow {
+            dead_lettered_total: None,
+            source_total: None,
+            source: Some(source.to_owned()),
+            window,
+            basis: Some(basis),
+            periods,
+            settles: false,
+        }
+    }
 }
 
 /// Dead-lettered and source counts, each known or not.
@@ -805,6 +851,7 @@ mod tests {
                 measure: Measure::Waiting,
                 exists: true,
                 lower_bound: false,
+                basis: None,
             },
             others: Vec::new(),
             messages,

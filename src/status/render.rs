@@ -533,6 +533,9 @@ fn depth_json(d: &Depth) -> Value {
     {
         o.insert("lowerBound".into(), Value::Bool(true));
     }
+    if let (Some(b), Some(o)) = (d.basis, v.as_object_mut()) {
+        o.insert("basis".into(), Value::String(b.to_owned()));
+    }
     v
 }
 

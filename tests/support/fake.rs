@@ -179,6 +179,11 @@ impl FakeApi {
         }
     }
 
+    /// Every request it answered, in order: (method, path with its query).
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.seen.lock().expect("lock").clone()
+    }
+
     pub fn writes(&self) -> Vec<(String, String)> {
         self.seen
             .lock()

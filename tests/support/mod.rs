@@ -46,9 +46,11 @@ macro_rules! fixture_face {
     };
 }
 
+pub mod discovery;
 pub mod exporter;
 pub mod fake;
 pub mod kafka;
+pub mod monitoring;
 pub mod proxy;
 pub mod pubsub;
 pub mod rabbit;

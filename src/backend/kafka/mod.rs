@@ -597,6 +597,7 @@ mod tests {
             emulator_host: None,
             grant_service_agent: None,
             project_number: None,
+            monitoring: None,
             ownership: None,
             alerts: None,
             redact: None,

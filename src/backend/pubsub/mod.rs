@@ -30,6 +30,7 @@ pub mod apply;
 pub mod desired;
 pub mod draw;
 pub mod import;
+pub mod monitoring;
 pub mod plan;
 pub mod read;
 pub mod redrive;
@@ -48,6 +49,19 @@ use crate::spec::model::Backend;
 pub const CONCURRENCY: usize = 8;
 /// Listing page size (the API's maximum).
 pub const PAGE_SIZE: u32 = 1000;
+
+/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
+/// (RFC 3986's unreserved characters; Pub/Sub names may also hold `+` and `%`).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// One path segment (a project, topic or subscription name), percent-encoded.
+pub fn seg(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+}
 
 /// The labels dlqctl puts on what it creates: the kit's ownership words, as SQS's tags.
 pub use crate::backend::kit::ownership::{

@@ -28,19 +28,6 @@ pub const TOKEN_ENV: &str = "GOOGLE_OAUTH_ACCESS_TOKEN";
 /// with a next page is broken.
 const MAX_PAGES: usize = 10_000;
 
-/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
-/// (RFC 3986's unreserved characters; Pub/Sub names may also hold `+` and `%`).
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// One path segment (a project, topic or subscription name), percent-encoded.
-pub fn seg(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
-}
-
 /// From how many objects a plan lists the project's topics and subscriptions (two paged
 /// calls) rather than GET each: two channels. Below it, GETs cost less than two listings of
 /// a large shared project; above it, listings cost less unless the project holds more than
@@ -60,6 +47,9 @@ pub struct Reader {
     pub(super) emulator: bool,
     /// With `grantServiceAgent: true`: the project number that names the service agent.
     pub(super) grant: Option<String>,
+    /// Where status reads the metrics ([`super::monitoring`]), or why it does not.
+    /// Boxed: a second HTTP client would double the reader's size in the dispatcher's enum.
+    pub(super) monitoring: Result<Box<super::monitoring::Monitoring>, String>,
 }
 
 /// Where the API is and which token it takes, from the target and the environment: the
@@ -94,6 +84,58 @@ pub fn endpoint(
     Ok((GOOGLE_ENDPOINT.to_owned(), Some(token.trim().to_owned())))
 }
 
+/// The target's Cloud Monitoring client, or why there is none: off with
+/// `monitoring.enabled: false`; on an emulator (no metrics there) only when
+/// `monitoring.endpoint` names one, and then without credentials; on Google Cloud at
+/// `monitoring.endpoint` or [`super::monitoring::GOOGLE_ENDPOINT`], with the same token.
+/// It shares the Pub/Sub client's read budget, so the exporter renews both at once.
+fn monitoring(
+    name: &str,
+    target: &Target,
+    emulator: bool,
+    pubsub: &ReadHttp,
+    bearer: Option<&str>,
+    opts: ConnectOptions,
+    stats: &Arc<Stats>,
+) -> Result<Result<Box<super::monitoring::Monitoring>, String>, BackendError> {
+    let settings = target.monitoring.clone().unwrap_or_default();
+    if settings.enabled == Some(false) {
+        return Ok(Err(
+            "Cloud Monitoring is off for this target (`monitoring.enabled: false`)".to_owned(),
+        ));
+    }
+    let named = settings.endpoint.filter(|e| !e.trim().is_empty());
+    let base = match (named, emulator) {
+        (None, true) => {
+            return Ok(Err(
+                "the emulator has no metrics (Cloud Monitoring is read on an emulator target only when `monitoring.endpoint` names one)"
+                    .to_owned(),
+            ));
+        }
+        (Some(e), _) => e.trim().trim_end_matches('/').to_owned(),
+        (None, false) => super::monitoring::GOOGLE_ENDPOINT.to_owned(),
+    };
+    let http = ReadHttp::new(
+        HttpConfig {
+            target: name.to_owned(),
+            base,
+            user: None,
+            password: None,
+            bearer: if emulator {
+                None
+            } else {
+                bearer.map(str::to_owned)
+            },
+            creds_hint: TOKEN_ENV.to_owned(),
+            insecure: opts.insecure,
+            budget: pubsub.budget().clone(),
+        },
+        Arc::clone(stats),
+    )
+    .map_err(|e| e.at(name))?;
+    Ok(Ok(Box::new(super::monitoring::Monitoring { http })))
+}
+
 impl Reader {
     pub fn connect(
         name: &str,
@@ -116,14 +158,23 @@ impl Reader {
                 base,
                 user: None,
                 password: None,
-                bearer,
+                bearer: bearer.clone(),
                 creds_hint: TOKEN_ENV.to_owned(),
                 insecure: opts.insecure,
                 budget: ReadBudget::new(opts.read_timeout),
             },
-            stats,
+            Arc::clone(&stats),
         )
         .map_err(|e| e.at(name))?;
+        let monitoring = monitoring(
+            name,
+            target,
+            emulator,
+            &http,
+            bearer.as_deref(),
+            opts,
+            &stats,
+        )?;
         let grant = match target.grant_service_agent {
             Some(true) => target.project_number.clone(),
             _ => None,
@@ -135,6 +186,7 @@ impl Reader {
             prefixes: crate::backend::kit::connect::prefixes(target),
             emulator,
             grant,
+            monitoring,
         })
     }
 

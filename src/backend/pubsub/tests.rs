@@ -18,7 +18,7 @@ use crate::resource::{Desired, Role, TimeUnit};
 use crate::spec::model::Target;
 
 /// The example as a resolved channel on a Pub/Sub target named `gcp`.
-fn example(extra: &str) -> crate::spec::resolve::Resolved {
+pub(super) fn example(extra: &str) -> crate::spec::resolve::Resolved {
     let text = format!(
         "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: payments-transactions-pending}}\nspec:\n  target: gcp\n  retry: {{maxAttempts: 5}}\n  deadLetter: {{name: \"{{channel}}-dlt\"}}\n  pubsub: {{subscription: payment-processor-sub, ackDeadline: 30s}}\n{extra}"
     );
@@ -413,6 +413,7 @@ fn grant_service_agent_adds_the_two_bindings_and_nothing_else() {
         prefixes: Vec::new(),
         emulator: false,
         grant: Some("123".into()),
+        monitoring: Err("not read here".into()),
     };
     let d = desired(&example(""));
     let mut c = diff(&d[3], None).expect("create");

@@ -326,6 +326,7 @@ fn depth_of(q: &Value) -> Depth {
         measure: Measure::Waiting,
         exists: true,
         lower_bound: false,
+        basis: None,
     }
 }
 

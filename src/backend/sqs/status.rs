@@ -87,46 +87,14 @@ fn periods(s: &Series) -> Vec<crate::status::FlowPeriod> {
     out
 }
 
-/// The flow of one channel from its periods: no totals (CloudWatch has none; the exporter
-/// adds the periods up), the window's sums when `status` asked for one.
+/// The flow of one channel from its periods ([`crate::status::Flow::from_periods`]).
 fn flow_from(
     r: &Resolved,
     s: &Series,
     window: Option<std::time::Duration>,
     now_s: i64,
 ) -> crate::status::Flow {
-    let periods = periods(s);
-    let window = window.map(|w| {
-        let from = now_s - i64::try_from(w.as_secs()).unwrap_or(i64::MAX / 2);
-        let inside: Vec<&crate::status::FlowPeriod> =
-            periods.iter().filter(|p| p.start_s >= from).collect();
-        let sum = |pick: fn(&crate::status::FlowPeriod) -> Option<u64>| -> Option<u64> {
-            inside.iter().map(|p| pick(p)).sum::<Option<u64>>()
-        };
-        crate::status::FlowWindow {
-            seconds: w.as_secs(),
-            // No period in the window at all: the metrics say nothing (moto, a new queue).
-            dead_lettered: if inside.is_empty() {
-                None
-            } else {
-                sum(|p| p.dead_lettered)
-            },
-            source: if inside.is_empty() {
-                None
-            } else {
-                sum(|p| p.source)
-            },
-        }
-    });
-    crate::status::Flow {
-        dead_lettered_total: None,
-        source_total: None,
-        source: Some(r.main.clone()),
-        window,
-        basis: Some(FLOW_BASIS),
-        periods,
-        settles: false,
-    }
+    crate::status::Flow::from_periods(&r.main, FLOW_BASIS, periods(s), window, now_s)
 }
 
 impl Reader {
@@ -321,6 +289,7 @@ fn depth(attrs: &BTreeMap<String, String>) -> Depth {
         measure: Measure::Waiting,
         exists: true,
         lower_bound: false,
+        basis: None,
     }
 }
 

@@ -38,5 +38,6 @@ pub use rabbitmq::{
 };
 pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
 pub use targets::{
-    Backend, MetricSource, Ownership, Redact, Target, TargetAlerts, Targets, TargetsKind,
+    Backend, MetricSource, Ownership, PubsubMonitoring, Redact, Target, TargetAlerts, Targets,
+    TargetsKind,
 };

@@ -96,6 +96,12 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = "^[0-9]{1,20}$"))]
     pub project_number: Option<String>,
+    /// Pub/Sub: where `status` and the exporter read the dead-letter subscriptions' depth and
+    /// oldest age and the dead-letter rate (Cloud Monitoring's `projects.timeSeries.list`).
+    /// Default on Google Cloud: `https://monitoring.googleapis.com/v3` with the same access
+    /// token; on an emulator (which has no metrics): off unless `endpoint` is named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring: Option<PubsubMonitoring>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.
@@ -109,6 +115,21 @@ pub struct Target {
     /// say: checked by `redrive` before anything is read or moved (docs/redrive.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<Operations>,
+}
+
+/// Where a Pub/Sub target's metrics are read (docs/pubsub.md, "Status and redrive").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PubsubMonitoring {
+    /// `false`: never read Cloud Monitoring (the depth is then counted by pulling, and the
+    /// dead-letter rate is unknown). Default: on where there is an endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The Monitoring API v3 base URL, e.g. `https://monitoring.googleapis.com/v3` (the
+    /// default on Google Cloud). Named on an emulator target, it turns the reads on there (no
+    /// credentials are sent to it then). Written as is (no `${VAR}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 /// The rules for operating a target's dead letters (`redrive` and `archive`), and where their

@@ -86,7 +86,7 @@ fn check_fields_apply(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    let fields: [(&str, bool, &[Backend]); 15] = [
+    let fields: [(&str, bool, &[Backend]); 16] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -134,6 +134,7 @@ fn check_fields_apply(
             t.project_number.is_some(),
             &[Backend::Pubsub],
         ),
+        ("monitoring", t.monitoring.is_some(), &[Backend::Pubsub]),
     ];
     for (field, set, backends) in fields {
         if set && !backends.contains(&t.backend) {
@@ -215,14 +216,16 @@ fn check_urls(
     unexpanded: &Unexpanded,
     out: &mut Vec<Diagnostic>,
 ) {
+    let monitoring = t.monitoring.as_ref().and_then(|m| m.endpoint.clone());
     let fields = [
         ("url", &t.url, true),
         ("endpoint", &t.endpoint, true),
         ("amqpUrl", &t.amqp_url, false),
         ("bootstrapServers", &t.bootstrap_servers, false),
+        ("monitoring.endpoint", &monitoring, true),
     ];
     for (field, value, http) in fields {
-        let pointer = format!("{base}/{field}");
+        let pointer = format!("{base}/{}", field.replace('.', "/"));
         // A reference that could not be expanded was reported where it was loaded
         // (`target/variable`); every other value is checked as it will be used.
         if unexpanded.contains(&(doc.loc.file, pointer.clone())) {
@@ -447,6 +450,44 @@ mod tests {
                 .is_some_and(|h| h.starts_with("`grantServiceAgent: true` grants")),
             "{:?}",
             found[0].hint
+        );
+    }
+
+    /// Issue 36: `monitoring` is Pub/Sub's, and its endpoint is an http(s) URL without
+    /// credentials, like every other address.
+    #[test]
+    fn pubsub_monitoring_is_an_http_url_on_a_pubsub_target_only() {
+        let rules = |t: &str| -> Vec<String> {
+            target_findings(&format!("  t: {t}\n"))
+                .iter()
+                .map(|d| format!("{} | {}", d.rule, d.message))
+                .collect()
+        };
+        for ok in [
+            "{backend: pubsub, project: my-project, monitoring: {enabled: false}}",
+            "{backend: pubsub, project: my-project, monitoring: {endpoint: \"http://127.0.0.1:9/v3\"}}",
+        ] {
+            assert_eq!(rules(ok), Vec::<String>::new(), "{ok}");
+        }
+        assert_eq!(
+            rules(
+                "{backend: pubsub, project: my-project, monitoring: {endpoint: monitoring.internal}}"
+            ),
+            [
+                "target/url | `targets.t.monitoring.endpoint` must be an http:// or https:// URL, found `monitoring.internal`"
+            ]
+        );
+        assert_eq!(
+            rules("{backend: pubsub, project: my-project, monitoring: {endpoint: \"https://u:p@m.internal/v3\"}}")[0]
+                .split(" | ")
+                .next(),
+            Some("target/credentials-in-url")
+        );
+        assert_eq!(
+            rules("{backend: sqs, monitoring: {enabled: false}}"),
+            [
+                "target/field-not-applicable | `targets.t.monitoring` does not apply to an SQS target"
+            ]
         );
     }
 
