@@ -2,6 +2,9 @@
 //! and Prometheus's own tools on the output: `promtool check rules` (the file loads) and
 //! `promtool test rules` with `tests/fixtures/alerts/rules.test.yaml` (each alert fires on
 //! synthetic series above its threshold, and not below or after the DLQ is emptied).
+//! Two end-to-end tests load the rules in a real Prometheus that scrapes `dlqctl exporter` on
+//! the local stack: dead letters raise and clear the depth and age alerts, and real traffic
+//! with failures raises and clears the dead-letter rate alert.
 //!
 //! promtool comes from `$DLQCTL_PROMTOOL` (which `scripts/stack env` exports), else `PATH`.
 //! Under `CI=true` or `DLQCTL_LIVE_REQUIRED=1` a missing promtool fails these tests, as a
@@ -9,8 +12,12 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use support::{dlqctl, output, root};
 
@@ -335,6 +342,17 @@ fn poll_alerts(
     done: impl Fn(&[(String, String, String)]) -> bool,
 ) -> Vec<Vec<(String, String, String)>> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    poll_alerts_until(port, what, deadline, done)
+}
+
+/// [`poll_alerts`] until `deadline`.
+fn poll_alerts_until(
+    port: u16,
+    what: &str,
+    deadline: std::time::Instant,
+    done: impl Fn(&[(String, String, String)]) -> bool,
+) -> Vec<Vec<(String, String, String)>> {
+    let start = std::time::Instant::now();
     let mut seen: Vec<Vec<(String, String, String)>> = Vec::new();
     loop {
         let now = active_alerts(port);
@@ -346,7 +364,8 @@ fn poll_alerts(
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{what}: not within 60 s; seen: {seen:#?}"
+            "{what}: not within {:.0?}; seen: {seen:#?}",
+            deadline - start
         );
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
@@ -578,6 +597,749 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
         now.iter()
             .all(|(name, _, _)| !name.starts_with("DeadLetterQueue"))
     });
+    drop(stack);
+}
+
+// -------------------------------------------------------------- the dead-letter rate, live
+
+/// The traffic's phases: every message processed; 1 in [`FAIL_EVERY`] dead-lettered; every
+/// one processed again.
+const HEALTHY: u8 = 0;
+const FAILING: u8 = 1;
+const FIXED: u8 = 2;
+/// One message into each channel's source every 20 ms: 50 a second.
+const TICK: Duration = Duration::from_millis(20);
+/// While failing, the consumers dead-letter every 20th message they take: 5%.
+const FAIL_EVERY: u64 = 20;
+
+/// One channel's ids: as the broker confirmed them to the producer, as the consumer
+/// processed them, as the consumer dead-lettered them.
+#[derive(Default)]
+struct Ledger {
+    produced: Vec<String>,
+    processed: Vec<String>,
+    dead: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Ledger>>;
+
+/// What the traffic threads read from the test: the phase, whether producers and consumers
+/// still run, and a deadline no thread runs past whatever happens to the test.
+#[derive(Clone)]
+struct Control {
+    phase: Arc<AtomicU8>,
+    producing: Arc<AtomicBool>,
+    consuming: Arc<AtomicBool>,
+    deadline: Instant,
+}
+
+impl Control {
+    fn producing(&self) -> bool {
+        self.producing.load(Ordering::SeqCst) && Instant::now() < self.deadline
+    }
+
+    fn consuming(&self) -> bool {
+        self.consuming.load(Ordering::SeqCst) && Instant::now() < self.deadline
+    }
+
+    /// Whether the consumer fails the message it just took: every [`FAIL_EVERY`]th one it
+    /// takes while the phase is [`FAILING`] (`failing` counts those).
+    fn fails(&self, failing: &mut u64) -> bool {
+        if self.phase.load(Ordering::SeqCst) != FAILING {
+            return false;
+        }
+        *failing += 1;
+        failing.is_multiple_of(FAIL_EVERY)
+    }
+}
+
+/// The next tick of a producer's schedule; one that fell more than a second behind starts
+/// again from now instead of bursting to catch up.
+fn next_tick(next: tokio::time::Instant) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    if next + Duration::from_secs(1) < now {
+        now
+    } else {
+        next + TICK
+    }
+}
+
+/// A third-party producer on one long-lived, confirmed AMQP channel: a message with id `r-N`
+/// into `queue` (through the default exchange) every tick; an id is produced once the broker
+/// confirmed it.
+fn rabbit_producer(c: Control, queue: String, ledger: Shared) {
+    support::block(async move {
+        let conn = support::rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        ch.confirm_select(Default::default())
+            .await
+            .expect("confirms");
+        let mut next = tokio::time::Instant::now();
+        let mut i = 0u64;
+        while c.producing() {
+            let id = format!("r-{i}");
+            let props = lapin::BasicProperties::default().with_message_id(id.clone().into());
+            let confirm = ch
+                .basic_publish(
+                    "".into(),
+                    queue.as_str().into(),
+                    Default::default(),
+                    id.as_bytes(),
+                    props,
+                )
+                .await
+                .expect("publish")
+                .await
+                .expect("confirm");
+            assert!(confirm.is_ack(), "{id}: not confirmed: {confirm:?}");
+            ledger.lock().expect("ledger").produced.push(id);
+            i += 1;
+            next = next_tick(next);
+            tokio::time::sleep_until(next).await;
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+/// The application on RabbitMQ, on one long-lived channel: `basic.get`, then `basic.ack`
+/// what it processed and `basic.reject` with `requeue=false` what fails (the main queue
+/// dead-letters it into the DLQ).
+fn rabbit_consumer(c: Control, queue: String, ledger: Shared) {
+    use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+    support::block(async move {
+        let conn = support::rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let mut failing = 0u64;
+        while c.consuming() {
+            let Some(m) = ch
+                .basic_get(queue.as_str().into(), BasicGetOptions::default())
+                .await
+                .expect("basic.get")
+            else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let id = m
+                .delivery
+                .properties
+                .message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .expect("an id");
+            if c.fails(&mut failing) {
+                m.delivery
+                    .acker
+                    .reject(BasicRejectOptions { requeue: false })
+                    .await
+                    .expect("reject");
+                ledger.lock().expect("ledger").dead.push(id);
+            } else {
+                m.delivery
+                    .acker
+                    .ack(BasicAckOptions::default())
+                    .await
+                    .expect("ack");
+                ledger.lock().expect("ledger").processed.push(id);
+            }
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+/// A third-party producer on Kafka: a record keyed `k-N` into `topic` every tick; an id is
+/// produced once the broker acknowledged it.
+fn kafka_producer(c: Control, topic: String, ledger: Shared) {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let producer: FutureProducer = support::kafka::producer(&[("linger.ms", "0")]);
+    support::block(async move {
+        let mut next = tokio::time::Instant::now();
+        let mut i = 0u64;
+        while c.producing() {
+            let id = format!("k-{i}");
+            producer
+                .send(
+                    FutureRecord::to(&topic).key(&id).payload(&id),
+                    Duration::from_secs(10),
+                )
+                .await
+                .map_err(|(e, _)| e)
+                .expect("produce");
+            ledger.lock().expect("ledger").produced.push(id);
+            i += 1;
+            next = next_tick(next);
+            tokio::time::sleep_until(next).await;
+        }
+    });
+}
+
+/// The application on Kafka: a group consumer of `topic` that produces what fails to the
+/// DLT (as Spring's DeadLetterPublishingRecoverer does) before it counts it dead-lettered.
+fn kafka_consumer(c: Control, topic: String, dlt: String, group: String, ledger: Shared) {
+    use rdkafka::Message;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let consumer = support::kafka::consumer(&group, &[("auto.offset.reset", "earliest")]);
+    consumer.subscribe(&[topic.as_str()]).expect("subscribe");
+    let producer: FutureProducer = support::kafka::producer(&[("linger.ms", "0")]);
+    let mut failing = 0u64;
+    while c.consuming() {
+        let Some(m) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let m = m.expect("consume");
+        let id = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
+        if c.fails(&mut failing) {
+            let body = m.payload().unwrap_or_default().to_vec();
+            support::block(producer.send(
+                FutureRecord::to(&dlt).key(&id).payload(&body),
+                Duration::from_secs(10),
+            ))
+            .map_err(|(e, _)| e)
+            .expect("produce to the DLT");
+            ledger.lock().expect("ledger").dead.push(id);
+        } else {
+            ledger.lock().expect("ledger").processed.push(id);
+        }
+    }
+}
+
+/// The traffic of both channels: a producer and a consumer each, on threads of their own,
+/// stopped and joined on drop (or by [`Traffic::finish`]).
+struct Traffic {
+    control: Control,
+    rabbit: Shared,
+    kafka: Shared,
+    /// Producers first, then consumers, each named for the messages.
+    threads: Vec<(&'static str, std::thread::JoinHandle<()>)>,
+}
+
+impl Traffic {
+    fn start(queue: &str, topic: &str, dlt: &str, group: &str, deadline: Instant) -> Self {
+        let control = Control {
+            phase: Arc::new(AtomicU8::new(HEALTHY)),
+            producing: Arc::new(AtomicBool::new(true)),
+            consuming: Arc::new(AtomicBool::new(true)),
+            deadline,
+        };
+        let (rabbit, kafka) = (Shared::default(), Shared::default());
+        let threads = vec![
+            ("the RabbitMQ producer", {
+                let (c, q, l) = (control.clone(), queue.to_owned(), rabbit.clone());
+                std::thread::spawn(move || rabbit_producer(c, q, l))
+            }),
+            ("the Kafka producer", {
+                let (c, t, l) = (control.clone(), topic.to_owned(), kafka.clone());
+                std::thread::spawn(move || kafka_producer(c, t, l))
+            }),
+            ("the RabbitMQ consumer", {
+                let (c, q, l) = (control.clone(), queue.to_owned(), rabbit.clone());
+                std::thread::spawn(move || rabbit_consumer(c, q, l))
+            }),
+            ("the Kafka consumer", {
+                let (c, l) = (control.clone(), kafka.clone());
+                let (t, d, g) = (topic.to_owned(), dlt.to_owned(), group.to_owned());
+                std::thread::spawn(move || kafka_consumer(c, t, d, g, l))
+            }),
+        ];
+        Traffic {
+            control,
+            rabbit,
+            kafka,
+            threads,
+        }
+    }
+
+    fn set_phase(&self, phase: u8) {
+        self.control.phase.store(phase, Ordering::SeqCst);
+    }
+
+    /// Panics when a thread has ended before it was told to (its own panic is on stderr).
+    fn check(&self) {
+        let ended: Vec<&str> = self
+            .threads
+            .iter()
+            .filter(|(_, h)| h.is_finished())
+            .map(|(name, _)| *name)
+            .collect();
+        assert!(ended.is_empty(), "the traffic stopped early: {ended:?}");
+    }
+
+    /// (produced, processed + dead-lettered) of a ledger.
+    fn counts(ledger: &Shared) -> (usize, usize) {
+        let l = ledger.lock().expect("ledger");
+        (l.produced.len(), l.processed.len() + l.dead.len())
+    }
+
+    /// Stops the producers, lets the consumers take what is left (30 s at most), stops them:
+    /// the two ledgers, RabbitMQ's and Kafka's.
+    fn finish(mut self) -> (Ledger, Ledger) {
+        self.check();
+        self.control.producing.store(false, Ordering::SeqCst);
+        let consumers = self.threads.split_off(2);
+        for (_, h) in std::mem::replace(&mut self.threads, consumers) {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (r, k) = (Self::counts(&self.rabbit), Self::counts(&self.kafka));
+            if r.0 == r.1 && k.0 == k.1 {
+                break;
+            }
+            self.check();
+            assert!(
+                Instant::now() < deadline,
+                "the consumers did not take every message within 30 s: (produced, taken) RabbitMQ {r:?}, Kafka {k:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.control.consuming.store(false, Ordering::SeqCst);
+        for (_, h) in std::mem::take(&mut self.threads) {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        let take = |l: &Shared| std::mem::take(&mut *l.lock().expect("ledger"));
+        (take(&self.rabbit), take(&self.kafka))
+    }
+}
+
+impl Drop for Traffic {
+    fn drop(&mut self) {
+        self.control.producing.store(false, Ordering::SeqCst);
+        self.control.consuming.store(false, Ordering::SeqCst);
+        for (_, h) in std::mem::take(&mut self.threads) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A figure the report needs (run with `--nocapture` to see them).
+#[allow(clippy::print_stderr)]
+fn note(what: std::fmt::Arguments) {
+    eprintln!("rate test: {what}");
+}
+
+/// An instant query's result as (the `channel` label, the value).
+fn prom_query(port: u16, query: &str) -> Vec<(String, f64)> {
+    let path = format!("/api/v1/query?query={}", url_encode(query));
+    let Some(data) = prom_api(port, &path) else {
+        return Vec::new();
+    };
+    data["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let channel = r["metric"]["channel"].as_str().unwrap_or("").to_owned();
+            let value = r["value"][1].as_str()?.parse().ok()?;
+            Some((channel, value))
+        })
+        .collect()
+}
+
+/// Percent-encodes a query string's value.
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The value `query` has for `channel`, if any.
+fn value_of(port: u16, query: &str, channel: &str) -> Option<f64> {
+    prom_query(port, query)
+        .into_iter()
+        .find(|(c, _)| c == channel)
+        .map(|(_, v)| v)
+}
+
+/// The ratio the channel's `DeadLetterRateHigh` rule compares with its threshold: the rule's
+/// expression in `rules` without its ` > F`.
+fn rate_ratio(rules: &str, channel: &str) -> String {
+    let needle = format!("channel=\\\"{channel}\\\"");
+    let expr = rules
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("expr: "))
+        .find(|e| e.contains("dlq_dead_lettered_messages_total") && e.contains(&needle))
+        .unwrap_or_else(|| panic!("no rate rule for {channel}:\n{rules}"));
+    let expr: String = serde_json::from_str(expr).expect("a quoted expression");
+    let (ratio, _) = expr.rsplit_once(" > ").expect("a threshold");
+    ratio.to_owned()
+}
+
+/// Whether the active alerts have `DeadLetterRateHigh` of `channel` in `state`.
+fn rate_alert(now: &[(String, String, String)], channel: &str, state: &str) -> bool {
+    now.iter()
+        .any(|(a, c, s)| a == "DeadLetterRateHigh" && c == channel && s == state)
+}
+
+/// Issue 36, end to end: the `DeadLetterRateHigh` rules `dlqctl alerts` writes, in a real
+/// Prometheus (1 s scrape and evaluation) scraping `dlqctl exporter --interval 1s`, on real
+/// traffic: 50 messages a second into a RabbitMQ queue and a Kafka topic, each consumed by an
+/// application. Healthy (everything processed, ≥ 20 s): no rate alert, though the source
+/// counters increase. Failing (1 in 20 dead-lettered: RabbitMQ `basic.reject` with
+/// `requeue=false`, Kafka a record produced to the DLT): each channel's alert goes pending,
+/// then firing, and Prometheus computes about 5%. Fixed (no failures, traffic goes on): both
+/// resolve once the 15 s window has rolled past. Then every id is accounted for, and the
+/// exporter's counters equal what was produced and dead-lettered.
+#[test]
+fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a_kafka_channel() {
+    let Some(prometheus) = prometheus() else {
+        return;
+    };
+    if !support::rabbit::up() || !support::kafka::up() {
+        return;
+    }
+    let started = Instant::now();
+    // Every wait below is bounded by its own limit and by this one.
+    let test_deadline = started + Duration::from_secs(180);
+    let until = |limit: Duration| (Instant::now() + limit).min(test_deadline);
+    let stem = support::unique("rate");
+    let mut stack = Stack {
+        children: Vec::new(),
+        stem: stem.clone(),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(
+        d.join("dlqctl.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
+            support::rabbitmq_url(),
+            support::kafka_bootstrap()
+        ),
+    )
+    .expect("targets");
+    // A rate a test can cross in seconds: over 15 s, above 0.1% for 2 s.
+    let alarms = "  alarms:\n    deadLetterRate: {warning: 0.1%, period: 15s, for: 2s}\n";
+    let (orders, inventory) = (format!("{stem}.orders"), format!("{stem}.inventory"));
+    // RabbitMQ: no retry queue (1 attempt) and a dead-letter exchange of its own, so that a
+    // reject with requeue=false goes straight into the DLQ.
+    std::fs::write(
+        d.join("channels.yaml"),
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {orders}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 1}}\n  rabbitmq:\n    deadLetterExchange: {{name: \"{{channel}}.dlx\"}}\n{alarms}---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {inventory}}}\nspec:\n  target: local-kafka\n  retry: {{maxAttempts: 1}}\n{alarms}"
+        ),
+    )
+    .expect("channels");
+    let run = |args: &[&str]| output(support::dlqctl_local(d).args(args));
+    let lint = run(&["lint", "."]);
+    lint.ok();
+    run(&["apply", ".", "--auto-approve"]).ok();
+    let (dlq, dlt) = (format!("{orders}.dlq"), format!("{inventory}-dlt"));
+    run(&["alerts", ".", "--out", "rules.yaml"]).ok();
+    let rules = std::fs::read_to_string(d.join("rules.yaml")).expect("rules");
+    assert_eq!(
+        rules.matches("alert: DeadLetterRateHigh").count(),
+        2,
+        "one rate rule per channel:\n{rules}"
+    );
+    let ratio = |channel: &str| rate_ratio(&rules, channel);
+    for channel in [&orders, &inventory] {
+        let r = ratio(channel);
+        assert!(r.contains("[15s]"), "{r}");
+    }
+    assert!(rules.contains("> 0.001\""), "{rules}");
+    assert!(rules.contains("for: 2s"), "{rules}");
+
+    let exporter_port = free_port();
+    let null = std::process::Stdio::null;
+    stack.children.push(
+        support::dlqctl_local(d)
+            .args(["exporter", ".", "--interval", "1s", "--listen"])
+            .arg(format!("127.0.0.1:{exporter_port}"))
+            .stdout(null())
+            .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
+            .spawn()
+            .expect("dlqctl exporter starts"),
+    );
+    let prom_port = free_port();
+    std::fs::write(
+        d.join("prometheus.yml"),
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n"
+        ),
+    )
+    .expect("prometheus.yml");
+    stack.children.push(
+        Command::new(&prometheus)
+            .current_dir(d)
+            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(null())
+            .stderr(null())
+            .spawn()
+            .expect("prometheus starts"),
+    );
+    let exporter_log = || std::fs::read_to_string(d.join("exporter.log")).unwrap_or_default();
+    let up = || {
+        prom_query(prom_port, "sum(dlq_up)")
+            .first()
+            .map(|(_, v)| *v)
+    };
+    let deadline = until(Duration::from_secs(60));
+    while up() != Some(2.0) {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never saw both targets up: sum(dlq_up) {:?}; the exporter's log: {}",
+            up(),
+            exporter_log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    note(format_args!(
+        "both targets up after {:.1?}",
+        started.elapsed()
+    ));
+
+    // Healthy: the source counters increase, and no rate alert for 20 s and more.
+    let group = format!("{inventory}.app");
+    let traffic = Traffic::start(
+        &orders,
+        &inventory,
+        &dlt,
+        &group,
+        started + Duration::from_secs(200),
+    );
+    let healthy = Instant::now();
+    let flowing = "rate(dlq_source_messages_total[15s]) > 0";
+    let both_flow = || {
+        let got = prom_query(prom_port, flowing);
+        [&orders, &inventory]
+            .iter()
+            .all(|c| got.iter().any(|(g, _)| g == *c))
+    };
+    let deadline = until(Duration::from_secs(30));
+    while !both_flow() {
+        traffic.check();
+        assert!(
+            Instant::now() < deadline,
+            "the source counters did not increase in Prometheus within 30 s: {:?}; the exporter's log: {}",
+            prom_query(prom_port, "dlq_source_messages_total"),
+            exporter_log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    note(format_args!(
+        "the source counters increase {:.1?} after the traffic started",
+        healthy.elapsed()
+    ));
+    while healthy.elapsed() < Duration::from_secs(22) {
+        traffic.check();
+        let now = active_alerts(prom_port);
+        assert!(
+            now.iter().all(|(a, _, _)| a != "DeadLetterRateHigh"),
+            "no rate alert while every message is processed ({:.1?} in): {now:?}",
+            healthy.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(up(), Some(2.0), "both targets still read");
+    assert!(both_flow(), "the source counters still increase");
+
+    // Failing: 1 in 20 dead-lettered. Each channel's rate alert is pending, then firing.
+    traffic.set_phase(FAILING);
+    let failing = Instant::now();
+    let seen = poll_alerts_until(
+        prom_port,
+        "both rate alerts firing",
+        until(Duration::from_secs(60)),
+        |now| {
+            traffic.check();
+            [&orders, &inventory]
+                .iter()
+                .all(|c| rate_alert(now, c, "firing"))
+        },
+    );
+    note(format_args!(
+        "both rate alerts firing {:.1?} after the failures began",
+        failing.elapsed()
+    ));
+    for channel in [&orders, &inventory] {
+        let pending = seen.iter().position(|s| rate_alert(s, channel, "pending"));
+        let firing = seen.iter().position(|s| rate_alert(s, channel, "firing"));
+        assert!(
+            pending.is_some() && pending < firing,
+            "{channel}: DeadLetterRateHigh pending before firing: {seen:#?}"
+        );
+    }
+    // Once the 15 s window holds failures only (and the exporter's and Prometheus' lag),
+    // Prometheus computes about the injected 5%.
+    while failing.elapsed() < Duration::from_secs(22) {
+        traffic.check();
+        let now = active_alerts(prom_port);
+        for channel in [&orders, &inventory] {
+            assert!(
+                rate_alert(&now, channel, "firing"),
+                "{channel}: still firing while failing: {now:?}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    for _ in 0..3 {
+        for channel in [&orders, &inventory] {
+            let r = value_of(prom_port, &ratio(channel), channel);
+            note(format_args!("{channel}: Prometheus computes {r:?}"));
+            assert!(
+                r.is_some_and(|r| (0.02..=0.10).contains(&r)),
+                "{channel}: the rule's ratio is {r:?}, not about 5% (2% to 10%)"
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+
+    // Fixed: no failures, the traffic goes on; both alerts resolve once the window rolls past.
+    traffic.set_phase(FIXED);
+    let fixed = Instant::now();
+    poll_alerts_until(
+        prom_port,
+        "both rate alerts resolved",
+        until(Duration::from_secs(90)),
+        |now| {
+            traffic.check();
+            now.iter().all(|(a, _, _)| a != "DeadLetterRateHigh")
+        },
+    );
+    note(format_args!(
+        "both rate alerts resolved {:.1?} after the failures ended",
+        fixed.elapsed()
+    ));
+    assert!(both_flow(), "the traffic went on");
+
+    // Nothing lost: every id produced was processed or dead-lettered, once; the exporter's
+    // counters are what was produced and dead-lettered (read before the DLQ is emptied).
+    let (rabbit, kafka) = traffic.finish();
+    for (channel, l) in [(&orders, &rabbit), (&inventory, &kafka)] {
+        let produced: BTreeSet<&String> = l.produced.iter().collect();
+        let processed: BTreeSet<&String> = l.processed.iter().collect();
+        let dead: BTreeSet<&String> = l.dead.iter().collect();
+        assert_eq!(
+            (produced.len(), processed.len(), dead.len()),
+            (l.produced.len(), l.processed.len(), l.dead.len()),
+            "{channel}: no id twice"
+        );
+        assert!(processed.is_disjoint(&dead), "{channel}");
+        let taken: BTreeSet<&String> = processed.union(&dead).copied().collect();
+        assert_eq!(taken, produced, "{channel}: every id produced was taken");
+        assert!(
+            l.dead.len() >= 10 && l.dead.len() * 10 < l.produced.len(),
+            "{channel}: {} dead-lettered of {}",
+            l.dead.len(),
+            l.produced.len()
+        );
+        note(format_args!(
+            "{channel}: {} produced, {} processed, {} dead-lettered",
+            l.produced.len(),
+            l.processed.len(),
+            l.dead.len()
+        ));
+    }
+    let deadline = until(Duration::from_secs(30));
+    for (channel, l) in [(&orders, &rabbit), (&inventory, &kafka)] {
+        let counters = || {
+            (
+                value_of(
+                    prom_port,
+                    &format!("dlq_dead_lettered_messages_total{{channel=\"{channel}\"}}"),
+                    channel,
+                ),
+                value_of(
+                    prom_port,
+                    &format!("dlq_source_messages_total{{channel=\"{channel}\"}}"),
+                    channel,
+                ),
+            )
+        };
+        let want = (Some(l.dead.len() as f64), Some(l.produced.len() as f64));
+        while counters() != want {
+            assert!(
+                Instant::now() < deadline,
+                "{channel}: the exporter's (dead-lettered, source) counters are {:?}, not {want:?}",
+                counters()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    // The dead letters are where they were sent: the RabbitMQ DLQ, the Kafka DLT.
+    let in_dlq: BTreeSet<String> = support::block(support::rabbit::take_each(&dlq, |m| {
+        m.properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect();
+    assert_eq!(in_dlq, rabbit.dead.iter().cloned().collect(), "the DLQ");
+    assert_eq!(
+        support::rabbit::count(&orders),
+        0,
+        "the main queue is empty"
+    );
+    // The broker's own totals, read afresh by `status` (no exporter memory), once the
+    // producer's and consumer's channels have closed and the DLQ was emptied by a channel
+    // that lived for one drain: RabbitMQ's statistics must not lose them.
+    let totals = || {
+        let out = run(&["status", "channels.yaml", "--format", "json", "--no-peek"]);
+        let doc = out.json("status");
+        let entry = doc["channels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["channel"] == orders.as_str())
+            .cloned()
+            .unwrap_or_default();
+        let flow = &entry["deadLetter"]["flow"];
+        (
+            flow["deadLetteredTotal"].as_u64(),
+            flow["sourceTotal"].as_u64(),
+        )
+    };
+    let want = (
+        Some(rabbit.dead.len() as u64),
+        Some(rabbit.produced.len() as u64),
+    );
+    let deadline = until(Duration::from_secs(20));
+    loop {
+        let got = totals();
+        if got == want {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{orders}: status reads (dead-lettered, source) totals {got:?}, not {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let in_dlt: BTreeSet<String> = {
+        use rdkafka::Message;
+        use rdkafka::consumer::Consumer;
+        let reader = support::kafka::consumer(&format!("{stem}.check"), &[]);
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset(&dlt, 0, rdkafka::Offset::Beginning)
+            .expect("tpl");
+        reader.assign(&tpl).expect("assign");
+        let mut got = BTreeSet::new();
+        let deadline = until(Duration::from_secs(30));
+        while got.len() < kafka.dead.len() && Instant::now() < deadline {
+            if let Some(m) = reader.poll(Duration::from_millis(200)) {
+                let m = m.expect("read the DLT");
+                got.insert(String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned());
+            }
+        }
+        got
+    };
+    assert_eq!(in_dlt, kafka.dead.iter().cloned().collect(), "the DLT");
+    note(format_args!(
+        "the whole test took {:.1?}",
+        started.elapsed()
+    ));
     drop(stack);
 }
 
