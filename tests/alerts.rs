@@ -301,6 +301,66 @@ impl Drop for Stack {
     }
 }
 
+/// The two local targets of the live tests, owning only names under `{stem}.`; `rabbit_extra`
+/// goes under the RabbitMQ target (e.g. `alerts: {source: native}`).
+fn local_targets(stem: &str, rabbit_extra: &str) -> String {
+    format!(
+        "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n{rabbit_extra}    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
+        support::rabbitmq_url(),
+        support::kafka_bootstrap()
+    )
+}
+
+impl Stack {
+    /// `dlqctl exporter . --interval 1s <args> --listen` in `d` (its log in `exporter.log`);
+    /// the port it listens on.
+    fn exporter(&mut self, d: &Path, args: &[&str]) -> u16 {
+        let port = free_port();
+        self.children.push(
+            support::dlqctl_local(d)
+                .args(["exporter", ".", "--interval", "1s"])
+                .args(args)
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
+                .spawn()
+                .expect("dlqctl exporter starts"),
+        );
+        port
+    }
+
+    /// A Prometheus in `d` (1 s scrape and evaluation, the rules in `rules.yaml`) scraping the
+    /// exporter on `exporter_port` and whatever `more_jobs` adds to `scrape_configs`; its port.
+    fn prometheus(
+        &mut self,
+        prometheus: &Path,
+        d: &Path,
+        exporter_port: u16,
+        more_jobs: &str,
+    ) -> u16 {
+        let port = free_port();
+        std::fs::write(
+            d.join("prometheus.yml"),
+            format!(
+                "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n{more_jobs}"
+            ),
+        )
+        .expect("prometheus.yml");
+        self.children.push(
+            Command::new(prometheus)
+                .current_dir(d)
+                .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("prometheus starts"),
+        );
+        port
+    }
+}
+
 /// `GET` on Prometheus's HTTP API; the JSON answer's `data`.
 fn prom_api(port: u16, path: &str) -> Option<serde_json::Value> {
     let url = format!("http://127.0.0.1:{port}{path}");
@@ -407,11 +467,7 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     let d = dir.path();
     std::fs::write(
         d.join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    alerts: {{source: native}}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
-            support::rabbitmq_url(),
-            support::kafka_bootstrap()
-        ),
+        local_targets(&stem, "    alerts: {source: native}\n"),
     )
     .expect("targets");
     // Thresholds a test can cross in seconds: any dead letter, older than 2 s, for 3 s.
@@ -444,17 +500,7 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
         "an age-unknown rule per channel with an age alarm:\n{rules}"
     );
 
-    let exporter_port = free_port();
-    let null = std::process::Stdio::null;
-    stack.children.push(
-        support::dlqctl_local(d)
-            .args(["exporter", ".", "--interval", "1s", "--peek", "--listen"])
-            .arg(format!("127.0.0.1:{exporter_port}"))
-            .stdout(null())
-            .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
-            .spawn()
-            .expect("dlqctl exporter starts"),
-    );
+    let exporter_port = stack.exporter(d, &["--peek"]);
     // RabbitMQ's depth comes from the broker's own rabbitmq_prometheus plugin (the stack
     // enables it on loopback), its age from the exporter.
     let rabbit_metrics = support::host_port(
@@ -467,23 +513,13 @@ fn a_real_prometheus_fires_and_resolves_the_alerts_of_a_rabbitmq_dlq_and_a_kafka
     ) {
         return;
     }
-    let prom_port = free_port();
-    std::fs::write(
-        d.join("prometheus.yml"),
-        format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n  - job_name: rabbitmq\n    metrics_path: /metrics/detailed\n    params: {{family: [queue_coarse_metrics]}}\n    static_configs: [{{targets: [\"{rabbit_metrics}\"]}}]\n"
+    let prom_port = stack.prometheus(
+        &prometheus,
+        d,
+        exporter_port,
+        &format!(
+            "  - job_name: rabbitmq\n    metrics_path: /metrics/detailed\n    params: {{family: [queue_coarse_metrics]}}\n    static_configs: [{{targets: [\"{rabbit_metrics}\"]}}]\n"
         ),
-    )
-    .expect("prometheus.yml");
-    stack.children.push(
-        Command::new(&prometheus)
-            .current_dir(d)
-            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(null())
-            .stderr(null())
-            .spawn()
-            .expect("prometheus starts"),
     );
 
     // Both targets read (dlq_up 1), and no dead-letter alert while the DLQs are empty.
@@ -1007,15 +1043,7 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    std::fs::write(
-        d.join("dlqctl.yaml"),
-        format!(
-            "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  local-rabbitmq:\n    backend: rabbitmq\n    url: {}\n    vhost: /\n    usernameEnv: DLQCTL_RABBITMQ_USER\n    passwordEnv: DLQCTL_RABBITMQ_PASSWORD\n    ownership: {{prefixes: [\"{stem}.\"]}}\n  local-kafka:\n    backend: kafka\n    bootstrapServers: {}\n    ownership: {{prefixes: [\"{stem}.\"]}}\n",
-            support::rabbitmq_url(),
-            support::kafka_bootstrap()
-        ),
-    )
-    .expect("targets");
+    std::fs::write(d.join("dlqctl.yaml"), local_targets(&stem, "")).expect("targets");
     // A rate a test can cross in seconds: over 15 s, above 0.1% for 2 s.
     let alarms = "  alarms:\n    deadLetterRate: {warning: 0.1%, period: 15s, for: 2s}\n";
     let (orders, inventory) = (format!("{stem}.orders"), format!("{stem}.inventory"));
@@ -1048,35 +1076,8 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
     assert!(rules.contains("> 0.001\""), "{rules}");
     assert!(rules.contains("for: 2s"), "{rules}");
 
-    let exporter_port = free_port();
-    let null = std::process::Stdio::null;
-    stack.children.push(
-        support::dlqctl_local(d)
-            .args(["exporter", ".", "--interval", "1s", "--listen"])
-            .arg(format!("127.0.0.1:{exporter_port}"))
-            .stdout(null())
-            .stderr(std::fs::File::create(d.join("exporter.log")).expect("log"))
-            .spawn()
-            .expect("dlqctl exporter starts"),
-    );
-    let prom_port = free_port();
-    std::fs::write(
-        d.join("prometheus.yml"),
-        format!(
-            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nrule_files: [rules.yaml]\nscrape_configs:\n  - job_name: dlqctl\n    static_configs: [{{targets: [\"127.0.0.1:{exporter_port}\"]}}]\n"
-        ),
-    )
-    .expect("prometheus.yml");
-    stack.children.push(
-        Command::new(&prometheus)
-            .current_dir(d)
-            .args(["--config.file=prometheus.yml", "--storage.tsdb.path=data"])
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(null())
-            .stderr(null())
-            .spawn()
-            .expect("prometheus starts"),
-    );
+    let exporter_port = stack.exporter(d, &[]);
+    let prom_port = stack.prometheus(&prometheus, d, exporter_port, "");
     let exporter_log = || std::fs::read_to_string(d.join("exporter.log")).unwrap_or_default();
     let up = || {
         prom_query(prom_port, "sum(dlq_up)")
