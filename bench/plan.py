@@ -80,6 +80,25 @@ def stats(stderr):
     return calls
 
 
+def lower_bound(n_sqs, n_rmq):
+    """The fewest reads plan could make for the mix of bench/gen.py, per API: each SQS channel
+    has 2 queues and 2 alarms (ListQueues pages of 1,000, one GetQueueAttributes a queue,
+    DescribeAlarms pages of 100), each RabbitMQ channel 3 queues (pages of 500) and one listing
+    of policies, exchanges and bindings for the vhost, Kafka one Metadata and one DescribeConfigs."""
+    q_sqs, alarms, q_rmq = 2 * n_sqs, 2 * n_sqs, 3 * n_rmq
+    return {
+        "sqs:ListQueues": math.ceil(q_sqs / 1000),
+        "sqs:GetQueueAttributes": q_sqs,
+        "cloudwatch:DescribeAlarms": math.ceil(alarms / 100),
+        "GET /api/queues/{vhost}": math.ceil(q_rmq / 500),
+        "GET /api/policies/{vhost}": 1,
+        "GET /api/exchanges/{vhost}": 1,
+        "GET /api/bindings/{vhost}": 1,
+        "kafka:Metadata": 1,
+        "kafka:DescribeConfigs": 1,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--channels", type=int, default=5000)
@@ -151,17 +170,7 @@ def main():
     total = sum(calls.values())
     writes = [k for k in calls if k.split(" ")[0] in ("PUT", "POST", "DELETE") or re.match(r"\w+:(Create|Set|Tag|Put|Delete|Alter)", k)]
     q_sqs, alarms, q_rmq = 2 * n_sqs, 2 * n_sqs, 3 * n_rmq
-    bound = {
-        "sqs:ListQueues": math.ceil(q_sqs / 1000),
-        "sqs:GetQueueAttributes": q_sqs,
-        "cloudwatch:DescribeAlarms": math.ceil(alarms / 100),
-        "GET /api/queues/{vhost}": math.ceil(q_rmq / 500),
-        "GET /api/policies/{vhost}": 1,
-        "GET /api/exchanges/{vhost}": 1,
-        "GET /api/bindings/{vhost}": 1,
-        "kafka:Metadata": 1,
-        "kafka:DescribeConfigs": 1,
-    }
+    bound = lower_bound(n_sqs, n_rmq)
     lower = sum(bound.values())
     print(f"channels: {n} ({n_sqs} SQS with 2 alarms, {n_rmq} RabbitMQ, {n_kafka} Kafka)\n")
     print("| API | calls | lower bound |")

@@ -15,7 +15,6 @@ state in memory: `scripts/stack down --only moto,kafka` clears it).
 import argparse
 import atexit
 import json
-import math
 import os
 import re
 import statistics
@@ -24,7 +23,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plan import ROOT, management  # noqa: E402
+from plan import ROOT, lower_bound, management  # noqa: E402
 from plan import measured as _measured  # noqa: E402
 
 
@@ -47,14 +46,14 @@ def stats(stderr):
     return calls
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--channels", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--one-runs", type=int, default=5)
-    ap.add_argument("--dlqctl", default=os.path.join(ROOT, "target", "release", "dlqctl"))
-    ap.add_argument("--cleanup", action="store_true")
-    a = ap.parse_args()
+def mix(n):
+    """The channels of each backend in N of the mix: 2:2:1 SQS, RabbitMQ, Kafka."""
+    return 2 * n // 5, 2 * n // 5, n - 4 * n // 5
+
+
+def local_env():
+    """The environment for dlqctl, with the stack's defaults; the endpoints (RabbitMQ's, AWS's,
+    Kafka's), refusing any that is not on 127.0.0.1."""
     env = dict(os.environ)
     for k, v in (("DLQCTL_RABBITMQ_USER", "guest"), ("DLQCTL_RABBITMQ_PASSWORD", "guest"),
                  ("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_REGION", "us-east-1")):
@@ -65,27 +64,47 @@ def main():
     for u in (rabbit, aws, "tcp://" + kafka):
         if urllib.parse.urlsplit(u).hostname not in ("127.0.0.1", "localhost"):
             sys.exit(f"refusing a non-local endpoint: {u}")
-    n = a.channels
-    n_sqs, n_rmq, n_kafka = 2 * n // 5, 2 * n // 5, n - 4 * n // 5
-    prefix, vhost = f"st{n}.", f"bench-status-{n}"
+    return env, rabbit, aws, kafka
+
+
+def applied(n, dlqctl, prefix, vhost, work, cleanup):
+    """N channels of the mix (bench/gen.py) written to WORK and applied once, RabbitMQ's in a
+    vhost of their own (made here, deleted at exit with CLEANUP); returns (env, work)."""
+    env, rabbit, aws, kafka = local_env()
+    n_sqs, n_rmq, n_kafka = mix(n)
     vh = urllib.parse.quote(vhost, safe="")
     management(rabbit, env, "PUT", f"/api/vhosts/{vh}", {})
     management(rabbit, env, "PUT", f"/api/permissions/{vh}/{urllib.parse.quote(env['DLQCTL_RABBITMQ_USER'], safe='')}",
                {"configure": ".*", "write": ".*", "read": ".*"})
-    if a.cleanup:
+    if cleanup:
         atexit.register(lambda: (management(rabbit, env, "DELETE", f"/api/vhosts/{vh}", {}),
                                  print(f"deleted RabbitMQ vhost {vhost}")))
-    work = os.path.join(ROOT, "bench", ".work", f"status-{n}")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen.py"), str(n), work, "--mix",
                     f"{n_sqs}:{n_rmq}:{n_kafka}", "--prefix", prefix, "--vhost", vhost,
                     "--aws", aws, "--rabbit", rabbit, "--kafka", kafka], check=True)
     print(f"applying {n} channels (progress every 30 s) ...", flush=True)
-    code, out, err, wall, rss = measured([a.dlqctl, "apply", ".", "--auto-approve", "--color", "never"], work, env,
+    code, out, err, wall, rss = measured([dlqctl, "apply", ".", "--auto-approve", "--color", "never"], work, env,
                                          progress=True)
     if code != 0:
         sys.exit(f"apply failed:\n{err[-3000:]}")
-    applied = re.search(r"Apply complete: (\d+)", err)
-    print(f"apply: {applied.group(1) if applied else 0} changes in {wall:.1f} s (peak RSS {rss:.0f} MiB)\n", flush=True)
+    done = re.search(r"Apply complete: (\d+)", err)
+    print(f"apply: {done.group(1) if done else 0} changes in {wall:.1f} s (peak RSS {rss:.0f} MiB)\n", flush=True)
+    return env, work
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--channels", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--one-runs", type=int, default=5)
+    ap.add_argument("--dlqctl", default=os.path.join(ROOT, "target", "release", "dlqctl"))
+    ap.add_argument("--cleanup", action="store_true")
+    a = ap.parse_args()
+    n = a.channels
+    n_sqs, n_rmq, n_kafka = mix(n)
+    prefix = f"st{n}."
+    env, work = applied(n, a.dlqctl, prefix, f"bench-status-{n}", os.path.join(ROOT, "bench", ".work", f"status-{n}"),
+                        a.cleanup)
 
     cmds = {
         "status": [a.dlqctl, "status", ".", "--stats", "--no-peek", "--format", "json", "--color", "never"],
@@ -109,18 +128,7 @@ def main():
             print(f"run {i + 1} {label:6}: {wall:6.2f} s, peak RSS {rss:5.0f} MiB, {sum(rows[label][-1][2].values())} calls",
                   flush=True)
 
-    q_sqs, alarms, q_rmq = 2 * n_sqs, 2 * n_sqs, 3 * n_rmq
-    bound = {
-        "sqs:ListQueues": math.ceil(q_sqs / 1000),
-        "sqs:GetQueueAttributes": q_sqs,
-        "cloudwatch:DescribeAlarms": math.ceil(alarms / 100),
-        "GET /api/queues/{vhost}": math.ceil(q_rmq / 500),
-        "GET /api/policies/{vhost}": 1,
-        "GET /api/exchanges/{vhost}": 1,
-        "GET /api/bindings/{vhost}": 1,
-        "kafka:Metadata": 1,
-        "kafka:DescribeConfigs": 1,
-    }
+    bound = lower_bound(n_sqs, n_rmq)
     lower = sum(bound.values())
     sc, pc = rows["status"][0][2], rows["plan"][0][2]
     print(f"\nchannels: {n} ({n_sqs} SQS with 2 alarms, {n_rmq} RabbitMQ, {n_kafka} Kafka)\n")

@@ -19,8 +19,9 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -68,10 +69,15 @@ struct Board {
     /// Per (target, channel, queue), the totals of the last reading as read, where they
     /// settle over two readings ([`crate::status::Flow::settles`]).
     raw: BTreeMap<(String, String, String), crate::status::Counts>,
+    /// The calls every reader made, per API (shared with the readers; what an operator needs
+    /// to see what the exporter costs the brokers, and what `bench/exporter_cost.py` reads).
+    stats: Arc<Stats>,
+    /// How long each target's last reading took.
+    took: BTreeMap<String, Duration>,
 }
 
 impl Board {
-    fn new(channels: &[Resolved]) -> Self {
+    fn new(channels: &[Resolved], stats: Arc<Stats>) -> Self {
         let mut b = Board {
             channels: channels
                 .iter()
@@ -84,13 +90,15 @@ impl Board {
             first_seen: BTreeMap::new(),
             flows: BTreeMap::new(),
             raw: BTreeMap::new(),
+            stats,
+            took: BTreeMap::new(),
         };
         b.render();
         b
     }
 
-    /// Takes one target's reading.
-    fn update(&mut self, target: &str, report: Report) {
+    /// Takes one target's reading, which took `took`.
+    fn update(&mut self, target: &str, report: Report, took: Duration) {
         // One entry per destination of a channel's dead letters: keyed by both.
         let mut fresh: BTreeMap<(String, String), ChannelStatus> = report
             .channels
@@ -141,6 +149,7 @@ impl Board {
         }
         self.read_at
             .insert(target.to_owned(), report.generated_at_ms);
+        self.took.insert(target.to_owned(), took);
         self.reads += 1;
         self.render();
     }
@@ -156,11 +165,33 @@ impl Board {
                 .unwrap_or_else(crate::status::now_ms),
         };
         let text = render::openmetrics(&report);
-        let body = text.trim_end_matches("# EOF\n");
-        self.metrics = format!(
-            "{body}# HELP dlq_exporter_reads_total Readings of the targets since the exporter started (one per target per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n# EOF\n",
+        let mut out = text.trim_end_matches("# EOF\n").to_owned();
+        let _ = write!(
+            out,
+            "# HELP dlq_exporter_reads_total Readings of the targets since the exporter started (one per target per interval; scrapes never read).\n# TYPE dlq_exporter_reads_total counter\ndlq_exporter_reads_total {}\n",
             self.reads
         );
+        // The API names are the clients' fixed templates (`GET /api/queues/{vhost}`,
+        // `sqs:GetQueueAttributes`), never a resource's name: a few dozen series at most.
+        out.push_str("# HELP dlq_exporter_api_calls_total Calls the exporter's readings made to the targets, per API, since it started (retries count; scrapes never call).\n# TYPE dlq_exporter_api_calls_total counter\n");
+        for (api, n) in self.stats.snapshot() {
+            let _ = writeln!(
+                out,
+                "dlq_exporter_api_calls_total{} {n}",
+                render::labels(&[("api", api.as_str())])
+            );
+        }
+        out.push_str("# HELP dlq_exporter_reading_seconds How long the target's last reading took, in seconds.\n# TYPE dlq_exporter_reading_seconds gauge\n");
+        for (target, took) in &self.took {
+            let _ = writeln!(
+                out,
+                "dlq_exporter_reading_seconds{} {}",
+                render::labels(&[("target", target.as_str())]),
+                took.as_millis() as f64 / 1000.0
+            );
+        }
+        out.push_str("# EOF\n");
+        self.metrics = out;
     }
 }
 
@@ -206,7 +237,7 @@ pub fn run(args: &ExporterArgs, printer: &Printer) -> anyhow::Result<u8> {
     let listener = std::net::TcpListener::bind(args.listen)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let board = Arc::new(RwLock::new(Board::new(&[])));
+    let board = Arc::new(RwLock::new(Board::new(&[], Arc::default())));
     let rt = super::shared::runtime()?;
     let printer = *printer;
     rt.block_on(async move {
@@ -264,8 +295,9 @@ async fn read_for_ever(
             .or_default()
             .push(c.clone());
     }
+    let stats = Arc::new(Stats::default());
     if let Ok(mut b) = board.write() {
-        *b = Board::new(&channels);
+        *b = Board::new(&channels, Arc::clone(&stats));
     }
     printer.err(&format!(
         "dlqctl exporter: serving http://{addr}/metrics ({} channel{}, read every {}s{})",
@@ -278,7 +310,7 @@ async fn read_for_ever(
     // already answers.
     let targets = loaded.targets;
     let readers = tokio::task::spawn_blocking(move || {
-        engine::status::connect(&channels, &targets, opts, &Arc::new(Stats::default()))
+        engine::status::connect(&channels, &targets, opts, &stats)
     })
     .await
     .map_err(|e| anyhow::anyhow!("the targets' clients could not be made: {e}"))?;
@@ -291,12 +323,13 @@ async fn read_for_ever(
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
+                let started = Instant::now();
                 if let Some(Ok(reader)) = readers.get(target) {
                     reader.renew_read_budget();
                 }
                 let report = engine::status::read(chs, readers, read).await;
                 if let Ok(mut b) = board.write() {
-                    b.update(target, report);
+                    b.update(target, report, started.elapsed());
                 }
             }
         }
@@ -428,6 +461,8 @@ mod tests {
             first_seen: BTreeMap::new(),
             flows: BTreeMap::new(),
             raw: BTreeMap::new(),
+            stats: Arc::default(),
+            took: BTreeMap::new(),
         };
         b.render();
         assert!(
@@ -441,6 +476,7 @@ mod tests {
                 channels: vec![status("a", "t1", None)],
                 generated_at_ms: 1_000,
             },
+            Duration::ZERO,
         );
         assert!(
             b.metrics
@@ -454,6 +490,54 @@ mod tests {
         );
         assert!(b.metrics.contains("dlq_exporter_reads_total 1\n"));
         assert_eq!(b.channels[1].error.as_deref(), Some("not read yet"));
+    }
+
+    /// Issue 36: what the readings cost is served: the calls per API since the start (the
+    /// readers' shared `Stats`, a fixed set of API names) and each target's last reading time,
+    /// both typed; a target not read yet has no reading time.
+    #[test]
+    fn the_calls_per_api_and_each_targets_reading_time_are_served() {
+        let stats = Arc::new(Stats::default());
+        let mut b = Board::new(&[], Arc::clone(&stats));
+        b.channels = vec![
+            status("a", "t1", Some("not read yet")),
+            status("b", "t2", Some("not read yet")),
+        ];
+        b.render();
+        assert!(
+            b.metrics
+                .contains("# TYPE dlq_exporter_api_calls_total counter\n"),
+            "{}",
+            b.metrics
+        );
+        assert!(
+            b.metrics
+                .contains("# TYPE dlq_exporter_reading_seconds gauge\n")
+        );
+        assert!(!b.metrics.contains("dlq_exporter_api_calls_total{"));
+        assert!(!b.metrics.contains("dlq_exporter_reading_seconds{"));
+        stats.count("GET /api/queues/{vhost}");
+        stats.count("sqs:GetQueueAttributes");
+        stats.count("sqs:GetQueueAttributes");
+        let report = Report {
+            channels: vec![status("a", "t1", None)],
+            generated_at_ms: 1_000,
+        };
+        b.update("t1", report, Duration::from_millis(1_500));
+        for line in [
+            "dlq_exporter_api_calls_total{api=\"GET /api/queues/{vhost}\"} 1\n",
+            "dlq_exporter_api_calls_total{api=\"sqs:GetQueueAttributes\"} 2\n",
+            "dlq_exporter_reading_seconds{target=\"t1\"} 1.5\n",
+        ] {
+            assert!(b.metrics.contains(line), "{line}\n{}", b.metrics);
+        }
+        assert!(
+            !b.metrics
+                .contains("dlq_exporter_reading_seconds{target=\"t2\"}"),
+            "{}",
+            b.metrics
+        );
+        assert!(b.metrics.ends_with("# EOF\n"));
     }
 
     /// Issue 34: a dead letter with no time gets an age from when the exporter first saw it,
@@ -470,6 +554,8 @@ mod tests {
             first_seen: BTreeMap::new(),
             flows: BTreeMap::new(),
             raw: BTreeMap::new(),
+            stats: Arc::default(),
+            took: BTreeMap::new(),
         };
         let reading = |n: u64, at: i64| {
             let mut c = status("a", "t1", None);
@@ -498,12 +584,12 @@ mod tests {
             "channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\",role=\"dead-letter\"";
         let age = format!("dlq_oldest_message_age_seconds{{{labels},basis=\"first-seen\"}} ");
         let known = format!("dlq_oldest_message_age_known{{{labels}}} ");
-        b.update("t1", reading(1, 1_000));
+        b.update("t1", reading(1, 1_000), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{age}0\n")), "{}", b.metrics);
         assert!(b.metrics.contains(&format!("{known}0\n")), "{}", b.metrics);
-        b.update("t1", reading(2, 31_000));
+        b.update("t1", reading(2, 31_000), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{age}30\n")), "{}", b.metrics);
-        b.update("t1", reading(0, 61_000));
+        b.update("t1", reading(0, 61_000), Duration::ZERO);
         assert!(
             !b.metrics.contains("dlq_oldest_message_age_seconds{"),
             "{}",
@@ -518,7 +604,7 @@ mod tests {
     #[test]
     fn flow_counters_never_go_back_and_periods_add_up() {
         use crate::status::{DeadLetterReport, Depth, Flow, FlowPeriod, Measure};
-        let mut b = Board::new(&[]);
+        let mut b = Board::new(&[], Arc::default());
         b.channels = vec![status("a", "t1", None)];
         let reading = |flow: Flow| {
             let mut c = status("a", "t1", None);
@@ -551,7 +637,7 @@ mod tests {
         };
         let dead = "dlq_dead_lettered_messages_total{channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a.dlq\",role=\"dead-letter\"} ";
         let source = "dlq_source_messages_total{channel=\"a\",target=\"t1\",backend=\"rabbitmq\",queue=\"a\"} ";
-        b.update("t1", reading(totals(10, 1000)));
+        b.update("t1", reading(totals(10, 1000)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
         assert!(
             b.metrics.contains(&format!("{source}1000\n")),
@@ -563,36 +649,36 @@ mod tests {
                 .contains("# TYPE dlq_dead_lettered_messages_total counter\n")
         );
         // A dip (statistics emitted apart): the counter stays.
-        b.update("t1", reading(totals(8, 1000)));
+        b.update("t1", reading(totals(8, 1000)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(totals(12, 1100)));
+        b.update("t1", reading(totals(12, 1100)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}12\n")), "{}", b.metrics);
 
         // Totals that settle (RabbitMQ's): published once two readings reach them, so a
         // one-reading overshoot (the acks counted before the queue's `messages` fell) is
         // never published, and never held by the rule above.
-        let mut b = Board::new(&[]);
+        let mut b = Board::new(&[], Arc::default());
         b.channels = vec![status("a", "t1", None)];
         let settling = |d, s| Flow {
             settles: true,
             ..totals(d, s)
         };
-        b.update("t1", reading(settling(10, 1000)));
+        b.update("t1", reading(settling(10, 1000)), Duration::ZERO);
         assert!(
             !b.metrics.contains("dlq_dead_lettered_messages_total{"),
             "{}",
             b.metrics
         );
-        b.update("t1", reading(settling(20, 1000)));
+        b.update("t1", reading(settling(20, 1000)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(settling(10, 1000)));
+        b.update("t1", reading(settling(10, 1000)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(settling(11, 1010)));
-        b.update("t1", reading(settling(11, 1010)));
+        b.update("t1", reading(settling(11, 1010)), Duration::ZERO);
+        b.update("t1", reading(settling(11, 1010)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}11\n")), "{}", b.metrics);
 
         // Periods, no totals: added up; a period read again replaces its figures.
-        let mut b = Board::new(&[]);
+        let mut b = Board::new(&[], Arc::default());
         b.channels = vec![status("a", "t1", None)];
         let periods = |ps: &[(i64, u64, u64)]| Flow {
             source: Some("a".into()),
@@ -606,14 +692,22 @@ mod tests {
                 .collect(),
             ..Flow::default()
         };
-        b.update("t1", reading(Flow::default()));
+        b.update("t1", reading(Flow::default()), Duration::ZERO);
         assert!(
             !b.metrics.contains("dlq_dead_lettered_messages_total{"),
             "absent, not 0"
         );
-        b.update("t1", reading(periods(&[(0, 4, 400), (60, 6, 600)])));
+        b.update(
+            "t1",
+            reading(periods(&[(0, 4, 400), (60, 6, 600)])),
+            Duration::ZERO,
+        );
         assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(periods(&[(60, 6, 600), (120, 1, 100)])));
+        b.update(
+            "t1",
+            reading(periods(&[(60, 6, 600), (120, 1, 100)])),
+            Duration::ZERO,
+        );
         assert!(b.metrics.contains(&format!("{dead}11\n")), "{}", b.metrics);
         assert!(
             b.metrics.contains(&format!("{source}1100\n")),

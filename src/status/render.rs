@@ -665,7 +665,7 @@ fn label(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn labels(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> String {
     let inner: Vec<String> = pairs
         .iter()
         .map(|(k, v)| format!("{k}=\"{}\"", label(v)))
