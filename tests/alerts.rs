@@ -1261,8 +1261,14 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
         while counters() != want {
             assert!(
                 Instant::now() < deadline,
-                "{channel}: the exporter's (dead-lettered, source) counters are {:?}, not {want:?}",
-                counters()
+                "{channel}: the exporter's (dead-lettered, source) counters are {:?}, not {want:?}; the broker's main queue: {}",
+                counters(),
+                support::block(support::rabbit::api(
+                    reqwest::Method::GET,
+                    &format!("/api/queues/%2F/{channel}?columns=messages,message_stats"),
+                    None,
+                ))
+                .1
             );
             std::thread::sleep(Duration::from_millis(250));
         }
