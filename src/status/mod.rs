@@ -214,7 +214,7 @@ pub struct Flow {
     pub periods: Vec<FlowPeriod>,
     /// The totals add figures the broker emits apart (RabbitMQ: the queue's `messages` and
     /// the channels' acknowledgements), so one reading can over- or undershoot for a moment:
-    /// the exporter publishes a total once two readings in a row reach it.
+    /// the exporter publishes a total once it has held for a while (`exporter::SETTLE_MS`).
     #[serde(skip)]
     pub settles: bool,
 }
