@@ -527,6 +527,16 @@ pub enum StatusFormat {
     Openmetrics,
 }
 
+/// How `status` breaks down the dead letters it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupBy {
+    /// By error class: the class counts (the default).
+    Class,
+    /// Also by failure group: the error class and the error message with its numbers, ids,
+    /// quoted values and timestamps normalised, each group with a stable id (docs/status.md).
+    Fingerprint,
+}
+
 /// What to read of each dead-letter queue; shared by status and the exporter.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -581,6 +591,11 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = StatusFormat::Human)]
     pub format: StatusFormat,
+
+    /// How the messages read (--scan) are broken down: by error class, or also into failure
+    /// groups by fingerprint (human, markdown and JSON; never metrics).
+    #[arg(long, value_enum, value_name = "BY", default_value_t = GroupBy::Class)]
+    pub group_by: GroupBy,
 
     /// Exit 0 when every dead-letter queue is empty, 2 when one holds messages, 1 on error.
     #[arg(long)]

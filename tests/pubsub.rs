@@ -551,3 +551,80 @@ fn the_dead_letter_subscription_is_counted_without_consuming_it() {
     assert_eq!(seen.len(), 7, "nothing consumed by the counts");
     assert_eq!(depth(&[])["total"], 0);
 }
+
+/// Issue 37: dead letters of 3 failures interleaved, differing only in ids and amounts, group
+/// as 3 × 20 with `status --group-by fingerprint`; a client reads every one afterwards.
+#[test]
+fn status_groups_dead_letters_by_fingerprint_without_consuming_them() {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let Some(f) = Fixture::new() else { return };
+    f.write_example(|t| {
+        f.example(t).replace(
+            "    retention: 7d\n",
+            "    retention: 7d
+    envelope:
+      from: none
+      errorClass: {header: err-type}
+      errorMessage: {header: err-msg}
+",
+        )
+    });
+    f.apply(&[]).ok();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    let messages: Vec<Value> = (0..60)
+        .map(|i| {
+            let (class, msg) = match i % 3 {
+                0 => ("OrderRefused", format!("order {} failed: amount {}.5", 100 + i, i)),
+                1 => ("Timeout", format!("timeout after {} ms", 3000 + i)),
+                _ => ("InvalidField", format!("invalid field '{}'", ["sku", "qty"][i % 2])),
+            };
+            json!({"data": b64(&format!("g-{i}")), "attributes": {"err-type": class, "err-msg": msg}})
+        })
+        .collect();
+    f.rest.ok(
+        reqwest::Method::POST,
+        &format!("topics/{dlt}:publish"),
+        json!({ "messages": messages }),
+    );
+    let out = f.run(&[
+        "status",
+        "channel.yaml",
+        "--format",
+        "json",
+        "--group-by",
+        "fingerprint",
+        "--scan",
+        "1000",
+    ]);
+    out.ok();
+    let doc: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+    let dl = &doc["channels"][0]["deadLetter"];
+    let mut groups: Vec<(String, String, u64)> = dl["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("groups in {dl}"))
+        .iter()
+        .map(|g| {
+            (
+                g["class"].as_str().unwrap_or_default().to_owned(),
+                g["message"].as_str().unwrap_or_default().to_owned(),
+                g["count"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    groups.sort();
+    assert_eq!(
+        groups,
+        [
+            ("InvalidField", "invalid field <str>", 20),
+            ("OrderRefused", "order <n> failed: amount <n>", 20),
+            ("Timeout", "timeout after <n> ms", 20),
+        ]
+        .map(|(c, m, n)| (c.to_owned(), m.to_owned(), n)),
+        "{}",
+        dl["groups"]
+    );
+    // What a third-party client reads afterwards: all 60, each once.
+    assert_eq!(f.rest.take_ids(&dl_sub, 60).len(), 60, "nothing consumed");
+}

@@ -12,7 +12,7 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use serde_json::{Value, json};
 use support::exporter::Exporter;
-use support::rabbit::{self, api, publish_on, table, take_all, text, wait_for_messages};
+use support::rabbit::{self, api, publish_on, table, take_all, take_each, text, wait_for_messages};
 use support::{block, kafka, sqs};
 
 fn now_secs() -> f64 {
@@ -1076,4 +1076,233 @@ fn a_dead_letter_with_no_time_gets_a_first_seen_age_from_the_exporter() {
         "no age without a read\n{blind}"
     );
     assert_eq!(block(take_all(&dlq)).len(), 1, "nothing consumed");
+}
+
+/// Issue 37: the three failure messages of the live group tests, message `i` of group `i % 3`:
+/// the class, and an error message whose ids, amounts and names differ from message to message.
+fn failure(i: usize) -> (&'static str, String) {
+    match i % 3 {
+        0 => (
+            "com.acme.OrderRefused",
+            format!(
+                "order {} failed: amount {}.{:02} exceeds limit",
+                1000 + i,
+                40 + i,
+                i % 100
+            ),
+        ),
+        1 => (
+            "com.acme.Timeout",
+            format!(
+                "timeout after {} ms calling inventory-7f3a{:04x}c2e",
+                3000 + i,
+                i * 7 + 0xa1
+            ),
+        ),
+        _ => (
+            "com.acme.InvalidField",
+            format!("invalid field \"{}\"", ["sku", "price", "qty"][i % 7 % 3]),
+        ),
+    }
+}
+
+/// The groups of a status document's dead letters: (class, message, count, sample ids).
+fn groups_of(dl: &Value) -> Vec<(String, String, u64, Vec<String>)> {
+    dl["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("groups in {dl}"))
+        .iter()
+        .map(|g| {
+            (
+                g["class"].as_str().unwrap_or_default().to_owned(),
+                g["message"].as_str().unwrap_or_default().to_owned(),
+                g["count"].as_u64().unwrap_or_default(),
+                g["sampleIds"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The three groups `failure` makes, normalised, each of 100 messages.
+fn expected_groups() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "com.acme.OrderRefused",
+            "order <n> failed: amount <n> exceeds limit",
+        ),
+        (
+            "com.acme.Timeout",
+            "timeout after <n> ms calling inventory-<hex>",
+        ),
+        ("com.acme.InvalidField", "invalid field <str>"),
+    ]
+}
+
+/// Issue 37: 300 dead letters of 3 failures, interleaved, differing only in ids, amounts
+/// and names: `status --group-by fingerprint --scan 1000` shows exactly 3 groups of 100, and
+/// the read took nothing: the depth stands and every message is still there, by id, in order.
+#[test]
+fn rabbitmq_status_groups_dead_letters_by_fingerprint_and_leaves_every_message() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    rabbit::fill(&dlq, 300, |i| {
+        let (class, message) = failure(i);
+        let props = BasicProperties::default()
+            .with_message_id(ShortString::from(format!("g-{i}")))
+            .with_headers(table(&[
+                ("dlq-error-class", text(class)),
+                ("dlq-error-message", text(&message)),
+            ]));
+        (format!("body-{i}").into_bytes(), props)
+    });
+    wait_for_messages(&dlq, 300);
+    let (c, _, _) = status_json(
+        &f,
+        &[
+            "--group-by",
+            "fingerprint",
+            "--scan",
+            "1000",
+            "--samples",
+            "0",
+        ],
+    );
+    let dl = &c["deadLetter"];
+    assert_eq!(
+        (dl["depth"].clone(), dl["sampled"].clone()),
+        (json!(300), json!(300))
+    );
+    let mut groups = groups_of(dl);
+    groups.sort_by_key(|g| g.3.first().cloned());
+    let want: Vec<(String, String, u64, Vec<String>)> = expected_groups()
+        .into_iter()
+        .enumerate()
+        .map(|(k, (class, message))| {
+            (
+                class.to_owned(),
+                message.to_owned(),
+                100,
+                (0..3).map(|j| format!("g-{}", k + 3 * j)).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(groups, want, "{}", dl["groups"]);
+    for g in dl["groups"].as_array().expect("groups") {
+        assert_eq!(g["id"].as_str().map(str::len), Some(12), "{g}");
+    }
+    // The default output has no groups.
+    let (c, _, _) = status_json(&f, &["--scan", "1000", "--samples", "0"]);
+    assert!(c["deadLetter"].get("groups").is_none());
+
+    // Nothing consumed: the depth stands, and every message is there by id, in order.
+    wait_for_messages(&dlq, 300);
+    let ids: Vec<String> = block(take_each(&dlq, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default()
+    }));
+    assert_eq!(ids, (0..300).map(|i| format!("g-{i}")).collect::<Vec<_>>());
+}
+
+/// Issue 37, on Kafka with Spring's headers: 300 records of 3 failures interleaved over 3
+/// partitions group as 3 × 100; no offset moves, and every record is read back where it was.
+#[test]
+fn kafka_status_groups_dead_letters_by_fingerprint_and_moves_no_offset() {
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let now_ms = (now_secs() * 1000.0) as i64;
+    let made: Vec<(i32, String, Vec<u8>, Vec<u8>)> = (0..300)
+        .map(|i| {
+            let (class, message) = failure(i);
+            (
+                ((i / 3) % 3) as i32,
+                format!("rec-{i}"),
+                class.as_bytes().to_vec(),
+                message.into_bytes(),
+            )
+        })
+        .collect();
+    let records: Vec<Record<'_>> = made
+        .iter()
+        .enumerate()
+        .map(|(i, (p, body, class, message))| {
+            (
+                *p,
+                body.as_str(),
+                now_ms - 300_000 + i as i64,
+                vec![
+                    ("kafka_dlt-exception-fqcn", class.clone()),
+                    ("kafka_dlt-exception-message", message.clone()),
+                ],
+            )
+        })
+        .collect();
+    produce(&dlt, &records);
+    let args = [
+        "--group-by",
+        "fingerprint",
+        "--scan",
+        "1000",
+        "--samples",
+        "0",
+    ];
+    let (first, _, _) = status_json(&f, &args);
+    let (second, _, _) = status_json(&f, &args);
+    let dl = &first["deadLetter"];
+    assert_eq!(
+        (dl["depth"].clone(), dl["sampled"].clone()),
+        (json!(300), json!(300))
+    );
+    let summary = |dl: &Value| {
+        let mut v: Vec<(String, String, u64)> = groups_of(dl)
+            .into_iter()
+            .map(|(c, m, n, _)| (c, m, n))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut want: Vec<(String, String, u64)> = expected_groups()
+        .into_iter()
+        .map(|(c, m)| (c.to_owned(), m.to_owned(), 100))
+        .collect();
+    want.sort();
+    assert_eq!(summary(dl), want, "{}", dl["groups"]);
+    // A second read sees the same groups, ids included: nothing moved.
+    assert_eq!(
+        first["deadLetter"]["groups"],
+        second["deadLetter"]["groups"]
+    );
+    // Every record is still there, where it was; the sample ids name records of their group.
+    let back = kafka::read_from_start(&dlt, 3, 300, Duration::from_secs(1));
+    assert_eq!(back.len(), 300);
+    let by_id: std::collections::BTreeMap<String, String> = back
+        .iter()
+        .map(|(p, o, b)| (format!("{p}/{o}"), b.clone()))
+        .collect();
+    let mut bodies: Vec<&String> = by_id.values().collect();
+    bodies.sort();
+    let mut made_bodies: Vec<&String> = made.iter().map(|r| &r.1).collect();
+    made_bodies.sort();
+    assert_eq!(bodies, made_bodies);
+    for (class, _, _, ids) in groups_of(dl) {
+        assert_eq!(ids.len(), 3);
+        for id in ids {
+            let body = by_id.get(&id).unwrap_or_else(|| panic!("{id} read back"));
+            let i: usize = body.trim_start_matches("rec-").parse().expect("rec-N");
+            assert_eq!(failure(i).0, class, "{id}: {body}");
+        }
+    }
 }

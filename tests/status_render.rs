@@ -11,8 +11,8 @@ use dlqctl::printer::Printer;
 use dlqctl::spec::model::Backend;
 use dlqctl::status::resolution::Resolution;
 use dlqctl::status::{
-    AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, Flow, FlowWindow, Measure, QueueDepth,
-    Report, Sample, render, safe,
+    AgeBasis, Body, ChannelStatus, DeadLetterReport, Depth, FailureGroup, Flow, FlowWindow,
+    Measure, QueueDepth, Report, Sample, render, safe,
 };
 
 fn depth(n: u64) -> Depth {
@@ -99,6 +99,7 @@ fn report() -> Report {
             ..Flow::default()
         },
         by_class_in_window: BTreeMap::from([("poison".into(), 6.67), ("other".into(), 3.33)]),
+        groups: None,
     };
     let empty = DeadLetterReport {
         name: "payments-dlq".into(),
@@ -118,6 +119,7 @@ fn report() -> Report {
         fingerprints: vec![],
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
+        groups: None,
     };
     let kafka = DeadLetterReport {
         name: "inventory-dlt".into(),
@@ -144,6 +146,7 @@ fn report() -> Report {
             ..Flow::default()
         },
         by_class_in_window: BTreeMap::new(),
+        groups: None,
     };
     let missing = DeadLetterReport {
         name: "new-dlq".into(),
@@ -160,6 +163,7 @@ fn report() -> Report {
         fingerprints: vec![],
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
+        groups: None,
     };
     let channel =
         |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
@@ -268,6 +272,7 @@ fn status_renders_each_destination_of_a_channel_with_its_role() {
         fingerprints: vec![],
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
+        groups: None,
     };
     let entry = |role, name: &str, n: u64, class: &str| ChannelStatus {
         channel: "orders".into(),
@@ -314,6 +319,80 @@ fn status_renders_each_destination_of_a_channel_with_its_role() {
     insta::assert_snapshot!("status-roles-openmetrics", render::openmetrics(&r));
 }
 
+/// Issue 37: with `--group-by fingerprint`, the failure groups of each channel: a table in
+/// the human and markdown outputs (a message that would break the table made harmless),
+/// `deadLetter.groups` in JSON; never in the metrics, whose series must stay bounded.
+#[test]
+fn failure_groups_render_in_human_markdown_and_json_and_never_as_metrics() {
+    let mut r = report();
+    let now = r.generated_at_ms;
+    let group =
+        |id: &str, count, class: &str, message: &str, first, last, ids: &[&str]| FailureGroup {
+            id: id.into(),
+            class: class.into(),
+            message: safe(message),
+            count,
+            first_seen_ms: first,
+            last_seen_ms: last,
+            sample_ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+        };
+    let groups = vec![
+        group(
+            "641a4d89f69d",
+            3,
+            "poison",
+            "order <n> failed: amount <n> exceeds limit",
+            Some(now - 3_725_000),
+            Some(now - 65_000),
+            &["m-1", "m-4", "m-5"],
+        ),
+        group(
+            "0c3e5a7b9d1f",
+            2,
+            "transient_exhausted",
+            "timeout after <n> ms calling inventory-<hex>",
+            Some(now - 600_000),
+            Some(now - 120_000),
+            &["m-2", "m-3"],
+        ),
+        group(
+            "9f8e7d6c5b4a",
+            1,
+            "com.acme.Bad|Order",
+            "invalid field <str> | `x` \u{1b}[31m and a very long tail that goes on and on beyond eighty characters",
+            None,
+            None,
+            &["m-6"],
+        ),
+    ];
+    let without = render::openmetrics(&r);
+    let dl = r.channels[0].dead_letter.as_mut().expect("a DLQ");
+    dl.groups = Some(groups);
+    let printer = Printer::new(ColorChoice::Never);
+    insta::assert_snapshot!("status-groups-human", render::human(&r, &printer));
+    insta::assert_snapshot!("status-groups-markdown", render::markdown(&r));
+    let doc: serde_json::Value = serde_json::from_str(&render::json(&r)).expect("JSON");
+    let g = &doc["channels"][0]["deadLetter"]["groups"];
+    assert_eq!(g.as_array().map(Vec::len), Some(3), "{g}");
+    assert_eq!(
+        g[0],
+        serde_json::json!({
+            "id": "641a4d89f69d",
+            "class": "poison",
+            "message": "order <n> failed: amount <n> exceeds limit",
+            "count": 3,
+            "firstSeen": "2026-12-01T08:57:55Z",
+            "lastSeen": "2026-12-01T09:58:55Z",
+            "sampleIds": ["m-1", "m-4", "m-5"],
+        })
+    );
+    assert!(g[2]["firstSeen"].is_null());
+    // Not asked for: no `groups` key at all.
+    assert!(doc["channels"][1]["deadLetter"].get("groups").is_none());
+    // The metrics are the same with groups as without.
+    assert_eq!(render::openmetrics(&r), without);
+}
+
 #[test]
 fn ages_read_as_people_say_them() {
     assert_eq!(dlqctl::status::age::age(0.4), "0s");
@@ -341,6 +420,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
         fingerprints: vec![1, 2],
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
+        groups: None,
     };
     let channel = |dl: DeadLetterReport| ChannelStatus {
         role: DeadLetterRole::DeadLetter,

@@ -318,6 +318,8 @@ async fn read_for_ever(
         rate_window: None,
         // A depth where only a traceless read can count it (Pub/Sub's pull + nack).
         count_by_reading: true,
+        // Failure groups are never published: their ids and messages are unbounded.
+        groups: false,
     };
     let mut by_target: BTreeMap<String, Vec<Resolved>> = BTreeMap::new();
     for c in &channels {
@@ -613,6 +615,7 @@ mod tests {
                 fingerprints: (0..n).collect(),
                 flow: Default::default(),
                 by_class_in_window: Default::default(),
+                groups: None,
             });
             Report {
                 channels: vec![c],
@@ -662,6 +665,7 @@ mod tests {
                 fingerprints: Vec::new(),
                 flow,
                 by_class_in_window: BTreeMap::new(),
+                groups: None,
             });
             Report {
                 channels: vec![c],

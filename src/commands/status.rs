@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::wire::Stats;
-use crate::cli::{StatusArgs, StatusFormat};
+use crate::cli::{GroupBy, StatusArgs, StatusFormat};
 use crate::engine;
 use crate::printer::{Printer, Style};
 use crate::status::{ReadOptions, render};
@@ -73,6 +73,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
         redrive_view: false,
         rate_window: Some(args.rate_window),
         count_by_reading: false,
+        groups: args.group_by == GroupBy::Fingerprint,
     };
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);

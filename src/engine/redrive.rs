@@ -613,6 +613,7 @@ async fn watch_for_return(
         redrive_view: true,
         rate_window: None,
         count_by_reading: false,
+        groups: false,
     };
     let until = tokio::time::Instant::now() + v.for_;
     let mut back = Vec::new();
@@ -742,6 +743,7 @@ async fn dry_run(
         redrive_view: true,
         rate_window: None,
         count_by_reading: false,
+        groups: false,
     };
     let observed = one(reader.status(&[r], read).await?)?;
     let now = status::now_ms();
@@ -806,6 +808,7 @@ async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
         redrive_view: true,
         rate_window: None,
         count_by_reading: false,
+        groups: false,
     };
     let observed = reader
         .status(&[r], read)

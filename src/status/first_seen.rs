@@ -195,6 +195,7 @@ mod tests {
             fingerprints,
             flow: Default::default(),
             by_class_in_window: Default::default(),
+            groups: None,
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod age;
 pub mod envelope;
+pub mod fingerprint;
 pub mod first_seen;
 mod message;
 pub mod render;
@@ -37,6 +38,8 @@ pub const DEFAULT_MAX_BODY: usize = 1024;
 pub const MAX_HEADER_VALUE: usize = 256;
 /// Bytes of a binary body shown, in hex.
 pub const HEX_PREFIX: usize = 32;
+/// Sample ids kept per failure group.
+pub const GROUP_SAMPLE_IDS: usize = 3;
 
 /// What the driver asks of every backend's status door.
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +63,9 @@ pub struct ReadOptions {
     /// (Pub/Sub: pull and nack a dead-letter subscription that has no dead-letter policy of
     /// its own): the exporter's depth there. The messages read that way are not kept.
     pub count_by_reading: bool,
+    /// Whether the messages read are grouped by fingerprint ([`fingerprint`]; `status
+    /// --group-by fingerprint`). Never for the exporter: a group is no metric label.
+    pub groups: bool,
 }
 
 impl Default for ReadOptions {
@@ -72,6 +78,7 @@ impl Default for ReadOptions {
             redrive_view: false,
             rate_window: None,
             count_by_reading: false,
+            groups: false,
         }
     }
 }
@@ -440,6 +447,31 @@ pub struct DeadLetterReport {
     /// among the messages read × the window's dead-lettered count. An estimate (the shares
     /// are of what the DLQ holds, read at its head), only when the channel declares classes.
     pub by_class_in_window: BTreeMap<String, f64>,
+    /// The messages read, grouped by fingerprint, most first, when asked
+    /// ([`ReadOptions::groups`]); `None` otherwise.
+    pub groups: Option<Vec<FailureGroup>>,
+}
+
+/// Dead letters read that failed the same way: the same error class, and the same error
+/// message once its variable parts are normalised ([`fingerprint::normalise`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureGroup {
+    /// [`fingerprint::fingerprint`] of the class and the normalised message: stable across runs.
+    pub id: String,
+    /// The error class, as the class counts name it.
+    pub class: String,
+    /// The normalised message, masked and made safe as samples' messages are, cut at
+    /// [`MAX_HEADER_VALUE`] characters; `""` for messages that carry none.
+    pub message: String,
+    pub count: u64,
+    /// The earliest and latest time among the group's messages: when they were
+    /// dead-lettered where the message or broker says, else first failed, else were published
+    /// (the time ages count from); `None` when none carries a time.
+    pub first_seen_ms: Option<i64>,
+    pub last_seen_ms: Option<i64>,
+    /// The ids of the first [`GROUP_SAMPLE_IDS`] messages of the group, in the order read.
+    pub sample_ids: Vec<String>,
 }
 
 /// One destination of a channel's dead letters in `dlqctl status`: the DLQ (then with the
@@ -506,6 +538,7 @@ pub fn summarise(
     let mut by_label: BTreeMap<String, u64> = BTreeMap::new();
     let mut oldest: Option<(f64, &'static str)> = None;
     let mut samples = Vec::new();
+    let mut groups: BTreeMap<String, FailureGroup> = BTreeMap::new();
     for (i, m) in observed.messages.iter().enumerate() {
         let e = envelope::read(envelope, m);
         let class = safe(&secrets::text(&e.class));
@@ -524,6 +557,29 @@ pub fn summarise(
             && oldest.is_none_or(|(o, _)| a > o)
         {
             oldest = Some((a, s));
+        }
+        if read.groups {
+            // Hashed as the message says it, masked only where shown: the id does not
+            // change with `--show-secrets`.
+            let normalised = fingerprint::normalise(e.message.as_deref().unwrap_or(""));
+            let id = fingerprint::fingerprint(&e.class, &normalised);
+            let g = groups.entry(id.clone()).or_insert_with(|| FailureGroup {
+                id,
+                class: class.clone(),
+                message: safe(&cut(&secrets::text(&normalised), MAX_HEADER_VALUE)),
+                count: 0,
+                first_seen_ms: None,
+                last_seen_ms: None,
+                sample_ids: Vec::new(),
+            });
+            g.count += 1;
+            if let Some(t) = since_ms {
+                g.first_seen_ms = Some(g.first_seen_ms.map_or(t, |f| f.min(t)));
+                g.last_seen_ms = Some(g.last_seen_ms.map_or(t, |l| l.max(t)));
+            }
+            if g.sample_ids.len() < GROUP_SAMPLE_IDS {
+                g.sample_ids.push(safe(&secrets::text(&m.id)));
+            }
         }
         if i < read.samples {
             samples.push(Sample {
@@ -610,6 +666,17 @@ pub fn summarise(
             fingerprints: observed.messages.iter().map(Message::fingerprint).collect(),
             flow: observed.flow,
             by_class_in_window,
+            groups: read.groups.then(|| {
+                let mut v: Vec<FailureGroup> = groups.into_values().collect();
+                // Most first; ties: the longest-standing, then the id (a stable order).
+                v.sort_by(|a, b| {
+                    b.count
+                        .cmp(&a.count)
+                        .then(a.first_seen_ms.cmp(&b.first_seen_ms))
+                        .then(a.id.cmp(&b.id))
+                });
+                v
+            }),
         },
         observed.others,
     )
@@ -893,6 +960,103 @@ mod tests {
         assert_eq!(r.oldest_age_seconds, Some(90.0));
         assert_eq!(r.oldest_age_basis, Some(AgeBasis::All));
         assert_eq!(r.oldest_age_since, Some("published"));
+    }
+
+    /// Issue 37: with `groups`, every message read falls in its failure group: messages that
+    /// differ only in ids and amounts together, counted, with the span of their dead-lettered
+    /// times and their first 3 ids; no message: the class alone; a card number's digits are
+    /// normalised away before anything is shown. Without: no groups.
+    #[test]
+    fn messages_read_fall_into_failure_groups_when_asked() {
+        let now = 10_000_000;
+        let failed = |id: &str, class: &str, text: Option<&str>, t: i64| {
+            let mut m = message(id, Some(class), now - 1_000_000);
+            if let Some(text) = text {
+                m.headers.push(("dlq-error-message".into(), text.into()));
+            }
+            m.headers
+                .push(("dlq-dead-lettered-at".into(), t.to_string()));
+            m
+        };
+        let msgs = vec![
+            failed(
+                "a",
+                "poison",
+                Some("order 1 failed: amount 4.5"),
+                now - 50_000,
+            ),
+            failed(
+                "b",
+                "poison",
+                Some("order 22 failed: amount 10"),
+                now - 90_000,
+            ),
+            failed(
+                "c",
+                "poison",
+                Some("card 4111 1111 1111 1111 refused"),
+                now - 10_000,
+            ),
+            failed(
+                "d",
+                "poison",
+                Some("order 333 failed: amount 0.01"),
+                now - 20_000,
+            ),
+            failed(
+                "e",
+                "poison",
+                Some("order 4 failed: amount 7"),
+                now - 30_000,
+            ),
+            failed("f", "transient", None, now - 40_000),
+        ];
+        let grouped = ReadOptions {
+            groups: true,
+            ..ReadOptions::default()
+        };
+        let (r, _) = summarise(
+            "q",
+            &EnvelopeResolved::default(),
+            &Redact::default(),
+            grouped,
+            observed(6, msgs.clone(), true),
+            now,
+        );
+        let groups = r.groups.expect("groups asked for");
+        let summary: Vec<(&str, &str, u64)> = groups
+            .iter()
+            .map(|g| (g.class.as_str(), g.message.as_str(), g.count))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("poison", "order <n> failed: amount <n>", 4),
+                ("transient", "", 1),
+                ("poison", "card <n> <n> <n> <n> refused", 1),
+            ]
+        );
+        let orders = &groups[0];
+        assert_eq!(
+            orders.id,
+            fingerprint::fingerprint("poison", "order <n> failed: amount <n>")
+        );
+        assert_eq!(
+            (orders.first_seen_ms, orders.last_seen_ms),
+            (Some(now - 90_000), Some(now - 20_000))
+        );
+        assert_eq!(orders.sample_ids, vec!["a", "b", "d"]);
+        assert_eq!(groups[1].id, fingerprint::fingerprint("transient", ""));
+        // Not asked for: none computed.
+        let (r, _) = summarise(
+            "q",
+            &EnvelopeResolved::default(),
+            &Redact::default(),
+            ReadOptions::default(),
+            observed(6, msgs, true),
+            now,
+        );
+        assert_eq!(r.groups, None);
     }
 
     /// Issue 31 (10): where messages become samples, secrets are hidden once for every

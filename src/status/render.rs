@@ -12,7 +12,9 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::age::age;
-use super::{Body, ChannelStatus, DeadLetterReport, Depth, Flow, Measure, Report, Sample};
+use super::{
+    Body, ChannelStatus, DeadLetterReport, Depth, FailureGroup, Flow, Measure, Report, Sample, cut,
+};
 use crate::printer::{Printer, Style};
 use crate::spec::resolve::DeadLetterRole;
 
@@ -232,6 +234,90 @@ fn sample_head(i: usize, s: &Sample) -> String {
     line
 }
 
+/// Failure groups shown in the human and markdown outputs; the JSON document has them all.
+const GROUPS_SHOWN: usize = 10;
+/// Characters of a group's message in the human and markdown tables.
+const GROUP_MESSAGE: usize = 80;
+
+/// `3 groups among all 300 read`, or `… among 100 of 5,000 read` (the scan did not cover
+/// the DLQ: the groups are of the messages read).
+fn groups_line(d: &DeadLetterReport, groups: &[FailureGroup]) -> String {
+    let mut line = format!(
+        "{} group{} among {}",
+        groups.len(),
+        plural(groups.len()),
+        read_line(d)
+    );
+    if groups.len() > GROUPS_SHOWN {
+        let _ = write!(
+            line,
+            "; the {GROUPS_SHOWN} largest shown (--format json lists all)"
+        );
+    }
+    line
+}
+
+/// How long before `now_ms` a group was first or last seen: `2h 5m ago`, or `?`.
+fn seen(t: Option<i64>, now_ms: i64) -> String {
+    t.map_or_else(
+        || "?".to_owned(),
+        |t| format!("{} ago", age(((now_ms - t).max(0)) as f64 / 1000.0)),
+    )
+}
+
+/// The group's message as a table shows it: cut, `(no message)` when it has none.
+fn group_message(g: &FailureGroup) -> String {
+    if g.message.is_empty() {
+        "(no message)".to_owned()
+    } else {
+        cut(&g.message, GROUP_MESSAGE)
+    }
+}
+
+/// The groups as aligned rows under a header, for a terminal.
+fn groups_table(groups: &[FailureGroup], now_ms: i64) -> String {
+    let mut rows = vec![[
+        "id".to_owned(),
+        "count".to_owned(),
+        "class".to_owned(),
+        "first seen".to_owned(),
+        "last seen".to_owned(),
+        "message".to_owned(),
+    ]];
+    for g in groups.iter().take(GROUPS_SHOWN) {
+        rows.push([
+            g.id.clone(),
+            g.count.to_string(),
+            g.class.clone(),
+            seen(g.first_seen_ms, now_ms),
+            seen(g.last_seen_ms, now_ms),
+            group_message(g),
+        ]);
+    }
+    let mut width = [0usize; 5];
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::from("    ");
+        for (i, (w, cell)) in width.iter().zip(r.iter()).enumerate() {
+            let pad = w - cell.chars().count();
+            // The count is a number: right-aligned.
+            if i == 1 {
+                let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+            }
+        }
+        line.push_str(&r[5]);
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
 /// For people: one block per channel, then a summary line.
 pub fn human(report: &Report, printer: &Printer) -> String {
     let mut out = String::new();
@@ -277,6 +363,10 @@ pub fn human(report: &Report, printer: &Printer) -> String {
                 classes(&d.by_error_class),
                 read_line(d)
             );
+        }
+        if let Some(groups) = d.groups.as_deref().filter(|g| !g.is_empty()) {
+            let _ = writeln!(out, "  groups    {}", groups_line(d, groups));
+            out.push_str(&groups_table(groups, report.generated_at_ms));
         }
         if !c.queues.is_empty() {
             let around: Vec<String> = c
@@ -476,6 +566,34 @@ pub fn markdown(report: &Report) -> String {
     }
     for c in &report.channels {
         let Some(d) = &c.dead_letter else { continue };
+        let Some(groups) = d.groups.as_deref().filter(|g| !g.is_empty()) else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "\n**{}**: {}\n\n| group | count | class | first seen | last seen | message | sample ids |\n|---|---:|---|---|---|---|---|\n",
+            cell(&match c.role {
+                DeadLetterRole::DeadLetter => c.channel.clone(),
+                _ => format!("{} ({})", c.channel, shown_name(c)),
+            }),
+            cell(&groups_line(d, groups))
+        );
+        for g in groups.iter().take(GROUPS_SHOWN) {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                g.id,
+                g.count,
+                cell(&g.class),
+                seen(g.first_seen_ms, report.generated_at_ms),
+                seen(g.last_seen_ms, report.generated_at_ms),
+                cell(&group_message(g)),
+                cell(&g.sample_ids.join(", "))
+            );
+        }
+    }
+    for c in &report.channels {
+        let Some(d) = &c.dead_letter else { continue };
         if d.samples.is_empty() && d.notes.is_empty() {
             continue;
         }
@@ -567,7 +685,8 @@ pub fn json(report: &Report) -> String {
         .iter()
         .map(|c| {
             let dl = match &c.dead_letter {
-                Some(d) => json!({
+                Some(d) => {
+                    let mut v = json!({
                     "name": c.dead_letter_name,
                     "depth": d.depth.total,
                     "depthDetail": depth_json(&d.depth),
@@ -596,7 +715,13 @@ pub fn json(report: &Report) -> String {
                     } else {
                         json!({"estimate": true, "classes": d.by_class_in_window})
                     },
-                }),
+                    });
+                    // Only with `--group-by fingerprint`: the default document stays as it was.
+                    if let (Some(groups), Some(o)) = (&d.groups, v.as_object_mut()) {
+                        o.insert("groups".into(), groups_json(groups));
+                    }
+                    v
+                }
                 None => json!({
                     "name": c.dead_letter_name,
                     "depth": null,
@@ -645,6 +770,26 @@ pub fn json(report: &Report) -> String {
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_owned());
     text.push('\n');
     text
+}
+
+/// `deadLetter.groups`: every group, times in RFC 3339.
+fn groups_json(groups: &[FailureGroup]) -> Value {
+    Value::Array(
+        groups
+            .iter()
+            .map(|g| {
+                json!({
+                    "id": g.id,
+                    "class": g.class,
+                    "message": g.message,
+                    "count": g.count,
+                    "firstSeen": g.first_seen_ms.map(rfc3339),
+                    "lastSeen": g.last_seen_ms.map(rfc3339),
+                    "sampleIds": g.sample_ids,
+                })
+            })
+            .collect(),
+    )
 }
 
 fn rfc3339(ms: i64) -> String {
