@@ -167,20 +167,14 @@ pub fn filters(project: &str, metric: Metric, names: &[&str]) -> Vec<String> {
 }
 
 /// RFC 3339 (`2024-05-01T12:00:00Z`) for seconds since the epoch.
-pub fn rfc3339(s: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(s)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+fn rfc3339(s: i64) -> String {
+    crate::archive::rfc3339(s.saturating_mul(1000))
 }
 
+/// Seconds since the epoch of an RFC 3339 time.
 fn parse_time(text: &str) -> Option<i64> {
-    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .map(|t| t.unix_timestamp())
+    crate::status::envelope::parse_time(text, crate::spec::model::Format::Rfc3339)
+        .map(|ms| ms.div_euclid(1000))
 }
 
 /// The request path of one page of one listing.
