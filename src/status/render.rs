@@ -572,10 +572,7 @@ pub fn markdown(report: &Report) -> String {
         let _ = write!(
             out,
             "\n**{}**: {}\n\n| group | count | class | first seen | last seen | message | sample ids |\n|---|---:|---|---|---|---|---|\n",
-            cell(&match c.role {
-                DeadLetterRole::DeadLetter => c.channel.clone(),
-                _ => format!("{} ({})", c.channel, shown_name(c)),
-            }),
+            cell(&heading(c)),
             cell(&groups_line(d, groups))
         );
         for g in groups.iter().take(GROUPS_SHOWN) {
@@ -600,10 +597,7 @@ pub fn markdown(report: &Report) -> String {
         let _ = write!(
             out,
             "\n<details><summary>{}: {} sample{}</summary>\n\n",
-            cell(&match c.role {
-                DeadLetterRole::DeadLetter => c.channel.clone(),
-                _ => format!("{} ({})", c.channel, shown_name(c)),
-            }),
+            cell(&heading(c)),
             d.samples.len(),
             plural(d.samples.len())
         );
@@ -630,6 +624,15 @@ pub fn markdown(report: &Report) -> String {
 }
 
 /// The destination's name, with its role unless it is the DLQ: `orders.invalid (invalid)`.
+/// A channel as a markdown section names it: the channel, and which destination when it is
+/// not the dead-letter queue.
+fn heading(c: &ChannelStatus) -> String {
+    match c.role {
+        DeadLetterRole::DeadLetter => c.channel.clone(),
+        _ => format!("{} ({})", c.channel, shown_name(c)),
+    }
+}
+
 fn shown_name(c: &ChannelStatus) -> String {
     match c.role {
         DeadLetterRole::DeadLetter => c.dead_letter_name.clone(),
