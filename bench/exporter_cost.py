@@ -36,11 +36,11 @@ import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plan import ROOT, free_port, lower_bound, management  # noqa: E402
 from status import applied, local_env, measured, mix, stats  # noqa: E402
+from exporter_memory import scrape  # noqa: E402
 
 STATE = os.path.join(os.environ.get("DLQCTL_CACHE", os.path.expanduser("~/.cache/dlqctl")), "state")
 SERVERS = {"RabbitMQ": "rabbitmq.pid", "moto": "moto.pid", "Kafka": "kafka.pid"}
@@ -72,14 +72,6 @@ def vm_hwm_mib(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def scrape(port):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            return r.read().decode()
-    except OSError:
-        return ""
 
 
 def series(metrics, name):
