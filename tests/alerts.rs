@@ -741,42 +741,24 @@ fn rabbit_producer(c: Control, queue: String, ledger: Shared) {
 /// what it processed and `basic.reject` with `requeue=false` what fails (the main queue
 /// dead-letters it into the DLQ).
 fn rabbit_consumer(c: Control, queue: String, ledger: Shared) {
-    use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
     support::block(async move {
         let conn = support::rabbit::amqp().await;
         let ch = conn.create_channel().await.expect("channel");
         let mut failing = 0u64;
         while c.consuming() {
-            let Some(m) = ch
-                .basic_get(queue.as_str().into(), BasicGetOptions::default())
-                .await
-                .expect("basic.get")
+            let Some((id, failed)) =
+                support::rabbit::settle_next(&ch, &queue, |_| c.fails(&mut failing)).await
             else {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             };
-            let id = m
-                .delivery
-                .properties
-                .message_id()
-                .as_ref()
-                .map(|s| s.to_string())
-                .expect("an id");
-            if c.fails(&mut failing) {
-                m.delivery
-                    .acker
-                    .reject(BasicRejectOptions { requeue: false })
-                    .await
-                    .expect("reject");
-                ledger.lock().expect("ledger").dead.push(id);
+            let mut l = ledger.lock().expect("ledger");
+            if failed {
+                &mut l.dead
             } else {
-                m.delivery
-                    .acker
-                    .ack(BasicAckOptions::default())
-                    .await
-                    .expect("ack");
-                ledger.lock().expect("ledger").processed.push(id);
+                &mut l.processed
             }
+            .push(id);
         }
         let _ = conn.close(200, "done".into()).await;
     });

@@ -131,7 +131,6 @@ fn rabbitmq_one_rejected_in_a_hundred_is_a_1_percent_rate_in_status_and_the_expo
     });
     // A consumer: acknowledges what it processed, rejects (requeue=false) what fails.
     let processed: BTreeSet<String> = block(async {
-        use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
         let conn = rabbit::amqp().await;
         let ch = conn.create_channel().await.expect("channel");
         let mut done = BTreeSet::new();
@@ -140,36 +139,14 @@ fn rabbitmq_one_rejected_in_a_hundred_is_a_1_percent_rate_in_status_and_the_expo
             if seen == SENT {
                 break;
             }
-            let Some(m) = ch
-                .basic_get(main.as_str().into(), BasicGetOptions::default())
-                .await
-                .expect("basic.get")
-            else {
+            let failing = |id: &str| fails(id.trim_start_matches("m-").parse().expect("numbered"));
+            let Some((id, failed)) = rabbit::settle_next(&ch, &main, failing).await else {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             };
             seen += 1;
-            let id = m
-                .delivery
-                .properties
-                .message_id()
-                .as_ref()
-                .map(|s| s.to_string())
-                .expect("an id");
-            let i: usize = id.trim_start_matches("m-").parse().expect("numbered");
-            if fails(i) {
-                m.delivery
-                    .acker
-                    .reject(BasicRejectOptions { requeue: false })
-                    .await
-                    .expect("reject");
-            } else {
+            if !failed {
                 done.insert(id);
-                m.delivery
-                    .acker
-                    .ack(BasicAckOptions::default())
-                    .await
-                    .expect("ack");
             }
         }
         let _ = conn.close(200, "done".into()).await;

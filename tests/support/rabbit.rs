@@ -253,6 +253,44 @@ pub async fn take_each<T>(queue: &str, keep: impl Fn(&lapin::message::Delivery) 
     out
 }
 
+/// What an application does with the next message of `queue` on its channel `ch`, as the
+/// tests' consumers do: `basic.get`, then `basic.reject` with `requeue=false` when `fails`
+/// says so of its `message_id` (the queue dead-letters it), else `basic.ack`. The id and
+/// whether it failed; `None` when the queue is empty.
+pub async fn settle_next(
+    ch: &lapin::Channel,
+    queue: &str,
+    fails: impl FnOnce(&str) -> bool,
+) -> Option<(String, bool)> {
+    use lapin::options::{BasicAckOptions, BasicGetOptions, BasicRejectOptions};
+    let m = ch
+        .basic_get(queue.into(), BasicGetOptions::default())
+        .await
+        .expect("basic.get")?;
+    let id = m
+        .delivery
+        .properties
+        .message_id()
+        .as_ref()
+        .map(|s| s.to_string())
+        .expect("an id");
+    let failed = fails(&id);
+    if failed {
+        m.delivery
+            .acker
+            .reject(BasicRejectOptions { requeue: false })
+            .await
+            .expect("reject");
+    } else {
+        m.delivery
+            .acker
+            .ack(BasicAckOptions::default())
+            .await
+            .expect("ack");
+    }
+    Some((id, failed))
+}
+
 /// Publishes `n` messages to `queue` (through the default exchange) on one confirmed
 /// channel, all in flight at once, then waits for every confirm; message `i` is `message(i)`:
 /// its body and properties.
