@@ -537,6 +537,23 @@ pub enum GroupBy {
     Fingerprint,
 }
 
+/// Which dead letters, by what they say: shared by `status`, `redrive` and `archive`, so a
+/// look, a dry run and a move choose the same messages (docs/redrive.md, "Choosing
+/// messages").
+#[derive(Debug, Args)]
+pub struct SelectorArgs {
+    /// Only messages of this failure group (repeat for more): the 12-character id `status
+    /// --group-by fingerprint` shows.
+    #[arg(long = "group", value_name = "ID")]
+    pub groups: Vec<String>,
+
+    /// Only messages for which this jq expression yields true, over a document per message:
+    /// {id, body (parsed JSON when it parses, else text), headers, properties, class,
+    /// message, attempts, source, ageSeconds, group}; e.g. '.body.region == "eu"'.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_: Option<String>,
+}
+
 /// What to read of each dead-letter queue; shared by status and the exporter.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
@@ -549,10 +566,10 @@ pub struct ReadArgs {
     #[arg(long = "target", value_name = "NAME")]
     pub target: Option<String>,
 
-    /// Messages read from the head of each dead-letter queue for the error-class counts
-    /// (at least --samples).
+    /// Messages read from the head of each dead-letter queue for the error-class counts and
+    /// failure groups (at least --samples).
     #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(u16).range(0..=1000))]
+          value_parser = clap::value_parser!(u16).range(0..=10_000))]
     pub scan: u16,
 }
 
@@ -596,6 +613,9 @@ pub struct StatusArgs {
     /// groups by fingerprint (human, markdown and JSON; never metrics).
     #[arg(long, value_enum, value_name = "BY", default_value_t = GroupBy::Class)]
     pub group_by: GroupBy,
+
+    #[command(flatten)]
+    pub select: SelectorArgs,
 
     /// Exit 0 when every dead-letter queue is empty, 2 when one holds messages, 1 on error.
     #[arg(long)]
@@ -701,6 +721,9 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_age)]
     pub older_than: Option<std::time::Duration>,
 
+    #[command(flatten)]
+    pub select: SelectorArgs,
+
     /// Where from: `dead-letter` (the channel's dead-letter queue), `invalid` (its
     /// invalid-message queue, `spec.invalid`), `exception` (its Kafka exception-based DLT,
     /// when it has one), or the name of any of these.
@@ -804,7 +827,7 @@ pub struct RedriveArgs {
 
     /// Messages --dry-run reads from the head of the dead-letter queue.
     #[arg(long, value_name = "N", default_value_t = 1000,
-          value_parser = clap::value_parser!(u16).range(1..=1000))]
+          value_parser = clap::value_parser!(u16).range(1..=10_000))]
     pub scan: u16,
 
     /// Output format of the final report.
@@ -872,6 +895,9 @@ pub struct ArchiveArgs {
     /// Only messages dead-lettered (else published) longer ago than this (e.g. 7d, 12h).
     #[arg(long, value_name = "DURATION", value_parser = parse_age)]
     pub older_than: Option<std::time::Duration>,
+
+    #[command(flatten)]
+    pub select: SelectorArgs,
 
     /// Remove each archived message from the dead-letter queue once its object is durable
     /// and listed in the manifest. Without it nothing is removed.

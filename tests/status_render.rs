@@ -100,6 +100,7 @@ fn report() -> Report {
         },
         by_class_in_window: BTreeMap::from([("poison".into(), 6.67), ("other".into(), 3.33)]),
         groups: None,
+        selected: None,
     };
     let empty = DeadLetterReport {
         name: "payments-dlq".into(),
@@ -120,6 +121,7 @@ fn report() -> Report {
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
         groups: None,
+        selected: None,
     };
     let kafka = DeadLetterReport {
         name: "inventory-dlt".into(),
@@ -147,6 +149,7 @@ fn report() -> Report {
         },
         by_class_in_window: BTreeMap::new(),
         groups: None,
+        selected: None,
     };
     let missing = DeadLetterReport {
         name: "new-dlq".into(),
@@ -164,6 +167,7 @@ fn report() -> Report {
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
         groups: None,
+        selected: None,
     };
     let channel =
         |name: &str, backend, dl: Option<DeadLetterReport>, error: Option<&str>| ChannelStatus {
@@ -273,6 +277,7 @@ fn status_renders_each_destination_of_a_channel_with_its_role() {
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
         groups: None,
+        selected: None,
     };
     let entry = |role, name: &str, n: u64, class: &str| ChannelStatus {
         channel: "orders".into(),
@@ -393,6 +398,38 @@ fn failure_groups_render_in_human_markdown_and_json_and_never_as_metrics() {
     assert_eq!(render::openmetrics(&r), without);
 }
 
+/// Issue 37: `status --where`/`--group` counts only what it chose, and says of how many
+/// read; where the expression failed is a warning line, without the message's values.
+#[test]
+fn a_selection_says_what_it_chose_of_what_was_read() {
+    use dlqctl::status::selector::{Selected, WhereFailures};
+    let mut r = report();
+    let dl = r.channels[0].dead_letter.as_mut().expect("a DLQ");
+    dl.selected = Some(Selected {
+        matched: 2,
+        read: 6,
+        failures: Some(WhereFailures {
+            count: 1,
+            first_id: "m-6".into(),
+            first_error: "cannot index <str> with <str>".into(),
+        }),
+    });
+    let printer = Printer::new(ColorChoice::Never);
+    insta::assert_snapshot!("status-selected-human", render::human(&r, &printer));
+    insta::assert_snapshot!("status-selected-markdown", render::markdown(&r));
+    let doc: serde_json::Value = serde_json::from_str(&render::json(&r)).expect("JSON");
+    assert_eq!(
+        doc["channels"][0]["deadLetter"]["selected"],
+        serde_json::json!({
+            "matched": 2,
+            "read": 6,
+            "whereFailures": {"count": 1, "firstId": "m-6", "firstError": "cannot index <str> with <str>"},
+        })
+    );
+    // Not asked for: no `selected` key at all.
+    assert!(doc["channels"][1]["deadLetter"].get("selected").is_none());
+}
+
 #[test]
 fn ages_read_as_people_say_them() {
     assert_eq!(dlqctl::status::age::age(0.4), "0s");
@@ -421,6 +458,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
         flow: Flow::default(),
         by_class_in_window: BTreeMap::new(),
         groups: None,
+        selected: None,
     };
     let channel = |dl: DeadLetterReport| ChannelStatus {
         role: DeadLetterRole::DeadLetter,

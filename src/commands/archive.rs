@@ -13,6 +13,7 @@ use crate::printer::{Printer, Style};
 use crate::redrive::AgeFrom;
 
 pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
+    let (groups, where_) = super::shared::selectors(&args.select)?;
     let given = args
         .to
         .as_deref()
@@ -69,6 +70,8 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
         rate: args.rate,
         reason: args.reason.clone(),
         gzip: args.compress == Some(Compression::Gzip),
+        groups,
+        where_,
     };
     let redrive_ask = driver::redrive_ask(&ask);
     let opts = super::shared::connect_options(&args.spec, printer);

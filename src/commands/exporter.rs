@@ -360,7 +360,7 @@ async fn read_for_ever(
                 if let Some(Ok(reader)) = readers.get(target) {
                     reader.renew_read_budget();
                 }
-                let report = engine::status::read(chs, readers, read).await;
+                let report = engine::status::read(chs, readers, read, &Default::default()).await;
                 if let Ok(mut b) = board.write() {
                     b.update(target, report, started.elapsed());
                 }
@@ -616,6 +616,7 @@ mod tests {
                 flow: Default::default(),
                 by_class_in_window: Default::default(),
                 groups: None,
+                selected: None,
             });
             Report {
                 channels: vec![c],
@@ -666,6 +667,7 @@ mod tests {
                 flow,
                 by_class_in_window: BTreeMap::new(),
                 groups: None,
+                selected: None,
             });
             Report {
                 channels: vec![c],

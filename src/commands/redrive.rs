@@ -13,6 +13,7 @@ use crate::printer::{Printer, Style};
 use crate::redrive::{self, Report};
 
 pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
+    let (groups, where_) = super::shared::selectors(&args.select)?;
     let Some(loaded) =
         super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
@@ -51,6 +52,8 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
             max_redead_percent: args.max_redead,
         }),
         purpose: driver::Purpose::Redrive,
+        groups,
+        where_,
     };
     let audit = super::shared::Audit {
         audit_log: args.audit_log.as_deref(),

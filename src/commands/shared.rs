@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::ConnectOptions;
 use crate::backend::wire::http::Stats;
-use crate::cli::{ReadArgs, ScopeArgs, SpecArgs};
+use crate::cli::{ReadArgs, ScopeArgs, SelectorArgs, SpecArgs};
 use crate::diag::{self, Severity};
 use crate::engine::PlanOptions;
 use crate::printer::{Printer, Style};
@@ -149,6 +149,31 @@ pub fn select(channels: Vec<Resolved>, args: &ReadArgs) -> anyhow::Result<Vec<Re
         .filter(|c| args.channels.is_empty() || args.channels.contains(&c.channel))
         .filter(|c| target.is_none_or(|t| c.target == t))
         .collect())
+}
+
+/// `--group` and `--where`, checked before any spec is read: a group id is the 12 hexadecimal
+/// characters `status --group-by fingerprint` shows, and the expression compiles.
+pub fn selectors(
+    args: &SelectorArgs,
+) -> anyhow::Result<(Vec<String>, Option<crate::status::selector::Where>)> {
+    use crate::status::fingerprint::ID_LEN;
+    let mut groups = Vec::new();
+    for g in &args.groups {
+        let id = g.trim().to_ascii_lowercase();
+        if id.len() != ID_LEN || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            anyhow::bail!(
+                "--group {g}: a failure group's id is {ID_LEN} hexadecimal characters, as `dlqctl status --group-by fingerprint` shows it"
+            );
+        }
+        groups.push(id);
+    }
+    let where_ = args
+        .where_
+        .as_deref()
+        .map(crate::status::selector::Where::compile)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok((groups, where_))
 }
 
 /// The one channel redrive's CHANNEL argument names (on `target`, when given); a name no

@@ -58,6 +58,8 @@ fn resolutions(
 /// Exit codes: 0 success (with `--detailed-exitcode`: 0 every DLQ empty, 2 one holds
 /// messages), 1 a channel could not be read, or an error.
 pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
+    let (groups, where_) = super::shared::selectors(&args.select)?;
+    let choice = crate::status::selector::Choice { groups, where_ };
     let Some(loaded) =
         super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
@@ -78,7 +80,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);
     let rt = super::shared::runtime()?;
-    let mut report = rt.block_on(engine::status::read(&channels, &readers, read));
+    let mut report = rt.block_on(engine::status::read(&channels, &readers, read, &choice));
     if let Some(path) = &args.audit_log {
         resolutions(&mut report, path, args.resolution_window, printer);
     }

@@ -41,6 +41,10 @@ pub struct Ask {
     pub rate: Option<f64>,
     pub reason: Option<String>,
     pub gzip: bool,
+    /// `--group`, repeatable.
+    pub groups: Vec<String>,
+    /// `--where`, compiled.
+    pub where_: Option<crate::status::selector::Where>,
 }
 
 pub const KIND: &str = "dlqctl/archive";
@@ -135,6 +139,9 @@ pub struct Report {
     pub examined: u64,
     pub archived: u64,
     pub not_selected: u64,
+    /// `--where` could not be evaluated on these (not selected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub where_failures: Option<crate::status::selector::WhereFailures>,
     /// Removed from the dead-letter queue (`--delete`), after their object was listed.
     pub deleted: u64,
     /// Archived, and meant to be removed, but still in the queue (a removal that failed): the
@@ -193,6 +200,8 @@ pub fn redrive_ask(ask: &Ask) -> redrive_driver::Ask {
         batches: redrive_driver::Batches::default(),
         verify: None,
         purpose: Purpose::Archive,
+        groups: ask.groups.clone(),
+        where_: ask.where_.clone(),
     }
 }
 
@@ -341,6 +350,7 @@ fn report(
         examined: r.examined,
         archived: r.moved,
         not_selected: r.not_selected,
+        where_failures: r.where_failures.clone(),
         deleted: if ask.delete {
             r.moved.saturating_sub(r.possibly_duplicated)
         } else {
@@ -419,6 +429,9 @@ pub fn human(r: &Report) -> String {
                 .collect();
             out.push_str(&format!("  classes   {}\n", classes.join(", ")));
         }
+        if let Some(f) = &r.where_failures {
+            out.push_str(&redrive::where_failures_line(f));
+        }
         out.push_str("Nothing was archived or removed.\n");
         return out;
     }
@@ -467,6 +480,9 @@ pub fn human(r: &Report) -> String {
     }
     for why in &r.incomplete {
         out.push_str(&format!("  not complete: {why}\n"));
+    }
+    if let Some(f) = &r.where_failures {
+        out.push_str(&redrive::where_failures_line(f));
     }
     out
 }

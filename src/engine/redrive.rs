@@ -60,6 +60,10 @@ pub struct Ask {
     pub verify: Option<Verify>,
     /// Redrive, or `dlqctl archive` (which reuses this driver).
     pub purpose: Purpose,
+    /// `--group`, repeatable; empty: every failure group.
+    pub groups: Vec<String>,
+    /// `--where`, compiled.
+    pub where_: Option<status::selector::Where>,
 }
 
 /// What the run is for: the messages of refusals name it, and an archive takes messages at
@@ -167,6 +171,8 @@ pub fn check<'a>(
             Purpose::Archive => u32::MAX,
         },
         envelope: r.envelope.clone(),
+        groups: ask.groups.clone(),
+        where_: ask.where_.clone(),
     };
     let to = if ask.to == "source" {
         Destination {
@@ -260,6 +266,8 @@ impl<'a> Checked<'a> {
                 older_than_seconds: ask.older_than.map(|d| d.as_secs_f64()),
                 max_redrives: r.max_redrives,
                 rate: ask.rate,
+                groups: ask.groups.clone(),
+                where_: ask.where_.as_ref().map(|w| w.code().to_owned()),
             },
             examined: 0,
             moved: 0,
@@ -282,6 +290,7 @@ impl<'a> Checked<'a> {
             moved_ids: None,
             time_in_dead_letter: None,
             batches: None,
+            where_failures: None,
             unhealthy: None,
             redead: None,
             from: None,
@@ -381,6 +390,7 @@ impl Session<'_> {
         report.left_in_dead_letter = left(r, &self.reader).await;
         report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
+        report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
         report.ended_at = now_text();
         Ok(self.report)
     }
@@ -537,6 +547,7 @@ impl Session<'_> {
                 (n, n.map(|_| redrive::STATISTICS))
             }
         };
+        report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
         report.ended_at = now_text();
         Ok(self.report)
     }
@@ -738,7 +749,12 @@ async fn dry_run(
     let read = ReadOptions {
         samples: 0,
         scan,
-        max_body: status::DEFAULT_MAX_BODY,
+        // `--where` reads bodies as the movers do: whole (up to SQS's largest message).
+        max_body: if select.where_.is_some() {
+            status::selector::MAX_BODY
+        } else {
+            status::DEFAULT_MAX_BODY
+        },
         peek: true,
         redrive_view: true,
         rate_window: None,
@@ -766,7 +782,12 @@ async fn dry_run(
         messages: chosen,
         ..observed
     };
-    let opts = ReadOptions { samples, ..read };
+    let opts = ReadOptions {
+        samples,
+        max_body: status::DEFAULT_MAX_BODY,
+        groups: true,
+        ..read
+    };
     let (report, _) = status::summarise(
         &r.dead_letter,
         &r.envelope,
@@ -790,6 +811,7 @@ async fn dry_run(
             by_error_class: report.by_error_class,
             oldest_age_seconds: ages.iter().copied().reduce(f64::max),
             newest_age_seconds: ages.iter().copied().reduce(f64::min),
+            groups: report.groups.unwrap_or_default(),
             samples: report.samples,
         },
         at_limit,
@@ -850,6 +872,8 @@ mod tests {
             batches: Batches::default(),
             verify: None,
             purpose: Purpose::Redrive,
+            groups: Vec::new(),
+            where_: None,
         }
     }
 

@@ -109,9 +109,11 @@ pub async fn prepare<'a>(
             by_error_class: classes,
             oldest_age_seconds: ages.iter().copied().reduce(f64::max),
             newest_age_seconds: ages.iter().copied().reduce(f64::min),
+            groups: Vec::new(),
             samples: Vec::new(),
         });
     }
+    report.where_failures = select.where_.as_ref().and_then(|w| w.failures());
     Ok(Prepared { session, messages })
 }
 

@@ -14,6 +14,7 @@ use crate::backend::wire::Stats;
 use crate::backend::{ConnectOptions, Reader};
 use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
+use crate::status::selector::Choice;
 use crate::status::{self, ChannelStatus, ReadOptions, Report, safe};
 
 /// A reader per target, or why it could not be made (a missing credential variable, a bad
@@ -49,7 +50,15 @@ pub fn connect(
 /// Reads every channel, targets side by side; the report lists the channels in the order given,
 /// each as one entry per destination of its dead letters (the DLQ first, then the invalid
 /// queue and the exception DLTs: [`Resolved::dead_letter_views`]).
-pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -> Report {
+///
+/// `choice` (`status --group`, `--where`) keeps of each channel's messages read those it
+/// chooses, before they are counted: the report says how many of how many.
+pub async fn read(
+    channels: &[Resolved],
+    readers: &Readers,
+    opts: ReadOptions,
+    choice: &Choice,
+) -> Report {
     let views: Vec<Resolved> = channels
         .iter()
         .flat_map(Resolved::dead_letter_views)
@@ -59,9 +68,19 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
     for c in channels {
         by_target.entry(&c.target).or_default().push(c);
     }
+    // `--where` sees each body whole, as a mover would; the samples are still cut at
+    // `opts.max_body` when summarised.
+    let read = if choice.where_.is_some() {
+        ReadOptions {
+            max_body: status::selector::MAX_BODY.max(opts.max_body),
+            ..opts
+        }
+    } else {
+        opts
+    };
     let reads = by_target.iter().map(|(target, chs)| async move {
         let results: Vec<Result<status::Observed, String>> = match readers.get(*target) {
-            Some(Ok(reader)) => match reader.status(chs, opts).await {
+            Some(Ok(reader)) => match reader.status(chs, read).await {
                 Ok(each) => each
                     .into_iter()
                     .map(|r| r.map_err(|e| e.to_string()))
@@ -107,7 +126,9 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                     if c.dead_letter_role != DeadLetterRole::DeadLetter {
                         observed.others.clear();
                     }
-                    let (report, queues) = status::summarise(
+                    let selected = (!choice.is_everything())
+                        .then(|| choice.keep(&c.envelope, &mut observed.messages, now));
+                    let (mut report, queues) = status::summarise(
                         &c.dead_letter,
                         &c.envelope,
                         &c.redact,
@@ -115,6 +136,7 @@ pub async fn read(channels: &[Resolved], readers: &Readers, opts: ReadOptions) -
                         observed,
                         now,
                     );
+                    report.selected = selected;
                     ChannelStatus {
                         dead_letter: Some(report),
                         queues,

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::spec::resolve::EnvelopeResolved;
 pub use crate::status::resolution::Waited;
+use crate::status::selector::{self, Where};
 use crate::status::{self, Message, envelope};
 
 /// Which messages move.
@@ -34,6 +35,11 @@ pub struct Selection {
     /// Messages already brought back this many times are skipped (`deadLetter.maxRedrives`).
     pub max_redrives: u32,
     pub envelope: EnvelopeResolved,
+    /// Only these failure groups (`--group`, repeatable; [`selector::group`]); empty: every
+    /// group.
+    pub groups: Vec<String>,
+    /// Only messages for which this jq expression yields `true` (`--where`).
+    pub where_: Option<Where>,
 }
 
 /// Where a message's age starts, for `older_than_ms`.
@@ -67,7 +73,7 @@ pub fn age_ms(from: AgeFrom, m: &Message, e: &envelope::Read, now_ms: i64) -> Op
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Move,
-    /// Not chosen by `--class` or `--older-than`: left where it is.
+    /// Not chosen by `--class`, `--older-than`, `--group` or `--where`: left where it is.
     NotSelected,
     /// Already brought back `maxRedrives` times: left where it is, and reported.
     AtLimit,
@@ -115,6 +121,12 @@ pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
     if let Some(min) = sel.older_than_ms {
         // A message whose age is unknown is not known to be old enough.
         if age_ms(sel.age, m, &e, now_ms).is_none_or(|age| age < min) {
+            return Decision::NotSelected;
+        }
+    }
+    if !sel.groups.is_empty() || sel.where_.is_some() {
+        let age = age_ms(AgeFrom::DeadLettered, m, &e, now_ms).map(|a| a.max(0) as f64 / 1000.0);
+        if !selector::chosen(&sel.groups, sel.where_.as_ref(), m, &e, age) {
             return Decision::NotSelected;
         }
     }
@@ -547,6 +559,10 @@ pub struct Report {
     /// replay, and a `--native` run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_in_dead_letter: Option<Waited>,
+    /// `--where`: the messages it could not be evaluated on (an error, or a value that is
+    /// not a boolean): not selected, and counted here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub where_failures: Option<selector::WhereFailures>,
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
@@ -649,6 +665,12 @@ pub struct SelectionRecord {
     pub older_than_seconds: Option<f64>,
     pub max_redrives: u32,
     pub rate: Option<f64>,
+    /// `--group`: the failure groups chosen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// `--where`: the jq expression, as given.
+    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
+    pub where_: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -660,6 +682,9 @@ pub struct WouldMove {
     pub by_error_class: std::collections::BTreeMap<String, u64>,
     pub oldest_age_seconds: Option<f64>,
     pub newest_age_seconds: Option<f64>,
+    /// What would move, by failure group (most first), as `status --group-by fingerprint`
+    /// shows them.
+    pub groups: Vec<status::FailureGroup>,
     pub samples: Vec<status::Sample>,
 }
 
@@ -712,6 +737,17 @@ fn source_shown(r: &Report) -> String {
     }
 }
 
+/// `--where` could not be evaluated on some messages: they stayed where they were.
+pub fn where_failures_line(f: &selector::WhereFailures) -> String {
+    format!(
+        "  --where failed on {} message{} (not selected; the first, {}: {})\n",
+        f.count,
+        if f.count == 1 { "" } else { "s" },
+        f.first_id,
+        f.first_error
+    )
+}
+
 pub fn human(r: &Report) -> String {
     let mut out = String::new();
     let to = &r.destination.name;
@@ -743,8 +779,23 @@ pub fn human(r: &Report) -> String {
                 status::age::age(n)
             ));
         }
+        if w.groups.len() > 1 || !r.selection.groups.is_empty() {
+            for g in &w.groups {
+                out.push_str(&format!(
+                    "  group     {}  {:>6}  {}{}{}\n",
+                    g.id,
+                    g.count,
+                    g.class,
+                    if g.message.is_empty() { "" } else { ": " },
+                    g.message
+                ));
+            }
+        }
         for (i, s) in w.samples.iter().enumerate() {
             out.push_str(&format!("  {}. {}  {}\n", i + 1, s.error_class, s.id));
+        }
+        if let Some(f) = &r.where_failures {
+            out.push_str(&where_failures_line(f));
         }
         if r.skipped_at_max_redrives > 0 {
             out.push_str(&format!(
@@ -793,6 +844,9 @@ pub fn human(r: &Report) -> String {
     out.push_str(".\n");
     for why in &r.incomplete {
         out.push_str(&format!("  not complete: {why}\n"));
+    }
+    if let Some(f) = &r.where_failures {
+        out.push_str(&where_failures_line(f));
     }
     if let Some(b) = &r.batches
         && b.size.is_some()
@@ -862,6 +916,68 @@ mod tests {
             published_ms: Some(published_ms),
             ..Message::default()
         }
+    }
+
+    /// Issue 37: `--group` and `--where` compose with `--class` and the ping-pong guard: a
+    /// message moves only when every selector chooses it.
+    #[test]
+    fn groups_and_where_compose_with_the_other_selectors() {
+        let now: i64 = 1_764_576_000_000;
+        let m = |class: &str, message: &str, body: &str, redriven: Option<&str>| {
+            let mut headers = vec![
+                ("dlq-error-class".to_owned(), class.to_owned()),
+                ("dlq-error-message".to_owned(), message.to_owned()),
+            ];
+            if let Some(n) = redriven {
+                headers.push(("dlq-redrive-count".to_owned(), n.to_owned()));
+            }
+            Message {
+                id: "m".into(),
+                headers,
+                body: body.as_bytes().to_vec(),
+                body_len: body.len() as u64,
+                published_ms: Some(now - 1000),
+                ..Message::default()
+            }
+        };
+        let e = envelope::read(
+            &EnvelopeResolved::default(),
+            &m("poison", "order 1 failed", "", None),
+        );
+        let poison = selector::group(&e);
+        let sel = Selection {
+            classes: vec!["poison".into()],
+            groups: vec![poison.clone()],
+            where_: Some(Where::compile(".body.region == \"eu\"").expect("compiles")),
+            max_redrives: 3,
+            ..Selection::default()
+        };
+        let eu = r#"{"region":"eu"}"#;
+        // The same group whatever the order number.
+        assert_eq!(
+            decide(&sel, &m("poison", "order 77 failed", eu, None), now),
+            Decision::Move
+        );
+        assert_eq!(
+            decide(
+                &sel,
+                &m("poison", "order 77 failed", r#"{"region":"us"}"#, None),
+                now
+            ),
+            Decision::NotSelected
+        );
+        assert_eq!(
+            decide(&sel, &m("poison", "order 77 refused", eu, None), now),
+            Decision::NotSelected
+        );
+        assert_eq!(
+            decide(&sel, &m("transient", "order 77 failed", eu, None), now),
+            Decision::NotSelected
+        );
+        assert_eq!(
+            decide(&sel, &m("poison", "order 77 failed", eu, Some("3")), now),
+            Decision::AtLimit
+        );
     }
 
     /// Issue 35: `archive --due` ages a message from where its queue's retention counts.

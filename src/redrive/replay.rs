@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::{Decision, Destination, Pace, Tally, redrive_count};
 use crate::archive::{Record, parse_rfc3339};
-use crate::status::Message;
+use crate::status::{Message, selector};
 
 /// One replay, for a backend's replay door.
 pub struct Job {
@@ -94,6 +94,31 @@ pub fn decide(sel: &super::Selection, r: &Record, m: &Message, now_ms: i64) -> D
             })
             .or(m.published_ms);
         if since.is_none_or(|t| now_ms - t < min) {
+            return Decision::NotSelected;
+        }
+    }
+    if !sel.groups.is_empty() || sel.where_.is_some() {
+        // The envelope as it was read when the message was archived.
+        let e = crate::status::envelope::Read {
+            class: r.envelope.class.clone(),
+            raw_class: r.envelope.raw_class.clone(),
+            message: r.envelope.message.clone(),
+            source: r.envelope.source.clone(),
+            attempts: r.envelope.attempts,
+            dead_lettered_ms: r
+                .envelope
+                .dead_lettered_at
+                .as_deref()
+                .and_then(parse_rfc3339),
+            first_failure_ms: r
+                .envelope
+                .first_failure_at
+                .as_deref()
+                .and_then(parse_rfc3339),
+        };
+        let since = e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms);
+        let age = since.map(|t| (now_ms - t).max(0) as f64 / 1000.0);
+        if !selector::chosen(&sel.groups, sel.where_.as_ref(), m, &e, age) {
             return Decision::NotSelected;
         }
     }

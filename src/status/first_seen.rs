@@ -196,6 +196,7 @@ mod tests {
             flow: Default::default(),
             by_class_in_window: Default::default(),
             groups: None,
+            selected: None,
         }
     }
 

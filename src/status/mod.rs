@@ -15,6 +15,7 @@ pub mod first_seen;
 mod message;
 pub mod render;
 pub mod resolution;
+pub mod selector;
 
 pub use message::Message;
 
@@ -450,6 +451,9 @@ pub struct DeadLetterReport {
     /// The messages read, grouped by fingerprint, most first, when asked
     /// ([`ReadOptions::groups`]); `None` otherwise.
     pub groups: Option<Vec<FailureGroup>>,
+    /// `--where`/`--group`: how many of the messages read were chosen (the class counts,
+    /// groups and samples are of those); `None` without a selection.
+    pub selected: Option<selector::Selected>,
 }
 
 /// Dead letters read that failed the same way: the same error class, and the same error
@@ -677,6 +681,7 @@ pub fn summarise(
                 });
                 v
             }),
+            selected: None,
         },
         observed.others,
     )

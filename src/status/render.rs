@@ -136,11 +136,32 @@ fn classes(by: &BTreeMap<String, u64>) -> String {
 }
 
 fn read_line(d: &DeadLetterReport) -> String {
-    if d.exact {
-        format!("all {} read", d.sampled)
-    } else {
-        format!("{} of {} read", d.sampled, count(d.depth.total))
+    match &d.selected {
+        // `--where`/`--group`: what matched, of what was read.
+        Some(s) if d.depth.total == Some(s.read) => {
+            format!("{} chosen of all {} read", s.matched, s.read)
+        }
+        Some(s) => format!(
+            "{} chosen of {} read, of {}",
+            s.matched,
+            s.read,
+            count(d.depth.total)
+        ),
+        None if d.exact => format!("all {} read", d.sampled),
+        None => format!("{} of {} read", d.sampled, count(d.depth.total)),
     }
+}
+
+/// `--where failed on 3 messages (not chosen; the first, m-1: cannot index <str> with <str>)`.
+fn where_failures_line(d: &DeadLetterReport) -> Option<String> {
+    let f = d.selected.as_ref()?.failures.as_ref()?;
+    Some(format!(
+        "--where failed on {} message{} (not chosen; the first, {}: {})",
+        f.count,
+        plural(f.count as usize),
+        f.first_id,
+        f.first_error
+    ))
 }
 
 /// The time to resolution, as a line: `median 2h 5m · p90 1d 3h · 42 messages in 3 runs,
@@ -356,13 +377,16 @@ pub fn human(report: &Report, printer: &Printer) -> String {
         if let Some(r) = &c.resolution {
             let _ = writeln!(out, "  resolved  {}", resolution_line(r));
         }
-        if d.sampled > 0 {
+        if d.sampled > 0 || d.selected.is_some() {
             let _ = writeln!(
                 out,
                 "  classes   {}  ({})",
                 classes(&d.by_error_class),
                 read_line(d)
             );
+        }
+        if let Some(w) = where_failures_line(d) {
+            let _ = writeln!(out, "  warning   {w}");
         }
         if let Some(groups) = d.groups.as_deref().filter(|g| !g.is_empty()) {
             let _ = writeln!(out, "  groups    {}", groups_line(d, groups));
@@ -722,6 +746,17 @@ pub fn json(report: &Report) -> String {
                     // Only with `--group-by fingerprint`: the default document stays as it was.
                     if let (Some(groups), Some(o)) = (&d.groups, v.as_object_mut()) {
                         o.insert("groups".into(), groups_json(groups));
+                    }
+                    // Only with `--where` or `--group`.
+                    if let (Some(sel), Some(o)) = (&d.selected, v.as_object_mut()) {
+                        o.insert(
+                            "selected".into(),
+                            json!({
+                                "matched": sel.matched,
+                                "read": sel.read,
+                                "whereFailures": sel.failures,
+                            }),
+                        );
                     }
                     v
                 }

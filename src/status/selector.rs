@@ -1,0 +1,428 @@
+//! `--where` (issue 37): dead letters chosen by what they say, not only by their class or age.
+//! A jq expression runs over one document per message — `{id, body, headers, properties,
+//! class, message, attempts, source, ageSeconds, group}` — and selects the message when it
+//! yields `true`. `status`, `redrive` and `archive` share it, so a dry run, a move and a look
+//! choose the same messages.
+//!
+//! jq because it is what on-call engineers already write against JSON (`jq`, kafkacat,
+//! `aws … | jq`); jaq (jaq-core, jaq-std, jaq-json) because it is the maintained Rust
+//! implementation of the language with its standard library, pure Rust with no system
+//! library, whose values can be shared between threads (`sync`), and whose parser and
+//! compiler report errors as data, so a bad expression is one line before anything is read.
+//!
+//! Errors never carry message content: the text of a jq error names the values it failed on,
+//! and those are a payload's (a card number, a token), so what is reported is the error
+//! normalised as failure groups are ([`super::fingerprint::normalise`]: quoted values,
+//! numbers and ids replaced).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use jaq_core::load::{Arena, File, Loader};
+use jaq_core::{Compiler, Ctx, Vars, data};
+use jaq_json::Val;
+
+use super::envelope::Read;
+use super::{Message, fingerprint};
+
+type Filter = jaq_core::Filter<data::JustLut<Val>>;
+
+/// Bytes of each body read where `--where` looks at messages through a status read (`status`,
+/// a dry run): 1 MiB, SQS's largest message, so the expression sees the body a mover would
+/// (a longer one is cut, and then is text to the expression). What is shown is still cut at
+/// `--max-body`.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// At most this many outputs of an expression are looked at for a `true`: a generator
+/// (`range(1e9)`) ends the look there, as not selected.
+const MAX_OUTPUTS: usize = 1000;
+
+/// A compiled `--where` expression, shared by every thread of a run; cloning shares it and
+/// its failure count.
+#[derive(Clone)]
+pub struct Where {
+    code: Arc<str>,
+    filter: Arc<Filter>,
+    failures: Arc<Failures>,
+}
+
+#[derive(Default)]
+struct Failures {
+    count: AtomicU64,
+    /// The first failure: the message's id, and the error normalised.
+    first: Mutex<Option<(String, String)>>,
+}
+
+impl std::fmt::Debug for Where {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Where").field(&self.code).finish()
+    }
+}
+
+/// Where the expression failed to evaluate on some messages (they were not selected).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WhereFailures {
+    pub count: u64,
+    /// The first message it failed on, and the error with its values normalised away.
+    pub first_id: String,
+    pub first_error: String,
+}
+
+impl Where {
+    /// Parses and compiles `code`; the error is one line naming the column.
+    pub fn compile(code: &str) -> Result<Where, String> {
+        let defs = jaq_core::defs()
+            .chain(jaq_std::defs())
+            .chain(jaq_json::defs());
+        let funs = jaq_core::funs()
+            .chain(jaq_std::funs())
+            .chain(jaq_json::funs());
+        let arena = Arena::default();
+        let modules = Loader::new(defs)
+            .load(&arena, File { code, path: () })
+            .map_err(|e| load_error(code, e))?;
+        let filter = Compiler::default()
+            .with_funs(funs)
+            .compile(modules)
+            .map_err(|errs| {
+                let names: Vec<String> = errs
+                    .into_iter()
+                    .flat_map(|(_, undefined)| undefined)
+                    .map(|(name, what)| match what {
+                        jaq_core::compile::Undefined::Filter(arity) => {
+                            format!("filter `{name}/{arity}`")
+                        }
+                        other => format!("{} `{name}`", other.as_str()),
+                    })
+                    .collect();
+                format!(
+                    "--where `{code}`: undefined {} (the document's fields are .id, .body, .headers, .properties, .class, .message, .attempts, .source, .ageSeconds, .group)",
+                    names.join(", ")
+                )
+            })?;
+        Ok(Where {
+            code: code.into(),
+            filter: Arc::new(filter),
+            failures: Arc::default(),
+        })
+    }
+
+    /// The expression as given.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// Whether the expression yields `true` for `doc`: `false` and `null` do not select; an
+    /// error, or any other value, is a failure (counted, and the message not selected).
+    pub fn selects(&self, id: &str, doc: Val) -> bool {
+        match self.eval(doc) {
+            Ok(b) => b,
+            Err(e) => {
+                self.failures.count.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut first) = self.failures.first.lock()
+                    && first.is_none()
+                {
+                    *first = Some((id.to_owned(), e));
+                }
+                false
+            }
+        }
+    }
+
+    fn eval(&self, doc: Val) -> Result<bool, String> {
+        let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
+        for out in self
+            .filter
+            .id
+            .run((ctx, doc))
+            .map(jaq_core::unwrap_valr)
+            .take(MAX_OUTPUTS)
+        {
+            match out {
+                Ok(Val::Bool(true)) => return Ok(true),
+                Ok(Val::Bool(false) | Val::Null) => {}
+                Ok(other) => {
+                    return Err(format!("yields {}, not true or false", kind(&other)));
+                }
+                Err(e) => return Err(fingerprint::normalise(&e.to_string())),
+            }
+        }
+        Ok(false)
+    }
+
+    /// The messages it failed on so far, if any.
+    pub fn failures(&self) -> Option<WhereFailures> {
+        let count = self.failures.count.load(Ordering::Relaxed);
+        let first = self.failures.first.lock().ok()?.clone()?;
+        (count > 0).then(|| WhereFailures {
+            count,
+            first_id: super::safe(&crate::secrets::text(&first.0)),
+            first_error: super::safe(&first.1),
+        })
+    }
+}
+
+fn kind(v: &Val) -> &'static str {
+    match v {
+        Val::Null => "null",
+        Val::Bool(_) => "a boolean",
+        Val::Num(_) => "a number",
+        Val::Arr(_) => "an array",
+        Val::Obj(_) => "an object",
+        _ => "a string",
+    }
+}
+
+/// A parse error as one line: what was expected, and at which column (1-based, in
+/// characters) of the expression.
+fn load_error(code: &str, e: jaq_core::load::Errors<&str, ()>) -> String {
+    use jaq_core::load::Error;
+    let column = |at: &str| {
+        let offset = (at.as_ptr() as usize)
+            .checked_sub(code.as_ptr() as usize)
+            .filter(|o| *o <= code.len())
+            .unwrap_or(code.len());
+        code[..offset].chars().count() + 1
+    };
+    let first = e.into_iter().next().map(|(_, err)| match err {
+        Error::Io(v) => v
+            .into_iter()
+            .next()
+            .map(|(path, why)| format!("cannot load `{path}`: {why} (modules are not read)"))
+            .unwrap_or_default(),
+        Error::Lex(v) => v
+            .into_iter()
+            .next()
+            .map(|(expect, at)| format!("expected {} at column {}", expect.as_str(), column(at)))
+            .unwrap_or_default(),
+        Error::Parse(v) => v
+            .into_iter()
+            .next()
+            .map(|(expect, at)| {
+                let at_end = column(at) > code.chars().count();
+                format!(
+                    "expected {} at column {}{}",
+                    expect.as_str(),
+                    column(at),
+                    if at_end { " (the end)" } else { "" }
+                )
+            })
+            .unwrap_or_default(),
+    });
+    format!(
+        "--where `{code}`: {} (a jq expression: docs/redrive.md, \"Choosing messages\")",
+        first.unwrap_or_else(|| "cannot parse it".into())
+    )
+}
+
+/// Whether `m` (its envelope read as `e`, `age_seconds` old) is in one of `groups` (none:
+/// every group) and `where_` (if given) selects it: the part of a selection that reads what a
+/// message says, shared by `status`, `redrive` and replays from an archive.
+pub fn chosen(
+    groups: &[String],
+    where_: Option<&Where>,
+    m: &Message,
+    e: &Read,
+    age_seconds: Option<f64>,
+) -> bool {
+    if !groups.is_empty() && !groups.contains(&group(e)) {
+        return false;
+    }
+    where_.is_none_or(|w| w.selects(&m.id, document(m, e, age_seconds)))
+}
+
+/// `--group` and `--where` together, as `status` takes them (a redrive's
+/// [`crate::redrive::Selection`] holds the same two beside its others).
+#[derive(Debug, Clone, Default)]
+pub struct Choice {
+    pub groups: Vec<String>,
+    pub where_: Option<Where>,
+}
+
+impl Choice {
+    /// Whether it chooses anything out: without groups or an expression, every message.
+    pub fn is_everything(&self) -> bool {
+        self.groups.is_empty() && self.where_.is_none()
+    }
+
+    /// Keeps of `messages` (their envelope read by `envelope`) those chosen; what was kept of
+    /// how many, and where the expression failed.
+    pub fn keep(
+        &self,
+        envelope: &crate::spec::resolve::EnvelopeResolved,
+        messages: &mut Vec<Message>,
+        now_ms: i64,
+    ) -> Selected {
+        let read = messages.len() as u64;
+        messages.retain(|m| {
+            let e = super::envelope::read(envelope, m);
+            let since = e.dead_lettered_ms.or(e.first_failure_ms).or(m.published_ms);
+            let age = since.map(|t| (now_ms - t).max(0) as f64 / 1000.0);
+            chosen(&self.groups, self.where_.as_ref(), m, &e, age)
+        });
+        Selected {
+            matched: messages.len() as u64,
+            read,
+            failures: self.where_.as_ref().and_then(Where::failures),
+        }
+    }
+}
+
+/// What `status --where`/`--group` kept of the messages it read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Selected {
+    /// Messages read that the selection chose (what the counts, groups and samples cover).
+    pub matched: u64,
+    /// Messages read.
+    pub read: u64,
+    pub failures: Option<WhereFailures>,
+}
+
+/// The failure group of a message whose envelope reads `e` (what `status --group-by
+/// fingerprint` shows as its id).
+pub fn group(e: &Read) -> String {
+    fingerprint::fingerprint(
+        &e.class,
+        &fingerprint::normalise(e.message.as_deref().unwrap_or("")),
+    )
+}
+
+/// The document `--where` reads for message `m`, its envelope read as `e`, `age_seconds` old.
+/// `body` is the body parsed as JSON when it parses (and was read whole), else the body as
+/// text (bytes that are not UTF-8 replaced); `headers` and `properties` are objects of text
+/// values (the first of a repeated name).
+pub fn document(m: &Message, e: &Read, age_seconds: Option<f64>) -> Val {
+    let text = |s: &str| Val::from(s.to_owned());
+    let opt = |s: Option<&str>| s.map_or(Val::Null, text);
+    let pairs = |kv: &[(String, String)]| {
+        let mut map = jaq_json::Map::default();
+        for (k, v) in kv {
+            map.entry(text(k)).or_insert_with(|| text(v));
+        }
+        Val::obj(map)
+    };
+    let whole = m.body_len == m.body.len() as u64;
+    let body = whole
+        .then(|| serde_json::from_slice::<Val>(&m.body).ok())
+        .flatten()
+        .unwrap_or_else(|| text(&String::from_utf8_lossy(&m.body)));
+    let mut doc = jaq_json::Map::default();
+    doc.insert(text("id"), text(&m.id));
+    doc.insert(text("body"), body);
+    doc.insert(text("headers"), pairs(&m.headers));
+    doc.insert(text("properties"), pairs(&m.properties));
+    doc.insert(text("class"), text(&e.class));
+    doc.insert(text("message"), opt(e.message.as_deref()));
+    doc.insert(
+        text("attempts"),
+        e.attempts.map_or(Val::Null, |n| {
+            Val::from(usize::try_from(n).unwrap_or(usize::MAX))
+        }),
+    );
+    doc.insert(text("source"), opt(e.source.as_deref()));
+    doc.insert(text("ageSeconds"), age_seconds.map_or(Val::Null, Val::from));
+    doc.insert(text("group"), text(&group(e)));
+    Val::obj(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(class: &str, message: Option<&str>, attempts: Option<u64>) -> Read {
+        Read {
+            class: class.into(),
+            raw_class: None,
+            message: message.map(str::to_owned),
+            source: Some("orders".into()),
+            attempts,
+            dead_lettered_ms: None,
+            first_failure_ms: None,
+        }
+    }
+
+    fn msg(body: &str, headers: &[(&str, &str)]) -> Message {
+        Message {
+            id: "m-1".into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+            body_len: body.len() as u64,
+            ..Message::default()
+        }
+    }
+
+    fn selects(code: &str, m: &Message, e: &Read) -> bool {
+        Where::compile(code)
+            .expect("compiles")
+            .selects(&m.id, document(m, e, Some(61.5)))
+    }
+
+    #[test]
+    fn selects_by_body_header_envelope_and_age() {
+        let e = read("poison", Some("order 7 failed"), Some(3));
+        let m = msg(r#"{"region":"eu","amount":12}"#, &[("tenant", "acme")]);
+        assert!(selects(r#".body.region == "eu""#, &m, &e));
+        assert!(!selects(r#".body.region == "us""#, &m, &e));
+        assert!(selects(r#".headers.tenant == "acme""#, &m, &e));
+        assert!(selects(".attempts >= 3 and .ageSeconds > 60", &m, &e));
+        assert!(selects(
+            r#".class == "poison" and .source == "orders""#,
+            &m,
+            &e
+        ));
+        assert!(selects(r#".message | test("^order \\d+ failed$")"#, &m, &e));
+        assert!(selects(&format!(".group == \"{}\"", group(&e)), &m, &e));
+        // A missing field is null: not selected, not a failure.
+        assert!(!selects(".headers.missing", &m, &e));
+    }
+
+    /// A body that is not JSON (or was cut) is a string; indexing it fails, counted, and the
+    /// error keeps no value of the message.
+    #[test]
+    fn failures_are_counted_without_message_content() {
+        let w = Where::compile(r#".body.region == "eu""#).expect("compiles");
+        let e = read("poison", None, None);
+        let m = msg("card 4111 1111 1111 1111", &[]);
+        assert!(!w.selects(&m.id, document(&m, &e, None)));
+        let mut cut = msg(r#"{"region":"eu"}"#, &[]);
+        cut.body_len = 1000;
+        assert!(!w.selects("m-2", document(&cut, &e, None)));
+        let f = w.failures().expect("failures");
+        assert_eq!(f.count, 2);
+        assert_eq!(f.first_id, "m-1");
+        assert!(!f.first_error.contains("4111"), "{}", f.first_error);
+        assert!(f.first_error.contains("cannot index"), "{}", f.first_error);
+        // Cloning shares the count.
+        let w2 = w.clone();
+        assert!(!w2.selects("m-3", document(&m, &e, None)));
+        assert_eq!(w.failures().map(|f| f.count), Some(3));
+        // A value that is not a boolean is a failure too.
+        let w = Where::compile(".body").expect("compiles");
+        assert!(!w.selects("m-4", document(&m, &e, None)));
+        assert_eq!(
+            w.failures().map(|f| f.first_error),
+            Some("yields a string, not true or false".into())
+        );
+    }
+
+    #[test]
+    fn an_expression_that_does_not_compile_is_one_line_naming_the_column() {
+        let err = Where::compile(".body.region ==").expect_err("refused");
+        assert_eq!(
+            err,
+            "--where `.body.region ==`: expected term at column 16 (the end) (a jq expression: docs/redrive.md, \"Choosing messages\")"
+        );
+        let err = Where::compile("nosuch(1)").expect_err("refused");
+        assert!(err.contains("undefined filter `nosuch/1`"), "{err}");
+        let err = Where::compile("$x").expect_err("refused");
+        assert!(err.contains("undefined variable `$x`"), "{err}");
+        let err = Where::compile(r#".a == "x"#).expect_err("refused");
+        assert!(err.contains("expected closing quote"), "{err}");
+        assert!(!err.contains('\n'));
+    }
+}
