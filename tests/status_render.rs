@@ -402,7 +402,7 @@ fn failure_groups_render_in_human_markdown_and_json_and_never_as_metrics() {
 /// read; where the expression failed is a warning line, without the message's values.
 #[test]
 fn a_selection_says_what_it_chose_of_what_was_read() {
-    use dlqctl::status::selector::{Selected, WhereFailures};
+    use dlqctl::status::{Selected, WhereFailures};
     let mut r = report();
     let dl = r.channels[0].dead_letter.as_mut().expect("a DLQ");
     dl.selected = Some(Selected {

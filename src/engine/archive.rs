@@ -141,7 +141,7 @@ pub struct Report {
     pub not_selected: u64,
     /// `--where` could not be evaluated on these (not selected).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub where_failures: Option<crate::status::selector::WhereFailures>,
+    pub where_failures: Option<crate::status::WhereFailures>,
     /// Removed from the dead-letter queue (`--delete`), after their object was listed.
     pub deleted: u64,
     /// Archived, and meant to be removed, but still in the queue (a removal that failed): the

@@ -562,7 +562,7 @@ pub struct Report {
     /// `--where`: the messages it could not be evaluated on (an error, or a value that is
     /// not a boolean): not selected, and counted here.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub where_failures: Option<selector::WhereFailures>,
+    pub where_failures: Option<status::WhereFailures>,
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
@@ -738,7 +738,7 @@ fn source_shown(r: &Report) -> String {
 }
 
 /// `--where` could not be evaluated on some messages: they stayed where they were.
-pub fn where_failures_line(f: &selector::WhereFailures) -> String {
+pub fn where_failures_line(f: &status::WhereFailures) -> String {
     format!(
         "  --where failed on {} message{} (not selected; the first, {}: {})\n",
         f.count,

@@ -453,7 +453,28 @@ pub struct DeadLetterReport {
     pub groups: Option<Vec<FailureGroup>>,
     /// `--where`/`--group`: how many of the messages read were chosen (the class counts,
     /// groups and samples are of those); `None` without a selection.
-    pub selected: Option<selector::Selected>,
+    pub selected: Option<Selected>,
+}
+
+/// What `status --where`/`--group` kept of the messages it read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Selected {
+    /// Messages read that the selection chose (what the counts, groups and samples cover).
+    pub matched: u64,
+    /// Messages read.
+    pub read: u64,
+    pub failures: Option<WhereFailures>,
+}
+
+/// Where the expression failed to evaluate on some messages (they were not selected).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WhereFailures {
+    pub count: u64,
+    /// The first message it failed on, and the error with its values normalised away.
+    pub first_id: String,
+    pub first_error: String,
 }
 
 /// Dead letters read that failed the same way: the same error class, and the same error

@@ -23,7 +23,7 @@ use jaq_core::{Compiler, Ctx, Vars, data};
 use jaq_json::Val;
 
 use super::envelope::Read;
-use super::{Message, fingerprint};
+use super::{Message, Selected, WhereFailures, fingerprint};
 
 type Filter = jaq_core::Filter<data::JustLut<Val>>;
 
@@ -57,16 +57,6 @@ impl std::fmt::Debug for Where {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Where").field(&self.code).finish()
     }
-}
-
-/// Where the expression failed to evaluate on some messages (they were not selected).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WhereFailures {
-    pub count: u64,
-    /// The first message it failed on, and the error with its values normalised away.
-    pub first_id: String,
-    pub first_error: String,
 }
 
 impl Where {
@@ -267,17 +257,6 @@ impl Choice {
             failures: self.where_.as_ref().and_then(Where::failures),
         }
     }
-}
-
-/// What `status --where`/`--group` kept of the messages it read.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Selected {
-    /// Messages read that the selection chose (what the counts, groups and samples cover).
-    pub matched: u64,
-    /// Messages read.
-    pub read: u64,
-    pub failures: Option<WhereFailures>,
 }
 
 /// The failure group of a message whose envelope reads `e` (what `status --group-by
