@@ -23,7 +23,8 @@ pub struct Cli {
     pub color: ColorChoice,
 
     /// Log what dlqctl does on the wire to stderr: targets, endpoints, each request's method
-    /// and path, timings, retries (-vv: more detail). Never a credential.
+    /// and path, timings, retries (-vv: more detail). Never a credential. Also shows each lint
+    /// warning in full, which commands other than `lint` fold to one line per rule.
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub verbose: u8,
 

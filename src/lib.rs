@@ -45,7 +45,7 @@ pub fn run() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let printer = printer::Printer::new(cli.color);
+    let printer = printer::Printer::new(cli.color).with_verbosity(cli.verbose);
     printer.start_logging(cli.verbose);
     let on_error = cli.command.error_code();
     let result = commands::dispatch(cli.command, &printer);

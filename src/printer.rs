@@ -27,6 +27,9 @@ pub enum ColorChoice {
 pub struct Printer {
     color_stdout: bool,
     color_stderr: bool,
+    /// `-v`'s count: besides the log, it asks for every lint warning in full where commands
+    /// other than `lint` fold them to one line per rule.
+    verbose: u8,
 }
 
 /// Whether the environment forbids colour (<https://no-color.org>: any non-empty value).
@@ -49,7 +52,18 @@ impl Printer {
         Printer {
             color_stdout: o,
             color_stderr: e,
+            verbose: 0,
         }
+    }
+
+    /// The printer with `-v`'s count (0: not given).
+    pub fn with_verbosity(self, verbose: u8) -> Self {
+        Printer { verbose, ..self }
+    }
+
+    /// `-v`'s count.
+    pub fn verbosity(&self) -> u8 {
+        self.verbose
     }
 
     /// Whether text for stdout may carry colour.

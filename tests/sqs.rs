@@ -423,6 +423,84 @@ fn plans_render_in_every_format() {
     assert_plan_snapshots!(f, Some((&support::aws_endpoint(), "[ENDPOINT]")));
 }
 
+/// Lint warnings do not bury the plan (issue 39): three channels with one warning and one with
+/// another make one line per rule on stderr for `plan` and `apply` (the channels named), one
+/// collapsed element after the summary of the markdown plan, and each in full with `-v`, as
+/// `lint` shows them. Nothing is applied: apply without a terminal stops at the question.
+#[test]
+fn lint_warnings_are_one_line_per_rule_in_plan_and_apply_and_each_in_full_with_v() {
+    let Some(f) = Fixture::new() else { return };
+    let spec = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {}-{name}}}\nspec:\n  target: {TARGET}\n  retry: {{maxAttempts: 3}}\n{extra}",
+            f.channel
+        )
+    };
+    for name in ["a", "b", "c"] {
+        let kept_a_week = "  deadLetter: {retention: 7d}\n  lint: {allow: [alarms/missing]}\n";
+        std::fs::write(
+            f.path().join(format!("{name}.yaml")),
+            spec(name, kept_a_week),
+        )
+        .expect("write spec");
+    }
+    std::fs::write(f.path().join("d.yaml"), spec("d", "")).expect("write spec");
+    let settings = support::snapshot::plan_settings(Some((&support::aws_endpoint(), "[ENDPOINT]")));
+    let both = |p: &support::Output| {
+        format!(
+            "exit: {}\n--- stderr\n{}--- stdout\n{}",
+            p.code, p.stderr, p.stdout
+        )
+    };
+    let folded = "warning: 4 lint warnings (run `dlqctl lint` or add -v to see each) — deadletter/discard-undeclared ×3 on channels ";
+
+    let human = f.run(&["plan", ".", "--detailed-exitcode"]);
+    human.exits(2);
+    assert_eq!(human.stderr.lines().count(), 2, "{}", human.stderr);
+    human.assert_stderr_contains(folded);
+    assert!(!human.stderr.contains("warning["), "{}", human.stderr);
+    let md = f.run(&["plan", ".", "--format", "markdown"]);
+    md.ok();
+    settings.bind(|| {
+        insta::assert_snapshot!("plan-warnings-human", both(&human));
+        insta::assert_snapshot!("plan-warnings-markdown", md.stdout);
+    });
+    // The JSON plan holds no lint findings (`dlqctl lint --format json` has them all).
+    let json = f.run(&["plan", ".", "--format", "json"]);
+    assert!(
+        !json.stdout.contains("discard-undeclared"),
+        "{}",
+        json.stdout
+    );
+
+    let apply = f.run(&["apply", "."]);
+    apply.exits(1);
+    apply.assert_stderr_contains(folded);
+    assert!(!apply.stderr.contains("warning["), "{}", apply.stderr);
+    apply.assert_zero_writes();
+
+    // -v: every warning in full, as `lint` shows it, and the count of all.
+    let verbose = f.run(&["plan", ".", "-v"]);
+    verbose.ok();
+    assert_eq!(
+        verbose
+            .stderr
+            .matches("warning[deadletter/discard-undeclared]")
+            .count(),
+        3,
+        "{}",
+        verbose.stderr
+    );
+    assert_eq!(
+        verbose.stderr.matches("warning[alarms/missing]").count(),
+        1,
+        "{}",
+        verbose.stderr
+    );
+    verbose.assert_stderr_contains("5 files checked: 0 errors, 4 warnings.");
+    assert!(!verbose.stderr.contains(folded), "{}", verbose.stderr);
+}
+
 #[test]
 fn errors_name_the_target_and_never_print_credentials() {
     let Some(f) = Fixture::new() else { return };

@@ -43,7 +43,12 @@ pub fn run(args: &PlanArgs, printer: &Printer) -> anyhow::Result<u8> {
         PlanFormat::Json => render::json(plan),
         PlanFormat::Markdown => {
             let charts = engine::plan::charts(&crate::graph::build(&loaded.channels), plan);
-            markdown::markdown_with(plan, &charts, &crate::backend::duration_unit)
+            markdown::markdown_with(
+                plan,
+                &charts,
+                &loaded.warnings,
+                &crate::backend::duration_unit,
+            )
         }
     };
     printer.out(&text);

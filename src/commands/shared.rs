@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use crate::backend::ConnectOptions;
 use crate::backend::wire::http::Stats;
 use crate::cli::{ReadArgs, ScopeArgs, SelectorArgs, SpecArgs};
-use crate::diag::{self, Severity};
+use crate::diag::digest::{Digest, Place};
+use crate::diag::{self, Diagnostic, Severity};
 use crate::engine::PlanOptions;
 use crate::printer::{Printer, Style};
+use crate::spec::load::Workspace;
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
 use crate::spec::{load, rules};
@@ -25,6 +27,8 @@ pub struct Loaded {
     /// The file of each channel's document, by (target, channel): what a command names when
     /// the channel lacks something it needs.
     pub spec_files: BTreeMap<(String, String), PathBuf>,
+    /// The lint warnings, one line per rule: what the markdown plan comment shows of them.
+    pub warnings: Digest,
 }
 
 /// The SHA-256 of a file's content, in hex.
@@ -49,11 +53,8 @@ pub fn load_checked(
     diags.extend(findings);
     diags.retain(|d| d.severity != Severity::Info);
     diag::sort(&mut diags);
-    if !diags.is_empty() {
-        let mut text = diag::render_human(&diags, &ws.sources, printer.color_stderr());
-        text.push_str(&diag::summary(&diags, ws.sources.len(), ws.skipped));
-        printer.err(text.trim_end());
-    }
+    let warnings = Digest::of(&diags, places(&ws));
+    report(&diags, &warnings, &ws, printer);
     if diags.iter().any(|d| d.severity == Severity::Error) {
         return Ok(None);
     }
@@ -90,11 +91,79 @@ pub fn load_checked(
         })
         .collect();
     Ok(Some(Loaded {
+        warnings,
         spec_files,
         channels: checked.into_iter().map(|c| c.resolved).collect(),
         targets,
         files,
     }))
+}
+
+/// Lint's findings on stderr as a command that acts on the specs shows them: errors in full
+/// (they stop the command), warnings folded to one line per rule unless `-v` asks for each
+/// (issue 39: 300 warnings used to bury the plan); `dlqctl lint` shows them all.
+fn report(diags: &[Diagnostic], warnings: &Digest, ws: &Workspace, printer: &Printer) {
+    let full = printer.verbosity() > 0;
+    let shown: Vec<Diagnostic> = diags
+        .iter()
+        .filter(|d| full || d.severity != Severity::Warning)
+        .cloned()
+        .collect();
+    let mut text = diag::render_human(&shown, &ws.sources, printer.color_stderr());
+    if !full {
+        for (i, line) in warnings.lines().iter().enumerate() {
+            if i == 0 {
+                text.push_str(&printer.paint_err("warning:", Style::Warning));
+                text.push(' ');
+                text.push_str(line);
+            } else {
+                text.push_str(line);
+            }
+            text.push('\n');
+        }
+    }
+    // The count of every finding closes a report that has more than the folded warnings,
+    // which say their own count.
+    if !shown.is_empty() {
+        text.push_str(&diag::summary(diags, ws.sources.len(), ws.skipped));
+    }
+    if !text.is_empty() {
+        printer.err(text.trim_end());
+    }
+}
+
+/// Where each finding is, for the folded warnings: the channel whose document holds it, else
+/// its file.
+fn places(ws: &Workspace) -> impl Fn(&Diagnostic) -> Place + '_ {
+    // Each document's start, by file: a finding belongs to the last one starting before it.
+    let mut starts: BTreeMap<(diag::FileId, usize), Option<&str>> = BTreeMap::new();
+    for c in &ws.channels {
+        starts.insert(
+            (c.loc.file, c.loc.span.start),
+            Some(c.value.metadata.name.as_str()),
+        );
+    }
+    for loc in ws
+        .targets
+        .iter()
+        .map(|t| t.loc)
+        .chain(ws.defaults.iter().map(|d| d.loc))
+    {
+        starts.insert((loc.file, loc.span.start), None);
+    }
+    move |d: &Diagnostic| {
+        let Some(loc) = d.loc else {
+            return Place::Nowhere;
+        };
+        let doc = starts
+            .range(..=(loc.file, loc.span.start))
+            .next_back()
+            .filter(|((file, _), _)| *file == loc.file);
+        match doc {
+            Some((_, Some(channel))) => Place::Channel((*channel).to_owned()),
+            _ => Place::File(ws.sources.path(loc.file).display().to_string()),
+        }
+    }
 }
 
 pub fn connect_options(spec: &SpecArgs, printer: &Printer) -> ConnectOptions {

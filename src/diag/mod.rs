@@ -14,6 +14,7 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use serde::Serialize;
 
+pub mod digest;
 pub mod rules;
 pub mod sarif;
 mod span;

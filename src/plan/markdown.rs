@@ -31,6 +31,7 @@ use super::render::{
     by_channel, drop_warning, grouped, is_large, show, summary_line, symbol, text_diff,
 };
 use super::{Action, Change, FieldChange, Plan};
+use crate::diag::digest::Digest;
 use crate::resource::TimeUnit;
 use crate::spec::duration::Duration;
 
@@ -56,22 +57,30 @@ pub struct Chart {
 /// milliseconds), as the change's backend says; `None` for any other field.
 pub type UnitOf<'a> = &'a dyn Fn(&Change, &str) -> Option<TimeUnit>;
 
-/// A pull-request comment of at most [`LIMIT`] characters, without diagrams.
+/// A pull-request comment of at most [`LIMIT`] characters, without diagrams or lint warnings.
 pub fn markdown(plan: &Plan, unit: UnitOf<'_>) -> String {
-    markdown_within(plan, &[], unit, LIMIT)
+    markdown_within(plan, &[], &Digest::default(), unit, LIMIT)
 }
 
 /// A pull-request comment of at most [`LIMIT`] characters whose channel sections open with
-/// the channels' pictures (those of `charts`), as far as the budget allows.
-pub fn markdown_with(plan: &Plan, charts: &[Chart], unit: UnitOf<'_>) -> String {
-    markdown_within(plan, charts, unit, LIMIT)
+/// the channels' pictures (those of `charts`), as far as the budget allows; the specs' lint
+/// `warnings`, one line per rule, come after the summary.
+pub fn markdown_with(plan: &Plan, charts: &[Chart], warnings: &Digest, unit: UnitOf<'_>) -> String {
+    markdown_within(plan, charts, warnings, unit, LIMIT)
 }
 
 /// [`markdown_with`] with another budget (tests use small ones).
-pub fn markdown_within(plan: &Plan, charts: &[Chart], unit: UnitOf<'_>, limit: usize) -> String {
+pub fn markdown_within(
+    plan: &Plan,
+    charts: &[Chart],
+    warnings: &Digest,
+    unit: UnitOf<'_>,
+    limit: usize,
+) -> String {
     // First without diagrams: what every change and note needs.
-    let first = write(plan, limit, Diagrams::new(plan, &[]), unit);
-    let complete = first.shown == first.total && !first.stopped && !first.notes_cut;
+    let first = write(plan, limit, Diagrams::new(plan, &[]), warnings, unit);
+    let complete =
+        first.shown == first.total && !first.stopped && !first.notes_cut && !first.warnings_cut;
     if charts.is_empty() || !complete {
         return first.finish();
     }
@@ -85,11 +94,17 @@ pub fn markdown_within(plan: &Plan, charts: &[Chart], unit: UnitOf<'_>, limit: u
     diagrams.budget = limit.saturating_sub(
         first.used + first.reserve + width(&diagrams_left_out(diagrams.texts.len())),
     );
-    write(plan, limit, diagrams, unit).finish()
+    write(plan, limit, diagrams, warnings, unit).finish()
 }
 
 /// The comment, written with the diagrams `diagrams` allows.
-fn write<'u>(plan: &Plan, limit: usize, diagrams: Diagrams, unit: UnitOf<'u>) -> Comment<'u> {
+fn write<'u>(
+    plan: &Plan,
+    limit: usize,
+    diagrams: Diagrams,
+    warnings: &Digest,
+    unit: UnitOf<'u>,
+) -> Comment<'u> {
     let mut c = Comment::new(plan, limit, diagrams, unit);
     c.push(&format!("{MARKER}\n### dlqctl plan\n\n"));
     c.push(&format!("**{}**\n", summary_line(plan)));
@@ -97,8 +112,15 @@ fn write<'u>(plan: &Plan, limit: usize, diagrams: Diagrams, unit: UnitOf<'u>) ->
     let shown = by_channel(plan);
     let (risky, rest): (Vec<&Change>, Vec<&Change>) =
         shown.into_iter().partition(|ch| ch.is_risky());
+    // The head of "Needs attention" comes whatever the budget: the warnings leave it room.
+    let attention = if risky.is_empty() {
+        String::new()
+    } else {
+        attention_head(plan, &risky)
+    };
+    c.warnings(warnings, width(&attention));
     if !risky.is_empty() {
-        c.attention(plan, &risky);
+        c.attention(&attention, &risky);
     }
     if !c.stopped {
         let groups = channel_groups(&rest, &risky);
@@ -266,6 +288,8 @@ struct Comment<'u> {
     notes: usize,
     /// Some notes did not fit.
     notes_cut: bool,
+    /// Some lines of the lint warnings did not fit.
+    warnings_cut: bool,
     diagrams: Diagrams,
     unit: UnitOf<'u>,
 }
@@ -305,6 +329,7 @@ impl<'u> Comment<'u> {
                 + diagrams_line,
             notes: plan.notes.len(),
             notes_cut: false,
+            warnings_cut: false,
             diagrams,
             unit,
         }
@@ -338,50 +363,10 @@ impl<'u> Comment<'u> {
         self.used + width(s) + then + self.reserve <= self.limit
     }
 
-    /// The risky changes, first: what apply refuses without a flag, and what it cannot do.
-    fn attention(&mut self, plan: &Plan, risky: &[&Change]) {
-        let mut flags: Vec<&str> = Vec::new();
-        for ch in &plan.changes {
-            for f in ch.allow_flags() {
-                if !flags.contains(&f) {
-                    flags.push(f);
-                }
-            }
-        }
-        flags.sort_by_key(|f| {
-            ["--allow-replace", "--allow-delete", "--allow-message-loss"]
-                .iter()
-                .position(|k| k == f)
-        });
-        let mut head = format!("\n#### ⚠️ Needs attention ({})\n\n", risky.len());
-        if !flags.is_empty() {
-            let _ = writeln!(
-                head,
-                "- `dlqctl apply` refuses these changes unless it is given `{}`.",
-                flags.join(" ")
-            );
-        }
-        let impossible = plan.summary.impossible;
-        if impossible > 0 {
-            let noun = if impossible == 1 {
-                "change cannot be made"
-            } else {
-                "changes cannot be made"
-            };
-            let _ = writeln!(
-                head,
-                "- {impossible} {noun} by any apply (*impossible*, the reason is beside it): change the specs or the live object first."
-            );
-        }
-        if plan.changes.iter().any(|ch| ch.pruned) {
-            head.push_str(
-                "- Deletes marked *pruned* exist only with `--prune`: give it to `dlqctl apply` as well, or apply a plan saved with `dlqctl plan --prune --out FILE`.\n",
-            );
-        }
-        head.push_str(
-            "\n| action | resource | target · channel | apply needs | details |\n|---|---|---|---|---|\n",
-        );
-        self.push(&head);
+    /// The risky changes, first, under `head` ([`attention_head`]): what apply refuses
+    /// without a flag, and what it cannot do.
+    fn attention(&mut self, head: &str, risky: &[&Change]) {
+        self.push(head);
         let mut diffs = String::new();
         for ch in risky {
             let needs = match ch.action {
@@ -432,6 +417,45 @@ impl<'u> Comment<'u> {
         self.push(&text);
         self.shown += g.changes.len();
         true
+    }
+
+    /// The specs' lint warnings, one line per rule as on the terminal, in one collapsed
+    /// element whose summary says how many: every line that fits, then how many rules did
+    /// not. Nothing when there are none.
+    /// `then`: what comes next whatever the budget.
+    fn warnings(&mut self, warnings: &Digest, then: usize) {
+        if warnings.is_empty() {
+            return;
+        }
+        let open = format!(
+            "\n<details><summary>⚠️ {}</summary>\n\n",
+            warnings.headline(|s: &str| format!("<code>{}</code>", html(s)))
+        );
+        let close = "\n</details>\n";
+        let left_out = |n: usize| {
+            let noun = if n == 1 { "rule" } else { "rules" };
+            format!("- and the warnings of {n} more {noun}: run `dlqctl lint`\n")
+        };
+        let most = width(close) + width(&left_out(warnings.rules.len())) + then;
+        if !self.fits(&open, most) {
+            self.warnings_cut = true;
+            return;
+        }
+        self.push(&open);
+        let mut left = warnings.rules.len();
+        for r in &warnings.rules {
+            let line = format!("- {}\n", r.line_with(&code, &words));
+            if !self.fits(&line, most) {
+                break;
+            }
+            self.push(&line);
+            left -= 1;
+        }
+        if left > 0 {
+            self.warnings_cut = true;
+            self.push(&left_out(left));
+        }
+        self.push(close);
     }
 
     /// Notes, grouped as on the terminal, in one collapsed element: every line that fits.
@@ -489,6 +513,53 @@ impl<'u> Comment<'u> {
         }
         self.out
     }
+}
+
+/// What opens "Needs attention": the flags apply needs, what cannot be made, what only
+/// `--prune` adds, and the table's header.
+fn attention_head(plan: &Plan, risky: &[&Change]) -> String {
+    let mut flags: Vec<&str> = Vec::new();
+    for ch in &plan.changes {
+        for f in ch.allow_flags() {
+            if !flags.contains(&f) {
+                flags.push(f);
+            }
+        }
+    }
+    flags.sort_by_key(|f| {
+        ["--allow-replace", "--allow-delete", "--allow-message-loss"]
+            .iter()
+            .position(|k| k == f)
+    });
+    let mut head = format!("\n#### ⚠️ Needs attention ({})\n\n", risky.len());
+    if !flags.is_empty() {
+        let _ = writeln!(
+            head,
+            "- `dlqctl apply` refuses these changes unless it is given `{}`.",
+            flags.join(" ")
+        );
+    }
+    let impossible = plan.summary.impossible;
+    if impossible > 0 {
+        let noun = if impossible == 1 {
+            "change cannot be made"
+        } else {
+            "changes cannot be made"
+        };
+        let _ = writeln!(
+            head,
+            "- {impossible} {noun} by any apply (*impossible*, the reason is beside it): change the specs or the live object first."
+        );
+    }
+    if plan.changes.iter().any(|ch| ch.pruned) {
+        head.push_str(
+            "- Deletes marked *pruned* exist only with `--prune`: give it to `dlqctl apply` as well, or apply a plan saved with `dlqctl plan --prune --out FILE`.\n",
+        );
+    }
+    head.push_str(
+        "\n| action | resource | target · channel | apply needs | details |\n|---|---|---|---|---|\n",
+    );
+    head
 }
 
 /// One channel's changes that are not risky (creates and in-place updates).
@@ -748,28 +819,31 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
+/// Text from a spec or a finding, escaped so it stays words (no emphasis, link, code or tag it
+/// could make).
+fn words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_control() => out.push(' '),
+            c if c.is_ascii_punctuation()
+                && !matches!(c, '.' | ',' | '-' | ':' | '/' | '\'' | '|') =>
+            {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `*discarded on purpose after 3d*: reason (owner: team)`, the spec's words escaped so they
 /// stay words (no emphasis, link or tag a reason could make).
 fn discard(d: &crate::spec::resolve::DiscardResolved) -> String {
-    let words = |s: &str| -> String {
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            match c {
-                '<' => out.push_str("&lt;"),
-                '>' => out.push_str("&gt;"),
-                '&' => out.push_str("&amp;"),
-                c if c.is_control() => out.push(' '),
-                c if c.is_ascii_punctuation()
-                    && !matches!(c, '.' | ',' | '-' | ':' | '/' | '\'' | '|') =>
-                {
-                    out.push('\\');
-                    out.push(c);
-                }
-                c => out.push(c),
-            }
-        }
-        out
-    };
     let mut out = format!("*discarded on purpose after {}*", d.after);
     match &d.reason {
         Some(r) => {
@@ -811,7 +885,13 @@ mod tests {
     /// [`markdown_within`] with the pictures drawn as `dlqctl plan` draws them.
     fn markdown_within(plan: &Plan, graphs: &[ChannelGraph], limit: usize) -> String {
         let charts = crate::engine::plan::charts(graphs, plan);
-        super::markdown_within(plan, &charts, &crate::backend::duration_unit, limit)
+        super::markdown_within(
+            plan,
+            &charts,
+            &Digest::default(),
+            &crate::backend::duration_unit,
+            limit,
+        )
     }
 
     fn markdown_with(plan: &Plan, graphs: &[ChannelGraph]) -> String {
@@ -1238,6 +1318,116 @@ mod tests {
         assert_whole(&md, &plan, 1_000_000);
         assert_eq!(rows(&md), plan.changes.len());
         assert!(md.contains("Notes (no action)"), "{md}");
+    }
+
+    /// The lint warnings of four channels: three with one rule, one with another (whose
+    /// message quotes the spec, markup and all).
+    fn four_warnings() -> Digest {
+        let mut diags: Vec<crate::diag::Diagnostic> = ["a", "b", "c"]
+            .iter()
+            .map(|c| {
+                crate::diag::Diagnostic::warning(
+                    "deadletter/discard-undeclared",
+                    format!("payments-{c}: SQS deletes dead letters after 7d"),
+                )
+            })
+            .collect();
+        diags.push(crate::diag::Diagnostic::warning(
+            "alarms/missing",
+            "the dead-letter queue `payments-d-dlq` has no alarm: <b>nobody</b> is told",
+        ));
+        Digest::of(&diags, |d| {
+            crate::diag::digest::Place::Channel(
+                d.message
+                    .split(':')
+                    .next()
+                    .filter(|c| c.starts_with("payments-"))
+                    .unwrap_or("payments-d")
+                    .to_owned(),
+            )
+        })
+    }
+
+    #[test]
+    fn lint_warnings_are_one_collapsed_line_per_rule_after_the_summary() {
+        let plan = mixed();
+        let warnings = four_warnings();
+        let md = super::markdown_with(&plan, &[], &warnings, &crate::backend::duration_unit);
+        insta::assert_snapshot!("markdown-warnings", md);
+        let summary = md.find("**Plan:").expect("the summary");
+        let folded = md
+            .find("<summary>⚠️ 4 lint warnings")
+            .expect("the warnings");
+        let attention = md.find("Needs attention").expect("the risky changes");
+        assert!(summary < folded && folded < attention, "{md}");
+        assert!(
+            md.contains("- `deadletter/discard-undeclared` ×3 on channels `payments-a`, `payments-b`, `payments-c`\n"),
+            "{md}"
+        );
+        // The one warning of its rule is said whole, its markup kept as words.
+        assert!(
+            md.contains("- `alarms/missing` on channel `payments-d`: the dead-letter queue \\`payments-d-dlq\\` has no alarm: &lt;b&gt;nobody&lt;/b&gt; is told\n"),
+            "{md}"
+        );
+        // Without warnings, the comment is what it always was.
+        assert_eq!(
+            super::markdown_with(
+                &plan,
+                &[],
+                &Digest::default(),
+                &crate::backend::duration_unit
+            ),
+            markdown(&plan)
+        );
+    }
+
+    #[test]
+    fn whatever_the_budget_the_warnings_stay_whole_and_the_changes_are_counted() {
+        let mut plan = new_channels(30);
+        plan.changes.extend(mixed().changes);
+        let plan = plan_of(plan.changes, Vec::new());
+        let warnings = four_warnings();
+        let unit = &crate::backend::duration_unit;
+        // The smallest comment there is: the head and the closing lines, nothing fitting.
+        let floor = width(&super::markdown_within(
+            &plan,
+            &[],
+            &Digest::default(),
+            unit,
+            0,
+        ));
+        let mut cut = 0;
+        for limit in (floor..floor + 1_500)
+            .step_by(11)
+            .chain((floor + 1_500..20_000).step_by(373))
+        {
+            let md = super::markdown_within(
+                &plan,
+                &[],
+                &warnings,
+                &crate::backend::duration_unit,
+                limit,
+            );
+            assert_whole(&md, &plan, limit);
+            // Each rule's line is there whole, or counted.
+            let Some(at) = md.find("lint warnings") else {
+                continue;
+            };
+            let element = &md[at..md[at..].find("</details>").map_or(md.len(), |e| at + e)];
+            let lines = element.lines().filter(|l| l.starts_with("- `")).count();
+            if lines < warnings.rules.len() {
+                cut += 1;
+                let left = warnings.rules.len() - lines;
+                assert!(
+                    md.contains(&format!("- and the warnings of {left} more rule")),
+                    "limit {limit}\n{md}"
+                );
+            }
+        }
+        assert!(
+            cut > 0,
+            "no budget cut the warnings: the test misses its case"
+        );
     }
 
     #[test]

@@ -165,17 +165,15 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
     } else {
         "a dead letter"
     };
-    // The dead-letter queue has a second answer: archive what would expire, before it does.
-    let archive = "archive them first: `archive: {to: DIR | s3://bucket/prefix, before: 2d}`, with `dlqctl archive CHANNEL --due` on a schedule";
-    let (then_archive, or_archive) = if block == "deadLetter" {
-        (
-            format!(" To keep them past {after}, {archive}"),
-            format!("; to keep them past {after}, {archive}"),
-        )
-    } else {
-        (String::new(), String::new())
-    };
+    // The dead-letter queue has a second answer: archive what would expire, before it does
+    // (`archive` reads the dead-letter queue only, so not for `invalid`).
+    let archive = "archive them before they expire: `deadLetter.archive: {to: DIR | s3://bucket/prefix, before: 2d}`, with `dlqctl archive CHANNEL --due` on a schedule (docs/archive.md)";
     let (pointer, hint) = if h.discard.is_some() {
+        let then_archive = if block == "deadLetter" {
+            format!(" Or, to keep them past {after}, {archive}")
+        } else {
+            String::new()
+        };
         (
             h.pointer("discard"),
             format!(
@@ -184,17 +182,22 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
         )
     } else {
         let keep = match backend {
-            Backend::Sqs => ", or keep them 14d (the SQS maximum)",
+            Backend::Sqs => "; or keep them 14d, the SQS maximum",
             Backend::Rabbitmq => {
-                ", or remove `retention` (RabbitMQ then keeps them until they are consumed)"
+                "; or remove `retention` (RabbitMQ then keeps them until they are consumed)"
             }
             Backend::Kafka => "",
-            Backend::Pubsub => ", or keep them 7d (the Pub/Sub maximum)",
+            Backend::Pubsub => "; or keep them 7d, the Pub/Sub maximum",
+        };
+        let or_archive = if block == "deadLetter" {
+            format!("; or {archive}")
+        } else {
+            String::new()
         };
         (
             h.pointer("retention"),
             format!(
-                "if dropping them is intended, write why: `discard: {{after: {after}, reason: \"...\"}}` in place of `retention`{keep}{or_archive}"
+                "if dropping them is intended, write the decision: `{block}.discard: {{after: {after}, reason: \"...\"}}` in place of `retention`{or_archive}{keep}"
             ),
         )
     };
