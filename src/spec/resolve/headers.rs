@@ -17,6 +17,8 @@
 //! `x-b3-traceid` are one header, and propagators write either). Pure: no I/O; depends only
 //! on the model.
 
+use std::sync::{Arc, LazyLock};
+
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::spec::model::RedriveHeaders;
@@ -67,15 +69,20 @@ pub fn glob(pattern: &str) -> Result<globset::Glob, globset::Error> {
         .build()
 }
 
+/// The default list, compiled once per process: every channel shares it (a compiled set
+/// costs far more memory than its patterns, and a workspace may hold thousands of channels).
+static DEFAULTS: LazyLock<GlobSet> =
+    LazyLock::new(|| set(REPLICATION_HEADERS.into_iter().chain(TRACING_HEADERS)));
+
 /// `deadLetter.redrive` with the default list: [`HeaderRules::sheds`] says whether a copy
 /// leaves a header behind.
 #[derive(Debug, Clone)]
 pub struct HeaderRules {
     /// What the spec wrote, for equality.
     written: RedriveHeaders,
-    defaults: GlobSet,
-    drop: GlobSet,
-    keep: GlobSet,
+    /// `dropHeaders` and `keepHeaders`, compiled (shared by the views of a channel).
+    drop: Arc<GlobSet>,
+    keep: Arc<GlobSet>,
 }
 
 impl PartialEq for HeaderRules {
@@ -94,10 +101,15 @@ impl Default for HeaderRules {
 /// and redrive never get here with one).
 fn set<'a>(patterns: impl IntoIterator<Item = &'a str>) -> GlobSet {
     let mut b = GlobSetBuilder::new();
+    let mut any = false;
     for p in patterns {
         if let Ok(g) = glob(p) {
             b.add(g);
+            any = true;
         }
+    }
+    if !any {
+        return GlobSet::empty();
     }
     b.build().unwrap_or_else(|_| GlobSet::empty())
 }
@@ -106,10 +118,13 @@ impl HeaderRules {
     pub fn resolve(h: Option<&RedriveHeaders>) -> Self {
         let written = h.cloned().unwrap_or_default();
         let list = |l: &Option<Vec<String>>| {
-            set(l.iter().flatten().map(String::as_str).collect::<Vec<_>>())
+            Arc::new(set(l
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect::<Vec<_>>()))
         };
         HeaderRules {
-            defaults: set(REPLICATION_HEADERS.into_iter().chain(TRACING_HEADERS)),
             drop: list(&written.drop_headers),
             keep: list(&written.keep_headers),
             written,
@@ -120,7 +135,7 @@ impl HeaderRules {
     /// names it, and `keepHeaders` does not. (The backend's own drops and the redrive
     /// counter are the mover's, decided before this.)
     pub fn sheds(&self, name: &str) -> bool {
-        (self.defaults.is_match(name) || self.drop.is_match(name)) && !self.keep.is_match(name)
+        (DEFAULTS.is_match(name) || self.drop.is_match(name)) && !self.keep.is_match(name)
     }
 }
 
