@@ -63,17 +63,20 @@ fn headers(i: usize) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A message as a third party reads it back: body and headers (values as text).
+type Read = (String, BTreeMap<String, String>);
+
 /// What each backend supplies: put dead letter `i`, wait until `status` sees them all, and
 /// take `n` messages off the main queue or topic (bodies as text, header values as text).
 struct Backend<'a> {
     ws: &'a Workspace,
     put: Box<dyn Fn(usize) + 'a>,
     settle: Box<dyn Fn() + 'a>,
-    take_main: Box<dyn Fn(usize) -> Vec<(String, BTreeMap<String, String>)> + 'a>,
+    take_main: Box<dyn Fn(usize) -> Vec<Read> + 'a>,
 }
 
 /// Every copy once, by body; none with a dropped header; each with the kept ones intact.
-fn assert_copies(what: &str, copies: &[(String, BTreeMap<String, String>)]) {
+fn assert_copies(what: &str, copies: &[Read]) {
     let bodies: BTreeSet<&str> = copies.iter().map(|(b, _)| b.as_str()).collect();
     let want: BTreeSet<String> = (0..N).map(body).collect();
     assert_eq!(
