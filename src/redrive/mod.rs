@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::spec::resolve::EnvelopeResolved;
+use crate::spec::resolve::headers::HeaderRules;
 pub use crate::status::resolution::Waited;
 use crate::status::selector::{self, Where};
 use crate::status::{self, Message, envelope};
@@ -137,9 +138,14 @@ pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
 }
 
 /// The headers a moved message carries: its own, minus those that would make the consumer
-/// think its attempts are spent (`drop`: exact names or prefixes ending in `*`), with
-/// `dlq-redrive-count` one higher.
-pub fn moved_headers(headers: &[(String, String)], drop: &[&str]) -> Vec<(String, String)> {
+/// think its attempts are spent (`drop`, the backend's own: exact names or prefixes ending
+/// in `*`), minus those `rules` shed (`deadLetter.redrive` and the default list; no
+/// `keepHeaders` brings back one of `drop`), with `dlq-redrive-count` one higher.
+pub fn moved_headers(
+    headers: &[(String, String)],
+    drop: &[&str],
+    rules: &HeaderRules,
+) -> Vec<(String, String)> {
     let count = headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT))
@@ -151,6 +157,7 @@ pub fn moved_headers(headers: &[(String, String)], drop: &[&str]) -> Vec<(String
                 Some(prefix) => k.starts_with(prefix),
                 None => k == *d,
             })
+            || rules.sheds(k)
     };
     let mut out: Vec<(String, String)> = headers
         .iter()
@@ -1172,16 +1179,73 @@ mod tests {
             ("dlq-error-class".to_owned(), "poison".to_owned()),
             ("dlq-redrive-count".to_owned(), "1".to_owned()),
         ];
+        let none = HeaderRules::default();
         assert_eq!(
-            moved_headers(&h, &["x-death", "x-first-death-*"]),
+            moved_headers(&h, &["x-death", "x-first-death-*"], &none),
             vec![
                 ("dlq-error-class".to_owned(), "poison".to_owned()),
                 ("dlq-redrive-count".to_owned(), "2".to_owned()),
             ]
         );
         assert_eq!(
-            moved_headers(&[], &[]),
+            moved_headers(&[], &[], &none),
             vec![("dlq-redrive-count".to_owned(), "1".to_owned())]
+        );
+    }
+
+    /// Issue 37, header hygiene: after the backend's own drops, `deadLetter.redrive` and
+    /// the default list; `keepHeaders` wins over both but brings back neither the backend's
+    /// drops nor a stale counter.
+    #[test]
+    fn the_copy_sheds_the_declared_and_default_headers_and_keeps_what_keep_headers_names() {
+        let h: Vec<(String, String)> = [
+            ("x-death", "[..]"),
+            ("dlq-redrive-count", "4"),
+            ("x-internal-route", "a"),
+            ("x-internal-keep", "b"),
+            (
+                "traceparent",
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            ),
+            ("tracestate", "x=1"),
+            ("__mskmr", "src"),
+            ("order-id", "42"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let rules = HeaderRules::resolve(Some(&crate::spec::model::RedriveHeaders {
+            drop_headers: Some(vec!["x-internal-*".into()]),
+            keep_headers: Some(vec![
+                "x-internal-keep".into(),
+                "traceparent".into(),
+                "x-death".into(),
+                "dlq-redrive-count".into(),
+            ]),
+        }));
+        let out = moved_headers(&h, &["x-death"], &rules);
+        let names: Vec<&str> = out.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "x-internal-keep",
+                "traceparent",
+                "order-id",
+                "dlq-redrive-count"
+            ]
+        );
+        assert_eq!(
+            out[3].1, "5",
+            "the counter is rewritten whatever keepHeaders says"
+        );
+        // Nor can dropHeaders reset it: a glob over it still counts from its value.
+        let greedy = HeaderRules::resolve(Some(&crate::spec::model::RedriveHeaders {
+            drop_headers: Some(vec!["dlq-*".into()]),
+            keep_headers: None,
+        }));
+        assert_eq!(
+            moved_headers(&h, &[], &greedy).last(),
+            Some(&("dlq-redrive-count".to_owned(), "5".to_owned()))
         );
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::{Decision, Destination, Pace, Tally, redrive_count};
 use crate::archive::{Record, parse_rfc3339};
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::{Message, selector};
 
 /// One replay, for a backend's replay door.
@@ -37,12 +38,18 @@ pub struct Job {
 
 impl Job {
     /// The headers a published copy of `m` carries: its own as given ([`Job::as_is`]), or as
-    /// a message brought back ([`super::moved_headers`]: `drop` shed, the counter raised).
-    pub fn headers_of(as_is: bool, m: &Message, drop: &[&str]) -> Vec<(String, String)> {
+    /// a message brought back ([`super::moved_headers`]: `drop` and what `rules` say shed,
+    /// the counter raised).
+    pub fn headers_of(
+        as_is: bool,
+        m: &Message,
+        drop: &[&str],
+        rules: &HeaderRules,
+    ) -> Vec<(String, String)> {
         if as_is {
             m.headers.clone()
         } else {
-            super::moved_headers(&m.headers, drop)
+            super::moved_headers(&m.headers, drop, rules)
         }
     }
 

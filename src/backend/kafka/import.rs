@@ -246,6 +246,7 @@ fn base_spec(
             classes: None,
             consumer_group: None,
             max_redrives: None,
+            redrive: None,
             sqs: None,
         }),
         kafka: Some(KafkaOptions {

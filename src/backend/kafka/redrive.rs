@@ -15,9 +15,10 @@
 //! - the copy goes to the main topic (or `--to`) through an idempotent producer with
 //!   `acks=all`, with the same key and payload and the record's headers minus Spring's
 //!   exception headers (`kafka_dlt-exception-*`, Spring Kafka 3's `kafka_exception-*`, and
-//!   their `key-exception` kin) and `retry_topic-*` (so the consumer's attempts start again),
-//!   plus `dlq-redrive-count` + 1. Its timestamp is the time of the move (an old timestamp
-//!   could put it past the main topic's retention at once);
+//!   their `key-exception` kin) and `retry_topic-*` (so the consumer's attempts start again)
+//!   and those `deadLetter.redrive` and the default list of replication and tracing headers
+//!   shed, plus `dlq-redrive-count` + 1. Its timestamp is the time of the move (an old
+//!   timestamp could put it past the main topic's retention at once);
 //! - `--limit N` moves exactly N, whatever the number of partitions: once N are moved or in
 //!   flight, no further record is taken, and no offset moves past one that was not moved;
 //! - records that arrive after the run started are left for the next run.
@@ -41,6 +42,7 @@ use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::envelope::REDRIVE_COUNT;
 use crate::status::now_ms;
 
@@ -72,6 +74,8 @@ struct Leg<'a> {
     dest: &'a str,
     ends: &'a BTreeMap<i32, i64>,
     scattered: bool,
+    /// What the copies leave behind of the records' headers (`deadLetter.redrive`).
+    headers: &'a HeaderRules,
 }
 
 /// The writing capability for records: made only by `dlqctl redrive`.
@@ -178,6 +182,7 @@ impl Mover {
             dest: &dest,
             ends: &ends,
             scattered,
+            headers: &r.headers,
         };
         let result = self.run(&leg, ledgers, run).await;
         consumer.unsubscribe();
@@ -198,6 +203,7 @@ impl Mover {
             dest,
             ends,
             scattered,
+            headers: rules,
         } = *leg;
         let mut pace = redrive::Pace::new(run.rate);
         // Without ledgers: partitions where a record was left behind move nothing more (the
@@ -316,7 +322,7 @@ impl Mover {
                     archived.push((p, offset, msg));
                     continue;
                 }
-                let headers = copy_headers(m.headers());
+                let headers = copy_headers(m.headers(), rules);
                 let mut record = FutureRecord::to(dest).headers(headers);
                 if let Some(k) = m.key() {
                     record = record.key(k);
@@ -595,8 +601,12 @@ async fn members(
     Ok(names)
 }
 
-/// The copy's headers: Spring's exception and retry headers dropped, `dlq-redrive-count` + 1.
-fn copy_headers(h: Option<&rdkafka::message::BorrowedHeaders>) -> OwnedHeaders {
+/// The copy's headers: Spring's exception and retry headers dropped, then those `rules` shed
+/// (`deadLetter.redrive` and the default list), `dlq-redrive-count` + 1.
+fn copy_headers(
+    h: Option<&rdkafka::message::BorrowedHeaders>,
+    rules: &HeaderRules,
+) -> OwnedHeaders {
     let mut count: u32 = 0;
     let mut out = OwnedHeaders::new();
     for x in h.map(|h| h.iter().collect::<Vec<_>>()).unwrap_or_default() {
@@ -608,7 +618,7 @@ fn copy_headers(h: Option<&rdkafka::message::BorrowedHeaders>) -> OwnedHeaders {
                 .unwrap_or(0);
             continue;
         }
-        if DROP.iter().any(|d| x.key.starts_with(d)) {
+        if DROP.iter().any(|d| x.key.starts_with(d)) || rules.sheds(x.key) {
             continue;
         }
         out = out.insert(Header {

@@ -25,6 +25,7 @@ use crate::backend::kit::errors::MoveError;
 use crate::redrive::replay::Job;
 use crate::redrive::{self, Pace};
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::Message;
 
 /// Records in flight before their deliveries are awaited.
@@ -75,7 +76,7 @@ impl Replayer {
             let mut pending = Vec::with_capacity(n);
             let mut result = Ok(());
             for m in batch {
-                let headers = headers(m, &drop, job.as_is);
+                let headers = headers(m, &drop, job.as_is, &r.headers);
                 let mut record = FutureRecord::to(&dest).headers(headers).payload(&m.body);
                 let key = m.properties.iter().find(|(k, _)| k == "key");
                 if let Some((_, k)) = key {
@@ -125,9 +126,9 @@ impl Replayer {
 
 /// The copy's headers: the archived ones minus `drop`, `dlq-redrive-count` + 1; Spring's
 /// numeric headers as the integers Spring wrote.
-fn headers(m: &Message, drop: &[&str], as_is: bool) -> OwnedHeaders {
+fn headers(m: &Message, drop: &[&str], as_is: bool, rules: &HeaderRules) -> OwnedHeaders {
     let mut out = OwnedHeaders::new();
-    for (k, v) in Job::headers_of(as_is, m, drop) {
+    for (k, v) in Job::headers_of(as_is, m, drop, rules) {
         let bytes = spring_number(&k, &v).unwrap_or_else(|| v.into_bytes());
         out = out.insert(Header {
             key: &k,
@@ -188,7 +189,7 @@ mod tests {
         };
         let drop: Vec<String> = DROP.iter().map(|d| format!("{d}*")).collect();
         let drop: Vec<&str> = drop.iter().map(String::as_str).collect();
-        let h = headers(&m, &drop, false);
+        let h = headers(&m, &drop, false, &HeaderRules::default());
         let got: Vec<(String, Vec<u8>)> = h
             .iter()
             .map(|x| (x.key.to_owned(), x.value.unwrap_or_default().to_vec()))

@@ -11,7 +11,8 @@
 //! emulator forwards nothing elsewhere, so these runs are live-tested there.
 //!
 //! The published copy carries the message's data, attributes and ordering key, without the
-//! `CloudPubSubDeadLetter*` attributes Pub/Sub added and with `dlq-redrive-count` one higher.
+//! `CloudPubSubDeadLetter*` attributes Pub/Sub added and those `deadLetter.redrive` and the
+//! default list shed, and with `dlq-redrive-count` one higher.
 //! (A consumer with message ordering gets each key's copies in the order they were moved.)
 
 use std::collections::BTreeSet;
@@ -137,7 +138,7 @@ impl Mover {
                 run.tally
                     .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                 let attributes: Map<String, Value> =
-                    moved_headers(&m.headers, &["CloudPubSubDeadLetter*"])
+                    moved_headers(&m.headers, &["CloudPubSubDeadLetter*"], &r.headers)
                         .into_iter()
                         .map(|(k, v)| (k, json!(v)))
                         .collect();

@@ -18,6 +18,7 @@ use crate::backend::wire::http::WriteHttp;
 use crate::redrive::Pace;
 use crate::redrive::replay::Job;
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::Message;
 
 /// Messages per publish request (the API takes up to 1,000 and 10 MB).
@@ -65,7 +66,7 @@ impl Replayer {
                     reqwest::Method::POST,
                     "POST topics/{topic}:publish",
                     &format!("{topic}:publish"),
-                    Some(&json!({"messages": batch.iter().map(|m| copy(m, job.as_is)).collect::<Vec<_>>()})),
+                    Some(&json!({"messages": batch.iter().map(|m| copy(m, job.as_is, &r.headers)).collect::<Vec<_>>()})),
                 )
                 .await;
             let ids = published
@@ -93,11 +94,12 @@ impl Replayer {
 }
 
 /// The message to publish for an archived one.
-fn copy(m: &Message, as_is: bool) -> Value {
-    let attributes: Map<String, Value> = Job::headers_of(as_is, m, &["CloudPubSubDeadLetter*"])
-        .into_iter()
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
+fn copy(m: &Message, as_is: bool, rules: &HeaderRules) -> Value {
+    let attributes: Map<String, Value> =
+        Job::headers_of(as_is, m, &["CloudPubSubDeadLetter*"], rules)
+            .into_iter()
+            .map(|(k, v)| (k, json!(v)))
+            .collect();
     let mut out = Map::new();
     out.insert(
         "data".into(),
@@ -148,7 +150,7 @@ mod tests {
             ..Message::default()
         };
         assert_eq!(
-            copy(&m, false),
+            copy(&m, false, &HeaderRules::default()),
             json!({"data": "aGk=", "attributes": {"a": "b", "dlq-redrive-count": "2"}, "orderingKey": "acct-9"})
         );
     }

@@ -690,6 +690,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             classes: None,
             consumer_group: None,
             max_redrives: None,
+            redrive: None,
             sqs: None,
         }),
         rabbitmq: Some(RabbitMqOptions {

@@ -13,7 +13,8 @@
 //! - the copy loses the attempt history (the broker's `x-death`, `x-first-death-*`,
 //!   `x-last-death-*`, and the consumer's own `dlq-attempts`, which the consumer contract
 //!   counts with first), so the consumer's attempts start again, and gains
-//!   `dlq-redrive-count` + 1. Everything else (body, properties, other headers) is kept.
+//!   `dlq-redrive-count` + 1. Everything else (body, properties, other headers) is kept, but
+//!   the headers `deadLetter.redrive` and the default list shed.
 //!
 //! A crash after the broker's confirm and before the DLQ's ack leaves the message in both
 //! places: duplicated, never lost. The consumer must be idempotent.
@@ -36,6 +37,7 @@ use crate::backend::wire::http::seg;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::{Message, now_ms};
 
 /// Chosen messages published before their confirms are awaited.
@@ -271,7 +273,7 @@ impl Mover {
                     continue;
                 }
                 let key = route.clone().unwrap_or_else(|| original_key(&next, r));
-                let props = copy_properties(&next.properties, &self.user);
+                let props = copy_properties(&next.properties, &self.user, &r.headers);
                 let published = ch
                     .basic_publish(
                         exchange.as_str().into(),
@@ -746,7 +748,11 @@ fn audit_id(d: &lapin::message::Delivery) -> String {
 /// The copy's properties: the delivery's, with the headers of [`moved_headers`], and without
 /// a `user_id` naming another user (the broker refuses it with PRECONDITION_FAILED and closes
 /// the channel: it is valid only for the connection that published it).
-fn copy_properties(p: &lapin::BasicProperties, user: &str) -> lapin::BasicProperties {
+fn copy_properties(
+    p: &lapin::BasicProperties,
+    user: &str,
+    rules: &HeaderRules,
+) -> lapin::BasicProperties {
     let mut props = lapin::BasicProperties::default();
     if let Some(v) = p.content_type() {
         props = props.with_content_type(v.clone());
@@ -787,7 +793,7 @@ fn copy_properties(p: &lapin::BasicProperties, user: &str) -> lapin::BasicProper
     if let Some(v) = p.user_id().as_ref().filter(|u| u.as_str() == user) {
         props = props.with_user_id(v.clone());
     }
-    props.with_headers(moved_headers(p.headers().as_ref()))
+    props.with_headers(moved_headers(p.headers().as_ref(), rules))
 }
 
 /// The management URL's host with the AMQP port (`amqpUrl` wins), and the same for messages.
@@ -885,8 +891,9 @@ fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
     })
 }
 
-/// The copy's headers: the broker's attempt history dropped, `dlq-redrive-count` + 1.
-fn moved_headers(h: Option<&FieldTable>) -> FieldTable {
+/// The copy's headers: the broker's attempt history dropped, then those `rules` shed
+/// (`deadLetter.redrive` and the default list), `dlq-redrive-count` + 1.
+fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules) -> FieldTable {
     let mut out = FieldTable::default();
     let mut count: u32 = 0;
     for (k, v) in h.map(|t| t.inner().iter()).into_iter().flatten() {
@@ -899,7 +906,7 @@ fn moved_headers(h: Option<&FieldTable>) -> FieldTable {
             Some(prefix) => name.starts_with(prefix),
             None => name.eq_ignore_ascii_case(p),
         });
-        if !history {
+        if !history && !rules.sheds(name) {
             out.insert(k.clone(), v.clone());
         }
     }
@@ -1056,7 +1063,7 @@ mod tests {
         // Kept, the consumer would count its attempts as spent and dead-letter it at once.
         h.insert("dlq-attempts".into(), AMQPValue::LongLongInt(4));
         h.insert("dlq-redrive-count".into(), AMQPValue::LongInt(2));
-        let out = moved_headers(Some(&h));
+        let out = moved_headers(Some(&h), &HeaderRules::default());
         let names: Vec<&str> = out.inner().keys().map(ShortString::as_str).collect();
         assert_eq!(names, ["dlq-error-class", "dlq-redrive-count"]);
         assert_eq!(

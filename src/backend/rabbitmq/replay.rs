@@ -33,6 +33,7 @@ use crate::redrive::replay::Job;
 use crate::redrive::{self, Pace};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::Message;
 use crate::status::envelope::REDRIVE_COUNT;
 
@@ -122,7 +123,7 @@ impl Replayer {
                             ..BasicPublishOptions::default()
                         },
                         &m.body,
-                        properties(m, &self.mover.user, job.as_is),
+                        properties(m, &self.mover.user, job.as_is, &r.headers),
                     )
                     .await;
                 match published {
@@ -213,7 +214,7 @@ fn published_key(m: &Message, exchange: &str) -> Option<String> {
 }
 
 /// The copy's AMQP properties from the archived ones (see the module doc).
-fn properties(m: &Message, user: &str, as_is: bool) -> BasicProperties {
+fn properties(m: &Message, user: &str, as_is: bool, rules: &HeaderRules) -> BasicProperties {
     let get = |k: &str| {
         m.properties
             .iter()
@@ -253,7 +254,7 @@ fn properties(m: &Message, user: &str, as_is: bool) -> BasicProperties {
         p = p.with_user_id(ShortString::from(v));
     }
     let mut headers = FieldTable::default();
-    for (k, v) in Job::headers_of(as_is, m, &ATTEMPT_HISTORY) {
+    for (k, v) in Job::headers_of(as_is, m, &ATTEMPT_HISTORY, rules) {
         let value = match (k == REDRIVE_COUNT, v.parse::<i64>()) {
             (true, Ok(n)) => AMQPValue::LongLongInt(n),
             _ => AMQPValue::LongString(LongString::from(v.into_bytes())),
@@ -306,7 +307,7 @@ mod tests {
             Some("orders.created")
         );
         assert_eq!(published_key(&m, "other"), None);
-        let p = properties(&m, "guest", false);
+        let p = properties(&m, "guest", false, &HeaderRules::default());
         assert_eq!(
             p.content_type().as_ref().map(|s| s.as_str()),
             Some("application/json")

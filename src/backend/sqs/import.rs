@@ -404,6 +404,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             classes: None,
             consumer_group: None,
             max_redrives: None,
+            redrive: None,
             sqs: dead_letter_sqs(&access),
         }),
         sqs: Some(SqsOptions {

@@ -10,8 +10,10 @@
 //!   deleted from the DLQ (DeleteMessageBatch) only if its send succeeded. A send that fails
 //!   stops the run; that message reappears in the DLQ when its visibility ends;
 //! - messages not chosen are made visible again at the end (ChangeMessageVisibilityBatch 0);
-//! - the copy keeps its body and message attributes, gains `dlq-redrive-count` + 1; on FIFO
-//!   queues it keeps its `MessageGroupId`, and its deduplication id is the original message id;
+//! - the copy keeps its body and message attributes but those `deadLetter.redrive` and the
+//!   default list of replication and tracing headers shed, gains `dlq-redrive-count` + 1; on
+//!   FIFO queues it keeps its `MessageGroupId`, and its deduplication id is the original
+//!   message id;
 //! - never from a DLQ with a redrive policy of its own: each receive counts towards it.
 //!
 //! With `--native`, SQS's own StartMessageMoveTask does the moving instead, for a whole
@@ -35,6 +37,7 @@ use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
 use crate::redrive::{self, Decision, Run};
+use crate::spec::resolve::headers::HeaderRules;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::REDRIVE_COUNT;
 use crate::status::now_ms;
@@ -169,6 +172,7 @@ impl Mover {
                 total,
                 in_flight,
                 role: r.dead_letter_role,
+                headers: &r.headers,
             };
             self.run(dlq, &url, &dest_url, start, run).await
         };
@@ -181,7 +185,7 @@ impl Mover {
         dlq: &str,
         url: &str,
         dest_url: &str,
-        start: Start,
+        start: Start<'_>,
         run: &Run,
     ) -> Result<(), MoveError> {
         let Start {
@@ -189,6 +193,7 @@ impl Mover {
             total,
             in_flight,
             role,
+            headers,
         } = start;
         let hold = hold()?;
         // FIFO: the groups of messages this run leaves in place. SQS delivers nothing of a
@@ -310,7 +315,7 @@ impl Mover {
                         .await
                 }
                 None => {
-                    self.move_batch(dlq, url, dest_url, fifo, &chosen, run)
+                    self.move_batch(dlq, url, dest_url, (fifo, headers), &chosen, run)
                         .await
                 }
             };
@@ -455,7 +460,7 @@ impl Mover {
         dlq: &str,
         url: &str,
         dest_url: &str,
-        fifo: bool,
+        (fifo, headers): (bool, &HeaderRules),
         chosen: &[aws_sdk_sqs::types::Message],
         run: &Run,
     ) -> Result<(), MoveError> {
@@ -465,7 +470,7 @@ impl Mover {
         let entries: Vec<SendMessageBatchRequestEntry> = chosen
             .iter()
             .enumerate()
-            .map(|(i, m)| copy(i, m, fifo))
+            .map(|(i, m)| copy(i, m, fifo, headers))
             .collect::<Result<_, _>>()?;
         let sizes: Vec<usize> = entries.iter().map(payload).collect();
         let mut todo: std::collections::VecDeque<Vec<usize>> = by_size(&sizes).into();
@@ -677,7 +682,7 @@ impl Mover {
 
 /// What the mover knows of the DLQ when it starts.
 #[derive(Debug, Clone, Copy)]
-struct Start {
+struct Start<'a> {
     fifo: bool,
     /// Visible and delayed messages: what this run sets out to examine.
     total: u64,
@@ -686,6 +691,8 @@ struct Start {
     /// Which of the channel's destinations the messages come from (a message a redrive
     /// policy moved to the DLQ used up its receives; one in the invalid queue did not).
     role: DeadLetterRole,
+    /// What the copies leave behind of the messages' attributes (`deadLetter.redrive`).
+    headers: &'a HeaderRules,
 }
 
 /// How one SendMessageBatch went, when SQS answered.
@@ -774,9 +781,13 @@ fn copy(
     i: usize,
     m: &aws_sdk_sqs::types::Message,
     fifo: bool,
+    headers: &HeaderRules,
 ) -> Result<SendMessageBatchRequestEntry, MoveError> {
     let mut attrs: HashMap<String, MessageAttributeValue> =
         m.message_attributes().cloned().unwrap_or_default();
+    // `deadLetter.redrive` and the default list; the counter is read and rewritten below,
+    // whatever they say.
+    attrs.retain(|k, _| k.eq_ignore_ascii_case(REDRIVE_COUNT) || !headers.sheds(k));
     let count = attrs
         .get(REDRIVE_COUNT)
         .and_then(|v| v.string_value())
@@ -877,7 +888,7 @@ mod tests {
                     .expect("attribute"),
             )
             .build();
-        let e = copy(0, &m, false).expect("copy");
+        let e = copy(0, &m, false, &HeaderRules::default()).expect("copy");
         // body + "dlq-error-class" String poison + "dlq-redrive-count" Number 1
         assert_eq!(payload(&e), 1000 + (15 + 6 + 6) + (17 + 6 + 1));
     }

@@ -25,6 +25,7 @@ use crate::backend::wire::aws::classify;
 use crate::redrive::Pace;
 use crate::redrive::replay::Job;
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
 use crate::status::Message;
 use crate::status::envelope::REDRIVE_COUNT;
 
@@ -79,7 +80,7 @@ impl Replayer {
             let entries: Vec<SendMessageBatchRequestEntry> = batch
                 .iter()
                 .enumerate()
-                .map(|(i, m)| entry(i, m, fifo, job.as_is))
+                .map(|(i, m)| entry(i, m, fifo, job.as_is, &r.headers))
                 .collect::<Result<_, _>>()?;
             self.send(dest, &url, batch, &entries, job).await?;
             at += n;
@@ -183,6 +184,7 @@ fn entry(
     m: &Message,
     fifo: bool,
     as_is: bool,
+    rules: &HeaderRules,
 ) -> Result<SendMessageBatchRequestEntry, MoveError> {
     let body = std::str::from_utf8(&m.body).map_err(|_| {
         MoveError(format!(
@@ -191,7 +193,7 @@ fn entry(
         ))
     })?;
     let mut attrs: HashMap<String, MessageAttributeValue> = HashMap::new();
-    for (k, v) in Job::headers_of(as_is, m, &[]) {
+    for (k, v) in Job::headers_of(as_is, m, &[], rules) {
         let kind = if k == REDRIVE_COUNT {
             "Number"
         } else {
@@ -249,7 +251,7 @@ mod tests {
             body: b"x".to_vec(),
             ..Message::default()
         };
-        let e = entry(3, &m, true, false).expect("entry");
+        let e = entry(3, &m, true, false, &HeaderRules::default()).expect("entry");
         assert_eq!(e.id(), "3");
         assert_eq!(e.message_group_id(), Some("g"));
         assert_eq!(e.message_deduplication_id(), Some("m-1"));
@@ -261,6 +263,6 @@ mod tests {
             body: vec![0xff],
             ..m
         };
-        assert!(entry(0, &bad, false, false).is_err());
+        assert!(entry(0, &bad, false, false, &HeaderRules::default()).is_err());
     }
 }

@@ -234,4 +234,25 @@ mod tests {
             serde_json::json!({"encryption": {"kms": "alias/k"}, "policy": {"Statement": [], "Version": "2012-10-17"}})
         );
     }
+
+    /// Issue 37: `deadLetter.redrive` merges key by key, like the rest of `deadLetter`; a
+    /// channel's list replaces the one from Defaults, it does not add to it.
+    #[test]
+    fn redrive_header_lists_merge_by_key_and_a_channels_list_replaces_the_defaults() {
+        let defaults =
+            "  deadLetter:\n    redrive: {dropHeaders: [a-*], keepHeaders: [traceparent]}\n";
+        let spec = merged_spec(
+            defaults,
+            "  target: sqs\n  deadLetter: {redrive: {dropHeaders: [b]}}\n",
+        );
+        assert_eq!(
+            spec["deadLetter"]["redrive"],
+            serde_json::json!({"dropHeaders": ["b"], "keepHeaders": ["traceparent"]})
+        );
+        let spec = merged_spec(defaults, "  target: sqs\n");
+        assert_eq!(
+            spec["deadLetter"]["redrive"],
+            serde_json::json!({"dropHeaders": ["a-*"], "keepHeaders": ["traceparent"]})
+        );
+    }
 }

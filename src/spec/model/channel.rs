@@ -183,10 +183,35 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1000))]
     pub max_redrives: Option<u32>,
+    /// What a copy brought back by `dlqctl redrive` (or `redrive --from-archive`) carries of
+    /// the dead letter's headers (docs/redrive.md, "Headers on the copy"). Merged from
+    /// Defaults key by key, like the rest of `deadLetter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redrive: Option<RedriveHeaders>,
     /// SQS only: the dead-letter queue's own encryption and access policy, where they
     /// differ from the main queue's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqs: Option<DeadLetterSqs>,
+}
+
+/// `deadLetter.redrive`: which headers (RabbitMQ headers, Kafka record headers, SQS message
+/// attributes, Pub/Sub attributes) a redriven copy leaves behind. Names are globs (`*` any
+/// run of characters, `?` one, `[abc]`, `{a,b}`; `\` escapes), matched without regard to
+/// case on every backend. Applied after the backend's own drops (the attempt history) and
+/// dlqctl's default list of replication and tracing headers; `dlq-redrive-count` is always
+/// rewritten.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RedriveHeaders {
+    /// Headers the copy does not carry, besides the default list (e.g. `x-internal-*`). A
+    /// channel's list replaces the one from Defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_headers: Option<Vec<String>>,
+    /// Headers the copy keeps although `dropHeaders` or the default list would drop them
+    /// (e.g. `traceparent`, to join the redriven work to the original trace). It cannot keep
+    /// the backend's attempt history nor a stale `dlq-redrive-count`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_headers: Option<Vec<String>>,
 }
 
 /// `spec.invalid`: the invalid-message queue or topic. Poison messages go there at once,

@@ -24,7 +24,7 @@ pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, RateAlarm, Tier, Ti
 pub use api::{API_VERSION, ApiVersion};
 pub use channel::{
     Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
-    Discard, Invalid, LintOptions, Metadata, Retry,
+    Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,
 };
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{

@@ -11,6 +11,7 @@ use super::defaults::{
     SQS_DEFAULT_RETENTION,
 };
 use super::envelope::{self, EnvelopeResolved};
+use super::headers::HeaderRules;
 use super::kafka::KafkaResolved;
 use super::pubsub::PubsubResolved;
 use super::rabbitmq::RabbitResolved;
@@ -60,6 +61,9 @@ pub struct Resolved {
     pub dead_letter_group: Option<String>,
     /// How many times `redrive` may bring one message back (`deadLetter.maxRedrives`).
     pub max_redrives: u32,
+    /// What a redriven copy leaves behind of a dead letter's headers (`deadLetter.redrive`
+    /// and the default list of replication and tracing headers).
+    pub headers: HeaderRules,
     pub sqs: Option<SqsResolved>,
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
@@ -403,6 +407,7 @@ pub fn resolve(
             .as_ref()
             .and_then(|d| d.max_redrives)
             .unwrap_or(DEFAULT_MAX_REDRIVES),
+        headers: HeaderRules::resolve(dl.and_then(|d| d.redrive.as_ref())),
         sqs,
         rabbitmq,
         kafka,

@@ -17,6 +17,7 @@ mod channel;
 mod common;
 mod defaults;
 pub mod envelope;
+pub mod headers;
 mod kafka;
 mod pubsub;
 mod rabbitmq;

@@ -37,6 +37,7 @@ pub(super) fn check_channel(
     check_backend_blocks(doc, target_name, backend, out);
     check_dead_letter_block(doc, target_name, backend, out);
     super::envelope::check_envelope(doc, backend, out);
+    super::headers::check_redrive_headers(doc, out);
     check_consumer_group(doc, backend, out);
     if !complete {
         return None;

@@ -24,6 +24,7 @@ mod channel;
 mod common;
 mod deadletter;
 mod envelope;
+mod headers;
 mod kafka;
 mod names;
 mod pubsub;
@@ -45,7 +46,7 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 15] = [
+pub const ADVICE_RULES: [&str; 16] = [
     "retry/none",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
@@ -61,6 +62,7 @@ pub const ADVICE_RULES: [&str; 15] = [
     "retry/jitter-consumer",
     "rabbitmq/dlx-consumer-publishes",
     "classes/unreachable",
+    "deadletter/header-dropped-and-kept",
 ];
 
 /// Runs every rule; returns the channels that resolved (for the planner) and adds findings.
