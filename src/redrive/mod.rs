@@ -925,6 +925,102 @@ mod tests {
         }
     }
 
+    /// Issue 37: what a person reads of a selective run: the dry run's groups, and where
+    /// `--where` failed, in the dry run and in the run's report.
+    #[test]
+    fn a_selective_run_reads_as_groups_and_failures() {
+        let group = |id: &str, count, class: &str, message: &str| status::FailureGroup {
+            id: id.into(),
+            class: class.into(),
+            message: message.into(),
+            count,
+            first_seen_ms: None,
+            last_seen_ms: None,
+            sample_ids: Vec::new(),
+        };
+        let mut r = Report {
+            format_version: 1,
+            kind: KIND,
+            channel: "orders".into(),
+            target: "local-rabbitmq".into(),
+            backend: "rabbitmq",
+            dead_letter: "orders.dlq".into(),
+            role: "dead-letter",
+            destination: Destination {
+                name: "orders.process".into(),
+                source: true,
+            },
+            dry_run: true,
+            selection: SelectionRecord {
+                limit: None,
+                classes: Vec::new(),
+                older_than_seconds: None,
+                max_redrives: 3,
+                rate: None,
+                groups: Vec::new(),
+                where_: Some(".body.region == \"eu\"".into()),
+            },
+            examined: 3000,
+            moved: 0,
+            not_selected: 1800,
+            skipped_at_max_redrives: 0,
+            possibly_duplicated: 0,
+            left_in_dead_letter: Some(3000),
+            left_basis: Some(STATISTICS),
+            interrupted: false,
+            error: None,
+            incomplete: Vec::new(),
+            started_at: String::new(),
+            ended_at: String::new(),
+            operator: "ops@host pid 1".into(),
+            identity: None,
+            identity_unknown: None,
+            reason: None,
+            would_move: Some(WouldMove {
+                count: 1200,
+                exact: true,
+                by_error_class: [
+                    ("PaymentDeclined".to_owned(), 700),
+                    ("Timeout".to_owned(), 500),
+                ]
+                .into_iter()
+                .collect(),
+                oldest_age_seconds: Some(7200.0),
+                newest_age_seconds: Some(60.0),
+                groups: vec![
+                    group(
+                        "641a4d89f69d",
+                        700,
+                        "PaymentDeclined",
+                        "order <n> failed: amount <n>",
+                    ),
+                    group("0c3e5a7b9d1f", 500, "Timeout", ""),
+                ],
+                samples: Vec::new(),
+            }),
+            moved_by: None,
+            moved_ids: None,
+            time_in_dead_letter: None,
+            where_failures: Some(status::WhereFailures {
+                count: 12,
+                first_id: "o-17".into(),
+                first_error: "cannot index <str> with <str>".into(),
+            }),
+            batches: None,
+            redead: None,
+            unhealthy: None,
+            from: None,
+            archive: None,
+        };
+        insta::assert_snapshot!("redrive-dry-run-selected", human(&r));
+        r.dry_run = false;
+        r.would_move = None;
+        r.moved = 1200;
+        r.left_in_dead_letter = Some(1800);
+        r.left_basis = Some(EXACT);
+        insta::assert_snapshot!("redrive-run-selected", human(&r));
+    }
+
     /// Issue 37: `--group` and `--where` compose with `--class` and the ping-pong guard: a
     /// message moves only when every selector chooses it.
     #[test]
