@@ -570,7 +570,7 @@ pub struct ReadArgs {
     /// Messages read from the head of each dead-letter queue for the error-class counts and
     /// failure groups (at least --samples).
     #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(u16).range(0..=10_000))]
+          value_parser = clap::value_parser!(u16).range(0..=crate::status::MAX_ASKED_SCAN as i64))]
     pub scan: u16,
 }
 
@@ -828,7 +828,7 @@ pub struct RedriveArgs {
 
     /// Messages --dry-run reads from the head of the dead-letter queue.
     #[arg(long, value_name = "N", default_value_t = 1000,
-          value_parser = clap::value_parser!(u16).range(1..=10_000))]
+          value_parser = clap::value_parser!(u16).range(1..=crate::status::MAX_ASKED_SCAN as i64))]
     pub scan: u16,
 
     /// Output format of the final report.

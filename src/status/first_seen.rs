@@ -26,8 +26,9 @@ use std::collections::HashMap;
 
 use super::{AgeBasis, DeadLetterReport};
 
-/// Messages remembered per channel, at most (as many as one reading holds: `MAX_SCAN`).
-pub const CAP: usize = super::MAX_SCAN;
+/// Messages remembered per channel, at most (as many as one reading may hold:
+/// `MAX_ASKED_SCAN`, the largest `--scan`).
+pub const CAP: usize = super::MAX_ASKED_SCAN;
 
 /// Bytes of a body the exporter reads, for the fingerprint (it shows no body).
 pub const FINGERPRINT_BODY: usize = 256;

@@ -33,6 +33,9 @@ pub const MAX_SAMPLES: usize = 100;
 /// Messages read for the error-class counts by default, and at most.
 pub const DEFAULT_SCAN: usize = 100;
 pub const MAX_SCAN: usize = 1000;
+/// The most `--scan` may ask for (status, the exporter, a dry run): enough to group a DLQ of
+/// thousands whole.
+pub const MAX_ASKED_SCAN: usize = 10_000;
 /// Bytes of a body shown by default.
 pub const DEFAULT_MAX_BODY: usize = 1024;
 /// Characters of a header value shown: a header is context, not a payload.
