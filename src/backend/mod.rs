@@ -333,6 +333,18 @@ impl Reader {
 
     /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
     /// identity of redrive's audit record and of `operations.allowedOperators`.
+    /// Pub/Sub: the subscriptions of `topic` (all of them receive what is published to it),
+    /// for `--to failed-consumer`; empty on every other backend.
+    pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, BackendError> {
+        match self {
+            Reader::Pubsub(r) => r
+                .subscriptions_of(topic)
+                .await
+                .map_err(|e| AtTarget::at(e, Connected::target(r))),
+            _ => Ok(Vec::new()),
+        }
+    }
+
     pub async fn operator(&self) -> Result<String, BackendError> {
         each!(Reader, self, r => Operator::operator(r).await)
     }
