@@ -2,15 +2,20 @@
 //! cannot publish to one subscription, so the run is refused without `--allow-fanout`,
 //! naming every subscription of the main topic (two here: the channel's consumer and an
 //! audit subscription made by hand with the REST API); with it, the dry run lists them and
-//! the run publishes to the topic, which both receive. Kafka is refused before anything is
-//! read, saying why (a topic reaches every consumer group). Dead letters are put in with
-//! the emulator's REST API, as a third party would.
+//! the run publishes to the topic, which both receive. RabbitMQ: two queues bound to the
+//! channel's exchange with the same key (the main queue and an audit queue made by hand with
+//! the management API); the main queue's consumer rejects (lapin, `requeue=false`), so the
+//! broker writes x-death; only the main queue receives the copies, by id, and a dead letter
+//! without x-death stays, reported. Kafka is refused before anything is read, saying why (a
+//! topic reaches every consumer group). Dead letters are put in with third-party clients.
 
 mod support;
 
 use serde_json::json;
-use support::redrive::redrive_ok;
-use support::{kafka, pubsub};
+use std::collections::BTreeSet;
+
+use support::redrive::{redrive, redrive_ok};
+use support::{block, kafka, pubsub, rabbit};
 
 const N: usize = 3;
 
@@ -102,4 +107,94 @@ fn kafka_failed_consumer_is_refused_saying_a_topic_reaches_every_group() {
     ] {
         assert!(out.stderr.contains(want), "{want}: {}", out.stderr);
     }
+}
+
+/// The orders example with no retry loop and a dead-letter exchange of its own: a
+/// `basic.reject` with `requeue=false` on the main queue goes straight into the DLQ.
+fn reject_into_dlq(spec: String) -> String {
+    spec.replace(
+        "    maxAttempts: 4\n    backoff: {initial: 5s}\n    name: \"{channel}.retry\"\n",
+        "    maxAttempts: 1\n",
+    )
+    .replace(
+        "    dlx: policy\n",
+        "    dlx: policy\n    deadLetterExchange: {name: \"{channel}.dlx\", routingKey: \"{channel}.dead\"}\n",
+    )
+}
+
+#[test]
+fn rabbitmq_failed_consumer_sends_copies_only_to_the_queue_that_rejected_them() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(reject_into_dlq);
+    f.apply(&[]).ok_with("apply the channel");
+    let [main, _, dlq, exchange] = f.names();
+    let audit = format!("{}.audit", f.channel);
+    block(async {
+        rabbit::declare_queue(&audit, json!({})).await;
+        rabbit::bind(&exchange, &audit, "process").await;
+    });
+    let ids: BTreeSet<String> = (0..N).map(|i| format!("m-{i}")).collect();
+    block(async {
+        for id in &ids {
+            rabbit::publish_with(
+                &exchange,
+                "process",
+                id.as_bytes(),
+                lapin::BasicProperties::default().with_message_id(id.as_str().into()),
+            )
+            .await;
+        }
+    });
+    rabbit::wait_for_messages(&audit, N as u64);
+    // The audit queue's consumer takes its copies; the main queue's rejects every one.
+    assert_eq!(block(rabbit::take_all(&audit)).len(), N);
+    block(async {
+        let conn = rabbit::amqp().await;
+        let ch = conn.create_channel().await.expect("channel");
+        let mut rejected = 0;
+        for _ in 0..2_000 {
+            if rejected == N {
+                break;
+            }
+            match rabbit::settle_next(&ch, &main, |_| true).await {
+                Some(_) => rejected += 1,
+                None => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+    // One dead letter without x-death, put in by hand: it must stay.
+    block(rabbit::publish_with(
+        "",
+        &dlq,
+        b"no-history",
+        lapin::BasicProperties::default().with_message_id("stray".into()),
+    ));
+    rabbit::wait_for_messages(&dlq, N as u64 + 1);
+
+    let (code, report, err) = redrive(&f, &["--to", "failed-consumer", "--yes"]);
+    assert_eq!(report["moved"], json!(N), "{report}\n{err}");
+    assert_eq!(code, 1, "a message stayed: incomplete; {report}\n{err}");
+    let reasons = report["incomplete"].to_string();
+    assert!(
+        reasons.contains("stray") && reasons.contains("x-death"),
+        "{report}"
+    );
+    let back: BTreeSet<String> = block(rabbit::take_each(&main, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect();
+    assert_eq!(back, ids, "every copy back in the queue that rejected it");
+    assert!(
+        block(rabbit::take_all(&audit)).is_empty(),
+        "the other queue bound to the exchange received nothing"
+    );
+    assert_eq!(rabbit::count(&dlq), 1, "only the stray is left");
 }

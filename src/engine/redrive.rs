@@ -132,8 +132,9 @@ pub struct Checked<'a> {
 /// `--to failed-consumer`: where each backend can send a message back to the one consumer it
 /// failed in. Pub/Sub publishes to the main topic (every subscription receives it: the
 /// subscriptions are listed and `--allow-fanout` asked for once connected, see
-/// [`Session::check_fanout`]); Kafka and, until their movers route per message, RabbitMQ
-/// and SQS are refused here, before anything is read.
+/// [`Session::check_fanout`]); RabbitMQ's mover publishes each message to the queue its
+/// x-death names; Kafka and (until its mover routes per message) SQS are refused here,
+/// before anything is read.
 fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
     let refused = |why: String| {
         RedriveError::Refused(format!(
@@ -145,6 +146,14 @@ fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
         Backend::Pubsub => Ok(Destination {
             name: r.main.clone(),
             source: true,
+            failed_consumer: true,
+            fanout: Vec::new(),
+        }),
+        Backend::Rabbitmq => Ok(Destination {
+            name:
+                "the queue each message was rejected from (x-death), through the default exchange"
+                    .to_owned(),
+            source: false,
             failed_consumer: true,
             fanout: Vec::new(),
         }),
@@ -419,7 +428,7 @@ impl Session<'_> {
     /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
     /// do for any other destination.
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
-        if !self.checked.to.failed_consumer {
+        if !self.checked.to.failed_consumer || self.checked.r.backend != Backend::Pubsub {
             return Ok(());
         }
         let topic = self.checked.r.main.clone();
