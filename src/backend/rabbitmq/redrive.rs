@@ -940,10 +940,12 @@ fn original_key(d: &lapin::message::Delivery, r: &Resolved) -> String {
 /// recent entry with reason `rejected`, else the most recent whose queue is neither the DLQ
 /// nor one of the channel's retry queues. `None`: no such entry (the message stays).
 fn failed_queue(d: &lapin::message::Delivery, r: &Resolved) -> Option<String> {
-    failed_queue_in(d.properties.headers().as_ref()?, r)
+    let skip = |q: &str| q == r.dead_letter || r.retry_stages.iter().any(|s| s.name == q);
+    failed_queue_in(d.properties.headers().as_ref()?, skip)
 }
 
-fn failed_queue_in(headers: &FieldTable, r: &Resolved) -> Option<String> {
+/// [`failed_queue`] over the headers; `skip`: the DLQ and the channel's retry queues.
+fn failed_queue_in(headers: &FieldTable, skip: impl Fn(&str) -> bool) -> Option<String> {
     let AMQPValue::FieldArray(deaths) = headers.inner().get("x-death")? else {
         return None;
     };
@@ -959,11 +961,10 @@ fn failed_queue_in(headers: &FieldTable, r: &Resolved) -> Option<String> {
             (!queue.is_empty()).then_some((queue, reason))
         })
         .collect();
-    let retry = |q: &str| q == r.dead_letter || r.retry_stages.iter().any(|s| s.name == q);
     entries
         .iter()
-        .find(|(q, reason)| reason == "rejected" && !retry(q))
-        .or_else(|| entries.iter().find(|(q, _)| !retry(q)))
+        .find(|(q, reason)| reason == "rejected" && !skip(q))
+        .or_else(|| entries.iter().find(|(q, _)| !skip(q)))
         .map(|(q, _)| q.clone())
 }
 
@@ -1152,6 +1153,37 @@ mod tests {
 
     fn long(s: &str) -> AMQPValue {
         AMQPValue::LongString(lapin::types::LongString::from(s))
+    }
+
+    /// `--to failed-consumer`: after a retry loop (rejected from `o.process`, expired from
+    /// `o.retry`), the queue is the one that rejected it, not the retry queue; no x-death:
+    /// none.
+    #[test]
+    fn the_failed_queue_is_the_one_that_rejected_the_message() {
+        let death = |queue: &str, reason: &str| {
+            let mut t = FieldTable::default();
+            t.insert("queue".into(), long(queue));
+            t.insert("reason".into(), long(reason));
+            AMQPValue::FieldTable(t)
+        };
+        let skip = |q: &str| q == "o.retry" || q == "o.dlq";
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(
+                vec![death("o.retry", "expired"), death("o.process", "rejected")].into(),
+            ),
+        );
+        assert_eq!(failed_queue_in(&h, skip).as_deref(), Some("o.process"));
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(
+                vec![death("o.retry", "expired"), death("o.process", "maxlen")].into(),
+            ),
+        );
+        assert_eq!(failed_queue_in(&h, skip).as_deref(), Some("o.process"));
+        assert_eq!(failed_queue_in(&FieldTable::default(), skip), None);
     }
 
     #[test]
