@@ -19,7 +19,7 @@ use crate::redrive::{
     self, AgeFrom, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord,
     Tally, WouldMove,
 };
-use crate::spec::model::{Backend, Target};
+use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::UNKNOWN;
 use crate::status::{self, Observed, ReadOptions};
@@ -142,30 +142,20 @@ fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
             redrive::FAILED_CONSUMER
         ))
     };
-    match r.backend {
-        Backend::Pubsub => Ok(Destination {
+    match backend::failed_consumer(r.backend, &r.channel, &r.main) {
+        backend::FailedConsumer::Fanout => Ok(Destination {
             name: r.main.clone(),
             source: true,
             failed_consumer: true,
             fanout: Vec::new(),
         }),
-        Backend::Rabbitmq => Ok(Destination {
-            name:
-                "the queue each message was rejected from (x-death), through the default exchange"
-                    .to_owned(),
+        backend::FailedConsumer::PerMessage(name) => Ok(Destination {
+            name: name.to_owned(),
             source: false,
             failed_consumer: true,
             fanout: Vec::new(),
         }),
-        Backend::Kafka => Err(refused(format!(
-            "channel `{}` is on Kafka, where a topic reaches every consumer group that reads it, and there is no per-group path back: Spring's `kafka_dlt-original-consumer-group` header names the group a record failed in, but its retry and dead-letter topics are per topic, not per group (`{}`, its retry topics and DLT are shared by every group). Redrive with `--to source` (every group reads the copies again) or `--to TOPIC` (a topic only the failed group reads)",
-            r.channel, r.main
-        ))),
-        b => Err(refused(format!(
-            "channel `{}` is on {}: sending each message back to the queue it failed in is not built yet for this backend. Redrive with `--to source` or `--to QUEUE`",
-            r.channel,
-            b.display_name()
-        ))),
+        backend::FailedConsumer::Refused(why) => Err(refused(why)),
     }
 }
 
@@ -428,7 +418,10 @@ impl Session<'_> {
     /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
     /// do for any other destination.
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
-        if !self.checked.to.failed_consumer || self.checked.r.backend != Backend::Pubsub {
+        if !self.checked.to.failed_consumer
+            || backend::failed_consumer(self.checked.r.backend, "", "")
+                != backend::FailedConsumer::Fanout
+        {
             return Ok(());
         }
         let topic = self.checked.r.main.clone();
