@@ -732,9 +732,16 @@ pub struct RedriveArgs {
     pub from: String,
 
     /// Where to: `source` (the channel's main queue or topic; through its exchange on
-    /// RabbitMQ) or the name of another queue or topic on the same target.
+    /// RabbitMQ), `failed-consumer` (only the consumer each message failed in: a reserved
+    /// word, see docs/redrive.md; Pub/Sub needs --allow-fanout, Kafka refuses) or the name
+    /// of another queue or topic on the same target.
     #[arg(long, value_name = "DEST", default_value = "source")]
     pub to: String,
+
+    /// With `--to failed-consumer` on Pub/Sub: publish to the main topic although every
+    /// subscription of it receives the copies (the plan lists them). Without it, refused.
+    #[arg(long)]
+    pub allow_fanout: bool,
 
     /// Replay from an archive (a directory, or s3://bucket/prefix) that `dlqctl archive`
     /// wrote, instead of the dead-letter queue: every run's objects are checked against

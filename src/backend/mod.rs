@@ -163,6 +163,35 @@ pub fn refine(change: &mut Change) {
     pure!(change.resource.backend, Plan::refine(change))
 }
 
+/// How a backend takes `redrive --to failed-consumer` (issue 37): the redrive driver builds
+/// the destination from it and refuses what the backend cannot do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailedConsumer {
+    /// The mover routes each message to the queue it failed in (RabbitMQ: x-death).
+    PerMessage(&'static str),
+    /// Only the main topic can be published to, which every subscription receives
+    /// (Pub/Sub): allowed with `--allow-fanout`, the subscriptions listed.
+    Fanout,
+    /// Not possible, or not built: why (the refusal's words).
+    Refused(String),
+}
+
+/// [`FailedConsumer`] for channel `channel` (main queue or topic `main`) on `backend`.
+pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedConsumer {
+    match backend {
+        Backend::Rabbitmq => FailedConsumer::PerMessage(
+            "the queue each message was rejected from (x-death), through the default exchange",
+        ),
+        Backend::Pubsub => FailedConsumer::Fanout,
+        Backend::Kafka => FailedConsumer::Refused(format!(
+            "channel `{channel}` is on Kafka, where a topic reaches every consumer group that reads it, and there is no per-group path back: Spring's `kafka_dlt-original-consumer-group` header names the group a record failed in, but its retry and dead-letter topics are per topic, not per group (`{main}`, its retry topics and DLT are shared by every group). Redrive with `--to source` (every group reads the copies again) or `--to TOPIC` (a topic only the failed group reads)"
+        )),
+        Backend::Sqs => FailedConsumer::Refused(format!(
+            "channel `{channel}` is on SQS: sending each message back to its own source queue (DeadLetterQueueSourceArn) is not built yet. Redrive with `--to source` or `--to QUEUE`"
+        )),
+    }
+}
+
 /// Whether the backend moves a dead-letter queue's messages itself when asked (`redrive
 /// --native`: SQS's StartMessageMoveTask); the redrive driver refuses `--native` elsewhere.
 pub fn native_move(backend: Backend) -> bool {
@@ -333,6 +362,18 @@ impl Reader {
 
     /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
     /// identity of redrive's audit record and of `operations.allowedOperators`.
+    /// Pub/Sub: the subscriptions of `topic` (all of them receive what is published to it),
+    /// for `--to failed-consumer`; empty on every other backend.
+    pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, BackendError> {
+        match self {
+            Reader::Pubsub(r) => r
+                .subscriptions_of(topic)
+                .await
+                .map_err(|e| AtTarget::at(e, Connected::target(r))),
+            _ => Ok(Vec::new()),
+        }
+    }
+
     pub async fn operator(&self) -> Result<String, BackendError> {
         each!(Reader, self, r => Operator::operator(r).await)
     }

@@ -34,6 +34,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         scan: usize::from(args.scan),
         reason: args.reason.clone(),
         allow_unowned: args.allow_unowned_destination,
+        allow_fanout: args.allow_fanout,
         gates: Gates::new(
             args.health_checks.clone(),
             args.health_queries
@@ -76,7 +77,18 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let rt = super::shared::runtime()?;
     let authorized = rt.block_on(session.authorize());
     let identity = session.report().identity.clone();
-    super::shared::journal_refused(authorized, &audit, identity, printer)?;
+    super::shared::journal_refused(authorized, &audit, identity.clone(), printer)?;
+    if args.from_archive.is_some() && args.to == redrive::FAILED_CONSUMER {
+        let refused: Result<(), driver::RedriveError> = Err(driver::RedriveError::Refused(
+            format!(
+                "--from-archive with --to {}: an archive replay publishes to one destination, and choosing each message's failed consumer from the archive is not built yet. Replay with --to source or --to NAME; nothing was published",
+                redrive::FAILED_CONSUMER
+            ),
+        ));
+        super::shared::journal_refused(refused, &audit, identity.clone(), printer)?;
+    }
+    let fanout = rt.block_on(session.check_fanout());
+    super::shared::journal_refused(fanout, &audit, identity, printer)?;
     if let Some(place) = &args.from_archive {
         return from_archive(session, place, args, &audit, &rt, printer);
     }

@@ -196,6 +196,7 @@ pub fn redrive_ask(ask: &Ask) -> redrive_driver::Ask {
         scan: crate::status::MAX_SCAN,
         reason: ask.reason.clone(),
         allow_unowned: false,
+        allow_fanout: false,
         gates: super::gate::Gates::default(),
         batches: redrive_driver::Batches::default(),
         verify: None,

@@ -75,6 +75,7 @@ async fn publish(
         to: Destination {
             name: name.to_owned(),
             source: false,
+            ..Destination::default()
         },
         messages: vec![Message {
             id: String::new(),

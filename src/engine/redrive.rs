@@ -52,6 +52,9 @@ pub struct Ask {
     pub reason: Option<String>,
     /// `--allow-unowned-destination`.
     pub allow_unowned: bool,
+    /// `--allow-fanout`: `--to failed-consumer` on Pub/Sub publishes to the topic, which
+    /// reaches every subscription.
+    pub allow_fanout: bool,
     /// `--health-check`, `--health-query`: asked before the first batch and between batches.
     pub gates: Gates,
     /// `--batch`, `--until-empty`, `--pause`, `--max-duration`.
@@ -126,6 +129,36 @@ pub struct Checked<'a> {
     pub(super) select: Selection,
 }
 
+/// `--to failed-consumer`: where each backend can send a message back to the one consumer it
+/// failed in. Pub/Sub publishes to the main topic (every subscription receives it: the
+/// subscriptions are listed and `--allow-fanout` asked for once connected, see
+/// [`Session::check_fanout`]); RabbitMQ's mover publishes each message to the queue its
+/// x-death names; Kafka and (until its mover routes per message) SQS are refused here,
+/// before anything is read.
+fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
+    let refused = |why: String| {
+        RedriveError::Refused(format!(
+            "--to {}: {why}; nothing was read or moved",
+            redrive::FAILED_CONSUMER
+        ))
+    };
+    match backend::failed_consumer(r.backend, &r.channel, &r.main) {
+        backend::FailedConsumer::Fanout => Ok(Destination {
+            name: r.main.clone(),
+            source: true,
+            failed_consumer: true,
+            fanout: Vec::new(),
+        }),
+        backend::FailedConsumer::PerMessage(name) => Ok(Destination {
+            name: name.to_owned(),
+            source: false,
+            failed_consumer: true,
+            fanout: Vec::new(),
+        }),
+        backend::FailedConsumer::Refused(why) => Err(refused(why)),
+    }
+}
+
 /// Checks `ask` for channel `r` before anything is read: `--from` names one of the channel's
 /// destinations, the target is known, `--native` is the backend's to give (and only from a
 /// DLQ), and the destination is not the queue the messages come from.
@@ -174,15 +207,21 @@ pub fn check<'a>(
         groups: ask.groups.clone(),
         where_: ask.where_.clone(),
     };
-    let to = if ask.to == "source" {
+    let to = if ask.to == redrive::FAILED_CONSUMER {
+        failed_consumer(&r)?
+    } else if ask.to == "source" {
         Destination {
             name: r.main.clone(),
             source: true,
+            failed_consumer: false,
+            fanout: Vec::new(),
         }
     } else {
         Destination {
             name: ask.to.clone(),
             source: false,
+            failed_consumer: false,
+            fanout: Vec::new(),
         }
     };
     if ask.native && !backend::native_move(r.backend) {
@@ -371,6 +410,42 @@ impl Session<'_> {
                     .join(", ")
             )));
         }
+        Ok(())
+    }
+
+    /// `--to failed-consumer` on Pub/Sub: lists the subscriptions of the main topic (they all
+    /// receive what is published to it), refuses without `--allow-fanout` naming them, and
+    /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
+    /// do for any other destination.
+    pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
+        if !self.checked.to.failed_consumer
+            || backend::failed_consumer(self.checked.r.backend, "", "")
+                != backend::FailedConsumer::Fanout
+        {
+            return Ok(());
+        }
+        let topic = self.checked.r.main.clone();
+        let subs = self.reader.subscriptions_of(&topic).await?;
+        if !self.checked.ask.allow_fanout {
+            return Err(RedriveError::Refused(format!(
+                "--to {}: Pub/Sub cannot publish to one subscription; publishing to topic `{topic}` reaches every subscription of it, so the copies would go to {}. Pass --allow-fanout to publish to the topic anyway; nothing was read or moved",
+                redrive::FAILED_CONSUMER,
+                if subs.is_empty() {
+                    "no subscription (the topic has none now)".to_owned()
+                } else {
+                    format!(
+                        "all {}: {}",
+                        subs.len(),
+                        subs.iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            )));
+        }
+        self.checked.to.fanout = subs.clone();
+        self.report.destination.fanout = subs;
         Ok(())
     }
 
@@ -868,6 +943,7 @@ mod tests {
             scan: 100,
             reason: None,
             allow_unowned: false,
+            allow_fanout: false,
             gates: Gates::default(),
             batches: Batches::default(),
             verify: None,

@@ -352,13 +352,27 @@ impl Tally {
 }
 
 /// Where messages go.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Destination {
     /// The queue or topic (for RabbitMQ, the exchange and routing are decided per message).
     pub name: String,
     /// `true`: the channel's main queue or topic (`--to source`).
     pub source: bool,
+    /// `--to failed-consumer`: only the consumer the message failed in (see
+    /// [`FAILED_CONSUMER`]); on Pub/Sub, with `--allow-fanout`, the main topic (`source` is
+    /// then set too).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub failed_consumer: bool,
+    /// What else receives the copies (Pub/Sub: every subscription of the topic), as the plan
+    /// of a `--to failed-consumer --allow-fanout` run says it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fanout: Vec<String>,
 }
+
+/// The reserved `--to` word: back to the consumer the message failed in only, never to every
+/// subscriber of the channel. A queue or topic literally named so cannot be a `--to`.
+pub const FAILED_CONSUMER: &str = "failed-consumer";
 
 /// What a mover needs besides the channel.
 #[derive(Clone)]
@@ -759,6 +773,12 @@ pub fn human(r: &Report) -> String {
     let mut out = String::new();
     let to = &r.destination.name;
     let from = source_shown(r);
+    if r.destination.failed_consumer && !r.destination.fanout.is_empty() {
+        out.push_str(&format!(
+            "Fan-out (--allow-fanout): publishing to topic {to} reaches every subscription of it: {}.\n",
+            r.destination.fanout.join(", ")
+        ));
+    }
     if let Some(w) = &r.would_move {
         out.push_str(&format!(
             "Dry run: {} message{} would move from {} to {to}{}.\n",

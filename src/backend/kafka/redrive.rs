@@ -655,6 +655,7 @@ mod tests {
             to: redrive::Destination {
                 name: "main".into(),
                 source: true,
+                ..redrive::Destination::default()
             },
             select: redrive::Selection::default(),
             rate: None,

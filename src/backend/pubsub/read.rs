@@ -294,6 +294,49 @@ impl Reader {
         ))
     }
 
+    /// The short names of the subscriptions of `topic` (`GET topics/{topic}/subscriptions`,
+    /// every page): what receives a message published to it.
+    pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, HttpError> {
+        let api = "GET topics/{topic}/subscriptions".to_owned();
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut path = format!(
+                "{}/subscriptions?pageSize={PAGE_SIZE}",
+                self.path(Kind::Topic, topic)
+            );
+            if let Some(t) = &token {
+                path.push_str(&format!("&pageToken={}", seg(t)));
+            }
+            let Some(page) = self.http.get(&api, &path).await? else {
+                return Ok(out);
+            };
+            if let Some(items) = page.get("subscriptions").and_then(Value::as_array) {
+                out.extend(
+                    items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|p| short_name(&self.project, p)),
+                );
+            }
+            match page.get("nextPageToken").and_then(Value::as_str) {
+                Some(t) if !t.is_empty() && token.as_deref() != Some(t) => {
+                    token = Some(t.to_owned())
+                }
+                _ => {
+                    out.sort();
+                    return Ok(out);
+                }
+            }
+        }
+        Err(HttpError::Decode {
+            api,
+            reason: format!(
+                "more than {MAX_PAGES} pages; the endpoint does not behave like Pub/Sub"
+            ),
+        })
+    }
+
     /// Every page of a listing (`topics` or `subscriptions`) of the project, as JSON objects.
     pub(super) async fn list(&self, collection: &str) -> Result<Vec<Value>, HttpError> {
         let api = format!("GET {collection} (list)");

@@ -190,6 +190,8 @@ impl Mover {
         let mut unacked: u64 = 0;
         let mut held: u64 = 0;
         let mut result = Ok(());
+        // `--to failed-consumer`: the queues published to so far, each checked once.
+        let mut used: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         // Only the messages ready when the run started: what arrives later waits for the next.
         'run: while run.tally.examined.load(ordering) < ready && !run.done() {
             if consuming.full()
@@ -272,7 +274,30 @@ impl Mover {
                     archived.push(next);
                     continue;
                 }
-                let key = route.clone().unwrap_or_else(|| original_key(&next, r));
+                let key = if run.to.failed_consumer {
+                    let Some(q) = failed_queue(&next, r) else {
+                        // No x-death: it stays in the DLQ (back at its place at close).
+                        run.tally.incomplete(format!(
+                            "message {} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`",
+                            audit_id(&next)
+                        ));
+                        held += 1;
+                        consuming.hold();
+                        continue;
+                    };
+                    if !used.contains(&q) {
+                        if let Err(e) = self.failed_queue_ok(r, run, vhost, &q).await {
+                            held += 1;
+                            consuming.hold();
+                            result = Err(e);
+                            break;
+                        }
+                        used.insert(q.clone());
+                    }
+                    q
+                } else {
+                    route.clone().unwrap_or_else(|| original_key(&next, r))
+                };
                 let props = copy_properties(&next.properties, &self.user, &r.headers);
                 let published = ch
                     .basic_publish(
@@ -318,7 +343,11 @@ impl Mover {
                             } else {
                                 exchange.as_str()
                             },
-                            key = route.clone().unwrap_or_else(|| original_key(&delivery, r))
+                            key = if run.to.failed_consumer {
+                                failed_queue(&delivery, r).unwrap_or_default()
+                            } else {
+                                route.clone().unwrap_or_else(|| original_key(&delivery, r))
+                            }
                         )));
                     }
                     Ok(Confirmation::Nack(_)) => {
@@ -381,9 +410,21 @@ impl Mover {
             }
             // The destination again, read now: a cap or a displaced dead-letter policy that
             // landed while this batch was published stops the run before the DLQ lets go.
-            if run.archive.is_none()
-                && let Err(e) = self.guard(vhost, &into, run.to.source).await
-            {
+            let guarded = if run.archive.is_some() {
+                Ok(())
+            } else if run.to.failed_consumer {
+                let mut ok = Ok(());
+                for q in &used {
+                    if let Err(e) = self.guard(vhost, q, q == &r.main).await {
+                        ok = Err(e);
+                        break;
+                    }
+                }
+                ok
+            } else {
+                self.guard(vhost, &into, run.to.source).await
+            };
+            if let Err(e) = guarded {
                 run.tally
                     .duplicated
                     .fetch_add(confirmed.len() as u64, ordering);
@@ -562,6 +603,29 @@ impl Mover {
             .ok_or_else(|| MoveError(format!("queue `{name}` (vhost {vhost}) does not exist")))
     }
 
+    /// `--to failed-consumer`: queue `q`, the one a message was rejected from, may receive it:
+    /// inside the target's ownership prefixes (unless `--allow-unowned-destination`), and as
+    /// safe as any destination (no length cap that drops, a dead-letter exchange present).
+    async fn failed_queue_ok(
+        &self,
+        r: &Resolved,
+        run: &Run,
+        vhost: &str,
+        q: &str,
+    ) -> Result<(), MoveError> {
+        if q != r.main
+            && !run.allow_unowned
+            && let Some(why) = redrive::outside_prefixes(&self.reader.prefixes, q)
+        {
+            return Err(MoveError(format!(
+                "not redriving into `{q}` (the queue a message was rejected from, by its x-death): {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway"
+            )));
+        }
+        self.guard(vhost, q, q == r.main)
+            .await
+            .map_err(|e| MoveError(format!("destination: {}", e.0)))
+    }
+
     /// The exchange and fixed routing key to publish to (`None`: the message's own key), and
     /// the queue the guard watches.
     async fn destination(
@@ -570,6 +634,11 @@ impl Mover {
         run: &Run,
         vhost: &str,
     ) -> Result<(String, Option<String>, String), MoveError> {
+        if run.to.failed_consumer {
+            // Each message's own queue, through the default exchange: checked as it is met
+            // (`Mover::failed_queue_ok`); the guard after each batch reads every queue used.
+            return Ok((String::new(), None, String::new()));
+        }
         let name = if run.to.source { &r.main } else { &run.to.name };
         run.check_owned(redrive::outside_prefixes(&self.reader.prefixes, name))
             .map_err(MoveError)?;
@@ -867,6 +936,38 @@ fn original_key(d: &lapin::message::Delivery, r: &Resolved) -> String {
         .unwrap_or_else(|| r.main.clone())
 }
 
+/// `--to failed-consumer`: the queue the message was rejected from, by its `x-death`: the most
+/// recent entry with reason `rejected`, else the most recent whose queue is neither the DLQ
+/// nor one of the channel's retry queues. `None`: no such entry (the message stays).
+fn failed_queue(d: &lapin::message::Delivery, r: &Resolved) -> Option<String> {
+    let skip = |q: &str| q == r.dead_letter || r.retry_stages.iter().any(|s| s.name == q);
+    failed_queue_in(d.properties.headers().as_ref()?, skip)
+}
+
+/// [`failed_queue`] over the headers; `skip`: the DLQ and the channel's retry queues.
+fn failed_queue_in(headers: &FieldTable, skip: impl Fn(&str) -> bool) -> Option<String> {
+    let AMQPValue::FieldArray(deaths) = headers.inner().get("x-death")? else {
+        return None;
+    };
+    let entries: Vec<(String, String)> = deaths
+        .as_slice()
+        .iter()
+        .filter_map(|death| {
+            let AMQPValue::FieldTable(death) = death else {
+                return None;
+            };
+            let queue = death.inner().get("queue").map(text)?;
+            let reason = death.inner().get("reason").map(text).unwrap_or_default();
+            (!queue.is_empty()).then_some((queue, reason))
+        })
+        .collect();
+    entries
+        .iter()
+        .find(|(q, reason)| reason == "rejected" && !skip(q))
+        .or_else(|| entries.iter().find(|(q, _)| !skip(q)))
+        .map(|(q, _)| q.clone())
+}
+
 /// `routing-keys[0]` of the most recent `x-death` entry whose message had been published to
 /// `exchange`.
 fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
@@ -1052,6 +1153,37 @@ mod tests {
 
     fn long(s: &str) -> AMQPValue {
         AMQPValue::LongString(lapin::types::LongString::from(s))
+    }
+
+    /// `--to failed-consumer`: after a retry loop (rejected from `o.process`, expired from
+    /// `o.retry`), the queue is the one that rejected it, not the retry queue; no x-death:
+    /// none.
+    #[test]
+    fn the_failed_queue_is_the_one_that_rejected_the_message() {
+        let death = |queue: &str, reason: &str| {
+            let mut t = FieldTable::default();
+            t.insert("queue".into(), long(queue));
+            t.insert("reason".into(), long(reason));
+            AMQPValue::FieldTable(t)
+        };
+        let skip = |q: &str| q == "o.retry" || q == "o.dlq";
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(
+                vec![death("o.retry", "expired"), death("o.process", "rejected")].into(),
+            ),
+        );
+        assert_eq!(failed_queue_in(&h, skip).as_deref(), Some("o.process"));
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(
+                vec![death("o.retry", "expired"), death("o.process", "maxlen")].into(),
+            ),
+        );
+        assert_eq!(failed_queue_in(&h, skip).as_deref(), Some("o.process"));
+        assert_eq!(failed_queue_in(&FieldTable::default(), skip), None);
     }
 
     #[test]
