@@ -969,6 +969,8 @@ mod tests {
             destination: Destination {
                 name: "orders.process".into(),
                 source: true,
+                failed_consumer: false,
+                fanout: Vec::new(),
             },
             dry_run: true,
             selection: SelectionRecord {
