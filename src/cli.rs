@@ -725,6 +725,13 @@ pub struct RedriveArgs {
     #[command(flatten)]
     pub select: SelectorArgs,
 
+    /// Repair each message on its way: a jq program over the same document as --where that
+    /// yields the copy's body and headers (e.g. '.body.amount |= tonumber'); ids, routing and
+    /// dlq-redrive-count cannot change. A message it fails on stays, and is reported; the dry
+    /// run shows each sample's diff (docs/redrive.md, "Repairing messages").
+    #[arg(long, value_name = "PROGRAM", conflicts_with = "native")]
+    pub transform: Option<String>,
+
     /// Where from: `dead-letter` (the channel's dead-letter queue), `invalid` (its
     /// invalid-message queue, `spec.invalid`), `exception` (its Kafka exception-based DLT,
     /// when it has one), or the name of any of these.

@@ -14,6 +14,12 @@ use crate::redrive::{self, Report};
 
 pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let (groups, where_) = super::shared::selectors(&args.select)?;
+    let transform = args
+        .transform
+        .as_deref()
+        .map(redrive::transform::Transform::compile)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let Some(loaded) =
         super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {
@@ -55,6 +61,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         purpose: driver::Purpose::Redrive,
         groups,
         where_,
+        transform,
     };
     let audit = super::shared::Audit {
         audit_log: args.audit_log.as_deref(),
@@ -84,6 +91,12 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
                 "--from-archive with --to {}: an archive replay publishes to one destination, and choosing each message's failed consumer from the archive is not built yet. Replay with --to source or --to NAME; nothing was published",
                 redrive::FAILED_CONSUMER
             ),
+        ));
+        super::shared::journal_refused(refused, &audit, identity.clone(), printer)?;
+    }
+    if args.from_archive.is_some() && args.transform.is_some() {
+        let refused: Result<(), driver::RedriveError> = Err(driver::RedriveError::Refused(
+            "--from-archive with --transform: a replay publishes the archived messages as they were written; repairing them on the way is not built yet. Replay without --transform, or redrive from the queue; nothing was published".into(),
         ));
         super::shared::journal_refused(refused, &audit, identity.clone(), printer)?;
     }

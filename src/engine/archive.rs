@@ -203,6 +203,7 @@ pub fn redrive_ask(ask: &Ask) -> redrive_driver::Ask {
         purpose: Purpose::Archive,
         groups: ask.groups.clone(),
         where_: ask.where_.clone(),
+        transform: None,
     }
 }
 

@@ -67,6 +67,8 @@ pub struct Ask {
     pub groups: Vec<String>,
     /// `--where`, compiled.
     pub where_: Option<status::selector::Where>,
+    /// `--transform`, compiled.
+    pub transform: Option<redrive::transform::Transform>,
 }
 
 /// What the run is for: the messages of refusals name it, and an archive takes messages at
@@ -206,6 +208,7 @@ pub fn check<'a>(
         envelope: r.envelope.clone(),
         groups: ask.groups.clone(),
         where_: ask.where_.clone(),
+        transform: ask.transform.clone(),
     };
     let to = if ask.to == redrive::FAILED_CONSUMER {
         failed_consumer(&r)?
@@ -230,6 +233,11 @@ pub fn check<'a>(
             r.channel,
             r.backend.display_name()
         )));
+    }
+    if ask.native && ask.transform.is_some() {
+        return Err(RedriveError::Refused(
+            "--native with --transform: SQS's move task moves messages as they are; leave out --native (dlqctl's own mover makes the copies the program says); nothing was moved".into(),
+        ));
     }
     if ask.native && r.dead_letter_role != DeadLetterRole::DeadLetter {
         return Err(RedriveError::Refused(format!(
@@ -330,6 +338,7 @@ impl<'a> Checked<'a> {
             time_in_dead_letter: None,
             batches: None,
             where_failures: None,
+            transform: ask.transform.as_ref().map(redrive::TransformRecord::of),
             unhealthy: None,
             redead: None,
             from: None,
@@ -466,6 +475,10 @@ impl Session<'_> {
         report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
+        if let Some(t) = report.transform.as_mut() {
+            t.failed = ask.transform.as_ref().and_then(|t| t.failures());
+            t.diffs = dry.diffs;
+        }
         report.ended_at = now_text();
         Ok(self.report)
     }
@@ -623,6 +636,23 @@ impl Session<'_> {
             }
         };
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
+        if let Some(t) = report.transform.as_mut() {
+            t.failed = ask.transform.as_ref().and_then(|t| t.failures());
+            if let Some(f) = &t.failed {
+                // Asked to move and not moved: the run is not "complete" (exit 1).
+                report.incomplete.push(format!(
+                    "--transform failed on {} message{}; {} stay{} in `{}` (the first, {}: {}; every id, up to {}: transform.failed in --format json)",
+                    f.count,
+                    if f.count == 1 { "" } else { "s" },
+                    if f.count == 1 { "it" } else { "they" },
+                    if f.count == 1 { "s" } else { "" },
+                    report.dead_letter,
+                    f.ids.first().map_or("?", String::as_str),
+                    f.first_error,
+                    redrive::transform::MAX_FAILED_IDS
+                ));
+            }
+        }
         report.ended_at = now_text();
         Ok(self.report)
     }
@@ -636,6 +666,9 @@ fn add(report: &mut Report, t: &Tally) {
     report.moved += t.moved();
     report.not_selected = t.not_selected.load(Ordering::Relaxed);
     report.skipped_at_max_redrives = t.at_limit.load(Ordering::Relaxed);
+    if let Some(record) = report.transform.as_mut() {
+        record.add(t.transformed());
+    }
     report.possibly_duplicated += t.duplicated.load(Ordering::Relaxed);
     if t.by_service.load(Ordering::Relaxed) {
         report.moved_by = Some(redrive::SQS_MOVE_TASK);
@@ -808,6 +841,8 @@ fn progress(
 /// What a dry run found: what would move, and how many it would skip at `maxRedrives`.
 struct DryRun {
     would: WouldMove,
+    /// `--transform`: the diffs of the first `samples` copies.
+    diffs: Vec<redrive::CopyDiff>,
     at_limit: u64,
     not_selected: u64,
     examined: u64,
@@ -825,7 +860,7 @@ async fn dry_run(
         samples: 0,
         scan,
         // `--where` reads bodies as the movers do: whole (up to SQS's largest message).
-        max_body: if select.where_.is_some() {
+        max_body: if select.where_.is_some() || select.transform.is_some() {
             status::selector::MAX_BODY
         } else {
             status::DEFAULT_MAX_BODY
@@ -841,14 +876,28 @@ async fn dry_run(
     let total = observed.dead_letter.total;
     let read_all = total == Some(observed.messages.len() as u64);
     let (mut chosen, mut at_limit, mut not_selected) = (Vec::new(), 0, 0);
+    let mut diffs = Vec::new();
     for m in &observed.messages {
-        match redrive::decide(select, m, now) {
-            Decision::Move if select.limit.is_none_or(|l| (chosen.len() as u64) < l) => {
+        let room = select.limit.is_none_or(|l| (chosen.len() as u64) < l);
+        if !room && select.transform.is_some() {
+            // Beyond --limit nothing would move: the program is not run on it.
+            continue;
+        }
+        match redrive::decide_copy(select, m, now) {
+            (Decision::Move, edit) if room => {
+                if edit.prints.is_some() && diffs.len() < samples {
+                    diffs.push(redrive::CopyDiff {
+                        id: status::safe(&crate::secrets::text(&m.id)),
+                        diff: redrive::transform::diff(m, &edit, &r.redact),
+                    });
+                }
                 chosen.push(m.clone());
             }
-            Decision::Move => {}
-            Decision::AtLimit => at_limit += 1,
-            Decision::NotSelected => not_selected += 1,
+            (Decision::Move, _) => {}
+            (Decision::AtLimit, _) => at_limit += 1,
+            // Counted by the program (the report's `transform.failed`): they would stay.
+            (Decision::TransformFailed, _) => {}
+            (Decision::NotSelected, _) => not_selected += 1,
         }
     }
     let examined = observed.messages.len() as u64;
@@ -889,6 +938,7 @@ async fn dry_run(
             groups: report.groups.unwrap_or_default(),
             samples: report.samples,
         },
+        diffs,
         at_limit,
         not_selected,
         examined,
@@ -950,6 +1000,7 @@ mod tests {
             purpose: Purpose::Redrive,
             groups: Vec::new(),
             where_: None,
+            transform: None,
         }
     }
 

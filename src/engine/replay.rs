@@ -97,6 +97,8 @@ pub async fn prepare<'a>(
             Decision::Move => {}
             Decision::NotSelected => report.not_selected += 1,
             Decision::AtLimit => report.skipped_at_max_redrives += 1,
+            // A replay runs no `--transform` (refused before it starts).
+            Decision::TransformFailed => report.not_selected += 1,
         }
     }
     report.from = Some("archive");

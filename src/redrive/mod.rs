@@ -9,6 +9,7 @@
 //! never hold one.
 
 pub mod replay;
+pub mod transform;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +42,9 @@ pub struct Selection {
     pub groups: Vec<String>,
     /// Only messages for which this jq expression yields `true` (`--where`).
     pub where_: Option<Where>,
+    /// `--transform`: the program that makes each chosen message's copy; a message it fails
+    /// on stays ([`Decision::TransformFailed`]).
+    pub transform: Option<transform::Transform>,
 }
 
 /// Where a message's age starts, for `older_than_ms`.
@@ -78,6 +82,8 @@ pub enum Decision {
     NotSelected,
     /// Already brought back `maxRedrives` times: left where it is, and reported.
     AtLimit,
+    /// Chosen, but `--transform` failed on it: left where it is, and reported by id.
+    TransformFailed,
 }
 
 /// The times a message was brought back, from its `dlq-redrive-count` header: `Some(0)`
@@ -137,6 +143,31 @@ pub fn decide(sel: &Selection, m: &Message, now_ms: i64) -> Decision {
     Decision::Move
 }
 
+/// [`decide`], and for a message that moves, what `--transform` makes of its copy (nothing
+/// without one): a message the program fails on is [`Decision::TransformFailed`] instead.
+pub fn decide_copy(sel: &Selection, m: &Message, now_ms: i64) -> (Decision, transform::Edit) {
+    match decide(sel, m, now_ms) {
+        Decision::Move => copy_of(sel, m, now_ms),
+        d => (d, transform::Edit::default()),
+    }
+}
+
+/// For a message [`decide`] chose: what `--transform` makes of its copy, or
+/// [`Decision::TransformFailed`] when the program fails on it (a mover that must check
+/// `--limit` between the two asks this second, so that no program runs on a message that
+/// would not move anyway).
+pub fn copy_of(sel: &Selection, m: &Message, now_ms: i64) -> (Decision, transform::Edit) {
+    let Some(t) = &sel.transform else {
+        return (Decision::Move, transform::Edit::default());
+    };
+    let e = envelope::read(&sel.envelope, m);
+    let age = age_ms(AgeFrom::DeadLettered, m, &e, now_ms).map(|a| a.max(0) as f64 / 1000.0);
+    match t.apply(m, &e, age) {
+        Ok(edit) => (Decision::Move, edit),
+        Err(_) => (Decision::TransformFailed, transform::Edit::default()),
+    }
+}
+
 /// The headers a moved message carries: its own, minus those that would make the consumer
 /// think its attempts are spent (`drop`, the backend's own: exact names or prefixes ending
 /// in `*`), minus those `rules` shed (`deadLetter.redrive` and the default list; no
@@ -175,6 +206,8 @@ pub struct Tally {
     pub moved: AtomicU64,
     pub not_selected: AtomicU64,
     pub at_limit: AtomicU64,
+    /// Chosen, but `--transform` failed on them: they stayed.
+    pub transform_failed: AtomicU64,
     /// Confirmed by the destination, but not removed from the DLQ (a failure in between): the
     /// consumer may see these twice.
     pub duplicated: AtomicU64,
@@ -201,6 +234,10 @@ pub struct Tally {
     waited: Mutex<(Vec<u64>, u64)>,
     /// [`Tally::chose`]: each chosen message's [`since`], by the id it will move under.
     chosen: Mutex<std::collections::HashMap<String, Vec<Option<i64>>>>,
+    /// [`Tally::edited`]: each chosen message's prints before and after `--transform`, by
+    /// the id it will move under, until it moved; then in `transformed`.
+    edits: Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
+    transformed: Mutex<Vec<transform::Transformed>>,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -224,6 +261,7 @@ impl Default for Tally {
             moved: AtomicU64::new(0),
             not_selected: AtomicU64::new(0),
             at_limit: AtomicU64::new(0),
+            transform_failed: AtomicU64::new(0),
             duplicated: AtomicU64::new(0),
             left: AtomicU64::new(u64::MAX),
             by_service: AtomicBool::new(false),
@@ -233,6 +271,8 @@ impl Default for Tally {
             moved_ids: Mutex::new(Vec::new()),
             waited: Mutex::new((Vec::new(), 0)),
             chosen: Mutex::new(std::collections::HashMap::new()),
+            edits: Mutex::new(std::collections::HashMap::new()),
+            transformed: Mutex::new(Vec::new()),
         }
     }
 }
@@ -272,7 +312,29 @@ impl Tally {
             Decision::AtLimit => {
                 self.at_limit.fetch_add(1, Ordering::Relaxed);
             }
+            Decision::TransformFailed => {
+                self.transform_failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Notes the prints of a chosen message's copy made by `--transform` (nothing for an
+    /// [`transform::Edit`] without prints), under the id [`Tally::moved_ids`] will name it by:
+    /// the audit record lists them for what moved.
+    pub fn edited(&self, id: &str, edit: &transform::Edit) {
+        if let Some(p) = &edit.prints
+            && let Ok(mut e) = self.edits.lock()
+        {
+            e.entry(id.to_owned()).or_default().push(p.clone());
+        }
+    }
+
+    /// The prints of what moved with a transform, in the order it moved.
+    pub fn transformed(&self) -> Vec<transform::Transformed> {
+        self.transformed
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default()
     }
 
     pub fn moved(&self) -> u64 {
@@ -329,6 +391,19 @@ impl Tally {
                         w.0.push(u64::try_from(now.saturating_sub(t) / 1000).unwrap_or(0))
                     }
                     _ => w.1 += 1,
+                }
+            }
+        }
+        if let (Ok(mut edits), Ok(mut done)) = (self.edits.lock(), self.transformed.lock())
+            && !edits.is_empty()
+        {
+            for id in &ids {
+                if let Some((before, after)) = edits.get_mut(id).and_then(Vec::pop) {
+                    done.push(transform::Transformed {
+                        id: status::safe(&crate::secrets::text(id)),
+                        before,
+                        after,
+                    });
                 }
             }
         }
@@ -584,6 +659,10 @@ pub struct Report {
     /// not a boolean): not selected, and counted here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub where_failures: Option<status::WhereFailures>,
+    /// `--transform`: the program, the messages it failed on (they stayed), and for each
+    /// message moved the prints of it and its copy; a dry run's diffs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<TransformRecord>,
     /// `--batch` (or a health gate): how the run went, batch by batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<BatchRecord>,
@@ -605,6 +684,52 @@ pub struct Report {
 
 /// The most ids an audit record lists (beyond: the digest and the count only).
 pub const MAX_IDS: usize = 1000;
+
+/// What `--transform` did, for the audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TransformRecord {
+    /// The jq program, as given.
+    pub program: String,
+    /// The messages it failed on: not moved, they stayed where they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<transform::TransformFailures>,
+    /// How many messages moved with it.
+    pub moved: u64,
+    /// For each message moved (the first [`MAX_IDS`]), the sha256 of it as read and of its
+    /// copy as the program made it ([`transform::print`]).
+    pub messages: Vec<transform::Transformed>,
+    /// A dry run: the diff of each of the first `--samples` copies, masked as samples are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<CopyDiff>,
+}
+
+/// One copy's diff in a dry run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CopyDiff {
+    pub id: String,
+    pub diff: String,
+}
+
+impl TransformRecord {
+    /// The record of a run with `t`, nothing moved yet.
+    pub fn of(t: &transform::Transform) -> Self {
+        TransformRecord {
+            program: t.code().to_owned(),
+            failed: None,
+            moved: 0,
+            messages: Vec::new(),
+            diffs: Vec::new(),
+        }
+    }
+
+    /// Adds what moved with the transform (a batch's, or the run's).
+    pub fn add(&mut self, moved: Vec<transform::Transformed>) {
+        self.moved += moved.len() as u64;
+        let room = MAX_IDS.saturating_sub(self.messages.len());
+        self.messages.extend(moved.into_iter().take(room));
+    }
+}
 
 /// The ids of what a run moved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -758,6 +883,17 @@ fn source_shown(r: &Report) -> String {
     }
 }
 
+/// `--transform` failed on some messages: they stayed (`stay`: "stayed", or "would stay").
+pub fn transform_failures_line(f: &transform::TransformFailures, stay: &str) -> String {
+    format!(
+        "  --transform failed on {} message{} ({stay} in the dead-letter queue; the first, {}: {})\n",
+        f.count,
+        if f.count == 1 { "" } else { "s" },
+        f.ids.first().map_or("?", String::as_str),
+        f.first_error
+    )
+}
+
 /// `--where` could not be evaluated on some messages: they stayed where they were.
 pub fn where_failures_line(f: &status::WhereFailures) -> String {
     format!(
@@ -824,6 +960,17 @@ pub fn human(r: &Report) -> String {
         if let Some(f) = &r.where_failures {
             out.push_str(&where_failures_line(f));
         }
+        if let Some(t) = &r.transform {
+            if let Some(f) = &t.failed {
+                out.push_str(&transform_failures_line(f, "would stay"));
+            }
+            for d in &t.diffs {
+                out.push_str(&format!("  copy of {} (--transform):\n", d.id));
+                for line in d.diff.lines() {
+                    out.push_str(&format!("    {line}\n"));
+                }
+            }
+        }
         if r.skipped_at_max_redrives > 0 {
             out.push_str(&format!(
                 "  {} at maxRedrives ({}): would be skipped\n",
@@ -874,6 +1021,13 @@ pub fn human(r: &Report) -> String {
     }
     if let Some(f) = &r.where_failures {
         out.push_str(&where_failures_line(f));
+    }
+    if let Some(t) = &r.transform {
+        out.push_str(&format!(
+            "  {} cop{} made by --transform (the sha256 of each message and its copy: the audit record, --format json)\n",
+            t.moved,
+            if t.moved == 1 { "y" } else { "ies" }
+        ));
     }
     if let Some(b) = &r.batches
         && b.size.is_some()
@@ -1028,6 +1182,7 @@ mod tests {
                 first_id: "o-17".into(),
                 first_error: "cannot index <str> with <str>".into(),
             }),
+            transform: None,
             batches: None,
             redead: None,
             unhealthy: None,
@@ -1035,12 +1190,60 @@ mod tests {
             archive: None,
         };
         insta::assert_snapshot!("redrive-dry-run-selected", human(&r));
+        let dry = r.clone();
         r.dry_run = false;
         r.would_move = None;
         r.moved = 1200;
         r.left_in_dead_letter = Some(1800);
         r.left_basis = Some(EXACT);
         insta::assert_snapshot!("redrive-run-selected", human(&r));
+
+        // With `--transform`: the dry run's diff and what would stay; the run's copies and
+        // what stayed (the run is incomplete).
+        let failed = transform::TransformFailures {
+            count: 3,
+            ids: vec!["o-10".into(), "o-20".into(), "o-30".into()],
+            first_error: "cannot parse <str> as number".into(),
+        };
+        let m = Message {
+            id: "o-11".into(),
+            headers: vec![
+                ("tenant".into(), "acme".into()),
+                ("trace-id".into(), "t-11".into()),
+            ],
+            body: br#"{"order":11,"amount":"11.11"}"#.to_vec(),
+            body_len: 29,
+            ..Message::default()
+        };
+        let edit = transform::Transform::compile(
+            r#".body.amount |= tonumber | .headers |= (del(."trace-id") | .repaired = "yes")"#,
+        )
+        .expect("compiles")
+        .apply(&m, &envelope::read(&Default::default(), &m), None)
+        .expect("edits");
+        let mut d = dry;
+        d.transform = Some(TransformRecord {
+            program: ".body.amount |= tonumber".into(),
+            failed: Some(failed.clone()),
+            moved: 0,
+            messages: Vec::new(),
+            diffs: vec![CopyDiff {
+                id: "o-11".into(),
+                diff: transform::diff(&m, &edit, &Default::default()),
+            }],
+        });
+        insta::assert_snapshot!("redrive-dry-run-transform", human(&d));
+        r.transform = Some(TransformRecord {
+            program: ".body.amount |= tonumber".into(),
+            failed: Some(failed),
+            moved: 1200,
+            messages: Vec::new(),
+            diffs: Vec::new(),
+        });
+        r.incomplete = vec![
+            "--transform failed on 3 messages; they stay in `orders.dlq` (the first, o-10: cannot parse <str> as number; every id, up to 100: transform.failed in --format json)".into(),
+        ];
+        insta::assert_snapshot!("redrive-run-transform", human(&r));
     }
 
     /// Issue 37: `--group` and `--where` compose with `--class` and the ping-pong guard: a

@@ -25,7 +25,7 @@ use jaq_json::Val;
 use super::envelope::Read;
 use super::{Message, Selected, WhereFailures, fingerprint};
 
-type Filter = jaq_core::Filter<data::JustLut<Val>>;
+pub(crate) type Filter = jaq_core::Filter<data::JustLut<Val>>;
 
 /// Bytes of each body read where `--where` looks at messages through a status read (`status`,
 /// a dry run): 1 MiB, SQS's largest message, so the expression sees the body a mover would
@@ -62,35 +62,11 @@ impl std::fmt::Debug for Where {
 impl Where {
     /// Parses and compiles `code`; the error is one line naming the column.
     pub fn compile(code: &str) -> Result<Where, String> {
-        let defs = jaq_core::defs()
-            .chain(jaq_std::defs())
-            .chain(jaq_json::defs());
-        let funs = jaq_core::funs()
-            .chain(jaq_std::funs())
-            .chain(jaq_json::funs());
-        let arena = Arena::default();
-        let modules = Loader::new(defs)
-            .load(&arena, File { code, path: () })
-            .map_err(|e| load_error(code, e))?;
-        let filter = Compiler::default()
-            .with_funs(funs)
-            .compile(modules)
-            .map_err(|errs| {
-                let names: Vec<String> = errs
-                    .into_iter()
-                    .flat_map(|(_, undefined)| undefined)
-                    .map(|(name, what)| match what {
-                        jaq_core::compile::Undefined::Filter(arity) => {
-                            format!("filter `{name}/{arity}`")
-                        }
-                        other => format!("{} `{name}`", other.as_str()),
-                    })
-                    .collect();
-                format!(
-                    "--where `{code}`: undefined {} (the document's fields are .id, .body, .headers, .properties, .class, .message, .attempts, .source, .ageSeconds, .group)",
-                    names.join(", ")
-                )
-            })?;
+        let filter = compile(
+            code,
+            "--where",
+            "a jq expression: docs/redrive.md, \"Choosing messages\"",
+        )?;
         Ok(Where {
             code: code.into(),
             filter: Arc::new(filter),
@@ -121,21 +97,14 @@ impl Where {
     }
 
     fn eval(&self, doc: Val) -> Result<bool, String> {
-        let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
-        for out in self
-            .filter
-            .id
-            .run((ctx, doc))
-            .map(jaq_core::unwrap_valr)
-            .take(MAX_OUTPUTS)
-        {
+        for out in outputs(&self.filter, doc, MAX_OUTPUTS) {
             match out {
                 Ok(Val::Bool(true)) => return Ok(true),
                 Ok(Val::Bool(false) | Val::Null) => {}
                 Ok(other) => {
                     return Err(format!("yields {}, not true or false", kind(&other)));
                 }
-                Err(e) => return Err(fingerprint::normalise(&e.to_string())),
+                Err(e) => return Err(e),
             }
         }
         Ok(false)
@@ -153,7 +122,83 @@ impl Where {
     }
 }
 
-fn kind(v: &Val) -> &'static str {
+/// Parses and compiles the jq program `code` given as `flag` (`--where`, `--transform`); the
+/// error is one line naming the flag, the column or the undefined names, and `help` (where
+/// the language is documented).
+pub(crate) fn compile(code: &str, flag: &str, help: &str) -> Result<Filter, String> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs()
+        .chain(jaq_std::funs())
+        .chain(jaq_json::funs());
+    let arena = Arena::default();
+    let modules = Loader::new(defs)
+        .load(&arena, File { code, path: () })
+        .map_err(|e| load_error(code, flag, help, e))?;
+    Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(|errs| {
+            let names: Vec<String> = errs
+                .into_iter()
+                .flat_map(|(_, undefined)| undefined)
+                .map(|(name, what)| match what {
+                    jaq_core::compile::Undefined::Filter(arity) => {
+                        format!("filter `{name}/{arity}`")
+                    }
+                    other => format!("{} `{name}`", other.as_str()),
+                })
+                .collect();
+            format!(
+                "{flag} `{code}`: undefined {} (the document's fields are .id, .body, .headers, .properties, .class, .message, .attempts, .source, .ageSeconds, .group)",
+                names.join(", ")
+            )
+        })
+}
+
+/// The first `max` outputs of `filter` run on `doc`; an error is normalised as failure
+/// groups are, so it keeps no value of the message.
+pub(crate) fn outputs(filter: &Filter, doc: Val, max: usize) -> Vec<Result<Val, String>> {
+    let ctx = Ctx::<data::JustLut<Val>>::new(&filter.lut, Vars::new([]));
+    filter
+        .id
+        .run((ctx, doc))
+        .map(jaq_core::unwrap_valr)
+        .take(max)
+        .map(|out| out.map_err(|e| scrub(&e.to_string())))
+        .collect()
+}
+
+/// A jq error as it may be shown: every JSON string in it (jaq quotes the values it failed
+/// on, escapes and nested quotes included) replaced by `<str>` whole, then the rest
+/// normalised as failure groups are (numbers, ids, timestamps), so no part of a payload is
+/// left.
+pub(crate) fn scrub(error: &str) -> String {
+    let mut out = String::with_capacity(error.len());
+    let mut chars = error.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            out.push(c);
+            continue;
+        }
+        // To the closing quote that is not escaped, or the end.
+        let mut escaped = false;
+        for c in chars.by_ref() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => break,
+                _ => {}
+            }
+        }
+        out.push_str("<str>");
+    }
+    fingerprint::normalise(&out)
+}
+
+/// What kind of value `v` is, as errors name it.
+pub(crate) fn kind(v: &Val) -> &'static str {
     match v {
         Val::Null => "null",
         Val::Bool(_) => "a boolean",
@@ -166,7 +211,7 @@ fn kind(v: &Val) -> &'static str {
 
 /// A parse error as one line: what was expected, and at which column (1-based, in
 /// characters) of the expression.
-fn load_error(code: &str, e: jaq_core::load::Errors<&str, ()>) -> String {
+fn load_error(code: &str, flag: &str, help: &str, e: jaq_core::load::Errors<&str, ()>) -> String {
     use jaq_core::load::Error;
     let column = |at: &str| {
         let offset = (at.as_ptr() as usize)
@@ -201,7 +246,7 @@ fn load_error(code: &str, e: jaq_core::load::Errors<&str, ()>) -> String {
             .unwrap_or_default(),
     });
     format!(
-        "--where `{code}`: {} (a jq expression: docs/redrive.md, \"Choosing messages\")",
+        "{flag} `{code}`: {} ({help})",
         first.unwrap_or_else(|| "cannot parse it".into())
     )
 }
@@ -387,6 +432,25 @@ mod tests {
             w.failures().map(|f| f.first_error),
             Some("yields a string, not true or false".into())
         );
+    }
+
+    /// jaq quotes the value it failed on as JSON, a string's own quotes escaped inside: none
+    /// of it may be shown (CI of a transform test showed `<str>n/a\\<str>`, 2026-12-03).
+    #[test]
+    fn errors_lose_every_quoted_value_escapes_and_all() {
+        assert_eq!(
+            scrub(r#"cannot parse "\"n/a card 4111\"" as number"#),
+            "cannot parse <str> as number"
+        );
+        assert_eq!(scrub(r#"x "a\\" y "b" z"#), "x <str> y <str> z");
+        assert_eq!(scrub(r#"open "never closed"#), "open <str>");
+        let w = Where::compile(".body | tonumber").expect("compiles");
+        let e = read("poison", None, None);
+        let m = msg(r#""n/a secret""#, &[]);
+        assert!(!w.selects(&m.id, document(&m, &e, None)));
+        let f = w.failures().expect("a failure");
+        assert!(!f.first_error.contains("n/a"), "{}", f.first_error);
+        assert!(!f.first_error.contains("secret"), "{}", f.first_error);
     }
 
     #[test]

@@ -179,7 +179,13 @@ pub fn topics(prefix: &str) -> BTreeMap<String, usize> {
 /// A topic to create by hand: name, partitions, configs.
 pub type TopicSpec<'a> = (&'a str, i32, &'a [(&'a str, &'a str)]);
 
-/// CreateTopics by hand (replication factor 1); every topic must be created.
+/// CreateTopics by hand (replication factor 1); every topic must be created, and seen.
+///
+/// Like [`alter`], the call returns once the controller committed the topics, while the
+/// broker that answers Metadata learns them from the metadata log a moment later: on a loaded
+/// machine the next command's listing had not seen them yet, and an import found nothing (CI,
+/// 2026-12-03). So this waits, bounded by 10 s, until a Metadata listing shows every topic with
+/// its partitions, and panics naming the ones it never saw.
 pub fn create_topics(specs: &[TopicSpec]) {
     let news: Vec<NewTopic> = specs
         .iter()
@@ -194,6 +200,27 @@ pub fn create_topics(specs: &[TopicSpec]) {
     let refs: Vec<&NewTopic> = news.iter().collect();
     for r in block(admin().create_topics(refs, &AdminOptions::new())).expect("CreateTopics") {
         r.unwrap_or_else(|(t, e)| panic!("{t}: {e}"));
+    }
+    let unseen = |live: &BTreeMap<String, usize>| -> Vec<String> {
+        specs
+            .iter()
+            .filter(|(name, partitions, _)| {
+                live.get(*name).copied() != usize::try_from(*partitions).ok()
+            })
+            .map(|(name, _, _)| (*name).to_owned())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let missing = unseen(&topics(""));
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "created but not listed by Metadata within 10 s: {missing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

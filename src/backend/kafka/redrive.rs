@@ -40,6 +40,7 @@ use super::CONNECT_TIMEOUT;
 use super::ledger::{LEDGER_PREFIX, Ledger, MAX_LEDGER, group};
 use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
+use crate::redrive::transform::Edit;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
 use crate::spec::resolve::headers::HeaderRules;
@@ -295,7 +296,7 @@ impl Mover {
                 }
                 // The whole payload: a declared envelope may point into it.
                 let msg = super::status::record(&m, usize::MAX);
-                let d = redrive::decide(&run.select, &msg, now_ms());
+                let (d, edit) = redrive::decide_copy(&run.select, &msg, now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {
                     if !scattered {
@@ -303,6 +304,7 @@ impl Mover {
                     }
                     continue;
                 }
+                run.tally.edited(&format!("{dlt}/{p}/{offset}"), &edit);
                 run.tally.chose(
                     format!("{dlt}/{p}/{offset}"),
                     redrive::since(&run.select, &msg),
@@ -322,17 +324,18 @@ impl Mover {
                     archived.push((p, offset, msg));
                     continue;
                 }
-                let headers = copy_headers(m.headers(), rules);
+                let headers = copy_headers(m.headers(), rules, &edit);
                 let mut record = FutureRecord::to(dest).headers(headers);
                 if let Some(k) = m.key() {
                     record = record.key(k);
                 }
-                if let Some(v) = m.payload() {
+                // A tombstone stays one unless the program gave it a body.
+                if let Some(v) = edit.body.as_deref().or(m.payload()) {
                     record = record.payload(v);
                 }
                 match producer.send_result(record) {
                     Ok(delivery) => {
-                        let payload = m.payload().unwrap_or_default();
+                        let payload = edit.body.as_deref().or(m.payload()).unwrap_or_default();
                         let print = redrive::body_print(payload, payload.len() as u64);
                         pending.push((p, offset, delivery, print));
                     }
@@ -606,10 +609,24 @@ async fn members(
 fn copy_headers(
     h: Option<&rdkafka::message::BorrowedHeaders>,
     rules: &HeaderRules,
+    edit: &Edit,
 ) -> OwnedHeaders {
     let mut count: u32 = 0;
     let mut out = OwnedHeaders::new();
-    for x in h.map(|h| h.iter().collect::<Vec<_>>()).unwrap_or_default() {
+    // `--transform`: removed and changed names leave (every occurrence); the changed ones
+    // come back once, with the program's text.
+    let set = edit.set.iter().map(|(k, v)| Header {
+        key: k.as_str(),
+        value: Some(v.as_bytes()),
+    });
+    let kept = h
+        .map(|h| h.iter().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|x| {
+            !edit.removed.iter().any(|r| r == x.key) && !edit.set.iter().any(|(k, _)| k == x.key)
+        });
+    for x in kept.chain(set) {
         if x.key.eq_ignore_ascii_case(REDRIVE_COUNT) {
             count = x
                 .value

@@ -241,7 +241,11 @@ impl Reader {
                 ))
             })
             .collect();
-        let share = (read.scan / nonempty.len().max(1)).max(1);
+        let available: Vec<usize> = nonempty
+            .iter()
+            .map(|(_, _, _, waiting, _)| usize::try_from(*waiting).unwrap_or(usize::MAX))
+            .collect();
+        let quota = shares(read.scan, &available);
         let name = topic.to_owned();
         let max_body = read.max_body;
         let records = tokio::task::spawn_blocking(move || {
@@ -250,11 +254,10 @@ impl Reader {
             // How many more each partition may give, and where it ends.
             let mut left: BTreeMap<i32, (usize, i64)> = BTreeMap::new();
             let mut skip: BTreeMap<i32, std::collections::BTreeSet<i64>> = BTreeMap::new();
-            for (p, start, high, waiting, moved) in &nonempty {
+            for ((p, start, high, _, moved), n) in nonempty.iter().zip(quota) {
                 tpl.add_partition_offset(&name, *p, Offset::Offset(*start))
                     .map_err(|e| e.to_string())?;
-                let available = usize::try_from(*waiting).unwrap_or(usize::MAX);
-                left.insert(*p, (share.min(available), *high));
+                left.insert(*p, (n, *high));
                 skip.insert(*p, moved.clone());
             }
             consumer.assign(&tpl).map_err(|e| e.to_string())?;
@@ -291,6 +294,23 @@ impl Reader {
         records.sort_by(|a, b| a.published_ms.cmp(&b.published_ms).then(a.id.cmp(&b.id)));
         Ok(records)
     }
+}
+
+/// How many records to read of each partition, `available` waiting in each: `scan` shared as
+/// evenly as it goes, a partition holding less than its share leaving the rest to the others
+/// (so a scan as large as the topic reads all of it, however its records are spread), and at
+/// least one each (the head, for the oldest age).
+fn shares(scan: usize, available: &[usize]) -> Vec<usize> {
+    let mut out = vec![0; available.len()];
+    let mut order: Vec<usize> = (0..available.len()).collect();
+    order.sort_by_key(|&i| available[i]);
+    let mut budget = scan;
+    for (k, i) in order.into_iter().enumerate() {
+        let share = (budget / (available.len() - k)).max(1);
+        out[i] = share.min(available[i]);
+        budget = budget.saturating_sub(out[i]);
+    }
+    out
 }
 
 /// The offset of each partition's first record at or after the window's start, by topic
@@ -469,6 +489,19 @@ impl crate::backend::kit::doors::Status for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 37: a scan as large as the topic reads every record, however unevenly the
+    /// producer spread them (a sticky partitioner), and never more than `scan` but for the
+    /// one head of each partition.
+    #[test]
+    fn the_scan_is_shared_by_what_each_partition_holds() {
+        assert_eq!(shares(200, &[100, 60, 40]), vec![100, 60, 40]);
+        assert_eq!(shares(200, &[120, 60, 20]), vec![120, 60, 20]);
+        assert_eq!(shares(90, &[120, 60, 20]), vec![35, 35, 20]);
+        assert_eq!(shares(6, &[100, 1, 1]), vec![4, 1, 1]);
+        assert_eq!(shares(2, &[5, 5, 5]), vec![1, 1, 1]);
+        assert_eq!(shares(0, &[]), Vec::<usize>::new());
+    }
 
     #[test]
     fn spring_numeric_headers_are_read_as_numbers_and_other_binary_as_hex() {

@@ -24,7 +24,7 @@ use super::read::Reader;
 use super::*;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::http::WriteHttp;
-use crate::redrive::{Decision, Pace, Run, decide, moved_headers};
+use crate::redrive::{Decision, Pace, Run, decide_copy, moved_headers};
 use crate::spec::resolve::Resolved;
 
 /// Messages per pull.
@@ -109,7 +109,7 @@ impl Mover {
                     continue;
                 }
                 new += 1;
-                let d = decide(&run.select, &m, crate::status::now_ms());
+                let (d, edit) = decide_copy(&run.select, &m, crate::status::now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {
                     back.push(ack.to_owned());
@@ -137,16 +137,20 @@ impl Mover {
                 }
                 run.tally
                     .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
-                let attributes: Map<String, Value> =
-                    moved_headers(&m.headers, &["CloudPubSubDeadLetter*"], &r.headers)
-                        .into_iter()
-                        .map(|(k, v)| (k, json!(v)))
-                        .collect();
+                run.tally.edited(&m.id, &edit);
+                let attributes: Map<String, Value> = moved_headers(
+                    &edit.headers(&m.headers),
+                    &["CloudPubSubDeadLetter*"],
+                    &r.headers,
+                )
+                .into_iter()
+                .map(|(k, v)| (k, json!(v)))
+                .collect();
                 let published = self
                     .post(
                         "POST topics/{topic}:publish",
                         format!("{topic}:publish"),
-                        json!({"messages": [copy(&rm["message"], attributes)]}),
+                        json!({"messages": [copy(&rm["message"], attributes, edit.body.as_deref())]}),
                     )
                     .await;
                 let confirmed = published.as_ref().is_ok_and(|v| {
@@ -177,7 +181,7 @@ impl Mover {
                 {
                     Ok(_) => {
                         run.tally.moved.fetch_add(1, Ordering::Relaxed);
-                        run.tally.moved_body(&m.body);
+                        run.tally.moved_body(edit.body(&m.body));
                         run.tally.moved_ids([m.id.clone()]);
                     }
                     Err(e) => {
@@ -248,11 +252,16 @@ impl Mover {
 
 /// The message to publish for a pulled `message`: its data and ordering key, with
 /// `attributes` (already without Pub/Sub's dead-letter ones).
-fn copy(message: &Value, attributes: Map<String, Value>) -> Value {
+fn copy(message: &Value, attributes: Map<String, Value>, body: Option<&[u8]>) -> Value {
+    use base64::Engine as _;
     let mut out = Map::new();
     out.insert(
         "data".into(),
-        message.get("data").cloned().unwrap_or(json!("")),
+        match body {
+            // `--transform` made a new body.
+            Some(b) => json!(base64::engine::general_purpose::STANDARD.encode(b)),
+            None => message.get("data").cloned().unwrap_or(json!("")),
+        },
     );
     out.insert("attributes".into(), Value::Object(attributes));
     if let Some(k) = message
@@ -311,13 +320,13 @@ mod tests {
         let mut attrs = Map::new();
         attrs.insert("a".into(), json!("b"));
         assert_eq!(
-            copy(&m, attrs.clone()),
+            copy(&m, attrs.clone(), None),
             json!({"data": "aGk=", "attributes": {"a": "b"}, "orderingKey": "acct-9"})
         );
         // No key (or an empty one, as the API writes "none"): none sent.
         let m = json!({"data": "aGk=", "orderingKey": ""});
         assert_eq!(
-            copy(&m, attrs),
+            copy(&m, attrs, None),
             json!({"data": "aGk=", "attributes": {"a": "b"}})
         );
     }

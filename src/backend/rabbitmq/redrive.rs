@@ -19,7 +19,7 @@
 //! A crash after the broker's confirm and before the DLQ's ack leaves the message in both
 //! places: duplicated, never lost. The consumer must be idempotent.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use futures_util::StreamExt;
 use lapin::options::{
@@ -34,6 +34,7 @@ use super::read::Reader;
 use crate::backend::kit::connect::env_value;
 use crate::backend::kit::errors::{BackendError, MoveError};
 use crate::backend::wire::http::seg;
+use crate::redrive::transform::Edit;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::model::Target;
 use crate::spec::resolve::Resolved;
@@ -201,6 +202,9 @@ impl Mover {
                 break 'run;
             }
             let mut batch: Vec<(lapin::message::Delivery, PublisherConfirm)> = Vec::new();
+            // `--transform`: the body print of each copy the program changed, by delivery tag
+            // (`--verify-for` recognises the copy, not the message as it was).
+            let mut prints: HashMap<u64, u64> = HashMap::new();
             // `dlqctl archive`: the chosen deliveries of this batch, for the archive.
             let mut archived: Vec<lapin::message::Delivery> = Vec::new();
             let mut opened = tokio::time::Instant::now();
@@ -265,6 +269,16 @@ impl Mover {
                 if !pace.wait_or_stop(&run.stop).await {
                     break;
                 }
+                let (d, edit) = redrive::copy_of(&run.select, &m, now_ms());
+                if d != Decision::Move {
+                    // `--transform` failed on it (examined already): it stays, like one not
+                    // chosen, back at its place at close.
+                    run.tally.transform_failed.fetch_add(1, ordering);
+                    held += 1;
+                    consuming.hold();
+                    continue;
+                }
+                run.tally.edited(&audit_id(&next), &edit);
                 run.tally
                     .chose(audit_id(&next), redrive::since(&run.select, &m));
                 if batch.is_empty() && archived.is_empty() {
@@ -298,7 +312,10 @@ impl Mover {
                 } else {
                     route.clone().unwrap_or_else(|| original_key(&next, r))
                 };
-                let props = copy_properties(&next.properties, &self.user, &r.headers);
+                let props = copy_properties(&next.properties, &self.user, &r.headers, &edit);
+                if let Some(b) = &edit.body {
+                    prints.insert(next.delivery_tag, redrive::body_print(b, b.len() as u64));
+                }
                 let published = ch
                     .basic_publish(
                         exchange.as_str().into(),
@@ -307,7 +324,7 @@ impl Mover {
                             mandatory: true,
                             ..BasicPublishOptions::default()
                         },
-                        &next.data,
+                        edit.body(&next.data),
                         props,
                     )
                     .await;
@@ -480,7 +497,10 @@ impl Mover {
                         .iter()
                         .take(usize::try_from(sent).unwrap_or(usize::MAX))
                     {
-                        run.tally.moved_body(&d.data);
+                        match prints.get(&d.delivery_tag) {
+                            Some(p) => run.tally.moved_print(*p),
+                            None => run.tally.moved_body(&d.data),
+                        }
                     }
                     run.tally.moved_ids(
                         confirmed
@@ -821,6 +841,7 @@ fn copy_properties(
     p: &lapin::BasicProperties,
     user: &str,
     rules: &HeaderRules,
+    edit: &Edit,
 ) -> lapin::BasicProperties {
     let mut props = lapin::BasicProperties::default();
     if let Some(v) = p.content_type() {
@@ -862,7 +883,7 @@ fn copy_properties(
     if let Some(v) = p.user_id().as_ref().filter(|u| u.as_str() == user) {
         props = props.with_user_id(v.clone());
     }
-    props.with_headers(moved_headers(p.headers().as_ref(), rules))
+    props.with_headers(moved_headers(p.headers().as_ref(), rules, edit))
 }
 
 /// The management URL's host with the AMQP port (`amqpUrl` wins), and the same for messages.
@@ -992,12 +1013,30 @@ fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
     })
 }
 
-/// The copy's headers: the broker's attempt history dropped, then those `rules` shed
-/// (`deadLetter.redrive` and the default list), `dlq-redrive-count` + 1.
-fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules) -> FieldTable {
+/// The copy's headers: `edit` applied (`--transform`: names removed, changed ones set as
+/// long strings, the rest kept as typed), the broker's attempt history dropped, then those
+/// `rules` shed (`deadLetter.redrive` and the default list), `dlq-redrive-count` + 1.
+fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules, edit: &Edit) -> FieldTable {
     let mut out = FieldTable::default();
     let mut count: u32 = 0;
-    for (k, v) in h.map(|t| t.inner().iter()).into_iter().flatten() {
+    let set = edit.set.iter().map(|(k, v)| {
+        (
+            ShortString::from(k.clone()),
+            AMQPValue::LongString(v.clone().into()),
+        )
+    });
+    let kept = h
+        .map(|t| t.inner().iter())
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| {
+            !edit.removed.iter().any(|r| r == k.as_str())
+                && !edit.set.iter().any(|(s, _)| s == k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect::<Vec<_>>();
+    for (k, v) in kept.into_iter().chain(set) {
+        let (k, v) = (&k, &v);
         let name = k.as_str();
         if name.eq_ignore_ascii_case(crate::status::envelope::REDRIVE_COUNT) {
             count = redrive::parse_count(&text(v)).unwrap_or(0);
@@ -1195,7 +1234,7 @@ mod tests {
         // Kept, the consumer would count its attempts as spent and dead-letter it at once.
         h.insert("dlq-attempts".into(), AMQPValue::LongLongInt(4));
         h.insert("dlq-redrive-count".into(), AMQPValue::LongInt(2));
-        let out = moved_headers(Some(&h), &HeaderRules::default());
+        let out = moved_headers(Some(&h), &HeaderRules::default(), &Edit::default());
         let names: Vec<&str> = out.inner().keys().map(ShortString::as_str).collect();
         assert_eq!(names, ["dlq-error-class", "dlq-redrive-count"]);
         assert_eq!(

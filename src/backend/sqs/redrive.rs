@@ -36,6 +36,7 @@ use super::move_task;
 use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::aws::classify;
+use crate::redrive::transform::Edit;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::headers::HeaderRules;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
@@ -271,6 +272,8 @@ impl Mover {
                 continue;
             }
             let mut chosen = Vec::new();
+            // `--transform`: what each chosen message's copy is made of, in step with `chosen`.
+            let mut edits = Vec::new();
             for m in fresh {
                 let group = fifo.then(|| group_of(&m)).flatten();
                 if group.as_ref().is_some_and(|g| blocked_groups.contains(g)) {
@@ -296,11 +299,17 @@ impl Mover {
                 if d == Decision::Move && run.stop.load(Ordering::SeqCst) {
                     d = Decision::NotSelected;
                 }
+                let mut edit = redrive::transform::Edit::default();
+                if d == Decision::Move {
+                    (d, edit) = redrive::copy_of(&run.select, &msg, now_ms());
+                }
                 run.tally.add(&d);
                 if d == Decision::Move {
                     let id = m.message_id().unwrap_or_default().to_owned();
+                    run.tally.edited(&id, &edit);
                     run.tally.chose(id, redrive::since(&run.select, &msg));
                     chosen.push(m);
+                    edits.push(edit);
                 } else {
                     if let Some(g) = group {
                         blocked_groups.insert(g);
@@ -315,7 +324,7 @@ impl Mover {
                         .await
                 }
                 None => {
-                    self.move_batch(dlq, url, dest_url, (fifo, headers), &chosen, run)
+                    self.move_batch(dlq, url, dest_url, (fifo, headers), (&chosen, &edits), run)
                         .await
                 }
             };
@@ -461,16 +470,17 @@ impl Mover {
         url: &str,
         dest_url: &str,
         (fifo, headers): (bool, &HeaderRules),
-        chosen: &[aws_sdk_sqs::types::Message],
+        (chosen, edits): (&[aws_sdk_sqs::types::Message], &[Edit]),
         run: &Run,
     ) -> Result<(), MoveError> {
         if chosen.is_empty() {
             return Ok(());
         }
+        let none = Edit::default();
         let entries: Vec<SendMessageBatchRequestEntry> = chosen
             .iter()
             .enumerate()
-            .map(|(i, m)| copy(i, m, fifo, headers))
+            .map(|(i, m)| copy(i, m, edits.get(i).unwrap_or(&none), fifo, headers))
             .collect::<Result<_, _>>()?;
         let sizes: Vec<usize> = entries.iter().map(payload).collect();
         let mut todo: std::collections::VecDeque<Vec<usize>> = by_size(&sizes).into();
@@ -575,9 +585,9 @@ impl Mover {
         run.tally
             .moved
             .fetch_add(ok.len() as u64, Ordering::Relaxed);
-        for (_, m) in chosen.iter().enumerate().filter(|(i, _)| ok.contains(i)) {
-            run.tally
-                .moved_body(m.body().unwrap_or_default().as_bytes());
+        // What was sent (a `--transform` copy's body is the program's).
+        for i in ok.iter().filter(|i| **i < entries.len()) {
+            run.tally.moved_body(entries[*i].message_body().as_bytes());
         }
         run.tally.moved_ids(
             chosen
@@ -780,11 +790,32 @@ fn stale(holder: &str) -> bool {
 fn copy(
     i: usize,
     m: &aws_sdk_sqs::types::Message,
+    edit: &Edit,
     fifo: bool,
     headers: &HeaderRules,
 ) -> Result<SendMessageBatchRequestEntry, MoveError> {
     let mut attrs: HashMap<String, MessageAttributeValue> =
         m.message_attributes().cloned().unwrap_or_default();
+    // `--transform`: removed names go, changed and new ones are set as String attributes;
+    // the others keep the type they were sent with.
+    attrs.retain(|k, _| !edit.removed.contains(k));
+    for (k, v) in &edit.set {
+        let value = MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .map_err(MoveError::of)?;
+        attrs.insert(k.clone(), value);
+    }
+    let body = match &edit.body {
+        None => m.body().unwrap_or_default().to_owned(),
+        Some(b) => String::from_utf8(b.clone()).map_err(|_| {
+            MoveError(format!(
+                "the copy --transform made of message {} is not UTF-8 text, which SQS message bodies must be; it stays in the dead-letter queue",
+                m.message_id().unwrap_or_default()
+            ))
+        })?,
+    };
     // `deadLetter.redrive` and the default list; the counter is read and rewritten below,
     // whatever they say.
     attrs.retain(|k, _| k.eq_ignore_ascii_case(REDRIVE_COUNT) || !headers.sheds(k));
@@ -801,7 +832,7 @@ fn copy(
     attrs.insert(REDRIVE_COUNT.to_owned(), value);
     let mut e = SendMessageBatchRequestEntry::builder()
         .id(i.to_string())
-        .message_body(m.body().unwrap_or_default())
+        .message_body(body)
         .set_message_attributes(Some(attrs));
     if fifo {
         let group = m
@@ -888,7 +919,7 @@ mod tests {
                     .expect("attribute"),
             )
             .build();
-        let e = copy(0, &m, false, &HeaderRules::default()).expect("copy");
+        let e = copy(0, &m, &Edit::default(), false, &HeaderRules::default()).expect("copy");
         // body + "dlq-error-class" String poison + "dlq-redrive-count" Number 1
         assert_eq!(payload(&e), 1000 + (15 + 6 + 6) + (17 + 6 + 1));
     }
