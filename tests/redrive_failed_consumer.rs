@@ -7,13 +7,21 @@
 //! the management API); the main queue's consumer rejects (lapin, `requeue=false`), so the
 //! broker writes x-death; only the main queue receives the copies, by id, and a dead letter
 //! without x-death stays, reported. Kafka is refused before anything is read, saying why (a
-//! topic reaches every consumer group). Dead letters are put in with third-party clients.
+//! topic reaches every consumer group). SQS: two source queues dead-letter into one DLQ, and
+//! each message goes back to the queue its `DeadLetterQueueSourceArn` names; a dead letter
+//! sent to the DLQ directly (no source) stays, reported. That attribute is set by the broker
+//! when a redrive policy moves a message: moto 5.2.5 never sets it (moto/sqs/models.py moves
+//! the message with no such attribute), ElasticMQ 1.6.14 does, so the SQS tests run on an
+//! ElasticMQ of their own ([`support::elasticmq`]; no CloudWatch there, so the queues are
+//! made with the SDK, as dlqctl makes them). Dead letters are put in with third-party clients.
 
 mod support;
 
-use serde_json::json;
+use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
+use support::elasticmq::ElasticMq;
 use support::redrive::{redrive, redrive_ok};
 use support::{block, kafka, pubsub, rabbit};
 
@@ -197,4 +205,292 @@ fn rabbitmq_failed_consumer_sends_copies_only_to_the_queue_that_rejected_them() 
         "the other queue bound to the exchange received nothing"
     );
     assert_eq!(rabbit::count(&dlq), 1, "only the stray is left");
+}
+
+/// SQS: dead letters from each source, ids `<prefix>-00`… in the body.
+const PER_SOURCE: usize = 20;
+
+/// On ElasticMQ `e`: the channel `movetask` of [`support::sqs::movetask_workspace`] with a
+/// second source. `movetask` (its main queue, A) and `movetask-b` (B) both dead-letter into
+/// `movetask-dlq` after one receive; B is tagged as dlqctl tags what it makes when `b_owned`.
+/// [`PER_SOURCE`] messages are sent to each of `sources` (`a`, `b`) and received without
+/// being deleted until SQS has moved every one to the DLQ, as a failing consumer would leave
+/// them. Returns the queues' URLs (A, B, DLQ) and the DLQ's ARN.
+fn two_sources(
+    sqs: &aws_sdk_sqs::Client,
+    b_owned: bool,
+    sources: &[&str],
+) -> ([String; 3], String) {
+    let create = |name: &str, attrs: &[(QueueAttributeName, String)], tags: &[(&str, &str)]| {
+        let mut req = sqs.create_queue().queue_name(name);
+        for (k, v) in attrs {
+            req = req.attributes(k.clone(), v);
+        }
+        for (k, v) in tags {
+            req = req.tags(*k, *v);
+        }
+        block(req.send())
+            .expect("CreateQueue")
+            .queue_url()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let owned = |channel| [("managed-by", "dlqctl"), ("dlqctl-channel", channel)];
+    let dlq = create("movetask-dlq", &[], &owned("movetask"));
+    let arn = queue_arn(sqs, &dlq);
+    let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": "1"}).to_string();
+    let attrs = [
+        (QueueAttributeName::RedrivePolicy, policy),
+        (QueueAttributeName::VisibilityTimeout, "0".to_owned()),
+    ];
+    let a = create("movetask", &attrs, &owned("movetask"));
+    let b_tags = owned("movetask-b");
+    let b = create(
+        "movetask-b",
+        &attrs,
+        if b_owned { &b_tags[..] } else { &[] },
+    );
+    for (prefix, url) in [("a", &a), ("b", &b)] {
+        if !sources.contains(&prefix) {
+            continue;
+        }
+        for chunk in (0..PER_SOURCE).collect::<Vec<_>>().chunks(10) {
+            let entries = chunk
+                .iter()
+                .map(|i| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(format!("{prefix}-{i:02}"))
+                        .build()
+                        .expect("entry")
+                })
+                .collect();
+            let sent = block(
+                sqs.send_message_batch()
+                    .queue_url(url)
+                    .set_entries(Some(entries))
+                    .send(),
+            )
+            .expect("SendMessageBatch");
+            assert!(sent.failed().is_empty(), "{:?}", sent.failed());
+        }
+        // The consumer fails every message: received, never deleted (visible again at once);
+        // the receive after the first moves it to the DLQ.
+        for _ in 0..20 * PER_SOURCE {
+            if count(sqs, url) == 0 {
+                break;
+            }
+            block(
+                sqs.receive_message()
+                    .queue_url(url)
+                    .max_number_of_messages(10)
+                    .visibility_timeout(0)
+                    .send(),
+            )
+            .expect("ReceiveMessage");
+        }
+        assert_eq!(
+            count(sqs, url),
+            0,
+            "every message of {prefix} dead-lettered"
+        );
+    }
+    assert_eq!(
+        count(sqs, &dlq),
+        (PER_SOURCE * sources.len()) as u64,
+        "the DLQ holds what both sources dead-lettered"
+    );
+    ([a, b, dlq], arn)
+}
+
+fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> String {
+    block(
+        sqs.get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send(),
+    )
+    .expect("GetQueueAttributes")
+    .attributes()
+    .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+    .expect("QueueArn")
+}
+
+/// Visible, in flight and delayed messages of the queue at `url`.
+fn count(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
+    let out = block(
+        sqs.get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::All)
+            .send(),
+    )
+    .expect("GetQueueAttributes");
+    let attrs = out.attributes().cloned().unwrap_or_default();
+    [
+        QueueAttributeName::ApproximateNumberOfMessages,
+        QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        QueueAttributeName::ApproximateNumberOfMessagesDelayed,
+    ]
+    .iter()
+    .filter_map(|k| attrs.get(k).and_then(|v| v.parse::<u64>().ok()))
+    .sum()
+}
+
+/// Receives and deletes everything in the queue at `url`, as a consumer would (bounded):
+/// each message's body and its `dlq-redrive-count` attribute.
+fn take(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for _ in 0..4 * PER_SOURCE {
+        let got = block(
+            sqs.receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60)
+                .message_attribute_names("All")
+                .send(),
+        )
+        .expect("ReceiveMessage");
+        if got.messages().is_empty() {
+            break;
+        }
+        for m in got.messages() {
+            let count = m
+                .message_attributes()
+                .and_then(|a| a.get("dlq-redrive-count"))
+                .and_then(|v| v.string_value())
+                .map(str::to_owned);
+            out.push((m.body().unwrap_or_default().to_owned(), count));
+            block(
+                sqs.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send(),
+            )
+            .expect("DeleteMessage");
+        }
+    }
+    out
+}
+
+fn ids(prefix: &str) -> BTreeSet<String> {
+    (0..PER_SOURCE)
+        .map(|i| format!("{prefix}-{i:02}"))
+        .collect()
+}
+
+fn sqs_redrive(ws: &std::path::Path, extra: &[&str]) -> (i32, Value, String) {
+    let out = support::output(&mut support::sqs::movetask_redrive(ws, extra));
+    let report = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON report ({e}):\n{}\n{}", out.stdout, out.stderr));
+    (out.code, report, out.stderr)
+}
+
+#[test]
+fn sqs_failed_consumer_sends_each_message_back_to_its_own_source() {
+    let Some(e) = ElasticMq::start() else { return };
+    let sqs = e.sqs();
+    let ([a, b, dlq], _) = two_sources(&sqs, true, &["a", "b"]);
+    let (arn_a, arn_b) = (queue_arn(&sqs, &a), queue_arn(&sqs, &b));
+    // A dead letter sent to the DLQ directly: SQS records no source on it.
+    let stray = block(
+        sqs.send_message()
+            .queue_url(&dlq)
+            .message_body("stray")
+            .send(),
+    )
+    .expect("SendMessage")
+    .message_id()
+    .unwrap_or_default()
+    .to_owned();
+    let ws = support::sqs::movetask_workspace("elasticmq", &e.url);
+
+    // The dry run names the sources it read, with their counts, and the stray.
+    let (code, dry, err) = sqs_redrive(ws.path(), &["--to", "failed-consumer", "--dry-run"]);
+    assert_eq!(code, 0, "{dry}\n{err}");
+    assert_eq!(dry["destination"]["failedConsumer"], json!(true), "{dry}");
+    let listed = dry["destination"]["sources"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!listed.is_empty(), "{dry}");
+    let mut would = 0;
+    for s in &listed {
+        let (arn, queue) = (s["source"].as_str(), s["queue"].as_str());
+        assert!(
+            (arn == Some(arn_a.as_str()) && queue == Some("movetask"))
+                || (arn == Some(arn_b.as_str()) && queue == Some("movetask-b")),
+            "{s}"
+        );
+        would += s["count"].as_u64().expect("count");
+    }
+    assert_eq!(json!(would), dry["wouldMove"]["count"], "{dry}");
+    assert_eq!(
+        count(&sqs, &dlq),
+        2 * PER_SOURCE as u64 + 1,
+        "nothing moved"
+    );
+
+    let (code, report, err) = sqs_redrive(ws.path(), &["--to", "failed-consumer"]);
+    assert_eq!(code, 1, "the stray stayed: incomplete; {report}\n{err}");
+    assert_eq!(report["moved"], json!(2 * PER_SOURCE), "{report}\n{err}");
+    assert_eq!(report["examined"], json!(2 * PER_SOURCE + 1), "{report}");
+    assert_eq!(report["possiblyDuplicated"], json!(0), "{report}");
+    assert_eq!(report["error"], Value::Null, "{report}");
+    assert_eq!(
+        report["destination"]["sources"],
+        json!([
+            {"source": arn_a, "queue": "movetask", "count": PER_SOURCE},
+            {"source": arn_b, "queue": "movetask-b", "count": PER_SOURCE},
+        ]),
+        "{report}"
+    );
+    assert_eq!(report["destination"]["withoutSource"], json!(1), "{report}");
+    let reasons = report["incomplete"].to_string();
+    assert!(
+        reasons.contains(&stray) && reasons.contains("DeadLetterQueueSourceArn"),
+        "{report}"
+    );
+
+    // Every message of A is back in A and every one of B in B, once, counted as redriven.
+    for (url, prefix) in [(&a, "a"), (&b, "b")] {
+        let back = take(&sqs, url);
+        let bodies: BTreeSet<String> = back.iter().map(|(b, _)| b.clone()).collect();
+        assert_eq!(back.len(), PER_SOURCE, "{prefix}: {back:?}");
+        assert_eq!(bodies, ids(prefix), "{prefix}: each back in its own source");
+        assert!(
+            back.iter().all(|(_, c)| c.as_deref() == Some("1")),
+            "{prefix}: {back:?}"
+        );
+    }
+    assert_eq!(
+        take(&sqs, &dlq),
+        vec![("stray".to_owned(), None)],
+        "only the stray is left"
+    );
+}
+
+#[test]
+fn sqs_failed_consumer_refuses_a_source_the_target_does_not_own_and_moves_nothing_of_it() {
+    let Some(e) = ElasticMq::start() else { return };
+    let sqs = e.sqs();
+    // B is not tagged as dlqctl's: another team's queue dead-lettering into this DLQ.
+    let ([_, b, dlq], _) = two_sources(&sqs, false, &["b"]);
+    let ws = support::sqs::movetask_workspace("elasticmq", &e.url);
+    let (code, report, err) = sqs_redrive(ws.path(), &["--to", "failed-consumer"]);
+    assert_eq!(code, 1, "{report}\n{err}");
+    assert_eq!(report["moved"], json!(0), "{report}");
+    let said = format!("{report}{err}");
+    for want in [
+        "not redriving into `movetask-b`",
+        "--allow-unowned-destination",
+    ] {
+        assert!(said.contains(want), "{want}: {said}");
+    }
+    assert_eq!(count(&sqs, &b), 0, "nothing sent to B");
+    // Handed back at once, not after the run's hold.
+    assert_eq!(
+        take(&sqs, &dlq).len(),
+        PER_SOURCE,
+        "every message still in the DLQ"
+    );
 }

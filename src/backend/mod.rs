@@ -56,7 +56,7 @@ use crate::plan::{Change, Note};
 use crate::resource::{Desired, Live, ResourceId, TimeUnit};
 use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::Resolved;
-use crate::status::{Observed, ReadOptions};
+use crate::status::{Message, Observed, ReadOptions};
 use wire::Stats;
 
 /// Where a target is, for `-v`: backend and endpoint, never a credential (URLs lose their
@@ -169,6 +169,10 @@ pub fn refine(change: &mut Change) {
 pub enum FailedConsumer {
     /// The mover routes each message to the queue it failed in (RabbitMQ: x-death).
     PerMessage(&'static str),
+    /// The mover routes each message to the queue the broker recorded on it as its source
+    /// (SQS: `DeadLetterQueueSourceArn`), which a status read shows too: the dry run counts
+    /// the messages by it ([`failed_consumer_source`]). One naming none stays, reported.
+    BySource(&'static str),
     /// Only the main topic can be published to, which every subscription receives
     /// (Pub/Sub): allowed with `--allow-fanout`, the subscriptions listed.
     Fanout,
@@ -186,9 +190,19 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
         Backend::Kafka => FailedConsumer::Refused(format!(
             "channel `{channel}` is on Kafka, where a topic reaches every consumer group that reads it, and there is no per-group path back: Spring's `kafka_dlt-original-consumer-group` header names the group a record failed in, but its retry and dead-letter topics are per topic, not per group (`{main}`, its retry topics and DLT are shared by every group). Redrive with `--to source` (every group reads the copies again) or `--to TOPIC` (a topic only the failed group reads)"
         )),
-        Backend::Sqs => FailedConsumer::Refused(format!(
-            "channel `{channel}` is on SQS: sending each message back to its own source queue (DeadLetterQueueSourceArn) is not built yet. Redrive with `--to source` or `--to QUEUE`"
-        )),
+        Backend::Sqs => {
+            FailedConsumer::BySource("the queue each message came from (DeadLetterQueueSourceArn)")
+        }
+    }
+}
+
+/// [`FailedConsumer::BySource`]: the source message `m` goes back to, as the broker recorded
+/// it, and that queue's name (SQS: the ARN in `DeadLetterQueueSourceArn`, and the name in
+/// it); `None`: it names none the backend can send to, and stays in the dead-letter queue.
+pub fn failed_consumer_source(backend: Backend, m: &Message) -> Option<(String, String)> {
+    match backend {
+        Backend::Sqs => sqs::failed_consumer_source(m),
+        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => None,
     }
 }
 

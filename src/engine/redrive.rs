@@ -135,8 +135,8 @@ pub struct Checked<'a> {
 /// failed in. Pub/Sub publishes to the main topic (every subscription receives it: the
 /// subscriptions are listed and `--allow-fanout` asked for once connected, see
 /// [`Session::check_fanout`]); RabbitMQ's mover publishes each message to the queue its
-/// x-death names; Kafka and (until its mover routes per message) SQS are refused here,
-/// before anything is read.
+/// x-death names, SQS's sends each to the queue its `DeadLetterQueueSourceArn` names; Kafka
+/// is refused here, before anything is read.
 fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
     let refused = |why: String| {
         RedriveError::Refused(format!(
@@ -150,13 +150,16 @@ fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
             source: true,
             failed_consumer: true,
             fanout: Vec::new(),
+            ..Destination::default()
         }),
-        backend::FailedConsumer::PerMessage(name) => Ok(Destination {
-            name: name.to_owned(),
-            source: false,
-            failed_consumer: true,
-            fanout: Vec::new(),
-        }),
+        backend::FailedConsumer::PerMessage(name) | backend::FailedConsumer::BySource(name) => {
+            Ok(Destination {
+                name: name.to_owned(),
+                source: false,
+                failed_consumer: true,
+                ..Destination::default()
+            })
+        }
         backend::FailedConsumer::Refused(why) => Err(refused(why)),
     }
 }
@@ -218,6 +221,7 @@ pub fn check<'a>(
             source: true,
             failed_consumer: false,
             fanout: Vec::new(),
+            ..Destination::default()
         }
     } else {
         Destination {
@@ -225,6 +229,7 @@ pub fn check<'a>(
             source: false,
             failed_consumer: false,
             fanout: Vec::new(),
+            ..Destination::default()
         }
     };
     if ask.native && !backend::native_move(r.backend) {
@@ -466,8 +471,22 @@ impl Session<'_> {
     /// The dry run: what would move, moving nothing.
     pub async fn dry_run(mut self) -> Result<Report, BackendError> {
         let (r, ask) = (&self.checked.r, self.checked.ask);
-        let dry = dry_run(r, &self.reader, &self.checked.select, ask.samples, ask.scan).await?;
+        let by_source = self.checked.to.failed_consumer
+            && matches!(
+                backend::failed_consumer(r.backend, "", ""),
+                backend::FailedConsumer::BySource(_)
+            );
+        let look = Look {
+            samples: ask.samples,
+            scan: ask.scan,
+            by_source,
+        };
+        let dry = dry_run(r, &self.reader, &self.checked.select, look).await?;
         let report = &mut self.report;
+        if by_source {
+            report.destination.sources = dry.sources;
+            report.destination.without_source = Some(dry.without_source).filter(|n| *n > 0);
+        }
         report.examined = dry.examined;
         report.not_selected = dry.not_selected;
         report.skipped_at_max_redrives = dry.at_limit;
@@ -678,6 +697,14 @@ fn add(report: &mut Report, t: &Tally) {
             report.incomplete.push(why);
         }
     }
+    let d = &mut report.destination;
+    for s in t.sources() {
+        redrive::count_source(&mut d.sources, &s.source, &s.queue, s.count);
+    }
+    let without = t.without_source.load(Ordering::Relaxed);
+    if without > 0 {
+        d.without_source = Some(d.without_source.unwrap_or(0) + without);
+    }
 }
 
 /// What the Ctrl-C handler says was moved: the batches done, and the one in flight.
@@ -846,6 +873,21 @@ struct DryRun {
     at_limit: u64,
     not_selected: u64,
     examined: u64,
+    /// `--to failed-consumer` by source: what would move, per source.
+    sources: Vec<redrive::SourceCount>,
+    /// The same: chosen messages that name no source (they would stay, not counted as
+    /// moving).
+    without_source: u64,
+}
+
+/// What a dry run reads and how it counts.
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    samples: usize,
+    scan: usize,
+    /// `--to failed-consumer` where the backend sends each message to the source the broker
+    /// recorded on it ([`backend::FailedConsumer::BySource`]): counted per source.
+    by_source: bool,
 }
 
 /// Reads up to `scan` messages of the DLQ as `status` does and applies the selection to them.
@@ -853,9 +895,13 @@ async fn dry_run(
     r: &Resolved,
     reader: &Reader,
     select: &Selection,
-    samples: usize,
-    scan: usize,
+    look: Look,
 ) -> Result<DryRun, BackendError> {
+    let Look {
+        samples,
+        scan,
+        by_source,
+    } = look;
     let read = ReadOptions {
         samples: 0,
         scan,
@@ -877,6 +923,7 @@ async fn dry_run(
     let read_all = total == Some(observed.messages.len() as u64);
     let (mut chosen, mut at_limit, mut not_selected) = (Vec::new(), 0, 0);
     let mut diffs = Vec::new();
+    let (mut sources, mut without_source) = (Vec::new(), 0);
     for m in &observed.messages {
         let room = select.limit.is_none_or(|l| (chosen.len() as u64) < l);
         if !room && select.transform.is_some() {
@@ -884,7 +931,19 @@ async fn dry_run(
             continue;
         }
         match redrive::decide_copy(select, m, now) {
+            // Names no source: stays, as the run leaves it (not counted against --limit).
+            (Decision::Move, _)
+                if by_source && backend::failed_consumer_source(r.backend, m).is_none() =>
+            {
+                without_source += 1;
+            }
             (Decision::Move, edit) if room => {
+                if let Some((source, queue)) = by_source
+                    .then(|| backend::failed_consumer_source(r.backend, m))
+                    .flatten()
+                {
+                    redrive::count_source(&mut sources, &source, &queue, 1);
+                }
                 if edit.prints.is_some() && diffs.len() < samples {
                     diffs.push(redrive::CopyDiff {
                         id: status::safe(&crate::secrets::text(&m.id)),
@@ -942,6 +1001,8 @@ async fn dry_run(
         at_limit,
         not_selected,
         examined,
+        sources,
+        without_source,
     })
 }
 

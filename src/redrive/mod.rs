@@ -238,6 +238,10 @@ pub struct Tally {
     /// the id it will move under, until it moved; then in `transformed`.
     edits: Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
     transformed: Mutex<Vec<transform::Transformed>>,
+    /// `--to failed-consumer` by source: what moved to each source ([`Tally::moved_to`]).
+    sources: Mutex<Vec<SourceCount>>,
+    /// The same: chosen messages that named no source, left in the DLQ.
+    pub without_source: AtomicU64,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -273,6 +277,8 @@ impl Default for Tally {
             chosen: Mutex::new(std::collections::HashMap::new()),
             edits: Mutex::new(std::collections::HashMap::new()),
             transformed: Mutex::new(Vec::new()),
+            sources: Mutex::new(Vec::new()),
+            without_source: AtomicU64::new(0),
         }
     }
 }
@@ -417,6 +423,21 @@ impl Tally {
         self.moved_ids.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
+    /// Records that `n` messages moved to source `source` (queue `queue`): `--to
+    /// failed-consumer` by source.
+    pub fn moved_to(&self, source: &str, queue: &str, n: u64) {
+        if n > 0
+            && let Ok(mut v) = self.sources.lock()
+        {
+            count_source(&mut v, source, queue, n);
+        }
+    }
+
+    /// What [`Tally::moved_to`] recorded.
+    pub fn sources(&self) -> Vec<SourceCount> {
+        self.sources.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
     /// The reasons recorded by [`Tally::incomplete`].
     pub fn incomplete_reasons(&self) -> Vec<String> {
         self.incomplete
@@ -443,6 +464,39 @@ pub struct Destination {
     /// of a `--to failed-consumer --allow-fanout` run says it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fanout: Vec<String>,
+    /// `--to failed-consumer` where each message goes back to the source the broker recorded
+    /// on it (SQS: `DeadLetterQueueSourceArn`): per source, the messages that would move
+    /// there (dry run) or moved there (run), most first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceCount>,
+    /// The same: chosen messages that name no source. They stay in the dead-letter queue
+    /// (never guessed), and the run says so (not complete).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub without_source: Option<u64>,
+}
+
+/// One source of a `--to failed-consumer` run and its count ([`Destination::sources`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceCount {
+    /// As the broker recorded it (SQS: the queue's ARN).
+    pub source: String,
+    /// The queue's name.
+    pub queue: String,
+    pub count: u64,
+}
+
+/// Adds `n` messages of `source` (queue `queue`) to `list`, kept most first (then by source).
+pub fn count_source(list: &mut Vec<SourceCount>, source: &str, queue: &str, n: u64) {
+    match list.iter_mut().find(|s| s.source == source) {
+        Some(s) => s.count += n,
+        None => list.push(SourceCount {
+            source: source.to_owned(),
+            queue: queue.to_owned(),
+            count: n,
+        }),
+    }
+    list.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.source.cmp(&b.source)));
 }
 
 /// The reserved `--to` word: back to the consumer the message failed in only, never to every
@@ -927,6 +981,7 @@ pub fn human(r: &Report) -> String {
                 " (among the messages read; more may match)"
             }
         ));
+        out.push_str(&sources_line(&r.destination, "would stay"));
         if !w.by_error_class.is_empty() {
             let classes: Vec<String> = w
                 .by_error_class
@@ -1016,6 +1071,7 @@ pub fn human(r: &Report) -> String {
         }
     }
     out.push_str(".\n");
+    out.push_str(&sources_line(&r.destination, "stayed"));
     for why in &r.incomplete {
         out.push_str(&format!("  not complete: {why}\n"));
     }
@@ -1052,6 +1108,28 @@ pub fn human(r: &Report) -> String {
     if let Some(by) = r.moved_by {
         out.push_str(&format!(
             "  moved by {by} (--native): the messages went back as they were, with no dlq-redrive-count and no maxRedrives check.\n"
+        ));
+    }
+    out
+}
+
+/// `--to failed-consumer` by source: the sources and their counts, and the messages that
+/// name none (`stay`: what became of them); empty when the destination has neither.
+fn sources_line(d: &Destination, stay: &str) -> String {
+    let mut out = String::new();
+    if !d.sources.is_empty() {
+        let each: Vec<String> = d
+            .sources
+            .iter()
+            .map(|s| format!("{} {}", s.queue, s.count))
+            .collect();
+        out.push_str(&format!("  sources   {}\n", each.join(", ")));
+    }
+    if let Some(n) = d.without_source {
+        out.push_str(&format!(
+            "  {n} message{} name{} no source: {stay} in the dead-letter queue\n",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" },
         ));
     }
     out
@@ -1125,6 +1203,7 @@ mod tests {
                 source: true,
                 failed_consumer: false,
                 fanout: Vec::new(),
+                ..Destination::default()
             },
             dry_run: true,
             selection: SelectionRecord {
@@ -1244,6 +1323,44 @@ mod tests {
             "--transform failed on 3 messages; they stay in `orders.dlq` (the first, o-10: cannot parse <str> as number; every id, up to 100: transform.failed in --format json)".into(),
         ];
         insta::assert_snapshot!("redrive-run-transform", human(&r));
+    }
+
+    /// Issue 37, to the failed consumer on SQS: sources are counted most first (then by
+    /// source), and the report says them, and what names none, in the dry run and the run.
+    #[test]
+    fn a_run_by_source_lists_its_sources_and_what_stays() {
+        let mut list = Vec::new();
+        for (source, queue) in [("arn:b", "b"), ("arn:a", "a"), ("arn:b", "b")] {
+            count_source(&mut list, source, queue, 1);
+        }
+        count_source(&mut list, "arn:c", "c", 2);
+        let order: Vec<(&str, u64)> = list.iter().map(|s| (s.queue.as_str(), s.count)).collect();
+        assert_eq!(order, [("b", 2), ("c", 2), ("a", 1)]);
+        let d = Destination {
+            name: "the queue each message came from".into(),
+            failed_consumer: true,
+            sources: list,
+            without_source: Some(1),
+            ..Destination::default()
+        };
+        assert_eq!(
+            sources_line(&d, "stayed"),
+            "  sources   b 2, c 2, a 1\n  1 message names no source: stayed in the dead-letter queue\n"
+        );
+        let json = serde_json::to_value(&d).expect("json");
+        assert_eq!(json["sources"][0]["source"], "arn:b");
+        assert_eq!(json["withoutSource"], 1);
+        // Another destination shows neither (and its JSON is as it was).
+        let plain = Destination {
+            name: "orders".into(),
+            source: true,
+            ..Destination::default()
+        };
+        assert_eq!(sources_line(&plain, "stayed"), "");
+        assert_eq!(
+            serde_json::to_value(&plain).expect("json"),
+            serde_json::json!({"name": "orders", "source": true})
+        );
     }
 
     /// Issue 37: `--group` and `--where` compose with `--class` and the ping-pong guard: a

@@ -47,6 +47,7 @@ macro_rules! fixture_face {
 }
 
 pub mod discovery;
+pub mod elasticmq;
 pub mod exporter;
 pub mod fake;
 pub mod kafka;

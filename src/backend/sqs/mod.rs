@@ -126,6 +126,41 @@ pub fn queue_id(target: &str, name: &str) -> ResourceId {
     }
 }
 
+/// A queue ARN's parts (`arn:<partition>:sqs:<region>:<account>:<name>`), as SQS writes
+/// one in a message's `DeadLetterQueueSourceArn`; `None`: not an SQS queue ARN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueArn {
+    pub region: String,
+    pub account: String,
+    pub name: String,
+}
+
+impl QueueArn {
+    pub fn parse(arn: &str) -> Option<QueueArn> {
+        let mut parts = arn.trim().splitn(6, ':');
+        let (arn_word, _partition, service) = (parts.next()?, parts.next()?, parts.next()?);
+        let (region, account, name) = (parts.next()?, parts.next()?, parts.next()?);
+        let ok = arn_word == "arn"
+            && service == "sqs"
+            && !account.is_empty()
+            && !name.is_empty()
+            && !name.contains([':', '/']);
+        ok.then(|| QueueArn {
+            region: region.to_owned(),
+            account: account.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// `--to failed-consumer`: the source a dead letter goes back to, by its
+/// `DeadLetterQueueSourceArn` (which SQS sets when a redrive policy moves it), and that
+/// queue's name; `None`: none, or not a queue ARN.
+pub fn failed_consumer_source(m: &crate::status::Message) -> Option<(String, String)> {
+    let arn = m.source.as_deref()?;
+    QueueArn::parse(arn).map(|q| (arn.trim().to_owned(), q.name))
+}
+
 /// Why a live object is not dlqctl's at all, whatever its channel (`None`: it is).
 pub(super) fn ownership_problem_any(tags: &BTreeMap<String, String>) -> Option<String> {
     let channel = tags.get(TAG_CHANNEL).map_or("", String::as_str);
@@ -212,6 +247,33 @@ mod tests {
     use crate::backend::wire::aws::{AwsError, ErrorKind};
     use crate::plan::{Action, diff};
     use crate::resource::{Desired, Props, Role};
+
+    #[test]
+    fn a_source_arn_names_its_queue_and_account() {
+        assert_eq!(
+            QueueArn::parse("arn:aws:sqs:us-east-1:000000000000:orders-a"),
+            Some(QueueArn {
+                region: "us-east-1".into(),
+                account: "000000000000".into(),
+                name: "orders-a".into(),
+            })
+        );
+        assert_eq!(
+            QueueArn::parse("arn:aws-cn:sqs:cn-north-1:123456789012:o.fifo").map(|a| a.name),
+            Some("o.fifo".to_owned())
+        );
+        for bad in [
+            "",
+            "orders-a",
+            "arn:aws:sns:us-east-1:000000000000:topic",
+            "arn:aws:sqs:us-east-1::orders",
+            "arn:aws:sqs:us-east-1:000000000000:",
+            "arn:aws:sqs:us-east-1:000000000000:a:b",
+            "https://sqs.us-east-1.amazonaws.com/000000000000/orders",
+        ] {
+            assert_eq!(QueueArn::parse(bad), None, "`{bad}`");
+        }
+    }
 
     fn attrs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

@@ -527,6 +527,38 @@ impl Reader {
             .and_then(|a| live_queue(&a).messages))
     }
 
+    /// The URL of queue `name` of account `account` (GetQueueUrl with
+    /// `QueueOwnerAWSAccountId`: a source queue named by a message's
+    /// `DeadLetterQueueSourceArn` may be another account's). Not cached: the caller keeps
+    /// what it needs. `None`: it does not exist (or is not shared with these credentials).
+    pub(super) async fn url_in(
+        &self,
+        name: &str,
+        account: &str,
+    ) -> Result<Option<String>, AwsError> {
+        let what = format!("queue {name} of account {account}");
+        let res = self
+            .aws
+            .read("sqs:GetQueueUrl", |c| {
+                let (name, account, what) = (name.to_owned(), account.to_owned(), what.clone());
+                async move {
+                    c.sqs
+                        .get_queue_url()
+                        .queue_name(name)
+                        .queue_owner_aws_account_id(account)
+                        .send()
+                        .await
+                        .map_err(|e| classify("sqs:GetQueueUrl", &what, e))
+                }
+            })
+            .await;
+        match res {
+            Ok(out) => Ok(out.queue_url().map(str::to_owned)),
+            Err(e) if e.is_code(&NO_SUCH_QUEUE) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(super) async fn queue_tags(
         &self,
         name: &str,
@@ -534,6 +566,16 @@ impl Reader {
         let Some(url) = self.url(name).await? else {
             return Ok(None);
         };
+        self.queue_tags_at(name, &url).await
+    }
+
+    /// [`Reader::queue_tags`] of the queue at `url` (named `name` in errors).
+    pub(super) async fn queue_tags_at(
+        &self,
+        name: &str,
+        url: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let url = url.to_owned();
         let what = format!("queue {name}");
         let res = self
             .aws

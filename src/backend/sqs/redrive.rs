@@ -14,7 +14,13 @@
 //!   default list of replication and tracing headers shed, gains `dlq-redrive-count` + 1; on
 //!   FIFO queues it keeps its `MessageGroupId`, and its deduplication id is the original
 //!   message id;
-//! - never from a DLQ with a redrive policy of its own: each receive counts towards it.
+//! - never from a DLQ with a redrive policy of its own: each receive counts towards it;
+//! - `--to failed-consumer`: each message goes back to its own source, the queue its
+//!   `DeadLetterQueueSourceArn` names (SQS sets it when a redrive policy moves a message, so
+//!   one DLQ fed by several sources returns each to its own, as SQS's own move task does
+//!   without a destination), one SendMessageBatch per source ([`Mover::route`] says which
+//!   sources may be sent to). A message without one (sent to the DLQ directly) stays, and the
+//!   run says so: never guessed, never "complete".
 //!
 //! With `--native`, SQS's own StartMessageMoveTask does the moving instead, for a whole
 //! standard queue back to its source ([`super::move_task`]); one running on the DLQ refuses
@@ -32,6 +38,7 @@ use aws_sdk_sqs::types::{
     SendMessageBatchRequestEntry,
 };
 
+use super::QueueArn;
 use super::move_task;
 use super::read::Reader;
 use crate::backend::kit::errors::MoveError;
@@ -103,24 +110,36 @@ impl Mover {
             )));
         }
         let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true");
+        let dlq_arn = attrs.get("QueueArn").cloned().unwrap_or_default();
         let dest = if run.to.source { &r.main } else { &run.to.name };
-        if !run.to.source && !run.allow_unowned {
-            // Owned: tagged by dlqctl (for some channel). A missing queue is said below.
-            let tags = self.reader.queue_tags(dest).await.map_err(MoveError::of)?;
-            if let Some(tags) = tags {
-                run.check_owned(not_dlqctls(&tags)).map_err(MoveError)?;
+        let mut to = if run.to.failed_consumer {
+            // Each message to the queue its DeadLetterQueueSourceArn names, as met.
+            To::BySource(Routes {
+                main: r.main.clone(),
+                dlq_arn: QueueArn::parse(&dlq_arn),
+                dlq_url: url.clone(),
+                known: HashMap::new(),
+            })
+        } else {
+            if !run.to.source && !run.allow_unowned {
+                // Owned: tagged by dlqctl (for some channel). A missing queue is said below.
+                let tags = self.reader.queue_tags(dest).await.map_err(MoveError::of)?;
+                if let Some(tags) = tags {
+                    run.check_owned(not_dlqctls(&tags)).map_err(MoveError)?;
+                }
             }
-        }
-        let dest_url = self
-            .reader
-            .url(dest)
-            .await
-            .map_err(MoveError::of)?
-            .ok_or_else(|| {
-                MoveError(format!(
-                    "the destination queue `{dest}` does not exist; nothing was moved"
-                ))
-            })?;
+            To::Queue(
+                self.reader
+                    .url(dest)
+                    .await
+                    .map_err(MoveError::of)?
+                    .ok_or_else(|| {
+                        MoveError(format!(
+                            "the destination queue `{dest}` does not exist; nothing was moved"
+                        ))
+                    })?,
+            )
+        };
         let count = |k: &str| attrs.get(k).and_then(|v| v.parse::<u64>().ok());
         let total: u64 = [
             "ApproximateNumberOfMessages",
@@ -134,7 +153,6 @@ impl Mover {
         let in_flight = count("ApproximateNumberOfMessagesNotVisible").unwrap_or(0);
         // SQS's own move task: one running on the DLQ refuses this run; with `--native`, a
         // whole standard queue back to its source is handed to it (`move_task`).
-        let dlq_arn = attrs.get("QueueArn").cloned().unwrap_or_default();
         match move_task::tasks(&self.reader, dlq, &dlq_arn).await {
             Ok(tasks) => {
                 if let Some(e) = move_task::running(dlq, &tasks) {
@@ -163,9 +181,17 @@ impl Mover {
         let native = run.service_task;
         self.lock(dlq, &url, &run.holder).await?;
         let result = if native {
-            match self.arn(dest, &dest_url).await {
-                Ok(dest_arn) => move_task::run(&self.reader, dlq, &dlq_arn, &dest_arn, run).await,
-                Err(e) => Err(e),
+            match &to {
+                To::Queue(dest_url) => match self.arn(dest, dest_url).await {
+                    Ok(dest_arn) => {
+                        move_task::run(&self.reader, dlq, &dlq_arn, &dest_arn, run).await
+                    }
+                    Err(e) => Err(e),
+                },
+                // Refused above (`--native` takes no `--to`).
+                To::BySource(_) => Err(MoveError(
+                    "--native takes no --to; nothing was moved".into(),
+                )),
             }
         } else {
             let start = Start {
@@ -175,7 +201,7 @@ impl Mover {
                 role: r.dead_letter_role,
                 headers: &r.headers,
             };
-            self.run(dlq, &url, &dest_url, start, run).await
+            self.run(dlq, &url, &mut to, start, run).await
         };
         let unlocked = self.unlock(dlq, &url, &run.holder).await;
         result.and(unlocked)
@@ -185,7 +211,7 @@ impl Mover {
         &self,
         dlq: &str,
         url: &str,
-        dest_url: &str,
+        to: &mut To,
         start: Start<'_>,
         run: &Run,
     ) -> Result<(), MoveError> {
@@ -209,6 +235,10 @@ impl Mover {
         let mut seen: BTreeSet<String> = BTreeSet::new();
         let mut received: u64 = 0;
         let mut held: Vec<String> = Vec::new();
+        // `--to failed-consumer`: the ids of messages that name no source (they stay), and
+        // why the run stops when a source may not be sent to (what follows it is held).
+        let mut without_source: Vec<String> = Vec::new();
+        let mut refused: Option<MoveError> = None;
         let mut result = Ok(());
         let mut empty = 0;
         let mut last_check = std::time::Instant::now();
@@ -274,7 +304,15 @@ impl Mover {
             let mut chosen = Vec::new();
             // `--transform`: what each chosen message's copy is made of, in step with `chosen`.
             let mut edits = Vec::new();
+            // `--to failed-consumer`: where each of `chosen` goes (its source).
+            let mut chosen_to: Vec<Source> = Vec::new();
             for m in fresh {
+                if refused.is_some() {
+                    // Behind a message this run may not send: handed back, not examined.
+                    seen.insert(m.message_id().unwrap_or_default().to_owned());
+                    held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                    continue;
+                }
                 let group = fifo.then(|| group_of(&m)).flatten();
                 if group.as_ref().is_some_and(|g| blocked_groups.contains(g)) {
                     // Behind a message of its group that stays: held, not examined.
@@ -299,6 +337,32 @@ impl Mover {
                 if d == Decision::Move && run.stop.load(Ordering::SeqCst) {
                     d = Decision::NotSelected;
                 }
+                let mut source = None;
+                if d == Decision::Move
+                    && let To::BySource(routes) = &mut *to
+                {
+                    let id = m.message_id().unwrap_or_default().to_owned();
+                    match self.route(&m, dlq, routes, run).await {
+                        Ok(Route::To(s)) => source = Some(s),
+                        Ok(Route::NoSource) => without_source.push(id.clone()),
+                        Ok(Route::Gone(why)) => run.tally.incomplete(why),
+                        Err(e) => refused = Some(e),
+                    }
+                    if source.is_none() {
+                        // Never guessed: it stays, and so does what follows it in its FIFO
+                        // group. Refused: this one and what follows it in the batch are
+                        // handed back, and the run stops after moving what came before.
+                        if refused.is_none() {
+                            run.tally.add(&d);
+                            if let Some(g) = group {
+                                blocked_groups.insert(g);
+                            }
+                        }
+                        seen.insert(id);
+                        held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                        continue;
+                    }
+                }
                 let mut edit = redrive::transform::Edit::default();
                 if d == Decision::Move {
                     (d, edit) = redrive::copy_of(&run.select, &msg, now_ms());
@@ -310,6 +374,7 @@ impl Mover {
                     run.tally.chose(id, redrive::since(&run.select, &msg));
                     chosen.push(m);
                     edits.push(edit);
+                    chosen_to.extend(source);
                 } else {
                     if let Some(g) = group {
                         blocked_groups.insert(g);
@@ -323,15 +388,51 @@ impl Mover {
                     self.archive_batch(dlq, url, role, &chosen, sink, run, &mut held)
                         .await
                 }
-                None => {
-                    self.move_batch(dlq, url, dest_url, (fifo, headers), (&chosen, &edits), run)
+                None => match &*to {
+                    To::Queue(dest_url) => {
+                        self.move_batch(dlq, url, dest_url, (fifo, headers), (&chosen, &edits), run)
+                            .await
+                    }
+                    To::BySource(_) => {
+                        self.move_by_source(
+                            dlq,
+                            url,
+                            (fifo, headers),
+                            (chosen, edits),
+                            chosen_to,
+                            run,
+                        )
                         .await
-                }
+                    }
+                },
             };
             if let Err(e) = moved {
                 result = Err(e);
                 break;
             }
+            // What was chosen before it moved; the run stops here.
+            if let Some(e) = refused.take() {
+                result = Err(e);
+                break;
+            }
+        }
+        if !without_source.is_empty() {
+            let n = without_source.len();
+            run.tally
+                .without_source
+                .fetch_add(n as u64, Ordering::Relaxed);
+            let mut ids: Vec<String> = without_source
+                .iter()
+                .take(10)
+                .map(|i| format!("`{i}`"))
+                .collect();
+            if n > 10 {
+                ids.push(format!("and {} more", n - 10));
+            }
+            run.tally.incomplete(format!(
+                "{n} message(s) of `{dlq}` have no DeadLetterQueueSourceArn (SQS sets it only when a source queue's redrive policy moves a message; these were sent to `{dlq}` directly), so the queue they failed in is unknown: {}; they stay in `{dlq}` (redrive them with --to QUEUE)",
+                ids.join(", ")
+            ));
         }
         // What this run could not examine, said in the report (never "complete").
         let finished = result.is_ok() && !run.done();
@@ -515,6 +616,123 @@ impl Mover {
                 hold().unwrap_or(HOLD)
             )))
         }
+    }
+
+    /// `--to failed-consumer`: `chosen` sent back to their sources (`to`, one per message),
+    /// one [`Mover::move_batch`] per source in the order each is first met, so each source
+    /// receives its messages in the order they were read (FIFO groups keep their order).
+    /// What moved to each source is counted in the tally ([`redrive::Tally::moved_to`]).
+    async fn move_by_source(
+        &self,
+        dlq: &str,
+        url: &str,
+        copies: (bool, &HeaderRules),
+        (chosen, edits): (Vec<aws_sdk_sqs::types::Message>, Vec<Edit>),
+        to: Vec<Source>,
+        run: &Run,
+    ) -> Result<(), MoveError> {
+        type Part = (Source, Vec<aws_sdk_sqs::types::Message>, Vec<Edit>);
+        let mut parts: Vec<Part> = Vec::new();
+        for ((m, e), s) in chosen.into_iter().zip(edits).zip(to) {
+            match parts.iter_mut().find(|(p, _, _)| p.arn == s.arn) {
+                Some((_, ms, es)) => {
+                    ms.push(m);
+                    es.push(e);
+                }
+                None => parts.push((s, vec![m], vec![e])),
+            }
+        }
+        for (s, ms, es) in parts {
+            let before = run.tally.moved();
+            let sent = self
+                .move_batch(dlq, url, &s.url, copies, (&ms, &es), run)
+                .await;
+            run.tally
+                .moved_to(&s.arn, &s.name, run.tally.moved().saturating_sub(before));
+            sent?;
+        }
+        Ok(())
+    }
+
+    /// `--to failed-consumer`: where message `m` goes back to, by its
+    /// `DeadLetterQueueSourceArn`, each source resolved once per run (GetQueueUrl with the
+    /// ARN's account).
+    ///
+    /// A source other than the channel's main queue must be owned by the target, as a
+    /// `--to QUEUE` must (tagged by dlqctl; else `--allow-unowned-destination`), rather than
+    /// taken on the word of its redrive policy: a redrive policy naming this DLQ shows only
+    /// that the queue dead-letters here, not that this target may write to it (another team's
+    /// queue can point at a shared DLQ). The channel's own main queue is never asked, as with
+    /// `--to source`. RabbitMQ's mover checks the queue an x-death names the same way.
+    async fn route(
+        &self,
+        m: &aws_sdk_sqs::types::Message,
+        dlq: &str,
+        routes: &mut Routes,
+        run: &Run,
+    ) -> Result<Route, MoveError> {
+        let Some((arn, q)) = m
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::DeadLetterQueueSourceArn))
+            .map(|a| a.trim().to_owned())
+            .and_then(|a| QueueArn::parse(&a).map(|q| (a, q)))
+        else {
+            return Ok(Route::NoSource);
+        };
+        if let Some(known) = routes.known.get(&arn) {
+            return Ok(known.clone());
+        }
+        let here = routes.dlq_arn.as_ref();
+        let own = q.name == routes.main && here.is_none_or(|d| d.account == q.account);
+        // SQS keeps a DLQ in its sources' region; a client finds queues of its own region only.
+        let elsewhere = here.is_some_and(|d| d.region != q.region);
+        let found = if elsewhere {
+            None
+        } else {
+            self.reader
+                .url_in(&q.name, &q.account)
+                .await
+                .map_err(MoveError::of)?
+        };
+        let route = match found {
+            None if elsewhere => Route::Gone(format!(
+                "the source queue {arn} is in another region than `{dlq}`; the messages that came from it stay in `{dlq}`"
+            )),
+            None => Route::Gone(format!(
+                "the source queue `{}` (DeadLetterQueueSourceArn {arn}) does not exist any more; the messages that came from it stay in `{dlq}` (recreate it, or redrive them with --to QUEUE)",
+                q.name
+            )),
+            Some(u) if u == routes.dlq_url => Route::Gone(format!(
+                "DeadLetterQueueSourceArn {arn} names `{dlq}` itself; those messages stay in it"
+            )),
+            Some(u) => {
+                if !own && !run.allow_unowned {
+                    let tags = self
+                        .reader
+                        .queue_tags_at(&q.name, &u)
+                        .await
+                        .map_err(MoveError::of)?;
+                    let why = match tags {
+                        Some(t) => not_dlqctls(&t),
+                        None => Some("the queue does not exist".to_owned()),
+                    };
+                    if let Some(why) = why {
+                        return Err(MoveError(format!(
+                            "not redriving into `{}` (the source queue message {} came from, by its DeadLetterQueueSourceArn): {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway",
+                            q.name,
+                            m.message_id().unwrap_or_default()
+                        )));
+                    }
+                }
+                Route::To(Source {
+                    arn: arn.clone(),
+                    url: u,
+                    name: q.name.clone(),
+                })
+            }
+        };
+        routes.known.insert(arn, route.clone());
+        Ok(route)
     }
 
     /// One SendMessageBatch of the entries `part`, then the DeleteMessageBatch of those sent.
@@ -703,6 +921,45 @@ struct Start<'a> {
     role: DeadLetterRole,
     /// What the copies leave behind of the messages' attributes (`deadLetter.redrive`).
     headers: &'a HeaderRules,
+}
+
+/// Where a run sends what it moves.
+enum To {
+    /// One queue (`--to source`, `--to QUEUE`): its URL.
+    Queue(String),
+    /// `--to failed-consumer`: each message to its own source.
+    BySource(Routes),
+}
+
+/// `--to failed-consumer`: the sources met so far, each resolved once per run.
+struct Routes {
+    /// The channel's main queue, and the DLQ's ARN: a source that is that queue in the
+    /// DLQ's account is the channel's own.
+    main: String,
+    dlq_arn: Option<QueueArn>,
+    /// The DLQ's URL (no message goes back into it).
+    dlq_url: String,
+    /// By source ARN.
+    known: HashMap<String, Route>,
+}
+
+/// Where one message goes back to ([`Mover::route`]).
+#[derive(Debug, Clone)]
+enum Route {
+    To(Source),
+    /// No `DeadLetterQueueSourceArn` (or not a queue ARN): it stays, and is reported.
+    NoSource,
+    /// The source cannot receive it (gone): it stays; why, for the report.
+    Gone(String),
+}
+
+/// A source queue a message goes back to.
+#[derive(Debug, Clone)]
+struct Source {
+    /// As SQS recorded it (`DeadLetterQueueSourceArn`).
+    arn: String,
+    url: String,
+    name: String,
 }
 
 /// How one SendMessageBatch went, when SQS answered.

@@ -128,7 +128,11 @@ impl Reader {
         if observed.dead_letter.total.is_none_or(|n| n == 0) {
             return Ok(observed);
         }
-        observed.metric_age_seconds = self.oldest_age_metric(&r.dead_letter).await?;
+        // Redrive's reads need no CloudWatch age either (its dry run ages the messages it
+        // read), so a redrive works where only SQS answers (ElasticMQ).
+        if !read.redrive_view {
+            observed.metric_age_seconds = self.oldest_age_metric(&r.dead_letter).await?;
+        }
         let visible = observed.dead_letter.ready.is_some_and(|n| n > 0);
         if !visible || read.scan == 0 {
             return Ok(observed);
@@ -260,6 +264,11 @@ impl Reader {
                         .wait_time_seconds(0)
                         .message_attribute_names("All")
                         .message_system_attribute_names(MessageSystemAttributeName::All)
+                        // Named too, though `All` includes it: where `--to failed-consumer`
+                        // sends the message back (the mover), and `source` (status).
+                        .message_system_attribute_names(
+                            MessageSystemAttributeName::DeadLetterQueueSourceArn,
+                        )
                         .send()
                         .await
                         .map_err(|e| classify("sqs:ReceiveMessage", &what, e))
