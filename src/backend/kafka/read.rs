@@ -317,6 +317,7 @@ impl Reader {
                 }
             }
         }
+        out.extend(self.read_share_groups(ids).await?);
         if !ids.iter().any(|i| i.kind == Kind::Topic) {
             return Ok(out);
         }
