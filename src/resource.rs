@@ -30,6 +30,7 @@ pub enum Kind {
     /// A Kafka ACL binding on a topic (`kafka.acls`), named `<topic> <OPERATION> <principal>`.
     Acl,
     /// A Kafka share group's dead-letter configs (`kafka.shareGroups`, KIP-1191).
+    #[serde(rename = "share-group")]
     ShareGroup,
 }
 

@@ -271,7 +271,10 @@ impl Writer {
         }
         if !groups.is_empty() {
             let batch: Vec<&Change> = groups.iter().map(|i| changes[*i]).collect();
-            for (i, r) in groups.iter().zip(self.reader.alter_share_groups(&batch).await) {
+            for (i, r) in groups
+                .iter()
+                .zip(self.reader.alter_share_groups(&batch).await)
+            {
                 out[*i] = Some(r);
             }
         }

@@ -28,7 +28,10 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         }
         // The broker writes a share group's dead letters only to a topic that allows it.
         if role == Role::DeadLetter && name == r.dead_letter && super::share::has_share_groups(r) {
-            props.insert(format!("config.{}", super::share::TOPIC_ENABLE), json!("true"));
+            props.insert(
+                format!("config.{}", super::share::TOPIC_ENABLE),
+                json!("true"),
+            );
         }
         Desired {
             id: topic_id(&r.target, name),

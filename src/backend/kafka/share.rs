@@ -265,7 +265,9 @@ mod tests {
             })
         );
         assert_eq!(
-            got[1].1.get("config.errors.deadletterqueue.copy.record.enable"),
+            got[1]
+                .1
+                .get("config.errors.deadletterqueue.copy.record.enable"),
             Some(&json!("false"))
         );
         assert!(

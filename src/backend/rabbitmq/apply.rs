@@ -175,10 +175,9 @@ impl Writer {
                 )
                 .await
             }
-            (
-                Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl | Kind::ShareGroup,
-                _,
-            ) => Ok(()),
+            (Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl | Kind::ShareGroup, _) => {
+                Ok(())
+            }
         }
     }
 
