@@ -249,7 +249,12 @@ fn rejected_and_exhausted_records_are_dead_lettered_by_the_broker_and_status_rea
         }],
     );
     let drift = f.run(&["plan", "channel.yaml", "--format", "json"]);
-    assert!(drift.code == 0 || drift.code == 2, "{}{}", drift.stdout, drift.stderr);
+    assert!(
+        drift.code == 0 || drift.code == 2,
+        "{}{}",
+        drift.stdout,
+        drift.stderr
+    );
     let doc: serde_json::Value = serde_json::from_str(&drift.stdout).expect("plan JSON");
     assert_eq!(doc["summary"]["update"], 1, "{}", drift.stdout);
     let changes = doc["changes"].as_array().expect("changes");

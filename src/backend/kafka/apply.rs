@@ -271,10 +271,11 @@ impl Writer {
         }
         if !groups.is_empty() {
             let batch: Vec<&Change> = groups.iter().map(|i| changes[*i]).collect();
-            for (i, r) in groups
-                .iter()
-                .zip(self.reader.alter_share_groups(&batch).await)
-            {
+            self.reader
+                .stats
+                .count("kafka:IncrementalAlterConfigs(group)");
+            let answers = super::share::alter_groups(&self.reader.admin, &batch).await;
+            for (i, r) in groups.iter().zip(answers) {
                 out[*i] = Some(r);
             }
         }

@@ -21,8 +21,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::ffi::{self, ConfigOp};
-use super::read::Reader;
+use std::sync::Arc;
+
+use super::ffi::{self, Admin, ConfigOp};
 use super::*;
 use crate::plan::Change;
 use crate::resource::{Desired, Live, Props};
@@ -37,10 +38,7 @@ pub const DELIVERY_LIMIT: &str = "share.delivery.count.limit";
 /// The topic config without which the broker refuses to write dead letters to a topic.
 pub const TOPIC_ENABLE: &str = "errors.deadletterqueue.group.enable";
 /// Kafka 4.4's default `errors.deadletterqueue.topic.name.prefix` (a cluster setting).
-pub const DLQ_PREFIX: &str = "dlq.";
-/// `group.share.min.delivery.count.limit` and `group.share.max.delivery.count.limit` at
-/// Kafka 4.4's defaults: the range the broker takes for [`DELIVERY_LIMIT`].
-pub const DELIVERY_LIMITS: (u32, u32) = (2, 10);
+pub use crate::spec::model::SHARE_DLQ_PREFIX as DLQ_PREFIX;
 
 /// A share group's configs as a resource.
 pub fn group_id(target: &str, group: &str) -> ResourceId {
@@ -111,82 +109,80 @@ pub fn live_group(entries: &[ffi::Entry]) -> Live {
     }
 }
 
-impl Reader {
-    /// The configs of the share groups `ids` name, in one DescribeConfigs request.
-    pub async fn read_share_groups(
-        &self,
-        ids: &[&ResourceId],
-    ) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
-        let names: Vec<String> = ids
-            .iter()
-            .filter(|i| i.kind == Kind::ShareGroup)
-            .map(|i| i.name.clone())
-            .collect();
-        let mut out = BTreeMap::new();
-        if names.is_empty() {
-            return Ok(out);
-        }
-        self.stats.count("kafka:DescribeConfigs(group)");
-        for (group, answer) in ffi::describe_group_configs(&self.admin, &names, TIMEOUT).await? {
-            let entries = answer.map_err(|e| group_error(&group, "DescribeConfigs", e))?;
-            out.insert(group_id(&self.target, &group), live_group(&entries));
-        }
-        Ok(out)
+/// The configs of the share groups `ids` name (other kinds are skipped), in one
+/// DescribeConfigs request (none when there are none); `target` names the resources.
+pub async fn read_groups(
+    admin: &Arc<Admin>,
+    target: &str,
+    ids: &[&ResourceId],
+) -> Result<BTreeMap<ResourceId, Live>, KafkaError> {
+    let names: Vec<String> = ids
+        .iter()
+        .filter(|i| i.kind == Kind::ShareGroup)
+        .map(|i| i.name.clone())
+        .collect();
+    let mut out = BTreeMap::new();
+    if names.is_empty() {
+        return Ok(out);
     }
+    for (group, answer) in ffi::describe_group_configs(admin, &names, TIMEOUT).await? {
+        let entries = answer.map_err(|e| group_error(&group, "DescribeConfigs", e))?;
+        out.insert(group_id(target, &group), live_group(&entries));
+    }
+    Ok(out)
+}
 
-    /// Applies the planned config changes of share groups, all in one IncrementalAlterConfigs
-    /// request; one result per change, in order.
-    pub async fn alter_share_groups(&self, changes: &[&Change]) -> Vec<Result<(), KafkaError>> {
-        let mut request = Vec::new();
-        let mut out: Vec<Option<Result<(), KafkaError>>> = Vec::with_capacity(changes.len());
-        for c in changes {
-            match group_ops(c) {
-                Ok(ops) if ops.is_empty() => out.push(Some(Ok(()))),
-                Ok(ops) => {
-                    request.push((c.resource.name.clone(), ops));
-                    out.push(None);
-                }
-                Err(m) => out.push(Some(Err(group_error(&c.resource.name, "update", m)))),
+/// Applies the planned config changes of share groups, all in one IncrementalAlterConfigs
+/// request; one result per change, in order.
+pub async fn alter_groups(admin: &Arc<Admin>, changes: &[&Change]) -> Vec<Result<(), KafkaError>> {
+    let mut request = Vec::new();
+    let mut out: Vec<Option<Result<(), KafkaError>>> = Vec::with_capacity(changes.len());
+    for c in changes {
+        match group_ops(c) {
+            Ok(ops) if ops.is_empty() => out.push(Some(Ok(()))),
+            Ok(ops) => {
+                request.push((c.resource.name.clone(), ops));
+                out.push(None);
             }
+            Err(m) => out.push(Some(Err(group_error(&c.resource.name, "update", m)))),
         }
-        if !request.is_empty() {
-            self.stats.count("kafka:IncrementalAlterConfigs(group)");
-            match ffi::incremental_alter_group_configs(&self.admin, &request, TIMEOUT).await {
-                Ok(answers) => {
-                    let answers: BTreeMap<String, _> = answers.into_iter().collect();
-                    for (c, slot) in changes.iter().zip(out.iter_mut()) {
-                        if slot.is_some() {
-                            continue;
-                        }
-                        let group = &c.resource.name;
-                        *slot = Some(match answers.get(group) {
-                            Some(Ok(())) => Ok(()),
-                            Some(Err(e)) => Err(group_error(group, "IncrementalAlterConfigs", e)),
-                            None => Err(group_error(
-                                group,
-                                "IncrementalAlterConfigs",
-                                "the broker's answer does not name this group",
-                            )),
-                        });
-                    }
-                }
-                Err(e) => {
-                    for (c, slot) in changes.iter().zip(out.iter_mut()) {
-                        if slot.is_none() {
-                            *slot = Some(Err(group_error(
-                                &c.resource.name,
-                                "IncrementalAlterConfigs",
-                                e.detail(),
-                            )));
-                        }
-                    }
-                }
-            }
-        }
-        out.into_iter()
-            .map(|r| r.unwrap_or_else(|| Ok(())))
-            .collect()
     }
+    if !request.is_empty() {
+        match ffi::incremental_alter_group_configs(admin, &request, TIMEOUT).await {
+            Ok(answers) => {
+                let answers: BTreeMap<String, _> = answers.into_iter().collect();
+                for (c, slot) in changes.iter().zip(out.iter_mut()) {
+                    if slot.is_some() {
+                        continue;
+                    }
+                    let group = &c.resource.name;
+                    *slot = Some(match answers.get(group) {
+                        Some(Ok(())) => Ok(()),
+                        Some(Err(e)) => Err(group_error(group, "IncrementalAlterConfigs", e)),
+                        None => Err(group_error(
+                            group,
+                            "IncrementalAlterConfigs",
+                            "the broker's answer does not name this group",
+                        )),
+                    });
+                }
+            }
+            Err(e) => {
+                for (c, slot) in changes.iter().zip(out.iter_mut()) {
+                    if slot.is_none() {
+                        *slot = Some(Err(group_error(
+                            &c.resource.name,
+                            "IncrementalAlterConfigs",
+                            e.detail(),
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Ok(())))
+        .collect()
 }
 
 /// The SET operations a planned change of a group takes (pure): only `config.` keys change in

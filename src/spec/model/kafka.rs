@@ -78,6 +78,14 @@ pub struct KafkaOptions {
     pub share_groups: Option<Vec<ShareGroup>>,
 }
 
+/// Kafka 4.4's default `errors.deadletterqueue.topic.name.prefix` (a cluster setting): the
+/// broker writes share groups' dead letters only to topics whose name starts with it.
+pub const SHARE_DLQ_PREFIX: &str = "dlq.";
+
+/// `group.share.min.delivery.count.limit` and `group.share.max.delivery.count.limit` at Kafka
+/// 4.4's defaults: the range the broker takes for a group's `share.delivery.count.limit`.
+pub const SHARE_DELIVERY_LIMITS: (u32, u32) = (2, 10);
+
 /// One share group of `kafka.shareGroups`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
