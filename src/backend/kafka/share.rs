@@ -180,9 +180,7 @@ pub async fn alter_groups(admin: &Arc<Admin>, changes: &[&Change]) -> Vec<Result
             }
         }
     }
-    out.into_iter()
-        .map(|r| r.unwrap_or_else(|| Ok(())))
-        .collect()
+    out.into_iter().map(|r| r.unwrap_or(Ok(()))).collect()
 }
 
 /// The SET operations a planned change of a group takes (pure): only `config.` keys change in
