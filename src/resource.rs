@@ -29,6 +29,9 @@ pub enum Kind {
     Subscription,
     /// A Kafka ACL binding on a topic (`kafka.acls`), named `<topic> <OPERATION> <principal>`.
     Acl,
+    /// A Kafka share group's dead-letter configs (`kafka.shareGroups`, KIP-1191).
+    #[serde(rename = "share-group")]
+    ShareGroup,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::Alarm => "alarm",
             Kind::Subscription => "subscription",
             Kind::Acl => "acl",
+            Kind::ShareGroup => "share-group",
         }
     }
 }
@@ -105,6 +109,8 @@ pub enum Role {
     Alarm,
     // Kafka ACL bindings (`kafka.acls`): after the topics they name.
     Acl,
+    // Kafka share groups' dead-letter configs (`kafka.shareGroups`): after the DLT they name.
+    ShareGroup,
 }
 
 /// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka

@@ -371,8 +371,12 @@ impl ChannelGraph {
                 .position(|n| n.resources.contains(&ch.resource))
             {
                 Some(i) => self.nodes[i].action = self.nodes[i].action.max(Some(ch.action)),
-                // A policy or binding without its own node counts for nothing else.
-                None if matches!(ch.resource.kind, Kind::Policy | Kind::Binding | Kind::Acl) => {}
+                // A policy, binding or share group's configs without its own node counts for
+                // nothing else.
+                None if matches!(
+                    ch.resource.kind,
+                    Kind::Policy | Kind::Binding | Kind::Acl | Kind::ShareGroup
+                ) => {}
                 None => {
                     let shape = match ch.resource.kind {
                         Kind::Alarm => Shape::Alarm,

@@ -1,6 +1,6 @@
 //! Kafka apply: the only module that writes topics (CreateTopics, IncrementalAlterConfigs,
 //! CreatePartitions, DeleteTopics) and their ACL bindings (CreateAcls, DeleteAcls), and only
-//! inside the ownership prefixes.
+//! inside the ownership prefixes; and share groups' dead-letter configs ([`super::share`]).
 
 use rdkafka::admin::{AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::types::RDKafkaErrorCode;
@@ -185,10 +185,15 @@ impl Writer {
         let mut grows: Vec<(usize, usize)> = Vec::new();
         let mut grants: Vec<(usize, Grant)> = Vec::new();
         let mut revokes: Vec<(usize, Grant)> = Vec::new();
+        let mut groups: Vec<usize> = Vec::new();
         for (i, c) in changes.iter().enumerate() {
             let topic = c.resource.name.as_str();
             if c.action == Action::Impossible {
                 out[i] = Some(Ok(()));
+                continue;
+            }
+            if c.resource.kind == Kind::ShareGroup {
+                groups.push(i);
                 continue;
             }
             if c.resource.kind == Kind::Acl {
@@ -262,6 +267,16 @@ impl Writer {
                         )));
                     }
                 }
+            }
+        }
+        if !groups.is_empty() {
+            let batch: Vec<&Change> = groups.iter().map(|i| changes[*i]).collect();
+            self.reader
+                .stats
+                .count("kafka:IncrementalAlterConfigs(group)");
+            let answers = super::share::alter_groups(&self.reader.admin, &batch).await;
+            for (i, r) in groups.iter().zip(answers) {
+                out[*i] = Some(r);
             }
         }
         grows.retain(|(i, _)| matches!(out[*i], Some(Ok(()))));

@@ -26,6 +26,13 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         for (key, value) in &k.config {
             props.insert(format!("config.{key}"), normalise_value(value));
         }
+        // The broker writes a share group's dead letters only to a topic that allows it.
+        if role == Role::DeadLetter && name == r.dead_letter && super::share::has_share_groups(r) {
+            props.insert(
+                format!("config.{}", super::share::TOPIC_ENABLE),
+                json!("true"),
+            );
+        }
         Desired {
             id: topic_id(&r.target, name),
             channel: r.channel.clone(),
@@ -69,6 +76,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         out.push(topic(&stage.name, Role::Retry, k.partitions, r.retention));
     }
     out.push(topic(&r.main, Role::Main, k.partitions, r.retention));
+    out.extend(super::share::desired(r));
     let grants = grants(r);
     out.extend(grants.into_iter().map(|g| Desired {
         id: acl_id(&r.target, &g),

@@ -1,4 +1,5 @@
-//! Topic configs over librdkafka's C API: `DescribeConfigs` and `IncrementalAlterConfigs`;
+//! Topic (and share-group) configs over librdkafka's C API: `DescribeConfigs` and
+//! `IncrementalAlterConfigs`;
 //! and the topics' ACLs (`DescribeAcls`, `CreateAcls`, `DeleteAcls`), which rdkafka 0.39 has
 //! no wrapper for at all.
 //!
@@ -140,6 +141,54 @@ pub async fn describe_topic_configs(
     timeout: Duration,
 ) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
     let request = Request::describe(topics)?;
+    let admin = Arc::clone(admin);
+    run_blocking(DESCRIBE, move || request.send(&admin, timeout))
+        .await?
+        .map(|answer| {
+            answer
+                .resources
+                .into_iter()
+                .map(|r| {
+                    let result = match r.error {
+                        Some(e) => Err(e),
+                        None => Ok(r.entries),
+                    };
+                    (r.name, result)
+                })
+                .collect()
+        })
+}
+
+/// [`incremental_alter_topic_configs`] for share groups' configs (the GROUP config resource of
+/// KIP-848/KIP-1191): answers per group.
+pub async fn incremental_alter_group_configs(
+    admin: &Arc<Admin>,
+    changes: &[(String, Vec<ConfigOp>)],
+    timeout: Duration,
+) -> Result<Vec<(String, Result<(), TopicError>)>, CallError> {
+    let mut request = Request::alter(changes)?;
+    request.groups = true;
+    let admin = Arc::clone(admin);
+    run_blocking(ALTER, move || request.send(&admin, timeout))
+        .await?
+        .map(|answer| {
+            answer
+                .resources
+                .into_iter()
+                .map(|r| (r.name, r.error.map_or(Ok(()), Err)))
+                .collect()
+        })
+}
+
+/// [`describe_topic_configs`] for groups: every group config, set (`DynamicGroup` is reported
+/// as [`Source::Other`]) or at its broker default. A group that never had a member answers too.
+pub async fn describe_group_configs(
+    admin: &Arc<Admin>,
+    groups: &[String],
+    timeout: Duration,
+) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
+    let mut request = Request::describe(groups)?;
+    request.groups = true;
     let admin = Arc::clone(admin);
     run_blocking(DESCRIBE, move || request.send(&admin, timeout))
         .await?
@@ -635,6 +684,8 @@ type Ops = Vec<(CString, Option<CString>)>;
 #[derive(Debug)]
 struct Request {
     api: &'static str,
+    /// Topics, or share groups' configs (KIP-1191's GROUP config resource).
+    groups: bool,
     topics: Vec<(CString, Ops)>,
 }
 
@@ -671,7 +722,11 @@ impl Request {
             }
             topics.push((c_string(ALTER, "topic", topic)?, c_ops));
         }
-        Ok(Request { api: ALTER, topics })
+        Ok(Request {
+            api: ALTER,
+            groups: false,
+            topics,
+        })
     }
 
     fn describe(names: &[String]) -> Result<Self, CallError> {
@@ -681,6 +736,7 @@ impl Request {
             .collect::<Result<_, CallError>>()?;
         Ok(Request {
             api: DESCRIBE,
+            groups: false,
             topics,
         })
     }
@@ -696,14 +752,15 @@ impl Request {
         };
         let mut resources = Resources(Vec::with_capacity(self.topics.len()));
         for (topic, ops) in &self.topics {
+            // librdkafka 2.12 sends RESOURCE_GROUP as the config resource GROUP (32).
+            let kind = if self.groups {
+                rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_GROUP
+            } else {
+                rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC
+            };
             // SAFETY: `topic` is a valid C string; librdkafka copies it. A null return (an
             // invalid resource type) is checked; the guard owns the result from here on.
-            let res = unsafe {
-                rd::rd_kafka_ConfigResource_new(
-                    rd::rd_kafka_ResourceType_t::RD_KAFKA_RESOURCE_TOPIC,
-                    topic.as_ptr(),
-                )
-            };
+            let res = unsafe { rd::rd_kafka_ConfigResource_new(kind, topic.as_ptr()) };
             if res.is_null() {
                 return Err(CallError::Request {
                     api,

@@ -42,6 +42,7 @@ pub mod read;
 pub mod redrive;
 pub mod replay;
 pub mod review;
+pub mod share;
 pub mod status;
 
 use std::time::Duration;

@@ -317,6 +317,10 @@ impl Reader {
                 }
             }
         }
+        if ids.iter().any(|i| i.kind == Kind::ShareGroup) {
+            self.stats.count("kafka:DescribeConfigs(group)");
+            out.extend(super::share::read_groups(&self.admin, &self.target, ids).await?);
+        }
         if !ids.iter().any(|i| i.kind == Kind::Topic) {
             return Ok(out);
         }

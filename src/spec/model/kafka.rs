@@ -67,6 +67,37 @@ pub struct KafkaOptions {
     /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<BTreeMap<String, ConfigValue>>,
+    /// Share groups (KIP-1191, Kafka 4.4+) that consume the main topic and dead-letter to the
+    /// channel's DLT: dlqctl owns each group's `errors.deadletterqueue.topic.name` (the DLT),
+    /// `errors.deadletterqueue.copy.record.enable` and, when `retry.maxAttempts` is written,
+    /// `share.delivery.count.limit`; and sets `errors.deadletterqueue.group.enable` on the DLT,
+    /// without which the broker archives the record and writes nothing. A group is never
+    /// created or deleted (its configs outlive its members). docs/kafka.md "Share groups".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub share_groups: Option<Vec<ShareGroup>>,
+}
+
+/// Kafka 4.4's default `errors.deadletterqueue.topic.name.prefix` (a cluster setting): the
+/// broker writes share groups' dead letters only to topics whose name starts with it.
+pub const SHARE_DLQ_PREFIX: &str = "dlq.";
+
+/// `group.share.min.delivery.count.limit` and `group.share.max.delivery.count.limit` at Kafka
+/// 4.4's defaults: the range the broker takes for a group's `share.delivery.count.limit`.
+pub const SHARE_DELIVERY_LIMITS: (u32, u32) = (2, 10);
+
+/// One share group of `kafka.shareGroups`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ShareGroup {
+    /// The group id (the share consumers' `group.id`).
+    #[schemars(length(min = 1, max = 249))]
+    pub name: String,
+    /// `errors.deadletterqueue.copy.record.enable`: the dead letter carries the record's key,
+    /// value and headers (`true`, the default: `redrive` needs them), or only the broker's
+    /// `__dlq.errors.*` context headers (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_record: Option<bool>,
 }
 
 /// `kafka.acls`: principals (`User:alice`) by what they do with the channel. Each binding is

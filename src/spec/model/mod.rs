@@ -28,8 +28,8 @@ pub use channel::{
 };
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{
-    ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal, TopicReuse,
-    is_secret_property,
+    ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal,
+    SHARE_DELIVERY_LIMITS, SHARE_DLQ_PREFIX, ShareGroup, TopicReuse, is_secret_property,
 };
 pub use pubsub::PubsubOptions;
 pub use rabbitmq::{

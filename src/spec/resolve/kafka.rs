@@ -23,6 +23,10 @@ pub struct KafkaResolved {
     pub config: std::collections::BTreeMap<String, String>,
     /// `kafka.acls`, as written (`None`: dlqctl owns no ACLs of this channel).
     pub acls: Option<crate::spec::model::KafkaAcls>,
+    /// `kafka.shareGroups`: each group's id and whether its dead letters copy the record.
+    pub share_groups: Vec<(String, bool)>,
+    /// `retry.maxAttempts` as written (`None` when not): the share groups' delivery limit.
+    pub share_delivery_limit: Option<u32>,
 }
 
 /// How a Kafka channel's retry topics are named: the profile, and Spring's retry suffix.
@@ -62,6 +66,13 @@ pub(super) fn resolve(
             .map(|(k, v)| (k, v.to_string()))
             .collect(),
         acls: o.acls,
+        share_groups: o
+            .share_groups
+            .unwrap_or_default()
+            .into_iter()
+            .map(|g| (g.name, g.copy_record.unwrap_or(true)))
+            .collect(),
+        share_delivery_limit: spec.retry.as_ref().and_then(|r| r.max_attempts),
     }
 }
 

@@ -1,4 +1,5 @@
 //! Rules for channels on a Kafka target: partitions of the dead-letter topic, retention,
+//! share groups' dead-letter topic prefix and delivery limit (KIP-1191),
 //! Spring Kafka's retry topic naming profiles and suffixes, and topic configs dlqctl owns.
 //!
 //! Depends on `alarms` and `channel` (the advice every broker shares) and the resolved
@@ -14,6 +15,48 @@ use crate::spec::model::{Backend, Channel, KafkaNaming, Target};
 use crate::spec::resolve::{Resolved, SPRING_DLT_SUFFIX, SPRING_RETRY_SUFFIX, java_has_text};
 
 pub const KAFKA_MIN_RETENTION: Duration = Duration::from_secs(1);
+
+/// `kafka.shareGroups` (KIP-1191): the broker writes dead letters only to a topic whose name
+/// has the cluster's `errors.deadletterqueue.topic.name.prefix` (`dlq.` by default; it checks
+/// when it writes, not when the group config is set, and drops the record otherwise), and
+/// takes a delivery limit only inside `group.share.min/max.delivery.count.limit` (2 to 10).
+fn check_share_groups(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
+    use crate::spec::model::{
+        SHARE_DELIVERY_LIMITS as DELIVERY_LIMITS, SHARE_DLQ_PREFIX as DLQ_PREFIX,
+    };
+    let Some(k) = &r.kafka else { return };
+    if k.share_groups.is_empty() {
+        return;
+    }
+    if !r.dead_letter.starts_with(DLQ_PREFIX) {
+        out.push(
+            Diagnostic::error(
+                "kafka/share-dlt-prefix",
+                format!(
+                    "the share groups' dead-letter topic `{}` does not start with `{DLQ_PREFIX}`: Kafka 4.4 writes a share group's dead letters only to topics with the cluster's `errors.deadletterqueue.topic.name.prefix` (default `{DLQ_PREFIX}`), and archives the record without writing it otherwise",
+                    r.dead_letter
+                ),
+            )
+            .at(doc.locs.value("/spec/kafka/shareGroups"))
+            .hint("name the DLT with the prefix: `deadLetter: {name: \"dlq.{channel}\"}`"),
+        );
+    }
+    let (min, max) = DELIVERY_LIMITS;
+    if let Some(n) = k.share_delivery_limit
+        && !(min..=max).contains(&n)
+    {
+        out.push(
+            Diagnostic::error(
+                "kafka/share-delivery-limit",
+                format!(
+                    "`retry.maxAttempts` is {n}: a share group's `share.delivery.count.limit` must be {min} to {max} (Kafka 4.4's `group.share.min.delivery.count.limit` and `group.share.max.delivery.count.limit`)"
+                ),
+            )
+            .at(doc.locs.value("/spec/retry/maxAttempts"))
+            .hint(format!("use {min} to {max} attempts, or leave `retry.maxAttempts` out for the broker's default (5)")),
+        );
+    }
+}
 
 pub(super) fn check_kafka(
     doc: &Doc<Channel>,
@@ -80,6 +123,7 @@ pub(super) fn check_kafka(
         _ => {}
     }
     check_suffixes(doc, k.naming, out);
+    check_share_groups(doc, r, out);
     if k.config.contains_key("retention.ms") {
         out.push(
             Diagnostic::error(
