@@ -29,6 +29,9 @@ pub enum Kind {
     Subscription,
     /// A Kafka ACL binding on a topic (`kafka.acls`), named `<topic> <OPERATION> <principal>`.
     Acl,
+    /// A Kafka Connect connector (`kafka.connectors`), named as on the worker: dlqctl owns only
+    /// its error-handling keys.
+    Connector,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::Alarm => "alarm",
             Kind::Subscription => "subscription",
             Kind::Acl => "acl",
+            Kind::Connector => "connector",
         }
     }
 }
@@ -105,6 +109,8 @@ pub enum Role {
     Alarm,
     // Kafka ACL bindings (`kafka.acls`): after the topics they name.
     Acl,
+    // Kafka Connect connectors (`kafka.connectors`): after the dead-letter topic they write to.
+    Connector,
 }
 
 /// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka

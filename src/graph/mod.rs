@@ -372,7 +372,10 @@ impl ChannelGraph {
             {
                 Some(i) => self.nodes[i].action = self.nodes[i].action.max(Some(ch.action)),
                 // A policy or binding without its own node counts for nothing else.
-                None if matches!(ch.resource.kind, Kind::Policy | Kind::Binding | Kind::Acl) => {}
+                None if matches!(
+                    ch.resource.kind,
+                    Kind::Policy | Kind::Binding | Kind::Acl | Kind::Connector
+                ) => {}
                 None => {
                     let shape = match ch.resource.kind {
                         Kind::Alarm => Shape::Alarm,

@@ -1,6 +1,7 @@
 //! Kafka apply: the only module that writes topics (CreateTopics, IncrementalAlterConfigs,
 //! CreatePartitions, DeleteTopics) and their ACL bindings (CreateAcls, DeleteAcls), and only
-//! inside the ownership prefixes.
+//! inside the ownership prefixes; and the one Connect write (`PUT /connectors/{name}/config`,
+//! [`super::connect`]).
 
 use rdkafka::admin::{AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::types::RDKafkaErrorCode;
@@ -43,6 +44,17 @@ const PROBE: &str = "__dlqctl_acl_probe";
 impl Writer {
     pub fn target(&self) -> &str {
         &self.reader.target
+    }
+
+    /// A connector's planned error-handling keys, through the worker ([`super::connect`]).
+    async fn apply_connector(&self, change: &Change) -> Result<(), KafkaError> {
+        let Some(client) = &self.reader.connect else {
+            return Err(KafkaError::NoConnectUrl {
+                target: self.reader.target.clone(),
+                connector: change.resource.name.clone(),
+            });
+        };
+        client.clone().into_writer().apply(change).await
     }
 
     fn check_owned(&self, topic: &str) -> Result<(), KafkaError> {
@@ -189,6 +201,10 @@ impl Writer {
             let topic = c.resource.name.as_str();
             if c.action == Action::Impossible {
                 out[i] = Some(Ok(()));
+                continue;
+            }
+            if c.resource.kind == Kind::Connector {
+                out[i] = Some(self.apply_connector(c).await);
                 continue;
             }
             if c.resource.kind == Kind::Acl {

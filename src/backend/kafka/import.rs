@@ -259,6 +259,7 @@ fn base_spec(
             exception_based_dlts: None,
             same_interval_topic_reuse: None,
             acls: None,
+            connectors: None,
             config: (!shared.is_empty()).then_some(shared),
         }),
         ..ChannelSpec::default()

@@ -175,7 +175,9 @@ impl Writer {
                 )
                 .await
             }
-            (Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl, _) => Ok(()),
+            (Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl | Kind::Connector, _) => {
+                Ok(())
+            }
         }
     }
 

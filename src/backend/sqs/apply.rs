@@ -94,7 +94,8 @@ impl Writer {
                 | Kind::Binding
                 | Kind::Topic
                 | Kind::Subscription
-                | Kind::Acl,
+                | Kind::Acl
+                | Kind::Connector,
                 _,
             ) => Ok(()),
         }

@@ -23,6 +23,9 @@ pub struct KafkaResolved {
     pub config: std::collections::BTreeMap<String, String>,
     /// `kafka.acls`, as written (`None`: dlqctl owns no ACLs of this channel).
     pub acls: Option<crate::spec::model::KafkaAcls>,
+    /// `kafka.connectors` with their error-handling keys derived from the channel (filled in by
+    /// `channel`, which knows the dead-letter topic and the delays).
+    pub connectors: Vec<super::connect::ConnectorResolved>,
 }
 
 /// How a Kafka channel's retry topics are named: the profile, and Spring's retry suffix.
@@ -62,6 +65,7 @@ pub(super) fn resolve(
             .map(|(k, v)| (k, v.to_string()))
             .collect(),
         acls: o.acls,
+        connectors: Vec::new(),
     }
 }
 

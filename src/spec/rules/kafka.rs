@@ -18,9 +18,10 @@ pub const KAFKA_MIN_RETENTION: Duration = Duration::from_secs(1);
 pub(super) fn check_kafka(
     doc: &Doc<Channel>,
     r: &Resolved,
-    _target: &Target,
+    target: &Target,
     out: &mut Vec<Diagnostic>,
 ) {
+    super::connect::check_connectors(doc, r, target, out);
     check_alarms(doc, r, out);
     jitter_info(doc, Backend::Kafka, out);
     let Some(k) = &r.kafka else { return };
