@@ -96,6 +96,14 @@ fn a_file_sink_connectors_bad_records_go_to_the_channels_dlt_and_dlqctl_owns_onl
     let main = f.main();
     let dlt = format!("{main}-dlt");
     let name = format!("{main}-sink");
+    // The target names the stack's worker.
+    let url = connect::url();
+    f.edit_targets(|t| {
+        t.replace(
+            "    bootstrapServers: ",
+            &format!("    connectUrl: {url}\n    bootstrapServers: "),
+        )
+    });
     // The topics first (Connect's sink subscribes to an existing topic at once).
     f.write_example(|t| t);
     f.apply(&[]).ok_with("the channel's topics");
@@ -166,6 +174,28 @@ fn a_file_sink_connectors_bad_records_go_to_the_channels_dlt_and_dlqctl_owns_onl
     assert_eq!(after, want, "every other key of the config as read");
     f.assert_empty_plan("apply, then plan");
     connect::wait_running(&name);
+
+    // import reads the connector into the channel, its owned keys where they differ.
+    let imp = f.run(&[
+        "import",
+        "--target",
+        "local-kafka",
+        "--prefix",
+        &main,
+        "--out",
+        "imported",
+    ]);
+    imp.ok();
+    let imported: String = std::fs::read_dir(f.path().join("imported"))
+        .expect("imported/")
+        .filter_map(|e| e.ok())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        imported.contains("connectors:") && imported.contains(&format!("name: {name}")),
+        "{imported}\n{}",
+        imp.stderr
+    );
 
     // 10 JSON records and 5 that are not, each with its id as key.
     let good: Vec<(String, String)> = (0..10)

@@ -186,6 +186,73 @@ pub fn topics_of(c: &LiveConnector) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Import (pure): each candidate channel gains the sink connectors whose `topics` name its
+/// main topic, with an override (`config`) for each owned key whose live value differs from
+/// the one dlqctl would derive; an owned key the connector does not have is a finding (apply
+/// would set it). Source connectors are never imported. The connectors' live state joins the
+/// candidate's, so the check after import compares them too.
+pub fn attach(
+    candidates: &mut [crate::backend::kit::import::Candidate],
+    connectors: &[LiveConnector],
+    target_name: &str,
+    target: &Target,
+) {
+    use crate::spec::model::{ConfigValue, KafkaConnector};
+    for c in candidates.iter_mut() {
+        let spec = &c.channel.spec;
+        let main = spec
+            .name
+            .clone()
+            .unwrap_or_else(|| c.channel.metadata.name.clone());
+        let feeding: Vec<&LiveConnector> = connectors
+            .iter()
+            .filter(|l| l.kind == "sink" && topics_of(l).contains(&main))
+            .collect();
+        if feeding.is_empty() {
+            continue;
+        }
+        // What dlqctl would derive for a connector of this channel, without overrides.
+        let mut probe = c.channel.clone();
+        if let Some(k) = probe.spec.kafka.as_mut() {
+            k.connectors = Some(vec![KafkaConnector {
+                name: "probe".into(),
+                kind: None,
+                config: None,
+            }]);
+        }
+        let derived = crate::spec::resolve::resolve(&probe, target_name, target)
+            .ok()
+            .and_then(|r| r.kafka.and_then(|k| k.connectors.into_iter().next()));
+        let Some(derived) = derived else { continue };
+        let mut listed = Vec::new();
+        for l in feeding {
+            let mut overrides = BTreeMap::new();
+            for key in CONNECTOR_OWNED_KEYS {
+                match (l.config.get(key), derived.get(key)) {
+                    (Some(live), Some(want)) if live != want => {
+                        overrides.insert(key.to_owned(), ConfigValue::Text(live.clone()));
+                    }
+                    (None, Some(want)) => c.findings.push(format!(
+                        "connector {}: `{key}` is not set on the worker; apply sets it to `{want}`",
+                        l.name
+                    )),
+                    _ => {}
+                }
+            }
+            c.live
+                .insert(connector_id(target_name, &l.name), live(&l.kind, &l.config));
+            listed.push(KafkaConnector {
+                name: l.name.clone(),
+                kind: None,
+                config: (!overrides.is_empty()).then_some(overrides),
+            });
+        }
+        if let Some(k) = c.channel.spec.kafka.as_mut() {
+            k.connectors = Some(listed);
+        }
+    }
+}
+
 /// The read-only REST client of one target's Connect worker.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -437,6 +504,72 @@ mod tests {
             "{why}"
         );
         assert!(merged(&BTreeMap::new(), &c).is_err());
+    }
+
+    #[test]
+    fn import_lists_the_sinks_of_the_main_topic_with_the_keys_that_differ_as_overrides() {
+        let ws = crate::spec::load::load_str(
+            "c.yaml",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: app.orders}\nspec:\n  target: k\n  kafka: {partitions: 1}\n",
+        );
+        let target: Target = serde_json::from_value(
+            json!({"backend": "kafka", "bootstrapServers": "127.0.0.1:9092", "connectUrl": "http://127.0.0.1:8083"}),
+        )
+        .expect("target");
+        let mut c = vec![crate::backend::kit::import::Candidate {
+            channel: ws.channels[0].value.clone(),
+            live: BTreeMap::new(),
+            findings: Vec::new(),
+            to_adopt: Vec::new(),
+            unreadable: Vec::new(),
+        }];
+        let sink = |name: &str, topics: &str, extra: &[(&str, &str)]| LiveConnector {
+            name: name.into(),
+            kind: "sink".into(),
+            config: live_config(&[&[("topics", topics)], extra].concat()),
+        };
+        let all_owned: Vec<(&str, &str)> = vec![
+            ("errors.tolerance", "none"),
+            ("errors.deadletterqueue.topic.name", "app.orders-dlt"),
+            ("errors.deadletterqueue.topic.replication.factor", "1"),
+            ("errors.deadletterqueue.context.headers.enable", "true"),
+            ("errors.retry.timeout", "0"),
+            ("errors.retry.delay.max.ms", "60000"),
+            ("errors.log.enable", "true"),
+        ];
+        let connectors = [
+            sink("wh", "app.orders, other", &all_owned),
+            sink("bare", "app.orders", &[]),
+            sink("elsewhere", "app.payments", &[]),
+            LiveConnector {
+                kind: "source".into(),
+                ..sink("cdc", "app.orders", &[])
+            },
+        ];
+        attach(&mut c, &connectors, "k", &target);
+        let listed = c[0]
+            .channel
+            .spec
+            .kafka
+            .as_ref()
+            .and_then(|k| k.connectors.clone())
+            .expect("connectors");
+        let names: Vec<&str> = listed.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["wh", "bare"], "the sinks of the main topic only");
+        // `wh` differs from the derived keys in its tolerance only.
+        let overrides = listed[0].config.clone().expect("an override");
+        assert_eq!(
+            overrides.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["errors.tolerance"]
+        );
+        assert_eq!(listed[1].config, None);
+        assert_eq!(
+            c[0].findings.len(),
+            CONNECTOR_OWNED_KEYS.len(),
+            "{:?}",
+            c[0].findings
+        );
+        assert!(c[0].live.contains_key(&connector_id("k", "wh")));
     }
 
     #[test]

@@ -490,8 +490,14 @@ impl Reader {
     /// The import door: every topic in scope, grouped into channels by Spring's naming.
     pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
         let live = self.inventory(prefix).await?;
-        let read = BTreeMap::from([("topics", live.len())]);
-        let (c, u) = group(&live, self.target(), target);
+        let mut read = BTreeMap::from([("topics", live.len())]);
+        let (mut c, u) = group(&live, self.target(), target);
+        // The sink connectors that read an imported main topic (`kafka.connectors`).
+        if let Some(client) = &self.connect {
+            let connectors = client.list().await?;
+            read.insert("connectors", connectors.len());
+            super::connect::attach(&mut c, &connectors, self.target(), target);
+        }
         Ok((c, u, read))
     }
 }
