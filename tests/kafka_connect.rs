@@ -25,16 +25,16 @@ use serde_json::Value;
 use support::connect;
 use support::kafka::{Fixture, headers_text, producer};
 
+/// Records by key: the value and the headers (as text) of the last one read.
+type ByKey = BTreeMap<String, (String, BTreeMap<String, String>)>;
+
 /// Every record of `topic` (one partition at a time, from the start) until `want` keys
 /// are there or 90 s passed: key → (value, headers), and how many times each key came.
 fn read_by_key(
     topic: &str,
     partitions: i32,
     want: &BTreeSet<String>,
-) -> (
-    BTreeMap<String, (String, BTreeMap<String, String>)>,
-    BTreeMap<String, usize>,
-) {
+) -> (ByKey, BTreeMap<String, usize>) {
     let consumer: BaseConsumer = support::kafka::consumer(&support::unique("connect-reader"), &[]);
     let mut tpl = rdkafka::TopicPartitionList::new();
     for p in 0..partitions {

@@ -197,7 +197,7 @@ pub fn attach(
     target_name: &str,
     target: &Target,
 ) {
-    use crate::spec::model::{ConfigValue, KafkaConnector};
+    use crate::spec::model::{ConnectorValue, KafkaConnector};
     for c in candidates.iter_mut() {
         let spec = &c.channel.spec;
         let main = spec
@@ -230,7 +230,7 @@ pub fn attach(
             for key in CONNECTOR_OWNED_KEYS {
                 match (l.config.get(key), derived.get(key)) {
                     (Some(live), Some(want)) if live != want => {
-                        overrides.insert(key.to_owned(), ConfigValue::Text(live.clone()));
+                        overrides.insert(key.to_owned(), ConnectorValue::Text(live.clone()));
                     }
                     (None, Some(want)) => c.findings.push(format!(
                         "connector {}: `{key}` is not set on the worker; apply sets it to `{want}`",

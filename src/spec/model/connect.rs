@@ -3,14 +3,12 @@
 //! Connect"). The connector itself (its class, topics, converters) is the operator's: dlqctl
 //! never creates, deletes or otherwise changes one.
 //!
-//! Depends on nothing else in the crate but `ConfigValue`.
+//! Depends on nothing else in the crate (`kafka` holds the field that lists these).
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-use super::kafka::ConfigValue;
 
 /// The connector config keys dlqctl owns, in the order plans and docs list them. Every other
 /// key of a connector's config is kept as the worker has it.
@@ -45,7 +43,7 @@ pub struct KafkaConnector {
     /// dead-letter topic (a silent discard), a dead-letter topic other than the channel's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("propertyNames" = {"enum": CONNECTOR_OWNED_KEYS}))]
-    pub config: Option<BTreeMap<String, ConfigValue>>,
+    pub config: Option<BTreeMap<String, ConnectorValue>>,
 }
 
 /// What a connector does: a sink reads topics into another system, a source writes topics.
@@ -62,6 +60,36 @@ impl ConnectorKind {
         match self {
             ConnectorKind::Sink => "sink",
             ConnectorKind::Source => "source",
+        }
+    }
+}
+
+/// A connector config value; numbers and booleans are sent as their text (Connect's configs
+/// are strings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConnectorValue {
+    Text(String),
+    Int(i64),
+    Bool(bool),
+}
+
+impl JsonSchema for ConnectorValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConnectorValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": ["string", "integer", "boolean"]})
+    }
+}
+
+impl std::fmt::Display for ConnectorValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectorValue::Text(s) => f.write_str(s),
+            ConnectorValue::Int(i) => write!(f, "{i}"),
+            ConnectorValue::Bool(b) => write!(f, "{b}"),
         }
     }
 }

@@ -27,7 +27,7 @@ pub use channel::{
     Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
     Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,
 };
-pub use connect::{CONNECTOR_OWNED_KEYS, ConnectorKind, KafkaConnector};
+pub use connect::{CONNECTOR_OWNED_KEYS, ConnectorKind, ConnectorValue, KafkaConnector};
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{
     ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal, TopicReuse,
