@@ -32,6 +32,9 @@ pub enum Kind {
     /// A Kafka share group's dead-letter configs (`kafka.shareGroups`, KIP-1191).
     #[serde(rename = "share-group")]
     ShareGroup,
+    /// A Kafka Connect connector (`kafka.connectors`), named as on the worker: dlqctl owns only
+    /// its error-handling keys.
+    Connector,
 }
 
 impl Kind {
@@ -46,6 +49,7 @@ impl Kind {
             Kind::Subscription => "subscription",
             Kind::Acl => "acl",
             Kind::ShareGroup => "share-group",
+            Kind::Connector => "connector",
         }
     }
 }
@@ -111,6 +115,8 @@ pub enum Role {
     Acl,
     // Kafka share groups' dead-letter configs (`kafka.shareGroups`): after the DLT they name.
     ShareGroup,
+    // Kafka Connect connectors (`kafka.connectors`): after the dead-letter topic they write to.
+    Connector,
 }
 
 /// How a backend stores a property that is a duration (SQS seconds, RabbitMQ and Kafka

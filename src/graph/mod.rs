@@ -371,11 +371,11 @@ impl ChannelGraph {
                 .position(|n| n.resources.contains(&ch.resource))
             {
                 Some(i) => self.nodes[i].action = self.nodes[i].action.max(Some(ch.action)),
-                // A policy, binding or share group's configs without its own node counts for
+                // A policy, binding or share group's configs or connector without its own node counts for
                 // nothing else.
                 None if matches!(
                     ch.resource.kind,
-                    Kind::Policy | Kind::Binding | Kind::Acl | Kind::ShareGroup
+                    Kind::Policy | Kind::Binding | Kind::Acl | Kind::ShareGroup | Kind::Connector
                 ) => {}
                 None => {
                     let shape = match ch.resource.kind {

@@ -1,8 +1,8 @@
 //! `${VAR}` and `${VAR:-default}` in a target's addresses, so one targets file serves a
 //! laptop, CI and a second local stack (issue 20).
 //!
-//! Only the fields that say where a server is are expanded: `url`, `amqpUrl`, `endpoint` and
-//! `bootstrapServers` ([`EXPANDED`]). Secrets never come this way: they have their own
+//! Only the fields that say where a server is are expanded: `url`, `amqpUrl`, `endpoint`,
+//! `bootstrapServers`, `emulatorHost` and `connectUrl` ([`EXPANDED`]). Secrets never come this way: they have their own
 //! `usernameEnv`/`passwordEnv`/`secretProperties` fields, which name a variable and are read
 //! only when connecting, so a secret cannot end up in a plan file or a message. A `${` in any
 //! other field of a Targets document is an error, not a literal, so a mistaken attempt is seen.
@@ -12,12 +12,13 @@
 //! without a default is reported at the field's position.
 
 /// The Targets fields whose values may hold `${VAR}` references (camelCase, as written).
-pub const EXPANDED: [&str; 5] = [
+pub const EXPANDED: [&str; 6] = [
     "url",
     "amqpUrl",
     "endpoint",
     "bootstrapServers",
     "emulatorHost",
+    "connectUrl",
 ];
 
 /// Why a value could not be expanded.
@@ -203,7 +204,8 @@ mod tests {
                 "amqpUrl",
                 "endpoint",
                 "bootstrapServers",
-                "emulatorHost"
+                "emulatorHost",
+                "connectUrl"
             ]
         );
     }

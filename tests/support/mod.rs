@@ -6,7 +6,8 @@
 //! (as `scripts/test` sets), and otherwise skips with a loud message on stderr.
 //!
 //! The kit: [`workspace::Workspace`] is a temp folder with a targets file and one channel,
-//! run through the real binary; `rabbit`, `sqs`, `kafka` and `pubsub` each wrap it in a `Fixture` with
+//! run through the real binary (`connect` is the Kafka Connect worker's REST API, beside
+//! `kafka`); `rabbit`, `sqs`, `kafka` and `pubsub` each wrap it in a `Fixture` with
 //! the same face (`new()`, `write_example`, `plan`/`apply`/`run`, `assert_empty_plan`,
 //! cleanup on drop) and hold the one third-party client the tests use for that backend;
 //! `snapshot` holds the insta settings every plan snapshot shares.
@@ -46,6 +47,7 @@ macro_rules! fixture_face {
     };
 }
 
+pub mod connect;
 pub mod discovery;
 pub mod elasticmq;
 pub mod exporter;

@@ -1,6 +1,7 @@
 //! Kafka apply: the only module that writes topics (CreateTopics, IncrementalAlterConfigs,
 //! CreatePartitions, DeleteTopics) and their ACL bindings (CreateAcls, DeleteAcls), and only
-//! inside the ownership prefixes; and share groups' dead-letter configs ([`super::share`]).
+//! inside the ownership prefixes; share groups' dead-letter configs ([`super::share`]); and the
+//! one Connect write (`PUT /connectors/{name}/config`, [`super::connect`]).
 
 use rdkafka::admin::{AdminOptions, NewPartitions, NewTopic, TopicReplication};
 use rdkafka::types::RDKafkaErrorCode;
@@ -43,6 +44,17 @@ const PROBE: &str = "__dlqctl_acl_probe";
 impl Writer {
     pub fn target(&self) -> &str {
         &self.reader.target
+    }
+
+    /// A connector's planned error-handling keys, through the worker ([`super::connect`]).
+    async fn apply_connector(&self, change: &Change) -> Result<(), KafkaError> {
+        let Some(client) = &self.reader.connect else {
+            return Err(KafkaError::NoConnectUrl {
+                target: self.reader.target.clone(),
+                connector: change.resource.name.clone(),
+            });
+        };
+        client.clone().into_writer().apply(change).await
     }
 
     fn check_owned(&self, topic: &str) -> Result<(), KafkaError> {
@@ -194,6 +206,10 @@ impl Writer {
             }
             if c.resource.kind == Kind::ShareGroup {
                 groups.push(i);
+                continue;
+            }
+            if c.resource.kind == Kind::Connector {
+                out[i] = Some(self.apply_connector(c).await);
                 continue;
             }
             if c.resource.kind == Kind::Acl {

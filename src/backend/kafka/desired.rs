@@ -1,7 +1,8 @@
 //! Kafka desired state (pure, no I/O): a resolved channel becomes its main topic, one retry
 //! topic per distinct delay (named by the naming profile), the dead-letter topic, Spring's
 //! exception-based dead-letter topics, if any, and the invalid-message topic (`spec.invalid`),
-//! partitioned like the dead-letter topic; then the ACL bindings of `kafka.acls`, if written.
+//! partitioned like the dead-letter topic; then the ACL bindings of `kafka.acls`, if written,
+//! and the connectors of `kafka.connectors` ([`super::connect`]).
 
 use std::collections::BTreeSet;
 
@@ -86,6 +87,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         immutable: false,
         present: true,
     }));
+    out.extend(super::connect::desired(r));
     out
 }
 

@@ -259,6 +259,7 @@ fn base_spec(
             exception_based_dlts: None,
             same_interval_topic_reuse: None,
             acls: None,
+            connectors: None,
             config: (!shared.is_empty()).then_some(shared),
             // Not found by import: a group whose configs are set but has no member is not
             // listed by ListGroups (docs/kafka.md "Share groups").

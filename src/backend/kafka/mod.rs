@@ -27,11 +27,13 @@
 //! The doors, each in its own file: [`desired`] (pure), [`read`] (read-only: Metadata,
 //! DescribeConfigs, offsets), [`plan`] (pure rules on top of the generic diff), [`apply`] (the
 //! only writer; [`ffi`] holds the IncrementalAlterConfigs call rdkafka has no wrapper for) and
-//! [`import`] (live → specs, pure over what `read` saw). This file holds the names, errors and
-//! value normalisation they share.
+//! [`import`] (live → specs, pure over what `read` saw). [`connect`] holds the Kafka Connect
+//! connectors of `kafka.connectors` (their error-handling keys, through the worker's REST API)
+//! in all their doors. This file holds the names, errors and value normalisation they share.
 
 pub mod alerts;
 pub mod apply;
+pub mod connect;
 pub mod desired;
 pub mod draw;
 pub mod ffi;
@@ -110,6 +112,12 @@ pub enum KafkaError {
         "target {target}: {api}: the cluster has no authorizer (SECURITY_DISABLED), so it keeps no ACLs; remove `kafka.acls` from the channels on this target, or enable an authorizer on the brokers"
     )]
     NoAuthorizer { target: String, api: &'static str },
+    #[error("connector `{connector}`: {message}")]
+    Connector { connector: String, message: String },
+    #[error(
+        "target {target}: connector `{connector}` is listed in `kafka.connectors`, and the target has no `connectUrl` (the Connect worker's REST API)"
+    )]
+    NoConnectUrl { target: String, connector: String },
 }
 
 impl crate::backend::kit::errors::AtTarget for KafkaError {
@@ -594,6 +602,8 @@ mod tests {
             bootstrap_servers: Some("127.0.0.1:9092".into()),
             properties: serde_json::from_value(props).expect("properties"),
             secret_properties: serde_json::from_value(secrets).expect("secrets"),
+            connect_url: None,
+            brokers: None,
             project: None,
             emulator_host: None,
             grant_service_agent: None,

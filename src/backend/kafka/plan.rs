@@ -195,6 +195,9 @@ pub fn duration_unit(_change: &Change, key: &str) -> Option<TimeUnit> {
 /// Kafka's rules for a planned update: fewer partitions and another replication factor cannot
 /// be made in place; lower retention, and compaction, drop records by themselves.
 pub fn refine(change: &mut Change) {
+    if change.resource.kind == Kind::Connector {
+        return super::connect::refine(change);
+    }
     if change.action != Action::Update {
         return;
     }

@@ -1,5 +1,6 @@
-//! Kafka reads (read-only: Metadata, DescribeConfigs, watermarks): the live topics a plan
-//! names, the inventory for `import` and `--prune`, record counts.
+//! Kafka reads (read-only: Metadata, DescribeConfigs, watermarks; `GET /connectors/{name}` on
+//! the Connect worker): the live topics and connectors a plan names, the inventory for
+//! `import` and `--prune`, record counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -100,6 +101,8 @@ pub struct Reader {
     /// The client settings (secrets included: never printed), for the status door's
     /// read-only consumers.
     pub(super) config: Arc<ClientConfig>,
+    /// The Connect worker's read-only REST client (the target's `connectUrl`), if named.
+    pub(super) connect: Option<super::connect::Client>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -120,7 +123,9 @@ impl Reader {
             target: name.to_owned(),
             message: describe_config_error(target, &e),
         })?;
+        let connect = super::connect::Client::of(name, target, Arc::clone(&stats))?;
         Ok(Reader {
+            connect,
             config: Arc::new(config),
             target: name.to_owned(),
             bootstrap,
@@ -321,6 +326,16 @@ impl Reader {
             self.stats.count("kafka:DescribeConfigs(group)");
             out.extend(super::share::read_groups(&self.admin, &self.target, ids).await?);
         }
+        for id in ids.iter().filter(|i| i.kind == Kind::Connector) {
+            let Some(client) = &self.connect else {
+                return Err(KafkaError::NoConnectUrl {
+                    target: self.target.clone(),
+                    connector: id.name.clone(),
+                });
+            };
+            let c = client.connector(&id.name).await?;
+            out.insert((*id).clone(), super::connect::live(&c.kind, &c.config));
+        }
         if !ids.iter().any(|i| i.kind == Kind::Topic) {
             return Ok(out);
         }
@@ -479,8 +494,14 @@ impl Reader {
     /// The import door: every topic in scope, grouped into channels by Spring's naming.
     pub async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, KafkaError> {
         let live = self.inventory(prefix).await?;
-        let read = BTreeMap::from([("topics", live.len())]);
-        let (c, u) = group(&live, self.target(), target);
+        let mut read = BTreeMap::from([("topics", live.len())]);
+        let (mut c, u) = group(&live, self.target(), target);
+        // The sink connectors that read an imported main topic (`kafka.connectors`).
+        if let Some(client) = &self.connect {
+            let connectors = client.list().await?;
+            read.insert("connectors", connectors.len());
+            super::connect::attach(&mut c, &connectors, self.target(), target);
+        }
         Ok((c, u, read))
     }
 }

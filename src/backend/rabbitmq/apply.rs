@@ -175,9 +175,15 @@ impl Writer {
                 )
                 .await
             }
-            (Kind::Topic | Kind::Alarm | Kind::Subscription | Kind::Acl | Kind::ShareGroup, _) => {
-                Ok(())
-            }
+            (
+                Kind::Topic
+                | Kind::Alarm
+                | Kind::Subscription
+                | Kind::Acl
+                | Kind::ShareGroup
+                | Kind::Connector,
+                _,
+            ) => Ok(()),
         }
     }
 

@@ -95,7 +95,8 @@ impl Writer {
                 | Kind::Topic
                 | Kind::Subscription
                 | Kind::Acl
-                | Kind::ShareGroup,
+                | Kind::ShareGroup
+                | Kind::Connector,
                 _,
             ) => Ok(()),
         }

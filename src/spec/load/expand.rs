@@ -95,6 +95,7 @@ fn example_default(field: &str) -> &'static str {
         "bootstrapServers" => "127.0.0.1:9092",
         "amqpUrl" => "amqp://127.0.0.1:5672",
         "endpoint" => "http://127.0.0.1:5000",
+        "connectUrl" => "http://127.0.0.1:8083",
         _ => "http://127.0.0.1:15672",
     }
 }
@@ -115,10 +116,10 @@ mod tests {
             found(&ws),
             [
                 "target/variable | `targets.rmq.url`: environment variable `DLQCTL_TEST_UNSET_Q7` is not set (or is empty), and `${DLQCTL_TEST_UNSET_Q7}` has no default | set it, or give a default where it may be unset (a pre-commit hook): `${DLQCTL_TEST_UNSET_Q7:-http://127.0.0.1:15672}` | 6:10",
-                "target/variable-not-allowed | `targets.rmq.vhost` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 8:12",
+                "target/variable-not-allowed | `targets.rmq.vhost` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost`, `connectUrl` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 8:12",
                 "target/variable | `targets.k.bootstrapServers`: environment variable `DLQCTL_TEST_UNSET_Q7` is not set (or is empty), and `${DLQCTL_TEST_UNSET_Q7}` has no default | set it, or give a default where it may be unset (a pre-commit hook): `${DLQCTL_TEST_UNSET_Q7:-127.0.0.1:9092}` | 11:23",
-                "target/variable-not-allowed | `targets.k.properties.a` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 12:21",
-                "target/variable-not-allowed | `targets.k.ownership.prefixes.0` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 13:28",
+                "target/variable-not-allowed | `targets.k.properties.a` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost`, `connectUrl` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 12:21",
+                "target/variable-not-allowed | `targets.k.ownership.prefixes.0` holds `${...}`: variables are expanded only in `url`, `amqpUrl`, `endpoint`, `bootstrapServers`, `emulatorHost`, `connectUrl` | secrets are named, not written: `usernameEnv`, `passwordEnv`, `secretProperties: {sasl.password: ENV_VAR}` | 13:28",
             ]
         );
         assert_eq!(

@@ -63,6 +63,12 @@ pub struct KafkaOptions {
     /// deleted. Without it, no binding of this channel is created or deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acls: Option<KafkaAcls>,
+    /// Kafka Connect sink connectors that read the main topic (on the worker of the target's
+    /// `connectUrl`): dlqctl owns their error-handling keys only (docs/kafka.md, "Kafka
+    /// Connect").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub connectors: Option<Vec<super::connect::KafkaConnector>>,
     /// Topic configs dlqctl owns on every topic of the channel (e.g. `cleanup.policy`,
     /// `min.insync.replicas`). `retention.ms` comes from `retention` fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,12 +7,13 @@
 //! after defaults are applied is checked by the rules (`spec::rules`), with a position.
 //!
 //! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
-//! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, `envelope` (`deadLetter.envelope` and `classes`), and one per backend
+//! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, `envelope` (`deadLetter.envelope` and `classes`), `connect` (`kafka.connectors`), and one per backend
 //! block (`sqs`, `rabbitmq`, `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
 
 mod alarms;
 mod api;
 mod channel;
+mod connect;
 mod envelope;
 mod kafka;
 mod pubsub;
@@ -26,6 +27,7 @@ pub use channel::{
     Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
     Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,
 };
+pub use connect::{CONNECTOR_OWNED_KEYS, ConnectorKind, ConnectorValue, KafkaConnector};
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
 pub use kafka::{
     ConfigValue, KafkaAcls, KafkaNaming, KafkaOptions, PRINCIPAL_PATTERN, Principal,

@@ -76,6 +76,16 @@ pub struct Target {
     /// (e.g. `sasl.password: KAFKA_PASSWORD`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_properties: Option<BTreeMap<String, String>>,
+    /// Kafka: the Kafka Connect worker's REST API (`http://connect.internal:8083`), for the
+    /// channels' `kafka.connectors`. Any worker of the Connect cluster will do. No redirect is
+    /// followed. `${VAR}` and `${VAR:-default}` read the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_url: Option<String>,
+    /// Kafka: how many brokers the cluster has, where the targets file says so: lint then
+    /// refuses a connector's dead-letter replication factor above it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100000))]
+    pub brokers: Option<u32>,
     /// Pub/Sub: the Google Cloud project id that holds the topics and subscriptions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = "^[a-z][a-z0-9-]{4,28}[a-z0-9]$"))]

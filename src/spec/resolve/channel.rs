@@ -363,8 +363,11 @@ pub fn resolve(
     } else {
         None
     };
-    let kafka =
-        (backend == Backend::Kafka).then(|| kafka::resolve(spec, &main, &kafka_retry, dlt_suffix));
+    let kafka = (backend == Backend::Kafka).then(|| {
+        let mut k = kafka::resolve(spec, &main, &kafka_retry, dlt_suffix);
+        k.connectors = super::connect::resolve(spec, &dead_letter, &delays, k.replication_factor);
+        k
+    });
     let pubsub = if backend == Backend::Pubsub {
         Some(pubsub::resolve(spec, name, target)?)
     } else {

@@ -27,6 +27,9 @@ pub struct KafkaResolved {
     pub share_groups: Vec<(String, bool)>,
     /// `retry.maxAttempts` as written (`None` when not): the share groups' delivery limit.
     pub share_delivery_limit: Option<u32>,
+    /// `kafka.connectors` with their error-handling keys derived from the channel (filled in by
+    /// `channel`, which knows the dead-letter topic and the delays).
+    pub connectors: Vec<super::connect::ConnectorResolved>,
 }
 
 /// How a Kafka channel's retry topics are named: the profile, and Spring's retry suffix.
@@ -73,6 +76,7 @@ pub(super) fn resolve(
             .map(|g| (g.name, g.copy_record.unwrap_or(true)))
             .collect(),
         share_delivery_limit: spec.retry.as_ref().and_then(|r| r.max_attempts),
+        connectors: Vec::new(),
     }
 }
 

@@ -9,12 +9,13 @@
 //! `pubsub`); `spring` mirrors Spring Kafka's naming, `defaults` holds what dlqctl fills in,
 //! `envelope` the envelope and class rules, and `common` what all of them share (the error,
 //! retry stages, name templates, the role of a dead-letter destination); `views` derives every
-//! destination a channel dead-letters to. Each file
+//! destination a channel dead-letters to; `connect` the Kafka Connect connectors' error keys. Each file
 //! imports only files below it; this module re-exports the lot, so `spec::resolve::X` is the
 //! path to use, and no file of the folder imports this one.
 
 mod channel;
 mod common;
+mod connect;
 mod defaults;
 pub mod envelope;
 pub mod headers;
@@ -30,6 +31,7 @@ pub use channel::{
     RateAlarmResolved, RateTierResolved, Resolved, TierResolved, delays, resolve,
 };
 pub use common::{DeadLetterRole, ResolveError, RetryStage, expand};
+pub use connect::{CONNECT_DEFAULT_RETRY_DELAY_MAX_MS, ConnectorResolved};
 pub use defaults::{
     DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
     DEFAULT_MAX_REDRIVES, DEFAULT_POLICY_PRIORITY, DEFAULT_RATE_FOR, DEFAULT_RATE_PERIOD,
@@ -85,6 +87,8 @@ mod tests {
             bootstrap_servers: Some("127.0.0.1:9092".into()),
             properties: None,
             secret_properties: None,
+            connect_url: None,
+            brokers: None,
             project: None,
             emulator_host: None,
             grant_service_agent: None,

@@ -61,9 +61,10 @@ fn check_share_groups(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic
 pub(super) fn check_kafka(
     doc: &Doc<Channel>,
     r: &Resolved,
-    _target: &Target,
+    target: &Target,
     out: &mut Vec<Diagnostic>,
 ) {
+    super::connect::check_connectors(doc, r, target, out);
     check_alarms(doc, r, out);
     jitter_info(doc, Backend::Kafka, out);
     let Some(k) = &r.kafka else { return };

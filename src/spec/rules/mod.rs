@@ -6,8 +6,8 @@
 //! Each rule has a stable id and a test in `tests/fixtures/invalid/` that fails without it.
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
-//! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` and `pubsub` (each backend's
-//! limits), `alarms`, `envelope` (`deadLetter.envelope` mappings and `classes`), `names` (valid, owned, unique names, also across channels), and
+//! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` (with `connect`, its Connect
+//! connectors) and `pubsub` (each backend's limits), `alarms`, `envelope` (`deadLetter.envelope` mappings and `classes`), `names` (valid, owned, unique names, also across channels), and
 //! `common`, what they all share (below every one of them, so no rule module calls back up
 //! here). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
@@ -22,6 +22,7 @@ use crate::diag::Diagnostic;
 mod alarms;
 mod channel;
 mod common;
+mod connect;
 mod deadletter;
 mod envelope;
 mod headers;

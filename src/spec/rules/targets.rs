@@ -86,7 +86,7 @@ fn check_fields_apply(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    let fields: [(&str, bool, &[Backend]); 16] = [
+    let fields: [(&str, bool, &[Backend]); 18] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -113,6 +113,8 @@ fn check_fields_apply(
             t.secret_properties.is_some(),
             &[Backend::Kafka],
         ),
+        ("connectUrl", t.connect_url.is_some(), &[Backend::Kafka]),
+        ("brokers", t.brokers.is_some(), &[Backend::Kafka]),
         (
             "alerts",
             t.alerts.is_some(),
@@ -222,6 +224,7 @@ fn check_urls(
         ("endpoint", &t.endpoint, true),
         ("amqpUrl", &t.amqp_url, false),
         ("bootstrapServers", &t.bootstrap_servers, false),
+        ("connectUrl", &t.connect_url, true),
         ("monitoring.endpoint", &monitoring, true),
     ];
     for (field, value, http) in fields {
