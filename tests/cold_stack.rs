@@ -21,7 +21,7 @@ use std::time::Instant;
 /// The second stack's ports: none shared with the main stack's defaults (RabbitMQ's
 /// distribution port is AMQP + 20000, so 25682 here against 25672 there; a port mapper of
 /// its own).
-const PORTS: [(&str, &str); 8] = [
+const PORTS: [(&str, &str); 9] = [
     ("DLQCTL_EPMD_PORT", "4379"),
     ("DLQCTL_RABBITMQ_AMQP_PORT", "5682"),
     ("DLQCTL_RABBITMQ_HTTP_PORT", "15682"),
@@ -29,6 +29,7 @@ const PORTS: [(&str, &str); 8] = [
     ("DLQCTL_MOTO_PORT", "5010"),
     ("DLQCTL_KAFKA_PORT", "9102"),
     ("DLQCTL_PUBSUB_PORT", "8095"),
+    ("DLQCTL_CONNECT_PORT", "8093"),
     ("DLQCTL_RABBITMQ_NODENAME", "dlqctl-cold@localhost"),
 ];
 
@@ -56,6 +57,7 @@ fn script(cache: &Path, args: &[&str]) -> Command {
         "DLQCTL_KAFKA_BOOTSTRAP",
         "DLQCTL_AMQP_URL",
         "PUBSUB_EMULATOR_HOST",
+        "DLQCTL_CONNECT_URL",
     ] {
         c.env_remove(v);
     }
