@@ -220,6 +220,9 @@ fn scenario(b: &Backend<'_>) {
         assert_eq!(w["groups"].as_array().map(Vec::len), Some(1), "{dry}");
         assert_eq!(w["groups"][0]["id"], json!(declined), "{dry}");
     }
+    // The dry run's reader hands its messages back as it closes: settled again, as a person
+    // running the two commands seconds apart would find them.
+    (b.settle)(n);
     let r = redrive_complete(b.ws, &["--group", &declined]);
     assert_eq!(r["selection"]["groups"], json!([declined]), "{r}");
     check(
@@ -276,6 +279,7 @@ fn scenario(b: &Backend<'_>) {
             "{dry}"
         );
     }
+    (b.settle)(all.iter().filter(|d| d.group() != 0 && !d.eu()).count());
     let r = redrive_complete(b.ws, &["--where", expr]);
     check(&r, acme.clone(), "--where on a header");
 

@@ -173,7 +173,7 @@ impl Mover {
         let tag = format!("{TAG} {}", run.holder);
         // The exact count now (the management API's lags by seconds): this run examines
         // these, and leaves what arrives later for the next.
-        let ready = match ready_count(&ch, dlq).await {
+        let ready = match settled_ready(&ch, dlq).await {
             Ok(n) => n,
             Err(e) => return Err(fail(&format!("count `{dlq}`"), e)),
         };
@@ -780,6 +780,24 @@ async fn consume(
 
 /// The queue's ready messages now, exactly (a passive `queue.declare`: the management API's
 /// figure lags by seconds). Also the synchronous call that proves earlier acks were handled.
+/// The ready count once it holds still: read every 250 ms until two readings agree (at most
+/// 2 s). Messages another reader had just taken (a status read or dry run that ended a moment
+/// before: the broker hands them back after its connection closed) are not ready yet at the
+/// first reading, and a run that counted only the first would finish "complete" without
+/// examining them (CI, 2026-12-03: 17 of 3,000, right after a dry run).
+async fn settled_ready(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Error> {
+    let mut last = ready_count(ch, queue).await?;
+    for _ in 0..8 {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let now = ready_count(ch, queue).await?;
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    Ok(last)
+}
+
 async fn ready_count(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Error> {
     let passive = lapin::options::QueueDeclareOptions {
         passive: true,
