@@ -206,8 +206,6 @@ pub struct Tally {
     pub moved: AtomicU64,
     pub not_selected: AtomicU64,
     pub at_limit: AtomicU64,
-    /// Chosen, but `--transform` failed on them: they stayed.
-    pub transform_failed: AtomicU64,
     /// Confirmed by the destination, but not removed from the DLQ (a failure in between): the
     /// consumer may see these twice.
     pub duplicated: AtomicU64,
@@ -265,7 +263,6 @@ impl Default for Tally {
             moved: AtomicU64::new(0),
             not_selected: AtomicU64::new(0),
             at_limit: AtomicU64::new(0),
-            transform_failed: AtomicU64::new(0),
             duplicated: AtomicU64::new(0),
             left: AtomicU64::new(u64::MAX),
             by_service: AtomicBool::new(false),
@@ -318,9 +315,9 @@ impl Tally {
             Decision::AtLimit => {
                 self.at_limit.fetch_add(1, Ordering::Relaxed);
             }
-            Decision::TransformFailed => {
-                self.transform_failed.fetch_add(1, Ordering::Relaxed);
-            }
+            // Counted by the program itself, each message once however often a batched run
+            // reads it again ([`transform::Transform::failures`]).
+            Decision::TransformFailed => {}
         }
     }
 

@@ -271,9 +271,8 @@ impl Mover {
                 }
                 let (d, edit) = redrive::copy_of(&run.select, &m, now_ms());
                 if d != Decision::Move {
-                    // `--transform` failed on it (examined already): it stays, like one not
-                    // chosen, back at its place at close.
-                    run.tally.transform_failed.fetch_add(1, ordering);
+                    // `--transform` failed on it (examined already; the program counts it): it
+                    // stays, like one not chosen, back at its place at close.
                     held += 1;
                     consuming.hold();
                     continue;
