@@ -120,17 +120,7 @@ pub async fn incremental_alter_topic_configs(
     changes: &[(String, Vec<ConfigOp>)],
     timeout: Duration,
 ) -> Result<Vec<(String, Result<(), TopicError>)>, CallError> {
-    let request = Request::alter(changes)?;
-    let admin = Arc::clone(admin);
-    run_blocking(ALTER, move || request.send(&admin, timeout))
-        .await?
-        .map(|answer| {
-            answer
-                .resources
-                .into_iter()
-                .map(|r| (r.name, r.error.map_or(Ok(()), Err)))
-                .collect()
-        })
+    alter(admin, Request::alter(changes)?, timeout).await
 }
 
 /// Reads the configs of the topics, in one request. Per topic: its entries, or the broker's
@@ -140,23 +130,7 @@ pub async fn describe_topic_configs(
     topics: &[String],
     timeout: Duration,
 ) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
-    let request = Request::describe(topics)?;
-    let admin = Arc::clone(admin);
-    run_blocking(DESCRIBE, move || request.send(&admin, timeout))
-        .await?
-        .map(|answer| {
-            answer
-                .resources
-                .into_iter()
-                .map(|r| {
-                    let result = match r.error {
-                        Some(e) => Err(e),
-                        None => Ok(r.entries),
-                    };
-                    (r.name, result)
-                })
-                .collect()
-        })
+    describe(admin, Request::describe(topics)?, timeout).await
 }
 
 /// [`incremental_alter_topic_configs`] for share groups' configs (the GROUP config resource of
@@ -168,6 +142,27 @@ pub async fn incremental_alter_group_configs(
 ) -> Result<Vec<(String, Result<(), TopicError>)>, CallError> {
     let mut request = Request::alter(changes)?;
     request.groups = true;
+    alter(admin, request, timeout).await
+}
+
+/// [`describe_topic_configs`] for groups: every group config, set (`DynamicGroup` is reported
+/// as [`Source::Other`]) or at its broker default. A group that never had a member answers too.
+pub async fn describe_group_configs(
+    admin: &Arc<Admin>,
+    groups: &[String],
+    timeout: Duration,
+) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
+    let mut request = Request::describe(groups)?;
+    request.groups = true;
+    describe(admin, request, timeout).await
+}
+
+/// Sends an IncrementalAlterConfigs `request` (topics or groups): answers per resource.
+async fn alter(
+    admin: &Arc<Admin>,
+    request: Request,
+    timeout: Duration,
+) -> Result<Vec<(String, Result<(), TopicError>)>, CallError> {
     let admin = Arc::clone(admin);
     run_blocking(ALTER, move || request.send(&admin, timeout))
         .await?
@@ -180,15 +175,13 @@ pub async fn incremental_alter_group_configs(
         })
 }
 
-/// [`describe_topic_configs`] for groups: every group config, set (`DynamicGroup` is reported
-/// as [`Source::Other`]) or at its broker default. A group that never had a member answers too.
-pub async fn describe_group_configs(
+/// Sends a DescribeConfigs `request` (topics or groups): per resource, its entries or the
+/// broker's error for it.
+async fn describe(
     admin: &Arc<Admin>,
-    groups: &[String],
+    request: Request,
     timeout: Duration,
 ) -> Result<Vec<(String, Result<Vec<Entry>, TopicError>)>, CallError> {
-    let mut request = Request::describe(groups)?;
-    request.groups = true;
     let admin = Arc::clone(admin);
     run_blocking(DESCRIBE, move || request.send(&admin, timeout))
         .await?
