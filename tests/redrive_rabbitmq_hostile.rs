@@ -688,3 +688,116 @@ fn a_destination_outside_the_ownership_prefixes_is_refused_unless_allowed() {
     assert_eq!(code, 0, "{doc}\n{err}");
     assert_eq!((doc["moved"].clone(), moved), (json!(3), 3), "{doc}");
 }
+
+/// Holds `n` messages of `queue` unacknowledged (`basic.get`, no consumer: a run can still
+/// consume the queue exclusively) until `close` is sent (or 60 s), then closes its connection,
+/// and the broker hands them back. Returns once they are held.
+fn hold(queue: &str, n: usize) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (close_tx, close_rx) = std::sync::mpsc::channel::<()>();
+    let queue = queue.to_owned();
+    let holder = std::thread::spawn(move || {
+        block(async move {
+            let conn = rabbit::amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            for _ in 0..n {
+                ch.basic_get(queue.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("basic.get")
+                    .expect("a message to hold");
+            }
+            held_tx.send(()).expect("held");
+            let _ = close_rx.recv_timeout(Duration::from_secs(60));
+            let _ = conn.close(200, "handing back".into()).await;
+        });
+    });
+    held_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the messages held");
+    (close_tx, holder)
+}
+
+/// Messages another reader held when the run started, handed back while it ran, are examined
+/// before it says "complete". Before the fix the run counted the ready messages once, at its
+/// start, and finished "complete" (exit 0) with them unexamined (CI of d0edf23: 17 of 3,000,
+/// right after a dry run).
+#[test]
+fn messages_handed_back_while_a_run_goes_are_examined_before_it_says_complete() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "h", 1000, |_| "poison");
+    let (close, holder) = hold(&dlq, 100);
+    let run = spawn_json(&f, &["--rate", "400"]);
+    wait_count(&main, 300, Duration::from_secs(30));
+    close.send(()).expect("close");
+    holder.join().expect("the holder");
+    let (code, doc, err) = finish(run, Duration::from_secs(60));
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(
+        (doc["moved"].clone(), doc["examined"].clone()),
+        (json!(1000), json!(1000)),
+        "{doc}"
+    );
+    let (in_dlq, in_main) = accounted(&doc, &dlq, &main, &ids("h", 1000));
+    assert_eq!((in_dlq.len(), in_main.len()), (0, 1000));
+}
+
+/// Copies that fail again and come back to the DLQ while the run goes are not moved a second
+/// time by the same run: they wait there (for `--verify-for`, or the next run), and the report
+/// counts them.
+#[test]
+fn copies_that_come_back_while_a_run_goes_are_not_moved_again_by_it() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "b", 300, |_| "poison");
+    // The application: fails every message of the main queue and dead-letters it itself
+    // (publishes it to the DLQ as it came, then acknowledges it), for at most 30 s or until
+    // the run is over.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (queue, into, halt) = (main.clone(), dlq.clone(), std::sync::Arc::clone(&stop));
+    let app = std::thread::spawn(move || {
+        block(async move {
+            use lapin::options::{BasicAckOptions, ConfirmSelectOptions};
+            let conn = rabbit::amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .expect("confirms");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline && !halt.load(std::sync::atomic::Ordering::SeqCst) {
+                let got = ch
+                    .basic_get(queue.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("basic.get");
+                let Some(m) = got else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                let d = m.delivery;
+                rabbit::publish_on(&ch, "", &into, &d.data, d.properties.clone()).await;
+                d.acker.ack(BasicAckOptions::default()).await.expect("ack");
+            }
+            let _ = conn.close(200, "done".into()).await;
+        });
+    });
+    let (code, doc, err) = finish(spawn_json(&f, &["--rate", "300"]), Duration::from_secs(60));
+    wait_count(&dlq, 300, Duration::from_secs(20));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 0, "{doc}\n{err}");
+    assert_eq!(doc["moved"], 300, "each moved once: {doc}");
+    assert!(
+        doc["cameBack"].as_u64().is_some_and(|n| n > 0),
+        "the copies that came back are counted: {doc}"
+    );
+    let in_dlq = take(&dlq);
+    assert_eq!(in_dlq.len(), 300, "every copy back in the DLQ once");
+    assert!(
+        in_dlq.values().all(|(h, _)| h["dlq-redrive-count"] == "1"),
+        "moved once each"
+    );
+}

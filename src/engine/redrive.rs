@@ -326,6 +326,7 @@ impl<'a> Checked<'a> {
             not_selected: 0,
             skipped_at_max_redrives: 0,
             possibly_duplicated: 0,
+            came_back: 0,
             left_in_dead_letter: None,
             left_basis: None,
             interrupted: false,
@@ -689,6 +690,7 @@ fn add(report: &mut Report, t: &Tally) {
         record.add(t.transformed());
     }
     report.possibly_duplicated += t.duplicated.load(Ordering::Relaxed);
+    report.came_back += t.came_back.load(Ordering::Relaxed);
     if t.by_service.load(Ordering::Relaxed) {
         report.moved_by = Some(redrive::SQS_MOVE_TASK);
     }

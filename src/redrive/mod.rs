@@ -240,6 +240,10 @@ pub struct Tally {
     sources: Mutex<Vec<SourceCount>>,
     /// The same: chosen messages that named no source, left in the DLQ.
     pub without_source: AtomicU64,
+    /// Copies this run moved that failed again and were back in the DLQ before it ended:
+    /// left there, not moved a second time (RabbitMQ, whose run takes what becomes ready
+    /// while it goes).
+    pub came_back: AtomicU64,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -276,6 +280,7 @@ impl Default for Tally {
             transformed: Mutex::new(Vec::new()),
             sources: Mutex::new(Vec::new()),
             without_source: AtomicU64::new(0),
+            came_back: AtomicU64::new(0),
         }
     }
 }
@@ -645,6 +650,10 @@ impl Pace {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The final report (and the audit record with `--format json`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -668,6 +677,10 @@ pub struct Report {
     pub not_selected: u64,
     pub skipped_at_max_redrives: u64,
     pub possibly_duplicated: u64,
+    /// Copies this run moved that failed again and came back to the DLQ before it ended:
+    /// left there, not moved again (RabbitMQ).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub came_back: u64,
     /// Messages in the DLQ afterwards, where the backend can tell.
     pub left_in_dead_letter: Option<u64>,
     /// How `left_in_dead_letter` was counted: `exact` (by the run itself, on its own
@@ -1068,6 +1081,13 @@ pub fn human(r: &Report) -> String {
         }
     }
     out.push_str(".\n");
+    if r.came_back > 0 {
+        out.push_str(&format!(
+            "  {} of the copies failed again and came back to {} while the run went; they were left there, not moved again.\n",
+            r.came_back,
+            if r.role == "dead-letter" { "the dead-letter queue" } else { r.dead_letter.as_str() }
+        ));
+    }
     out.push_str(&sources_line(&r.destination, "stayed"));
     for why in &r.incomplete {
         out.push_str(&format!("  not complete: {why}\n"));
@@ -1217,6 +1237,7 @@ mod tests {
             not_selected: 1800,
             skipped_at_max_redrives: 0,
             possibly_duplicated: 0,
+            came_back: 0,
             left_in_dead_letter: Some(3000),
             left_basis: Some(STATISTICS),
             interrupted: false,
