@@ -499,7 +499,11 @@ fn lint_warnings_are_one_line_per_rule_in_plan_and_apply_and_each_in_full_with_v
         ("alarms/missing", 2),
         ("retry/none", 1),
     ] {
-        assert_eq!(full.matches(&format!("warning[{rule}]")).count(), n, "{full}");
+        assert_eq!(
+            full.matches(&format!("warning[{rule}]")).count(),
+            n,
+            "{full}"
+        );
     }
     assert!(!verbose.stderr.contains(folded), "{}", verbose.stderr);
     let lint = f.run(&["lint", "."]);
