@@ -368,6 +368,69 @@ fn warnings_fail_only_with_deny_warnings() {
     deny.exits(1);
 }
 
+/// Issue 39: `plan` and `apply` fold lint warnings to one line per rule, but never an error:
+/// it stops the command, shown in full as `lint` shows it, before any server is asked (the
+/// target's endpoint is a closed port). `-v` shows the warnings in full as well.
+#[test]
+fn plan_and_apply_show_an_error_in_full_and_fold_the_warnings_beside_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.path().join(name), text).expect("write");
+    };
+    write(
+        "dlqctl.yaml",
+        "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  sqs: {backend: sqs, region: us-east-1, endpoint: \"http://127.0.0.1:9\"}\n",
+    );
+    let channel = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: sqs\n{spec}"
+        )
+    };
+    for name in ["a", "b", "c", "d", "e"] {
+        write(
+            &format!("{name}.yaml"),
+            &channel(
+                name,
+                "  retry: {maxAttempts: 3}\n  deadLetter: {retention: 7d}\n",
+            ),
+        );
+    }
+    write("f.yaml", &channel("f", "  retry: {maxAttempts: 0}\n"));
+    let at = |args: &[&str]| {
+        let r = support::output(dlqctl().current_dir(dir.path()).args(args));
+        r.exits(1);
+        assert!(r.stdout.is_empty(), "no plan: {}", r.stdout);
+        r
+    };
+    let plan = at(&["plan", "."]);
+    // The apply stops at the same place, before its question or any write.
+    let apply = at(&["apply", ".", "--auto-approve"]);
+    assert_eq!(apply.stderr, plan.stderr);
+    assert_eq!(
+        plan.stderr.matches("error[schema/range]").count(),
+        1,
+        "{}",
+        plan.stderr
+    );
+    assert!(!plan.stderr.contains("warning["), "{}", plan.stderr);
+    insta::assert_snapshot!("plan-error-and-folded-warnings", plan.stderr);
+
+    let verbose = at(&["plan", ".", "-v"]);
+    for (finding, n) in [
+        ("error[schema/range]", 1),
+        ("warning[deadletter/discard-undeclared]", 5),
+        ("warning[alarms/missing]", 5),
+    ] {
+        assert_eq!(
+            verbose.stderr.matches(finding).count(),
+            n,
+            "{}",
+            verbose.stderr
+        );
+    }
+    verbose.assert_stderr_contains("7 files checked: 1 error, 10 warnings.");
+}
+
 #[test]
 fn help_is_snapshotted() {
     for args in [

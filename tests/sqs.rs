@@ -423,28 +423,38 @@ fn plans_render_in_every_format() {
     assert_plan_snapshots!(f, Some((&support::aws_endpoint(), "[ENDPOINT]")));
 }
 
-/// Lint warnings do not bury the plan (issue 39): three channels with one warning and one with
-/// another make one line per rule on stderr for `plan` and `apply` (the channels named), one
+/// Lint warnings do not bury the plan (issue 39): six channels with eight warnings of three
+/// rules (five channels with one, two with another, one with a third) make one line per rule on
+/// stderr for `plan` and `apply` (beyond four channels, the first three, `…` and the last), one
 /// collapsed element after the summary of the markdown plan, and each in full with `-v`, as
 /// `lint` shows them. Nothing is applied: apply without a terminal stops at the question.
 #[test]
 fn lint_warnings_are_one_line_per_rule_in_plan_and_apply_and_each_in_full_with_v() {
     let Some(f) = Fixture::new() else { return };
-    let spec = |name: &str, extra: &str| {
+    let spec = |name: &str, attempts: u32, extra: &str| {
         format!(
-            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {}-{name}}}\nspec:\n  target: {TARGET}\n  retry: {{maxAttempts: 3}}\n{extra}",
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {}-{name}}}\nspec:\n  target: {TARGET}\n  retry: {{maxAttempts: {attempts}}}\n{extra}",
             f.channel
         )
     };
-    for name in ["a", "b", "c"] {
-        let kept_a_week = "  deadLetter: {retention: 7d}\n  lint: {allow: [alarms/missing]}\n";
+    let kept_a_week = "  deadLetter: {retention: 7d}\n";
+    let unwatched = "  lint: {allow: [alarms/missing]}\n";
+    let channels = [
+        // deadletter/discard-undeclared on a–e, alarms/missing on d and e, retry/none on f.
+        ("a", 3, format!("{kept_a_week}{unwatched}")),
+        ("b", 3, format!("{kept_a_week}{unwatched}")),
+        ("c", 3, format!("{kept_a_week}{unwatched}")),
+        ("d", 3, kept_a_week.to_owned()),
+        ("e", 3, kept_a_week.to_owned()),
+        ("f", 1, unwatched.to_owned()),
+    ];
+    for (name, attempts, extra) in &channels {
         std::fs::write(
             f.path().join(format!("{name}.yaml")),
-            spec(name, kept_a_week),
+            spec(name, *attempts, extra),
         )
         .expect("write spec");
     }
-    std::fs::write(f.path().join("d.yaml"), spec("d", "")).expect("write spec");
     let settings = support::snapshot::plan_settings(Some((&support::aws_endpoint(), "[ENDPOINT]")));
     let both = |p: &support::Output| {
         format!(
@@ -452,19 +462,15 @@ fn lint_warnings_are_one_line_per_rule_in_plan_and_apply_and_each_in_full_with_v
             p.code, p.stderr, p.stdout
         )
     };
-    let folded = "warning: 4 lint warnings (run `dlqctl lint` or add -v to see each) — deadletter/discard-undeclared ×3 on channels ";
+    let folded = "warning: 8 lint warnings (run `dlqctl lint` or add -v to see each) — deadletter/discard-undeclared ×5 on channels ";
 
     let human = f.run(&["plan", ".", "--detailed-exitcode"]);
     human.exits(2);
-    assert_eq!(human.stderr.lines().count(), 2, "{}", human.stderr);
+    assert_eq!(human.stderr.lines().count(), 3, "{}", human.stderr);
     human.assert_stderr_contains(folded);
     assert!(!human.stderr.contains("warning["), "{}", human.stderr);
     let md = f.run(&["plan", ".", "--format", "markdown"]);
     md.ok();
-    settings.bind(|| {
-        insta::assert_snapshot!("plan-warnings-human", both(&human));
-        insta::assert_snapshot!("plan-warnings-markdown", md.stdout);
-    });
     // The JSON plan holds no lint findings (`dlqctl lint --format json` has them all).
     let json = f.run(&["plan", ".", "--format", "json"]);
     assert!(
@@ -479,26 +485,35 @@ fn lint_warnings_are_one_line_per_rule_in_plan_and_apply_and_each_in_full_with_v
     assert!(!apply.stderr.contains("warning["), "{}", apply.stderr);
     apply.assert_zero_writes();
 
-    // -v: every warning in full, as `lint` shows it, and the count of all.
+    // -v: every warning in full, as `lint` shows it, and the count of all; the wire log that
+    // follows (times, requests) is not part of the snapshot.
     let verbose = f.run(&["plan", ".", "-v"]);
     verbose.ok();
-    assert_eq!(
-        verbose
-            .stderr
-            .matches("warning[deadletter/discard-undeclared]")
-            .count(),
-        3,
-        "{}",
-        verbose.stderr
-    );
-    assert_eq!(
-        verbose.stderr.matches("warning[alarms/missing]").count(),
-        1,
-        "{}",
-        verbose.stderr
-    );
-    verbose.assert_stderr_contains("5 files checked: 0 errors, 4 warnings.");
+    let counted = "7 files checked: 0 errors, 8 warnings.";
+    let Some(end) = verbose.stderr.find(counted) else {
+        panic!("no `{counted}` in:\n{}", verbose.stderr)
+    };
+    let full = &verbose.stderr[..end + counted.len()];
+    for (rule, n) in [
+        ("deadletter/discard-undeclared", 5),
+        ("alarms/missing", 2),
+        ("retry/none", 1),
+    ] {
+        assert_eq!(
+            full.matches(&format!("warning[{rule}]")).count(),
+            n,
+            "{full}"
+        );
+    }
     assert!(!verbose.stderr.contains(folded), "{}", verbose.stderr);
+    let lint = f.run(&["lint", "."]);
+    assert_eq!(lint.stdout.trim_end(), full, "-v shows what `lint` shows");
+
+    settings.bind(|| {
+        insta::assert_snapshot!("plan-warnings-human", both(&human));
+        insta::assert_snapshot!("plan-warnings-markdown", md.stdout);
+        insta::assert_snapshot!("plan-warnings-verbose", full);
+    });
 }
 
 #[test]

@@ -125,6 +125,10 @@ fn report(diags: &[Diagnostic], warnings: &Digest, ws: &Workspace, printer: &Pri
     // The count of every finding closes a report that has more than the folded warnings,
     // which say their own count.
     if !shown.is_empty() {
+        // A blank line after the folded warnings, as after each finding shown in full.
+        if !full && !warnings.is_empty() {
+            text.push('\n');
+        }
         text.push_str(&diag::summary(diags, ws.sources.len(), ws.skipped));
     }
     if !text.is_empty() {
