@@ -606,6 +606,14 @@ pub struct StatusArgs {
     #[arg(long)]
     pub no_peek: bool,
 
+    /// SQS: read all of --scan, not one receive of at most 10: as many receives as it takes,
+    /// each message hidden for SECS so that no receive hands it out twice, and every one made
+    /// visible again when the read ends (within SECS if dlqctl dies). Each message read counts
+    /// one receive; refused on a DLQ with a redrive policy of its own (docs/status.md).
+    #[arg(long, value_name = "SECS", conflicts_with = "no_peek",
+          value_parser = clap::value_parser!(u32).range(1..=43_200))]
+    pub hide_for: Option<u32>,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = StatusFormat::Human)]
     pub format: StatusFormat,

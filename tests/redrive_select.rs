@@ -2,8 +2,8 @@
 //! failures interleaved (messages differing only in ids and amounts), each with a JSON body
 //! naming its order and region, a `tenant` header and an attempt count, put in by third-party
 //! clients (lapin, the AWS SDK, rdkafka, Pub/Sub's REST API):
-//! - `status --group-by fingerprint` shows exactly 3 groups with the right counts (SQS: the 10
-//!   its status reads), and `--where` in `status` counts what it chooses;
+//! - `status --group-by fingerprint` shows exactly 3 groups with the right counts (SQS with
+//!   `--hide-for`, which reads the whole DLQ), and `--where` in `status` counts what it chooses;
 //! - `redrive --group ID` moves exactly that group; a dry run with `--where` counts exactly
 //!   what the run then moves;
 //! - `--where` on the body, on a header and on `attempts` each move exactly what they name;
@@ -108,8 +108,11 @@ struct Backend<'a> {
     /// Takes what is left in the DLQ at the end (`want` expected): its bodies; `None` where
     /// a redrive leaves the records in place (Kafka).
     take_dlq: Option<Box<dyn Fn(usize) -> Vec<String> + 'a>>,
-    /// Whether `status` reads the whole DLQ (SQS reads 10 messages).
-    status_reads_all: bool,
+    /// What `status` is given besides `--scan` to read the whole DLQ (SQS: `--hide-for`;
+    /// without it one receive of 10).
+    status_extra: &'static [&'static str],
+    /// Whether a dry run reads the whole DLQ (SQS's reads 10 messages).
+    dry_reads_all: bool,
     /// Waits until the backend's own figures show `n` dead letters and none held (what a dry
     /// run's "exact" rests on: RabbitMQ's statistics lag by up to 5 s after a read).
     settle: Box<dyn Fn(usize) + 'a>,
@@ -148,7 +151,9 @@ fn scenario(b: &Backend<'_>) {
 
     // The groups, as status shows them: their ids, by class.
     let scan = n.to_string();
-    let c = status_json(b.ws, &["--group-by", "fingerprint", "--scan", &scan]);
+    let mut args = vec!["--group-by", "fingerprint", "--scan", &scan];
+    args.extend_from_slice(b.status_extra);
+    let c = status_json(b.ws, &args);
     let groups = c["deadLetter"]["groups"]
         .as_array()
         .unwrap_or_else(|| panic!("groups in {c}"))
@@ -162,7 +167,7 @@ fn scenario(b: &Backend<'_>) {
             .unwrap_or_else(|| panic!("a group of {class} in {groups:?}"))
             .to_owned()
     };
-    if b.status_reads_all {
+    {
         let mut counts: Vec<(String, u64)> = groups
             .iter()
             .map(|g| {
@@ -180,10 +185,9 @@ fn scenario(b: &Backend<'_>) {
         want.sort();
         assert_eq!(counts, want, "{groups:?}");
         // `--where` in status: counts only what it chooses, of all read.
-        let c = status_json(
-            b.ws,
-            &["--scan", &scan, "--where", r#".headers.tenant == "acme""#],
-        );
+        let mut args = vec!["--scan", &scan, "--where", r#".headers.tenant == "acme""#];
+        args.extend_from_slice(b.status_extra);
+        let c = status_json(b.ws, &args);
         let acme = all.iter().filter(|d| d.tenant == "acme").count() as u64;
         assert_eq!(
             c["deadLetter"]["selected"],
@@ -210,7 +214,7 @@ fn scenario(b: &Backend<'_>) {
     let declined = id_of(CLASSES[0]);
     (b.settle)(n);
     let dry = redrive_complete(b.ws, &["--group", &declined, "--dry-run", "--scan", &scan]);
-    if b.status_reads_all {
+    if b.dry_reads_all {
         let w = &dry["wouldMove"];
         assert_eq!(
             (w["count"].as_u64(), w["exact"].as_bool()),
@@ -272,7 +276,7 @@ fn scenario(b: &Backend<'_>) {
     let expr = r#".headers.tenant == "acme""#;
     (b.settle)(all.iter().filter(|d| d.group() != 0 && !d.eu()).count());
     let dry = redrive_complete(b.ws, &["--where", expr, "--dry-run", "--scan", &scan]);
-    if b.status_reads_all {
+    if b.dry_reads_all {
         assert_eq!(
             dry["wouldMove"]["count"].as_u64(),
             Some(acme.len() as u64),
@@ -346,7 +350,8 @@ fn rabbitmq_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
                 .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
                 .collect()
         })),
-        status_reads_all: true,
+        status_extra: &[],
+        dry_reads_all: true,
         settle: Box::new(|n| {
             rabbit::wait_for(
                 &dlq,
@@ -442,7 +447,8 @@ fn kafka_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
             out
         }),
         take_dlq: None,
-        status_reads_all: true,
+        status_extra: &[],
+        dry_reads_all: true,
         settle: Box::new(|_| ()),
     });
 }
@@ -499,8 +505,10 @@ fn sqs_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
         take_dlq: Some(Box::new(|want| {
             aws.take(&dlq, want).into_iter().map(|(b, _)| b).collect()
         })),
-        // One receive of 10: the groups are known, their counts are not.
-        status_reads_all: false,
+        // Every message, each hidden while the read goes (one receive of 10 without it).
+        status_extra: &["--hide-for", "120"],
+        // A dry run reads as status does without --hide-for: one receive of 10.
+        dry_reads_all: false,
         settle: Box::new(|_| ()),
     });
 }
@@ -549,7 +557,8 @@ fn pubsub_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
         }),
         take_main: Box::new(|want| bodies(f.rest.take(&sub, want))),
         take_dlq: Some(Box::new(|want| bodies(f.rest.take(&dl_sub, want)))),
-        status_reads_all: true,
+        status_extra: &[],
+        dry_reads_all: true,
         settle: Box::new(|_| ()),
     });
 }

@@ -320,6 +320,8 @@ async fn read_for_ever(
         count_by_reading: true,
         // Failure groups are never published: their ids and messages are unbounded.
         groups: false,
+        // One receive at most (with --peek): a scrape hides nothing.
+        hide_for: None,
     };
     let mut by_target: BTreeMap<String, Vec<Resolved>> = BTreeMap::new();
     for c in &channels {

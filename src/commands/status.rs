@@ -76,6 +76,7 @@ pub fn run(args: &StatusArgs, printer: &Printer) -> anyhow::Result<u8> {
         rate_window: Some(args.rate_window),
         count_by_reading: false,
         groups: args.group_by == GroupBy::Fingerprint,
+        hide_for: args.hide_for,
     };
     let stats = Arc::new(Stats::default());
     let readers = engine::status::connect(&channels, &loaded.targets, opts, &stats);

@@ -762,6 +762,7 @@ async fn watch_for_return(
         rate_window: None,
         count_by_reading: false,
         groups: false,
+        hide_for: None,
     };
     let until = tokio::time::Instant::now() + v.for_;
     let mut back = Vec::new();
@@ -918,6 +919,7 @@ async fn dry_run(
         rate_window: None,
         count_by_reading: false,
         groups: false,
+        hide_for: None,
     };
     let observed = one(reader.status(&[r], read).await?)?;
     let now = status::now_ms();
@@ -1019,6 +1021,7 @@ async fn left(r: &Resolved, reader: &Reader) -> Option<u64> {
         rate_window: None,
         count_by_reading: false,
         groups: false,
+        hide_for: None,
     };
     let observed = reader
         .status(&[r], read)

@@ -70,6 +70,10 @@ pub struct ReadOptions {
     /// Whether the messages read are grouped by fingerprint ([`fingerprint`]; `status
     /// --group-by fingerprint`). Never for the exporter: a group is no metric label.
     pub groups: bool,
+    /// SQS (`status --hide-for`): read the whole `scan` with as many receives as it takes,
+    /// each message hidden for this many seconds so that no receive hands it out twice,
+    /// and all made visible again when the read ends. `None`: one receive, visibility 0.
+    pub hide_for: Option<u32>,
 }
 
 impl Default for ReadOptions {
@@ -83,6 +87,7 @@ impl Default for ReadOptions {
             rate_window: None,
             count_by_reading: false,
             groups: false,
+            hide_for: None,
         }
     }
 }

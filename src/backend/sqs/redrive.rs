@@ -33,9 +33,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 
 use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
-    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
-    SendMessageBatchRequestEntry,
+    DeleteMessageBatchRequestEntry, MessageAttributeValue, MessageSystemAttributeName,
+    QueueAttributeName, SendMessageBatchRequestEntry,
 };
 
 use super::QueueArn;
@@ -455,37 +454,7 @@ impl Mover {
             }
         }
         // Messages not chosen become visible again now, not in `hold` seconds.
-        for chunk in held.chunks(10) {
-            let entries: Vec<_> = chunk
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| {
-                    ChangeMessageVisibilityBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .receipt_handle(h)
-                        .visibility_timeout(0)
-                        .build()
-                        .ok()
-                })
-                .collect();
-            let what = format!("queue {dlq}");
-            let _ = self
-                .reader
-                .aws
-                .read("sqs:ChangeMessageVisibilityBatch", |c| {
-                    let (url, entries, what) = (url.to_owned(), entries.clone(), what.clone());
-                    async move {
-                        c.sqs
-                            .change_message_visibility_batch()
-                            .queue_url(url)
-                            .set_entries(Some(entries))
-                            .send()
-                            .await
-                            .map_err(|e| classify("sqs:ChangeMessageVisibilityBatch", &what, e))
-                    }
-                })
-                .await;
-        }
+        let _ = self.reader.make_visible(dlq, url, &held).await;
         result
     }
 

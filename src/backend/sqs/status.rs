@@ -10,6 +10,13 @@
 //! (the exporter's default), not at all. On a FIFO queue a receive holds the message's group
 //! for the length of the call. Without the CloudWatch metric (e.g. a local emulator), the
 //! oldest age is the oldest `SentTimestamp` among the messages read, labelled as such.
+//!
+//! `status --hide-for SECS` asks for more: the whole `--scan`, for failure groups that count
+//! every message. Then receives go on, 10 at a time, each hiding what it hands out for SECS
+//! (so no receive hands a message out twice), until the scan is read, the queue answers
+//! nothing, or three quarters of SECS have passed; then every message read is made visible
+//! again (ChangeMessageVisibilityBatch 0). Each still counts one receive, and the same
+//! redrive-policy refusal holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -146,6 +153,45 @@ impl Reader {
             observed.notes.push(
                 "samples not read: this dead-letter queue has a redrive policy of its own, and every read raises a message's receive count towards it".into(),
             );
+        } else if let Some(hide) = read.hide_for {
+            let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true");
+            let (messages, note) = self.scan_hidden(&r.dead_letter, &url, read, hide).await?;
+            observed.messages = messages;
+            for m in &mut observed.messages {
+                m.native_class = native_class(r.dead_letter_role);
+            }
+            let total = observed
+                .dead_letter
+                .total
+                .map_or_else(|| "?".to_owned(), |n| n.to_string());
+            observed.notes.push(format!(
+                "read {} of the {total} message{} with {} ReceiveMessage call{}, each message hidden for {hide}s while the read went{}; {}; each message read counts one more receive (ApproximateReceiveCount){}",
+                observed.messages.len(),
+                if total == "1" { "" } else { "s" },
+                note.receives,
+                if note.receives == 1 { "" } else { "s" },
+                if note.out_of_time {
+                    format!(
+                        " (it stopped after {}s, before the first message it read could reappear)",
+                        hide * 3 / 4
+                    )
+                } else {
+                    String::new()
+                },
+                if note.not_released == 0 {
+                    "then every one was made visible again".to_owned()
+                } else {
+                    format!(
+                        "{} could not be made visible again and reappear within {hide}s",
+                        note.not_released
+                    )
+                },
+                if fifo {
+                    "; on this FIFO queue SQS hands out no more of a message group while some of it is hidden, so the read saw the first messages of each group only"
+                } else {
+                    ""
+                }
+            ));
         } else {
             observed.messages = self.peek(&r.dead_letter, &url, read).await?;
             for m in &mut observed.messages {
@@ -240,6 +286,106 @@ impl Reader {
             .collect())
     }
 
+    /// `status --hide-for`: up to `scan` messages, received 10 at a time, each hidden for
+    /// `hide` seconds, then all made visible again (see the module's contract). Stops when
+    /// the scan is read, after two receives in a row that hand out nothing new, or at three
+    /// quarters of `hide` (before the first message read could reappear and be read twice).
+    /// The messages are made visible again even when a receive fails.
+    async fn scan_hidden(
+        &self,
+        queue: &str,
+        url: &str,
+        read: ReadOptions,
+        hide: u32,
+    ) -> Result<(Vec<Message>, HiddenScan), AwsError> {
+        let started = std::time::Instant::now();
+        let budget = std::time::Duration::from_secs(u64::from(hide)) * 3 / 4;
+        let visibility = i32::try_from(hide).unwrap_or(i32::MAX);
+        let mut out = Vec::new();
+        let mut handles = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut note = HiddenScan::default();
+        let mut empty = 0;
+        // Bounded: a receive hands out at least one new message or counts as empty.
+        let most = read.scan.div_ceil(BATCH) * 2 + 4;
+        let mut failed = None;
+        while out.len() < read.scan && empty < 2 && note.receives < most {
+            if started.elapsed() >= budget {
+                note.out_of_time = true;
+                break;
+            }
+            let got = match self
+                .receive(queue, url, (read.scan - out.len()).min(BATCH), visibility)
+                .await
+            {
+                Ok(got) => got,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            note.receives += 1;
+            let before = out.len();
+            for m in &got {
+                if let Some(h) = m.receipt_handle() {
+                    handles.push(h.to_owned());
+                }
+                if seen.insert(m.message_id().unwrap_or_default().to_owned()) {
+                    out.push(message(m, read.max_body));
+                }
+            }
+            empty = if out.len() == before { empty + 1 } else { 0 };
+        }
+        note.not_released = self.make_visible(queue, url, &handles).await;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((out, note)),
+        }
+    }
+
+    /// Makes the messages of `handles` visible again at once (ChangeMessageVisibilityBatch,
+    /// visibility 0, 10 a call): the ones a read or a run held and does not take. Returns how
+    /// many could not be (they reappear when their visibility timeout ends).
+    pub(super) async fn make_visible(&self, queue: &str, url: &str, handles: &[String]) -> usize {
+        use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+        let mut failed = 0;
+        for chunk in handles.chunks(BATCH) {
+            let entries: Vec<_> = chunk
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(h)
+                        .visibility_timeout(0)
+                        .build()
+                        .ok()
+                })
+                .collect();
+            let what = format!("queue {queue}");
+            let answer = self
+                .aws
+                .read("sqs:ChangeMessageVisibilityBatch", |c| {
+                    let (url, entries, what) = (url.to_owned(), entries.clone(), what.clone());
+                    async move {
+                        c.sqs
+                            .change_message_visibility_batch()
+                            .queue_url(url)
+                            .set_entries(Some(entries))
+                            .send()
+                            .await
+                            .map_err(|e| classify("sqs:ChangeMessageVisibilityBatch", &what, e))
+                    }
+                })
+                .await;
+            failed += match answer {
+                Ok(out) => out.failed().len(),
+                Err(_) => chunk.len(),
+            };
+        }
+        failed
+    }
+
     /// One ReceiveMessage of at most `max` messages (10 at most) with every attribute, held
     /// out of sight for `visibility` seconds: the one receive both status (0 s) and the
     /// redrive mover (its hold) make.
@@ -277,6 +423,16 @@ impl Reader {
             .await?;
         Ok(out.messages.unwrap_or_default())
     }
+}
+
+/// How a `--hide-for` read went, for its note.
+#[derive(Debug, Default)]
+struct HiddenScan {
+    receives: usize,
+    /// It stopped at three quarters of the hide, with the scan not read.
+    out_of_time: bool,
+    /// Messages that could not be made visible again.
+    not_released: usize,
 }
 
 fn number(attrs: &BTreeMap<String, String>, k: &str) -> Option<u64> {
