@@ -562,3 +562,187 @@ fn pubsub_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
         settle: Box::new(|_| ()),
     });
 }
+
+// ------------------------------------------------------- SQS at 3,000, on ElasticMQ
+
+/// Receives and deletes everything in `url` (bounded: 1,000 receives): the bodies.
+fn drain_sqs(c: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut empty = 0;
+    for _ in 0..1_000 {
+        let got = block(
+            c.receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(120)
+                .send(),
+        )
+        .expect("ReceiveMessage");
+        if got.messages().is_empty() {
+            empty += 1;
+            if empty == 3 {
+                break;
+            }
+            continue;
+        }
+        empty = 0;
+        for m in got.messages() {
+            out.push(m.body().unwrap_or_default().to_owned());
+            block(
+                c.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send(),
+            )
+            .expect("DeleteMessage");
+        }
+    }
+    out
+}
+
+/// The figure on SQS: moto serves 3,000 too slowly (its receive scans the whole queue),
+/// so this runs on ElasticMQ, a second SQS implementation (no CloudWatch there: the queues are
+/// made with the SDK, in the shape dlqctl makes them). 3,000 dead letters in 3 interleaved
+/// groups: `status --hide-for` shows exactly 3 groups of 1,000, and `redrive --group` moves
+/// exactly one of them, each message once, the other 2,000 still in the DLQ.
+#[test]
+fn sqs_at_three_thousand_status_groups_them_all_and_a_group_moves_exactly() {
+    use aws_sdk_sqs::types::{
+        MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry,
+    };
+    let Some(e) = support::elasticmq::ElasticMq::start() else {
+        return;
+    };
+    let c = e.sqs();
+    let dlq = block(c.create_queue().queue_name("movetask-dlq").send())
+        .expect("CreateQueue")
+        .queue_url()
+        .unwrap_or_default()
+        .to_owned();
+    let arn = block(
+        c.get_queue_attributes()
+            .queue_url(&dlq)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send(),
+    )
+    .expect("GetQueueAttributes")
+    .attributes()
+    .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+    .expect("QueueArn");
+    let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": "3"});
+    let main = block(
+        c.create_queue()
+            .queue_name("movetask")
+            .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
+            .send(),
+    )
+    .expect("CreateQueue")
+    .queue_url()
+    .unwrap_or_default()
+    .to_owned();
+    let attr = |t: &str, v: &str| {
+        MessageAttributeValue::builder()
+            .data_type(t)
+            .string_value(v)
+            .build()
+            .expect("attribute")
+    };
+    let n = 3_000;
+    let all = letters(n);
+    block(async {
+        for chunk in all.chunks(10) {
+            let entries = chunk
+                .iter()
+                .map(|d| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(format!("o{}", d.order))
+                        .message_body(&d.body)
+                        .message_attributes("dlq-error-class", attr("String", d.class))
+                        .message_attributes("dlq-error-message", attr("String", &d.message))
+                        .message_attributes("dlq-attempts", attr("Number", &d.attempts.to_string()))
+                        .build()
+                        .expect("entry")
+                })
+                .collect();
+            let out = c
+                .send_message_batch()
+                .queue_url(&dlq)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .expect("SendMessageBatch");
+            assert!(out.failed().is_empty(), "{:?}", out.failed());
+        }
+    });
+    let ws = sqs::movetask_workspace("elasticmq", &e.url);
+    let status = support::output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_dlqctl"))
+            .current_dir(ws.path())
+            .args(["status", ".", "--format", "json", "--samples", "0"])
+            .args([
+                "--group-by",
+                "fingerprint",
+                "--scan",
+                "3000",
+                "--hide-for",
+                "300",
+            ])
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env_remove("AWS_PROFILE")
+            .env("NO_COLOR", "1"),
+    );
+    let doc: Value = serde_json::from_str(&status.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", status.stdout, status.stderr));
+    let groups = doc["channels"][0]["deadLetter"]["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("groups in {doc}"))
+        .clone();
+    let mut counts: Vec<(String, u64)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["class"].as_str().unwrap_or_default().to_owned(),
+                g["count"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    counts.sort();
+    let mut want: Vec<(String, u64)> = CLASSES.iter().map(|c| ((*c).to_owned(), 1_000)).collect();
+    want.sort();
+    assert_eq!(counts, want, "{groups:?}");
+    let declined = groups
+        .iter()
+        .find(|g| g["class"] == CLASSES[0])
+        .and_then(|g| g["id"].as_str())
+        .expect("the declined group")
+        .to_owned();
+    let out = support::output(&mut sqs::movetask_redrive(
+        ws.path(),
+        &["--group", &declined],
+    ));
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    assert_eq!(out.code, 0, "{report}\n{}", out.stderr);
+    assert_eq!(report["moved"], 1_000, "{report}");
+    let moved = orders(&drain_sqs(&c, &main));
+    let moved_set: BTreeSet<usize> = moved.iter().copied().collect();
+    assert_eq!(moved.len(), moved_set.len(), "each once");
+    assert_eq!(
+        moved_set,
+        all.iter()
+            .filter(|d| d.group() == 0)
+            .map(|d| d.order)
+            .collect(),
+        "exactly the declined group"
+    );
+    let left: BTreeSet<usize> = orders(&drain_sqs(&c, &dlq)).into_iter().collect();
+    assert_eq!(
+        left,
+        all.iter()
+            .filter(|d| d.group() != 0)
+            .map(|d| d.order)
+            .collect(),
+        "the other 2,000 in the DLQ"
+    );
+}

@@ -138,7 +138,14 @@ impl Reader {
         // Redrive's reads need no CloudWatch age either (its dry run ages the messages it
         // read), so a redrive works where only SQS answers (ElasticMQ).
         if !read.redrive_view {
-            observed.metric_age_seconds = self.oldest_age_metric(&r.dead_letter).await?;
+            // Like the flow: an endpoint without CloudWatch (ElasticMQ) or a role without
+            // cloudwatch:GetMetricStatistics costs the metric, not the status.
+            match self.oldest_age_metric(&r.dead_letter).await {
+                Ok(age) => observed.metric_age_seconds = age,
+                Err(e) => observed.notes.push(format!(
+                    "oldest age not from CloudWatch ({e}): from the messages read, if any"
+                )),
+            }
         }
         let visible = observed.dead_letter.ready.is_some_and(|n| n > 0);
         if !visible || read.scan == 0 {
