@@ -603,10 +603,11 @@ fn drain_sqs(c: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
 /// The issue's figure on SQS: moto serves 3,000 too slowly (its receive scans the whole queue),
 /// so this runs on ElasticMQ, a second SQS implementation (no CloudWatch there: the queues are
 /// made with the SDK, in the shape dlqctl makes them). 3,000 dead letters in 3 interleaved
-/// groups: `status --hide-for` shows exactly 3 groups of 1,000, and `redrive --group` moves
-/// exactly one of them, each message once, the other 2,000 still in the DLQ.
+/// groups: `status --hide-for` shows exactly 3 groups of 1,000, `redrive --group` moves
+/// exactly one of them and `--where` on the body exactly the eu ones of the other 2,000, each
+/// message once, the rest still in the DLQ.
 #[test]
-fn sqs_at_three_thousand_status_groups_them_all_and_a_group_moves_exactly() {
+fn sqs_at_three_thousand_status_groups_them_all_and_a_group_and_a_where_move_exactly() {
     use aws_sdk_sqs::types::{
         MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry,
     };
@@ -736,13 +737,31 @@ fn sqs_at_three_thousand_status_groups_them_all_and_a_group_moves_exactly() {
             .collect(),
         "exactly the declined group"
     );
+    // `--where` over the other 2,000: exactly the eu ones come back.
+    let out = support::output(&mut sqs::movetask_redrive(
+        ws.path(),
+        &["--where", r#".body.region == "eu""#],
+    ));
+    let report: Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    assert_eq!(out.code, 0, "{report}\n{}", out.stderr);
+    let eu: BTreeSet<usize> = all
+        .iter()
+        .filter(|d| d.group() != 0 && d.eu())
+        .map(|d| d.order)
+        .collect();
+    assert_eq!(report["moved"], eu.len() as u64, "{report}");
+    let moved = orders(&drain_sqs(&c, &main));
+    let moved_set: BTreeSet<usize> = moved.iter().copied().collect();
+    assert_eq!(moved.len(), moved_set.len(), "each once");
+    assert_eq!(moved_set, eu, "exactly the eu ones");
     let left: BTreeSet<usize> = orders(&drain_sqs(&c, &dlq)).into_iter().collect();
     assert_eq!(
         left,
         all.iter()
-            .filter(|d| d.group() != 0)
+            .filter(|d| d.group() != 0 && !d.eu())
             .map(|d| d.order)
             .collect(),
-        "the other 2,000 in the DLQ"
+        "the rest in the DLQ"
     );
 }
