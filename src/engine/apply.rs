@@ -2,8 +2,11 @@
 //!
 //! Nothing is written unless every guard passes. Changes run up to `--parallelism` at a time
 //! per target, in the order [`super::schedule`] allows (every ordering rule of the plan kept as
-//! a dependency); Kafka's go several to a request. Each finished step is reported as it
-//! finishes; on the first failure no new step starts, the steps in flight finish, and apply
+//! a dependency); Kafka's go several to a request. Before they are written, the ready changes
+//! of a target are re-checked in groups: one backend read of the objects a group writes
+//! (`Reader::recheck`), compared with what the plan read, so that an object someone else
+//! changed since planning stops apply before it is overwritten, at a listing's cost rather
+//! than a read per change. Each finished step is reported as it finishes; on the first failure no new step starts, the steps in flight finish, and apply
 //! reports what was done and what was not, so that a fresh plan lists exactly the remainder.
 //! Ctrl-C stops the same way.
 
@@ -397,8 +400,14 @@ pub async fn run(
                     Event::Written(write(batch, t, steps, w, g.allow_message_loss, halt).await)
                 }));
             }
-            // The next group is re-checked while the last requests of the previous one write.
-            if !checking[t] && cleared[t].len() < parallelism * limit {
+            // The next group is re-checked while the last requests of the previous one write,
+            // once a round of writes is ready; fewer wait for the writes in flight, which
+            // release the next steps of their channels, so that one read covers them all.
+            let round = parallelism * limit;
+            if !checking[t]
+                && cleared[t].len() < round
+                && (requests[t] == 0 || schedule.ready_len(t) >= round)
+            {
                 let most = group_limit(parallelism, limit);
                 let mut group = Vec::new();
                 while group.len() < most

@@ -101,6 +101,19 @@ pub(super) fn count(b: &Value) -> Option<u64> {
 /// The columns of a queue that a plan reads (listings and single reads alike).
 const QUEUE_COLUMNS: &str = "name,arguments,policy,type,durable,auto_delete";
 
+/// Moves the objects `ids` names from `all` (a listing) into `out`.
+fn keep(
+    out: &mut BTreeMap<ResourceId, Live>,
+    mut all: BTreeMap<ResourceId, Live>,
+    ids: &[&ResourceId],
+) {
+    for i in ids {
+        if let Some(l) = all.remove(*i) {
+            out.insert((*i).clone(), l);
+        }
+    }
+}
+
 /// The most queue names one filtered listing of apply's re-check asks for (the regex travels
 /// in the URL).
 const RECHECK_NAMES: usize = 50;
@@ -616,6 +629,17 @@ impl Reader {
             }
         }
 
+        self.read_exchanges(vhost, out).await?;
+        self.read_bindings(vhost, out).await
+    }
+
+    /// A vhost's owned exchanges (one listing), into `out`.
+    async fn read_exchanges(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
         let api = "GET /api/exchanges/{vhost}";
         let path = format!(
             "/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"
@@ -653,6 +677,16 @@ impl Reader {
             );
         }
 
+        Ok(())
+    }
+
+    /// A vhost's bindings from an owned exchange to a queue (one listing), into `out`.
+    async fn read_bindings(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
         let (api, path) = ("GET /api/bindings/{vhost}", format!("/api/bindings/{v}"));
         let bindings = self
             .http
@@ -729,8 +763,8 @@ impl Reader {
 
     /// Apply's re-check of a group of objects (see [`Read::recheck`]), per vhost: one queue
     /// listing filtered to the group's queue names (up to [`RECHECK_NAMES`] names a call),
-    /// one policy listing (one GET for a lone policy), one GET per exchange; anything else (a
-    /// binding) reads its vhost once. The listings read the same columns as the plan's, so
+    /// one policy listing and one exchange listing (one GET for a lone policy or exchange),
+    /// one binding listing. The listings read the same columns as the plan's, so
     /// what they return compares with what it read.
     ///
     /// [`Read::recheck`]: crate::backend::kit::doors::Read::recheck
@@ -812,24 +846,39 @@ impl Reader {
                     }
                 }
             }
-            for x in of(Kind::Exchange) {
-                if let Some(l) = self.read_one(x).await? {
-                    out.insert(x.clone(), l);
+            match of(Kind::Exchange).as_slice() {
+                [] => {}
+                [one] => {
+                    if let Some(l) = self.read_one(one).await? {
+                        out.insert((*one).clone(), l);
+                    }
                 }
+                many => {
+                    let mut all = BTreeMap::new();
+                    self.read_exchanges(vhost, &mut all).await?;
+                    keep(&mut out, all, many);
+                }
+            }
+            let bindings = of(Kind::Binding);
+            if !bindings.is_empty() {
+                let mut all = BTreeMap::new();
+                self.read_bindings(vhost, &mut all).await?;
+                keep(&mut out, all, &bindings);
             }
             let rest: Vec<&ResourceId> = ids
                 .iter()
                 .copied()
-                .filter(|i| !matches!(i.kind, Kind::Queue | Kind::Policy | Kind::Exchange))
+                .filter(|i| {
+                    !matches!(
+                        i.kind,
+                        Kind::Queue | Kind::Policy | Kind::Exchange | Kind::Binding
+                    )
+                })
                 .collect();
             if !rest.is_empty() {
                 let mut all = BTreeMap::new();
                 self.read_vhost(vhost, &mut all).await?;
-                for i in rest {
-                    if let Some(l) = all.remove(i) {
-                        out.insert(i.clone(), l);
-                    }
-                }
+                keep(&mut out, all, &rest);
             }
         }
         Ok(out)
