@@ -6,9 +6,9 @@
 //! of a target are re-checked in groups: one backend read of the objects a group writes
 //! (`Reader::recheck`), compared with what the plan read, so that an object someone else
 //! changed since planning stops apply before it is overwritten, at a listing's cost rather
-//! than a read per change. Each finished step is reported as it finishes; on the first failure no new step starts, the steps in flight finish, and apply
-//! reports what was done and what was not, so that a fresh plan lists exactly the remainder.
-//! Ctrl-C stops the same way.
+//! than a read per change. Each finished step is reported as it finishes; on the first
+//! failure no new step starts, the steps in flight finish, and apply reports what was done and
+//! what was not, so that a fresh plan lists exactly the remainder. Ctrl-C stops the same way.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::future::Future;
