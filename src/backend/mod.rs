@@ -357,10 +357,14 @@ impl Reader {
         each!(Reader, self, r => Read::prunable(r, skip, target).await)
     }
 
-    /// One object as [`read`](Self::read) would return it, read as cheaply as the backend
-    /// allows (apply's re-check immediately before each write).
-    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, BackendError> {
-        each!(Reader, self, r => Read::read_one(r, id).await)
+    /// Apply's re-check of a group of objects before it writes them: those of `ids` that exist,
+    /// as [`read`](Self::read) returns them, in one listing or multi-name read per kind (see
+    /// [`Read::recheck`]).
+    pub async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+        each!(Reader, self, r => Read::recheck(r, ids).await)
     }
 
     /// Messages held by a queue or topic, where the backend can tell.

@@ -2,12 +2,17 @@
 //!
 //! Nothing is written unless every guard passes. Changes run up to `--parallelism` at a time
 //! per target, in the order [`super::schedule`] allows (every ordering rule of the plan kept as
-//! a dependency); Kafka's go several to a request. Each finished step is reported as it
-//! finishes; on the first failure no new step starts, the steps in flight finish, and apply
-//! reports what was done and what was not, so that a fresh plan lists exactly the remainder.
-//! Ctrl-C stops the same way.
+//! a dependency); Kafka's go several to a request. Before they are written, the ready changes
+//! of a target are re-checked in groups: one backend read of the objects a group writes
+//! (`Reader::recheck`), compared with what the plan read, so that an object someone else
+//! changed since planning stops apply before it is overwritten, at a listing's cost rather
+//! than a read per change. Each finished step is reported as it finishes; on the first
+//! failure no new step starts, the steps in flight finish, and apply reports what was done and
+//! what was not, so that a fresh plan lists exactly the remainder. Ctrl-C stops the same way.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -97,8 +102,10 @@ fn describe(c: &Change) -> String {
     )
 }
 
-/// Optimistic concurrency: how each of `changes` moved since planning, from one re-read of
-/// the objects they write (`None`: as planned, or nothing to compare with).
+/// Optimistic concurrency: how each of `changes` (one target's) moved since planning, from
+/// one re-check of the objects they write, asked of the backend for the whole group
+/// ([`Reader::recheck`]: a listing or a multi-name read per kind, not a read per object).
+/// `None`: as planned, or nothing to compare with.
 async fn moved(
     changes: &[&Change],
     readers: &BTreeMap<String, Reader>,
@@ -111,23 +118,15 @@ async fn moved(
     else {
         return changes.iter().map(|_| None).collect();
     };
-    let compared: Vec<&&Change> = changes
+    let ids: Vec<&ResourceId> = changes
         .iter()
         .filter(|c| baseline.contains_key(&c.resource))
+        .map(|c| &c.resource)
         .collect();
-    if compared.is_empty() {
+    if ids.is_empty() {
         return changes.iter().map(|_| None).collect();
     }
-    // One object: as cheap a read as the backend has; several: one read of them all.
-    let live = if let [one] = compared.as_slice() {
-        r.read_one(&one.resource).await.map(|l| {
-            l.map(|l| BTreeMap::from([(one.resource.clone(), l)]))
-                .unwrap_or_default()
-        })
-    } else {
-        let ids: Vec<&ResourceId> = compared.iter().map(|c| &c.resource).collect();
-        r.read(&ids).await
-    };
+    let live = r.recheck(&ids).await;
     changes
         .iter()
         .map(|c| {
@@ -174,71 +173,98 @@ pub struct Recheck<'a> {
     pub baseline: &'a BTreeMap<ResourceId, Option<String>>,
 }
 
-/// Independent steps of one target written together: indexes into the steps, and for each
-/// whether it is compared with the plan's read first (not for an object an earlier step of
-/// this apply wrote).
-struct Batch {
+/// A group of ready steps of one target re-checked together: indexes into the steps, and for
+/// each whether it is compared with the plan's read (not for an object an earlier step of this
+/// apply wrote).
+struct Group {
     steps: Vec<usize>,
     recheck: Vec<bool>,
 }
 
-/// Re-checks, then writes, a batch of independent steps of one target. Once `halt` is set (a
-/// failure, Ctrl-C), nothing more is written: a step that has not written yet ends
-/// [`Outcome::NotStarted`].
-async fn write(
-    Batch {
-        steps: batch,
+/// How a group's re-check ended, per step: `None`, cleared to be written; `Some`, why not
+/// (moved since planning, or the re-check failed). Empty verdicts: a failure or Ctrl-C came
+/// first, nothing was read, and nothing of the group is written.
+struct Checked {
+    target: usize,
+    steps: Vec<usize>,
+    verdicts: Vec<Option<String>>,
+}
+
+/// What a piece of apply's work came back with: a group re-checked, or a request written.
+enum Event {
+    Checked(Checked),
+    Written(Finished),
+}
+
+/// Re-checks a group of one target's ready steps in one backend call (see [`moved`]), unless
+/// `halt` is set (a failure, Ctrl-C).
+async fn check(
+    Group {
+        steps: group,
         recheck,
-    }: Batch,
+    }: Group,
     target: usize,
     steps: &[&Change],
-    writer: &Writer,
     check: Recheck<'_>,
-    allow_loss: bool,
     halt: &AtomicBool,
-) -> Finished {
-    let started = Instant::now();
-    let finished = |results: Vec<(usize, Outcome)>| Finished {
-        target,
-        results,
-        elapsed: started.elapsed(),
-    };
+) -> Checked {
     if halt.load(Ordering::SeqCst) {
-        return finished(batch.iter().map(|i| (*i, Outcome::NotStarted)).collect());
+        return Checked {
+            target,
+            steps: group,
+            verdicts: Vec::new(),
+        };
     }
-    let compared: Vec<&Change> = batch
+    let compared: Vec<&Change> = group
         .iter()
         .zip(&recheck)
         .filter(|(_, r)| **r)
         .map(|(i, _)| steps[*i])
         .collect();
-    let mut verdicts = moved(&compared, check.readers, check.baseline)
+    let mut moved = moved(&compared, check.readers, check.baseline)
         .await
         .into_iter();
-    let mut results: Vec<(usize, Outcome)> = Vec::with_capacity(batch.len());
-    let mut clear: Vec<(usize, &Change)> = Vec::with_capacity(batch.len());
-    for (i, r) in batch.iter().zip(&recheck) {
-        match if *r { verdicts.next().flatten() } else { None } {
-            Some(why) => results.push((*i, Outcome::Failed(why))),
-            None => clear.push((*i, steps[*i])),
-        }
+    let verdicts = recheck
+        .iter()
+        .map(|r| if *r { moved.next().flatten() } else { None })
+        .collect();
+    Checked {
+        target,
+        steps: group,
+        verdicts,
     }
-    if !results.is_empty() {
-        halt.store(true, Ordering::SeqCst);
-    }
-    if halt.load(Ordering::SeqCst) {
-        results.extend(clear.iter().map(|(i, _)| (*i, Outcome::NotStarted)));
-    } else if let [(i, c)] = clear.as_slice() {
-        results.push((*i, outcome(writer.apply(c, allow_loss).await)));
-    } else if !clear.is_empty() {
-        let cs: Vec<&Change> = clear.iter().map(|(_, c)| *c).collect();
+}
+
+/// Writes a batch of independent, re-checked steps of one target, in one request where the
+/// backend allows. Once `halt` is set (a failure, Ctrl-C), nothing more is written: the batch
+/// ends [`Outcome::NotStarted`].
+async fn write(
+    batch: Vec<usize>,
+    target: usize,
+    steps: &[&Change],
+    writer: &Writer,
+    allow_loss: bool,
+    halt: &AtomicBool,
+) -> Finished {
+    let started = Instant::now();
+    let results = if halt.load(Ordering::SeqCst) {
+        batch.iter().map(|i| (*i, Outcome::NotStarted)).collect()
+    } else if let [i] = batch.as_slice() {
+        vec![(*i, outcome(writer.apply(steps[*i], allow_loss).await))]
+    } else {
+        let cs: Vec<&Change> = batch.iter().map(|i| steps[*i]).collect();
         let answers = writer.apply_many(&cs, allow_loss).await;
-        for ((i, _), r) in clear.iter().zip(answers) {
-            results.push((*i, outcome(r)));
-        }
+        batch
+            .iter()
+            .copied()
+            .zip(answers.into_iter().map(outcome))
+            .collect()
+    };
+    Finished {
+        target,
+        results,
+        elapsed: started.elapsed(),
     }
-    results.sort_by_key(|(i, _)| *i);
-    finished(results)
 }
 
 fn outcome(r: Result<(), crate::backend::BackendError>) -> Outcome {
@@ -254,27 +280,34 @@ fn batchable(c: &Change) -> bool {
     matches!(c.action, Action::Create | Action::Update)
 }
 
-/// One request's steps of target `t`: `first` (just handed out by the schedule) and, while it
-/// and the next ready step are creates or updates, the next ready ones, up to `limit`, lowest
-/// first. A replace or a delete goes alone.
-fn batch_from(
-    schedule: &mut Schedule,
-    t: usize,
-    first: usize,
-    steps: &[&Change],
-    limit: usize,
-) -> Vec<usize> {
+/// One request's steps, taken from the front of `cleared` (re-checked steps of one target,
+/// lowest first): the first and, while it and the next are creates or updates, the next ones,
+/// up to `limit`. A replace or a delete goes alone.
+fn batch_from(cleared: &mut VecDeque<usize>, steps: &[&Change], limit: usize) -> Vec<usize> {
+    let Some(first) = cleared.pop_front() else {
+        return Vec::new();
+    };
     let mut batch = vec![first];
     while batchable(steps[first])
         && batch.len() < limit
-        && let Some(i) = schedule.peek(t)
+        && let Some(&i) = cleared.front()
         && batchable(steps[i])
-        && let Some(next) = schedule.next(t)
     {
-        batch.push(next);
+        cleared.pop_front();
+        batch.push(i);
     }
     batch
 }
+
+/// How many ready steps of a target one re-check covers at most: four rounds of writes at
+/// full parallelism (`limit`: steps a request), at most [`MAX_GROUP`]. Larger groups save
+/// reads; smaller ones shorten the time between an object's re-check and its write.
+fn group_limit(parallelism: usize, limit: usize) -> usize {
+    (4 * parallelism * limit).clamp(1, MAX_GROUP)
+}
+
+/// The largest re-check group (the most names one re-check reads).
+const MAX_GROUP: usize = 1000;
 
 /// "2 min 5 s", "40 s": for the ETA.
 fn human_secs(secs: u64) -> String {
@@ -286,10 +319,13 @@ fn human_secs(secs: u64) -> String {
 
 /// Applies the plan's changes, up to `parallelism` at a time on each target (targets side by
 /// side), never starting a change before what it depends on ([`super::schedule`]). Call only
-/// after [`refusals`] came back empty. Before each write, the objects it writes are re-read
-/// and compared with what the plan read ([`Recheck`]); an object that moved
-/// fails its step. On the first failure, or Ctrl-C (`stop`), no new step starts; the steps in
-/// flight finish, and the report says exactly what was done and what was not.
+/// after [`refusals`] came back empty. Before they are written, the ready steps of a target
+/// are re-checked in groups ([`group_limit`]): the objects they write re-read in one backend
+/// call and compared with what the plan read ([`Recheck`]); an object that moved fails its
+/// step, and nothing of its group is written. The next group is re-checked while the last
+/// writes of the previous one run. On the first failure, or Ctrl-C (`stop`), no new step
+/// starts; the steps in flight finish, and the report says exactly what was done and what was
+/// not.
 pub async fn run(
     plan: &Plan,
     writers: &BTreeMap<String, Writer>,
@@ -314,17 +350,24 @@ pub async fn run(
     let mut done = vec![false; steps.len()];
     let width = steps.len().to_string().len();
     let targets: Vec<String> = schedule.targets().to_vec();
+    // Per target: write requests in flight, whether a re-check is, and the steps it cleared
+    // that wait for a request (lowest first).
     let mut requests = vec![0usize; targets.len()];
+    let mut checking = vec![false; targets.len()];
+    let mut cleared: Vec<VecDeque<usize>> = vec![VecDeque::new(); targets.len()];
     let mut in_flight = 0usize;
     // Set on the first failure or Ctrl-C: no step starts writing after it.
     let halt = AtomicBool::new(false);
-    let mut running = FuturesUnordered::new();
+    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = Event> + '_>>> =
+        FuturesUnordered::new();
     let began = Instant::now();
     let mut progress =
         tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
     let mut written: HashSet<&ResourceId> = HashSet::new();
     let mut stopping = false;
     let mut interrupted = false;
+    let steps = &steps;
+    let halt = &halt;
     loop {
         if !stopping && stop.load(Ordering::SeqCst) {
             stopping = true;
@@ -350,75 +393,129 @@ pub async fn run(
             } else {
                 w.batch_limit().max(1)
             };
-            while requests[t] < parallelism
-                && let Some(first) = schedule.next(t)
-            {
-                let batch = batch_from(&mut schedule, t, first, &steps, limit);
-                // An object an earlier step of this apply wrote (a shared exchange two
-                // channels declare) moved since planning by our own hand: not re-checked.
-                let recheck = batch
-                    .iter()
-                    .map(|i| !written.contains(&steps[*i].resource))
-                    .collect();
+            while requests[t] < parallelism && !cleared[t].is_empty() {
+                let batch = batch_from(&mut cleared[t], steps, limit);
                 requests[t] += 1;
-                in_flight += batch.len();
-                running.push(write(
-                    Batch {
-                        steps: batch,
-                        recheck,
-                    },
-                    t,
-                    &steps,
-                    w,
-                    check,
-                    g.allow_message_loss,
-                    &halt,
-                ));
+                running.push(Box::pin(async move {
+                    Event::Written(write(batch, t, steps, w, g.allow_message_loss, halt).await)
+                }));
+            }
+            // The next group is re-checked while the last requests of the previous one write,
+            // once a round of writes is ready; fewer wait for the writes in flight, which
+            // release the next steps of their channels, so that one read covers them all.
+            let round = parallelism * limit;
+            if !checking[t]
+                && cleared[t].len() < round
+                && (requests[t] == 0 || schedule.ready_len(t) >= round)
+            {
+                let most = group_limit(parallelism, limit);
+                let mut group = Vec::new();
+                while group.len() < most
+                    && let Some(i) = schedule.next(t)
+                {
+                    group.push(i);
+                }
+                if !group.is_empty() {
+                    // An object an earlier step of this apply wrote (a shared exchange two
+                    // channels declare) moved since planning by our own hand: not re-checked.
+                    let recheck = group
+                        .iter()
+                        .map(|i| !written.contains(&steps[*i].resource))
+                        .collect();
+                    checking[t] = true;
+                    in_flight += group.len();
+                    running.push(Box::pin(async move {
+                        let group = Group {
+                            steps: group,
+                            recheck,
+                        };
+                        Event::Checked(self::check(group, t, steps, check, halt).await)
+                    }));
+                }
             }
         }
         if running.is_empty() {
             break;
         }
         tokio::select! {
-            Some(f) = running.next() => {
-                let f: Finished = f;
-                requests[f.target] -= 1;
-                let n = f.results.len();
-                for (i, r) in f.results {
-                    in_flight -= 1;
-                    let c = steps[i];
-                    let batch = if n > 1 { format!(", one request for {n}") } else { String::new() };
-                    match r {
-                        Outcome::NotStarted => {}
-                        Outcome::Done => {
-                            report.done += 1;
-                            done[i] = true;
-                            written.insert(&c.resource);
-                            schedule.finish(i);
-                            printer.err(&format!(
-                                "[{:>width$}/{}] {} {} ({} ms{batch})",
-                                report.done,
-                                steps.len(),
-                                describe(c),
-                                printer.paint_err("done", Style::Good),
-                                f.elapsed.as_millis()
-                            ));
+            Some(event) = running.next() => match event {
+                Event::Checked(Checked { target, steps: group, verdicts }) => {
+                    checking[target] = false;
+                    // Empty verdicts: halted before the re-check; nothing of the group is
+                    // written.
+                    in_flight -= group.len() - verdicts.len();
+                    for (i, verdict) in group.into_iter().zip(verdicts) {
+                        match verdict {
+                            None if !stopping => cleared[target].push_back(i),
+                            None => in_flight -= 1,
+                            Some(why) => {
+                                in_flight -= 1;
+                                printer.err(&format!(
+                                    "{:>pad$} {} {}",
+                                    "",
+                                    describe(steps[i]),
+                                    printer.paint_err("FAILED", Style::Error),
+                                    pad = 2 * width + 2
+                                ));
+                                report.failed.push((i, why));
+                                stopping = true;
+                                halt.store(true, Ordering::SeqCst);
+                            }
                         }
-                        Outcome::Failed(e) => {
-                            printer.err(&format!(
-                                "{:>pad$} {} {}",
-                                "",
-                                describe(c),
-                                printer.paint_err("FAILED", Style::Error),
-                                pad = 2 * width + 2
-                            ));
-                            report.failed.push((i, e));
-                            stopping = true;
-                            halt.store(true, Ordering::SeqCst);
+                    }
+                    if stopping {
+                        // What this or an earlier group cleared is not written now.
+                        for c in &mut cleared {
+                            in_flight -= c.len();
+                            c.clear();
                         }
                     }
                 }
-            }
+                Event::Written(f) => {
+                    requests[f.target] -= 1;
+                    let n = f.results.len();
+                    for (i, r) in f.results {
+                        in_flight -= 1;
+                        let c = steps[i];
+                        let batch = if n > 1 { format!(", one request for {n}") } else { String::new() };
+                        match r {
+                            Outcome::NotStarted => {}
+                            Outcome::Done => {
+                                report.done += 1;
+                                done[i] = true;
+                                written.insert(&c.resource);
+                                schedule.finish(i);
+                                printer.err(&format!(
+                                    "[{:>width$}/{}] {} {} ({} ms{batch})",
+                                    report.done,
+                                    steps.len(),
+                                    describe(c),
+                                    printer.paint_err("done", Style::Good),
+                                    f.elapsed.as_millis()
+                                ));
+                            }
+                            Outcome::Failed(e) => {
+                                printer.err(&format!(
+                                    "{:>pad$} {} {}",
+                                    "",
+                                    describe(c),
+                                    printer.paint_err("FAILED", Style::Error),
+                                    pad = 2 * width + 2
+                                ));
+                                report.failed.push((i, e));
+                                stopping = true;
+                                halt.store(true, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                    if stopping {
+                        for c in &mut cleared {
+                            in_flight -= c.len();
+                            c.clear();
+                        }
+                    }
+                }
+            },
             _ = progress.tick() => {
                 let secs = began.elapsed().as_secs_f64();
                 let rate = report.done as f64 / secs.max(0.001);
@@ -557,13 +654,20 @@ mod tests {
         let batches = |limit: usize| {
             let mut schedule = Schedule::new(&steps, &HashSet::new());
             let mut out = Vec::new();
-            while let Some(first) = schedule.next(0) {
-                assert!(out.len() < steps.len(), "more requests than steps: {out:?}");
-                let batch = batch_from(&mut schedule, 0, first, &steps, limit);
-                for i in &batch {
-                    schedule.finish(*i);
+            // Each re-check group: every ready step; then the requests it makes.
+            let mut cleared: VecDeque<usize> = VecDeque::new();
+            while schedule.has_ready(0) {
+                while let Some(i) = schedule.next(0) {
+                    cleared.push_back(i);
                 }
-                out.push(batch);
+                while !cleared.is_empty() {
+                    assert!(out.len() < steps.len(), "more requests than steps: {out:?}");
+                    let batch = batch_from(&mut cleared, &steps, limit);
+                    for i in &batch {
+                        schedule.finish(*i);
+                    }
+                    out.push(batch);
+                }
             }
             out
         };

@@ -159,6 +159,11 @@ impl Schedule {
         !self.ready[t].is_empty()
     }
 
+    /// How many changes of target `t` may start now.
+    pub fn ready_len(&self, t: usize) -> usize {
+        self.ready[t].len()
+    }
+
     /// Marks change `i` (handed out by [`next`](Self::next)) done: what waited only for it,
     /// and a phase that only it held back, become ready.
     pub fn finish(&mut self, i: usize) {

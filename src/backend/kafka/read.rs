@@ -139,11 +139,6 @@ impl Reader {
         })
     }
 
-    /// One topic as [`read`](Self::read) returns it (apply's re-check before each write).
-    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, KafkaError> {
-        Ok(self.read(&[id]).await?.remove(id))
-    }
-
     pub fn target(&self) -> &str {
         &self.target
     }
@@ -529,8 +524,12 @@ impl crate::backend::kit::doors::Read for Reader {
         Reader::prunable(self, skip, target).await
     }
 
-    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
-        Reader::read_one(self, id).await
+    async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        // One read of them all: the same listing or multi-name read the plan made.
+        Reader::read(self, ids).await
     }
 
     async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {

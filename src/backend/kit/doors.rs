@@ -82,9 +82,15 @@ pub trait Read: Connected {
         target: &Target,
     ) -> impl Future<Output = Result<Vec<Prunable>, Self::Error>>;
 
-    /// One object as [`read`](Self::read) would return it, read as cheaply as the backend
-    /// allows (apply's re-check immediately before each write).
-    fn read_one(&self, id: &ResourceId) -> impl Future<Output = Result<Option<Live>, Self::Error>>;
+    /// Apply's re-check of a group of objects it is about to write: each of `ids` that exists
+    /// now, as [`read`](Self::read) would return it (keys starting with `@`, derived from other
+    /// objects, may be missing: nothing compares them), in as few calls as the backend allows
+    /// — one listing or one multi-name read per kind and scope, not a read per object. An
+    /// absent object is left out; an object not in `ids` may be in the answer.
+    fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> impl Future<Output = Result<BTreeMap<ResourceId, Live>, Self::Error>>;
 
     /// Messages held by a queue or topic, where the backend can tell (`None`: it cannot).
     fn message_count(

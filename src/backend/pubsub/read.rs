@@ -505,8 +505,12 @@ impl crate::backend::kit::doors::Read for Reader {
         Reader::prunable(self, skip, target).await
     }
 
-    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
-        Reader::read_one(self, id).await
+    async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        // One read of them all: the same listing or multi-name read the plan made.
+        Reader::read(self, ids).await
     }
 
     async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {

@@ -101,6 +101,23 @@ pub(super) fn count(b: &Value) -> Option<u64> {
 /// The columns of a queue that a plan reads (listings and single reads alike).
 const QUEUE_COLUMNS: &str = "name,arguments,policy,type,durable,auto_delete";
 
+/// Moves the objects `ids` names from `all` (a listing) into `out`.
+fn keep(
+    out: &mut BTreeMap<ResourceId, Live>,
+    mut all: BTreeMap<ResourceId, Live>,
+    ids: &[&ResourceId],
+) {
+    for i in ids {
+        if let Some(l) = all.remove(*i) {
+            out.insert((*i).clone(), l);
+        }
+    }
+}
+
+/// The most queue names one filtered listing of apply's re-check asks for (the regex travels
+/// in the URL).
+const RECHECK_NAMES: usize = 50;
+
 /// A queue object of the management API in the flat shape a plan compares; a field of the
 /// wrong type is an error naming the call.
 fn queue_props(api: &str, path: &str, name: &str, q: &Value) -> Result<Props, HttpError> {
@@ -612,6 +629,17 @@ impl Reader {
             }
         }
 
+        self.read_exchanges(vhost, out).await?;
+        self.read_bindings(vhost, out).await
+    }
+
+    /// A vhost's owned exchanges (one listing), into `out`.
+    async fn read_exchanges(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
         let api = "GET /api/exchanges/{vhost}";
         let path = format!(
             "/api/exchanges/{v}?disable_stats=true&columns=name,type,durable,auto_delete,internal,arguments"
@@ -649,6 +677,16 @@ impl Reader {
             );
         }
 
+        Ok(())
+    }
+
+    /// A vhost's bindings from an owned exchange to a queue (one listing), into `out`.
+    async fn read_bindings(
+        &self,
+        vhost: &str,
+        out: &mut BTreeMap<ResourceId, Live>,
+    ) -> Result<(), HttpError> {
+        let v = seg(vhost);
         let (api, path) = ("GET /api/bindings/{vhost}", format!("/api/bindings/{v}"));
         let bindings = self
             .http
@@ -721,6 +759,129 @@ impl Reader {
                 .await?
                 .remove(rid)),
         }
+    }
+
+    /// Apply's re-check of a group of objects (see [`Read::recheck`]), per vhost: one queue
+    /// listing filtered to the group's queue names (up to [`RECHECK_NAMES`] names a call),
+    /// one policy listing and one exchange listing (one GET for a lone policy or exchange),
+    /// one binding listing. The listings read the same columns as the plan's, so
+    /// what they return compares with what it read.
+    ///
+    /// [`Read::recheck`]: crate::backend::kit::doors::Read::recheck
+    pub async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, HttpError> {
+        let mut by_vhost: BTreeMap<&str, Vec<&ResourceId>> = BTreeMap::new();
+        for i in ids {
+            by_vhost.entry(i.scope.as_str()).or_default().push(i);
+        }
+        let mut out = BTreeMap::new();
+        for (vhost, ids) in by_vhost {
+            let of = |kind: Kind| -> Vec<&ResourceId> {
+                ids.iter().copied().filter(|i| i.kind == kind).collect()
+            };
+            let queues: Vec<&str> = of(Kind::Queue).iter().map(|i| i.name.as_str()).collect();
+            let query = format!("&disable_stats=true&columns={QUEUE_COLUMNS}");
+            for names in queues.chunks(RECHECK_NAMES) {
+                let filter = format!(
+                    "^({})$",
+                    names
+                        .iter()
+                        .map(|n| regex_escape(n))
+                        .collect::<Vec<_>>()
+                        .join("|")
+                );
+                self.queue_pages(vhost, &filter, &query, |api, path, q| {
+                    let name = item_name(api, path, q)?;
+                    if names.contains(&name) {
+                        let props = queue_props(api, path, name, q)?;
+                        out.insert(
+                            id(&self.target, Kind::Queue, vhost, name),
+                            Live {
+                                props,
+                                messages: None,
+                            },
+                        );
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+            match of(Kind::Policy).as_slice() {
+                [] => {}
+                [one] => {
+                    if let Some(l) = self.policy(vhost, &one.name).await? {
+                        out.insert((*one).clone(), l);
+                    }
+                }
+                many => {
+                    let wanted: BTreeSet<&str> = many.iter().map(|i| i.name.as_str()).collect();
+                    let v = seg(vhost);
+                    let (api, path) = ("GET /api/policies/{vhost}", format!("/api/policies/{v}"));
+                    let policies = self
+                        .http
+                        .get(api, &path)
+                        .await?
+                        .ok_or_else(|| no_vhost(vhost))?;
+                    for p in list(api, &path, &policies)? {
+                        let name = item_name(api, &path, p)?;
+                        if !wanted.contains(name) {
+                            continue;
+                        }
+                        if !p.get("definition").is_some_and(Value::is_object) {
+                            return Err(bad_shape(
+                                api,
+                                &path,
+                                &format!("policy `{name}`: `definition` is not an object"),
+                            ));
+                        }
+                        out.insert(
+                            id(&self.target, Kind::Policy, vhost, name),
+                            Live {
+                                props: flat(p, &POLICY_KEYS, "definition"),
+                                messages: None,
+                            },
+                        );
+                    }
+                }
+            }
+            match of(Kind::Exchange).as_slice() {
+                [] => {}
+                [one] => {
+                    if let Some(l) = self.read_one(one).await? {
+                        out.insert((*one).clone(), l);
+                    }
+                }
+                many => {
+                    let mut all = BTreeMap::new();
+                    self.read_exchanges(vhost, &mut all).await?;
+                    keep(&mut out, all, many);
+                }
+            }
+            let bindings = of(Kind::Binding);
+            if !bindings.is_empty() {
+                let mut all = BTreeMap::new();
+                self.read_bindings(vhost, &mut all).await?;
+                keep(&mut out, all, &bindings);
+            }
+            let rest: Vec<&ResourceId> = ids
+                .iter()
+                .copied()
+                .filter(|i| {
+                    !matches!(
+                        i.kind,
+                        Kind::Queue | Kind::Policy | Kind::Exchange | Kind::Binding
+                    )
+                })
+                .collect();
+            if !rest.is_empty() {
+                let mut all = BTreeMap::new();
+                self.read_vhost(vhost, &mut all).await?;
+                keep(&mut out, all, &rest);
+            }
+        }
+        Ok(out)
     }
 
     /// One policy by name, wherever its name is (import: the policy RabbitMQ applies to an
@@ -881,8 +1042,11 @@ impl crate::backend::kit::doors::Read for Reader {
         Reader::prunable(self, skip, target).await
     }
 
-    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
-        Reader::read_one(self, id).await
+    async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        Reader::recheck(self, ids).await
     }
 
     async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {

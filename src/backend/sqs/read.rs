@@ -15,7 +15,7 @@ use super::alarms;
 use super::import::{group, missing_dead_letter_queues};
 use super::*;
 use crate::backend::kit::import::{Found, Prunable};
-use crate::backend::wire::aws::{Aws, AwsError, ErrorKind, Pages, Settings, classify};
+use crate::backend::wire::aws::{Aws, AwsError, ErrorKind, Pages, Settings, arn_prefix, classify};
 use crate::backend::wire::http::{Stats, redact_userinfo};
 use crate::backend::wire::retry::ReadBudget;
 use crate::resource::{Live, Props, Role};
@@ -30,6 +30,19 @@ pub(super) struct Cache {
     pub(super) urls: BTreeMap<String, String>,
     pub(super) arns: BTreeMap<String, String>,
     pub(super) alarm_arns: BTreeMap<String, String>,
+}
+
+impl Cache {
+    /// The ARN of queue `name` without a call: every queue of a target is in one account and
+    /// region, so once one ARN is known, that of a queue known to exist (listed, or created
+    /// in this run: its URL is cached) follows from it — when its URL names the same account.
+    fn arn_of(&self, name: &str) -> Option<String> {
+        let url = self.urls.get(name)?;
+        let prefix = arn_prefix(self.arns.values().next()?);
+        let account = prefix.trim_end_matches(':').rsplit(':').next()?;
+        let url_account = url.trim_end_matches('/').rsplit('/').nth(1)?;
+        (!account.is_empty() && account == url_account).then(|| format!("{prefix}{name}"))
+    }
 }
 
 /// Read-only view of one SQS target (and its CloudWatch alarms).
@@ -67,11 +80,6 @@ impl Reader {
             crate::backend::kit::connect::prefixes(target),
             stats,
         )
-    }
-
-    /// One object as [`read`](Self::read) returns it (apply's re-check before each write).
-    pub async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, AwsError> {
-        Ok(self.read(&[id]).await?.remove(id))
     }
 
     pub fn target(&self) -> &str {
@@ -491,7 +499,9 @@ impl Reader {
 
     /// A queue's ARN (for redrive policies): from this run's reads, else one lookup.
     pub(super) async fn arn(&self, name: &str) -> Result<String, AwsError> {
-        if let Some(Some(a)) = self.cached(|c| c.arns.get(name).cloned()) {
+        if let Some(Some(a)) = self.cached(|c| c.arns.get(name).cloned().or_else(|| c.arn_of(name)))
+        {
+            self.cached(|c| c.arns.insert(name.to_owned(), a.clone()));
             return Ok(a);
         }
         let missing = || {
@@ -741,8 +751,12 @@ impl crate::backend::kit::doors::Read for Reader {
         Reader::prunable(self, skip, target).await
     }
 
-    async fn read_one(&self, id: &ResourceId) -> Result<Option<Live>, Self::Error> {
-        Reader::read_one(self, id).await
+    async fn recheck(
+        &self,
+        ids: &[&ResourceId],
+    ) -> Result<BTreeMap<ResourceId, Live>, Self::Error> {
+        // One read of them all: the same listing or multi-name read the plan made.
+        Reader::read(self, ids).await
     }
 
     async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
@@ -757,5 +771,32 @@ impl crate::backend::kit::doors::Read for Reader {
 impl crate::backend::kit::doors::Import for Reader {
     async fn import(&self, target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
         Reader::import(self, target, prefix).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The ARN a queue gets without a call, offline.
+    use super::*;
+
+    #[test]
+    fn an_arn_follows_from_another_of_the_same_account_only_for_a_queue_known_to_exist() {
+        let mut c = Cache::default();
+        let url = |acct: &str, q: &str| format!("http://127.0.0.1:5000/{acct}/{q}");
+        c.urls
+            .insert("new-dlq".into(), url("123456789012", "new-dlq"));
+        assert_eq!(c.arn_of("new-dlq"), None, "no ARN known yet");
+        c.arns.insert(
+            "other".into(),
+            "arn:aws:sqs:us-east-1:123456789012:other".into(),
+        );
+        assert_eq!(
+            c.arn_of("new-dlq").as_deref(),
+            Some("arn:aws:sqs:us-east-1:123456789012:new-dlq")
+        );
+        assert_eq!(c.arn_of("unknown"), None, "not listed nor created");
+        c.urls
+            .insert("theirs".into(), url("999999999999", "theirs"));
+        assert_eq!(c.arn_of("theirs"), None, "another account's URL");
     }
 }
