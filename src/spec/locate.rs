@@ -4,19 +4,23 @@
 //! JSON pointer to file and span is how a finding about `/spec/retry/maxAttempts` points back
 //! at line 12, column 18. Values merged in from a `Defaults` document keep the defaults file's
 //! position, so the finding points where the value was written.
+//!
+//! A document's YAML tree is flattened into a compact index once it is parsed (each pointer's
+//! hash and its key and value spans, 48 bytes an entry) and the tree is dropped: the trees
+//! of every document, kept for the findings that might need them, were most of a large lint's
+//! peak memory (issue 39).
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::yaml::{Node, NodeValue, Span};
 use crate::diag::{FileId, Loc};
 
-/// A document's tree, searched by JSON pointer when a finding needs a position. Nothing is
-/// indexed up front: most documents have no finding, and building a map of every pointer
-/// cost a fifth of a clean lint run.
+/// A document's positions, looked up by JSON pointer when a finding needs one.
 #[derive(Debug, Clone, Default)]
 pub struct Locations {
     file: FileId,
-    root: Option<Arc<Node>>,
+    index: Option<Arc<Index>>,
     /// Documents that fill in what this one does not write (defaults merging).
     fills: Vec<Fill>,
 }
@@ -35,19 +39,120 @@ struct Entry {
     value: Span,
 }
 
+/// Every value of a tree by the hash of its canonical JSON pointer, sorted by hash: the key
+/// span (none for the root and sequence items) and the value span. Where a map repeats a
+/// key, the first one's entries are kept (as a search of the tree found the first).
+#[derive(Debug, Default)]
+struct Index {
+    entries: Vec<(u64, Option<Pos>, Pos)>,
+}
+
+/// A [`Span`] in 16 bytes (spec files are far below 4 GiB: the loader's limits).
+#[derive(Debug, Clone, Copy)]
+struct Pos {
+    start: u32,
+    end: u32,
+    line: u32,
+    col: u32,
+}
+
+impl Pos {
+    fn of(s: Span) -> Self {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Pos {
+            start: n(s.start),
+            end: n(s.end),
+            line: n(s.line),
+            col: n(s.col),
+        }
+    }
+
+    fn span(self) -> Span {
+        Span {
+            start: self.start as usize,
+            end: self.end as usize,
+            line: self.line as usize,
+            col: self.col as usize,
+        }
+    }
+}
+
+fn hash(pointer: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pointer.hash(&mut h);
+    h.finish()
+}
+
+impl Index {
+    fn of(root: &Node) -> Self {
+        let mut entries = Vec::new();
+        let mut pointer = String::new();
+        walk(root, None, &mut pointer, &mut entries);
+        // Stable: of equal pointers (a repeated key) the first written stays first.
+        entries.sort_by_key(|e| e.0);
+        entries.dedup_by_key(|e| e.0);
+        entries.shrink_to_fit();
+        Index { entries }
+    }
+
+    fn get(&self, pointer: &str) -> Option<(Option<Span>, Span)> {
+        let h = hash(pointer);
+        let i = self.entries.binary_search_by_key(&h, |e| e.0).ok()?;
+        let (_, key, value) = self.entries[i];
+        Some((key.map(Pos::span), value.span()))
+    }
+}
+
+/// Adds `node` at `pointer` and everything under it, in document order.
+fn walk(
+    node: &Node,
+    key: Option<Span>,
+    pointer: &mut String,
+    out: &mut Vec<(u64, Option<Pos>, Pos)>,
+) {
+    out.push((hash(pointer), key.map(Pos::of), Pos::of(node.span)));
+    let len = pointer.len();
+    match &node.value {
+        NodeValue::Map(entries) => {
+            for (k, k_span, v) in entries {
+                pointer.push('/');
+                for c in k.chars() {
+                    match c {
+                        '~' => pointer.push_str("~0"),
+                        '/' => pointer.push_str("~1"),
+                        c => pointer.push(c),
+                    }
+                }
+                walk(v, Some(*k_span), pointer, out);
+                pointer.truncate(len);
+            }
+        }
+        NodeValue::Seq(items) => {
+            for (i, v) in items.iter().enumerate() {
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                walk(v, None, pointer, out);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
 impl Locations {
-    pub fn of(file: FileId, root: Node) -> Self {
+    /// The positions of a document's tree (indexed; the tree is not kept).
+    pub fn of(file: FileId, root: &Node) -> Self {
         Locations {
             file,
-            root: Some(Arc::new(root)),
+            index: Some(Arc::new(Index::of(root))),
             fills: Vec::new(),
         }
     }
 
     /// Where the value at `pointer` (or its nearest ancestor) is in a tree that is not kept
-    /// (documents refused before they are indexed; copies the tree).
+    /// (documents refused before they are indexed).
     pub fn at(file: FileId, root: &Node, pointer: &str) -> Loc {
-        Locations::of(file, root.clone()).value(pointer)
+        Locations::of(file, root).value(pointer)
     }
 
     /// The value at `pointer`, or its nearest ancestor that exists.
@@ -67,7 +172,7 @@ impl Locations {
     }
 
     fn entry(&self, pointer: &str) -> Option<Entry> {
-        if let Some((key, value)) = self.root.as_deref().and_then(|r| lookup(r, pointer)) {
+        if let Some((key, value)) = self.index.as_deref().and_then(|i| i.get(pointer)) {
             return Some(Entry {
                 file: self.file,
                 key,
@@ -118,33 +223,6 @@ impl Locations {
     }
 }
 
-/// The key span (none for the root and sequence items) and value span at `pointer`.
-fn lookup(root: &Node, pointer: &str) -> Option<(Option<Span>, Span)> {
-    let mut node = root;
-    let mut key = None;
-    if pointer.is_empty() {
-        return Some((None, node.span));
-    }
-    for raw in pointer.strip_prefix('/')?.split('/') {
-        let seg = raw.replace("~1", "/").replace("~0", "~");
-        match &node.value {
-            NodeValue::Map(entries) => {
-                let (_, k, v) = entries.iter().find(|(k, _, _)| *k == seg)?;
-                key = Some(*k);
-                node = v;
-            }
-            NodeValue::Seq(items) => {
-                // Canonical indexes only: `/items/01` names nothing.
-                let i = seg.parse::<usize>().ok().filter(|i| i.to_string() == seg)?;
-                key = None;
-                node = items.get(i)?;
-            }
-            _ => return None,
-        }
-    }
-    Some((key, node.span))
-}
-
 fn first_line(span: Span) -> Span {
     Span {
         end: span.start + 1,
@@ -191,7 +269,7 @@ mod tests {
 
     #[test]
     fn pointers_find_keys_values_and_nearest_ancestors() {
-        let locs = Locations::of(3, doc("a:\n  b: [x, y]\n  'c/d~e': 1\n"));
+        let locs = Locations::of(3, &doc("a:\n  b: [x, y]\n  'c/d~e': 1\n"));
         let at = |p: &str, key: bool| {
             let l = if key { locs.key(p) } else { locs.value(p) };
             (l.file, l.span.line, l.span.col)
@@ -209,8 +287,8 @@ mod tests {
 
     #[test]
     fn filled_values_point_into_the_document_that_wrote_them() {
-        let mut chan = Locations::of(1, doc("spec:\n  target: t\n"));
-        let defaults = Locations::of(2, doc("spec:\n  retention: 4d\n  target: u\n"));
+        let mut chan = Locations::of(1, &doc("spec:\n  target: t\n"));
+        let defaults = Locations::of(2, &doc("spec:\n  retention: 4d\n  target: u\n"));
         chan.fill_from(&defaults, "/spec", "/spec");
         assert_eq!(chan.value("/spec/retention").file, 2);
         assert_eq!(chan.value("/spec/retention").span.line, 2);
@@ -221,7 +299,7 @@ mod tests {
 
     #[test]
     fn the_document_itself_is_its_first_character_and_nothing_is_nowhere() {
-        let locs = Locations::of(4, doc("\n\na: 1\nb: 2\n"));
+        let locs = Locations::of(4, &doc("\n\na: 1\nb: 2\n"));
         let root = locs.value("");
         assert_eq!(
             (
@@ -249,12 +327,15 @@ mod tests {
 
     #[test]
     fn a_fill_covers_its_prefix_and_what_is_under_it_only() {
-        let mut chan = Locations::of(1, doc("spec:\n  target: t\n"));
-        let defaults = Locations::of(2, doc("spec:\n  retention: 4d\nspecx: 1\nother:\n  q: 1\n"));
+        let mut chan = Locations::of(1, &doc("spec:\n  target: t\n"));
+        let defaults = Locations::of(
+            2,
+            &doc("spec:\n  retention: 4d\nspecx: 1\nother:\n  q: 1\n"),
+        );
         chan.fill_from(&defaults, "/spec", "/spec");
         assert!(!chan.has("/specx"), "`/specx` is not under `/spec`");
         assert!(!chan.has("/other"));
-        let mut moved = Locations::of(1, doc("spec: {}\n"));
+        let mut moved = Locations::of(1, &doc("spec: {}\n"));
         moved.fill_from(&defaults, "/other", "/spec/moved");
         assert!(moved.has("/spec/moved"), "the prefix itself is filled");
         assert_eq!(moved.value("/spec/moved/q").file, 2);

@@ -540,7 +540,7 @@ mod tests {
             crate::spec::yaml::parse(src, crate::spec::yaml::Limits::default()).expect("yaml");
         let root = docs.remove(0).root;
         let doc = root.to_json();
-        let locs = Locations::of(0, root);
+        let locs = Locations::of(0, &root);
         validate(kind, &doc, &locs)
             .iter()
             .map(|d| {

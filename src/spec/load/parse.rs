@@ -273,7 +273,7 @@ fn add_parsed(
         raw.push(RawDoc {
             kind,
             json: doc.root.to_json(),
-            locs: Locations::of(file, doc.root),
+            locs: Locations::of(file, &doc.root),
             loc,
         });
     }
