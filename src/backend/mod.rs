@@ -30,6 +30,7 @@
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
+pub mod azure;
 pub mod kafka;
 pub mod kit;
 pub mod pubsub;
@@ -100,8 +101,20 @@ fn where_is(target: &Target) -> String {
                 |h| format!("the emulator {h}")
             )
         ),
+        Backend::AzureServicebus => format!(
+            "Azure Service Bus namespace {} (resource group {}) through ARM at {}",
+            target.namespace.as_deref().unwrap_or("(no namespace)"),
+            target.resource_group.as_deref().unwrap_or("(none)"),
+            target.arm_url.as_deref().map_or_else(
+                || "https://management.azure.com".to_owned(),
+                wire::http::redact_userinfo
+            )
+        ),
     }
 }
+
+/// Why an Azure Service Bus target cannot be read or written in this version.
+const AZURE_NOT_BUILT: &str = "Azure Service Bus targets are checked by `lint` and drawn by `graph`; reading and writing a namespace (plan, apply, import, status, redrive) is not built in this version (docs/azure.md)";
 
 fn names(it: impl Iterator<Item = String>) -> String {
     let v: Vec<String> = it.collect();
@@ -125,6 +138,7 @@ macro_rules! pure {
             Backend::Sqs => <sqs::Sqs as $trait>::$door($($arg),*),
             Backend::Kafka => <kafka::Kafka as $trait>::$door($($arg),*),
             Backend::Pubsub => <pubsub::Pubsub as $trait>::$door($($arg),*),
+            Backend::AzureServicebus => <azure::Azure as $trait>::$door($($arg),*),
         }
     };
 }
@@ -193,6 +207,9 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
         Backend::Sqs => {
             FailedConsumer::BySource("the queue each message came from (DeadLetterQueueSourceArn)")
         }
+        Backend::AzureServicebus => FailedConsumer::Refused(format!(
+            "channel `{channel}` is on Azure Service Bus, whose redrive is not built in this version (docs/azure.md)"
+        )),
     }
 }
 
@@ -202,7 +219,7 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
 pub fn failed_consumer_source(backend: Backend, m: &Message) -> Option<(String, String)> {
     match backend {
         Backend::Sqs => sqs::failed_consumer_source(m),
-        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => None,
+        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub | Backend::AzureServicebus => None,
     }
 }
 
@@ -214,6 +231,7 @@ pub fn native_move(backend: Backend) -> bool {
         Backend::Rabbitmq => false,
         Backend::Kafka => false,
         Backend::Pubsub => false,
+        Backend::AzureServicebus => false,
     }
 }
 
@@ -236,6 +254,7 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
     out.extend(sqs::Sqs::notes(desired, live));
     out.extend(kafka::Kafka::notes(desired, live));
     out.extend(pubsub::Pubsub::notes(desired, live));
+    out.extend(azure::Azure::notes(desired, live));
     out
 }
 
@@ -246,6 +265,7 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
     out.extend(sqs::Sqs::goes_first(changes));
     out.extend(kafka::Kafka::goes_first(changes));
     out.extend(pubsub::Pubsub::goes_first(changes));
+    out.extend(azure::Azure::goes_first(changes));
     out
 }
 
@@ -301,6 +321,12 @@ impl Reader {
             Backend::Kafka => Reader::Kafka(kafka::read::Reader::connect(name, target, stats)?),
             Backend::Pubsub => {
                 Reader::Pubsub(pubsub::read::Reader::connect(name, target, opts, stats)?)
+            }
+            Backend::AzureServicebus => {
+                return Err(BackendError::Config {
+                    target: name.to_owned(),
+                    message: AZURE_NOT_BUILT.to_owned(),
+                });
             }
         })
     }
