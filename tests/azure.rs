@@ -185,3 +185,98 @@ async fn the_list_pages_with_next_link() {
     assert_eq!(status, 200);
     assert!(fake.queue("q0").is_none());
 }
+
+// ---------------------------------------------------------------------------------------------
+// dlqctl against the fake, as a user runs it
+// ---------------------------------------------------------------------------------------------
+
+/// A PUT through the fake's ARM API, as a person would make it with `az rest`.
+fn hand_put(url: &str, body: Value) -> (u16, Value) {
+    support::block(call(reqwest::Method::PUT, url, Some(body)))
+}
+
+#[test]
+fn apply_then_plan_is_empty_and_the_queue_has_the_specs_settings() {
+    let f = support::azure::Fixture::new();
+    let (first, _) = f.ws.first_apply("azure first apply");
+    first.assert_stdout_contains("$DeadLetterQueue");
+    let q = f.fake.queue(&f.ws.channel).expect("the queue exists");
+    assert_eq!(q["maxDeliveryCount"], 8);
+    assert_eq!(q["lockDuration"], 120_000, "2m");
+    assert_eq!(q["defaultMessageTimeToLive"], 14 * 86_400_000_u64);
+    assert_eq!(q["deadLetteringOnMessageExpiration"], true);
+    f.ws.assert_second_apply_writes_nothing("azure second apply");
+}
+
+#[test]
+fn a_hand_change_shows_field_by_field_and_apply_restores_it_keeping_unowned_settings() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let url = f.queue_url(&f.ws.channel);
+    // Someone lowers the retry budget and the lock by hand, and turns on batched operations
+    // (a setting dlqctl does not own).
+    let (status, e) = hand_put(
+        &url,
+        json!({"properties": {
+            "maxDeliveryCount": 3, "lockDuration": "PT30S",
+            "defaultMessageTimeToLive": "P14D", "deadLetteringOnMessageExpiration": true,
+            "enableBatchedOperations": false
+        }}),
+    );
+    assert_eq!(status, 200, "{e}");
+    let p = f.ws.plan();
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    p.assert_stdout_contains("maxDeliveryCount");
+    p.assert_stdout_contains("lockDuration");
+    assert!(
+        p.stdout.contains("3 → 8") || p.stdout.contains("3 -> 8"),
+        "{}",
+        p.stdout
+    );
+    assert!(
+        !p.stdout.contains("defaultMessageTimeToLive:"),
+        "unchanged\n{}",
+        p.stdout
+    );
+    f.ws.apply(&[]).ok_with("apply restores");
+    f.ws.assert_empty_plan("after the restore");
+    let q = f.fake.queue(&f.ws.channel).expect("queue");
+    assert_eq!(q["maxDeliveryCount"], 8);
+    assert_eq!(
+        q["enableBatchedOperations"], false,
+        "a PUT replaces the queue: the update sent back what dlqctl does not own"
+    );
+}
+
+#[test]
+fn a_hand_made_queue_with_the_specs_settings_plans_empty() {
+    let f = support::azure::Fixture::new();
+    let (status, e) = hand_put(
+        &f.queue_url(&f.ws.channel),
+        json!({"properties": {
+            "maxDeliveryCount": 8, "lockDuration": "PT2M",
+            "defaultMessageTimeToLive": "PT1209600S", "deadLetteringOnMessageExpiration": true
+        }}),
+    );
+    assert_eq!(status, 200, "{e}");
+    f.ws.assert_empty_plan("a queue made by hand with the same meaning, other spelling");
+}
+
+#[test]
+fn prune_lists_only_queues_inside_the_ownership_prefixes() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let stray = support::unique("shipments-stray-");
+    let other = support::unique("billing-");
+    for name in [&stray, &other] {
+        let (status, e) = hand_put(&f.queue_url(name), json!({"properties": {}}));
+        assert_eq!(status, 200, "{e}");
+    }
+    let (deleted, p) = f.ws.prune_plan();
+    assert_eq!(deleted, std::slice::from_ref(&stray), "{}", p.stdout);
+    let pruned = f.ws.apply(&["--prune", "--allow-delete"]);
+    assert_eq!(pruned.code, 0, "{}{}", pruned.stdout, pruned.stderr);
+    assert!(f.fake.queue(&stray).is_none(), "the owned stray is deleted");
+    assert!(f.fake.queue(&other).is_some(), "another team's queue stays");
+    assert!(f.fake.queue(&f.ws.channel).is_some());
+}

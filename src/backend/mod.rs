@@ -113,9 +113,6 @@ fn where_is(target: &Target) -> String {
     }
 }
 
-/// Why an Azure Service Bus target cannot be read or written in this version.
-const AZURE_NOT_BUILT: &str = "Azure Service Bus targets are checked by `lint` and drawn by `graph`; reading and writing a namespace (plan, apply, import, status, redrive) is not built in this version (docs/azure.md)";
-
 fn names(it: impl Iterator<Item = String>) -> String {
     let v: Vec<String> = it.collect();
     if v.is_empty() {
@@ -280,6 +277,7 @@ pub enum Reader {
     Sqs(sqs::read::Reader),
     Kafka(kafka::read::Reader),
     Pubsub(pubsub::read::Reader),
+    Azure(azure::read::Reader),
 }
 
 /// Read-write access to one target.
@@ -291,6 +289,7 @@ pub enum Writer {
     Sqs(sqs::apply::Writer),
     Kafka(kafka::apply::Writer),
     Pubsub(pubsub::apply::Writer),
+    Azure(azure::apply::Writer),
 }
 
 /// Calls the same door on whichever backend `$reader` is, and names the target in its error.
@@ -301,6 +300,7 @@ macro_rules! each {
             $enum::Sqs($b) => $call.map_err(|e| e.at(Connected::target($b))),
             $enum::Kafka($b) => $call.map_err(|e| e.at(Connected::target($b))),
             $enum::Pubsub($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Azure($b) => $call.map_err(|e| e.at(Connected::target($b))),
         }
     };
 }
@@ -323,10 +323,7 @@ impl Reader {
                 Reader::Pubsub(pubsub::read::Reader::connect(name, target, opts, stats)?)
             }
             Backend::AzureServicebus => {
-                return Err(BackendError::Config {
-                    target: name.to_owned(),
-                    message: AZURE_NOT_BUILT.to_owned(),
-                });
+                Reader::Azure(azure::read::Reader::connect(name, target, opts, stats)?)
             }
         })
     }
@@ -337,6 +334,7 @@ impl Reader {
             Reader::Sqs(r) => Connected::target(r),
             Reader::Kafka(r) => Connected::target(r),
             Reader::Pubsub(r) => Connected::target(r),
+            Reader::Azure(r) => Connected::target(r),
         }
     }
 
@@ -349,6 +347,7 @@ impl Reader {
             Reader::Sqs(r) => Read::renew_read_budget(r),
             Reader::Pubsub(r) => Read::renew_read_budget(r),
             Reader::Kafka(r) => Read::renew_read_budget(r),
+            Reader::Azure(r) => Read::renew_read_budget(r),
         }
     }
 
@@ -444,6 +443,10 @@ impl Reader {
                 Connected::target(r),
                 Status::status(r, channels, read).await,
             ),
+            Reader::Azure(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
         }
     }
 
@@ -462,6 +465,7 @@ impl Reader {
             Reader::Sqs(r) => Writer::Sqs(r.into_writer()),
             Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
             Reader::Pubsub(r) => Writer::Pubsub(r.into_writer()),
+            Reader::Azure(r) => Writer::Azure(r.into_writer()),
         }
     }
 }
@@ -483,6 +487,7 @@ pub enum Mover {
     Sqs(sqs::redrive::Mover),
     Kafka(kafka::redrive::Mover),
     Pubsub(pubsub::redrive::Mover),
+    Azure(azure::redrive::Mover),
 }
 
 impl Mover {
@@ -495,6 +500,7 @@ impl Mover {
             Reader::Sqs(r) => Mover::Sqs(sqs::redrive::Mover::new(r)),
             Reader::Kafka(r) => Mover::Kafka(kafka::redrive::Mover::new(r)),
             Reader::Pubsub(r) => Mover::Pubsub(pubsub::redrive::Mover::new(r)),
+            Reader::Azure(r) => Mover::Azure(azure::redrive::Mover::new(r)),
         })
     }
 
@@ -517,6 +523,7 @@ pub enum Replayer {
     Sqs(sqs::replay::Replayer),
     Kafka(kafka::replay::Replayer),
     Pubsub(pubsub::replay::Replayer),
+    Azure(azure::redrive::Replayer),
 }
 
 impl Replayer {
@@ -528,6 +535,7 @@ impl Replayer {
             Reader::Sqs(r) => Replayer::Sqs(sqs::replay::Replayer::new(r)),
             Reader::Kafka(r) => Replayer::Kafka(kafka::replay::Replayer::new(r)),
             Reader::Pubsub(r) => Replayer::Pubsub(pubsub::replay::Replayer::new(r)),
+            Reader::Azure(r) => Replayer::Azure(azure::redrive::Replayer::new(r)),
         })
     }
 
@@ -556,6 +564,7 @@ impl Writer {
             Writer::Sqs(w) => Apply::batch_limit(w),
             Writer::Kafka(w) => Apply::batch_limit(w),
             Writer::Pubsub(w) => Apply::batch_limit(w),
+            Writer::Azure(w) => Apply::batch_limit(w),
         }
     }
 
@@ -583,6 +592,10 @@ impl Writer {
                 Apply::apply_many(w, changes, allow_loss).await,
             ),
             Writer::Pubsub(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Azure(w) => at(
                 Connected::target(w),
                 Apply::apply_many(w, changes, allow_loss).await,
             ),

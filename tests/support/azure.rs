@@ -463,3 +463,43 @@ fn answer(state: &Mutex<State>, r: &Request) -> (u16, String) {
         ),
     }
 }
+
+/// A workspace whose `azure-servicebus` target is this fake (token `test-token` in
+/// `AZURE_ACCESS_TOKEN`), with examples/shipments-servicebus.yaml under a fresh channel name
+/// inside the target's ownership prefix (`shipments-`).
+pub struct Fixture {
+    pub ws: super::workspace::Workspace,
+    pub fake: AzureFake,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let fake = AzureFake::start();
+        let mut ws = super::workspace::Workspace::new(
+            "shipments-servicebus.yaml",
+            "shipments-",
+            &super::workspace::Endpoints::default(),
+        );
+        let url = fake.url().to_owned();
+        ws.edit_targets(|t| {
+            t.replace(
+                "subscriptionId: 00000000-0000-0000-0000-000000000000\n    resourceGroup: logistics\n    namespace: logistics-prod\n",
+                &format!(
+                    "subscriptionId: {SUBSCRIPTION}\n    resourceGroup: {RESOURCE_GROUP}\n    namespace: {NAMESPACE}\n    armUrl: {url}\n"
+                ),
+            )
+        });
+        ws.set_env("AZURE_ACCESS_TOKEN", "test-token");
+        ws.write_example(|t| t);
+        Fixture { ws, fake }
+    }
+
+    /// The ARM URL of one of this fake's queues.
+    pub fn queue_url(&self, name: &str) -> String {
+        format!(
+            "{}{}/queues/{name}?api-version={API_VERSION}",
+            self.fake.url(),
+            AzureFake::namespace_path()
+        )
+    }
+}

@@ -145,3 +145,33 @@ fn a_lower_or_new_time_to_live_is_destructive() {
     assert!(change(json!(null), json!(3600)).is_some());
     assert!(change(json!(3600), json!(86_400)).is_none());
 }
+
+#[test]
+fn iso_durations_and_arms_never_become_seconds_and_null() {
+    assert_eq!(iso_seconds("PT1M"), Some(60.0));
+    assert_eq!(iso_seconds("P14D"), Some(1_209_600.0));
+    assert_eq!(iso_seconds("P1DT1H1M1.5S"), Some(90_061.5));
+    for bad in ["1M", "P1Y", "PT1X", "P", "PT5"] {
+        assert_eq!(iso_seconds(bad), None, "{bad}");
+    }
+    assert_eq!(iso_text(&json!(90)).as_deref(), Some("PT90S"));
+    assert_eq!(iso_text(&json!(1.5)).as_deref(), Some("PT1.5S"));
+    let live = live_queue(&json!({"properties": {
+        "maxDeliveryCount": 8, "lockDuration": "PT2M", "defaultMessageTimeToLive": NEVER,
+        "deadLetteringOnMessageExpiration": true, "forwardDeadLetteredMessagesTo": "",
+        "enableBatchedOperations": true,
+        "countDetails": {"activeMessageCount": 2, "deadLetterMessageCount": 3}
+    }}));
+    assert_eq!(
+        serde_json::to_value(&live.props).expect("json"),
+        json!({
+            "maxDeliveryCount": 8,
+            "lockDuration": 120,
+            "defaultMessageTimeToLive": null,
+            "deadLetteringOnMessageExpiration": true,
+            "forwardDeadLetteredMessagesTo": null
+        }),
+        "owned settings only; TimeSpan.MaxValue and an empty forward are unset"
+    );
+    assert_eq!(live.messages, Some(5));
+}
