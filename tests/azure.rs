@@ -280,3 +280,63 @@ fn prune_lists_only_queues_inside_the_ownership_prefixes() {
     assert!(f.fake.queue(&other).is_some(), "another team's queue stays");
     assert!(f.fake.queue(&f.ws.channel).is_some());
 }
+
+#[test]
+fn status_reads_the_dead_letter_depth_from_count_details_and_says_it_read_no_message() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    f.fake.set_dead_letters(&f.ws.channel, 3, 2);
+    let s = f.ws.run(&["status", "channel.yaml", "--format", "json"]);
+    s.ok_with("status");
+    let v = s.json("status JSON");
+    let ch = &v["channels"][0];
+    assert_eq!(ch["deadLetter"]["depth"], 3, "{ch}");
+    assert_eq!(
+        ch["queues"][0]["depth"], 2,
+        "the main queue's active messages\n{ch}"
+    );
+    assert_eq!(
+        ch["deadLetter"]["name"],
+        format!("{}/$DeadLetterQueue", f.ws.channel)
+    );
+    assert_eq!(ch["deadLetter"]["sampled"], 0);
+    assert!(
+        ch.to_string().contains("data plane"),
+        "the note says why no message was read\n{ch}"
+    );
+}
+
+#[test]
+fn a_named_dead_letter_queue_is_created_first_and_the_queue_forwards_to_it() {
+    let f = support::azure::Fixture::new();
+    f.ws.write_example(|t| {
+        t.replace(
+            "  retry:\n",
+            "  deadLetter: {name: \"{channel}-dlq\", discard: {after: 30d, reason: a test}}\n  retry:\n",
+        )
+    });
+    let (first, _) = f.ws.first_apply("azure forward");
+    let dlq = format!("{}-dlq", f.ws.channel);
+    let (at_dlq, at_main) = (
+        first.stdout.find(&format!("queue {dlq}")),
+        first.stdout.find(&format!("queue {}\n", f.ws.channel)),
+    );
+    assert!(
+        at_dlq.is_some() && at_main.is_some() && at_dlq < at_main,
+        "the forward target first\n{}",
+        first.stdout
+    );
+    let main = f.fake.queue(&f.ws.channel).expect("main");
+    assert_eq!(main["forwardDeadLetteredMessagesTo"], dlq.as_str());
+    let q = f.fake.queue(&dlq).expect("the dead-letter queue");
+    assert_eq!(q["defaultMessageTimeToLive"], 30 * 86_400_000_u64);
+    assert_eq!(q["deadLetteringOnMessageExpiration"], false);
+    f.fake.set_dead_letters(&dlq, 0, 4);
+    let s = f.ws.run(&["status", "channel.yaml", "--format", "json"]);
+    s.ok_with("status");
+    assert_eq!(
+        s.json("status")["channels"][0]["deadLetter"]["depth"],
+        4,
+        "what waits in the forward queue"
+    );
+}

@@ -7,9 +7,10 @@
 //! Management is Azure Resource Manager's REST API (`Microsoft.ServiceBus/namespaces/queues`,
 //! api-version [`API_VERSION`]). The doors, each in its own file: [`desired`], [`plan`],
 //! [`draw`], [`alerts`] (pure), [`read`] (read-only: queues, the listing `--prune` needs; its
-//! import, review and status doors), [`apply`] (the only writer) and [`redrive`] (redrive and
-//! replay, which refuse: the data plane is not built). Only queues are read and written so
-//! far; a topic channel is refused by the reader (docs/azure.md).
+//! import and review doors), [`status`] (depth from ARM's counts), [`apply`] (the only
+//! writer) and [`redrive`] (redrive and replay, which refuse: the data plane is not built).
+//! Only queues are read and written so far; a topic channel is refused by the reader
+//! (docs/azure.md).
 //!
 //! Properties are flat and normalised as the other backends': durations as seconds (ARM
 //! writes ISO 8601 durations, `PT1M`), `null` where the spec wants Service Bus's default.
@@ -23,6 +24,7 @@ pub mod draw;
 pub mod plan;
 pub mod read;
 pub mod redrive;
+pub mod status;
 
 use crate::resource::{Kind, ResourceId};
 use crate::spec::model::Backend;

@@ -1,6 +1,7 @@
 //! Azure Service Bus reads through Azure Resource Manager (read-only: no call here changes an
 //! entity or a message): each queue a plan names (one GET, [`CONCURRENCY`] in flight), the
-//! namespace's queue listing for `--prune`, and the target's identity.
+//! namespace's queue listing for `--prune`, and the target's identity. `status` is in
+//! `status.rs`.
 //!
 //! Credentials: the bearer token in the variable `accessTokenEnv` names. Client credentials
 //! (`tenantId`, `clientId`, `clientSecretEnv`) pass lint but are refused here: fetching a token
@@ -316,20 +317,6 @@ impl crate::backend::kit::doors::Import for Reader {
         Err(config(
             &self.target,
             "`dlqctl import` is not built for Azure Service Bus in this version (docs/azure.md)",
-        ))
-    }
-}
-
-impl crate::backend::kit::doors::Status for Reader {
-    #[allow(clippy::type_complexity)]
-    async fn status(
-        &self,
-        _channels: &[&crate::spec::resolve::Resolved],
-        _read: crate::status::ReadOptions,
-    ) -> Result<Vec<Result<crate::status::Observed, Self::Error>>, Self::Error> {
-        Err(config(
-            &self.target,
-            "`dlqctl status` is not built for Azure Service Bus in this version (docs/azure.md)",
         ))
     }
 }
