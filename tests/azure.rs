@@ -340,3 +340,56 @@ fn a_named_dead_letter_queue_is_created_first_and_the_queue_forwards_to_it() {
         "what waits in the forward queue"
     );
 }
+
+#[test]
+fn a_queue_made_by_hand_imports_and_plans_empty() {
+    let f = support::azure::Fixture::new();
+    let c = &f.ws.channel;
+    let dlq = format!("{c}-parked");
+    for (name, props) in [
+        (
+            dlq.clone(),
+            json!({"defaultMessageTimeToLive": "P30D", "deadLetteringOnMessageExpiration": false}),
+        ),
+        (
+            c.clone(),
+            json!({"maxDeliveryCount": 4, "lockDuration": "PT45S", "defaultMessageTimeToLive": "P7D",
+                   "deadLetteringOnMessageExpiration": true, "forwardDeadLetteredMessagesTo": dlq}),
+        ),
+    ] {
+        let (status, e) = hand_put(&f.queue_url(&name), json!({ "properties": props }));
+        assert_eq!(status, 200, "{e}");
+    }
+    let o = f.ws.run(&[
+        "import",
+        "--target",
+        "azure-servicebus",
+        "--prefix",
+        c,
+        "--out",
+        "imported",
+    ]);
+    o.ok_with("import");
+    let text = std::fs::read_dir(f.ws.path().join("imported"))
+        .expect("imported/")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect::<Vec<_>>()
+        .join("---\n");
+    for expected in [
+        "maxAttempts: 4",
+        "lockDuration: 45s",
+        "retention: 7d",
+        "name: \"{channel}-parked\"",
+        "after: 30d",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}`\n{text}");
+    }
+    assert_eq!(
+        text.matches("kind: Channel").count(),
+        1,
+        "the forward target is no channel of its own\n{text}"
+    );
+    f.ws.assert_empty_plan_of(&["imported"], &[], "a hand-made queue after import", || {
+        text.clone()
+    });
+}

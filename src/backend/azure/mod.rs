@@ -6,8 +6,8 @@
 //!
 //! Management is Azure Resource Manager's REST API (`Microsoft.ServiceBus/namespaces/queues`,
 //! api-version [`API_VERSION`]). The doors, each in its own file: [`desired`], [`plan`],
-//! [`draw`], [`alerts`] (pure), [`read`] (read-only: queues, the listing `--prune` needs; its
-//! import and review doors), [`status`] (depth from ARM's counts), [`apply`] (the only
+//! [`draw`], [`alerts`], [`import`] (pure), [`read`] (read-only: queues, the listings
+//! `--prune` and import need; its review door), [`status`] (depth from ARM's counts), [`apply`] (the only
 //! writer) and [`redrive`] (redrive and replay, which refuse: the data plane is not built).
 //! Only queues are read and written so far; a topic channel is refused by the reader
 //! (docs/azure.md).
@@ -21,6 +21,7 @@ pub mod alerts;
 pub mod apply;
 pub mod desired;
 pub mod draw;
+pub mod import;
 pub mod plan;
 pub mod read;
 pub mod redrive;

@@ -313,11 +313,22 @@ impl crate::backend::kit::doors::Review for Reader {
 }
 
 impl crate::backend::kit::doors::Import for Reader {
-    async fn import(&self, _target: &Target, _prefix: Option<&str>) -> Result<Found, Self::Error> {
-        Err(config(
-            &self.target,
-            "`dlqctl import` is not built for Azure Service Bus in this version (docs/azure.md)",
-        ))
+    /// The namespace's queues inside the ownership prefixes (and `--prefix`), grouped by
+    /// `import.rs`.
+    async fn import(&self, _target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
+        let queues: BTreeMap<ResourceId, Live> = self
+            .queues()
+            .await?
+            .into_iter()
+            .filter(|(n, _)| {
+                self.prefixes.is_empty() || self.prefixes.iter().any(|p| n.starts_with(p.as_str()))
+            })
+            .filter(|(n, _)| prefix.is_none_or(|p| n.starts_with(p)))
+            .map(|(n, l)| (queue_id(&self.target, &n), l))
+            .collect();
+        let read = queues.len();
+        let (candidates, unmatched) = super::import::group(&queues, &self.target);
+        Ok((candidates, unmatched, BTreeMap::from([("queues", read)])))
     }
 }
 
