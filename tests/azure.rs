@@ -393,3 +393,30 @@ fn a_queue_made_by_hand_imports_and_plans_empty() {
         text.clone()
     });
 }
+
+#[test]
+fn what_is_not_built_is_refused_before_anything_is_written_or_moved() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let writes_before = f.fake.api.writes().len();
+    let r =
+        f.ws.run(&["redrive", &f.ws.channel, "channel.yaml", "--yes"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    r.assert_stderr_contains("not built for Azure Service Bus");
+    // A topic channel: the reader refuses it, naming the resource.
+    f.ws.write_example(|t| {
+        t.replace(
+            "  azure-servicebus:\n",
+            "  azure-servicebus:\n    subscription: \"{channel}-labels\"\n",
+        )
+    });
+    let p = f.ws.plan();
+    assert_eq!(p.code, 1, "{}{}", p.stdout, p.stderr);
+    p.assert_stderr_contains("topics and subscriptions are not read in this version");
+    p.assert_stderr_contains(&format!("topic {}", f.ws.channel));
+    assert_eq!(
+        f.fake.api.writes().len(),
+        writes_before,
+        "nothing was written"
+    );
+}
