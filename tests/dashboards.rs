@@ -123,13 +123,14 @@ fn the_examples_get_one_dashboard_per_target() {
     assert_eq!(
         names,
         [
+            "dlq-target-azure-servicebus.json",
             "dlq-target-local-kafka.json",
             "dlq-target-local-pubsub.json",
             "dlq-target-local-rabbitmq.json",
             "dlq-target-local-sqs.json"
         ]
     );
-    let sqs: Value = serde_json::from_str(&files[3].1).expect("json");
+    let sqs: Value = serde_json::from_str(&files[4].1).expect("json");
     let targets: Vec<&Value> = sqs["panels"]
         .as_array()
         .expect("panels")
@@ -446,7 +447,7 @@ const SQS_METRICS: [&str; 8] = [
 #[test]
 fn sqs_panels_name_only_metrics_cloudwatch_publishes() {
     let (_a, files) = generate(&["examples"], &[]);
-    let sqs: Value = serde_json::from_str(&files[3].1).expect("json");
+    let sqs: Value = serde_json::from_str(&files[4].1).expect("json");
     let mut seen = 0;
     for p in sqs["panels"].as_array().expect("panels") {
         for t in p["targets"].as_array().into_iter().flatten() {

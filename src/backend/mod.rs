@@ -30,6 +30,7 @@
 //! Credentials come only from the environment variables the targets file names; they are
 //! held in memory for the calls and never printed, logged or saved.
 
+pub mod azure;
 pub mod kafka;
 pub mod kit;
 pub mod pubsub;
@@ -100,6 +101,15 @@ fn where_is(target: &Target) -> String {
                 |h| format!("the emulator {h}")
             )
         ),
+        Backend::AzureServicebus => format!(
+            "Azure Service Bus namespace {} (resource group {}) through ARM at {}",
+            target.namespace.as_deref().unwrap_or("(no namespace)"),
+            target.resource_group.as_deref().unwrap_or("(none)"),
+            target.arm_url.as_deref().map_or_else(
+                || "https://management.azure.com".to_owned(),
+                wire::http::redact_userinfo
+            )
+        ),
     }
 }
 
@@ -125,6 +135,7 @@ macro_rules! pure {
             Backend::Sqs => <sqs::Sqs as $trait>::$door($($arg),*),
             Backend::Kafka => <kafka::Kafka as $trait>::$door($($arg),*),
             Backend::Pubsub => <pubsub::Pubsub as $trait>::$door($($arg),*),
+            Backend::AzureServicebus => <azure::Azure as $trait>::$door($($arg),*),
         }
     };
 }
@@ -193,6 +204,9 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
         Backend::Sqs => {
             FailedConsumer::BySource("the queue each message came from (DeadLetterQueueSourceArn)")
         }
+        Backend::AzureServicebus => FailedConsumer::Refused(format!(
+            "channel `{channel}` is on Azure Service Bus, whose redrive is not built in this version (docs/azure.md)"
+        )),
     }
 }
 
@@ -202,7 +216,7 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
 pub fn failed_consumer_source(backend: Backend, m: &Message) -> Option<(String, String)> {
     match backend {
         Backend::Sqs => sqs::failed_consumer_source(m),
-        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub => None,
+        Backend::Rabbitmq | Backend::Kafka | Backend::Pubsub | Backend::AzureServicebus => None,
     }
 }
 
@@ -214,6 +228,7 @@ pub fn native_move(backend: Backend) -> bool {
         Backend::Rabbitmq => false,
         Backend::Kafka => false,
         Backend::Pubsub => false,
+        Backend::AzureServicebus => false,
     }
 }
 
@@ -236,6 +251,7 @@ pub fn notes(desired: &[Desired], live: &BTreeMap<ResourceId, Live>) -> Vec<Note
     out.extend(sqs::Sqs::notes(desired, live));
     out.extend(kafka::Kafka::notes(desired, live));
     out.extend(pubsub::Pubsub::notes(desired, live));
+    out.extend(azure::Azure::notes(desired, live));
     out
 }
 
@@ -246,6 +262,7 @@ pub fn goes_first(changes: &[Change]) -> HashSet<ResourceId> {
     out.extend(sqs::Sqs::goes_first(changes));
     out.extend(kafka::Kafka::goes_first(changes));
     out.extend(pubsub::Pubsub::goes_first(changes));
+    out.extend(azure::Azure::goes_first(changes));
     out
 }
 
@@ -260,6 +277,7 @@ pub enum Reader {
     Sqs(sqs::read::Reader),
     Kafka(kafka::read::Reader),
     Pubsub(pubsub::read::Reader),
+    Azure(azure::read::Reader),
 }
 
 /// Read-write access to one target.
@@ -271,6 +289,7 @@ pub enum Writer {
     Sqs(sqs::apply::Writer),
     Kafka(kafka::apply::Writer),
     Pubsub(pubsub::apply::Writer),
+    Azure(azure::apply::Writer),
 }
 
 /// Calls the same door on whichever backend `$reader` is, and names the target in its error.
@@ -281,6 +300,7 @@ macro_rules! each {
             $enum::Sqs($b) => $call.map_err(|e| e.at(Connected::target($b))),
             $enum::Kafka($b) => $call.map_err(|e| e.at(Connected::target($b))),
             $enum::Pubsub($b) => $call.map_err(|e| e.at(Connected::target($b))),
+            $enum::Azure($b) => $call.map_err(|e| e.at(Connected::target($b))),
         }
     };
 }
@@ -302,6 +322,9 @@ impl Reader {
             Backend::Pubsub => {
                 Reader::Pubsub(pubsub::read::Reader::connect(name, target, opts, stats)?)
             }
+            Backend::AzureServicebus => {
+                Reader::Azure(azure::read::Reader::connect(name, target, opts, stats)?)
+            }
         })
     }
 
@@ -311,6 +334,7 @@ impl Reader {
             Reader::Sqs(r) => Connected::target(r),
             Reader::Kafka(r) => Connected::target(r),
             Reader::Pubsub(r) => Connected::target(r),
+            Reader::Azure(r) => Connected::target(r),
         }
     }
 
@@ -323,6 +347,7 @@ impl Reader {
             Reader::Sqs(r) => Read::renew_read_budget(r),
             Reader::Pubsub(r) => Read::renew_read_budget(r),
             Reader::Kafka(r) => Read::renew_read_budget(r),
+            Reader::Azure(r) => Read::renew_read_budget(r),
         }
     }
 
@@ -422,6 +447,10 @@ impl Reader {
                 Connected::target(r),
                 Status::status(r, channels, read).await,
             ),
+            Reader::Azure(r) => per_channel(
+                Connected::target(r),
+                Status::status(r, channels, read).await,
+            ),
         }
     }
 
@@ -440,6 +469,7 @@ impl Reader {
             Reader::Sqs(r) => Writer::Sqs(r.into_writer()),
             Reader::Kafka(r) => Writer::Kafka(r.into_writer()),
             Reader::Pubsub(r) => Writer::Pubsub(r.into_writer()),
+            Reader::Azure(r) => Writer::Azure(r.into_writer()),
         }
     }
 }
@@ -461,6 +491,7 @@ pub enum Mover {
     Sqs(sqs::redrive::Mover),
     Kafka(kafka::redrive::Mover),
     Pubsub(pubsub::redrive::Mover),
+    Azure(azure::redrive::Mover),
 }
 
 impl Mover {
@@ -473,6 +504,7 @@ impl Mover {
             Reader::Sqs(r) => Mover::Sqs(sqs::redrive::Mover::new(r)),
             Reader::Kafka(r) => Mover::Kafka(kafka::redrive::Mover::new(r)),
             Reader::Pubsub(r) => Mover::Pubsub(pubsub::redrive::Mover::new(r)),
+            Reader::Azure(r) => Mover::Azure(azure::redrive::Mover::new(r)),
         })
     }
 
@@ -495,6 +527,7 @@ pub enum Replayer {
     Sqs(sqs::replay::Replayer),
     Kafka(kafka::replay::Replayer),
     Pubsub(pubsub::replay::Replayer),
+    Azure(azure::redrive::Replayer),
 }
 
 impl Replayer {
@@ -506,6 +539,7 @@ impl Replayer {
             Reader::Sqs(r) => Replayer::Sqs(sqs::replay::Replayer::new(r)),
             Reader::Kafka(r) => Replayer::Kafka(kafka::replay::Replayer::new(r)),
             Reader::Pubsub(r) => Replayer::Pubsub(pubsub::replay::Replayer::new(r)),
+            Reader::Azure(r) => Replayer::Azure(azure::redrive::Replayer::new(r)),
         })
     }
 
@@ -534,6 +568,7 @@ impl Writer {
             Writer::Sqs(w) => Apply::batch_limit(w),
             Writer::Kafka(w) => Apply::batch_limit(w),
             Writer::Pubsub(w) => Apply::batch_limit(w),
+            Writer::Azure(w) => Apply::batch_limit(w),
         }
     }
 
@@ -561,6 +596,10 @@ impl Writer {
                 Apply::apply_many(w, changes, allow_loss).await,
             ),
             Writer::Pubsub(w) => at(
+                Connected::target(w),
+                Apply::apply_many(w, changes, allow_loss).await,
+            ),
+            Writer::Azure(w) => at(
                 Connected::target(w),
                 Apply::apply_many(w, changes, allow_loss).await,
             ),

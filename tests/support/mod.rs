@@ -47,6 +47,7 @@ macro_rules! fixture_face {
     };
 }
 
+pub mod azure;
 pub mod connect;
 pub mod discovery;
 pub mod elasticmq;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alarms::Alarms;
 use super::api::ApiVersion;
+use super::azure::AzureServicebusOptions;
 use super::envelope::{ClassRule, Envelope};
 use super::kafka::KafkaOptions;
 use super::pubsub::PubsubOptions;
@@ -86,6 +87,13 @@ pub struct ChannelSpec {
     pub kafka: Option<KafkaOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pubsub: Option<PubsubOptions>,
+    /// Only for channels on an Azure Service Bus target (the block is named as the backend).
+    #[serde(
+        default,
+        rename = "azure-servicebus",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub azure_servicebus: Option<AzureServicebusOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lint: Option<LintOptions>,
 }
@@ -95,7 +103,8 @@ pub struct ChannelSpec {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retry {
     /// Deliveries before a message is dead-lettered, the first one included
-    /// (`1` means no retry at all). SQS: maxReceiveCount; Pub/Sub: maxDeliveryAttempts (5–100).
+    /// (`1` means no retry at all). SQS: maxReceiveCount; Pub/Sub: maxDeliveryAttempts (5–100);
+    /// Azure Service Bus: maxDeliveryCount (1–2000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10000))]
     pub max_attempts: Option<u32>,
@@ -132,7 +141,9 @@ pub struct Backoff {
 pub struct DeadLetter {
     /// Name template of the dead-letter queue or topic (`{channel}` is replaced).
     /// Default: SQS `{channel}-dlq`, RabbitMQ `{channel}.dlq`, Kafka: the main topic + `-dlt`,
-    /// Pub/Sub `{channel}-dlq` (the dead-letter topic).
+    /// Pub/Sub `{channel}-dlq` (the dead-letter topic); Azure Service Bus: none, the entity's
+    /// built-in `$DeadLetterQueue` subqueue; a name makes it a queue of its own, which the
+    /// entity forwards its dead letters to (`forwardDeadLetteredMessagesTo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub name: Option<String>,

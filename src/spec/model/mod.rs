@@ -8,10 +8,11 @@
 //!
 //! One submodule per concern: `channel` (the Channel and Defaults documents), `targets` (the
 //! Targets document and `Backend`), `api` (the `apiVersion`), `alarms`, `envelope` (`deadLetter.envelope` and `classes`), `connect` (`kafka.connectors`), and one per backend
-//! block (`sqs`, `rabbitmq`, `kafka`, `pubsub`). Everything is re-exported here, so `spec::model::X` is the path to use.
+//! block (`sqs`, `rabbitmq`, `kafka`, `pubsub`, `azure`). Everything is re-exported here, so `spec::model::X` is the path to use.
 
 mod alarms;
 mod api;
+mod azure;
 mod channel;
 mod connect;
 mod envelope;
@@ -23,6 +24,7 @@ mod targets;
 
 pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, RateAlarm, Tier, TierActions};
 pub use api::{API_VERSION, ApiVersion};
+pub use azure::AzureServicebusOptions;
 pub use channel::{
     Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
     Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,

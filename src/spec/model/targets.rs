@@ -112,6 +112,50 @@ pub struct Target {
     /// token; on an emulator (which has no metrics): off unless `endpoint` is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitoring: Option<PubsubMonitoring>,
+    /// Azure Service Bus: the Azure subscription id (a GUID) that holds the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(
+        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    ))]
+    pub subscription_id: Option<String>,
+    /// Azure Service Bus: the resource group that holds the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 90))]
+    pub resource_group: Option<String>,
+    /// Azure Service Bus: the namespace's name (`NAME` of `NAME.servicebus.windows.net`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$"))]
+    pub namespace: Option<String>,
+    /// Azure Service Bus: the Azure Resource Manager endpoint. Default
+    /// `https://management.azure.com` (tests point it at a local fake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm_url: Option<String>,
+    /// Azure Service Bus: the namespace's data-plane endpoint (status, redrive). Default
+    /// `https://NAMESPACE.servicebus.windows.net`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_url: Option<String>,
+    /// Azure Service Bus: the Microsoft Entra ID token endpoint for client credentials.
+    /// Default `https://login.microsoftonline.com/TENANT/oauth2/v2.0/token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_url: Option<String>,
+    /// Azure Service Bus: the environment variable holding a ready access token (e.g. from
+    /// `az account get-access-token`). Either this or `tenantId`, `clientId` and
+    /// `clientSecretEnv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub access_token_env: Option<String>,
+    /// Azure Service Bus: the Microsoft Entra tenant of the client credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub tenant_id: Option<String>,
+    /// Azure Service Bus: the application (client) id of the client credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub client_id: Option<String>,
+    /// Azure Service Bus: the environment variable holding the client secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub client_secret_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.
@@ -219,6 +263,8 @@ pub enum Backend {
     Rabbitmq,
     Kafka,
     Pubsub,
+    #[serde(rename = "azure-servicebus")]
+    AzureServicebus,
 }
 
 impl Backend {
@@ -227,11 +273,12 @@ impl Backend {
     /// backend cannot be missed in one of them (a hand-written `["sqs", "rabbitmq", "kafka"]`
     /// once let a Defaults `pubsub:` block reach every channel). A test checks it against the
     /// values the schema accepts for `backend`, so a new variant cannot be missed here either.
-    pub const ALL: [Backend; 4] = [
+    pub const ALL: [Backend; 5] = [
         Backend::Sqs,
         Backend::Rabbitmq,
         Backend::Kafka,
         Backend::Pubsub,
+        Backend::AzureServicebus,
     ];
 
     /// The backend whose key (`backend: sqs`, the `sqs:` block) is `key`.
@@ -246,6 +293,7 @@ impl Backend {
             Backend::Rabbitmq => "rabbitmq",
             Backend::Kafka => "kafka",
             Backend::Pubsub => "pubsub",
+            Backend::AzureServicebus => "azure-servicebus",
         }
     }
 }
@@ -258,6 +306,7 @@ impl Backend {
             Backend::Rabbitmq => "RabbitMQ",
             Backend::Kafka => "Kafka",
             Backend::Pubsub => "Pub/Sub",
+            Backend::AzureServicebus => "Azure Service Bus",
         }
     }
 
@@ -268,13 +317,14 @@ impl Backend {
             Backend::Rabbitmq => "a RabbitMQ",
             Backend::Kafka => "a Kafka",
             Backend::Pubsub => "a Pub/Sub",
+            Backend::AzureServicebus => "an Azure Service Bus",
         }
     }
 
     /// What its message stores are called: `queue` or `topic`.
     pub fn resource_noun(self) -> &'static str {
         match self {
-            Backend::Sqs | Backend::Rabbitmq => "queue",
+            Backend::Sqs | Backend::Rabbitmq | Backend::AzureServicebus => "queue",
             Backend::Kafka | Backend::Pubsub => "topic",
         }
     }
@@ -301,7 +351,7 @@ pub struct Ownership {
 mod tests {
     use super::*;
 
-    const ALL: [Backend; 4] = Backend::ALL;
+    const ALL: [Backend; 5] = Backend::ALL;
 
     #[test]
     fn all_lists_every_backend_the_schema_accepts_once() {
@@ -328,23 +378,29 @@ mod tests {
     fn backends_are_named_for_keys_prose_and_resources() {
         assert_eq!(
             ALL.map(Backend::as_str),
-            ["sqs", "rabbitmq", "kafka", "pubsub"]
+            ["sqs", "rabbitmq", "kafka", "pubsub", "azure-servicebus"]
         );
         assert_eq!(
             ALL.map(|b| b.to_string()),
-            ["sqs", "rabbitmq", "kafka", "pubsub"].map(str::to_owned)
+            ["sqs", "rabbitmq", "kafka", "pubsub", "azure-servicebus"].map(str::to_owned)
         );
         assert_eq!(
             ALL.map(Backend::display_name),
-            ["SQS", "RabbitMQ", "Kafka", "Pub/Sub"]
+            ["SQS", "RabbitMQ", "Kafka", "Pub/Sub", "Azure Service Bus"]
         );
         assert_eq!(
             ALL.map(Backend::with_article),
-            ["an SQS", "a RabbitMQ", "a Kafka", "a Pub/Sub"]
+            [
+                "an SQS",
+                "a RabbitMQ",
+                "a Kafka",
+                "a Pub/Sub",
+                "an Azure Service Bus"
+            ]
         );
         assert_eq!(
             ALL.map(Backend::resource_noun),
-            ["queue", "queue", "topic", "topic"]
+            ["queue", "queue", "topic", "topic", "queue"]
         );
     }
 }

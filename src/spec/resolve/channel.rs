@@ -3,6 +3,7 @@
 //! invalid-message queue, alarms), and the entry, [`resolve`], which hands each backend's
 //! block to its own file (`sqs`, `rabbitmq`, `kafka`, `pubsub`).
 
+use super::azure::AzureResolved;
 use super::common::{DeadLetterRole, ResolveError, RetryStage, expand, template_error};
 use super::defaults::{
     DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
@@ -17,7 +18,7 @@ use super::pubsub::PubsubResolved;
 use super::rabbitmq::RabbitResolved;
 use super::spring::{SPRING_DLT_SUFFIX, SPRING_RETRY_SUFFIX, spring_suffix};
 use super::sqs::SqsResolved;
-use super::{kafka, pubsub, rabbitmq, sqs};
+use super::{azure, kafka, pubsub, rabbitmq, sqs};
 use crate::spec::duration::Duration;
 use crate::spec::model::{
     AlarmActions, Alarms, Archive, Backend, Channel, ChannelSpec, Discard, KafkaNaming, RetryModel,
@@ -68,6 +69,7 @@ pub struct Resolved {
     pub rabbitmq: Option<RabbitResolved>,
     pub kafka: Option<KafkaResolved>,
     pub pubsub: Option<PubsubResolved>,
+    pub azure: Option<AzureResolved>,
     /// The alarms the spec asks for, defaults filled in: CloudWatch alarms on SQS targets,
     /// Prometheus rules (`dlqctl alerts`) on RabbitMQ and Kafka targets.
     pub alarms: AlarmsResolved,
@@ -318,6 +320,14 @@ pub fn resolve(
         SPRING_DLT_SUFFIX,
     );
     let (main, dead_letter) = main_and_dead_letter(spec, name, backend, fifo, dlt_suffix)?;
+    // Service Bus: the dead letters wait in the entity's own subqueue unless `deadLetter.name`
+    // names a queue to forward them to.
+    let (azure, dead_letter) = if backend == Backend::AzureServicebus {
+        let (a, dl) = azure::resolve(spec, name, &main)?;
+        (Some(a), dl)
+    } else {
+        (None, dead_letter)
+    };
     let rabbit_model = spec
         .rabbitmq
         .as_ref()
@@ -330,6 +340,8 @@ pub fn resolve(
         Backend::Kafka => delays(channel, Some(KAFKA_DEFAULT_DELAY)),
         // Pub/Sub backs off by itself (retryPolicy): no retry stages, no delays of dlqctl's.
         Backend::Pubsub => Vec::new(),
+        // Service Bus redelivers at once after an abandon or a lock expiry: no retry stages.
+        Backend::AzureServicebus => Vec::new(),
     };
     let kafka_naming = kafka_options
         .and_then(|k| k.naming)
@@ -415,6 +427,7 @@ pub fn resolve(
         rabbitmq,
         kafka,
         pubsub,
+        azure,
         alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
         redact: target.redact.clone().unwrap_or_default(),
     })
@@ -436,6 +449,8 @@ fn main_and_dead_letter(
         Backend::Rabbitmq => ("{channel}", "{channel}.dlq"),
         Backend::Kafka => ("{channel}", "{channel}-dlt"),
         Backend::Pubsub => ("{channel}", "{channel}-dlq"),
+        // Replaced by the subqueue's path unless `deadLetter.name` is set (`azure::resolve`).
+        Backend::AzureServicebus => ("{channel}", "{channel}"),
     };
     let main = expand(
         spec.name.as_deref().unwrap_or(main_default),
@@ -465,7 +480,7 @@ fn retry_stages(
     naming: &kafka::KafkaRetryNaming<'_>,
 ) -> Result<Vec<RetryStage>, ResolveError> {
     match backend {
-        Backend::Sqs | Backend::Pubsub => Ok(Vec::new()),
+        Backend::Sqs | Backend::Pubsub | Backend::AzureServicebus => Ok(Vec::new()),
         Backend::Kafka => kafka::retry_stages(spec, name, main, delays, naming),
         Backend::Rabbitmq => rabbitmq::retry_stages(spec, name, delays),
     }
@@ -578,11 +593,14 @@ fn invalid(
         Backend::Sqs => "{channel}-invalid",
         Backend::Rabbitmq => "{channel}.invalid",
         Backend::Kafka => "",
-        Backend::Pubsub => {
+        Backend::Pubsub | Backend::AzureServicebus => {
             return Err(ResolveError {
                 pointer: "/spec/invalid",
                 rule: "invalid/backend",
-                message: "`spec.invalid` is not provisioned on Pub/Sub in this version".into(),
+                message: format!(
+                    "`spec.invalid` is not provisioned on {} in this version",
+                    backend.display_name()
+                ),
                 hint: Some(
                     "create the invalid-message topic and its subscription by hand, or remove `invalid`"
                         .into(),
@@ -744,8 +762,12 @@ impl Resolved {
         v
     }
 
-    /// The Pub/Sub subscriptions of the channel, with the role each plays (none elsewhere).
+    /// The Pub/Sub (or Azure Service Bus) subscriptions of the channel, with the role each
+    /// plays (none elsewhere).
     pub fn subscriptions(&self) -> Vec<(&str, &'static str)> {
+        if let Some(s) = self.azure.as_ref().and_then(|a| a.subscription.as_deref()) {
+            return vec![(s, "subscription")];
+        }
         self.pubsub.as_ref().map_or_else(Vec::new, |p| {
             vec![
                 (p.subscription.as_str(), "subscription"),

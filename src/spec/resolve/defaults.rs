@@ -37,3 +37,8 @@ pub const DEFAULT_RATE_FOR: Duration = Duration::from_secs(600);
 pub const PUBSUB_DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 pub const PUBSUB_DEFAULT_ACK_DEADLINE: Duration = Duration::from_secs(10);
 pub const PUBSUB_DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(600);
+/// Azure Service Bus's own defaults, which dlqctl keeps when the spec says nothing: a peek-lock
+/// of 1 minute (the ARM reference's `lockDuration`: "the default value is 1 minute").
+pub const AZURE_DEFAULT_LOCK_DURATION: Duration = Duration::from_secs(60);
+/// The path of an entity's built-in dead-letter subqueue, after the entity's own path.
+pub const AZURE_DEAD_LETTER_SUBQUEUE: &str = "$DeadLetterQueue";

@@ -203,6 +203,16 @@ pub fn properties(backend: Backend) -> &'static [(&'static str, Kind)] {
             ("orderingKey", Text),
             ("deliveryAttempt", Integer),
         ],
+        // The BrokerProperties header of the data plane's receive
+        // (https://learn.microsoft.com/en-us/rest/api/servicebus/message-headers-and-properties).
+        Backend::AzureServicebus => &[
+            // RFC 1123 (`Wed, 02 Dec 2026 10:00:00 GMT`), which no envelope format reads.
+            ("EnqueuedTimeUtc", Text),
+            ("MessageId", Text),
+            ("SequenceNumber", Integer),
+            ("DeliveryCount", Integer),
+            ("DeadLetterSource", Text),
+        ],
     }
 }
 

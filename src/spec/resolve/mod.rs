@@ -13,6 +13,7 @@
 //! imports only files below it; this module re-exports the lot, so `spec::resolve::X` is the
 //! path to use, and no file of the folder imports this one.
 
+mod azure;
 mod channel;
 mod common;
 mod connect;
@@ -26,6 +27,7 @@ mod spring;
 mod sqs;
 mod views;
 
+pub use azure::{AzureResolved, dead_letter_subqueue};
 pub use channel::{
     AlarmResolved, AlarmsResolved, ArchiveResolved, DiscardResolved, Due, InvalidResolved,
     RateAlarmResolved, RateTierResolved, Resolved, TierResolved, delays, resolve,
@@ -33,11 +35,11 @@ pub use channel::{
 pub use common::{DeadLetterRole, ResolveError, RetryStage, expand};
 pub use connect::{CONNECT_DEFAULT_RETRY_DELAY_MAX_MS, ConnectorResolved};
 pub use defaults::{
-    DEFAULT_ALARM_EVALUATION_PERIODS, DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE,
-    DEFAULT_MAX_REDRIVES, DEFAULT_POLICY_PRIORITY, DEFAULT_RATE_FOR, DEFAULT_RATE_PERIOD,
-    KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX, PUBSUB_DEFAULT_ACK_DEADLINE,
-    PUBSUB_DEFAULT_MAX_BACKOFF, PUBSUB_DEFAULT_RETENTION, SQS_DEFAULT_DLQ_RETENTION,
-    SQS_DEFAULT_RETENTION, SQS_DEFAULT_VISIBILITY,
+    AZURE_DEAD_LETTER_SUBQUEUE, AZURE_DEFAULT_LOCK_DURATION, DEFAULT_ALARM_EVALUATION_PERIODS,
+    DEFAULT_ALARM_PERIOD, DEFAULT_ARCHIVE_BEFORE, DEFAULT_MAX_REDRIVES, DEFAULT_POLICY_PRIORITY,
+    DEFAULT_RATE_FOR, DEFAULT_RATE_PERIOD, KAFKA_DEFAULT_DELAY, KAFKA_INVALID_SUFFIX,
+    PUBSUB_DEFAULT_ACK_DEADLINE, PUBSUB_DEFAULT_MAX_BACKOFF, PUBSUB_DEFAULT_RETENTION,
+    SQS_DEFAULT_DLQ_RETENTION, SQS_DEFAULT_RETENTION, SQS_DEFAULT_VISIBILITY,
 };
 pub use envelope::EnvelopeResolved;
 pub use kafka::KafkaResolved;
@@ -93,6 +95,16 @@ mod tests {
             emulator_host: None,
             grant_service_agent: None,
             project_number: None,
+            subscription_id: None,
+            resource_group: None,
+            namespace: None,
+            arm_url: None,
+            data_url: None,
+            token_url: None,
+            access_token_env: None,
+            tenant_id: None,
+            client_id: None,
+            client_secret_env: None,
             monitoring: None,
             ownership: None,
             alerts: None,

@@ -146,7 +146,9 @@ fn check_scope(doc: &Doc<Channel>, r: &Resolved, sc: &AlarmScope, out: &mut Vec<
     }
     match r.backend {
         Backend::Sqs => check_cloudwatch(doc, sc, out),
-        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, sc, r.backend, out),
+        Backend::Rabbitmq | Backend::Kafka | Backend::AzureServicebus => {
+            actions_unused(doc, sc, r.backend, out)
+        }
         Backend::Pubsub => {
             actions_unused(doc, sc, r.backend, out);
             check_cloud_monitoring(doc, sc, out);

@@ -8,7 +8,7 @@
 
 use super::names::check_names;
 use super::targets::TargetMap;
-use super::{deadletter, kafka, pubsub, rabbitmq, sqs};
+use super::{azure, deadletter, kafka, pubsub, rabbitmq, sqs};
 use crate::diag::Diagnostic;
 use crate::spec::duration::Duration;
 use crate::spec::load::Doc;
@@ -49,6 +49,7 @@ pub(super) fn check_channel(
         Backend::Rabbitmq => rabbitmq::check_rabbitmq(doc, &r, target, out),
         Backend::Kafka => kafka::check_kafka(doc, &r, target, out),
         Backend::Pubsub => pubsub::check_pubsub(doc, &r, out),
+        Backend::AzureServicebus => azure::check_azure(doc, &r, out),
     }
     deadletter::check_dead_letter(doc, &r, out);
     check_names(doc, &r, target, out);
@@ -177,6 +178,7 @@ fn check_backend_blocks(
             Backend::Rabbitmq => spec.rabbitmq.is_some(),
             Backend::Kafka => spec.kafka.is_some(),
             Backend::Pubsub => spec.pubsub.is_some(),
+            Backend::AzureServicebus => spec.azure_servicebus.is_some(),
         };
         if set && b != backend {
             out.push(

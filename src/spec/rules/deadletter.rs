@@ -86,7 +86,12 @@ impl<'a> Held<'a> {
 }
 
 pub(super) fn check_dead_letter(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
-    for h in std::iter::once(Held::dead_letter(r)).chain(Held::invalid(r)) {
+    // Service Bus's built-in subqueue keeps dead letters until received, whatever the spec
+    // says of a retention (`azure-servicebus/subqueue-retention` refuses one): nothing is
+    // discarded there.
+    let subqueue = r.azure.as_ref().is_some_and(|a| a.forward_to.is_none());
+    let dead_letter = (!subqueue).then(|| Held::dead_letter(r));
+    for h in dead_letter.into_iter().chain(Held::invalid(r)) {
         retention_implicit(doc, r.backend, &h, out);
         discard_undeclared(doc, r.backend, &h, out);
         discard_before_alarm(doc, &h, out);
@@ -101,7 +106,9 @@ pub fn drops_messages(backend: Backend, retention: Option<Duration>) -> bool {
         (_, None) => backend == Backend::Kafka,
         (Backend::Sqs, Some(d)) => d < SQS_MAX_RETENTION,
         (Backend::Pubsub, Some(d)) => d < PUBSUB_MAX_RETENTION,
-        (Backend::Rabbitmq | Backend::Kafka, Some(_)) => true,
+        // Service Bus: a forward target's defaultMessageTimeToLive drops what outlives it (the
+        // built-in subqueue has no retention of its own: lint refuses one there).
+        (Backend::Rabbitmq | Backend::Kafka | Backend::AzureServicebus, Some(_)) => true,
     }
 }
 
@@ -159,6 +166,9 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
         Backend::Pubsub => format!(
             "Pub/Sub deletes dead letters after {after}, less than a subscription's 7d maximum"
         ),
+        Backend::AzureServicebus => format!(
+            "the {w} queue's defaultMessageTimeToLive is {after}: Service Bus drops {items} older than that (dlqctl does not dead-letter a dead-letter queue's expired messages)"
+        ),
     };
     let one = if block == "invalid" {
         "an invalid message"
@@ -188,6 +198,9 @@ fn discard_undeclared(doc: &Doc<Channel>, backend: Backend, h: &Held, out: &mut 
             }
             Backend::Kafka => "",
             Backend::Pubsub => "; or keep them 7d, the Pub/Sub maximum",
+            Backend::AzureServicebus => {
+                "; or remove `retention` (Service Bus then keeps them until they are received)"
+            }
         };
         let or_archive = if block == "deadLetter" {
             format!("; or {archive}")

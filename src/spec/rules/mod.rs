@@ -7,7 +7,7 @@
 //!
 //! One module per concern: `targets` (the Targets document), `channel` (one channel as a
 //! whole, and the entry to the rest), `sqs`, `rabbitmq`, `kafka` (with `connect`, its Connect
-//! connectors) and `pubsub` (each backend's limits), `alarms`, `envelope` (`deadLetter.envelope` mappings and `classes`), `names` (valid, owned, unique names, also across channels), and
+//! connectors), `pubsub` and `azure` (each backend's limits), `alarms`, `envelope` (`deadLetter.envelope` mappings and `classes`), `names` (valid, owned, unique names, also across channels), and
 //! `common`, what they all share (below every one of them, so no rule module calls back up
 //! here). This module
 //! runs them in a fixed order, applies `spec.lint.allow`, and re-exports the limits and name
@@ -20,6 +20,7 @@ use super::schema::did_you_mean;
 use crate::diag::Diagnostic;
 
 mod alarms;
+mod azure;
 mod channel;
 mod common;
 mod connect;
@@ -47,7 +48,7 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 16] = [
+pub const ADVICE_RULES: [&str; 17] = [
     "retry/none",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
@@ -64,6 +65,7 @@ pub const ADVICE_RULES: [&str; 16] = [
     "rabbitmq/dlx-consumer-publishes",
     "classes/unreachable",
     "deadletter/header-dropped-and-kept",
+    "azure-servicebus/backoff-unsupported",
 ];
 
 /// Runs every rule; returns the channels that resolved (for the planner) and adds findings.

@@ -18,6 +18,10 @@ pub const KAFKA_MAX_NAME: usize = 249;
 /// Pub/Sub topic and subscription names: 3 to 255 characters.
 pub const PUBSUB_MIN_NAME: usize = 3;
 pub const PUBSUB_MAX_NAME: usize = 255;
+/// Azure Service Bus queue and topic names: at most 260 characters; subscriptions: at most 50
+/// (the ARM reference's `queueName`, `topicName` and `subscriptionName` parameters).
+pub const AZURE_MAX_NAME: usize = 260;
+pub const AZURE_MAX_SUBSCRIPTION_NAME: usize = 50;
 
 /// `target/outside-ownership`: dlqctl may only manage names under the target's prefixes.
 pub(super) fn check_scope(
@@ -59,6 +63,9 @@ fn name_pointer(doc: &Doc<Channel>, backend: Backend, role: &str) -> &'static st
         |field: &'static str| (backend == Backend::Kafka && doc.locs.has(field)).then_some(field);
     let field = match role {
         "main" => return main,
+        "subscription" if backend == Backend::AzureServicebus => {
+            "/spec/azure-servicebus/subscription"
+        }
         "subscription" => "/spec/pubsub/subscription",
         "dead-letter subscription" => "/spec/deadLetter/subscription",
         "dead-letter" if doc.locs.has("/spec/deadLetter/name") => return "/spec/deadLetter/name",
@@ -111,9 +118,19 @@ pub(super) fn check_names(
             continue;
         }
         seen.push((name, role));
+        // Service Bus: the built-in dead-letter subqueue comes with its entity; it has no name
+        // of its own to check or own.
+        if r.backend == Backend::AzureServicebus && is_azure_subqueue(name) {
+            continue;
+        }
         let what = match r.backend {
             Backend::Pubsub if role.ends_with("subscription") => role.to_owned(),
             Backend::Pubsub => format!("{role} topic"),
+            Backend::AzureServicebus if role.ends_with("subscription") => role.to_owned(),
+            Backend::AzureServicebus if role == "main" && r.subscriptions().is_empty() => {
+                "main queue".to_owned()
+            }
+            Backend::AzureServicebus if role == "main" => "main topic".to_owned(),
             _ => format!("{role} queue"),
         };
         check_scope(doc, name, &what, target, pointer, out);
@@ -122,6 +139,7 @@ pub(super) fn check_names(
             Backend::Rabbitmq => rabbit_name_problem(name),
             Backend::Kafka => kafka_name_problem(name),
             Backend::Pubsub => pubsub_name_problem(name),
+            Backend::AzureServicebus => azure_name_problem(name, role.ends_with("subscription")),
         };
         // A name made with a Spring suffix (its pointer is `/spec/kafka/...`): a character no
         // topic may hold came from the suffix or the main topic's name, and is reported there
@@ -228,6 +246,48 @@ pub fn pubsub_name_problem(name: &str) -> Option<String> {
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '%')))?;
     Some(format!(
         "Pub/Sub names allow only letters, digits and `-_.~+%`, not `{}`",
+        c.escape_default()
+    ))
+}
+
+/// Whether a Service Bus dead-letter path is an entity's built-in subqueue.
+pub fn is_azure_subqueue(name: &str) -> bool {
+    name.ends_with(&format!(
+        "/{}",
+        crate::spec::resolve::AZURE_DEAD_LETTER_SUBQUEUE
+    ))
+}
+
+/// Service Bus's rule for entity names (the ARM reference's path parameters): letters,
+/// digits, `.`, `-` and `_`, starting and ending with a letter or digit; at most 260
+/// characters (subscriptions: 50). Service Bus also allows `/` in queue and topic names, as
+/// a hierarchy; dlqctl refuses it, since it would be read as a path of the ARM URL.
+pub fn azure_name_problem(name: &str, subscription: bool) -> Option<String> {
+    let n = name.chars().count();
+    let max = if subscription {
+        AZURE_MAX_SUBSCRIPTION_NAME
+    } else {
+        AZURE_MAX_NAME
+    };
+    if n == 0 || n > max {
+        return Some(format!(
+            "Service Bus {} names are 1 to {max} characters, this is {n}",
+            if subscription {
+                "subscription"
+            } else {
+                "queue and topic"
+            }
+        ));
+    }
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if !edge(name.chars().next()) || !edge(name.chars().last()) {
+        return Some("Service Bus names start and end with a letter or digit".into());
+    }
+    let c = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))?;
+    Some(format!(
+        "Service Bus names allow only letters, digits and `-_.` here, not `{}`",
         c.escape_default()
     ))
 }

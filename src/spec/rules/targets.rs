@@ -86,7 +86,8 @@ fn check_fields_apply(
     base: &str,
     out: &mut Vec<Diagnostic>,
 ) {
-    let fields: [(&str, bool, &[Backend]); 18] = [
+    const AZ: &[Backend] = &[Backend::AzureServicebus];
+    let fields: [(&str, bool, &[Backend]); 28] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -137,6 +138,16 @@ fn check_fields_apply(
             &[Backend::Pubsub],
         ),
         ("monitoring", t.monitoring.is_some(), &[Backend::Pubsub]),
+        ("subscriptionId", t.subscription_id.is_some(), AZ),
+        ("resourceGroup", t.resource_group.is_some(), AZ),
+        ("namespace", t.namespace.is_some(), AZ),
+        ("armUrl", t.arm_url.is_some(), AZ),
+        ("dataUrl", t.data_url.is_some(), AZ),
+        ("tokenUrl", t.token_url.is_some(), AZ),
+        ("accessTokenEnv", t.access_token_env.is_some(), AZ),
+        ("tenantId", t.tenant_id.is_some(), AZ),
+        ("clientId", t.client_id.is_some(), AZ),
+        ("clientSecretEnv", t.client_secret_env.is_some(), AZ),
     ];
     for (field, set, backends) in fields {
         if set && !backends.contains(&t.backend) {
@@ -181,6 +192,22 @@ fn check_required_fields(
                 t.project_number.is_some() || t.grant_service_agent != Some(true),
             ),
         ],
+        // Queues, topics and subscriptions are ARM proxy resources without tags (Queue.json,
+        // 2021-11-01): ownership is declared, as on RabbitMQ. Credentials: a token, or all
+        // three parts of the client credentials.
+        Backend::AzureServicebus => &[
+            ("subscriptionId", t.subscription_id.is_some()),
+            ("resourceGroup", t.resource_group.is_some()),
+            ("namespace", t.namespace.is_some()),
+            ("ownership", t.ownership.is_some()),
+            (
+                "accessTokenEnv",
+                t.access_token_env.is_some()
+                    || (t.tenant_id.is_some()
+                        && t.client_id.is_some()
+                        && t.client_secret_env.is_some()),
+            ),
+        ],
     };
     for (field, set) in required {
         if !set {
@@ -192,6 +219,9 @@ fn check_required_fields(
                 ),
             )
             .at(doc.locs.key(base));
+            if *field == "accessTokenEnv" {
+                d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), or give `tenantId`, `clientId` and `clientSecretEnv` for client credentials");
+            }
             if *field == "projectNumber" {
                 d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
             }
