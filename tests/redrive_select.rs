@@ -455,14 +455,10 @@ fn kafka_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
 
 // ------------------------------------------------------------------------------ SQS
 
-#[test]
-fn sqs_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
+/// The SendMessageBatch entries of dead letters as the tests' SQS producer sends them: the
+/// body, and the envelope and `tenant` as message attributes.
+fn sqs_entries(chunk: &[Dead]) -> Vec<aws_sdk_sqs::types::SendMessageBatchRequestEntry> {
     use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
-    let Some(f) = sqs::Fixture::applied() else {
-        return;
-    };
-    let [main, dlq, ..] = f.names();
-    let aws = sqs::Aws::new();
     let attr = |t: &str, v: &str| {
         MessageAttributeValue::builder()
             .data_type(t)
@@ -470,6 +466,29 @@ fn sqs_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
             .build()
             .expect("attribute")
     };
+    chunk
+        .iter()
+        .map(|d| {
+            SendMessageBatchRequestEntry::builder()
+                .id(format!("o{}", d.order))
+                .message_body(&d.body)
+                .message_attributes("dlq-error-class", attr("String", d.class))
+                .message_attributes("dlq-error-message", attr("String", &d.message))
+                .message_attributes("dlq-attempts", attr("Number", &d.attempts.to_string()))
+                .message_attributes("tenant", attr("String", d.tenant))
+                .build()
+                .expect("entry")
+        })
+        .collect()
+}
+
+#[test]
+fn sqs_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
     scenario(&Backend {
         ws: &f,
         // moto serves a receive in time that grows with the queue (one thread, every message
@@ -480,23 +499,7 @@ fn sqs_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
             let url = aws.url(&dlq);
             block(async {
                 for chunk in all.chunks(10) {
-                    let entries = chunk
-                        .iter()
-                        .map(|d| {
-                            SendMessageBatchRequestEntry::builder()
-                                .id(format!("o{}", d.order))
-                                .message_body(&d.body)
-                                .message_attributes("dlq-error-class", attr("String", d.class))
-                                .message_attributes("dlq-error-message", attr("String", &d.message))
-                                .message_attributes(
-                                    "dlq-attempts",
-                                    attr("Number", &d.attempts.to_string()),
-                                )
-                                .message_attributes("tenant", attr("String", d.tenant))
-                                .build()
-                                .expect("entry")
-                        })
-                        .collect();
+                    let entries = sqs_entries(chunk);
                     aws.send_batch(&url, entries).await;
                 }
             });
@@ -565,41 +568,6 @@ fn pubsub_redrive_by_group_and_by_where_moves_exactly_what_they_choose() {
 
 // ------------------------------------------------------- SQS at 3,000, on ElasticMQ
 
-/// Receives and deletes everything in `url` (bounded: 1,000 receives): the bodies.
-fn drain_sqs(c: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut empty = 0;
-    for _ in 0..1_000 {
-        let got = block(
-            c.receive_message()
-                .queue_url(url)
-                .max_number_of_messages(10)
-                .visibility_timeout(120)
-                .send(),
-        )
-        .expect("ReceiveMessage");
-        if got.messages().is_empty() {
-            empty += 1;
-            if empty == 3 {
-                break;
-            }
-            continue;
-        }
-        empty = 0;
-        for m in got.messages() {
-            out.push(m.body().unwrap_or_default().to_owned());
-            block(
-                c.delete_message()
-                    .queue_url(url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send(),
-            )
-            .expect("DeleteMessage");
-        }
-    }
-    out
-}
-
 /// The figure on SQS: moto serves 3,000 too slowly (its receive scans the whole queue),
 /// so this runs on ElasticMQ, a second SQS implementation (no CloudWatch there: the queues are
 /// made with the SDK, in the shape dlqctl makes them). 3,000 dead letters in 3 interleaved
@@ -608,63 +576,16 @@ fn drain_sqs(c: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
 /// message once, the rest still in the DLQ.
 #[test]
 fn sqs_at_three_thousand_status_groups_them_all_and_a_group_and_a_where_move_exactly() {
-    use aws_sdk_sqs::types::{
-        MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry,
-    };
     let Some(e) = support::elasticmq::ElasticMq::start() else {
         return;
     };
     let c = e.sqs();
-    let dlq = block(c.create_queue().queue_name("movetask-dlq").send())
-        .expect("CreateQueue")
-        .queue_url()
-        .unwrap_or_default()
-        .to_owned();
-    let arn = block(
-        c.get_queue_attributes()
-            .queue_url(&dlq)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send(),
-    )
-    .expect("GetQueueAttributes")
-    .attributes()
-    .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-    .expect("QueueArn");
-    let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": "3"});
-    let main = block(
-        c.create_queue()
-            .queue_name("movetask")
-            .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
-            .send(),
-    )
-    .expect("CreateQueue")
-    .queue_url()
-    .unwrap_or_default()
-    .to_owned();
-    let attr = |t: &str, v: &str| {
-        MessageAttributeValue::builder()
-            .data_type(t)
-            .string_value(v)
-            .build()
-            .expect("attribute")
-    };
+    let (main, dlq) = support::elasticmq::movetask_queues(&c);
     let n = 3_000;
     let all = letters(n);
     block(async {
         for chunk in all.chunks(10) {
-            let entries = chunk
-                .iter()
-                .map(|d| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(format!("o{}", d.order))
-                        .message_body(&d.body)
-                        .message_attributes("dlq-error-class", attr("String", d.class))
-                        .message_attributes("dlq-error-message", attr("String", &d.message))
-                        .message_attributes("dlq-attempts", attr("Number", &d.attempts.to_string()))
-                        .build()
-                        .expect("entry")
-                })
-                .collect();
+            let entries = sqs_entries(chunk);
             let out = c
                 .send_message_batch()
                 .queue_url(&dlq)
@@ -726,7 +647,7 @@ fn sqs_at_three_thousand_status_groups_them_all_and_a_group_and_a_where_move_exa
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
     assert_eq!(out.code, 0, "{report}\n{}", out.stderr);
     assert_eq!(report["moved"], 1_000, "{report}");
-    let moved = orders(&drain_sqs(&c, &main));
+    let moved = orders(&support::elasticmq::drain(&c, &main, 1_000));
     let moved_set: BTreeSet<usize> = moved.iter().copied().collect();
     assert_eq!(moved.len(), moved_set.len(), "each once");
     assert_eq!(
@@ -751,11 +672,13 @@ fn sqs_at_three_thousand_status_groups_them_all_and_a_group_and_a_where_move_exa
         .map(|d| d.order)
         .collect();
     assert_eq!(report["moved"], eu.len() as u64, "{report}");
-    let moved = orders(&drain_sqs(&c, &main));
+    let moved = orders(&support::elasticmq::drain(&c, &main, 1_000));
     let moved_set: BTreeSet<usize> = moved.iter().copied().collect();
     assert_eq!(moved.len(), moved_set.len(), "each once");
     assert_eq!(moved_set, eu, "exactly the eu ones");
-    let left: BTreeSet<usize> = orders(&drain_sqs(&c, &dlq)).into_iter().collect();
+    let left: BTreeSet<usize> = orders(&support::elasticmq::drain(&c, &dlq, 1_000))
+        .into_iter()
+        .collect();
     assert_eq!(
         left,
         all.iter()

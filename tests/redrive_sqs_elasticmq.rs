@@ -18,35 +18,10 @@ use serde_json::Value;
 use support::block;
 use support::elasticmq::ElasticMq;
 
-/// The channel `movetask` as dlqctl makes it: `movetask` dead-lettering into `movetask-dlq`
-/// after 3 receives; `n` messages `m00`… waiting in the DLQ. Returns (main URL, DLQ URL).
+/// The channel `movetask` as dlqctl makes it ([`support::elasticmq::movetask_queues`]), with
+/// `n` messages `m00`… waiting in the DLQ. Returns (main URL, DLQ URL).
 fn queues(sqs: &aws_sdk_sqs::Client, n: usize) -> (String, String) {
-    let dlq = block(sqs.create_queue().queue_name("movetask-dlq").send())
-        .expect("CreateQueue")
-        .queue_url()
-        .unwrap_or_default()
-        .to_owned();
-    let arn = block(
-        sqs.get_queue_attributes()
-            .queue_url(&dlq)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .send(),
-    )
-    .expect("GetQueueAttributes")
-    .attributes()
-    .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-    .expect("QueueArn");
-    let policy = serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": "3"});
-    let main = block(
-        sqs.create_queue()
-            .queue_name("movetask")
-            .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
-            .send(),
-    )
-    .expect("CreateQueue")
-    .queue_url()
-    .unwrap_or_default()
-    .to_owned();
+    let (main, dlq) = support::elasticmq::movetask_queues(sqs);
     for i in 0..n {
         block(
             sqs.send_message()
@@ -59,33 +34,9 @@ fn queues(sqs: &aws_sdk_sqs::Client, n: usize) -> (String, String) {
     (main, dlq)
 }
 
-/// Receives and deletes everything in `url` (bounded): the bodies.
+/// Receives and deletes everything in `url` (at most 20 receives): the bodies.
 fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for _ in 0..20 {
-        let got = block(
-            sqs.receive_message()
-                .queue_url(url)
-                .max_number_of_messages(10)
-                .visibility_timeout(60)
-                .send(),
-        )
-        .expect("ReceiveMessage");
-        if got.messages().is_empty() {
-            break;
-        }
-        for m in got.messages() {
-            out.push(m.body().unwrap_or_default().to_owned());
-            block(
-                sqs.delete_message()
-                    .queue_url(url)
-                    .receipt_handle(m.receipt_handle().unwrap_or_default())
-                    .send(),
-            )
-            .expect("DeleteMessage");
-        }
-    }
-    out
+    support::elasticmq::drain(sqs, url, 20)
 }
 
 fn workspace(url: &str) -> tempfile::TempDir {

@@ -172,3 +172,72 @@ impl Drop for ElasticMq {
         let _ = self.child.wait();
     }
 }
+
+/// The channel `movetask` as dlqctl makes it (`support::sqs::movetask_workspace`): `movetask`
+/// dead-lettering into `movetask-dlq` after 3 receives, both empty. Returns (main URL, DLQ URL).
+pub fn movetask_queues(sqs: &aws_sdk_sqs::Client) -> (String, String) {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let dlq = super::block(sqs.create_queue().queue_name("movetask-dlq").send())
+        .expect("CreateQueue")
+        .queue_url()
+        .unwrap_or_default()
+        .to_owned();
+    let arn = super::block(
+        sqs.get_queue_attributes()
+            .queue_url(&dlq)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send(),
+    )
+    .expect("GetQueueAttributes")
+    .attributes()
+    .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+    .expect("QueueArn");
+    let policy = serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": "3"});
+    let main = super::block(
+        sqs.create_queue()
+            .queue_name("movetask")
+            .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
+            .send(),
+    )
+    .expect("CreateQueue")
+    .queue_url()
+    .unwrap_or_default()
+    .to_owned();
+    (main, dlq)
+}
+
+/// Receives and deletes everything in `url`: the bodies. Bounded: at most `receives` calls,
+/// and it ends after three in a row that return nothing.
+pub fn drain(sqs: &aws_sdk_sqs::Client, url: &str, receives: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut empty = 0;
+    for _ in 0..receives {
+        let got = super::block(
+            sqs.receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(120)
+                .send(),
+        )
+        .expect("ReceiveMessage");
+        if got.messages().is_empty() {
+            empty += 1;
+            if empty == 3 {
+                break;
+            }
+            continue;
+        }
+        empty = 0;
+        for m in got.messages() {
+            out.push(m.body().unwrap_or_default().to_owned());
+            super::block(
+                sqs.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send(),
+            )
+            .expect("DeleteMessage");
+        }
+    }
+    out
+}
