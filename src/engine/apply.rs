@@ -93,6 +93,22 @@ impl Report {
 /// How often a long apply says how far it is.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
+/// A step's FAILED line, under the progress counter's column.
+fn failed_line(printer: &Printer, c: &Change, width: usize) -> String {
+    format!(
+        "{:>pad$} {} {}",
+        "",
+        describe(c),
+        printer.paint_err("FAILED", Style::Error),
+        pad = 2 * width + 2
+    )
+}
+
+/// Empties every target's cleared steps (a stop: they are not written) and says how many.
+fn drop_cleared(cleared: &mut [VecDeque<usize>]) -> usize {
+    cleared.iter_mut().map(|c| c.drain(..).count()).sum()
+}
+
 fn describe(c: &Change) -> String {
     format!(
         "{} {} on {}",
@@ -450,13 +466,7 @@ pub async fn run(
                             None => in_flight -= 1,
                             Some(why) => {
                                 in_flight -= 1;
-                                printer.err(&format!(
-                                    "{:>pad$} {} {}",
-                                    "",
-                                    describe(steps[i]),
-                                    printer.paint_err("FAILED", Style::Error),
-                                    pad = 2 * width + 2
-                                ));
+                                printer.err(&failed_line(printer, steps[i], width));
                                 report.failed.push((i, why));
                                 stopping = true;
                                 halt.store(true, Ordering::SeqCst);
@@ -465,10 +475,7 @@ pub async fn run(
                     }
                     if stopping {
                         // What this or an earlier group cleared is not written now.
-                        for c in &mut cleared {
-                            in_flight -= c.len();
-                            c.clear();
-                        }
+                        in_flight -= drop_cleared(&mut cleared);
                     }
                 }
                 Event::Written(f) => {
@@ -495,13 +502,7 @@ pub async fn run(
                                 ));
                             }
                             Outcome::Failed(e) => {
-                                printer.err(&format!(
-                                    "{:>pad$} {} {}",
-                                    "",
-                                    describe(c),
-                                    printer.paint_err("FAILED", Style::Error),
-                                    pad = 2 * width + 2
-                                ));
+                                printer.err(&failed_line(printer, c, width));
                                 report.failed.push((i, e));
                                 stopping = true;
                                 halt.store(true, Ordering::SeqCst);
@@ -509,10 +510,7 @@ pub async fn run(
                         }
                     }
                     if stopping {
-                        for c in &mut cleared {
-                            in_flight -= c.len();
-                            c.clear();
-                        }
+                        in_flight -= drop_cleared(&mut cleared);
                     }
                 }
             },
