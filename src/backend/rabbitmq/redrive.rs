@@ -787,6 +787,16 @@ impl Consuming {
         tag: &str,
     ) -> Result<(), lapin::Error> {
         self.drain(ch, tag).await?;
+        self.resume(ch, dlq, tag).await
+    }
+
+    /// Consumes again after [`drain`](Self::drain), with a fresh prefetch.
+    async fn resume(
+        &mut self,
+        ch: &lapin::Channel,
+        dlq: &str,
+        tag: &str,
+    ) -> Result<(), lapin::Error> {
         self.consumer = consume(ch, dlq, tag).await?;
         self.held = 0;
         Ok(())
@@ -804,8 +814,7 @@ impl Consuming {
     ) -> Result<u64, lapin::Error> {
         self.drain(ch, tag).await?;
         let ready = ready_count(ch, dlq).await?;
-        self.consumer = consume(ch, dlq, tag).await?;
-        self.held = 0;
+        self.resume(ch, dlq, tag).await?;
         Ok(self.pending.len() as u64 + ready)
     }
 
