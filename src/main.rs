@@ -1,19 +1,21 @@
 //! The `dlqctl` binary: everything lives in the library; this only tunes the allocator and
 //! hands over the exit code.
 
-/// See Cargo.toml for why not the system allocator.
+/// See Cargo.toml for why not the system allocator (and for the `system-alloc` feature that
+/// profilers need).
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(all(not(target_os = "linux"), not(feature = "system-alloc")))]
     tune_allocator();
     dlqctl::run()
 }
 
 /// On Linux the options are set before the first allocation (the runtime allocates before
 /// `main`, and mimalloc sets up its first arena then): an ELF constructor.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "system-alloc")))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static TUNE_ALLOCATOR: extern "C" fn() = {
@@ -27,6 +29,7 @@ static TUNE_ALLOCATOR: extern "C" fn() = {
 /// a large `lint` peaked at 85 MiB with it, 68 MiB with these two options, at no measurable
 /// cost in time (BENCHMARKS.md §1). A `MIMALLOC_*` variable the user sets still wins.
 /// Allocates nothing (it runs before the allocator is set up).
+#[cfg(not(feature = "system-alloc"))]
 fn tune_allocator() {
     // Indexes into mimalloc.h's `mi_option_e` (the same in mimalloc v2 and v3), which
     // libmimalloc-sys does not name.
