@@ -86,7 +86,7 @@ fn load_target(
     printer: &Printer,
 ) -> anyhow::Result<Option<Target>> {
     let ws = load::load(&[], Some(targets_file))?;
-    let (findings, _) = rules::check(&ws);
+    let findings = rules::findings(&ws);
     let mut diags = ws.diagnostics.clone();
     diags.extend(findings);
     diags.retain(|d| d.severity == Severity::Error);

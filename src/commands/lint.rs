@@ -8,7 +8,7 @@ use crate::spec::{load, rules};
 /// Exit codes: 0 clean (warnings allowed unless `--deny-warnings`), 1 findings.
 pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<u8> {
     let ws = load::load(&args.paths, args.targets.as_deref())?;
-    let (rule_findings, _) = rules::check(&ws);
+    let rule_findings = rules::findings(&ws);
     let mut diags = ws.diagnostics.clone();
     diags.extend(rule_findings);
     diag::sort(&mut diags);

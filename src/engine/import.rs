@@ -123,7 +123,7 @@ fn check(
             emit::document("channel.v1.json", &[], &to_value(&channel))
         );
         let ws = load::load_str("imported.yaml", &text);
-        let (diags, _) = rules::check(&ws);
+        let diags = rules::findings(&ws);
         let diags: Vec<_> = ws.diagnostics.iter().chain(diags.iter()).collect();
         let errors: Vec<String> = diags
             .iter()

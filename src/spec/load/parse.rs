@@ -280,13 +280,24 @@ fn add_parsed(
 }
 
 pub(super) fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Option<Doc<T>> {
+    match checked(raw) {
+        Ok(doc) => Some(doc),
+        Err(problems) => {
+            ws.diagnostics.extend(problems);
+            None
+        }
+    }
+}
+
+/// [`typed`] without the workspace: the document, or every problem found with it. Reads
+/// nothing but the document, so documents can be checked side by side.
+pub(super) fn checked<T: DeserializeOwned>(raw: RawDoc) -> Result<Doc<T>, Vec<Diagnostic>> {
     let problems = schema::validate(raw.kind, &raw.json, &raw.locs);
     if !problems.is_empty() {
-        ws.diagnostics.extend(problems);
-        return None;
+        return Err(problems);
     }
     match serde_path_to_error::deserialize::<_, T>(raw.json) {
-        Ok(value) => Some(Doc {
+        Ok(value) => Ok(Doc {
             value,
             locs: raw.locs,
             loc: raw.loc,
@@ -296,11 +307,10 @@ pub(super) fn typed<T: DeserializeOwned>(raw: RawDoc, ws: &mut Workspace) -> Opt
             // (a duration that overflows, say). Point at the field.
             let pointer = pointer_of(e.path());
             let field = crate::spec::locate::field_path(&pointer);
-            ws.diagnostics.push(
+            Err(vec![
                 Diagnostic::error("schema/invalid", format!("`{field}`: {}", e.inner()))
                     .at(raw.locs.value(&pointer)),
-            );
-            None
+            ])
         }
     }
 }

@@ -14,6 +14,8 @@
 //! checks other modules use. Findings come out in the order the rules run; `diag::sort`
 //! orders them for display.
 
+use rayon::prelude::*;
+
 use super::load::{Doc, Workspace};
 use super::model::Channel;
 use super::schema::did_you_mean;
@@ -70,22 +72,54 @@ pub const ADVICE_RULES: [&str; 17] = [
 
 /// Runs every rule; returns the channels that resolved (for the planner) and adds findings.
 pub fn check(ws: &Workspace) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
+    run(ws, true)
+}
+
+/// Runs every rule for its findings alone (`lint`, `import`): each resolved channel is dropped
+/// as soon as its own rules ran, so 5,000 of them never wait side by side (BENCHMARKS.md §13).
+pub fn findings(ws: &Workspace) -> Vec<Diagnostic> {
+    run(ws, false).0
+}
+
+fn run(ws: &Workspace, keep: bool) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
     let mut out = Vec::new();
     let targets = targets::collect_targets(ws, &mut out);
-    let mut checked = Vec::new();
-    for doc in &ws.channels {
-        let mut local = Vec::new();
-        let found = channel::TargetsFound {
-            none: ws.targets.is_empty() && ws.unread_targets.is_empty(),
-            unread: &ws.unread_targets,
-        };
-        if let Some(r) = channel::check_channel(doc, &targets, &found, &mut local) {
-            checked.push(Checked { doc, resolved: r });
+    let found = channel::TargetsFound {
+        none: ws.targets.is_empty() && ws.unread_targets.is_empty(),
+        unread: &ws.unread_targets,
+    };
+    // One channel's rules read only that channel and the targets: the channels are checked
+    // side by side (plan at 5,000 channels waited on this before its first read, BENCHMARKS.md
+    // §13), then taken in their files' order, so findings and their order do not depend on
+    // timing.
+    type Each<'w> = (
+        Option<(names::Crossing, Option<Checked<'w>>)>,
+        Vec<Diagnostic>,
+    );
+    let each: Vec<Each> = ws
+        .channels
+        .par_iter()
+        .map(|doc| {
+            let mut local = Vec::new();
+            let resolved = channel::check_channel(doc, &targets, &found, &mut local);
+            apply_lint_allow(doc, &mut local);
+            let kept = resolved.map(|resolved| {
+                let crossing = names::Crossing::of(doc, &resolved);
+                (crossing, keep.then_some(Checked { doc, resolved }))
+            });
+            (kept, local)
+        })
+        .collect();
+    let mut crossings = Vec::with_capacity(each.len());
+    let mut checked = Vec::with_capacity(if keep { each.len() } else { 0 });
+    for (kept, local) in each {
+        if let Some((crossing, c)) = kept {
+            crossings.push(crossing);
+            checked.extend(c);
         }
-        apply_lint_allow(doc, &mut local);
         out.extend(local);
     }
-    names::check_across(&checked, &mut out);
+    names::check_across(&crossings, &mut out);
     (out, checked)
 }
 

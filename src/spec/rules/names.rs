@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use super::common::Checked;
 use crate::diag::{Diagnostic, Loc};
 use crate::spec::load::Doc;
 use crate::spec::model::{Backend, Channel, KafkaNaming, Target};
@@ -304,63 +303,37 @@ pub fn kafka_alphabet_problem(text: &str) -> Option<String> {
     ))
 }
 
-/// Rules across channels: unique channel names and resource names per target.
-pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
-    let mut channels: BTreeMap<(&str, &str), Loc> = BTreeMap::new();
-    let mut names: BTreeMap<(&str, String, &str), (Loc, &str)> = BTreeMap::new();
-    let mut exchanges: BTreeMap<(&str, String, &str), (Loc, &str, bool)> = BTreeMap::new();
-    for c in checked {
-        let r = &c.resolved;
-        let loc = c.doc.locs.value("/metadata/name");
-        if let Some(first) = channels.get(&(r.target.as_str(), r.channel.as_str())) {
-            out.push(
-                Diagnostic::error(
-                    "channel/duplicate",
-                    format!(
-                        "channel `{}` is defined twice for target `{}`",
-                        r.channel, r.target
-                    ),
-                )
-                .at(loc)
-                .related(*first, "first defined here"),
-            );
-            continue;
-        }
-        channels.insert((r.target.as_str(), r.channel.as_str()), loc);
+/// What the rules across channels need of one resolved channel: who it is, and each name it
+/// uses with the place that writes it. Small and owned, so `lint` can drop each resolved
+/// channel as soon as its own rules ran (at 5,000 channels the resolved values were a third
+/// of lint's peak heap, BENCHMARKS.md §13).
+pub(super) struct Crossing {
+    target: String,
+    channel: String,
+    /// `/metadata/name`, where a duplicate channel is pointed at.
+    at: Loc,
+    /// The RabbitMQ vhost its names live in (empty on other backends: names are per target).
+    scope: String,
+    /// The exchanges it declares: name, place, whether it is the dead-letter exchange.
+    exchanges: Vec<(String, Loc, bool)>,
+    /// Its queue, topic and subscription names: name, what it is (for the message), the scope
+    /// names are unique in (a RabbitMQ vhost, or Pub/Sub's subscriptions), place.
+    names: Vec<(String, String, String, Loc)>,
+}
+
+impl Crossing {
+    pub(super) fn of(doc: &Doc<Channel>, r: &Resolved) -> Self {
         // RabbitMQ names are per vhost; others per target.
         let scope = r
             .rabbitmq
             .as_ref()
             .map(|x| x.vhost.clone())
             .unwrap_or_default();
-        // A dead-letter exchange is one channel's: its plan creates, replaces and (pruned)
-        // deletes it with that channel. (Channels sharing an inbound `rabbitmq.exchange` are
-        // left as they were.)
-        for (name, pointer, dlx) in r.exchanges() {
-            let at = c.doc.locs.value(pointer);
-            match exchanges.get(&(r.target.as_str(), scope.clone(), name)) {
-                Some((_, other, _)) if *other == r.channel => {}
-                Some((first, other, other_dlx)) if dlx || *other_dlx => out.push(
-                    Diagnostic::error(
-                        "name/collision",
-                        format!(
-                            "exchange `{name}` of channel `{}` is also declared by channel `{other}` on target `{}`; a dead-letter exchange belongs to one channel",
-                            r.channel, r.target
-                        ),
-                    )
-                    .at(at)
-                    .related(*first, format!("declared by `{other}` here"))
-                    .hint("give each channel its own dead-letter exchange, e.g. `{channel}.dlx`"),
-                ),
-                Some(_) => {}
-                None => {
-                    exchanges.insert(
-                        (r.target.as_str(), scope.clone(), name),
-                        (at, r.channel.as_str(), dlx),
-                    );
-                }
-            }
-        }
+        let exchanges = r
+            .exchanges()
+            .into_iter()
+            .map(|(name, pointer, dlx)| (name.to_owned(), doc.locs.value(pointer), dlx))
+            .collect();
         // Pub/Sub subscriptions are a namespace of their own beside the topics.
         let scoped = r
             .names()
@@ -371,30 +344,99 @@ pub(super) fn check_across(checked: &[Checked<'_>], out: &mut Vec<Diagnostic>) {
                     .into_iter()
                     .map(|(n, role)| (n, role, "subscriptions".to_owned())),
             );
-        for (name, role, scope) in scoped {
-            let at = c.doc.locs.value(name_pointer(c.doc, r.backend, role));
-            let what = if role.ends_with("subscription") {
-                role.to_owned()
-            } else {
-                format!("{role} {}", r.backend.resource_noun())
-            };
-            match names.get(&(r.target.as_str(), scope.clone(), name)) {
+        let names = scoped
+            .map(|(name, role, scope)| {
+                let what = if role.ends_with("subscription") {
+                    role.to_owned()
+                } else {
+                    format!("{role} {}", r.backend.resource_noun())
+                };
+                let at = doc.locs.value(name_pointer(doc, r.backend, role));
+                (name.to_owned(), what, scope, at)
+            })
+            .collect();
+        Crossing {
+            target: r.target.clone(),
+            channel: r.channel.clone(),
+            at: doc.locs.value("/metadata/name"),
+            scope,
+            exchanges,
+            names,
+        }
+    }
+}
+
+/// Rules across channels: unique channel names and resource names per target.
+pub(super) fn check_across(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
+    let mut channels: BTreeMap<(&str, &str), Loc> = BTreeMap::new();
+    let mut names: BTreeMap<(&str, &str, &str), (Loc, &str)> = BTreeMap::new();
+    let mut exchanges: BTreeMap<(&str, &str, &str), (Loc, &str, bool)> = BTreeMap::new();
+    for c in crossings {
+        if let Some(first) = channels.get(&(c.target.as_str(), c.channel.as_str())) {
+            out.push(
+                Diagnostic::error(
+                    "channel/duplicate",
+                    format!(
+                        "channel `{}` is defined twice for target `{}`",
+                        c.channel, c.target
+                    ),
+                )
+                .at(c.at)
+                .related(*first, "first defined here"),
+            );
+            continue;
+        }
+        channels.insert((c.target.as_str(), c.channel.as_str()), c.at);
+        // A dead-letter exchange is one channel's: its plan creates, replaces and (pruned)
+        // deletes it with that channel. (Channels sharing an inbound `rabbitmq.exchange` are
+        // left as they were.)
+        let scope = c.scope.as_str();
+        for (name, at, dlx) in &c.exchanges {
+            let (at, dlx) = (*at, *dlx);
+            match exchanges.get(&(c.target.as_str(), scope, name.as_str())) {
+                Some((_, other, _)) if *other == c.channel => {}
+                Some((first, other, other_dlx)) if dlx || *other_dlx => out.push(
+                    Diagnostic::error(
+                        "name/collision",
+                        format!(
+                            "exchange `{name}` of channel `{}` is also declared by channel `{other}` on target `{}`; a dead-letter exchange belongs to one channel",
+                            c.channel, c.target
+                        ),
+                    )
+                    .at(at)
+                    .related(*first, format!("declared by `{other}` here"))
+                    .hint("give each channel its own dead-letter exchange, e.g. `{channel}.dlx`"),
+                ),
+                Some(_) => {}
+                None => {
+                    exchanges.insert(
+                        (c.target.as_str(), scope, name.as_str()),
+                        (at, c.channel.as_str(), dlx),
+                    );
+                }
+            }
+        }
+        for (name, what, scope, at) in &c.names {
+            let at = *at;
+            match names.get(&(c.target.as_str(), scope.as_str(), name.as_str())) {
                 // Within one channel, `check_names` has reported it already.
-                Some((_, other)) if *other == r.channel => {}
+                Some((_, other)) if *other == c.channel => {}
                 Some((first, other)) => out.push(
                     Diagnostic::error(
                         "name/collision",
                         format!(
                             "{what} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
-                            r.channel,
-                            r.target
+                            c.channel, c.target
                         ),
                     )
                     .at(at)
                     .related(*first, format!("used by `{other}` here")),
                 ),
                 None => {
-                    names.insert((r.target.as_str(), scope.clone(), name), (at, r.channel.as_str()));
+                    names.insert(
+                        (c.target.as_str(), scope.as_str(), name.as_str()),
+                        (at, c.channel.as_str()),
+                    );
                 }
             }
         }
