@@ -77,6 +77,32 @@ fn grew(details: Option<&Value>) -> Option<i64> {
     Some(newest - oldest)
 }
 
+/// Keeps of each sampled figure of a listed queue only what [`grew`] reads, its newest and its
+/// oldest sample. A 10-minute window is 121 samples a figure and five figures a queue: the
+/// listings of 6,000 queues held whole were most of status's 291 MiB at 5,000 channels
+/// (BENCHMARKS.md §13).
+fn keep_ends(q: &mut Value) {
+    fn ends(details: &mut Value) {
+        if let Some(Value::Array(samples)) = details.get_mut("samples")
+            && samples.len() > 2
+        {
+            let oldest = samples.pop();
+            samples.truncate(1);
+            samples.extend(oldest);
+        }
+    }
+    if let Some(d) = q.get_mut("messages_details") {
+        ends(d);
+    }
+    if let Some(Value::Object(stats)) = q.get_mut("message_stats") {
+        for (key, d) in stats.iter_mut() {
+            if key.ends_with("_details") {
+                ends(d);
+            }
+        }
+    }
+}
+
 fn stat_grew(q: &Value, key: &str) -> Option<i64> {
     match q.get("message_stats") {
         // No statistics at all: nothing touched the queue, in the window either.
@@ -173,19 +199,27 @@ impl Reader {
             if let Some(f) = &filter {
                 path.push_str(&format!("&use_regex=true&name={}", seg(f)));
             }
-            let Some(body) = self.http.get(api, &path).await? else {
+            let Some(mut body) = self.http.get(api, &path).await? else {
                 return Ok(None);
             };
+            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
+            // Taken out of the page, not copied: the page goes as soon as its queues are kept.
             let items = body
-                .get("items")
+                .get_mut("items")
+                .map(Value::take)
                 .ok_or_else(|| bad_shape(api, &path, "no `items` in a paginated listing"))?;
-            for q in list(api, &path, items)? {
-                let name = item_name(api, &path, q)?;
+            list(api, &path, &items)?;
+            let Value::Array(items) = items else {
+                return Err(bad_shape(api, &path, "expected a JSON list"));
+            };
+            for mut q in items {
+                let name = item_name(api, &path, &q)?;
                 if names.contains(name) {
-                    found.insert(name.to_owned(), q.clone());
+                    let name = name.to_owned();
+                    keep_ends(&mut q);
+                    found.insert(name, q);
                 }
             }
-            let pages = body.get("page_count").and_then(Value::as_u64).unwrap_or(1);
             if page >= pages || page >= 10_000 {
                 break;
             }
@@ -513,6 +547,39 @@ impl crate::backend::kit::doors::Status for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listed_queue_keeps_the_newest_and_oldest_sample_of_each_figure_and_the_same_flow() {
+        let samples = |from: i64| json!({"samples": (0..121).map(|i| json!({"sample": from - i, "timestamp": i})).collect::<Vec<_>>()});
+        let mut q = json!({
+            "name": "orders.dlq", "messages": 7,
+            "messages_details": samples(7),
+            "message_stats": {"ack": 300, "ack_details": samples(300), "publish": 9, "publish_details": samples(9)},
+        });
+        let window = Some(std::time::Duration::from_secs(600));
+        let before = flow_of(&q, Some(&q), "orders", window);
+        keep_ends(&mut q);
+        assert_eq!(flow_of(&q, Some(&q), "orders", window), before);
+        for d in [
+            &q["messages_details"],
+            &q["message_stats"]["ack_details"],
+            &q["message_stats"]["publish_details"],
+        ] {
+            let kept = d["samples"].as_array().expect("samples");
+            assert_eq!(kept.len(), 2, "{d}");
+            assert_eq!(kept[0]["timestamp"], 0);
+            assert_eq!(kept[1]["timestamp"], 120);
+        }
+        // Two samples or fewer are left as they are.
+        let mut short = json!({"messages_details": {"samples": [{"sample": 1}]}});
+        keep_ends(&mut short);
+        assert_eq!(
+            short["messages_details"]["samples"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
+    }
 
     #[test]
     fn a_broker_dead_letter_is_read_from_its_x_death_headers() {
