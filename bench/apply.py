@@ -8,7 +8,8 @@ apply (from /proc/PID/stat), the write calls dlqctl made (`apply --stats`), and 
 plan afterwards is empty; then plans the applied estate directly and through bench/delayproxy.py
 (+20 ms a call), with the servers' CPU time beside plan's wall time.
 
-usage: bench/apply.py [--channels 5000] [--parallelism 1,8] [--dlqctl PATH] [--keep]
+usage: bench/apply.py [--channels 5000] [--parallelism 1,8] [--dlqctl PATH] [--keep] [--plans N]
+       [--compare BIN,BIN,...]   (plan the applied estate with each binary instead: build profiles)
 Needs the stack's servers installed (`scripts/stack up` once) and a release build.
 """
 import argparse
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,16 +61,35 @@ def server_pids(state):
     return pids
 
 
-def plan_once(dlqctl, cwd, env, pids, label):
-    """One plan, which must be empty; its wall time and each server's CPU time meanwhile."""
+def plan_once(dlqctl, cwd, env, pids, label, own_cpu=False):
+    """One plan, which must be empty; its wall time and each server's CPU time meanwhile
+    (with own_cpu, also dlqctl's own user + system CPU time and peak RSS)."""
     before = {k: cpu_seconds(v) for k, v in pids.items()}
-    code, out, err, wall, _ = measured([dlqctl, "plan", ".", "--detailed-exitcode", "--color", "never"], cwd, env)
+    code, out, err, wall, rss, cpu = measured([dlqctl, "plan", ".", "--detailed-exitcode", "--color", "never"], cwd, env,
+                                              cpu=True)
     after = {k: cpu_seconds(v) for k, v in pids.items()}
     if code != 0:
         sys.exit(f"plan ({label}) exit {code}; it must be empty:\n{out[-2000:]}\n{err[-2000:]}")
     server = {k: after[k] - before[k] for k in pids}
-    print(f"  plan {label}: {wall:.2f} s; servers' CPU: " + ", ".join(f"{k} {v:.1f} s" for k, v in server.items()), flush=True)
-    return wall, server
+    print(f"  plan {label}: {wall:.2f} s (dlqctl CPU {cpu:.2f} s); servers' CPU: "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in server.items()), flush=True)
+    return (wall, server, cpu, rss) if own_cpu else (wall, server)
+
+
+def compare(binaries, runs, cwd, env, pids):
+    """Plans the applied estate with each binary in turn (round-robin, `runs` rounds, so a
+    change in the machine's load falls on every binary alike): the build-profile table of
+    BENCHMARKS.md, one row per binary."""
+    results = {b: [] for b in binaries}
+    for r in range(runs):
+        for b in binaries:
+            results[b].append(plan_once(b, cwd, env, pids, f"{b} (round {r + 1})", own_cpu=True))
+    print("\n| binary | size (MB) | plan wall, median (s) | dlqctl CPU, median (s) | peak RSS (MiB) | wall ÷ busiest server, each run |")
+    print("|---|---:|---:|---:|---:|---|")
+    for b, rs in results.items():
+        ratios = ", ".join(f"{w / max(s.values()):.2f}" for w, s, _, _ in rs)
+        print(f"| `{b}` | {os.path.getsize(b) / 1e6:.1f} | {statistics.median(w for w, _, _, _ in rs):.2f} | "
+              f"{statistics.median(c for _, _, c, _ in rs):.2f} | {max(m for _, _, _, m in rs):.0f} | {ratios} |")
 
 
 def main():
@@ -79,6 +100,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="leave the last run's private stack up")
     ap.add_argument("--plans", type=int, default=3, help="plans of the applied estate, direct and delayed")
     ap.add_argument("--latency-ms", type=float, default=20)
+    ap.add_argument("--compare", default="", help="comma-separated dlqctl binaries: after the apply, plan the estate "
+                    "with each, round-robin, --plans rounds (the build-profile table); then stop")
     a = ap.parse_args()
     n = a.channels
     n_sqs, n_rmq, n_kafka = 2 * n // 5, 2 * n // 5, n - 4 * n // 5
@@ -130,6 +153,9 @@ def main():
                   + ", ".join(f"{k} {v:.1f} s" for k, v in server.items())
                   + f"; wall / busiest ({busiest}) = {wall / server[busiest]:.2f}; writes {writes}; plan after: empty ({pwall:.1f} s)",
                   flush=True)
+        if a.compare:
+            compare([b for b in a.compare.split(",") if b], a.plans, work, env, pids)
+            return
         # Plan of the applied estate, direct and through a proxy adding latency to every call
         # towards RabbitMQ and moto (Kafka: only the bootstrap connection), with the servers'
         # CPU time: what is left of plan's wall time once the servers' own work is taken out.
