@@ -205,7 +205,7 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
             FailedConsumer::BySource("the queue each message came from (DeadLetterQueueSourceArn)")
         }
         Backend::AzureServicebus => FailedConsumer::Refused(format!(
-            "channel `{channel}` is on Azure Service Bus, whose redrive is not built in this version (docs/azure.md)"
+            "channel `{channel}` is on Azure Service Bus, where only queue channels are built in this version: a queue's consumers share it, so `--to source` (`{main}`) is the consumer the message failed in; a resend to one subscription of a topic is not built (docs/azure.md)"
         )),
     }
 }

@@ -36,11 +36,17 @@
 //!   without `Authorization: Bearer ...` a 401 `AuthenticationFailed` (ARM's common answers:
 //!   <https://learn.microsoft.com/en-us/azure/azure-resource-manager/troubleshooting/common-deployment-errors>).
 //! - `countDetails` (MessageCountDetails: activeMessageCount, deadLetterMessageCount,
-//!   scheduledMessageCount, transferMessageCount, transferDeadLetterMessageCount) is answered
-//!   from counts a test sets ([`AzureFake::set_dead_letters`]).
+//!   scheduledMessageCount, transferMessageCount, transferDeadLetterMessageCount) counts the
+//!   messages the data plane holds (locked ones are active), after expired locks and
+//!   messages are dealt with, plus what a test adds ([`AzureFake::set_dead_letters`]).
 //!
-//! Not implemented (nothing in dlqctl calls them yet): topics, subscriptions, the data plane,
-//! 409 and 429 answers.
+//!
+//! The data plane (the Service Bus REST runtime API), on a second server ([`AzureFake::data_url`],
+//! the target's `dataUrl`), over the same queues: see [`data`] for what it implements, each
+//! behaviour with the reference page it follows, and which behaviours are inferred.
+//!
+//! Not implemented (nothing in dlqctl calls them): topics, subscriptions, sessions,
+//! scheduled messages, Send Message Batch, Receive and Delete, and ARM's 409 and 429 answers.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -50,6 +56,8 @@ use serde_json::{Map, Value, json};
 
 use super::fake::{FakeApi, Request};
 
+pub mod data;
+
 pub const API_VERSION: &str = "2021-11-01";
 pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 pub const RESOURCE_GROUP: &str = "dlqctl-tests";
@@ -57,23 +65,36 @@ pub const NAMESPACE: &str = "dlqctl-fake";
 /// TimeSpan.MaxValue as Service Bus writes it: the default time-to-live.
 pub const MAX_TIME_SPAN: &str = "P10675199DT2H48M5.4775807S";
 
-/// One queue as the fake keeps it: its settings (durations as milliseconds) and counts.
+/// One queue as the fake keeps it: its settings (durations as milliseconds), its messages
+/// and its dead-letter subqueue's (the data plane), and counts a test adds on top
+/// ([`AzureFake::set_dead_letters`]) for tests that need a depth and no message.
 #[derive(Debug, Clone, Default)]
 struct Queue {
     props: Map<String, Value>,
     dead_letters: u64,
     active: u64,
+    messages: Vec<data::Msg>,
+    dead: Vec<data::Msg>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     queues: BTreeMap<String, Queue>,
+    /// The data plane's next SequenceNumber (one counter for the namespace).
+    sequence: u64,
+    /// Milliseconds the fake's clock is ahead of the wall clock ([`AzureFake::advance`]).
+    clock_offset_ms: u64,
+    /// Faults a test asks for: the next N sends answer 500.
+    failing_sends: u64,
+    /// Every data-plane request: (method, path).
+    data_seen: Vec<(String, String)>,
 }
 
 /// The fake ARM server, its state, and every request it saw.
 pub struct AzureFake {
     pub api: FakeApi,
     state: Arc<Mutex<State>>,
+    data_url: String,
 }
 
 /// What SBQueueProperties documents, by name: its JSON type, and whether it is readOnly.
@@ -310,7 +331,17 @@ impl AzureFake {
         let state: Arc<Mutex<State>> = Arc::default();
         let s = Arc::clone(&state);
         let api = FakeApi::start_with(move |r: &Request| answer(&s, r));
-        AzureFake { api, state }
+        let data_url = data::serve(Arc::clone(&state));
+        AzureFake {
+            api,
+            state,
+            data_url,
+        }
+    }
+
+    /// The data plane's base URL (`dataUrl` in a targets file).
+    pub fn data_url(&self) -> &str {
+        &self.data_url
     }
 
     /// The ARM base URL (`armUrl` in a targets file).
@@ -331,7 +362,8 @@ impl AzureFake {
         st.queues.get(name).map(|q| q.props.clone())
     }
 
-    /// Sets what `countDetails` reports for a queue (the data plane is not faked here).
+    /// Adds to what `countDetails` reports for a queue, beside the messages it holds: a depth
+    /// without messages.
     pub fn set_dead_letters(&self, name: &str, dead_letters: u64, active: u64) {
         let mut st = self.state.lock().expect("lock");
         if let Some(q) = st.queues.get_mut(name) {
@@ -354,14 +386,17 @@ fn render(name: &str, q: &Queue) -> Value {
     props.insert(
         "countDetails".into(),
         json!({
-            "activeMessageCount": q.active,
-            "deadLetterMessageCount": q.dead_letters,
+            "activeMessageCount": q.active + q.messages.len() as u64,
+            "deadLetterMessageCount": q.dead_letters + q.dead.len() as u64,
             "scheduledMessageCount": 0,
             "transferMessageCount": 0,
             "transferDeadLetterMessageCount": 0
         }),
     );
-    props.insert("messageCount".into(), json!(q.active + q.dead_letters));
+    props.insert(
+        "messageCount".into(),
+        json!(q.active + q.dead_letters + (q.messages.len() + q.dead.len()) as u64),
+    );
     props.insert("sizeInBytes".into(), json!(0));
     props.insert("createdAt".into(), json!("2026-12-03T00:00:00Z"));
     props.insert("updatedAt".into(), json!("2026-12-03T00:00:00Z"));
@@ -405,6 +440,8 @@ fn answer(state: &Mutex<State>, r: &Request) -> (u16, String) {
         return error(404, "ResourceNotFound", format!("no namespace at {path}"));
     };
     let mut st = state.lock().expect("lock");
+    // Counts are true at the moment they are read: expired locks and messages first.
+    data::sweep(&mut st);
     match (r.method.as_str(), rest.strip_prefix("/queues")) {
         ("GET", Some("")) => {
             let skip = params
@@ -464,8 +501,8 @@ fn answer(state: &Mutex<State>, r: &Request) -> (u16, String) {
     }
 }
 
-/// A workspace whose `azure-servicebus` target is this fake (token `test-token` in
-/// `AZURE_ACCESS_TOKEN`), with examples/shipments-servicebus.yaml under a fresh channel name
+/// A workspace whose `azure-servicebus` target is this fake (`armUrl` and `dataUrl`; token
+/// `test-token` in `AZURE_ACCESS_TOKEN`), with examples/shipments-servicebus.yaml under a fresh channel name
 /// inside the target's ownership prefix (`shipments-`).
 pub struct Fixture {
     pub ws: super::workspace::Workspace,
@@ -481,11 +518,12 @@ impl Fixture {
             &super::workspace::Endpoints::default(),
         );
         let url = fake.url().to_owned();
+        let data = fake.data_url().to_owned();
         ws.edit_targets(|t| {
             t.replace(
                 "subscriptionId: 00000000-0000-0000-0000-000000000000\n    resourceGroup: logistics\n    namespace: logistics-prod\n",
                 &format!(
-                    "subscriptionId: {SUBSCRIPTION}\n    resourceGroup: {RESOURCE_GROUP}\n    namespace: {NAMESPACE}\n    armUrl: {url}\n"
+                    "subscriptionId: {SUBSCRIPTION}\n    resourceGroup: {RESOURCE_GROUP}\n    namespace: {NAMESPACE}\n    armUrl: {url}\n    dataUrl: {data}\n"
                 ),
             )
         });

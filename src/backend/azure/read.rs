@@ -1,7 +1,8 @@
 //! Azure Service Bus reads through Azure Resource Manager (read-only: no call here changes an
 //! entity or a message): each queue a plan names (one GET, [`CONCURRENCY`] in flight), the
 //! namespace's queue listing for `--prune`, and the target's identity. `status` is in
-//! `status.rs`.
+//! `status.rs`; the reader also holds the data plane's lock-and-unlock face (`data.rs`),
+//! which status's samples and the redrive mover use (the mover makes the writing face).
 //!
 //! Credentials: the bearer token in the variable `accessTokenEnv` names. Client credentials
 //! (`tenantId`, `clientId`, `clientSecretEnv`) pass lint but are refused here: fetching a token
@@ -41,6 +42,8 @@ pub struct Reader {
     pub(super) namespace: String,
     /// The target's `ownership.prefixes`: the only names dlqctl writes, deletes or prunes.
     pub(super) prefixes: Vec<String>,
+    /// The namespace's data plane (`dataUrl`), for status's samples and redrive's mover.
+    pub(super) data: super::data::DataPlane,
 }
 
 fn config(name: &str, message: impl Into<String>) -> BackendError {
@@ -88,6 +91,20 @@ impl Reader {
             .unwrap_or(ARM_URL)
             .trim_end_matches('/')
             .to_owned();
+        let data_base = target.data_url.as_deref().map_or_else(
+            || format!("https://{}.servicebus.windows.net", seg(&namespace)),
+            |u| u.trim_end_matches('/').to_owned(),
+        );
+        let creds_hint = target.access_token_env.clone().unwrap_or_default();
+        let data = super::data::DataPlane::new(
+            name,
+            &data_base,
+            token.trim(),
+            &creds_hint,
+            opts.insecure,
+            Arc::clone(&stats),
+        )
+        .map_err(|e| e.at(name))?;
         let http = ReadHttp::new(
             HttpConfig {
                 target: name.to_owned(),
@@ -95,7 +112,7 @@ impl Reader {
                 user: None,
                 password: None,
                 bearer: Some(token.trim().to_owned()),
-                creds_hint: target.access_token_env.clone().unwrap_or_default(),
+                creds_hint,
                 insecure: opts.insecure,
                 budget: ReadBudget::new(opts.read_timeout),
             },
@@ -113,6 +130,7 @@ impl Reader {
             ),
             namespace,
             prefixes: crate::backend::kit::connect::prefixes(target),
+            data,
         })
     }
 
@@ -334,17 +352,4 @@ impl crate::backend::kit::doors::Import for Reader {
         let (candidates, unmatched) = super::import::group(&queues, &self.target);
         Ok((candidates, unmatched, BTreeMap::from([("queues", read)])))
     }
-}
-
-/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
-/// (RFC 3986's unreserved characters).
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// One path segment, percent-encoded (names, the subscription id, the group).
-pub fn seg(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
 }

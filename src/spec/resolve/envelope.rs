@@ -134,6 +134,20 @@ pub fn profile_sets(p: Profile) -> Vec<FieldSet> {
     }
 }
 
+/// Azure Service Bus's own: the reason and description the broker (or the application that
+/// dead-lettered the message) adds to its properties, tried after every profile.
+fn azure_set() -> FieldSet {
+    FieldSet {
+        name: "azure-servicebus",
+        class: vec![Source::header("DeadLetterReason", Format::Text)],
+        message: Some(Source::header("DeadLetterErrorDescription", Format::Text)),
+        source: None,
+        attempts: None,
+        dead_lettered_at: None,
+        first_failure_at: None,
+    }
+}
+
 /// The profiles tried after the declared one when it finds no class (none after `none`).
 fn fellows(p: Profile) -> &'static [Profile] {
     match p {
@@ -372,6 +386,9 @@ pub fn resolve(backend: Backend, envelope: &Envelope, classes: &[ClassRule]) -> 
     }
     for p in fellows(profile) {
         sets.extend(profile_sets(*p));
+    }
+    if backend == Backend::AzureServicebus && profile != Profile::None {
+        sets.push(azure_set());
     }
     EnvelopeResolved {
         profile,
