@@ -117,7 +117,7 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
                 if let Some(defaults) = &merge_from {
                     merge::defaults_into(&mut d, defaults, &backends);
                 }
-                Step::Channel(parse::checked::<Channel>(d))
+                Step::Channel(Box::new(parse::checked::<Channel>(d)))
             }
             _ => Step::Other(d),
         })
@@ -127,18 +127,19 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
     ws.channels.reserve_exact(
         steps
             .iter()
-            .filter(|s| matches!(s, Step::Channel(Ok(_))))
+            .filter(|s| matches!(s, Step::Channel(c) if c.is_ok()))
             .count(),
     );
     for step in steps {
         let mut d = match step {
-            Step::Channel(Ok(mut c)) => {
-                paths::anchor(&mut c, &ws.sources);
-                ws.channels.push(c);
-                continue;
-            }
-            Step::Channel(Err(problems)) => {
-                ws.diagnostics.extend(problems);
+            Step::Channel(checked) => {
+                match *checked {
+                    Ok(mut c) => {
+                        paths::anchor(&mut c, &ws.sources);
+                        ws.channels.push(c);
+                    }
+                    Err(problems) => ws.diagnostics.extend(problems),
+                }
                 continue;
             }
             Step::Other(d) => d,
@@ -168,9 +169,10 @@ fn finish(ws: &mut Workspace, raw: Vec<RawDoc>) {
 }
 
 /// A document of [`finish`] after its side-by-side stage: a channel checked, or another kind
-/// still to be read in order.
+/// still to be read in order. The channel is boxed: ~2 KB inline beside a raw document's
+/// 160 bytes.
 enum Step {
-    Channel(Result<Doc<Channel>, Vec<Diagnostic>>),
+    Channel(Box<Result<Doc<Channel>, Vec<Diagnostic>>>),
     Other(RawDoc),
 }
 
