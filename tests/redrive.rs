@@ -407,8 +407,9 @@ fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
         "every message is in the DLQ or the main queue"
     );
     let duplicates = bodies.len() + left.len() - 5000;
-    // At most the batch in flight when the process died may be duplicated.
-    assert!(duplicates <= 200, "{duplicates} duplicated");
+    // At most the two batches in flight when the process died (one settling, the next being
+    // published: 2 × 200) may be duplicated.
+    assert!(duplicates <= 400, "{duplicates} duplicated");
     // The figures, for the record (`cargo test -- --nocapture`).
     #[allow(clippy::print_stderr)]
     {

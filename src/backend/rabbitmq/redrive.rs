@@ -7,7 +7,12 @@
 //! - a chosen message is published to the destination with the `mandatory` flag and publisher
 //!   confirms, and acknowledged in the DLQ only after the broker confirmed it. An unroutable
 //!   message (returned) or a refused one (nacked: a full queue with `reject-publish`) stops the
-//!   run; that message and every one not yet acknowledged stay in the DLQ;
+//!   run; that message and every one not yet acknowledged stay in the DLQ, and the copies
+//!   confirmed after it (published meanwhile) count as possibly duplicated;
+//! - copies go in batches, and a batch settles (its confirms awaited in order, the destination
+//!   read again, its messages acknowledged: one `multiple` ack when nothing kept
+//!   unacknowledged lies below it) while the next batch is taken and published, as the
+//!   shovel keeps publishing while confirms come back: at most two batches in flight;
 //! - a message not chosen (`--class`, `--older-than`, at `maxRedrives`) is held unacknowledged
 //!   until the run ends, then handed back by closing the channel, at its place;
 //! - the copy loses the attempt history (the broker's `x-death`, `x-first-death-*`,
@@ -19,7 +24,7 @@
 //! A crash after the broker's confirm and before the DLQ's ack leaves the message in both
 //! places: duplicated, never lost. The consumer must be idempotent.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use futures_util::StreamExt;
 use lapin::options::{
@@ -41,7 +46,8 @@ use crate::spec::resolve::Resolved;
 use crate::spec::resolve::headers::HeaderRules;
 use crate::status::{Message, now_ms};
 
-/// Chosen messages published before their confirms are awaited.
+/// Chosen messages settled together (confirmed, the destination read again, acknowledged):
+/// one batch settles while the next is taken and published.
 const BATCH: usize = 200;
 /// Deliveries one consumer may hold unacknowledged. Messages not chosen stay unacknowledged
 /// until the run ends; when they fill this, the consumer is replaced (`Consuming::renew`).
@@ -52,6 +58,9 @@ const PREFETCH: u16 = 2_000;
 /// followed for ever.
 const RECOUNTS: u32 = 3;
 const IDLE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long after the first count the last one is taken at the earliest: messages a reader
+/// that just let go of them (a status read, a dry run) hands back are ready again by then.
+const SETTLING: std::time::Duration = std::time::Duration::from_millis(250);
 /// A batch is confirmed and acknowledged at least this often, whatever `--rate` is.
 const ACK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long the broker may take to answer the call that proves it handled a batch's acks.
@@ -162,11 +171,20 @@ impl Mover {
             .await
             .map_err(|e| fail("AMQP connect", e))?;
         tracing::info!("AMQP connected in {} ms", started.elapsed().as_millis());
+        // The DLQ's channel (consume, ack, count) and the destination's (publish, confirm):
+        // the broker runs each channel as a process of its own, so the copies' publishes and
+        // confirms are handled beside the DLQ's deliveries and acks, not queued behind them
+        // (the shovel, too, has a source and a destination).
         let ch = conn
             .create_channel()
             .await
             .map_err(|e| fail("AMQP channel", e))?;
-        ch.confirm_select(ConfirmSelectOptions::default())
+        let to_ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| fail("AMQP channel", e))?;
+        to_ch
+            .confirm_select(ConfirmSelectOptions::default())
             .await
             .map_err(|e| fail("confirm.select", e))?;
         // Per consumer, for the consumers made after it (RabbitMQ applies a raised
@@ -176,8 +194,10 @@ impl Mover {
             .map_err(|e| fail("basic.qos", e))?;
         let tag = format!("{TAG} {}", run.holder);
         // The exact count now (the management API's lags by seconds): this run examines
-        // these, then what became ready while it went ([`Consuming::recount`]).
-        let mut ready = match settled_ready(&ch, dlq).await {
+        // these, then what became ready while it went ([`Consuming::recount`]), the last
+        // count SETTLING after this one at the earliest.
+        let counted = std::time::Instant::now();
+        let mut ready = match ready_count(&ch, dlq).await {
             Ok(n) => n,
             Err(e) => return Err(fail(&format!("count `{dlq}`"), e)),
         };
@@ -193,7 +213,10 @@ impl Mover {
         // Deliveries taken from the DLQ and not acknowledged by a confirmed ack: they go back
         // to the DLQ when the channel closes.
         let mut unacked: u64 = 0;
-        let mut held: u64 = 0;
+        // The lowest delivery tag this run keeps unacknowledged until it ends (not chosen,
+        // held back, beyond the limit, in flight at Ctrl-C): a `multiple` ack covers every
+        // unacknowledged tag up to its own, so it is sent only for tags below this one.
+        let mut kept_from: Option<u64> = None;
         let mut result = Ok(());
         // `--to failed-consumer`: the queues published to so far, each checked once.
         let mut used: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
@@ -201,10 +224,52 @@ impl Mover {
         let mut taken: u64 = 0;
         let mut recounts = 0;
         let mut examined_then = 0;
-        // The ids of what this run moved, to know its own copies when they come back.
+        // The ids of what this run published, to know its own copies when they come back
+        // (recorded at the publish: a copy may come back before its batch is settled).
         let mut moved_here: std::collections::HashSet<String> = std::collections::HashSet::new();
-        'run: while !run.done() {
+        let stage = Stage {
+            mover: self,
+            r,
+            run,
+            ch: &ch,
+            dlq,
+            exchange: &exchange,
+            route: route.as_deref(),
+            into: &into,
+            vhost,
+            fail: &fail,
+            halt: std::sync::atomic::AtomicBool::new(false),
+        };
+        // The batch published and not settled yet: its confirms, the destination's guard and
+        // its acks run while the next batch is taken and published (at most two batches of
+        // copies unconfirmed or unacknowledged at a time).
+        let mut outstanding: Option<Batch> = None;
+        // Whether the batch still outstanding when the run stops on an error is settled
+        // (acknowledged as far as confirmed) or abandoned (left in the DLQ, its confirmed
+        // copies counted as duplicated): abandoned after a failed settle or a lost delivery.
+        let mut settle_last = true;
+        'run: loop {
+            let in_flight = outstanding.as_ref().map_or(0, Batch::len) as u64;
+            if run.stop.load(std::sync::atomic::Ordering::SeqCst)
+                || result.is_err()
+                || run
+                    .select
+                    .limit
+                    .is_some_and(|l| run.tally.moved() + in_flight >= l)
+            {
+                break 'run;
+            }
             if taken >= ready {
+                // What this run published is settled before it counts again: its own copies
+                // coming back are then known.
+                if let Some(b) = outstanding.take() {
+                    let multiple = b.multiple(kept_from);
+                    let s = stage.settle(b, multiple).await;
+                    if let Err(e) = s.apply(&mut unacked, &mut kept_from, &mut consuming) {
+                        result = Err(e);
+                    }
+                    continue 'run;
+                }
                 // Messages another reader held at the start come back when its channel
                 // closes, perhaps only now; a run that stopped at the first count would say
                 // "complete" with them unexamined (CI, 2026-12-03: 17 of 3,000 after a dry
@@ -217,6 +282,15 @@ impl Mover {
                     }
                 };
                 if more == 0 {
+                    // The last count is taken at least SETTLING after the first: what a
+                    // reader that just let go hands back is ready by then (the broker returns
+                    // a closed channel's deliveries asynchronously), and a short run does
+                    // not finish before it (what the first count's 250 ms of waiting did).
+                    let since = counted.elapsed();
+                    if since < SETTLING {
+                        tokio::time::sleep(SETTLING - since).await;
+                        continue 'run;
+                    }
                     break 'run;
                 }
                 // A round that brought only this run's own copies back is not counted: each
@@ -236,349 +310,226 @@ impl Mover {
                 examined_then = examined;
                 ready = taken + more;
             }
-            if consuming.full()
+            if consuming.full(in_flight)
                 && let Err(e) = consuming.renew(&ch, dlq, &tag).await
             {
                 result = Err(fail(&format!("consume from `{dlq}` again"), e));
                 break 'run;
             }
-            let mut batch: Vec<(lapin::message::Delivery, PublisherConfirm)> = Vec::new();
-            // `--transform`: the body print of each copy the program changed, by delivery tag
-            // (`--verify-for` recognises the copy, not the message as it was).
-            let mut prints: HashMap<u64, u64> = HashMap::new();
-            // `dlqctl archive`: the chosen deliveries of this batch, for the archive.
-            let mut archived: Vec<lapin::message::Delivery> = Vec::new();
-            let mut opened = tokio::time::Instant::now();
-            while (batch.len() + archived.len()) < BATCH && !run.done() && !consuming.full() {
-                if taken >= ready {
-                    break;
-                }
-                // Acknowledge by time too: at a low `--rate` a batch would span minutes, all
-                // of it to be sent again after a crash.
-                if !(batch.is_empty() && archived.is_empty())
-                    && (opened.elapsed() >= ACK_EVERY || pace.next_after(opened + ACK_EVERY))
-                {
-                    break;
-                }
-                let wait = if batch.is_empty() && archived.is_empty() {
-                    IDLE
-                } else {
-                    std::time::Duration::from_millis(20)
+            // The selected this batch may take: the limit, less what is moved and in flight
+            // (a batch in flight is either moved whole or stops the run).
+            let budget = run
+                .select
+                .limit
+                .map(|l| l.saturating_sub(run.tally.moved() + in_flight));
+            // The batch before settles while this one is taken: its `multiple` is decided now,
+            // from what was kept before this batch's first delivery (every tag kept later is
+            // higher).
+            let before = outstanding.take().map(|b| {
+                let multiple = b.multiple(kept_from);
+                (b, multiple)
+            });
+            let collect = async {
+                let mut batch = Batch {
+                    used: Vec::new(),
+                    published: Vec::new(),
+                    archived: Vec::new(),
                 };
-                let next = match consuming.next(wait).await {
-                    Next::Idle if (batch.is_empty() && archived.is_empty()) => {
-                        // Nothing within IDLE: drained (what was ready has expired or gone),
-                        // or the broker holds back the rest; the exact count says which.
-                        match ready_count(&ch, dlq).await {
-                            Ok(0) => {}
-                            Ok(n) => run.tally.incomplete(format!(
-                                "stopped after examining {} of the {ready} messages that were ready: no delivery for {} s while {n} more are ready in `{dlq}`; run it again",
-                                run.tally.examined.load(ordering),
-                                IDLE.as_secs()
-                            )),
-                            Err(e) => result = Err(fail(&format!("count `{dlq}`"), e)),
-                        }
-                        break 'run;
-                    }
-                    Next::Idle | Next::Ended => break,
-                    Next::Failed(e) => {
-                        result = Err(fail("delivery", e));
-                        break 'run;
-                    }
-                    Next::Delivery(d) => *d,
-                };
-                unacked += 1;
-                taken += 1;
-                if recounts > 0 && moved_here.contains(&audit_id(&next)) && is_copy(&next) {
-                    // A copy this run moved, failed again and back: not moved a second time
-                    // (`--verify-for` watches for these, the next run takes them).
-                    run.tally.came_back.fetch_add(1, ordering);
-                    held += 1;
-                    consuming.hold();
-                    continue;
-                }
-                let m = message(&next);
-                let d = redrive::decide(&run.select, &m, now_ms());
-                run.tally.add(&d);
-                if d != Decision::Move {
-                    // Kept unacknowledged until the channel closes: back at its place then.
-                    held += 1;
-                    consuming.hold();
-                    continue;
-                }
-                // The selected count of this batch may not exceed the limit.
-                if run
-                    .select
-                    .limit
-                    .is_some_and(|l| run.tally.moved() + (batch.len() + archived.len()) as u64 >= l)
+                let mut stop = None;
+                let mut opened = tokio::time::Instant::now();
+                while batch.len() < BATCH
+                    && !run.stop.load(std::sync::atomic::Ordering::SeqCst)
+                    && !stage.halted()
+                    && !consuming.full(in_flight)
+                    && budget.is_none_or(|b| b > 0)
                 {
-                    // Handed back at close, like a message not chosen.
-                    break;
-                }
-                // Ctrl-C during the wait: this message is not published; it goes back at close.
-                if !pace.wait_or_stop(&run.stop).await {
-                    break;
-                }
-                let (d, edit) = redrive::copy_of(&run.select, &m, now_ms());
-                if d != Decision::Move {
-                    // `--transform` failed on it (examined already; the program counts it): it
-                    // stays, like one not chosen, back at its place at close.
-                    held += 1;
-                    consuming.hold();
-                    continue;
-                }
-                run.tally.edited(&audit_id(&next), &edit);
-                run.tally
-                    .chose(audit_id(&next), redrive::since(&run.select, &m));
-                if batch.is_empty() && archived.is_empty() {
-                    opened = tokio::time::Instant::now();
-                }
-                if run.archive.is_some() {
-                    archived.push(next);
-                    continue;
-                }
-                let key = if run.to.failed_consumer {
-                    let Some(q) = failed_queue(&next, r) else {
-                        // No x-death: it stays in the DLQ (back at its place at close).
-                        run.tally.incomplete(format!(
-                            "message {} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`",
-                            audit_id(&next)
-                        ));
-                        held += 1;
-                        consuming.hold();
-                        continue;
+                    if taken >= ready {
+                        break;
+                    }
+                    // Acknowledge by time too: at a low `--rate` a batch would span minutes,
+                    // all of it to be sent again after a crash.
+                    if !batch.is_empty()
+                        && (opened.elapsed() >= ACK_EVERY || pace.next_after(opened + ACK_EVERY))
+                    {
+                        break;
+                    }
+                    let wait = if batch.is_empty() {
+                        IDLE
+                    } else {
+                        std::time::Duration::from_millis(20)
                     };
-                    if !used.contains(&q) {
-                        if let Err(e) = self.failed_queue_ok(r, run, vhost, &q).await {
-                            held += 1;
-                            consuming.hold();
-                            result = Err(e);
+                    let next = match consuming.next(wait).await {
+                        Next::Idle if batch.is_empty() => {
+                            // Nothing within IDLE: drained (what was ready has expired or
+                            // gone), or the broker holds back the rest; the exact count says
+                            // which.
+                            stop = Some(match ready_count(&ch, dlq).await {
+                                Ok(0) => Stop::Drained,
+                                Ok(n) => {
+                                    run.tally.incomplete(format!(
+                                        "stopped after examining {} of the {ready} messages that were ready: no delivery for {} s while {n} more are ready in `{dlq}`; run it again",
+                                        run.tally.examined.load(ordering),
+                                        IDLE.as_secs()
+                                    ));
+                                    Stop::Drained
+                                }
+                                Err(e) => Stop::Failed(fail(&format!("count `{dlq}`"), e), false),
+                            });
                             break;
                         }
-                        used.insert(q.clone());
+                        Next::Idle | Next::Ended => break,
+                        Next::Failed(e) => {
+                            stop = Some(Stop::Failed(fail("delivery", e), false));
+                            break;
+                        }
+                        Next::Delivery(d) => *d,
+                    };
+                    unacked += 1;
+                    taken += 1;
+                    let tag_of = next.delivery_tag;
+                    if recounts > 0 && moved_here.contains(&audit_id(&next)) && is_copy(&next) {
+                        // A copy this run moved, failed again and back: not moved a second
+                        // time (`--verify-for` watches for these, the next run takes them).
+                        run.tally.came_back.fetch_add(1, ordering);
+                        keep(&mut kept_from, tag_of);
+                        consuming.hold();
+                        continue;
                     }
-                    q
-                } else {
-                    route.clone().unwrap_or_else(|| original_key(&next, r))
-                };
-                let props = copy_properties(&next.properties, &self.user, &r.headers, &edit);
-                if let Some(b) = &edit.body {
-                    prints.insert(next.delivery_tag, redrive::body_print(b, b.len() as u64));
-                }
-                let published = ch
-                    .basic_publish(
-                        exchange.as_str().into(),
-                        key.as_str().into(),
-                        BasicPublishOptions {
-                            mandatory: true,
-                            ..BasicPublishOptions::default()
-                        },
-                        edit.body(&next.data),
-                        props,
-                    )
-                    .await;
-                match published {
-                    Ok(confirm) => batch.push((next, confirm)),
-                    Err(e) => {
-                        // Not published: it stays in the DLQ; what this batch published is
-                        // still confirmed and acknowledged below.
-                        result = Err(fail("publish", e));
+                    let m = message(&next);
+                    let d = redrive::decide(&run.select, &m, now_ms());
+                    run.tally.add(&d);
+                    if d != Decision::Move {
+                        // Kept unacknowledged until the channel closes: back at its place then.
+                        keep(&mut kept_from, tag_of);
+                        consuming.hold();
+                        continue;
+                    }
+                    // The selected count may not exceed the limit.
+                    if budget.is_some_and(|b| batch.len() as u64 >= b) {
+                        // Handed back at close, like a message not chosen.
+                        keep(&mut kept_from, tag_of);
                         break;
                     }
-                }
-            }
-            // Acknowledge in the DLQ only what the broker confirmed, in order; the first
-            // refusal stops the run with that message and the rest unacknowledged.
-            // A failure below stops acknowledging; a publish failure above does not: what was
-            // published before it is confirmed (or not) and counted like any other.
-            let mut refused = false;
-            let mut confirmed = Vec::with_capacity(batch.len());
-            let published = batch.len();
-            for (i, (delivery, confirm)) in batch.into_iter().enumerate() {
-                if refused {
-                    break;
-                }
-                match confirm.await {
-                    Ok(Confirmation::Ack(None)) => confirmed.push(delivery),
-                    Ok(Confirmation::Ack(Some(_))) => {
-                        refused = true;
-                        result = Err(MoveError(format!(
-                            "the destination does not route the message (exchange `{}`, routing key `{key}`): returned unroutable; it stays in `{dlq}`",
-                            if exchange.is_empty() {
-                                "(default)"
-                            } else {
-                                exchange.as_str()
-                            },
-                            key = if run.to.failed_consumer {
-                                failed_queue(&delivery, r).unwrap_or_default()
-                            } else {
-                                route.clone().unwrap_or_else(|| original_key(&delivery, r))
+                    // Ctrl-C during the wait: this message is not published; it goes back at
+                    // close.
+                    if !pace.wait_or_stop(&run.stop).await {
+                        keep(&mut kept_from, tag_of);
+                        break;
+                    }
+                    let (d, edit) = redrive::copy_of(&run.select, &m, now_ms());
+                    if d != Decision::Move {
+                        // `--transform` failed on it (examined already; the program counts
+                        // it): it stays, like one not chosen, back at its place at close.
+                        keep(&mut kept_from, tag_of);
+                        consuming.hold();
+                        continue;
+                    }
+                    // Its id once (without a `message_id`, a digest of the body).
+                    let id = audit_id(&next);
+                    run.tally.edited(&id, &edit);
+                    run.tally.chose(id.clone(), redrive::since(&run.select, &m));
+                    if batch.is_empty() {
+                        opened = tokio::time::Instant::now();
+                    }
+                    if run.archive.is_some() {
+                        batch.archived.push(next);
+                        continue;
+                    }
+                    let key = if run.to.failed_consumer {
+                        let Some(q) = failed_queue(&next, r) else {
+                            // No x-death: it stays in the DLQ (back at its place at close).
+                            run.tally.incomplete(format!(
+                                "message {id} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`"
+                            ));
+                            keep(&mut kept_from, tag_of);
+                            consuming.hold();
+                            continue;
+                        };
+                        if !used.contains(&q) {
+                            if let Err(e) = self.failed_queue_ok(r, run, vhost, &q).await {
+                                keep(&mut kept_from, tag_of);
+                                consuming.hold();
+                                // What this batch published before it is settled.
+                                stop = Some(Stop::Failed(e, true));
+                                break;
                             }
-                        )));
-                    }
-                    Ok(Confirmation::Nack(_)) => {
-                        refused = true;
-                        result = Err(MoveError(format!(
-                            "the broker refused the message for the destination (a full queue with `overflow: reject-publish`?); it stays in `{dlq}`"
-                        )));
-                    }
-                    Ok(Confirmation::NotRequested) => {
-                        refused = true;
-                        result = Err(MoveError("the broker did not confirm the publish".into()));
-                    }
-                    Err(e) => {
-                        // The connection went before the broker's answer: this publish and
-                        // every later one of the batch may have landed (they are in the DLQ
-                        // still, and perhaps in the destination).
-                        refused = true;
-                        run.tally
-                            .duplicated
-                            .fetch_add((published - i) as u64, ordering);
-                        result = Err(fail("publish confirm", e));
+                            used.insert(q.clone());
+                        }
+                        q
+                    } else {
+                        route.clone().unwrap_or_else(|| original_key(&next, r))
+                    };
+                    let props = copy_properties(&next.properties, &self.user, &r.headers, &edit);
+                    let print = edit
+                        .body
+                        .as_ref()
+                        .map(|b| redrive::body_print(b, b.len() as u64));
+                    match publish(&to_ch, &exchange, &key, edit.body(&next.data), props) {
+                        Ok(sending) => {
+                            moved_here.insert(id.clone());
+                            batch.published.push(Published {
+                                delivery: next,
+                                id,
+                                sending,
+                                print,
+                            });
+                        }
+                        Err(e) => {
+                            // Not published: it stays in the DLQ; what this batch published
+                            // before it is still confirmed and acknowledged.
+                            keep(&mut kept_from, tag_of);
+                            stop = Some(Stop::Failed(fail("publish", e), true));
+                            break;
+                        }
                     }
                 }
-            }
-            if let Some(sink) = run.archive.as_deref()
-                && !archived.is_empty()
+                batch.used = used.iter().cloned().collect();
+                (batch, stop)
+            };
+            let ((batch, stop), settled) = match before {
+                Some((b, multiple)) => {
+                    let (c, s) =
+                        futures_util::future::join(collect, stage.settle(b, multiple)).await;
+                    (c, Some(s))
+                }
+                None => (collect.await, None),
+            };
+            if let Some(s) = settled
+                && let Err(e) = s.apply(&mut unacked, &mut kept_from, &mut consuming)
             {
-                // The archive first; the DLQ lets go of them only once it returned.
-                let messages: Vec<Message> = archived
-                    .iter()
-                    .map(|d| Message {
-                        id: audit_id(d),
-                        ..message(d)
-                    })
-                    .collect();
-                if let Err(e) = sink.put(&messages).await {
-                    result = Err(MoveError(format!(
-                        "{e}; nothing of this batch left `{dlq}`"
-                    )));
+                // The batch taken meanwhile is not acknowledged: every message of it stays.
+                result = Err(e);
+                settle_last = false;
+            }
+            if !batch.is_empty() {
+                outstanding = Some(batch);
+            }
+            match stop {
+                None => {}
+                Some(Stop::Drained) => break 'run,
+                Some(Stop::Failed(e, settle)) => {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                    settle_last &= settle;
                     break 'run;
                 }
-                if !sink.delete {
-                    // Archived, and kept: unacknowledged until the channel closes, then back
-                    // at their place.
-                    run.tally.moved.fetch_add(archived.len() as u64, ordering);
-                    run.tally.moved_ids(archived.iter().map(audit_id));
-                    for _ in &archived {
-                        held += 1;
-                        consuming.hold();
-                    }
-                    continue;
-                }
-                confirmed = std::mem::take(&mut archived);
             }
-            if confirmed.is_empty() {
-                if result.is_err() {
-                    break;
+        }
+        // The batch still in flight: acknowledged as confirmed when the run ends well (or
+        // stopped on something of its own, the publish or the destination check of one
+        // message); else left in the DLQ, its confirmed copies counted as duplicated.
+        if let Some(b) = outstanding.take() {
+            if result.is_ok() || settle_last {
+                let multiple = b.multiple(kept_from);
+                let s = stage.settle(b, multiple).await;
+                if let Err(e) = s.apply(&mut unacked, &mut kept_from, &mut consuming)
+                    && result.is_ok()
+                {
+                    result = Err(e);
                 }
-                continue;
-            }
-            // The destination again, read now: a cap or a displaced dead-letter policy that
-            // landed while this batch was published stops the run before the DLQ lets go.
-            let guarded = if run.archive.is_some() {
-                Ok(())
-            } else if run.to.failed_consumer {
-                let mut ok = Ok(());
-                for q in &used {
-                    if let Err(e) = self.guard(vhost, q, q == &r.main).await {
-                        ok = Err(e);
-                        break;
-                    }
-                }
-                ok
             } else {
-                self.guard(vhost, &into, run.to.source).await
-            };
-            if let Err(e) = guarded {
-                run.tally
-                    .duplicated
-                    .fetch_add(confirmed.len() as u64, ordering);
-                result = Err(MoveError(format!(
-                    "{}; the last {} published are kept in `{dlq}` too (possibly duplicated), every message not moved is still there",
-                    e.0,
-                    confirmed.len()
-                )));
-                break;
-            }
-            // Acknowledge in the DLQ exactly what the broker confirmed (in order, up to the
-            // first refusal). With nothing held back in this run, one `multiple` ack of the
-            // last covers them all (every lower tag is one of them, or acknowledged already).
-            let acks: Vec<&lapin::message::Delivery> = if held == 0 {
-                confirmed.last().into_iter().collect()
-            } else {
-                confirmed.iter().collect()
-            };
-            let multiple = held == 0;
-            let mut sent = 0u64;
-            let mut ack_error = None;
-            for d in acks {
-                match d.acker.ack(BasicAckOptions { multiple }).await {
-                    Ok(_) => {
-                        sent = if multiple {
-                            confirmed.len() as u64
-                        } else {
-                            sent + 1
-                        }
-                    }
-                    Err(e) => {
-                        ack_error = Some(e);
-                        break;
-                    }
-                }
-            }
-            // An ack has no answer in AMQP 0-9-1: a written ack may die with the connection.
-            // A synchronous call on the same channel after it is answered only once the broker
-            // has handled every frame before it, the acks included; until then they count as
-            // possibly duplicated, not moved.
-            let settled = match ack_error {
-                Some(e) => Err(e),
-                None => match tokio::time::timeout(SETTLE, ready_count(&ch, dlq)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(lapin::Error::from(lapin::ErrorKind::MissingHeartbeatError)),
-                },
-            };
-            match settled {
-                Ok(()) => {
-                    run.tally.moved.fetch_add(sent, ordering);
-                    for d in confirmed
-                        .iter()
-                        .take(usize::try_from(sent).unwrap_or(usize::MAX))
-                    {
-                        match prints.get(&d.delivery_tag) {
-                            Some(p) => run.tally.moved_print(*p),
-                            None => run.tally.moved_body(&d.data),
-                        }
-                    }
-                    let ids: Vec<String> = confirmed
-                        .iter()
-                        .take(usize::try_from(sent).unwrap_or(usize::MAX))
-                        .map(audit_id)
-                        .collect();
-                    moved_here.extend(ids.iter().cloned());
-                    run.tally.moved_ids(ids);
-                    unacked -= sent;
-                    run.tally
-                        .duplicated
-                        .fetch_add(confirmed.len() as u64 - sent, ordering);
-                }
-                Err(e) => {
-                    run.tally
-                        .duplicated
-                        .fetch_add(confirmed.len() as u64, ordering);
-                    result = Err(fail(
-                        &format!(
-                            "removing {} confirmed copies from the dead-letter queue was not confirmed by the broker (they may be in both queues)",
-                            confirmed.len()
-                        ),
-                        e,
-                    ));
-                    break;
-                }
-            }
-            if result.is_err() {
-                break;
+                stage.abandon(b).await;
             }
         }
         // What is left, counted exactly before the channel hands back what it holds (a
@@ -591,6 +542,7 @@ impl Mover {
             run.tally.left.store(n + unacked + buffered, ordering);
         }
         // Everything not acknowledged (held, or after a refusal) goes back to the DLQ here.
+        let _ = to_ch.close(200, "redrive done".into()).await;
         let _ = ch.close(200, "redrive done".into()).await;
         let _ = conn.close(200, "redrive done".into()).await;
         result
@@ -725,6 +677,423 @@ impl Mover {
     }
 }
 
+/// Records a delivery this run keeps unacknowledged until it ends ([`Batch::multiple`]).
+fn keep(kept_from: &mut Option<u64>, tag: u64) {
+    *kept_from = Some(kept_from.map_or(tag, |k| k.min(tag)));
+}
+
+/// Why the taking of a batch stopped the run.
+enum Stop {
+    /// Nothing more to take (drained, or what is left was reported as not examined).
+    Drained,
+    /// An error; `true`: what was published before it is still settled (the publish or the
+    /// destination check of one message failed), `false`: abandoned (the delivery stream
+    /// failed: the connection is gone).
+    Failed(MoveError, bool),
+}
+
+/// A copy on its way: its publish, polled once when made (its frames queued, and its
+/// delivery tag for the confirm taken, in the order of the deliveries) and resolved once
+/// lapin wrote it; the confirm comes from its output.
+type Sending =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<PublisherConfirm, lapin::Error>>>>;
+
+/// Publishes a copy without waiting for lapin's I/O thread to write it: awaiting each write
+/// before taking the next delivery put a round trip to that thread between any two messages.
+/// The publish is awaited, then confirmed, when its batch settles.
+fn publish(
+    ch: &lapin::Channel,
+    exchange: &str,
+    key: &str,
+    body: &[u8],
+    props: lapin::BasicProperties,
+) -> Result<Sending, lapin::Error> {
+    let (ch, exchange, key, body) = (
+        ch.clone(),
+        exchange.to_owned(),
+        key.to_owned(),
+        body.to_vec(),
+    );
+    let mut sending: Sending = Box::pin(async move {
+        ch.basic_publish(
+            exchange.as_str().into(),
+            key.as_str().into(),
+            BasicPublishOptions {
+                mandatory: true,
+                ..BasicPublishOptions::default()
+            },
+            &body,
+            props,
+        )
+        .await
+    });
+    match futures_util::FutureExt::now_or_never(&mut sending) {
+        Some(Err(e)) => Err(e),
+        Some(Ok(confirm)) => Ok(Box::pin(async move { Ok(confirm) })),
+        None => Ok(sending),
+    }
+}
+
+/// A chosen delivery published to the destination, not settled yet.
+struct Published {
+    delivery: lapin::message::Delivery,
+    /// As the audit record names it.
+    id: String,
+    sending: Sending,
+    /// `--transform`: the body print of the copy the program changed (`--verify-for`
+    /// recognises the copy, not the message as it was).
+    print: Option<u64>,
+}
+
+impl Published {
+    /// The broker's answer to the publish, and the delivery, its id and print back.
+    async fn confirmed(self) -> (Settling, Result<Confirmation, lapin::Error>) {
+        let answer = match self.sending.await {
+            Ok(confirm) => confirm.await,
+            Err(e) => Err(e),
+        };
+        (
+            Settling {
+                delivery: self.delivery,
+                id: self.id,
+                print: self.print,
+            },
+            answer,
+        )
+    }
+}
+
+/// A chosen delivery whose copy the broker confirmed (or that the archive holds), to be
+/// acknowledged.
+struct Settling {
+    delivery: lapin::message::Delivery,
+    id: String,
+    print: Option<u64>,
+}
+
+/// The chosen deliveries taken together, in delivery-tag order: published (or, for
+/// `dlqctl archive`, to archive), then settled: confirmed, the destination checked, and
+/// acknowledged in the DLQ.
+struct Batch {
+    published: Vec<Published>,
+    /// `dlqctl archive`: the chosen deliveries, for the archive.
+    archived: Vec<lapin::message::Delivery>,
+    /// `--to failed-consumer`: the queues published to up to the end of this batch, each
+    /// read again before its acks.
+    used: Vec<String>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.published.len() + self.archived.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether one `multiple` ack of its last delivery may acknowledge it: nothing kept
+    /// unacknowledged below that tag (every lower tag is then this batch's, or acknowledged
+    /// already: a batch settles whole or stops the run).
+    fn multiple(&self, kept_from: Option<u64>) -> bool {
+        let last = self
+            .published
+            .last()
+            .map(|p| p.delivery.delivery_tag)
+            .max(self.archived.last().map(|d| d.delivery_tag));
+        last.is_some_and(|t| kept_from.is_none_or(|k| k > t))
+    }
+}
+
+/// What settling a batch changed for the loop that took it.
+#[derive(Default)]
+struct Settled {
+    /// Acknowledged, and so no longer unacknowledged on the channel.
+    sent: u64,
+    /// Delivery tags kept unacknowledged (archived without `--delete`).
+    kept: Vec<u64>,
+    error: Option<MoveError>,
+}
+
+impl Settled {
+    fn apply(
+        self,
+        unacked: &mut u64,
+        kept_from: &mut Option<u64>,
+        consuming: &mut Consuming,
+    ) -> Result<(), MoveError> {
+        *unacked -= self.sent;
+        for tag in self.kept {
+            keep(kept_from, tag);
+            consuming.hold();
+        }
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+/// What settling a batch reads; shared with the taking of the next batch, which runs
+/// meanwhile.
+struct Stage<'a, F: Fn(&str, lapin::Error) -> MoveError> {
+    mover: &'a Mover,
+    r: &'a Resolved,
+    run: &'a Run,
+    ch: &'a lapin::Channel,
+    dlq: &'a str,
+    vhost: &'a str,
+    exchange: &'a str,
+    route: Option<&'a str>,
+    /// The queue the guard watches (not `--to failed-consumer`).
+    into: &'a str,
+    fail: &'a F,
+    /// Set when a settle failed: the batch being taken stops at once (what it published
+    /// stays in the DLQ, its confirmed copies counted as duplicated).
+    halt: std::sync::atomic::AtomicBool,
+}
+
+impl<F: Fn(&str, lapin::Error) -> MoveError> Stage<'_, F> {
+    fn halted(&self) -> bool {
+        self.halt.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Records the batch's first error (the cause: what follows it, a check or an ack on a
+    /// connection already gone, adds nothing) and stops the batch being taken.
+    fn failed(&self, out: &mut Settled, e: MoveError) {
+        self.halt.store(true, std::sync::atomic::Ordering::SeqCst);
+        out.error.get_or_insert(e);
+    }
+
+    /// Confirms, checks the destination, acknowledges: the DLQ lets go of exactly what the
+    /// broker confirmed (in order, up to the first refusal), and only once the destination
+    /// read after the confirms is still safe.
+    async fn settle(&self, batch: Batch, multiple: bool) -> Settled {
+        let ordering = std::sync::atomic::Ordering::Relaxed;
+        let (run, dlq, r) = (self.run, self.dlq, self.r);
+        let mut out = Settled::default();
+        let Batch {
+            published,
+            archived,
+            used,
+        } = batch;
+        // Acknowledge in the DLQ only what the broker confirmed, in order; the first refusal
+        // stops the run with that message and the rest unacknowledged.
+        let mut confirmed: Vec<Settling> = Vec::with_capacity(published.len());
+        let mut rest = published.into_iter();
+        while let Some(p) = rest.next() {
+            let (done, answer) = p.confirmed().await;
+            let delivery = &done.delivery;
+            let error = match answer {
+                Ok(Confirmation::Ack(None)) => {
+                    confirmed.push(done);
+                    continue;
+                }
+                Ok(Confirmation::Ack(Some(_))) => MoveError(format!(
+                    "the destination does not route the message (exchange `{}`, routing key `{key}`): returned unroutable; it stays in `{dlq}`",
+                    if self.exchange.is_empty() {
+                        "(default)"
+                    } else {
+                        self.exchange
+                    },
+                    key = if run.to.failed_consumer {
+                        failed_queue(delivery, r).unwrap_or_default()
+                    } else {
+                        self.route
+                            .map_or_else(|| original_key(delivery, r), str::to_owned)
+                    }
+                )),
+                Ok(Confirmation::Nack(_)) => MoveError(format!(
+                    "the broker refused the message for the destination (a full queue with `overflow: reject-publish`?); it stays in `{dlq}`"
+                )),
+                Ok(Confirmation::NotRequested) => {
+                    MoveError("the broker did not confirm the publish".into())
+                }
+                Err(e) => {
+                    // The connection went before the broker's answer: this publish and every
+                    // later one may have landed (they are in the DLQ still, and perhaps in
+                    // the destination).
+                    run.tally
+                        .duplicated
+                        .fetch_add(1 + rest.len() as u64, ordering);
+                    self.failed(&mut out, (self.fail)("publish confirm", e));
+                    break;
+                }
+            };
+            self.failed(&mut out, error);
+            // The copies published after it stay in the DLQ too: each the broker confirmed
+            // is in the destination as well.
+            self.abandon_published(rest.collect()).await;
+            break;
+        }
+        // What was confirmed before a refusal or a lost answer is still acknowledged below
+        // (the run stops after this batch).
+        if let Some(sink) = run.archive.as_deref()
+            && !archived.is_empty()
+        {
+            // The archive first; the DLQ lets go of them only once it returned.
+            let messages: Vec<Message> = archived
+                .iter()
+                .map(|d| Message {
+                    id: audit_id(d),
+                    ..message(d)
+                })
+                .collect();
+            if let Err(e) = sink.put(&messages).await {
+                self.failed(
+                    &mut out,
+                    MoveError(format!("{e}; nothing of this batch left `{dlq}`")),
+                );
+                return out;
+            }
+            if !sink.delete {
+                // Archived, and kept: unacknowledged until the channel closes, then back at
+                // their place.
+                run.tally.moved.fetch_add(archived.len() as u64, ordering);
+                run.tally.moved_ids(archived.iter().map(audit_id));
+                out.kept = archived.iter().map(|d| d.delivery_tag).collect();
+                return out;
+            }
+            confirmed = archived
+                .into_iter()
+                .map(|delivery| Settling {
+                    id: audit_id(&delivery),
+                    delivery,
+                    print: None,
+                })
+                .collect();
+        }
+        if confirmed.is_empty() {
+            return out;
+        }
+        // The destination again, read now: a cap or a displaced dead-letter policy that
+        // landed while this batch was published stops the run before the DLQ lets go.
+        let guarded = if run.archive.is_some() {
+            Ok(())
+        } else if run.to.failed_consumer {
+            let mut ok = Ok(());
+            for q in &used {
+                if let Err(e) = self.mover.guard(self.vhost, q, q == &r.main).await {
+                    ok = Err(e);
+                    break;
+                }
+            }
+            ok
+        } else {
+            self.mover.guard(self.vhost, self.into, run.to.source).await
+        };
+        if let Err(e) = guarded {
+            run.tally
+                .duplicated
+                .fetch_add(confirmed.len() as u64, ordering);
+            self.failed(
+                &mut out,
+                MoveError(format!(
+                    "{}; the last {} published are kept in `{dlq}` too (possibly duplicated), every message not moved is still there",
+                    e.0,
+                    confirmed.len()
+                )),
+            );
+            return out;
+        }
+        // Acknowledge in the DLQ exactly what the broker confirmed (in order, up to the
+        // first refusal): one `multiple` ack of the last when nothing is kept below it, else
+        // one ack each (written together, counted up to the first that failed).
+        let acks: Vec<&lapin::message::Delivery> = if multiple {
+            confirmed.last().map(|s| &s.delivery).into_iter().collect()
+        } else {
+            confirmed.iter().map(|s| &s.delivery).collect()
+        };
+        let written = futures_util::future::join_all(
+            acks.iter()
+                .map(|d| d.acker.ack(BasicAckOptions { multiple })),
+        )
+        .await;
+        let ok = written.iter().take_while(|w| w.is_ok()).count() as u64;
+        let sent = if multiple {
+            if ok == 1 { confirmed.len() as u64 } else { 0 }
+        } else {
+            ok
+        };
+        let ack_error = written.into_iter().find_map(Result::err);
+        // An ack has no answer in AMQP 0-9-1: a written ack may die with the connection. A
+        // synchronous call on the same channel after it is answered only once the broker has
+        // handled every frame before it, the acks included; until then they count as possibly
+        // duplicated, not moved.
+        let settled = match ack_error {
+            Some(e) => Err(e),
+            None => match tokio::time::timeout(SETTLE, ready_count(self.ch, dlq)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(lapin::Error::from(lapin::ErrorKind::MissingHeartbeatError)),
+            },
+        };
+        match settled {
+            Ok(()) => {
+                let sent_now = usize::try_from(sent).unwrap_or(usize::MAX);
+                run.tally.moved.fetch_add(sent, ordering);
+                for s in confirmed.iter().take(sent_now) {
+                    match s.print {
+                        Some(p) => run.tally.moved_print(p),
+                        None => run.tally.moved_body(&s.delivery.data),
+                    }
+                }
+                out.sent = sent;
+                run.tally
+                    .duplicated
+                    .fetch_add(confirmed.len() as u64 - sent, ordering);
+                run.tally
+                    .moved_ids(confirmed.into_iter().take(sent_now).map(|s| s.id));
+            }
+            Err(e) => {
+                run.tally
+                    .duplicated
+                    .fetch_add(confirmed.len() as u64, ordering);
+                self.failed(
+                    &mut out,
+                    (self.fail)(
+                        &format!(
+                            "removing {} confirmed copies from the dead-letter queue was not confirmed by the broker (they may be in both queues)",
+                            confirmed.len()
+                        ),
+                        e,
+                    ),
+                );
+            }
+        }
+        out
+    }
+
+    /// A batch the run stopped before settling: nothing of it is acknowledged (every message
+    /// stays in the DLQ); what the broker confirmed of its copies is counted as duplicated.
+    async fn abandon(&self, batch: Batch) {
+        self.abandon_published(batch.published).await;
+    }
+
+    /// Counts the copies among `published` that landed (confirmed, or unanswered: possibly)
+    /// as duplicated; their messages stay in the DLQ. Waits SETTLE at most for the answers.
+    async fn abandon_published(&self, published: Vec<Published>) {
+        if published.is_empty() {
+            return;
+        }
+        let total = published.len() as u64;
+        let landed = async {
+            let mut n = 0u64;
+            for p in published {
+                if !matches!(
+                    p.confirmed().await.1,
+                    Ok(Confirmation::Ack(Some(_)) | Confirmation::Nack(_))
+                ) {
+                    n += 1;
+                }
+            }
+            n
+        };
+        let duplicated = tokio::time::timeout(SETTLE, landed).await.unwrap_or(total);
+        self.run
+            .tally
+            .duplicated
+            .fetch_add(duplicated, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The DLQ's consumer, replaced when the messages it holds back fill its prefetch: RabbitMQ
 /// applies a raised `basic.qos` to consumers made after it only, so raising it in place left
 /// delivery stopped at the first prefetch, and a 2 s idle read as "drained" (a hostile run
@@ -756,9 +1125,10 @@ impl Consuming {
         })
     }
 
-    /// Whether the messages held back leave less room than a batch before the prefetch.
-    fn full(&self) -> bool {
-        self.held + BATCH as u64 >= u64::from(PREFETCH)
+    /// Whether the messages held back and `in_flight` (taken, not settled) leave less room
+    /// than a batch before the prefetch.
+    fn full(&self, in_flight: u64) -> bool {
+        self.held + in_flight + BATCH as u64 >= u64::from(PREFETCH)
     }
 
     fn hold(&mut self) {
@@ -856,24 +1226,6 @@ async fn consume(
 
 /// The queue's ready messages now, exactly (a passive `queue.declare`: the management API's
 /// figure lags by seconds). Also the synchronous call that proves earlier acks were handled.
-/// The ready count once it holds still: read every 250 ms until two readings agree (at most
-/// 2 s). Messages another reader had just taken (a status read or dry run that ended a moment
-/// before: the broker hands them back after its connection closed) are not ready yet at the
-/// first reading, and a run that counted only the first would finish "complete" without
-/// examining them (CI, 2026-12-03: 17 of 3,000, right after a dry run).
-async fn settled_ready(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Error> {
-    let mut last = ready_count(ch, queue).await?;
-    for _ in 0..8 {
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        let now = ready_count(ch, queue).await?;
-        if now == last {
-            break;
-        }
-        last = now;
-    }
-    Ok(last)
-}
-
 async fn ready_count(ch: &lapin::Channel, queue: &str) -> Result<u64, lapin::Error> {
     let passive = lapin::options::QueueDeclareOptions {
         passive: true,
