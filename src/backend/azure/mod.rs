@@ -171,18 +171,8 @@ pub fn live_queue(v: &serde_json::Value) -> crate::resource::Live {
     crate::resource::Live { props, messages }
 }
 
-/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
-/// (RFC 3986's unreserved characters).
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
 /// One path segment, percent-encoded (names, the subscription id, the group).
-pub fn seg(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
-}
+pub use crate::backend::wire::http::seg_unreserved as seg;
 
 /// This backend's pure doors: the dispatcher's handle on them.
 #[derive(Debug, Clone, Copy)]

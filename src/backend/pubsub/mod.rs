@@ -50,18 +50,9 @@ pub const CONCURRENCY: usize = 8;
 /// Listing page size (the API's maximum).
 pub const PAGE_SIZE: u32 = 1000;
 
-/// What a path segment may not hold as it is: everything but letters, digits and `-_.~`
-/// (RFC 3986's unreserved characters; Pub/Sub names may also hold `+` and `%`).
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
-
-/// One path segment (a project, topic or subscription name), percent-encoded.
-pub fn seg(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
-}
+/// One path segment (a project, topic or subscription name), percent-encoded; Pub/Sub names
+/// may also hold `+` and `%`, which are encoded.
+pub use crate::backend::wire::http::seg_unreserved as seg;
 
 /// The labels dlqctl puts on what it creates: the kit's ownership words, as SQS's tags.
 pub use crate::backend::kit::ownership::{

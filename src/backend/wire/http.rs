@@ -496,6 +496,20 @@ pub fn seg(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
+/// What a path segment may not hold as it is under [`seg_unreserved`]: everything but letters,
+/// digits and `-_.~` (RFC 3986's unreserved characters).
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// One path segment, percent-encoded but for RFC 3986's unreserved characters (the Google and
+/// Azure APIs' names: a `-` or `.` stays as it is in the path).
+pub fn seg_unreserved(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
