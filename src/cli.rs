@@ -317,6 +317,10 @@ pub enum AlertsFormat {
     /// Pub/Sub channels' Cloud Monitoring alert policies (the Monitoring API's AlertPolicy as
     /// JSON), one file per channel and tier in the folder --out (or --check) names.
     CloudMonitoring,
+    /// Azure Service Bus channels' depth alarms as Azure Monitor metric alerts (ARM deployment
+    /// templates of Microsoft.Insights/metricAlerts), one file per channel and tier in the
+    /// folder --out (or --check) names.
+    AzureMonitor,
 }
 
 #[derive(Debug, Args)]
@@ -333,14 +337,14 @@ pub struct AlertsArgs {
     #[arg(long, value_enum, default_value_t = AlertsFormat::Prometheus)]
     pub format: AlertsFormat,
 
-    /// Write the rules to FILE instead of stdout (cloud-monitoring: the policies into the
-    /// folder FILE, replacing and removing only policy files dlqctl wrote).
+    /// Write the rules to FILE instead of stdout (cloud-monitoring, azure-monitor: the files
+    /// into the folder FILE, replacing and removing only files dlqctl wrote).
     #[arg(long, value_name = "FILE", conflicts_with = "check")]
     pub out: Option<PathBuf>,
 
     /// Write nothing; exit 2 (with a short diff) when FILE differs from what the specs
-    /// produce, 0 when it is the same. For pull-request CI. (cloud-monitoring: the folder
-    /// FILE, stale when a policy differs, is missing, or is no longer produced.)
+    /// produce, 0 when it is the same. For pull-request CI. (cloud-monitoring, azure-monitor:
+    /// the folder FILE, stale when a file differs, is missing, or is no longer produced.)
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
 }

@@ -163,6 +163,15 @@ pub fn alert_policies(r: &Resolved) -> Vec<(crate::spec::model::Tier, serde_json
     pure!(r.backend, Alerts::policies(r))
 }
 
+/// The channel's Azure Monitor metric alerts, one per tier (pure; see
+/// [`Alerts::metric_alerts`]).
+pub fn alert_metric_alerts(
+    r: &Resolved,
+    target: &Target,
+) -> Vec<(crate::spec::model::Tier, serde_json::Value)> {
+    pure!(r.backend, Alerts::metric_alerts(r, target))
+}
+
 /// Every resource a channel needs on its backend (pure).
 pub fn desired(r: &Resolved) -> Vec<Desired> {
     pure!(r.backend, Plan::desired(r))

@@ -1,5 +1,6 @@
-//! `dlqctl alerts`: writes (or checks) the Prometheus alerting rules of the specs' RabbitMQ
-//! and Kafka channels, or the Cloud Monitoring alert policies of their Pub/Sub channels (one
+//! `dlqctl alerts`: writes (or checks) the Prometheus alerting rules of the specs' RabbitMQ,
+//! Kafka and Azure Service Bus channels, the Cloud Monitoring alert policies of their Pub/Sub
+//! channels, or the Azure Monitor metric alerts of their Service Bus channels (these two one
 //! file per channel and tier in a folder). Offline: it reads specs, never a server.
 
 use std::fmt::Write as _;
@@ -18,7 +19,12 @@ pub fn run(args: &AlertsArgs, printer: &Printer) -> anyhow::Result<u8> {
         AlertsFormat::Prometheus => Format::Prometheus,
         AlertsFormat::PrometheusOperator => Format::PrometheusOperator,
         AlertsFormat::CloudMonitoring => {
-            return policies(args, &alerts::cloud_monitoring(&loaded.channels), printer);
+            let files = alerts::cloud_monitoring(&loaded.channels);
+            return policies(args, &files, &CLOUD_MONITORING, printer);
+        }
+        AlertsFormat::AzureMonitor => {
+            let files = alerts::azure_monitor(&loaded.channels, &loaded.targets);
+            return policies(args, &files, &AZURE_MONITOR, printer);
         }
     };
     let built = alerts::build(&loaded.channels, &loaded.targets);
@@ -105,17 +111,54 @@ fn refuse_overwrite(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--format cloud-monitoring`: the policy files in the folder `--out` names (written; a
-/// policy file dlqctl wrote that the specs no longer produce is removed), or checked against
-/// the folder `--check` names (exit 2 when one differs, is missing or is left over).
+/// The words of one folder format.
+struct FolderFormat {
+    /// The `--format` value.
+    flag: &'static str,
+    /// What a file holds, plural (`alert policies`).
+    what: &'static str,
+    /// One file's word, and many files' (`policy`, `policies`).
+    one: &'static str,
+    many: &'static str,
+    /// Whose files they are (`Pub/Sub channel`).
+    whose: &'static str,
+    /// Where the mark of dlqctl's files is (`userLabels`).
+    mark_at: &'static str,
+}
+
+const CLOUD_MONITORING: FolderFormat = FolderFormat {
+    flag: "cloud-monitoring",
+    what: "alert policies",
+    one: "policy",
+    many: "policies",
+    whose: "Pub/Sub channel",
+    mark_at: "userLabels",
+};
+
+const AZURE_MONITOR: FolderFormat = FolderFormat {
+    flag: "azure-monitor",
+    what: "metric alerts",
+    one: "metric alert",
+    many: "metric alerts",
+    whose: "Azure Service Bus channel with a depth alarm",
+    mark_at: "resources[].tags",
+};
+
+/// `--format cloud-monitoring` and `--format azure-monitor`: the files in the folder `--out`
+/// names (written; a file dlqctl wrote that the specs no longer produce is removed), or
+/// checked against the folder `--check` names (exit 2 when one differs, is missing or is left
+/// over).
 fn policies(
     args: &AlertsArgs,
     files: &[alerts::PolicyFile],
+    format: &FolderFormat,
     printer: &Printer,
 ) -> anyhow::Result<u8> {
     let report = format!(
-        "{} alert policies (one per Pub/Sub channel and tier)",
-        files.len()
+        "{} {} (one per {} and tier)",
+        files.len(),
+        format.what,
+        format.whose
     );
     let ours_in = |dir: &std::path::Path| -> anyhow::Result<Vec<String>> {
         Ok(super::shared::generated_in(dir, alerts::is_our_policy)?
@@ -127,8 +170,9 @@ fn policies(
     if let Some(dir) = &args.check {
         if !dir.is_dir() {
             printer.err(&format!(
-                "{} does not exist or is not a folder; write it with `dlqctl alerts --format cloud-monitoring --out {}`",
+                "{} does not exist or is not a folder; write it with `dlqctl alerts --format {} --out {}`",
                 dir.display(),
+                format.flag,
                 dir.display()
             ));
             return Ok(2);
@@ -158,16 +202,18 @@ fn policies(
             return Ok(0);
         }
         printer.err(&format!(
-            "{} is stale: {}; regenerate it with `dlqctl alerts --format cloud-monitoring --out {}`",
+            "{} is stale: {}; regenerate it with `dlqctl alerts --format {} --out {}`",
             dir.display(),
             stale.join(", "),
+            format.flag,
             dir.display()
         ));
         return Ok(2);
     }
     let Some(dir) = &args.out else {
         anyhow::bail!(
-            "--format cloud-monitoring writes one file per channel and tier: give the folder with --out DIR (or --check DIR)"
+            "--format {} writes one file per channel and tier: give the folder with --out DIR (or --check DIR)",
+            format.flag
         );
     };
     fs_err::create_dir_all(dir)?;
@@ -177,8 +223,10 @@ fn policies(
         if path.exists() && !fs_err::read_to_string(&path).is_ok_and(|t| alerts::is_our_policy(&t))
         {
             anyhow::bail!(
-                "not overwriting {}: it is not an alert policy `dlqctl alerts` wrote (no userLabels.{} = {}); nothing was written; choose another --out",
+                "not overwriting {}: it is not one of the {} `dlqctl alerts` writes (no {}.{} = {}); nothing was written; choose another --out",
                 path.display(),
+                format.what,
+                format.mark_at,
                 alerts::POLICY_MARK.0,
                 alerts::POLICY_MARK.1
             );
@@ -196,8 +244,8 @@ fn policies(
     }
     let removed = match removed {
         0 => String::new(),
-        1 => "; removed 1 policy the specs no longer produce".to_owned(),
-        n => format!("; removed {n} policies the specs no longer produce"),
+        1 => format!("; removed 1 {} the specs no longer produce", format.one),
+        n => format!("; removed {n} {} the specs no longer produce", format.many),
     };
     printer.err(&format!("Wrote {report} to {}{removed}.", dir.display()));
     Ok(0)

@@ -93,12 +93,40 @@ pub fn cloud_monitoring(channels: &[Resolved]) -> Vec<PolicyFile> {
         .collect()
 }
 
-/// Whether a policy file's text is one dlqctl wrote (its `userLabels` carry [`POLICY_MARK`]).
+/// The Azure Monitor metric alerts of the channels that have them (Azure Service Bus depth
+/// alarms), one ARM deployment template per channel and tier, sorted by target, channel and
+/// tier. A channel whose target is not in `targets` has none (lint reports it).
+pub fn azure_monitor(channels: &[Resolved], targets: &BTreeMap<String, Target>) -> Vec<PolicyFile> {
+    let mut list: Vec<&Resolved> = channels.iter().collect();
+    list.sort_by(|a, b| (&a.target, &a.channel).cmp(&(&b.target, &b.channel)));
+    list.into_iter()
+        .filter_map(|r| targets.get(&r.target).map(|t| (r, t)))
+        .flat_map(|(r, t)| {
+            crate::backend::alert_metric_alerts(r, t)
+                .into_iter()
+                .map(move |(tier, template)| PolicyFile {
+                    name: format!("{}.{}.{tier}.json", r.target, r.channel),
+                    text: serde_json::to_string_pretty(&template)
+                        .map(|t| format!("{t}\n"))
+                        .unwrap_or_default(),
+                })
+        })
+        .collect()
+}
+
+/// Whether a policy file's text is one dlqctl wrote: a Cloud Monitoring policy whose
+/// `userLabels` carry [`POLICY_MARK`], or an ARM template whose every resource's `tags` do.
 pub fn is_our_policy(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
-        v.pointer(&format!("/userLabels/{}", POLICY_MARK.0))
+    let marked = |v: &serde_json::Value, at: &str| {
+        v.pointer(&format!("{at}/{}", POLICY_MARK.0))
             .and_then(serde_json::Value::as_str)
             == Some(POLICY_MARK.1)
+    };
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| {
+        marked(&v, "/userLabels")
+            || v["resources"]
+                .as_array()
+                .is_some_and(|rs| !rs.is_empty() && rs.iter().all(|r| marked(r, "/tags")))
     })
 }
 

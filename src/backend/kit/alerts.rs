@@ -1,8 +1,8 @@
 //! The alerts door: what `crate::engine::alerts` needs to know of a backend to write its
-//! Prometheus rules or its Cloud Monitoring alert policies, so the alert driver names no
-//! backend. Pure.
+//! Prometheus rules, its Cloud Monitoring alert policies or its Azure Monitor metric alerts, so
+//! the alert driver names no backend. Pure.
 
-use crate::spec::model::Tier;
+use crate::spec::model::{Target, Tier};
 use crate::spec::resolve::Resolved;
 
 /// Where a backend's dead-letter alerts live.
@@ -34,6 +34,12 @@ pub trait Alerts {
     /// The channel's Cloud Monitoring alert policies (the Monitoring API's `AlertPolicy` as
     /// JSON), one per tier, lowest first; none where alerts live elsewhere.
     fn policies(_r: &Resolved) -> Vec<(Tier, serde_json::Value)> {
+        Vec::new()
+    }
+
+    /// The channel's Azure Monitor metric alerts (ARM deployment templates as JSON), one per
+    /// tier, lowest first, scoped to what `target` names; none where alerts live elsewhere.
+    fn metric_alerts(_r: &Resolved, _target: &Target) -> Vec<(Tier, serde_json::Value)> {
         Vec::new()
     }
 }

@@ -33,9 +33,10 @@ pub struct Alarms {
     /// `spec.alarms`: the rate counts every dead-letter destination of the channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letter_rate: Option<RateAlarm>,
-    /// Where CloudWatch alarms notify (SNS topic ARNs, ...): a list for every alarm, or
-    /// `{warning: [...], critical: [...]}` per tier (a single-threshold alarm uses `critical`).
-    /// Prometheus rules carry no actions: Alertmanager routes them by their labels.
+    /// Where CloudWatch alarms notify (SNS topic ARNs, ...), or on Azure Service Bus the
+    /// action groups of its Azure Monitor metric alerts (their resource ids): a list for every
+    /// alarm, or `{warning: [...], critical: [...]}` per tier (a single-threshold alarm uses
+    /// `critical`). Prometheus rules carry no actions: Alertmanager routes them by their labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actions: Option<AlarmActions>,
     /// The runbook people follow when an alarm of this channel fires (an http(s) URL): the

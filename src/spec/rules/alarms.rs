@@ -146,9 +146,8 @@ fn check_scope(doc: &Doc<Channel>, r: &Resolved, sc: &AlarmScope, out: &mut Vec<
     }
     match r.backend {
         Backend::Sqs => check_cloudwatch(doc, sc, out),
-        Backend::Rabbitmq | Backend::Kafka | Backend::AzureServicebus => {
-            actions_unused(doc, sc, r.backend, out)
-        }
+        Backend::Rabbitmq | Backend::Kafka => actions_unused(doc, sc, r.backend, out),
+        Backend::AzureServicebus => check_azure_actions(doc, sc, out),
         Backend::Pubsub => {
             actions_unused(doc, sc, r.backend, out);
             check_cloud_monitoring(doc, sc, out);
@@ -394,6 +393,45 @@ fn check_cloudwatch(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnosti
                 .hint("alarm actions are ARNs, e.g. `arn:aws:sns:eu-west-1:123456789012:ops`"),
             );
         }
+    }
+}
+
+/// `alarms/action` on Azure Service Bus: the actions of its Azure Monitor metric alerts
+/// (`dlqctl alerts --format azure-monitor`) are action groups, named by their ARM resource id
+/// (`/subscriptions/S/resourceGroups/RG/providers/Microsoft.Insights/actionGroups/NAME`; ARM
+/// compares the provider and type case-insensitively).
+fn check_azure_actions(doc: &Doc<Channel>, sc: &AlarmScope, out: &mut Vec<Diagnostic>) {
+    let (ap, af) = (sc.pointer, sc.field);
+    let Some(alarms) = sc.alarms else {
+        return;
+    };
+    let is_action_group = |a: &str| {
+        let parts: Vec<&str> = a.split('/').collect();
+        parts.len() == 9
+            && parts[0].is_empty()
+            && parts[1].eq_ignore_ascii_case("subscriptions")
+            && parts[3].eq_ignore_ascii_case("resourceGroups")
+            && parts[5].eq_ignore_ascii_case("providers")
+            && parts[6].eq_ignore_ascii_case("Microsoft.Insights")
+            && parts[7].eq_ignore_ascii_case("actionGroups")
+            && [2, 4, 8].iter().all(|&i| !parts[i].is_empty())
+    };
+    for (at, a) in alarms.actions.iter().flat_map(AlarmActions::entries) {
+        if is_action_group(a) {
+            continue;
+        }
+        let field = match at.split_once('/') {
+            Some((tier, i)) => format!("{af}.actions.{tier}[{i}]"),
+            None => format!("{af}.actions[{at}]"),
+        };
+        out.push(
+            Diagnostic::error(
+                "alarms/action",
+                format!("`{field}` is `{a}`, which is not the resource id of an Azure Monitor action group"),
+            )
+            .at(doc.locs.value(&format!("{ap}/actions/{at}")))
+            .hint("on Azure Service Bus the depth alarms are Azure Monitor metric alerts (`dlqctl alerts --format azure-monitor`), which notify action groups: `/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.Insights/actionGroups/NAME`"),
+        );
     }
 }
 
