@@ -1556,7 +1556,7 @@ fn cloud_monitoring_policies_match_the_monitoring_apis_alert_policy() {
     std::fs::write(out.join("notes.json"), "{\"mine\": true}\n").expect("write");
     let again = alerts(&[PUBSUB, "--format", "cloud-monitoring", "--out", out_s]);
     again.ok();
-    again.assert_stderr_contains("removed 1 policy the specs no longer produce");
+    again.assert_stderr_contains("removed 1 alert policy the specs no longer produce");
     assert!(!out.join("gcp.gone.critical.json").exists());
     assert!(out.join("notes.json").exists());
     alerts(&[PUBSUB, "--format", "cloud-monitoring", "--check", out_s]).ok();

@@ -129,8 +129,8 @@ struct FolderFormat {
 const CLOUD_MONITORING: FolderFormat = FolderFormat {
     flag: "cloud-monitoring",
     what: "alert policies",
-    one: "policy",
-    many: "policies",
+    one: "alert policy",
+    many: "alert policies",
     whose: "Pub/Sub channel",
     mark_at: "userLabels",
 };
@@ -157,7 +157,11 @@ fn policies(
     let report = format!(
         "{} {} (one per {} and tier)",
         files.len(),
-        format.what,
+        if files.len() == 1 {
+            format.one
+        } else {
+            format.many
+        },
         format.whose
     );
     let ours_in = |dir: &std::path::Path| -> anyhow::Result<Vec<String>> {
