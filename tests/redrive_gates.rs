@@ -4,6 +4,8 @@
 //! moves two batches and stops before the third, exit 75; it answers 200: the rest moves,
 //! batch by batch, until a batch finds fewer than 10. Nothing is lost: every message is read
 //! back from the main queue or topic by a third-party client, each once, and the DLQ is empty.
+//! Azure Service Bus runs the same scenarios on its contract fake (no Service Bus can run
+//! here), with a consumer that abandons each message until Service Bus dead-letters it.
 
 mod support;
 
@@ -541,5 +543,88 @@ fn pubsub_verify_for_stops_when_the_moved_messages_come_back() {
             })
         },
         || drain(&sub),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Azure Service Bus, on the contract fake (no Service Bus runs here: docs/azure.md)
+// ---------------------------------------------------------------------------------------------
+
+/// Dead letter `i` on the fake as a failing consumer makes one: sent to the queue (body
+/// `m-<i>`), then abandoned until Service Bus dead-letters it (the example's maxDeliveryCount
+/// is 8; bounded).
+fn azure_put(fake: &support::azure::AzureFake, queue: &str, i: usize) {
+    let c = support::azure::data::Client::new(fake);
+    block(async {
+        let id = format!("m-{i:02}");
+        assert_eq!(c.send(queue, &id, &id, &[]).await, 201);
+        for _ in 0..8 {
+            let Some(m) = c.peek_lock(queue).await else {
+                break;
+            };
+            assert_eq!(c.unlock(&m).await, 200);
+        }
+    });
+}
+
+/// Every message of the queue, received and completed: the bodies.
+fn azure_take(fake: &support::azure::AzureFake, queue: &str, want: usize) -> Vec<String> {
+    let c = support::azure::data::Client::new(fake);
+    block(async {
+        let mut out = Vec::new();
+        // Bounded: what is there, and a few more reads than wanted.
+        for _ in 0..want + 10 {
+            let Some(m) = c.peek_lock(queue).await else {
+                break;
+            };
+            out.push(String::from_utf8_lossy(&m.body).into_owned());
+            assert_eq!(c.complete(&m).await, 200);
+        }
+        out
+    })
+}
+
+#[test]
+fn azure_a_gated_batched_redrive_stops_when_unhealthy_and_loses_nothing() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let q = f.ws.channel.clone();
+    scenario(&Backend {
+        ws: &f.ws,
+        put: Box::new(|i| azure_put(&f.fake, &q, i)),
+        take_main: Box::new(|n| azure_take(&f.fake, &q, n)),
+        dlq_left: Box::new(|| f.fake.dead_letters(&q).len() as u64),
+    });
+}
+
+#[test]
+fn azure_verify_for_stops_when_the_moved_messages_come_back() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let q = f.ws.channel.clone();
+    let fake = &f.fake;
+    verify_scenario(
+        &Backend {
+            ws: &f.ws,
+            put: Box::new(|i| azure_put(fake, &q, i)),
+            take_main: Box::new(|_| Vec::new()),
+            dlq_left: Box::new(|| fake.dead_letters(&q).len() as u64),
+        },
+        |stop| {
+            // The broken consumer: it abandons whatever reaches the queue, until Service Bus
+            // dead-letters it again (60 s at most).
+            let q = q.clone();
+            let c = support::azure::data::Client::new(fake);
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    while let Some(m) = block(c.peek_lock(&q)) {
+                        assert_eq!(block(c.unlock(&m)), 200);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        },
+        || fake.messages(&q).len() as u64,
     );
 }
