@@ -572,9 +572,10 @@ pub fn seg_unreserved(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
-/// Bearer tokens fetched with client credentials: inline here, since the client sends them
-/// and they speak its errors (one file, no cycle between two).
 pub mod token {
+    //! (Inline in http.rs: the client sends these tokens and they speak its errors; one file,
+    //! so no use cycle between two.)
+    //!
     //! Bearer tokens fetched with the OAuth 2.0 client-credentials grant (Microsoft identity
     //! platform, "OAuth 2.0 client credentials flow": a `POST` of `client_id`, `client_secret`,
     //! `scope` and `grant_type=client_credentials` as `application/x-www-form-urlencoded` to the

@@ -218,12 +218,12 @@ fn refused(t: &Tokens, authorization: Option<&str>, want: &str) -> Option<String
     }
 }
 
+/// An answer with headers: (status, headers, body).
+type Headed = (u16, Vec<(String, String)>, String);
+
 /// ARM's answers before the queues': a token for another audience, or a fault a test asked
 /// for.
-pub(super) fn arm_gate(
-    state: &Mutex<State>,
-    r: &Request,
-) -> Option<(u16, Vec<(String, String)>, String)> {
+pub(super) fn arm_gate(state: &Mutex<State>, r: &Request) -> Option<Headed> {
     let mut st = state.lock().expect("lock");
     let t = &mut st.entra;
     if let Some(why) = refused(t, r.header("authorization"), ARM_AUDIENCE) {
