@@ -45,8 +45,11 @@
 //! the target's `dataUrl`), over the same queues: see [`data`] for what it implements, each
 //! behaviour with the reference page it follows, and which behaviours are inferred.
 //!
+//! The Microsoft Entra token endpoint (client credentials), token audiences, and ARM's 429
+//! and 409 answers when a test asks for them: see [`entra`], with the pages it follows.
+//!
 //! Not implemented (nothing in dlqctl calls them): topics, subscriptions, sessions,
-//! scheduled messages, Send Message Batch, Receive and Delete, and ARM's 409 and 429 answers.
+//! scheduled messages, Send Message Batch, Receive and Delete.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -57,6 +60,7 @@ use serde_json::{Map, Value, json};
 use super::fake::{FakeApi, Request};
 
 pub mod data;
+pub mod entra;
 
 pub const API_VERSION: &str = "2021-11-01";
 pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
@@ -88,6 +92,8 @@ struct State {
     failing_sends: u64,
     /// Every data-plane request: (method, path).
     data_seen: Vec<(String, String)>,
+    /// The token endpoint, audiences, and the ARM and send faults a test asked for.
+    entra: entra::Tokens,
 }
 
 /// The fake ARM server, its state, and every request it saw.
@@ -330,7 +336,16 @@ impl AzureFake {
     pub fn start() -> AzureFake {
         let state: Arc<Mutex<State>> = Arc::default();
         let s = Arc::clone(&state);
-        let api = FakeApi::start_with(move |r: &Request| answer(&s, r));
+        let api = FakeApi::start_with_headers(move |r: &Request| {
+            if let Some((status, body)) = entra::token_endpoint(&s, r) {
+                return (status, Vec::new(), body);
+            }
+            if let Some(refused) = entra::arm_gate(&s, r) {
+                return refused;
+            }
+            let (status, body) = answer(&s, r);
+            (status, Vec::new(), body)
+        });
         let data_url = data::serve(Arc::clone(&state));
         AzureFake {
             api,
@@ -539,5 +554,25 @@ impl Fixture {
             self.fake.url(),
             AzureFake::namespace_path()
         )
+    }
+}
+
+impl Fixture {
+    /// The target authenticates with client credentials at the fake's token endpoint
+    /// (application `dlqctl-app`, its secret in `AZURE_CLIENT_SECRET`) instead of a ready token.
+    pub fn with_client_credentials(mut self, secret_given: &str) -> Fixture {
+        self.fake
+            .register_client("dlqctl-app", "the-real-s3cret-value");
+        let url = self.fake.token_url("dlqctl-tenant");
+        self.ws.edit_targets(|t| {
+            t.replace(
+                "accessTokenEnv: AZURE_ACCESS_TOKEN\n",
+                &format!(
+                    "tenantId: dlqctl-tenant\n    clientId: dlqctl-app\n    clientSecretEnv: AZURE_CLIENT_SECRET\n    tokenUrl: {url}\n"
+                ),
+            )
+        });
+        self.ws.set_env("AZURE_CLIENT_SECRET", secret_given);
+        self
     }
 }

@@ -65,6 +65,9 @@ pub type Seen = Arc<Mutex<Vec<(String, String)>>>;
 /// How the fake server answers one request: (status, body).
 pub type Answer = Arc<dyn Fn(&Request) -> (u16, String) + Send + Sync>;
 
+/// How the fake server answers one request: (status, extra headers, body).
+pub type HeadedAnswer = Arc<dyn Fn(&Request) -> (u16, Vec<(String, String)>, String) + Send + Sync>;
+
 /// A fake management API on 127.0.0.1; stops with the test process.
 pub struct FakeApi {
     pub url: String,
@@ -99,7 +102,18 @@ impl FakeApi {
     pub fn start_with(
         answer: impl Fn(&Request) -> (u16, String) + Send + Sync + 'static,
     ) -> FakeApi {
-        let answer: Answer = Arc::new(answer);
+        Self::start_with_headers(move |r: &Request| {
+            let (status, body) = answer(r);
+            (status, Vec::new(), body)
+        })
+    }
+
+    /// A fake server whose answers carry headers of their own (`Retry-After`), besides
+    /// `content-type: application/json`.
+    pub fn start_with_headers(
+        answer: impl Fn(&Request) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+    ) -> FakeApi {
+        let answer: HeadedAnswer = Arc::new(answer);
         let seen: Seen = Arc::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let seen2 = Arc::clone(&seen);
@@ -161,9 +175,13 @@ impl FakeApi {
                             head: head.to_lowercase(),
                             body: String::from_utf8_lossy(&buf[head_end..]).into_owned(),
                         };
-                        let (status, body) = answer(&request);
+                        let (status, headers, body) = answer(&request);
+                        let extra: String = headers
+                            .iter()
+                            .map(|(k, v)| format!("{k}: {v}\r\n"))
+                            .collect();
                         let resp = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
                             body.len()
                         );
                         let _ = sock.write_all(resp.as_bytes()).await;

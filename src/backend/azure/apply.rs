@@ -4,6 +4,15 @@
 //! spec's owned ones changed, so nothing dlqctl does not own falls back to a default. Every
 //! write stays inside the target's ownership prefixes (entities carry no tags); a delete of a
 //! queue that holds messages needs `--allow-message-loss`.
+//!
+//! ARM's answers to a busy or changing namespace ("request limits and throttling", common
+//! errors): a write throttled with 429 was not carried out, so it is sent again after the
+//! answer's `Retry-After` (capped), at most [`WRITE_TRIES`] times in all, each wait said on
+//! `-v`. A 409 Conflict (the queue is being changed by another request) stops the apply with
+//! an error naming the queue: the write is not retried, since it may overwrite a person's
+//! change; a new plan shows what the queue is now.
+
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Map, Value, json};
@@ -11,7 +20,7 @@ use serde_json::{Map, Value, json};
 use super::read::Reader;
 use super::*;
 use crate::backend::kit::errors::{AtTarget, BackendError};
-use crate::backend::wire::http::WriteHttp;
+use crate::backend::wire::http::{HttpError, WriteHttp};
 use crate::plan::{Action, Change};
 
 /// The members of SBQueueProperties that ARM answers but a PUT may not send (readOnly).
@@ -23,6 +32,11 @@ const READ_ONLY: [&str; 6] = [
     "sizeInBytes",
     "messageCount",
 ];
+
+/// Tries of a write that ARM throttled (429), the first included.
+pub const WRITE_TRIES: u32 = 4;
+/// The wait after a 429 without `Retry-After`.
+const THROTTLED_WAIT: Duration = Duration::from_secs(1);
 
 /// Read-write access to one namespace, for apply.
 #[derive(Debug, Clone)]
@@ -101,15 +115,16 @@ impl Writer {
                         ),
                     ));
                 }
-                self.http
-                    .send(
+                let path = self.reader.queue_path(&r.name);
+                self.write(&r.name, || {
+                    self.http.send(
                         Method::DELETE,
                         "DELETE namespaces/queues/{queue}",
-                        &self.reader.queue_path(&r.name),
+                        &path,
                         None,
                     )
-                    .await
-                    .map_err(|e| e.at(target))?;
+                })
+                .await?;
                 Ok(())
             }
             Action::Impossible => Ok(()),
@@ -139,16 +154,52 @@ impl Writer {
             }
         }
         let body = json!({ "properties": props });
-        self.http
-            .call(
+        let path = self.reader.queue_path(&change.resource.name);
+        self.write(&change.resource.name, || {
+            self.http.call(
                 Method::PUT,
                 "PUT namespaces/queues/{queue}",
-                &self.reader.queue_path(&change.resource.name),
+                &path,
                 Some(&body),
             )
-            .await
-            .map_err(|e| e.at(&self.reader.target))?;
+        })
+        .await?;
         Ok(())
+    }
+
+    /// One write to queue `name`: sent again after a 429 (see the module doc), stopped with an
+    /// error naming the queue on a 409.
+    async fn write<T, F, Fut>(&self, name: &str, call: F) -> Result<T, BackendError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, HttpError>>,
+    {
+        let target = &self.reader.target;
+        let mut attempt = 1;
+        loop {
+            match call().await {
+                Ok(v) => return Ok(v),
+                Err(e @ HttpError::Throttled { .. }) if attempt < WRITE_TRIES => {
+                    let wait = e.retry_after().unwrap_or(THROTTLED_WAIT);
+                    tracing::warn!(
+                        "target {target}: queue `{name}`: ARM throttled the write (HTTP 429); try {} of {WRITE_TRIES} in {} ms (the server's Retry-After)",
+                        attempt + 1,
+                        wait.as_millis()
+                    );
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) if e.status() == Some(409) => {
+                    return Err(refused(
+                        target,
+                        format!(
+                            "queue `{name}`: ARM answered 409 Conflict ({e}): the queue is being changed by another request, or its state does not allow this write. The write was not retried (it could overwrite that change) and the apply stops here: check the queue, then plan again"
+                        ),
+                    ));
+                }
+                Err(e) => return Err(e.at(target)),
+            }
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 
 use super::seg;
 use crate::backend::wire::http::{HttpError, MAX_BODY, Stats, redact_userinfo};
+use crate::backend::wire::token::Bearer;
 
 /// Seconds a peek-lock waits for a message before answering 204.
 pub const PEEK_TIMEOUT_SECS: u32 = 1;
@@ -53,7 +54,9 @@ pub struct DataPlane {
     client: reqwest::Client,
     target: String,
     base: String,
-    token: String,
+    /// The data plane's token (audience `https://servicebus.azure.net`): handed in, or
+    /// fetched with client credentials on the first call.
+    bearer: Bearer,
     creds_hint: String,
     stats: Arc<Stats>,
 }
@@ -149,7 +152,7 @@ impl DataPlane {
     pub fn new(
         target: &str,
         base: &str,
-        token: &str,
+        bearer: Bearer,
         creds_hint: &str,
         insecure: bool,
         stats: Arc<Stats>,
@@ -170,7 +173,7 @@ impl DataPlane {
             client,
             target: target.to_owned(),
             base: redact_userinfo(base.trim_end_matches('/')),
-            token: token.to_owned(),
+            bearer,
             creds_hint: creds_hint.to_owned(),
             stats,
         })
@@ -195,13 +198,15 @@ impl DataPlane {
         headers: &[(String, String)],
         body: Option<Vec<u8>>,
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, Vec<u8>), HttpError> {
+        // A token that cannot be had is the call's answer (it names the token endpoint).
+        let token = self.bearer.token().await?;
         self.stats.count(api);
         let started = std::time::Instant::now();
         let url = format!("{}{path}", self.base);
         let mut req = self
             .client
             .request(method.clone(), &url)
-            .bearer_auth(&self.token);
+            .bearer_auth(&token);
         for (k, v) in headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -252,7 +257,7 @@ impl DataPlane {
             }
             if status == StatusCode::UNAUTHORIZED {
                 return Err(HttpError::Unauthorized {
-                    api: api.to_owned(),
+                    api: format!("the data plane ({}): {api}", self.base),
                     creds: self.creds_hint.clone(),
                 });
             }

@@ -4,10 +4,13 @@
 //! `status.rs`; the reader also holds the data plane's lock-and-unlock face (`data.rs`),
 //! which status's samples and the redrive mover use (the mover makes the writing face).
 //!
-//! Credentials: the bearer token in the variable `accessTokenEnv` names. Client credentials
-//! (`tenantId`, `clientId`, `clientSecretEnv`) pass lint but are refused here: fetching a token
-//! from `tokenUrl` is not built in this version (docs/azure.md). Topic channels (a topic and a
-//! subscription) are refused too: only queues are read and written so far.
+//! Credentials: a token per audience (ARM, `https://management.azure.com`, and the data plane,
+//! `https://servicebus.azure.net`). Either ready tokens from the environment (`accessTokenEnv`
+//! for ARM, and for the data plane too unless `dataAccessTokenEnv` names its own), or
+//! Microsoft Entra client credentials (`tenantId`, `clientId`, `clientSecretEnv`), exchanged
+//! at `tokenUrl` for one token per audience on first use and kept (`wire/token.rs`): connecting
+//! makes no call. Topic channels (a topic and a subscription) are refused: only queues are read
+//! and written so far.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -21,11 +24,18 @@ use crate::backend::kit::errors::{AtTarget, BackendError};
 use crate::backend::kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 use crate::backend::wire::http::{HttpConfig, ReadHttp, Stats};
 use crate::backend::wire::retry::ReadBudget;
+use crate::backend::wire::token::{Bearer, ClientCredentials, TokenSource};
 use crate::resource::{Live, Role};
 use crate::spec::model::Target;
 
 /// Azure Resource Manager's public endpoint, used when the target names no `armUrl`.
 pub const ARM_URL: &str = "https://management.azure.com";
+/// The scope of a token for ARM (client credentials ask for `{audience}/.default`).
+pub const ARM_SCOPE: &str = "https://management.azure.com/.default";
+/// The scope of a token for the Service Bus data plane.
+pub const DATA_SCOPE: &str = "https://servicebus.azure.net/.default";
+const ARM_SCOPE_AUDIENCE: &str = "https://management.azure.com";
+const DATA_SCOPE_AUDIENCE: &str = "https://servicebus.azure.net";
 /// Calls in flight at once per target.
 pub const CONCURRENCY: usize = 8;
 /// More pages than any namespace holds: a server that keeps answering with a next page is
@@ -53,6 +63,99 @@ fn config(name: &str, message: impl Into<String>) -> BackendError {
     }
 }
 
+/// ARM's bearer and the data plane's, and how an error names each.
+struct Credentials {
+    arm: Bearer,
+    arm_hint: String,
+    data: Bearer,
+    data_hint: String,
+}
+
+impl Credentials {
+    /// The target's tokens: ready ones from `accessTokenEnv` (and `dataAccessTokenEnv`), or
+    /// one [`TokenSource`] per audience from the client credentials, fetched on first use.
+    fn of(
+        name: &str,
+        target: &Target,
+        insecure: bool,
+        stats: &Arc<Stats>,
+    ) -> Result<Self, BackendError> {
+        let env = crate::backend::kit::connect::env_value;
+        if let Some(var) = &target.access_token_env {
+            let token = |field: &'static str, var: &String| -> Result<String, BackendError> {
+                env(name, field, Some(var))?
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| config(name, format!("`{field}`: the variable {var} is empty")))
+            };
+            let arm = token("accessTokenEnv", var)?;
+            return Ok(match &target.data_access_token_env {
+                Some(dvar) => Credentials {
+                    arm: Bearer::Fixed(arm),
+                    arm_hint: format!("{var} (`accessTokenEnv`, a token for {ARM_SCOPE_AUDIENCE})"),
+                    data: Bearer::Fixed(token("dataAccessTokenEnv", dvar)?),
+                    data_hint: format!(
+                        "{dvar} (`dataAccessTokenEnv`, a token for {DATA_SCOPE_AUDIENCE})"
+                    ),
+                },
+                None => Credentials {
+                    arm: Bearer::Fixed(arm.clone()),
+                    arm_hint: format!("{var} (`accessTokenEnv`, a token for {ARM_SCOPE_AUDIENCE})"),
+                    data: Bearer::Fixed(arm),
+                    data_hint: format!(
+                        "{var} (`accessTokenEnv`, sent to ARM too: a token is issued for one audience; give the data plane a token for {DATA_SCOPE_AUDIENCE} with `dataAccessTokenEnv`)"
+                    ),
+                },
+            });
+        }
+        let (Some(tenant), Some(client_id), Some(secret_var)) = (
+            target.tenant_id.as_deref().filter(|t| !t.trim().is_empty()),
+            target.client_id.as_deref().filter(|c| !c.trim().is_empty()),
+            target.client_secret_env.as_ref(),
+        ) else {
+            return Err(config(
+                name,
+                "no credentials: name an access token with `accessTokenEnv`, or give all of `tenantId`, `clientId` and `clientSecretEnv` (docs/azure.md)",
+            ));
+        };
+        let secret = env(name, "clientSecretEnv", Some(secret_var))?
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                config(
+                    name,
+                    format!("`clientSecretEnv`: the variable {secret_var} is empty"),
+                )
+            })?;
+        let url = target.token_url.clone().unwrap_or_else(|| {
+            format!(
+                "https://login.microsoftonline.com/{}/oauth2/v2.0/token",
+                seg(tenant.trim())
+            )
+        });
+        let creds = ClientCredentials {
+            url,
+            client_id: client_id.trim().to_owned(),
+            client_secret: secret,
+        };
+        let source = |scope: &str| {
+            TokenSource::new(name, creds.clone(), scope, insecure, Arc::clone(stats))
+                .map_err(|e| e.at(name))
+        };
+        let hint = |scope: &str| {
+            format!(
+                "the client credentials (clientId {}, secret in {secret_var}): the token for {scope}; check the application's role on the namespace",
+                creds.client_id
+            )
+        };
+        Ok(Credentials {
+            arm: Bearer::Fetched(source(ARM_SCOPE)?),
+            arm_hint: hint(ARM_SCOPE),
+            data: Bearer::Fetched(source(DATA_SCOPE)?),
+            data_hint: hint(DATA_SCOPE),
+        })
+    }
+}
+
 impl Reader {
     pub fn connect(
         name: &str,
@@ -68,23 +171,6 @@ impl Reader {
         let subscription = need(&target.subscription_id, "subscriptionId")?;
         let group = need(&target.resource_group, "resourceGroup")?;
         let namespace = need(&target.namespace, "namespace")?;
-        let token = match &target.access_token_env {
-            Some(_) => crate::backend::kit::connect::env_value(
-                name,
-                "accessTokenEnv",
-                target.access_token_env.as_ref(),
-            )?
-            .filter(|t| !t.trim().is_empty()),
-            None => {
-                return Err(config(
-                    name,
-                    "client credentials (tenantId, clientId, clientSecretEnv) are not exchanged for a token in this version; name an access token with `accessTokenEnv` (e.g. `export AZURE_ACCESS_TOKEN=$(az account get-access-token --query accessToken -o tsv)`; docs/azure.md)",
-                ));
-            }
-        };
-        let Some(token) = token else {
-            return Err(config(name, "the access token variable is empty"));
-        };
         let base = target
             .arm_url
             .as_deref()
@@ -95,30 +181,37 @@ impl Reader {
             || format!("https://{}.servicebus.windows.net", seg(&namespace)),
             |u| u.trim_end_matches('/').to_owned(),
         );
-        let creds_hint = target.access_token_env.clone().unwrap_or_default();
+        let creds = Credentials::of(name, target, opts.insecure, &stats)?;
         let data = super::data::DataPlane::new(
             name,
             &data_base,
-            token.trim(),
-            &creds_hint,
+            creds.data,
+            &creds.data_hint,
             opts.insecure,
             Arc::clone(&stats),
         )
         .map_err(|e| e.at(name))?;
-        let http = ReadHttp::new(
+        let (bearer, source) = match creds.arm {
+            Bearer::Fixed(t) => (Some(t), None),
+            Bearer::Fetched(s) => (None, Some(s)),
+        };
+        let mut http = ReadHttp::new(
             HttpConfig {
                 target: name.to_owned(),
                 base,
                 user: None,
                 password: None,
-                bearer: Some(token.trim().to_owned()),
-                creds_hint,
+                bearer,
+                creds_hint: creds.arm_hint,
                 insecure: opts.insecure,
                 budget: ReadBudget::new(opts.read_timeout),
             },
             stats,
         )
         .map_err(|e| e.at(name))?;
+        if let Some(s) = source {
+            http = http.with_token_source(s);
+        }
         Ok(Reader {
             target: name.to_owned(),
             http,

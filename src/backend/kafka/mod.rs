@@ -615,6 +615,7 @@ mod tests {
             data_url: None,
             token_url: None,
             access_token_env: None,
+            data_access_token_env: None,
             tenant_id: None,
             client_id: None,
             client_secret_env: None,

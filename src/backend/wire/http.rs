@@ -71,6 +71,22 @@ pub enum HttpError {
     /// Refused by dlqctl itself before any request (a name outside the ownership prefixes).
     #[error("{what}: {reason}")]
     Refused { what: String, reason: String },
+    /// HTTP 429: throttled, with the server's `Retry-After` in seconds when it sent one
+    /// (said as any other status).
+    #[error("{api}: HTTP 429: {reason}")]
+    Throttled {
+        api: String,
+        retry_after: Option<u64>,
+        reason: String,
+    },
+    /// The token endpoint gave no token (client credentials): its `error` and
+    /// `error_description`, never the secret.
+    #[error("token endpoint {url}: no token for scope {scope}: {reason}")]
+    Token {
+        url: String,
+        scope: String,
+        reason: String,
+    },
 }
 
 impl HttpError {
@@ -78,10 +94,26 @@ impl HttpError {
         match self {
             HttpError::Status { status, .. } => Some(*status),
             HttpError::Unauthorized { .. } => Some(401),
+            HttpError::Throttled { .. } => Some(429),
+            _ => None,
+        }
+    }
+
+    /// How long a throttled answer asked to wait (`Retry-After`), at most [`MAX_RETRY_AFTER`].
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            HttpError::Throttled {
+                retry_after: Some(s),
+                ..
+            } => Some(Duration::from_secs(*s).min(MAX_RETRY_AFTER)),
             _ => None,
         }
     }
 }
+
+/// The longest `Retry-After` dlqctl waits; a server asking for more gets it capped, and the
+/// call's tries run out sooner.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 #[derive(Clone)]
 struct Inner {
@@ -93,6 +125,8 @@ struct Inner {
     password: Option<String>,
     /// An OAuth bearer token (Google Cloud), sent instead of basic auth.
     bearer: Option<String>,
+    /// A token fetched per request from a source (client credentials), instead of `bearer`.
+    token: Option<token::TokenSource>,
     /// How to name the credentials in an error (the env var names, never the values).
     creds_hint: String,
     stats: Arc<Stats>,
@@ -157,11 +191,18 @@ impl ReadHttp {
                 user: cfg.user,
                 password: cfg.password,
                 bearer: cfg.bearer,
+                token: None,
                 creds_hint: cfg.creds_hint,
                 stats,
                 budget: cfg.budget,
             },
         })
+    }
+
+    /// Sends the token `source` fetches (and keeps) instead of a fixed bearer.
+    pub fn with_token_source(mut self, source: token::TokenSource) -> Self {
+        self.inner.token = Some(source);
+        self
     }
 
     /// The writer for apply. Plan never calls this.
@@ -203,14 +244,19 @@ impl ReadHttp {
                             return Err(self.out_of_budget(&e));
                         }
                     }
+                    // A throttled answer's Retry-After, when longer than the backoff.
+                    let (wait, why) = match e.retry_after() {
+                        Some(r) if r > delay => (r, " (the server's Retry-After)"),
+                        _ => (delay, ""),
+                    };
                     tracing::warn!(
                         // `e` names the call (`GET /api/queues/{vhost}: HTTP 503`).
-                        "target {}: retry {attempt} of {} in {} ms after {e}",
+                        "target {}: retry {attempt} of {} in {} ms{why} after {e}",
                         self.inner.target,
                         READ_ATTEMPTS - 1,
-                        delay.as_millis()
+                        wait.as_millis()
                     );
-                    tokio::time::sleep(delay).await;
+                    tokio::time::sleep(wait).await;
                     delay = super::retry::next(delay);
                     attempt += 1;
                 }
@@ -266,6 +312,7 @@ fn json_or_404(api: &str, (status, bytes): (StatusCode, Vec<u8>)) -> Result<Valu
 fn retryable(e: &HttpError) -> bool {
     match e {
         HttpError::Status { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+        HttpError::Throttled { .. } => true,
         HttpError::Connect { .. } | HttpError::Timeout { .. } => true,
         _ => false,
     }
@@ -359,7 +406,9 @@ impl Inner {
         if let Some(user) = &self.user {
             req = req.basic_auth(user, self.password.as_ref());
         }
-        if let Some(token) = &self.bearer {
+        if let Some(source) = &self.token {
+            req = req.bearer_auth(source.bearer().await?);
+        } else if let Some(token) = &self.bearer {
             req = req.bearer_auth(token);
         }
         if let Some(b) = body {
@@ -370,6 +419,12 @@ impl Inner {
             .await
             .map_err(|e| classify(&self.base, &e, timeout))?;
         let status = resp.status();
+        // Seconds only (RFC 9110 also allows a date, which ARM does not send).
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
         if status.is_redirection() {
             let location = resp
                 .headers()
@@ -403,6 +458,13 @@ impl Inner {
         }
         if status.is_success() || status == StatusCode::NOT_FOUND {
             return Ok((status, bytes));
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(HttpError::Throttled {
+                api: api.to_owned(),
+                retry_after,
+                reason: reason(&bytes),
+            });
         }
         if status == StatusCode::UNAUTHORIZED {
             return Err(HttpError::Unauthorized {
@@ -508,6 +570,292 @@ const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUME
 /// Azure APIs' names: a `-` or `.` stays as it is in the path).
 pub fn seg_unreserved(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
+}
+
+pub mod token {
+    //! (Inline in http.rs: the client sends these tokens and they speak its errors; one file,
+    //! so no use cycle between two.)
+    //!
+    //! Bearer tokens fetched with the OAuth 2.0 client-credentials grant (Microsoft identity
+    //! platform, "OAuth 2.0 client credentials flow": a `POST` of `client_id`, `client_secret`,
+    //! `scope` and `grant_type=client_credentials` as `application/x-www-form-urlencoded` to the
+    //! tenant's token endpoint, answered `{token_type, expires_in, access_token}`, or on failure
+    //! `{error, error_description, error_codes, ...}`).
+    //!
+    //! A [`TokenSource`] is one scope's token (a token is issued for one audience: on Azure, ARM
+    //! and the Service Bus data plane each need their own). It is made without a call, so
+    //! connecting stays cheap; the first request that needs a token fetches it, and the token is
+    //! kept and fetched again [`REFRESH_BEFORE`] before it expires. Clones share it (an `Arc`
+    //! around an async mutex held across the fetch), so at most one fetch is in flight and every
+    //! client of a target uses the same token. Fetches are never retried here: a wrong secret
+    //! would only be sent again.
+    //!
+    //! Neither the secret nor a token is ever printed: both are registered with
+    //! [`crate::secrets::never_show`] (cut out of every `-v` line), errors carry only the
+    //! endpoint, the server's `error` and `error_description` (with the secret cut out, should a
+    //! server echo it), and `Debug` shows neither.
+
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+
+    use super::{HttpError, MAX_BODY, Stats, redact_userinfo};
+
+    /// How long before its expiry a token is fetched again.
+    pub const REFRESH_BEFORE: Duration = Duration::from_secs(300);
+    const TIMEOUT: Duration = Duration::from_secs(30);
+    /// The call's name in `--stats`.
+    pub const API: &str = "POST oauth2/v2.0/token";
+
+    /// The client credentials and the endpoint they are exchanged at.
+    #[derive(Clone)]
+    pub struct ClientCredentials {
+        /// The token endpoint (`https://login.microsoftonline.com/TENANT/oauth2/v2.0/token`).
+        pub url: String,
+        pub client_id: String,
+        pub client_secret: String,
+    }
+
+    impl std::fmt::Debug for ClientCredentials {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            // Never the secret.
+            f.debug_struct("ClientCredentials")
+                .field("url", &self.url)
+                .field("client_id", &self.client_id)
+                .finish_non_exhaustive()
+        }
+    }
+
+    struct Cached {
+        token: String,
+        /// When it is fetched again (its expiry less [`REFRESH_BEFORE`]).
+        refresh_at: Instant,
+    }
+
+    struct Inner {
+        creds: ClientCredentials,
+        scope: String,
+        client: reqwest::Client,
+        stats: Arc<Stats>,
+        /// The target's name, for `-v` lines.
+        target: String,
+        cached: tokio::sync::Mutex<Option<Cached>>,
+    }
+
+    /// One scope's token, fetched on first use and shared by clones.
+    #[derive(Clone)]
+    pub struct TokenSource {
+        inner: Arc<Inner>,
+    }
+
+    impl std::fmt::Debug for TokenSource {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            // Never the token.
+            f.debug_struct("TokenSource")
+                .field("url", &self.inner.creds.url)
+                .field("scope", &self.inner.scope)
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl TokenSource {
+        /// A source of `scope`'s token (`https://management.azure.com/.default`); no call yet.
+        pub fn new(
+            target: &str,
+            creds: ClientCredentials,
+            scope: &str,
+            insecure: bool,
+            stats: Arc<Stats>,
+        ) -> Result<Self, HttpError> {
+            crate::secrets::never_show(&creds.client_secret);
+            let client = reqwest::Client::builder()
+                .timeout(TIMEOUT)
+                .connect_timeout(Duration::from_secs(10))
+                .danger_accept_invalid_certs(insecure)
+                .user_agent(concat!("dlqctl/", env!("CARGO_PKG_VERSION")))
+                // The secret goes only to the endpoint the targets file names.
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| HttpError::Connect {
+                    url: redact_userinfo(&creds.url),
+                    reason: e.to_string(),
+                })?;
+            Ok(TokenSource {
+                inner: Arc::new(Inner {
+                    creds,
+                    scope: scope.to_owned(),
+                    client,
+                    stats,
+                    target: target.to_owned(),
+                    cached: tokio::sync::Mutex::new(None),
+                }),
+            })
+        }
+
+        pub fn scope(&self) -> &str {
+            &self.inner.scope
+        }
+
+        /// The token to send now: the kept one, or a fresh one when there is none or it is due.
+        pub async fn bearer(&self) -> Result<String, HttpError> {
+            // Held across the fetch: a second caller waits for the first fetch's token.
+            let mut cached = self.inner.cached.lock().await;
+            if let Some(c) = cached.as_ref()
+                && Instant::now() < c.refresh_at
+            {
+                return Ok(c.token.clone());
+            }
+            let (token, expires_in) = self.fetch().await?;
+            let lifetime = Duration::from_secs(expires_in);
+            // A short-lived token is used for half its life rather than not at all.
+            let margin = REFRESH_BEFORE.min(lifetime / 2);
+            *cached = Some(Cached {
+                token: token.clone(),
+                refresh_at: Instant::now() + lifetime.saturating_sub(margin),
+            });
+            Ok(token)
+        }
+
+        fn failed(&self, reason: String) -> HttpError {
+            let secret = &self.inner.creds.client_secret;
+            HttpError::Token {
+                url: redact_userinfo(&self.inner.creds.url),
+                scope: self.inner.scope.clone(),
+                reason: if secret.is_empty() {
+                    reason
+                } else {
+                    reason.replace(secret.as_str(), "***")
+                },
+            }
+        }
+
+        /// One exchange: the token and its lifetime in seconds.
+        async fn fetch(&self) -> Result<(String, u64), HttpError> {
+            let i = &self.inner;
+            i.stats.count(API);
+            let started = Instant::now();
+            let enc = |s: &str| {
+                percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string()
+            };
+            let form = format!(
+                "client_id={}&client_secret={}&scope={}&grant_type=client_credentials",
+                enc(&i.creds.client_id),
+                enc(&i.creds.client_secret),
+                enc(&i.scope)
+            );
+            let answer = async {
+                let mut resp = i
+                    .client
+                    .post(&i.creds.url)
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(form)
+                    .send()
+                    .await
+                    .map_err(|e| self.failed(innermost(&e)))?;
+                let status = resp.status();
+                if status.is_redirection() {
+                    return Err(self.failed(format!(
+                        "HTTP {status}: the endpoint redirects, and dlqctl never follows a redirect with a secret"
+                    )));
+                }
+                let mut bytes = Vec::new();
+                while let Some(chunk) = resp.chunk().await.map_err(|e| self.failed(innermost(&e)))? {
+                    if bytes.len() + chunk.len() > MAX_BODY {
+                        return Err(self.failed("the answer is too large".into()));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                let body: Option<Value> = serde_json::from_slice(&bytes).ok();
+                if !status.is_success() {
+                    let field = |k: &str| {
+                        body.as_ref()
+                            .and_then(|b| b.get(k))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    let said = match (field("error"), field("error_description")) {
+                        (Some(e), Some(d)) => format!("{e}: {d}"),
+                        (Some(e), None) => e,
+                        _ => "no OAuth error in the answer".to_owned(),
+                    };
+                    let hint = match status.as_u16() {
+                        401 => "; check the client id and the secret in clientSecretEnv",
+                        400 => "; check tenantId, clientId and tokenUrl",
+                        _ => "",
+                    };
+                    return Err(self.failed(format!("HTTP {}: {said}{hint}", status.as_u16())));
+                }
+                let b = body.ok_or_else(|| self.failed("the answer is not JSON".into()))?;
+                let token = b
+                    .get("access_token")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| self.failed("the answer has no `access_token`".into()))?;
+                // A number in v2.0; v1.0 endpoints answered a string.
+                let expires_in = match b.get("expires_in") {
+                    Some(Value::Number(n)) => n.as_u64(),
+                    Some(Value::String(s)) => s.parse().ok(),
+                    _ => None,
+                }
+                .ok_or_else(|| self.failed("the answer has no `expires_in`".into()))?;
+                crate::secrets::never_show(token);
+                Ok((token.to_owned(), expires_in))
+            }
+            .await;
+            let outcome = match &answer {
+                Ok((_, secs)) => format!("a token for {} ({secs} s)", i.scope),
+                Err(e) => format!("failed: {e}"),
+            };
+            tracing::info!(
+                "target {}: POST {} -> {outcome} in {} ms",
+                i.target,
+                redact_userinfo(&i.creds.url),
+                started.elapsed().as_millis()
+            );
+            answer
+        }
+    }
+
+    fn innermost(e: &reqwest::Error) -> String {
+        if e.is_timeout() {
+            return format!("timed out after {}s", TIMEOUT.as_secs());
+        }
+        let mut source: &dyn std::error::Error = e;
+        while let Some(s) = source.source() {
+            source = s;
+        }
+        format!("cannot connect: {source}")
+    }
+
+    /// What a client sends as its bearer: a token it was handed, or one it fetches.
+    #[derive(Clone)]
+    pub enum Bearer {
+        Fixed(String),
+        Fetched(TokenSource),
+    }
+
+    impl std::fmt::Debug for Bearer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                Bearer::Fixed(_) => f.write_str("Bearer::Fixed(..)"),
+                Bearer::Fetched(s) => s.fmt(f),
+            }
+        }
+    }
+
+    impl Bearer {
+        pub async fn token(&self) -> Result<String, HttpError> {
+            match self {
+                Bearer::Fixed(t) => Ok(t.clone()),
+                Bearer::Fetched(s) => s.bearer().await,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

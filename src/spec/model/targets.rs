@@ -144,6 +144,14 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub access_token_env: Option<String>,
+    /// Azure Service Bus: the environment variable holding a ready access token for the data
+    /// plane (audience `https://servicebus.azure.net`), beside `accessTokenEnv`'s for ARM
+    /// (`https://management.azure.com`). Without it, `accessTokenEnv`'s token is sent to both,
+    /// which a real namespace refuses unless the token is valid for both. Not with client
+    /// credentials, which fetch a token for each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub data_access_token_env: Option<String>,
     /// Azure Service Bus: the Microsoft Entra tenant of the client credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]

@@ -87,7 +87,7 @@ fn check_fields_apply(
     out: &mut Vec<Diagnostic>,
 ) {
     const AZ: &[Backend] = &[Backend::AzureServicebus];
-    let fields: [(&str, bool, &[Backend]); 28] = [
+    let fields: [(&str, bool, &[Backend]); 29] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -145,6 +145,7 @@ fn check_fields_apply(
         ("dataUrl", t.data_url.is_some(), AZ),
         ("tokenUrl", t.token_url.is_some(), AZ),
         ("accessTokenEnv", t.access_token_env.is_some(), AZ),
+        ("dataAccessTokenEnv", t.data_access_token_env.is_some(), AZ),
         ("tenantId", t.tenant_id.is_some(), AZ),
         ("clientId", t.client_id.is_some(), AZ),
         ("clientSecretEnv", t.client_secret_env.is_some(), AZ),
@@ -200,16 +201,13 @@ fn check_required_fields(
             ("resourceGroup", t.resource_group.is_some()),
             ("namespace", t.namespace.is_some()),
             ("ownership", t.ownership.is_some()),
-            (
-                "accessTokenEnv",
-                t.access_token_env.is_some()
-                    || (t.tenant_id.is_some()
-                        && t.client_id.is_some()
-                        && t.client_secret_env.is_some()),
-            ),
         ],
     };
-    for (field, set) in required {
+    let mut required = required.to_vec();
+    if t.backend == Backend::AzureServicebus {
+        azure_credentials(t, &mut required);
+    }
+    for &(field, set) in &required {
         if !set {
             let mut d = Diagnostic::error(
                 "target/missing-field",
@@ -219,13 +217,19 @@ fn check_required_fields(
                 ),
             )
             .at(doc.locs.key(base));
-            if *field == "accessTokenEnv" {
+            if field == "accessTokenEnv" {
                 d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), or give `tenantId`, `clientId` and `clientSecretEnv` for client credentials");
             }
-            if *field == "projectNumber" {
+            if field == "projectNumber" {
                 d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
             }
-            if *field == "ownership" {
+            if ["tenantId", "clientId", "clientSecretEnv"].contains(&field) {
+                d = d.hint("client credentials need all three of `tenantId`, `clientId` and `clientSecretEnv` (or name a ready token with `accessTokenEnv` instead)");
+            }
+            if field == "accessTokenEnv" && t.data_access_token_env.is_some() {
+                d = d.hint("`dataAccessTokenEnv` is the data plane's token beside `accessTokenEnv`'s for ARM; client credentials fetch both and take no `dataAccessTokenEnv`");
+            }
+            if field == "ownership" {
                 d = d.hint(format!(
                     "{} has no place to record ownership; declare the name prefixes dlqctl may manage, e.g. `ownership: {{prefixes: [\"orders.\"]}}`",
                     t.backend.display_name()
@@ -233,6 +237,28 @@ fn check_required_fields(
             }
             out.push(d);
         }
+    }
+}
+
+/// Azure Service Bus's credentials: a ready token (`accessTokenEnv`, with
+/// `dataAccessTokenEnv` for the data plane if given), or all three parts of the client
+/// credentials; an incomplete set names each missing part.
+fn azure_credentials(t: &Target, required: &mut Vec<(&'static str, bool)>) {
+    let parts = [
+        ("tenantId", t.tenant_id.is_some()),
+        ("clientId", t.client_id.is_some()),
+        ("clientSecretEnv", t.client_secret_env.is_some()),
+    ];
+    let any_part = parts.iter().any(|(_, set)| *set);
+    if t.access_token_env.is_some() || (!any_part && t.data_access_token_env.is_none()) {
+        required.push(("accessTokenEnv", t.access_token_env.is_some()));
+        return;
+    }
+    if any_part {
+        required.extend(parts);
+    } else {
+        // `dataAccessTokenEnv` alone: ARM's token is missing.
+        required.push(("accessTokenEnv", false));
     }
 }
 

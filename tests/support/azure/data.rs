@@ -373,6 +373,11 @@ fn handle(
     let path = percent_decode(path.trim_start_matches('/'));
     let mut st = state.lock().expect("lock");
     st.data_seen.push((method.to_owned(), path.clone()));
+    if let Some((status, detail)) =
+        super::entra::data_gate(&mut st, method, &path, header("authorization"))
+    {
+        return error(status, &detail);
+    }
     sweep(&mut st);
     let now_ms = now(&st);
     // `{entity}/messages`, `{entity}/messages/head`, `{entity}/messages/{id}/{lock}`.

@@ -1,0 +1,353 @@
+//! The contract fake's Microsoft Entra token endpoint, token audiences, and the throttling and
+//! conflict answers a test asks for. For the tests only; the product never uses it.
+//!
+//! From the references (the page named in brackets):
+//!
+//! - [Microsoft identity platform and the OAuth 2.0 client credentials flow, "Get a token",
+//!   "First case: Access token request with a shared secret"]
+//!   (<https://learn.microsoft.com/en-us/entra/identity-platform/v2-oauth2-client-creds-grant-flow>)
+//!   `POST /{tenant}/oauth2/v2.0/token` with `Content-Type: application/x-www-form-urlencoded`
+//!   and the required parameters `client_id`, `scope`, `client_secret` and `grant_type`, which
+//!   "must be set to `client_credentials`"; `scope` "should be the resource identifier
+//!   (application ID URI) of the resource you want, affixed with the `.default` suffix". The
+//!   answer: `{"token_type": "Bearer", "expires_in": 3599, "access_token": ...}`. An error:
+//!   `{"error", "error_description", "error_codes", "timestamp", "trace_id",
+//!   "correlation_id"}`, with `invalid_request` (a missing parameter), `invalid_scope`,
+//!   `unsupported_grant_type` (400) and `invalid_client` ("Client authentication failed",
+//!   answered 401 here, for an unknown client or a wrong secret).
+//! - [Azure Resource Manager, "Understand how Azure Resource Manager throttles requests"]
+//!   (<https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling>):
+//!   "When you reach the limit, you receive the HTTP status code 429 Too many requests. The
+//!   response includes a Retry-After value, which specifies the number of seconds your
+//!   application should wait (or sleep) before sending the next request."
+//! - [Troubleshoot common Azure deployment errors] `Conflict` (409): the resource is in a
+//!   state that does not allow the operation, such as being changed by another request.
+//!
+//! Inferred, not stated in those pages (say so when a test leans on one):
+//! - audiences: a token the fake issued carries the audience of its scope (the scope less
+//!   `/.default`); ARM refuses a token for another audience with 401
+//!   `InvalidAuthenticationTokenAudience`, the data plane with 401 (its XML error). A token
+//!   the fake did not issue (`test-token`) is accepted as before, unless a test turns
+//!   audience checking on ([`AzureFake::check_audiences`]);
+//! - ARM's 429 body is `{"error": {"code": "TooManyRequests", ...}}` and 409's
+//!   `{"error": {"code": "Conflict", ...}}` (common/v1 `ErrorResponse`);
+//! - the data plane's throttling answer on a send is 503 "Server busy" or 429, with the XML
+//!   error body.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde_json::json;
+
+use super::{AzureFake, State};
+use crate::support::fake::Request;
+
+pub const ARM_AUDIENCE: &str = "https://management.azure.com";
+pub const DATA_AUDIENCE: &str = "https://servicebus.azure.net";
+
+/// The token endpoint's and the audiences' state.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    /// Registered applications: client id → secret.
+    clients: BTreeMap<String, String>,
+    /// Tokens issued (lowercase: the ARM fake sees request heads lowercased) → audience.
+    issued: BTreeMap<String, String>,
+    /// Token requests answered with a token, by scope.
+    fetched: BTreeMap<String, usize>,
+    /// Every token request, answered or not.
+    requests: usize,
+    /// Refuse tokens the fake did not issue, and those for another audience.
+    check: bool,
+    /// Faults a test asked for: (method, a part of the path, status, how many left).
+    arm_faults: Vec<(String, String, u16, usize)>,
+    /// Statuses the next sends answer (503 or 429), in order.
+    send_faults: Vec<u16>,
+}
+
+/// An OAuth error answer.
+fn oauth_error(status: u16, error: &str, code: u64, description: &str) -> (u16, String) {
+    (
+        status,
+        json!({
+            "error": error,
+            "error_description": format!("AADSTS{code}: {description} Trace ID: 0000 Correlation ID: 0000 Timestamp: 2026-12-05 00:00:00Z"),
+            "error_codes": [code],
+            "timestamp": "2026-12-05 00:00:00Z",
+            "trace_id": "00000000-0000-0000-0000-000000000000",
+            "correlation_id": "00000000-0000-0000-0000-000000000000"
+        })
+        .to_string(),
+    )
+}
+
+fn form(body: &str) -> Vec<(String, String)> {
+    body.split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let dec = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (dec(k), dec(v))
+        })
+        .collect()
+}
+
+/// The token endpoint, when `r` is addressed to it.
+pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, String)> {
+    let path = r.path.split('?').next().unwrap_or_default();
+    let tenant = path
+        .strip_suffix("/oauth2/v2.0/token")?
+        .trim_start_matches('/');
+    let mut st = state.lock().expect("lock");
+    let t = &mut st.entra;
+    t.requests += 1;
+    if r.method != "POST" || tenant.is_empty() || tenant.contains('/') {
+        return Some(oauth_error(
+            400,
+            "invalid_request",
+            900_561,
+            "The endpoint only accepts POST requests.",
+        ));
+    }
+    if r.header("content-type") != Some("application/x-www-form-urlencoded") {
+        return Some(oauth_error(
+            400,
+            "invalid_request",
+            900_144,
+            "The request body must be application/x-www-form-urlencoded.",
+        ));
+    }
+    let fields = form(&r.body);
+    let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    for (k, _) in &fields {
+        if !["client_id", "client_secret", "scope", "grant_type"].contains(&k.as_str()) {
+            return Some(oauth_error(
+                400,
+                "invalid_request",
+                900_144,
+                &format!(
+                    "The request body has a parameter the client credentials flow does not take: '{k}'."
+                ),
+            ));
+        }
+    }
+    for k in ["client_id", "scope", "client_secret", "grant_type"] {
+        if get(k).is_none_or(|v| v.is_empty()) {
+            return Some(oauth_error(
+                400,
+                "invalid_request",
+                900_144,
+                &format!("The request body must contain the following parameter: '{k}'."),
+            ));
+        }
+    }
+    if get("grant_type").as_deref() != Some("client_credentials") {
+        return Some(oauth_error(
+            400,
+            "unsupported_grant_type",
+            70_003,
+            "The app requested an unsupported grant type.",
+        ));
+    }
+    let scope = get("scope").unwrap_or_default();
+    let Some(audience) = scope.strip_suffix("/.default").filter(|a| !a.is_empty()) else {
+        return Some(oauth_error(
+            400,
+            "invalid_scope",
+            1_002_012,
+            &format!(
+                "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
+            ),
+        ));
+    };
+    let client = get("client_id").unwrap_or_default();
+    match t.clients.get(&client) {
+        None => {
+            return Some(oauth_error(
+                401,
+                "invalid_client",
+                700_016,
+                &format!(
+                    "Application with identifier '{client}' was not found in the directory '{tenant}'."
+                ),
+            ));
+        }
+        Some(secret) if Some(secret) != get("client_secret").as_ref() => {
+            return Some(oauth_error(
+                401,
+                "invalid_client",
+                7_000_215,
+                "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.",
+            ));
+        }
+        Some(_) => {}
+    }
+    let n = t.issued.len() + 1;
+    let host = audience
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_ascii_lowercase();
+    let token = format!("fake.{host}.{n:04}");
+    t.issued
+        .insert(token.clone(), audience.trim_end_matches('/').to_owned());
+    *t.fetched.entry(scope.clone()).or_default() += 1;
+    Some((
+        200,
+        json!({"token_type": "Bearer", "expires_in": 3599, "access_token": token}).to_string(),
+    ))
+}
+
+/// The audience a request's bearer was issued for, or why it is refused (`None`: accepted).
+fn refused(t: &Tokens, authorization: Option<&str>, want: &str) -> Option<String> {
+    let token = authorization?
+        .get("bearer ".len()..)?
+        .trim()
+        .to_ascii_lowercase();
+    match t.issued.get(&token) {
+        Some(aud) if aud == want => None,
+        Some(aud) => Some(format!(
+            "The access token has been obtained for wrong audience or resource '{aud}'. It should exactly match with one of the allowed audiences '{want}'."
+        )),
+        None if t.check => Some(format!(
+            "The access token was not issued for the audience '{want}'."
+        )),
+        None => None,
+    }
+}
+
+/// An answer with headers: (status, headers, body).
+type Headed = (u16, Vec<(String, String)>, String);
+
+/// ARM's answers before the queues': a token for another audience, or a fault a test asked
+/// for.
+pub(super) fn arm_gate(state: &Mutex<State>, r: &Request) -> Option<Headed> {
+    let mut st = state.lock().expect("lock");
+    let t = &mut st.entra;
+    if let Some(why) = refused(t, r.header("authorization"), ARM_AUDIENCE) {
+        return Some((
+            401,
+            Vec::new(),
+            json!({"error": {"code": "InvalidAuthenticationTokenAudience", "message": why}})
+                .to_string(),
+        ));
+    }
+    let path = r.path.split('?').next().unwrap_or_default();
+    let fault = t
+        .arm_faults
+        .iter_mut()
+        .find(|(m, part, _, left)| *left > 0 && *m == r.method && path.contains(part.as_str()))?;
+    fault.3 -= 1;
+    let status = fault.2;
+    Some(match status {
+        429 => (
+            429,
+            vec![("retry-after".into(), "1".into())],
+            json!({"error": {"code": "TooManyRequests", "message": "The request is being throttled (asked for by the test)."}}).to_string(),
+        ),
+        409 => (
+            409,
+            Vec::new(),
+            json!({"error": {"code": "Conflict", "message": "Conflicting operation is in progress on the entity (asked for by the test)."}}).to_string(),
+        ),
+        s => (
+            s,
+            Vec::new(),
+            json!({"error": {"code": "InternalServerError", "message": "asked for by the test"}})
+                .to_string(),
+        ),
+    })
+}
+
+/// The data plane's answers before the messages': a token for another audience (401), or a
+/// send the test asked to be throttled. `(status, detail)`.
+pub(super) fn data_gate(
+    st: &mut State,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+) -> Option<(u16, String)> {
+    let t = &mut st.entra;
+    if let Some(why) = refused(t, authorization, DATA_AUDIENCE) {
+        return Some((401, format!("InvalidAudience: {why}")));
+    }
+    if method == "POST" && path.ends_with("/messages") && !t.send_faults.is_empty() {
+        let status = t.send_faults.remove(0);
+        return Some((
+            status,
+            if status == 503 {
+                "Server busy (asked for by the test).".into()
+            } else {
+                "Too many requests (asked for by the test).".into()
+            },
+        ));
+    }
+    None
+}
+
+impl AzureFake {
+    /// Registers an application: its client id and secret.
+    pub fn register_client(&self, client_id: &str, secret: &str) {
+        self.state
+            .lock()
+            .expect("lock")
+            .entra
+            .clients
+            .insert(client_id.to_owned(), secret.to_owned());
+    }
+
+    /// Issues a token for `audience` without a request (what `az account get-access-token`
+    /// would hand a user).
+    pub fn issue_token(&self, audience: &str) -> String {
+        let mut st = self.state.lock().expect("lock");
+        let t = &mut st.entra;
+        let host = audience.trim_start_matches("https://").to_ascii_lowercase();
+        let token = format!("fake.{host}.{:04}", t.issued.len() + 1);
+        t.issued.insert(token.clone(), audience.to_owned());
+        token
+    }
+
+    /// From now on, refuse tokens the fake did not issue and tokens for another audience.
+    pub fn check_audiences(&self) {
+        self.state.lock().expect("lock").entra.check = true;
+    }
+
+    /// Tokens the endpoint issued for `scope`.
+    pub fn tokens_fetched(&self, scope: &str) -> usize {
+        let st = self.state.lock().expect("lock");
+        st.entra.fetched.get(scope).copied().unwrap_or(0)
+    }
+
+    /// Every request the token endpoint saw.
+    pub fn token_requests(&self) -> usize {
+        self.state.lock().expect("lock").entra.requests
+    }
+
+    /// The next `n` ARM calls `method` to a path containing `part` answer `status` (429 with
+    /// `Retry-After: 1`, 409 Conflict).
+    pub fn fail_arm(&self, method: &str, part: &str, status: u16, n: usize) {
+        self.state.lock().expect("lock").entra.arm_faults.push((
+            method.to_owned(),
+            part.to_owned(),
+            status,
+            n,
+        ));
+    }
+
+    /// The next sends answer these statuses (503 "Server busy", 429), one each.
+    pub fn throttle_sends(&self, statuses: &[u16]) {
+        self.state
+            .lock()
+            .expect("lock")
+            .entra
+            .send_faults
+            .extend_from_slice(statuses);
+    }
+
+    /// The token endpoint's URL for `tenant` (`tokenUrl` in a targets file).
+    pub fn token_url(&self, tenant: &str) -> String {
+        format!("{}/{tenant}/oauth2/v2.0/token", self.api.url)
+    }
+}
