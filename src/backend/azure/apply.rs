@@ -1,9 +1,12 @@
-//! Azure Service Bus apply: the only module that writes to a namespace, through ARM. A queue
-//! is written with `PUT` (Queues_CreateOrUpdate), which replaces the queue's settings: an
-//! update therefore reads the queue first and sends back every setting it has, with the
+//! Azure Service Bus apply: the only module that writes to a namespace, through ARM. A queue,
+//! topic or subscription is written with `PUT` (Queues_CreateOrUpdate, Topics_CreateOrUpdate,
+//! Subscriptions_CreateOrUpdate), which replaces the entity's settings: an update therefore
+//! reads it first and sends back every setting it has (less the readOnly ones of its
+//! definition: SBQueueProperties, SBTopicProperties, SBSubscriptionProperties), with the
 //! spec's owned ones changed, so nothing dlqctl does not own falls back to a default. Every
-//! write stays inside the target's ownership prefixes (entities carry no tags); a delete of a
-//! queue that holds messages needs `--allow-message-loss`.
+//! write stays inside the target's ownership prefixes (entities carry no tags; a
+//! subscription's name is `topic/subscriptions/sub`, owned through its topic); a delete of an
+//! entity that holds messages (a topic: its subscriptions') needs `--allow-message-loss`.
 
 use reqwest::Method;
 use serde_json::{Map, Value, json};
@@ -14,14 +17,17 @@ use crate::backend::kit::errors::{AtTarget, BackendError};
 use crate::backend::wire::http::WriteHttp;
 use crate::plan::{Action, Change};
 
-/// The members of SBQueueProperties that ARM answers but a PUT may not send (readOnly).
-const READ_ONLY: [&str; 6] = [
+/// The members of SBQueueProperties, SBTopicProperties and SBSubscriptionProperties that
+/// ARM answers but a PUT may not send (readOnly in Queue.json, topics.json,
+/// subscriptions.json, 2021-11-01).
+const READ_ONLY: [&str; 7] = [
     "countDetails",
     "createdAt",
     "updatedAt",
     "accessedAt",
     "sizeInBytes",
     "messageCount",
+    "subscriptionCount",
 ];
 
 /// Read-write access to one namespace, for apply.
@@ -51,18 +57,13 @@ impl Writer {
         if change.action == Action::Impossible {
             return Ok(());
         }
-        if r.kind != Kind::Queue {
+        if !matches!(r.kind, Kind::Queue | Kind::Topic | Kind::Subscription) {
             return Err(refused(
                 target,
-                format!("{r}: only queues are written in this version (docs/azure.md)"),
+                format!("{r}: only queues, topics and subscriptions are written (docs/azure.md)"),
             ));
         }
-        if !self
-            .reader
-            .prefixes
-            .iter()
-            .any(|p| r.name.starts_with(p.as_str()))
-        {
+        if !self.reader.owns_entity(r) {
             return Err(refused(
                 target,
                 format!(
@@ -74,7 +75,7 @@ impl Writer {
         match change.action {
             Action::Create => self.put(change, Map::new()).await,
             Action::Update | Action::Replace => {
-                let Some(now) = self.reader.get_queue(&r.name).await? else {
+                let Some(now) = self.reader.get_entity(r).await? else {
                     return Err(refused(target, format!("{r} no longer exists; plan again")));
                 };
                 let mut props = now["properties"].as_object().cloned().unwrap_or_default();
@@ -84,11 +85,26 @@ impl Writer {
                 self.put(change, props).await
             }
             Action::Delete => {
-                let held = self
-                    .reader
-                    .get_queue(&r.name)
-                    .await?
-                    .and_then(|v| live_queue(&v).messages);
+                // Deleting a topic deletes every subscription of it: none may be another's.
+                if r.kind == Kind::Topic {
+                    let foreign: Vec<String> = self
+                        .reader
+                        .subscriptions_of(&r.name)
+                        .await?
+                        .into_iter()
+                        .filter(|s| !self.reader.owns(s))
+                        .collect();
+                    if !foreign.is_empty() {
+                        return Err(refused(
+                            target,
+                            format!(
+                                "{r} has subscriptions outside the ownership prefixes ({}): deleting the topic would delete them; dlqctl does not",
+                                foreign.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                let held = crate::backend::kit::doors::Read::message_count(&self.reader, r).await?;
                 if held.unwrap_or(1) > 0 && !allow_loss {
                     return Err(refused(
                         target,
@@ -101,13 +117,9 @@ impl Writer {
                         ),
                     ));
                 }
+                let (path, api) = self.reader.arm_path(r);
                 self.http
-                    .send(
-                        Method::DELETE,
-                        "DELETE namespaces/queues/{queue}",
-                        &self.reader.queue_path(&r.name),
-                        None,
-                    )
+                    .send(Method::DELETE, &format!("DELETE {api}"), &path, None)
                     .await
                     .map_err(|e| e.at(target))?;
                 Ok(())
@@ -116,7 +128,7 @@ impl Writer {
         }
     }
 
-    /// PUTs the queue with `base` (its current settings, or none) and the change's owned
+    /// PUTs the entity with `base` (its current settings, or none) and the change's owned
     /// settings: durations as ISO 8601, a `null` one left out (Service Bus's default).
     async fn put(
         &self,
@@ -139,13 +151,9 @@ impl Writer {
             }
         }
         let body = json!({ "properties": props });
+        let (path, api) = self.reader.arm_path(&change.resource);
         self.http
-            .call(
-                Method::PUT,
-                "PUT namespaces/queues/{queue}",
-                &self.reader.queue_path(&change.resource.name),
-                Some(&body),
-            )
+            .call(Method::PUT, &format!("PUT {api}"), &path, Some(&body))
             .await
             .map_err(|e| e.at(&self.reader.target))?;
         Ok(())
