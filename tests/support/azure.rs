@@ -48,7 +48,9 @@
 //! The Microsoft Entra token endpoint (client credentials), token audiences, and ARM's 429
 //! and 409 answers when a test asks for them: see [`entra`], with the pages it follows.
 //!
-//! Not implemented (nothing in dlqctl calls them): topics, subscriptions, sessions,
+//! Topics and subscriptions (ARM and data plane): see [`topics`].
+//!
+//! Not implemented (nothing in dlqctl calls them): rules and filters, sessions,
 //! scheduled messages, Send Message Batch, Receive and Delete.
 #![allow(dead_code)]
 
@@ -61,6 +63,7 @@ use super::fake::{FakeApi, Request};
 
 pub mod data;
 pub mod entra;
+pub mod topics;
 
 pub const API_VERSION: &str = "2021-11-01";
 pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
@@ -84,6 +87,9 @@ struct Queue {
 #[derive(Debug, Default)]
 struct State {
     queues: BTreeMap<String, Queue>,
+    /// Topics' settings (durations in ms); their subscriptions are in `queues` under
+    /// `topic/subscriptions/sub` (topics.rs).
+    topics: BTreeMap<String, Map<String, Value>>,
     /// The data plane's next SequenceNumber (one counter for the namespace).
     sequence: u64,
     /// Milliseconds the fake's clock is ahead of the wall clock ([`AzureFake::advance`]).
@@ -457,6 +463,9 @@ fn answer(state: &Mutex<State>, r: &Request) -> (u16, String) {
     let mut st = state.lock().expect("lock");
     // Counts are true at the moment they are read: expired locks and messages first.
     data::sweep(&mut st);
+    if let Some(a) = topics::answer(&mut st, r, rest) {
+        return a;
+    }
     match (r.method.as_str(), rest.strip_prefix("/queues")) {
         ("GET", Some("")) => {
             let skip = params
@@ -467,7 +476,12 @@ fn answer(state: &Mutex<State>, r: &Request) -> (u16, String) {
                 .get("$top")
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(100);
-            let all: Vec<Value> = st.queues.iter().map(|(n, q)| render(n, q)).collect();
+            let all: Vec<Value> = st
+                .queues
+                .iter()
+                .filter(|(n, _)| !n.contains('/'))
+                .map(|(n, q)| render(n, q))
+                .collect();
             let page: Vec<Value> = all.iter().skip(skip).take(top).cloned().collect();
             let mut body = json!({ "value": page });
             if skip + top < all.len() {

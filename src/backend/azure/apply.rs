@@ -1,16 +1,19 @@
-//! Azure Service Bus apply: the only module that writes to a namespace, through ARM. A queue
-//! is written with `PUT` (Queues_CreateOrUpdate), which replaces the queue's settings: an
-//! update therefore reads the queue first and sends back every setting it has, with the
+//! Azure Service Bus apply: the only module that writes to a namespace, through ARM. A queue,
+//! topic or subscription is written with `PUT` (Queues_CreateOrUpdate, Topics_CreateOrUpdate,
+//! Subscriptions_CreateOrUpdate), which replaces the entity's settings: an update therefore
+//! reads it first and sends back every setting it has (less the readOnly ones of its
+//! definition: SBQueueProperties, SBTopicProperties, SBSubscriptionProperties), with the
 //! spec's owned ones changed, so nothing dlqctl does not own falls back to a default. Every
-//! write stays inside the target's ownership prefixes (entities carry no tags); a delete of a
-//! queue that holds messages needs `--allow-message-loss`.
+//! write stays inside the target's ownership prefixes (entities carry no tags; a
+//! subscription's name is `topic/subscriptions/sub`, owned through its topic); a delete of an
+//! entity that holds messages (a topic: its subscriptions') needs `--allow-message-loss`.
 //!
 //! ARM's answers to a busy or changing namespace ("request limits and throttling", common
 //! errors): a write throttled with 429 was not carried out, so it is sent again after the
 //! answer's `Retry-After` (capped), at most [`WRITE_TRIES`] times in all, each wait said on
-//! `-v`. A 409 Conflict (the queue is being changed by another request) stops the apply with
-//! an error naming the queue: the write is not retried, since it may overwrite a person's
-//! change; a new plan shows what the queue is now.
+//! `-v`. A 409 Conflict (the entity is being changed by another request) stops the apply with
+//! an error naming it: the write is not retried, since it may overwrite a person's change; a
+//! new plan shows what the entity is now.
 
 use std::time::Duration;
 
@@ -23,14 +26,17 @@ use crate::backend::kit::errors::{AtTarget, BackendError};
 use crate::backend::wire::http::{HttpError, WriteHttp};
 use crate::plan::{Action, Change};
 
-/// The members of SBQueueProperties that ARM answers but a PUT may not send (readOnly).
-const READ_ONLY: [&str; 6] = [
+/// The members of SBQueueProperties, SBTopicProperties and SBSubscriptionProperties that
+/// ARM answers but a PUT may not send (readOnly in Queue.json, topics.json,
+/// subscriptions.json, 2021-11-01).
+const READ_ONLY: [&str; 7] = [
     "countDetails",
     "createdAt",
     "updatedAt",
     "accessedAt",
     "sizeInBytes",
     "messageCount",
+    "subscriptionCount",
 ];
 
 /// Tries of a write that ARM throttled (429), the first included.
@@ -65,18 +71,13 @@ impl Writer {
         if change.action == Action::Impossible {
             return Ok(());
         }
-        if r.kind != Kind::Queue {
+        if !matches!(r.kind, Kind::Queue | Kind::Topic | Kind::Subscription) {
             return Err(refused(
                 target,
-                format!("{r}: only queues are written in this version (docs/azure.md)"),
+                format!("{r}: only queues, topics and subscriptions are written (docs/azure.md)"),
             ));
         }
-        if !self
-            .reader
-            .prefixes
-            .iter()
-            .any(|p| r.name.starts_with(p.as_str()))
-        {
+        if !self.reader.owns_entity(r) {
             return Err(refused(
                 target,
                 format!(
@@ -88,7 +89,7 @@ impl Writer {
         match change.action {
             Action::Create => self.put(change, Map::new()).await,
             Action::Update | Action::Replace => {
-                let Some(now) = self.reader.get_queue(&r.name).await? else {
+                let Some(now) = self.reader.get_entity(r).await? else {
                     return Err(refused(target, format!("{r} no longer exists; plan again")));
                 };
                 let mut props = now["properties"].as_object().cloned().unwrap_or_default();
@@ -98,11 +99,26 @@ impl Writer {
                 self.put(change, props).await
             }
             Action::Delete => {
-                let held = self
-                    .reader
-                    .get_queue(&r.name)
-                    .await?
-                    .and_then(|v| live_queue(&v).messages);
+                // Deleting a topic deletes every subscription of it: none may be another's.
+                if r.kind == Kind::Topic {
+                    let foreign: Vec<String> = self
+                        .reader
+                        .subscriptions_of(&r.name)
+                        .await?
+                        .into_iter()
+                        .filter(|s| !self.reader.owns(s))
+                        .collect();
+                    if !foreign.is_empty() {
+                        return Err(refused(
+                            target,
+                            format!(
+                                "{r} has subscriptions outside the ownership prefixes ({}): deleting the topic would delete them; dlqctl does not",
+                                foreign.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                let held = crate::backend::kit::doors::Read::message_count(&self.reader, r).await?;
                 if held.unwrap_or(1) > 0 && !allow_loss {
                     return Err(refused(
                         target,
@@ -115,23 +131,17 @@ impl Writer {
                         ),
                     ));
                 }
-                let path = self.reader.queue_path(&r.name);
-                self.write(&r.name, || {
-                    self.http.send(
-                        Method::DELETE,
-                        "DELETE namespaces/queues/{queue}",
-                        &path,
-                        None,
-                    )
-                })
-                .await?;
+                let (path, api) = self.reader.arm_path(r);
+                let what = format!("DELETE {api}");
+                self.write(r, || self.http.send(Method::DELETE, &what, &path, None))
+                    .await?;
                 Ok(())
             }
             Action::Impossible => Ok(()),
         }
     }
 
-    /// PUTs the queue with `base` (its current settings, or none) and the change's owned
+    /// PUTs the entity with `base` (its current settings, or none) and the change's owned
     /// settings: durations as ISO 8601, a `null` one left out (Service Bus's default).
     async fn put(
         &self,
@@ -154,27 +164,24 @@ impl Writer {
             }
         }
         let body = json!({ "properties": props });
-        let path = self.reader.queue_path(&change.resource.name);
-        self.write(&change.resource.name, || {
-            self.http.call(
-                Method::PUT,
-                "PUT namespaces/queues/{queue}",
-                &path,
-                Some(&body),
-            )
+        let (path, api) = self.reader.arm_path(&change.resource);
+        let what = format!("PUT {api}");
+        self.write(&change.resource, || {
+            self.http.call(Method::PUT, &what, &path, Some(&body))
         })
         .await?;
         Ok(())
     }
 
-    /// One write to queue `name`: sent again after a 429 (see the module doc), stopped with an
-    /// error naming the queue on a 409.
-    async fn write<T, F, Fut>(&self, name: &str, call: F) -> Result<T, BackendError>
+    /// One write to entity `id`: sent again after a 429 (see the module doc), stopped with an
+    /// error naming the entity on a 409.
+    async fn write<T, F, Fut>(&self, id: &ResourceId, call: F) -> Result<T, BackendError>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, HttpError>>,
     {
         let target = &self.reader.target;
+        let name = id;
         let mut attempt = 1;
         loop {
             match call().await {
@@ -182,7 +189,7 @@ impl Writer {
                 Err(e @ HttpError::Throttled { .. }) if attempt < WRITE_TRIES => {
                     let wait = e.retry_after().unwrap_or(THROTTLED_WAIT);
                     tracing::warn!(
-                        "target {target}: queue `{name}`: ARM throttled the write (HTTP 429); try {} of {WRITE_TRIES} in {} ms (the server's Retry-After)",
+                        "target {target}: {name}: ARM throttled the write (HTTP 429); try {} of {WRITE_TRIES} in {} ms (the server's Retry-After)",
                         attempt + 1,
                         wait.as_millis()
                     );
@@ -193,7 +200,7 @@ impl Writer {
                     return Err(refused(
                         target,
                         format!(
-                            "queue `{name}`: ARM answered 409 Conflict ({e}): the queue is being changed by another request, or its state does not allow this write. The write was not retried (it could overwrite that change) and the apply stops here: check the queue, then plan again"
+                            "{name}: ARM answered 409 Conflict ({e}): it is being changed by another request, or its state does not allow this write. The write was not retried (it could overwrite that change) and the apply stops here: check it, then plan again"
                         ),
                     ));
                 }

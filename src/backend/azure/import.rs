@@ -1,5 +1,7 @@
 //! Azure Service Bus import (pure over what `read` listed): every queue inside the ownership
-//! prefixes that is no other queue's forward target becomes a channel, named after it; its
+//! prefixes that is no other entity's forward target becomes a channel, named after it, and
+//! so does every subscription of an owned topic (the topic's name, or `topic-subscription`
+//! when the topic has several; `azure-servicebus.subscription` names it); its
 //! maxDeliveryCount is the retry budget, its time-to-live the retention; a queue it forwards
 //! its dead letters to becomes `deadLetter.name`, with that queue's time-to-live as the
 //! dead-letter retention (a decision to discard, which only a person can give a reason for).
@@ -38,17 +40,40 @@ pub fn group(
     let targets: BTreeSet<String> = live.values().filter_map(forward_of).collect();
     let mut out = Vec::new();
     let mut unmatched = Vec::new();
+    let subscriptions_of = |topic: &str| {
+        live.keys()
+            .filter(|k| k.kind == Kind::Subscription && split_subscription(&k.name).0 == topic)
+            .count()
+    };
     for (qid, ql) in live {
-        if qid.kind != Kind::Queue || targets.contains(&qid.name) {
-            continue;
-        }
-        let id = if valid_channel_id(&qid.name) {
-            qid.name.clone()
+        // The entity that carries the settings: a queue (the channel's name), or a topic's
+        // subscription (the topic's name when it is the topic's only one, else
+        // `topic-subscription`).
+        let (main, subscription) = match qid.kind {
+            Kind::Queue if !targets.contains(&qid.name) => (qid.name.clone(), None),
+            Kind::Subscription => {
+                let (t, s) = split_subscription(&qid.name);
+                (t.to_owned(), Some(s.to_owned()))
+            }
+            _ => continue,
+        };
+        let wanted = match &subscription {
+            Some(s) if subscriptions_of(&main) > 1 => format!("{main}-{s}"),
+            _ => main.clone(),
+        };
+        let id = if valid_channel_id(&wanted) {
+            wanted
         } else {
-            sanitise_channel_id(&qid.name)
+            sanitise_channel_id(&wanted)
         };
         let mut findings = Vec::new();
         let mut members = BTreeMap::from([(qid.clone(), ql.clone())]);
+        if subscription.is_some() {
+            let tid = topic_id(target_name, &main);
+            if let Some(l) = live.get(&tid) {
+                members.insert(tid, l.clone());
+            }
+        }
         let forward = forward_of(ql);
         let forward_live = forward.as_ref().and_then(|f| {
             let fid = queue_id(target_name, f);
@@ -75,14 +100,18 @@ pub fn group(
             .get(DEAD_LETTERING_ON_EXPIRATION)
             .and_then(Value::as_bool)
             .filter(|on| !on);
-        let block = (lock.is_some() || expiry.is_some()).then_some(AzureServicebusOptions {
-            lock_duration: lock,
-            dead_lettering_on_message_expiration: expiry,
-            subscription: None,
-        });
+        let block = (lock.is_some() || expiry.is_some() || subscription.is_some()).then_some(
+            AzureServicebusOptions {
+                lock_duration: lock,
+                dead_lettering_on_message_expiration: expiry,
+                subscription: subscription
+                    .as_deref()
+                    .map(|s| template(s, &id).unwrap_or_else(|| s.to_owned())),
+            },
+        );
         let spec = ChannelSpec {
             target: Some(target_name.to_owned()),
-            name: (id != qid.name).then(|| qid.name.clone()),
+            name: (id != main).then(|| main.clone()),
             retention: duration(ql, TIME_TO_LIVE),
             retry: Some(Retry {
                 max_attempts: ql
@@ -112,8 +141,10 @@ pub fn group(
         });
     }
     for id in live.keys() {
-        if id.kind != Kind::Queue {
-            unmatched.push(format!("{id}: fits no channel: only queues are imported"));
+        if id.kind == Kind::Topic && subscriptions_of(&id.name) == 0 {
+            unmatched.push(format!(
+                "{id}: fits no channel: a topic without a subscription holds no dead letters"
+            ));
         }
     }
     (out, unmatched)

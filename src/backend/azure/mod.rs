@@ -9,8 +9,8 @@
 //! [`draw`], [`alerts`], [`import`] (pure), [`read`] (read-only: queues, the listings
 //! `--prune` and import need; its review door), [`status`] (depth from ARM's counts), [`apply`] (the only
 //! writer) and [`redrive`] (redrive and replay, which refuse: the data plane is not built).
-//! Only queues are read and written so far; a topic channel is refused by the reader
-//! (docs/azure.md).
+//! A channel is a queue, or a topic and one subscription of it (`azure-servicebus.subscription`),
+//! which carries the settings; both are read, written, counted and redriven (docs/azure.md).
 //!
 //! Properties are flat and normalised as the other backends': durations as seconds (ARM
 //! writes ISO 8601 durations, `PT1M`), `null` where the spec wants Service Bus's default.
@@ -65,6 +65,11 @@ pub fn subscription_id(target: &str, topic: &str, subscription: &str) -> Resourc
         kind: Kind::Subscription,
         ..queue_id(target, &format!("{topic}/subscriptions/{subscription}"))
     }
+}
+
+/// A subscription id's name (`topic/subscriptions/sub`) as its topic and subscription.
+pub fn split_subscription(name: &str) -> (&str, &str) {
+    name.split_once("/subscriptions/").unwrap_or((name, ""))
 }
 
 /// A spec duration as the seconds the properties hold (integer when whole).

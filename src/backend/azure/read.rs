@@ -8,9 +8,16 @@
 //! `https://servicebus.azure.net`). Either ready tokens from the environment (`accessTokenEnv`
 //! for ARM, and for the data plane too unless `dataAccessTokenEnv` names its own), or
 //! Microsoft Entra client credentials (`tenantId`, `clientId`, `clientSecretEnv`), exchanged
-//! at `tokenUrl` for one token per audience on first use and kept (`wire/token.rs`): connecting
-//! makes no call. Topic channels (a topic and a subscription) are refused: only queues are read
-//! and written so far.
+//! at `tokenUrl` for one token per audience on first use and kept (`wire::http::token`): connecting
+//! makes no call.
+//!
+//! Topic channels: a topic (`GET namespaces/topics/{topic}`, Topics_Get) and its subscription
+//! (`GET .../topics/{topic}/subscriptions/{sub}`, Subscriptions_Get), api-version
+//! [`API_VERSION`] (topics.json, subscriptions.json). A subscription's resource id is named
+//! `topic/subscriptions/sub` (its names are unique only within the topic); it is owned when
+//! both its topic's name and its own are inside the ownership prefixes, as lint asks of a
+//! spec. A topic holds no messages of its own: what a delete of it would drop is what its
+//! subscriptions hold, read from their listing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -240,17 +247,47 @@ impl Reader {
         )
     }
 
-    /// Refuses what this version cannot read: a topic or subscription.
-    fn queues_only(&self, id: &ResourceId) -> Result<(), BackendError> {
-        if id.kind == Kind::Queue {
-            return Ok(());
+    /// A topic's ARM path, with the api-version.
+    pub(super) fn topic_path(&self, topic: &str) -> String {
+        format!(
+            "{}/topics/{}?api-version={API_VERSION}",
+            self.namespace_path,
+            seg(topic)
+        )
+    }
+
+    /// A subscription's ARM path, with the api-version.
+    pub(super) fn subscription_path(&self, topic: &str, sub: &str) -> String {
+        format!(
+            "{}/topics/{}/subscriptions/{}?api-version={API_VERSION}",
+            self.namespace_path,
+            seg(topic),
+            seg(sub)
+        )
+    }
+
+    /// The ARM path of any entity id, and the API name `--stats` counts it under.
+    pub(super) fn arm_path(&self, id: &ResourceId) -> (String, &'static str) {
+        match id.kind {
+            Kind::Topic => (self.topic_path(&id.name), "namespaces/topics/{topic}"),
+            Kind::Subscription => {
+                let (t, s) = split_subscription(&id.name);
+                (
+                    self.subscription_path(t, s),
+                    "namespaces/topics/{topic}/subscriptions/{subscription}",
+                )
+            }
+            _ => (self.queue_path(&id.name), "namespaces/queues/{queue}"),
         }
-        Err(config(
-            &self.target,
-            format!(
-                "{id}: topics and subscriptions are not read in this version, only queues (docs/azure.md)"
-            ),
-        ))
+    }
+
+    /// One entity's ARM JSON (a queue, topic or subscription); `None` when it does not exist.
+    pub(super) async fn get_entity(&self, id: &ResourceId) -> Result<Option<Value>, BackendError> {
+        let (path, api) = self.arm_path(id);
+        self.http
+            .get(&format!("GET {api}"), &path)
+            .await
+            .map_err(|e| e.at(&self.target))
     }
 
     /// One queue's ARM JSON; `None` when it does not exist.
@@ -261,7 +298,23 @@ impl Reader {
             .map_err(|e| e.at(&self.target))
     }
 
-    /// Reads the queues `ids` names (those that exist), one GET each.
+    /// An entity as live properties: a queue's or subscription's settings; a topic carries
+    /// none dlqctl owns, and the messages it holds are its subscriptions'.
+    async fn live(&self, id: &ResourceId, v: &Value) -> Result<Live, BackendError> {
+        if id.kind != Kind::Topic {
+            return Ok(live_queue(v));
+        }
+        let mut held = Some(0_u64);
+        for (_, s) in self.subscriptions(&id.name).await? {
+            held = held.zip(s.messages).map(|(a, b)| a + b);
+        }
+        Ok(Live {
+            props: Default::default(),
+            messages: held,
+        })
+    }
+
+    /// Reads the entities `ids` names (those that exist), one GET each.
     pub async fn read(
         &self,
         ids: &[&ResourceId],
@@ -271,13 +324,12 @@ impl Reader {
             .copied()
             .filter(|i| i.backend == Backend::AzureServicebus && i.target == self.target)
             .collect();
-        for id in &mine {
-            self.queues_only(id)?;
-        }
         let read: Vec<Option<(ResourceId, Live)>> = stream::iter(mine)
             .map(|id| async move {
-                let v = self.get_queue(&id.name).await?;
-                Ok::<_, BackendError>(v.map(|v| (id.clone(), live_queue(&v))))
+                let Some(v) = self.get_entity(id).await? else {
+                    return Ok::<_, BackendError>(None);
+                };
+                Ok(Some((id.clone(), self.live(id, &v).await?)))
             })
             .buffer_unordered(CONCURRENCY)
             .try_collect()
@@ -285,26 +337,21 @@ impl Reader {
         Ok(read.into_iter().flatten().collect())
     }
 
-    /// Every queue of the namespace (`GET namespaces/queues`, every page), by name.
-    pub async fn queues(&self) -> Result<Vec<(String, Live)>, BackendError> {
+    /// Every item of an ARM listing (`value`, every page of `nextLink`, followed on this
+    /// target's endpoint only).
+    async fn list(&self, api: &str, first: String) -> Result<Vec<Value>, BackendError> {
         let mut out = Vec::new();
-        let mut path = format!("{}/queues?api-version={API_VERSION}", self.namespace_path);
+        let mut path = first;
         for _ in 0..MAX_PAGES {
             let Some(page) = self
                 .http
-                .get("GET namespaces/queues", &path)
+                .get(api, &path)
                 .await
                 .map_err(|e| e.at(&self.target))?
             else {
                 return Ok(out);
             };
-            for q in page["value"].as_array().into_iter().flatten() {
-                if let Some(n) = q["name"].as_str() {
-                    out.push((n.to_owned(), live_queue(q)));
-                }
-            }
-            // nextLink is absolute on ARM; only its path and query are followed, on this
-            // target's endpoint (never another host).
+            out.extend(page["value"].as_array().into_iter().flatten().cloned());
             match page["nextLink"].as_str().filter(|l| !l.is_empty()) {
                 Some(link) => {
                     let at = link.find(&self.namespace_path).ok_or_else(|| {
@@ -325,7 +372,107 @@ impl Reader {
         Ok(out)
     }
 
-    /// Owned queues (inside the ownership prefixes) that `skip` does not name.
+    /// Every topic of the namespace (`GET namespaces/topics`, every page), by name.
+    pub async fn topics(&self) -> Result<Vec<String>, BackendError> {
+        Ok(self
+            .list(
+                "GET namespaces/topics",
+                format!("{}/topics?api-version={API_VERSION}", self.namespace_path),
+            )
+            .await?
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect())
+    }
+
+    /// Every subscription of `topic` (`GET .../topics/{topic}/subscriptions`, every page), by
+    /// name, as live properties.
+    pub async fn subscriptions(&self, topic: &str) -> Result<Vec<(String, Live)>, BackendError> {
+        Ok(self
+            .list(
+                "GET namespaces/topics/{topic}/subscriptions",
+                format!(
+                    "{}/topics/{}/subscriptions?api-version={API_VERSION}",
+                    self.namespace_path,
+                    seg(topic)
+                ),
+            )
+            .await?
+            .iter()
+            .filter_map(|s| s["name"].as_str().map(|n| (n.to_owned(), live_queue(s))))
+            .collect())
+    }
+
+    /// The subscriptions of `topic` by name: every one of them receives a copy of what is
+    /// sent to the topic (the default rule's TrueFilter; dlqctl does not read rules).
+    pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, BackendError> {
+        Ok(self
+            .subscriptions(topic)
+            .await?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect())
+    }
+
+    /// Whether a name is inside the ownership prefixes.
+    pub(super) fn owns(&self, name: &str) -> bool {
+        self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+
+    /// Whether an entity is dlqctl's to write: its name inside the ownership prefixes; for a
+    /// subscription, both its topic's name and its own (lint asks the same of a spec).
+    pub(super) fn owns_entity(&self, id: &ResourceId) -> bool {
+        match id.kind {
+            Kind::Subscription => {
+                let (t, s) = split_subscription(&id.name);
+                self.owns(t) && self.owns(s)
+            }
+            _ => self.owns(&id.name),
+        }
+    }
+
+    /// Owned topics and their owned subscriptions (both names inside the prefixes).
+    async fn owned_topics(&self) -> Result<BTreeMap<ResourceId, Live>, BackendError> {
+        let mut out = BTreeMap::new();
+        for t in self.topics().await? {
+            if !self.owns(&t) {
+                continue;
+            }
+            let subs = self.subscriptions(&t).await?;
+            let held = subs
+                .iter()
+                .try_fold(0_u64, |a, (_, l)| l.messages.map(|m| a + m));
+            out.insert(
+                topic_id(&self.target, &t),
+                Live {
+                    props: Default::default(),
+                    messages: held,
+                },
+            );
+            for (s, l) in subs {
+                if self.owns(&s) {
+                    out.insert(subscription_id(&self.target, &t, &s), l);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every queue of the namespace (`GET namespaces/queues`, every page), by name.
+    pub async fn queues(&self) -> Result<Vec<(String, Live)>, BackendError> {
+        Ok(self
+            .list(
+                "GET namespaces/queues",
+                format!("{}/queues?api-version={API_VERSION}", self.namespace_path),
+            )
+            .await?
+            .iter()
+            .filter_map(|q| q["name"].as_str().map(|n| (n.to_owned(), live_queue(q))))
+            .collect())
+    }
+
+    /// Owned queues, topics and subscriptions (inside the ownership prefixes) that `skip`
+    /// does not name.
     pub async fn prunable(
         &self,
         skip: &BTreeSet<ResourceId>,
@@ -336,18 +483,24 @@ impl Reader {
                 "`plan --prune` needs `ownership.prefixes`: Service Bus entities carry no tags to say whose they are",
             ));
         }
-        Ok(self
+        let queues = self
             .queues()
             .await?
             .into_iter()
             .filter(|(n, _)| self.prefixes.iter().any(|p| n.starts_with(p.as_str())))
-            .map(|(n, live)| (queue_id(&self.target, &n), live))
+            .map(|(n, live)| (queue_id(&self.target, &n), live));
+        Ok(queues
+            .chain(self.owned_topics().await?)
             .filter(|(id, _)| !skip.contains(id))
             .map(|(id, live)| Prunable {
+                role: if id.kind == Kind::Subscription {
+                    Role::Subscription
+                } else {
+                    Role::Main
+                },
                 id,
                 live,
                 channel: NO_SPEC_CHANNEL.to_owned(),
-                role: Role::Main,
                 identity: Default::default(),
             })
             .collect())
@@ -387,13 +540,13 @@ impl crate::backend::kit::doors::Read for Reader {
         Reader::read(self, ids).await
     }
 
-    /// Active and dead-lettered messages of a queue, from its `countDetails`.
+    /// Active and dead-lettered messages of a queue or subscription, from its
+    /// `countDetails`; a topic's are its subscriptions'.
     async fn message_count(&self, id: &ResourceId) -> Result<Option<u64>, Self::Error> {
-        self.queues_only(id)?;
-        Ok(self
-            .get_queue(&id.name)
-            .await?
-            .and_then(|v| live_queue(&v).messages))
+        let Some(v) = self.get_entity(id).await? else {
+            return Ok(None);
+        };
+        Ok(self.live(id, &v).await?.messages)
     }
 
     async fn identity(&self) -> Result<String, Self::Error> {
@@ -428,8 +581,8 @@ impl crate::backend::kit::doors::Review for Reader {
 }
 
 impl crate::backend::kit::doors::Import for Reader {
-    /// The namespace's queues inside the ownership prefixes (and `--prefix`), grouped by
-    /// `import.rs`.
+    /// The namespace's queues, and topics with their subscriptions, inside the ownership
+    /// prefixes (and `--prefix`), grouped by `import.rs`.
     async fn import(&self, _target: &Target, prefix: Option<&str>) -> Result<Found, Self::Error> {
         let queues: BTreeMap<ResourceId, Live> = self
             .queues()
@@ -442,7 +595,22 @@ impl crate::backend::kit::doors::Import for Reader {
             .map(|(n, l)| (queue_id(&self.target, &n), l))
             .collect();
         let read = queues.len();
-        let (candidates, unmatched) = super::import::group(&queues, &self.target);
-        Ok((candidates, unmatched, BTreeMap::from([("queues", read)])))
+        let mut all = queues;
+        let mut topics = 0;
+        if !self.prefixes.is_empty() {
+            for (id, l) in self.owned_topics().await? {
+                let topic = split_subscription(&id.name).0;
+                if prefix.is_none_or(|p| topic.starts_with(p)) {
+                    topics += usize::from(id.kind == Kind::Topic);
+                    all.insert(id, l);
+                }
+            }
+        }
+        let (candidates, unmatched) = super::import::group(&all, &self.target);
+        Ok((
+            candidates,
+            unmatched,
+            BTreeMap::from([("queues", read), ("topics", topics)]),
+        ))
     }
 }

@@ -1,7 +1,7 @@
 //! Azure Service Bus status: the depth of each channel's dead letters from ARM's
-//! `countDetails` (MessageCountDetails): a queue's `deadLetterMessageCount` is its built-in
-//! `$DeadLetterQueue`; a forward queue's `activeMessageCount` is what waits there. Reading a
-//! count touches no message.
+//! `countDetails` (MessageCountDetails): a queue's (or a topic channel's subscription's)
+//! `deadLetterMessageCount` is its built-in `$DeadLetterQueue`; a forward queue's
+//! `activeMessageCount` is what waits there. Reading a count touches no message.
 //!
 //! Samples, ages and error classes come from reading the built-in subqueue through the data
 //! plane (`data.rs`), only with `--peek` (the default; the exporter and `--no-peek` read no
@@ -147,20 +147,17 @@ impl Reader {
         let Some(a) = &r.azure else {
             return Ok(Observed::missing(Vec::new()));
         };
-        if a.subscription.is_some() {
-            return Err(BackendError::Config {
-                target: self.target.clone(),
-                message: format!(
-                    "channel `{}`: topic channels are not read in this version, only queues (docs/azure.md)",
-                    r.channel
-                ),
-            });
-        }
-        let Some(main) = self.get_queue(&r.main).await? else {
+        // The entity that dead-letters: the queue, or the topic's subscription (its own
+        // countDetails: Subscriptions_Get).
+        let entity = match &a.subscription {
+            None => super::queue_id(&self.target, &r.main),
+            Some(s) => super::subscription_id(&self.target, &r.main, s),
+        };
+        let Some(main) = self.get_entity(&entity).await? else {
             return Ok(Observed::missing(Vec::new()));
         };
         let others = vec![QueueDepth {
-            name: r.main.clone(),
+            name: a.entity_path(&r.main),
             role: "main",
             depth: depth(count(&main, "activeMessageCount")),
         }];
@@ -187,7 +184,9 @@ impl Reader {
             observed.notes.push("no message read (--no-peek)".into());
             return Ok(observed);
         }
-        let (read_all, messages) = self.sample(&r.dead_letter, &r.main, read.scan).await?;
+        let (read_all, messages) = self
+            .sample(&r.dead_letter, &a.entity_path(&r.main), read.scan)
+            .await?;
         observed.notes.push(format!(
             "{} message(s) read from {} by peek-lock, then unlocked: each one's DeliveryCount there is one higher; nothing completed or dead-lettered{}",
             messages.len(),

@@ -371,6 +371,18 @@ fn handle(
         return error(401, "Authorization failure: no bearer token.");
     }
     let path = percent_decode(path.trim_start_matches('/'));
+    // Topics: a send fans out to the subscriptions (topics.rs), each copy through the send
+    // below.
+    if let Some((status, detail)) = super::topics::intercept(state, method, &path, |p| {
+        let a = handle(state, "POST", p, headers, body.clone());
+        (a.status, String::from_utf8_lossy(&a.body).into_owned())
+    }) {
+        return if status == 201 {
+            Answer::empty(201)
+        } else {
+            error(status, &detail)
+        };
+    }
     let mut st = state.lock().expect("lock");
     st.data_seen.push((method.to_owned(), path.clone()));
     if let Some((status, detail)) =
@@ -385,7 +397,8 @@ fn handle(
         return error(404, &format!("the fake has no {method} /{path}"));
     };
     let (entity_path, rest) = (&path[..at], &path[at + "/messages".len()..]);
-    let Some((queue, dlq)) = entity(entity_path) else {
+    let Some((queue, dlq)) = super::topics::entity(entity_path).or_else(|| entity(entity_path))
+    else {
         return error(
             400,
             &format!("`{entity_path}` is not a queue or its $DeadLetterQueue"),
