@@ -206,7 +206,10 @@ fn a_conflict_stops_apply_naming_the_queue_without_retrying_the_write() {
     let a = f.ws.run(&["apply", "channel.yaml", "--auto-approve"]);
     let both = format!("{}{}", a.stdout, a.stderr);
     assert_ne!(a.code, 0, "{both}");
-    assert!(both.contains(&format!("queue {q}: ARM answered 409")), "{both}");
+    assert!(
+        both.contains(&format!("queue {q}: ARM answered 409")),
+        "{both}"
+    );
     assert!(both.contains("409 Conflict"), "{both}");
     assert!(both.contains("not retried"), "{both}");
     let puts = f
