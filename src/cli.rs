@@ -757,8 +757,9 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "DEST", default_value = "source")]
     pub to: String,
 
-    /// With `--to failed-consumer` on Pub/Sub: publish to the main topic although every
-    /// subscription of it receives the copies (the plan lists them). Without it, refused.
+    /// Send to the main topic although every subscription of it receives the copies (the
+    /// plan lists them): `--to failed-consumer` on Pub/Sub, and a Service Bus topic
+    /// channel's redrive when its topic has other subscriptions. Without it, refused.
     #[arg(long)]
     pub allow_fanout: bool,
 

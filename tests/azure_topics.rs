@@ -403,3 +403,182 @@ fn status_of_a_topic_channel_reads_the_subscriptions_dead_letters_and_leaves_the
         "read from the subscription only"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Redrive of a subscription's dead letters: only the topic can be sent to
+// ---------------------------------------------------------------------------------------------
+
+/// The MessageIds of `msgs`, sorted.
+fn ids(msgs: &[support::azure::data::Msg]) -> Vec<String> {
+    let mut out: Vec<String> = msgs.iter().map(|m| m.message_id.clone()).collect();
+    out.sort_unstable();
+    out
+}
+
+fn want(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("m-{i:04}")).collect()
+}
+
+#[test]
+fn a_subscriptions_dead_letters_go_back_through_its_topic_when_it_is_the_only_subscription() {
+    let f = topic_channel(false);
+    f.ws.first_apply("azure topic first apply");
+    dead_lettered(&f, 3);
+    let sub = sub_path(&f);
+    let dry = support::redrive::redrive_ok(&f.ws, &["--dry-run"]);
+    assert_eq!(dry["moved"], 0, "{dry}");
+    assert_eq!(
+        f.fake.dead_letters(&sub).len(),
+        3,
+        "a dry run moves nothing"
+    );
+    let doc = support::redrive::redrive_ok(&f.ws, &["--yes"]);
+    assert_eq!(doc["moved"], 3, "{doc}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc}");
+    assert_eq!(
+        doc["destination"]["fanout"],
+        Value::Null,
+        "no fan-out: {doc}"
+    );
+    assert!(
+        f.fake.dead_letters(&sub).is_empty(),
+        "the subqueue is empty"
+    );
+    let back = f.fake.messages(&sub);
+    assert_eq!(ids(&back), want(3), "every message is back, by id");
+    for m in &back {
+        assert_eq!(m.property("dlq-redrive-count").as_deref(), Some("1"));
+        assert_eq!(m.property("DeadLetterReason"), None);
+        assert_eq!(m.delivery_count, 0, "a fresh copy");
+    }
+    // The fake refuses a send to a subscription and records a send to the topic as its
+    // delivery to each subscription: the three the test sent, then the three copies.
+    let deliveries = f
+        .fake
+        .data_requests()
+        .iter()
+        .filter(|(m, p)| m == "POST" && *p == format!("{sub}/messages"))
+        .count();
+    assert_eq!(deliveries, 6, "delivered through the topic");
+    f.ws.assert_empty_plan("after a subscription's redrive");
+}
+
+#[test]
+fn a_redrive_through_a_topic_with_other_subscriptions_is_refused_without_allow_fanout() {
+    let f = topic_channel(false);
+    f.ws.first_apply("azure topic first apply");
+    let other = "billing-audit";
+    assert_eq!(
+        put(
+            &subscription_url(&f.fake, &f.ws.channel, other),
+            json!({"properties": {}})
+        )
+        .0,
+        200
+    );
+    dead_lettered(&f, 2);
+    let sub = sub_path(&f);
+    let other_path = format!("{}/subscriptions/{other}", f.ws.channel);
+    let theirs = f.fake.messages(&other_path).len();
+    let counts = |f: &Fixture| -> Vec<u64> {
+        f.fake
+            .dead_letters(&sub_path(f))
+            .iter()
+            .map(|m| m.delivery_count)
+            .collect()
+    };
+    let before = counts(&f);
+    for to in ["source", "failed-consumer"] {
+        for dry in [true, false] {
+            let mut args = vec!["--yes", "--to", to];
+            if dry {
+                args.push("--dry-run");
+            }
+            let mut cmd = vec!["redrive", f.ws.channel.as_str(), "channel.yaml"];
+            cmd.extend(&args);
+            let out = f.ws.run(&cmd);
+            let all = format!("{}{}", out.stdout, out.stderr);
+            assert_ne!(out.code, 0, "--to {to}: {all}");
+            for word in ["--allow-fanout", "`billing-audit`", "`shipments-labels`"] {
+                assert!(all.contains(word), "--to {to} names {word}: {all}");
+            }
+            assert!(all.contains("nothing was read or moved"), "{all}");
+        }
+        let dead = f.fake.dead_letters(&sub);
+        assert_eq!(dead.len(), 2, "nothing left the subqueue");
+        assert!(dead.iter().all(|m| m.lock.is_none()), "nor was locked");
+        assert_eq!(counts(&f), before, "nor read");
+        assert_eq!(f.fake.messages(&other_path).len(), theirs);
+    }
+    let doc = support::redrive::redrive_ok(
+        &f.ws,
+        &["--yes", "--to", "failed-consumer", "--allow-fanout"],
+    );
+    assert_eq!(doc["moved"], 2, "{doc}");
+    let fanout = doc["destination"]["fanout"].to_string();
+    assert!(
+        fanout.contains(other) && fanout.contains(SUB),
+        "the report names every subscription: {doc}"
+    );
+    assert!(f.fake.dead_letters(&sub).is_empty());
+    assert_eq!(ids(&f.fake.messages(&sub)), want(2));
+    assert_eq!(
+        f.fake.messages(&other_path).len(),
+        theirs + 2,
+        "the other subscription received the copies too, as it was told"
+    );
+}
+
+#[test]
+fn a_subscriptions_dead_letters_redrive_to_a_queue_only_the_failed_consumer_reads() {
+    let f = topic_channel(false);
+    f.ws.first_apply("azure topic first apply");
+    assert_eq!(
+        put(
+            &subscription_url(&f.fake, &f.ws.channel, "billing-audit"),
+            json!({"properties": {}})
+        )
+        .0,
+        200
+    );
+    let replay = format!("{}-replay", f.ws.channel);
+    assert_eq!(put(&f.queue_url(&replay), json!({"properties": {}})).0, 200);
+    dead_lettered(&f, 2);
+    let sub = sub_path(&f);
+    let doc = support::redrive::redrive_ok(&f.ws, &["--yes", "--to", &replay]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    assert!(f.fake.dead_letters(&sub).is_empty());
+    assert_eq!(ids(&f.fake.messages(&replay)), want(2));
+    assert!(f.fake.messages(&sub).is_empty(), "not through the topic");
+}
+
+#[test]
+fn azure_a_subscriptions_redrive_killed_part_way_loses_nothing() {
+    const N: usize = 300;
+    let f = topic_channel(false);
+    f.ws.first_apply("azure topic first apply");
+    dead_lettered(&f, N);
+    let sub = sub_path(&f);
+    let mut run = support::redrive::spawn_quiet(&f.ws, Some("250"));
+    support::redrive::kill_part_way(
+        &mut run,
+        std::time::Duration::from_secs(60),
+        std::time::Duration::from_millis(10),
+        || f.fake.messages(&sub).len() >= 60,
+    );
+    let moved_first = f.fake.messages(&sub).len();
+    assert!(
+        moved_first > 0 && moved_first < N,
+        "killed part-way: {moved_first}"
+    );
+    // A lock the killed run held runs out after the subscription's lockDuration (2m).
+    f.fake.advance(std::time::Duration::from_secs(121));
+    support::redrive::redrive_ok(&f.ws, &["--yes"]);
+    let back = f.fake.messages(&sub);
+    let left = f.fake.dead_letters(&sub);
+    assert!(left.is_empty(), "the second run finished: {}", left.len());
+    let mut unique = ids(&back);
+    unique.dedup();
+    assert_eq!(unique, want(N), "every message is back, by id");
+    assert!(back.len() - N <= 1, "{} duplicated", back.len() - N);
+}

@@ -200,9 +200,10 @@ pub enum FailedConsumer {
     Refused(String),
 }
 
-/// [`FailedConsumer`] for channel `channel` (main queue or topic `main`) on `backend`.
-pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedConsumer {
-    match backend {
+/// [`FailedConsumer`] for channel `r` on its backend.
+pub fn failed_consumer(r: &Resolved) -> FailedConsumer {
+    let (channel, main) = (&r.channel, &r.main);
+    match r.backend {
         Backend::Rabbitmq => FailedConsumer::PerMessage(
             "the queue each message was rejected from (x-death), through the default exchange",
         ),
@@ -213,9 +214,29 @@ pub fn failed_consumer(backend: Backend, channel: &str, main: &str) -> FailedCon
         Backend::Sqs => {
             FailedConsumer::BySource("the queue each message came from (DeadLetterQueueSourceArn)")
         }
+        // A topic channel's subscription: only its topic can be sent to.
+        Backend::AzureServicebus if source_fans_out(r) => FailedConsumer::Fanout,
         Backend::AzureServicebus => FailedConsumer::Refused(format!(
-            "channel `{channel}` is on Azure Service Bus, where only queue channels are built in this version: a queue's consumers share it, so `--to source` (`{main}`) is the consumer the message failed in; a resend to one subscription of a topic is not built (docs/azure.md)"
+            "channel `{channel}` is a Service Bus queue, whose consumers share it: `--to source` (`{main}`) is the consumer the message failed in"
         )),
+    }
+}
+
+/// Whether `--to source` of channel `r` sends to a topic that every subscription of it
+/// receives, so that the redrive driver lists them and asks for `--allow-fanout` when there
+/// are others than the channel's own: a Service Bus topic channel. (Pub/Sub's `--to source`
+/// publishes to its topic without asking; only its `--to failed-consumer` asks.)
+pub fn source_fans_out(r: &Resolved) -> bool {
+    r.backend == Backend::AzureServicebus
+        && r.azure.as_ref().is_some_and(|a| a.subscription.is_some())
+}
+
+/// The channel's own subscription, where the backend has one that `--allow-fanout` need not
+/// be asked for (a Service Bus topic channel's); `None` elsewhere.
+pub fn own_subscription(r: &Resolved) -> Option<&str> {
+    match r.backend {
+        Backend::AzureServicebus => r.azure.as_ref().and_then(|a| a.subscription.as_deref()),
+        _ => None,
     }
 }
 
@@ -414,14 +435,15 @@ impl Reader {
 
     /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
     /// identity of redrive's audit record and of `operations.allowedOperators`.
-    /// Pub/Sub: the subscriptions of `topic` (all of them receive what is published to it),
-    /// for `--to failed-consumer`; empty on every other backend.
+    /// Pub/Sub and Service Bus: the subscriptions of `topic` (all of them receive what is
+    /// sent to it), for the fan-out check of a redrive; empty on every other backend.
     pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, BackendError> {
         match self {
             Reader::Pubsub(r) => r
                 .subscriptions_of(topic)
                 .await
                 .map_err(|e| AtTarget::at(e, Connected::target(r))),
+            Reader::Azure(r) => r.subscriptions_of(topic).await,
             _ => Ok(Vec::new()),
         }
     }

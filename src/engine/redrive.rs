@@ -132,11 +132,11 @@ pub struct Checked<'a> {
 }
 
 /// `--to failed-consumer`: where each backend can send a message back to the one consumer it
-/// failed in. Pub/Sub publishes to the main topic (every subscription receives it: the
-/// subscriptions are listed and `--allow-fanout` asked for once connected, see
-/// [`Session::check_fanout`]); RabbitMQ's mover publishes each message to the queue its
-/// x-death names, SQS's sends each to the queue its `DeadLetterQueueSourceArn` names; Kafka
-/// is refused here, before anything is read.
+/// failed in. Pub/Sub and a Service Bus topic channel send to the main topic (every
+/// subscription receives it: the subscriptions are listed and `--allow-fanout` asked for
+/// once connected, see [`Session::check_fanout`]); RabbitMQ's mover publishes each message to
+/// the queue its x-death names, SQS's sends each to the queue its `DeadLetterQueueSourceArn`
+/// names; Kafka and a Service Bus queue channel are refused here, before anything is read.
 fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
     let refused = |why: String| {
         RedriveError::Refused(format!(
@@ -144,7 +144,7 @@ fn failed_consumer(r: &Resolved) -> Result<Destination, RedriveError> {
             redrive::FAILED_CONSUMER
         ))
     };
-    match backend::failed_consumer(r.backend, &r.channel, &r.main) {
+    match backend::failed_consumer(r) {
         backend::FailedConsumer::Fanout => Ok(Destination {
             name: r.main.clone(),
             source: true,
@@ -428,23 +428,33 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// `--to failed-consumer` on Pub/Sub: lists the subscriptions of the main topic (they all
-    /// receive what is published to it), refuses without `--allow-fanout` naming them, and
+    /// A redrive to a topic that every subscription of it receives: `--to failed-consumer`
+    /// on Pub/Sub, and `--to source` or `--to failed-consumer` of a Service Bus topic
+    /// channel. Lists the subscriptions of the main topic, refuses without `--allow-fanout`
+    /// naming them (on Service Bus only when there is another than the channel's own: sent
+    /// to a topic with one subscription, the copy reaches just the failed consumer), and
     /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
     /// do for any other destination.
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
-        if !self.checked.to.failed_consumer
-            || backend::failed_consumer(self.checked.r.backend, "", "")
-                != backend::FailedConsumer::Fanout
-        {
+        let r = &self.checked.r;
+        let to = &self.checked.to;
+        let fans = (to.failed_consumer
+            && backend::failed_consumer(r) == backend::FailedConsumer::Fanout)
+            || (to.source && backend::source_fans_out(r));
+        if !fans {
             return Ok(());
         }
-        let topic = self.checked.r.main.clone();
+        let topic = r.main.clone();
+        let own = backend::own_subscription(r).map(str::to_owned);
         let subs = self.reader.subscriptions_of(&topic).await?;
+        if own.is_some() && subs.iter().all(|s| Some(s) == own.as_ref()) {
+            return Ok(());
+        }
         if !self.checked.ask.allow_fanout {
             return Err(RedriveError::Refused(format!(
-                "--to {}: Pub/Sub cannot publish to one subscription; publishing to topic `{topic}` reaches every subscription of it, so the copies would go to {}. Pass --allow-fanout to publish to the topic anyway; nothing was read or moved",
-                redrive::FAILED_CONSUMER,
+                "--to {}: {} cannot send to one subscription; sending to topic `{topic}` reaches every subscription of it, so the copies would go to {}. Pass --allow-fanout to send to the topic anyway{}; nothing was read or moved",
+                self.checked.ask.to,
+                r.backend.display_name(),
                 if subs.is_empty() {
                     "no subscription (the topic has none now)".to_owned()
                 } else {
@@ -456,6 +466,11 @@ impl Session<'_> {
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
+                },
+                if own.is_some() {
+                    ", or --to QUEUE (a queue only the failed consumer reads)"
+                } else {
+                    ""
                 }
             )));
         }
@@ -474,7 +489,7 @@ impl Session<'_> {
         let (r, ask) = (&self.checked.r, self.checked.ask);
         let by_source = self.checked.to.failed_consumer
             && matches!(
-                backend::failed_consumer(r.backend, "", ""),
+                backend::failed_consumer(r),
                 backend::FailedConsumer::BySource(_)
             );
         let look = Look {

@@ -462,8 +462,9 @@ pub struct Destination {
     /// then set too).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub failed_consumer: bool,
-    /// What else receives the copies (Pub/Sub: every subscription of the topic), as the plan
-    /// of a `--to failed-consumer --allow-fanout` run says it.
+    /// What else receives the copies (every subscription of the topic), as the plan of a run
+    /// with `--allow-fanout` says it: Pub/Sub's `--to failed-consumer`, a Service Bus topic
+    /// channel's `--to source` or `--to failed-consumer`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fanout: Vec<String>,
     /// `--to failed-consumer` where each message goes back to the source the broker recorded
@@ -973,7 +974,7 @@ pub fn human(r: &Report) -> String {
     let mut out = String::new();
     let to = &r.destination.name;
     let from = source_shown(r);
-    if r.destination.failed_consumer && !r.destination.fanout.is_empty() {
+    if !r.destination.fanout.is_empty() {
         out.push_str(&format!(
             "Fan-out (--allow-fanout): publishing to topic {to} reaches every subscription of it: {}.\n",
             r.destination.fanout.join(", ")

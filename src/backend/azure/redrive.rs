@@ -1,10 +1,12 @@
-//! `dlqctl redrive` on Azure Service Bus: peek-lock each message of the queue's
-//! `$DeadLetterQueue`, send a copy to the destination queue (the channel's queue with `--to
-//! source`), and complete it (Delete Message on its lock) only after the send was confirmed
-//! (201): at least once, never lost. A message that fails in between stays: a send that is
-//! not confirmed leaves it locked until it is unlocked (or its lock runs out); a copy that
-//! was sent but whose complete failed (or whose lock had run out) is counted as possibly
-//! duplicated.
+//! `dlqctl redrive` on Azure Service Bus: peek-lock each message of the queue's (or a topic
+//! channel's subscription's) `$DeadLetterQueue`, send a copy to the destination (with `--to
+//! source` the channel's queue, or its topic: a subscription cannot be sent to, and the
+//! redrive driver has asked for `--allow-fanout` when the topic has other subscriptions;
+//! `--to QUEUE` a queue), and complete it (Delete Message on its lock) only after the send
+//! was confirmed (201): at least once, never lost. A message that fails in between stays:
+//! a send that is not confirmed leaves it locked until it is unlocked (or its lock runs
+//! out); a copy that was sent but whose complete failed (or whose lock had run out) is
+//! counted as possibly duplicated.
 //!
 //! A message the selection leaves, or one at `maxRedrives`, is held locked until the run
 //! ends, then unlocked (so the next peek-lock gets the next message): its DeliveryCount in
@@ -23,8 +25,10 @@
 //! destination is refused. A forward queue (`deadLetter.name`) is not redriven: each lock
 //! there spends one of its own deliveries (docs/azure.md).
 //!
-//! `redrive --from-archive` and `archive` are not built for Service Bus; they refuse before
-//! anything is read.
+//! `dlqctl archive` reads the same way and writes the chosen messages to the archive
+//! ([`ARCHIVE_BATCH`] an object) while they are locked, completing them (with `--delete`)
+//! only after the object was written. `redrive --from-archive` ([`Replayer`]) sends each
+//! archived message to the queue or topic as a redrive sends a copy.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -33,9 +37,16 @@ use serde_json::{Map, Value};
 
 use super::data::{DataWriter, Locked};
 use super::read::Reader;
-use crate::backend::kit::errors::{BackendError, MoveError};
+use crate::archive::sink::Sink;
+use crate::backend::kit::errors::MoveError;
+use crate::redrive::replay::Job;
 use crate::redrive::{Decision, Pace, Run, decide_copy, moved_headers};
 use crate::spec::resolve::Resolved;
+use crate::spec::resolve::headers::HeaderRules;
+use crate::status::Message;
+
+/// Messages per archive object (`dlqctl archive`).
+const ARCHIVE_BATCH: usize = 100;
 
 /// Peek-locks at most, whatever the server answers (1,000,000 messages).
 const MAX_READS: usize = 1_000_000;
@@ -56,13 +67,13 @@ const KEPT: [&str; 8] = [
 /// Custom properties Service Bus adds when it dead-letters: dropped from the copy.
 const DEAD_LETTER_PROPERTIES: [&str; 2] = ["DeadLetterReason", "DeadLetterErrorDescription"];
 
-fn not_built(target: &str, what: &str) -> BackendError {
-    BackendError::Config {
-        target: target.to_owned(),
-        message: format!(
-            "`{what}` is not built for Azure Service Bus in this version: nothing was read or moved (docs/azure.md)"
-        ),
-    }
+/// Where a run sends: a queue, or a topic channel's topic.
+struct Destination<'a> {
+    name: &'a str,
+    /// `queue` or `topic`, for messages.
+    kind: &'static str,
+    /// The entity the dead letters came from, as status names it (`topic/subscriptions/s`).
+    source: String,
 }
 
 /// The redrive capability: the reader's ARM view and the data plane's writing face.
@@ -85,47 +96,68 @@ impl Mover {
                 r.channel
             )));
         };
-        if a.subscription.is_some() {
-            return Err(MoveError(format!(
-                "channel `{}`: topic channels are not redriven in this version, only queues (docs/azure.md); nothing was read or moved",
-                r.channel
-            )));
-        }
         if let Some(f) = &a.forward_to {
             return Err(MoveError(format!(
                 "channel `{}` forwards its dead letters to `{f}`, an ordinary queue whose own maxDeliveryCount each lock would spend: redrive from a forward queue is not built in this version (docs/azure.md); nothing was read or moved",
                 r.channel
             )));
         }
-        if run.archive.is_some() {
-            return Err(MoveError(
-                "`archive` is not built for Azure Service Bus in this version: nothing was read or moved (docs/azure.md)".into(),
-            ));
-        }
-        let dest = if run.to.source { &r.main } else { &run.to.name };
+        // The entity that dead-lettered (the queue, or the topic channel's subscription),
+        // and the destination: `--to source` is the channel's queue, or its topic (the
+        // redrive driver has checked the topic's other subscriptions: --allow-fanout).
+        let target = &self.reader.target;
+        let entity = match &a.subscription {
+            None => super::queue_id(target, &r.main),
+            Some(s) => super::subscription_id(target, &r.main, s),
+        };
+        let (dest, kind) = match (&a.subscription, run.to.source) {
+            (Some(_), true) => (super::topic_id(target, &r.main), "topic"),
+            (None, true) => (super::queue_id(target, &r.main), "queue"),
+            (_, false) => (super::queue_id(target, &run.to.name), "queue"),
+        };
         let Some(found) = self
             .reader
-            .get_queue(dest)
+            .get_entity(&dest)
             .await
             .map_err(|e| MoveError(e.to_string()))?
         else {
             return Err(MoveError(format!(
-                "the destination queue `{dest}` does not exist; nothing was moved"
+                "the destination {kind} `{}` does not exist; nothing was moved",
+                dest.name
             )));
         };
         run.check_owned(crate::redrive::outside_prefixes(
             &self.reader.prefixes,
-            dest,
+            &dest.name,
         ))
         .map_err(MoveError)?;
-        if found["properties"]["requiresDuplicateDetection"] == Value::Bool(true) {
+        // `dlqctl archive` sends nothing: the destination is only checked to exist.
+        if run.archive.is_none()
+            && found["properties"]["requiresDuplicateDetection"] == Value::Bool(true)
+        {
             return Err(MoveError(format!(
-                "the destination queue `{dest}` has duplicate detection on: a copy keeps its MessageId, and Service Bus would drop it as a duplicate while its original is completed here. Nothing was moved"
+                "the destination {kind} `{}` has duplicate detection on: a copy keeps its MessageId, and Service Bus would drop it as a duplicate while its original is completed here. Nothing was moved",
+                dest.name
             )));
         }
+        let dest = Destination {
+            name: &dest.name,
+            kind,
+            source: a.entity_path(&r.main),
+        };
         let dlq = &r.dead_letter;
         let mut held: Vec<Locked> = Vec::new();
-        let outcome = self.moves(r, run, dest, dlq, &mut held).await;
+        let mut pending: Vec<(Locked, Message)> = Vec::new();
+        let mut outcome = self
+            .moves(r, run, &dest, dlq, &mut held, &mut pending)
+            .await;
+        // `dlqctl archive`: what was chosen and is still locked goes into the archive
+        // whatever stopped the reads (nothing is lost by writing it: it is still ours).
+        if let Some(sink) = run.archive.as_deref() {
+            let archived = self.archive(run, sink, dlq, &mut pending, &mut held).await;
+            outcome = outcome.and(archived);
+        }
+        held.extend(pending.into_iter().map(|(l, _)| l));
         // What the selection left, handed back whatever happened.
         let unlocked = self.data.reader().unlock_all(&held).await;
         outcome?;
@@ -136,7 +168,7 @@ impl Mover {
         }
         // Messages locked by another receiver were never seen: not complete.
         if !run.done()
-            && let Ok(Some(q)) = self.reader.get_queue(&r.main).await
+            && let Ok(Some(q)) = self.reader.get_entity(&entity).await
             && let Some(n) = q["properties"]["countDetails"]["deadLetterMessageCount"].as_u64()
             && n > held.len() as u64
         {
@@ -148,14 +180,16 @@ impl Mover {
         Ok(())
     }
 
-    /// The reads and moves; what it leaves locked goes into `held`.
+    /// The reads and moves; what it leaves locked goes into `held`, what `dlqctl archive`
+    /// chose into `pending` (written [`ARCHIVE_BATCH`] at a time).
     async fn moves(
         &self,
         r: &Resolved,
         run: &Run,
-        dest: &str,
+        dest: &Destination<'_>,
         dlq: &str,
         held: &mut Vec<Locked>,
+        pending: &mut Vec<(Locked, Message)>,
     ) -> Result<(), MoveError> {
         let mut pace = Pace::new(run.rate);
         let mut seen: BTreeSet<u64> = BTreeSet::new();
@@ -176,7 +210,7 @@ impl Mover {
                 held.push(locked);
                 break;
             }
-            let m = super::status::message(&locked, &r.main);
+            let m = super::status::message(&locked, &dest.source);
             let (d, edit) = decide_copy(&run.select, &m, crate::status::now_ms());
             run.tally.add(&d);
             if d != Decision::Move {
@@ -187,6 +221,24 @@ impl Mover {
             if !pace.wait_or_stop(&run.stop).await {
                 held.push(locked);
                 break;
+            }
+            if let Some(sink) = run.archive.as_deref() {
+                // Beyond --limit: handed back.
+                if run
+                    .select
+                    .limit
+                    .is_some_and(|l| run.tally.moved() + pending.len() as u64 >= l)
+                {
+                    held.push(locked);
+                    break;
+                }
+                run.tally
+                    .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
+                pending.push((locked, m));
+                if pending.len() >= ARCHIVE_BATCH {
+                    self.archive(run, sink, dlq, pending, held).await?;
+                }
+                continue;
             }
             run.tally
                 .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
@@ -211,14 +263,22 @@ impl Mover {
             let body = edit.body.clone().unwrap_or_else(|| locked.body.clone());
             if let Err(e) = self
                 .data
-                .send(dest, locked.content_type.as_deref(), &broker, &custom, body)
+                .send(
+                    dest.name,
+                    locked.content_type.as_deref(),
+                    &broker,
+                    &custom,
+                    body,
+                )
                 .await
             {
                 // Not confirmed: the message stays in the subqueue (handed back below).
                 held.push(locked);
                 return Err(MoveError(format!(
-                    "sending message {} to queue {dest} was not confirmed ({e}); it stays in {dlq}, and {} moved before it",
+                    "sending message {} to {} {} was not confirmed ({e}); it stays in {dlq}, and {} moved before it",
                     m.id,
+                    dest.kind,
+                    dest.name,
                     run.tally.moved()
                 )));
             }
@@ -231,18 +291,71 @@ impl Mover {
                 Ok(false) => {
                     run.tally.duplicated.fetch_add(1, Ordering::Relaxed);
                     return Err(MoveError(format!(
-                        "message {} was sent to {dest} but its lock in {dlq} had run out, so it could not be completed: it may be delivered twice",
-                        m.id
+                        "message {} was sent to {} but its lock in {dlq} had run out, so it could not be completed: it may be delivered twice",
+                        m.id, dest.name
                     )));
                 }
                 Err(e) => {
                     run.tally.duplicated.fetch_add(1, Ordering::Relaxed);
                     return Err(MoveError(format!(
-                        "message {} was sent to {dest} but could not be completed in {dlq} ({e}): it may be delivered twice",
-                        m.id
+                        "message {} was sent to {} but could not be completed in {dlq} ({e}): it may be delivered twice",
+                        m.id, dest.name
                     )));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `dlqctl archive`: writes the chosen messages in `pending` (still locked by this run)
+    /// to the archive as one object, then, with `--delete`, completes each; without it they
+    /// go into `held` (unlocked when the run ends). A write that fails leaves every one of
+    /// them in the subqueue; one whose complete fails is in the archive and may stay in the
+    /// subqueue too (possibly duplicated), and so are those after it.
+    async fn archive(
+        &self,
+        run: &Run,
+        sink: &Sink,
+        dlq: &str,
+        pending: &mut Vec<(Locked, Message)>,
+        held: &mut Vec<Locked>,
+    ) -> Result<(), MoveError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(pending);
+        let messages: Vec<Message> = batch.iter().map(|(_, m)| m.clone()).collect();
+        let n = messages.len();
+        if let Err(e) = sink.put(&messages).await {
+            held.extend(batch.into_iter().map(|(l, _)| l));
+            return Err(MoveError(format!(
+                "{e}; the {n} message(s) of this object stay in {dlq}, and {} were archived before them",
+                run.tally.moved()
+            )));
+        }
+        run.tally.moved.fetch_add(n as u64, Ordering::Relaxed);
+        run.tally.moved_ids(messages.iter().map(|m| m.id.clone()));
+        if !sink.delete {
+            held.extend(batch.into_iter().map(|(l, _)| l));
+            return Ok(());
+        }
+        let mut rest = batch.into_iter();
+        while let Some((locked, m)) = rest.next() {
+            let why = match self.data.complete(&locked).await {
+                Ok(true) => continue,
+                Ok(false) => "its lock had run out".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            let left: Vec<Locked> = rest.map(|(l, _)| l).collect();
+            run.tally
+                .duplicated
+                .fetch_add(1 + left.len() as u64, Ordering::Relaxed);
+            let after = left.len();
+            held.extend(left);
+            return Err(MoveError(format!(
+                "message {} is in the archive but could not be completed in {dlq} ({why}): it and the {after} archived after it may stay in {dlq} too",
+                m.id
+            )));
         }
         Ok(())
     }
@@ -262,20 +375,145 @@ impl crate::backend::kit::doors::Redrive for Mover {
     }
 }
 
-/// The replay capability (refuses, see the module doc).
+/// The replay capability (`redrive --from-archive`): archived messages sent to the
+/// channel's queue or topic (or `--to QUEUE`), one Send Message each; a message counts once
+/// the send is confirmed (201).
 #[derive(Debug, Clone)]
 pub struct Replayer {
     reader: Reader,
+    data: DataWriter,
 }
 
 impl Replayer {
     pub fn new(reader: Reader) -> Self {
-        Replayer { reader }
+        let data = reader.data.clone().into_writer();
+        Replayer { reader, data }
+    }
+
+    pub async fn replay(&self, r: &Resolved, job: &Job) -> Result<(), MoveError> {
+        let Some(a) = &r.azure else {
+            return Err(MoveError(format!(
+                "channel {} is not an Azure Service Bus channel",
+                r.channel
+            )));
+        };
+        let target = &self.reader.target;
+        let (dest, kind) = match (&a.subscription, job.to.source) {
+            (Some(_), true) => (super::topic_id(target, &r.main), "topic"),
+            (None, true) => (super::queue_id(target, &r.main), "queue"),
+            (_, false) => (super::queue_id(target, &job.to.name), "queue"),
+        };
+        let Some(found) = self
+            .reader
+            .get_entity(&dest)
+            .await
+            .map_err(|e| MoveError(e.to_string()))?
+        else {
+            return Err(MoveError(format!(
+                "the destination {kind} `{}` does not exist; nothing was published",
+                dest.name
+            )));
+        };
+        job.check_owned(crate::redrive::outside_prefixes(
+            &self.reader.prefixes,
+            &dest.name,
+        ))
+        .map_err(MoveError)?;
+        if found["properties"]["requiresDuplicateDetection"] == Value::Bool(true) {
+            return Err(MoveError(format!(
+                "the destination {kind} `{}` has duplicate detection on: a copy keeps its MessageId, and Service Bus would drop a replayed one as a duplicate of what it has seen. Nothing was published",
+                dest.name
+            )));
+        }
+        let mut pace = Pace::new(job.rate);
+        let mut at = 0;
+        loop {
+            if job.take(&mut pace, at, 1).await == 0 {
+                return Ok(());
+            }
+            let m = &job.messages[at];
+            let out = copy(m, job.as_is, &r.headers);
+            if let Err(e) = self
+                .data
+                .send(
+                    &dest.name,
+                    out.content_type.as_deref(),
+                    &out.broker,
+                    &out.custom,
+                    m.body.clone(),
+                )
+                .await
+            {
+                // Not confirmed: it may or may not have landed.
+                job.tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                return Err(MoveError(format!(
+                    "sending message {} to {kind} {} was not confirmed ({e}); {} were sent before it, nothing after",
+                    m.id,
+                    dest.name,
+                    job.tally.moved()
+                )));
+            }
+            job.tally.moved.fetch_add(1, Ordering::Relaxed);
+            job.tally.moved_ids([m.id.clone()]);
+            at += 1;
+        }
     }
 }
 
+/// What an archived message is sent back with: its content type, the BrokerProperties a
+/// sender sets ([`KEPT`]; TimeToLive as the number of seconds it is) and its custom
+/// properties, without the dead-lettering's and with `dlq-redrive-count` one higher (as
+/// given with `as_is`).
+fn copy(m: &Message, as_is: bool, rules: &HeaderRules) -> Outgoing {
+    let content_type = m
+        .properties
+        .iter()
+        .find(|(k, _)| k == super::status::CONTENT_TYPE)
+        .map(|(_, v)| v.clone());
+    let broker: Map<String, Value> = m
+        .properties
+        .iter()
+        .filter(|(k, _)| KEPT.contains(&k.as_str()))
+        .map(|(k, v)| {
+            let value = match (k.as_str(), v.parse::<f64>()) {
+                ("TimeToLive", Ok(n)) => serde_json::json!(n),
+                _ => Value::String(v.clone()),
+            };
+            (k.clone(), value)
+        })
+        .collect();
+    let own = Message {
+        headers: if as_is {
+            m.headers.clone()
+        } else {
+            m.headers
+                .iter()
+                .filter(|(k, _)| {
+                    !DEAD_LETTER_PROPERTIES
+                        .iter()
+                        .any(|d| k.eq_ignore_ascii_case(d))
+                })
+                .cloned()
+                .collect()
+        },
+        ..Message::default()
+    };
+    Outgoing {
+        content_type,
+        broker,
+        custom: Job::headers_of(as_is, &own, &[], rules),
+    }
+}
+
+/// A message as Send Message takes it, less the body.
+struct Outgoing {
+    content_type: Option<String>,
+    broker: Map<String, Value>,
+    custom: Vec<(String, String)>,
+}
+
 impl crate::backend::kit::doors::Connected for Replayer {
-    type Error = BackendError;
+    type Error = MoveError;
 
     fn target(&self) -> &str {
         &self.reader.target
@@ -283,11 +521,7 @@ impl crate::backend::kit::doors::Connected for Replayer {
 }
 
 impl crate::backend::kit::doors::Replay for Replayer {
-    async fn replay(
-        &self,
-        _r: &Resolved,
-        _job: &crate::redrive::replay::Job,
-    ) -> Result<(), Self::Error> {
-        Err(not_built(&self.reader.target, "redrive --from-archive"))
+    async fn replay(&self, r: &Resolved, job: &Job) -> Result<(), MoveError> {
+        Replayer::replay(self, r, job).await
     }
 }

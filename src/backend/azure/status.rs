@@ -62,6 +62,9 @@ pub fn http_time_ms(text: &str) -> Option<i64> {
 /// A locked message as every backend hands it up: its custom properties as headers, its
 /// BrokerProperties as properties, `DeadLetterReason` as the broker's class, the entity it
 /// was dead-lettered in (`DeadLetterSource`, else `source`) as its source.
+/// The name a message's content type is kept under among its properties.
+pub const CONTENT_TYPE: &str = "ContentType";
+
 pub fn message(m: &Locked, source: &str) -> Message {
     let broker_text = |k: &str| {
         m.broker.get(k).map(|v| match v {
@@ -79,11 +82,18 @@ pub fn message(m: &Locked, source: &str) -> Message {
     Message {
         id: m.message_id(),
         headers: m.custom.clone(),
+        // The content type travels as the HTTP Content-Type, not a BrokerProperty: kept
+        // beside them as `ContentType` (what an archived copy is sent back with).
         properties: m
             .broker
             .keys()
             .filter(|k| *k != "LockToken")
             .filter_map(|k| broker_text(k).map(|v| (k.clone(), v)))
+            .chain(
+                m.content_type
+                    .iter()
+                    .map(|c| (CONTENT_TYPE.to_owned(), c.clone())),
+            )
             .collect(),
         body: m.body.clone(),
         body_len: m.body.len() as u64,

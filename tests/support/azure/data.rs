@@ -727,6 +727,18 @@ impl Client {
         body: &str,
         custom: &[(&str, &str)],
     ) -> u16 {
+        self.send_bytes(entity, message_id, body.as_bytes().to_vec(), custom)
+            .await
+    }
+
+    /// [`Client::send`] of any bytes.
+    pub async fn send_bytes(
+        &self,
+        entity: &str,
+        message_id: &str,
+        body: Vec<u8>,
+        custom: &[(&str, &str)],
+    ) -> u16 {
         let mut req = self
             .http
             .post(format!("{}/{entity}/messages", self.base))
@@ -736,7 +748,7 @@ impl Client {
                 "BrokerProperties",
                 json!({ "MessageId": message_id }).to_string(),
             )
-            .body(body.to_owned());
+            .body(body);
         for (k, v) in custom {
             req = req.header(*k, Value::String((*v).to_owned()).to_string());
         }
