@@ -261,3 +261,64 @@ fn throttled_sends_during_a_redrive_lose_nothing_and_the_run_is_not_complete() {
     assert_eq!(doc["moved"], 4, "{doc}");
     assert_eq!(f.fake.messages(&q).len(), 4);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A managed identity (the instance metadata service, served by the fake at `identityUrl`)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_managed_identity_gets_one_token_per_audience_and_plan_status_and_redrive_work() {
+    let f = Fixture::new();
+    f.fake.add_managed_identity(None);
+    let f = f.with_managed_identity(None);
+    f.ws.first_apply("azure apply with a managed identity");
+    f.ws.assert_empty_plan("plan with a managed identity");
+    dead_lettered(&f, 2);
+    let before = (
+        f.fake.identity_tokens(ARM_AUDIENCE),
+        f.fake.identity_tokens(DATA_AUDIENCE),
+    );
+    let s = f.ws.run(&["status", "channel.yaml", "--format", "json"]);
+    s.ok_with("status with a managed identity");
+    let v = s.json("status JSON");
+    assert_eq!(v["channels"][0]["deadLetter"]["sampled"], 2, "{v}");
+    let doc = support::redrive::redrive_ok(&f.ws, &["--yes", "--audit-log", "audit.jsonl"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    let after = (
+        f.fake.identity_tokens(ARM_AUDIENCE),
+        f.fake.identity_tokens(DATA_AUDIENCE),
+    );
+    // Audiences are checked: status and redrive worked, so each API got its own token; one
+    // of each per run.
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 2));
+    let journal = std::fs::read_to_string(f.ws.path().join("audit.jsonl")).expect("journal");
+    assert!(
+        journal.contains("system-assigned managed identity"),
+        "the audit record names who: {journal}"
+    );
+    assert!(!journal.contains("fake.management"), "no token: {journal}");
+}
+
+#[test]
+fn a_user_assigned_identity_is_asked_for_by_its_client_id_and_a_missing_one_is_said() {
+    let f = Fixture::new();
+    f.fake.add_managed_identity(Some("uai-orders"));
+    let url = f.fake.identity_url();
+    let wrong = f.with_managed_identity(Some("uai-billing"));
+    let p = wrong.ws.run(&["plan", "channel.yaml"]);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    assert!(both.contains("target `azure-servicebus`"), "{both}");
+    assert!(both.contains(&url), "the endpoint is named\n{both}");
+    assert!(both.contains("Identity not found"), "IMDS's answer\n{both}");
+    assert!(
+        both.contains("managed identity"),
+        "the hint says what to check\n{both}"
+    );
+    let f = Fixture::new();
+    f.fake.add_managed_identity(Some("uai-orders"));
+    let f = f.with_managed_identity(Some("uai-orders"));
+    f.ws.first_apply("azure apply with a user-assigned identity");
+    f.ws.assert_empty_plan("plan with a user-assigned identity");
+    assert!(f.fake.identity_requests() > 0);
+}

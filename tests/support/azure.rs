@@ -346,6 +346,9 @@ impl AzureFake {
             if let Some((status, body)) = entra::token_endpoint(&s, r) {
                 return (status, Vec::new(), body);
             }
+            if let Some((status, body)) = entra::identity_endpoint(&s, r) {
+                return (status, Vec::new(), body);
+            }
             if let Some(refused) = entra::arm_gate(&s, r) {
                 return refused;
             }
@@ -572,6 +575,21 @@ impl Fixture {
 }
 
 impl Fixture {
+    /// The target authenticates with the machine's managed identity, served by the fake's
+    /// instance metadata service (`client_id`: a user-assigned identity's, in the targets file
+    /// as `clientId`). The tokens it issues carry their audience (refused by the other API).
+    pub fn with_managed_identity(self, client_id: Option<&str>) -> Fixture {
+        let url = self.fake.identity_url();
+        let id = client_id.map_or(String::new(), |c| format!("    clientId: {c}\n"));
+        self.ws.edit_targets(|t| {
+            t.replace(
+                "accessTokenEnv: AZURE_ACCESS_TOKEN\n",
+                &format!("managedIdentity: true\n{id}    identityUrl: {url}\n"),
+            )
+        });
+        self
+    }
+
     /// The target authenticates with client credentials at the fake's token endpoint
     /// (application `dlqctl-app`, its secret in `AZURE_CLIENT_SECRET`) instead of a ready token.
     pub fn with_client_credentials(mut self, secret_given: &str) -> Fixture {

@@ -31,7 +31,7 @@ use crate::backend::kit::errors::{AtTarget, BackendError};
 use crate::backend::kit::import::{Found, NO_SPEC_CHANNEL, Prunable};
 use crate::backend::wire::http::{HttpConfig, ReadHttp, Stats};
 use crate::backend::wire::retry::ReadBudget;
-use crate::backend::wire::token::{Bearer, ClientCredentials, TokenSource};
+use crate::backend::wire::token::{Bearer, ClientCredentials, Grant, IMDS_URL, TokenSource};
 use crate::resource::{Live, Role};
 use crate::spec::model::Target;
 
@@ -61,6 +61,9 @@ pub struct Reader {
     pub(super) prefixes: Vec<String>,
     /// The namespace's data plane (`dataUrl`), for status's samples and redrive's mover.
     pub(super) data: super::data::DataPlane,
+    /// Who the credentials are, as far as the targets file says (the audit record's
+    /// identity): a token's owner is not known without decoding it.
+    operator: String,
 }
 
 fn config(name: &str, message: impl Into<String>) -> BackendError {
@@ -76,6 +79,8 @@ struct Credentials {
     arm_hint: String,
     data: Bearer,
     data_hint: String,
+    /// Who they are, for [`Reader::operator`].
+    who: String,
 }
 
 impl Credentials {
@@ -96,8 +101,10 @@ impl Credentials {
                     .ok_or_else(|| config(name, format!("`{field}`: the variable {var} is empty")))
             };
             let arm = token("accessTokenEnv", var)?;
+            let who = format!("unknown (the Azure access token in {var})");
             return Ok(match &target.data_access_token_env {
                 Some(dvar) => Credentials {
+                    who,
                     arm: Bearer::Fixed(arm),
                     arm_hint: format!("{var} (`accessTokenEnv`, a token for {ARM_SCOPE_AUDIENCE})"),
                     data: Bearer::Fixed(token("dataAccessTokenEnv", dvar)?),
@@ -106,6 +113,7 @@ impl Credentials {
                     ),
                 },
                 None => Credentials {
+                    who,
                     arm: Bearer::Fixed(arm.clone()),
                     arm_hint: format!("{var} (`accessTokenEnv`, a token for {ARM_SCOPE_AUDIENCE})"),
                     data: Bearer::Fixed(arm),
@@ -115,6 +123,39 @@ impl Credentials {
                 },
             });
         }
+        if target.managed_identity == Some(true) {
+            let client_id = target
+                .client_id
+                .as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+            let grant = Grant::ManagedIdentity {
+                url: target
+                    .identity_url
+                    .clone()
+                    .unwrap_or_else(|| IMDS_URL.to_owned()),
+                client_id: client_id.clone(),
+            };
+            let who = match &client_id {
+                Some(id) => format!("user-assigned managed identity {id}"),
+                None => "system-assigned managed identity".to_owned(),
+            };
+            let source = |scope: &str| {
+                TokenSource::new(name, grant.clone(), scope, insecure, Arc::clone(stats))
+                    .map_err(|e| e.at(name))
+            };
+            let hint = |scope: &str| {
+                format!("{who}: the token for {scope}; check the identity's role on the namespace")
+            };
+            return Ok(Credentials {
+                arm: Bearer::Fetched(source(ARM_SCOPE)?),
+                arm_hint: hint(ARM_SCOPE),
+                data: Bearer::Fetched(source(DATA_SCOPE)?),
+                data_hint: hint(DATA_SCOPE),
+                who,
+            });
+        }
         let (Some(tenant), Some(client_id), Some(secret_var)) = (
             target.tenant_id.as_deref().filter(|t| !t.trim().is_empty()),
             target.client_id.as_deref().filter(|c| !c.trim().is_empty()),
@@ -122,7 +163,7 @@ impl Credentials {
         ) else {
             return Err(config(
                 name,
-                "no credentials: name an access token with `accessTokenEnv`, or give all of `tenantId`, `clientId` and `clientSecretEnv` (docs/azure.md)",
+                "no credentials: name an access token with `accessTokenEnv`, give all of `tenantId`, `clientId` and `clientSecretEnv`, or set `managedIdentity: true` (docs/azure.md)",
             ));
         };
         let secret = env(name, "clientSecretEnv", Some(secret_var))?
@@ -145,7 +186,8 @@ impl Credentials {
             client_secret: secret,
         };
         let source = |scope: &str| {
-            TokenSource::new(name, creds.clone(), scope, insecure, Arc::clone(stats))
+            let grant = Grant::ClientCredentials(creds.clone());
+            TokenSource::new(name, grant, scope, insecure, Arc::clone(stats))
                 .map_err(|e| e.at(name))
         };
         let hint = |scope: &str| {
@@ -159,6 +201,7 @@ impl Credentials {
             arm_hint: hint(ARM_SCOPE),
             data: Bearer::Fetched(source(DATA_SCOPE)?),
             data_hint: hint(DATA_SCOPE),
+            who: format!("application {} (tenant {})", creds.client_id, tenant.trim()),
         })
     }
 }
@@ -231,6 +274,7 @@ impl Reader {
             namespace,
             prefixes: crate::backend::kit::connect::prefixes(target),
             data,
+            operator: creds.who,
         })
     }
 
@@ -562,7 +606,7 @@ impl crate::backend::kit::doors::Read for Reader {
 impl crate::backend::kit::doors::Operator for Reader {
     /// The token's identity is not read in this version (its claims would say).
     async fn operator(&self) -> Result<String, Self::Error> {
-        Ok("unknown (Azure access token)".to_owned())
+        Ok(self.operator.clone())
     }
 }
 

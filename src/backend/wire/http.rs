@@ -580,7 +580,12 @@ pub mod token {
     //! platform, "OAuth 2.0 client credentials flow": a `POST` of `client_id`, `client_secret`,
     //! `scope` and `grant_type=client_credentials` as `application/x-www-form-urlencoded` to the
     //! tenant's token endpoint, answered `{token_type, expires_in, access_token}`, or on failure
-    //! `{error, error_description, error_codes, ...}`).
+    //! `{error, error_description, error_codes, ...}`), or from a managed identity
+    //! (["How to use managed identities for Azure resources on an Azure VM to acquire an access
+    //! token", "Get a token using HTTP"]: a `GET` of the instance metadata service's
+    //! `/metadata/identity/oauth2/token?api-version=2018-02-01&resource=AUDIENCE`, with the
+    //! header `Metadata: true` and, for a user-assigned identity, `client_id`; answered
+    //! `{access_token, expires_in, resource, token_type, ...}` with `expires_in` a string).
     //!
     //! A [`TokenSource`] is one scope's token (a token is issued for one audience: on Azure, ARM
     //! and the Service Bus data plane each need their own). It is made without a call, so
@@ -607,6 +612,38 @@ pub mod token {
     const TIMEOUT: Duration = Duration::from_secs(30);
     /// The call's name in `--stats`.
     pub const API: &str = "POST oauth2/v2.0/token";
+    /// The managed identity's call in `--stats`.
+    pub const IDENTITY_API: &str = "GET metadata/identity/oauth2/token";
+    /// The instance metadata service's token endpoint (Azure VMs, scale sets, AKS nodes).
+    pub const IMDS_URL: &str = "http://169.254.169.254/metadata/identity/oauth2/token";
+
+    /// How a token is got.
+    #[derive(Clone, Debug)]
+    pub enum Grant {
+        ClientCredentials(ClientCredentials),
+        /// The machine's managed identity, from the instance metadata service at `url`;
+        /// `client_id`: a user-assigned identity's (else the system-assigned one).
+        ManagedIdentity {
+            url: String,
+            client_id: Option<String>,
+        },
+    }
+
+    impl Grant {
+        fn url(&self) -> &str {
+            match self {
+                Grant::ClientCredentials(c) => &c.url,
+                Grant::ManagedIdentity { url, .. } => url,
+            }
+        }
+
+        fn secret(&self) -> &str {
+            match self {
+                Grant::ClientCredentials(c) => &c.client_secret,
+                Grant::ManagedIdentity { .. } => "",
+            }
+        }
+    }
 
     /// The client credentials and the endpoint they are exchanged at.
     #[derive(Clone)]
@@ -634,7 +671,7 @@ pub mod token {
     }
 
     struct Inner {
-        creds: ClientCredentials,
+        creds: Grant,
         scope: String,
         client: reqwest::Client,
         stats: Arc<Stats>,
@@ -653,7 +690,7 @@ pub mod token {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             // Never the token.
             f.debug_struct("TokenSource")
-                .field("url", &self.inner.creds.url)
+                .field("url", &self.inner.creds.url())
                 .field("scope", &self.inner.scope)
                 .finish_non_exhaustive()
         }
@@ -663,12 +700,14 @@ pub mod token {
         /// A source of `scope`'s token (`https://management.azure.com/.default`); no call yet.
         pub fn new(
             target: &str,
-            creds: ClientCredentials,
+            creds: Grant,
             scope: &str,
             insecure: bool,
             stats: Arc<Stats>,
         ) -> Result<Self, HttpError> {
-            crate::secrets::never_show(&creds.client_secret);
+            if let Grant::ClientCredentials(c) = &creds {
+                crate::secrets::never_show(&c.client_secret);
+            }
             let client = reqwest::Client::builder()
                 .timeout(TIMEOUT)
                 .connect_timeout(Duration::from_secs(10))
@@ -678,7 +717,7 @@ pub mod token {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|e| HttpError::Connect {
-                    url: redact_userinfo(&creds.url),
+                    url: redact_userinfo(creds.url()),
                     reason: e.to_string(),
                 })?;
             Ok(TokenSource {
@@ -718,14 +757,14 @@ pub mod token {
         }
 
         fn failed(&self, reason: String) -> HttpError {
-            let secret = &self.inner.creds.client_secret;
+            let secret = self.inner.creds.secret();
             HttpError::Token {
-                url: redact_userinfo(&self.inner.creds.url),
+                url: redact_userinfo(self.inner.creds.url()),
                 scope: self.inner.scope.clone(),
                 reason: if secret.is_empty() {
                     reason
                 } else {
-                    reason.replace(secret.as_str(), "***")
+                    reason.replace(secret, "***")
                 },
             }
         }
@@ -733,27 +772,52 @@ pub mod token {
         /// One exchange: the token and its lifetime in seconds.
         async fn fetch(&self) -> Result<(String, u64), HttpError> {
             let i = &self.inner;
-            i.stats.count(API);
-            let started = Instant::now();
             let enc = |s: &str| {
                 percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
                     .to_string()
             };
-            let form = format!(
-                "client_id={}&client_secret={}&scope={}&grant_type=client_credentials",
-                enc(&i.creds.client_id),
-                enc(&i.creds.client_secret),
-                enc(&i.scope)
-            );
+            let request = match &i.creds {
+                Grant::ClientCredentials(c) => {
+                    i.stats.count(API);
+                    i.client
+                        .post(&c.url)
+                        .header(
+                            reqwest::header::CONTENT_TYPE,
+                            "application/x-www-form-urlencoded",
+                        )
+                        .body(format!(
+                            "client_id={}&client_secret={}&scope={}&grant_type=client_credentials",
+                            enc(&c.client_id),
+                            enc(&c.client_secret),
+                            enc(&i.scope)
+                        ))
+                }
+                Grant::ManagedIdentity { url, client_id } => {
+                    i.stats.count(IDENTITY_API);
+                    // The instance metadata service takes the audience itself, not a scope.
+                    let resource = i.scope.strip_suffix("/.default").unwrap_or(&i.scope);
+                    let mut query = format!("api-version=2018-02-01&resource={}", enc(resource));
+                    if let Some(id) = client_id {
+                        query.push_str(&format!("&client_id={}", enc(id)));
+                    }
+                    i.client
+                        .get(format!("{url}?{query}"))
+                        .header("Metadata", "true")
+                }
+            };
+            self.exchange(request).await
+        }
+
+        /// Sends a token request and reads its answer.
+        async fn exchange(
+            &self,
+            request: reqwest::RequestBuilder,
+        ) -> Result<(String, u64), HttpError> {
+            let i = &self.inner;
+            let started = Instant::now();
+            let managed = matches!(i.creds, Grant::ManagedIdentity { .. });
             let answer = async {
-                let mut resp = i
-                    .client
-                    .post(&i.creds.url)
-                    .header(
-                        reqwest::header::CONTENT_TYPE,
-                        "application/x-www-form-urlencoded",
-                    )
-                    .body(form)
+                let mut resp = request
                     .send()
                     .await
                     .map_err(|e| self.failed(innermost(&e)))?;
@@ -783,9 +847,12 @@ pub mod token {
                         (Some(e), None) => e,
                         _ => "no OAuth error in the answer".to_owned(),
                     };
-                    let hint = match status.as_u16() {
-                        401 => "; check the client id and the secret in clientSecretEnv",
-                        400 => "; check tenantId, clientId and tokenUrl",
+                    let hint = match (status.as_u16(), managed) {
+                        (401, false) => "; check the client id and the secret in clientSecretEnv",
+                        (400, false) => "; check tenantId, clientId and tokenUrl",
+                        (400, true) => {
+                            "; check that this machine has a managed identity, and `clientId` for a user-assigned one"
+                        }
                         _ => "",
                     };
                     return Err(self.failed(format!("HTTP {}: {said}{hint}", status.as_u16())));
@@ -812,9 +879,10 @@ pub mod token {
                 Err(e) => format!("failed: {e}"),
             };
             tracing::info!(
-                "target {}: POST {} -> {outcome} in {} ms",
+                "target {}: {} {} -> {outcome} in {} ms",
                 i.target,
-                redact_userinfo(&i.creds.url),
+                if managed { "GET" } else { "POST" },
+                redact_userinfo(i.creds.url()),
                 started.elapsed().as_millis()
             );
             answer

@@ -164,6 +164,15 @@ pub struct Target {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub client_secret_env: Option<String>,
+    /// Azure Service Bus: `true` to get tokens from the machine's managed identity (the
+    /// instance metadata service of an Azure VM, scale set or AKS node), with `clientId` for a
+    /// user-assigned identity. Instead of `accessTokenEnv` or client credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_identity: Option<bool>,
+    /// Azure Service Bus: the managed identity's token endpoint. Default
+    /// `http://169.254.169.254/metadata/identity/oauth2/token` (tests point it at a local fake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.

@@ -106,6 +106,8 @@ mod tests {
             tenant_id: None,
             client_id: None,
             client_secret_env: None,
+            managed_identity: None,
+            identity_url: None,
             monitoring: None,
             ownership: None,
             alerts: None,

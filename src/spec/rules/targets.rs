@@ -47,6 +47,9 @@ fn check_target(
 ) {
     check_fields_apply(name, t, doc, base, out);
     check_required_fields(name, t, doc, base, out);
+    if t.backend == Backend::AzureServicebus {
+        check_azure_credentials_conflict(name, t, doc, base, out);
+    }
     check_urls(name, t, doc, base, unexpanded, out);
     check_secret_properties(name, t, doc, base, out);
     check_ownership(name, t, doc, base, out);
@@ -87,7 +90,7 @@ fn check_fields_apply(
     out: &mut Vec<Diagnostic>,
 ) {
     const AZ: &[Backend] = &[Backend::AzureServicebus];
-    let fields: [(&str, bool, &[Backend]); 29] = [
+    let fields: [(&str, bool, &[Backend]); 31] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
@@ -149,6 +152,8 @@ fn check_fields_apply(
         ("tenantId", t.tenant_id.is_some(), AZ),
         ("clientId", t.client_id.is_some(), AZ),
         ("clientSecretEnv", t.client_secret_env.is_some(), AZ),
+        ("managedIdentity", t.managed_identity.is_some(), AZ),
+        ("identityUrl", t.identity_url.is_some(), AZ),
     ];
     for (field, set, backends) in fields {
         if set && !backends.contains(&t.backend) {
@@ -218,7 +223,7 @@ fn check_required_fields(
             )
             .at(doc.locs.key(base));
             if field == "accessTokenEnv" {
-                d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), or give `tenantId`, `clientId` and `clientSecretEnv` for client credentials");
+                d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), give `tenantId`, `clientId` and `clientSecretEnv` for client credentials, or set `managedIdentity: true` on an Azure machine with a managed identity");
             }
             if field == "projectNumber" {
                 d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
@@ -240,10 +245,62 @@ fn check_required_fields(
     }
 }
 
+/// `target/credentials-conflict`: an Azure Service Bus target names more than one way to
+/// get a token (a ready one, client credentials, a managed identity): dlqctl would use one
+/// and silently ignore the others, so whoever reads the file could not tell which.
+fn check_azure_credentials_conflict(
+    name: &str,
+    t: &Target,
+    doc: &Doc<Targets>,
+    base: &str,
+    out: &mut Vec<Diagnostic>,
+) {
+    let ready = t.access_token_env.is_some() || t.data_access_token_env.is_some();
+    let client = t.tenant_id.is_some() || t.client_secret_env.is_some() || t.token_url.is_some();
+    let managed = t.managed_identity == Some(true);
+    let ways: Vec<&str> = [
+        (ready, "a ready token (`accessTokenEnv`)"),
+        (client, "client credentials (`tenantId`, `clientSecretEnv`)"),
+        (managed, "a managed identity (`managedIdentity: true`)"),
+    ]
+    .iter()
+    .filter(|(set, _)| *set)
+    .map(|(_, w)| *w)
+    .collect();
+    if ways.len() > 1 {
+        let d = Diagnostic::error(
+            "target/credentials-conflict",
+            format!(
+                "`targets.{name}` names {}: one only, or it is not clear which one dlqctl uses",
+                ways.join(" and ")
+            ),
+        )
+        .at(doc.locs.key(base))
+        .hint("keep one way of getting a token and remove the other fields (docs/azure.md, Credentials)");
+        out.push(d);
+        return;
+    }
+    if !managed && t.identity_url.is_some() {
+        out.push(
+            Diagnostic::error(
+                "target/credentials-conflict",
+                format!(
+                    "`targets.{name}.identityUrl` is the managed identity's endpoint, and `managedIdentity` is not `true`"
+                ),
+            )
+            .at(doc.locs.key(&format!("{base}/identityUrl"))),
+        );
+    }
+}
+
 /// Azure Service Bus's credentials: a ready token (`accessTokenEnv`, with
 /// `dataAccessTokenEnv` for the data plane if given), or all three parts of the client
 /// credentials; an incomplete set names each missing part.
 fn azure_credentials(t: &Target, required: &mut Vec<(&'static str, bool)>) {
+    // A managed identity needs nothing more (`clientId` only for a user-assigned one).
+    if t.managed_identity == Some(true) {
+        return;
+    }
     let parts = [
         ("tenantId", t.tenant_id.is_some()),
         ("clientId", t.client_id.is_some()),

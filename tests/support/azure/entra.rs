@@ -15,6 +15,20 @@
 //!   "correlation_id"}`, with `invalid_request` (a missing parameter), `invalid_scope`,
 //!   `unsupported_grant_type` (400) and `invalid_client` ("Client authentication failed",
 //!   answered 401 here, for an unknown client or a wrong secret).
+//! - [How to use managed identities for Azure resources on an Azure VM to acquire an access
+//!   token, "Get a token using HTTP"]
+//!   (<https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token>):
+//!   `GET http://169.254.169.254/metadata/identity/oauth2/token` with the query parameters
+//!   `api-version` (required, `2018-02-01`), `resource` (required: "The App ID URI of the
+//!   target resource", which "also appears in the aud (audience) claim of the issued token")
+//!   and, for a user-assigned identity, one of `object_id`, `client_id` or `msi_res_id`, and
+//!   the header `Metadata: true` ("required ... as a mitigation against Server Side Request
+//!   Forgery"). The answer: `{"access_token", "refresh_token", "expires_in", "expires_on",
+//!   "not_before", "resource", "token_type"}`, `expires_in` a number of seconds as a string.
+//!   Errors ("Error handling"): 400 `invalid_request` for a missing `Metadata` header or
+//!   parameter, and 400 `invalid_request` "Identity not found" when the VM has no managed
+//!   identity, or none with that id. (The endpoint is served here at the fake's own address,
+//!   `identityUrl`.)
 //! - [Azure Resource Manager, "Understand how Azure Resource Manager throttles requests"]
 //!   (<https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling>):
 //!   "When you reach the limit, you receive the HTTP status code 429 Too many requests. The
@@ -62,6 +76,11 @@ pub struct Tokens {
     arm_faults: Vec<(String, String, u16, usize)>,
     /// Statuses the next sends answer (503 or 429), in order.
     send_faults: Vec<u16>,
+    /// The machine's managed identities: `None` the system-assigned one, else a
+    /// user-assigned one's client id. Empty: the machine has none.
+    identities: Vec<Option<String>>,
+    /// Requests the instance metadata service's token endpoint saw.
+    identity_requests: usize,
 }
 
 /// An OAuth error answer.
@@ -199,6 +218,77 @@ pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, 
         json!({"token_type": "Bearer", "expires_in": 3599, "access_token": token}).to_string(),
     ))
 }
+
+/// The instance metadata service's token endpoint, when `r` is addressed to it.
+pub(super) fn identity_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, String)> {
+    let (path, query) = r.path.split_once('?').unwrap_or((r.path.as_str(), ""));
+    if path != IDENTITY_PATH {
+        return None;
+    }
+    let mut st = state.lock().expect("lock");
+    let t = &mut st.entra;
+    t.identity_requests += 1;
+    let bad = |d: &str| {
+        (
+            400,
+            json!({"error": "invalid_request", "error_description": d}).to_string(),
+        )
+    };
+    if r.method != "GET" {
+        return Some(bad("The endpoint only accepts GET requests."));
+    }
+    if r.header("metadata") != Some("true") {
+        return Some(bad("Required metadata header not specified"));
+    }
+    let fields = form(query);
+    let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    for (k, _) in &fields {
+        if ![
+            "api-version",
+            "resource",
+            "client_id",
+            "object_id",
+            "msi_res_id",
+        ]
+        .contains(&k.as_str())
+        {
+            return Some(bad(&format!("Unknown query parameter '{k}'")));
+        }
+    }
+    if get("api-version").as_deref() != Some("2018-02-01") {
+        return Some(bad(
+            "Required query variable 'api-version' is missing or not supported",
+        ));
+    }
+    let Some(resource) = get("resource").filter(|r| !r.is_empty()) else {
+        return Some(bad("Required query variable 'resource' is missing"));
+    };
+    let wanted = get("client_id");
+    if !t.identities.contains(&wanted) {
+        return Some(bad("Identity not found"));
+    }
+    let audience = resource.trim_end_matches('/').to_owned();
+    let host = audience.trim_start_matches("https://").to_ascii_lowercase();
+    let token = format!("fake.{host}.{:04}", t.issued.len() + 1);
+    t.issued.insert(token.clone(), audience);
+    *t.fetched.entry(format!("identity:{resource}")).or_default() += 1;
+    Some((
+        200,
+        json!({
+            "access_token": token,
+            "refresh_token": "",
+            "expires_in": "3599",
+            "expires_on": "1796515200",
+            "not_before": "1796511300",
+            "resource": resource,
+            "token_type": "Bearer"
+        })
+        .to_string(),
+    ))
+}
+
+/// Where the fake serves the instance metadata service's token endpoint.
+const IDENTITY_PATH: &str = "/metadata/identity/oauth2/token";
 
 /// The audience a request's bearer was issued for, or why it is refused (`None`: accepted).
 fn refused(t: &Tokens, authorization: Option<&str>, want: &str) -> Option<String> {
@@ -344,6 +434,37 @@ impl AzureFake {
             .entra
             .send_faults
             .extend_from_slice(statuses);
+    }
+
+    /// The machine gets a managed identity: the system-assigned one (`None`), or a
+    /// user-assigned one with this client id.
+    pub fn add_managed_identity(&self, client_id: Option<&str>) {
+        self.state
+            .lock()
+            .expect("lock")
+            .entra
+            .identities
+            .push(client_id.map(str::to_owned));
+    }
+
+    /// Tokens the instance metadata service issued for `resource`.
+    pub fn identity_tokens(&self, resource: &str) -> usize {
+        let st = self.state.lock().expect("lock");
+        st.entra
+            .fetched
+            .get(&format!("identity:{resource}"))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Every request the instance metadata service's token endpoint saw.
+    pub fn identity_requests(&self) -> usize {
+        self.state.lock().expect("lock").entra.identity_requests
+    }
+
+    /// The instance metadata service's token endpoint (`identityUrl` in a targets file).
+    pub fn identity_url(&self) -> String {
+        format!("{}{IDENTITY_PATH}", self.api.url)
     }
 
     /// The token endpoint's URL for `tenant` (`tokenUrl` in a targets file).
