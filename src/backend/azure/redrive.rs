@@ -41,8 +41,9 @@ use crate::archive::sink::Sink;
 use crate::backend::kit::errors::MoveError;
 use crate::redrive::replay::Job;
 use crate::redrive::{Decision, Pace, Run, decide_copy, moved_headers};
-use crate::spec::resolve::Resolved;
+use crate::resource::ResourceId;
 use crate::spec::resolve::headers::HeaderRules;
+use crate::spec::resolve::{AzureResolved, Resolved};
 use crate::status::Message;
 
 /// Messages per archive object (`dlqctl archive`).
@@ -110,22 +111,8 @@ impl Mover {
             None => super::queue_id(target, &r.main),
             Some(s) => super::subscription_id(target, &r.main, s),
         };
-        let (dest, kind) = match (&a.subscription, run.to.source) {
-            (Some(_), true) => (super::topic_id(target, &r.main), "topic"),
-            (None, true) => (super::queue_id(target, &r.main), "queue"),
-            (_, false) => (super::queue_id(target, &run.to.name), "queue"),
-        };
-        let Some(found) = self
-            .reader
-            .get_entity(&dest)
-            .await
-            .map_err(|e| MoveError(e.to_string()))?
-        else {
-            return Err(MoveError(format!(
-                "the destination {kind} `{}` does not exist; nothing was moved",
-                dest.name
-            )));
-        };
+        let (dest, kind, found) =
+            destination(&self.reader, r, a, &run.to, "nothing was moved").await?;
         run.check_owned(crate::redrive::outside_prefixes(
             &self.reader.prefixes,
             &dest.name,
@@ -397,23 +384,8 @@ impl Replayer {
                 r.channel
             )));
         };
-        let target = &self.reader.target;
-        let (dest, kind) = match (&a.subscription, job.to.source) {
-            (Some(_), true) => (super::topic_id(target, &r.main), "topic"),
-            (None, true) => (super::queue_id(target, &r.main), "queue"),
-            (_, false) => (super::queue_id(target, &job.to.name), "queue"),
-        };
-        let Some(found) = self
-            .reader
-            .get_entity(&dest)
-            .await
-            .map_err(|e| MoveError(e.to_string()))?
-        else {
-            return Err(MoveError(format!(
-                "the destination {kind} `{}` does not exist; nothing was published",
-                dest.name
-            )));
-        };
+        let (dest, kind, found) =
+            destination(&self.reader, r, a, &job.to, "nothing was published").await?;
         job.check_owned(crate::redrive::outside_prefixes(
             &self.reader.prefixes,
             &dest.name,
@@ -457,6 +429,36 @@ impl Replayer {
             job.tally.moved_ids([m.id.clone()]);
             at += 1;
         }
+    }
+}
+
+/// Where a run sends (`--to source`: the channel's queue, or a topic channel's topic, which
+/// the redrive driver has checked for other subscriptions; else the queue `--to` names): its
+/// id, its kind for messages and its ARM JSON. `None_said` ends the error when it does not
+/// exist.
+async fn destination(
+    reader: &Reader,
+    r: &Resolved,
+    a: &AzureResolved,
+    to: &crate::redrive::Destination,
+    none_said: &str,
+) -> Result<(ResourceId, &'static str, Value), MoveError> {
+    let target = &reader.target;
+    let (dest, kind) = match (&a.subscription, to.source) {
+        (Some(_), true) => (super::topic_id(target, &r.main), "topic"),
+        (None, true) => (super::queue_id(target, &r.main), "queue"),
+        (_, false) => (super::queue_id(target, &to.name), "queue"),
+    };
+    match reader
+        .get_entity(&dest)
+        .await
+        .map_err(|e| MoveError(e.to_string()))?
+    {
+        Some(found) => Ok((dest, kind, found)),
+        None => Err(MoveError(format!(
+            "the destination {kind} `{}` does not exist; {none_said}",
+            dest.name
+        ))),
     }
 }
 
