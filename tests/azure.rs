@@ -925,6 +925,111 @@ fn azure_a_redrive_killed_part_way_loses_nothing() {
     }
 }
 
+#[test]
+fn two_dead_letters_that_share_a_messageid_are_both_archived_and_both_replayed() {
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    let c = Client::new(&f.fake);
+    let q = f.ws.channel.clone();
+    support::block(async {
+        // The application's MessageId is a business key: two attempts of order 42.
+        for body in ["{\"order\": 42, \"try\": 1}", "{\"order\": 42, \"try\": 2}"] {
+            assert_eq!(c.send(&q, "order-42", body, &[]).await, 201);
+        }
+        for _ in 0..2 * 8 {
+            let Some(m) = c.peek_lock(&q).await else {
+                break;
+            };
+            assert_eq!(c.unlock(&m).await, 200);
+        }
+    });
+    assert_eq!(f.fake.dead_letters(&q).len(), 2);
+    let arch = f.ws.path().join("arch");
+    let arch = arch.to_str().expect("path");
+    let doc = support::redrive::archive_ok(&f.ws, &["--to", arch, "--delete", "--yes"]);
+    assert_eq!(
+        (doc["archived"].as_u64(), doc["deleted"].as_u64()),
+        (Some(2), Some(2)),
+        "{doc}"
+    );
+    assert!(f.fake.dead_letters(&q).is_empty());
+    let doc = support::redrive::redrive_ok(&f.ws, &["--from-archive", arch, "--yes"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    assert_eq!(doc["archive"]["duplicates"], 0, "{doc}");
+    let mut bodies: Vec<String> = f
+        .fake
+        .messages(&q)
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+        .collect();
+    bodies.sort();
+    assert_eq!(
+        bodies,
+        ["{\"order\": 42, \"try\": 1}", "{\"order\": 42, \"try\": 2}"],
+        "both came back"
+    );
+}
+
+#[test]
+fn an_archive_whose_first_lock_runs_out_stops_there_and_is_not_complete() {
+    const N: usize = 40;
+    let f = support::azure::Fixture::new();
+    f.ws.first_apply("azure first apply");
+    dead_lettered(&f, N, &[]);
+    let q = f.ws.channel.clone();
+    let arch = f.ws.path().join("arch");
+    let arch = arch.to_str().expect("path");
+    let run =
+        f.ws.command(&[
+            "archive",
+            q.as_str(),
+            "channel.yaml",
+            "--to",
+            arch,
+            "--rate",
+            "20",
+            "--format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("archive starts");
+    // Once a few are locked by the run, the clock passes the queue's lockDuration (2m): the
+    // locks the run holds run out, and its next peek-lock hands back the first message.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while f
+        .fake
+        .dead_letters(&q)
+        .iter()
+        .filter(|m| m.lock.is_some())
+        .count()
+        < 5
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run locked nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    f.fake.advance(std::time::Duration::from_secs(121));
+    let out = run.wait_with_output().expect("archive ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "not complete\n{stdout}\n{stderr}"
+    );
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains("a lock this run held ran out"), "{all}");
+    assert_eq!(
+        f.fake.dead_letters(&q).len(),
+        N,
+        "without --delete all stay"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Opt-in, against a real namespace: never in CI (docs/azure.md, "Running the tests against a
 // real namespace")

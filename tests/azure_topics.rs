@@ -582,3 +582,67 @@ fn azure_a_subscriptions_redrive_killed_part_way_loses_nothing() {
     assert_eq!(unique, want(N), "every message is back, by id");
     assert!(back.len() - N <= 1, "{} duplicated", back.len() - N);
 }
+
+#[test]
+fn a_subscription_whose_rule_might_not_take_the_copy_is_not_redriven_or_replayed_through_its_topic()
+{
+    let f = topic_channel(false);
+    f.ws.first_apply("azure topic first apply");
+    dead_lettered(&f, 2);
+    let sub = sub_path(&f);
+    // Archived (kept) first, so that a replay can be tried too.
+    let arch = f.ws.path().join("arch");
+    let arch = arch.to_str().expect("path");
+    let doc = support::redrive::archive_ok(&f.ws, &["--to", arch]);
+    assert_eq!(doc["archived"], 2, "{doc}");
+    let before: Vec<u64> = f
+        .fake
+        .dead_letters(&sub)
+        .iter()
+        .map(|m| m.delivery_count)
+        .collect();
+    // The subscription takes only what its SQL filter matches: a copy sent to the topic
+    // might not come back to it.
+    f.fake.set_rules(
+        &f.ws.channel,
+        SUB,
+        vec![json!({"name": "urgent-only", "properties": {
+            "filterType": "SqlFilter",
+            "sqlFilter": {"sqlExpression": "Priority > 3", "compatibilityLevel": 20},
+            "action": {}
+        }})],
+    );
+    for extra in [&["--yes"][..], &["--from-archive", arch, "--yes"][..]] {
+        let mut cmd = vec!["redrive", f.ws.channel.as_str(), "channel.yaml"];
+        cmd.extend(extra);
+        let out = f.ws.run(&cmd);
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert_ne!(out.code, 0, "{extra:?}: {all}");
+        assert!(all.contains("`urgent-only`"), "names the rule: {all}");
+        assert!(all.contains("--to QUEUE"), "says what to do: {all}");
+    }
+    let after: Vec<u64> = f
+        .fake
+        .dead_letters(&sub)
+        .iter()
+        .map(|m| m.delivery_count)
+        .collect();
+    assert_eq!(after, before, "nothing read or moved");
+    assert!(
+        f.fake.messages(&sub).is_empty(),
+        "nothing sent to the topic"
+    );
+    // The $Default rule back: the redrive goes through the topic.
+    f.fake.set_rules(
+        &f.ws.channel,
+        SUB,
+        vec![json!({"name": "$Default", "properties": {
+            "filterType": "SqlFilter",
+            "sqlFilter": {"sqlExpression": "1=1", "compatibilityLevel": 20},
+            "action": {}
+        }})],
+    );
+    let doc = support::redrive::redrive_ok(&f.ws, &["--yes"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    assert_eq!(ids(&f.fake.messages(&sub)), want(2));
+}

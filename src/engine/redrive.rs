@@ -447,7 +447,7 @@ impl Session<'_> {
         let topic = r.main.clone();
         let own = backend::own_subscription(r).map(str::to_owned);
         let subs = self.reader.subscriptions_of(&topic).await?;
-        if own.is_some() && subs.iter().all(|s| Some(s) == own.as_ref()) {
+        if own.is_some() && !subs.is_empty() && subs.iter().all(|s| Some(s) == own.as_ref()) {
             return Ok(());
         }
         if !self.checked.ask.allow_fanout {

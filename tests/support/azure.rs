@@ -100,6 +100,9 @@ struct State {
     data_seen: Vec<(String, String)>,
     /// The token endpoint, audiences, and the ARM and send faults a test asked for.
     entra: entra::Tokens,
+    /// Subscriptions' rules a test set (`topic/subscriptions/sub`); a subscription without
+    /// an entry has the `$Default` rule only (topics.rs).
+    rules: BTreeMap<String, Vec<Value>>,
 }
 
 /// The fake ARM server, its state, and every request it saw.

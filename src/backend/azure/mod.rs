@@ -8,7 +8,7 @@
 //! api-version [`API_VERSION`]). The doors, each in its own file: [`desired`], [`plan`],
 //! [`draw`], [`alerts`], [`import`] (pure), [`read`] (read-only: queues, the listings
 //! `--prune` and import need; its review door), [`status`] (depth from ARM's counts), [`apply`] (the only
-//! writer) and [`redrive`] (redrive and replay, which refuse: the data plane is not built).
+//! writer) and [`redrive`] (redrive, archive and replay through the data plane, [`data`]).
 //! A channel is a queue, or a topic and one subscription of it (`azure-servicebus.subscription`),
 //! which carries the settings; both are read, written, counted and redriven (docs/azure.md).
 //!

@@ -429,6 +429,34 @@ impl Reader {
             .collect())
     }
 
+    /// The rules of a topic's subscription (`GET .../subscriptions/{subscription}/rules`,
+    /// Rules_ListBySubscriptions, every page), as ARM gives them; `None` when the
+    /// subscription does not exist.
+    pub async fn rules(&self, topic: &str, sub: &str) -> Result<Option<Vec<Value>>, BackendError> {
+        let base = format!(
+            "{}/topics/{}/subscriptions/{}",
+            self.namespace_path,
+            seg(topic),
+            seg(sub)
+        );
+        let api = "GET namespaces/topics/{topic}/subscriptions/{subscription}/rules";
+        if self
+            .http
+            .get(
+                "GET namespaces/topics/{topic}/subscriptions/{subscription}",
+                &format!("{base}?api-version={API_VERSION}"),
+            )
+            .await
+            .map_err(|e| e.at(&self.target))?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        self.list(api, format!("{base}/rules?api-version={API_VERSION}"))
+            .await
+            .map(Some)
+    }
+
     /// Every subscription of `topic` (`GET .../topics/{topic}/subscriptions`, every page), by
     /// name, as live properties.
     pub async fn subscriptions(&self, topic: &str) -> Result<Vec<(String, Live)>, BackendError> {

@@ -68,6 +68,16 @@ const KEPT: [&str; 8] = [
 /// Custom properties Service Bus adds when it dead-letters: dropped from the copy.
 const DEAD_LETTER_PROPERTIES: [&str; 2] = ["DeadLetterReason", "DeadLetterErrorDescription"];
 
+/// What a run holds locked when its reads end: what it leaves (`held`, unlocked at the end)
+/// and, for `dlqctl archive`, what it chose and has not written yet (`pending`); `lapsed`: a
+/// lock it held ran out, and the read stopped at that message.
+#[derive(Default)]
+struct Left {
+    held: Vec<Locked>,
+    pending: Vec<(Locked, Message)>,
+    lapsed: bool,
+}
+
 /// Where a run sends: a queue, or a topic channel's topic.
 struct Destination<'a> {
     name: &'a str,
@@ -133,16 +143,21 @@ impl Mover {
             source: a.entity_path(&r.main),
         };
         let dlq = &r.dead_letter;
-        let mut held: Vec<Locked> = Vec::new();
-        let mut pending: Vec<(Locked, Message)> = Vec::new();
-        let mut outcome = self
-            .moves(r, run, &dest, dlq, &mut held, &mut pending)
-            .await;
+        let mut left = Left::default();
+        let mut outcome = self.moves(r, run, &dest, dlq, &mut left).await;
+        let Left {
+            mut held,
+            mut pending,
+            lapsed,
+        } = left;
         // `dlqctl archive`: what was chosen and is still locked goes into the archive
         // whatever stopped the reads (nothing is lost by writing it: it is still ours).
         if let Some(sink) = run.archive.as_deref() {
             let archived = self.archive(run, sink, dlq, &mut pending, &mut held).await;
-            outcome = outcome.and(archived);
+            outcome = match (outcome, archived) {
+                (Err(a), Err(b)) => Err(MoveError(format!("{}; then {}", a.0, b.0))),
+                (a, b) => a.and(b),
+            };
         }
         held.extend(pending.into_iter().map(|(l, _)| l));
         // What the selection left, handed back whatever happened.
@@ -153,36 +168,65 @@ impl Mover {
                 "some messages of {dlq} this run left could not be unlocked ({e}); they are back after their lockDuration"
             ));
         }
-        // Messages locked by another receiver were never seen: not complete.
+        // Messages never seen (locked by another receiver, or not reached because a lock of
+        // this run's ran out and the read stopped): not complete.
+        let distinct = held
+            .iter()
+            .map(|l| l.sequence)
+            .collect::<BTreeSet<_>>()
+            .len() as u64;
         if !run.done()
             && let Ok(Some(q)) = self.reader.get_entity(&entity).await
             && let Some(n) = q["properties"]["countDetails"]["deadLetterMessageCount"].as_u64()
-            && n > held.len() as u64
+            && n > distinct
         {
-            run.tally.incomplete(format!(
-                "{} message(s) in {dlq} were locked by another receiver and not read (a killed run's locks run out after the queue's lockDuration): run again then",
-                n - held.len() as u64
-            ));
+            run.tally.incomplete(if lapsed {
+                format!(
+                    "{} message(s) in {dlq} were not read: a lock this run held ran out (the lockDuration) before the read reached them, and a read stops at a message it has seen; run again (what this run leaves in the subqueue stays locked until the run ends, so fewer of them, with --delete or --limit, reach further)",
+                    n - distinct
+                )
+            } else {
+                format!(
+                    "{} message(s) in {dlq} were locked by another receiver and not read (a killed run's locks run out after the queue's lockDuration): run again then",
+                    n - distinct
+                )
+            });
         }
         Ok(())
     }
 
-    /// The reads and moves; what it leaves locked goes into `held`, what `dlqctl archive`
-    /// chose into `pending` (written [`ARCHIVE_BATCH`] at a time).
+    /// The reads and moves; what it leaves locked goes into `left.held`, what `dlqctl
+    /// archive` chose into `left.pending` (written [`ARCHIVE_BATCH`] at a time).
     async fn moves(
         &self,
         r: &Resolved,
         run: &Run,
         dest: &Destination<'_>,
         dlq: &str,
-        held: &mut Vec<Locked>,
-        pending: &mut Vec<(Locked, Message)>,
+        left: &mut Left,
     ) -> Result<(), MoveError> {
         let mut pace = Pace::new(run.rate);
         let mut seen: BTreeSet<u64> = BTreeSet::new();
+        // `dlqctl archive`: an object is written once it holds ARCHIVE_BATCH messages, or
+        // once its first has been locked for half the lockDuration (as the spec sets it), so
+        // that a slow run (`--rate`) completes each while its lock still holds.
+        let half_lock = std::time::Duration::from_millis(
+            r.azure
+                .as_ref()
+                .map_or(60_000, |a| a.lock_duration.as_millis())
+                / 2,
+        );
+        let mut first_pending: Option<std::time::Instant> = None;
         for _ in 0..MAX_READS {
             if run.done() {
                 break;
+            }
+            if let (Some(sink), Some(since)) = (run.archive.as_deref(), first_pending)
+                && since.elapsed() >= half_lock
+            {
+                first_pending = None;
+                self.archive(run, sink, dlq, &mut left.pending, &mut left.held)
+                    .await?;
             }
             let Some(locked) = self
                 .data
@@ -194,19 +238,21 @@ impl Mover {
                 break;
             };
             if !seen.insert(locked.sequence) {
-                held.push(locked);
+                // Peek-lock hands out only unlocked messages: a lock this run held ran out.
+                left.lapsed = true;
+                left.held.push(locked);
                 break;
             }
             let m = super::status::message(&locked, &dest.source);
             let (d, edit) = decide_copy(&run.select, &m, crate::status::now_ms());
             run.tally.add(&d);
             if d != Decision::Move {
-                held.push(locked);
+                left.held.push(locked);
                 continue;
             }
             // Interrupted during the wait: handed back, nothing sent after it.
             if !pace.wait_or_stop(&run.stop).await {
-                held.push(locked);
+                left.held.push(locked);
                 break;
             }
             if let Some(sink) = run.archive.as_deref() {
@@ -214,16 +260,23 @@ impl Mover {
                 if run
                     .select
                     .limit
-                    .is_some_and(|l| run.tally.moved() + pending.len() as u64 >= l)
+                    .is_some_and(|l| run.tally.moved() + left.pending.len() as u64 >= l)
                 {
-                    held.push(locked);
+                    left.held.push(locked);
                     break;
                 }
+                // A MessageId is the application's and need not be unique: the record's id
+                // adds the SequenceNumber, which a rerun reads again for the same message.
+                let mut m = m;
+                m.id = format!("{}#{}", m.id, locked.sequence);
                 run.tally
                     .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
-                pending.push((locked, m));
-                if pending.len() >= ARCHIVE_BATCH {
-                    self.archive(run, sink, dlq, pending, held).await?;
+                left.pending.push((locked, m));
+                let since = *first_pending.get_or_insert_with(std::time::Instant::now);
+                if left.pending.len() >= ARCHIVE_BATCH || since.elapsed() >= half_lock {
+                    first_pending = None;
+                    self.archive(run, sink, dlq, &mut left.pending, &mut left.held)
+                        .await?;
                 }
                 continue;
             }
@@ -259,8 +312,12 @@ impl Mover {
                 )
                 .await
             {
-                // Not confirmed: the message stays in the subqueue (handed back below).
-                held.push(locked);
+                // Not confirmed: the message stays in the subqueue (handed back below), and
+                // may have landed too.
+                if may_have_landed(&e) {
+                    run.tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                }
+                left.held.push(locked);
                 return Err(MoveError(format!(
                     "sending message {} to {} {} was not confirmed ({e}); it stays in {dlq}, and {} moved before it",
                     m.id,
@@ -416,8 +473,9 @@ impl Replayer {
                 )
                 .await
             {
-                // Not confirmed: it may or may not have landed.
-                job.tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                if may_have_landed(&e) {
+                    job.tally.duplicated.fetch_add(1, Ordering::Relaxed);
+                }
                 return Err(MoveError(format!(
                     "sending message {} to {kind} {} was not confirmed ({e}); {} were sent before it, nothing after",
                     m.id,
@@ -449,16 +507,94 @@ async fn destination(
         (None, true) => (super::queue_id(target, &r.main), "queue"),
         (_, false) => (super::queue_id(target, &to.name), "queue"),
     };
-    match reader
+    let Some(found) = reader
         .get_entity(&dest)
         .await
         .map_err(|e| MoveError(e.to_string()))?
-    {
-        Some(found) => Ok((dest, kind, found)),
-        None => Err(MoveError(format!(
+    else {
+        return Err(MoveError(format!(
             "the destination {kind} `{}` does not exist; {none_said}",
             dest.name
-        ))),
+        )));
+    };
+    // A topic answers 201 whether or not any subscription's rule takes the copy: only a
+    // subscription that takes everything is sure to receive it back.
+    if let (Some(sub), "topic") = (&a.subscription, kind) {
+        let rules = reader
+            .rules(&r.main, sub)
+            .await
+            .map_err(|e| MoveError(e.to_string()))?
+            .unwrap_or_default();
+        if let Some(why) = not_true_filter(&rules) {
+            return Err(MoveError(format!(
+                "subscription `{sub}` of topic `{}` {why}: a copy sent to the topic might not reach it, and its original would be gone. Redrive with --to QUEUE (a queue its consumer reads) instead; {none_said}",
+                r.main
+            )));
+        }
+    }
+    Ok((dest, kind, found))
+}
+
+/// Why a subscription's rules might not take every message sent to its topic (`None`: they
+/// take all): its only rule must be a filter that is always true (the `$Default` rule's
+/// `1=1`, or `TRUE`) with no action, which could change the copy on its way in.
+fn not_true_filter(rules: &[Value]) -> Option<String> {
+    let names = || {
+        rules
+            .iter()
+            .map(|r| format!("`{}`", r["name"].as_str().unwrap_or("?")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let [rule] = rules else {
+        return Some(if rules.is_empty() {
+            "has no rule (it receives nothing sent to the topic)".to_owned()
+        } else {
+            format!("has the rules {}", names())
+        });
+    };
+    let p = &rule["properties"];
+    let squeezed = |v: &Value| -> String {
+        v.as_str()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase()
+    };
+    let always = p["filterType"].as_str() == Some("SqlFilter")
+        && matches!(
+            squeezed(&p["sqlFilter"]["sqlExpression"]).as_str(),
+            "1=1" | "true"
+        );
+    let acts = !squeezed(&p["action"]["sqlExpression"]).is_empty();
+    if always && !acts {
+        return None;
+    }
+    Some(format!(
+        "has the rule {} ({})",
+        names(),
+        if acts {
+            "with an action that changes what it receives".to_owned()
+        } else {
+            format!(
+                "a {} that does not take every message",
+                p["filterType"].as_str().unwrap_or("filter")
+            )
+        }
+    ))
+}
+
+/// Whether a send that was not confirmed may still have been taken: no answer in time, an
+/// answer that could not be read, or a server error other than "busy" (503) or throttled
+/// (429), which Service Bus answers without taking the message. A refusal (4xx), no
+/// connection or a redirect never took it.
+fn may_have_landed(e: &crate::backend::wire::http::HttpError) -> bool {
+    use crate::backend::wire::http::HttpError as H;
+    match e {
+        H::Timeout { .. } | H::Budget { .. } | H::Decode { .. } | H::TooLarge { .. } => true,
+        H::Status { status, .. } => *status == 408 || (*status >= 500 && *status != 503),
+        _ => false,
     }
 }
 

@@ -59,12 +59,12 @@ pub fn http_time_ms(text: &str) -> Option<i64> {
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
-/// A locked message as every backend hands it up: its custom properties as headers, its
-/// BrokerProperties as properties, `DeadLetterReason` as the broker's class, the entity it
-/// was dead-lettered in (`DeadLetterSource`, else `source`) as its source.
 /// The name a message's content type is kept under among its properties.
 pub const CONTENT_TYPE: &str = "ContentType";
 
+/// A locked message as every backend hands it up: its custom properties as headers, its
+/// BrokerProperties as properties, `DeadLetterReason` as the broker's class, the entity it
+/// was dead-lettered in (`DeadLetterSource`, else `source`) as its source.
 pub fn message(m: &Locked, source: &str) -> Message {
     let broker_text = |k: &str| {
         m.broker.get(k).map(|v| match v {

@@ -18,6 +18,13 @@
 //!   subscriptions: messageCount, createdAt, accessedAt, updatedAt, countDetails), else 400.
 //!   lockDuration at most 5 minutes, maxDeliveryCount at least 1, autoDeleteOnIdle at least 5
 //!   minutes (their descriptions, as for queues).
+//! - `GET .../subscriptions/{s}/rules` (Rules_ListBySubscriptions, rules.json 2021-11-01):
+//!   the subscription's rules, `{"value": [Rule]}`; a subscription has the `$Default` rule
+//!   (filterType `SqlFilter`, sqlExpression `1=1`: "Topic filters and actions", "each newly
+//!   created subscription has an initial default subscription rule ... a TrueFilter", which
+//!   ARM shows as the SQL filter `1=1`) unless a test set others ([`AzureFake::set_rules`];
+//!   the fake has no PUT of a rule). The fake lists rules but does not apply them: every
+//!   subscription receives every send (below).
 //! - A subscription of a missing topic: 404 (GET, PUT); a missing topic or subscription: 404
 //!   with ARM's error body; `DELETE` of a topic deletes its subscriptions (Topics_Delete
 //!   "Deletes a topic from the specified namespace and resource group", with what it holds).
@@ -346,6 +353,25 @@ pub(super) fn answer(st: &mut State, r: &Request, rest: &str) -> Option<(u16, St
                 .collect();
             (200, json!({ "value": value }).to_string())
         }
+        ("GET", [t, "subscriptions", s, "rules"]) => {
+            let k = key(t, s);
+            if !st.queues.contains_key(&k) {
+                return Some(not_found("Subscription", &k));
+            }
+            let value = st.rules.get(&k).cloned().unwrap_or_else(|| {
+                vec![json!({
+                    "id": format!("{}/topics/{t}/subscriptions/{s}/rules/$Default", AzureFake::namespace_path()),
+                    "name": "$Default",
+                    "type": "Microsoft.ServiceBus/Namespaces/Topics/Subscriptions/Rules",
+                    "properties": {
+                        "filterType": "SqlFilter",
+                        "sqlFilter": {"sqlExpression": "1=1", "compatibilityLevel": 20},
+                        "action": {}
+                    }
+                })]
+            });
+            (200, json!({ "value": value }).to_string())
+        }
         (_, [t, "subscriptions", s]) => {
             if !st.topics.contains_key(*t) {
                 return Some(not_found("Topic", t));
@@ -459,6 +485,16 @@ impl AzureFake {
     }
 
     /// The names of a topic's subscriptions.
+    /// Replaces a subscription's rules (each a Rule as ARM lists it: `name`, `properties`
+    /// with `filterType`, `sqlFilter` or `correlationFilter`, `action`).
+    pub fn set_rules(&self, topic: &str, sub: &str, rules: Vec<Value>) {
+        self.state
+            .lock()
+            .expect("lock")
+            .rules
+            .insert(key(topic, sub), rules);
+    }
+
     pub fn subscriptions_of(&self, topic: &str) -> Vec<String> {
         let st = self.state.lock().expect("lock");
         subscriptions(&st, topic)
