@@ -101,12 +101,7 @@ impl Mover {
     }
 
     pub async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
-        let Some(a) = &r.azure else {
-            return Err(MoveError(format!(
-                "channel {} is not an Azure Service Bus channel",
-                r.channel
-            )));
-        };
+        let a = azure_of(r)?;
         if let Some(f) = &a.forward_to {
             return Err(MoveError(format!(
                 "channel `{}` forwards its dead letters to `{f}`, an ordinary queue whose own maxDeliveryCount each lock would spend: redrive from a forward queue is not built in this version (docs/azure.md); nothing was read or moved",
@@ -419,28 +414,14 @@ impl crate::backend::kit::doors::Redrive for Mover {
     }
 }
 
-/// The replay capability (`redrive --from-archive`): archived messages sent to the
-/// channel's queue or topic (or `--to QUEUE`), one Send Message each; a message counts once
-/// the send is confirmed (201).
-#[derive(Debug, Clone)]
-pub struct Replayer {
-    reader: Reader,
-    data: DataWriter,
-}
+/// The replay capability (`redrive --from-archive`): the mover's reader and writing face,
+/// sending archived messages to the channel's queue or topic (or `--to QUEUE`), one Send
+/// Message each; a message counts once the send is confirmed (201).
+pub type Replayer = Mover;
 
-impl Replayer {
-    pub fn new(reader: Reader) -> Self {
-        let data = reader.data.clone().into_writer();
-        Replayer { reader, data }
-    }
-
+impl Mover {
     pub async fn replay(&self, r: &Resolved, job: &Job) -> Result<(), MoveError> {
-        let Some(a) = &r.azure else {
-            return Err(MoveError(format!(
-                "channel {} is not an Azure Service Bus channel",
-                r.channel
-            )));
-        };
+        let a = azure_of(r)?;
         let (dest, kind, found) =
             destination(&self.reader, r, a, &job.to, "nothing was published").await?;
         job.check_owned(crate::redrive::outside_prefixes(
@@ -488,6 +469,16 @@ impl Replayer {
             at += 1;
         }
     }
+}
+
+/// The channel's Service Bus settings; an error for a channel of another backend.
+fn azure_of(r: &Resolved) -> Result<&AzureResolved, MoveError> {
+    r.azure.as_ref().ok_or_else(|| {
+        MoveError(format!(
+            "channel {} is not an Azure Service Bus channel",
+            r.channel
+        ))
+    })
 }
 
 /// Where a run sends (`--to source`: the channel's queue, or a topic channel's topic, which
@@ -650,16 +641,8 @@ struct Outgoing {
     custom: Vec<(String, String)>,
 }
 
-impl crate::backend::kit::doors::Connected for Replayer {
-    type Error = MoveError;
-
-    fn target(&self) -> &str {
-        &self.reader.target
-    }
-}
-
-impl crate::backend::kit::doors::Replay for Replayer {
+impl crate::backend::kit::doors::Replay for Mover {
     async fn replay(&self, r: &Resolved, job: &Job) -> Result<(), MoveError> {
-        Replayer::replay(self, r, job).await
+        Mover::replay(self, r, job).await
     }
 }
