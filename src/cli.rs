@@ -752,14 +752,15 @@ pub struct RedriveArgs {
 
     /// Where to: `source` (the channel's main queue or topic; through its exchange on
     /// RabbitMQ), `failed-consumer` (only the consumer each message failed in: a reserved
-    /// word, see docs/redrive.md; Pub/Sub needs --allow-fanout, Kafka refuses) or the name
-    /// of another queue or topic on the same target.
+    /// word, see docs/redrive.md; Kafka refuses) or the name of another queue or topic on
+    /// the same target. A Pub/Sub or Service Bus topic whose other subscriptions would get
+    /// the copies too needs --allow-fanout.
     #[arg(long, value_name = "DEST", default_value = "source")]
     pub to: String,
 
     /// Send to the main topic although every subscription of it receives the copies (the
-    /// plan lists them): `--to failed-consumer` on Pub/Sub, and a Service Bus topic
-    /// channel's redrive when its topic has other subscriptions. Without it, refused.
+    /// plan lists them): the redrive of a Pub/Sub channel or a Service Bus topic channel
+    /// whose main topic has subscriptions other than the channel's own. Without it, refused.
     #[arg(long)]
     pub allow_fanout: bool,
 

@@ -1,8 +1,9 @@
 //! Issue 37, "to the failed consumer only": `redrive --to failed-consumer`, live. Pub/Sub
-//! cannot publish to one subscription, so the run is refused without `--allow-fanout`,
-//! naming every subscription of the main topic (two here: the channel's consumer and an
-//! audit subscription made by hand with the REST API); with it, the dry run lists them and
-//! the run publishes to the topic, which both receive. RabbitMQ: two queues bound to the
+//! cannot publish to one subscription: with the channel's consumer subscription alone on
+//! the main topic the run needs nothing more, but once another subscription is there (an
+//! audit subscription made by hand with the REST API) the run, `--to source` as much as
+//! `--to failed-consumer`, is refused without `--allow-fanout`, naming both; with it, the
+//! dry run lists them and the run publishes to the topic, which both receive. RabbitMQ: two queues bound to the
 //! channel's exchange with the same key (the main queue and an audit queue made by hand with
 //! the management API); the main queue's consumer rejects (lapin, `requeue=false`), so the
 //! broker writes x-death; only the main queue receives the copies, by id, and a dead letter
@@ -28,7 +29,7 @@ use support::{block, kafka, pubsub, rabbit};
 const N: usize = 3;
 
 #[test]
-fn pubsub_failed_consumer_is_refused_without_allow_fanout_naming_every_subscription() {
+fn pubsub_redrive_to_the_main_topic_is_refused_without_allow_fanout_naming_every_subscription() {
     let Some(f) = pubsub::Fixture::new() else {
         return;
     };
@@ -38,10 +39,6 @@ fn pubsub_failed_consumer_is_refused_without_allow_fanout_naming_every_subscript
     let dl_sub = format!("{}-dlt-sub", f.channel);
     let sub = f.subscription();
     let audit = format!("{}-audit-sub", f.channel);
-    f.rest.create_subscription(
-        &audit,
-        json!({"topic": pubsub::Rest::topic_path(&f.channel)}),
-    );
     for i in 0..N {
         f.rest.publish(&dlt, &format!("order-{i}"));
     }
@@ -51,28 +48,40 @@ fn pubsub_failed_consumer_is_refused_without_allow_fanout_naming_every_subscript
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 
-    let out = f.run(&[
-        "redrive",
-        f.channel.as_str(),
-        "channel.yaml",
-        "--to",
-        "failed-consumer",
-        "--yes",
-    ]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    for s in [&sub, &audit] {
+    // The channel's subscription alone on the main topic: the copies reach only it.
+    for to in ["source", "failed-consumer"] {
+        let dry = redrive_ok(&f, &["--to", to, "--dry-run"]);
+        assert_eq!(dry["destination"]["fanout"], json!(null), "{dry}");
+    }
+
+    f.rest.create_subscription(
+        &audit,
+        json!({"topic": pubsub::Rest::topic_path(&f.channel)}),
+    );
+    for to in ["source", "failed-consumer"] {
+        let out = f.run(&[
+            "redrive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--to",
+            to,
+            "--yes",
+        ]);
+        assert_eq!(out.code, 1, "--to {to}: {}", out.stderr);
+        for s in [&sub, &audit] {
+            assert!(
+                out.stderr.contains(&format!("`{s}`")),
+                "--to {to}: the refusal names subscription {s}: {}",
+                out.stderr
+            );
+        }
+        assert!(out.stderr.contains("--allow-fanout"), "{}", out.stderr);
         assert!(
-            out.stderr.contains(&format!("`{s}`")),
-            "the refusal names subscription {s}: {}",
+            out.stderr.contains("reaches every subscription"),
+            "{}",
             out.stderr
         );
     }
-    assert!(out.stderr.contains("--allow-fanout"), "{}", out.stderr);
-    assert!(
-        out.stderr.contains("reaches every subscription"),
-        "{}",
-        out.stderr
-    );
     assert_eq!(f.rest.count(&dl_sub), N as u64, "nothing moved");
     assert!(f.rest.take(&sub, 0).is_empty(), "nothing published");
 

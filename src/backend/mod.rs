@@ -194,7 +194,8 @@ pub enum FailedConsumer {
     /// the messages by it ([`failed_consumer_source`]). One naming none stays, reported.
     BySource(&'static str),
     /// Only the main topic can be published to, which every subscription receives
-    /// (Pub/Sub): allowed with `--allow-fanout`, the subscriptions listed.
+    /// (Pub/Sub, a Service Bus topic channel): allowed when the channel's own subscription
+    /// is the topic's only one, else with `--allow-fanout`, the subscriptions listed.
     Fanout,
     /// Not possible, or not built: why (the refusal's words).
     Refused(String),
@@ -224,19 +225,26 @@ pub fn failed_consumer(r: &Resolved) -> FailedConsumer {
 
 /// Whether `--to source` of channel `r` sends to a topic that every subscription of it
 /// receives, so that the redrive driver lists them and asks for `--allow-fanout` when there
-/// are others than the channel's own: a Service Bus topic channel. (Pub/Sub's `--to source`
-/// publishes to its topic without asking; only its `--to failed-consumer` asks.)
+/// are others than the channel's own: a Pub/Sub channel, and a Service Bus topic channel.
+/// (A copy published to the main topic reaches every subscription of it: another team's
+/// consumer would get the dead letters of this one a second time.)
 pub fn source_fans_out(r: &Resolved) -> bool {
-    r.backend == Backend::AzureServicebus
-        && r.azure.as_ref().is_some_and(|a| a.subscription.is_some())
+    match r.backend {
+        Backend::Pubsub => true,
+        Backend::AzureServicebus => r.azure.as_ref().is_some_and(|a| a.subscription.is_some()),
+        Backend::Sqs | Backend::Rabbitmq | Backend::Kafka => false,
+    }
 }
 
-/// The channel's own subscription, where the backend has one that `--allow-fanout` need not
-/// be asked for (a Service Bus topic channel's); `None` elsewhere.
+/// The channel's own subscription on its main topic, where the backend has one: a redrive
+/// to that topic needs no `--allow-fanout` when it is the topic's only subscription (a
+/// Pub/Sub channel's consumer subscription, a Service Bus topic channel's); `None`
+/// elsewhere.
 pub fn own_subscription(r: &Resolved) -> Option<&str> {
     match r.backend {
         Backend::AzureServicebus => r.azure.as_ref().and_then(|a| a.subscription.as_deref()),
-        _ => None,
+        Backend::Pubsub => r.pubsub.as_ref().map(|p| p.subscription.as_str()),
+        Backend::Sqs | Backend::Rabbitmq | Backend::Kafka => None,
     }
 }
 

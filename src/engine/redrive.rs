@@ -19,7 +19,7 @@ use crate::redrive::{
     self, AgeFrom, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord,
     Tally, WouldMove,
 };
-use crate::spec::model::Target;
+use crate::spec::model::{Backend, Target};
 use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::UNKNOWN;
 use crate::status::{self, Observed, ReadOptions};
@@ -52,8 +52,8 @@ pub struct Ask {
     pub reason: Option<String>,
     /// `--allow-unowned-destination`.
     pub allow_unowned: bool,
-    /// `--allow-fanout`: `--to failed-consumer` on Pub/Sub publishes to the topic, which
-    /// reaches every subscription.
+    /// `--allow-fanout`: a redrive of a Pub/Sub channel or a Service Bus topic channel
+    /// publishes to the main topic, which reaches every subscription of it.
     pub allow_fanout: bool,
     /// `--health-check`, `--health-query`: asked before the first batch and between batches.
     pub gates: Gates,
@@ -428,11 +428,11 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// A redrive to a topic that every subscription of it receives: `--to failed-consumer`
-    /// on Pub/Sub, and `--to source` or `--to failed-consumer` of a Service Bus topic
-    /// channel. Lists the subscriptions of the main topic, refuses without `--allow-fanout`
-    /// naming them (on Service Bus only when there is another than the channel's own: sent
-    /// to a topic with one subscription, the copy reaches just the failed consumer), and
+    /// A redrive to a topic that every subscription of it receives: `--to source` or `--to
+    /// failed-consumer` of a Pub/Sub channel or a Service Bus topic channel. Lists the
+    /// subscriptions of the main topic, refuses without `--allow-fanout` naming them when
+    /// there is another than the channel's own (sent to a topic with one subscription, the
+    /// copy reaches just the failed consumer), and
     /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
     /// do for any other destination.
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
@@ -467,7 +467,7 @@ impl Session<'_> {
                             .join(", ")
                     )
                 },
-                if own.is_some() {
+                if r.backend == Backend::AzureServicebus {
                     ", or --to QUEUE (a queue only the failed consumer reads)"
                 } else {
                     ""

@@ -458,13 +458,14 @@ pub struct Destination {
     /// `true`: the channel's main queue or topic (`--to source`).
     pub source: bool,
     /// `--to failed-consumer`: only the consumer the message failed in (see
-    /// [`FAILED_CONSUMER`]); on Pub/Sub, with `--allow-fanout`, the main topic (`source` is
-    /// then set too).
+    /// [`FAILED_CONSUMER`]); on Pub/Sub and a Service Bus topic channel, the main topic
+    /// (`source` is then set too).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub failed_consumer: bool,
     /// What else receives the copies (every subscription of the topic), as the plan of a run
-    /// with `--allow-fanout` says it: Pub/Sub's `--to failed-consumer`, a Service Bus topic
-    /// channel's `--to source` or `--to failed-consumer`.
+    /// with `--allow-fanout` says it: a Pub/Sub channel's or a Service Bus topic channel's
+    /// `--to source` or `--to failed-consumer`, when the topic has other subscriptions than
+    /// the channel's own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fanout: Vec<String>,
     /// `--to failed-consumer` where each message goes back to the source the broker recorded
