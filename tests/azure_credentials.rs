@@ -299,6 +299,39 @@ fn a_managed_identity_gets_one_token_per_audience_and_plan_status_and_redrive_wo
     assert!(!journal.contains("fake.management"), "no token: {journal}");
 }
 
+/// Microsoft's retry guidance for the instance metadata service: 404 (updating), 429
+/// (throttled) and 5xx are asked again with a back-off; four in a row still get a token
+/// (seen failing before the back-off: the first 429 stopped the plan), five are an error
+/// naming the endpoint and the last answer.
+#[test]
+fn the_metadata_services_transient_answers_are_asked_again_and_a_lasting_one_is_said() {
+    let f = Fixture::new();
+    f.fake.add_managed_identity(None);
+    let url = f.fake.identity_url();
+    let f = f.with_managed_identity(None);
+    f.fake.fail_identity(&[429, 404, 500, 503]);
+    let p = f.ws.plan();
+    assert_eq!(
+        p.code, 2,
+        "a plan after four transient answers\n{}{}",
+        p.stdout, p.stderr
+    );
+    assert_eq!(
+        f.fake.identity_requests(),
+        5,
+        "four refused, then the token"
+    );
+    assert_eq!(f.fake.identity_tokens(ARM_AUDIENCE), 1);
+
+    f.fake.fail_identity(&[429, 429, 429, 429, 429]);
+    let p = f.ws.run(&["plan", "channel.yaml"]);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    assert!(both.contains(&url), "the endpoint is named\n{both}");
+    assert!(both.contains("HTTP 429"), "the last answer\n{both}");
+    assert_eq!(f.fake.identity_requests(), 10, "five tries, no more");
+}
+
 #[test]
 fn a_user_assigned_identity_is_asked_for_by_its_client_id_and_a_missing_one_is_said() {
     let f = Fixture::new();

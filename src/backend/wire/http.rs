@@ -592,8 +592,9 @@ pub mod token {
     //! connecting stays cheap; the first request that needs a token fetches it, and the token is
     //! kept and fetched again [`REFRESH_BEFORE`] before it expires. Clones share it (an `Arc`
     //! around an async mutex held across the fetch), so at most one fetch is in flight and every
-    //! client of a target uses the same token. Fetches are never retried here: a wrong secret
-    //! would only be sent again.
+    //! client of a target uses the same token. A client-credential exchange is never retried
+    //! here (a wrong secret would only be sent again); the instance metadata service's 404,
+    //! 429 and 5xx are, with a back-off, as its documentation's "Retry guidance" advises.
     //!
     //! Neither the secret nor a token is ever printed: both are registered with
     //! [`crate::secrets::never_show`] (cut out of every `-v` line), errors carry only the
@@ -614,6 +615,15 @@ pub mod token {
     pub const API: &str = "POST oauth2/v2.0/token";
     /// The managed identity's call in `--stats`.
     pub const IDENTITY_API: &str = "GET metadata/identity/oauth2/token";
+    /// The waits before the instance metadata service is asked again after a transient
+    /// answer: four more tries over 7.5 s ("Retry guidance": retry 404, 429 and 5xx with an
+    /// exponential back-off).
+    const IDENTITY_BACKOFF: [Duration; 4] = [
+        Duration::from_millis(500),
+        Duration::from_secs(1),
+        Duration::from_secs(2),
+        Duration::from_secs(4),
+    ];
     /// The instance metadata service's token endpoint (Azure VMs, scale sets, AKS nodes).
     pub const IMDS_URL: &str = "http://169.254.169.254/metadata/identity/oauth2/token";
 
@@ -777,23 +787,20 @@ pub mod token {
                     .to_string()
             };
             let request = match &i.creds {
-                Grant::ClientCredentials(c) => {
-                    i.stats.count(API);
-                    i.client
-                        .post(&c.url)
-                        .header(
-                            reqwest::header::CONTENT_TYPE,
-                            "application/x-www-form-urlencoded",
-                        )
-                        .body(format!(
-                            "client_id={}&client_secret={}&scope={}&grant_type=client_credentials",
-                            enc(&c.client_id),
-                            enc(&c.client_secret),
-                            enc(&i.scope)
-                        ))
-                }
+                Grant::ClientCredentials(c) => i
+                    .client
+                    .post(&c.url)
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(format!(
+                        "client_id={}&client_secret={}&scope={}&grant_type=client_credentials",
+                        enc(&c.client_id),
+                        enc(&c.client_secret),
+                        enc(&i.scope)
+                    )),
                 Grant::ManagedIdentity { url, client_id } => {
-                    i.stats.count(IDENTITY_API);
                     // The instance metadata service takes the audience itself, not a scope.
                     let resource = i.scope.strip_suffix("/.default").unwrap_or(&i.scope);
                     let mut query = format!("api-version=2018-02-01&resource={}", enc(resource));
@@ -808,20 +815,55 @@ pub mod token {
             self.exchange(request).await
         }
 
-        /// Sends a token request and reads its answer.
+        /// Sends a token request and reads its answer. The instance metadata service's
+        /// transient answers (404 while it updates, 429 when throttled, 5xx) are tried again
+        /// after [`IDENTITY_BACKOFF`], as Microsoft's retry guidance for it advises; a token
+        /// endpoint's never (see the module's docs).
         async fn exchange(
             &self,
             request: reqwest::RequestBuilder,
         ) -> Result<(String, u64), HttpError> {
             let i = &self.inner;
-            let started = Instant::now();
             let managed = matches!(i.creds, Grant::ManagedIdentity { .. });
+            let mut waits = IDENTITY_BACKOFF.iter();
+            loop {
+                let this = request
+                    .try_clone()
+                    .ok_or_else(|| self.failed("the request cannot be sent".into()))?;
+                i.stats.count(if managed { IDENTITY_API } else { API });
+                let (answer, status) = self.attempt(this, managed).await;
+                let transient = status.is_some_and(|s| s == 404 || s == 429 || s >= 500);
+                match waits.next() {
+                    Some(wait) if managed && answer.is_err() && transient => {
+                        tracing::info!(
+                            "target {}: the instance metadata service answered HTTP {}; asking again in {} ms",
+                            i.target,
+                            status.unwrap_or_default(),
+                            wait.as_millis()
+                        );
+                        tokio::time::sleep(*wait).await;
+                    }
+                    _ => return answer,
+                }
+            }
+        }
+
+        /// One token request: its outcome, and the HTTP status when there was an answer.
+        async fn attempt(
+            &self,
+            request: reqwest::RequestBuilder,
+            managed: bool,
+        ) -> (Result<(String, u64), HttpError>, Option<u16>) {
+            let i = &self.inner;
+            let started = Instant::now();
+            let mut answered = None;
             let answer = async {
                 let mut resp = request
                     .send()
                     .await
                     .map_err(|e| self.failed(innermost(&e)))?;
                 let status = resp.status();
+                answered = Some(status.as_u16());
                 if status.is_redirection() {
                     return Err(self.failed(format!(
                         "HTTP {status}: the endpoint redirects, and dlqctl never follows a redirect with a secret"
@@ -885,7 +927,7 @@ pub mod token {
                 redact_userinfo(i.creds.url()),
                 started.elapsed().as_millis()
             );
-            answer
+            (answer, answered)
         }
     }
 

@@ -27,8 +27,10 @@
 //!   "not_before", "resource", "token_type"}`, `expires_in` a number of seconds as a string.
 //!   Errors ("Error handling"): 400 `invalid_request` for a missing `Metadata` header or
 //!   parameter, and 400 `invalid_request` "Identity not found" when the VM has no managed
-//!   identity, or none with that id. (The endpoint is served here at the fake's own address,
-//!   `identityUrl`.)
+//!   identity, or none with that id; 404 while "IMDS is updating", 429 when its "throttle
+//!   limit" is reached, 5xx "transient", each to be retried with an exponential back-off
+//!   ("Retry guidance"), answered here only when a test asks ([`AzureFake::fail_identity`]).
+//!   (The endpoint is served here at the fake's own address, `identityUrl`.)
 //! - [Azure Resource Manager, "Understand how Azure Resource Manager throttles requests"]
 //!   (<https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling>):
 //!   "When you reach the limit, you receive the HTTP status code 429 Too many requests. The
@@ -81,6 +83,8 @@ pub struct Tokens {
     identities: Vec<Option<String>>,
     /// Requests the instance metadata service's token endpoint saw.
     identity_requests: usize,
+    /// Statuses the next identity requests answer (404, 429, 5xx), in order.
+    identity_faults: Vec<u16>,
 }
 
 /// An OAuth error answer.
@@ -228,6 +232,15 @@ pub(super) fn identity_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u1
     let mut st = state.lock().expect("lock");
     let t = &mut st.entra;
     t.identity_requests += 1;
+    if !t.identity_faults.is_empty() {
+        // "Error handling": 404 "IMDS is updating", 429 "IMDS throttle limit reached", 5xx
+        // "transient"; the body is inferred (the page gives only the error text).
+        let status = t.identity_faults.remove(0);
+        return Some((
+            status,
+            json!({"error": "transient", "error_description": format!("asked for by the test: HTTP {status}")}).to_string(),
+        ));
+    }
     let bad = |d: &str| {
         (
             400,
@@ -445,6 +458,16 @@ impl AzureFake {
             .entra
             .identities
             .push(client_id.map(str::to_owned));
+    }
+
+    /// The next identity requests answer these statuses (404, 429, 5xx), one each.
+    pub fn fail_identity(&self, statuses: &[u16]) {
+        self.state
+            .lock()
+            .expect("lock")
+            .entra
+            .identity_faults
+            .extend_from_slice(statuses);
     }
 
     /// Tokens the instance metadata service issued for `resource`.
