@@ -612,7 +612,11 @@ fn a_subscription_whose_rule_might_not_take_the_copy_is_not_redriven_or_replayed
             "action": {}
         }})],
     );
-    for extra in [&["--yes"][..], &["--from-archive", arch, "--yes"][..]] {
+    for extra in [
+        &["--yes"][..],
+        &["--dry-run"][..],
+        &["--from-archive", arch, "--yes"][..],
+    ] {
         let mut cmd = vec!["redrive", f.ws.channel.as_str(), "channel.yaml"];
         cmd.extend(extra);
         let out = f.ws.run(&cmd);

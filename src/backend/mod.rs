@@ -441,8 +441,6 @@ impl Reader {
         each!(Reader, self, r => Read::identity(r).await)
     }
 
-    /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
-    /// identity of redrive's audit record and of `operations.allowedOperators`.
     /// Pub/Sub and Service Bus: the subscriptions of `topic` (all of them receive what is
     /// sent to it), for the fan-out check of a redrive; empty on every other backend.
     pub async fn subscriptions_of(&self, topic: &str) -> Result<Vec<String>, BackendError> {
@@ -456,6 +454,25 @@ impl Reader {
         }
     }
 
+    /// Why a copy sent to `topic` might not come back to its subscription `sub`, for a
+    /// redrive through a topic: Service Bus, where a subscription's rules filter what it
+    /// takes (see `azure::redrive::subscription_refuses`); `None` when they take every
+    /// message, and on every other backend (a Pub/Sub subscription's filter is not checked:
+    /// it matched the message once, and the copy keeps its attributes but for those
+    /// `--transform` changes and `deadLetter.redrive` sheds; docs/pubsub.md says so).
+    pub async fn subscription_refuses(
+        &self,
+        topic: &str,
+        sub: &str,
+    ) -> Result<Option<String>, BackendError> {
+        match self {
+            Reader::Azure(r) => azure::redrive::subscription_refuses(r, topic, sub).await,
+            _ => Ok(None),
+        }
+    }
+
+    /// Who this target's credentials are, as the backend names them (see [`Operator`]): the
+    /// identity of redrive's audit record and of `operations.allowedOperators`.
     pub async fn operator(&self) -> Result<String, BackendError> {
         each!(Reader, self, r => Operator::operator(r).await)
     }

@@ -432,7 +432,8 @@ impl Session<'_> {
     /// failed-consumer` of a Pub/Sub channel or a Service Bus topic channel. Lists the
     /// subscriptions of the main topic, refuses without `--allow-fanout` naming them when
     /// there is another than the channel's own (sent to a topic with one subscription, the
-    /// copy reaches just the failed consumer), and
+    /// copy reaches just the failed consumer), refuses when the channel's own subscription
+    /// might not take the copy back (a Service Bus rule), and
     /// with it records them in the report (the dry run's plan says the fan-out). Nothing to
     /// do for any other destination.
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
@@ -446,6 +447,13 @@ impl Session<'_> {
         }
         let topic = r.main.clone();
         let own = backend::own_subscription(r).map(str::to_owned);
+        if let Some(sub) = &own
+            && let Some(why) = self.reader.subscription_refuses(&topic, sub).await?
+        {
+            return Err(RedriveError::Refused(format!(
+                "{why}; nothing was read or moved"
+            )));
+        }
         let subs = self.reader.subscriptions_of(&topic).await?;
         if own.is_some() && !subs.is_empty() && subs.iter().all(|s| Some(s) == own.as_ref()) {
             return Ok(());

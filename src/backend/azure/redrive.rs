@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use super::data::{DataWriter, Locked};
 use super::read::Reader;
 use crate::archive::sink::Sink;
-use crate::backend::kit::errors::MoveError;
+use crate::backend::kit::errors::{BackendError, MoveError};
 use crate::redrive::replay::Job;
 use crate::redrive::{Decision, Pace, Run, decide_copy, moved_headers};
 use crate::resource::ResourceId;
@@ -508,22 +508,32 @@ async fn destination(
             dest.name
         )));
     };
-    // A topic answers 201 whether or not any subscription's rule takes the copy: only a
-    // subscription that takes everything is sure to receive it back.
-    if let (Some(sub), "topic") = (&a.subscription, kind) {
-        let rules = reader
-            .rules(&r.main, sub)
+    if let (Some(sub), "topic") = (&a.subscription, kind)
+        && let Some(why) = subscription_refuses(reader, &r.main, sub)
             .await
             .map_err(|e| MoveError(e.to_string()))?
-            .unwrap_or_default();
-        if let Some(why) = not_true_filter(&rules) {
-            return Err(MoveError(format!(
-                "subscription `{sub}` of topic `{}` {why}: a copy sent to the topic might not reach it, and its original would be gone. Redrive with --to QUEUE (a queue its consumer reads) instead; {none_said}",
-                r.main
-            )));
-        }
+    {
+        return Err(MoveError(format!("{why}; {none_said}")));
     }
     Ok((dest, kind, found))
+}
+
+/// Why a copy sent to `topic` might not come back to its subscription `sub` (`None`: its
+/// rules take every message). A topic answers 201 whether or not any subscription's rule
+/// takes the copy: only a subscription that takes everything is sure to receive it back, so
+/// the redrive driver asks before anything is read (a dry run too), and a run again before
+/// its first send.
+pub async fn subscription_refuses(
+    reader: &Reader,
+    topic: &str,
+    sub: &str,
+) -> Result<Option<String>, BackendError> {
+    let rules = reader.rules(topic, sub).await?.unwrap_or_default();
+    Ok(not_true_filter(&rules).map(|why| {
+        format!(
+            "subscription `{sub}` of topic `{topic}` {why}: a copy sent to the topic might not reach it, and its original would be gone. Redrive with --to QUEUE (a queue its consumer reads) instead"
+        )
+    }))
 }
 
 /// Why a subscription's rules might not take every message sent to its topic (`None`: they
