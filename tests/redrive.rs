@@ -417,6 +417,41 @@ fn rabbitmq_a_redrive_killed_part_way_loses_nothing() {
     }
 }
 
+/// The DLQ deleted by hand while a slow redrive reads it: the run stops with an error that
+/// names the queue, and what it reports moved (or possibly duplicated) is what the main queue
+/// holds. (Here the broker closes the channel on the next acknowledgement; a run whose
+/// consumer is cancelled with nothing left to acknowledge stops on the cancel itself, a path
+/// this test does not reach.)
+#[test]
+fn rabbitmq_a_dlq_deleted_during_a_redrive_stops_the_run_saying_so() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    rabbit::fill(&dlq, 200, |i| {
+        (format!("k{i:04}").into_bytes(), BasicProperties::default())
+    });
+    let run = support::redrive::spawn_json(&f, &["--rate", "20"]);
+    let started = std::time::Instant::now();
+    while rabbit::count(&main) < 10 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(rabbit::count(&main) >= 10, "the run moved some first");
+    rabbit::delete_queue(&dlq);
+    let (code, doc, err) = support::redrive::finish(run, Duration::from_secs(30));
+    assert_eq!(code, 1, "{doc}\n{err}");
+    let said = doc["error"].as_str().unwrap_or_default();
+    assert!(said.contains(&dlq), "the error names the queue: {doc}");
+    let moved = doc["moved"].as_u64().expect("moved");
+    let unsure = doc["possiblyDuplicated"].as_u64().unwrap_or(0);
+    assert!((10..200).contains(&(moved + unsure)), "{doc}");
+    let there = rabbit::count(&main);
+    assert!(
+        moved <= there && there <= moved + unsure,
+        "every message reported moved is in the main queue ({there}), and no more than those possibly duplicated beside: {doc}"
+    );
+}
+
 // ------------------------------------------------------------------------------ SQS
 
 fn sqs_put(aws: &sqs::Aws, queue: &str, body: &str, class: &str, redriven: Option<u32>) {

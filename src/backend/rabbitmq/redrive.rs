@@ -377,7 +377,21 @@ impl Mover {
                             });
                             break;
                         }
-                        Next::Idle | Next::Ended => break,
+                        Next::Idle => break,
+                        Next::Ended => {
+                            // The broker cancelled the consumer (the queue was deleted, or
+                            // its leader went away): no delivery will come on it again, and
+                            // going round for more would spin. What this batch published is
+                            // settled first.
+                            stop = Some(Stop::Failed(
+                                MoveError(format!(
+                                    "the broker cancelled this run's consumer of `{dlq}` (deleted, or its node went down) after {} messages were examined; what was published is acknowledged as confirmed, the rest stays where the broker keeps it; check the queue and run it again",
+                                    run.tally.examined.load(ordering)
+                                )),
+                                true,
+                            ));
+                            break;
+                        }
                         Next::Failed(e) => {
                             stop = Some(Stop::Failed(fail("delivery", e), false));
                             break;
