@@ -3,7 +3,8 @@
 //! the main topic the run needs nothing more, but once another subscription is there (an
 //! audit subscription made by hand with the REST API) the run, `--to source` as much as
 //! `--to failed-consumer`, is refused without `--allow-fanout`, naming both; with it, the
-//! dry run lists them and the run publishes to the topic, which both receive. RabbitMQ: two queues bound to the
+//! dry run lists them and the run publishes to the topic, which both receive. With the
+//! channel's subscription deleted, not even `--allow-fanout` publishes. RabbitMQ: two queues bound to the
 //! channel's exchange with the same key (the main queue and an audit queue made by hand with
 //! the management API); the main queue's consumer rejects (lapin, `requeue=false`), so the
 //! broker writes x-death; only the main queue receives the copies, by id, and a dead letter
@@ -58,7 +59,8 @@ fn pubsub_redrive_to_the_main_topic_is_refused_without_allow_fanout_naming_every
         &audit,
         json!({"topic": pubsub::Rest::topic_path(&f.channel)}),
     );
-    for to in ["source", "failed-consumer"] {
+    // The main topic by its name is `--to source` too.
+    for to in ["source", "failed-consumer", f.channel.as_str()] {
         let out = f.run(&[
             "redrive",
             f.channel.as_str(),
@@ -99,6 +101,31 @@ fn pubsub_redrive_to_the_main_topic_is_refused_without_allow_fanout_naming_every
     // The fan-out it warned of: both subscriptions receive every copy.
     assert_eq!(f.rest.take(&sub, N).len(), N);
     assert_eq!(f.rest.take(&audit, N).len(), N);
+
+    // The channel's own subscription gone: the copies would reach only the audit one, so
+    // not even --allow-fanout sends them.
+    f.rest.publish(&dlt, "order-late");
+    f.rest.delete(&format!("subscriptions/{sub}"));
+    for to in ["source", "failed-consumer"] {
+        let out = f.run(&[
+            "redrive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--to",
+            to,
+            "--allow-fanout",
+            "--yes",
+        ]);
+        assert_eq!(out.code, 1, "--to {to}: {}", out.stderr);
+        for want in [
+            format!("`{sub}` is not a subscription of topic"),
+            format!("`{audit}`"),
+            "nothing was read or moved".to_owned(),
+        ] {
+            assert!(out.stderr.contains(&want), "{want}: {}", out.stderr);
+        }
+    }
+    assert!(f.rest.take(&audit, 0).is_empty(), "nothing published");
 }
 
 #[test]

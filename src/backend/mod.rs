@@ -236,6 +236,16 @@ pub fn source_fans_out(r: &Resolved) -> bool {
     }
 }
 
+/// What a refused fan-out may do instead, as the end of the refusal's sentence: a Service
+/// Bus topic channel can redrive to a queue only the failed consumer reads; a Pub/Sub
+/// consumer reads one subscription of one topic, so nothing is offered there.
+pub fn fanout_alternative(r: &Resolved) -> &'static str {
+    match r.backend {
+        Backend::AzureServicebus => ", or --to QUEUE (a queue only the failed consumer reads)",
+        Backend::Pubsub | Backend::Sqs | Backend::Rabbitmq | Backend::Kafka => "",
+    }
+}
+
 /// The channel's own subscription on its main topic, where the backend has one: a redrive
 /// to that topic needs no `--allow-fanout` when it is the topic's only subscription (a
 /// Pub/Sub channel's consumer subscription, a Service Bus topic channel's); `None`

@@ -19,7 +19,7 @@ use crate::redrive::{
     self, AgeFrom, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord,
     Tally, WouldMove,
 };
-use crate::spec::model::{Backend, Target};
+use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
 use crate::status::envelope::UNKNOWN;
 use crate::status::{self, Observed, ReadOptions};
@@ -439,9 +439,10 @@ impl Session<'_> {
     pub async fn check_fanout(&mut self) -> Result<(), RedriveError> {
         let r = &self.checked.r;
         let to = &self.checked.to;
+        // `--to` naming the main topic is `--to source` under another name.
         let fans = (to.failed_consumer
             && backend::failed_consumer(r) == backend::FailedConsumer::Fanout)
-            || (to.source && backend::source_fans_out(r));
+            || ((to.source || to.name == r.main) && backend::source_fans_out(r));
         if !fans {
             return Ok(());
         }
@@ -455,7 +456,28 @@ impl Session<'_> {
             )));
         }
         let subs = self.reader.subscriptions_of(&topic).await?;
-        if own.is_some() && !subs.is_empty() && subs.iter().all(|s| Some(s) == own.as_ref()) {
+        // Not even `--allow-fanout` sends where the failed consumer would not get the copy
+        // back: the originals would be gone and their copies with nobody, or only with others.
+        if let Some(sub) = &own
+            && !subs.contains(sub)
+        {
+            return Err(RedriveError::Refused(format!(
+                "--to {}: the channel's subscription `{sub}` is not a subscription of topic `{topic}` ({}), so a copy sent to the topic would not reach the consumer it failed in while its original is gone; recreate the subscription (dlqctl apply), or redrive --to another queue or topic its consumer reads; nothing was read or moved",
+                self.checked.ask.to,
+                if subs.is_empty() {
+                    "it has none".to_owned()
+                } else {
+                    format!(
+                        "it has {}",
+                        subs.iter()
+                            .map(|s| format!("`{s}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            )));
+        }
+        if own.is_some() && subs.iter().all(|s| Some(s) == own.as_ref()) {
             return Ok(());
         }
         if !self.checked.ask.allow_fanout {
@@ -475,11 +497,7 @@ impl Session<'_> {
                             .join(", ")
                     )
                 },
-                if r.backend == Backend::AzureServicebus {
-                    ", or --to QUEUE (a queue only the failed consumer reads)"
-                } else {
-                    ""
-                }
+                backend::fanout_alternative(r)
             )));
         }
         self.checked.to.fanout = subs.clone();

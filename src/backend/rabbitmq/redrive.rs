@@ -385,7 +385,7 @@ impl Mover {
                             // settled first.
                             stop = Some(Stop::Failed(
                                 MoveError(format!(
-                                    "the broker cancelled this run's consumer of `{dlq}` (deleted, or its node went down) after {} messages were examined; what was published is acknowledged as confirmed, the rest stays where the broker keeps it; check the queue and run it again",
+                                    "the broker cancelled this run's consumer of `{dlq}` (the queue deleted, or its node gone) after {} messages were examined; copies confirmed before it are acknowledged if the queue still exists, else counted as possibly duplicated; check the queue and run it again",
                                     run.tally.examined.load(ordering)
                                 )),
                                 true,
@@ -1119,6 +1119,8 @@ struct Consuming {
     pending: std::collections::VecDeque<lapin::message::Delivery>,
     /// Unacknowledged messages held back since this consumer started.
     held: u64,
+    /// The stream ended: the consumer is gone (cancelled by the broker), nothing to cancel.
+    ended: bool,
 }
 
 enum Next {
@@ -1136,6 +1138,7 @@ impl Consuming {
             consumer: consume(ch, dlq, tag).await?,
             pending: std::collections::VecDeque::new(),
             held: 0,
+            ended: false,
         })
     }
 
@@ -1155,7 +1158,10 @@ impl Consuming {
         }
         match tokio::time::timeout(wait, self.consumer.next()).await {
             Err(_) => Next::Idle,
-            Ok(None) => Next::Ended,
+            Ok(None) => {
+                self.ended = true;
+                Next::Ended
+            }
             Ok(Some(Err(e))) => Next::Failed(e),
             Ok(Some(Ok(d))) => Next::Delivery(Box::new(d)),
         }
@@ -1183,6 +1189,7 @@ impl Consuming {
     ) -> Result<(), lapin::Error> {
         self.consumer = consume(ch, dlq, tag).await?;
         self.held = 0;
+        self.ended = false;
         Ok(())
     }
 
@@ -1210,6 +1217,10 @@ impl Consuming {
     }
 
     async fn drain(&mut self, ch: &lapin::Channel, tag: &str) -> Result<(), lapin::Error> {
+        if self.ended {
+            // Cancelled by the broker: no cancel-ok would come, nor any delivery.
+            return Ok(());
+        }
         ch.basic_cancel(tag.into(), BasicCancelOptions::default())
             .await?;
         // After cancel-ok the stream yields what it had buffered, then ends.
