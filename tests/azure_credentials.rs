@@ -300,26 +300,27 @@ fn a_managed_identity_gets_one_token_per_audience_and_plan_status_and_redrive_wo
 }
 
 /// Microsoft's retry guidance for the instance metadata service: 404 (updating), 429
-/// (throttled) and 5xx are asked again with a back-off; four in a row still get a token
-/// (seen failing before the back-off: the first 429 stopped the plan), five are an error
-/// naming the endpoint and the last answer.
+/// (throttled) and 5xx are asked again with a back-off, 410 (updating, back within 70 s)
+/// every 10 s; five transient answers in a row still get a token (seen failing before the
+/// back-off: the first 429 stopped the plan), five 429s are an error naming the endpoint,
+/// the last answer and how many there were.
 #[test]
 fn the_metadata_services_transient_answers_are_asked_again_and_a_lasting_one_is_said() {
     let f = Fixture::new();
     f.fake.add_managed_identity(None);
     let url = f.fake.identity_url();
     let f = f.with_managed_identity(None);
-    f.fake.fail_identity(&[429, 404, 500, 503]);
+    f.fake.fail_identity(&[429, 404, 410, 500, 503]);
     let p = f.ws.plan();
     assert_eq!(
         p.code, 2,
-        "a plan after four transient answers\n{}{}",
+        "a plan after five transient answers\n{}{}",
         p.stdout, p.stderr
     );
     assert_eq!(
         f.fake.identity_requests(),
-        5,
-        "four refused, then the token"
+        6,
+        "five refused, then the token"
     );
     assert_eq!(f.fake.identity_tokens(ARM_AUDIENCE), 1);
 
@@ -329,7 +330,80 @@ fn the_metadata_services_transient_answers_are_asked_again_and_a_lasting_one_is_
     assert_eq!(p.code, 1, "{both}");
     assert!(both.contains(&url), "the endpoint is named\n{both}");
     assert!(both.contains("HTTP 429"), "the last answer\n{both}");
-    assert_eq!(f.fake.identity_requests(), 10, "five tries, no more");
+    assert!(both.contains("the last of 5 answers"), "how often\n{both}");
+    assert_eq!(f.fake.identity_requests(), 11, "five tries, no more");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes workload identity (the fake's token endpoint takes a federated credential)
+// ---------------------------------------------------------------------------------------------
+
+/// As the AKS workload identity webhook sets a pod up: `workloadIdentity: true` and nothing
+/// more in the targets file; `AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, `AZURE_FEDERATED_TOKEN_FILE`
+/// and `AZURE_AUTHORITY_HOST` in the environment. The service account token is the client
+/// assertion, read again by each run (the kubelet rotates it) and never shown; one that no
+/// federated credential matches is an error with a hint; a missing variable is named.
+#[test]
+fn workload_identity_presents_the_service_account_token_from_the_webhooks_variables() {
+    let mut f = Fixture::new();
+    f.fake.register_federated("dlqctl-wi", "sa-token-1");
+    let file = f.ws.path().join("azure-identity-token");
+    std::fs::write(&file, "sa-token-1\n").expect("token file");
+    let token_url = f.fake.token_url("dlqctl-tenant");
+    let host = token_url
+        .strip_suffix("/dlqctl-tenant/oauth2/v2.0/token")
+        .expect("the fake's host");
+    f.ws.edit_targets(|t| {
+        t.replace(
+            "accessTokenEnv: AZURE_ACCESS_TOKEN\n",
+            "workloadIdentity: true\n",
+        )
+    });
+    f.ws.set_env("AZURE_TENANT_ID", "dlqctl-tenant");
+    f.ws.set_env("AZURE_CLIENT_ID", "dlqctl-wi");
+    f.ws.set_env("AZURE_FEDERATED_TOKEN_FILE", file.to_str().expect("utf-8"));
+    f.ws.set_env("AZURE_AUTHORITY_HOST", &format!("{host}/"));
+    f.ws.first_apply("azure apply with workload identity");
+    dead_lettered(&f, 2);
+    let doc = support::redrive::redrive_ok(&f.ws, &["--yes", "--audit-log", "audit.jsonl"]);
+    assert_eq!(doc["moved"], 2, "{doc}");
+    assert_eq!(f.fake.messages(&f.ws.channel).len(), 2);
+    let journal = std::fs::read_to_string(f.ws.path().join("audit.jsonl")).expect("journal");
+    assert!(
+        journal.contains("workload identity dlqctl-wi (tenant dlqctl-tenant)"),
+        "the audit record names who: {journal}"
+    );
+    let seen = f.fake.assertions();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|a| a == "sa-token-1"),
+        "{seen:?}"
+    );
+
+    // The kubelet rotated the token: the next run presents the new one.
+    f.fake.register_federated("dlqctl-wi", "sa-token-2");
+    std::fs::write(&file, "sa-token-2").expect("token file");
+    let p = f.ws.run(&["plan", "channel.yaml", "-vv"]);
+    p.ok_with("a plan after the rotation");
+    assert_eq!(f.fake.assertions().last().map(String::as_str), Some("sa-token-2"));
+    assert!(!format!("{}{}", p.stdout, p.stderr).contains("sa-token-2"), "never shown");
+
+    // A token the application does not trust.
+    std::fs::write(&file, "sa-token-of-another-pod").expect("token file");
+    let p = f.ws.run(&["plan", "channel.yaml", "-vv"]);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    for want in ["AADSTS70021", "federated credential", &token_url] {
+        assert!(both.contains(want), "{want}\n{both}");
+    }
+    assert!(!both.contains("sa-token-of-another-pod"), "never shown\n{both}");
+
+    // No token file variable: named, with what sets it.
+    f.ws.set_env("AZURE_FEDERATED_TOKEN_FILE", "");
+    let p = f.ws.run(&["plan", "channel.yaml"]);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    assert!(both.contains("AZURE_FEDERATED_TOKEN_FILE"), "{both}");
+    assert!(both.contains("workload identity webhook"), "{both}");
 }
 
 #[test]

@@ -231,7 +231,7 @@ pub const RULES: &[Rule] = &[
     rule("target/backend-mismatch", E, "A channel block for another backend than its target's",
         "Only the block that matches the target's backend (`sqs`, `rabbitmq`, `kafka`, `pubsub` or `azure-servicebus`) may be present."),
     rule("target/credentials-conflict", E, "More than one way of getting an Azure token",
-        "An Azure Service Bus target gets its tokens one way: a ready token (`accessTokenEnv`, with `dataAccessTokenEnv`), client credentials (`tenantId`, `clientId`, `clientSecretEnv`, `tokenUrl`), or the machine's managed identity (`managedIdentity: true`, with `clientId` for a user-assigned one, and `identityUrl`)."),
+        "An Azure Service Bus target gets its tokens one way: a ready token (`accessTokenEnv`, with `dataAccessTokenEnv`), client credentials (`tenantId`, `clientId`, `clientSecretEnv`, `tokenUrl`), the machine's managed identity (`managedIdentity: true`, with `clientId` for a user-assigned one, and `identityUrl`), or Kubernetes workload identity (`workloadIdentity: true`, with `tenantId`, `clientId` and `tokenUrl` where the webhook's variables do not serve)."),
     rule("target/credentials-in-url", E, "Credentials in a URL",
         "URLs are shown in errors and saved in plans: remove `user:password@` and name the environment variables that hold the credentials (`usernameEnv`, `passwordEnv`; the AWS credential chain for SQS)."),
     rule("target/duplicate", E, "A target defined twice",

@@ -156,6 +156,9 @@ impl Credentials {
                 who,
             });
         }
+        if target.workload_identity == Some(true) {
+            return workload_identity(name, target, insecure, stats);
+        }
         let (Some(tenant), Some(client_id), Some(secret_var)) = (
             target.tenant_id.as_deref().filter(|t| !t.trim().is_empty()),
             target.client_id.as_deref().filter(|c| !c.trim().is_empty()),
@@ -204,6 +207,78 @@ impl Credentials {
             who: format!("application {} (tenant {})", creds.client_id, tenant.trim()),
         })
     }
+}
+
+/// [`Credentials`] from Kubernetes workload identity (`workloadIdentity: true`): the target's
+/// `tenantId` and `clientId`, else the webhook's `AZURE_TENANT_ID` and `AZURE_CLIENT_ID`; the
+/// service account token file `AZURE_FEDERATED_TOKEN_FILE` (read at each exchange, never
+/// here); the endpoint `tokenUrl`, else on `AZURE_AUTHORITY_HOST` (or Entra's public host).
+fn workload_identity(
+    name: &str,
+    target: &Target,
+    insecure: bool,
+    stats: &Arc<Stats>,
+) -> Result<Credentials, BackendError> {
+    let var = |v: &str| {
+        std::env::var(v)
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let webhook = "the AKS workload identity webhook sets it in a pod whose service account is annotated with `azure.workload.identity/client-id` and that is labelled `azure.workload.identity/use: \"true\"`";
+    let either = |field: &Option<String>, key: &str, env: &str| {
+        field
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .or_else(|| var(env))
+            .ok_or_else(|| {
+                config(
+                    name,
+                    format!("workload identity: no `{key}`, and the variable {env} is not set ({webhook})"),
+                )
+            })
+    };
+    let tenant = either(&target.tenant_id, "tenantId", "AZURE_TENANT_ID")?;
+    let client_id = either(&target.client_id, "clientId", "AZURE_CLIENT_ID")?;
+    let token_file = var("AZURE_FEDERATED_TOKEN_FILE").ok_or_else(|| {
+        config(
+            name,
+            format!("workload identity: the variable AZURE_FEDERATED_TOKEN_FILE is not set ({webhook})"),
+        )
+    })?;
+    let url = target.token_url.clone().unwrap_or_else(|| {
+        format!(
+            "{}/{}/oauth2/v2.0/token",
+            var("AZURE_AUTHORITY_HOST")
+                .as_deref()
+                .unwrap_or("https://login.microsoftonline.com")
+                .trim_end_matches('/'),
+            seg(&tenant)
+        )
+    });
+    let grant = Grant::Federated {
+        url,
+        client_id: client_id.clone(),
+        token_file: token_file.into(),
+    };
+    let source = |scope: &str| {
+        TokenSource::new(name, grant.clone(), scope, insecure, Arc::clone(stats))
+            .map_err(|e| e.at(name))
+    };
+    let hint = |scope: &str| {
+        format!(
+            "the workload identity (clientId {client_id}): the token for {scope}; check the application's role on the namespace"
+        )
+    };
+    Ok(Credentials {
+        arm: Bearer::Fetched(source(ARM_SCOPE)?),
+        arm_hint: hint(ARM_SCOPE),
+        data: Bearer::Fetched(source(DATA_SCOPE)?),
+        data_hint: hint(DATA_SCOPE),
+        who: format!("workload identity {client_id} (tenant {tenant})"),
+    })
 }
 
 impl Reader {

@@ -620,6 +620,7 @@ mod tests {
             client_id: None,
             client_secret_env: None,
             managed_identity: None,
+            workload_identity: None,
             identity_url: None,
             monitoring: None,
             ownership: None,

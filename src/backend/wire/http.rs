@@ -585,16 +585,20 @@ pub mod token {
     //! token", "Get a token using HTTP"]: a `GET` of the instance metadata service's
     //! `/metadata/identity/oauth2/token?api-version=2018-02-01&resource=AUDIENCE`, with the
     //! header `Metadata: true` and, for a user-assigned identity, `client_id`; answered
-    //! `{access_token, expires_in, resource, token_type, ...}` with `expires_in` a string).
+    //! `{access_token, expires_in, resource, token_type, ...}` with `expires_in` a string), or
+    //! with Kubernetes workload identity (the same endpoint as client credentials, "Third case:
+    //! Access token request with a federated credential": `client_assertion_type` set to
+    //! `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and `client_assertion` the
+    //! service account token the workload identity webhook mounts, in place of the secret).
     //!
     //! A [`TokenSource`] is one scope's token (a token is issued for one audience: on Azure, ARM
     //! and the Service Bus data plane each need their own). It is made without a call, so
     //! connecting stays cheap; the first request that needs a token fetches it, and the token is
     //! kept and fetched again [`REFRESH_BEFORE`] before it expires. Clones share it (an `Arc`
     //! around an async mutex held across the fetch), so at most one fetch is in flight and every
-    //! client of a target uses the same token. A client-credential exchange is never retried
-    //! here (a wrong secret would only be sent again); the instance metadata service's 404,
-    //! 429 and 5xx are, with a back-off, as its documentation's "Retry guidance" advises.
+    //! client of a target uses the same token. A client-credential or federated exchange is
+    //! never retried here (a wrong secret would only be sent again); the instance metadata service's 404,
+    //! 410, 429 and 5xx are, with a back-off, as its documentation's "Retry guidance" advises.
     //!
     //! Neither the secret nor a token is ever printed: both are registered with
     //! [`crate::secrets::never_show`] (cut out of every `-v` line), errors carry only the
@@ -624,6 +628,13 @@ pub mod token {
         Duration::from_secs(2),
         Duration::from_secs(4),
     ];
+    /// `client_assertion_type` of a federated credential's exchange ("Third case: Access
+    /// token request with a federated credential").
+    const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+    /// A 410 ("IMDS is going through updates"): asked again every 10 s, up to 7 times (the
+    /// 70 s within which it says it is back).
+    const IDENTITY_UPDATING_WAIT: Duration = Duration::from_secs(10);
+    const IDENTITY_UPDATING_TRIES: u32 = 7;
     /// The instance metadata service's token endpoint (Azure VMs, scale sets, AKS nodes).
     pub const IMDS_URL: &str = "http://169.254.169.254/metadata/identity/oauth2/token";
 
@@ -637,20 +648,29 @@ pub mod token {
             url: String,
             client_id: Option<String>,
         },
+        /// Kubernetes workload identity: the service account token in `token_file`, read
+        /// anew for each exchange (the kubelet rotates it), presented as the client
+        /// assertion of application `client_id` at the token endpoint `url`.
+        Federated {
+            url: String,
+            client_id: String,
+            token_file: std::path::PathBuf,
+        },
     }
 
     impl Grant {
         fn url(&self) -> &str {
             match self {
                 Grant::ClientCredentials(c) => &c.url,
-                Grant::ManagedIdentity { url, .. } => url,
+                Grant::ManagedIdentity { url, .. } | Grant::Federated { url, .. } => url,
             }
         }
 
         fn secret(&self) -> &str {
             match self {
                 Grant::ClientCredentials(c) => &c.client_secret,
-                Grant::ManagedIdentity { .. } => "",
+                // The assertion is read per exchange and registered with `never_show` then.
+                Grant::ManagedIdentity { .. } | Grant::Federated { .. } => "",
             }
         }
     }
@@ -800,6 +820,39 @@ pub mod token {
                         enc(&c.client_secret),
                         enc(&i.scope)
                     )),
+                Grant::Federated {
+                    url,
+                    client_id,
+                    token_file,
+                } => {
+                    let assertion = std::fs::read_to_string(token_file).map_err(|e| {
+                        self.failed(format!(
+                            "cannot read the federated token file {} (AZURE_FEDERATED_TOKEN_FILE): {e}",
+                            token_file.display()
+                        ))
+                    })?;
+                    let assertion = assertion.trim();
+                    if assertion.is_empty() {
+                        return Err(self.failed(format!(
+                            "the federated token file {} (AZURE_FEDERATED_TOKEN_FILE) is empty",
+                            token_file.display()
+                        )));
+                    }
+                    crate::secrets::never_show(assertion);
+                    i.client
+                        .post(url)
+                        .header(
+                            reqwest::header::CONTENT_TYPE,
+                            "application/x-www-form-urlencoded",
+                        )
+                        .body(format!(
+                            "client_id={}&client_assertion_type={}&client_assertion={}&scope={}&grant_type=client_credentials",
+                            enc(client_id),
+                            enc(JWT_BEARER),
+                            enc(assertion),
+                            enc(&i.scope)
+                        ))
+                }
                 Grant::ManagedIdentity { url, client_id } => {
                     // The instance metadata service takes the audience itself, not a scope.
                     let resource = i.scope.strip_suffix("/.default").unwrap_or(&i.scope);
@@ -817,8 +870,9 @@ pub mod token {
 
         /// Sends a token request and reads its answer. The instance metadata service's
         /// transient answers (404 while it updates, 429 when throttled, 5xx) are tried again
-        /// after [`IDENTITY_BACKOFF`], as Microsoft's retry guidance for it advises; a token
-        /// endpoint's never (see the module's docs).
+        /// after [`IDENTITY_BACKOFF`], and its 410 every [`IDENTITY_UPDATING_WAIT`], as
+        /// Microsoft's retry guidance for it advises; a token endpoint's never (see the
+        /// module's docs).
         async fn exchange(
             &self,
             request: reqwest::RequestBuilder,
@@ -826,25 +880,45 @@ pub mod token {
             let i = &self.inner;
             let managed = matches!(i.creds, Grant::ManagedIdentity { .. });
             let mut waits = IDENTITY_BACKOFF.iter();
+            let (mut tries, mut updating, started) = (0u32, 0u32, Instant::now());
             loop {
                 let this = request
                     .try_clone()
                     .ok_or_else(|| self.failed("the request cannot be sent".into()))?;
                 i.stats.count(if managed { IDENTITY_API } else { API });
+                tries += 1;
                 let (answer, status) = self.attempt(this, managed).await;
-                let transient = status.is_some_and(|s| s == 404 || s == 429 || s >= 500);
-                match waits.next() {
-                    Some(wait) if managed && answer.is_err() && transient => {
-                        tracing::info!(
-                            "target {}: the instance metadata service answered HTTP {}; asking again in {} ms",
-                            i.target,
-                            status.unwrap_or_default(),
-                            wait.as_millis()
-                        );
-                        tokio::time::sleep(*wait).await;
+                let wait = match status {
+                    _ if !managed || answer.is_ok() => None,
+                    // "IMDS is going through updates and will be available in a maximum of
+                    // 70 seconds".
+                    Some(410) if updating < IDENTITY_UPDATING_TRIES => {
+                        updating += 1;
+                        Some(IDENTITY_UPDATING_WAIT)
                     }
-                    _ => return answer,
-                }
+                    Some(s) if s == 404 || s == 429 || s >= 500 => waits.next().copied(),
+                    _ => None,
+                };
+                let Some(wait) = wait else {
+                    return answer.map_err(|e| match e {
+                        HttpError::Token { url, scope, reason } if tries > 1 => HttpError::Token {
+                            url,
+                            scope,
+                            reason: format!(
+                                "{reason} (the last of {tries} answers over {} s)",
+                                started.elapsed().as_secs()
+                            ),
+                        },
+                        e => e,
+                    });
+                };
+                tracing::info!(
+                    "target {}: the instance metadata service answered HTTP {}; asking again in {} ms",
+                    i.target,
+                    status.unwrap_or_default(),
+                    wait.as_millis()
+                );
+                tokio::time::sleep(wait).await;
             }
         }
 
@@ -889,10 +963,16 @@ pub mod token {
                         (Some(e), None) => e,
                         _ => "no OAuth error in the answer".to_owned(),
                     };
-                    let hint = match (status.as_u16(), managed) {
-                        (401, false) => "; check the client id and the secret in clientSecretEnv",
-                        (400, false) => "; check tenantId, clientId and tokenUrl",
-                        (400, true) => {
+                    let federated = matches!(i.creds, Grant::Federated { .. });
+                    let hint = match (status.as_u16(), managed, federated) {
+                        (400 | 401, false, true) => {
+                            "; check the application's federated credential (its issuer and subject must be the cluster's OIDC issuer and this pod's service account), and the tenant and client id (AZURE_TENANT_ID, AZURE_CLIENT_ID, or `tenantId`, `clientId`)"
+                        }
+                        (401, false, false) => {
+                            "; check the client id and the secret in clientSecretEnv"
+                        }
+                        (400, false, false) => "; check tenantId, clientId and tokenUrl",
+                        (400, true, _) => {
                             "; check that this machine has a managed identity, and `clientId` for a user-assigned one"
                         }
                         _ => "",

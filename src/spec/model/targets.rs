@@ -173,6 +173,15 @@ pub struct Target {
     /// `http://169.254.169.254/metadata/identity/oauth2/token` (tests point it at a local fake).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_url: Option<String>,
+    /// Azure Service Bus: `true` to get tokens with Kubernetes workload identity (AKS): the
+    /// service account token in the file `AZURE_FEDERATED_TOKEN_FILE` names is exchanged at
+    /// the Microsoft Entra token endpoint for application `clientId` (else `AZURE_CLIENT_ID`)
+    /// of tenant `tenantId` (else `AZURE_TENANT_ID`): the variables the AKS workload identity
+    /// webhook sets in the pod. The endpoint is `tokenUrl`, else
+    /// `AZURE_AUTHORITY_HOST/TENANT/oauth2/v2.0/token` (default host
+    /// `https://login.microsoftonline.com`). Instead of the other ways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_identity: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ownership: Option<Ownership>,
     /// RabbitMQ, Kafka: where the Prometheus rules of `dlqctl alerts` read the depth from.

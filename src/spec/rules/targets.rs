@@ -154,6 +154,7 @@ fn check_fields_apply(
         ("clientSecretEnv", t.client_secret_env.is_some(), AZ),
         ("managedIdentity", t.managed_identity.is_some(), AZ),
         ("identityUrl", t.identity_url.is_some(), AZ),
+        ("workloadIdentity", t.workload_identity.is_some(), AZ),
     ];
     for (field, set, backends) in fields {
         if set && !backends.contains(&t.backend) {
@@ -223,7 +224,7 @@ fn check_required_fields(
             )
             .at(doc.locs.key(base));
             if field == "accessTokenEnv" {
-                d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), give `tenantId`, `clientId` and `clientSecretEnv` for client credentials, or set `managedIdentity: true` on an Azure machine with a managed identity");
+                d = d.hint("name the environment variable that holds an access token (`accessTokenEnv: AZURE_ACCESS_TOKEN`, e.g. from `az account get-access-token`), give `tenantId`, `clientId` and `clientSecretEnv` for client credentials, set `managedIdentity: true` on an Azure machine with a managed identity, or `workloadIdentity: true` in an AKS pod with workload identity");
             }
             if field == "projectNumber" {
                 d = d.hint("`grantServiceAgent: true` grants to the project's Pub/Sub service agent, which is named by the project's number: `gcloud projects describe PROJECT --format='value(projectNumber)'`");
@@ -246,7 +247,8 @@ fn check_required_fields(
 }
 
 /// `target/credentials-conflict`: an Azure Service Bus target names more than one way to
-/// get a token (a ready one, client credentials, a managed identity): dlqctl would use one
+/// get a token (a ready one, client credentials, a managed identity, workload identity):
+/// dlqctl would use one
 /// and silently ignore the others, so whoever reads the file could not tell which.
 fn check_azure_credentials_conflict(
     name: &str,
@@ -256,12 +258,16 @@ fn check_azure_credentials_conflict(
     out: &mut Vec<Diagnostic>,
 ) {
     let ready = t.access_token_env.is_some() || t.data_access_token_env.is_some();
-    let client = t.tenant_id.is_some() || t.client_secret_env.is_some() || t.token_url.is_some();
+    let workload = t.workload_identity == Some(true);
+    // Workload identity takes `tenantId` and `tokenUrl` too; the secret is client credentials'.
+    let client = t.client_secret_env.is_some()
+        || (!workload && (t.tenant_id.is_some() || t.token_url.is_some()));
     let managed = t.managed_identity == Some(true);
     let ways: Vec<&str> = [
         (ready, "a ready token (`accessTokenEnv`)"),
         (client, "client credentials (`tenantId`, `clientSecretEnv`)"),
         (managed, "a managed identity (`managedIdentity: true`)"),
+        (workload, "workload identity (`workloadIdentity: true`)"),
     ]
     .iter()
     .filter(|(set, _)| *set)
@@ -297,8 +303,9 @@ fn check_azure_credentials_conflict(
 /// `dataAccessTokenEnv` for the data plane if given), or all three parts of the client
 /// credentials; an incomplete set names each missing part.
 fn azure_credentials(t: &Target, required: &mut Vec<(&'static str, bool)>) {
-    // A managed identity needs nothing more (`clientId` only for a user-assigned one).
-    if t.managed_identity == Some(true) {
+    // A managed identity needs nothing more (`clientId` only for a user-assigned one), nor
+    // does workload identity (the webhook's variables give what the file does not).
+    if t.managed_identity == Some(true) || t.workload_identity == Some(true) {
         return;
     }
     let parts = [

@@ -15,6 +15,16 @@
 //!   "correlation_id"}`, with `invalid_request` (a missing parameter), `invalid_scope`,
 //!   `unsupported_grant_type` (400) and `invalid_client` ("Client authentication failed",
 //!   answered 401 here, for an unknown client or a wrong secret).
+//! - [Microsoft identity platform and the OAuth 2.0 client credentials flow, "Third case:
+//!   Access token request with a federated credential"]: the same request with
+//!   `client_assertion_type` ("must be set to
+//!   `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`") and `client_assertion` (the
+//!   token the external identity provider issued; for AKS workload identity, the service
+//!   account token in `AZURE_FEDERATED_TOKEN_FILE`) instead of `client_secret`. Inferred: an
+//!   assertion no federated credential of the application matches is refused 401
+//!   `invalid_client` AADSTS70021 "No matching federated identity record found for presented
+//!   assertion" (the fake compares the whole token; Entra checks its issuer, subject and
+//!   audience), and a request with both a secret and an assertion is 400 `invalid_request`.
 //! - [How to use managed identities for Azure resources on an Azure VM to acquire an access
 //!   token, "Get a token using HTTP"]
 //!   (<https://learn.microsoft.com/en-us/entra/identity/managed-identities-azure-resources/how-to-use-vm-token>):
@@ -28,8 +38,9 @@
 //!   Errors ("Error handling"): 400 `invalid_request` for a missing `Metadata` header or
 //!   parameter, and 400 `invalid_request` "Identity not found" when the VM has no managed
 //!   identity, or none with that id; 404 while "IMDS is updating", 429 when its "throttle
-//!   limit" is reached, 5xx "transient", each to be retried with an exponential back-off
-//!   ("Retry guidance"), answered here only when a test asks ([`AzureFake::fail_identity`]).
+//!   limit" is reached, 5xx "transient", each to be retried with an exponential back-off, and
+//!   410 "IMDS is going through updates" (back "in a maximum of 70 seconds") ("Retry
+//!   guidance"), answered here only when a test asks ([`AzureFake::fail_identity`]).
 //!   (The endpoint is served here at the fake's own address, `identityUrl`.)
 //! - [Azure Resource Manager, "Understand how Azure Resource Manager throttles requests"]
 //!   (<https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling>):
@@ -60,6 +71,8 @@ use crate::support::fake::Request;
 
 pub const ARM_AUDIENCE: &str = "https://management.azure.com";
 pub const DATA_AUDIENCE: &str = "https://servicebus.azure.net";
+/// `client_assertion_type` of a federated credential ("Third case").
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// The token endpoint's and the audiences' state.
 #[derive(Debug, Default)]
@@ -83,8 +96,13 @@ pub struct Tokens {
     identities: Vec<Option<String>>,
     /// Requests the instance metadata service's token endpoint saw.
     identity_requests: usize,
-    /// Statuses the next identity requests answer (404, 429, 5xx), in order.
+    /// Statuses the next identity requests answer (404, 410, 429, 5xx), in order.
     identity_faults: Vec<u16>,
+    /// Applications with a federated credential: client id → the assertions it accepts
+    /// (the service account tokens of the pod it trusts).
+    federated: BTreeMap<String, Vec<String>>,
+    /// Every client assertion presented, in order.
+    assertions: Vec<String>,
 }
 
 /// An OAuth error answer.
@@ -146,7 +164,16 @@ pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, 
     let fields = form(&r.body);
     let get = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     for (k, _) in &fields {
-        if !["client_id", "client_secret", "scope", "grant_type"].contains(&k.as_str()) {
+        if ![
+            "client_id",
+            "client_secret",
+            "client_assertion_type",
+            "client_assertion",
+            "scope",
+            "grant_type",
+        ]
+        .contains(&k.as_str())
+        {
             return Some(oauth_error(
                 400,
                 "invalid_request",
@@ -157,7 +184,30 @@ pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, 
             ));
         }
     }
-    for k in ["client_id", "scope", "client_secret", "grant_type"] {
+    // A secret, or a federated credential's assertion of the documented type; not both.
+    let federated = get("client_assertion").is_some() || get("client_assertion_type").is_some();
+    if federated && get("client_secret").is_some() {
+        return Some(oauth_error(
+            400,
+            "invalid_request",
+            900_144,
+            "The request has both 'client_secret' and 'client_assertion'; send one.",
+        ));
+    }
+    if federated && get("client_assertion_type").as_deref() != Some(JWT_BEARER) {
+        return Some(oauth_error(
+            400,
+            "invalid_request",
+            900_144,
+            &format!("'client_assertion_type' must be '{JWT_BEARER}'."),
+        ));
+    }
+    let credential = if federated {
+        "client_assertion"
+    } else {
+        "client_secret"
+    };
+    for k in ["client_id", "scope", credential, "grant_type"] {
         if get(k).is_none_or(|v| v.is_empty()) {
             return Some(oauth_error(
                 400,
@@ -187,26 +237,53 @@ pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, 
         ));
     };
     let client = get("client_id").unwrap_or_default();
-    match t.clients.get(&client) {
-        None => {
-            return Some(oauth_error(
-                401,
-                "invalid_client",
-                700_016,
-                &format!(
-                    "Application with identifier '{client}' was not found in the directory '{tenant}'."
-                ),
-            ));
+    if federated {
+        let assertion = get("client_assertion").unwrap_or_default();
+        t.assertions.push(assertion.clone());
+        match t.federated.get(&client) {
+            None => {
+                return Some(oauth_error(
+                    401,
+                    "invalid_client",
+                    700_016,
+                    &format!(
+                        "Application with identifier '{client}' was not found in the directory '{tenant}'."
+                    ),
+                ));
+            }
+            Some(valid) if !valid.contains(&assertion) => {
+                return Some(oauth_error(
+                    401,
+                    "invalid_client",
+                    70_021,
+                    "No matching federated identity record found for presented assertion.",
+                ));
+            }
+            Some(_) => {}
         }
-        Some(secret) if Some(secret) != get("client_secret").as_ref() => {
-            return Some(oauth_error(
-                401,
-                "invalid_client",
-                7_000_215,
-                "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.",
-            ));
+    }
+    if !federated {
+        match t.clients.get(&client) {
+            None => {
+                return Some(oauth_error(
+                    401,
+                    "invalid_client",
+                    700_016,
+                    &format!(
+                        "Application with identifier '{client}' was not found in the directory '{tenant}'."
+                    ),
+                ));
+            }
+            Some(secret) if Some(secret) != get("client_secret").as_ref() => {
+                return Some(oauth_error(
+                    401,
+                    "invalid_client",
+                    7_000_215,
+                    "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.",
+                ));
+            }
+            Some(_) => {}
         }
-        Some(_) => {}
     }
     let n = t.issued.len() + 1;
     let host = audience
@@ -460,7 +537,25 @@ impl AzureFake {
             .push(client_id.map(str::to_owned));
     }
 
-    /// The next identity requests answer these statuses (404, 429, 5xx), one each.
+    /// Registers an application with a federated credential that accepts `assertion` (a
+    /// service account token of the pod it trusts); again to accept one more.
+    pub fn register_federated(&self, client_id: &str, assertion: &str) {
+        self.state
+            .lock()
+            .expect("lock")
+            .entra
+            .federated
+            .entry(client_id.to_owned())
+            .or_default()
+            .push(assertion.to_owned());
+    }
+
+    /// Every client assertion presented to the token endpoint, in order.
+    pub fn assertions(&self) -> Vec<String> {
+        self.state.lock().expect("lock").entra.assertions.clone()
+    }
+
+    /// The next identity requests answer these statuses (404, 410, 429, 5xx), one each.
     pub fn fail_identity(&self, statuses: &[u16]) {
         self.state
             .lock()
