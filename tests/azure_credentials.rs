@@ -384,8 +384,14 @@ fn workload_identity_presents_the_service_account_token_from_the_webhooks_variab
     std::fs::write(&file, "sa-token-2").expect("token file");
     let p = f.ws.run(&["plan", "channel.yaml", "-vv"]);
     p.ok_with("a plan after the rotation");
-    assert_eq!(f.fake.assertions().last().map(String::as_str), Some("sa-token-2"));
-    assert!(!format!("{}{}", p.stdout, p.stderr).contains("sa-token-2"), "never shown");
+    assert_eq!(
+        f.fake.assertions().last().map(String::as_str),
+        Some("sa-token-2")
+    );
+    assert!(
+        !format!("{}{}", p.stdout, p.stderr).contains("sa-token-2"),
+        "never shown"
+    );
 
     // A token the application does not trust.
     std::fs::write(&file, "sa-token-of-another-pod").expect("token file");
@@ -395,7 +401,10 @@ fn workload_identity_presents_the_service_account_token_from_the_webhooks_variab
     for want in ["AADSTS70021", "federated credential", &token_url] {
         assert!(both.contains(want), "{want}\n{both}");
     }
-    assert!(!both.contains("sa-token-of-another-pod"), "never shown\n{both}");
+    assert!(
+        !both.contains("sa-token-of-another-pod"),
+        "never shown\n{both}"
+    );
 
     // No token file variable: named, with what sets it.
     f.ws.set_env("AZURE_FEDERATED_TOKEN_FILE", "");

@@ -245,7 +245,9 @@ fn workload_identity(
     let token_file = var("AZURE_FEDERATED_TOKEN_FILE").ok_or_else(|| {
         config(
             name,
-            format!("workload identity: the variable AZURE_FEDERATED_TOKEN_FILE is not set ({webhook})"),
+            format!(
+                "workload identity: the variable AZURE_FEDERATED_TOKEN_FILE is not set ({webhook})"
+            ),
         )
     })?;
     let url = target.token_url.clone().unwrap_or_else(|| {

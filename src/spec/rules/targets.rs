@@ -90,7 +90,7 @@ fn check_fields_apply(
     out: &mut Vec<Diagnostic>,
 ) {
     const AZ: &[Backend] = &[Backend::AzureServicebus];
-    let fields: [(&str, bool, &[Backend]); 31] = [
+    let fields: [(&str, bool, &[Backend]); 32] = [
         ("region", t.region.is_some(), &[Backend::Sqs]),
         ("endpoint", t.endpoint.is_some(), &[Backend::Sqs]),
         ("profile", t.profile.is_some(), &[Backend::Sqs]),
