@@ -166,7 +166,7 @@ impl Credentials {
         ) else {
             return Err(config(
                 name,
-                "no credentials: name an access token with `accessTokenEnv`, give all of `tenantId`, `clientId` and `clientSecretEnv`, or set `managedIdentity: true` (docs/azure.md)",
+                "no credentials: name an access token with `accessTokenEnv`, give all of `tenantId`, `clientId` and `clientSecretEnv`, or set `managedIdentity: true` (an Azure machine) or `workloadIdentity: true` (a Kubernetes pod) (docs/azure.md)",
             ));
         };
         let secret = env(name, "clientSecretEnv", Some(secret_var))?
