@@ -406,6 +406,16 @@ fn workload_identity_presents_the_service_account_token_from_the_webhooks_variab
         "never shown\n{both}"
     );
 
+    // An authority host in the clear: refused before the token is sent anywhere.
+    std::fs::write(&file, "sa-token-2").expect("token file");
+    f.ws.set_env("AZURE_AUTHORITY_HOST", "http://login.example.invalid/");
+    let p = f.ws.run(&["plan", "channel.yaml"]);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    assert!(both.contains("must be https"), "{both}");
+    assert!(both.contains("AZURE_AUTHORITY_HOST"), "{both}");
+    f.ws.set_env("AZURE_AUTHORITY_HOST", &format!("{host}/"));
+
     // No token file variable: named, with what sets it.
     f.ws.set_env("AZURE_FEDERATED_TOKEN_FILE", "");
     let p = f.ws.run(&["plan", "channel.yaml"]);

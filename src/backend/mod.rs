@@ -236,6 +236,17 @@ pub fn source_fans_out(r: &Resolved) -> bool {
     }
 }
 
+/// Whether `a` and `b` name the same queue, topic or subscription on channel `r`'s backend:
+/// Service Bus entities are ARM resources, whose names are case-insensitive ("Naming rules
+/// and restrictions for Azure resources": "Always perform a case-insensitive comparison of
+/// names"); every other backend's are exact.
+pub fn same_name(r: &Resolved, a: &str, b: &str) -> bool {
+    match r.backend {
+        Backend::AzureServicebus => a.eq_ignore_ascii_case(b),
+        Backend::Pubsub | Backend::Sqs | Backend::Rabbitmq | Backend::Kafka => a == b,
+    }
+}
+
 /// What a refused fan-out may do instead, as the end of the refusal's sentence: a Service
 /// Bus topic channel can redrive to a queue only the failed consumer reads; a Pub/Sub
 /// consumer reads one subscription of one topic, so nothing is offered there.

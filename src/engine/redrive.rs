@@ -458,11 +458,12 @@ impl Session<'_> {
         let subs = self.reader.subscriptions_of(&topic).await?;
         // Not even `--allow-fanout` sends where the failed consumer would not get the copy
         // back: the originals would be gone and their copies with nobody, or only with others.
+        let same = |a: &String, b: &String| backend::same_name(r, a, b);
         if let Some(sub) = &own
-            && !subs.contains(sub)
+            && !subs.iter().any(|s| same(s, sub))
         {
             return Err(RedriveError::Refused(format!(
-                "--to {}: the channel's subscription `{sub}` is not a subscription of topic `{topic}` ({}), so a copy sent to the topic would not reach the consumer it failed in while its original is gone; recreate the subscription (dlqctl apply), or redrive --to another queue or topic its consumer reads; nothing was read or moved",
+                "--to {}: the channel's subscription `{sub}` is not a subscription of topic `{topic}` ({}), so a copy sent to the topic would not reach the consumer it failed in; recreate the subscription (dlqctl apply), or redrive --to another queue or topic its consumer reads; nothing was read or moved",
                 self.checked.ask.to,
                 if subs.is_empty() {
                     "it has none".to_owned()
@@ -477,7 +478,9 @@ impl Session<'_> {
                 }
             )));
         }
-        if own.is_some() && subs.iter().all(|s| Some(s) == own.as_ref()) {
+        if let Some(sub) = &own
+            && subs.iter().all(|s| same(s, sub))
+        {
             return Ok(());
         }
         if !self.checked.ask.allow_fanout {

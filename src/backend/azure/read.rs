@@ -5,11 +5,14 @@
 //! which status's samples and the redrive mover use (the mover makes the writing face).
 //!
 //! Credentials: a token per audience (ARM, `https://management.azure.com`, and the data plane,
-//! `https://servicebus.azure.net`). Either ready tokens from the environment (`accessTokenEnv`
-//! for ARM, and for the data plane too unless `dataAccessTokenEnv` names its own), or
-//! Microsoft Entra client credentials (`tenantId`, `clientId`, `clientSecretEnv`), exchanged
-//! at `tokenUrl` for one token per audience on first use and kept (`wire::http::token`): connecting
-//! makes no call.
+//! `https://servicebus.azure.net`). Ready tokens from the environment (`accessTokenEnv` for
+//! ARM, and for the data plane too unless `dataAccessTokenEnv` names its own); or fetched
+//! (`wire::http::token`) one per audience on first use and kept, from Microsoft Entra client
+//! credentials (`tenantId`, `clientId`, `clientSecretEnv`, at `tokenUrl`), the machine's
+//! managed identity (`managedIdentity`, at `identityUrl`), or Kubernetes workload identity
+//! (`workloadIdentity`: the webhook's service account token as a federated credential):
+//! connecting makes no call. A secret or an assertion goes only to an `https` endpoint, or
+//! `http` on a loopback address (a local proxy or test server).
 //!
 //! Topic channels: a topic (`GET namespaces/topics/{topic}`, Topics_Get) and its subscription
 //! (`GET .../topics/{topic}/subscriptions/{sub}`, Subscriptions_Get), api-version
@@ -183,6 +186,7 @@ impl Credentials {
                 seg(tenant.trim())
             )
         });
+        secure_endpoint(name, "tokenUrl", &url)?;
         let creds = ClientCredentials {
             url,
             client_id: client_id.trim().to_owned(),
@@ -206,6 +210,28 @@ impl Credentials {
             data_hint: hint(DATA_SCOPE),
             who: format!("application {} (tenant {})", creds.client_id, tenant.trim()),
         })
+    }
+}
+
+/// Refuses a token endpoint a secret or an assertion would travel to in the clear: `https`,
+/// or `http` on a loopback address only.
+fn secure_endpoint(name: &str, field: &str, url: &str) -> Result<(), BackendError> {
+    let ok = reqwest::Url::parse(url).is_ok_and(|u| match u.scheme() {
+        "https" => true,
+        "http" => u.host_str().is_some_and(|h| {
+            let h = h.trim_start_matches('[').trim_end_matches(']');
+            h.eq_ignore_ascii_case("localhost")
+                || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+        }),
+        _ => false,
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(config(
+            name,
+            format!("{field} `{}`: a token endpoint must be https (or http on a loopback address): the credential sent to it would travel in the clear", crate::backend::wire::http::redact_userinfo(url)),
+        ))
     }
 }
 
@@ -260,6 +286,15 @@ fn workload_identity(
             seg(&tenant)
         )
     });
+    secure_endpoint(
+        name,
+        if target.token_url.is_some() {
+            "tokenUrl"
+        } else {
+            "the token endpoint on AZURE_AUTHORITY_HOST"
+        },
+        &url,
+    )?;
     let grant = Grant::Federated {
         url,
         client_id: client_id.clone(),

@@ -530,12 +530,12 @@ pub async fn subscription_refuses(
 ) -> Result<Option<String>, BackendError> {
     let Some(rules) = reader.rules(topic, sub).await? else {
         return Ok(Some(format!(
-            "subscription `{sub}` of topic `{topic}` does not exist: a copy sent to the topic would reach no consumer of this channel, and its original would be gone. Recreate it (dlqctl apply), or redrive with --to QUEUE (a queue its consumer reads)"
+            "subscription `{sub}` of topic `{topic}` does not exist: a copy sent to the topic would reach no consumer of this channel. Recreate it (dlqctl apply), or redrive with --to QUEUE (a queue its consumer reads)"
         )));
     };
     Ok(not_true_filter(&rules).map(|why| {
         format!(
-            "subscription `{sub}` of topic `{topic}` {why}: a copy sent to the topic might not reach it, and its original would be gone. Redrive with --to QUEUE (a queue its consumer reads) instead"
+            "subscription `{sub}` of topic `{topic}` {why}: a copy sent to the topic might not reach it, while its original is completed (or, replayed from an archive, it is the only copy). Redrive with --to QUEUE (a queue its consumer reads) instead"
         )
     }))
 }

@@ -614,6 +614,13 @@ pub mod token {
 
     /// How long before its expiry a token is fetched again.
     pub const REFRESH_BEFORE: Duration = Duration::from_secs(300);
+    /// A kept token with less life than this left is not used while a refresh fails.
+    const STILL_GOOD: Duration = Duration::from_secs(60);
+    /// How soon a failed refresh is tried again while the kept token is still good.
+    const REFRESH_AGAIN: Duration = Duration::from_secs(30);
+    /// The instance metadata service is asked again for this long at most (the waits and
+    /// the answers together), whatever it answers.
+    const IDENTITY_DEADLINE: Duration = Duration::from_secs(90);
     const TIMEOUT: Duration = Duration::from_secs(30);
     /// The call's name in `--stats`.
     pub const API: &str = "POST oauth2/v2.0/token";
@@ -698,6 +705,8 @@ pub mod token {
         token: String,
         /// When it is fetched again (its expiry less [`REFRESH_BEFORE`]).
         refresh_at: Instant,
+        /// When it expires.
+        expires_at: Instant,
     }
 
     struct Inner {
@@ -770,20 +779,49 @@ pub mod token {
         pub async fn bearer(&self) -> Result<String, HttpError> {
             // Held across the fetch: a second caller waits for the first fetch's token.
             let mut cached = self.inner.cached.lock().await;
+            let now = Instant::now();
             if let Some(c) = cached.as_ref()
-                && Instant::now() < c.refresh_at
+                && now < c.refresh_at
             {
                 return Ok(c.token.clone());
             }
-            let (token, expires_in) = self.fetch().await?;
-            let lifetime = Duration::from_secs(expires_in);
-            // A short-lived token is used for half its life rather than not at all.
-            let margin = REFRESH_BEFORE.min(lifetime / 2);
-            *cached = Some(Cached {
-                token: token.clone(),
-                refresh_at: Instant::now() + lifetime.saturating_sub(margin),
-            });
-            Ok(token)
+            // A refresh while the kept token is still good is tried once, without waiting
+            // out a busy endpoint: every request of the run waits for this lock, and a wait
+            // longer than a message lock would cost more than the refresh is worth.
+            let kept = cached
+                .as_ref()
+                .filter(|c| now + STILL_GOOD < c.expires_at)
+                .map(|c| (c.token.clone(), c.expires_at));
+            match self.fetch(kept.is_none()).await {
+                Ok((token, expires_in)) => {
+                    let lifetime = Duration::from_secs(expires_in);
+                    // A short-lived token is used for half its life rather than not at all.
+                    let margin = REFRESH_BEFORE.min(lifetime / 2);
+                    let now = Instant::now();
+                    *cached = Some(Cached {
+                        token: token.clone(),
+                        refresh_at: now + lifetime.saturating_sub(margin),
+                        expires_at: now + lifetime,
+                    });
+                    Ok(token)
+                }
+                Err(e) => {
+                    let Some((token, expires_at)) = kept else {
+                        return Err(e);
+                    };
+                    tracing::info!(
+                        "target {}: refreshing the token for {} failed ({e}); the kept one is good for {} s more, asking again in {} s",
+                        self.inner.target,
+                        self.inner.scope,
+                        expires_at.saturating_duration_since(now).as_secs(),
+                        REFRESH_AGAIN.as_secs()
+                    );
+                    if let Some(c) = cached.as_mut() {
+                        c.refresh_at = now + REFRESH_AGAIN;
+                    }
+                    Ok(token)
+                }
+            }
         }
 
         fn failed(&self, reason: String) -> HttpError {
@@ -791,16 +829,20 @@ pub mod token {
             HttpError::Token {
                 url: redact_userinfo(self.inner.creds.url()),
                 scope: self.inner.scope.clone(),
-                reason: if secret.is_empty() {
+                // The secret, and whatever `never_show` holds (a federated assertion), should
+                // an endpoint echo them.
+                reason: crate::secrets::scrub(&if secret.is_empty() {
                     reason
                 } else {
                     reason.replace(secret, "***")
-                },
+                }),
             }
         }
 
-        /// One exchange: the token and its lifetime in seconds.
-        async fn fetch(&self) -> Result<(String, u64), HttpError> {
+        /// One exchange: the token and its lifetime in seconds. `patient`: the instance
+        /// metadata service's transient answers are waited out (there is no token to use
+        /// meanwhile).
+        async fn fetch(&self, patient: bool) -> Result<(String, u64), HttpError> {
             let i = &self.inner;
             let enc = |s: &str| {
                 percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
@@ -865,17 +907,18 @@ pub mod token {
                         .header("Metadata", "true")
                 }
             };
-            self.exchange(request).await
+            self.exchange(request, patient).await
         }
 
         /// Sends a token request and reads its answer. The instance metadata service's
         /// transient answers (404 while it updates, 429 when throttled, 5xx) are tried again
         /// after [`IDENTITY_BACKOFF`], and its 410 every [`IDENTITY_UPDATING_WAIT`], as
-        /// Microsoft's retry guidance for it advises; a token endpoint's never (see the
-        /// module's docs).
+        /// Microsoft's retry guidance for it advises, for [`IDENTITY_DEADLINE`] at most and
+        /// only when `patient`; a token endpoint's never (see the module's docs).
         async fn exchange(
             &self,
             request: reqwest::RequestBuilder,
+            patient: bool,
         ) -> Result<(String, u64), HttpError> {
             let i = &self.inner;
             let managed = matches!(i.creds, Grant::ManagedIdentity { .. });
@@ -889,7 +932,7 @@ pub mod token {
                 tries += 1;
                 let (answer, status) = self.attempt(this, managed).await;
                 let wait = match status {
-                    _ if !managed || answer.is_ok() => None,
+                    _ if !managed || !patient || answer.is_ok() => None,
                     // "IMDS is going through updates and will be available in a maximum of
                     // 70 seconds".
                     Some(410) if updating < IDENTITY_UPDATING_TRIES => {
@@ -899,6 +942,7 @@ pub mod token {
                     Some(s) if s == 404 || s == 429 || s >= 500 => waits.next().copied(),
                     _ => None,
                 };
+                let wait = wait.filter(|w| started.elapsed() + *w < IDENTITY_DEADLINE);
                 let Some(wait) = wait else {
                     return answer.map_err(|e| match e {
                         HttpError::Token { url, scope, reason } if tries > 1 => HttpError::Token {

@@ -525,6 +525,31 @@ mod tests {
         assert!(found[1].contains("allowedOperators[2]"), "{found:?}");
     }
 
+    /// Workload identity takes `tenantId`, `clientId` and `tokenUrl` (where the webhook's
+    /// variables do not serve) and nothing else; each other way beside it is a conflict.
+    #[test]
+    fn workload_identity_takes_its_own_fields_and_no_other_way() {
+        let base = "  az:\n    backend: azure-servicebus\n    subscriptionId: s\n    resourceGroup: rg\n    namespace: ns\n    ownership: {prefixes: [orders]}\n    workloadIdentity: true\n";
+        let rules = |extra: &str| -> Vec<&'static str> {
+            target_findings(&format!("{base}{extra}"))
+                .iter()
+                .map(|d| d.rule)
+                .collect()
+        };
+        assert_eq!(rules(""), Vec::<&str>::new());
+        assert_eq!(
+            rules("    tenantId: t\n    clientId: c\n    tokenUrl: https://login.example/t/oauth2/v2.0/token\n"),
+            Vec::<&str>::new()
+        );
+        for other in [
+            "    clientSecretEnv: AZURE_CLIENT_SECRET\n",
+            "    accessTokenEnv: AZURE_ACCESS_TOKEN\n",
+            "    managedIdentity: true\n",
+        ] {
+            assert_eq!(rules(other), vec!["target/credentials-conflict"], "{other}");
+        }
+    }
+
     #[test]
     fn audit_to_is_s3_or_an_absolute_folder() {
         let rules = |to: &str| -> Vec<&'static str> {
