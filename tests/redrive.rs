@@ -829,8 +829,31 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
         "killed part-way: {waiting} waiting"
     );
     // The killed run is still a member of the redrive group until its session times out.
-    let (code, _, err) = redrive(&f, &["--yes"]);
-    assert_eq!(code, 1);
+    // The session runs from its last heartbeat, which a loaded machine can delay by seconds
+    // (CI saw 8.8 s): when Kafka had already dropped the member, this run is accepted and
+    // moves the rest, and only "nothing lost" is left to check.
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    // (That a live run's group refuses a second is `kafka_a_second_redrive_of_the_same_dlt_is_refused_naming_the_first`.)
+    if code == 0 {
+        let since = killed_at.elapsed();
+        assert_eq!(kafka::waiting(&f), 0, "{doc}");
+        let all = kafka::read_from_start(&f.channel, 3, 5000, Duration::from_secs(3));
+        let bodies: BTreeSet<&str> = all.iter().map(|(_, _, b)| b.as_str()).collect();
+        let lost: Vec<String> = (0..5000)
+            .map(|i| format!("k{i:04}"))
+            .filter(|b| !bodies.contains(b.as_str()))
+            .collect();
+        assert!(lost.is_empty(), "lost: {lost:?}");
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "killed with {waiting} waiting; the killed member's session had already timed out when the next run started {since:?} later (its last heartbeat was late); {} twice",
+                all.len() - bodies.len()
+            );
+        }
+        return;
+    }
+    assert_eq!(code, 1, "{doc}\n{err}");
     assert!(err.contains("is being redriven already"), "{err}");
     let moved_first = 5000 - waiting as usize;
 

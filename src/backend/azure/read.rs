@@ -230,7 +230,10 @@ fn secure_endpoint(name: &str, field: &str, url: &str) -> Result<(), BackendErro
     } else {
         Err(config(
             name,
-            format!("{field} `{}`: a token endpoint must be https (or http on a loopback address): the credential sent to it would travel in the clear", crate::backend::wire::http::redact_userinfo(url)),
+            format!(
+                "{field} `{}`: a token endpoint must be https (or http on a loopback address): the credential sent to it would travel in the clear",
+                crate::backend::wire::http::redact_userinfo(url)
+            ),
         ))
     }
 }

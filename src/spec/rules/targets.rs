@@ -529,7 +529,7 @@ mod tests {
     /// variables do not serve) and nothing else; each other way beside it is a conflict.
     #[test]
     fn workload_identity_takes_its_own_fields_and_no_other_way() {
-        let base = "  az:\n    backend: azure-servicebus\n    subscriptionId: s\n    resourceGroup: rg\n    namespace: ns\n    ownership: {prefixes: [orders]}\n    workloadIdentity: true\n";
+        let base = "  az:\n    backend: azure-servicebus\n    subscriptionId: 00000000-0000-0000-0000-000000000000\n    resourceGroup: rg\n    namespace: dlqctl-ns\n    ownership: {prefixes: [orders]}\n    workloadIdentity: true\n";
         let rules = |extra: &str| -> Vec<&'static str> {
             target_findings(&format!("{base}{extra}"))
                 .iter()
@@ -538,7 +538,9 @@ mod tests {
         };
         assert_eq!(rules(""), Vec::<&str>::new());
         assert_eq!(
-            rules("    tenantId: t\n    clientId: c\n    tokenUrl: https://login.example/t/oauth2/v2.0/token\n"),
+            rules(
+                "    tenantId: t\n    clientId: c\n    tokenUrl: https://login.example/t/oauth2/v2.0/token\n"
+            ),
             Vec::<&str>::new()
         );
         for other in [
