@@ -459,6 +459,11 @@ impl Session<'_> {
         // Not even `--allow-fanout` sends where the failed consumer would not get the copy
         // back: the originals would be gone and their copies with nobody, or only with others.
         let same = |a: &String, b: &String| backend::same_name(r, a, b);
+        let listed = subs
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
         if let Some(sub) = &own
             && !subs.iter().any(|s| same(s, sub))
         {
@@ -468,13 +473,7 @@ impl Session<'_> {
                 if subs.is_empty() {
                     "it has none".to_owned()
                 } else {
-                    format!(
-                        "it has {}",
-                        subs.iter()
-                            .map(|s| format!("`{s}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    format!("it has {listed}")
                 }
             )));
         }
@@ -491,14 +490,7 @@ impl Session<'_> {
                 if subs.is_empty() {
                     "no subscription (the topic has none now)".to_owned()
                 } else {
-                    format!(
-                        "all {}: {}",
-                        subs.len(),
-                        subs.iter()
-                            .map(|s| format!("`{s}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    format!("all {}: {listed}", subs.len())
                 },
                 backend::fanout_alternative(r)
             )));

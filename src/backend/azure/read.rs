@@ -144,20 +144,8 @@ impl Credentials {
                 Some(id) => format!("user-assigned managed identity {id}"),
                 None => "system-assigned managed identity".to_owned(),
             };
-            let source = |scope: &str| {
-                TokenSource::new(name, grant.clone(), scope, insecure, Arc::clone(stats))
-                    .map_err(|e| e.at(name))
-            };
-            let hint = |scope: &str| {
-                format!("{who}: the token for {scope}; check the identity's role on the namespace")
-            };
-            return Ok(Credentials {
-                arm: Bearer::Fetched(source(ARM_SCOPE)?),
-                arm_hint: hint(ARM_SCOPE),
-                data: Bearer::Fetched(source(DATA_SCOPE)?),
-                data_hint: hint(DATA_SCOPE),
-                who,
-            });
+            let holder = who.clone();
+            return Credentials::fetched(name, &grant, who, (holder, "identity"), insecure, stats);
         }
         if target.workload_identity == Some(true) {
             return workload_identity(name, target, insecure, stats);
@@ -192,23 +180,46 @@ impl Credentials {
             client_id: client_id.trim().to_owned(),
             client_secret: secret,
         };
+        let who = format!("application {} (tenant {})", creds.client_id, tenant.trim());
+        let holder = format!(
+            "the client credentials (clientId {}, secret in {secret_var})",
+            creds.client_id
+        );
+        Credentials::fetched(
+            name,
+            &Grant::ClientCredentials(creds),
+            who,
+            (holder, "application"),
+            insecure,
+            stats,
+        )
+    }
+
+    /// One [`TokenSource`] per audience from `grant`, fetched on first use; an error names
+    /// `holder` (`holder.0`: who holds the credentials, `holder.1`: what needs the role on
+    /// the namespace).
+    fn fetched(
+        name: &str,
+        grant: &Grant,
+        who: String,
+        holder: (String, &str),
+        insecure: bool,
+        stats: &Arc<Stats>,
+    ) -> Result<Self, BackendError> {
         let source = |scope: &str| {
-            let grant = Grant::ClientCredentials(creds.clone());
-            TokenSource::new(name, grant, scope, insecure, Arc::clone(stats))
+            TokenSource::new(name, grant.clone(), scope, insecure, Arc::clone(stats))
                 .map_err(|e| e.at(name))
         };
+        let (holder, role) = holder;
         let hint = |scope: &str| {
-            format!(
-                "the client credentials (clientId {}, secret in {secret_var}): the token for {scope}; check the application's role on the namespace",
-                creds.client_id
-            )
+            format!("{holder}: the token for {scope}; check the {role}'s role on the namespace")
         };
         Ok(Credentials {
             arm: Bearer::Fetched(source(ARM_SCOPE)?),
             arm_hint: hint(ARM_SCOPE),
             data: Bearer::Fetched(source(DATA_SCOPE)?),
             data_hint: hint(DATA_SCOPE),
-            who: format!("application {} (tenant {})", creds.client_id, tenant.trim()),
+            who,
         })
     }
 }
@@ -303,22 +314,17 @@ fn workload_identity(
         client_id: client_id.clone(),
         token_file: token_file.into(),
     };
-    let source = |scope: &str| {
-        TokenSource::new(name, grant.clone(), scope, insecure, Arc::clone(stats))
-            .map_err(|e| e.at(name))
-    };
-    let hint = |scope: &str| {
-        format!(
-            "the workload identity (clientId {client_id}): the token for {scope}; check the application's role on the namespace"
-        )
-    };
-    Ok(Credentials {
-        arm: Bearer::Fetched(source(ARM_SCOPE)?),
-        arm_hint: hint(ARM_SCOPE),
-        data: Bearer::Fetched(source(DATA_SCOPE)?),
-        data_hint: hint(DATA_SCOPE),
-        who: format!("workload identity {client_id} (tenant {tenant})"),
-    })
+    Credentials::fetched(
+        name,
+        &grant,
+        format!("workload identity {client_id} (tenant {tenant})"),
+        (
+            format!("the workload identity (clientId {client_id})"),
+            "application",
+        ),
+        insecure,
+        stats,
+    )
 }
 
 impl Reader {

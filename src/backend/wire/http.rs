@@ -672,14 +672,6 @@ pub mod token {
                 Grant::ManagedIdentity { url, .. } | Grant::Federated { url, .. } => url,
             }
         }
-
-        fn secret(&self) -> &str {
-            match self {
-                Grant::ClientCredentials(c) => &c.client_secret,
-                // The assertion is read per exchange and registered with `never_show` then.
-                Grant::ManagedIdentity { .. } | Grant::Federated { .. } => "",
-            }
-        }
     }
 
     /// The client credentials and the endpoint they are exchanged at.
@@ -825,17 +817,12 @@ pub mod token {
         }
 
         fn failed(&self, reason: String) -> HttpError {
-            let secret = self.inner.creds.secret();
             HttpError::Token {
                 url: redact_userinfo(self.inner.creds.url()),
                 scope: self.inner.scope.clone(),
-                // The secret, and whatever `never_show` holds (a federated assertion), should
-                // an endpoint echo them.
-                reason: crate::secrets::scrub(&if secret.is_empty() {
-                    reason
-                } else {
-                    reason.replace(secret, "***")
-                }),
+                // The client secret (registered in `new`) and a federated assertion
+                // (registered per exchange) are cut out, should an endpoint echo them.
+                reason: crate::secrets::scrub(&reason),
             }
         }
 
@@ -930,7 +917,7 @@ pub mod token {
                     .ok_or_else(|| self.failed("the request cannot be sent".into()))?;
                 i.stats.count(if managed { IDENTITY_API } else { API });
                 tries += 1;
-                let (answer, status) = self.attempt(this, managed).await;
+                let (answer, status) = self.attempt(this).await;
                 let wait = match status {
                     _ if !managed || !patient || answer.is_ok() => None,
                     // "IMDS is going through updates and will be available in a maximum of
@@ -970,9 +957,9 @@ pub mod token {
         async fn attempt(
             &self,
             request: reqwest::RequestBuilder,
-            managed: bool,
         ) -> (Result<(String, u64), HttpError>, Option<u16>) {
             let i = &self.inner;
+            let managed = matches!(i.creds, Grant::ManagedIdentity { .. });
             let started = Instant::now();
             let mut answered = None;
             let answer = async {
@@ -1007,16 +994,17 @@ pub mod token {
                         (Some(e), None) => e,
                         _ => "no OAuth error in the answer".to_owned(),
                     };
-                    let federated = matches!(i.creds, Grant::Federated { .. });
-                    let hint = match (status.as_u16(), managed, federated) {
-                        (400 | 401, false, true) => {
+                    let hint = match (status.as_u16(), &i.creds) {
+                        (400 | 401, Grant::Federated { .. }) => {
                             "; check the application's federated credential (its issuer and subject must be the cluster's OIDC issuer and this pod's service account), and the tenant and client id (AZURE_TENANT_ID, AZURE_CLIENT_ID, or `tenantId`, `clientId`)"
                         }
-                        (401, false, false) => {
+                        (401, Grant::ClientCredentials(_)) => {
                             "; check the client id and the secret in clientSecretEnv"
                         }
-                        (400, false, false) => "; check tenantId, clientId and tokenUrl",
-                        (400, true, _) => {
+                        (400, Grant::ClientCredentials(_)) => {
+                            "; check tenantId, clientId and tokenUrl"
+                        }
+                        (400, Grant::ManagedIdentity { .. }) => {
                             "; check that this machine has a managed identity, and `clientId` for a user-assigned one"
                         }
                         _ => "",
