@@ -338,6 +338,17 @@ fn the_metadata_services_transient_answers_are_asked_again_and_a_lasting_one_is_
 // Kubernetes workload identity (the fake's token endpoint takes a federated credential)
 // ---------------------------------------------------------------------------------------------
 
+/// `plan channel.yaml EXTRA`, which must fail (exit 1): its stdout and stderr together.
+#[track_caller]
+fn plan_fails(f: &Fixture, extra: &[&str]) -> String {
+    let mut args = vec!["plan", "channel.yaml"];
+    args.extend_from_slice(extra);
+    let p = f.ws.run(&args);
+    let both = format!("{}{}", p.stdout, p.stderr);
+    assert_eq!(p.code, 1, "{both}");
+    both
+}
+
 /// As the AKS workload identity webhook sets a pod up: `workloadIdentity: true` and nothing
 /// more in the targets file; `AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, `AZURE_FEDERATED_TOKEN_FILE`
 /// and `AZURE_AUTHORITY_HOST` in the environment. The service account token is the client
@@ -395,9 +406,7 @@ fn workload_identity_presents_the_service_account_token_from_the_webhooks_variab
 
     // A token the application does not trust.
     std::fs::write(&file, "sa-token-of-another-pod").expect("token file");
-    let p = f.ws.run(&["plan", "channel.yaml", "-vv"]);
-    let both = format!("{}{}", p.stdout, p.stderr);
-    assert_eq!(p.code, 1, "{both}");
+    let both = plan_fails(&f, &["-vv"]);
     for want in ["AADSTS70021", "federated credential", &token_url] {
         assert!(both.contains(want), "{want}\n{both}");
     }
@@ -409,18 +418,14 @@ fn workload_identity_presents_the_service_account_token_from_the_webhooks_variab
     // An authority host in the clear: refused before the token is sent anywhere.
     std::fs::write(&file, "sa-token-2").expect("token file");
     f.ws.set_env("AZURE_AUTHORITY_HOST", "http://login.example.invalid/");
-    let p = f.ws.run(&["plan", "channel.yaml"]);
-    let both = format!("{}{}", p.stdout, p.stderr);
-    assert_eq!(p.code, 1, "{both}");
+    let both = plan_fails(&f, &[]);
     assert!(both.contains("must be https"), "{both}");
     assert!(both.contains("AZURE_AUTHORITY_HOST"), "{both}");
     f.ws.set_env("AZURE_AUTHORITY_HOST", &format!("{host}/"));
 
     // No token file variable: named, with what sets it.
     f.ws.set_env("AZURE_FEDERATED_TOKEN_FILE", "");
-    let p = f.ws.run(&["plan", "channel.yaml"]);
-    let both = format!("{}{}", p.stdout, p.stderr);
-    assert_eq!(p.code, 1, "{both}");
+    let both = plan_fails(&f, &[]);
     assert!(both.contains("AZURE_FEDERATED_TOKEN_FILE"), "{both}");
     assert!(both.contains("workload identity webhook"), "{both}");
 }

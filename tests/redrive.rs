@@ -781,6 +781,19 @@ fn rabbitmq_a_destination_that_would_drop_its_oldest_is_refused() {
     assert_eq!(rabbit::count(&main), 0);
 }
 
+/// Every one of `k0000`..`k4999`, read back by body from the channel's main topic (none
+/// lost); how many are there twice.
+fn kafka_all_5000_back(f: &kafka::Fixture) -> usize {
+    let all = kafka::read_from_start(&f.channel, 3, 5000, Duration::from_secs(3));
+    let bodies: BTreeSet<&str> = all.iter().map(|(_, _, b)| b.as_str()).collect();
+    let lost: Vec<String> = (0..5000)
+        .map(|i| format!("k{i:04}"))
+        .filter(|b| !bodies.contains(b.as_str()))
+        .collect();
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    all.len() - bodies.len()
+}
+
 #[test]
 fn kafka_a_redrive_killed_part_way_loses_nothing() {
     use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -837,18 +850,11 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
     if code == 0 {
         let since = killed_at.elapsed();
         assert_eq!(kafka::waiting(&f), 0, "{doc}");
-        let all = kafka::read_from_start(&f.channel, 3, 5000, Duration::from_secs(3));
-        let bodies: BTreeSet<&str> = all.iter().map(|(_, _, b)| b.as_str()).collect();
-        let lost: Vec<String> = (0..5000)
-            .map(|i| format!("k{i:04}"))
-            .filter(|b| !bodies.contains(b.as_str()))
-            .collect();
-        assert!(lost.is_empty(), "lost: {lost:?}");
+        let duplicated = kafka_all_5000_back(&f);
         #[allow(clippy::print_stderr)]
         {
             eprintln!(
-                "killed with {waiting} waiting; the killed member's session had already timed out when the next run started {since:?} later (its last heartbeat was late); {} twice",
-                all.len() - bodies.len()
+                "killed with {waiting} waiting; the killed member's session had already timed out when the next run started {since:?} later (its last heartbeat was late); {duplicated} twice"
             );
         }
         return;
@@ -910,14 +916,7 @@ fn kafka_a_redrive_killed_part_way_loses_nothing() {
     assert_eq!(kafka::waiting(&f), 0, "{}", second.1);
     // Every one of the 5,000, read back by body from the main topic; at most what the killed
     // run had sent beyond its last commit is there twice.
-    let all = kafka::read_from_start(&f.channel, 3, 5000, Duration::from_secs(3));
-    let bodies: BTreeSet<&str> = all.iter().map(|(_, _, b)| b.as_str()).collect();
-    let lost: Vec<String> = (0..5000)
-        .map(|i| format!("k{i:04}"))
-        .filter(|b| !bodies.contains(b.as_str()))
-        .collect();
-    assert!(lost.is_empty(), "lost: {lost:?}");
-    let duplicated = all.len() - bodies.len();
+    let duplicated = kafka_all_5000_back(&f);
     assert!(
         duplicated <= moved.len() - moved_first,
         "{duplicated} twice, {} were beyond the commit",

@@ -59,16 +59,16 @@ fn pubsub_redrive_to_the_main_topic_is_refused_without_allow_fanout_naming_every
         &audit,
         json!({"topic": pubsub::Rest::topic_path(&f.channel)}),
     );
+    // `redrive --to TO EXTRA --yes`.
+    let redrive_to = |to: &str, extra: &[&str]| {
+        let mut args = vec!["redrive", f.channel.as_str(), "channel.yaml", "--to", to];
+        args.extend_from_slice(extra);
+        args.push("--yes");
+        f.run(&args)
+    };
     // The main topic by its name is `--to source` too.
     for to in ["source", "failed-consumer", f.channel.as_str()] {
-        let out = f.run(&[
-            "redrive",
-            f.channel.as_str(),
-            "channel.yaml",
-            "--to",
-            to,
-            "--yes",
-        ]);
+        let out = redrive_to(to, &[]);
         assert_eq!(out.code, 1, "--to {to}: {}", out.stderr);
         for s in [&sub, &audit] {
             assert!(
@@ -107,15 +107,7 @@ fn pubsub_redrive_to_the_main_topic_is_refused_without_allow_fanout_naming_every
     f.rest.publish(&dlt, "order-late");
     f.rest.delete(&format!("subscriptions/{sub}"));
     for to in ["source", "failed-consumer"] {
-        let out = f.run(&[
-            "redrive",
-            f.channel.as_str(),
-            "channel.yaml",
-            "--to",
-            to,
-            "--allow-fanout",
-            "--yes",
-        ]);
+        let out = redrive_to(to, &["--allow-fanout"]);
         assert_eq!(out.code, 1, "--to {to}: {}", out.stderr);
         for want in [
             format!("`{sub}` is not a subscription of topic"),

@@ -237,53 +237,40 @@ pub(super) fn token_endpoint(state: &Mutex<State>, r: &Request) -> Option<(u16, 
         ));
     };
     let client = get("client_id").unwrap_or_default();
-    if federated {
+    // The application's credential, checked against what the request presents: a federated
+    // credential's accepted assertions, or the secret.
+    let refused = if federated {
         let assertion = get("client_assertion").unwrap_or_default();
         t.assertions.push(assertion.clone());
-        match t.federated.get(&client) {
-            None => {
-                return Some(oauth_error(
-                    401,
-                    "invalid_client",
-                    700_016,
-                    &format!(
-                        "Application with identifier '{client}' was not found in the directory '{tenant}'."
-                    ),
-                ));
-            }
-            Some(valid) if !valid.contains(&assertion) => {
-                return Some(oauth_error(
-                    401,
-                    "invalid_client",
-                    70_021,
-                    "No matching federated identity record found for presented assertion.",
-                ));
-            }
-            Some(_) => {}
+        t.federated.get(&client).map(|valid| {
+            (!valid.contains(&assertion)).then_some((
+                70_021,
+                "No matching federated identity record found for presented assertion.",
+            ))
+        })
+    } else {
+        t.clients.get(&client).map(|secret| {
+            (Some(secret) != get("client_secret").as_ref()).then_some((
+                7_000_215,
+                "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.",
+            ))
+        })
+    };
+    match refused {
+        None => {
+            return Some(oauth_error(
+                401,
+                "invalid_client",
+                700_016,
+                &format!(
+                    "Application with identifier '{client}' was not found in the directory '{tenant}'."
+                ),
+            ));
         }
-    }
-    if !federated {
-        match t.clients.get(&client) {
-            None => {
-                return Some(oauth_error(
-                    401,
-                    "invalid_client",
-                    700_016,
-                    &format!(
-                        "Application with identifier '{client}' was not found in the directory '{tenant}'."
-                    ),
-                ));
-            }
-            Some(secret) if Some(secret) != get("client_secret").as_ref() => {
-                return Some(oauth_error(
-                    401,
-                    "invalid_client",
-                    7_000_215,
-                    "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.",
-                ));
-            }
-            Some(_) => {}
+        Some(Some((code, description))) => {
+            return Some(oauth_error(401, "invalid_client", code, description));
         }
+        Some(None) => {}
     }
     let n = t.issued.len() + 1;
     let host = audience
