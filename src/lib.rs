@@ -34,6 +34,14 @@ pub const USAGE_EXIT: u8 = 64;
 
 /// Runs dlqctl with the process's arguments; the exit code follows each command's contract.
 pub fn run() -> ExitCode {
+    // dlqctl run again as a jq worker (status::jq_worker): not a command of the CLI.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == status::jq_worker::ARG)
+    {
+        return status::jq_worker::serve(redrive::transform::worker);
+    }
+    status::jq_worker::enable();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -13,7 +13,10 @@
 //! - the audit record holds for each moved message the sha256 of it as put and of the copy as
 //!   received (both computed here again, from what the test put and what the consumer read);
 //! - the messages it failed on stay in the dead-letter queue, exactly those, reported by
-//!   count (the run is not "complete": exit 1); a program that handles them moves them next.
+//!   count (the run is not "complete": exit 1); a program that handles them moves them next;
+//! - (issue 52) `env`, `$ENV`, `halt`, `halt_error` and `input` are refused before anything is
+//!   read; on RabbitMQ, a program past its time, memory or stack budget fails each message,
+//!   reported, with nothing published, and a copy keeps every byte its program did not change.
 
 mod support;
 
@@ -140,6 +143,28 @@ fn scenario(b: &Backend<'_>) {
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("--transform"), "{}", out.stderr);
     assert!(out.stderr.contains("column 16 (the end)"), "{}", out.stderr);
+    // Issue 52, M6 and H3: what reads the environment or ends the process is refused the
+    // same way, before anything is read (the messages are all still there below).
+    for (program, undefined) in [
+        ("env.AWS_SECRET_ACCESS_KEY", "undefined filter `env/0`"),
+        (".body.note = $ENV.AWS_SECRET_ACCESS_KEY", "undefined variable `$ENV`"),
+        ("halt", "undefined filter `halt/0`"),
+        ("halt_error(1)", "undefined filter `halt_error/1`"),
+        (".body = input", "undefined filter `input/0`"),
+    ] {
+        let out = b.ws.run(&[
+            "redrive",
+            b.ws.channel.as_str(),
+            "channel.yaml",
+            "--yes",
+            "--transform",
+            program,
+        ]);
+        assert_ne!(out.code, 0, "{program}: {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(undefined), "{program}: {}", out.stderr);
+        assert!(!out.stdout.contains("moved"), "{program}: {}", out.stdout);
+    }
 
     // The dry run: the diffs of two copies, and the failures counted exactly.
     (b.settle)(n);
@@ -520,4 +545,141 @@ fn pubsub_transform_repairs_the_copies_and_leaves_what_it_fails_on() {
         settle: Box::new(|_| ()),
         reads_all: true,
     });
+}
+
+// ------------------------------------------------------------------------------ Issue 52
+
+/// Every message of `queue`, each by its `message_id` with its body, taken (acknowledged).
+fn by_id(queue: &str) -> BTreeMap<String, Vec<u8>> {
+    block(rabbit::take_each(queue, |d| {
+        (
+            d.properties
+                .message_id()
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            d.data.clone(),
+        )
+    }))
+    .into_iter()
+    .collect()
+}
+
+/// Waits until `queue` holds `n` messages, none held by a consumer.
+fn settled(queue: &str, n: u64) {
+    rabbit::wait_for(
+        queue,
+        "messages_ready,messages_unacknowledged",
+        &format!("settled at {n}"),
+        |q| q["messages_ready"].as_u64() == Some(n) && q["messages_unacknowledged"].as_u64() == Some(0),
+    )
+}
+
+/// Issue 52, H3: a program that never ends, allocates without bound or recurses without end
+/// fails on each message on its budget, named in the report; the run ends (exit 1, not
+/// complete), in bounded time, with nothing published and every message still in the DLQ,
+/// counted by id.
+#[test]
+fn rabbitmq_a_program_past_its_budget_fails_each_message_and_the_run_reports_it() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let n = 3;
+    rabbit::fill(&dlq, n, |i| {
+        (
+            json!({"order": i}).to_string().into_bytes(),
+            BasicProperties::default().with_message_id(ShortString::from(format!("b-{i}"))),
+        )
+    });
+    rabbit::wait_for_messages(&dlq, n as u64);
+    for (flag, program) in [
+        ("--where", "last(repeat(1))"),
+        ("--where", "[range(1e9)] | length > 0"),
+        ("--where", "def f: f + 1; f"),
+        ("--transform", "last(repeat(.))"),
+        ("--transform", "[range(1e9)] as $x | ."),
+    ] {
+        settled(&dlq, n as u64);
+        let started = std::time::Instant::now();
+        let (code, run, err) = redrive(&f, &["--yes", flag, program]);
+        let said = format!("{flag} {program}:\n{run}\n{err}");
+        assert_eq!(code, 1, "not complete: {said}");
+        assert!(run["error"].is_null(), "{said}");
+        assert_eq!(run["moved"].as_u64(), Some(0), "{said}");
+        let failed = if flag == "--where" {
+            &run["whereFailures"]
+        } else {
+            &run["transform"]["failed"]
+        };
+        assert_eq!(failed["count"].as_u64(), Some(n as u64), "{said}");
+        let first = failed["firstError"].as_str().expect("firstError");
+        assert!(first.contains(flag) && first.contains("budget"), "{said}");
+        let incomplete = run["incomplete"].to_string();
+        assert!(incomplete.contains(flag), "{said}");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "bounded: {:?} {said}",
+            started.elapsed()
+        );
+    }
+    // Nothing published, nothing lost: the three, each once, by id.
+    settled(&dlq, n as u64);
+    assert!(block(rabbit::take_all(&main)).is_empty(), "nothing published");
+    let left = by_id(&dlq);
+    let want: BTreeSet<String> = (0..n).map(|i| format!("b-{i}")).collect();
+    assert_eq!(left.keys().cloned().collect::<BTreeSet<_>>(), want);
+}
+
+/// Issue 52, H2 and M7: a transform changes only what its program changed. Read back with
+/// lapin, byte for byte: the copy keeps every number as written; a body whose changed object
+/// gives a key twice, and a body that is not UTF-8, fail the transform and stay as they were.
+#[test]
+fn rabbitmq_transform_keeps_every_byte_it_did_not_change() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let numbers = r#"{"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0"#;
+    let bodies: Vec<(&str, Vec<u8>)> = vec![
+        ("exact", format!("{numbers}, \"zeta\": [1.0, 2e-3]}}").into_bytes()),
+        (
+            "nested",
+            format!(r#"{{"order": {numbers}, "dupkey": 1, "dupkey": 2}}, "note": "x"}}"#)
+                .into_bytes(),
+        ),
+        (
+            "dupkey",
+            format!(r#"{numbers}, "dupkey": 1, "dupkey": 2}}"#).into_bytes(),
+        ),
+        ("latin1", b"caf\xe9 ORDER".to_vec()),
+    ];
+    rabbit::fill(&dlq, bodies.len(), |i| {
+        (
+            bodies[i].1.clone(),
+            BasicProperties::default().with_message_id(ShortString::from(bodies[i].0)),
+        )
+    });
+    rabbit::wait_for_messages(&dlq, bodies.len() as u64);
+    settled(&dlq, bodies.len() as u64);
+    let program = r#"if (.body | type) == "string" then .body |= ascii_downcase else .body.note = "fixed" end"#;
+    let (code, run, err) = redrive(&f, &["--yes", "--transform", program]);
+    assert_eq!(code, 1, "two stay: {run}\n{err}");
+    assert_eq!(run["moved"].as_u64(), Some(2), "{run}");
+    assert_eq!(run["transform"]["failed"]["count"].as_u64(), Some(2), "{run}");
+    let copies = by_id(&main);
+    let text = |id: &str| String::from_utf8_lossy(&copies[id]).into_owned();
+    assert_eq!(
+        text("exact"),
+        r#"{"amount":12345678901234567890123,"cents":0.1000000000000000055511151231257827,"u64":18446744073709551616,"exp":1e2,"neg0":-0,"zeta":[1.0, 2e-3],"note":"fixed"}"#
+    );
+    assert_eq!(
+        text("nested"),
+        format!(r#"{{"order":{numbers}, "dupkey": 1, "dupkey": 2}},"note":"fixed"}}"#)
+    );
+    settled(&dlq, 2);
+    let stayed = by_id(&dlq);
+    assert_eq!(stayed.len(), 2, "{stayed:?}");
+    assert_eq!(stayed["dupkey"], bodies[2].1, "as it was");
+    assert_eq!(stayed["latin1"], bodies[3].1, "as it was");
 }

@@ -22,8 +22,11 @@ use std::sync::{Arc, Mutex};
 use jaq_json::Val;
 use serde::Serialize;
 
+use crate::status::jq_worker::{self, Pool};
 use crate::status::selector::{self, Filter};
 use crate::status::{self, Message, envelope};
+
+mod exact;
 
 /// Where the language and the document are described, for a program that does not compile.
 const HELP: &str = "a jq program: docs/redrive.md, \"Repairing messages\"";
@@ -40,6 +43,9 @@ const EDITABLE: [&str; 2] = ["body", "headers"];
 pub struct Transform {
     code: Arc<str>,
     filter: Arc<Filter>,
+    /// The workers that run it ([`jq_worker`]), when the binary runs programs in workers;
+    /// else it runs in the asking thread.
+    pool: Option<Arc<Pool>>,
     failures: Arc<Failures>,
 }
 
@@ -127,8 +133,28 @@ impl Transform {
         Ok(Transform {
             code: code.into(),
             filter: Arc::new(filter),
+            pool: jq_worker::enabled().then(|| Arc::new(Pool::new("--transform", code))),
             failures: Arc::default(),
         })
+    }
+
+    /// What a jq worker does with the requests of a `--transform` program: each line is a
+    /// message ([`Wire`]), each answer `{"ok": <the edit>}` or `{"err": "…"}`.
+    fn worker(code: &str) -> Result<jq_worker::Handler, String> {
+        let filter = Arc::new(selector::compile(code, "--transform", HELP)?);
+        Ok(Box::new(move |request: &str| {
+            let answer = serde_json::from_str::<Wire>(request)
+                .map_err(|e| format!("the worker could not read the message ({e})"))
+                .and_then(|w| {
+                    let (m, e, age) = w.into_parts()?;
+                    edit_with(&filter, &m, &e, age)
+                });
+            match answer {
+                Ok(edit) => serde_json::json!({ "ok": WireEdit::from(&edit) }),
+                Err(e) => serde_json::json!({ "err": e }),
+            }
+            .to_string()
+        }))
     }
 
     /// The program as given.
@@ -169,59 +195,20 @@ impl Transform {
         e: &envelope::Read,
         age_seconds: Option<f64>,
     ) -> Result<Edit, String> {
-        if m.body_len != m.body.len() as u64 {
-            return Err(format!(
-                "the body was read in part ({} of {} bytes), and a transform needs it whole",
-                m.body.len(),
-                m.body_len
-            ));
+        let Some(pool) = &self.pool else {
+            return edit_with(&self.filter, m, e, age_seconds);
+        };
+        let request = serde_json::to_string(&Wire::of(m, e, age_seconds))
+            .map_err(|e| format!("cannot send the message to --transform's worker ({e})"))?;
+        let answer: serde_json::Value = serde_json::from_str(&pool.call(&request)?)
+            .map_err(|e| format!("--transform's worker answered what is not JSON ({e})"))?;
+        match (&answer["ok"], &answer["err"]) {
+            (serde_json::Value::Object(_), _) => serde_json::from_value::<WireEdit>(answer["ok"].clone())
+                .map_err(|e| format!("--transform's worker answered an edit that cannot be read ({e})"))?
+                .into_edit(),
+            (_, serde_json::Value::String(e)) => Err(e.clone()),
+            _ => Err("--transform's worker answered neither ok nor err".into()),
         }
-        let input = selector::document(m, e, age_seconds);
-        let mut outs = selector::outputs(&self.filter, input.clone(), 2).into_iter();
-        let out = match (outs.next(), outs.next()) {
-            (None, _) => return Err("yields nothing (use `.` to keep a message as it is)".into()),
-            (Some(Err(e)), _) | (_, Some(Err(e))) => return Err(e),
-            (Some(Ok(_)), Some(Ok(_))) => {
-                return Err("yields more than one value; a copy is made of one".into());
-            }
-            (Some(Ok(v)), None) => v,
-        };
-        let (Val::Obj(out), Val::Obj(input)) = (&out, &input) else {
-            return Err(format!(
-                "yields {}, not an object with `body` and `headers`",
-                selector::kind(&out)
-            ));
-        };
-        for (k, v) in out.iter() {
-            let name = key(k)?;
-            if !EDITABLE.contains(&name.as_str()) && input.get(k) != Some(v) {
-                return Err(format!(
-                    "changes `.{name}`, which a transform cannot change (only .body and .headers; ids, routing and the envelope stay as read)"
-                ));
-            }
-        }
-        let field = |name: &str| out.get(&Val::from(name.to_owned()));
-        let was = |name: &str| input.get(&Val::from(name.to_owned()));
-        let body = match field("body") {
-            Some(b) if Some(b) != was("body") => Some(body_bytes(b)?),
-            _ => None,
-        };
-        let (set, removed) = match field("headers") {
-            Some(h) if Some(h) != was("headers") => header_changes(&m.headers, h)?,
-            _ => (Vec::new(), Vec::new()),
-        };
-        let mut edit = Edit {
-            body,
-            set,
-            removed,
-            prints: None,
-        };
-        let after = edit.headers(&m.headers);
-        edit.prints = Some((
-            print(&m.headers, &m.body),
-            print(&after, edit.body(&m.body)),
-        ));
-        Ok(edit)
     }
 
     /// The messages it failed on so far, if any.
@@ -233,6 +220,181 @@ impl Transform {
             ids: seen.0,
             first_error: seen.1.unwrap_or_default(),
         })
+    }
+}
+
+/// [`Transform::edit`] in this thread: runs `filter` on `m` (its envelope read as `e`,
+/// `age_seconds` old).
+fn edit_with(
+    filter: &Filter,
+    m: &Message,
+    e: &envelope::Read,
+    age_seconds: Option<f64>,
+) -> Result<Edit, String> {
+    if m.body_len != m.body.len() as u64 {
+        return Err(format!(
+            "the body was read in part ({} of {} bytes), and a transform needs it whole",
+            m.body.len(),
+            m.body_len
+        ));
+    }
+    let input = selector::document(m, e, age_seconds);
+    let mut outs = selector::outputs(filter, input.clone(), 2).into_iter();
+    let out = match (outs.next(), outs.next()) {
+        (None, _) => return Err("yields nothing (use `.` to keep a message as it is)".into()),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => return Err(e),
+        (Some(Ok(_)), Some(Ok(_))) => {
+            return Err("yields more than one value; a copy is made of one".into());
+        }
+        (Some(Ok(v)), None) => v,
+    };
+    let (Val::Obj(out), Val::Obj(input)) = (&out, &input) else {
+        return Err(format!(
+            "yields {}, not an object with `body` and `headers`",
+            selector::kind(&out)
+        ));
+    };
+    for (k, v) in out.iter() {
+        let name = key(k)?;
+        if !EDITABLE.contains(&name.as_str()) && input.get(k) != Some(v) {
+            return Err(format!(
+                "changes `.{name}`, which a transform cannot change (only .body and .headers; ids, routing and the envelope stay as read)"
+            ));
+        }
+    }
+    let field = |name: &str| out.get(&Val::from(name.to_owned()));
+    let was = |name: &str| input.get(&Val::from(name.to_owned()));
+    let body = match (field("body"), was("body")) {
+        (Some(b), was) if Some(b) != was => Some(body_bytes(&m.body, was, b)?),
+        _ => None,
+    };
+    let (set, removed) = match field("headers") {
+        Some(h) if Some(h) != was("headers") => header_changes(&m.headers, h)?,
+        _ => (Vec::new(), Vec::new()),
+    };
+    let mut edit = Edit {
+        body,
+        set,
+        removed,
+        prints: None,
+    };
+    let after = edit.headers(&m.headers);
+    edit.prints = Some((
+        print(&m.headers, &m.body),
+        print(&after, edit.body(&m.body)),
+    ));
+    Ok(edit)
+}
+
+/// A message as a worker is sent it: what [`selector::document`] and [`edit_with`] read.
+#[derive(Serialize, serde::Deserialize)]
+struct Wire {
+    id: String,
+    headers: Vec<(String, String)>,
+    properties: Vec<(String, String)>,
+    /// base64.
+    body: String,
+    body_len: u64,
+    class: String,
+    message: Option<String>,
+    source: Option<String>,
+    attempts: Option<u64>,
+    age: Option<f64>,
+}
+
+impl Wire {
+    fn of(m: &Message, e: &envelope::Read, age: Option<f64>) -> Wire {
+        use base64::Engine as _;
+        Wire {
+            id: m.id.clone(),
+            headers: m.headers.clone(),
+            properties: m.properties.clone(),
+            body: base64::engine::general_purpose::STANDARD.encode(&m.body),
+            body_len: m.body_len,
+            class: e.class.clone(),
+            message: e.message.clone(),
+            source: e.source.clone(),
+            attempts: e.attempts,
+            age,
+        }
+    }
+
+    fn into_parts(self) -> Result<(Message, envelope::Read, Option<f64>), String> {
+        use base64::Engine as _;
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(&self.body)
+            .map_err(|e| format!("the worker could not read the body ({e})"))?;
+        let m = Message {
+            id: self.id,
+            headers: self.headers,
+            properties: self.properties,
+            body,
+            body_len: self.body_len,
+            ..Message::default()
+        };
+        let e = envelope::Read {
+            class: self.class,
+            raw_class: None,
+            message: self.message,
+            source: self.source,
+            attempts: self.attempts,
+            dead_lettered_ms: None,
+            first_failure_ms: None,
+        };
+        Ok((m, e, self.age))
+    }
+}
+
+/// An [`Edit`] as a worker answers it (the body in base64).
+#[derive(Serialize, serde::Deserialize)]
+struct WireEdit {
+    body: Option<String>,
+    set: Vec<(String, String)>,
+    removed: Vec<String>,
+    prints: Option<(String, String)>,
+}
+
+impl From<&Edit> for WireEdit {
+    fn from(e: &Edit) -> WireEdit {
+        use base64::Engine as _;
+        WireEdit {
+            body: e
+                .body
+                .as_ref()
+                .map(|b| base64::engine::general_purpose::STANDARD.encode(b)),
+            set: e.set.clone(),
+            removed: e.removed.clone(),
+            prints: e.prints.clone(),
+        }
+    }
+}
+
+impl WireEdit {
+    fn into_edit(self) -> Result<Edit, String> {
+        use base64::Engine as _;
+        let body = match self.body {
+            Some(b) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| format!("--transform's worker answered a body that cannot be read ({e})"))?,
+            ),
+            None => None,
+        };
+        Ok(Edit {
+            body,
+            set: self.set,
+            removed: self.removed,
+            prints: self.prints,
+        })
+    }
+}
+
+/// The program of a jq worker: `--where` or `--transform` (`flag`) compiled from `code`
+/// ([`jq_worker::serve`]).
+pub fn worker(flag: &str, code: &str) -> Result<jq_worker::Handler, String> {
+    match flag {
+        "--transform" => Transform::worker(code),
+        _ => selector::Where::worker(code),
     }
 }
 
@@ -261,17 +423,24 @@ fn compact(v: &Val) -> String {
         .unwrap_or(written)
 }
 
-/// The copy's body from the program's `.body`: a string as its bytes, anything else as
-/// compact JSON.
-fn body_bytes(v: &Val) -> Result<Vec<u8>, String> {
-    match v {
-        Val::TStr(b) | Val::BStr(b) => Ok(b.to_vec()),
-        other => {
-            let written = other.to_string();
-            serde_json::from_str::<serde_json::Value>(&written)
-                .map(|j| j.to_string().into_bytes())
-                .map_err(|e| format!("its body is not JSON that can be written ({e})"))
-        }
+/// The copy's body from the program's `.body` (`now`; the message's body `original`, read
+/// as `was`): a string as its bytes; anything else as JSON that keeps `original`'s bytes for
+/// every part the program did not change ([`exact::rewrite`]). A body that is not UTF-8 was
+/// read as text with its bad bytes replaced: a program that changes it would write those
+/// replacements, so it fails instead (the message stays as it is).
+fn body_bytes(original: &[u8], was: Option<&Val>, now: &Val) -> Result<Vec<u8>, String> {
+    if std::str::from_utf8(original).is_err() {
+        return Err(
+            "changes a body that is not UTF-8 text: jq reads it with its bytes replaced, and the copy would not keep them (the message stays as it is)".into(),
+        );
+    }
+    match (now, was) {
+        (Val::TStr(b) | Val::BStr(b), _) => Ok(b.to_vec()),
+        (now, Some(was)) => match exact::rewrite(original, was, now) {
+            Some(written) => written,
+            None => exact::fresh(now),
+        },
+        (now, None) => exact::fresh(now),
     }
 }
 
@@ -357,7 +526,8 @@ pub fn print(headers: &[(String, String)], body: &[u8]) -> String {
 }
 
 /// The dry run's picture of one edit: a unified diff of the message and its copy, headers
-/// (`name: value`, sorted) then the body (pretty-printed when it is JSON), each masked as
+/// (`name: value`, sorted) then the body (indented when it is JSON, every number, string and
+/// key as its bytes: [`exact::pretty`], so the diff shows what the copy says), each masked as
 /// `status` masks samples (secret headers, card numbers, the target's `redact`).
 pub fn diff(m: &Message, edit: &Edit, redact: &crate::spec::model::Redact) -> String {
     let shown = |headers: &[(String, String)], body: &[u8]| {
@@ -374,10 +544,7 @@ pub fn diff(m: &Message, edit: &Edit, redact: &crate::spec::model::Redact) -> St
         lines.sort();
         let text =
             match status::shown_body(body, body.len() as u64, usize::MAX, &redact.body_pointers) {
-                status::Body::Text { text, .. } => serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| serde_json::to_string_pretty(&v).ok())
-                    .unwrap_or(text),
+                status::Body::Text { text, .. } => exact::pretty(&text).unwrap_or(text),
                 status::Body::Redacted { length } => crate::secrets::redacted(length as usize),
                 status::Body::Binary { length, .. } => format!("«binary, {length} bytes»"),
                 status::Body::Hidden { length } => format!("«{length} bytes»"),
@@ -437,7 +604,8 @@ mod tests {
         let e = edit(".body.amount |= tonumber", &m).expect("edits");
         assert_eq!(
             String::from_utf8(e.body.clone().expect("a new body")).expect("text"),
-            r#"{"order":7,"amount":12.5}"#
+            // jaq's `tonumber` keeps the text's digits, and the copy writes them.
+            r#"{"order":7,"amount":12.50}"#
         );
         assert!(!e.changes_headers(), "{e:?}");
         let (before, after) = e.prints.clone().expect("prints");
@@ -514,6 +682,68 @@ mod tests {
         assert!(!f.first_error.contains("4111"), "{}", f.first_error);
     }
 
+    /// Issue 52, H2: `.body.note = "fixed"` changes the note and nothing else: every number
+    /// keeps its text, both `dupkey`s stay, the keys keep their order.
+    #[test]
+    fn a_transform_keeps_every_byte_it_did_not_change() {
+        let body = r#"{"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0, "dupkey": 1, "dupkey": 2}"#;
+        // The object with the repeated key is the one the program changes: it fails, stays.
+        let m = msg(body, &[]);
+        let err = edit(r#".body.note = "fixed""#, &m).expect_err("refused");
+        assert!(err.contains("key twice"), "{err}");
+        // Nested, the untouched object keeps its bytes, repeated key and all.
+        let body = r#"{"order": {"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0, "dupkey": 1, "dupkey": 2}, "note": "broken"}"#;
+        let m = msg(body, &[]);
+        let e = edit(r#".body.note = "fixed""#, &m).expect("edits");
+        assert_eq!(
+            String::from_utf8(e.body.clone().expect("a new body")).expect("text"),
+            r#"{"order":{"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0, "dupkey": 1, "dupkey": 2},"note":"fixed"}"#
+        );
+        // Without the repeated key, beside the change: every field byte for byte.
+        let body = r#"{"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0, "zeta": [1.0, 2e-3]}"#;
+        let m = msg(body, &[]);
+        let e = edit(r#".body.note = "fixed""#, &m).expect("edits");
+        assert_eq!(
+            String::from_utf8(e.body.clone().expect("a new body")).expect("text"),
+            r#"{"amount":12345678901234567890123,"cents":0.1000000000000000055511151231257827,"u64":18446744073709551616,"exp":1e2,"neg0":-0,"zeta":[1.0, 2e-3],"note":"fixed"}"#
+        );
+        // The diff shows the copy as it is: the numbers as written on both sides.
+        let d = diff(&m, &e, &crate::spec::model::Redact::default());
+        assert!(d.contains("+  \"note\": \"fixed\""), "{d}");
+        assert!(!d.contains("-  \"amount\""), "{d}");
+        assert!(!d.contains("e+22"), "{d}");
+    }
+
+    /// Before issue 52 the dry-run diff showed both sides normalised: a rewrite of a number
+    /// the program did not touch was hidden. Now a changed number shows as written.
+    #[test]
+    fn the_diff_shows_numbers_as_written() {
+        let m = msg(r#"{"a": 1e2, "b": 1}"#, &[]);
+        let e = edit(".body.b = 2", &m).expect("edits");
+        assert_eq!(e.body.as_deref(), Some(&br#"{"a":1e2,"b":2}"#[..]));
+        let d = diff(&m, &e, &crate::spec::model::Redact::default());
+        assert!(d.contains("   \"a\": 1e2,"), "{d}");
+        assert!(d.contains("-  \"b\": 1"), "{d}");
+        assert!(d.contains("+  \"b\": 2"), "{d}");
+    }
+
+    /// Issue 52, M7: a body that is not UTF-8 is read as text with its bad bytes replaced;
+    /// a program that changes it fails (the message stays), one that leaves it keeps it.
+    #[test]
+    fn a_body_that_is_not_utf8_is_never_rewritten_lossily() {
+        let mut m = msg("", &[("tenant", "acme")]);
+        m.body = b"caf\xe9 ORDER".to_vec();
+        m.body_len = m.body.len() as u64;
+        let err = edit(".body |= ascii_downcase", &m).expect_err("refused");
+        assert!(err.contains("not UTF-8"), "{err}");
+        let err = edit(r#".body = {"fixed": true}"#, &m).expect_err("refused");
+        assert!(err.contains("not UTF-8"), "{err}");
+        // A header change leaves the body's bytes as they were.
+        let e = edit(r#".headers.tenant = "acme-eu""#, &m).expect("edits");
+        assert_eq!(e.body, None);
+        assert_eq!(e.body(&m.body), b"caf\xe9 ORDER");
+    }
+
     #[test]
     fn the_dry_run_diff_shows_the_change_masked() {
         let m = msg(
@@ -523,7 +753,7 @@ mod tests {
         let e = edit(".body.amount |= tonumber", &m).expect("edits");
         let d = diff(&m, &e, &crate::spec::model::Redact::default());
         assert!(d.contains("-  \"amount\": \"12.50\","), "{d}");
-        assert!(d.contains("+  \"amount\": 12.5,"), "{d}");
+        assert!(d.contains("+  \"amount\": 12.50,"), "{d}");
         assert!(!d.contains("4111 1111"), "{d}");
         assert!(!d.contains("Bearer abc"), "{d}");
     }

@@ -12,6 +12,7 @@ pub mod age;
 pub mod envelope;
 pub mod fingerprint;
 pub mod first_seen;
+pub mod jq_worker;
 mod message;
 pub mod render;
 pub mod resolution;

@@ -23,6 +23,7 @@ use jaq_core::{Compiler, Ctx, Vars, data};
 use jaq_json::Val;
 
 use super::envelope::Read;
+use super::jq_worker::{self, Pool};
 use super::{Message, Selected, WhereFailures, fingerprint};
 
 pub(crate) type Filter = jaq_core::Filter<data::JustLut<Val>>;
@@ -43,6 +44,9 @@ const MAX_OUTPUTS: usize = 1000;
 pub struct Where {
     code: Arc<str>,
     filter: Arc<Filter>,
+    /// The workers that run it, when the binary runs programs in workers
+    /// ([`jq_worker::enabled`]); else it runs in the asking thread.
+    pool: Option<Arc<Pool>>,
     failures: Arc<Failures>,
 }
 
@@ -70,8 +74,30 @@ impl Where {
         Ok(Where {
             code: code.into(),
             filter: Arc::new(filter),
+            pool: jq_worker::enabled().then(|| Arc::new(Pool::new("--where", code))),
             failures: Arc::default(),
         })
+    }
+
+    /// What a jq worker does with the requests of a `--where` program: each line is a
+    /// document (JSON), each answer `{"ok": true|false}` or `{"err": "…"}`.
+    pub fn worker(code: &str) -> Result<jq_worker::Handler, String> {
+        let filter = compile(
+            code,
+            "--where",
+            "a jq expression: docs/redrive.md, \"Choosing messages\"",
+        )?;
+        Ok(Box::new(move |request: &str| {
+            let answer = match serde_json::from_str::<Val>(request) {
+                Ok(doc) => eval(&filter, doc),
+                Err(e) => Err(format!("the worker could not read the document ({e})")),
+            };
+            match answer {
+                Ok(b) => serde_json::json!({ "ok": b }),
+                Err(e) => serde_json::json!({ "err": e }),
+            }
+            .to_string()
+        }))
     }
 
     /// The expression as given.
@@ -97,17 +123,22 @@ impl Where {
     }
 
     fn eval(&self, doc: Val) -> Result<bool, String> {
-        for out in outputs(&self.filter, doc, MAX_OUTPUTS) {
-            match out {
-                Ok(Val::Bool(true)) => return Ok(true),
-                Ok(Val::Bool(false) | Val::Null) => {}
-                Ok(other) => {
-                    return Err(format!("yields {}, not true or false", kind(&other)));
-                }
-                Err(e) => return Err(e),
-            }
+        let Some(pool) = &self.pool else {
+            return eval(&self.filter, doc);
+        };
+        let answer: serde_json::Value = serde_json::from_str(&pool.call(&doc.to_string())?)
+            .map_err(|e| format!("--where's worker answered what is not JSON ({e})"))?;
+        match (&answer["ok"], &answer["err"]) {
+            (serde_json::Value::Bool(b), _) => Ok(*b),
+            (_, serde_json::Value::String(e)) => Err(e.clone()),
+            _ => Err("--where's worker answered neither ok nor err".into()),
         }
-        Ok(false)
+    }
+
+    /// On how many messages it ran past a budget of its worker ([`jq_worker`]): not
+    /// selected, and the run is not complete.
+    pub fn over_budget(&self) -> u64 {
+        self.pool.as_ref().map_or(0, |p| p.over_budget())
     }
 
     /// The messages it failed on so far, if any.
@@ -122,16 +153,63 @@ impl Where {
     }
 }
 
+/// Whether `filter` yields `true` for `doc` among its first [`MAX_OUTPUTS`] outputs.
+fn eval(filter: &Filter, doc: Val) -> Result<bool, String> {
+    for out in outputs(filter, doc, MAX_OUTPUTS) {
+        match out {
+            Ok(Val::Bool(true)) => return Ok(true),
+            Ok(Val::Bool(false) | Val::Null) => {}
+            Ok(other) => {
+                return Err(format!("yields {}, not true or false", kind(&other)));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
+}
+
+/// jq's filters that reach outside the message, refused whatever their arity: `halt` and
+/// `halt_error` end the process (a run that stops with nothing settled, reported or
+/// journaled), `env` (and `$ENV`) reads the environment, where credentials are, `input` and
+/// `inputs` read other input, `debug` and `stderr` print a message's values where dlqctl's
+/// printer does not mask them; `get_search_list`, `input_filename` and `$__loc__` say where
+/// the program runs. jaq-core, jaq-std and jaq-json define the first six (natively:
+/// `halt/1`, `env`, `debug_empty`, `stderr_empty`; the rest in jq on top of them); they are
+/// left out of what the compiler knows, so a program that names one is refused before
+/// anything is read, as an undefined name.
+pub(crate) const REFUSED: [&str; 12] = [
+    "halt",
+    "halt_error",
+    "env",
+    "$ENV",
+    "input",
+    "inputs",
+    "debug",
+    "debug_empty",
+    "stderr",
+    "stderr_empty",
+    "get_search_list",
+    "input_filename",
+];
+
+/// Whether `name` (a filter or a `$variable`) is one of [`REFUSED`] or another that says
+/// where the program runs (`$__loc__`, `$__prog_args`, …).
+fn refused(name: &str) -> bool {
+    REFUSED.contains(&name) || name.starts_with("$__")
+}
+
 /// Parses and compiles the jq program `code` given as `flag` (`--where`, `--transform`); the
 /// error is one line naming the flag, the column or the undefined names, and `help` (where
-/// the language is documented).
+/// the language is documented). The filters of [`REFUSED`] are not defined.
 pub(crate) fn compile(code: &str, flag: &str, help: &str) -> Result<Filter, String> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
-        .chain(jaq_json::defs());
+        .chain(jaq_json::defs())
+        .filter(|d| !refused(d.name));
     let funs = jaq_core::funs()
         .chain(jaq_std::funs())
-        .chain(jaq_json::funs());
+        .chain(jaq_json::funs())
+        .filter(|(name, _, _)| !refused(name));
     let arena = Arena::default();
     let modules = Loader::new(defs)
         .load(&arena, File { code, path: () })
@@ -140,20 +218,28 @@ pub(crate) fn compile(code: &str, flag: &str, help: &str) -> Result<Filter, Stri
         .with_funs(funs)
         .compile(modules)
         .map_err(|errs| {
+            let mut any_refused = false;
             let names: Vec<String> = errs
                 .into_iter()
                 .flat_map(|(_, undefined)| undefined)
-                .map(|(name, what)| match what {
-                    jaq_core::compile::Undefined::Filter(arity) => {
-                        format!("filter `{name}/{arity}`")
+                .map(|(name, what)| {
+                    any_refused |= refused(name);
+                    match what {
+                        jaq_core::compile::Undefined::Filter(arity) => {
+                            format!("filter `{name}/{arity}`")
+                        }
+                        other => format!("{} `{name}`", other.as_str()),
                     }
-                    other => format!("{} `{name}`", other.as_str()),
                 })
                 .collect();
-            format!(
-                "{flag} `{code}`: undefined {} (the document's fields are .id, .body, .headers, .properties, .class, .message, .attempts, .source, .ageSeconds, .group)",
-                names.join(", ")
-            )
+            let why = if any_refused {
+                format!(
+                    "{flag} never ends the run, prints, or reads the environment, files or other input: `halt`, `halt_error`, `env`, `$ENV`, `input`, `inputs`, `debug`, `stderr` and the like are not defined; {help}"
+                )
+            } else {
+                "the document's fields are .id, .body, .headers, .properties, .class, .message, .attempts, .source, .ageSeconds, .group".to_owned()
+            };
+            format!("{flag} `{code}`: undefined {} ({why})", names.join(", "))
         })
 }
 
@@ -451,6 +537,51 @@ mod tests {
         let f = w.failures().expect("a failure");
         assert!(!f.first_error.contains("n/a"), "{}", f.first_error);
         assert!(!f.first_error.contains("secret"), "{}", f.first_error);
+    }
+
+    /// Issue 52 (H3, M6): what ends the process, reads the environment or other input, or
+    /// prints is not defined, in any arity; the error says why, before anything is read.
+    #[test]
+    fn halt_env_input_and_printing_are_refused_at_compile_time() {
+        for (code, name) in [
+            ("halt", "filter `halt/0`"),
+            ("halt(3)", "filter `halt/1`"),
+            ("halt_error", "filter `halt_error/0`"),
+            ("halt_error(1)", "filter `halt_error/1`"),
+            ("env.AWS_SECRET_ACCESS_KEY", "filter `env/0`"),
+            ("$ENV.AWS_SECRET_ACCESS_KEY", "variable `$ENV`"),
+            ("input", "filter `input/0`"),
+            ("[inputs]", "filter `inputs/0`"),
+            ("debug", "filter `debug/0`"),
+            ("debug(.body)", "filter `debug/1`"),
+            ("stderr", "filter `stderr/0`"),
+            ("stderr_empty", "filter `stderr_empty/0`"),
+            ("get_search_list", "filter `get_search_list/0`"),
+            ("input_filename", "filter `input_filename/0`"),
+            ("$__loc__", "variable `$__loc__`"),
+            (".body | env | length > 0", "filter `env/0`"),
+        ] {
+            let err = Where::compile(code).expect_err(code);
+            assert!(
+                err.starts_with(&format!("--where `{code}`: undefined {name}")),
+                "{code}: {err}"
+            );
+            assert!(err.contains("never ends the run"), "{code}: {err}");
+            assert!(!err.contains('\n'), "{code}: {err}");
+            let err = crate::redrive::transform::Transform::compile(code).expect_err(code);
+            assert!(err.starts_with("--transform `"), "{code}: {err}");
+            assert!(err.contains(name), "{code}: {err}");
+        }
+        // The rest of the standard library is there, and a name of one's own is one's own.
+        for code in [
+            "def debug: true; debug",
+            ".body | tojson | test(\"x\") | not",
+            "[.headers | to_entries[] | .key | ascii_downcase] | any(. == \"x\")",
+            "now > 0",
+            "(.body | type) == \"object\"",
+        ] {
+            Where::compile(code).unwrap_or_else(|e| panic!("{code}: {e}"));
+        }
     }
 
     #[test]
