@@ -147,7 +147,10 @@ fn scenario(b: &Backend<'_>) {
     // same way, before anything is read (the messages are all still there below).
     for (program, undefined) in [
         ("env.AWS_SECRET_ACCESS_KEY", "undefined filter `env/0`"),
-        (".body.note = $ENV.AWS_SECRET_ACCESS_KEY", "undefined variable `$ENV`"),
+        (
+            ".body.note = $ENV.AWS_SECRET_ACCESS_KEY",
+            "undefined variable `$ENV`",
+        ),
         ("halt", "undefined filter `halt/0`"),
         ("halt_error(1)", "undefined filter `halt_error/1`"),
         (".body = input", "undefined filter `input/0`"),
@@ -571,7 +574,10 @@ fn settled(queue: &str, n: u64) {
         queue,
         "messages_ready,messages_unacknowledged",
         &format!("settled at {n}"),
-        |q| q["messages_ready"].as_u64() == Some(n) && q["messages_unacknowledged"].as_u64() == Some(0),
+        |q| {
+            q["messages_ready"].as_u64() == Some(n)
+                && q["messages_unacknowledged"].as_u64() == Some(0)
+        },
     )
 }
 
@@ -625,7 +631,10 @@ fn rabbitmq_a_program_past_its_budget_fails_each_message_and_the_run_reports_it(
     }
     // Nothing published, nothing lost: the three, each once, by id.
     settled(&dlq, n as u64);
-    assert!(block(rabbit::take_all(&main)).is_empty(), "nothing published");
+    assert!(
+        block(rabbit::take_all(&main)).is_empty(),
+        "nothing published"
+    );
     let left = by_id(&dlq);
     let want: BTreeSet<String> = (0..n).map(|i| format!("b-{i}")).collect();
     assert_eq!(left.keys().cloned().collect::<BTreeSet<_>>(), want);
@@ -642,7 +651,10 @@ fn rabbitmq_transform_keeps_every_byte_it_did_not_change() {
     let [main, _, dlq, _] = f.names();
     let numbers = r#"{"amount": 12345678901234567890123, "cents": 0.1000000000000000055511151231257827, "u64": 18446744073709551616, "exp": 1e2, "neg0": -0"#;
     let bodies: Vec<(&str, Vec<u8>)> = vec![
-        ("exact", format!("{numbers}, \"zeta\": [1.0, 2e-3]}}").into_bytes()),
+        (
+            "exact",
+            format!("{numbers}, \"zeta\": [1.0, 2e-3]}}").into_bytes(),
+        ),
         (
             "nested",
             format!(r#"{{"order": {numbers}, "dupkey": 1, "dupkey": 2}}, "note": "x"}}"#)
@@ -666,7 +678,11 @@ fn rabbitmq_transform_keeps_every_byte_it_did_not_change() {
     let (code, run, err) = redrive(&f, &["--yes", "--transform", program]);
     assert_eq!(code, 1, "two stay: {run}\n{err}");
     assert_eq!(run["moved"].as_u64(), Some(2), "{run}");
-    assert_eq!(run["transform"]["failed"]["count"].as_u64(), Some(2), "{run}");
+    assert_eq!(
+        run["transform"]["failed"]["count"].as_u64(),
+        Some(2),
+        "{run}"
+    );
     let copies = by_id(&main);
     let text = |id: &str| String::from_utf8_lossy(&copies[id]).into_owned();
     assert_eq!(

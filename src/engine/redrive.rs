@@ -692,7 +692,12 @@ impl Session<'_> {
             }
         };
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
-        if let Some(n) = ask.where_.as_ref().map(|w| w.over_budget()).filter(|n| *n > 0) {
+        if let Some(n) = ask
+            .where_
+            .as_ref()
+            .map(|w| w.over_budget())
+            .filter(|n| *n > 0)
+        {
             // Not chosen because the expression could not finish: the run is not "complete".
             report.incomplete.push(format!(
                 "--where did not run to its end on {n} message{} (a budget ran out: not selected; {} stay{} in `{}`; docs/redrive.md, \"Budgets\")",

@@ -203,9 +203,13 @@ impl Transform {
         let answer: serde_json::Value = serde_json::from_str(&pool.call(&request)?)
             .map_err(|e| format!("--transform's worker answered what is not JSON ({e})"))?;
         match (&answer["ok"], &answer["err"]) {
-            (serde_json::Value::Object(_), _) => serde_json::from_value::<WireEdit>(answer["ok"].clone())
-                .map_err(|e| format!("--transform's worker answered an edit that cannot be read ({e})"))?
-                .into_edit(),
+            (serde_json::Value::Object(_), _) => {
+                serde_json::from_value::<WireEdit>(answer["ok"].clone())
+                    .map_err(|e| {
+                        format!("--transform's worker answered an edit that cannot be read ({e})")
+                    })?
+                    .into_edit()
+            }
             (_, serde_json::Value::String(e)) => Err(e.clone()),
             _ => Err("--transform's worker answered neither ok nor err".into()),
         }
@@ -376,7 +380,9 @@ impl WireEdit {
             Some(b) => Some(
                 base64::engine::general_purpose::STANDARD
                     .decode(b)
-                    .map_err(|e| format!("--transform's worker answered a body that cannot be read ({e})"))?,
+                    .map_err(|e| {
+                        format!("--transform's worker answered a body that cannot be read ({e})")
+                    })?,
             ),
             None => None,
         };

@@ -23,6 +23,7 @@
 //! tests) programs run in the asking thread, without budgets.
 
 use std::io::{BufRead, BufReader, Read as _, Write};
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
@@ -186,10 +187,7 @@ impl Pool {
             Some("stack budget (it recursed too deeply)")
         } else if said.contains("memory allocation") || said.contains("unable to allocate") {
             Some("memory budget")
-        } else if status
-            .as_ref()
-            .is_ok_and(|s| s.signal() == Some(libc::SIGXCPU))
-        {
+        } else if killed_for_cpu(&status) {
             Some("time budget")
         } else {
             None
@@ -312,6 +310,19 @@ impl Worker {
     }
 }
 
+/// Whether the kernel ended the worker for its CPU time (`RLIMIT_CPU`).
+fn killed_for_cpu(status: &std::io::Result<std::process::ExitStatus>) -> bool {
+    #[cfg(unix)]
+    return status
+        .as_ref()
+        .is_ok_and(|s| s.signal() == Some(libc::SIGXCPU));
+    #[cfg(not(unix))]
+    return {
+        let _ = status;
+        false
+    };
+}
+
 /// What a worker does with its program: compiled once from `flag` and `code`, then one
 /// answer line per request line.
 pub type Handler = Box<dyn FnMut(&str) -> String>;
@@ -323,6 +334,7 @@ pub type Compile = fn(flag: &str, code: &str) -> Result<Handler, String>;
 /// line, until stdin closes.
 pub fn serve(compile: Compile) -> ExitCode {
     // SAFETY: setting a signal's disposition to "ignore" before any other thread exists.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
@@ -396,7 +408,17 @@ pub fn serve(compile: Compile) -> ExitCode {
 }
 
 /// Caps the worker's data (heap, anonymous mappings) at what it holds now plus
+/// [`MEMORY_BUDGET`] (Linux: what it holds is read from /proc; elsewhere only the time
+/// budget holds).
+#[cfg(not(unix))]
+fn limit_memory() {}
+
+#[cfg(not(unix))]
+fn limit_cpu() {}
+
+/// Caps the worker's data (heap, anonymous mappings) at what it holds now plus
 /// [`MEMORY_BUDGET`].
+#[cfg(unix)]
 fn limit_memory() {
     let held = fs_err::read_to_string("/proc/self/status")
         .ok()
@@ -420,6 +442,7 @@ fn limit_memory() {
 /// A backstop for the parent's time budget, in the kernel: this message's CPU time at most
 /// the budget and a second more (SIGXCPU ends the worker), so a worker whose parent is gone
 /// does not run on.
+#[cfg(unix)]
 fn limit_cpu() {
     // SAFETY: getrusage and setrlimit with valid, initialised structs.
     unsafe {

@@ -112,6 +112,7 @@ impl<'a> Scanner<'a> {
             b'{' => {
                 self.i += 1;
                 let mut entries: Vec<(&'a [u8], String, Raw<'a>)> = Vec::new();
+                let mut names = std::collections::HashSet::new();
                 let mut repeats = false;
                 self.ws();
                 if self.peek() == Some(b'}') {
@@ -127,7 +128,7 @@ impl<'a> Scanner<'a> {
                         }
                         self.i += 1;
                         let v = self.value(depth + 1)?;
-                        repeats |= entries.iter().any(|(_, n, _)| *n == name);
+                        repeats |= !names.insert(name.clone());
                         entries.push((key, name, v));
                         self.ws();
                         match self.peek()? {
@@ -204,13 +205,18 @@ fn merge(raw: &Raw<'_>, was: &Val, now: &Val, out: &mut Vec<u8>) -> Result<(), S
             if *repeats {
                 return Err("changes an object of the body that gives a key twice, whose copy could not keep both (the body's bytes would change where the program did not change them)".into());
             }
+            let at: std::collections::HashMap<&str, usize> = entries
+                .iter()
+                .enumerate()
+                .map(|(i, (_, name, _))| (name.as_str(), i))
+                .collect();
             out.push(b'{');
             for (i, (k, v)) in n.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 let name = key(k)?;
-                match entries.iter().find(|(_, n, _)| *n == name) {
+                match at.get(name.as_str()).map(|i| &entries[*i]) {
                     Some((written, _, raw_v)) => {
                         out.extend_from_slice(written);
                         out.push(b':');
@@ -365,16 +371,23 @@ mod tests {
 
     #[test]
     fn untouched_parts_keep_their_bytes() {
-        let body = r#"{ "a": 1.50, "b": [1e2, -0, "x\u0041"], "c": {"d": 12345678901234567890123} }"#;
+        let body =
+            r#"{ "a": 1.50, "b": [1e2, -0, "x\u0041"], "c": {"d": 12345678901234567890123} }"#;
         let was = val(body);
-        let now = val(r#"{"a": 2, "b": [1e2, -0, "xA"], "c": {"d": 1.2345678901234568e+22}, "e": "new"}"#);
-        let out = rewrite(body.as_bytes(), &was, &now).expect("JSON").expect("rewritten");
+        let now = val(
+            r#"{"a": 2, "b": [1e2, -0, "xA"], "c": {"d": 1.2345678901234568e+22}, "e": "new"}"#,
+        );
+        let out = rewrite(body.as_bytes(), &was, &now)
+            .expect("JSON")
+            .expect("rewritten");
         assert_eq!(
             String::from_utf8(out).expect("text"),
             r#"{"a":2,"b":[1e2, -0, "x\u0041"],"c":{"d": 12345678901234567890123},"e":"new"}"#
         );
         // Nothing changed: the bytes as they were, spaces and all.
-        let out = rewrite(body.as_bytes(), &was, &was).expect("JSON").expect("same");
+        let out = rewrite(body.as_bytes(), &was, &was)
+            .expect("JSON")
+            .expect("same");
         assert_eq!(out, body.as_bytes());
         assert!(rewrite(b"not json", &val("1"), &val("2")).is_none());
     }
@@ -385,7 +398,9 @@ mod tests {
         let was = val(body);
         // The object with the repeated key untouched: kept, both keys.
         let now = val(r#"{"a": {"k": 2}, "b": 2}"#);
-        let out = rewrite(body.as_bytes(), &was, &now).expect("JSON").expect("kept");
+        let out = rewrite(body.as_bytes(), &was, &now)
+            .expect("JSON")
+            .expect("kept");
         assert_eq!(out, br#"{"a":{"k": 1, "k": 2},"b":2}"#);
         // Changed: refused.
         let body = r#"{"k": 1, "k": 2, "b": 1}"#;
