@@ -587,7 +587,7 @@ fn rabbitmq_failed_consumer_leaves_a_message_of_an_unowned_or_deleted_queue_and_
         "stray-gone-2",
         unowned.as_str(),
         gone.as_str(),
-        "does not exist",
+        "no longer exists",
         "--allow-unowned-destination",
     ] {
         assert!(reasons.contains(want), "{want}: {report}");
