@@ -86,7 +86,12 @@ const SECRET_NAMES: [&str; 12] = [
     "auth", "pass", "pwd", "pin", "cvv", "cvv2", "cvc", "cvc2", "cvn", "ssn", "otp", "sig",
 ];
 /// ...or contains one of these.
-const SECRET_PARTS: [&str; 15] = [
+const SECRET_PARTS: [&str; 20] = [
+    "cvv",
+    "cvc",
+    "pincode",
+    "passcode",
+    "cardpin",
     "authorization",
     "cookie",
     "password",
@@ -106,9 +111,9 @@ const SECRET_PARTS: [&str; 15] = [
 
 /// Whether a name (a header's, a JSON field's, a query or form parameter's) says its value is
 /// a secret: `authorization`, `proxy-authorization`, `x-forwarded-authorization`, `cookie`,
-/// `set-cookie`; `password`, `passwd`, `pwd`, `pass`; `cvv`, `cvc`, `pin`, `ssn`, `otp`;
-/// anything with token, secret, api key, signature, private key, credential, session id or
-/// access key in it. Case, spaces, dashes, dots and underscores do not matter.
+/// `set-cookie`; `password`, `passwd`, `pwd`, `pass`, `passcode`; anything with `cvv` or
+/// `cvc` in it; `pin`, `pin_code`, `ssn`, `otp`; anything with token, secret, api key,
+/// signature, private key, credential, session id or access key in it. Case, spaces, dashes, dots and underscores do not matter.
 pub fn secret_name(name: &str) -> bool {
     let n: String = name
         .chars()
@@ -540,6 +545,9 @@ mod tests {
             "PROXY-Authorization",
             "X-Amz-Security-Token",
             "x-session-id",
+            "card_cvv",
+            "cardCvc2",
+            "pin_code",
         ] {
             assert!(secret_header(n), "{n}");
             assert_eq!(header_value(n, "Bearer abc", &[]), "«redacted, 10 bytes»");
@@ -552,6 +560,8 @@ mod tests {
             "keyboard",
             "traceparent",
             "x-request-form",
+            "shipping",
+            "classname",
         ] {
             assert!(!secret_header(n), "{n}");
         }

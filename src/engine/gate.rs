@@ -35,6 +35,19 @@ pub struct Gates {
 
 impl Gates {
     pub fn new(urls: Vec<String>, queries: Vec<(String, String)>) -> Self {
+        // A gate's password and secret query values never reach a `-v` line either.
+        for url in urls.iter().chain(queries.iter().map(|(_, p)| p)) {
+            if let Ok(u) = reqwest::Url::parse(url) {
+                if let Some(p) = u.password() {
+                    crate::secrets::never_show(p);
+                }
+                for (k, v) in u.query_pairs() {
+                    if crate::secrets::secret_name(&k) && v.len() >= 4 {
+                        crate::secrets::never_show(&v);
+                    }
+                }
+            }
+        }
         Gates {
             urls,
             queries,
