@@ -594,7 +594,9 @@ mod tests {
     fn tokens_and_secret_fields_are_hidden_wherever_they_are() {
         let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvIn0.SflKxwRJSMeKKF2QT4fw";
         assert_eq!(
-            text(&format!("401 for Authorization: Bearer {jwt} (refresh {jwt})")),
+            text(&format!(
+                "401 for Authorization: Bearer {jwt} (refresh {jwt})"
+            )),
             "401 for Authorization: Bearer «redacted, 57 bytes» (refresh «redacted, 57 bytes»)"
         );
         assert_eq!(

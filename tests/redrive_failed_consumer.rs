@@ -601,7 +601,10 @@ fn rabbitmq_failed_consumer_leaves_a_message_of_an_unowned_or_deleted_queue_and_
     }))
     .into_iter()
     .collect();
-    assert_eq!(back, ids, "every other message back in the queue that rejected it");
+    assert_eq!(
+        back, ids,
+        "every other message back in the queue that rejected it"
+    );
     let left: BTreeSet<String> = block(rabbit::take_each(&dlq, |d| {
         d.properties
             .message_id()

@@ -114,7 +114,11 @@ fn a_health_check_that_is_no_http_url_is_a_usage_error_naming_the_flag_and_the_v
         "",
     ] {
         let o = usage(&["redrive", "orders", "--health-check", bad, "--yes"]);
-        assert_eq!(o.code, 64, "--health-check {bad:?}\n{}{}", o.stdout, o.stderr);
+        assert_eq!(
+            o.code, 64,
+            "--health-check {bad:?}\n{}{}",
+            o.stdout, o.stderr
+        );
         assert!(
             o.stderr.contains("--health-check") && o.stderr.contains(&format!("'{bad}'")),
             "--health-check {bad:?}: the flag and the value\n{}",
@@ -133,8 +137,17 @@ fn a_health_check_that_is_no_http_url_is_a_usage_error_naming_the_flag_and_the_v
     assert_eq!(o.code, 64, "{}", o.stderr);
     assert!(o.stderr.contains("--prometheus"), "{}", o.stderr);
     // Good ones pass the command line (and fail later on the missing spec, not as usage).
-    for good in ["http://127.0.0.1:9/healthz", "https://orders-api.internal/healthz?deep=1"] {
-        let o = usage(&["redrive", "orders", "/nonexistent-dir", "--health-check", good]);
+    for good in [
+        "http://127.0.0.1:9/healthz",
+        "https://orders-api.internal/healthz?deep=1",
+    ] {
+        let o = usage(&[
+            "redrive",
+            "orders",
+            "/nonexistent-dir",
+            "--health-check",
+            good,
+        ]);
         assert_ne!(o.code, 64, "{good}\n{}", o.stderr);
     }
 }
@@ -161,7 +174,11 @@ fn a_rate_too_small_and_empty_class_to_or_from_are_usage_errors_naming_the_flag(
                 args.extend(["--to", "/tmp/nowhere"]);
             }
             let o = usage(&args);
-            assert_eq!(o.code, 64, "{verb} {flag} {value:?}\n{}{}", o.stdout, o.stderr);
+            assert_eq!(
+                o.code, 64,
+                "{verb} {flag} {value:?}\n{}{}",
+                o.stdout, o.stderr
+            );
             assert!(
                 o.stderr.contains(flag),
                 "{verb} {flag} {value:?}: names the flag\n{}",
@@ -169,7 +186,14 @@ fn a_rate_too_small_and_empty_class_to_or_from_are_usage_errors_naming_the_flag(
             );
         }
     }
-    let o = usage(&["redrive", "orders", "/nonexistent-dir", "--rate", "0.001", "--dry-run"]);
+    let o = usage(&[
+        "redrive",
+        "orders",
+        "/nonexistent-dir",
+        "--rate",
+        "0.001",
+        "--dry-run",
+    ]);
     assert_ne!(o.code, 64, "0.001/s is honoured\n{}", o.stderr);
 }
 
@@ -215,7 +239,11 @@ fn sigterm_while_a_gate_hangs_stops_at_once_and_exits_as_an_interrupted_run() {
     assert_eq!(code, 1, "{doc}\n{err}");
     assert_eq!(doc["interrupted"], json!(true), "{doc}");
     assert_eq!(doc["moved"], json!(0), "{doc}");
-    assert_eq!(doc["unhealthy"], json!(null), "not the gate's verdict: {doc}");
+    assert_eq!(
+        doc["unhealthy"],
+        json!(null),
+        "not the gate's verdict: {doc}"
+    );
     assert_eq!(rabbit::count(&dlq), 1, "the message stays");
 }
 
@@ -245,7 +273,11 @@ fn a_refused_gate_and_a_redirect_loop_are_said_as_what_they_are() {
         let why = doc["unhealthy"].as_str().unwrap_or_default().to_owned();
         assert!(why.contains(want), "{url}: {why}");
         assert!(!why.contains("within"), "{url}: not a timeout: {why}");
-        assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            started.elapsed()
+        );
     }
     assert_eq!(rabbit::count(&dlq), 1, "the message stays");
 }
@@ -270,7 +302,13 @@ fn a_prometheus_nan_or_infinite_value_is_not_healthy() {
         let base = prom.url.trim_end_matches("/health").to_owned();
         let (code, doc, err) = redrive(
             &f,
-            &["--yes", "--health-query", "up", "--prometheus", base.as_str()],
+            &[
+                "--yes",
+                "--health-query",
+                "up",
+                "--prometheus",
+                base.as_str(),
+            ],
         );
         assert_eq!(code, 75, "{value}: {doc}\n{err}");
         assert_eq!(doc["moved"], json!(0), "{doc}");
@@ -331,7 +369,13 @@ fn gate_tokens_and_card_number_ids_never_reach_the_report_or_the_journal() {
     rabbit::wait_for_messages(&dlq, 2);
     let (code, doc, err) = redrive(
         &f,
-        &["--yes", "--health-check", secret_url.as_str(), "--audit-log", "audit.jsonl"],
+        &[
+            "--yes",
+            "--health-check",
+            secret_url.as_str(),
+            "--audit-log",
+            "audit.jsonl",
+        ],
     );
     assert_eq!(code, 75, "{doc}\n{err}");
     let (code, doc, err) = redrive(&f, &["--yes", "--audit-log", "audit.jsonl"]);
@@ -349,7 +393,10 @@ fn gate_tokens_and_card_number_ids_never_reach_the_report_or_the_journal() {
             assert!(!text.contains(s), "{what} holds `{s}`:\n{text}");
         }
     }
-    assert!(journal.contains("check=deep"), "the rest of the URL is kept:\n{journal}");
+    assert!(
+        journal.contains("check=deep"),
+        "the rest of the URL is kept:\n{journal}"
+    );
     assert!(report.contains("••••••••••••1111"), "{report}");
     assert_eq!(doc["movedIds"]["count"], json!(2), "{doc}");
     let back = block(rabbit::take_each(&main, |d| {
@@ -361,5 +408,9 @@ fn gate_tokens_and_card_number_ids_never_reach_the_report_or_the_journal() {
     }));
     let mut back = back;
     back.sort();
-    assert_eq!(back, vec!["4111111111111111".to_owned(), "order-2".to_owned()], "the copies carry their ids whole");
+    assert_eq!(
+        back,
+        vec!["4111111111111111".to_owned(), "order-2".to_owned()],
+        "the copies carry their ids whole"
+    );
 }

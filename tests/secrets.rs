@@ -259,7 +259,8 @@ fn rabbitmq_status_and_dry_runs_hide_bearer_tokens_jwts_and_secret_fields() {
     };
     let [_, _, dlq, _] = f.names();
     const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJvcmRlcnMtYXBpIiwic2NvcGUiOiJwYXkifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
-    const BARE: &str = "eyJhbGciOiJSUzI1NiJ9.eyJ1c2VyIjoicm9vdCJ9.Zm9vYmFyYmF6cXV4Tm90QVJlYWxTaWduYXR1cmU";
+    const BARE: &str =
+        "eyJhbGciOiJSUzI1NiJ9.eyJ1c2VyIjoicm9vdCJ9.Zm9vYmFyYmF6cXV4Tm90QVJlYWxTaWduYXR1cmU";
     const FORWARDED: &str = "Bearer fwd-0p4que-t0ken-value";
     const SPACED: &str = "Basic dXNlcjpzM2NyM3QtcGFzcw==";
     const PROXY: &str = "Bearer pr0xy-t0ken-value";
@@ -267,14 +268,19 @@ fn rabbitmq_status_and_dry_runs_hide_bearer_tokens_jwts_and_secret_fields() {
     const FORM: &str = "f0rm-pa55word";
     const API_KEY: &str = "ak_live_51HxyzSecretKey";
     const CLIENT_SECRET: &str = "cl1ent-s3cret-value";
-    let error = format!("charge failed: upstream 401 for Authorization: Bearer {JWT} (refresh token {BARE})");
+    let error = format!(
+        "charge failed: upstream 401 for Authorization: Bearer {JWT} (refresh token {BARE})"
+    );
     let h = rabbit::table(&[
         ("dlq-error-class", rabbit::text("auth")),
         ("dlq-error-message", rabbit::text(&error)),
         ("x-forwarded-authorization", rabbit::text(FORWARDED)),
         ("authorization ", rabbit::text(SPACED)),
         ("PROXY-Authorization", rabbit::text(PROXY)),
-        ("x-request-form", rabbit::text(&format!("user=alice&password={FORM}&remember=1"))),
+        (
+            "x-request-form",
+            rabbit::text(&format!("user=alice&password={FORM}&remember=1")),
+        ),
     ]);
     let body = format!(
         r#"{{"card":"{CARD}","password":"{PASSWORD}","cvv":"737","pin":"4321","api_key":"{API_KEY}","client":{{"client_secret":"{CLIENT_SECRET}","id":7}}}}"#
@@ -339,14 +345,27 @@ fn rabbitmq_status_and_dry_runs_hide_bearer_tokens_jwts_and_secret_fields() {
     }
     for args in views {
         let o = f.run(&args);
-        assert!(o.code == 0 || o.code == 2, "{args:?}: {}{}", o.stdout, o.stderr);
+        assert!(
+            o.code == 0 || o.code == 2,
+            "{args:?}: {}{}",
+            o.stdout,
+            o.stderr
+        );
         // JSON escapes quotes; the field checks read the text as shown.
         let shown = format!("{}\n{}", o.stdout, o.stderr).replace("\\\"", "\"");
         for s in secrets {
             assert!(!shown.contains(s), "{args:?}: `{s}` shown:\n{shown}");
         }
-        for field in [r#""cvv":"737""#, r#""pin":"4321""#, "cvv\": \"737\"", "pin\": \"4321\""] {
-            assert!(!shown.contains(field), "{args:?}: `{field}` shown:\n{shown}");
+        for field in [
+            r#""cvv":"737""#,
+            r#""pin":"4321""#,
+            "cvv\": \"737\"",
+            "pin\": \"4321\"",
+        ] {
+            assert!(
+                !shown.contains(field),
+                "{args:?}: `{field}` shown:\n{shown}"
+            );
         }
         if args.contains(&"json") && args[0] == "status" {
             assert!(shown.contains("•••• •••• •••• 1111"), "{args:?}\n{shown}");

@@ -148,7 +148,10 @@ fn failure(e: reqwest::Error) -> String {
     if e.is_connect() {
         format!("could not be reached: {what}")
     } else {
-        format!("failed: {}: {what}", crate::status::safe(&e.without_url().to_string()))
+        format!(
+            "failed: {}: {what}",
+            crate::status::safe(&e.without_url().to_string())
+        )
     }
 }
 
@@ -251,7 +254,9 @@ mod tests {
     #[test]
     fn a_gate_url_is_shown_without_its_secret_query_parameters() {
         assert_eq!(
-            shown("https://u:p@h.internal/health?access_token=abc&check=deep&X-Api-Key=k&sig=s#frag"),
+            shown(
+                "https://u:p@h.internal/health?access_token=abc&check=deep&X-Api-Key=k&sig=s#frag"
+            ),
             "https://***@h.internal/health?access_token=***&check=deep&X-Api-Key=***&sig=***"
         );
         assert_eq!(shown("http://h/health"), "http://h/health");
