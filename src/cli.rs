@@ -722,12 +722,13 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 
-    /// Move at most R messages per second (so the recovering consumer is not flooded).
+    /// Move at most R messages per second (so the recovering consumer is not flooded); at
+    /// least 0.001.
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub rate: Option<f64>,
 
     /// Only messages of this error class (repeat for more): see docs/envelope.md.
-    #[arg(long = "class", value_name = "C")]
+    #[arg(long = "class", value_name = "C", value_parser = parse_name)]
     pub classes: Vec<String>,
 
     /// Only messages dead-lettered (else published) longer ago than this (e.g. 10m, 2h).
@@ -747,7 +748,7 @@ pub struct RedriveArgs {
     /// Where from: `dead-letter` (the channel's dead-letter queue), `invalid` (its
     /// invalid-message queue, `spec.invalid`), `exception` (its Kafka exception-based DLT,
     /// when it has one), or the name of any of these.
-    #[arg(long, value_name = "QUEUE", default_value = "dead-letter")]
+    #[arg(long, value_name = "QUEUE", default_value = "dead-letter", value_parser = parse_name)]
     pub from: String,
 
     /// Where to: `source` (the channel's main queue or topic; through its exchange on
@@ -755,7 +756,7 @@ pub struct RedriveArgs {
     /// word, see docs/redrive.md; Kafka refuses) or the name of another queue or topic on
     /// the same target. A Pub/Sub or Service Bus topic whose other subscriptions would get
     /// the copies too needs --allow-fanout.
-    #[arg(long, value_name = "DEST", default_value = "source")]
+    #[arg(long, value_name = "DEST", default_value = "source", value_parser = parse_name)]
     pub to: String,
 
     /// Send to the main topic although every subscription of it receives the copies (the
@@ -803,18 +804,18 @@ pub struct RedriveArgs {
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
 
-    /// A health gate: this URL must answer 2xx (within 5 s) before the first batch and
-    /// between batches, or nothing more moves and the command exits 75 (repeatable).
-    #[arg(long = "health-check", value_name = "URL")]
+    /// A health gate: this URL (http or https) must answer 2xx (within 5 s) before the first
+    /// batch and between batches, or nothing more moves and the command exits 75 (repeatable).
+    #[arg(long = "health-check", value_name = "URL", value_parser = parse_gate_url)]
     pub health_checks: Vec<String>,
 
     /// A health gate: this PromQL query, asked of --prometheus, must return a non-empty
-    /// result whose every value is non-zero (repeatable).
+    /// result whose every value is a finite number other than zero (repeatable).
     #[arg(long = "health-query", value_name = "PROMQL", requires = "prometheus")]
     pub health_queries: Vec<String>,
 
     /// The Prometheus server --health-query asks (its base URL).
-    #[arg(long, value_name = "URL", requires = "health_queries")]
+    #[arg(long, value_name = "URL", requires = "health_queries", value_parser = parse_gate_url)]
     pub prometheus: Option<String>,
 
     /// Move in batches of at most N, the health gates asked before each.
@@ -918,7 +919,7 @@ pub struct ArchiveArgs {
     pub rate: Option<f64>,
 
     /// Only messages of this error class (repeat for more): see docs/envelope.md.
-    #[arg(long = "class", value_name = "C")]
+    #[arg(long = "class", value_name = "C", value_parser = parse_name)]
     pub classes: Vec<String>,
 
     /// Only messages dead-lettered (else published) longer ago than this (e.g. 7d, 12h).
@@ -964,10 +965,41 @@ fn parse_place(text: &str) -> Result<crate::archive::Place, String> {
     crate::archive::Place::parse(text)
 }
 
+/// The slowest `--rate` honoured: one message every 1,000 seconds. Below it a rate is a
+/// typo or an attack (`1e-300` would wait longer than any clock can count; issue 52).
+pub const MIN_RATE: f64 = 0.001;
+
 fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
-        _ => Err("a number of messages per second above 0, e.g. 50 or 0.5".into()),
+    match text.trim().parse::<f64>() {
+        Ok(r) if r >= MIN_RATE && r.is_finite() => Ok(r),
+        _ => Err(format!(
+            "a number of messages per second, at least {MIN_RATE} (one every 1,000 s), e.g. 50 or 0.5"
+        )),
+    }
+}
+
+/// A `--health-check` or `--prometheus` URL: http or https with a host (issue 52: a typo was
+/// "unhealthy", exit 75, forever).
+fn parse_gate_url(text: &str) -> Result<String, String> {
+    const HINT: &str =
+        "an http:// or https:// URL with a host, e.g. http://orders-api.internal/healthz";
+    let u = reqwest::Url::parse(text.trim()).map_err(|e| format!("{e}: {HINT}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!("the scheme is `{}`: {HINT}", u.scheme()));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(format!("no host: {HINT}"));
+    }
+    Ok(text.trim().to_owned())
+}
+
+/// A name (`--class`, `--to`, `--from`) that is not empty or blank: an empty one selected
+/// nothing, or nowhere, without a word (issue 52).
+fn parse_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("must not be empty".to_owned())
+    } else {
+        Ok(text.to_owned())
     }
 }
 

@@ -3,13 +3,16 @@
 //! Dead letters carry what the failed request carried: `Authorization` and `Cookie` headers,
 //! API keys, and card numbers in bodies. `status` (human, markdown for incident channels and
 //! PRs, JSON) and `redrive --dry-run` show samples of them, so by default (issue 31):
-//! - a header whose name looks secret ([`secret_header`]: authorization, proxy-authorization,
-//!   cookie, set-cookie, and names containing token, secret, password, api-key/apikey/api_key
-//!   or signature, case-insensitive), or that the target names in `redact.headers`, is shown
-//!   as `«redacted, N bytes»`;
+//! - a header whose name looks secret ([`secret_name`]), or that the target names in
+//!   `redact.headers`, is shown as `«redacted, N bytes»`;
 //! - a value at one of the target's `redact.bodyPointers` (JSON pointers) in a JSON body is
 //!   shown the same way; a body that cannot be checked against them (not JSON, or cut by
 //!   `--max-body`) is not shown at all;
+//! - in any text shown (bodies, header values, error messages, ids; issue 52, M8): a JSON
+//!   field whose name looks secret (`"password": "…"`, also inside JSON carried as a string,
+//!   `{\"cvv\":\"…\"}`), a `name=value` pair whose name does (`password=…&`, a query
+//!   string or form body), the credentials after `Bearer` or `Basic`, and any JSON Web Token
+//!   (`eyJ….eyJ….…`) are shown as `«redacted, N bytes»` ([`hide_secrets`]);
 //! - a run of 13–19 digits (single spaces or dashes allowed between them) that passes the
 //!   Luhn check is masked except its last four digits (PCI DSS 3.4), in bodies and header
 //!   values alike; a run of 7 or more digits where a body was cut is masked whole, as it may
@@ -23,8 +26,10 @@
 //!
 //! The ground floor: no other module of dlqctl is used here.
 
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, RwLock};
+
+use regex_lite::{Captures, Regex};
 
 /// Every secret value dlqctl was handed (passwords, secret properties), cut out of log lines.
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
@@ -74,44 +79,183 @@ pub fn redacted(bytes: usize) -> String {
     format!("«redacted, {bytes} bytes»")
 }
 
-/// Whether a header of this name holds a secret by its name alone.
+/// Names whose value is a secret when the name, in lower case and with everything but
+/// letters and digits dropped (`Authorization ` with a trailing space, `X-Api-Key`, `api_key`,
+/// `client.secret` alike), is one of these...
+const SECRET_NAMES: [&str; 12] = [
+    "auth", "pass", "pwd", "pin", "cvv", "cvv2", "cvc", "cvc2", "cvn", "ssn", "otp", "sig",
+];
+/// ...or contains one of these.
+const SECRET_PARTS: [&str; 20] = [
+    "cvv",
+    "cvc",
+    "pincode",
+    "passcode",
+    "cardpin",
+    "authorization",
+    "cookie",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "signature",
+    "privatekey",
+    "credential",
+    "securitycode",
+    "sessionid",
+    "accesskey",
+    "cardverification",
+];
+
+/// Whether a name (a header's, a JSON field's, a query or form parameter's) says its value is
+/// a secret: `authorization`, `proxy-authorization`, `x-forwarded-authorization`, `cookie`,
+/// `set-cookie`; `password`, `passwd`, `pwd`, `pass`, `passcode`; anything with `cvv` or
+/// `cvc` in it; `pin`, `pin_code`, `ssn`, `otp`; anything with token, secret, api key,
+/// signature, private key, credential, session id or access key in it. Case, spaces, dashes, dots and underscores do not matter.
+pub fn secret_name(name: &str) -> bool {
+    let n: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    !n.is_empty()
+        && (SECRET_NAMES.contains(&n.as_str()) || SECRET_PARTS.iter().any(|p| n.contains(p)))
+}
+
+/// Whether a header of this name holds a secret by its name alone ([`secret_name`]).
 pub fn secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
-    ) || [
-        "token",
-        "secret",
-        "password",
-        "api-key",
-        "apikey",
-        "api_key",
-        "signature",
-    ]
-    .iter()
-    .any(|part| n.contains(part))
+    secret_name(name)
 }
 
 /// A header value as it may be shown: redacted when its name is secret (or among `extra`,
-/// case-insensitive), else with its card numbers masked.
+/// case-insensitive, spaces around ignored), else with its secrets ([`hide_secrets`]) and
+/// card numbers masked.
 pub fn header_value(name: &str, value: &str, extra: &[String]) -> String {
     if !redacting() {
         return value.to_owned();
     }
-    if secret_header(name) || extra.iter().any(|e| e.eq_ignore_ascii_case(name)) {
+    if secret_header(name)
+        || extra
+            .iter()
+            .any(|e| e.trim().eq_ignore_ascii_case(name.trim()))
+    {
         return redacted(value.len());
     }
-    mask_cards(value, false)
+    mask_cards(&hidden(value), false)
 }
 
 /// Any other text from a message (an error message, a class, an id) as it may be shown:
-/// card numbers masked.
+/// secrets ([`hide_secrets`]) and card numbers masked.
 pub fn text(value: &str) -> String {
     if !redacting() {
         return value.to_owned();
     }
-    mask_cards(value, false)
+    mask_cards(&hidden(value), false)
+}
+
+/// `text` with its secrets hidden, card numbers left (for a text that is normalised before
+/// it is shown: `status --group-by fingerprint`); as it is with `--show-secrets`.
+pub fn hide_secrets(text: &str) -> String {
+    if !redacting() {
+        return text.to_owned();
+    }
+    hidden(text)
+}
+
+/// A JSON Web Token: three base64url parts, the first a JSON object's (`eyJ` is `{"`).
+static JWT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*").expect("a valid pattern")
+});
+/// `Bearer <credentials>` (RFC 6750), whatever the case.
+static BEARER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/=-]{4,})").expect("a valid pattern")
+});
+/// `Basic <base64>` (RFC 7617): hidden when it decodes to `user:password`, so that "basic
+/// information" stays.
+static BASIC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(basic)(\s+)([A-Za-z0-9+/]{4,}={0,2})").expect("a valid pattern")
+});
+/// A JSON member, its name (group 1) and value (group 2): a string (perhaps cut short) or a
+/// number.
+static MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""([^"\\\n]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+-]*)"#)
+        .expect("a valid pattern")
+});
+/// The same in JSON carried as a JSON string (`{\"cvv\":\"737\"}`).
+static ESCAPED_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\\"([^"\\\n]{1,64})\\"(\s*:\s*)(\\"(?:[^"\\]|\\[^"])*(?:\\"|$)|-?[0-9][0-9.eE+-]*)"#,
+    )
+    .expect("a valid pattern")
+});
+/// `name=value` in a query string, a form body or a log line: the character before (group
+/// 1), the name (group 2), the value (group 3).
+static PAIR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(^|[^A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]{0,63})=([^\s&;,"'<>(){}\[\]]+)"#)
+        .expect("a valid pattern")
+});
+
+/// [`hide_secrets`], whether redacting or not.
+fn hidden(text: &str) -> String {
+    if !text.contains("eyJ")
+        && !text.contains('=')
+        && !text.contains(':')
+        && !text.to_ascii_lowercase().contains("bearer")
+        && !text.to_ascii_lowercase().contains("basic")
+    {
+        return text.to_owned();
+    }
+    let s = JWT.replace_all(text, |c: &Captures<'_>| redacted(c[0].len()));
+    let s = BEARER.replace_all(&s, |c: &Captures<'_>| {
+        format!("{}{}{}", &c[1], &c[2], redacted(c[3].len()))
+    });
+    let s = BASIC.replace_all(&s, |c: &Captures<'_>| {
+        use base64::Engine as _;
+        let cred = &c[3];
+        // RFC 7617: user-id ":" password, in base64.
+        let credentials = base64::engine::general_purpose::STANDARD
+            .decode(cred)
+            .is_ok_and(|b| b.contains(&b':'));
+        if credentials {
+            format!("{}{}{}", &c[1], &c[2], redacted(cred.len()))
+        } else {
+            c[0].to_owned()
+        }
+    });
+    let s = ESCAPED_MEMBER.replace_all(&s, |c: &Captures<'_>| {
+        if !secret_name(&c[1]) {
+            return c[0].to_owned();
+        }
+        let v = &c[3];
+        let inner = v
+            .strip_prefix("\\\"")
+            .map(|v| v.strip_suffix("\\\"").unwrap_or(v));
+        let shown = match inner {
+            Some(inner) => format!("\\\"{}\\\"", redacted(inner.len())),
+            None => format!("\\\"{}\\\"", redacted(v.len())),
+        };
+        format!("\\\"{}\\\"{}{shown}", &c[1], &c[2])
+    });
+    let s = MEMBER.replace_all(&s, |c: &Captures<'_>| {
+        if !secret_name(&c[1]) {
+            return c[0].to_owned();
+        }
+        let v = &c[3];
+        let len = match v.strip_prefix('"') {
+            Some(inner) => inner.strip_suffix('"').unwrap_or(inner).len(),
+            None => v.len(),
+        };
+        format!("\"{}\"{}\"{}\"", &c[1], &c[2], redacted(len))
+    });
+    let s = PAIR.replace_all(&s, |c: &Captures<'_>| {
+        if !secret_name(&c[2]) || c[3].starts_with('«') {
+            return c[0].to_owned();
+        }
+        format!("{}{}={}", &c[1], &c[2], redacted(c[3].len()))
+    });
+    s.into_owned()
 }
 
 /// A body as it may be shown, or `None` when it must not be shown at all (pointers to redact,
@@ -121,7 +265,7 @@ pub fn body_text(text: &str, cut: bool, pointers: &[String]) -> Option<String> {
         return Some(text.to_owned());
     }
     if pointers.is_empty() {
-        return Some(mask_cards(text, cut));
+        return Some(mask_cards(&hidden(text), cut));
     }
     if cut {
         return None;
@@ -139,7 +283,7 @@ pub fn body_text(text: &str, cut: bool, pointers: &[String]) -> Option<String> {
         }
     }
     let text = if any { v.to_string() } else { text.to_owned() };
-    Some(mask_cards(&text, false))
+    Some(mask_cards(&hidden(&text), false))
 }
 
 /// `text` with every card number masked but its last four digits (`•••• •••• •••• 1111`).
@@ -394,11 +538,31 @@ mod tests {
             "X-API-Key",
             "apikey",
             "x-hub-signature-256",
+            // Issue 52, M8.
+            "x-forwarded-authorization",
+            "authorization ",
+            " AUTHORIZATION\t",
+            "PROXY-Authorization",
+            "X-Amz-Security-Token",
+            "x-session-id",
+            "card_cvv",
+            "cardCvc2",
+            "pin_code",
         ] {
             assert!(secret_header(n), "{n}");
             assert_eq!(header_value(n, "Bearer abc", &[]), "«redacted, 10 bytes»");
         }
-        for n in ["content-type", "dlq-error-class", "x-death", "keyboard"] {
+        for n in [
+            "content-type",
+            "dlq-error-class",
+            "dlq-error-message",
+            "x-death",
+            "keyboard",
+            "traceparent",
+            "x-request-form",
+            "shipping",
+            "classname",
+        ] {
             assert!(!secret_header(n), "{n}");
         }
         assert_eq!(
@@ -421,5 +585,67 @@ mod tests {
         assert_eq!(body_text("not json", false, &p), None);
         assert_eq!(body_text(r#"{"customer":"#, true, &p), None);
         assert_eq!(body_text("plain", false, &[]).as_deref(), Some("plain"));
+    }
+
+    /// Issue 52, M8: a bearer JWT in an error message, a bare one, `Basic` credentials, JSON
+    /// fields whose names are secret (also in JSON carried as a string, and where a body was
+    /// cut), form and query parameters; what is not secret is left as it was.
+    #[test]
+    fn tokens_and_secret_fields_are_hidden_wherever_they_are() {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvIn0.SflKxwRJSMeKKF2QT4fw";
+        assert_eq!(
+            text(&format!(
+                "401 for Authorization: Bearer {jwt} (refresh {jwt})"
+            )),
+            "401 for Authorization: Bearer «redacted, 57 bytes» (refresh «redacted, 57 bytes»)"
+        );
+        assert_eq!(
+            text("upstream: bearer s3cr3t-t0ken"),
+            "upstream: bearer «redacted, 12 bytes»"
+        );
+        assert_eq!(
+            text("Basic dXNlcjpwYXNz and basic information"),
+            "Basic «redacted, 12 bytes» and basic information"
+        );
+        assert_eq!(
+            body_text(
+                r#"{"card":"4111111111111111","password":"hunter2","cvv":"737","pin":4321,"client":{"client_secret":"x\"y"},"note":"ok","amount":12}"#,
+                false,
+                &[]
+            )
+            .as_deref(),
+            Some(
+                r#"{"card":"••••••••••••1111","password":"«redacted, 7 bytes»","cvv":"«redacted, 3 bytes»","pin":"«redacted, 4 bytes»","client":{"client_secret":"«redacted, 4 bytes»"},"note":"ok","amount":12}"#
+            )
+        );
+        // Cut in the middle of the value.
+        assert_eq!(
+            body_text(r#"{"order":1,"password":"hunter"#, true, &[]).as_deref(),
+            Some(r#"{"order":1,"password":"«redacted, 6 bytes»""#)
+        );
+        // JSON carried in a JSON string, and pretty-printed.
+        assert_eq!(
+            text(r#"{"payload":"{\"cvv\":\"737\",\"ok\":1}"}"#),
+            r#"{"payload":"{\"cvv\":\"«redacted, 3 bytes»\",\"ok\":1}"}"#
+        );
+        assert_eq!(
+            text("{\n  \"Password\" : \"p\"\n}"),
+            "{\n  \"Password\" : \"«redacted, 1 bytes»\"\n}"
+        );
+        assert_eq!(
+            text("GET /pay?access_token=abc123&check=deep&api_key=k&sig=zz user=alice&password=pw"),
+            "GET /pay?access_token=«redacted, 6 bytes»&check=deep&api_key=«redacted, 1 bytes»&sig=«redacted, 2 bytes» user=alice&password=«redacted, 2 bytes»"
+        );
+        for plain in [
+            "order 42 failed: amount 12.5, status=declined",
+            r#"{"status":"declined","code":"51","author":"x"}"#,
+            "2026-12-07T10:00:00Z token expired",
+        ] {
+            assert_eq!(text(plain), plain);
+        }
+        assert_eq!(
+            header_value("x-request-form", "user=a&password=pw", &[]),
+            "user=a&password=«redacted, 2 bytes»"
+        );
     }
 }

@@ -522,3 +522,102 @@ fn sqs_failed_consumer_refuses_a_source_the_target_does_not_own_and_moves_nothin
         "every message still in the DLQ"
     );
 }
+
+/// A dead letter put in by hand whose x-death names `queue` as the one it was rejected from.
+fn rejected_from(dlq: &str, id: &str, queue: &str) {
+    use lapin::types::{AMQPValue, FieldArray, LongString, ShortString};
+    let death = rabbit::table(&[
+        ("queue", rabbit::text(queue)),
+        ("reason", rabbit::text("rejected")),
+        ("count", AMQPValue::LongLongInt(1)),
+        ("exchange", rabbit::text("")),
+        (
+            "routing-keys",
+            AMQPValue::FieldArray(FieldArray::from(vec![AMQPValue::LongString(
+                LongString::from(queue),
+            )])),
+        ),
+    ]);
+    let mut h = lapin::types::FieldTable::default();
+    h.insert(
+        ShortString::from("x-death"),
+        AMQPValue::FieldArray(FieldArray::from(vec![AMQPValue::FieldTable(death)])),
+    );
+    block(rabbit::publish_with(
+        "",
+        dlq,
+        id.as_bytes(),
+        lapin::BasicProperties::default()
+            .with_message_id(id.into())
+            .with_headers(h),
+    ));
+}
+
+/// Issue 52, L5: one message whose x-death names a queue the target does not own, or one
+/// that no longer exists, stopped every `--to failed-consumer` run, and those behind it
+/// never moved. Now each stays in the DLQ, named with why in `incomplete` (exit 1), and the
+/// rest move: counted by id with lapin on both sides.
+#[test]
+fn rabbitmq_failed_consumer_leaves_a_message_of_an_unowned_or_deleted_queue_and_moves_the_rest() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(reject_into_dlq);
+    f.apply(&[]).ok_with("apply the channel");
+    let [main, _, dlq, _] = f.names();
+    let unowned = format!("elsewhere-{}", f.channel);
+    let gone = format!("{}.gone", f.channel);
+    // The strays first, so that the rest are behind them.
+    rejected_from(&dlq, "stray-unowned", &unowned);
+    rejected_from(&dlq, "stray-gone", &gone);
+    let ids: BTreeSet<String> = (0..5).map(|i| format!("m-{i}")).collect();
+    for id in &ids {
+        rejected_from(&dlq, id, &main);
+    }
+    rejected_from(&dlq, "stray-gone-2", &gone);
+    rabbit::wait_for_messages(&dlq, 8);
+
+    let (code, report, err) = redrive(&f, &["--to", "failed-consumer", "--yes"]);
+    assert_eq!(report["moved"], json!(5), "{report}\n{err}");
+    assert_eq!(code, 1, "messages stayed: incomplete; {report}\n{err}");
+    let reasons = report["incomplete"].to_string();
+    for want in [
+        "stray-unowned",
+        "stray-gone",
+        "stray-gone-2",
+        unowned.as_str(),
+        gone.as_str(),
+        "no longer exists",
+        "--allow-unowned-destination",
+    ] {
+        assert!(reasons.contains(want), "{want}: {report}");
+    }
+    let back: BTreeSet<String> = block(rabbit::take_each(&main, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect();
+    assert_eq!(
+        back, ids,
+        "every other message back in the queue that rejected it"
+    );
+    let left: BTreeSet<String> = block(rabbit::take_each(&dlq, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect();
+    let strays: BTreeSet<String> = ["stray-unowned", "stray-gone", "stray-gone-2"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    assert_eq!(left, strays, "the strays stay in the DLQ, and nothing else");
+    assert_eq!(report["leftInDeadLetter"], json!(3), "{report}");
+}

@@ -245,3 +245,131 @@ fn lint_checks_the_targets_redact_rules() {
         "{all}"
     );
 }
+
+/// Issue 52, M8: what issue 31's masking still printed. A bearer JWT (and a bare one) inside
+/// the error message, `x-forwarded-authorization`, a header named `authorization ` (trailing
+/// space) and `PROXY-Authorization`, body fields `password`, `cvv`, `pin`, `api_key` and a
+/// nested `client_secret` beside a card number, a form-encoded `password=` in a text header:
+/// none of them in any `status` format (with failure groups, whose message is shown too) nor
+/// in a dry run, stdout or stderr. RabbitMQ, with no `redact` rules of the target's own.
+#[test]
+fn rabbitmq_status_and_dry_runs_hide_bearer_tokens_jwts_and_secret_fields() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJvcmRlcnMtYXBpIiwic2NvcGUiOiJwYXkifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    const BARE: &str =
+        "eyJhbGciOiJSUzI1NiJ9.eyJ1c2VyIjoicm9vdCJ9.Zm9vYmFyYmF6cXV4Tm90QVJlYWxTaWduYXR1cmU";
+    const FORWARDED: &str = "Bearer fwd-0p4que-t0ken-value";
+    const SPACED: &str = "Basic dXNlcjpzM2NyM3QtcGFzcw==";
+    const PROXY: &str = "Bearer pr0xy-t0ken-value";
+    const PASSWORD: &str = "hunter2-pa55word";
+    const FORM: &str = "f0rm-pa55word";
+    const API_KEY: &str = "ak_live_51HxyzSecretKey";
+    const CLIENT_SECRET: &str = "cl1ent-s3cret-value";
+    let error = format!(
+        "charge failed: upstream 401 for Authorization: Bearer {JWT} (refresh token {BARE})"
+    );
+    let h = rabbit::table(&[
+        ("dlq-error-class", rabbit::text("auth")),
+        ("dlq-error-message", rabbit::text(&error)),
+        ("x-forwarded-authorization", rabbit::text(FORWARDED)),
+        ("authorization ", rabbit::text(SPACED)),
+        ("PROXY-Authorization", rabbit::text(PROXY)),
+        (
+            "x-request-form",
+            rabbit::text(&format!("user=alice&password={FORM}&remember=1")),
+        ),
+    ]);
+    let body = format!(
+        r#"{{"card":"{CARD}","password":"{PASSWORD}","cvv":"737","pin":"4321","api_key":"{API_KEY}","client":{{"client_secret":"{CLIENT_SECRET}","id":7}}}}"#
+    );
+    block(rabbit::publish_with(
+        "",
+        &dlq,
+        body.as_bytes(),
+        BasicProperties::default()
+            .with_message_id("m-secrets".into())
+            .with_headers(h),
+    ));
+    rabbit::wait_for_messages(&dlq, 1);
+    let secrets = [
+        JWT,
+        BARE,
+        "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        FORWARDED,
+        "fwd-0p4que-t0ken-value",
+        SPACED,
+        "dXNlcjpzM2NyM3QtcGFzcw",
+        PROXY,
+        PASSWORD,
+        FORM,
+        API_KEY,
+        CLIENT_SECRET,
+        CARD,
+        "4111111111111111",
+    ];
+    let channel = f.channel.clone();
+    let mut views: Vec<Vec<&str>> = Vec::new();
+    for format in ["human", "markdown", "json", "openmetrics"] {
+        views.push(vec!["status", "channel.yaml", "--format", format]);
+        views.push(vec![
+            "status",
+            "channel.yaml",
+            "--format",
+            format,
+            "--group-by",
+            "fingerprint",
+        ]);
+    }
+    for format in ["human", "json"] {
+        views.push(vec![
+            "redrive",
+            channel.as_str(),
+            "channel.yaml",
+            "--dry-run",
+            "--format",
+            format,
+        ]);
+        views.push(vec![
+            "redrive",
+            channel.as_str(),
+            "channel.yaml",
+            "--dry-run",
+            "--format",
+            format,
+            "--transform",
+            ".body.note = \"fixed\"",
+        ]);
+    }
+    for args in views {
+        let o = f.run(&args);
+        assert!(
+            o.code == 0 || o.code == 2,
+            "{args:?}: {}{}",
+            o.stdout,
+            o.stderr
+        );
+        // JSON escapes quotes; the field checks read the text as shown.
+        let shown = format!("{}\n{}", o.stdout, o.stderr).replace("\\\"", "\"");
+        for s in secrets {
+            assert!(!shown.contains(s), "{args:?}: `{s}` shown:\n{shown}");
+        }
+        for field in [
+            r#""cvv":"737""#,
+            r#""pin":"4321""#,
+            "cvv\": \"737\"",
+            "pin\": \"4321\"",
+        ] {
+            assert!(
+                !shown.contains(field),
+                "{args:?}: `{field}` shown:\n{shown}"
+            );
+        }
+        if args.contains(&"json") && args[0] == "status" {
+            assert!(shown.contains("•••• •••• •••• 1111"), "{args:?}\n{shown}");
+            assert!(shown.contains("«redacted"), "{args:?}\n{shown}");
+        }
+    }
+}

@@ -1,10 +1,18 @@
 //! Health gates of a redrive (issue 35): before the first batch and between batches, the
 //! downstream must say it is healthy, or nothing more moves. A gate is an HTTP endpoint that
 //! must answer 2xx (`--health-check URL`), or a PromQL query that must return a non-empty
-//! result whose every value is non-zero (`--health-query Q --prometheus URL`). A scheduled
+//! result whose every value is a finite number other than zero (`--health-query Q --prometheus URL`). A scheduled
 //! redrive (cron, a Kubernetes CronJob) that finds the downstream unhealthy stops with
 //! [`EXIT_UNHEALTHY`], which a scheduler tells apart from a failure.
+//!
+//! Issue 52: a gate's URL that is no http(s) URL is refused on the command line
+//! (`cli::parse_gate_url`, exit 64), never taken for "unhealthy"; a failure says what happened (refused, too many
+//! redirects, a timeout, an HTTP status); a Prometheus value that is not a finite number is
+//! not healthy; Ctrl-C or SIGTERM while a gate is asked stops the run at once
+//! ([`Gates::check_unless`]); a URL is printed and journaled without its password and its
+//! secret-looking query parameters ([`shown`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -27,6 +35,19 @@ pub struct Gates {
 
 impl Gates {
     pub fn new(urls: Vec<String>, queries: Vec<(String, String)>) -> Self {
+        // A gate's password and secret query values never reach a `-v` line either.
+        for url in urls.iter().chain(queries.iter().map(|(_, p)| p)) {
+            if let Ok(u) = reqwest::Url::parse(url) {
+                if let Some(p) = u.password() {
+                    crate::secrets::never_show(p);
+                }
+                for (k, v) in u.query_pairs() {
+                    if crate::secrets::secret_name(&k) && v.len() >= 4 {
+                        crate::secrets::never_show(&v);
+                    }
+                }
+            }
+        }
         Gates {
             urls,
             queries,
@@ -36,6 +57,20 @@ impl Gates {
 
     pub fn is_empty(&self) -> bool {
         self.urls.is_empty() && self.queries.is_empty()
+    }
+
+    /// [`Gates::check`], given up as soon as `stop` is set (Ctrl-C, SIGTERM: the run's
+    /// watcher sets it): then `None`, and the caller, seeing `stop`, ends as an interrupted
+    /// run does, not as an unhealthy one.
+    pub async fn check_unless(&self, stop: &AtomicBool) -> Option<String> {
+        tokio::select! {
+            why = self.check() => why,
+            () = async {
+                while !stop.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            } => None,
+        }
     }
 
     /// Why the downstream is not healthy, if a gate says so (all gates are asked, in order;
@@ -60,13 +95,7 @@ impl Gates {
             match client.get(url).send().await {
                 Ok(r) if r.status().is_success() => {}
                 Ok(r) => return Some(format!("--health-check {shown} answered {}", r.status())),
-                Err(e) => {
-                    return Some(format!(
-                        "--health-check {shown} did not answer within {}s: {}",
-                        TIMEOUT.as_secs(),
-                        crate::status::safe(&e.without_url().to_string())
-                    ));
-                }
+                Err(e) => return Some(format!("--health-check {shown} {}", failure(e))),
             }
         }
         for (query, prometheus) in &self.queries {
@@ -85,7 +114,7 @@ async fn promql(client: &reqwest::Client, base: &str, query: &str) -> Option<Str
     let answer = match client.get(&url).query(&[("query", query)]).send().await {
         Ok(r) if r.status().is_success() => r.json::<Value>().await,
         Ok(r) => return Some(format!("{shown} answered {}", r.status())),
-        Err(e) => return Some(format!("{shown} did not answer: {}", e.without_url())),
+        Err(e) => return Some(format!("{shown} {}", failure(e))),
     };
     let doc = match answer {
         Ok(d) => d,
@@ -94,16 +123,65 @@ async fn promql(client: &reqwest::Client, base: &str, query: &str) -> Option<Str
     judge(&doc)
 }
 
+/// What went wrong asking a gate, as it happened: a timeout, a refused connection, a
+/// redirect loop, or whatever else the client says (without the URL, which may hold
+/// credentials and is said by the caller).
+fn failure(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        return format!("did not answer within {}s", TIMEOUT.as_secs());
+    }
+    if e.is_redirect() {
+        return "redirected too many times (a redirect loop?)".to_owned();
+    }
+    // The innermost cause says most: "connection refused", a DNS failure, a TLS error.
+    let mut cause: &dyn std::error::Error = &e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let io = cause.downcast_ref::<std::io::Error>();
+    let what = match io.map(std::io::Error::kind) {
+        Some(std::io::ErrorKind::ConnectionRefused) => "connection refused".to_owned(),
+        Some(std::io::ErrorKind::ConnectionReset) => "connection reset".to_owned(),
+        _ => cause.to_string(),
+    };
+    let what = crate::status::safe(&what);
+    if e.is_connect() {
+        format!("could not be reached: {what}")
+    } else {
+        format!(
+            "failed: {}: {what}",
+            crate::status::safe(&e.without_url().to_string())
+        )
+    }
+}
+
 /// A gate's URL as it may be printed and journaled: user and password (`https://u:p@host`)
-/// replaced by `***`, made safe for a terminal.
-fn shown(url: &str) -> String {
+/// replaced by `***`, and so is the value of every query parameter whose name looks secret
+/// (`access_token`, `api_key`, `sig`: [`crate::secrets::secret_name`]); made safe for a
+/// terminal.
+pub fn shown(url: &str) -> String {
     let Ok(mut u) = reqwest::Url::parse(url) else {
-        return crate::status::safe(url);
+        return crate::status::safe(&crate::secrets::hide_secrets(url));
     };
     if !u.username().is_empty() || u.password().is_some() {
         let _ = u.set_username("***");
         let _ = u.set_password(None);
     }
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if crate::secrets::secret_name(&k) {
+                    "***".to_owned()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.set_fragment(None);
     crate::status::safe(u.as_str())
 }
 
@@ -134,15 +212,22 @@ pub fn judge(doc: &Value) -> Option<String> {
     if values.is_empty() {
         return Some("the result is empty".into());
     }
-    let zero = values
+    // Healthy is a finite number other than 0: NaN (0/0, a ratio over nothing) and
+    // infinities say nothing good (issue 52).
+    let not = values
         .iter()
         .filter(|v| {
             v.as_str()
-                .and_then(|s| s.parse::<f64>().ok())
-                .is_none_or(|n| n == 0.0)
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .is_none_or(|n| n == 0.0 || !n.is_finite())
         })
         .count();
-    (zero > 0).then(|| format!("{zero} of {} value(s) are 0", values.len()))
+    (not > 0).then(|| {
+        format!(
+            "{not} of {} value(s) are 0, NaN, infinite or not a number",
+            values.len()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -167,6 +252,17 @@ mod tests {
     }
 
     #[test]
+    fn a_gate_url_is_shown_without_its_secret_query_parameters() {
+        assert_eq!(
+            shown(
+                "https://u:p@h.internal/health?access_token=abc&check=deep&X-Api-Key=k&sig=s#frag"
+            ),
+            "https://***@h.internal/health?access_token=***&check=deep&X-Api-Key=***&sig=***"
+        );
+        assert_eq!(shown("http://h/health"), "http://h/health");
+    }
+
+    #[test]
     fn a_query_is_healthy_only_when_every_value_is_non_zero() {
         let vector = |vals: &[&str]| {
             json!({"status": "success", "data": {"resultType": "vector", "result":
@@ -175,10 +271,14 @@ mod tests {
         assert_eq!(judge(&vector(&["1", "0.5"])), None);
         assert_eq!(
             judge(&vector(&["1", "0"])).as_deref(),
-            Some("1 of 2 value(s) are 0")
+            Some("1 of 2 value(s) are 0, NaN, infinite or not a number")
         );
         assert_eq!(judge(&vector(&[])).as_deref(), Some("the result is empty"));
-        assert!(judge(&vector(&["NaN"])).is_none(), "NaN is not zero");
+        // Issue 52, L1: not a number is not healthy, nor is an infinity.
+        for v in ["NaN", "-Inf", "+Inf", "nope"] {
+            assert!(judge(&vector(&["1", v])).is_some(), "{v}");
+        }
+        assert_eq!(judge(&vector(&["-1", "2.5e3"])), None);
         assert!(judge(&json!({"status": "error", "error": "parse error"})).is_some());
         let scalar =
             json!({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "1"]}});

@@ -346,6 +346,7 @@ impl<'a> Checked<'a> {
             where_failures: None,
             transform: ask.transform.as_ref().map(redrive::TransformRecord::of),
             unhealthy: None,
+            health: None,
             redead: None,
             from: None,
             archive: None,
@@ -535,6 +536,14 @@ impl Session<'_> {
             t.failed = ask.transform.as_ref().and_then(|t| t.failures());
             t.diffs = dry.diffs;
         }
+        if !ask.gates.is_empty() {
+            // Asked as a run would ask them first; said, never failing the dry run.
+            let why = ask.gates.check().await;
+            report.health = Some(redrive::Health {
+                healthy: why.is_none(),
+                answer: why.unwrap_or_else(|| "every gate answered healthy".to_owned()),
+            });
+        }
         report.ended_at = now_text();
         Ok(self.report)
     }
@@ -574,7 +583,13 @@ impl Session<'_> {
         let mut ids = Vec::new();
         let (mut waited, mut unknown) = (Vec::new(), 0);
         loop {
-            if let Some(why) = ask.gates.check().await {
+            // Ctrl-C or SIGTERM while a gate is asked: stopped, not unhealthy (issue 52).
+            let verdict = ask.gates.check_unless(&stop).await;
+            if stop.load(Ordering::SeqCst) {
+                record.stopped_by = "stopped";
+                break;
+            }
+            if let Some(why) = verdict {
                 self.report.unhealthy = Some(why);
                 record.stopped_by = "unhealthy";
                 break;

@@ -740,6 +740,10 @@ pub struct Report {
     /// moved after it said so, and the command exits 75.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
+    /// A dry run with health gates: what they answered now (a dry run asks them, and moves
+    /// nothing whatever they say; issue 52).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
     /// `archive` when the messages came from an archive (`--from-archive`), not a queue:
     /// then `deadLetter` is the archive's place and `archive` says what was read there.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -810,8 +814,15 @@ pub struct MovedIds {
 }
 
 impl MovedIds {
-    pub fn of(mut ids: Vec<String>) -> Self {
+    /// `ids` listed and hashed with their card numbers masked, as `status` masks them (issue
+    /// 52: a `message_id` that is a card number was journaled in clear); the copies still
+    /// carry them whole.
+    pub fn of(ids: Vec<String>) -> Self {
         use sha2::Digest;
+        let mut ids: Vec<String> = ids
+            .iter()
+            .map(|id| crate::secrets::mask_cards(id, false))
+            .collect();
         ids.sort();
         let mut h = sha2::Sha256::new();
         for id in &ids {
@@ -833,6 +844,15 @@ impl MovedIds {
             },
         }
     }
+}
+
+/// What the health gates answered a dry run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Health {
+    /// Whether every gate said healthy: a run now would move (`false`: it would stop, 75).
+    pub healthy: bool,
+    /// What they said: the first gate that said no, and how.
+    pub answer: String,
 }
 
 /// What `moved_by` says when SQS's own move task did the moving.
@@ -1046,6 +1066,17 @@ pub fn human(r: &Report) -> String {
         }
         if let Some(a) = &r.archive {
             out.push_str(&archive_line(a));
+        }
+        if let Some(h) = &r.health {
+            out.push_str(&format!(
+                "  health gates: {}{}\n",
+                h.answer,
+                if h.healthy {
+                    ""
+                } else {
+                    "; a run now would move nothing (exit 75)"
+                }
+            ));
         }
         out.push_str("Nothing was moved.\n");
         return out;
@@ -1285,6 +1316,7 @@ mod tests {
             batches: None,
             redead: None,
             unhealthy: None,
+            health: None,
             from: None,
             archive: None,
         };

@@ -595,12 +595,16 @@ pub fn summarise(
         if read.groups {
             // Hashed as the message says it, masked only where shown: the id does not
             // change with `--show-secrets`.
-            let normalised = fingerprint::normalise(e.message.as_deref().unwrap_or(""));
+            let message = e.message.as_deref().unwrap_or("");
+            let normalised = fingerprint::normalise(message);
             let id = fingerprint::fingerprint(&e.class, &normalised);
+            // Shown: its secrets hidden before it is normalised (a token's pieces would
+            // outlive the normalising), its card numbers after.
+            let shown = fingerprint::normalise(&secrets::hide_secrets(message));
             let g = groups.entry(id.clone()).or_insert_with(|| FailureGroup {
                 id,
                 class: class.clone(),
-                message: safe(&cut(&secrets::text(&normalised), MAX_HEADER_VALUE)),
+                message: safe(&cut(&secrets::text(&shown), MAX_HEADER_VALUE)),
                 count: 0,
                 first_seen_ms: None,
                 last_seen_ms: None,

@@ -220,6 +220,10 @@ impl Mover {
         let mut result = Ok(());
         // `--to failed-consumer`: the queues published to so far, each checked once.
         let mut used: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        // ... and those refused (not the target's, gone, unsafe: `Mover::failed_queue_ok`),
+        // each with why and the ids of the messages that stay for it (issue 52, L5: one such
+        // message stopped every run, and those behind it never moved).
+        let mut refused: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
         // Deliveries taken so far: each examined, or held as a copy of this run's come back.
         let mut taken: u64 = 0;
         let mut recounts = 0;
@@ -453,21 +457,30 @@ impl Mover {
                         let Some(q) = failed_queue(&next, r) else {
                             // No x-death: it stays in the DLQ (back at its place at close).
                             run.tally.incomplete(format!(
-                                "message {id} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`"
+                                "message {} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`",
+                                crate::status::safe(&crate::secrets::mask_cards(&id, false))
                             ));
                             keep(&mut kept_from, tag_of);
                             consuming.hold();
                             continue;
                         };
-                        if !used.contains(&q) {
-                            if let Err(e) = self.failed_queue_ok(r, run, vhost, &q).await {
-                                keep(&mut kept_from, tag_of);
-                                consuming.hold();
-                                // What this batch published before it is settled.
-                                stop = Some(Stop::Failed(e, true));
-                                break;
+                        if !used.contains(&q) && !refused.contains_key(&q) {
+                            match self.failed_queue_ok(r, run, vhost, &q).await {
+                                Ok(()) => {
+                                    used.insert(q.clone());
+                                }
+                                Err(e) => {
+                                    refused.insert(q.clone(), (e.0, Vec::new()));
+                                }
                             }
-                            used.insert(q.clone());
+                        }
+                        if let Some((_, ids)) = refused.get_mut(&q) {
+                            // It stays in the DLQ (back at its place at close), and the rest
+                            // go on: reported once per queue, with the ids, at the end.
+                            ids.push(id);
+                            keep(&mut kept_from, tag_of);
+                            consuming.hold();
+                            continue;
                         }
                         q
                     } else {
@@ -529,6 +542,22 @@ impl Mover {
                     break 'run;
                 }
             }
+        }
+        for (q, (why, ids)) in &refused {
+            let shown: Vec<String> = ids
+                .iter()
+                .take(20)
+                .map(|id| crate::status::safe(&crate::secrets::mask_cards(id, false)))
+                .collect();
+            run.tally.incomplete(format!(
+                "{n} message{s} rejected from `{q}` (by {their} x-death) stay{v} in `{dlq}`: {why} (id{s}: {}{more})",
+                shown.join(", "),
+                n = ids.len(),
+                s = if ids.len() == 1 { "" } else { "s" },
+                their = if ids.len() == 1 { "its" } else { "their" },
+                v = if ids.len() == 1 { "s" } else { "" },
+                more = if ids.len() > shown.len() { ", …" } else { "" },
+            ));
         }
         // The batch still in flight: acknowledged as confirmed when the run ends well (or
         // stopped on something of its own, the publish or the destination check of one
