@@ -711,6 +711,53 @@ fn rabbitmq_dead_letters_sharing_an_id_or_a_body_are_each_replayed_and_replays_c
     shared_id_scenario(&rabbit_live(&f));
 }
 
+/// Issue 52, M12: an archive run publishes nothing, so the main queue's state is not its
+/// business: with the main queue left without a dead-letter exchange (its policies removed
+/// by hand, as on a channel seeded before dlqctl managed it), `archive --delete` takes every
+/// dead letter (a dry run said it would); a redrive there is still refused.
+#[test]
+fn rabbitmq_archive_needs_no_dead_letter_exchange_on_the_main_queue() {
+    let Some(f) = rabbit_fixture() else {
+        return;
+    };
+    let b = rabbit_live(&f);
+    let want = expected(3, true);
+    (b.put)(&want);
+    let main = f.names()[0].clone();
+    let (status, policies) = block(rabbit::api(reqwest::Method::GET, "/api/policies/%2F", None));
+    assert_eq!(status, 200, "{policies}");
+    let mut removed = 0;
+    for p in policies.as_array().into_iter().flatten() {
+        let name = p["name"].as_str().unwrap_or_default();
+        let pattern = p["pattern"].as_str().unwrap_or_default();
+        if regex_lite_match(pattern, &main) {
+            let (s, v) = block(rabbit::api(
+                reqwest::Method::DELETE,
+                &format!("/api/policies/%2F/{name}"),
+                None,
+            ));
+            assert!((200..300).contains(&s), "{name}: {s} {v}");
+            removed += 1;
+        }
+    }
+    assert!(removed > 0, "a policy gave `{main}` its dead-letter exchange: {policies}");
+    let (code, doc, err) = redrive(b.ws, &["--yes"]);
+    assert_ne!(code, 0, "a redrive into a main queue without DLX is refused: {doc}\n{err}");
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let doc = archive_ok(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(want.len() as u64), "{doc}");
+    assert_eq!((b.count)(), 0, "{doc}");
+    let (got, _) = read_dir_archive(&root);
+    assert_eq!(bodies(&got), want);
+}
+
+/// Whether a policy's pattern (`^name$`, as dlqctl writes them) names `queue`.
+fn regex_lite_match(pattern: &str, queue: &str) -> bool {
+    let p = pattern.trim_start_matches('^').trim_end_matches('$').replace("\\.", ".");
+    p == queue
+}
+
 // ------------------------------------------------------------------------------ Kafka
 
 /// Produces every body to `topic` (key: the body) with `dlq-error-class: poison`, all in
