@@ -169,17 +169,38 @@ fn expected(n: usize, binary: bool) -> Vec<Vec<u8>> {
 /// reader of the archive counted.
 #[track_caller]
 fn assert_replayed(b: &Live<'_>, from: &str, want: &[Vec<u8>], dups: u64) {
+    assert_replayed_unsure(b, from, want, dups, 0);
+}
+
+/// [`assert_replayed`], where `unsure` of the `dups` cannot be told from a second dead letter
+/// identical in everything (RabbitMQ gives no id, and the run that archived them first was
+/// killed with `--delete`): those are replayed twice and counted as possibly duplicated
+/// (issue 52, H1: losing a payment is worse than sending one twice).
+#[track_caller]
+fn assert_replayed_unsure(b: &Live<'_>, from: &str, want: &[Vec<u8>], dups: u64, unsure: u64) {
     let (code, doc, err) = redrive(b.ws, &["--from-archive", from, "--yes"]);
     assert_eq!(code, 0, "{doc:#}\n{err}");
     assert_eq!(doc["from"], "archive", "{doc:#}");
-    assert_eq!(doc["moved"].as_u64(), Some(want.len() as u64), "{doc:#}");
-    assert_eq!(doc["archive"]["duplicates"].as_u64(), Some(dups), "{doc:#}");
-    let back = (b.take_main)(want.len());
+    let n = want.len() as u64 + unsure;
+    assert_eq!(doc["moved"].as_u64(), Some(n), "{doc:#}");
+    assert_eq!(
+        doc["archive"]["duplicates"].as_u64(),
+        Some(dups - unsure),
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["archive"]["possiblyDuplicated"].as_u64(),
+        Some(unsure),
+        "{doc:#}"
+    );
+    let back = (b.take_main)(n as usize);
     let mut got: Vec<Vec<u8>> = back.iter().map(|(body, _)| body.clone()).collect();
     got.sort();
+    assert_eq!(got.len() as u64, n, "{doc:#}");
+    got.dedup();
     assert_eq!(
         got, want,
-        "every archived message back exactly once, byte-exact"
+        "every archived message back (once, but for those possibly duplicated), byte-exact"
     );
     for (body, h) in &back {
         assert_eq!(
@@ -451,7 +472,10 @@ fn kill_scenario(b: &Live<'_>, name: &str) {
             doc["archived"]
         );
     }
-    assert_replayed(b, &to, &want, dups);
+    // RabbitMQ: what both runs archived is identical in everything, and the first was
+    // killed: each copy replayed (issue 52, H1).
+    let unsure = if name == "RabbitMQ" { dups } else { 0 };
+    assert_replayed_unsure(b, &to, &want, dups, unsure);
 }
 
 /// Issue 52, H1 and M10: dead letters that share an id or a body but differ otherwise (three
