@@ -35,6 +35,9 @@ type Taken = Vec<(Vec<u8>, BTreeMap<String, String>)>;
 /// Puts dead letters with these bodies.
 type Put<'a> = Box<dyn Fn(&[Vec<u8>]) + 'a>;
 
+/// Puts these dead letters ([`Letter`]).
+type PutLetters<'a> = Box<dyn Fn(&[Letter]) + 'a>;
+
 /// One backend as the shared scenarios drive it, every read and write through its
 /// third-party client.
 struct Live<'a> {
@@ -45,7 +48,7 @@ struct Live<'a> {
     /// Puts dead letters as given: body, the id the backend lets a producer set (RabbitMQ
     /// `message_id`, Service Bus `MessageId`, the Kafka key; SQS and Pub/Sub set their own)
     /// and headers beside `dlq-error-class: poison`; returns once the DLQ holds them.
-    put_letters: Box<dyn Fn(&[Letter]) + 'a>,
+    put_letters: PutLetters<'a>,
     /// The DLQ's depth.
     count: Box<dyn Fn() -> u64 + 'a>,
     /// Takes `n` messages from the main queue or topic (and any beyond, so an extra shows).
@@ -523,7 +526,11 @@ fn shared_id_scenario(b: &Live<'_>) {
         args.extend_from_slice(extra);
         let (code, doc, err) = redrive(b.ws, &args);
         assert_eq!(code, 0, "{extra:?}: {doc:#}\n{err}");
-        assert_eq!(doc["moved"].as_u64(), Some(expect), "{extra:?}: {doc:#}\n{err}");
+        assert_eq!(
+            doc["moved"].as_u64(),
+            Some(expect),
+            "{extra:?}: {doc:#}\n{err}"
+        );
         let back = (b.take_main)(expect as usize)
             .into_iter()
             .map(|(body, h)| {
@@ -536,13 +543,24 @@ fn shared_id_scenario(b: &Live<'_>) {
     let (_, mut got) = step(&["--limit", "3"], 3);
     assert_eq!(got.len(), 3, "{got:?}");
     let (doc, more) = step(&[], n - 3);
-    assert_eq!(doc["archive"]["alreadyReplayed"].as_u64(), Some(3), "{doc:#}");
+    assert_eq!(
+        doc["archive"]["alreadyReplayed"].as_u64(),
+        Some(3),
+        "{doc:#}"
+    );
     got.extend(more);
     got.sort();
     assert_eq!(got, want, "every dead letter back once, by body and tenant");
     let (doc, none) = step(&[], 0);
-    assert!(none.is_empty(), "a second replay publishes nothing: {none:?}");
-    assert_eq!(doc["archive"]["alreadyReplayed"].as_u64(), Some(n), "{doc:#}");
+    assert!(
+        none.is_empty(),
+        "a second replay publishes nothing: {none:?}"
+    );
+    assert_eq!(
+        doc["archive"]["alreadyReplayed"].as_u64(),
+        Some(n),
+        "{doc:#}"
+    );
     let (_, mut again) = step(&["--replay-again"], n);
     again.sort();
     assert_eq!(again, want, "--replay-again publishes every one again");
@@ -764,9 +782,15 @@ fn rabbitmq_archive_needs_no_dead_letter_exchange_on_the_main_queue() {
             removed += 1;
         }
     }
-    assert!(removed > 0, "a policy gave `{main}` its dead-letter exchange: {policies}");
+    assert!(
+        removed > 0,
+        "a policy gave `{main}` its dead-letter exchange: {policies}"
+    );
     let (code, doc, err) = redrive(b.ws, &["--yes"]);
-    assert_ne!(code, 0, "a redrive into a main queue without DLX is refused: {doc}\n{err}");
+    assert_ne!(
+        code, 0,
+        "a redrive into a main queue without DLX is refused: {doc}\n{err}"
+    );
     let root = b.ws.path().join("arch");
     let to = root.to_str().expect("path").to_owned();
     let doc = archive_ok(b.ws, &["--to", &to, "--delete", "--yes"]);
@@ -778,7 +802,10 @@ fn rabbitmq_archive_needs_no_dead_letter_exchange_on_the_main_queue() {
 
 /// Whether a policy's pattern (`^name$`, as dlqctl writes them) names `queue`.
 fn regex_lite_match(pattern: &str, queue: &str) -> bool {
-    let p = pattern.trim_start_matches('^').trim_end_matches('$').replace("\\.", ".");
+    let p = pattern
+        .trim_start_matches('^')
+        .trim_end_matches('$')
+        .replace("\\.", ".");
     p == queue
 }
 

@@ -317,19 +317,15 @@ impl Record {
         let headers: Vec<&(String, String)> = self
             .headers
             .iter()
-            .filter(|(k, _)| {
-                !VOLATILE_HEADERS
-                    .iter()
-                    .any(|v| k.eq_ignore_ascii_case(v))
-            })
+            .filter(|(k, _)| !VOLATILE_HEADERS.iter().any(|v| k.eq_ignore_ascii_case(v)))
             .collect();
         let properties: Vec<&(String, String)> = if unique_ids(&self.backend) {
             Vec::new()
         } else {
             self.properties.iter().collect()
         };
-        let text = serde_json::to_vec(&(&self.body_sha256, headers, properties))
-            .unwrap_or_default();
+        let text =
+            serde_json::to_vec(&(&self.body_sha256, headers, properties)).unwrap_or_default();
         sha256_hex(&text)
     }
 
@@ -739,7 +735,9 @@ mod tests {
         let mut again = a.clone();
         again.archived_at = "later".into();
         // SQS's receive count is a property: it changes between two reads of one message.
-        again.properties.push(("ApproximateReceiveCount".into(), "2".into()));
+        again
+            .properties
+            .push(("ApproximateReceiveCount".into(), "2".into()));
         let c = with_backend("sqs", "m-2", b"a", "t1");
         let reused = with_backend("sqs", "m-1", b"b", "t1");
         let mut v = vec![a.clone(), again, c, reused];
@@ -749,9 +747,15 @@ mod tests {
             keys.assign(r);
             d.keep(r, RunKind::Deleted)
         });
-        let ids: Vec<(&str, &[u8])> = v.iter().map(|r| (r.key.as_str(), r.body.as_bytes())).collect();
+        let ids: Vec<(&str, &[u8])> = v
+            .iter()
+            .map(|r| (r.key.as_str(), r.body.as_bytes()))
+            .collect();
         assert_eq!(ids, [("m-1", &b"a"[..]), ("m-2", b"a"), ("m-1", b"b")]);
-        assert_eq!((d.duplicates, d.differing, d.possibly_duplicated), (1, 1, 0));
+        assert_eq!(
+            (d.duplicates, d.differing, d.possibly_duplicated),
+            (1, 1, 0)
+        );
     }
 
     /// Issue 52, H1: RabbitMQ gives no id. Three events under one `message_id`, three
@@ -789,7 +793,10 @@ mod tests {
         };
         assert_eq!(read_runs(&[RunKind::Deleted]), (8, 0, 0));
         assert_eq!(read_runs(&[RunKind::Kept, RunKind::Deleted]), (8, 8, 0));
-        assert_eq!(read_runs(&[RunKind::Kept, RunKind::Kept, RunKind::Unsure]), (8, 16, 0));
+        assert_eq!(
+            read_runs(&[RunKind::Kept, RunKind::Kept, RunKind::Unsure]),
+            (8, 16, 0)
+        );
         assert_eq!(read_runs(&[RunKind::Deleted, RunKind::Deleted]), (16, 0, 0));
         assert_eq!(read_runs(&[RunKind::Unsure, RunKind::Deleted]), (16, 0, 8));
         // The quorum queue's delivery counter is no difference: a message handed back by a
@@ -812,8 +819,11 @@ mod tests {
     fn a_version_1_record_gets_its_key_when_read() {
         let mut r = with_backend("rabbitmq", "order-1", b"paid", "t1");
         let line = object_bytes(std::slice::from_ref(&r));
-        let text = String::from_utf8(line).expect("utf-8").replace("\"format_version\":2", "\"format_version\":1");
-        let mut back = parse_object(text.as_bytes(), "batch-00001.jsonl").expect("a version 1 record");
+        let text = String::from_utf8(line)
+            .expect("utf-8")
+            .replace("\"format_version\":2", "\"format_version\":1");
+        let mut back =
+            parse_object(text.as_bytes(), "batch-00001.jsonl").expect("a version 1 record");
         assert_eq!(back[0].format_version, 1);
         assert!(back[0].key.is_empty());
         Keys::default().assign(&mut back[0]);

@@ -401,7 +401,8 @@ mod tests {
     /// listing fewer than are there — are named as unlisted (a replay refuses them), and
     /// read when asked.
     #[tokio::test]
-    async fn objects_a_missing_or_emptied_manifest_does_not_list_are_unlisted_and_read_when_asked() {
+    async fn objects_a_missing_or_emptied_manifest_does_not_list_are_unlisted_and_read_when_asked()
+    {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = Store::open(&super::super::Place::Dir(dir.path().into()))
             .await
@@ -425,7 +426,11 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["r1/batch-00001.jsonl", "r2/batch-00001.jsonl", "r3/batch-00002.jsonl.gz"]
+            [
+                "r1/batch-00001.jsonl",
+                "r2/batch-00001.jsonl",
+                "r3/batch-00002.jsonl.gz"
+            ]
         );
         assert!(got.pending.is_empty());
         let all = read(&s, "orders", true).await.expect("reads");

@@ -25,7 +25,11 @@ pub const KIND: &str = "dlqctl/archive-replay";
 
 /// How a ledger names a record: `<run>/<key>`.
 pub fn reference(r: &Record) -> String {
-    format!("{}/{}", r.run, if r.key.is_empty() { &r.id } else { &r.key })
+    format!(
+        "{}/{}",
+        r.run,
+        if r.key.is_empty() { &r.id } else { &r.key }
+    )
 }
 
 /// One replay's ledger.
@@ -95,7 +99,10 @@ pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed
         let l: Ledger = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{at}: not a replay ledger: {e}"))?;
         if l.kind != KIND {
-            return Err(format!("{at}: kind `{}` is not a replay ledger ({KIND})", l.kind));
+            return Err(format!(
+                "{at}: kind `{}` is not a replay ledger ({KIND})",
+                l.kind
+            ));
         }
         if l.target != target {
             continue;

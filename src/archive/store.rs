@@ -241,14 +241,16 @@ impl Store {
         {
             let stale = e.file_type().is_file()
                 && e.file_name().to_string_lossy().ends_with(TMP)
-                && e
-                    .metadata()
+                && e.metadata()
                     .ok()
                     .and_then(|m| m.modified().ok())
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|age| age >= older_than);
             if stale && std::fs::remove_file(e.path()).is_ok() {
-                tracing::info!("removed {}, left by a writer killed part-way", e.path().display());
+                tracing::info!(
+                    "removed {}, left by a writer killed part-way",
+                    e.path().display()
+                );
                 removed += 1;
             }
         }
@@ -412,13 +414,7 @@ mod tests {
         s.put_durable("orders/run-1/batch-00001.jsonl", b"line\n")
             .await
             .expect("put");
-        let mode = |p: &Path| {
-            std::fs::metadata(p)
-                .expect("stat")
-                .permissions()
-                .mode()
-                & 0o777
-        };
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
         let root = dir.path().join("arch");
         for d in [
             root.clone(),
@@ -472,7 +468,9 @@ mod tests {
         let s = Store::open(&Place::Dir(dir.path().join("arch")))
             .await
             .expect("opens");
-        let left = dir.path().join("arch/orders/r/batch-00001.jsonl.dlqctl-tmp");
+        let left = dir
+            .path()
+            .join("arch/orders/r/batch-00001.jsonl.dlqctl-tmp");
         std::fs::create_dir_all(left.parent().expect("folder")).expect("mkdir");
         std::fs::write(&left, b"half").expect("write");
         assert_eq!(

@@ -145,7 +145,9 @@ pub async fn prepare<'a>(
                     })
                     .or(m.published_ms);
                 ages.extend(since.map(|t| (now - t).max(0) as f64 / 1000.0));
-                if !opts.again && let Some(at) = ledgers.unsure.get(&reference) {
+                if !opts.again
+                    && let Some(at) = ledgers.unsure.get(&reference)
+                {
                     *unsure.entry(at.clone()).or_insert(0) += 1;
                 }
                 messages.push(m);
@@ -160,7 +162,10 @@ pub async fn prepare<'a>(
     }
     if !unsure.is_empty() {
         let n: u64 = unsure.values().sum();
-        let by: Vec<String> = unsure.iter().map(|(at, n)| format!("{n} by {at}")).collect();
+        let by: Vec<String> = unsure
+            .iter()
+            .map(|(at, n)| format!("{n} by {at}"))
+            .collect();
         return Err(refused(format!(
             "{n} of the records to replay may or may not have been published by a replay before this one, which was killed or lost an answer ({}): look in `{}` first, then pass --replay-again to publish every selected record again (those replayed before included)",
             by.join(", "),
@@ -238,11 +243,7 @@ impl Prepared<'_> {
             channel: checked.r.channel.clone(),
             target: checked.r.target.clone(),
             to: checked.to.name.clone(),
-            run: crate::archive::run_name(
-                started_ms,
-                std::process::id(),
-                crate::archive::nonce(),
-            ),
+            run: crate::archive::run_name(started_ms, std::process::id(), crate::archive::nonce()),
             started_at: crate::archive::rfc3339(started_ms),
             ended_at: None,
             operator: session.report.operator.clone(),
