@@ -767,11 +767,25 @@ pub struct RedriveArgs {
 
     /// Replay from an archive (a directory, or s3://bucket/prefix) that `dlqctl archive`
     /// wrote, instead of the dead-letter queue: every run's objects are checked against
-    /// their manifests and deduplicated by message id, then published to the main queue or
-    /// topic (or --to). Nothing leaves any queue; replaying twice publishes twice.
+    /// their manifests and deduplicated (by the broker's message id; on RabbitMQ, by
+    /// everything a message carries), then published to the main queue or topic (or --to).
+    /// Nothing leaves any queue. The replay writes its ledger into the archive; a next
+    /// replay skips what an earlier one published (so --limit continues).
     #[arg(long, value_name = "DIR|S3", value_parser = parse_place,
           conflicts_with_all = ["native", "batch", "verify_for", "health_checks", "health_queries"])]
     pub from_archive: Option<crate::archive::Place>,
+
+    /// With --from-archive: publish again what an earlier replay of the archive published
+    /// (or may have: killed, or an answer lost). Without it those are skipped, or, when
+    /// unsure, the replay is refused.
+    #[arg(long, requires = "from_archive")]
+    pub replay_again: bool,
+
+    /// With --from-archive: also read the objects no manifest lists (a manifest missing,
+    /// emptied or replaced), their records checked against their own sha256 only. Without
+    /// it such an archive is refused, naming them.
+    #[arg(long, requires = "from_archive")]
+    pub read_unlisted: bool,
 
     /// Allow `--to` a queue or topic the target does not own (outside its ownership
     /// prefixes; SQS: not tagged by dlqctl; Pub/Sub: not labelled). Without it such a

@@ -15,12 +15,18 @@
 //! in a manifest, whatever the moment a run is killed. An object written but not yet listed
 //! holds messages still in the queue; a reader ignores it (counted as unlisted), and the next
 //! run archives those messages again. A reader deduplicates by [`Record::key`] across every
-//! run of the archive: at least once, never lost, a message in two runs replayed once.
+//! run of the archive ([`Dedup`]): at least once, never lost, a message in two runs replayed
+//! once. The key is unique per dead letter as the broker held it: the broker's own id where
+//! it gives one that no other message carries (SQS, Kafka, Pub/Sub, Service Bus), else
+//! (RabbitMQ) a digest of everything the message carries and its place among the run's
+//! copies of it ([`content_key`]); two records that differ in anything are never merged
+//! (issue 52).
 //!
 //! This module is pure (values and (de)serialization); the stores that put and get objects
 //! (file system, S3) are in [`store`], and the movers' side of a run in [`sink`].
 
 pub mod read;
+pub mod replayed;
 pub mod sink;
 pub mod store;
 
@@ -31,8 +37,10 @@ use sha2::{Digest, Sha256};
 use crate::status::Message;
 use crate::status::envelope::Read;
 
-/// The version of [`Record`] and [`Manifest`]; a reader refuses a newer one.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of [`Record`] and [`Manifest`]; a reader refuses a newer one. 2: records
+/// carry their [`Record::key`] (issue 52); a version 1 record gets it when read, computed as
+/// a version 2 writer does.
+pub const FORMAT_VERSION: u32 = 2;
 /// The `kind` of a record line.
 pub const RECORD_KIND: &str = "dlqctl/archive-record";
 /// The `kind` of a manifest.
@@ -163,8 +171,14 @@ pub struct Record {
     pub format_version: u32,
     pub kind: String,
     /// The backend's id of the message (SQS and Pub/Sub: the message id; Kafka:
-    /// `topic/partition/offset`; RabbitMQ: its `message_id`, else `sha256:` of the body).
+    /// `topic/partition/offset`; RabbitMQ: its `message_id`, else `sha256:` of the body;
+    /// Service Bus: `MessageId#SequenceNumber`). Not unique on RabbitMQ: see `key`.
     pub id: String,
+    /// What tells this dead letter from every other one of its queue (format 2; empty in a
+    /// version 1 record until read): `id` where the broker's ids are unique
+    /// ([`unique_ids`]), else `amqp:` [`content_key`]. Replays deduplicate by it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
     pub channel: String,
     pub target: String,
     pub backend: String,
@@ -188,6 +202,9 @@ pub struct Record {
     pub published_at: Option<String>,
     /// RFC 3339.
     pub archived_at: String,
+    /// The run (folder) it was read from: set by the reader, not written.
+    #[serde(skip)]
+    pub run: String,
 }
 
 /// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds.
@@ -236,6 +253,7 @@ impl Record {
             format_version: FORMAT_VERSION,
             kind: RECORD_KIND.to_owned(),
             id: m.id.clone(),
+            key: String::new(),
             channel: origin.channel.to_owned(),
             target: origin.target.to_owned(),
             backend: origin.backend.to_owned(),
@@ -257,6 +275,7 @@ impl Record {
             },
             published_at: m.published_ms.map(rfc3339),
             archived_at: rfc3339(archived_ms),
+            run: String::new(),
         }
     }
 
@@ -282,7 +301,32 @@ impl Record {
 
     /// What deduplicates records across runs: the same message of the same queue.
     pub fn key(&self) -> (String, String, String) {
-        (self.target.clone(), self.from.clone(), self.id.clone())
+        let key = if self.key.is_empty() {
+            &self.id
+        } else {
+            &self.key
+        };
+        (self.target.clone(), self.from.clone(), key.clone())
+    }
+
+    /// sha256 (hex) of what this record carries that stays the same while the message waits
+    /// in its queue: the body, the headers (less [`VOLATILE_HEADERS`]) and, where the broker
+    /// gives no id of its own ([`unique_ids`]), the properties too. Two records with one
+    /// key are merged only when this agrees.
+    pub fn content(&self) -> String {
+        let headers: Vec<&(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| !VOLATILE_HEADERS.iter().any(|v| k.eq_ignore_ascii_case(v)))
+            .collect();
+        let properties: Vec<&(String, String)> = if unique_ids(&self.backend) {
+            Vec::new()
+        } else {
+            self.properties.iter().collect()
+        };
+        let text =
+            serde_json::to_vec(&(&self.body_sha256, headers, properties)).unwrap_or_default();
+        sha256_hex(&text)
     }
 
     /// The message again, as a mover hands it on (replay): body, headers, properties and
@@ -413,12 +457,136 @@ pub fn object_bytes(records: &[Record]) -> Vec<u8> {
     out
 }
 
-/// Keeps the first record of each [`Record::key`], in order; returns how many were dropped.
-pub fn dedup(records: &mut Vec<Record>) -> u64 {
-    let mut seen = std::collections::HashSet::new();
-    let before = records.len();
-    records.retain(|r| seen.insert(r.key()));
-    (before - records.len()) as u64
+/// Whether `backend` gives each dead letter an id no other message of its queue carries:
+/// SQS's MessageId, Kafka's topic/partition/offset, Pub/Sub's messageId (unique per publish
+/// on a topic), Service Bus's `MessageId#SequenceNumber`. RabbitMQ gives none (`message_id`
+/// is the application's, often shared by the events of one order, or absent).
+pub fn unique_ids(backend: &str) -> bool {
+    backend != "rabbitmq"
+}
+
+/// Headers a broker changes while a message waits in its queue (a quorum queue's delivery
+/// counter): left out of [`Record::content`], so a message handed back and archived again
+/// is known as itself.
+pub const VOLATILE_HEADERS: [&str; 1] = ["x-delivery-count"];
+
+/// The key of a record whose broker gives no id ([`unique_ids`]): its
+/// [`Record::content`] and its place among the records of its run with that content (`#1`,
+/// `#2`, … in the order read: one run reads each message of a queue once, so two copies in
+/// one run are two dead letters, never one read twice).
+pub fn content_key(content: &str, nth: u32) -> String {
+    format!("amqp:{content}#{nth}")
+}
+
+/// Gives the records of one run their keys, in the order they were written: what a
+/// version 2 writer stores, and what a version 1 record gets when read.
+#[derive(Debug, Default)]
+pub struct Keys {
+    seen: std::collections::HashMap<String, u32>,
+}
+
+impl Keys {
+    /// Sets `r.key` (kept when it has one).
+    pub fn assign(&mut self, r: &mut Record) {
+        if !r.key.is_empty() {
+            return;
+        }
+        if unique_ids(&r.backend) {
+            r.key = r.id.clone();
+            return;
+        }
+        let content = r.content();
+        let n = self.seen.entry(content.clone()).or_insert(0);
+        *n += 1;
+        r.key = content_key(&content, *n);
+    }
+}
+
+/// What a run did to the messages it archived, as its manifest says: whether a later run
+/// could have read them again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// Without `--delete`: every message stayed in the queue; a later run reads them again.
+    Kept,
+    /// `--delete`, and the run ended complete: what it archived left the queue.
+    Deleted,
+    /// `--delete`, and the run did not end (killed, or stopped by an error): what it
+    /// archived may or may not have left the queue.
+    Unsure,
+}
+
+impl RunKind {
+    pub fn of(m: &Manifest) -> RunKind {
+        match (m.delete, m.complete) {
+            (false, _) => RunKind::Kept,
+            (true, true) => RunKind::Deleted,
+            (true, false) => RunKind::Unsure,
+        }
+    }
+}
+
+/// Deduplicates the records of an archive's runs, read in order (runs by time): a record
+/// is dropped as a copy of an earlier one only when it has the same [`Record::key`] and the
+/// same [`Record::content`], and
+/// - the broker's ids are unique ([`unique_ids`]): one id is one dead letter; or
+/// - (RabbitMQ) the earlier copy's run kept it in the queue (no `--delete`), so this run
+///   could read that very message again.
+///
+/// Kept, never merged: records with one key that differ (a broker id reused: a topic or
+/// entity deleted and made again), counted in `differing`; on RabbitMQ a record whose
+/// earlier twin's run removed it and completed (a new dead letter all the same, since the
+/// first left the queue); and one whose earlier twin's run was killed or stopped with
+/// `--delete`: it may be the same message, not removed before the kill, or a second one
+/// identical in everything — losing a payment is worse than sending one twice, so both are
+/// replayed and counted in `possibly_duplicated`.
+#[derive(Debug, Default)]
+pub struct Dedup {
+    /// By key: the content and what the last kept record's run did with it.
+    seen: std::collections::HashMap<(String, String, String), (String, RunKind)>,
+    /// Records dropped as copies of one kept before.
+    pub duplicates: u64,
+    /// Records kept though they share a key with another (they differ).
+    pub differing: u64,
+    /// Records kept that may be copies of another (RabbitMQ, after a run that did not end).
+    pub possibly_duplicated: u64,
+}
+
+impl Dedup {
+    /// Whether `r`, of a run that did `kind`, is kept (see the type's doc).
+    pub fn keep(&mut self, r: &Record, kind: RunKind) -> bool {
+        let content = r.content();
+        let key = r.key();
+        let Some((was, earlier)) = self.seen.get(&key).cloned() else {
+            self.seen.insert(key, (content, kind));
+            return true;
+        };
+        if was != content {
+            self.differing += 1;
+            self.seen.insert(key, (content, kind));
+            return true;
+        }
+        if unique_ids(&r.backend) {
+            self.duplicates += 1;
+            return false;
+        }
+        match earlier {
+            RunKind::Kept => {
+                self.duplicates += 1;
+                // What this run did with the message is what holds now.
+                self.seen.insert(key, (content, kind));
+                false
+            }
+            RunKind::Deleted => {
+                self.seen.insert(key, (content, kind));
+                true
+            }
+            RunKind::Unsure => {
+                self.possibly_duplicated += 1;
+                self.seen.insert(key, (content, kind));
+                true
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -539,20 +707,127 @@ mod tests {
     }
 
     #[test]
-    fn run_names_sort_by_time_and_dedup_keeps_the_first_of_each_message() {
+    fn run_names_sort_by_time() {
         assert_eq!(
             run_name(1_764_662_100_000, 42, 0x9f3a_c01e),
             "20251202T075500Z-42-9f3ac01e"
         );
         assert_ne!(nonce(), nonce());
         assert_eq!(object_name(3, true), "batch-00003.jsonl.gz");
-        let a = Record::of(&message(b"a"), &read(), &origin(), 0);
-        let mut b = a.clone();
-        b.archived_at = "later".into();
-        let mut c = a.clone();
-        c.id = "m-2".into();
-        let mut v = vec![a.clone(), b, c.clone()];
-        assert_eq!(dedup(&mut v), 1);
-        assert_eq!(v, vec![a, c]);
+    }
+
+    fn with_backend(backend: &str, id: &str, body: &[u8], tenant: &str) -> Record {
+        let mut m = message(body);
+        m.id = id.into();
+        m.headers.push(("tenant".into(), tenant.into()));
+        let o = Origin {
+            backend,
+            ..origin()
+        };
+        Record::of(&m, &read(), &o, 0)
+    }
+
+    /// Issue 52, H1: a unique broker id is one dead letter (a copy archived again is
+    /// dropped), unless the records differ (an id reused: both kept, counted).
+    #[test]
+    fn unique_ids_merge_copies_and_never_records_that_differ() {
+        let a = with_backend("sqs", "m-1", b"a", "t1");
+        let mut again = a.clone();
+        again.archived_at = "later".into();
+        // SQS's receive count is a property: it changes between two reads of one message.
+        again
+            .properties
+            .push(("ApproximateReceiveCount".into(), "2".into()));
+        let c = with_backend("sqs", "m-2", b"a", "t1");
+        let reused = with_backend("sqs", "m-1", b"b", "t1");
+        let mut v = vec![a.clone(), again, c, reused];
+        let mut d = Dedup::default();
+        let mut keys = Keys::default();
+        v.retain_mut(|r| {
+            keys.assign(r);
+            d.keep(r, RunKind::Deleted)
+        });
+        let ids: Vec<(&str, &[u8])> = v
+            .iter()
+            .map(|r| (r.key.as_str(), r.body.as_bytes()))
+            .collect();
+        assert_eq!(ids, [("m-1", &b"a"[..]), ("m-2", b"a"), ("m-1", b"b")]);
+        assert_eq!(
+            (d.duplicates, d.differing, d.possibly_duplicated),
+            (1, 1, 0)
+        );
+    }
+
+    /// Issue 52, H1: RabbitMQ gives no id. Three events under one `message_id`, three
+    /// tenants' payments with one body, two byte-identical dead letters: one run keeps all
+    /// eight. A later run's twin merges into a copy a kept run left in the queue; it does
+    /// not after a run that removed it and completed (a new dead letter); after a run that
+    /// was killed with `--delete` it is kept and counted as possibly duplicated.
+    #[test]
+    fn rabbitmq_records_that_differ_in_anything_are_never_merged() {
+        let l = |id: &str, body: &[u8], tenant: &str| with_backend("rabbitmq", id, body, tenant);
+        let run = || {
+            vec![
+                l("order-1", b"created", "t1"),
+                l("order-1", b"paid", "t1"),
+                l("order-1", b"refunded", "t1"),
+                l("sha256:x", b"pay", "t1"),
+                l("sha256:x", b"pay", "t2"),
+                l("sha256:x", b"pay", "t3"),
+                l("p-7", b"seven", "t1"),
+                l("p-7", b"seven", "t1"),
+            ]
+        };
+        let read_runs = |kinds: &[RunKind]| {
+            let mut d = Dedup::default();
+            let mut kept = 0;
+            for kind in kinds {
+                let mut keys = Keys::default();
+                for mut r in run() {
+                    keys.assign(&mut r);
+                    assert!(r.key.starts_with("amqp:"), "{}", r.key);
+                    kept += u64::from(d.keep(&r, *kind));
+                }
+            }
+            (kept, d.duplicates, d.possibly_duplicated)
+        };
+        assert_eq!(read_runs(&[RunKind::Deleted]), (8, 0, 0));
+        assert_eq!(read_runs(&[RunKind::Kept, RunKind::Deleted]), (8, 8, 0));
+        assert_eq!(
+            read_runs(&[RunKind::Kept, RunKind::Kept, RunKind::Unsure]),
+            (8, 16, 0)
+        );
+        assert_eq!(read_runs(&[RunKind::Deleted, RunKind::Deleted]), (16, 0, 0));
+        assert_eq!(read_runs(&[RunKind::Unsure, RunKind::Deleted]), (16, 0, 8));
+        // The quorum queue's delivery counter is no difference: a message handed back by a
+        // kept run and read again is itself.
+        let mut first = l("p-7", b"seven", "t1");
+        let mut second = first.clone();
+        second.headers.push(("x-delivery-count".into(), "1".into()));
+        Keys::default().assign(&mut first);
+        Keys::default().assign(&mut second);
+        assert_eq!(first.key, second.key);
+        // The broker's properties are part of it: another timestamp is another message.
+        let mut third = l("p-7", b"seven", "t1");
+        third.properties[0].1 = "1764576001".into();
+        Keys::default().assign(&mut third);
+        assert_ne!(first.key, third.key);
+    }
+
+    /// A version 1 record (no key) gets the key a version 2 writer gives it.
+    #[test]
+    fn a_version_1_record_gets_its_key_when_read() {
+        let mut r = with_backend("rabbitmq", "order-1", b"paid", "t1");
+        let line = object_bytes(std::slice::from_ref(&r));
+        let text = String::from_utf8(line)
+            .expect("utf-8")
+            .replace("\"format_version\":2", "\"format_version\":1");
+        let mut back =
+            parse_object(text.as_bytes(), "batch-00001.jsonl").expect("a version 1 record");
+        assert_eq!(back[0].format_version, 1);
+        assert!(back[0].key.is_empty());
+        Keys::default().assign(&mut back[0]);
+        Keys::default().assign(&mut r);
+        assert_eq!(back[0].key, r.key);
     }
 }

@@ -1,13 +1,19 @@
 //! Reading an archive back, for `redrive --from-archive`: every run's manifest of one
 //! channel, every object a manifest lists checked against it (size, sha256, compression)
 //! and parsed, every record's body checked against its own sha256, and the records of all
-//! runs deduplicated ([`super::dedup`]). Nothing is trusted that does not check: the first
+//! runs deduplicated ([`super::Dedup`]). Nothing is trusted that does not check: the first
 //! object or record that fails refuses the whole archive, naming it, before anything is
 //! published.
 //!
-//! Objects that no manifest lists are not read: the module doc of [`super`] says why (they
-//! hold messages still in the dead-letter queue, archived again by the next run); they are
-//! counted and named as unlisted.
+//! Objects that no manifest lists: a run writes its manifest before its first object and
+//! lists each object right after writing it, so the one object a killed run can leave
+//! unlisted is the next one of a manifest that is not `complete` — its messages never left
+//! the queue (the module doc of [`super`]); it is `pending`, not read. Any other unlisted
+//! object (a run folder without its manifest, a manifest emptied or replaced, a complete
+//! one with more objects than it lists, a file that is no run's) may hold dead letters that
+//! are in no queue any more: it is `unlisted`, and a replay refuses the archive naming it
+//! unless asked to read those too (issue 52, L3). `<channel>/replays/` holds the replays'
+//! ledgers ([`super::replayed`]), not archived messages.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read as _;
@@ -15,7 +21,9 @@ use std::io::Read as _;
 use serde::Serialize;
 
 use super::store::Store;
-use super::{MANIFEST, Manifest, Record, dedup, parse_object, sha256_hex};
+use super::{
+    Dedup, Keys, MANIFEST, Manifest, Record, RunKind, object_name, parse_object, sha256_hex,
+};
 
 /// What an archive held for one channel.
 #[derive(Debug, Clone, Default)]
@@ -31,13 +39,25 @@ pub struct Archived {
     pub read: u64,
     /// Records dropped as copies of one read before (a message archived by two runs).
     pub duplicates: u64,
-    /// Objects of the channel's folder that no manifest lists (not read), by name.
+    /// Records kept though they share a key with another, since they differ ([`Dedup`]).
+    pub differing: u64,
+    /// Records kept that may be copies of another ([`Dedup`]: RabbitMQ, after a run killed
+    /// with `--delete`).
+    pub possibly_duplicated: u64,
+    /// Objects no manifest lists that may hold messages in no queue (module doc), by name;
+    /// read when asked ([`read`]'s `unlisted`), else not.
     pub unlisted: Vec<String>,
+    /// Whether the [`Archived::unlisted`] objects were read.
+    pub unlisted_read: bool,
+    /// The next object of a run that did not end, written and not listed: its messages
+    /// never left the queue; not read.
+    pub pending: Vec<String>,
 }
 
-/// Reads every run of `channel` in `store` (see the module doc). An error names the
+/// Reads every run of `channel` in `store` (see the module doc); with `unlisted`, also the
+/// objects no manifest lists that are not a killed run's pending one. An error names the
 /// manifest, object or record (with its line) that does not check.
-pub async fn read(store: &Store, channel: &str) -> Result<Archived, String> {
+pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archived, String> {
     if channel.is_empty() || channel.contains('/') {
         return Err(format!(
             "channel `{channel}`: not a folder name in an archive"
@@ -50,16 +70,23 @@ pub async fn read(store: &Store, channel: &str) -> Result<Archived, String> {
     for key in &keys {
         let mut parts = key.splitn(3, '/');
         match (parts.next(), parts.next(), parts.next()) {
+            (Some(c), Some(super::replayed::FOLDER), Some(_)) if c == channel => {}
             (Some(c), Some(run), Some(name)) if c == channel && !name.contains('/') => {
                 runs.entry(run).or_default().insert(name);
             }
-            _ => stray.push(store.name(key)),
+            _ => stray.push(key.clone()),
         }
     }
-    let mut out = Archived::default();
-    let mut records = Vec::new();
+    let mut out = Archived {
+        unlisted_read: unlisted,
+        ..Archived::default()
+    };
+    // Every record with what its run did, in order.
+    let mut records: Vec<(Record, RunKind)> = Vec::new();
     for (run, names) in &runs {
         let mut listed: BTreeSet<String> = BTreeSet::new();
+        let mut manifest = None;
+        let mut run_records = Vec::new();
         if names.contains(MANIFEST) {
             let key = format!("{channel}/{run}/{MANIFEST}");
             let at = store.name(&key);
@@ -108,7 +135,7 @@ pub async fn read(store: &Store, channel: &str) -> Result<Archived, String> {
                         ));
                     }
                 };
-                let got = parse_object(&plain, &name)?;
+                let got = checked(&plain, &name)?;
                 if got.len() as u64 != entry.records {
                     return Err(format!(
                         "{name}: {} records, but its manifest ({at}) says {}",
@@ -116,27 +143,90 @@ pub async fn read(store: &Store, channel: &str) -> Result<Archived, String> {
                         entry.records
                     ));
                 }
-                for (i, r) in got.iter().enumerate() {
-                    r.body_bytes()
-                        .map_err(|e| format!("{name}: record {}: {e}", i + 1))?;
-                }
                 out.read += got.len() as u64;
                 out.objects += 1;
-                records.extend(got);
+                run_records.extend(got);
                 listed.insert(entry.name.clone());
             }
+            manifest = Some(m);
         }
+        // The one object a killed run can leave unlisted: the next after those listed.
+        let pending = manifest.as_ref().filter(|m| !m.complete).map(|m| {
+            let n = u32::try_from(m.objects.len() + 1).unwrap_or(u32::MAX);
+            [object_name(n, false), object_name(n, true)]
+        });
         for n in names {
-            if *n != MANIFEST && !listed.contains(*n) {
-                out.unlisted
-                    .push(store.name(&format!("{channel}/{run}/{n}")));
+            if *n == MANIFEST || listed.contains(*n) {
+                continue;
+            }
+            let key = format!("{channel}/{run}/{n}");
+            if pending.as_ref().is_some_and(|p| p.iter().any(|p| p == n)) {
+                out.pending.push(store.name(&key));
+                continue;
+            }
+            out.unlisted.push(store.name(&key));
+            if unlisted {
+                let name = store.name(&key);
+                let stored = store.get(&key).await.map_err(|e| e.to_string())?;
+                let plain = if n.ends_with(".gz") {
+                    gunzip(&stored).map_err(|e| format!("{name}: {e}"))?
+                } else {
+                    stored
+                };
+                let got = checked(&plain, &name)?;
+                out.read += got.len() as u64;
+                run_records.extend(got);
+            }
+        }
+        // A run without its manifest: what it did with its messages is not known.
+        let kind = manifest.as_ref().map_or(RunKind::Unsure, RunKind::of);
+        let mut keys = Keys::default();
+        for mut r in run_records {
+            keys.assign(&mut r);
+            r.run = (*run).to_owned();
+            records.push((r, kind));
+        }
+    }
+    for key in stray {
+        out.unlisted.push(store.name(&key));
+        if unlisted {
+            let name = store.name(&key);
+            let stored = store.get(&key).await.map_err(|e| e.to_string())?;
+            let plain = if key.ends_with(".gz") {
+                gunzip(&stored).map_err(|e| format!("{name}: {e}"))?
+            } else {
+                stored
+            };
+            let got = checked(&plain, &name)?;
+            out.read += got.len() as u64;
+            let mut keys = Keys::default();
+            for mut r in got {
+                keys.assign(&mut r);
+                r.run = key.clone();
+                records.push((r, RunKind::Unsure));
             }
         }
     }
-    out.unlisted.extend(stray);
-    out.duplicates = dedup(&mut records);
-    out.records = records;
+    let mut dedup = Dedup::default();
+    out.records = records
+        .into_iter()
+        .filter(|(r, kind)| dedup.keep(r, *kind))
+        .map(|(r, _)| r)
+        .collect();
+    out.duplicates = dedup.duplicates;
+    out.differing = dedup.differing;
+    out.possibly_duplicated = dedup.possibly_duplicated;
     Ok(out)
+}
+
+/// An object's records, each record's body checked against its own sha256.
+fn checked(plain: &[u8], name: &str) -> Result<Vec<Record>, String> {
+    let got = parse_object(plain, name)?;
+    for (i, r) in got.iter().enumerate() {
+        r.body_bytes()
+            .map_err(|e| format!("{name}: record {}: {e}", i + 1))?;
+    }
+    Ok(got)
 }
 
 /// The bytes of a gzip stream, whole.
@@ -161,12 +251,27 @@ pub struct ArchiveRead {
     pub read: u64,
     /// Records that were copies of one read before (archived by two runs): replayed once.
     pub duplicates: u64,
-    /// Objects no manifest lists: not read (their messages are still in the dead-letter
-    /// queue, or were archived again by a later run).
+    /// Records that share a key (an id) with another but differ: each replayed.
+    pub differing: u64,
+    /// Records replayed that may be copies of another (RabbitMQ gives no id: identical in
+    /// everything, archived by a run killed with `--delete` and by a later run).
+    pub possibly_duplicated: u64,
+    /// Objects no manifest lists that may hold messages in no queue: a replay refuses the
+    /// archive unless `--read-unlisted` (then they are read, `unlistedRead`).
     pub unlisted: u64,
+    pub unlisted_read: bool,
     /// The first [`MAX_UNLISTED`] of them, by name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unlisted_objects: Vec<String>,
+    /// The next object of a run killed before it listed it: its messages never left the
+    /// queue; not read.
+    pub pending: u64,
+    /// Records a replay before this one published (their ledgers in `<channel>/replays/`):
+    /// not published again (`--replay-again` publishes them).
+    pub already_replayed: u64,
+    /// The ledger this replay wrote into the archive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<String>,
     /// Records archived from another target or another of the channel's queues (`--from`):
     /// not replayed here.
     pub elsewhere: u64,
@@ -263,7 +368,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn two_runs_are_read_checked_deduplicated_and_unlisted_objects_counted() {
+    async fn two_runs_are_read_checked_deduplicated_and_a_killed_runs_next_object_is_pending() {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = Store::open(&super::super::Place::Dir(dir.path().into()))
             .await
@@ -271,19 +376,67 @@ mod tests {
         let (a, b, c) = (record("a", b"1"), record("b", &[0xff]), record("c", b"3"));
         let one = put(&s, "r1", 1, &[a.clone(), b.clone()], false).await;
         put_manifest(&s, &manifest("r1", vec![one])).await;
-        // The rerun after a crash archived `b` again, and one object it never listed.
+        // The rerun after a crash archived `b` again, and was killed after writing its
+        // second object, before listing it.
         let two = put(&s, "r2", 1, &[b.clone(), c.clone()], true).await;
         put(&s, "r2", 2, &[record("d", b"4")], false).await;
-        put_manifest(&s, &manifest("r2", vec![two])).await;
-        let got = read(&s, "orders").await.expect("reads");
+        let mut killed = manifest("r2", vec![two]);
+        killed.complete = false;
+        put_manifest(&s, &killed).await;
+        let got = read(&s, "orders", false).await.expect("reads");
         let ids: Vec<&str> = got.records.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
         assert_eq!(
             (got.runs, got.objects, got.read, got.duplicates),
             (2, 2, 4, 1)
         );
-        assert_eq!(got.unlisted.len(), 1);
-        assert!(got.unlisted[0].ends_with("orders/r2/batch-00002.jsonl"));
+        assert!(got.unlisted.is_empty(), "{:?}", got.unlisted);
+        assert_eq!(got.pending.len(), 1);
+        assert!(got.pending[0].ends_with("orders/r2/batch-00002.jsonl"));
+        assert_eq!(got.records[1].run, "r1");
+    }
+
+    /// Issue 52, L3: objects no manifest lists that are not a killed run's next one — a
+    /// run folder without its manifest, a manifest emptied of its objects, a complete one
+    /// listing fewer than are there — are named as unlisted (a replay refuses them), and
+    /// read when asked.
+    #[tokio::test]
+    async fn objects_a_missing_or_emptied_manifest_does_not_list_are_unlisted_and_read_when_asked()
+    {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Store::open(&super::super::Place::Dir(dir.path().into()))
+            .await
+            .expect("opens");
+        // r1: its manifest deleted.
+        put(&s, "r1", 1, &[record("a", b"1")], false).await;
+        // r2: its manifest emptied (complete, listing nothing).
+        put(&s, "r2", 1, &[record("b", b"2")], false).await;
+        put_manifest(&s, &manifest("r2", Vec::new())).await;
+        // r3: complete, listing its first object of two.
+        let one = put(&s, "r3", 1, &[record("c", b"3")], false).await;
+        put(&s, "r3", 2, &[record("d", b"4")], true).await;
+        put_manifest(&s, &manifest("r3", vec![one])).await;
+        let got = read(&s, "orders", false).await.expect("reads");
+        let ids: Vec<&str> = got.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["c"]);
+        let names: Vec<&str> = got
+            .unlisted
+            .iter()
+            .map(|n| n.rsplit_once("orders/").map_or(n.as_str(), |(_, t)| t))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "r1/batch-00001.jsonl",
+                "r2/batch-00001.jsonl",
+                "r3/batch-00002.jsonl.gz"
+            ]
+        );
+        assert!(got.pending.is_empty());
+        let all = read(&s, "orders", true).await.expect("reads");
+        let ids: Vec<&str> = all.records.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c", "d"]);
+        assert!(all.unlisted_read && all.unlisted.len() == 3);
     }
 
     #[tokio::test]
@@ -299,7 +452,7 @@ mod tests {
         let at = bytes.iter().rposition(|b| *b == b'1').expect("a digit");
         bytes[at] = b'2';
         s.put_durable(key, &bytes).await.expect("put");
-        let e = read(&s, "orders").await.expect_err("refused");
+        let e = read(&s, "orders", false).await.expect_err("refused");
         assert!(
             e.contains("batch-00001.jsonl") && e.contains("sha256"),
             "{e}"
@@ -317,7 +470,7 @@ mod tests {
         // The manifest agrees with the object: only the record's own checksum catches it.
         let entry = put(&s, "r1", 1, &[record("z", b"0"), bad], false).await;
         put_manifest(&s, &manifest("r1", vec![entry])).await;
-        let e = read(&s, "orders").await.expect_err("refused");
+        let e = read(&s, "orders", false).await.expect_err("refused");
         assert!(
             e.contains("batch-00001.jsonl: record 2") && e.contains("record `a`"),
             "{e}"

@@ -10,7 +10,7 @@
 use tokio::sync::Mutex;
 
 use super::store::Store;
-use super::{Manifest, ObjectEntry, Origin, Record, object_bytes, object_name, rfc3339};
+use super::{Keys, Manifest, ObjectEntry, Origin, Record, object_bytes, object_name, rfc3339};
 use crate::spec::resolve::EnvelopeResolved;
 use crate::status::{Message, envelope};
 
@@ -26,6 +26,11 @@ pub struct Sink {
     /// `--compress gzip`.
     pub gzip: bool,
     manifest: Mutex<Manifest>,
+    /// The run's records' keys so far ([`Keys`]).
+    keys: Mutex<Keys>,
+    /// Whether the manifest was written once (before the first object: an object no
+    /// manifest lists is then never the run's only trace).
+    started: Mutex<bool>,
 }
 
 impl Sink {
@@ -45,6 +50,8 @@ impl Sink {
             delete,
             gzip,
             manifest: Mutex::new(manifest),
+            keys: Mutex::new(Keys::default()),
+            started: Mutex::new(false),
         }
     }
 
@@ -78,10 +85,24 @@ impl Sink {
             role: &manifest.role,
         };
         let now = crate::status::now_ms();
-        let records: Vec<Record> = messages
+        let mut records: Vec<Record> = messages
             .iter()
             .map(|m| Record::of(m, &envelope::read(&self.envelope, m), &origin, now))
             .collect();
+        {
+            let mut keys = self.keys.lock().await;
+            for r in &mut records {
+                keys.assign(r);
+            }
+        }
+        // The manifest first, listing nothing yet: a reader then knows every object of this
+        // run beyond the next one it would list as not this writer's (read.rs, issue 52 L3).
+        let mut started = self.started.lock().await;
+        if !*started {
+            self.write(&manifest).await?;
+            *started = true;
+        }
+        drop(started);
         let plain = object_bytes(&records);
         let bytes = if self.gzip { gzip(&plain)? } else { plain };
         let n = u32::try_from(manifest.objects.len() + 1).unwrap_or(u32::MAX);

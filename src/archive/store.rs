@@ -6,6 +6,12 @@
 //! system, written to a temporary name, fsynced, renamed into place, the folder fsynced, then
 //! read back and its sha256 compared; on S3, PutObject answered, then GetObject read back and
 //! compared. `archive --delete` removes a message from its queue only after that.
+//!
+//! On a file system an archive holds whole payloads (card numbers, Authorization headers):
+//! its files are created `0600` and its folders `0700`, as the journal is (issue 52, M9). A
+//! write that fails removes its temporary file (a full disk stays no fuller than it was), and
+//! an archive run removes the temporaries a killed writer left ([`Store::clean_temporaries`],
+//! issue 52, L2).
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +42,7 @@ impl Store {
     pub async fn open(place: &Place) -> Result<Store, StoreError> {
         match place {
             Place::Dir(p) => {
-                fs_err::create_dir_all(p).map_err(|e| StoreError {
+                create_dirs(p).map_err(|e| StoreError {
                     at: p.display().to_string(),
                     what: format!("cannot create the archive directory: {e}"),
                 })?;
@@ -218,6 +224,49 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Removes the temporary files under `under` (a folder store) that a writer killed
+    /// part-way left, those last changed more than `older_than` ago (a writer at work
+    /// renames its own within seconds); returns how many. S3 writes leave none.
+    pub fn clean_temporaries(&self, under: &str, older_than: std::time::Duration) -> u64 {
+        let Store::Dir(root) = self else {
+            return 0;
+        };
+        let base = root.join(under);
+        let mut removed = 0;
+        for e in walkdir::WalkDir::new(&base)
+            .max_depth(3)
+            .into_iter()
+            .filter_map(Result::ok)
+        {
+            let stale = e.file_type().is_file()
+                && e.file_name().to_string_lossy().ends_with(TMP)
+                && e.metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= older_than);
+            if stale && std::fs::remove_file(e.path()).is_ok() {
+                tracing::info!(
+                    "removed {}, left by a writer killed part-way",
+                    e.path().display()
+                );
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+/// Creates `dir` and its missing parents `0700` (those that exist keep their mode).
+fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// The S3 client: the SDK's standard configuration (credential chain, profiles, region, and
 /// its endpoint settings such as `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`). With an
 /// endpoint override (moto, MinIO, a VPC endpoint), path-style addressing: a local endpoint
@@ -281,22 +330,37 @@ async fn get_object(
 /// The suffix of a file being written (never listed).
 const TMP: &str = ".dlqctl-tmp";
 
-/// Temporary name, fsync, rename, fsync of the folder: the file is whole or absent.
+/// Temporary name (`0600`), fsync, rename, fsync of the folder: the file is whole or
+/// absent. A failure removes the temporary file.
 fn put_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path
         .parent()
         .ok_or_else(|| "an object needs a folder".to_owned())?;
-    fs_err::create_dir_all(dir).map_err(|e| format!("cannot create its folder: {e}"))?;
+    create_dirs(dir).map_err(|e| format!("cannot create its folder {}: {e}", dir.display()))?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(TMP);
     let tmp = PathBuf::from(tmp);
-    let mut f = fs_err::File::create(&tmp).map_err(|e| format!("cannot create: {e}"))?;
-    f.write_all(bytes)
-        .map_err(|e| format!("cannot write {} bytes: {e}", bytes.len()))?;
-    f.sync_all().map_err(|e| format!("cannot fsync: {e}"))?;
-    drop(f);
-    fs_err::rename(&tmp, path).map_err(|e| format!("cannot rename into place: {e}"))?;
+    // One left by a writer killed part-way: created anew, with this mode.
+    let _ = std::fs::remove_file(&tmp);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+        f.write_all(bytes)
+            .map_err(|e| format!("cannot write {} bytes: {e}", bytes.len()))?;
+        f.sync_all().map_err(|e| format!("cannot fsync: {e}"))?;
+        drop(f);
+        fs_err::rename(&tmp, path).map_err(|e| format!("cannot rename into place: {e}"))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     fs_err::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| format!("cannot fsync its folder: {e}"))?;
@@ -332,5 +396,89 @@ mod tests {
         assert!(s.list("nothing").await.expect("lists").is_empty());
         let e = s.get("orders/none").await.expect_err("absent");
         assert!(e.to_string().contains("orders/none"), "{e}");
+    }
+
+    /// Issue 52, M9: whole payloads are readable by their owner only: files 0600 (the
+    /// manifest rewritten over itself too), folders 0700.
+    #[tokio::test]
+    async fn archive_files_are_0600_and_folders_0700() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let place = Place::Dir(dir.path().join("arch").join("prod"));
+        let s = Store::open(&place).await.expect("opens");
+        for _ in 0..2 {
+            s.put_durable("orders/run-1/manifest.json", b"{}")
+                .await
+                .expect("put");
+        }
+        s.put_durable("orders/run-1/batch-00001.jsonl", b"line\n")
+            .await
+            .expect("put");
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        let root = dir.path().join("arch");
+        for d in [
+            root.clone(),
+            root.join("prod"),
+            root.join("prod/orders"),
+            root.join("prod/orders/run-1"),
+        ] {
+            assert_eq!(mode(&d), 0o700, "{}", d.display());
+        }
+        for f in ["manifest.json", "batch-00001.jsonl"] {
+            let p = root.join("prod/orders/run-1").join(f);
+            assert_eq!(mode(&p), 0o600, "{}", p.display());
+        }
+    }
+
+    /// Issue 52, L2: a write that hits a full disk (a 64 KiB tmpfs, mounted when this runs
+    /// as root) leaves no temporary file behind, so the next write that fits succeeds; a
+    /// temporary file a killed writer left is removed by the next run once it is stale.
+    #[tokio::test]
+    async fn a_full_disk_leaves_no_temporary_file_and_stale_ones_are_cleaned() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mnt = dir.path().join("small");
+        std::fs::create_dir(&mnt).expect("mkdir");
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+        if mounted {
+            let s = Store::open(&Place::Dir(mnt.clone())).await.expect("opens");
+            let big = vec![b'x'; 48 * 1024];
+            s.put_durable("orders/r/batch-00001.jsonl", &big)
+                .await
+                .expect("fits");
+            let e = s
+                .put_durable("orders/r/batch-00002.jsonl", &big)
+                .await
+                .expect_err("the disk is full");
+            let tmps: Vec<String> = walkdir::WalkDir::new(&mnt)
+                .into_iter()
+                .filter_map(Result::ok)
+                .map(|e| e.path().display().to_string())
+                .filter(|p| p.ends_with(TMP))
+                .collect();
+            let small = s.put_durable("orders/r/manifest.json", b"{}").await;
+            let _ = std::process::Command::new("umount").arg(&mnt).status();
+            assert!(tmps.is_empty(), "{e}: left {tmps:?}");
+            small.expect("the next write that fits succeeds");
+        }
+        // A temporary file of a writer killed part-way: removed once stale.
+        let s = Store::open(&Place::Dir(dir.path().join("arch")))
+            .await
+            .expect("opens");
+        let left = dir
+            .path()
+            .join("arch/orders/r/batch-00001.jsonl.dlqctl-tmp");
+        std::fs::create_dir_all(left.parent().expect("folder")).expect("mkdir");
+        std::fs::write(&left, b"half").expect("write");
+        assert_eq!(
+            s.clean_temporaries("orders", std::time::Duration::from_secs(600)),
+            0,
+            "a fresh one may be a writer's at work"
+        );
+        assert_eq!(s.clean_temporaries("orders", std::time::Duration::ZERO), 1);
+        assert!(!left.exists());
     }
 }

@@ -149,7 +149,14 @@ fn from_archive(
 ) -> anyhow::Result<u8> {
     let identity = session.report().identity.clone();
     let prepared = super::shared::journal_refused(
-        rt.block_on(replay::prepare(session, place)),
+        rt.block_on(replay::prepare(
+            session,
+            place,
+            replay::Options {
+                read_unlisted: args.read_unlisted,
+                again: args.replay_again,
+            },
+        )),
         audit,
         identity,
         printer,
@@ -167,7 +174,7 @@ fn from_archive(
             );
         }
         printer.err(&format!(
-            "Publish {} archived message(s) from {} to `{}` (target {})? Replaying twice publishes twice. Only `yes` is accepted: ",
+            "Publish {} archived message(s) from {} to `{}` (target {})? Only `yes` is accepted: ",
             prepared.count(),
             prepared.place(),
             prepared.destination(),

@@ -286,6 +286,9 @@ pub async fn run(
         .map_err(|e| RedriveError::Refused(format!("{e}; nothing was read or moved")))?;
     let start = session.report();
     let r = session.resolved();
+    // Temporaries a writer killed part-way left (issue 52, L2); a writer at work renames
+    // its own within seconds.
+    store.clean_temporaries(&r.channel, std::time::Duration::from_secs(600));
     let started_ms = crate::status::now_ms();
     let manifest = Manifest {
         format_version: crate::archive::FORMAT_VERSION,

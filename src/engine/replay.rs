@@ -8,7 +8,9 @@
 //!
 //! The channel, the guards (requireReason, allowedOperators) and the report come from the
 //! redrive driver ([`super::redrive`]): a replay is a redrive whose source is an archive.
-//! Nothing is taken out of any queue, and nothing in the archive changes.
+//! Nothing is taken out of any queue, and no archived object changes: the replay adds its
+//! ledger (`<channel>/replays/`, [`crate::archive::replayed`]), before it publishes and once
+//! it ended, and skips what an earlier replay's ledger says was published (issue 52, M10).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::redrive::{RedriveError, Session, now_text};
 use crate::archive::read::{ArchiveRead, MAX_UNLISTED};
+use crate::archive::replayed::{self, Ledger};
 use crate::archive::store::Store;
 use crate::archive::{Place, parse_rfc3339};
 use crate::backend::Replayer;
@@ -28,6 +31,19 @@ use crate::status::Message;
 pub struct Prepared<'a> {
     session: Session<'a>,
     messages: Vec<Message>,
+    /// Each message's [`replayed::reference`], in the same order.
+    refs: Vec<String>,
+    store: Store,
+}
+
+/// What a replay was asked besides the redrive's selection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// `--read-unlisted`: read the objects no manifest lists too (else such an archive is
+    /// refused).
+    pub read_unlisted: bool,
+    /// `--replay-again`: publish what an earlier replay published, or may have.
+    pub again: bool,
 }
 
 /// Reads the archive at `place` for the session's channel and selects what would be
@@ -35,6 +51,7 @@ pub struct Prepared<'a> {
 pub async fn prepare<'a>(
     mut session: Session<'a>,
     place: &Place,
+    opts: Options,
 ) -> Result<Prepared<'a>, RedriveError> {
     if let Place::Dir(p) = place
         && !p.is_dir()
@@ -49,7 +66,29 @@ pub async fn prepare<'a>(
         .await
         .map_err(|e| refused(e.to_string()))?;
     let r = &session.checked.r;
-    let archived = crate::archive::read::read(&store, &r.channel)
+    let archived = crate::archive::read::read(&store, &r.channel, opts.read_unlisted)
+        .await
+        .map_err(refused)?;
+    if !archived.unlisted.is_empty() && !opts.read_unlisted {
+        let n = archived.unlisted.len();
+        let mut names: Vec<&str> = archived
+            .unlisted
+            .iter()
+            .take(MAX_UNLISTED)
+            .map(String::as_str)
+            .collect();
+        if n > MAX_UNLISTED {
+            names.push("…");
+        }
+        return Err(refused(format!(
+            "{place}: {n} object{s} of channel `{}` {are} listed by no manifest: {}. A manifest missing, emptied or replaced would leave archived dead letters there that are in no queue any more; restore the manifest, or pass --read-unlisted to replay their records too (checked against their own sha256 only)",
+            r.channel,
+            names.join(", "),
+            s = if n == 1 { "" } else { "s" },
+            are = if n == 1 { "is" } else { "are" },
+        )));
+    }
+    let ledgers = replayed::read(&store, &r.channel, &r.target)
         .await
         .map_err(refused)?;
     let select = &session.checked.select;
@@ -61,15 +100,24 @@ pub async fn prepare<'a>(
         objects: archived.objects,
         read: archived.read,
         duplicates: archived.duplicates,
+        differing: archived.differing,
+        possibly_duplicated: archived.possibly_duplicated,
         unlisted: archived.unlisted.len() as u64,
+        unlisted_read: archived.unlisted_read,
         unlisted_objects: archived
             .unlisted
             .iter()
             .take(MAX_UNLISTED)
             .cloned()
             .collect(),
+        pending: archived.pending.len() as u64,
+        already_replayed: 0,
+        ledger: None,
         elsewhere: 0,
     };
+    // Records an earlier replay may or may not have published, by the ledger saying so.
+    let mut unsure: BTreeMap<String, u64> = BTreeMap::new();
+    let mut refs = Vec::new();
     let report = &mut session.report;
     let (mut messages, mut classes, mut ages) = (Vec::new(), BTreeMap::new(), Vec::new());
     for rec in &archived.records {
@@ -79,6 +127,11 @@ pub async fn prepare<'a>(
         }
         let m = rec.message().map_err(refused)?;
         report.examined += 1;
+        let reference = replayed::reference(rec);
+        if !opts.again && ledgers.replayed.contains(&reference) {
+            account.already_replayed += 1;
+            continue;
+        }
         match decide(select, rec, &m, now) {
             Decision::Move if select.limit.is_none_or(|l| (messages.len() as u64) < l) => {
                 *classes.entry(rec.envelope.class.clone()).or_insert(0) += 1;
@@ -92,7 +145,13 @@ pub async fn prepare<'a>(
                     })
                     .or(m.published_ms);
                 ages.extend(since.map(|t| (now - t).max(0) as f64 / 1000.0));
+                if !opts.again
+                    && let Some(at) = ledgers.unsure.get(&reference)
+                {
+                    *unsure.entry(at.clone()).or_insert(0) += 1;
+                }
                 messages.push(m);
+                refs.push(reference);
             }
             Decision::Move => {}
             Decision::NotSelected => report.not_selected += 1,
@@ -100,6 +159,18 @@ pub async fn prepare<'a>(
             // A replay runs no `--transform` (refused before it starts).
             Decision::TransformFailed => report.not_selected += 1,
         }
+    }
+    if !unsure.is_empty() {
+        let n: u64 = unsure.values().sum();
+        let by: Vec<String> = unsure
+            .iter()
+            .map(|(at, n)| format!("{n} by {at}"))
+            .collect();
+        return Err(refused(format!(
+            "{n} of the records to replay may or may not have been published by a replay before this one, which was killed or lost an answer ({}): look in `{}` first, then pass --replay-again to publish every selected record again (those replayed before included)",
+            by.join(", "),
+            session.checked.to.name
+        )));
     }
     report.from = Some("archive");
     report.dead_letter = place.to_string();
@@ -116,7 +187,12 @@ pub async fn prepare<'a>(
         });
     }
     report.where_failures = select.where_.as_ref().and_then(|w| w.failures());
-    Ok(Prepared { session, messages })
+    Ok(Prepared {
+        session,
+        messages,
+        refs,
+        store,
+    })
 }
 
 impl Prepared<'_> {
@@ -153,9 +229,38 @@ impl Prepared<'_> {
         let Prepared {
             mut session,
             messages,
+            refs,
+            store,
         } = self;
         let checked = &session.checked;
         let replayer = Replayer::connect(session.reader.clone(), &checked.target)?;
+        // The ledger first: a replay killed from here on leaves every record it set out to
+        // publish named as unsure, for the next one to stop at.
+        let started_ms = crate::status::now_ms();
+        let mut ledger = Ledger {
+            format_version: crate::archive::FORMAT_VERSION,
+            kind: replayed::KIND.to_owned(),
+            channel: checked.r.channel.clone(),
+            target: checked.r.target.clone(),
+            to: checked.to.name.clone(),
+            run: crate::archive::run_name(started_ms, std::process::id(), crate::archive::nonce()),
+            started_at: crate::archive::rfc3339(started_ms),
+            ended_at: None,
+            operator: session.report.operator.clone(),
+            complete: false,
+            replayed: Vec::new(),
+            unsure: refs.clone(),
+        };
+        if !messages.is_empty() {
+            let at = ledger.write(&store).await.map_err(|e| {
+                RedriveError::Refused(format!(
+                    "the replay's ledger could not be written into the archive: {e}; nothing was published"
+                ))
+            })?;
+            if let Some(a) = session.report.archive.as_mut() {
+                a.ledger = Some(at);
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let tally = Arc::new(Tally::default());
         let watcher = watch(Arc::clone(&stop), Arc::clone(&tally), *printer);
@@ -180,6 +285,38 @@ impl Prepared<'_> {
             .err()
             .map(|e| crate::status::safe(&e.to_string()));
         report.ended_at = now_text();
+        if !job.messages.is_empty() {
+            // What the destination confirmed, by id, matched to the records in order (an id
+            // may repeat on RabbitMQ; each backend confirms in the order it publishes).
+            let mut confirmed: BTreeMap<String, u64> = BTreeMap::new();
+            for id in tally.moved_id_list() {
+                *confirmed.entry(id).or_insert(0) += 1;
+            }
+            let (mut done, mut not) = (Vec::new(), Vec::new());
+            for (m, r) in job.messages.iter().zip(refs) {
+                match confirmed.get_mut(&m.id) {
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        done.push(r);
+                    }
+                    _ => not.push(r),
+                }
+            }
+            ledger.replayed = done;
+            // Not confirmed: published for sure only when an answer was lost.
+            ledger.unsure = if report.possibly_duplicated > 0 {
+                not
+            } else {
+                Vec::new()
+            };
+            ledger.complete = true;
+            ledger.ended_at = Some(crate::archive::rfc3339(crate::status::now_ms()));
+            if let Err(e) = ledger.write(&store).await {
+                report.error.get_or_insert(format!(
+                    "the replay's ledger could not be written into the archive at the end: {e}; the next replay will stop at every record this one set out to publish"
+                ));
+            }
+        }
         Ok(session.report)
     }
 }

@@ -1188,9 +1188,44 @@ fn sources_line(d: &Destination, stay: &str) -> String {
 /// What a replay read of its archive, for people.
 fn archive_line(a: &crate::archive::read::ArchiveRead) -> String {
     let mut out = format!(
-        "  archive   {} run(s), {} object(s), {} record(s) read, {} duplicate(s) replayed once, {} unlisted object(s) not read",
-        a.runs, a.objects, a.read, a.duplicates, a.unlisted
+        "  archive   {} run(s), {} object(s), {} record(s) read, {} duplicate(s) replayed once",
+        a.runs, a.objects, a.read, a.duplicates
     );
+    if a.already_replayed > 0 {
+        out.push_str(&format!(
+            ", {} replayed before and not again (--replay-again publishes them)",
+            a.already_replayed
+        ));
+    }
+    if a.differing > 0 {
+        out.push_str(&format!(
+            ", {} sharing an id with another record but different, each replayed",
+            a.differing
+        ));
+    }
+    if a.possibly_duplicated > 0 {
+        out.push_str(&format!(
+            ", {} possibly duplicated (identical in everything to a record of a run killed with --delete, which may or may not have removed it: each replayed)",
+            a.possibly_duplicated
+        ));
+    }
+    if a.unlisted > 0 {
+        out.push_str(&format!(
+            ", {} object(s) no manifest lists {}",
+            a.unlisted,
+            if a.unlisted_read {
+                "read (--read-unlisted)"
+            } else {
+                "not read"
+            }
+        ));
+    }
+    if a.pending > 0 {
+        out.push_str(&format!(
+            ", {} object(s) a killed run wrote and never listed not read (their messages never left the queue)",
+            a.pending
+        ));
+    }
     if a.elsewhere > 0 {
         out.push_str(&format!(
             ", {} record(s) of another target or queue left",
@@ -1198,6 +1233,9 @@ fn archive_line(a: &crate::archive::read::ArchiveRead) -> String {
         ));
     }
     out.push('\n');
+    if let Some(l) = &a.ledger {
+        out.push_str(&format!("  ledger    {l}\n"));
+    }
     out
 }
 

@@ -1,0 +1,118 @@
+//! What the replays of an archive published (issue 52, M10): `redrive --from-archive`
+//! takes nothing out of the archive, so without a record of its own a second replay of the
+//! same archive published everything again, and `--limit N` the same first N each time.
+//! Each replay writes a ledger into the archive, `<channel>/replays/<run>.json`: once before
+//! it publishes (`complete: false`, every record it sets out to publish as `unsure`), then
+//! once it ended (those the destination confirmed as `replayed`, those whose answer was
+//! lost as `unsure`). The next replay of the channel to the same target reads every ledger:
+//! a record replayed before is skipped and counted, so a replay continues where the last
+//! one stopped; one a replay may or may not have published (killed, an answer lost) stops
+//! the replay until the operator has looked (`--replay-again` publishes both kinds again).
+//!
+//! A record is named by its run and [`super::Record::key`] ([`reference`]): unique in the
+//! archive once deduplicated, the same at every read.
+
+use serde::{Deserialize, Serialize};
+
+use super::Record;
+use super::store::Store;
+
+/// The folder of the ledgers, in the channel's folder (never a run's name: those start
+/// with the time).
+pub const FOLDER: &str = "replays";
+/// The `kind` of a ledger.
+pub const KIND: &str = "dlqctl/archive-replay";
+
+/// How a ledger names a record: `<run>/<key>`.
+pub fn reference(r: &Record) -> String {
+    format!(
+        "{}/{}",
+        r.run,
+        if r.key.is_empty() { &r.id } else { &r.key }
+    )
+}
+
+/// One replay's ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ledger {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: String,
+    pub channel: String,
+    pub target: String,
+    /// Where the replay published (`--to`, or the main queue or topic).
+    pub to: String,
+    /// The replay's name ([`super::run_name`]), the ledger's file name without `.json`.
+    pub run: String,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    pub operator: String,
+    /// `false` while it runs, and forever when it was killed.
+    pub complete: bool,
+    /// Records the destination confirmed ([`reference`]).
+    pub replayed: Vec<String>,
+    /// Records that may or may not have been published.
+    pub unsure: Vec<String>,
+}
+
+impl Ledger {
+    /// The ledger's key in the archive.
+    pub fn key(&self) -> String {
+        format!("{}/{FOLDER}/{}.json", self.channel, self.run)
+    }
+
+    /// Writes it, durably.
+    pub async fn write(&self, store: &Store) -> Result<String, String> {
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        let key = self.key();
+        store
+            .put_durable(&key, &bytes)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(store.name(&key))
+    }
+}
+
+/// What the ledgers of `channel` for `target` say.
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    /// Published and confirmed, by reference.
+    pub replayed: std::collections::HashSet<String>,
+    /// May or may not have been published: by reference, the ledger that says so.
+    pub unsure: std::collections::HashMap<String, String>,
+}
+
+/// Reads every ledger of `channel` in `store`, keeping those of `target`. A ledger that
+/// does not read is an error naming it: what it says decides what is published.
+pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed, String> {
+    let mut out = Replayed::default();
+    let folder = format!("{channel}/{FOLDER}");
+    for key in store.list(&folder).await.map_err(|e| e.to_string())? {
+        if !key.ends_with(".json") {
+            continue;
+        }
+        let at = store.name(&key);
+        let bytes = store.get(&key).await.map_err(|e| e.to_string())?;
+        let l: Ledger = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{at}: not a replay ledger: {e}"))?;
+        if l.kind != KIND {
+            return Err(format!(
+                "{at}: kind `{}` is not a replay ledger ({KIND})",
+                l.kind
+            ));
+        }
+        if l.target != target {
+            continue;
+        }
+        out.replayed.extend(l.replayed);
+        for r in l.unsure {
+            out.unsure.entry(r).or_insert_with(|| at.clone());
+        }
+    }
+    // Replayed by a later replay: no longer unsure.
+    out.unsure.retain(|r, _| !out.replayed.contains(r));
+    Ok(out)
+}
