@@ -642,8 +642,10 @@ impl Session<'_> {
             // `--verify-for`: the DLQ as it was before the batch, so that what was there
             // already is never taken for a message come back.
             let held = match ask.verify {
-                Some(_) => dlq_prints(r, &self.reader).await.unwrap_or_default(),
-                None => Vec::new(),
+                Some(_) => dlq_prints(r, &self.reader, &copies)
+                    .await
+                    .unwrap_or_default(),
+                None => Seen::default(),
             };
             let before = depth.map(|d| d.saturating_sub(self.report.moved));
             let progress = progress(Arc::clone(&tally), before, *printer);
@@ -681,7 +683,8 @@ impl Session<'_> {
                 && moved > 0
             {
                 let back =
-                    watch_for_return(r, &self.reader, &held, &tally.prints(), v, &stop).await;
+                    watch_for_return(r, &self.reader, &copies, (&held, &tally.prints()), v, &stop)
+                        .await;
                 let percent = back.len() as f64 * 100.0 / moved as f64;
                 if percent > v.max_redead_percent {
                     self.report.redead = Some(redrive::Redead {
@@ -846,10 +849,18 @@ impl Shown {
     }
 }
 
-/// The DLQ as `--verify-for` compares it: the [`redrive::body_print`] and id of each message
-/// a status read sees (up to [`status::MAX_SCAN`] from the head); `None` when it could not
-/// be read.
-async fn dlq_prints(r: &Resolved, reader: &Reader) -> Option<Vec<(u64, String)>> {
+/// The DLQ as `--verify-for` compares it: each message a status read sees (up to
+/// [`status::MAX_SCAN`] from the head; SQS: 10) as its [`redrive::body_print`], its id, and
+/// its key when it is a copy this run made ([`redrive::Copies::ours_message`]); and the
+/// depth, when the read saw only part of the DLQ.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    items: Vec<(u64, String, Option<String>)>,
+    /// The DLQ's depth, when the read did not see every message of it.
+    partial_total: Option<u64>,
+}
+
+async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> Option<Seen> {
     let opts = ReadOptions {
         samples: 0,
         scan: status::MAX_SCAN,
@@ -863,57 +874,86 @@ async fn dlq_prints(r: &Resolved, reader: &Reader) -> Option<Vec<(u64, String)>>
     };
     let mut each = reader.status(&[r], opts).await.ok()?;
     let observed = each.pop()?.ok()?;
-    Some(
-        observed
+    let total = observed.dead_letter.total;
+    let partial = total.is_some_and(|t| t > observed.messages.len() as u64);
+    Some(Seen {
+        items: observed
             .messages
             .iter()
             .map(|m| {
                 (
                     redrive::body_print(&m.body, m.body_len),
                     status::safe(&m.id),
+                    copies.ours_message(m),
                 )
             })
             .collect(),
-    )
+        partial_total: if partial { total } else { None },
+    })
 }
 
-/// Which of a batch's moved messages are back: per [`redrive::body_print`], the messages
-/// the DLQ holds now beyond those it held before the batch and kept (held before, less
-/// what moved), at most as many as moved. A message that was in the DLQ before the batch
-/// and stayed is never "back", whatever its body (issue 52, M1); ids are those the DLQ
-/// now has, new ones first.
-fn came_back(before: &[(u64, String)], moved: &[u64], now: &[(u64, String)]) -> Vec<String> {
+/// Which of a batch's moved messages are back (issue 52, M1: only what was not in the DLQ
+/// before the batch can have come back):
+/// - a copy this run made ([`redrive::Copies`]: its stamp, or on SQS its id) that the DLQ
+///   holds now and did not before the batch: back, exactly;
+/// - a message without such a mark (a consumer that dead-letters only the body) by its
+///   [`redrive::body_print`]: per body, the messages the DLQ holds now beyond those it held
+///   before the batch and kept (held before, less what moved), at most as many as moved;
+///   when a read saw only part of the DLQ (SQS reads 10), no more than its depth grew beyond
+///   what it held before less what moved. Others with the same body that stayed are never
+///   counted.
+///
+/// The ids are those the DLQ has now.
+fn came_back(before: &Seen, moved: &[u64], now: &Seen) -> Vec<String> {
     use std::collections::{HashMap, HashSet};
-    let mut count: HashMap<u64, i64> = HashMap::new();
+    let keys: HashSet<&str> = before
+        .items
+        .iter()
+        .filter_map(|(_, _, k)| k.as_deref())
+        .collect();
+    let mut back: Vec<String> = now
+        .items
+        .iter()
+        .filter(|(_, _, k)| k.as_deref().is_some_and(|k| !keys.contains(k)))
+        .map(|(_, id, _)| id.clone())
+        .collect();
+    let marked = back.len() as i64;
     let mut sent: HashMap<u64, i64> = HashMap::new();
     for p in moved {
         *sent.entry(*p).or_default() += 1;
     }
-    for (p, _) in before {
-        *count.entry(*p).or_default() -= 1;
+    let mut count: HashMap<u64, i64> = sent.clone();
+    for (p, _, k) in &before.items {
+        if k.is_none() {
+            *count.entry(*p).or_default() -= 1;
+        }
     }
-    for (p, n) in &sent {
-        *count.entry(*p).or_default() += n;
+    for (p, _, k) in &now.items {
+        if k.is_none() {
+            *count.entry(*p).or_default() += 1;
+        }
     }
-    for (p, _) in now {
-        *count.entry(*p).or_default() += 1;
-    }
-    let old: HashSet<&str> = before.iter().map(|(_, id)| id.as_str()).collect();
-    let mut back = Vec::new();
+    let mut room = match (before.partial_total, now.partial_total) {
+        (Some(b), Some(n)) => (n as i64 - (b as i64 - moved.len() as i64)).max(0) - marked,
+        _ => i64::MAX,
+    };
     let mut left: HashMap<u64, i64> = sent
         .iter()
         .map(|(p, n)| (*p, count.get(p).copied().unwrap_or(0).clamp(0, *n)))
         .collect();
+    let old: HashSet<&str> = before.items.iter().map(|(_, id, _)| id.as_str()).collect();
     // New ids first, then the others (equal bodies may share an id: RabbitMQ's digest).
     for fresh in [true, false] {
-        for (p, id) in now {
-            if old.contains(id.as_str()) == fresh {
+        for (p, id, k) in &now.items {
+            if k.is_some() || old.contains(id.as_str()) == fresh {
                 continue;
             }
-            if let Some(n) = left.get_mut(p)
+            if room > 0
+                && let Some(n) = left.get_mut(p)
                 && *n > 0
             {
                 *n -= 1;
+                room -= 1;
                 back.push(id.clone());
             }
         }
@@ -928,15 +968,15 @@ fn came_back(before: &[(u64, String)], moved: &[u64], now: &[(u64, String)]) -> 
 async fn watch_for_return(
     r: &Resolved,
     reader: &Reader,
-    before: &[(u64, String)],
-    moved: &[u64],
+    copies: &redrive::Copies,
+    (before, moved): (&Seen, &[u64]),
     v: Verify,
     stop: &AtomicBool,
 ) -> Vec<String> {
     let until = tokio::time::Instant::now() + v.for_;
     let mut back = Vec::new();
     loop {
-        if let Some(now) = dlq_prints(r, reader).await {
+        if let Some(now) = dlq_prints(r, reader, copies).await {
             back = came_back(before, moved, &now);
         }
         let too_many =
@@ -1308,24 +1348,45 @@ mod tests {
     #[test]
     fn what_was_in_the_dlq_before_the_batch_never_came_back() {
         let p = |b: &str| redrive::body_print(b.as_bytes(), b.len() as u64);
-        let at = |b: &str, id: &str| (p(b), id.to_owned());
+        let at = |b: &str, id: &str| (p(b), id.to_owned(), None);
+        let seen = |items: Vec<(u64, String, Option<String>)>| Seen {
+            items,
+            partial_total: None,
+        };
         // 5 moved (body X), 20 others with body X stay; none came back.
-        let mut before: Vec<(u64, String)> = (0..25).map(|i| at("X", &format!("o-{i}"))).collect();
+        let before = seen((0..25).map(|i| at("X", &format!("o-{i}"))).collect());
         let moved = vec![p("X"); 5];
-        let now: Vec<(u64, String)> = before[5..].to_vec();
+        let now = seen(before.items[5..].to_vec());
         assert!(super::came_back(&before, &moved, &now).is_empty());
         // Two of them came back (new ids): those two, no more.
         let mut now2 = now.clone();
-        now2.push(at("X", "c-1"));
-        now2.push(at("X", "c-2"));
+        now2.items.push(at("X", "c-1"));
+        now2.items.push(at("X", "c-2"));
         assert_eq!(super::came_back(&before, &moved, &now2), ["c-1", "c-2"]);
         // Ids shared by equal bodies (RabbitMQ's digest): counted by the bodies.
-        before = (0..25).map(|_| at("X", "sha256:x")).collect();
-        let mut now3: Vec<(u64, String)> = (0..20).map(|_| at("X", "sha256:x")).collect();
+        let before = seen((0..25).map(|_| at("X", "sha256:x")).collect());
+        let mut now3 = seen((0..20).map(|_| at("X", "sha256:x")).collect());
         assert!(super::came_back(&before, &moved, &now3).is_empty());
-        now3.extend((0..7).map(|_| at("X", "sha256:x")));
+        now3.items.extend((0..7).map(|_| at("X", "sha256:x")));
         assert_eq!(super::came_back(&before, &moved, &now3).len(), 5, "at most what moved");
         // Other bodies newly in the DLQ are not the batch's.
-        assert!(super::came_back(&before, &moved, &[at("Y", "y-1")]).is_empty());
+        assert!(super::came_back(&before, &moved, &seen(vec![at("Y", "y-1")])).is_empty());
+        // A partial read (SQS's 10 of 25, another 10 now): the depth did not grow beyond
+        // what stayed, so nothing came back, whatever the samples.
+        let part = |ids: std::ops::Range<usize>, total| Seen {
+            items: ids.map(|i| at("X", &format!("o-{i}"))).collect(),
+            partial_total: Some(total),
+        };
+        assert!(super::came_back(&part(0..10, 25), &moved, &part(10..20, 20)).is_empty());
+        assert_eq!(
+            super::came_back(&part(0..10, 25), &moved, &part(10..20, 22)).len(),
+            2
+        );
+        // A copy this run made (its stamp, or SQS's id), new since the batch: back exactly,
+        // whatever its body; one that was there before is not.
+        let mine = |id: &str, key: &str| (p("Z"), id.to_owned(), Some(key.to_owned()));
+        let before = seen(vec![mine("a", "run/1")]);
+        let now = seen(vec![mine("a", "run/1"), mine("b", "run/7")]);
+        assert_eq!(super::came_back(&before, &moved, &now), ["b"]);
     }
 }
