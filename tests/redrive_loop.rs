@@ -155,17 +155,52 @@ fn rabbitmq_a_batched_run_moves_each_message_once_while_the_downstream_fails_eve
     assert_eq!(rabbit::count(&main), 0);
 }
 
-/// H4 with `--verify-for --max-redead 50%` (before: 30 messages, 40 moved): the run moves a
-/// batch, sees it back, and stops; nothing is moved twice, nothing is lost.
+/// H4 with `--verify-for --max-redead 50%` (the report: 30 messages, 40 moved): the
+/// downstream fails every message, but only after 3 s, longer than `--verify-for 1s`
+/// watches, so a batch looks fine when it is checked and its copies are back while the next
+/// runs. Each message moves once at most, the report's `moved` is what lapin counts, nothing
+/// is lost. (This timing stops both before and after the fix on a later batch's watch: a
+/// guard, not the reproduction; the batched run above is.)
 #[test]
-fn rabbitmq_verify_for_with_a_failing_downstream_never_moves_a_message_twice() {
+fn rabbitmq_verify_for_with_a_slow_failing_downstream_never_moves_a_message_twice() {
     let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
         return;
     };
     let [main, _, dlq, _] = f.names();
     rabbit_fill(&dlq, "v", 30);
     let stop = Arc::new(AtomicBool::new(false));
-    let app = rabbit_failing_app(main.clone(), dlq.clone(), Arc::clone(&stop));
+    let (queue, into, halt) = (main.clone(), dlq.clone(), Arc::clone(&stop));
+    // Takes what is there, waits 3 s, then dead-letters it (as it came) and acknowledges.
+    let app = std::thread::spawn(move || {
+        block(async move {
+            let conn = rabbit::amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .expect("confirms");
+            let deadline = Instant::now() + Duration::from_secs(90);
+            while Instant::now() < deadline && !halt.load(Ordering::SeqCst) {
+                let mut taken = Vec::new();
+                while let Some(m) = ch
+                    .basic_get(queue.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("basic.get")
+                {
+                    taken.push(m.delivery);
+                }
+                if taken.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                for d in taken {
+                    rabbit::publish_on(&ch, "", &into, &d.data, d.properties.clone()).await;
+                    d.acker.ack(BasicAckOptions::default()).await.expect("ack");
+                }
+            }
+            let _ = conn.close(200, "done".into()).await;
+        });
+    });
     let (code, doc, err) = redrive(
         &f,
         &[
@@ -173,23 +208,35 @@ fn rabbitmq_verify_for_with_a_failing_downstream_never_moves_a_message_twice() {
             "--batch",
             "10",
             "--until-empty",
+            "--pause",
+            "1s",
             "--verify-for",
-            "5s",
+            "1s",
             "--max-redead",
             "50%",
         ],
     );
-    let back = wait_for(30, Duration::from_secs(20), || rabbit::count(&dlq));
+    let back = wait_for(30, Duration::from_secs(30), || rabbit::count(&dlq));
     stop.store(true, Ordering::SeqCst);
     app.join().expect("the application");
-    assert_eq!(code, 1, "{doc:#}\n{err}");
-    assert_eq!(doc["batches"]["stoppedBy"], "redead", "{doc:#}");
-    assert_eq!(doc["moved"], 10, "{doc:#}");
+    assert!(
+        doc["moved"].as_u64().is_some_and(|n| n <= 30),
+        "never more than there are: {doc:#}\n{err}"
+    );
     assert!(moved_ids(&doc).values().all(|n| *n == 1), "{doc:#}");
+    assert!(code == 0 || code == 1, "{doc:#}\n{err}");
     assert_eq!(back, 30);
     let in_dlq = rabbit_take(&dlq);
-    assert_eq!(in_dlq.len(), 30, "nothing lost, nothing twice: {in_dlq:?}");
-    assert!(in_dlq.values().all(|c| c.len() == 1));
+    assert_eq!(in_dlq.len(), 30, "nothing lost: {in_dlq:?}");
+    // Each once, moved once at most (those the run did not reach carry no counter).
+    assert!(
+        in_dlq
+            .values()
+            .all(|c| c.len() == 1 && (c[0] == "1" || c[0].is_empty())),
+        "each once, moved once at most: {in_dlq:?}"
+    );
+    let moved_once = in_dlq.values().filter(|c| c[0] == "1").count() as u64;
+    assert_eq!(doc["moved"].as_u64(), Some(moved_once), "{doc:#}");
 }
 
 /// H4 on SQS: the main queue's redrive policy dead-letters each copy again (the application
