@@ -22,7 +22,7 @@ use lapin::BasicProperties;
 use lapin::options::{BasicAckOptions, BasicGetOptions, ConfirmSelectOptions};
 use serde_json::Value;
 use support::redrive::{finish, kill_part_way, redrive, spawn_json};
-use support::{block, kafka, rabbit, sqs};
+use support::{block, kafka, pubsub, rabbit, sqs};
 
 /// The orders example without its exchange: the main queue is reached through the default
 /// exchange.
@@ -653,5 +653,66 @@ fn sqs_the_lock_holds_between_batches() {
                 wait_for(0, Duration::from_secs(10), || aws.count(&dlq)),
             )
         },
+    );
+}
+
+/// H4 on the Pub/Sub emulator: the application pulls each copy from the channel's
+/// subscription and dead-letters it again (publishes data and attributes to the dead-letter
+/// topic, then acknowledges). 20 messages, `--batch 5 --until-empty`: each moved once, the
+/// dead-letter subscription holds 20 with `dlq-redrive-count: 1`.
+#[test]
+fn pubsub_a_batched_run_moves_each_message_once_while_the_downstream_fails_everything() {
+    let Some(f) = pubsub::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| f.example(t));
+    f.apply(&[]).ok();
+    let sub = f.subscription();
+    let dlt = format!("{}-dlt", f.channel);
+    let dl_sub = format!("{}-dlt-sub", f.channel);
+    for i in 0..20 {
+        f.rest.publish(&dlt, &format!("p-{i:02}"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (from, to, halt) = (sub.clone(), dlt.clone(), Arc::clone(&stop));
+    let app = std::thread::spawn(move || {
+        let rest = pubsub::Rest::new();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !halt.load(Ordering::SeqCst) && Instant::now() < deadline {
+            for m in rest.pull(&from, 100) {
+                let message = &m["message"];
+                rest.ok(
+                    reqwest::Method::POST,
+                    &format!("topics/{to}:publish"),
+                    serde_json::json!({"messages": [{
+                        "data": message["data"],
+                        "attributes": message["attributes"],
+                    }]}),
+                );
+                rest.ack(&from, m["ackId"].as_str().expect("ackId"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (code, doc, err) = redrive(
+        &f,
+        &["--yes", "--batch", "5", "--until-empty", "--pause", "2s"],
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 20, "each moved once: {doc:#}");
+    let mut in_dlq: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (body, attrs) in f.rest.take(&dl_sub, 20) {
+        in_dlq
+            .entry(String::from_utf8_lossy(&body).into_owned())
+            .or_default()
+            .push(attrs.get("dlq-redrive-count").cloned().unwrap_or_default());
+    }
+    assert_eq!(in_dlq.len(), 20, "{in_dlq:?}");
+    assert!(
+        in_dlq.values().all(|c| c.as_slice() == ["1"]),
+        "each once, moved once: {in_dlq:?}"
     );
 }
