@@ -81,7 +81,11 @@ fn rabbit_take(queue: &str) -> BTreeMap<String, Vec<String>> {
 /// The application whose every message fails: it takes each message of `queue` and
 /// dead-letters it itself (publishes it to `dlq` as it came, headers and all, then
 /// acknowledges it), until `stop` or 60 s.
-fn rabbit_failing_app(queue: String, dlq: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn rabbit_failing_app(
+    queue: String,
+    dlq: String,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         block(async move {
             let conn = rabbit::amqp().await;
@@ -112,7 +116,8 @@ fn rabbit_failing_app(queue: String, dlq: String, stop: Arc<AtomicBool>) -> std:
 fn moved_ids(doc: &Value) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for id in doc["movedIds"]["ids"].as_array().into_iter().flatten() {
-        *out.entry(id.as_str().unwrap_or_default().to_owned()).or_default() += 1;
+        *out.entry(id.as_str().unwrap_or_default().to_owned())
+            .or_default() += 1;
     }
     out
 }
@@ -144,7 +149,10 @@ fn rabbitmq_a_batched_run_moves_each_message_once_while_the_downstream_fails_eve
     // L11: an --until-empty run without --max-duration is bounded, and says by what.
     assert_eq!(doc["batches"]["maxDurationSeconds"], 3600, "{doc:#}");
     let came_back = doc["cameBack"].as_u64().unwrap_or(0);
-    assert!((15..=20).contains(&came_back), "the copies of the earlier batches came back: {doc:#}");
+    assert!(
+        (15..=20).contains(&came_back),
+        "the copies of the earlier batches came back: {doc:#}"
+    );
     assert_eq!(back, 20, "every copy back in the DLQ");
     let in_dlq = rabbit_take(&dlq);
     assert_eq!(in_dlq.len(), 20, "{in_dlq:?}");
@@ -428,7 +436,10 @@ fn sqs_verify_for_never_counts_messages_that_were_there_before_the_batch() {
     assert_eq!(doc["moved"], 5, "{doc:#}");
     assert!(doc["redead"].is_null(), "{doc:#}");
     assert_eq!(wait_for(5, Duration::from_secs(10), || aws.count(&main)), 5);
-    assert_eq!(wait_for(20, Duration::from_secs(10), || aws.count(&dlq)), 20);
+    assert_eq!(
+        wait_for(20, Duration::from_secs(10), || aws.count(&dlq)),
+        20
+    );
 }
 
 /// M11: another connection holds 50 of 200 messages unacknowledged for the whole run. The
@@ -474,10 +485,15 @@ fn rabbitmq_messages_another_consumer_holds_make_a_run_neither_exact_nor_complet
     assert!(
         doc["incomplete"]
             .as_array()
-            .is_some_and(|v| v.iter().any(|w| w.as_str().is_some_and(|w| w.contains("held unacknowledged by another consumer")))),
+            .is_some_and(|v| v.iter().any(|w| w
+                .as_str()
+                .is_some_and(|w| w.contains("held unacknowledged by another consumer")))),
         "{doc:#}"
     );
-    assert_eq!(wait_for(50, Duration::from_secs(10), || rabbit::count(&dlq)), 50);
+    assert_eq!(
+        wait_for(50, Duration::from_secs(10), || rabbit::count(&dlq)),
+        50
+    );
     assert_eq!(rabbit::count(&main), 150);
 }
 
@@ -509,9 +525,12 @@ fn rabbitmq_a_killed_run_leaves_its_started_record_in_the_journal() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("redrive starts");
-    kill_part_way(&mut run, Duration::from_secs(30), Duration::from_millis(50), || {
-        rabbit::count(&main) >= 20
-    });
+    kill_part_way(
+        &mut run,
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        || rabbit::count(&main) >= 20,
+    );
     let moved = rabbit::count(&main);
     assert!(moved >= 20 && moved < 300, "killed part-way: {moved}");
     let text = std::fs::read_to_string(&journal).expect("the journal");
@@ -526,7 +545,11 @@ fn rabbitmq_a_killed_run_leaves_its_started_record_in_the_journal() {
     assert_eq!(started["deadLetter"], dlq.as_str());
     assert_eq!(started["destination"]["name"], main.as_str());
     assert_eq!(started["reason"], "INC-52");
-    assert!(started["operator"].as_str().is_some_and(|o| o.contains("pid")));
+    assert!(
+        started["operator"]
+            .as_str()
+            .is_some_and(|o| o.contains("pid"))
+    );
     assert!(started["selection"]["rate"] == 50.0, "{started:#}");
     // A run that finishes: its start, then its outcome, one run (the same startedAt).
     let (code, doc, err) = redrive(&f, &["--yes", "--audit-log", journal_arg.as_str()]);
@@ -568,7 +591,9 @@ fn rabbitmq_a_dry_run_over_bodies_it_cannot_read_whole_is_not_exact() {
     assert!(
         dry["incomplete"]
             .as_array()
-            .is_some_and(|v| v.iter().any(|w| w.as_str().is_some_and(|w| w.starts_with("5 messages with a body longer than 1 MiB")))),
+            .is_some_and(|v| v.iter().any(|w| w
+                .as_str()
+                .is_some_and(|w| w.starts_with("5 messages with a body longer than 1 MiB")))),
         "{dry:#}"
     );
     let (code, doc, err) = redrive(&f, &["--yes", "--where", ".body.x == 1"]);
@@ -587,10 +612,7 @@ fn the_lock_holds_between_batches(
     wait_first: impl Fn() -> bool,
     moved_and_left: impl Fn() -> (u64, u64),
 ) {
-    let run = spawn_json(
-        ws,
-        &["--batch", "10", "--until-empty", "--pause", "6s"],
-    );
+    let run = spawn_json(ws, &["--batch", "10", "--until-empty", "--pause", "6s"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !wait_first() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
@@ -598,7 +620,10 @@ fn the_lock_holds_between_batches(
     assert!(wait_first(), "the first batch moved");
     std::thread::sleep(Duration::from_millis(500));
     let (code, doc, err) = redrive(ws, &["--yes"]);
-    assert_eq!(code, 1, "a second redrive during the pause is refused: {doc:#}\n{err}");
+    assert_eq!(
+        code, 1,
+        "a second redrive during the pause is refused: {doc:#}\n{err}"
+    );
     assert_eq!(doc["moved"], 0, "{doc:#}");
     let archive_dir = ws.dir.path().join("archive");
     let archive_to = archive_dir.to_string_lossy().into_owned();
@@ -613,7 +638,11 @@ fn the_lock_holds_between_batches(
         "--format",
         "json",
     ]);
-    assert_ne!(out.code, 0, "an archive --delete during the pause is refused: {}\n{}", out.stdout, out.stderr);
+    assert_ne!(
+        out.code, 0,
+        "an archive --delete during the pause is refused: {}\n{}",
+        out.stdout, out.stderr
+    );
     let (code, doc, err) = finish(run, Duration::from_secs(90));
     assert_eq!(code, 0, "{doc:#}\n{err}");
     assert_eq!(doc["moved"], 30, "{doc:#}");

@@ -718,8 +718,7 @@ impl Session<'_> {
                     break;
                 }
             }
-            if ask.batches.bound().is_some_and(|m| started.elapsed() >= m)
-            {
+            if ask.batches.bound().is_some_and(|m| started.elapsed() >= m) {
                 record.stopped_by = "max-duration";
                 break;
             }
@@ -979,8 +978,7 @@ async fn watch_for_return(
         if let Some(now) = dlq_prints(r, reader, copies).await {
             back = came_back(before, moved, &now);
         }
-        let too_many =
-            back.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
+        let too_many = back.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
         if too_many || stop.load(Ordering::SeqCst) || tokio::time::Instant::now() >= until {
             return back;
         }
@@ -1368,7 +1366,11 @@ mod tests {
         let mut now3 = seen((0..20).map(|_| at("X", "sha256:x")).collect());
         assert!(super::came_back(&before, &moved, &now3).is_empty());
         now3.items.extend((0..7).map(|_| at("X", "sha256:x")));
-        assert_eq!(super::came_back(&before, &moved, &now3).len(), 5, "at most what moved");
+        assert_eq!(
+            super::came_back(&before, &moved, &now3).len(),
+            5,
+            "at most what moved"
+        );
         // Other bodies newly in the DLQ are not the batch's.
         assert!(super::came_back(&before, &moved, &seen(vec![at("Y", "y-1")])).is_empty());
         // A partial read (SQS's 10 of 25, another 10 now): the depth did not grow beyond

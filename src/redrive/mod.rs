@@ -620,7 +620,10 @@ impl Copies {
 
     /// [`Copies::ours`] of a message as the status door reads it.
     pub fn ours_message(&self, m: &Message) -> Option<String> {
-        self.ours(&m.id, m.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        self.ours(
+            &m.id,
+            m.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
     }
 
     /// Counts copy `key` ([`Copies::ours`]) as came back in `tally`, once per run however
@@ -2027,7 +2030,11 @@ mod tests {
                 ..run_report()
             },
         ] {
-            assert!(human(&r).starts_with("Redrive complete: 5 moved"), "{}", human(&r));
+            assert!(
+                human(&r).starts_with("Redrive complete: 5 moved"),
+                "{}",
+                human(&r)
+            );
         }
     }
 
@@ -2062,6 +2069,9 @@ mod tests {
         assert_eq!(t.came_back.load(Ordering::Relaxed), 2);
         // A copy's headers never carry an earlier run's stamp.
         let out = moved_headers(&header("old/1"), &[], &HeaderRules::default());
-        assert!(out.iter().all(|(k, _)| k != envelope::REDRIVE_RUN), "{out:?}");
+        assert!(
+            out.iter().all(|(k, _)| k != envelope::REDRIVE_RUN),
+            "{out:?}"
+        );
     }
 }

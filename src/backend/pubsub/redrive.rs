@@ -152,10 +152,8 @@ impl Mover {
                     &r.headers,
                 );
                 attributes.push((envelope::REDRIVE_RUN.to_owned(), run.copies.next()));
-                let attributes: Map<String, Value> = attributes
-                    .into_iter()
-                .map(|(k, v)| (k, json!(v)))
-                .collect();
+                let attributes: Map<String, Value> =
+                    attributes.into_iter().map(|(k, v)| (k, json!(v))).collect();
                 let published = self
                     .post(
                         "POST topics/{topic}:publish",

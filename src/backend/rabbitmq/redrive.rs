@@ -1398,8 +1398,10 @@ fn ours(d: &lapin::message::Delivery, run: &Run) -> Option<String> {
                 .eq_ignore_ascii_case(crate::status::envelope::REDRIVE_RUN)
         })
         .map(|(_, v)| text(v))?;
-    run.copies
-        .ours("", std::iter::once((crate::status::envelope::REDRIVE_RUN, stamp.as_str())))
+    run.copies.ours(
+        "",
+        std::iter::once((crate::status::envelope::REDRIVE_RUN, stamp.as_str())),
+    )
 }
 
 /// How the audit record names a moved message: its `message_id` property, else `sha256:` of
