@@ -149,8 +149,9 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         "{refused:#}"
     );
 
-    // Listed (exactly, and by a glob): the run moves, and the journal has its record,
-    // naming what moved by id.
+    // Listed (exactly, and by a glob): the run moves, and the journal has its records: a
+    // `started` one before the first move (issue 52), then the outcome, naming what moved by
+    // id, with the same `startedAt`.
     let mut moved = std::collections::BTreeSet::new();
     for (n, allowed) in [(1, identity), (2, glob)] {
         operations(
@@ -175,8 +176,13 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         assert_eq!(code, 0, "{doc:#}\n{err}");
         assert_eq!(doc["moved"], n, "{doc:#}");
         let lines = journal(ws);
-        assert_eq!(lines.len(), 3 + n as usize, "{lines:#?}");
-        let last = &lines[2 + n as usize];
+        assert_eq!(lines.len(), 3 + 2 * n as usize, "{lines:#?}");
+        let started = &lines[1 + 2 * n as usize];
+        let last = &lines[2 + 2 * n as usize];
+        assert_eq!(started["kind"], "dlqctl/started", "{started:#}");
+        assert_eq!(started["identity"], identity);
+        assert_eq!(started["reason"], "INC-1");
+        assert_eq!(started["startedAt"], last["startedAt"]);
         assert_eq!(last["kind"], "dlqctl/redrive");
         assert_eq!(last["dryRun"], false);
         assert_eq!(last["identity"], identity);
@@ -196,8 +202,8 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
     assert_eq!(moved.len(), N, "every message named once: {moved:?}");
     assert_eq!((b.dlq_left)(), 0, "all moved");
 
-    // operations.auditTo: one object per record (the refusal, the two runs), each the
-    // journal's line.
+    // operations.auditTo: one object per record (the refusal, the two runs' starts and
+    // outcomes), each the journal's line.
     let mut kinds: Vec<String> = walkdir::WalkDir::new(&objects)
         .sort_by_file_name()
         .into_iter()
@@ -213,7 +219,13 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
     kinds.sort();
     assert_eq!(
         kinds,
-        ["dlqctl/redrive", "dlqctl/redrive", "dlqctl/refused"],
+        [
+            "dlqctl/redrive",
+            "dlqctl/redrive",
+            "dlqctl/refused",
+            "dlqctl/started",
+            "dlqctl/started"
+        ],
         "{}",
         objects.display()
     );
@@ -248,20 +260,27 @@ fn scenario(b: &Backend<'_>, identity: &str, glob: &str) {
         eprintln!("resolution: {res}");
     }
 
-    // A full disk: the run fails loudly, naming the file; what moved stays moved and the
-    // report still says it.
+    // A full disk: the run's start cannot be recorded, so it does not start (issue 52:
+    // nothing unrecorded); it fails loudly, naming the file, and nothing moved.
     (b.put)(N);
-    let (code, doc, err) = redrive(
-        ws,
-        &["--yes", "--reason", "INC-2", "--audit-log", "/dev/full"],
-    );
-    assert_eq!(code, 1, "{doc:#}\n{err}");
-    assert_eq!(doc["moved"], 1, "{doc:#}");
+    let out = ws.run(&[
+        "redrive",
+        &ws.channel,
+        "channel.yaml",
+        "--yes",
+        "--reason",
+        "INC-2",
+        "--audit-log",
+        "/dev/full",
+    ]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
-        err.contains("audit log /dev/full: cannot write") && err.contains("1 moved"),
-        "{err}"
+        out.stderr.contains("audit log /dev/full: cannot write")
+            && out.stderr.contains("Redrive not started"),
+        "{}",
+        out.stderr
     );
-    assert_eq!((b.dlq_left)(), 0, "moved, not put back");
+    assert_eq!((b.dlq_left)(), 1, "nothing moved");
 }
 
 #[test]

@@ -594,6 +594,24 @@ impl Mover {
     ) -> Result<(), BackendError> {
         each!(Mover, self, m => Redrive::redrive(m, r, run).await)
     }
+
+    /// Holds the DLQ's redrive lock between two batches of one run ([`Redrive::hold`]).
+    pub async fn hold(
+        &self,
+        r: &Resolved,
+        run: &crate::redrive::Run,
+    ) -> Result<kit::doors::Lease, BackendError> {
+        each!(Mover, self, m => Redrive::hold(m, r, run).await)
+    }
+
+    /// Releases what a run that kept its lock between batches held ([`Redrive::release`]).
+    pub async fn release(
+        &self,
+        r: &Resolved,
+        run: &crate::redrive::Run,
+    ) -> Result<(), BackendError> {
+        each!(Mover, self, m => Redrive::release(m, r, run).await)
+    }
 }
 
 /// The capability to publish archived messages back (`redrive --from-archive`), one per

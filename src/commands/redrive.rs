@@ -118,6 +118,19 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         printer.err("Redrive cancelled; nothing was moved.");
         return Ok(1);
     }
+    // Before the first move: a run killed on the way leaves this record at least.
+    let started = redrive::Started::of(session.report(), driver::Purpose::Redrive.verb());
+    if !super::shared::record(
+        &rt,
+        &audit,
+        "started",
+        &started,
+        "a redrive about to start: nothing moved",
+        printer,
+    ) {
+        printer.err("Redrive not started: its start could not be recorded; nothing was moved.");
+        return Ok(1);
+    }
     let report = rt.block_on(session.run(depth, printer))?;
     if let Some(e) = &report.error {
         printer.err(&format!(

@@ -101,13 +101,27 @@ pub struct Verify {
 
 /// How a run is cut into batches: `size` at a time, until the DLQ has nothing more to move
 /// when `until_empty`, with `pause` between, for `max_duration` at most (checked between
-/// batches: a batch in flight always finishes).
+/// batches: a batch in flight always finishes; [`DEFAULT_MAX_DURATION`] for an
+/// `until_empty` run that names none).
 #[derive(Debug, Clone, Default)]
 pub struct Batches {
     pub size: Option<u64>,
     pub until_empty: bool,
     pub pause: Option<std::time::Duration>,
     pub max_duration: Option<std::time::Duration>,
+}
+
+/// How long an `--until-empty` run without `--max-duration` starts batches for (issue 52,
+/// L11: a producer filling the DLQ as fast as the run empties it would keep it going for
+/// ever; each scheduled run is bounded).
+pub const DEFAULT_MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(3600);
+
+impl Batches {
+    /// `max_duration`, or [`DEFAULT_MAX_DURATION`] for an `until_empty` run without one.
+    pub fn bound(&self) -> Option<std::time::Duration> {
+        self.max_duration
+            .or(self.until_empty.then_some(DEFAULT_MAX_DURATION))
+    }
 }
 
 /// Why a redrive stops before it moves anything, or fails to start.
@@ -531,6 +545,17 @@ impl Session<'_> {
         report.left_in_dead_letter = left(r, &self.reader).await;
         report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
+        if dry.undecided > 0 {
+            report.incomplete.push(format!(
+                "{} message{} with a body longer than {} MiB {} not judged by the dry run (the selection reads bodies, and a dry run reads at most that much of each); the run reads {} whole and may move {}",
+                dry.undecided,
+                if dry.undecided == 1 { "" } else { "s" },
+                status::selector::MAX_BODY >> 20,
+                if dry.undecided == 1 { "was" } else { "were" },
+                if dry.undecided == 1 { "it" } else { "them" },
+                if dry.undecided == 1 { "it" } else { "them" },
+            ));
+        }
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
         if let Some(t) = report.transform.as_mut() {
             t.failed = ask.transform.as_ref().and_then(|t| t.failures());
@@ -575,10 +600,18 @@ impl Session<'_> {
         let mut record = BatchRecord {
             size: ask.batches.size,
             until_empty: ask.batches.until_empty,
+            max_duration_seconds: ask.batches.bound().map(|d| d.as_secs()),
             count: 0,
             stopped_by: "",
         };
         let mut result = Ok(());
+        // Every batch's copies, known when they come back: never moved twice by one run.
+        let copies = Arc::new(redrive::Copies::new(&self.report.operator));
+        // More batches may follow: the DLQ's lock is kept from the first batch to the end of
+        // the run, held between batches by a lease (issue 52, M4).
+        let keep_lock = batched && ask.batches.until_empty;
+        let mut lease: Option<crate::backend::kit::doors::Lease> = None;
+        let mut last_run: Option<Run> = None;
         let mut last: Option<Arc<Tally>> = None;
         let mut ids = Vec::new();
         let (mut waited, mut unknown) = (Vec::new(), 0);
@@ -614,6 +647,20 @@ impl Session<'_> {
                 service_task: ask.native,
                 allow_unowned: ask.allow_unowned,
                 archive: archive.clone(),
+                copies: Arc::clone(&copies),
+                keep_lock,
+            };
+            // The lease lets go just before the batch takes the lock itself.
+            if let Some(l) = lease.take() {
+                l.release().await;
+            }
+            // `--verify-for`: the DLQ as it was before the batch, so that what was there
+            // already is never taken for a message come back.
+            let held = match ask.verify {
+                Some(_) => dlq_prints(r, &self.reader, &copies)
+                    .await
+                    .unwrap_or_default(),
+                None => Seen::default(),
             };
             let before = depth.map(|d| d.saturating_sub(self.report.moved));
             let progress = progress(Arc::clone(&tally), before, *printer);
@@ -630,15 +677,29 @@ impl Session<'_> {
             unknown += u;
             shown.finish(moved);
             last = Some(Arc::clone(&tally));
+            last_run = Some(run.clone());
             if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
             {
                 record.stopped_by = "stopped";
                 break;
             }
+            // Held from now until the next batch: the watch, the pause, the gates.
+            if keep_lock {
+                match mover.hold(r, &run).await {
+                    Ok(l) => lease = Some(l),
+                    Err(e) => {
+                        result = Err(e);
+                        record.stopped_by = "stopped";
+                        break;
+                    }
+                }
+            }
             if let Some(v) = ask.verify
                 && moved > 0
             {
-                let back = watch_for_return(r, &self.reader, &tally.prints(), v, &stop).await;
+                let back =
+                    watch_for_return(r, &self.reader, &copies, (&held, &tally.prints()), v, &stop)
+                        .await;
                 let percent = back.len() as f64 * 100.0 / moved as f64;
                 if percent > v.max_redead_percent {
                     self.report.redead = Some(redrive::Redead {
@@ -672,14 +733,20 @@ impl Session<'_> {
                     break;
                 }
             }
-            if ask
-                .batches
-                .max_duration
-                .is_some_and(|m| started.elapsed() >= m)
-            {
+            if ask.batches.bound().is_some_and(|m| started.elapsed() >= m) {
                 record.stopped_by = "max-duration";
                 break;
             }
+        }
+        if let Some(l) = lease.take() {
+            l.release().await;
+        }
+        if keep_lock
+            && let Some(run) = &last_run
+            && let Err(e) = mover.release(r, run).await
+            && result.is_ok()
+        {
+            result = Err(e);
         }
         watcher.abort();
         let report = &mut self.report;
@@ -698,8 +765,12 @@ impl Session<'_> {
             .as_ref()
             .err()
             .map(|e| crate::status::safe(&e.to_string()));
+        let statistics = last
+            .as_ref()
+            .is_some_and(|t| t.left_statistics.load(Ordering::Relaxed));
         (report.left_in_dead_letter, report.left_basis) = match last.as_ref().and_then(|t| t.left())
         {
+            Some(n) if statistics => (Some(n), Some(redrive::STATISTICS)),
             Some(n) => (Some(n), Some(redrive::EXACT)),
             None => {
                 let n = left(r, &self.reader).await;
@@ -807,18 +878,18 @@ impl Shown {
     }
 }
 
-/// Reads the dead-letter queue (as `status` does, up to [`status::MAX_SCAN`] messages from
-/// the head) once a second for `v.for_`, and returns the ids of the messages whose
-/// [`redrive::body_print`] is one of `prints` (moved by this batch, and back). Stops early
-/// once more than allowed are back, or on Ctrl-C.
-async fn watch_for_return(
-    r: &Resolved,
-    reader: &Reader,
-    prints: &[u64],
-    v: Verify,
-    stop: &AtomicBool,
-) -> Vec<String> {
-    let prints: std::collections::HashSet<u64> = prints.iter().copied().collect();
+/// The DLQ as `--verify-for` compares it: each message a status read sees (up to
+/// [`status::MAX_SCAN`] from the head; SQS: 10) as its [`redrive::body_print`], its id, and
+/// its key when it is a copy this run made ([`redrive::Copies::ours_message`]); and the
+/// depth, when the read saw only part of the DLQ.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    items: Vec<(u64, String, Option<String>)>,
+    /// The DLQ's depth, when the read did not see every message of it.
+    partial_total: Option<u64>,
+}
+
+async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> Option<Seen> {
     let opts = ReadOptions {
         samples: 0,
         scan: status::MAX_SCAN,
@@ -830,21 +901,114 @@ async fn watch_for_return(
         groups: false,
         hide_for: None,
     };
+    let mut each = reader.status(&[r], opts).await.ok()?;
+    let observed = each.pop()?.ok()?;
+    let total = observed.dead_letter.total;
+    let partial = total.is_some_and(|t| t > observed.messages.len() as u64);
+    Some(Seen {
+        items: observed
+            .messages
+            .iter()
+            .map(|m| {
+                (
+                    redrive::body_print(&m.body, m.body_len),
+                    status::safe(&m.id),
+                    copies.ours_message(m),
+                )
+            })
+            .collect(),
+        partial_total: if partial { total } else { None },
+    })
+}
+
+/// Which of a batch's moved messages are back (issue 52, M1: only what was not in the DLQ
+/// before the batch can have come back):
+/// - a copy this run made ([`redrive::Copies`]: its stamp, or on SQS its id) that the DLQ
+///   holds now and did not before the batch: back, exactly;
+/// - a message without such a mark (a consumer that dead-letters only the body) by its
+///   [`redrive::body_print`]: per body, the messages the DLQ holds now beyond those it held
+///   before the batch and kept (held before, less what moved), at most as many as moved;
+///   when a read saw only part of the DLQ (SQS reads 10), no more than its depth grew beyond
+///   what it held before less what moved. Others with the same body that stayed are never
+///   counted.
+///
+/// The ids are those the DLQ has now.
+fn came_back(before: &Seen, moved: &[u64], now: &Seen) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    let keys: HashSet<&str> = before
+        .items
+        .iter()
+        .filter_map(|(_, _, k)| k.as_deref())
+        .collect();
+    let mut back: Vec<String> = now
+        .items
+        .iter()
+        .filter(|(_, _, k)| k.as_deref().is_some_and(|k| !keys.contains(k)))
+        .map(|(_, id, _)| id.clone())
+        .collect();
+    let marked = back.len() as i64;
+    let mut sent: HashMap<u64, i64> = HashMap::new();
+    for p in moved {
+        *sent.entry(*p).or_default() += 1;
+    }
+    let mut count: HashMap<u64, i64> = sent.clone();
+    for (p, _, k) in &before.items {
+        if k.is_none() {
+            *count.entry(*p).or_default() -= 1;
+        }
+    }
+    for (p, _, k) in &now.items {
+        if k.is_none() {
+            *count.entry(*p).or_default() += 1;
+        }
+    }
+    let mut room = match (before.partial_total, now.partial_total) {
+        (Some(b), Some(n)) => (n as i64 - (b as i64 - moved.len() as i64)).max(0) - marked,
+        _ => i64::MAX,
+    };
+    let mut left: HashMap<u64, i64> = sent
+        .iter()
+        .map(|(p, n)| (*p, count.get(p).copied().unwrap_or(0).clamp(0, *n)))
+        .collect();
+    let old: HashSet<&str> = before.items.iter().map(|(_, id, _)| id.as_str()).collect();
+    // New ids first, then the others (equal bodies may share an id: RabbitMQ's digest).
+    for fresh in [true, false] {
+        for (p, id, k) in &now.items {
+            if k.is_some() || old.contains(id.as_str()) == fresh {
+                continue;
+            }
+            if room > 0
+                && let Some(n) = left.get_mut(p)
+                && *n > 0
+            {
+                *n -= 1;
+                room -= 1;
+                back.push(id.clone());
+            }
+        }
+    }
+    back
+}
+
+/// Reads the dead-letter queue once a second for `v.for_`, and returns the ids of the
+/// moved messages back ([`came_back`]: `before` is the DLQ as read before the batch,
+/// `moved` the prints of what the batch moved). Stops early once more than allowed are
+/// back, or on Ctrl-C.
+async fn watch_for_return(
+    r: &Resolved,
+    reader: &Reader,
+    copies: &redrive::Copies,
+    (before, moved): (&Seen, &[u64]),
+    v: Verify,
+    stop: &AtomicBool,
+) -> Vec<String> {
     let until = tokio::time::Instant::now() + v.for_;
     let mut back = Vec::new();
     loop {
-        if let Ok(mut each) = reader.status(&[r], opts).await
-            && let Some(Ok(observed)) = each.pop()
-        {
-            back = observed
-                .messages
-                .iter()
-                .filter(|m| prints.contains(&redrive::body_print(&m.body, m.body_len)))
-                .map(|m| status::safe(&m.id))
-                .collect();
+        if let Some(now) = dlq_prints(r, reader, copies).await {
+            back = came_back(before, moved, &now);
         }
-        let too_many =
-            back.len() as f64 * 100.0 / prints.len().max(1) as f64 > v.max_redead_percent;
+        let too_many = back.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
         if too_many || stop.load(Ordering::SeqCst) || tokio::time::Instant::now() >= until {
             return back;
         }
@@ -947,6 +1111,9 @@ struct DryRun {
     /// The same: chosen messages that name no source (they would stay, not counted as
     /// moving).
     without_source: u64,
+    /// Messages whose body was longer than a dry run reads ([`status::selector::MAX_BODY`])
+    /// while the selection reads bodies: not judged (the run reads them whole).
+    undecided: u64,
 }
 
 /// What a dry run reads and how it counts.
@@ -971,11 +1138,20 @@ async fn dry_run(
         scan,
         by_source,
     } = look;
+    // `--class`, `--older-than` and `--group` read the envelope, which may point into the
+    // body; `--where` and `--transform` read it.
+    let body_matters = select.where_.is_some()
+        || select.transform.is_some()
+        || !select.classes.is_empty()
+        || !select.groups.is_empty()
+        || select.older_than_ms.is_some();
+    let mut undecided = 0;
     let read = ReadOptions {
         samples: 0,
         scan,
-        // `--where` reads bodies as the movers do: whole (up to SQS's largest message).
-        max_body: if select.where_.is_some() || select.transform.is_some() {
+        // A selection that may read the body reads it as the movers do: whole (up to
+        // SQS's largest message; a longer one is not judged, see `undecided`).
+        max_body: if body_matters {
             status::selector::MAX_BODY
         } else {
             status::DEFAULT_MAX_BODY
@@ -995,6 +1171,12 @@ async fn dry_run(
     let mut diffs = Vec::new();
     let (mut sources, mut without_source) = (Vec::new(), 0);
     for m in &observed.messages {
+        if body_matters && (m.body.len() as u64) < m.body_len {
+            // Cut: judged on part of its body, it could be taken for what it is not
+            // (issue 52, L7: "5 would move, exact", and the run moved 10).
+            undecided += 1;
+            continue;
+        }
         let room = select.limit.is_none_or(|l| (chosen.len() as u64) < l);
         if !room && select.transform.is_some() {
             // Beyond --limit nothing would move: the program is not run on it.
@@ -1030,7 +1212,8 @@ async fn dry_run(
         }
     }
     let examined = observed.messages.len() as u64;
-    let exact = read_all || select.limit.is_some_and(|l| chosen.len() as u64 == l);
+    let exact =
+        (read_all && undecided == 0) || select.limit.is_some_and(|l| chosen.len() as u64 == l);
     let only_chosen = Observed {
         messages: chosen,
         ..observed
@@ -1073,6 +1256,7 @@ async fn dry_run(
         examined,
         sources,
         without_source,
+        undecided,
     })
 }
 
@@ -1185,5 +1369,56 @@ mod tests {
                 .is_some_and(|e| e.contains("no exception-based")),
             "{refused:?}"
         );
+    }
+
+    /// Issue 52, M1: only messages that were not in the DLQ before the batch can have come
+    /// back; others with the same body that stayed are never counted.
+    #[test]
+    fn what_was_in_the_dlq_before_the_batch_never_came_back() {
+        let p = |b: &str| redrive::body_print(b.as_bytes(), b.len() as u64);
+        let at = |b: &str, id: &str| (p(b), id.to_owned(), None);
+        let seen = |items: Vec<(u64, String, Option<String>)>| Seen {
+            items,
+            partial_total: None,
+        };
+        // 5 moved (body X), 20 others with body X stay; none came back.
+        let before = seen((0..25).map(|i| at("X", &format!("o-{i}"))).collect());
+        let moved = vec![p("X"); 5];
+        let now = seen(before.items[5..].to_vec());
+        assert!(super::came_back(&before, &moved, &now).is_empty());
+        // Two of them came back (new ids): those two, no more.
+        let mut now2 = now.clone();
+        now2.items.push(at("X", "c-1"));
+        now2.items.push(at("X", "c-2"));
+        assert_eq!(super::came_back(&before, &moved, &now2), ["c-1", "c-2"]);
+        // Ids shared by equal bodies (RabbitMQ's digest): counted by the bodies.
+        let before = seen((0..25).map(|_| at("X", "sha256:x")).collect());
+        let mut now3 = seen((0..20).map(|_| at("X", "sha256:x")).collect());
+        assert!(super::came_back(&before, &moved, &now3).is_empty());
+        now3.items.extend((0..7).map(|_| at("X", "sha256:x")));
+        assert_eq!(
+            super::came_back(&before, &moved, &now3).len(),
+            5,
+            "at most what moved"
+        );
+        // Other bodies newly in the DLQ are not the batch's.
+        assert!(super::came_back(&before, &moved, &seen(vec![at("Y", "y-1")])).is_empty());
+        // A partial read (SQS's 10 of 25, another 10 now): the depth did not grow beyond
+        // what stayed, so nothing came back, whatever the samples.
+        let part = |ids: std::ops::Range<usize>, total| Seen {
+            items: ids.map(|i| at("X", &format!("o-{i}"))).collect(),
+            partial_total: Some(total),
+        };
+        assert!(super::came_back(&part(0..10, 25), &moved, &part(10..20, 20)).is_empty());
+        assert_eq!(
+            super::came_back(&part(0..10, 25), &moved, &part(10..20, 22)).len(),
+            2
+        );
+        // A copy this run made (its stamp, or SQS's id), new since the batch: back exactly,
+        // whatever its body; one that was there before is not.
+        let mine = |id: &str, key: &str| (p("Z"), id.to_owned(), Some(key.to_owned()));
+        let before = seen(vec![mine("a", "run/1")]);
+        let now = seen(vec![mine("a", "run/1"), mine("b", "run/7")]);
+        assert_eq!(super::came_back(&before, &moved, &now), ["b"]);
     }
 }

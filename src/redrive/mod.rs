@@ -184,6 +184,7 @@ pub fn moved_headers(
         .unwrap_or(0);
     let dropped = |k: &str| {
         k.eq_ignore_ascii_case(envelope::REDRIVE_COUNT)
+            || k.eq_ignore_ascii_case(envelope::REDRIVE_RUN)
             || drop.iter().any(|d| match d.strip_suffix('*') {
                 Some(prefix) => k.starts_with(prefix),
                 None => k == *d,
@@ -212,6 +213,9 @@ pub struct Tally {
     /// Messages left in the DLQ as the mover counted them at the end (exact where the
     /// backend can count; `u64::MAX`: not counted, the driver reads the depth instead).
     pub left: AtomicU64,
+    /// `left` includes figures from the backend's statistics (messages another consumer
+    /// holds): said `statistics`, never `exact`.
+    pub left_statistics: AtomicBool,
     /// The broker's own move task did the moving (no `dlq-redrive-count`, no maxRedrives
     /// check: the broker copies messages as they are).
     pub by_service: AtomicBool,
@@ -269,6 +273,7 @@ impl Default for Tally {
             at_limit: AtomicU64::new(0),
             duplicated: AtomicU64::new(0),
             left: AtomicU64::new(u64::MAX),
+            left_statistics: AtomicBool::new(false),
             by_service: AtomicBool::new(false),
             incomplete: Mutex::new(Vec::new()),
             keep_prints: false,
@@ -528,6 +533,112 @@ pub struct Run {
     /// one object per batch ([`crate::archive::sink::Sink::put`]), and leave the DLQ only
     /// after it returned, and only with `--delete` (else they are handed back).
     pub archive: Option<Arc<crate::archive::sink::Sink>>,
+    /// The copies the whole run made (every batch): one that fails again and comes back is
+    /// left in the DLQ and counted as came back, never moved a second time by the same run.
+    pub copies: Arc<Copies>,
+    /// More batches may follow: the DLQ's lock stays held at the end of this one (SQS's
+    /// tag; RabbitMQ's exclusive consumer is held by a lease), released by the driver when
+    /// the run ends (issue 52, M4).
+    pub keep_lock: bool,
+}
+
+/// The copies one run made, in all its batches, known again when they come back to the
+/// DLQ: by the stamp each copy carries ([`envelope::REDRIVE_RUN`]: the run's, `/` and the
+/// copy's number; a copy comes back with its headers, as it does with `dlq-redrive-count`),
+/// and on SQS, where a copy carries no stamp, by the message id the copy was sent under
+/// (SQS keeps it when a redrive policy moves the message to the DLQ).
+#[derive(Debug)]
+pub struct Copies {
+    /// This run's stamp: unique per run (the holder, the clock, the process).
+    pub stamp: String,
+    made: AtomicU64,
+    ids: Mutex<std::collections::HashSet<String>>,
+    /// The copies seen back so far (each counted once, however many batches see it).
+    back: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Copies {
+    /// A run's: a fresh stamp from `holder` (`user@host pid N`) and the clock.
+    pub fn new(holder: &str) -> Self {
+        use std::hash::{Hash, Hasher};
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        holder.hash(&mut h);
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+            .hash(&mut h);
+        SEQ.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+        std::process::id().hash(&mut h);
+        Copies {
+            stamp: format!("{:016x}", h.finish()),
+            made: AtomicU64::new(0),
+            ids: Mutex::new(std::collections::HashSet::new()),
+            back: Mutex::new(std::collections::HashSet::new()),
+        }
+    }
+
+    /// The stamp of the next copy: the run's, `/`, a number of its own.
+    pub fn next(&self) -> String {
+        format!(
+            "{}/{}",
+            self.stamp,
+            self.made.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// Notes the id a copy was sent under, where the backend names a copy by the id it
+    /// keeps on its way back (SQS).
+    pub fn sent_as(&self, id: impl Into<String>) {
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(id.into());
+        }
+    }
+
+    /// The copy's key when `headers` carry this run's stamp or `id` is one a copy of it was
+    /// sent under (a copy this run made, back in the DLQ); `None` otherwise.
+    pub fn ours<'a>(
+        &self,
+        id: &str,
+        mut headers: impl Iterator<Item = (&'a str, &'a str)>,
+    ) -> Option<String> {
+        let mine = |v: &str| {
+            v.strip_prefix(self.stamp.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
+        if let Some((_, v)) =
+            headers.find(|&(k, v)| k.eq_ignore_ascii_case(envelope::REDRIVE_RUN) && mine(v))
+        {
+            return Some(v.to_owned());
+        }
+        self.ids
+            .lock()
+            .is_ok_and(|ids| ids.contains(id))
+            .then(|| id.to_owned())
+    }
+
+    /// [`Copies::ours`] of a message as the status door reads it.
+    pub fn ours_message(&self, m: &Message) -> Option<String> {
+        self.ours(
+            &m.id,
+            m.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+    }
+
+    /// Counts copy `key` ([`Copies::ours`]) as came back in `tally`, once per run however
+    /// many batches see it again.
+    pub fn came_back(&self, key: String, tally: &Tally) {
+        if self.back.lock().is_ok_and(|mut b| b.insert(key)) {
+            tally.came_back.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for Copies {
+    fn default() -> Self {
+        Copies::new("")
+    }
 }
 
 impl Run {
@@ -879,6 +990,10 @@ pub struct BatchRecord {
     /// `--batch`: messages per batch at most (none: one run, gated).
     pub size: Option<u64>,
     pub until_empty: bool,
+    /// `--max-duration`, in seconds: no batch starts after it; an `--until-empty` run
+    /// without one is bounded by an hour.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration_seconds: Option<u64>,
     /// Batches run.
     pub count: u64,
     /// Why the run ended: `empty` (a batch found fewer than it could move), `limit`
@@ -952,6 +1067,57 @@ pub struct Refusal {
     pub refused: String,
     /// When (RFC 3339, UTC).
     pub at: String,
+}
+
+/// The `kind` of a [`Started`] record in the journal.
+pub const STARTED_KIND: &str = "dlqctl/started";
+
+/// The audit record written before a run moves its first message (issue 52, M5): a run
+/// killed on the way (SIGKILL, out of memory, a pod's grace period) leaves at least this;
+/// its outcome follows as the [`Report`] with the same `startedAt` and `operator`. A
+/// `started` record without its outcome is a run that never finished: what it moved is in
+/// the destination, and may be in both queues.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Started {
+    #[serde(rename = "format_version")]
+    pub format_version: u32,
+    pub kind: &'static str,
+    /// `redrive` or `archive`.
+    pub verb: &'static str,
+    pub channel: String,
+    pub target: String,
+    pub backend: &'static str,
+    pub dead_letter: String,
+    pub destination: Destination,
+    pub selection: SelectionRecord,
+    /// `user@host pid N` ([`holder`]).
+    pub operator: String,
+    pub identity: Option<String>,
+    pub reason: Option<String>,
+    /// As the outcome's report says it: the two records are one run.
+    pub started_at: String,
+}
+
+impl Started {
+    /// The record of the run `r` starts (a report before anything was counted).
+    pub fn of(r: &Report, verb: &'static str) -> Self {
+        Started {
+            format_version: 1,
+            kind: STARTED_KIND,
+            verb,
+            channel: r.channel.clone(),
+            target: r.target.clone(),
+            backend: r.backend,
+            dead_letter: r.dead_letter.clone(),
+            destination: r.destination.clone(),
+            selection: r.selection.clone(),
+            operator: r.operator.clone(),
+            identity: r.identity.clone(),
+            reason: r.reason.clone(),
+            started_at: r.started_at.clone(),
+        }
+    }
 }
 
 /// `leftBasis` values.
@@ -1078,20 +1244,15 @@ pub fn human(r: &Report) -> String {
                 }
             ));
         }
+        for why in &r.incomplete {
+            out.push_str(&format!("  not judged: {why}\n"));
+        }
         out.push_str("Nothing was moved.\n");
         return out;
     }
     out.push_str(&format!(
         "Redrive {}: {} moved from {} to {to}; {} not selected; {} skipped at maxRedrives ({}); {} possibly duplicated",
-        if r.error.is_some() {
-            "stopped"
-        } else if r.interrupted {
-            "interrupted"
-        } else if !r.incomplete.is_empty() {
-            "incomplete"
-        } else {
-            "complete"
-        },
+        outcome(r),
         r.moved,
         from,
         r.not_selected,
@@ -1139,11 +1300,15 @@ pub fn human(r: &Report) -> String {
         && b.size.is_some()
     {
         out.push_str(&format!(
-            "  {} batch{} of at most {}{}; stopped: {}\n",
+            "  {} batch{} of at most {}{}{}; stopped: {}\n",
             b.count,
             if b.count == 1 { "" } else { "es" },
             b.size.unwrap_or_default(),
             if b.until_empty { ", until empty" } else { "" },
+            b.max_duration_seconds.map_or_else(String::new, |s| format!(
+                " for {} at most",
+                status::age::age(s as f64)
+            )),
             b.stopped_by
         ));
     }
@@ -1155,12 +1320,49 @@ pub fn human(r: &Report) -> String {
             "  not healthy: {why}; nothing more was moved (exit 75: run it again later)\n"
         ));
     }
+    if let Some(d) = &r.redead {
+        out.push_str(&format!(
+            "  came back: {} of the {} moved by the last batch were back in {} within --verify-for ({}%, more than --max-redead {}%): the downstream is not fixed, nothing more was moved{}\n",
+            d.count,
+            d.of,
+            if r.role == "dead-letter" { "the dead-letter queue" } else { r.dead_letter.as_str() },
+            d.percent,
+            d.allowed_percent,
+            if d.ids.is_empty() {
+                String::new()
+            } else {
+                format!(" (the first: {})", d.ids[0])
+            }
+        ));
+    }
     if let Some(by) = r.moved_by {
         out.push_str(&format!(
             "  moved by {by} (--native): the messages went back as they were, with no dlq-redrive-count and no maxRedrives check.\n"
         ));
     }
     out
+}
+
+/// How a run ended, as the report's first line says it: `complete` only when it did all it
+/// set out to; else why it stopped (issue 52: never "complete" for a run a gate,
+/// `--verify-for` or `--max-duration` stopped early).
+fn outcome(r: &Report) -> &'static str {
+    let by = r.batches.as_ref().map_or("", |b| b.stopped_by);
+    if r.error.is_some() {
+        "stopped"
+    } else if r.interrupted {
+        "interrupted"
+    } else if r.redead.is_some() {
+        "stopped (too many came back)"
+    } else if r.unhealthy.is_some() {
+        "stopped (not healthy)"
+    } else if !r.incomplete.is_empty() {
+        "incomplete"
+    } else if by == "max-duration" {
+        "stopped at --max-duration"
+    } else {
+        "complete"
+    }
 }
 
 /// `--to failed-consumer` by source: the sources and their counts, and the messages that
@@ -1774,6 +1976,172 @@ mod tests {
         assert_eq!(
             moved_headers(&h, &[], &greedy).last(),
             Some(&("dlq-redrive-count".to_owned(), "5".to_owned()))
+        );
+    }
+
+    /// A run's report as the tests below vary it: 5 moved of 20, nothing else.
+    fn run_report() -> Report {
+        Report {
+            format_version: 1,
+            kind: KIND,
+            channel: "orders".into(),
+            target: "local-rabbitmq".into(),
+            backend: "rabbitmq",
+            dead_letter: "orders.dlq".into(),
+            role: "dead-letter",
+            destination: Destination {
+                name: "orders".into(),
+                source: true,
+                ..Destination::default()
+            },
+            dry_run: false,
+            selection: SelectionRecord {
+                limit: None,
+                classes: Vec::new(),
+                older_than_seconds: None,
+                max_redrives: 3,
+                rate: None,
+                groups: Vec::new(),
+                where_: None,
+            },
+            examined: 5,
+            moved: 5,
+            not_selected: 0,
+            skipped_at_max_redrives: 0,
+            possibly_duplicated: 0,
+            came_back: 0,
+            left_in_dead_letter: Some(15),
+            left_basis: Some(EXACT),
+            interrupted: false,
+            error: None,
+            incomplete: Vec::new(),
+            started_at: String::new(),
+            ended_at: String::new(),
+            operator: "ops@host pid 1".into(),
+            identity: None,
+            identity_unknown: None,
+            reason: None,
+            would_move: None,
+            moved_by: None,
+            moved_ids: None,
+            time_in_dead_letter: None,
+            where_failures: None,
+            transform: None,
+            batches: None,
+            redead: None,
+            unhealthy: None,
+            from: None,
+            archive: None,
+        }
+    }
+
+    /// Issue 52, M2: a run that `--verify-for`, a gate or `--max-duration` stopped early
+    /// never reads "complete", and says why it stopped (the redead also without `--batch`).
+    #[test]
+    fn a_run_stopped_early_says_why_and_never_complete() {
+        let redead = Redead {
+            count: 4,
+            of: 5,
+            percent: 80.0,
+            allowed_percent: 20.0,
+            ids: vec!["m-01".into(), "m-02".into()],
+        };
+        let mut r = run_report();
+        r.redead = Some(redead.clone());
+        r.batches = Some(BatchRecord {
+            size: None,
+            until_empty: false,
+            max_duration_seconds: None,
+            count: 1,
+            stopped_by: "redead",
+        });
+        insta::assert_snapshot!("redrive-run-redead", human(&r));
+        let mut r = run_report();
+        r.redead = Some(redead);
+        r.batches = Some(BatchRecord {
+            size: Some(5),
+            until_empty: true,
+            max_duration_seconds: Some(3600),
+            count: 1,
+            stopped_by: "redead",
+        });
+        insta::assert_snapshot!("redrive-run-redead-batched", human(&r));
+        let mut r = run_report();
+        r.moved = 0;
+        r.left_in_dead_letter = Some(20);
+        r.unhealthy = Some("http://127.0.0.1:9/health answered 503".into());
+        r.batches = Some(BatchRecord {
+            size: Some(5),
+            until_empty: true,
+            max_duration_seconds: Some(3600),
+            count: 0,
+            stopped_by: "unhealthy",
+        });
+        insta::assert_snapshot!("redrive-run-unhealthy", human(&r));
+        let mut r = run_report();
+        r.batches = Some(BatchRecord {
+            size: Some(5),
+            until_empty: true,
+            max_duration_seconds: Some(3600),
+            count: 1,
+            stopped_by: "max-duration",
+        });
+        insta::assert_snapshot!("redrive-run-max-duration", human(&r));
+        for r in [
+            run_report(),
+            Report {
+                batches: Some(BatchRecord {
+                    size: Some(5),
+                    until_empty: true,
+                    max_duration_seconds: Some(3600),
+                    count: 4,
+                    stopped_by: "empty",
+                }),
+                ..run_report()
+            },
+        ] {
+            assert!(
+                human(&r).starts_with("Redrive complete: 5 moved"),
+                "{}",
+                human(&r)
+            );
+        }
+    }
+
+    /// Issue 52, H4: a run knows its own copies back in the DLQ by their stamp (every
+    /// batch's), or on SQS by the id a copy was sent under; each is counted once.
+    #[test]
+    fn a_run_knows_its_own_copies_and_counts_each_back_once() {
+        let run = Copies::new("ops@host pid 1");
+        let other = Copies::new("ops@host pid 1");
+        assert_ne!(run.stamp, other.stamp, "each run its own stamp");
+        let (a, b) = (run.next(), run.next());
+        assert_ne!(a, b);
+        let header = |v: &str| vec![(envelope::REDRIVE_RUN.to_owned(), v.to_owned())];
+        let m = |id: &str, headers| Message {
+            id: id.into(),
+            headers,
+            ..Message::default()
+        };
+        assert_eq!(run.ours_message(&m("x", header(&a))), Some(a.clone()));
+        assert_eq!(run.ours_message(&m("x", header(&other.next()))), None);
+        assert_eq!(run.ours_message(&m("x", header(&run.stamp))), None);
+        assert_eq!(run.ours_message(&m("x", Vec::new())), None);
+        run.sent_as("sqs-copy-1");
+        assert_eq!(
+            run.ours_message(&m("sqs-copy-1", Vec::new())),
+            Some("sqs-copy-1".to_owned())
+        );
+        let t = Tally::default();
+        run.came_back(a.clone(), &t);
+        run.came_back(a, &t);
+        run.came_back(b, &t);
+        assert_eq!(t.came_back.load(Ordering::Relaxed), 2);
+        // A copy's headers never carry an earlier run's stamp.
+        let out = moved_headers(&header("old/1"), &[], &HeaderRules::default());
+        assert!(
+            out.iter().all(|(k, _)| k != envelope::REDRIVE_RUN),
+            "{out:?}"
         );
     }
 }

@@ -27,6 +27,12 @@ pub const VERSION: u32 = 1;
 /// Written by `dlqctl redrive` on every message it moves back.
 pub const REDRIVE_COUNT: &str = "dlq-redrive-count";
 
+/// Written by `dlqctl redrive` on every copy it makes (but on SQS, whose 10 message
+/// attributes a copy could overflow: there the copy's message id serves): the run that made
+/// it, so that the run knows its own copies when they fail again and come back
+/// ([`crate::redrive::Copies`]).
+pub const REDRIVE_RUN: &str = "dlq-redrive-run";
+
 /// What the envelope says of one message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {

@@ -239,6 +239,13 @@ impl Mover {
                 break;
             }
             let m = super::status::message(&locked, &dest.source);
+            if let Some(key) = run.copies.ours_message(&m) {
+                // A copy this run sent (in this batch or an earlier one), failed again and
+                // back: handed back, not moved a second time.
+                run.copies.came_back(key, &run.tally);
+                left.held.push(locked);
+                continue;
+            }
             let (d, edit) = decide_copy(&run.select, &m, crate::status::now_ms());
             run.tally.add(&d);
             if d != Decision::Move {
@@ -288,7 +295,11 @@ impl Mover {
                         .any(|d| k.eq_ignore_ascii_case(d))
                 })
                 .collect();
-            let custom = moved_headers(&own, &[], &r.headers);
+            let mut custom = moved_headers(&own, &[], &r.headers);
+            custom.push((
+                crate::status::envelope::REDRIVE_RUN.to_owned(),
+                run.copies.next(),
+            ));
             let broker: Map<String, Value> = locked
                 .broker
                 .iter()

@@ -44,7 +44,7 @@ use crate::redrive::transform::Edit;
 use crate::redrive::{self, Decision, Run};
 use crate::spec::resolve::Resolved;
 use crate::spec::resolve::headers::HeaderRules;
-use crate::status::envelope::REDRIVE_COUNT;
+use crate::status::envelope::{REDRIVE_COUNT, REDRIVE_RUN};
 use crate::status::now_ms;
 
 /// Records sent before their deliveries are awaited and their offsets committed.
@@ -294,6 +294,26 @@ impl Mover {
                     *behind += 1;
                     continue;
                 }
+                let stamp = m.headers().and_then(|h| {
+                    h.iter()
+                        .find(|x| x.key.eq_ignore_ascii_case(REDRIVE_RUN))
+                        .and_then(|x| x.value)
+                        .and_then(|v| std::str::from_utf8(v).ok())
+                        .map(str::to_owned)
+                });
+                if let Some(key) = stamp.and_then(|v| {
+                    run.copies
+                        .ours("", std::iter::once((REDRIVE_RUN, v.as_str())))
+                }) {
+                    // A copy this run produced (in this batch or an earlier one), failed
+                    // again and back: left in the DLT, as a record not chosen is, not moved
+                    // a second time.
+                    run.copies.came_back(key, &run.tally);
+                    if !scattered {
+                        blocked.insert(p, (offset, 0));
+                    }
+                    continue;
+                }
                 // The whole payload: a declared envelope may point into it.
                 let msg = super::status::record(&m, usize::MAX);
                 let (d, edit) = redrive::decide_copy(&run.select, &msg, now_ms());
@@ -324,7 +344,7 @@ impl Mover {
                     archived.push((p, offset, msg));
                     continue;
                 }
-                let headers = copy_headers(m.headers(), rules, &edit);
+                let headers = copy_headers(m.headers(), rules, &edit, &run.copies.next());
                 let mut record = FutureRecord::to(dest).headers(headers);
                 if let Some(k) = m.key() {
                     record = record.key(k);
@@ -610,6 +630,7 @@ fn copy_headers(
     h: Option<&rdkafka::message::BorrowedHeaders>,
     rules: &HeaderRules,
     edit: &Edit,
+    stamp: &str,
 ) -> OwnedHeaders {
     let mut count: u32 = 0;
     let mut out = OwnedHeaders::new();
@@ -635,6 +656,9 @@ fn copy_headers(
                 .unwrap_or(0);
             continue;
         }
+        if x.key.eq_ignore_ascii_case(REDRIVE_RUN) {
+            continue;
+        }
         if DROP.iter().any(|d| x.key.starts_with(d)) || rules.sheds(x.key) {
             continue;
         }
@@ -644,9 +668,16 @@ fn copy_headers(
         });
     }
     let n = (count + 1).to_string();
-    out.insert(Header {
+    let out = out.insert(Header {
         key: REDRIVE_COUNT,
         value: Some(n.as_bytes()),
+    });
+    if stamp.is_empty() {
+        return out;
+    }
+    out.insert(Header {
+        key: REDRIVE_RUN,
+        value: Some(stamp.as_bytes()),
     })
 }
 
@@ -682,6 +713,8 @@ mod tests {
             allow_unowned: false,
             service_task: false,
             archive: None,
+            copies: std::sync::Arc::default(),
+            keep_lock: false,
         }
     }
 

@@ -197,6 +197,44 @@ pub trait Redrive: Connected {
     /// Moves what `run` selects from the channel's dead-letter queue; `run.tally` counts what
     /// happened, also when this fails part-way.
     fn redrive(&self, r: &Resolved, run: &Run) -> impl Future<Output = Result<(), Self::Error>>;
+
+    /// Between two batches of one run (`run.keep_lock`): holds the DLQ's redrive lock until
+    /// the returned [`Lease`] is released, so that no other redrive or archive of the DLQ
+    /// starts during the pause, the health checks or `--verify-for`. A backend whose lock
+    /// `redrive` leaves held when `run.keep_lock` (SQS's tag) has nothing more to hold.
+    fn hold(&self, r: &Resolved, run: &Run) -> impl Future<Output = Result<Lease, Self::Error>> {
+        let _ = (r, run);
+        async { Ok(Lease::default()) }
+    }
+
+    /// The run is over: releases what `redrive` left held because of `run.keep_lock`.
+    fn release(&self, r: &Resolved, run: &Run) -> impl Future<Output = Result<(), Self::Error>> {
+        let _ = (r, run);
+        async { Ok(()) }
+    }
+}
+
+/// What holds a DLQ's redrive lock between two batches ([`Redrive::hold`]): released by
+/// [`Lease::release`] (dropped, the backend's connection closes when the process ends).
+#[derive(Default)]
+pub struct Lease {
+    close: Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl Lease {
+    /// A lease released by running `close`.
+    pub fn closing(close: impl Future<Output = ()> + Send + 'static) -> Self {
+        Lease {
+            close: Some(Box::pin(close)),
+        }
+    }
+
+    /// Lets the lock go (the next batch takes it at once).
+    pub async fn release(self) {
+        if let Some(c) = self.close {
+            c.await;
+        }
+    }
 }
 
 /// `redrive --from-archive`: publishes archived messages to the channel's main queue or topic

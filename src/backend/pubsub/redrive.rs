@@ -26,6 +26,7 @@ use crate::backend::kit::errors::MoveError;
 use crate::backend::wire::http::WriteHttp;
 use crate::redrive::{Decision, Pace, Run, decide_copy, moved_headers};
 use crate::spec::resolve::Resolved;
+use crate::status::envelope;
 
 /// Messages per pull.
 const BATCH: usize = 100;
@@ -109,6 +110,13 @@ impl Mover {
                     continue;
                 }
                 new += 1;
+                if let Some(key) = run.copies.ours_message(&m) {
+                    // A copy this run published (in this batch or an earlier one), failed
+                    // again and back: handed back, not moved a second time.
+                    run.copies.came_back(key, &run.tally);
+                    back.push(ack.to_owned());
+                    continue;
+                }
                 let (d, edit) = decide_copy(&run.select, &m, crate::status::now_ms());
                 run.tally.add(&d);
                 if d != Decision::Move {
@@ -138,14 +146,14 @@ impl Mover {
                 run.tally
                     .chose(m.id.clone(), crate::redrive::since(&run.select, &m));
                 run.tally.edited(&m.id, &edit);
-                let attributes: Map<String, Value> = moved_headers(
+                let mut attributes = moved_headers(
                     &edit.headers(&m.headers),
                     &["CloudPubSubDeadLetter*"],
                     &r.headers,
-                )
-                .into_iter()
-                .map(|(k, v)| (k, json!(v)))
-                .collect();
+                );
+                attributes.push((envelope::REDRIVE_RUN.to_owned(), run.copies.next()));
+                let attributes: Map<String, Value> =
+                    attributes.into_iter().map(|(k, v)| (k, json!(v))).collect();
                 let published = self
                     .post(
                         "POST topics/{topic}:publish",

@@ -68,6 +68,10 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(15);
 /// AMQP heartbeat asked for, in seconds (unless the URL sets one): a stalled broker is
 /// noticed in about twice this.
 const HEARTBEAT: u16 = 10;
+/// How long a run that found messages held by another consumer at its start waits, after
+/// it closed its own channel, for the management API's statistics to say whether they still
+/// are (they refresh every 5 s by default).
+const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(7);
 /// Headers the copy does not carry: the attempt history, the broker's and the consumer's
 /// (docs/rabbitmq.md, consumer contract: `dlq-attempts` first, else `x-death`), and what the
 /// broker stamps on a delivery: a quorum queue's `x-delivery-count` (kept, a consumer
@@ -147,7 +151,14 @@ impl Mover {
                 "not redriving `{dlq}`: {why}. A redrive hands back what it does not move, which counts as a delivery too"
             )));
         }
-        if let Some(holder) = holder(&q) {
+        // Held unacknowledged by another consumer as the run starts (the management API's
+        // statistics): this run cannot examine those, and its count of what is left, made on
+        // its own channel, cannot see them.
+        let held_elsewhere = q
+            .get("messages_unacknowledged")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if let Some(holder) = holder(&q).filter(|h| *h != run.holder) {
             return Err(MoveError(format!(
                 "queue `{dlq}` is being redriven already, by {holder}; wait for it to finish"
             )));
@@ -228,9 +239,6 @@ impl Mover {
         let mut taken: u64 = 0;
         let mut recounts = 0;
         let mut examined_then = 0;
-        // The ids of what this run published, to know its own copies when they come back
-        // (recorded at the publish: a copy may come back before its batch is settled).
-        let mut moved_here: std::collections::HashSet<String> = std::collections::HashSet::new();
         let stage = Stage {
             mover: self,
             r,
@@ -405,10 +413,11 @@ impl Mover {
                     unacked += 1;
                     taken += 1;
                     let tag_of = next.delivery_tag;
-                    if recounts > 0 && moved_here.contains(&audit_id(&next)) && is_copy(&next) {
-                        // A copy this run moved, failed again and back: not moved a second
-                        // time (`--verify-for` watches for these, the next run takes them).
-                        run.tally.came_back.fetch_add(1, ordering);
+                    if let Some(key) = ours(&next, run) {
+                        // A copy this run (this batch or an earlier one) moved, failed again
+                        // and back: not moved a second time (`--verify-for` watches for
+                        // these, the next run takes them).
+                        run.copies.came_back(key, &run.tally);
                         keep(&mut kept_from, tag_of);
                         consuming.hold();
                         continue;
@@ -486,14 +495,19 @@ impl Mover {
                     } else {
                         route.clone().unwrap_or_else(|| original_key(&next, r))
                     };
-                    let props = copy_properties(&next.properties, &self.user, &r.headers, &edit);
+                    let props = copy_properties(
+                        &next.properties,
+                        &self.user,
+                        &r.headers,
+                        &edit,
+                        &run.copies.next(),
+                    );
                     let print = edit
                         .body
                         .as_ref()
                         .map(|b| redrive::body_print(b, b.len() as u64));
                     match publish(&to_ch, &exchange, &key, edit.body(&next.data), props) {
                         Ok(sending) => {
-                            moved_here.insert(id.clone());
                             batch.published.push(Published {
                                 delivery: next,
                                 id,
@@ -588,7 +602,90 @@ impl Mover {
         let _ = to_ch.close(200, "redrive done".into()).await;
         let _ = ch.close(200, "redrive done".into()).await;
         let _ = conn.close(200, "redrive done".into()).await;
+        if held_elsewhere > 0 {
+            self.held_elsewhere(vhost, dlq, run).await;
+        }
         result
+    }
+
+    /// Another consumer held messages of `dlq` unacknowledged as the run started: once this
+    /// run's channel is closed, the management API is asked until its statistics (refreshed
+    /// every few seconds) say none is held any more, for [`HELD_WAIT`] at most. Still held:
+    /// the run was not complete, and what is left is counted with them, from the
+    /// statistics (issue 52, M11: never "exact" or "complete" while some are held).
+    async fn held_elsewhere(&self, vhost: &str, dlq: &str, run: &Run) {
+        let until = std::time::Instant::now() + HELD_WAIT;
+        let mut held = None;
+        loop {
+            if let Ok(q) = self.queue(vhost, dlq).await {
+                held = q.get("messages_unacknowledged").and_then(Value::as_u64);
+            }
+            if held == Some(0) || std::time::Instant::now() >= until {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        let Some(n) = held.filter(|n| *n > 0) else {
+            return;
+        };
+        let ordering = std::sync::atomic::Ordering::Relaxed;
+        if let Some(left) = run.tally.left() {
+            run.tally.left.store(left + n, ordering);
+        }
+        run.tally.left_statistics.store(true, ordering);
+        let (s, are, were) = if n == 1 {
+            ("", "is", "was")
+        } else {
+            ("s", "are", "were")
+        };
+        run.tally.incomplete(format!(
+            "{n} message{s} of `{dlq}` {are} held unacknowledged by another consumer (the management API's messages_unacknowledged) and {were} not examined; what that consumer does not acknowledge goes back to the queue when it rejects or closes: run it again then"
+        ));
+    }
+
+    /// Between two batches of a run: the DLQ's exclusive consumer, under the run's tag, on a
+    /// connection of its own, with a prefetch of 1 (it holds at most one message, handed
+    /// back at its place when the lease is released, just before the next batch takes the
+    /// queue). Another redrive or an archive of the DLQ is refused meanwhile, as during a
+    /// batch (issue 52, M4: the lock used to be free during `--pause`).
+    pub async fn hold(
+        &self,
+        r: &Resolved,
+        run: &Run,
+    ) -> Result<crate::backend::kit::doors::Lease, MoveError> {
+        let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
+        let dlq = r.dead_letter.clone();
+        let uri = with_heartbeat(&format!("{}/{}", self.amqp, seg(vhost)));
+        let fail = |what: &str, e: lapin::Error| {
+            MoveError(format!(
+                "{what} ({} vhost {vhost}): {}",
+                self.shown,
+                lost(&e)
+            ))
+        };
+        let conn = lapin::Connection::connect(&uri, lapin::ConnectionProperties::default())
+            .await
+            .map_err(|e| fail("AMQP connect", e))?;
+        let ch = conn
+            .create_channel()
+            .await
+            .map_err(|e| fail("AMQP channel", e))?;
+        if let Err(e) = ch.basic_qos(1, BasicQosOptions::default()).await {
+            let _ = conn.close(200, "redrive lease refused".into()).await;
+            return Err(fail("basic.qos", e));
+        }
+        let tag = format!("{TAG} {}", run.holder);
+        match consume(&ch, &dlq, &tag).await {
+            Ok(consumer) => Ok(crate::backend::kit::doors::Lease::closing(async move {
+                drop(consumer);
+                let _ = ch.close(200, "redrive lease over".into()).await;
+                let _ = conn.close(200, "redrive lease over".into()).await;
+            })),
+            Err(e) => {
+                let _ = conn.close(200, "redrive lease refused".into()).await;
+                Err(self.refused(vhost, &dlq, e, &fail).await)
+            }
+        }
     }
 
     /// Why the DLQ could not be consumed exclusively: who holds it, if the management API
@@ -656,7 +753,7 @@ impl Mover {
 
     async fn queue(&self, vhost: &str, name: &str) -> Result<Value, MoveError> {
         let path = format!(
-            "/api/queues/{}/{}?columns=name,type,messages_ready,arguments,effective_policy_definition,consumer_details",
+            "/api/queues/{}/{}?columns=name,type,messages_ready,messages_unacknowledged,arguments,effective_policy_definition,consumer_details",
             seg(vhost),
             seg(name)
         );
@@ -1323,14 +1420,22 @@ pub(super) fn lost(e: &lapin::Error) -> String {
     }
 }
 
-/// Whether a delivery is a copy some redrive made (it carries `dlq-redrive-count`).
-fn is_copy(d: &lapin::message::Delivery) -> bool {
-    d.properties.headers().as_ref().is_some_and(|h| {
-        h.inner().keys().any(|k| {
+/// Whether a delivery is a copy this run made (in any of its batches): it carries the run's
+/// stamp ([`redrive::Copies`]).
+fn ours(d: &lapin::message::Delivery, run: &Run) -> Option<String> {
+    let h = d.properties.headers().as_ref()?;
+    let stamp = h
+        .inner()
+        .iter()
+        .find(|(k, _)| {
             k.as_str()
-                .eq_ignore_ascii_case(crate::status::envelope::REDRIVE_COUNT)
+                .eq_ignore_ascii_case(crate::status::envelope::REDRIVE_RUN)
         })
-    })
+        .map(|(_, v)| text(v))?;
+    run.copies.ours(
+        "",
+        std::iter::once((crate::status::envelope::REDRIVE_RUN, stamp.as_str())),
+    )
 }
 
 /// How the audit record names a moved message: its `message_id` property, else `sha256:` of
@@ -1357,6 +1462,7 @@ fn copy_properties(
     user: &str,
     rules: &HeaderRules,
     edit: &Edit,
+    stamp: &str,
 ) -> lapin::BasicProperties {
     let mut props = lapin::BasicProperties::default();
     if let Some(v) = p.content_type() {
@@ -1398,7 +1504,7 @@ fn copy_properties(
     if let Some(v) = p.user_id().as_ref().filter(|u| u.as_str() == user) {
         props = props.with_user_id(v.clone());
     }
-    props.with_headers(moved_headers(p.headers().as_ref(), rules, edit))
+    props.with_headers(moved_headers(p.headers().as_ref(), rules, edit, stamp))
 }
 
 /// The management URL's host with the AMQP port (`amqpUrl` wins), and the same for messages.
@@ -1531,7 +1637,12 @@ fn published_key(headers: &FieldTable, exchange: &str) -> Option<String> {
 /// The copy's headers: `edit` applied (`--transform`: names removed, changed ones set as
 /// long strings, the rest kept as typed), the broker's attempt history dropped, then those
 /// `rules` shed (`deadLetter.redrive` and the default list), `dlq-redrive-count` + 1.
-fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules, edit: &Edit) -> FieldTable {
+fn moved_headers(
+    h: Option<&FieldTable>,
+    rules: &HeaderRules,
+    edit: &Edit,
+    stamp: &str,
+) -> FieldTable {
     let mut out = FieldTable::default();
     let mut count: u32 = 0;
     let set = edit.set.iter().map(|(k, v)| {
@@ -1557,6 +1668,9 @@ fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules, edit: &Edit) -> Fi
             count = redrive::parse_count(&text(v)).unwrap_or(0);
             continue;
         }
+        if name.eq_ignore_ascii_case(crate::status::envelope::REDRIVE_RUN) {
+            continue;
+        }
         let history = ATTEMPT_HISTORY.iter().any(|p| match p.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix),
             None => name.eq_ignore_ascii_case(p),
@@ -1569,6 +1683,12 @@ fn moved_headers(h: Option<&FieldTable>, rules: &HeaderRules, edit: &Edit) -> Fi
         ShortString::from(crate::status::envelope::REDRIVE_COUNT),
         AMQPValue::LongLongInt(i64::from(count) + 1),
     );
+    if !stamp.is_empty() {
+        out.insert(
+            ShortString::from(crate::status::envelope::REDRIVE_RUN),
+            AMQPValue::LongString(stamp.into()),
+        );
+    }
     out
 }
 
@@ -1699,6 +1819,14 @@ impl crate::backend::kit::doors::Redrive for Mover {
     async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
         Mover::redrive(self, r, run).await
     }
+
+    async fn hold(
+        &self,
+        r: &Resolved,
+        run: &Run,
+    ) -> Result<crate::backend::kit::doors::Lease, MoveError> {
+        Mover::hold(self, r, run).await
+    }
 }
 
 #[cfg(test)]
@@ -1749,7 +1877,7 @@ mod tests {
         // Kept, the consumer would count its attempts as spent and dead-letter it at once.
         h.insert("dlq-attempts".into(), AMQPValue::LongLongInt(4));
         h.insert("dlq-redrive-count".into(), AMQPValue::LongInt(2));
-        let out = moved_headers(Some(&h), &HeaderRules::default(), &Edit::default());
+        let out = moved_headers(Some(&h), &HeaderRules::default(), &Edit::default(), "");
         let names: Vec<&str> = out.inner().keys().map(ShortString::as_str).collect();
         assert_eq!(names, ["dlq-error-class", "dlq-redrive-count"]);
         assert_eq!(

@@ -202,8 +202,21 @@ impl Mover {
             };
             self.run(dlq, &url, &mut to, start, run).await
         };
+        if run.keep_lock && result.is_ok() {
+            // More batches follow: the tag stays until the run ends (`release`).
+            return result;
+        }
         let unlocked = self.unlock(dlq, &url, &run.holder).await;
         result.and(unlocked)
+    }
+
+    /// The run is over: its lock tag goes (if it is still its own).
+    pub async fn release(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        let dlq = &r.dead_letter;
+        let Some(url) = self.reader.url(dlq).await.map_err(MoveError::of)? else {
+            return Ok(());
+        };
+        self.unlock(dlq, &url, &run.holder).await
     }
 
     async fn run(
@@ -316,6 +329,20 @@ impl Mover {
                 if group.as_ref().is_some_and(|g| blocked_groups.contains(g)) {
                     // Behind a message of its group that stays: held, not examined.
                     blocked += 1;
+                    seen.insert(m.message_id().unwrap_or_default().to_owned());
+                    held.push(m.receipt_handle().unwrap_or_default().to_owned());
+                    continue;
+                }
+                if let Some(key) = run
+                    .copies
+                    .ours(m.message_id().unwrap_or_default(), std::iter::empty())
+                {
+                    // A copy this run sent (in this batch or an earlier one), failed again
+                    // and back: left in the DLQ, not moved a second time.
+                    run.copies.came_back(key, &run.tally);
+                    if let Some(g) = group {
+                        blocked_groups.insert(g);
+                    }
                     seen.insert(m.message_id().unwrap_or_default().to_owned());
                     held.push(m.receipt_handle().unwrap_or_default().to_owned());
                     continue;
@@ -743,6 +770,10 @@ impl Mover {
             .iter()
             .filter_map(|s| s.id().parse().ok())
             .collect();
+        // The copies' own ids: SQS keeps them when a redrive policy brings a copy back.
+        for s in sent.successful() {
+            run.copies.sent_as(s.message_id());
+        }
         let deletes: Vec<DeleteMessageBatchRequestEntry> = chosen
             .iter()
             .enumerate()
@@ -814,6 +845,7 @@ impl Mover {
     /// Tags the DLQ as held by `holder`, after checking nobody else holds it.
     async fn lock(&self, dlq: &str, url: &str, holder: &str) -> Result<(), MoveError> {
         if let Some(other) = self.lock_holder(dlq).await?
+            && other != holder
             && !stale(&other)
         {
             return Err(MoveError(format!(
@@ -1100,6 +1132,10 @@ impl crate::backend::kit::doors::Connected for Mover {
 impl crate::backend::kit::doors::Redrive for Mover {
     async fn redrive(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
         Mover::redrive(self, r, run).await
+    }
+
+    async fn release(&self, r: &Resolved, run: &Run) -> Result<(), MoveError> {
+        Mover::release(self, r, run).await
     }
 }
 
