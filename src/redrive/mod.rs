@@ -2032,6 +2032,7 @@ mod tests {
             unhealthy: None,
             from: None,
             archive: None,
+            health: None,
         }
     }
 
