@@ -259,6 +259,41 @@ fn scenario(b: &Backend<'_>) {
         );
     }
 
+    // A replay killed part-way (its ledger never finished: what it set out to publish is
+    // unsure) stops the next one, naming the ledger, until --replay-again (issue 52, M10).
+    let ledgers = dir.path().join(&b.ws.channel).join("replays");
+    let ledger = std::fs::read_dir(&ledgers)
+        .expect("the replay's ledger")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a ledger");
+    let mut l: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ledger).expect("ledger")).expect("json");
+    assert_eq!(l["kind"], "dlqctl/archive-replay", "{l:#}");
+    assert_eq!(l["replayed"].as_array().map(Vec::len), Some(ids), "{l:#}");
+    l["unsure"] = l["replayed"].take();
+    l["replayed"] = serde_json::json!([]);
+    l["complete"] = false.into();
+    std::fs::write(&ledger, serde_json::to_vec(&l).expect("json")).expect("ledger");
+    let out = b.ws.run(&[
+        "redrive",
+        b.ws.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--from-archive",
+        arch,
+    ]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("may or may not have been published")
+            && out.stderr.contains(&ledger.display().to_string())
+            && out.stderr.contains("--replay-again"),
+        "{}",
+        out.stderr
+    );
+    assert!((b.take_main)(0).is_empty(), "nothing published");
+
     // --class and --limit select.
     let (code, doc, err) = redrive(
         b.ws,
