@@ -662,6 +662,7 @@ impl Session<'_> {
                     .unwrap_or_default(),
                 None => Seen::default(),
             };
+            let first = copies.made();
             let before = depth.map(|d| d.saturating_sub(self.report.moved));
             let progress = progress(Arc::clone(&tally), before, *printer);
             result = mover.redrive(r, &run).await;
@@ -697,9 +698,15 @@ impl Session<'_> {
             if let Some(v) = ask.verify
                 && moved > 0
             {
-                let back =
-                    watch_for_return(r, &self.reader, &copies, (&held, &tally.prints()), v, &stop)
-                        .await;
+                let back = watch_for_return(
+                    r,
+                    &self.reader,
+                    &copies,
+                    (&held, &tally.prints(), first),
+                    v,
+                    &stop,
+                )
+                .await;
                 let percent = back.len() as f64 * 100.0 / moved as f64;
                 if percent > v.max_redead_percent {
                     self.report.redead = Some(redrive::Redead {
@@ -882,9 +889,13 @@ impl Shown {
 /// [`status::MAX_SCAN`] from the head; SQS: 10) as its [`redrive::body_print`], its id, and
 /// its key when it is a copy this run made ([`redrive::Copies::ours_message`]); and the
 /// depth, when the read saw only part of the DLQ.
+/// One message as [`Seen`] has it: its print, its id, and for a copy this run made its key
+/// and number ([`redrive::Copies::number`]).
+type SeenMessage = (u64, String, Option<(String, u64)>);
+
 #[derive(Debug, Clone, Default)]
 struct Seen {
-    items: Vec<(u64, String, Option<String>)>,
+    items: Vec<SeenMessage>,
     /// The DLQ's depth, when the read did not see every message of it.
     partial_total: Option<u64>,
 }
@@ -913,7 +924,9 @@ async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> 
                 (
                     redrive::body_print(&m.body, m.body_len),
                     status::safe(&m.id),
-                    copies.ours_message(m),
+                    copies
+                        .ours_message(m)
+                        .map(|k| (k.clone(), copies.number(&k).unwrap_or(0))),
                 )
             })
             .collect(),
@@ -933,18 +946,24 @@ async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> 
 ///   counted.
 ///
 /// The ids are those the DLQ has now.
-fn came_back(before: &Seen, moved: &[u64], now: &Seen) -> Vec<String> {
+fn came_back(before: &Seen, moved: &[u64], now: &Seen, first: u64) -> Vec<String> {
     use std::collections::{HashMap, HashSet};
     let keys: HashSet<&str> = before
         .items
         .iter()
-        .filter_map(|(_, _, k)| k.as_deref())
+        .filter_map(|(_, _, k)| k.as_ref().map(|(k, _)| k.as_str()))
         .collect();
+    // This batch's copies only (numbered from `first`): an earlier batch's, back only now,
+    // are not this batch's to count.
     let mut back: Vec<String> = now
         .items
         .iter()
-        .filter(|(_, _, k)| k.as_deref().is_some_and(|k| !keys.contains(k)))
+        .filter(|(_, _, k)| {
+            k.as_ref()
+                .is_some_and(|(k, n)| *n >= first && !keys.contains(k.as_str()))
+        })
         .map(|(_, id, _)| id.clone())
+        .take(moved.len())
         .collect();
     let marked = back.len() as i64;
     let mut sent: HashMap<u64, i64> = HashMap::new();
@@ -998,7 +1017,7 @@ async fn watch_for_return(
     r: &Resolved,
     reader: &Reader,
     copies: &redrive::Copies,
-    (before, moved): (&Seen, &[u64]),
+    (before, moved, first): (&Seen, &[u64], u64),
     v: Verify,
     stop: &AtomicBool,
 ) -> Vec<String> {
@@ -1006,7 +1025,7 @@ async fn watch_for_return(
     let mut back = Vec::new();
     loop {
         if let Some(now) = dlq_prints(r, reader, copies).await {
-            back = came_back(before, moved, &now);
+            back = came_back(before, moved, &now, first);
         }
         let too_many = back.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
         if too_many || stop.load(Ordering::SeqCst) || tokio::time::Instant::now() >= until {
@@ -1377,7 +1396,7 @@ mod tests {
     fn what_was_in_the_dlq_before_the_batch_never_came_back() {
         let p = |b: &str| redrive::body_print(b.as_bytes(), b.len() as u64);
         let at = |b: &str, id: &str| (p(b), id.to_owned(), None);
-        let seen = |items: Vec<(u64, String, Option<String>)>| Seen {
+        let seen = |items: Vec<SeenMessage>| Seen {
             items,
             partial_total: None,
         };
@@ -1385,40 +1404,43 @@ mod tests {
         let before = seen((0..25).map(|i| at("X", &format!("o-{i}"))).collect());
         let moved = vec![p("X"); 5];
         let now = seen(before.items[5..].to_vec());
-        assert!(super::came_back(&before, &moved, &now).is_empty());
+        assert!(super::came_back(&before, &moved, &now, 0).is_empty());
         // Two of them came back (new ids): those two, no more.
         let mut now2 = now.clone();
         now2.items.push(at("X", "c-1"));
         now2.items.push(at("X", "c-2"));
-        assert_eq!(super::came_back(&before, &moved, &now2), ["c-1", "c-2"]);
+        assert_eq!(super::came_back(&before, &moved, &now2, 0), ["c-1", "c-2"]);
         // Ids shared by equal bodies (RabbitMQ's digest): counted by the bodies.
         let before = seen((0..25).map(|_| at("X", "sha256:x")).collect());
         let mut now3 = seen((0..20).map(|_| at("X", "sha256:x")).collect());
-        assert!(super::came_back(&before, &moved, &now3).is_empty());
+        assert!(super::came_back(&before, &moved, &now3, 0).is_empty());
         now3.items.extend((0..7).map(|_| at("X", "sha256:x")));
         assert_eq!(
-            super::came_back(&before, &moved, &now3).len(),
+            super::came_back(&before, &moved, &now3, 0).len(),
             5,
             "at most what moved"
         );
         // Other bodies newly in the DLQ are not the batch's.
-        assert!(super::came_back(&before, &moved, &seen(vec![at("Y", "y-1")])).is_empty());
+        assert!(super::came_back(&before, &moved, &seen(vec![at("Y", "y-1")]), 0).is_empty());
         // A partial read (SQS's 10 of 25, another 10 now): the depth did not grow beyond
         // what stayed, so nothing came back, whatever the samples.
         let part = |ids: std::ops::Range<usize>, total| Seen {
             items: ids.map(|i| at("X", &format!("o-{i}"))).collect(),
             partial_total: Some(total),
         };
-        assert!(super::came_back(&part(0..10, 25), &moved, &part(10..20, 20)).is_empty());
+        assert!(super::came_back(&part(0..10, 25), &moved, &part(10..20, 20), 0).is_empty());
         assert_eq!(
-            super::came_back(&part(0..10, 25), &moved, &part(10..20, 22)).len(),
+            super::came_back(&part(0..10, 25), &moved, &part(10..20, 22), 0).len(),
             2
         );
         // A copy this run made (its stamp, or SQS's id), new since the batch: back exactly,
         // whatever its body; one that was there before is not.
-        let mine = |id: &str, key: &str| (p("Z"), id.to_owned(), Some(key.to_owned()));
-        let before = seen(vec![mine("a", "run/1")]);
-        let now = seen(vec![mine("a", "run/1"), mine("b", "run/7")]);
-        assert_eq!(super::came_back(&before, &moved, &now), ["b"]);
+        let mine = |id: &str, n: u64| (p("Z"), id.to_owned(), Some((format!("run/{n}"), n)));
+        let before = seen(vec![mine("a", 1)]);
+        let now = seen(vec![mine("a", 1), mine("b", 7), mine("c", 3)]);
+        assert_eq!(super::came_back(&before, &moved, &now, 0), ["b", "c"]);
+        // Only this batch's copies (numbered from 5): an earlier batch's, back only now, are
+        // not counted against this one.
+        assert_eq!(super::came_back(&before, &moved, &now, 5), ["b"]);
     }
 }

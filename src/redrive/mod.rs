@@ -552,7 +552,8 @@ pub struct Copies {
     /// This run's stamp: unique per run (the holder, the clock, the process).
     pub stamp: String,
     made: AtomicU64,
-    ids: Mutex<std::collections::HashSet<String>>,
+    /// SQS: each copy's id, and its number (as [`Copies::next`] would have given it).
+    ids: Mutex<std::collections::HashMap<String, u64>>,
     /// The copies seen back so far (each counted once, however many batches see it).
     back: Mutex<std::collections::HashSet<String>>,
 }
@@ -574,7 +575,7 @@ impl Copies {
         Copies {
             stamp: format!("{:016x}", h.finish()),
             made: AtomicU64::new(0),
-            ids: Mutex::new(std::collections::HashSet::new()),
+            ids: Mutex::new(std::collections::HashMap::new()),
             back: Mutex::new(std::collections::HashSet::new()),
         }
     }
@@ -591,9 +592,27 @@ impl Copies {
     /// Notes the id a copy was sent under, where the backend names a copy by the id it
     /// keeps on its way back (SQS).
     pub fn sent_as(&self, id: impl Into<String>) {
+        let n = self.made.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut ids) = self.ids.lock() {
-            ids.insert(id.into());
+            ids.insert(id.into(), n);
         }
+    }
+
+    /// How many copies the run made so far: the number the next one gets. A batch's copies
+    /// are those numbered from what this said as it started ([`Copies::number`]).
+    pub fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    /// The number of the copy [`Copies::ours`] named `key`.
+    pub fn number(&self, key: &str) -> Option<u64> {
+        if let Some(n) = key
+            .strip_prefix(self.stamp.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+        {
+            return n.parse().ok();
+        }
+        self.ids.lock().ok()?.get(key).copied()
     }
 
     /// The copy's key when `headers` carry this run's stamp or `id` is one a copy of it was
@@ -614,7 +633,7 @@ impl Copies {
         }
         self.ids
             .lock()
-            .is_ok_and(|ids| ids.contains(id))
+            .is_ok_and(|ids| ids.contains_key(id))
             .then(|| id.to_owned())
     }
 
