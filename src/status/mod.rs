@@ -341,11 +341,13 @@ pub struct FlowWindow {
 }
 
 impl FlowWindow {
-    /// The dead-letter rate over the window (a fraction), when both counts are known and
-    /// the source had traffic.
+    /// The dead-letter rate over the window (a fraction), when both counts are known, the
+    /// source had traffic and no more was dead-lettered than entered it: more dead letters
+    /// than arrivals are messages that entered earlier (a backlog, a retry loop, a redrive),
+    /// and a "rate" above 100% from them would be a stale figure, not a rate (issue 52, L8).
     pub fn rate(&self) -> Option<f64> {
         match (self.dead_lettered, self.source) {
-            (Some(d), Some(s)) if s > 0 => Some(d as f64 / s as f64),
+            (Some(d), Some(s)) if s > 0 && d <= s => Some(d as f64 / s as f64),
             _ => None,
         }
     }

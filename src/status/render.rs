@@ -94,6 +94,12 @@ fn rate_line(f: &Flow) -> Option<String> {
     let w = f.window.as_ref()?;
     let last = span(w.seconds);
     Some(match (w.dead_lettered, w.source) {
+        (Some(d), Some(s)) if d > s => format!(
+            "none: more dead-lettered ({}) than entered the source ({}) in the last {last}: \
+             these entered earlier (a backlog, a retry loop or a redrive)",
+            thousands(d),
+            thousands(s)
+        ),
         (Some(d), Some(s)) if s > 0 => format!(
             "{:.2}% ({} of {} in the last {last})",
             d as f64 * 100.0 / s as f64,
@@ -1037,4 +1043,46 @@ pub fn openmetrics(report: &Report) -> String {
     );
     out.push_str("# EOF\n");
     out
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+    use crate::status::FlowWindow;
+
+    fn flow(dead_lettered: u64, source: u64) -> Flow {
+        Flow {
+            dead_lettered_total: None,
+            source_total: None,
+            source: None,
+            window: Some(FlowWindow {
+                seconds: 300,
+                dead_lettered: Some(dead_lettered),
+                source: Some(source),
+            }),
+            basis: None,
+            periods: Vec::new(),
+            settles: false,
+        }
+    }
+
+    /// Issue 52, L8: "rate 34666.67% (3,120 of 9)" was printed for a window in which a
+    /// backlog was dead-lettered; more dead letters than arrivals is no rate.
+    #[test]
+    fn more_dead_letters_than_arrivals_is_no_rate_above_100_percent() {
+        let f = flow(3120, 9);
+        let line = rate_line(&f).expect("a window");
+        assert!(!line.contains('%'), "{line}");
+        assert!(
+            line.contains("3,120") && line.contains("entered earlier"),
+            "{line}"
+        );
+        assert_eq!(f.window.as_ref().and_then(FlowWindow::rate), None);
+        let ok = flow(10, 1000);
+        assert_eq!(
+            rate_line(&ok).as_deref(),
+            Some("1.00% (10 of 1,000 in the last 5m)")
+        );
+        assert_eq!(ok.window.as_ref().and_then(FlowWindow::rate), Some(0.01));
+    }
 }
