@@ -931,3 +931,117 @@ fn sqs_encryption_and_policies_made_by_hand_import_and_plan_empty() {
     }
     w.assert_empty_plan(&["imported"], &[], "after import");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 53: adopting the estates teams already run.
+
+/// Asserts a plan of `imported` shows a change (exit 2) naming `field`.
+fn assert_plan_shows(w: &World, field: &str, context: &str) {
+    let p = w.run(&["plan", "imported", "--detailed-exitcode"]);
+    assert_eq!(p.code, 2, "{context}: a change\n{}{}", p.stdout, p.stderr);
+    assert!(
+        p.stdout.contains(field),
+        "{context}: the plan names `{field}`\n{}",
+        p.stdout
+    );
+}
+
+/// The most common hand-made RabbitMQ shape: a main queue whose x-arguments dead-letter
+/// through the default exchange (`x-dead-letter-exchange: ""`) straight into its DLQ, no retry
+/// queue. This is what dramatiq's RabbitMQ broker declares (dramatiq/brokers/rabbitmq.py,
+/// `_build_queue_arguments`: `x-dead-letter-exchange: ""`, `x-dead-letter-routing-key:
+/// xq_name(queue)` = `<queue>.XQ`, and the `.XQ` queue with `x-message-ttl` = its
+/// `dead_message_ttl`, 7 days by default), and faststream's and most tutorials' DLQ set-ups.
+/// The same by a policy named after the queue. Before issue 53 import said "fits no channel:
+/// no dead-letter routing ties it to a retry loop or a delivery limit".
+/// Imported: lint without error, plan empty, the graph draws main → DLQ, and a hand-made change
+/// to the live routing key shows in the plan.
+#[test]
+fn rabbitmq_a_queue_dead_lettering_through_the_default_exchange_imports_and_plans_empty() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (main, xq) = (format!("{s}.default"), format!("{s}.default.XQ"));
+    let (p_main, p_dlq) = (format!("{s}.mailer"), format!("{s}.mailer.dlq"));
+    block(async {
+        declare_queue(&xq, json!({"x-message-ttl": 604_800_000})).await;
+        declare_queue(
+            &main,
+            json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": xq}),
+        )
+        .await;
+        declare_queue(&p_dlq, json!({})).await;
+        api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/policies/%2F/{p_main}"),
+            json!({"pattern": format!("^{}$", p_main.replace('.', "\\.")), "apply-to": "queues", "priority": 10,
+                   "definition": {"dead-letter-exchange": "", "dead-letter-routing-key": p_dlq}}),
+        )
+        .await;
+        declare_queue(&p_main, json!({})).await;
+    });
+    wait_for_policy(&p_main);
+
+    let o = w.import("local-rabbitmq", &[]);
+    let text = w.imported_text();
+    assert!(
+        !o.stderr.contains("fits no channel"),
+        "every queue is in a channel\n{}\n{text}",
+        o.stderr
+    );
+    assert!(text.contains("maxAttempts: 1"), "{text}");
+    assert!(text.contains("name: \"{channel}.XQ\""), "{text}");
+    w.assert_empty_plan(&["imported"], &[], "a default-exchange DLX after import");
+    let g = w.ok(&["graph", "imported"]);
+    assert!(
+        g.stdout.contains(&xq) && !g.stdout.contains("retry"),
+        "the graph draws main → DLQ\n{}",
+        g.stdout
+    );
+
+    // A hand-made change to one live field shows in the plan.
+    support::rabbit::delete_queue(&main);
+    block(declare_queue(
+        &main,
+        json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": format!("{s}.elsewhere")}),
+    ));
+    assert_plan_shows(&w, "x-dead-letter-routing-key", "a changed routing key");
+}
+
+/// Issue 52's L10 and issue 53: a hand-written one-attempt channel (`retry.maxAttempts: 1`,
+/// no `deadLetterExchange`) dead-letters into its DLQ through the default exchange: its main
+/// queue carries the dead-letter settings (it used to get none, so a reject dropped the message
+/// and every redrive was refused), and `deadLetterExchange: {name: ""}` says the same thing.
+#[test]
+fn rabbitmq_a_one_attempt_channel_dead_letters_into_its_dlq() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    for (n, extra) in [
+        ("plain", ""),
+        ("args", "  rabbitmq: {dlx: arguments}\n"),
+        ("named", "  rabbitmq: {deadLetterExchange: {name: \"\"}}\n"),
+    ] {
+        let spec = format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {s}.{n}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 1}}\n{extra}"
+        );
+        std::fs::write(w.path().join("specs").join(format!("{n}.yaml")), spec).expect("spec");
+    }
+    let l = w.run(&["lint", "specs"]);
+    l.ok_with("one-attempt specs lint".to_owned());
+    w.ok(&["apply", "specs", "--auto-approve"]);
+    for n in ["plain", "named"] {
+        support::rabbit::wait_for(&format!("{s}.{n}"), "effective_policy_definition", "dead-lettered into its DLQ", |q| {
+            q["effective_policy_definition"]["dead-letter-exchange"] == json!("")
+                && q["effective_policy_definition"]["dead-letter-routing-key"]
+                    == json!(format!("{s}.{n}.dlq"))
+        });
+    }
+    support::rabbit::wait_for(&format!("{s}.args"), "arguments", "dead-lettered into its DLQ", |q| {
+        q["arguments"]["x-dead-letter-exchange"] == json!("")
+            && q["arguments"]["x-dead-letter-routing-key"] == json!(format!("{s}.args.dlq"))
+    });
+    w.assert_empty_plan_of(&["specs"], &[], "one-attempt channels after apply", String::new);
+}
