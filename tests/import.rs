@@ -1045,3 +1045,66 @@ fn rabbitmq_a_one_attempt_channel_dead_letters_into_its_dlq() {
     });
     w.assert_empty_plan_of(&["specs"], &[], "one-attempt channels after apply", String::new);
 }
+
+/// Dead-letter exchanges without a dead-letter routing key (issue 53): a fanout DLX bound to
+/// the DLQ (Celery/kombu set-ups declare `x-dead-letter-exchange` alone, e.g.
+/// asengardeon/celery-rabbitmq-poc application/broker/queues.py: `queue_arguments=
+/// {'x-dead-letter-exchange': f'dlq_{name}_exchange'}`), and a direct DLX that routes a dead
+/// letter by the key it was published with (the DLQ bound with the main queue's name). Import
+/// said "a spec always sets one"; now `keepRoutingKey: true`, lint without error, plan empty,
+/// and a hand-made change to the DLQ's binding shows in the plan.
+#[test]
+fn rabbitmq_dead_letter_exchanges_without_a_routing_key_import_and_plan_empty() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (f_main, f_dlq, f_dlx) = (
+        format!("{s}.tasks"),
+        format!("{s}.tasks.dlq"),
+        format!("{s}.dlq_tasks_exchange"),
+    );
+    let (d_main, d_dlq, d_dlx) = (
+        format!("{s}.orders"),
+        format!("{s}.orders.dead"),
+        format!("{s}.orders.dlx"),
+    );
+    block(async {
+        declare_exchange(&f_dlx, "fanout").await;
+        declare_queue(&f_dlq, json!({})).await;
+        bind(&f_dlx, &f_dlq, "").await;
+        declare_queue(&f_main, json!({"x-dead-letter-exchange": f_dlx})).await;
+        declare_exchange(&d_dlx, "direct").await;
+        declare_queue(&d_dlq, json!({})).await;
+        bind(&d_dlx, &d_dlq, &d_main).await;
+        declare_queue(&d_main, json!({"x-dead-letter-exchange": d_dlx})).await;
+    });
+    let o = w.import("local-rabbitmq", &[]);
+    let text = w.imported_text();
+    assert!(
+        !o.stderr.contains("fits no channel"),
+        "every object is in a channel\n{}\n{text}",
+        o.stderr
+    );
+    assert_eq!(text.matches("keepRoutingKey: true").count(), 2, "{text}");
+    assert!(text.contains("type: fanout"), "{text}");
+    w.assert_empty_plan(&["imported"], &[], "DLXs without a routing key after import");
+    let g = w.ok(&["graph", "imported"]);
+    assert!(
+        g.stdout.contains(&f_dlx) && g.stdout.contains(&d_dlx),
+        "the graph draws each dead-letter exchange\n{}",
+        g.stdout
+    );
+
+    // A hand-made change: the direct DLQ bound by another key.
+    block(async {
+        api_ok(
+            reqwest::Method::DELETE,
+            &format!("/api/bindings/%2F/e/{d_dlx}/q/{d_dlq}/{d_main}"),
+            json!(null),
+        )
+        .await;
+        bind(&d_dlx, &d_dlq, "other").await;
+    });
+    assert_plan_shows(&w, &d_dlq, "a DLQ bound by another key");
+}

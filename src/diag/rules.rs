@@ -166,6 +166,8 @@ pub const RULES: &[Rule] = &[
         "`retryModel: deliveryLimit` needs `queueType: quorum`: classic queues have no delivery limit."),
     rule("rabbitmq/dlx-consumer-publishes", I, "A dead-letter exchange the broker does not send to",
         "In policy mode with retry queues, a rejected message goes round the retry loop, not through `rabbitmq.deadLetterExchange`: the consumer publishes it there after the last attempt. With `dlx: arguments` a reject goes through the exchange."),
+    rule("rabbitmq/dlx-default-exchange", E, "The default exchange as a dead-letter exchange, with what it cannot do",
+        "`deadLetterExchange: {name: \"\"}` is RabbitMQ's default exchange: it routes a dead letter to the queue its routing key names, so the key must be the DLQ's name (leave `routingKey` unset); it has no type, no bindings, and cannot keep the message's own key."),
     rule("rabbitmq/dlx-exchange-type", E, "A `headers` dead-letter exchange",
         "`rabbitmq.deadLetterExchange` routes dead letters by their dead-letter routing key, which a `headers` exchange ignores; use `direct`, `topic` or `fanout`."),
     rule("rabbitmq/ttl-range", E, "A RabbitMQ TTL beyond 2^32-1 ms",
