@@ -99,7 +99,10 @@ impl World {
         let doc: serde_json::Value = serde_json::from_str(&lint.stdout).expect("lint JSON");
         // Import never silences lint (issue 53): no `lint.allow` is written, and the risks
         // found live stay warnings, each said in the file's header with its fix.
-        assert!(!text.contains("\n  lint:"), "import writes no lint.allow\n{text}");
+        assert!(
+            !text.contains("\n  lint:"),
+            "import writes no lint.allow\n{text}"
+        );
         for d in doc["diagnostics"].as_array().expect("diagnostics") {
             if d["severity"] == "info" {
                 continue;
@@ -1047,17 +1050,32 @@ fn rabbitmq_a_one_attempt_channel_dead_letters_into_its_dlq() {
     l.ok_with("one-attempt specs lint".to_owned());
     w.ok(&["apply", "specs", "--auto-approve"]);
     for n in ["plain", "named"] {
-        support::rabbit::wait_for(&format!("{s}.{n}"), "effective_policy_definition", "dead-lettered into its DLQ", |q| {
-            q["effective_policy_definition"]["dead-letter-exchange"] == json!("")
-                && q["effective_policy_definition"]["dead-letter-routing-key"]
-                    == json!(format!("{s}.{n}.dlq"))
-        });
+        support::rabbit::wait_for(
+            &format!("{s}.{n}"),
+            "effective_policy_definition",
+            "dead-lettered into its DLQ",
+            |q| {
+                q["effective_policy_definition"]["dead-letter-exchange"] == json!("")
+                    && q["effective_policy_definition"]["dead-letter-routing-key"]
+                        == json!(format!("{s}.{n}.dlq"))
+            },
+        );
     }
-    support::rabbit::wait_for(&format!("{s}.args"), "arguments", "dead-lettered into its DLQ", |q| {
-        q["arguments"]["x-dead-letter-exchange"] == json!("")
-            && q["arguments"]["x-dead-letter-routing-key"] == json!(format!("{s}.args.dlq"))
-    });
-    w.assert_empty_plan_of(&["specs"], &[], "one-attempt channels after apply", String::new);
+    support::rabbit::wait_for(
+        &format!("{s}.args"),
+        "arguments",
+        "dead-lettered into its DLQ",
+        |q| {
+            q["arguments"]["x-dead-letter-exchange"] == json!("")
+                && q["arguments"]["x-dead-letter-routing-key"] == json!(format!("{s}.args.dlq"))
+        },
+    );
+    w.assert_empty_plan_of(
+        &["specs"],
+        &[],
+        "one-attempt channels after apply",
+        String::new,
+    );
 }
 
 /// Dead-letter exchanges without a dead-letter routing key (issue 53): a fanout DLX bound to
@@ -1102,7 +1120,11 @@ fn rabbitmq_dead_letter_exchanges_without_a_routing_key_import_and_plan_empty() 
     );
     assert_eq!(text.matches("keepRoutingKey: true").count(), 2, "{text}");
     assert!(text.contains("type: fanout"), "{text}");
-    w.assert_empty_plan(&["imported"], &[], "DLXs without a routing key after import");
+    w.assert_empty_plan(
+        &["imported"],
+        &[],
+        "DLXs without a routing key after import",
+    );
     let g = w.ok(&["graph", "imported"]);
     assert!(
         g.stdout.contains(&f_dlx) && g.stdout.contains(&d_dlx),

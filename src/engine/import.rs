@@ -149,9 +149,8 @@ fn check(
         })
         .collect();
     if !risks.is_empty() {
-        comments.push(
-            "dlqctl lint warns about these risks of the live state as it was found:".into(),
-        );
+        comments
+            .push("dlqctl lint warns about these risks of the live state as it was found:".into());
         for r in risks {
             comments.push(format!("  {r}"));
         }

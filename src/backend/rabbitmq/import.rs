@@ -551,7 +551,11 @@ fn dlx_binding<'q>(
         [(d, k)] => Ok((d, k.clone())),
         [] => Err(format!(
             "it dead-letters through exchange {exchange} {with}, but no queue is bound to it{}",
-            if key.is_some() && !fanout { " with that key" } else { "" }
+            if key.is_some() && !fanout {
+                " with that key"
+            } else {
+                ""
+            }
         )),
         _ => {
             let mut queues: Vec<&str> = to.iter().map(|(d, _)| *d).collect();

@@ -79,7 +79,9 @@ fn check_dead_letter_exchange(
         );
     }
     if doc.locs.has("/spec/rabbitmq/deadLetterExchange/routingKey")
-        && doc.locs.has("/spec/rabbitmq/deadLetterExchange/keepRoutingKey")
+        && doc
+            .locs
+            .has("/spec/rabbitmq/deadLetterExchange/keepRoutingKey")
     {
         out.push(
             Diagnostic::error(

@@ -239,10 +239,12 @@ mod tests {
         let same = found("4d", "4d");
         assert_eq!(same.len(), 1, "{same:?}");
         assert_eq!(same[0].rule, "sqs/dlq-retention");
+        // A warning with its fix, not an error: estates made this way must stay adoptable.
+        assert_eq!(same[0].severity, crate::diag::Severity::Warning);
         assert_eq!(
             same[0].hint.as_deref(),
             Some(
-                "make `spec.deadLetter.discard.after` longer than `spec.retention` (14d is the SQS maximum)"
+                "raise the DLQ's retention (`spec.deadLetter.discard.after`) above the source's (`spec.retention`; 14d is the SQS maximum), or archive with `deadLetter.archive`"
             )
         );
         assert_eq!(
@@ -263,7 +265,7 @@ mod tests {
         assert_eq!(
             max[0].hint.as_deref(),
             Some(
-                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`"
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`, or archive with `deadLetter.archive`"
             )
         );
         // A source retention SQS refuses is reported as such, not compared.
