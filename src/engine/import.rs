@@ -23,7 +23,7 @@ use crate::backend::{BackendError, Reader};
 use crate::diag::Severity;
 use crate::plan::{self, Action};
 use crate::resource::{Desired, Live, ResourceId};
-use crate::spec::model::{Channel, LintOptions, Target};
+use crate::spec::model::{Channel, Target};
 use crate::spec::{load, resolve, rules};
 
 /// Warnings that ask for a decision only a person can write down: import leaves them
@@ -109,57 +109,50 @@ fn check(
             .retain(|k, _| !c.unreadable.iter().any(|u| k.starts_with(u.as_str())));
         findings.extend(compare(&d, c.live.get(&d.id)));
     }
-    let mut channel = c.channel;
     let mut comments = vec![format!(
         "Imported by `dlqctl import` from target `{target_name}`; review it before relying on it."
     )];
-    // Lint it as it will be linted on disk; allow the warnings that describe what was found.
-    let mut allowed: Vec<(String, String)> = Vec::new();
-    // Warnings that ask a person for a decision stay warnings: import cannot decide.
-    let mut undecided: Vec<String> = Vec::new();
-    for _ in 0..3 {
-        let text = format!(
-            "{}\n---\n{targets_text}",
-            emit::document("channel.v1.json", &[], &to_value(&channel))
-        );
-        let ws = load::load_str("imported.yaml", &text);
-        let diags = rules::findings(&ws);
-        let diags: Vec<_> = ws.diagnostics.iter().chain(diags.iter()).collect();
-        let errors: Vec<String> = diags
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| format!("{} ({})", d.message, d.rule))
-            .collect();
-        if !errors.is_empty() {
-            return Err(refuse(format!(
-                "would not pass `dlqctl lint`: {}",
-                errors.join("; ")
-            )));
-        }
-        undecided = diags
-            .iter()
-            .filter(|d| DECISIONS.contains(&d.rule))
-            .map(|d| format!("{}: {}", d.rule, d.message))
-            .collect();
-        let warnings: Vec<(String, String)> = diags
-            .iter()
-            .filter(|d| d.severity == Severity::Warning && !DECISIONS.contains(&d.rule))
-            .map(|d| (d.rule.to_owned(), d.message.clone()))
-            .filter(|(rule, _)| !allowed.iter().any(|(r, _)| r == rule))
-            .collect();
-        if warnings.is_empty() {
-            break;
-        }
-        allowed.extend(warnings);
-        let lint = channel.spec.lint.get_or_insert_with(LintOptions::default);
-        lint.allow = allowed.iter().map(|(r, _)| r.clone()).collect();
+    // Lint it as it will be linted on disk. Import never silences a warning: a risk found
+    // live (no alarm, no retry, a DLQ keeping messages no longer than its source) stays a
+    // warning with its fix, said at the top of the file too.
+    let channel = c.channel;
+    let text = format!(
+        "{}\n---\n{targets_text}",
+        emit::document("channel.v1.json", &[], &to_value(&channel))
+    );
+    let ws = load::load_str("imported.yaml", &text);
+    let diags = rules::findings(&ws);
+    let diags: Vec<_> = ws.diagnostics.iter().chain(diags.iter()).collect();
+    let errors: Vec<String> = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| format!("{} ({})", d.message, d.rule))
+        .collect();
+    if !errors.is_empty() {
+        return Err(refuse(format!(
+            "would not pass `dlqctl lint`: {}",
+            errors.join("; ")
+        )));
     }
-    if !allowed.is_empty() {
-        comments.push(
-            "lint.allow silences warnings that describe the live state as it was found:".into(),
-        );
-        for (rule, message) in &allowed {
-            comments.push(format!("  {rule}: {message}"));
+    // Warnings that ask a person for a decision: import cannot decide.
+    let undecided: Vec<String> = diags
+        .iter()
+        .filter(|d| DECISIONS.contains(&d.rule))
+        .map(|d| format!("{}: {}", d.rule, d.message))
+        .collect();
+    let risks: Vec<String> = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Warning && !DECISIONS.contains(&d.rule))
+        .map(|d| match &d.hint {
+            Some(h) => format!("{}: {} (fix: {h})", d.rule, d.message),
+            None => format!("{}: {}", d.rule, d.message),
+        })
+        .collect();
+    if !risks.is_empty() {
+        comments
+            .push("dlqctl lint warns about these risks of the live state as it was found:".into());
+        for r in risks {
+            comments.push(format!("  {r}"));
         }
     }
     if !undecided.is_empty() {

@@ -27,7 +27,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     if let Some(x) = &rb.exchange {
         out.extend(exchange_and_bindings(r, rb, x));
     }
-    if let Some(x) = &rb.dead_letter_exchange {
+    if let Some(x) = rb.dead_letter_exchange.as_ref().filter(|x| !x.is_default()) {
         out.extend(dead_letter_exchange(r, rb, x));
     }
     out
@@ -102,13 +102,16 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
 /// main queue does not dead-letter into a retry queue (no retry queue, or arguments mode,
 /// where the consumer publishes to the retry queues itself and a reject means "dead").
 fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
-    let into_dlq = || -> [(&'static str, Value); 2] {
+    let into_dlq = || -> Settings {
         match &rb.dead_letter_exchange {
-            Some(x) => [
-                ("dead-letter-exchange", json!(x.name)),
-                ("dead-letter-routing-key", json!(x.routing_key)),
-            ],
-            None => [
+            Some(x) => std::iter::once(("dead-letter-exchange", json!(x.name)))
+                .chain(
+                    x.routing_key
+                        .as_ref()
+                        .map(|k| ("dead-letter-routing-key", json!(k))),
+                )
+                .collect(),
+            None => vec![
                 ("dead-letter-exchange", json!("")),
                 ("dead-letter-routing-key", json!(r.dead_letter)),
             ],
@@ -133,8 +136,12 @@ fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
                 main.push(("dead-letter-exchange", json!("")));
                 main.push(("dead-letter-routing-key", json!(first.name)));
             }
-            // Otherwise the main queue stays plain, as consumers declare it, unless the spec
-            // names a dead-letter exchange: then a reject (or an expiry) goes to the DLQ.
+            // A one-attempt channel (no retry queue) dead-letters into its DLQ, through the
+            // default exchange unless the spec names one: a reject (or an expiry) is dead.
+            None => main.extend(into_dlq()),
+            // Arguments mode with retry queues: the main queue stays plain, as consumers
+            // declare it, unless the spec names a dead-letter exchange (the default one
+            // included): then a reject goes to the DLQ.
             _ if rb.dead_letter_exchange.is_some() => main.extend(into_dlq()),
             _ => {}
         },
@@ -250,11 +257,11 @@ fn dead_letter_exchange(
                 &r.target,
                 Kind::Binding,
                 vhost,
-                &binding_name(&x.name, &r.dead_letter, &x.routing_key),
+                &binding_name(&x.name, &r.dead_letter, &x.binding_key),
             ),
             channel: r.channel.clone(),
             role: Role::DeadLetterBinding,
-            props: binding_props(&x.name, &r.dead_letter, &x.routing_key),
+            props: binding_props(&x.name, &r.dead_letter, &x.binding_key),
             immutable: true,
             present: true,
         },

@@ -274,7 +274,16 @@ pub fn group(
         let named_main = q.named_dlx().is_some_and(|(x, key)| {
             dlx_target(s, &qs, x, key).map_or(true, |d| !retries_of.contains_key(d))
         });
-        if (q.settings.contains_key("delivery-limit") || named_main) && !mains.contains(&q.name) {
+        // A queue that dead-letters through the default exchange straight into a dead-end
+        // queue, with no retry queue of its own: a one-attempt channel (dramatiq, most
+        // hand-made set-ups).
+        let one_attempt = q.ttl().is_none()
+            && matches!(q.edge(), Ok(Some(d)) if d != q.name
+                && !retries_of.contains_key(d)
+                && qs.get(d).is_some_and(|d| matches!(d.edge(), Ok(None))));
+        if (q.settings.contains_key("delivery-limit") || named_main || one_attempt)
+            && !mains.contains(&q.name)
+        {
             mains.push(q.name);
         }
     }
@@ -462,6 +471,14 @@ fn retry_loop<'q>(
         if let Some(d) = through_dlx() {
             return d.map(|d| (Loop::Ttl, d));
         }
+        // Through the default exchange straight into its DLQ (a one-attempt channel, or
+        // x-arguments where a reject on the main queue means dead).
+        if let Ok(Some(d)) = m.edge()
+            && !names.contains(&d)
+            && let Some(q) = qs.get(d)
+        {
+            return Ok((Loop::Ttl, q.name));
+        }
         return ttl_dead_letter_queue(qs, m.name, names, claimed).map(|d| (Loop::Ttl, d));
     };
     if has_retries {
@@ -486,6 +503,19 @@ fn dlx_target<'q>(
     exchange: &str,
     key: Option<&str>,
 ) -> Result<&'q str, String> {
+    dlx_binding(s, qs, exchange, key).map(|(d, _)| d)
+}
+
+/// The queue a named dead-letter exchange routes the channel's dead letters to, with the key
+/// it is bound by: the one queue bound to it with the dead-letter routing key (any key for a
+/// fanout exchange, which ignores keys); without a dead-letter routing key (messages keep
+/// their own), the one queue bound to it, by its one binding.
+fn dlx_binding<'q>(
+    s: &Scope,
+    qs: &'q Queues<'q>,
+    exchange: &str,
+    key: Option<&str>,
+) -> Result<(&'q str, String), String> {
     if !s.live.contains_key(&resource_id(
         s.target_name,
         Kind::Exchange,
@@ -496,12 +526,13 @@ fn dlx_target<'q>(
             "it dead-letters through exchange {exchange}, which does not exist or is outside the ownership prefixes"
         ));
     }
-    let Some(key) = key else {
-        return Err(format!(
-            "it dead-letters through exchange {exchange} without a dead-letter routing key (messages keep their own keys); a spec always sets one"
-        ));
-    };
-    let mut to: Vec<&str> = s
+    let fanout = exchange_kind(s.live.get(&resource_id(
+        s.target_name,
+        Kind::Exchange,
+        s.vhost,
+        exchange,
+    ))) == ExchangeKind::Fanout;
+    let to: Vec<(&str, String)> = s
         .live
         .iter()
         .filter(|(i, _)| i.kind == Kind::Binding && i.scope == s.vhost)
@@ -509,19 +540,38 @@ fn dlx_target<'q>(
             let get = |k: &str| b.props.get(k).and_then(Value::as_str).unwrap_or_default();
             (get("source"), get("destination"), get("routing_key"))
         })
-        .filter(|(src, _, k)| *src == exchange && *k == key)
-        .filter_map(|(_, d, _)| qs.get(d).map(|q| q.name))
+        .filter(|(src, _, k)| *src == exchange && (fanout || key.is_none_or(|key| *k == key)))
+        .filter_map(|(_, d, k)| qs.get(d).map(|q| (q.name, k.to_owned())))
         .collect();
-    to.dedup();
+    let with = key.map_or_else(
+        || "without a dead-letter routing key (messages keep their own keys)".to_owned(),
+        |k| format!("with key {k}"),
+    );
     match to.as_slice() {
-        [d] => Ok(d),
+        [(d, k)] => Ok((d, k.clone())),
         [] => Err(format!(
-            "it dead-letters through exchange {exchange} with key {key}, but no queue is bound to it with that key"
+            "it dead-letters through exchange {exchange} {with}, but no queue is bound to it{}",
+            if key.is_some() && !fanout {
+                " with that key"
+            } else {
+                ""
+            }
         )),
-        _ => Err(format!(
-            "it dead-letters through exchange {exchange} with key {key} into several queues ({}); a spec has one dead-letter queue",
-            to.join(", ")
-        )),
+        _ => {
+            let mut queues: Vec<&str> = to.iter().map(|(d, _)| *d).collect();
+            queues.dedup();
+            Err(if queues.len() == 1 {
+                format!(
+                    "it dead-letters through exchange {exchange} {with} into {}, bound to it by several keys; a spec binds the dead-letter queue by one key",
+                    queues[0]
+                )
+            } else {
+                format!(
+                    "it dead-letters through exchange {exchange} {with} into several queues ({}); a spec has one dead-letter queue",
+                    queues.join(", ")
+                )
+            })
+        }
     }
 }
 
@@ -618,7 +668,10 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
     let mode = dlx_mode(&members)?;
     if let Ok(Some(t)) = ms.main.edge()
         && ms.model == Loop::Ttl
-        && ms.retries.first().is_none_or(|r| r.name != t)
+        && match ms.retries.first() {
+            Some(r) => r.name != t && !(t == dlq && mode == DlxMode::Arguments),
+            None => t != dlq,
+        }
     {
         return Err(format!(
             "it dead-letters into {t}, not into its first retry queue"
@@ -648,7 +701,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         s,
         &members,
         main,
-        dlx.as_ref().map(|d| &d.1),
+        dlx.as_ref().and_then(|d| d.1.as_ref()),
         &id,
         &mut found,
     );
@@ -884,7 +937,8 @@ fn chosen_exchange<'l>(s: &Scope, by_exchange: &ByExchange<'l>, main: &str) -> O
 
 /// A named dead-letter exchange as a spec says it, with the binding it routes the channel's
 /// dead letters by: (spec, (exchange, DLQ binding id)).
-type FoundDlx<'l> = (DeadLetterExchange, (&'l str, ResourceId));
+/// The DLQ binding is `None` for the default exchange.
+type FoundDlx<'l> = (DeadLetterExchange, Option<(&'l str, ResourceId)>);
 
 /// The channel's named dead-letter exchange: the one its main queue dead-letters through, or,
 /// in a TTL loop by policy (where the main queue dead-letters into its first retry queue and
@@ -898,7 +952,9 @@ fn dead_letter_exchange<'l>(
     found: &mut Gathered,
 ) -> Result<Option<FoundDlx<'l>>, String> {
     let dlq = ms.dlq.name;
-    let (x, key): (&'l str, String) = match ms.main.named_dlx() {
+    // The exchange, the dead-letter routing key (`None`: messages keep their own) and the
+    // key the DLQ is bound with.
+    let (x, key, bound): (&'l str, Option<String>, String) = match ms.main.named_dlx() {
         Some((x, _))
             if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() =>
         {
@@ -908,11 +964,31 @@ fn dead_letter_exchange<'l>(
         }
         Some((x, key)) => {
             let xid = resource_id(s.target_name, Kind::Exchange, s.vhost, x);
-            match (s.live.get_key_value(&xid), key) {
-                (Some((xid, _)), Some(key)) => (xid.name.as_str(), key.to_owned()),
-                // `retry_loop` found the DLQ through this exchange and key: both are there.
-                _ => return Err(format!("its dead-letter exchange {x} was not read")),
-            }
+            // `retry_loop` found the DLQ through this exchange and key: both are there.
+            let Some((xid, _)) = s.live.get_key_value(&xid) else {
+                return Err(format!("its dead-letter exchange {x} was not read"));
+            };
+            let no_foreign = BTreeMap::new();
+            let qs = queues(s.live, &no_foreign, s.vhost);
+            let (_, bound) = dlx_binding(s, &qs, x, key)?;
+            (xid.name.as_str(), key.map(str::to_owned), bound)
+        }
+        // x-arguments with retry queues, the main queue dead-lettering through the default
+        // exchange into the DLQ: a reject means dead.
+        None if mode == DlxMode::Arguments
+            && !ms.retries.is_empty()
+            && ms.main.edge() == Ok(Some(dlq)) =>
+        {
+            return Ok(Some((
+                DeadLetterExchange {
+                    name: String::new(),
+                    kind: None,
+                    routing_key: None,
+                    keep_routing_key: None,
+                    binding_key: None,
+                },
+                None,
+            )));
         }
         None if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() => {
             let members = ms.all();
@@ -934,7 +1010,7 @@ fn dead_letter_exchange<'l>(
                 })
                 .collect();
             match only_dlq.as_slice() {
-                [one] => one.clone(),
+                [(x, k)] => (*x, Some(k.clone()), k.clone()),
                 _ => return Ok(None),
             }
         }
@@ -955,14 +1031,25 @@ fn dead_letter_exchange<'l>(
         s.target_name,
         Kind::Binding,
         s.vhost,
-        &super::binding_name(x, dlq, &key),
+        &super::binding_name(x, dlq, &bound),
     );
     let braces = |n: &str| format!("the name {n} holds `{{` or `}}`, which a name template cannot");
     let name = template(x, id).ok_or_else(|| braces(x))?;
-    let routing_key = if key == dlq {
+    let kind = exchange_kind(s.live.get(&xid));
+    let routing_key = match &key {
+        Some(k) if k != dlq => Some(template(k, id).ok_or_else(|| braces(k))?),
+        _ => None,
+    };
+    // The binding key the spec would default to (see `spec::resolve::rabbitmq`).
+    let default_bound = match (&key, kind) {
+        (Some(k), _) => k.as_str(),
+        (None, ExchangeKind::Fanout) => "",
+        (None, _) => ms.main.name,
+    };
+    let binding_key = if bound == default_bound {
         None
     } else {
-        Some(template(&key, id).ok_or_else(|| braces(&key))?)
+        Some(template(&bound, id).ok_or_else(|| braces(&bound))?)
     };
     for (i, l) in [(&xid, s.live.get(&xid)), (&bid, s.live.get(&bid))] {
         if let Some(l) = l {
@@ -972,10 +1059,12 @@ fn dead_letter_exchange<'l>(
     Ok(Some((
         DeadLetterExchange {
             name,
-            kind: Some(exchange_kind(s.live.get(&xid))).filter(|k| *k != ExchangeKind::Direct),
+            kind: Some(kind).filter(|k| *k != ExchangeKind::Direct),
             routing_key,
+            keep_routing_key: key.is_none().then_some(true),
+            binding_key,
         },
-        (x, bid),
+        Some((x, bid)),
     )))
 }
 

@@ -79,8 +79,9 @@ pub struct ExchangeBinding {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeadLetterExchange {
-    /// Exchange name (template: `{channel}` is replaced).
-    #[schemars(length(min = 1))]
+    /// Exchange name (template: `{channel}` is replaced). `""` is RabbitMQ's default
+    /// exchange, which routes a dead letter to the queue named by its routing key (the DLQ):
+    /// nothing is declared or bound for it.
     pub name: String,
     /// Default `direct`. `headers` ignores routing keys and is refused by lint.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
@@ -89,6 +90,16 @@ pub struct DeadLetterExchange {
     /// is replaced). Default: the DLQ's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_key: Option<String>,
+    /// `true`: the main queue sets no dead-letter routing key, so a dead letter keeps the
+    /// routing key it was published with (a fanout exchange ignores it; a direct or topic one
+    /// routes by it). Not with `routingKey`, nor with the default exchange.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_routing_key: Option<bool>,
+    /// The key the DLQ is bound to the exchange with (template: `{channel}` is replaced).
+    /// Default: the dead-letter routing key; with `keepRoutingKey`, the main queue's name
+    /// (the key a message published through the default exchange carries; `""` for fanout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -733,7 +733,7 @@ impl Resolved {
         if let Some(x) = &rb.exchange {
             v.push((x.name.as_str(), "/spec/rabbitmq/exchange/name", false));
         }
-        if let Some(x) = &rb.dead_letter_exchange {
+        if let Some(x) = rb.dead_letter_exchange.as_ref().filter(|x| !x.is_default()) {
             v.push((
                 x.name.as_str(),
                 "/spec/rabbitmq/deadLetterExchange/name",

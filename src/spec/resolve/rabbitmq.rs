@@ -20,10 +20,20 @@ pub struct RabbitResolved {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetterExchangeResolved {
+    /// `""`: RabbitMQ's default exchange (nothing to declare or bind).
     pub name: String,
     pub kind: ExchangeKind,
-    /// The dead-letter routing key, and the DLQ's binding key.
-    pub routing_key: String,
+    /// The dead-letter routing key; `None`: dead letters keep their own routing keys.
+    pub routing_key: Option<String>,
+    /// The key the DLQ is bound to the exchange with.
+    pub binding_key: String,
+}
+
+impl DeadLetterExchangeResolved {
+    /// RabbitMQ's default exchange: it routes by queue name and cannot be declared or bound.
+    pub fn is_default(&self) -> bool {
+        self.name.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,16 +68,31 @@ pub(super) fn resolve(
         None => None,
     };
     let dead_letter_exchange = match &o.dead_letter_exchange {
-        Some(x) => Some(DeadLetterExchangeResolved {
-            name: expand(&x.name, name, None, None)
-                .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/name", m))?,
-            kind: x.kind.unwrap_or(ExchangeKind::Direct),
-            routing_key: match &x.routing_key {
-                Some(k) => expand(k, name, None, None)
-                    .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/routingKey", m))?,
-                None => dead_letter.to_owned(),
-            },
-        }),
+        Some(x) => {
+            let kind = x.kind.unwrap_or(ExchangeKind::Direct);
+            let routing_key = match (&x.routing_key, x.keep_routing_key) {
+                (Some(k), _) => Some(
+                    expand(k, name, None, None)
+                        .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/routingKey", m))?,
+                ),
+                (None, Some(true)) => None,
+                (None, _) => Some(dead_letter.to_owned()),
+            };
+            let binding_key = match (&x.binding_key, &routing_key) {
+                (Some(k), _) => expand(k, name, None, None)
+                    .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/bindingKey", m))?,
+                (None, Some(k)) => k.clone(),
+                (None, None) if kind == ExchangeKind::Fanout => String::new(),
+                (None, None) => main.to_owned(),
+            };
+            Some(DeadLetterExchangeResolved {
+                name: expand(&x.name, name, None, None)
+                    .map_err(|m| err("/spec/rabbitmq/deadLetterExchange/name", m))?,
+                kind,
+                routing_key,
+                binding_key,
+            })
+        }
         None => None,
     };
     Ok(RabbitResolved {

@@ -56,6 +56,10 @@ fn check_dead_letter_exchange(
         return;
     };
     let pointer = "/spec/rabbitmq/deadLetterExchange/name";
+    if x.is_default() {
+        check_default_dead_letter_exchange(doc, r, x, out);
+        return;
+    }
     check_exchange(doc, &x.name, "dead-letter exchange", pointer, target, out);
     if rb.exchange.as_ref().is_some_and(|e| e.name == x.name) {
         out.push(
@@ -72,6 +76,20 @@ fn check_dead_letter_exchange(
                 "the channel's exchange",
             )
             .hint("give the dead-letter exchange its own name, e.g. `{channel}.dlx`"),
+        );
+    }
+    if doc.locs.has("/spec/rabbitmq/deadLetterExchange/routingKey")
+        && doc
+            .locs
+            .has("/spec/rabbitmq/deadLetterExchange/keepRoutingKey")
+    {
+        out.push(
+            Diagnostic::error(
+                "rabbitmq/dlx-exchange-type",
+                "`deadLetterExchange` sets both `routingKey` and `keepRoutingKey`: a dead letter either gets that key or keeps its own",
+            )
+            .at(doc.locs.value("/spec/rabbitmq/deadLetterExchange/keepRoutingKey"))
+            .hint("keep one of the two"),
         );
     }
     if x.kind == ExchangeKind::Headers {
@@ -95,11 +113,60 @@ fn check_dead_letter_exchange(
                 "rabbitmq/dlx-consumer-publishes",
                 format!(
                     "in policy mode the main queue dead-letters into its first retry queue `{}`, not through `{}`: after the last attempt the consumer publishes the message to `{}` with routing key `{}`",
-                    first.name, x.name, x.name, x.routing_key
+                    first.name, x.name, x.name, x.routing_key.as_deref().unwrap_or(&x.binding_key)
                 ),
             )
             .at(doc.locs.key("/spec/rabbitmq/deadLetterExchange"))
             .hint("with `dlx: arguments` a reject goes through the exchange (the consumer then publishes to the retry queues itself)"),
+        );
+    }
+}
+
+/// `deadLetterExchange: {name: ""}`, RabbitMQ's default exchange: it routes a dead letter to
+/// the queue its routing key names, so the key must be the DLQ's name, and it has no type or
+/// bindings (`rabbitmq/dlx-default-exchange`).
+fn check_default_dead_letter_exchange(
+    doc: &Doc<Channel>,
+    r: &Resolved,
+    x: &crate::spec::resolve::DeadLetterExchangeResolved,
+    out: &mut Vec<Diagnostic>,
+) {
+    let base = "/spec/rabbitmq/deadLetterExchange";
+    let mut refuse = |field: &str, message: String, hint: &str| {
+        out.push(
+            Diagnostic::error("rabbitmq/dlx-default-exchange", message)
+                .at(doc.locs.value(&format!("{base}/{field}")))
+                .hint(hint.to_owned()),
+        );
+    };
+    match &x.routing_key {
+        Some(k) if *k != r.dead_letter => refuse(
+            "routingKey",
+            format!(
+                "the default exchange routes a dead letter with key `{k}` to the queue of that name, not to the dead-letter queue `{}`",
+                r.dead_letter
+            ),
+            "leave `routingKey` unset (the DLQ's name), or name a dead-letter exchange bound to the DLQ",
+        ),
+        Some(_) => {}
+        None => refuse(
+            "keepRoutingKey",
+            "through the default exchange a dead letter that keeps its own routing key goes back to the queue it was published to, not to the dead-letter queue".to_owned(),
+            "remove `keepRoutingKey`, or name a dead-letter exchange bound to the DLQ",
+        ),
+    }
+    if x.kind != ExchangeKind::Direct {
+        refuse(
+            "type",
+            "the default exchange is a direct exchange; it cannot be given another type".to_owned(),
+            "remove `type`",
+        );
+    }
+    if doc.locs.has("/spec/rabbitmq/deadLetterExchange/bindingKey") {
+        refuse(
+            "bindingKey",
+            "nothing can be bound to the default exchange".to_owned(),
+            "remove `bindingKey`",
         );
     }
 }

@@ -115,8 +115,10 @@ fn check_dlq_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
         && dlq <= src
         && (SQS_MIN_RETENTION..=SQS_MAX_RETENTION).contains(&src)
     {
+        // A warning, not an error: the most used Terraform SQS module makes exactly this pair
+        // by default (both 4 days), and an estate that runs must stay adoptable.
         out.push(
-            Diagnostic::error(
+            Diagnostic::warning(
                 "sqs/dlq-retention",
                 format!(
                     "the dead-letter queue keeps messages {dlq}, not longer than its source ({src}); SQS keeps a message's original enqueue time when it moves to a standard DLQ, so dead letters would expire early"
@@ -124,9 +126,9 @@ fn check_dlq_retention(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnosti
             )
             .at(at(if doc.locs.has(retention_pointer(doc)) { retention_pointer(doc) } else { "/spec/retention" }))
             .hint(if src >= SQS_MAX_RETENTION {
-                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`".to_owned()
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`, or archive with `deadLetter.archive`".to_owned()
             } else {
-                format!("make `{}` longer than `spec.retention` (14d is the SQS maximum)", retention_field(doc))
+                format!("raise the DLQ's retention (`{}`) above the source's (`spec.retention`; 14d is the SQS maximum), or archive with `deadLetter.archive`", retention_field(doc))
             }),
         );
     }
@@ -237,10 +239,12 @@ mod tests {
         let same = found("4d", "4d");
         assert_eq!(same.len(), 1, "{same:?}");
         assert_eq!(same[0].rule, "sqs/dlq-retention");
+        // A warning with its fix, not an error: estates made this way must stay adoptable.
+        assert_eq!(same[0].severity, crate::diag::Severity::Warning);
         assert_eq!(
             same[0].hint.as_deref(),
             Some(
-                "make `spec.deadLetter.discard.after` longer than `spec.retention` (14d is the SQS maximum)"
+                "raise the DLQ's retention (`spec.deadLetter.discard.after`) above the source's (`spec.retention`; 14d is the SQS maximum), or archive with `deadLetter.archive`"
             )
         );
         assert_eq!(
@@ -261,7 +265,7 @@ mod tests {
         assert_eq!(
             max[0].hint.as_deref(),
             Some(
-                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`"
+                "the DLQ cannot keep messages longer than 14d (the SQS maximum): lower `spec.retention`, or archive with `deadLetter.archive`"
             )
         );
         // A source retention SQS refuses is reported as such, not compared.
