@@ -278,8 +278,13 @@ fn dir_scenario(b: &Live<'_>) {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON record"))
         .collect();
-    assert_eq!(lines.len(), 1, "one record per run: {journal}");
-    let record = &lines[0];
+    // A run's start (written before anything is taken: a killed run leaves it), then its
+    // outcome, one run (the same startedAt).
+    assert_eq!(lines.len(), 2, "a start and an outcome per run: {journal}");
+    assert_eq!(lines[0]["kind"], "dlqctl/started", "{journal}");
+    assert_eq!(lines[0]["verb"], "archive", "{journal}");
+    assert_eq!(lines[0]["startedAt"], lines[1]["startedAt"], "{journal}");
+    let record = &lines[1];
     assert_eq!(record["kind"], "dlqctl/archive", "{record:#}");
     assert_eq!(
         (record["archived"].as_u64(), record["deleted"].as_u64()),

@@ -565,6 +565,57 @@ fn rabbitmq_a_killed_run_leaves_its_started_record_in_the_journal() {
     assert_eq!(records[1]["startedAt"], records[2]["startedAt"]);
 }
 
+/// M5 for the other runs that move: an `archive --delete` killed part-way leaves its
+/// `started` record (verb `archive`) in the journal (before: no record at all).
+#[test]
+fn rabbitmq_a_killed_archive_run_leaves_its_started_record_in_the_journal() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [_, _, dlq, _] = f.names();
+    rabbit_fill(&dlq, "a", 300);
+    let journal = f.dir.path().join("journal.jsonl");
+    let journal_arg = journal.to_string_lossy().into_owned();
+    let archive = f.dir.path().join("archive");
+    let archive_arg = archive.to_string_lossy().into_owned();
+    let mut run = f
+        .command(&[
+            "archive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--to",
+            archive_arg.as_str(),
+            "--delete",
+            "--yes",
+            "--rate",
+            "50",
+            "--reason",
+            "INC-52",
+            "--audit-log",
+            journal_arg.as_str(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("archive starts");
+    kill_part_way(
+        &mut run,
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        || rabbit::count(&dlq) <= 280,
+    );
+    let text = std::fs::read_to_string(&journal).expect("the journal");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON record"))
+        .collect();
+    assert_eq!(records.len(), 1, "{text}");
+    assert_eq!(records[0]["kind"], "dlqctl/started", "{text}");
+    assert_eq!(records[0]["verb"], "archive", "{text}");
+    assert_eq!(records[0]["deadLetter"], dlq.as_str(), "{text}");
+    assert_eq!(records[0]["reason"], "INC-52", "{text}");
+}
+
 /// L7: 10 messages, 5 with bodies over 1 MiB; `--where '.body.x == 1'` selects all 10. The
 /// dry run cannot judge the 5 it reads only in part: it says so and is not exact (before: "5
 /// would move", `exact: true`), and the run moves the 10.

@@ -138,6 +138,24 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
         }
     }
     let identity = session.report().identity.clone();
+    // Before the first message is taken: a run killed on the way leaves this record at least.
+    let started = crate::redrive::Started::of(
+        session.report(),
+        crate::engine::redrive::Purpose::Archive.verb(),
+    );
+    if !super::shared::record(
+        &rt,
+        &audit,
+        "started",
+        &started,
+        "an archive run about to start: nothing archived or removed",
+        printer,
+    ) {
+        printer.err(
+            "Archive not started: its start could not be recorded; nothing was archived or removed.",
+        );
+        return Ok(1);
+    }
     let report = super::shared::journal_refused(
         rt.block_on(driver::run(session, &ask, depth, printer)),
         &audit,

@@ -200,6 +200,19 @@ fn from_archive(
             return Ok(1);
         }
     }
+    // Before the first publish: a replay killed on the way leaves this record at least.
+    let started = redrive::Started::of(prepared.report(), driver::Purpose::Redrive.verb());
+    if !super::shared::record(
+        rt,
+        audit,
+        "started",
+        &started,
+        "a replay about to start: nothing published",
+        printer,
+    ) {
+        printer.err("Replay not started: its start could not be recorded; nothing was published.");
+        return Ok(1);
+    }
     let report = rt.block_on(prepared.run(printer))?;
     if let Some(e) = &report.error {
         printer.err(&format!(

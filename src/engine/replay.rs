@@ -216,6 +216,12 @@ impl Prepared<'_> {
         &self.session.checked.r.target
     }
 
+    /// The report as it stands before anything is published (for the journal's `started`
+    /// record).
+    pub fn report(&self) -> &Report {
+        &self.session.report
+    }
+
     /// The dry run's report: what would be published; nothing is.
     pub fn dry_run(mut self) -> Report {
         self.session.report.ended_at = now_text();
