@@ -621,3 +621,196 @@ fn rabbitmq_failed_consumer_leaves_a_message_of_an_unowned_or_deleted_queue_and_
     assert_eq!(left, strays, "the strays stay in the DLQ, and nothing else");
     assert_eq!(report["leftInDeadLetter"], json!(3), "{report}");
 }
+
+/// A dead letter put in by hand with `x-death` set to `death` (`None`: no `x-death` at all).
+fn dead_letter_with(dlq: &str, id: &str, death: Option<lapin::types::AMQPValue>) {
+    use lapin::types::ShortString;
+    let mut h = lapin::types::FieldTable::default();
+    if let Some(death) = death {
+        h.insert(ShortString::from("x-death"), death);
+    }
+    block(rabbit::publish_with(
+        "",
+        dlq,
+        id.as_bytes(),
+        lapin::BasicProperties::default()
+            .with_message_id(id.into())
+            .with_headers(h),
+    ));
+}
+
+/// An `x-death` list of one entry naming `queue`, with `reason`.
+fn one_death(queue: &str, reason: &str) -> lapin::types::AMQPValue {
+    use lapin::types::{AMQPValue, FieldArray};
+    let death = rabbit::table(&[
+        ("queue", rabbit::text(queue)),
+        ("reason", rabbit::text(reason)),
+        ("count", AMQPValue::LongLongInt(1)),
+        ("exchange", rabbit::text("")),
+    ]);
+    AMQPValue::FieldArray(FieldArray::from(vec![AMQPValue::FieldTable(death)]))
+}
+
+/// The message ids in `queue`, taken with lapin.
+fn ids_in(queue: &str) -> BTreeSet<String> {
+    block(rabbit::take_each(queue, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect()
+}
+
+/// Issue 52, F1: a dry run of `--to failed-consumer` said every chosen message would move
+/// (`wouldMove.count` 21, exact, no `incomplete`) where the run moved 6: it did not resolve
+/// each message's queue nor check it. Now it resolves and checks each as the run does
+/// (publishing nothing): `wouldMove.count` is what the run then moves, and `incomplete`
+/// names, with their ids, those that would stay. Counted by id with lapin.
+#[test]
+fn rabbitmq_failed_consumer_dry_run_counts_only_what_the_run_moves_and_names_what_stays() {
+    use lapin::types::{AMQPValue, LongString};
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(reject_into_dlq);
+    f.apply(&[]).ok_with("apply the channel");
+    let [main, _, dlq, _] = f.names();
+    // An owned side queue with a dead-letter exchange: a fine destination.
+    let side = format!("{}.side", f.channel);
+    block(rabbit::declare_queue(
+        &side,
+        json!({"x-dead-letter-exchange": format!("{}.dlx", f.channel)}),
+    ));
+    // ... and one without: a copy failing again there would be dropped (F2).
+    let bare = format!("{}.bare", f.channel);
+    block(rabbit::declare_queue(&bare, json!({})));
+    let gone = format!("{}.gone", f.channel);
+    let unowned = format!("elsewhere-{}", f.channel);
+    let long = format!("{}.{}", f.channel, "x".repeat(200));
+    let stays: BTreeSet<String> = [
+        "s-gone",
+        "s-unowned",
+        "s-dlq",
+        "s-empty",
+        "s-long",
+        "s-not-list",
+        "s-none",
+        "s-bare",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    dead_letter_with(&dlq, "s-gone", Some(one_death(&gone, "rejected")));
+    dead_letter_with(&dlq, "s-unowned", Some(one_death(&unowned, "rejected")));
+    dead_letter_with(&dlq, "s-dlq", Some(one_death(&dlq, "rejected")));
+    dead_letter_with(&dlq, "s-empty", Some(one_death("", "rejected")));
+    dead_letter_with(&dlq, "s-long", Some(one_death(&long, "rejected")));
+    dead_letter_with(
+        &dlq,
+        "s-not-list",
+        Some(AMQPValue::LongString(LongString::from(main.as_str()))),
+    );
+    dead_letter_with(&dlq, "s-none", None);
+    dead_letter_with(&dlq, "s-bare", Some(one_death(&bare, "rejected")));
+    let to_side: BTreeSet<String> = ["m-side-0", "m-side-1"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    for id in &to_side {
+        dead_letter_with(&dlq, id, Some(one_death(&side, "rejected")));
+    }
+    let to_main: BTreeSet<String> = ["m-main-0", "m-main-1", "m-expired-0"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    dead_letter_with(&dlq, "m-main-0", Some(one_death(&main, "rejected")));
+    dead_letter_with(&dlq, "m-main-1", Some(one_death(&main, "rejected")));
+    dead_letter_with(&dlq, "m-expired-0", Some(one_death(&main, "expired")));
+    let total = stays.len() + to_side.len() + to_main.len();
+    rabbit::wait_for_messages(&dlq, total as u64);
+
+    let (code, dry, err) = redrive(&f, &["--to", "failed-consumer", "--dry-run"]);
+    assert_eq!(code, 0, "{dry}\n{err}");
+    let moving = to_side.len() + to_main.len();
+    assert_eq!(dry["wouldMove"]["count"], json!(moving), "{dry}\n{err}");
+    let said = dry["incomplete"].to_string();
+    for id in &stays {
+        assert!(
+            said.contains(id.as_str()),
+            "dry run names {id} as staying: {dry}"
+        );
+    }
+    for id in to_side.iter().chain(&to_main) {
+        assert!(!said.contains(id.as_str()), "{id} would move: {dry}");
+    }
+    for want in [
+        gone.as_str(),
+        unowned.as_str(),
+        "no longer exists",
+        "x-death",
+    ] {
+        assert!(said.contains(want), "{want}: {dry}");
+    }
+    assert_eq!(rabbit::count(&dlq), total as u64, "a dry run moves nothing");
+
+    let (code, report, err) = redrive(&f, &["--to", "failed-consumer", "--yes"]);
+    assert_eq!(code, 1, "{report}\n{err}");
+    assert_eq!(
+        report["moved"], dry["wouldMove"]["count"],
+        "{report}\n{dry}"
+    );
+    assert_eq!(ids_in(&main), to_main, "{report}");
+    assert_eq!(ids_in(&side), to_side, "{report}");
+    assert_eq!(ids_in(&dlq), stays, "{report}");
+    assert!(ids_in(&bare).is_empty(), "{report}");
+}
+
+/// Issue 52, F2: `--to failed-consumer` checked the dead-letter exchange of the main queue
+/// only, and delivered into an owned queue without one, where a copy that fails again is
+/// dropped. Now every such queue must have one: its messages stay, reported, and the rest
+/// move. Counted by id with lapin.
+#[test]
+fn rabbitmq_failed_consumer_leaves_the_messages_of_a_queue_without_a_dead_letter_exchange() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(reject_into_dlq);
+    f.apply(&[]).ok_with("apply the channel");
+    let [main, _, dlq, _] = f.names();
+    let side = format!("{}.side", f.channel);
+    block(rabbit::declare_queue(&side, json!({})));
+    let stays: BTreeSet<String> = ["s-side-0", "s-side-1"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    for id in &stays {
+        rejected_from(&dlq, id, &side);
+    }
+    let ids: BTreeSet<String> = (0..3).map(|i| format!("m-{i}")).collect();
+    for id in &ids {
+        rejected_from(&dlq, id, &main);
+    }
+    rabbit::wait_for_messages(&dlq, 5);
+
+    let (code, report, err) = redrive(&f, &["--to", "failed-consumer", "--yes"]);
+    assert_eq!(report["moved"], json!(3), "{report}\n{err}");
+    assert_eq!(code, 1, "messages stayed: incomplete; {report}\n{err}");
+    let reasons = report["incomplete"].to_string();
+    for want in [
+        "s-side-0",
+        "s-side-1",
+        side.as_str(),
+        "dead-letter exchange",
+    ] {
+        assert!(reasons.contains(want), "{want}: {report}");
+    }
+    assert!(
+        ids_in(&side).is_empty(),
+        "nothing sent where it could be dropped: {report}"
+    );
+    assert_eq!(ids_in(&main), ids, "{report}");
+    assert_eq!(ids_in(&dlq), stays, "{report}");
+}

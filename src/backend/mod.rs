@@ -279,6 +279,50 @@ pub fn failed_consumer_source(backend: Backend, m: &Message) -> Option<(String, 
     }
 }
 
+/// [`FailedConsumer::PerMessage`]: the queue message `m` (as a status read gives it) would
+/// be sent back to, chosen as the mover chooses it (RabbitMQ: from its `x-death`); `None`:
+/// it names none, and would stay in the dead-letter queue. Always `None` on the other
+/// backends.
+pub fn failed_consumer_queue(r: &Resolved, m: &Message) -> Option<String> {
+    match r.backend {
+        Backend::Rabbitmq => rabbitmq::redrive::failed_queue_of(m, r),
+        Backend::Sqs | Backend::Kafka | Backend::Pubsub | Backend::AzureServicebus => None,
+    }
+}
+
+/// [`FailedConsumer::PerMessage`]: how a run's report names message `m` (as a status read
+/// gives it) when it stays (RabbitMQ: its `message_id`, else a digest of its body).
+pub fn failed_consumer_id(r: &Resolved, m: &Message) -> String {
+    match r.backend {
+        Backend::Rabbitmq => rabbitmq::redrive::audit_id_of(m),
+        Backend::Sqs | Backend::Kafka | Backend::Pubsub | Backend::AzureServicebus => m.id.clone(),
+    }
+}
+
+impl Reader {
+    /// [`FailedConsumer::PerMessage`]: whether queue `q` may receive the messages of channel
+    /// `r` sent back to it, checked as the mover checks it before publishing (ownership
+    /// unless `allow_unowned`, existence, the destination guard), nothing published: a dry
+    /// run says what the run would leave (issue 52, F1). `Err`: why it would be refused.
+    /// Nothing to check on the other backends.
+    pub async fn failed_consumer_check(
+        &self,
+        r: &Resolved,
+        q: &str,
+        allow_unowned: bool,
+    ) -> Result<(), String> {
+        match self {
+            Reader::Rabbitmq(x) => {
+                let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
+                rabbitmq::redrive::failed_queue_ok(x, r, allow_unowned, vhost, q)
+                    .await
+                    .map_err(|e| e.0)
+            }
+            Reader::Sqs(_) | Reader::Kafka(_) | Reader::Pubsub(_) | Reader::Azure(_) => Ok(()),
+        }
+    }
+}
+
 /// Whether the backend moves a dead-letter queue's messages itself when asked (`redrive
 /// --native`: SQS's StartMessageMoveTask); the redrive driver refuses `--native` elsewhere.
 pub fn native_move(backend: Backend) -> bool {

@@ -6,7 +6,7 @@
 //! `commands/redrive.rs` parses the flags into an [`Ask`], confirms with the person at the
 //! terminal ([`Session::depth`] gives the count) and prints the report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -528,10 +528,16 @@ impl Session<'_> {
                 backend::failed_consumer(r),
                 backend::FailedConsumer::BySource(_)
             );
+        let per_message = self.checked.to.failed_consumer
+            && matches!(
+                backend::failed_consumer(r),
+                backend::FailedConsumer::PerMessage(_)
+            );
         let look = Look {
             samples: ask.samples,
             scan: ask.scan,
             by_source,
+            per_message: per_message.then_some(ask.allow_unowned),
         };
         let dry = dry_run(r, &self.reader, &self.checked.select, look).await?;
         let report = &mut self.report;
@@ -545,6 +551,7 @@ impl Session<'_> {
         report.left_in_dead_letter = left(r, &self.reader).await;
         report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
+        report.incomplete.extend(dry.stays);
         if dry.undecided > 0 {
             report.incomplete.push(format!(
                 "{} message{} with a body longer than {} MiB {} not judged by the dry run (the selection reads bodies, and a dry run reads at most that much of each); the run reads {} whole and may move {}",
@@ -1133,6 +1140,9 @@ struct DryRun {
     /// Messages whose body was longer than a dry run reads ([`status::selector::MAX_BODY`])
     /// while the selection reads bodies: not judged (the run reads them whole).
     undecided: u64,
+    /// `--to failed-consumer` per message: what would stay and why, as the run says it
+    /// (`incomplete` lines).
+    stays: Vec<String>,
 }
 
 /// What a dry run reads and how it counts.
@@ -1143,6 +1153,11 @@ struct Look {
     /// `--to failed-consumer` where the backend sends each message to the source the broker
     /// recorded on it ([`backend::FailedConsumer::BySource`]): counted per source.
     by_source: bool,
+    /// `--to failed-consumer` where the mover sends each message to the queue it names
+    /// ([`backend::FailedConsumer::PerMessage`]): each message's queue resolved and checked
+    /// as the run does, nothing published, `Some(allow_unowned)` (issue 52, F1: the dry run
+    /// counted 21 where the run moved 6).
+    per_message: Option<bool>,
 }
 
 /// Reads up to `scan` messages of the DLQ as `status` does and applies the selection to them.
@@ -1156,6 +1171,7 @@ async fn dry_run(
         samples,
         scan,
         by_source,
+        per_message,
     } = look;
     // `--class`, `--older-than` and `--group` read the envelope, which may point into the
     // body; `--where` and `--transform` read it.
@@ -1189,6 +1205,11 @@ async fn dry_run(
     let (mut chosen, mut at_limit, mut not_selected) = (Vec::new(), 0, 0);
     let mut diffs = Vec::new();
     let (mut sources, mut without_source) = (Vec::new(), 0);
+    // `--to failed-consumer` per message: the queues that would receive, those refused (why,
+    // and the ids that would stay), and the ids naming none.
+    let mut usable: BTreeSet<String> = BTreeSet::new();
+    let mut refused: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    let mut stays = Vec::new();
     for m in &observed.messages {
         if body_matters && (m.body.len() as u64) < m.body_len {
             // Cut: judged on part of its body, it could be taken for what it is not
@@ -1209,6 +1230,29 @@ async fn dry_run(
                 without_source += 1;
             }
             (Decision::Move, edit) if room => {
+                if let Some(allow_unowned) = per_message {
+                    // As the run: resolved and checked after the selection and the transform,
+                    // not counted against --limit when it stays.
+                    let id = backend::failed_consumer_id(r, m);
+                    let Some(q) = backend::failed_consumer_queue(r, m) else {
+                        stays.push(redrive::without_death_line(&id, &r.dead_letter, true));
+                        continue;
+                    };
+                    if !usable.contains(&q) && !refused.contains_key(&q) {
+                        match reader.failed_consumer_check(r, &q, allow_unowned).await {
+                            Ok(()) => {
+                                usable.insert(q.clone());
+                            }
+                            Err(why) => {
+                                refused.insert(q.clone(), (why, Vec::new()));
+                            }
+                        }
+                    }
+                    if let Some((_, ids)) = refused.get_mut(&q) {
+                        ids.push(id);
+                        continue;
+                    }
+                }
                 if let Some((source, queue)) = by_source
                     .then(|| backend::failed_consumer_source(r.backend, m))
                     .flatten()
@@ -1229,6 +1273,15 @@ async fn dry_run(
             (Decision::TransformFailed, _) => {}
             (Decision::NotSelected, _) => not_selected += 1,
         }
+    }
+    for (q, (why, ids)) in &refused {
+        stays.push(redrive::refused_queue_line(
+            q,
+            why,
+            ids,
+            &r.dead_letter,
+            true,
+        ));
     }
     let examined = observed.messages.len() as u64;
     let exact =
@@ -1276,6 +1329,7 @@ async fn dry_run(
         sources,
         without_source,
         undecided,
+        stays,
     })
 }
 

@@ -682,6 +682,41 @@ impl Run {
     }
 }
 
+/// `--to failed-consumer` (RabbitMQ): the `incomplete` line for a message whose `x-death`
+/// names no queue it was rejected from; `would`: said by a dry run. One wording for the run
+/// and its dry run (issue 52, F1).
+pub fn without_death_line(id: &str, dlq: &str, would: bool) -> String {
+    format!(
+        "message {} has no x-death entry naming the queue it was rejected from; it {} in `{dlq}`",
+        status::safe(&crate::secrets::mask_cards(id, false)),
+        if would { "would stay" } else { "stays" },
+    )
+}
+
+/// `--to failed-consumer` (RabbitMQ): the `incomplete` line for the messages (`ids`) whose
+/// queue `q` was refused, and `why`; up to 20 ids shown. `would`: said by a dry run.
+pub fn refused_queue_line(q: &str, why: &str, ids: &[String], dlq: &str, would: bool) -> String {
+    let shown: Vec<String> = ids
+        .iter()
+        .take(20)
+        .map(|id| status::safe(&crate::secrets::mask_cards(id, false)))
+        .collect();
+    let one = ids.len() == 1;
+    format!(
+        "{n} message{s} rejected from `{q}` (by {their} x-death) {stay} in `{dlq}`: {why} (id{s}: {}{more})",
+        shown.join(", "),
+        n = ids.len(),
+        s = if one { "" } else { "s" },
+        their = if one { "its" } else { "their" },
+        stay = match (would, one) {
+            (true, _) => "would stay",
+            (false, true) => "stays",
+            (false, false) => "stay",
+        },
+        more = if ids.len() > shown.len() { ", …" } else { "" },
+    )
+}
+
 /// Why `name` is not owned by a target owning what its `prefixes` start (`None`: it is).
 pub fn outside_prefixes(prefixes: &[String], name: &str) -> Option<String> {
     if prefixes.iter().any(|p| name.starts_with(p.as_str())) {

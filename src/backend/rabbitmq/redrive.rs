@@ -465,16 +465,16 @@ impl Mover {
                     let key = if run.to.failed_consumer {
                         let Some(q) = failed_queue(&next, r) else {
                             // No x-death: it stays in the DLQ (back at its place at close).
-                            run.tally.incomplete(format!(
-                                "message {} has no x-death entry naming the queue it was rejected from; it stays in `{dlq}`",
-                                crate::status::safe(&crate::secrets::mask_cards(&id, false))
-                            ));
+                            run.tally
+                                .incomplete(redrive::without_death_line(&id, dlq, false));
                             keep(&mut kept_from, tag_of);
                             consuming.hold();
                             continue;
                         };
                         if !used.contains(&q) && !refused.contains_key(&q) {
-                            match self.failed_queue_ok(r, run, vhost, &q).await {
+                            match failed_queue_ok(&self.reader, r, run.allow_unowned, vhost, &q)
+                                .await
+                            {
                                 Ok(()) => {
                                     used.insert(q.clone());
                                 }
@@ -558,20 +558,8 @@ impl Mover {
             }
         }
         for (q, (why, ids)) in &refused {
-            let shown: Vec<String> = ids
-                .iter()
-                .take(20)
-                .map(|id| crate::status::safe(&crate::secrets::mask_cards(id, false)))
-                .collect();
-            run.tally.incomplete(format!(
-                "{n} message{s} rejected from `{q}` (by {their} x-death) stay{v} in `{dlq}`: {why} (id{s}: {}{more})",
-                shown.join(", "),
-                n = ids.len(),
-                s = if ids.len() == 1 { "" } else { "s" },
-                their = if ids.len() == 1 { "its" } else { "their" },
-                v = if ids.len() == 1 { "s" } else { "" },
-                more = if ids.len() > shown.len() { ", …" } else { "" },
-            ));
+            run.tally
+                .incomplete(redrive::refused_queue_line(q, why, ids, dlq, false));
         }
         // The batch still in flight: acknowledged as confirmed when the run ends well (or
         // stopped on something of its own, the publish or the destination check of one
@@ -725,30 +713,8 @@ impl Mover {
     /// `drop-head`), and, for the channel's main queue, one that lost its dead-letter
     /// exchange (a message failing again would vanish). Read now: see [`super::guard`].
     pub(super) async fn guard(&self, vhost: &str, name: &str, main: bool) -> Result<(), MoveError> {
-        let g = super::guard::read(&self.reader, vhost, name)
-            .await
-            .map_err(|e| MoveError(format!("destination `{name}`: {e}")))?
-            .ok_or_else(|| {
-                MoveError(format!(
-                    "destination queue `{name}` (vhost {vhost}) no longer exists"
-                ))
-            })?;
-        if let Some(why) = g.drops() {
-            return Err(MoveError(format!(
-                "not redriving into `{name}`: {why}; the broker would confirm each publish and push older messages out. Set `overflow: reject-publish` on it (a full queue then refuses, and the run stops with nothing lost), or remove the limit"
-            )));
-        }
-        if main && g.dead_letter_exchange.is_none() {
-            let by = if g.policies.is_empty() {
-                "no policy applies to it and it has no `x-dead-letter-exchange` argument".to_owned()
-            } else {
-                format!("{} applies to it and sets none", g.policies.join(", "))
-            };
-            return Err(MoveError(format!(
-                "not redriving into `{name}`: it has no dead-letter exchange now ({by}), so a message that fails again would be dropped; run `dlqctl plan` to see what displaced the channel's policy"
-            )));
-        }
-        Ok(())
+        let dlx = if main { Dlx::Main } else { Dlx::Unchecked };
+        guard(&self.reader, vhost, name, dlx).await
     }
 
     async fn queue(&self, vhost: &str, name: &str) -> Result<Value, MoveError> {
@@ -763,29 +729,6 @@ impl Mover {
             .await
             .map_err(|e| MoveError(e.to_string()))?
             .ok_or_else(|| MoveError(format!("queue `{name}` (vhost {vhost}) does not exist")))
-    }
-
-    /// `--to failed-consumer`: queue `q`, the one a message was rejected from, may receive it:
-    /// inside the target's ownership prefixes (unless `--allow-unowned-destination`), and as
-    /// safe as any destination (no length cap that drops, a dead-letter exchange present).
-    async fn failed_queue_ok(
-        &self,
-        r: &Resolved,
-        run: &Run,
-        vhost: &str,
-        q: &str,
-    ) -> Result<(), MoveError> {
-        if q != r.main
-            && !run.allow_unowned
-            && let Some(why) = redrive::outside_prefixes(&self.reader.prefixes, q)
-        {
-            return Err(MoveError(format!(
-                "not redriving into `{q}` (the queue a message was rejected from, by its x-death): {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway"
-            )));
-        }
-        self.guard(vhost, q, q == r.main)
-            .await
-            .map_err(|e| MoveError(format!("destination: {}", e.0)))
     }
 
     /// The exchange and fixed routing key to publish to (`None`: the message's own key), and
@@ -820,6 +763,79 @@ impl Mover {
             None => Ok((String::new(), Some(r.main.clone()), name.clone())),
         }
     }
+}
+
+/// Whether [`guard`] asks for a dead-letter exchange on the destination, and what it says
+/// when there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dlx {
+    /// Not asked (`--to QUEUE`: a queue the operator names).
+    Unchecked,
+    /// The channel's main queue: its policy was displaced.
+    Main,
+    /// Another queue a message is sent back to by `--to failed-consumer` (issue 52, F2: a
+    /// copy that failed again there was dropped).
+    Side,
+}
+
+/// Refuses a destination that would drop what it is given (a length cap with `drop-head`),
+/// and, as `dlx` asks, one without a dead-letter exchange (a message failing again would
+/// vanish). Read now: see [`super::guard`].
+async fn guard(reader: &Reader, vhost: &str, name: &str, dlx: Dlx) -> Result<(), MoveError> {
+    let g = super::guard::read(reader, vhost, name)
+        .await
+        .map_err(|e| MoveError(format!("destination `{name}`: {e}")))?
+        .ok_or_else(|| {
+            MoveError(format!(
+                "destination queue `{name}` (vhost {vhost}) no longer exists"
+            ))
+        })?;
+    if let Some(why) = g.drops() {
+        return Err(MoveError(format!(
+            "not redriving into `{name}`: {why}; the broker would confirm each publish and push older messages out. Set `overflow: reject-publish` on it (a full queue then refuses, and the run stops with nothing lost), or remove the limit"
+        )));
+    }
+    if dlx != Dlx::Unchecked && g.dead_letter_exchange.is_none() {
+        let by = if g.policies.is_empty() {
+            "no policy applies to it and it has no `x-dead-letter-exchange` argument".to_owned()
+        } else {
+            format!("{} applies to it and sets none", g.policies.join(", "))
+        };
+        let hint = if dlx == Dlx::Main {
+            "run `dlqctl plan` to see what displaced the channel's policy"
+        } else {
+            "give it one (a policy or an `x-dead-letter-exchange` argument), or redrive these messages --to a queue that has one"
+        };
+        return Err(MoveError(format!(
+            "not redriving into `{name}`: it has no dead-letter exchange now ({by}), so a message that fails again would be dropped; {hint}"
+        )));
+    }
+    Ok(())
+}
+
+/// `--to failed-consumer`: queue `q`, the one a message was rejected from, may receive it:
+/// inside the target's ownership prefixes (unless `allow_unowned`), and as safe as any
+/// destination: no length cap that drops, and a dead-letter exchange present, whichever
+/// queue it is (issue 52, F2). The run and its dry run ask this alike (F1).
+pub async fn failed_queue_ok(
+    reader: &Reader,
+    r: &Resolved,
+    allow_unowned: bool,
+    vhost: &str,
+    q: &str,
+) -> Result<(), MoveError> {
+    if q != r.main
+        && !allow_unowned
+        && let Some(why) = redrive::outside_prefixes(&reader.prefixes, q)
+    {
+        return Err(MoveError(format!(
+            "not redriving into `{q}` (the queue a message was rejected from, by its x-death): {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway"
+        )));
+    }
+    let dlx = if q == r.main { Dlx::Main } else { Dlx::Side };
+    guard(reader, vhost, q, dlx)
+        .await
+        .map_err(|e| MoveError(format!("destination: {}", e.0)))
 }
 
 /// Records a delivery this run keeps unacknowledged until it ends ([`Batch::multiple`]).
@@ -1115,7 +1131,8 @@ impl<F: Fn(&str, lapin::Error) -> MoveError> Stage<'_, F> {
         } else if run.to.failed_consumer {
             let mut ok = Ok(());
             for q in &used {
-                if let Err(e) = self.mover.guard(self.vhost, q, q == &r.main).await {
+                let dlx = if q == &r.main { Dlx::Main } else { Dlx::Side };
+                if let Err(e) = guard(&self.mover.reader, self.vhost, q, dlx).await {
                     ok = Err(e);
                     break;
                 }
@@ -1454,6 +1471,23 @@ fn audit_id(d: &lapin::message::Delivery) -> String {
     }
 }
 
+/// [`audit_id`] of a message as `status` read it: its `message_id`, else `sha256:` of its
+/// body when the read has it whole, else the position the status reader gives it.
+pub fn audit_id_of(m: &Message) -> String {
+    use sha2::Digest;
+    match m.properties.iter().find(|(k, _)| k == "message_id") {
+        Some((_, id)) if !id.is_empty() => id.clone(),
+        _ if m.body.len() as u64 == m.body_len => format!(
+            "sha256:{}",
+            sha2::Sha256::digest(&m.body)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ),
+        _ => m.id.clone(),
+    }
+}
+
 /// The copy's properties: the delivery's, with the headers of [`moved_headers`], and without
 /// a `user_id` naming another user (the broker refuses it with PRECONDITION_FAILED and closes
 /// the channel: it is valid only for the connection that published it).
@@ -1600,14 +1634,47 @@ fn failed_queue_in(headers: &FieldTable, skip: impl Fn(&str) -> bool) -> Option<
             };
             let queue = death.inner().get("queue").map(text)?;
             let reason = death.inner().get("reason").map(text).unwrap_or_default();
-            (!queue.is_empty()).then_some((queue, reason))
+            Some((queue, reason))
         })
         .collect();
+    pick_failed(&entries, skip)
+}
+
+/// Of the `x-death` entries (queue, reason), newest first: the most recent with reason
+/// `rejected` whose queue is not skipped, else the most recent not skipped; an empty queue
+/// name is none.
+fn pick_failed(entries: &[(String, String)], skip: impl Fn(&str) -> bool) -> Option<String> {
+    let usable = |q: &str| !q.is_empty() && !skip(q);
     entries
         .iter()
-        .find(|(q, reason)| reason == "rejected" && !skip(q))
-        .or_else(|| entries.iter().find(|(q, _)| !skip(q)))
+        .find(|(q, reason)| reason == "rejected" && usable(q))
+        .or_else(|| entries.iter().find(|(q, _)| usable(q)))
         .map(|(q, _)| q.clone())
+}
+
+/// [`failed_queue`] of a message as `status` read it (a dry run: the management API gives
+/// `x-death` as JSON, which the status reader keeps as text): the same entries, the same
+/// choice. `None`: the message would stay.
+pub fn failed_queue_of(m: &Message, r: &Resolved) -> Option<String> {
+    let skip = |q: &str| q == r.dead_letter || r.retry_stages.iter().any(|s| s.name == q);
+    let (_, death) = m.headers.iter().find(|(k, _)| k == "x-death")?;
+    let Ok(Value::Array(deaths)) = serde_json::from_str::<Value>(death) else {
+        return None;
+    };
+    let as_text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let entries: Vec<(String, String)> = deaths
+        .iter()
+        .filter_map(|death| {
+            let death = death.as_object()?;
+            let queue = death.get("queue").map(as_text)?;
+            let reason = death.get("reason").map(as_text).unwrap_or_default();
+            Some((queue, reason))
+        })
+        .collect();
+    pick_failed(&entries, skip)
 }
 
 /// `routing-keys[0]` of the most recent `x-death` entry whose message had been published to
