@@ -70,7 +70,11 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 /// `None` when it names none; an error when the variable is unset or empty (a run that
 /// was told to sign must not quietly not).
 pub fn key(name: &str, target: &Target) -> Result<Option<Key>, String> {
-    let Some(var) = target.operations.as_ref().and_then(|o| o.hmac_key_env.as_deref()) else {
+    let Some(var) = target
+        .operations
+        .as_ref()
+        .and_then(|o| o.hmac_key_env.as_deref())
+    else {
         return Ok(None);
     };
     match std::env::var(var) {

@@ -72,8 +72,8 @@ pub fn append_keyed(
     let prev = last_line(&file)
         .map_err(|e| fail(format!("cannot read the last record: {e}")))?
         .map_or_else(|| GENESIS.to_owned(), |l| crate::archive::sha256_hex(&l));
-    let mut value = serde_json::to_value(record)
-        .map_err(|e| fail(format!("cannot encode the record: {e}")))?;
+    let mut value =
+        serde_json::to_value(record).map_err(|e| fail(format!("cannot encode the record: {e}")))?;
     let mut line = match &mut value {
         serde_json::Value::Object(map) => {
             map.insert("prev".to_owned(), prev.into());
@@ -88,8 +88,9 @@ pub fn append_keyed(
             line
         }
         // Not a record (tests): as it is.
-        other => serde_json::to_vec(other)
-            .map_err(|e| fail(format!("cannot encode the record: {e}")))?,
+        other => {
+            serde_json::to_vec(other).map_err(|e| fail(format!("cannot encode the record: {e}")))?
+        }
     };
     line.push(b'\n');
     // One write: a line written in two could interleave with another run's.
@@ -215,8 +216,8 @@ pub fn verify(text: &[u8], key: Option<&Key>) -> Result<Verified, Broken> {
     for (i, line) in body.split(|b| *b == b'\n').enumerate() {
         let n = i as u64 + 1;
         let broken = |why: String| Broken { line: n, why };
-        let v: serde_json::Value = serde_json::from_slice(line)
-            .map_err(|e| broken(format!("not a JSON record: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_slice(line).map_err(|e| broken(format!("not a JSON record: {e}")))?;
         out.records += 1;
         match v.get("prev") {
             None if !chained => out.unchained += 1,
@@ -344,8 +345,12 @@ mod tests {
             let path = dir.path().join(format!("audit-{}.jsonl", signed.is_some()));
             std::fs::write(&path, "{\"kind\":\"old\"}\n").expect("an older record");
             for n in 1..=3 {
-                append_keyed(&path, &serde_json::json!({"moved": n, "ids": ["a"]}), signed)
-                    .expect("appends");
+                append_keyed(
+                    &path,
+                    &serde_json::json!({"moved": n, "ids": ["a"]}),
+                    signed,
+                )
+                .expect("appends");
             }
             let ok = verify_file(&path, signed).expect("verifies");
             assert_eq!(

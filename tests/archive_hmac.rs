@@ -53,7 +53,10 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
         .collect();
     rabbit::fill(&dlq, want.len(), |i| {
         let h = rabbit::table(&[("dlq-error-class", rabbit::text("poison"))]);
-        (want[i].clone(), lapin::BasicProperties::default().with_headers(h))
+        (
+            want[i].clone(),
+            lapin::BasicProperties::default().with_headers(h),
+        )
     });
     rabbit::wait_for_messages(&dlq, 3);
 

@@ -439,12 +439,12 @@ impl Manifest {
         match (key, self.hmac_sha256.as_deref()) {
             (None, None) => Ok(()),
             (None, Some(_)) => Err(format!(
-                "{at}: the manifest carries an HMAC (the archive was written with a key, operations.hmacKeyEnv), and no key is configured for target `{}` to check it: name the key in the target's operations.hmacKeyEnv and set that variable"
-                , self.target
+                "{at}: the manifest carries an HMAC (the archive was written with a key, operations.hmacKeyEnv), and no key is configured for target `{}` to check it: name the key in the target's operations.hmacKeyEnv and set that variable",
+                self.target
             )),
             (Some(_), None) => Err(format!(
-                "{at}: the manifest carries no HMAC, and target `{}` names a key (operations.hmacKeyEnv): an archive written without the key cannot be told from one edited"
-                , self.target
+                "{at}: the manifest carries no HMAC, and target `{}` names a key (operations.hmacKeyEnv): an archive written without the key cannot be told from one edited",
+                self.target
             )),
             (Some(k), Some(tag)) => {
                 if !k.verifies(&self.signed_bytes(), tag) {

@@ -328,8 +328,8 @@ mod tests {
         FORMAT_VERSION, MANIFEST_KIND, ObjectEntry, Origin, object_bytes, object_name,
     };
     use super::*;
-    use crate::status::Message;
     use crate::integrity::Key;
+    use crate::status::Message;
     use crate::status::envelope::Read;
 
     fn record(id: &str, body: &[u8]) -> Record {
@@ -552,13 +552,15 @@ mod tests {
             .expect("put");
         sink.finish(true).await.expect("finish");
         let object = "orders/r1/batch-00001.jsonl";
-        let mut records = parse_object(&s.get(object).await.expect("object"), object).expect("parses");
+        let mut records =
+            parse_object(&s.get(object).await.expect("object"), object).expect("parses");
         records[0].body = "{\"amount\":99999}".into();
         records[0].body_sha256 = sha256_hex(records[0].body.as_bytes());
         let bytes = super::super::object_bytes(&records);
         s.put_durable(object, &bytes).await.expect("put");
         let at = format!("orders/r1/{MANIFEST}");
-        let mut m: Manifest = serde_json::from_slice(&s.get(&at).await.expect("manifest")).expect("json");
+        let mut m: Manifest =
+            serde_json::from_slice(&s.get(&at).await.expect("manifest")).expect("json");
         m.objects[0].sha256 = sha256_hex(&bytes);
         m.objects[0].bytes = bytes.len() as u64;
         s.put_durable(&at, &serde_json::to_vec_pretty(&m).expect("json"))

@@ -413,7 +413,10 @@ pub fn record(
         return delivered;
     };
     // The target's HMAC key signs the record (issue 52, L4); a key named and not set fails.
-    let key = match audit.target.map(|t| crate::integrity::key(&audit.r.target, t)) {
+    let key = match audit
+        .target
+        .map(|t| crate::integrity::key(&audit.r.target, t))
+    {
         Some(Err(e)) => {
             printer.err(&format!(
                 "{} {e}; the run's audit record is not in the journal {} ({what}): exiting 1",

@@ -314,14 +314,9 @@ pub async fn run(
         reason: ask.reason.clone(),
         hmac_sha256: None,
     };
-    let sink = Arc::new(Sink::new(
-        store,
-        manifest,
-        r.envelope.clone(),
-        ask.delete,
-        ask.gzip,
-    )
-    .with_key(key));
+    let sink = Arc::new(
+        Sink::new(store, manifest, r.envelope.clone(), ask.delete, ask.gzip).with_key(key),
+    );
     let mut done = session
         .run_with(depth, printer, Some(Arc::clone(&sink)))
         .await?;
