@@ -5,7 +5,8 @@
 //! --from-archive` refuses the edited archive (exit 1, naming the manifest) and publishes
 //! nothing (the main queue, read by lapin, stays empty); without a key configured it refuses
 //! an archive written with one, saying so; the untouched archive replays every message once,
-//! byte-exact.
+//! byte-exact. Every run is journaled with `--audit-log`: the journal is chained (`prev`) and
+//! signed while the target names the key, and a middle line edited is named by `journal::verify`.
 
 mod support;
 
@@ -62,7 +63,17 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
 
     let root = f.path().join("arch");
     let to = root.to_str().expect("path").to_owned();
-    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    let doc = archive_ok(
+        &f,
+        &[
+            "--to",
+            &to,
+            "--delete",
+            "--yes",
+            "--audit-log",
+            "audit.jsonl",
+        ],
+    );
     assert_eq!(doc["archived"].as_u64(), Some(3), "{doc:#}");
     assert_eq!(rabbit::count(&dlq), 0);
 
@@ -121,6 +132,8 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
         "--from-archive",
         &to,
         "--yes",
+        "--audit-log",
+        "audit.jsonl",
     ]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -144,6 +157,8 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
         "--from-archive",
         &to,
         "--yes",
+        "--audit-log",
+        "audit.jsonl",
     ]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -166,6 +181,8 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
         "--yes",
         "--format",
         "json",
+        "--audit-log",
+        "audit.jsonl",
     ]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let mut got: Vec<Vec<u8>> = block(rabbit::take_all(&main))
@@ -174,4 +191,22 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
         .collect();
     got.sort();
     assert_eq!(got, want);
+
+    // The journal: the archive's record, the two refusals, the replay's, chained, and signed
+    // with the target's key while it named one; a middle line edited is named.
+    let path = f.path().join("audit.jsonl");
+    let key = dlqctl::integrity::Key::new(b"a key only the target's owners hold");
+    let ok = dlqctl::journal::verify_file(&path, None).expect("the chain holds");
+    assert_eq!((ok.records, ok.unchained), (4, 0), "{ok:?}");
+    // The third record was written while the target named no key: no HMAC, named.
+    let e = dlqctl::journal::verify_file(&path, Some(&key)).expect_err("line 3 unsigned");
+    assert!(e.to_string().contains("line 3: no `hmac`"), "{e}");
+    let text = std::fs::read_to_string(&path).expect("journal");
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    lines[1] = lines[1].replacen("\"", "\"x", 1);
+    let edited = lines.join("\n") + "\n";
+    let e = dlqctl::journal::verify(edited.as_bytes(), Some(&key)).expect_err("edited");
+    assert_eq!(e.line, 2, "{e}");
+    let e = dlqctl::journal::verify(edited.as_bytes(), None).expect_err("edited");
+    assert!(e.to_string().contains("line 2 was changed"), "{e}");
 }
