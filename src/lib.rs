@@ -12,6 +12,7 @@ pub mod commands;
 pub mod diag;
 pub mod engine;
 pub mod graph;
+pub mod integrity;
 pub mod journal;
 pub mod plan;
 pub mod printer;

@@ -89,6 +89,7 @@ fn write_archive(dir: &Path, channel: &str, target: &str, backend: &str, from: &
             bytes: bytes.len() as u64,
             sha256: sha256_hex(&bytes),
             compression: None,
+            hmac_sha256: None,
         }
     };
     let manifest = |run: &str, objects: Vec<ObjectEntry>| {
@@ -112,6 +113,7 @@ fn write_archive(dir: &Path, channel: &str, target: &str, backend: &str, from: &
             operator: "test".into(),
             identity: None,
             reason: None,
+            hmac_sha256: None,
         };
         std::fs::write(
             dir.join(channel).join(run).join(MANIFEST),

@@ -367,6 +367,10 @@ pub struct ObjectEntry {
     /// `gzip`, or absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<String>,
+    /// HMAC-SHA256 (hex) of its bytes as stored, with the target's key
+    /// (`operations.hmacKeyEnv`; issue 52, L4); absent when the target names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_sha256: Option<String>,
 }
 
 /// A run's manifest.
@@ -400,9 +404,66 @@ pub struct Manifest {
     pub identity: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// HMAC-SHA256 (hex), with the target's key, of this manifest as JSON without this
+    /// field ([`Manifest::signed_bytes`]); absent when the target names no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_sha256: Option<String>,
 }
 
 impl Manifest {
+    /// What the manifest's HMAC covers: the manifest as compact JSON, without its HMAC
+    /// (every field, the objects' entries and their HMACs included).
+    pub fn signed_bytes(&self) -> Vec<u8> {
+        let mut m = self.clone();
+        m.hmac_sha256 = None;
+        // A manifest of strings, numbers and a JSON value always encodes.
+        serde_json::to_vec(&m).unwrap_or_default()
+    }
+
+    /// The manifest with its HMAC set, when there is a key (cleared when there is none).
+    pub fn sealed(&self, key: Option<&crate::integrity::Key>) -> Manifest {
+        let mut m = self.clone();
+        m.hmac_sha256 = key.map(|k| k.sign(&self.signed_bytes()));
+        m
+    }
+
+    /// With a key: refuses a manifest without an HMAC, or whose HMAC does not verify, or
+    /// that names another run than its folder's; without one, refuses a manifest written
+    /// with a key (it could not be checked). `at` names the manifest.
+    pub fn authenticate(
+        &self,
+        key: Option<&crate::integrity::Key>,
+        run: &str,
+        at: &str,
+    ) -> Result<(), String> {
+        match (key, self.hmac_sha256.as_deref()) {
+            (None, None) => Ok(()),
+            (None, Some(_)) => Err(format!(
+                "{at}: the manifest carries an HMAC (the archive was written with a key, operations.hmacKeyEnv), and no key is configured for target `{}` to check it: name the key in the target's operations.hmacKeyEnv and set that variable",
+                self.target
+            )),
+            (Some(_), None) => Err(format!(
+                "{at}: the manifest carries no HMAC, and target `{}` names a key (operations.hmacKeyEnv): an archive written without the key cannot be told from one edited",
+                self.target
+            )),
+            (Some(k), Some(tag)) => {
+                if !k.verifies(&self.signed_bytes(), tag) {
+                    return Err(format!(
+                        "{at}: the manifest's HMAC does not verify with target `{}`'s key (operations.hmacKeyEnv): the manifest was changed, or written with another key",
+                        self.target
+                    ));
+                }
+                if self.run != run {
+                    return Err(format!(
+                        "{at}: the manifest is run `{}`'s, in run `{run}`'s folder",
+                        self.run
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Refuses a manifest this build cannot read.
     pub fn check(&self, at: &str) -> Result<(), String> {
         if self.kind != MANIFEST_KIND {

@@ -58,6 +58,19 @@ pub struct Archived {
 /// objects no manifest lists that are not a killed run's pending one. An error names the
 /// manifest, object or record (with its line) that does not check.
 pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archived, String> {
+    read_keyed(store, channel, unlisted, None).await
+}
+
+/// [`read`], with the target's HMAC key when it names one (issue 52, L4): every manifest
+/// and every object it lists must then carry an HMAC that verifies with it
+/// ([`Manifest::authenticate`]), and no unlisted object is read (none can be checked).
+/// Without a key, a manifest that carries an HMAC is refused (it could not be checked).
+pub async fn read_keyed(
+    store: &Store,
+    channel: &str,
+    unlisted: bool,
+    hmac_key: Option<&crate::integrity::Key>,
+) -> Result<Archived, String> {
     if channel.is_empty() || channel.contains('/') {
         return Err(format!(
             "channel `{channel}`: not a folder name in an archive"
@@ -94,6 +107,7 @@ pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archiv
             let m: Manifest = serde_json::from_slice(&bytes)
                 .map_err(|e| format!("{at}: not an archive manifest: {e}"))?;
             m.check(&at)?;
+            m.authenticate(hmac_key, run, &at)?;
             if m.channel != channel {
                 return Err(format!(
                     "{at}: the manifest is channel `{}`'s, in channel `{channel}`'s folder",
@@ -124,6 +138,22 @@ pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archiv
                         stored.len(),
                         entry.bytes,
                         entry.sha256
+                    ));
+                }
+                if let Some(k) = hmac_key
+                    && !entry
+                        .hmac_sha256
+                        .as_deref()
+                        .is_some_and(|tag| k.verifies(&stored, tag))
+                {
+                    return Err(format!(
+                        "{name}: its HMAC (in its manifest {at}) is {} with target `{}`'s key (operations.hmacKeyEnv): the object was changed, or written with another key",
+                        if entry.hmac_sha256.is_some() {
+                            "not verified"
+                        } else {
+                            "missing, so it cannot be verified"
+                        },
+                        m.target
                     ));
                 }
                 let plain = match entry.compression.as_deref() {
@@ -165,6 +195,12 @@ pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archiv
                 continue;
             }
             out.unlisted.push(store.name(&key));
+            if unlisted && hmac_key.is_some() {
+                return Err(format!(
+                    "{}: listed by no manifest, and an object no manifest lists carries no HMAC to check with the target's key (operations.hmacKeyEnv); --read-unlisted is refused with a key",
+                    store.name(&key)
+                ));
+            }
             if unlisted {
                 let name = store.name(&key);
                 let stored = store.get(&key).await.map_err(|e| e.to_string())?;
@@ -189,6 +225,12 @@ pub async fn read(store: &Store, channel: &str, unlisted: bool) -> Result<Archiv
     }
     for key in stray {
         out.unlisted.push(store.name(&key));
+        if unlisted && hmac_key.is_some() {
+            return Err(format!(
+                "{}: listed by no manifest, and an object no manifest lists carries no HMAC to check with the target's key (operations.hmacKeyEnv); --read-unlisted is refused with a key",
+                store.name(&key)
+            ));
+        }
         if unlisted {
             let name = store.name(&key);
             let stored = store.get(&key).await.map_err(|e| e.to_string())?;
@@ -286,6 +328,7 @@ mod tests {
         FORMAT_VERSION, MANIFEST_KIND, ObjectEntry, Origin, object_bytes, object_name,
     };
     use super::*;
+    use crate::integrity::Key;
     use crate::status::Message;
     use crate::status::envelope::Read;
 
@@ -335,6 +378,7 @@ mod tests {
             operator: "test".into(),
             identity: None,
             reason: None,
+            hmac_sha256: None,
         }
     }
 
@@ -357,6 +401,7 @@ mod tests {
             bytes: bytes.len() as u64,
             sha256: sha256_hex(&bytes),
             compression: gz.then(|| "gzip".to_owned()),
+            hmac_sha256: None,
         }
     }
 
@@ -475,5 +520,136 @@ mod tests {
             e.contains("batch-00001.jsonl: record 2") && e.contains("record `a`"),
             "{e}"
         );
+    }
+
+    /// Writes run `r1` of two records through the real writer ([`super::super::sink::Sink`]),
+    /// signed with `key` when given, then edits record `a` consistently, as someone who
+    /// can write the archive would: its body and `bodySha256`, the object, and the
+    /// manifest entry's size and sha256 (the manifest's own HMAC, which needs the key, is
+    /// left as it was). Returns the store.
+    async fn tampered(dir: &std::path::Path, key: Option<&Key>) -> Store {
+        let s = Store::open(&super::super::Place::Dir(dir.into()))
+            .await
+            .expect("opens");
+        let mut m = manifest("r1", Vec::new());
+        m.complete = false;
+        let sink = super::super::sink::Sink::new(
+            s.clone(),
+            m,
+            crate::spec::resolve::EnvelopeResolved::default(),
+            false,
+            false,
+        )
+        .with_key(key.cloned());
+        let msg = |id: &str, body: &[u8]| Message {
+            id: id.into(),
+            body: body.to_vec(),
+            body_len: body.len() as u64,
+            ..Message::default()
+        };
+        sink.put(&[msg("a", b"{\"amount\":10}"), msg("b", b"{\"amount\":20}")])
+            .await
+            .expect("put");
+        sink.finish(true).await.expect("finish");
+        let object = "orders/r1/batch-00001.jsonl";
+        let mut records =
+            parse_object(&s.get(object).await.expect("object"), object).expect("parses");
+        records[0].body = "{\"amount\":99999}".into();
+        records[0].body_sha256 = sha256_hex(records[0].body.as_bytes());
+        let bytes = super::super::object_bytes(&records);
+        s.put_durable(object, &bytes).await.expect("put");
+        let at = format!("orders/r1/{MANIFEST}");
+        let mut m: Manifest =
+            serde_json::from_slice(&s.get(&at).await.expect("manifest")).expect("json");
+        m.objects[0].sha256 = sha256_hex(&bytes);
+        m.objects[0].bytes = bytes.len() as u64;
+        s.put_durable(&at, &serde_json::to_vec_pretty(&m).expect("json"))
+            .await
+            .expect("put");
+        s
+    }
+
+    /// Issue 52, L4: an archive edited consistently (body, bodySha256, manifest) is read
+    /// as it now says without a key — the checksums guard against damage only — and is
+    /// refused, naming the manifest, when the target names a key; an object whose HMAC
+    /// does not verify is refused by name; an archive written with a key is refused
+    /// without one; an untouched signed archive reads.
+    #[tokio::test]
+    async fn an_archive_edited_consistently_is_refused_with_a_key() {
+        let key = Key::new(b"the target's key");
+        // Without a key: the edit goes through (what the checksums cannot tell).
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = tampered(dir.path(), None).await;
+        let got = read(&s, "orders", false).await.expect("reads");
+        assert_eq!(got.records[0].body, "{\"amount\":99999}");
+        // With a key: refused, naming the manifest.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = tampered(dir.path(), Some(&key)).await;
+        let e = read_keyed(&s, "orders", false, Some(&key))
+            .await
+            .expect_err("refused");
+        assert!(
+            e.contains("r1/manifest.json") && e.contains("HMAC does not verify"),
+            "{e}"
+        );
+        // Another key: refused the same way.
+        let e = read_keyed(&s, "orders", false, Some(&Key::new(b"another")))
+            .await
+            .expect_err("refused");
+        assert!(e.contains("HMAC does not verify"), "{e}");
+        // The manifest sealed again (a writer's bug, or a key leaked): the object's own
+        // HMAC still refuses it, by name.
+        let at = format!("orders/r1/{MANIFEST}");
+        let m: Manifest = serde_json::from_slice(&s.get(&at).await.expect("m")).expect("json");
+        let m = m.sealed(Some(&key));
+        s.put_durable(&at, &serde_json::to_vec(&m).expect("json"))
+            .await
+            .expect("put");
+        let e = read_keyed(&s, "orders", false, Some(&key))
+            .await
+            .expect_err("refused");
+        assert!(
+            e.contains("batch-00001.jsonl: its HMAC") && e.contains("not verified"),
+            "{e}"
+        );
+        // Written with a key, read without one: refused, saying so.
+        let e = read(&s, "orders", false).await.expect_err("refused");
+        assert!(e.contains("no key is configured"), "{e}");
+        // Untouched and signed: read with the key; unsigned, refused with one.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Store::open(&super::super::Place::Dir(dir.path().into()))
+            .await
+            .expect("opens");
+        let sink = super::super::sink::Sink::new(
+            s.clone(),
+            manifest("r1", Vec::new()),
+            crate::spec::resolve::EnvelopeResolved::default(),
+            false,
+            true,
+        )
+        .with_key(Some(key.clone()));
+        sink.put(&[Message {
+            id: "a".into(),
+            body: b"1".to_vec(),
+            body_len: 1,
+            ..Message::default()
+        }])
+        .await
+        .expect("put");
+        sink.finish(true).await.expect("finish");
+        let got = read_keyed(&s, "orders", false, Some(&key))
+            .await
+            .expect("a signed archive reads");
+        assert_eq!(got.records.len(), 1);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Store::open(&super::super::Place::Dir(dir.path().into()))
+            .await
+            .expect("opens");
+        let entry = put(&s, "r1", 1, &[record("a", b"1")], false).await;
+        put_manifest(&s, &manifest("r1", vec![entry])).await;
+        let e = read_keyed(&s, "orders", false, Some(&key))
+            .await
+            .expect_err("refused");
+        assert!(e.contains("carries no HMAC"), "{e}");
     }
 }

@@ -31,6 +31,9 @@ pub struct Sink {
     /// Whether the manifest was written once (before the first object: an object no
     /// manifest lists is then never the run's only trace).
     started: Mutex<bool>,
+    /// The target's HMAC key (`operations.hmacKeyEnv`): each object's entry and the
+    /// manifest then carry an HMAC (issue 52, L4).
+    key: Option<crate::integrity::Key>,
 }
 
 impl Sink {
@@ -52,7 +55,14 @@ impl Sink {
             manifest: Mutex::new(manifest),
             keys: Mutex::new(Keys::default()),
             started: Mutex::new(false),
+            key: None,
         }
+    }
+
+    /// Signs each object and the manifest with `key` (the target's `operations.hmacKeyEnv`).
+    pub fn with_key(mut self, key: Option<crate::integrity::Key>) -> Sink {
+        self.key = key;
+        self
     }
 
     /// The run's folder, relative to the archive.
@@ -117,6 +127,7 @@ impl Sink {
             bytes: bytes.len() as u64,
             sha256: super::sha256_hex(&bytes),
             compression: self.gzip.then(|| "gzip".to_owned()),
+            hmac_sha256: self.key.as_ref().map(|k| k.sign(&bytes)),
         };
         let mut next = manifest.clone();
         next.objects.push(entry.clone());
@@ -142,7 +153,8 @@ impl Sink {
     }
 
     async fn write(&self, m: &Manifest) -> Result<(), String> {
-        let mut bytes = serde_json::to_vec_pretty(m).map_err(|e| e.to_string())?;
+        let m = m.sealed(self.key.as_ref());
+        let mut bytes = serde_json::to_vec_pretty(&m).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
         self.store
             .put_durable(&format!("{}/{}", self.folder, super::MANIFEST), &bytes)
@@ -195,6 +207,7 @@ mod tests {
             operator: "me@here pid 1".into(),
             identity: None,
             reason: None,
+            hmac_sha256: None,
         }
     }
 

@@ -412,7 +412,23 @@ pub fn record(
     let Some(path) = audit.audit_log else {
         return delivered;
     };
-    match crate::journal::append(path, record) {
+    // The target's HMAC key signs the record (issue 52, L4); a key named and not set fails.
+    let key = match audit
+        .target
+        .map(|t| crate::integrity::key(&audit.r.target, t))
+    {
+        Some(Err(e)) => {
+            printer.err(&format!(
+                "{} {e}; the run's audit record is not in the journal {} ({what}): exiting 1",
+                printer.paint_err("error:", Style::Error),
+                path.display()
+            ));
+            return false;
+        }
+        Some(Ok(k)) => k,
+        None => None,
+    };
+    match crate::journal::append_keyed(path, record, key.as_ref()) {
         Ok(()) => delivered,
         Err(e) => {
             printer.err(&format!(

@@ -286,6 +286,9 @@ pub async fn run(
         .map_err(|e| RedriveError::Refused(format!("{e}; nothing was read or moved")))?;
     let start = session.report();
     let r = session.resolved();
+    // The target's HMAC key, read before anything is read or moved (issue 52, L4).
+    let key = crate::integrity::key(&r.target, &session.checked.target)
+        .map_err(|e| RedriveError::Refused(format!("{e}; nothing was read or moved")))?;
     // Temporaries a writer killed part-way left (issue 52, L2); a writer at work renames
     // its own within seconds.
     store.clean_temporaries(&r.channel, std::time::Duration::from_secs(600));
@@ -309,14 +312,11 @@ pub async fn run(
         operator: start.operator.clone(),
         identity: start.identity.clone(),
         reason: ask.reason.clone(),
+        hmac_sha256: None,
     };
-    let sink = Arc::new(Sink::new(
-        store,
-        manifest,
-        r.envelope.clone(),
-        ask.delete,
-        ask.gzip,
-    ));
+    let sink = Arc::new(
+        Sink::new(store, manifest, r.envelope.clone(), ask.delete, ask.gzip).with_key(key),
+    );
     let mut done = session
         .run_with(depth, printer, Some(Arc::clone(&sink)))
         .await?;

@@ -66,9 +66,12 @@ pub async fn prepare<'a>(
         .await
         .map_err(|e| refused(e.to_string()))?;
     let r = &session.checked.r;
-    let archived = crate::archive::read::read(&store, &r.channel, opts.read_unlisted)
-        .await
-        .map_err(refused)?;
+    // With the target's HMAC key, only an archive whose HMACs verify is read (issue 52, L4).
+    let key = crate::integrity::key(&r.target, &session.checked.target).map_err(refused)?;
+    let archived =
+        crate::archive::read::read_keyed(&store, &r.channel, opts.read_unlisted, key.as_ref())
+            .await
+            .map_err(refused)?;
     if !archived.unlisted.is_empty() && !opts.read_unlisted {
         let n = archived.unlisted.len();
         let mut names: Vec<&str> = archived

@@ -236,6 +236,14 @@ pub struct Operations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub audit_to: Option<String>,
+    /// The environment variable holding this target's HMAC key (issue 52, L4): `archive`
+    /// then writes an HMAC-SHA256 of each object and of the manifest, `redrive
+    /// --from-archive` refuses an archive whose HMACs do not verify (or that has none), and
+    /// each audit journal record carries an HMAC. Without it, the checksums guard against
+    /// damage, not tampering (docs/archive.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub hmac_key_env: Option<String>,
 }
 
 /// More of a message to hide when it is shown (display only: a redrive moves it whole).
