@@ -391,3 +391,131 @@ fn pubsub_replay_from_an_archive_brings_every_id_back_once() {
         take_main: Box::new(|want| text(f.rest.take(&sub, want))),
     });
 }
+
+/// Writes one completed `--delete` run of `n` records (ids 0..n) into `<dir>/<channel>/`.
+fn write_one_run(dir: &Path, channel: &str, target: &str, backend: &str, from: &str, n: usize) {
+    let run = "20261203T000000Z-1";
+    let records: Vec<Record> = (0..n)
+        .map(|i| {
+            let mut r = record(target, backend, from, i);
+            r.channel = channel.into();
+            r
+        })
+        .collect();
+    let bytes = object_bytes(&records);
+    let name = object_name(1, false);
+    let folder = dir.join(channel).join(run);
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(folder.join(&name), &bytes).expect("object");
+    let m = Manifest {
+        format_version: FORMAT_VERSION,
+        kind: MANIFEST_KIND.into(),
+        channel: channel.into(),
+        target: target.into(),
+        backend: backend.into(),
+        from: from.into(),
+        role: "dead-letter".into(),
+        run: run.into(),
+        selection: serde_json::json!({}),
+        delete: true,
+        complete: true,
+        records: n as u64,
+        objects: vec![ObjectEntry {
+            name,
+            records: n as u64,
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+            compression: None,
+        }],
+        started_at: "2026-12-03T00:00:00Z".into(),
+        ended_at: Some("2026-12-03T00:01:00Z".into()),
+        operator: "test".into(),
+        identity: None,
+        reason: None,
+    };
+    std::fs::write(
+        folder.join(MANIFEST),
+        serde_json::to_vec(&m).expect("json"),
+    )
+    .expect("manifest");
+}
+
+/// Issue 52 fixes, F1: two replays of one archive started together never both publish
+/// (each reads the ledgers before the other wrote its own): counted by body with lapin,
+/// the main queue holds each record at most once, and what the replays report moved is
+/// what is there.
+#[test]
+fn rabbitmq_two_replays_started_together_never_both_publish() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 2_000;
+    for round in 0..3 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_one_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N);
+        let arch = dir.path().to_str().expect("utf-8 path");
+        let args = [
+            "redrive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--yes",
+            "--format",
+            "json",
+            "--from-archive",
+            arch,
+        ];
+        let a = f.command(&args).output_async();
+        let b = f.command(&args).output_async();
+        let (a, b) = (a.wait_with_output().expect("a"), b.wait_with_output().expect("b"));
+        let moved = |o: &std::process::Output| -> u64 {
+            serde_json::from_slice::<serde_json::Value>(&o.stdout)
+                .ok()
+                .and_then(|d| d["moved"].as_u64())
+                .unwrap_or(0)
+        };
+        let back = text(block(rabbit::take_all(&main)));
+        let mut count: BTreeMap<String, u64> = BTreeMap::new();
+        for (body, _) in &back {
+            *count.entry(body.clone()).or_insert(0) += 1;
+        }
+        let errs = format!(
+            "round {round}\nA {:?}: {}\nB {:?}: {}",
+            a.status.code(),
+            String::from_utf8_lossy(&a.stderr),
+            b.status.code(),
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert!(
+            count.values().all(|n| *n == 1),
+            "{} copies of {} records: {errs}",
+            back.len(),
+            count.len()
+        );
+        assert_eq!(back.len() as u64, moved(&a) + moved(&b), "{errs}");
+        // One that refused says why, naming the other's ledger.
+        for o in [&a, &b] {
+            if o.status.code() != Some(0) {
+                let e = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    e.contains("replays/") && e.contains("may still be running"),
+                    "{errs}"
+                );
+            }
+        }
+    }
+}
+
+/// [`std::process::Command`] started with its output piped.
+trait OutputAsync {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl OutputAsync for std::process::Command {
+    fn output_async(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("dlqctl starts")
+    }
+}

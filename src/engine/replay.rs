@@ -34,6 +34,8 @@ pub struct Prepared<'a> {
     /// Each message's [`replayed::reference`], in the same order.
     refs: Vec<String>,
     store: Store,
+    /// The unfinished ledgers read before this replay wrote its own (F1).
+    known: std::collections::HashSet<String>,
 }
 
 /// What a replay was asked besides the redrive's selection.
@@ -167,7 +169,7 @@ pub async fn prepare<'a>(
             .map(|(at, n)| format!("{n} by {at}"))
             .collect();
         return Err(refused(format!(
-            "{n} of the records to replay may or may not have been published by a replay before this one, which was killed or lost an answer ({}): look in `{}` first, then pass --replay-again to publish every selected record again (those replayed before included)",
+            "{n} of the records to replay may or may not have been published by a replay before this one, which was killed, lost an answer, or may still be running ({}): look in `{}` first (and wait for a replay still running to end), then pass --replay-again to publish every selected record again (those replayed before included)",
             by.join(", "),
             session.checked.to.name
         )));
@@ -192,6 +194,7 @@ pub async fn prepare<'a>(
         messages,
         refs,
         store,
+        known: ledgers.unfinished,
     })
 }
 
@@ -231,6 +234,7 @@ impl Prepared<'_> {
             messages,
             refs,
             store,
+            known,
         } = self;
         let checked = &session.checked;
         let replayer = Replayer::connect(session.reader.clone(), &checked.target)?;
@@ -257,6 +261,37 @@ impl Prepared<'_> {
                     "the replay's ledger could not be written into the archive: {e}; nothing was published"
                 ))
             })?;
+            // Another replay of the channel started meanwhile (it read the ledgers before
+            // this one's was written): refused, this ledger closed empty (issue 52 fixes,
+            // F1). Of two started together at least one sees the other's ledger.
+            let others = replayed::started_meanwhile(
+                &store,
+                &ledger.channel,
+                &ledger.target,
+                &ledger.key(),
+                &known,
+            )
+            .await
+            .map_err(|e| {
+                RedriveError::Refused(format!(
+                    "the replay ledgers could not be read again: {e}; nothing was published"
+                ))
+            })?;
+            if !others.is_empty() {
+                ledger.complete = true;
+                ledger.unsure = Vec::new();
+                ledger.ended_at = Some(crate::archive::rfc3339(crate::status::now_ms()));
+                let closed = ledger.write(&store).await.err().map_or(String::new(), |e| {
+                    format!(
+                        " (this replay's own ledger {at} could not be closed: {e}; it names records as unsure that were not published)"
+                    )
+                });
+                return Err(RedriveError::Refused(format!(
+                    "another replay of this archive to `{}` started while this one did and has not finished: {}. It may still be running; nothing was published by this one{closed}. Run again once it ended: a replay continues where the last one stopped",
+                    ledger.target,
+                    others.join(", ")
+                )));
+            }
             if let Some(a) = session.report.archive.as_mut() {
                 a.ledger = Some(at);
             }
