@@ -375,7 +375,10 @@ mod tests {
             .expect("opens");
         let (a, b, c) = (record("a", b"1"), record("b", &[0xff]), record("c", b"3"));
         let one = put(&s, "r1", 1, &[a.clone(), b.clone()], false).await;
-        put_manifest(&s, &manifest("r1", vec![one])).await;
+        // r1 crashed (a twin of a completed `--delete` run's record is a new dead letter).
+        let mut crashed = manifest("r1", vec![one]);
+        crashed.complete = false;
+        put_manifest(&s, &crashed).await;
         // The rerun after a crash archived `b` again, and was killed after writing its
         // second object, before listing it.
         let two = put(&s, "r2", 1, &[b.clone(), c.clone()], true).await;
