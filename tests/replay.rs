@@ -394,6 +394,19 @@ fn pubsub_replay_from_an_archive_brings_every_id_back_once() {
 
 /// Writes one completed `--delete` run of `n` records (ids 0..n) into `<dir>/<channel>/`.
 fn write_one_run(dir: &Path, channel: &str, target: &str, backend: &str, from: &str, n: usize) {
+    write_run(dir, channel, target, backend, from, n, true);
+}
+
+/// [`write_one_run`], a `--delete` run or a copy (`delete: false`).
+fn write_run(
+    dir: &Path,
+    channel: &str,
+    target: &str,
+    backend: &str,
+    from: &str,
+    n: usize,
+    delete: bool,
+) {
     let run = "20261203T000000Z-1";
     let records: Vec<Record> = (0..n)
         .map(|i| {
@@ -417,7 +430,7 @@ fn write_one_run(dir: &Path, channel: &str, target: &str, backend: &str, from: &
         role: "dead-letter".into(),
         run: run.into(),
         selection: serde_json::json!({}),
-        delete: true,
+        delete,
         complete: true,
         records: n as u64,
         objects: vec![ObjectEntry {
@@ -518,4 +531,89 @@ impl OutputAsync for std::process::Command {
             .spawn()
             .expect("dlqctl starts")
     }
+}
+
+/// The one ledger a replay wrote into `dir` for `channel`.
+fn only_ledger(dir: &Path, channel: &str) -> std::path::PathBuf {
+    let all: Vec<_> = std::fs::read_dir(dir.join(channel).join("replays"))
+        .expect("ledgers")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+/// Issue 52 fixes, F4 and F2: a record replayed to another destination is published to
+/// this one (counted `replayedElsewhere`); one replayed before and published again with
+/// `--replay-again` is counted possibly duplicated (headline and JSON).
+#[test]
+fn rabbitmq_replay_to_another_destination_then_again_is_counted() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 12;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_one_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N);
+    let arch = dir.path().to_str().expect("utf-8 path");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    // As if that replay had gone to another destination (`--to X`).
+    let ledger = only_ledger(dir.path(), &f.channel);
+    let mut l: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ledger).expect("ledger")).expect("json");
+    l["to"] = "somewhere-else".into();
+    std::fs::write(&ledger, serde_json::to_vec(&l).expect("json")).expect("ledger");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "F4: published to this destination: {doc:#}");
+    assert_eq!(doc["archive"]["replayedElsewhere"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    // Again, to the same destination: each one possibly duplicated, and said so.
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes", "--replay-again"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], N, "F2: {doc:#}");
+    assert_eq!(doc["archive"]["replayedAgain"], N, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    let out = f.run(&[
+        "redrive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--replay-again",
+        "--from-archive",
+        arch,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!("{N} possibly duplicated")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+}
+
+/// Issue 52 fixes, F5: a copy archive (`delete: false`: the messages never left the DLQ)
+/// replays with every record counted possibly duplicated, and the report says so.
+#[test]
+fn rabbitmq_replay_of_a_copy_archive_counts_possibly_duplicated() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 7;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N, false);
+    let arch = dir.path().to_str().expect("utf-8 path");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], N, "F5: {doc:#}");
+    assert_eq!(doc["archive"]["fromCopy"], N, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
 }

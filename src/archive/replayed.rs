@@ -83,14 +83,23 @@ pub struct Replayed {
     pub replayed: std::collections::HashSet<String>,
     /// May or may not have been published: by reference, the ledger that says so.
     pub unsure: std::collections::HashMap<String, String>,
+    /// Published and confirmed to another destination (another `to`), by reference: not
+    /// replayed for this one (issue 52 fixes, F4).
+    pub elsewhere: std::collections::HashSet<String>,
     /// The ledgers (keys in the store) read that are not complete: replays killed, or
     /// still running.
     pub unfinished: std::collections::HashSet<String>,
 }
 
-/// Reads every ledger of `channel` in `store`, keeping those of `target`. A ledger that
-/// does not read is an error naming it: what it says decides what is published.
-pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed, String> {
+/// Reads every ledger of `channel` in `store`, keeping those of `target`; what a ledger
+/// of another destination than `to` lists counts only as [`Replayed::elsewhere`]. A
+/// ledger that does not read is an error naming it: what it says decides what is published.
+pub async fn read(
+    store: &Store,
+    channel: &str,
+    target: &str,
+    to: &str,
+) -> Result<Replayed, String> {
     let mut out = Replayed::default();
     let folder = format!("{channel}/{FOLDER}");
     for key in store.list(&folder).await.map_err(|e| e.to_string())? {
@@ -112,6 +121,10 @@ pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed
         }
         if !l.complete {
             out.unfinished.insert(key.clone());
+        }
+        if l.to != to {
+            out.elsewhere.extend(l.replayed);
+            continue;
         }
         out.replayed.extend(l.replayed);
         for r in l.unsure {

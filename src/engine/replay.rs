@@ -33,6 +33,9 @@ pub struct Prepared<'a> {
     messages: Vec<Message>,
     /// Each message's [`replayed::reference`], in the same order.
     refs: Vec<String>,
+    /// Each message: whether an earlier replay to this destination published it or may
+    /// have, and whether it comes from a copy run (F2, F5).
+    marks: Vec<(bool, bool)>,
     store: Store,
     /// The unfinished ledgers read before this replay wrote its own (F1).
     known: std::collections::HashSet<String>,
@@ -90,7 +93,7 @@ pub async fn prepare<'a>(
             are = if n == 1 { "is" } else { "are" },
         )));
     }
-    let ledgers = replayed::read(&store, &r.channel, &r.target)
+    let ledgers = replayed::read(&store, &r.channel, &r.target, &session.checked.to.name)
         .await
         .map_err(refused)?;
     let select = &session.checked.select;
@@ -116,10 +119,16 @@ pub async fn prepare<'a>(
         already_replayed: 0,
         ledger: None,
         elsewhere: 0,
+        replayed_elsewhere: 0,
+        replayed_again: 0,
+        from_copy: 0,
+        known_duplicates: 0,
     };
     // Records an earlier replay may or may not have published, by the ledger saying so.
     let mut unsure: BTreeMap<String, u64> = BTreeMap::new();
     let mut refs = Vec::new();
+    // Each selected record: (replayed or unsure by an earlier replay here, from a copy run).
+    let mut marks = Vec::new();
     let report = &mut session.report;
     let (mut messages, mut classes, mut ages) = (Vec::new(), BTreeMap::new(), Vec::new());
     for rec in &archived.records {
@@ -152,6 +161,12 @@ pub async fn prepare<'a>(
                 {
                     *unsure.entry(at.clone()).or_insert(0) += 1;
                 }
+                let before = ledgers.replayed.contains(&reference)
+                    || ledgers.unsure.contains_key(&reference);
+                if !before && ledgers.elsewhere.contains(&reference) {
+                    account.replayed_elsewhere += 1;
+                }
+                marks.push((before, archived.copy_runs.contains(&rec.run)));
                 messages.push(m);
                 refs.push(reference);
             }
@@ -193,6 +208,7 @@ pub async fn prepare<'a>(
         session,
         messages,
         refs,
+        marks,
         store,
         known: ledgers.unfinished,
     })
@@ -233,6 +249,7 @@ impl Prepared<'_> {
             mut session,
             messages,
             refs,
+            marks,
             store,
             known,
         } = self;
@@ -328,18 +345,31 @@ impl Prepared<'_> {
                 *confirmed.entry(id).or_insert(0) += 1;
             }
             let (mut done, mut not) = (Vec::new(), Vec::new());
-            for (m, r) in job.messages.iter().zip(refs) {
+            let (mut again, mut copy, mut known) = (0, 0, 0);
+            for ((m, r), (before, from_copy)) in job.messages.iter().zip(refs).zip(marks) {
                 match confirmed.get_mut(&m.id) {
                     Some(n) if *n > 0 => {
                         *n -= 1;
                         done.push(r);
+                        again += u64::from(before);
+                        copy += u64::from(from_copy);
+                        known += u64::from(before || from_copy);
                     }
                     _ => not.push(r),
                 }
             }
+            // Published and possibly there already: replayed again (F2), from a copy run
+            // whose message may still be in the DLQ (F5), the archive's own (identical to
+            // a killed run's record): in the report's figure, which is then no lost answer.
+            if let Some(a) = report.archive.as_mut() {
+                a.replayed_again = again;
+                a.from_copy = copy;
+                a.known_duplicates = known + a.possibly_duplicated.min(report.moved);
+                report.possibly_duplicated += a.known_duplicates;
+            }
             ledger.replayed = done;
             // Not confirmed: published for sure only when an answer was lost.
-            ledger.unsure = if report.possibly_duplicated > 0 {
+            ledger.unsure = if tally.duplicated.load(Ordering::Relaxed) > 0 {
                 not
             } else {
                 Vec::new()
@@ -381,5 +411,8 @@ fn watch(
 
 /// Whether a finished replay did all it set out to (else `dlqctl redrive` exits 1).
 pub fn complete(report: &Report) -> bool {
-    super::redrive::complete(report) && report.possibly_duplicated == 0
+    // What the replay knew was possibly there already is said, not a failure.
+    super::redrive::complete(report)
+        && report.possibly_duplicated
+            == report.archive.as_ref().map_or(0, |a| a.known_duplicates)
 }
