@@ -446,11 +446,7 @@ fn write_run(
         identity: None,
         reason: None,
     };
-    std::fs::write(
-        folder.join(MANIFEST),
-        serde_json::to_vec(&m).expect("json"),
-    )
-    .expect("manifest");
+    std::fs::write(folder.join(MANIFEST), serde_json::to_vec(&m).expect("json")).expect("manifest");
 }
 
 /// Issue 52 fixes, F1: two replays of one archive started together never both publish
@@ -462,12 +458,80 @@ fn rabbitmq_two_replays_started_together_never_both_publish() {
     let Some(f) = rabbit::Fixture::applied() else {
         return;
     };
+    two_at_once(&f, &|_, dir| dir.to_str().expect("utf-8 path").to_owned());
+}
+
+/// [`rabbitmq_two_replays_started_together_never_both_publish`] from an S3 archive (moto).
+#[test]
+fn rabbitmq_two_replays_from_s3_started_together_never_both_publish() {
+    let Some(mut f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    f.set_env("AWS_ENDPOINT_URL_S3", &support::aws_endpoint());
+    let config = block(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(support::aws_endpoint())
+            .load(),
+    );
+    let c = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(true)
+            .build(),
+    );
+    let bucket = format!("{}-replays", f.channel).to_lowercase();
+    block(c.create_bucket().bucket(&bucket).send()).expect("CreateBucket");
+    two_at_once(&f, &|round, dir| {
+        // The folder's files uploaded under `s3://bucket/r<round>/`.
+        for e in walk(dir) {
+            let key = format!(
+                "r{round}/{}",
+                e.strip_prefix(dir).expect("under").to_str().expect("utf-8")
+            );
+            let body = std::fs::read(&e).expect("file");
+            block(
+                c.put_object()
+                    .bucket(&bucket)
+                    .key(key)
+                    .body(body.into())
+                    .send(),
+            )
+            .expect("PutObject");
+        }
+        format!("s3://{bucket}/r{round}")
+    });
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("dir").filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Two replays of one archive (`place` makes it from a folder, per round) started at once,
+/// three times: each record at most once in the main queue, counted by body with lapin.
+fn two_at_once(f: &rabbit::Fixture, place: &dyn Fn(usize, &Path) -> String) {
     let [main, _, dlq, _] = f.names();
     const N: usize = 2_000;
     for round in 0..3 {
         let dir = tempfile::tempdir().expect("tempdir");
-        write_one_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N);
-        let arch = dir.path().to_str().expect("utf-8 path");
+        write_one_run(
+            dir.path(),
+            &f.channel,
+            "local-rabbitmq",
+            "rabbitmq",
+            &dlq,
+            N,
+        );
+        let arch = place(round, dir.path());
+        let arch = arch.as_str();
         let args = [
             "redrive",
             f.channel.as_str(),
@@ -480,7 +544,10 @@ fn rabbitmq_two_replays_started_together_never_both_publish() {
         ];
         let a = f.command(&args).output_async();
         let b = f.command(&args).output_async();
-        let (a, b) = (a.wait_with_output().expect("a"), b.wait_with_output().expect("b"));
+        let (a, b) = (
+            a.wait_with_output().expect("a"),
+            b.wait_with_output().expect("b"),
+        );
         let moved = |o: &std::process::Output| -> u64 {
             serde_json::from_slice::<serde_json::Value>(&o.stdout)
                 .ok()
@@ -556,7 +623,14 @@ fn rabbitmq_replay_to_another_destination_then_again_is_counted() {
     let [main, _, dlq, _] = f.names();
     const N: usize = 12;
     let dir = tempfile::tempdir().expect("tempdir");
-    write_one_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N);
+    write_one_run(
+        dir.path(),
+        &f.channel,
+        "local-rabbitmq",
+        "rabbitmq",
+        &dlq,
+        N,
+    );
     let arch = dir.path().to_str().expect("utf-8 path");
     let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
     assert_eq!(code, 0, "{doc:#}\n{err}");
@@ -569,7 +643,10 @@ fn rabbitmq_replay_to_another_destination_then_again_is_counted() {
     std::fs::write(&ledger, serde_json::to_vec(&l).expect("json")).expect("ledger");
     let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
     assert_eq!(code, 0, "{doc:#}\n{err}");
-    assert_eq!(doc["moved"], N, "F4: published to this destination: {doc:#}");
+    assert_eq!(
+        doc["moved"], N,
+        "F4: published to this destination: {doc:#}"
+    );
     assert_eq!(doc["archive"]["replayedElsewhere"], N, "{doc:#}");
     assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
     assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
@@ -608,7 +685,15 @@ fn rabbitmq_replay_of_a_copy_archive_counts_possibly_duplicated() {
     let [main, _, dlq, _] = f.names();
     const N: usize = 7;
     let dir = tempfile::tempdir().expect("tempdir");
-    write_run(dir.path(), &f.channel, "local-rabbitmq", "rabbitmq", &dlq, N, false);
+    write_run(
+        dir.path(),
+        &f.channel,
+        "local-rabbitmq",
+        "rabbitmq",
+        &dlq,
+        N,
+        false,
+    );
     let arch = dir.path().to_str().expect("utf-8 path");
     let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
     assert_eq!(code, 0, "{doc:#}\n{err}");

@@ -753,7 +753,10 @@ mod tests {
             keys.assign(&mut second);
             let mut d = Dedup::default();
             assert!(d.keep(&first, RunKind::Deleted), "{backend}");
-            assert!(d.keep(&second, RunKind::Deleted), "{backend}: a new dead letter");
+            assert!(
+                d.keep(&second, RunKind::Deleted),
+                "{backend}: a new dead letter"
+            );
             assert_eq!(d.duplicates, 0, "{backend}");
             if unique_ids(backend) {
                 for earlier in [RunKind::Kept, RunKind::Unsure] {

@@ -159,10 +159,7 @@ pub async fn started_meanwhile(
         let l: Ledger = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{at}: not a replay ledger: {e}"))?;
         if l.kind == KIND && l.target == target && !l.complete {
-            out.push(format!(
-                "{at} (started {} by {})",
-                l.started_at, l.operator
-            ));
+            out.push(format!("{at} (started {} by {})", l.started_at, l.operator));
         }
     }
     Ok(out)

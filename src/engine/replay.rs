@@ -413,6 +413,5 @@ fn watch(
 pub fn complete(report: &Report) -> bool {
     // What the replay knew was possibly there already is said, not a failure.
     super::redrive::complete(report)
-        && report.possibly_duplicated
-            == report.archive.as_ref().map_or(0, |a| a.known_duplicates)
+        && report.possibly_duplicated == report.archive.as_ref().map_or(0, |a| a.known_duplicates)
 }
