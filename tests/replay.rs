@@ -393,3 +393,314 @@ fn pubsub_replay_from_an_archive_brings_every_id_back_once() {
         take_main: Box::new(|want| text(f.rest.take(&sub, want))),
     });
 }
+
+/// Writes one completed `--delete` run of `n` records (ids 0..n) into `<dir>/<channel>/`.
+fn write_one_run(dir: &Path, channel: &str, target: &str, backend: &str, from: &str, n: usize) {
+    write_run(dir, channel, target, backend, from, n, true);
+}
+
+/// [`write_one_run`], a `--delete` run or a copy (`delete: false`).
+fn write_run(
+    dir: &Path,
+    channel: &str,
+    target: &str,
+    backend: &str,
+    from: &str,
+    n: usize,
+    delete: bool,
+) {
+    let run = "20261203T000000Z-1";
+    let records: Vec<Record> = (0..n)
+        .map(|i| {
+            let mut r = record(target, backend, from, i);
+            r.channel = channel.into();
+            r
+        })
+        .collect();
+    let bytes = object_bytes(&records);
+    let name = object_name(1, false);
+    let folder = dir.join(channel).join(run);
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(folder.join(&name), &bytes).expect("object");
+    let m = Manifest {
+        format_version: FORMAT_VERSION,
+        kind: MANIFEST_KIND.into(),
+        channel: channel.into(),
+        target: target.into(),
+        backend: backend.into(),
+        from: from.into(),
+        role: "dead-letter".into(),
+        run: run.into(),
+        selection: serde_json::json!({}),
+        delete,
+        complete: true,
+        records: n as u64,
+        objects: vec![ObjectEntry {
+            name,
+            records: n as u64,
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+            compression: None,
+        }],
+        started_at: "2026-12-03T00:00:00Z".into(),
+        ended_at: Some("2026-12-03T00:01:00Z".into()),
+        operator: "test".into(),
+        identity: None,
+        reason: None,
+    };
+    std::fs::write(folder.join(MANIFEST), serde_json::to_vec(&m).expect("json")).expect("manifest");
+}
+
+/// Issue 52 fixes, F1: two replays of one archive started together never both publish
+/// (each reads the ledgers before the other wrote its own): counted by body with lapin,
+/// the main queue holds each record at most once, and what the replays report moved is
+/// what is there.
+#[test]
+fn rabbitmq_two_replays_started_together_never_both_publish() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    two_at_once(&f, &|_, dir| dir.to_str().expect("utf-8 path").to_owned());
+}
+
+/// [`rabbitmq_two_replays_started_together_never_both_publish`] from an S3 archive (moto).
+#[test]
+fn rabbitmq_two_replays_from_s3_started_together_never_both_publish() {
+    let Some(mut f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    f.set_env("AWS_ENDPOINT_URL_S3", &support::aws_endpoint());
+    let config = block(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(support::aws_endpoint())
+            .load(),
+    );
+    let c = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(true)
+            .build(),
+    );
+    let bucket = format!("{}-replays", f.channel).to_lowercase();
+    block(c.create_bucket().bucket(&bucket).send()).expect("CreateBucket");
+    two_at_once(&f, &|round, dir| {
+        // The folder's files uploaded under `s3://bucket/r<round>/`.
+        for e in walk(dir) {
+            let key = format!(
+                "r{round}/{}",
+                e.strip_prefix(dir).expect("under").to_str().expect("utf-8")
+            );
+            let body = std::fs::read(&e).expect("file");
+            block(
+                c.put_object()
+                    .bucket(&bucket)
+                    .key(key)
+                    .body(body.into())
+                    .send(),
+            )
+            .expect("PutObject");
+        }
+        format!("s3://{bucket}/r{round}")
+    });
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("dir").filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Two replays of one archive (`place` makes it from a folder, per round) started at once,
+/// three times: each record at most once in the main queue, counted by body with lapin.
+fn two_at_once(f: &rabbit::Fixture, place: &dyn Fn(usize, &Path) -> String) {
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 2_000;
+    for round in 0..3 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_one_run(
+            dir.path(),
+            &f.channel,
+            "local-rabbitmq",
+            "rabbitmq",
+            &dlq,
+            N,
+        );
+        let arch = place(round, dir.path());
+        let arch = arch.as_str();
+        let args = [
+            "redrive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--yes",
+            "--format",
+            "json",
+            "--from-archive",
+            arch,
+        ];
+        let a = f.command(&args).output_async();
+        let b = f.command(&args).output_async();
+        let (a, b) = (
+            a.wait_with_output().expect("a"),
+            b.wait_with_output().expect("b"),
+        );
+        let moved = |o: &std::process::Output| -> u64 {
+            serde_json::from_slice::<serde_json::Value>(&o.stdout)
+                .ok()
+                .and_then(|d| d["moved"].as_u64())
+                .unwrap_or(0)
+        };
+        let back = text(block(rabbit::take_all(&main)));
+        let mut count: BTreeMap<String, u64> = BTreeMap::new();
+        for (body, _) in &back {
+            *count.entry(body.clone()).or_insert(0) += 1;
+        }
+        let errs = format!(
+            "round {round}\nA {:?}: {}\nB {:?}: {}",
+            a.status.code(),
+            String::from_utf8_lossy(&a.stderr),
+            b.status.code(),
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert!(
+            count.values().all(|n| *n == 1),
+            "{} copies of {} records: {errs}",
+            back.len(),
+            count.len()
+        );
+        assert_eq!(back.len() as u64, moved(&a) + moved(&b), "{errs}");
+        // One that refused says why, naming the other's ledger.
+        for o in [&a, &b] {
+            if o.status.code() != Some(0) {
+                let e = String::from_utf8_lossy(&o.stderr);
+                assert!(
+                    e.contains("replays/") && e.contains("may still be running"),
+                    "{errs}"
+                );
+            }
+        }
+    }
+}
+
+/// [`std::process::Command`] started with its output piped.
+trait OutputAsync {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl OutputAsync for std::process::Command {
+    fn output_async(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("dlqctl starts")
+    }
+}
+
+/// The one ledger a replay wrote into `dir` for `channel`.
+fn only_ledger(dir: &Path, channel: &str) -> std::path::PathBuf {
+    let all: Vec<_> = std::fs::read_dir(dir.join(channel).join("replays"))
+        .expect("ledgers")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+/// Issue 52 fixes, F4 and F2: a record replayed to another destination is published to
+/// this one (counted `replayedElsewhere`); one replayed before and published again with
+/// `--replay-again` is counted possibly duplicated (headline and JSON).
+#[test]
+fn rabbitmq_replay_to_another_destination_then_again_is_counted() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 12;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_one_run(
+        dir.path(),
+        &f.channel,
+        "local-rabbitmq",
+        "rabbitmq",
+        &dlq,
+        N,
+    );
+    let arch = dir.path().to_str().expect("utf-8 path");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    // As if that replay had gone to another destination (`--to X`).
+    let ledger = only_ledger(dir.path(), &f.channel);
+    let mut l: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ledger).expect("ledger")).expect("json");
+    l["to"] = "somewhere-else".into();
+    std::fs::write(&ledger, serde_json::to_vec(&l).expect("json")).expect("ledger");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(
+        doc["moved"], N,
+        "F4: published to this destination: {doc:#}"
+    );
+    assert_eq!(doc["archive"]["replayedElsewhere"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    // Again, to the same destination: each one possibly duplicated, and said so.
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes", "--replay-again"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], N, "F2: {doc:#}");
+    assert_eq!(doc["archive"]["replayedAgain"], N, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+    let out = f.run(&[
+        "redrive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--replay-again",
+        "--from-archive",
+        arch,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!("{N} possibly duplicated")),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+}
+
+/// Issue 52 fixes, F5: a copy archive (`delete: false`: the messages never left the DLQ)
+/// replays with every record counted possibly duplicated, and the report says so.
+#[test]
+fn rabbitmq_replay_of_a_copy_archive_counts_possibly_duplicated() {
+    let Some(f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 7;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_run(
+        dir.path(),
+        &f.channel,
+        "local-rabbitmq",
+        "rabbitmq",
+        &dlq,
+        N,
+        false,
+    );
+    let arch = dir.path().to_str().expect("utf-8 path");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], N, "F5: {doc:#}");
+    assert_eq!(doc["archive"]["fromCopy"], N, "{doc:#}");
+    assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
+}

@@ -589,6 +589,7 @@ impl RunKind {
 /// Deduplicates the records of an archive's runs, read in order (runs by time): a record
 /// is dropped as a copy of an earlier one only when it has the same [`Record::key`] and the
 /// same [`Record::content`], and
+/// - the earlier copy's run did not complete a `--delete` (a copy run, or one killed), and
 /// - the broker's ids are unique ([`unique_ids`]): one id is one dead letter; or
 /// - (RabbitMQ) the earlier copy's run kept it in the queue (no `--delete`), so this run
 ///   could read that very message again.
@@ -603,7 +604,7 @@ impl RunKind {
 #[derive(Debug, Default)]
 pub struct Dedup {
     /// By key: the content and what the last kept record's run did with it.
-    seen: std::collections::HashMap<(String, String, String), (String, RunKind)>,
+    seen: std::collections::HashMap<(String, String, String), (String, RunKind, String)>,
     /// Records dropped as copies of one kept before.
     pub duplicates: u64,
     /// Records kept though they share a key with another (they differ).
@@ -617,13 +618,20 @@ impl Dedup {
     pub fn keep(&mut self, r: &Record, kind: RunKind) -> bool {
         let content = r.content();
         let key = r.key();
-        let Some((was, earlier)) = self.seen.get(&key).cloned() else {
-            self.seen.insert(key, (content, kind));
+        let Some((was, earlier, run)) = self.seen.get(&key).cloned() else {
+            self.seen.insert(key, (content, kind, r.run.clone()));
             return true;
         };
         if was != content {
             self.differing += 1;
-            self.seen.insert(key, (content, kind));
+            self.seen.insert(key, (content, kind, r.run.clone()));
+            return true;
+        }
+        // The earlier twin left the queue with a run that completed its `--delete`: this
+        // one, archived by another run, is a new dead letter on every backend (a topic
+        // made again, an id reused; issue 52 fixes, F3).
+        if earlier == RunKind::Deleted && run != r.run {
+            self.seen.insert(key, (content, kind, r.run.clone()));
             return true;
         }
         if unique_ids(&r.backend) {
@@ -634,16 +642,16 @@ impl Dedup {
             RunKind::Kept => {
                 self.duplicates += 1;
                 // What this run did with the message is what holds now.
-                self.seen.insert(key, (content, kind));
+                self.seen.insert(key, (content, kind, r.run.clone()));
                 false
             }
             RunKind::Deleted => {
-                self.seen.insert(key, (content, kind));
+                self.seen.insert(key, (content, kind, r.run.clone()));
                 true
             }
             RunKind::Unsure => {
                 self.possibly_duplicated += 1;
-                self.seen.insert(key, (content, kind));
+                self.seen.insert(key, (content, kind, r.run.clone()));
                 true
             }
         }
@@ -786,6 +794,39 @@ mod tests {
             ..origin()
         };
         Record::of(&m, &read(), &o, 0)
+    }
+
+    /// Issue 52 fixes, F3: on every backend, a record whose identical twin (same key, same
+    /// content) was taken by an earlier run that completed its `--delete` is a new dead
+    /// letter (a topic made again, an id reused): replayed, not merged. A twin of a copy
+    /// run (no `--delete`) or of a killed `--delete` run is merged on brokers with unique
+    /// ids.
+    #[test]
+    fn a_twin_of_a_completed_delete_run_is_a_new_dead_letter_on_every_backend() {
+        for backend in ["kafka", "sqs", "pubsub", "servicebus", "rabbitmq"] {
+            let mut first = with_backend(backend, "t/0/5", b"a", "t1");
+            first.run = "r1".into();
+            let mut second = first.clone();
+            second.run = "r2".into();
+            let mut keys = Keys::default();
+            keys.assign(&mut first);
+            let mut keys = Keys::default();
+            keys.assign(&mut second);
+            let mut d = Dedup::default();
+            assert!(d.keep(&first, RunKind::Deleted), "{backend}");
+            assert!(
+                d.keep(&second, RunKind::Deleted),
+                "{backend}: a new dead letter"
+            );
+            assert_eq!(d.duplicates, 0, "{backend}");
+            if unique_ids(backend) {
+                for earlier in [RunKind::Kept, RunKind::Unsure] {
+                    let mut d = Dedup::default();
+                    assert!(d.keep(&first, earlier), "{backend}");
+                    assert!(!d.keep(&second, RunKind::Deleted), "{backend}: merged");
+                }
+            }
+        }
     }
 
     /// Issue 52, H1: a unique broker id is one dead letter (a copy archived again is

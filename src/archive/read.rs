@@ -52,6 +52,9 @@ pub struct Archived {
     /// The next object of a run that did not end, written and not listed: its messages
     /// never left the queue; not read.
     pub pending: Vec<String>,
+    /// The runs whose manifest says `delete: false` (copies: their messages stayed in the
+    /// queue), by name.
+    pub copy_runs: BTreeSet<String>,
 }
 
 /// Reads every run of `channel` in `store` (see the module doc); with `unlisted`, also the
@@ -214,6 +217,9 @@ pub async fn read_keyed(
                 run_records.extend(got);
             }
         }
+        if manifest.as_ref().is_some_and(|m| !m.delete) {
+            out.copy_runs.insert((*run).to_owned());
+        }
         // A run without its manifest: what it did with its messages is not known.
         let kind = manifest.as_ref().map_or(RunKind::Unsure, RunKind::of);
         let mut keys = Keys::default();
@@ -317,6 +323,19 @@ pub struct ArchiveRead {
     /// Records archived from another target or another of the channel's queues (`--from`):
     /// not replayed here.
     pub elsewhere: u64,
+    /// Selected records an earlier replay published to another destination (its ledger's
+    /// `to`): published to this one all the same.
+    pub replayed_elsewhere: u64,
+    /// Records published that an earlier replay to this destination published or may have
+    /// (`--replay-again`): possibly duplicated.
+    pub replayed_again: u64,
+    /// Records published from a copy run (manifest `delete: false`): the message may still
+    /// be in the dead-letter queue; possibly duplicated.
+    pub from_copy: u64,
+    /// The possibly duplicated the replay knew of when it published (the archive's, the
+    /// replayed again, the copies'): in the report's figure, not a lost answer.
+    #[serde(skip)]
+    pub known_duplicates: u64,
 }
 
 /// The most unlisted objects a report names.
@@ -420,7 +439,10 @@ mod tests {
             .expect("opens");
         let (a, b, c) = (record("a", b"1"), record("b", &[0xff]), record("c", b"3"));
         let one = put(&s, "r1", 1, &[a.clone(), b.clone()], false).await;
-        put_manifest(&s, &manifest("r1", vec![one])).await;
+        // r1 crashed (a twin of a completed `--delete` run's record is a new dead letter).
+        let mut crashed = manifest("r1", vec![one]);
+        crashed.complete = false;
+        put_manifest(&s, &crashed).await;
         // The rerun after a crash archived `b` again, and was killed after writing its
         // second object, before listing it.
         let two = put(&s, "r2", 1, &[b.clone(), c.clone()], true).await;

@@ -83,11 +83,23 @@ pub struct Replayed {
     pub replayed: std::collections::HashSet<String>,
     /// May or may not have been published: by reference, the ledger that says so.
     pub unsure: std::collections::HashMap<String, String>,
+    /// Published and confirmed to another destination (another `to`), by reference: not
+    /// replayed for this one (issue 52 fixes, F4).
+    pub elsewhere: std::collections::HashSet<String>,
+    /// The ledgers (keys in the store) read that are not complete: replays killed, or
+    /// still running.
+    pub unfinished: std::collections::HashSet<String>,
 }
 
-/// Reads every ledger of `channel` in `store`, keeping those of `target`. A ledger that
-/// does not read is an error naming it: what it says decides what is published.
-pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed, String> {
+/// Reads every ledger of `channel` in `store`, keeping those of `target`; what a ledger
+/// of another destination than `to` lists counts only as [`Replayed::elsewhere`]. A
+/// ledger that does not read is an error naming it: what it says decides what is published.
+pub async fn read(
+    store: &Store,
+    channel: &str,
+    target: &str,
+    to: &str,
+) -> Result<Replayed, String> {
     let mut out = Replayed::default();
     let folder = format!("{channel}/{FOLDER}");
     for key in store.list(&folder).await.map_err(|e| e.to_string())? {
@@ -107,6 +119,13 @@ pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed
         if l.target != target {
             continue;
         }
+        if !l.complete {
+            out.unfinished.insert(key.clone());
+        }
+        if l.to != to {
+            out.elsewhere.extend(l.replayed);
+            continue;
+        }
         out.replayed.extend(l.replayed);
         for r in l.unsure {
             out.unsure.entry(r).or_insert_with(|| at.clone());
@@ -114,5 +133,34 @@ pub async fn read(store: &Store, channel: &str, target: &str) -> Result<Replayed
     }
     // Replayed by a later replay: no longer unsure.
     out.unsure.retain(|r, _| !out.replayed.contains(r));
+    Ok(out)
+}
+
+/// The ledgers of `channel` for `target`, other than `mine` and those in `known` (read
+/// before `mine` was written), that are not complete: replays that started while this one
+/// did (issue 52 fixes, F1). Each replay writes its own ledger first, then asks this: of
+/// two replays started together, at least one sees the other's, so they never both
+/// publish. By name, with when and by whom each started.
+pub async fn started_meanwhile(
+    store: &Store,
+    channel: &str,
+    target: &str,
+    mine: &str,
+    known: &std::collections::HashSet<String>,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let folder = format!("{channel}/{FOLDER}");
+    for key in store.list(&folder).await.map_err(|e| e.to_string())? {
+        if !key.ends_with(".json") || key == mine || known.contains(&key) {
+            continue;
+        }
+        let at = store.name(&key);
+        let bytes = store.get(&key).await.map_err(|e| e.to_string())?;
+        let l: Ledger = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{at}: not a replay ledger: {e}"))?;
+        if l.kind == KIND && l.target == target && !l.complete {
+            out.push(format!("{at} (started {} by {})", l.started_at, l.operator));
+        }
+    }
     Ok(out)
 }

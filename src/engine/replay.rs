@@ -33,7 +33,12 @@ pub struct Prepared<'a> {
     messages: Vec<Message>,
     /// Each message's [`replayed::reference`], in the same order.
     refs: Vec<String>,
+    /// Each message: whether an earlier replay to this destination published it or may
+    /// have, and whether it comes from a copy run (F2, F5).
+    marks: Vec<(bool, bool)>,
     store: Store,
+    /// The unfinished ledgers read before this replay wrote its own (F1).
+    known: std::collections::HashSet<String>,
 }
 
 /// What a replay was asked besides the redrive's selection.
@@ -91,7 +96,7 @@ pub async fn prepare<'a>(
             are = if n == 1 { "is" } else { "are" },
         )));
     }
-    let ledgers = replayed::read(&store, &r.channel, &r.target)
+    let ledgers = replayed::read(&store, &r.channel, &r.target, &session.checked.to.name)
         .await
         .map_err(refused)?;
     let select = &session.checked.select;
@@ -117,10 +122,16 @@ pub async fn prepare<'a>(
         already_replayed: 0,
         ledger: None,
         elsewhere: 0,
+        replayed_elsewhere: 0,
+        replayed_again: 0,
+        from_copy: 0,
+        known_duplicates: 0,
     };
     // Records an earlier replay may or may not have published, by the ledger saying so.
     let mut unsure: BTreeMap<String, u64> = BTreeMap::new();
     let mut refs = Vec::new();
+    // Each selected record: (replayed or unsure by an earlier replay here, from a copy run).
+    let mut marks = Vec::new();
     let report = &mut session.report;
     let (mut messages, mut classes, mut ages) = (Vec::new(), BTreeMap::new(), Vec::new());
     for rec in &archived.records {
@@ -153,6 +164,12 @@ pub async fn prepare<'a>(
                 {
                     *unsure.entry(at.clone()).or_insert(0) += 1;
                 }
+                let before = ledgers.replayed.contains(&reference)
+                    || ledgers.unsure.contains_key(&reference);
+                if !before && ledgers.elsewhere.contains(&reference) {
+                    account.replayed_elsewhere += 1;
+                }
+                marks.push((before, archived.copy_runs.contains(&rec.run)));
                 messages.push(m);
                 refs.push(reference);
             }
@@ -170,7 +187,7 @@ pub async fn prepare<'a>(
             .map(|(at, n)| format!("{n} by {at}"))
             .collect();
         return Err(refused(format!(
-            "{n} of the records to replay may or may not have been published by a replay before this one, which was killed or lost an answer ({}): look in `{}` first, then pass --replay-again to publish every selected record again (those replayed before included)",
+            "{n} of the records to replay may or may not have been published by a replay before this one, which was killed, lost an answer, or may still be running ({}): look in `{}` first (and wait for a replay still running to end), then pass --replay-again to publish every selected record again (those replayed before included)",
             by.join(", "),
             session.checked.to.name
         )));
@@ -194,7 +211,9 @@ pub async fn prepare<'a>(
         session,
         messages,
         refs,
+        marks,
         store,
+        known: ledgers.unfinished,
     })
 }
 
@@ -239,7 +258,9 @@ impl Prepared<'_> {
             mut session,
             messages,
             refs,
+            marks,
             store,
+            known,
         } = self;
         let checked = &session.checked;
         let replayer = Replayer::connect(session.reader.clone(), &checked.target)?;
@@ -266,6 +287,37 @@ impl Prepared<'_> {
                     "the replay's ledger could not be written into the archive: {e}; nothing was published"
                 ))
             })?;
+            // Another replay of the channel started meanwhile (it read the ledgers before
+            // this one's was written): refused, this ledger closed empty (issue 52 fixes,
+            // F1). Of two started together at least one sees the other's ledger.
+            let others = replayed::started_meanwhile(
+                &store,
+                &ledger.channel,
+                &ledger.target,
+                &ledger.key(),
+                &known,
+            )
+            .await
+            .map_err(|e| {
+                RedriveError::Refused(format!(
+                    "the replay ledgers could not be read again: {e}; nothing was published"
+                ))
+            })?;
+            if !others.is_empty() {
+                ledger.complete = true;
+                ledger.unsure = Vec::new();
+                ledger.ended_at = Some(crate::archive::rfc3339(crate::status::now_ms()));
+                let closed = ledger.write(&store).await.err().map_or(String::new(), |e| {
+                    format!(
+                        " (this replay's own ledger {at} could not be closed: {e}; it names records as unsure that were not published)"
+                    )
+                });
+                return Err(RedriveError::Refused(format!(
+                    "another replay of this archive to `{}` started while this one did and has not finished: {}. It may still be running; nothing was published by this one{closed}. Run again once it ended: a replay continues where the last one stopped",
+                    ledger.target,
+                    others.join(", ")
+                )));
+            }
             if let Some(a) = session.report.archive.as_mut() {
                 a.ledger = Some(at);
             }
@@ -302,18 +354,31 @@ impl Prepared<'_> {
                 *confirmed.entry(id).or_insert(0) += 1;
             }
             let (mut done, mut not) = (Vec::new(), Vec::new());
-            for (m, r) in job.messages.iter().zip(refs) {
+            let (mut again, mut copy, mut known) = (0, 0, 0);
+            for ((m, r), (before, from_copy)) in job.messages.iter().zip(refs).zip(marks) {
                 match confirmed.get_mut(&m.id) {
                     Some(n) if *n > 0 => {
                         *n -= 1;
                         done.push(r);
+                        again += u64::from(before);
+                        copy += u64::from(from_copy);
+                        known += u64::from(before || from_copy);
                     }
                     _ => not.push(r),
                 }
             }
+            // Published and possibly there already: replayed again (F2), from a copy run
+            // whose message may still be in the DLQ (F5), the archive's own (identical to
+            // a killed run's record): in the report's figure, which is then no lost answer.
+            if let Some(a) = report.archive.as_mut() {
+                a.replayed_again = again;
+                a.from_copy = copy;
+                a.known_duplicates = known + a.possibly_duplicated.min(report.moved);
+                report.possibly_duplicated += a.known_duplicates;
+            }
             ledger.replayed = done;
             // Not confirmed: published for sure only when an answer was lost.
-            ledger.unsure = if report.possibly_duplicated > 0 {
+            ledger.unsure = if tally.duplicated.load(Ordering::Relaxed) > 0 {
                 not
             } else {
                 Vec::new()
@@ -355,5 +420,7 @@ fn watch(
 
 /// Whether a finished replay did all it set out to (else `dlqctl redrive` exits 1).
 pub fn complete(report: &Report) -> bool {
-    super::redrive::complete(report) && report.possibly_duplicated == 0
+    // What the replay knew was possibly there already is said, not a failure.
+    super::redrive::complete(report)
+        && report.possibly_duplicated == report.archive.as_ref().map_or(0, |a| a.known_duplicates)
 }

@@ -1488,6 +1488,24 @@ fn archive_line(a: &crate::archive::read::ArchiveRead) -> String {
             a.elsewhere
         ));
     }
+    if a.replayed_elsewhere > 0 {
+        out.push_str(&format!(
+            ", {} replayed before to another destination (published to this one)",
+            a.replayed_elsewhere
+        ));
+    }
+    if a.replayed_again > 0 {
+        out.push_str(&format!(
+            ", {} replayed before and again (--replay-again): possibly duplicated",
+            a.replayed_again
+        ));
+    }
+    if a.from_copy > 0 {
+        out.push_str(&format!(
+            ", {} from a copy archive (archived without --delete: the messages may still be in the dead-letter queue): possibly duplicated",
+            a.from_copy
+        ));
+    }
     out.push('\n');
     if let Some(l) = &a.ledger {
         out.push_str(&format!("  ledger    {l}\n"));
