@@ -441,12 +441,14 @@ fn write_run(
             bytes: bytes.len() as u64,
             sha256: sha256_hex(&bytes),
             compression: None,
+            hmac_sha256: None,
         }],
         started_at: "2026-12-03T00:00:00Z".into(),
         ended_at: Some("2026-12-03T00:01:00Z".into()),
         operator: "test".into(),
         identity: None,
         reason: None,
+        hmac_sha256: None,
     };
     std::fs::write(folder.join(MANIFEST), serde_json::to_vec(&m).expect("json")).expect("manifest");
 }
