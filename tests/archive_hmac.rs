@@ -192,15 +192,16 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
     got.sort();
     assert_eq!(got, want);
 
-    // The journal: the archive's record, the two refusals, the replay's, chained, and signed
-    // with the target's key while it named one; a middle line edited is named.
+    // The journal: the archive's start and record, the two refusals, the replay's start and
+    // record, chained, and signed with the target's key while it named one; a middle line
+    // edited is named.
     let path = f.path().join("audit.jsonl");
     let key = dlqctl::integrity::Key::new(b"a key only the target's owners hold");
     let ok = dlqctl::journal::verify_file(&path, None).expect("the chain holds");
-    assert_eq!((ok.records, ok.unchained), (4, 0), "{ok:?}");
-    // The third record was written while the target named no key: no HMAC, named.
-    let e = dlqctl::journal::verify_file(&path, Some(&key)).expect_err("line 3 unsigned");
-    assert!(e.to_string().contains("line 3: no `hmac`"), "{e}");
+    assert_eq!((ok.records, ok.unchained), (6, 0), "{ok:?}");
+    // The fourth record was written while the target named no key: no HMAC, named.
+    let e = dlqctl::journal::verify_file(&path, Some(&key)).expect_err("line 4 unsigned");
+    assert!(e.to_string().contains("line 4: no `hmac`"), "{e}");
     let text = std::fs::read_to_string(&path).expect("journal");
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     lines[1] = lines[1].replacen("\"", "\"x", 1);
