@@ -184,7 +184,9 @@ pub fn shown(url: &str) -> String {
         let pairs: Vec<(String, String)> = u
             .query_pairs()
             .map(|(k, v)| {
-                let v = if crate::secrets::secret_name(&k) {
+                // `code` (Azure Functions) and a bare `key` are secrets in a URL.
+                let url_secret = k.eq_ignore_ascii_case("code") || k.eq_ignore_ascii_case("key");
+                let v = if url_secret || crate::secrets::secret_name(&k) {
                     "***".to_owned()
                 } else {
                     v.into_owned()
@@ -320,6 +322,11 @@ mod tests {
             "https://***@h.internal/health?access_token=***&check=deep&X-Api-Key=***&sig=***"
         );
         assert_eq!(shown("http://h/health"), "http://h/health");
+        // Issue 52 (fixjq 7): Azure Functions' `?code=` and a bare `?key=`.
+        assert_eq!(
+            shown("https://fn.azurewebsites.net/api/health?code=abc123&key=k9&deep=1"),
+            "https://fn.azurewebsites.net/api/health?code=***&key=***&deep=1"
+        );
     }
 
     #[test]
