@@ -133,8 +133,20 @@ const SECRET_WORDS: [&str; 5] = ["auth", "authentication", "session", "cookie", 
 /// `Ocp-Apim-Subscription-Key`, `x-functions-key`, `api-key`), where `idempotency-key` or
 /// `routing_key` are not.
 const KEY_WORDS: [&str; 14] = [
-    "api", "auth", "access", "secret", "private", "subscription", "function", "functions",
-    "master", "signing", "encryption", "client", "app", "shared",
+    "api",
+    "auth",
+    "access",
+    "secret",
+    "private",
+    "subscription",
+    "function",
+    "functions",
+    "master",
+    "signing",
+    "encryption",
+    "client",
+    "app",
+    "shared",
 ];
 
 /// Whether `name`'s word parts say secret ([`SECRET_WORDS`], or `key` after one of
@@ -219,8 +231,10 @@ static BASIC: LazyLock<Regex> = LazyLock::new(|| {
 /// A JSON member, its name (group 1) and value (group 2): a string (perhaps cut short) or a
 /// number.
 static MEMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#""((?:[^"\\\n]|\\[^\n]){1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+-]*)"#)
-        .expect("a valid pattern")
+    Regex::new(
+        r#""((?:[^"\\\n]|\\[^\n]){1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+-]*)"#,
+    )
+    .expect("a valid pattern")
 });
 /// The same in JSON carried as a JSON string (`{\"cvv\":\"737\"}`).
 static ESCAPED_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
@@ -238,8 +252,10 @@ static PY_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// An `Authorization:` (or `Proxy-Authorization:`) header written in a text, with its scheme
 /// (group 3, `Token`, `Bearer`, …) and credentials (group 5).
 static AUTH_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b((?:proxy-)?authorization)(\s*:\s*)(?:([A-Za-z][A-Za-z0-9-]*)(\s+))?([^\s,;)]+)")
-        .expect("a valid pattern")
+    Regex::new(
+        r"(?i)\b((?:proxy-)?authorization)(\s*:\s*)(?:([A-Za-z][A-Za-z0-9-]*)(\s+))?([^\s,;)]+)",
+    )
+    .expect("a valid pattern")
 });
 /// An XML element with text only: its name (group 1), attributes (group 2), text (group 3)
 /// and closing name (group 4).
@@ -784,7 +800,9 @@ mod tests {
                 &[]
             )
             .as_deref(),
-            Some("<pay><cvv>«redacted, 4 bytes»</cvv><password a=\"1\">«redacted, 2 bytes»</password><note>ok</note></pay>")
+            Some(
+                "<pay><cvv>«redacted, 4 bytes»</cvv><password a=\"1\">«redacted, 2 bytes»</password><note>ok</note></pay>"
+            )
         );
         for plain in [
             "2026-12-07T10:00:00Z token expired",

@@ -1642,7 +1642,10 @@ mod tests {
         // Issue 52 (fixjq 3): the `started` record names the program as it names `--where`.
         let started = serde_json::to_value(Started::of(&r, "redrive")).expect("JSON");
         assert_eq!(started["selection"]["where"], ".body.region == \"eu\"");
-        assert_eq!(started["transform"], ".body.amount |= tonumber", "{started:#}");
+        assert_eq!(
+            started["transform"], ".body.amount |= tonumber",
+            "{started:#}"
+        );
         r.transform = None;
         let started = serde_json::to_value(Started::of(&r, "redrive")).expect("JSON");
         assert!(started.get("transform").is_none(), "{started:#}");

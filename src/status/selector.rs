@@ -719,16 +719,20 @@ mod tests {
     fn an_expression_cut_at_its_output_limit_is_a_failure_not_a_no() {
         let w = Where::compile(".body.items[] == 1999").expect("compiles");
         let items: Vec<u32> = (0..2000).collect();
-        let doc: Val = serde_json::from_value(serde_json::json!({ "body": { "items": items } }))
-            .expect("doc");
+        let doc: Val =
+            serde_json::from_value(serde_json::json!({ "body": { "items": items } })).expect("doc");
         assert!(!w.selects("m-1", doc));
         let failures = w.failures().expect("a failure");
         assert_eq!(failures.count, 1);
-        assert!(failures.first_error.contains("any("), "{}", failures.first_error);
+        assert!(
+            failures.first_error.contains("any("),
+            "{}",
+            failures.first_error
+        );
         // The `any(...)` form looks at every element and selects it.
         let w = Where::compile("any(.body.items[]; . == 1999)").expect("compiles");
-        let doc: Val = serde_json::from_value(serde_json::json!({ "body": { "items": items } }))
-            .expect("doc");
+        let doc: Val =
+            serde_json::from_value(serde_json::json!({ "body": { "items": items } })).expect("doc");
         assert!(w.selects("m-1", doc));
         assert!(w.failures().is_none());
     }

@@ -423,16 +423,19 @@ mod tests {
         // integer; the body's …123 is read as the nearest float, equal to it as floats.
         let body = r#"{"big": 12345678901234567890123, "n": 1}"#;
         let was = val(body);
-        let big = Val::Num(
-            jaq_json::Num::from_str_radix("12345678901234567890124", 10).expect("big"),
-        );
+        let big =
+            Val::Num(jaq_json::Num::from_str_radix("12345678901234567890124", 10).expect("big"));
         let Val::Obj(o) = &was else {
             panic!("an object")
         };
         let now = Val::obj(
             o.iter()
                 .map(|(k, v)| {
-                    let v = if *k == val(r#""big""#) { big.clone() } else { v.clone() };
+                    let v = if *k == val(r#""big""#) {
+                        big.clone()
+                    } else {
+                        v.clone()
+                    };
                     (k.clone(), v)
                 })
                 .collect(),
