@@ -549,13 +549,13 @@ pub enum GroupBy {
 pub struct SelectorArgs {
     /// Only messages of this failure group (repeat for more): the 12-character id `status
     /// --group-by fingerprint` shows.
-    #[arg(long = "group", value_name = "ID")]
+    #[arg(long = "group", value_name = "ID", value_parser = parse_group)]
     pub groups: Vec<String>,
 
     /// Only messages for which this jq expression yields true, over a document per message:
     /// {id, body (parsed JSON when it parses, else text), headers, properties, class,
     /// message, attempts, source, ageSeconds, group}; e.g. '.body.region == "eu"'.
-    #[arg(long = "where", value_name = "EXPR")]
+    #[arg(long = "where", value_name = "EXPR", value_parser = parse_program)]
     pub where_: Option<String>,
 }
 
@@ -742,7 +742,7 @@ pub struct RedriveArgs {
     /// yields the copy's body and headers (e.g. '.body.amount |= tonumber'); ids, routing and
     /// dlq-redrive-count cannot change. A message it fails on stays, and is reported; the dry
     /// run shows each sample's diff (docs/redrive.md, "Repairing messages").
-    #[arg(long, value_name = "PROGRAM", conflicts_with = "native")]
+    #[arg(long, value_name = "PROGRAM", conflicts_with = "native", value_parser = parse_program)]
     pub transform: Option<String>,
 
     /// Where from: `dead-letter` (the channel's dead-letter queue), `invalid` (its
@@ -1004,7 +1004,35 @@ fn parse_gate_url(text: &str) -> Result<String, String> {
     if u.host_str().is_none_or(str::is_empty) {
         return Err(format!("no host: {HINT}"));
     }
+    if u.port() == Some(0) {
+        return Err(format!("port 0 is no port to ask: {HINT}"));
+    }
     Ok(text.trim().to_owned())
+}
+
+/// A failure group's id (`--group`): the 12 hexadecimal characters `status --group-by
+/// fingerprint` shows (any case; kept lower case). An empty or malformed one is a usage
+/// error (issue 52), not a failure of the run.
+fn parse_group(text: &str) -> Result<String, String> {
+    /// `status::fingerprint::ID_LEN` (the command line imports nothing below it).
+    const ID_LEN: usize = 12;
+    let id = text.trim().to_ascii_lowercase();
+    if id.len() != ID_LEN || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "a failure group's id is {ID_LEN} hexadecimal characters, as `dlqctl status --group-by fingerprint` shows it"
+        ));
+    }
+    Ok(id)
+}
+
+/// A jq program (`--where`, `--transform`) that is not empty or blank: it compiles later,
+/// where its errors name the column.
+fn parse_program(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("must not be empty: a jq program (docs/redrive.md, \"Choosing messages\")".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
 }
 
 /// A name (`--class`, `--to`, `--from`) that is not empty or blank: an empty one selected

@@ -121,7 +121,58 @@ pub fn secret_name(name: &str) -> bool {
         .map(|c| c.to_ascii_lowercase())
         .collect();
     !n.is_empty()
-        && (SECRET_NAMES.contains(&n.as_str()) || SECRET_PARTS.iter().any(|p| n.contains(p)))
+        && (SECRET_NAMES.contains(&n.as_str())
+            || SECRET_PARTS.iter().any(|p| n.contains(p))
+            || secret_words(name))
+}
+
+/// Word parts (split at anything but letters and digits, and where a lower-case letter is
+/// followed by an upper-case one) that make a name secret wherever they are...
+const SECRET_WORDS: [&str; 5] = ["auth", "authentication", "session", "cookie", "cookies"];
+/// ...and the words before `key` that make it a secret's (`X-Auth-Key`,
+/// `Ocp-Apim-Subscription-Key`, `x-functions-key`, `api-key`), where `idempotency-key` or
+/// `routing_key` are not.
+const KEY_WORDS: [&str; 14] = [
+    "api",
+    "auth",
+    "access",
+    "secret",
+    "private",
+    "subscription",
+    "function",
+    "functions",
+    "master",
+    "signing",
+    "encryption",
+    "client",
+    "app",
+    "shared",
+];
+
+/// Whether `name`'s word parts say secret ([`SECRET_WORDS`], or `key` after one of
+/// [`KEY_WORDS`]).
+fn secret_words(name: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() {
+            words.push(std::mem::take(&mut current));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && previous_lower {
+            words.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        current.push(c.to_ascii_lowercase());
+    }
+    words.push(current);
+    words.retain(|w| !w.is_empty());
+    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|w| w[1] == "key" && KEY_WORDS.contains(&w[0].as_str()))
 }
 
 /// Whether a header of this name holds a secret by its name alone ([`secret_name`]).
@@ -180,8 +231,10 @@ static BASIC: LazyLock<Regex> = LazyLock::new(|| {
 /// A JSON member, its name (group 1) and value (group 2): a string (perhaps cut short) or a
 /// number.
 static MEMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#""([^"\\\n]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+-]*)"#)
-        .expect("a valid pattern")
+    Regex::new(
+        r#""((?:[^"\\\n]|\\[^\n]){1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|-?[0-9][0-9.eE+-]*)"#,
+    )
+    .expect("a valid pattern")
 });
 /// The same in JSON carried as a JSON string (`{\"cvv\":\"737\"}`).
 static ESCAPED_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
@@ -189,6 +242,26 @@ static ESCAPED_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
         r#"\\"([^"\\\n]{1,64})\\"(\s*:\s*)(\\"(?:[^"\\]|\\[^"])*(?:\\"|$)|-?[0-9][0-9.eE+-]*)"#,
     )
     .expect("a valid pattern")
+});
+/// A member of a Python dict's repr (`{'password': 'x'}`, as an error message quotes it):
+/// its name (group 1) and value (group 3).
+static PY_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"'([^'\\\n]{1,64})'(\s*:\s*)('(?:[^'\\]|\\.)*(?:'|$)|-?[0-9][0-9.eE+-]*)"#)
+        .expect("a valid pattern")
+});
+/// An `Authorization:` (or `Proxy-Authorization:`) header written in a text, with its scheme
+/// (group 3, `Token`, `Bearer`, …) and credentials (group 5).
+static AUTH_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b((?:proxy-)?authorization)(\s*:\s*)(?:([A-Za-z][A-Za-z0-9-]*)(\s+))?([^\s,;)]+)",
+    )
+    .expect("a valid pattern")
+});
+/// An XML element with text only: its name (group 1), attributes (group 2), text (group 3)
+/// and closing name (group 4).
+static XML_ELEMENT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<([A-Za-z_][A-Za-z0-9_.:-]{0,63})((?:\s[^<>]*)?)>([^<]{1,4096})</([A-Za-z_][A-Za-z0-9_.:-]{0,63})>")
+        .expect("a valid pattern")
 });
 /// `name=value` in a query string, a form body or a log line: the character before (group
 /// 1), the name (group 2), the value (group 3).
@@ -202,6 +275,7 @@ fn hidden(text: &str) -> String {
     if !text.contains("eyJ")
         && !text.contains('=')
         && !text.contains(':')
+        && !text.contains('<')
         && !text.to_ascii_lowercase().contains("bearer")
         && !text.to_ascii_lowercase().contains("basic")
     {
@@ -238,8 +312,20 @@ fn hidden(text: &str) -> String {
         };
         format!("\\\"{}\\\"{}{shown}", &c[1], &c[2])
     });
+    let s = AUTH_LINE.replace_all(&s, |c: &Captures<'_>| {
+        let cred = &c[5];
+        if cred.starts_with('«') {
+            return c[0].to_owned();
+        }
+        let scheme = c.get(3).map_or(String::new(), |m| m.as_str().to_owned());
+        let space = c.get(4).map_or("", |m| m.as_str());
+        format!("{}{}{scheme}{space}{}", &c[1], &c[2], redacted(cred.len()))
+    });
     let s = MEMBER.replace_all(&s, |c: &Captures<'_>| {
-        if !secret_name(&c[1]) {
+        // A name written with escapes (`pass\u0077ord`) is matched as it reads.
+        let name = serde_json::from_str::<String>(&format!("\"{}\"", &c[1]))
+            .unwrap_or_else(|_| c[1].to_owned());
+        if !secret_name(&name) {
             return c[0].to_owned();
         }
         let v = &c[3];
@@ -248,6 +334,23 @@ fn hidden(text: &str) -> String {
             None => v.len(),
         };
         format!("\"{}\"{}\"{}\"", &c[1], &c[2], redacted(len))
+    });
+    let s = PY_MEMBER.replace_all(&s, |c: &Captures<'_>| {
+        if !secret_name(&c[1]) {
+            return c[0].to_owned();
+        }
+        let v = &c[3];
+        let len = match v.strip_prefix('\'') {
+            Some(inner) => inner.strip_suffix('\'').unwrap_or(inner).len(),
+            None => v.len(),
+        };
+        format!("'{}'{}'{}'", &c[1], &c[2], redacted(len))
+    });
+    let s = XML_ELEMENT.replace_all(&s, |c: &Captures<'_>| {
+        if c[1] != c[4] || !secret_name(&c[1]) || c[3].starts_with('«') {
+            return c[0].to_owned();
+        }
+        format!("<{}{}>{}</{}>", &c[1], &c[2], redacted(c[3].len()), &c[4])
     });
     let s = PAIR.replace_all(&s, |c: &Captures<'_>| {
         if !secret_name(&c[2]) || c[3].starts_with('«') {
@@ -647,5 +750,66 @@ mod tests {
             header_value("x-request-form", "user=a&password=pw", &[]),
             "user=a&password=«redacted, 2 bytes»"
         );
+    }
+
+    /// Issue 52 (fixjq 7): what status and dry runs still showed in clear.
+    #[test]
+    fn keys_sessions_escaped_names_python_reprs_token_schemes_and_xml_are_hidden() {
+        for n in [
+            "X-Auth-Key",
+            "Ocp-Apim-Subscription-Key",
+            "x-functions-key",
+            "X-Authentication",
+            "x-auth",
+            "session",
+            "api-key",
+            "subscription-key",
+            "auth",
+            "x-session",
+            "cookie",
+            "accessKey",
+        ] {
+            assert!(secret_header(n), "{n}");
+        }
+        for n in [
+            "idempotency-key",
+            "routing_key",
+            "partition-key",
+            "keyboard",
+            "key",
+            "author",
+        ] {
+            assert!(!secret_header(n), "{n}");
+        }
+        assert_eq!(
+            text(r#"{"pass\u0077ord":"hunter2","ok":1}"#),
+            r#"{"pass\u0077ord":"«redacted, 7 bytes»","ok":1}"#
+        );
+        assert_eq!(
+            text("login failed for {'user': 'al', 'password': 'hunter2', 'api_key': 'k-1'}"),
+            "login failed for {'user': 'al', 'password': '«redacted, 7 bytes»', 'api_key': '«redacted, 3 bytes»'}"
+        );
+        assert_eq!(
+            text("401 from upstream (Authorization: Token 9f8e7d6c5b)"),
+            "401 from upstream (Authorization: Token «redacted, 10 bytes»)"
+        );
+        assert_eq!(
+            body_text(
+                "<pay><cvv>4821</cvv><password a=\"1\">pw</password><note>ok</note></pay>",
+                false,
+                &[]
+            )
+            .as_deref(),
+            Some(
+                "<pay><cvv>«redacted, 4 bytes»</cvv><password a=\"1\">«redacted, 2 bytes»</password><note>ok</note></pay>"
+            )
+        );
+        for plain in [
+            "2026-12-07T10:00:00Z token expired",
+            "<status>declined</status>",
+            "{'status': 'declined', 'code': '51'}",
+        ] {
+            assert_eq!(text(plain), plain);
+        }
     }
 }

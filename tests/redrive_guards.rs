@@ -197,6 +197,52 @@ fn a_rate_too_small_and_empty_class_to_or_from_are_usage_errors_naming_the_flag(
     assert_ne!(o.code, 64, "0.001/s is honoured\n{}", o.stderr);
 }
 
+/// Issue 52 (fixjq 6): these exited 1 (or were accepted) instead of exiting 64 naming the
+/// flag.
+#[test]
+fn an_empty_or_malformed_group_where_transform_or_port_0_gate_is_a_usage_error() {
+    for (verb, flag, value) in [
+        ("redrive", "--group", ""),
+        ("redrive", "--group", "zzzzzzzzzzzz"),
+        ("redrive", "--group", "641a4d89f69"),
+        ("status", "--group", "zzzzzzzzzzzz"),
+        ("archive", "--group", ""),
+        ("redrive", "--where", ""),
+        ("redrive", "--where", "  "),
+        ("status", "--where", ""),
+        ("archive", "--where", ""),
+        ("redrive", "--transform", ""),
+        ("redrive", "--health-check", "http://127.0.0.1:0/"),
+    ] {
+        let mut args = vec![verb];
+        if verb != "status" {
+            args.push("orders");
+        }
+        args.extend([flag, value]);
+        match verb {
+            "archive" => args.extend(["--to", "/tmp/nowhere", "--dry-run"]),
+            "redrive" => args.push("--dry-run"),
+            _ => {}
+        }
+        let o = usage(&args);
+        assert_eq!(
+            o.code, 64,
+            "{verb} {flag} {value:?}\n{}{}",
+            o.stdout, o.stderr
+        );
+        assert!(
+            o.stderr.contains(flag),
+            "{verb} {flag} {value:?}: names the flag\n{}",
+            o.stderr
+        );
+    }
+    // A good group id passes the command line (and fails later on the missing spec).
+    for good in ["641a4d89f69d", "641A4D89F69D"] {
+        let o = usage(&["redrive", "orders", "/nonexistent-dir", "--group", good]);
+        assert_ne!(o.code, 64, "{good}\n{}", o.stderr);
+    }
+}
+
 /// Puts one dead letter `id` in the fixture's DLQ.
 fn put(dlq: &str, id: &str) {
     block(rabbit::publish_with(

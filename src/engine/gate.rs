@@ -109,7 +109,7 @@ impl Gates {
 
 /// Why a PromQL query does not say healthy: an error, an empty result, or a zero value.
 async fn promql(client: &reqwest::Client, base: &str, query: &str) -> Option<String> {
-    let url = format!("{}/api/v1/query", base.trim_end_matches('/'));
+    let url = query_url(base);
     let shown = shown(&url);
     let answer = match client.get(&url).query(&[("query", query)]).send().await {
         Ok(r) if r.status().is_success() => r.json::<Value>().await,
@@ -121,6 +121,19 @@ async fn promql(client: &reqwest::Client, base: &str, query: &str) -> Option<Str
         Err(e) => return Some(format!("{shown} did not answer JSON: {}", e.without_url())),
     };
     judge(&doc)
+}
+
+/// Prometheus's query API under `base`: `/api/v1/query` after the URL's path, its query
+/// parameters (`?token=…`) kept (the request adds `query=` to them). A `base` that is not a
+/// URL (the CLI refuses those) is joined as text.
+fn query_url(base: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(base) else {
+        return format!("{}/api/v1/query", base.trim_end_matches('/'));
+    };
+    let path = format!("{}/api/v1/query", u.path().trim_end_matches('/'));
+    u.set_path(&path);
+    u.set_fragment(None);
+    u.to_string()
 }
 
 /// What went wrong asking a gate, as it happened: a timeout, a refused connection, a
@@ -171,7 +184,9 @@ pub fn shown(url: &str) -> String {
         let pairs: Vec<(String, String)> = u
             .query_pairs()
             .map(|(k, v)| {
-                let v = if crate::secrets::secret_name(&k) {
+                // `code` (Azure Functions) and a bare `key` are secrets in a URL.
+                let url_secret = k.eq_ignore_ascii_case("code") || k.eq_ignore_ascii_case("key");
+                let v = if url_secret || crate::secrets::secret_name(&k) {
                     "***".to_owned()
                 } else {
                     v.into_owned()
@@ -251,6 +266,53 @@ mod tests {
         assert!(!why.contains("t0ken"), "{why}");
     }
 
+    /// Issue 52 (fixjq 5): `--prometheus 'http://h/?token=X'` asked `GET
+    /// /?token=X/api/v1/query&query=…`; the path goes after the URL's path and the query
+    /// joins the URL's parameters.
+    #[tokio::test]
+    async fn a_prometheus_url_with_a_path_and_a_query_asks_the_api_under_them() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let server = tokio::spawn(async move {
+            let mut lines = Vec::new();
+            for _ in 0..2 {
+                let (mut conn, _) = listener.accept().await.expect("accept");
+                let mut buf = vec![0u8; 4096];
+                let n = conn.read(&mut buf).await.expect("read");
+                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                lines.push(text.lines().next().unwrap_or_default().to_owned());
+                let body = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                conn.write_all(answer.as_bytes()).await.expect("write");
+            }
+            lines
+        });
+        for base in [
+            format!("http://127.0.0.1:{port}/?token=X"),
+            format!("http://127.0.0.1:{port}/prom/?token=X&org=1"),
+        ] {
+            let g = Gates::new(Vec::new(), vec![("up".into(), base.clone())]);
+            assert_eq!(g.check().await, None, "{base}");
+        }
+        let lines = tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("in time")
+            .expect("server");
+        assert_eq!(
+            lines,
+            [
+                "GET /api/v1/query?token=X&query=up HTTP/1.1",
+                "GET /prom/api/v1/query?token=X&org=1&query=up HTTP/1.1"
+            ]
+        );
+    }
+
     #[test]
     fn a_gate_url_is_shown_without_its_secret_query_parameters() {
         assert_eq!(
@@ -260,6 +322,11 @@ mod tests {
             "https://***@h.internal/health?access_token=***&check=deep&X-Api-Key=***&sig=***"
         );
         assert_eq!(shown("http://h/health"), "http://h/health");
+        // Issue 52 (fixjq 7): Azure Functions' `?code=` and a bare `?key=`.
+        assert_eq!(
+            shown("https://fn.azurewebsites.net/api/health?code=abc123&key=k9&deep=1"),
+            "https://fn.azurewebsites.net/api/health?code=***&key=***&deep=1"
+        );
     }
 
     #[test]

@@ -1145,6 +1145,9 @@ pub struct Started {
     pub dead_letter: String,
     pub destination: Destination,
     pub selection: SelectionRecord,
+    /// `--transform`: the jq program, as given (the outcome's `transform.program`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
     /// `user@host pid N` ([`holder`]).
     pub operator: String,
     pub identity: Option<String>,
@@ -1166,6 +1169,7 @@ impl Started {
             dead_letter: r.dead_letter.clone(),
             destination: r.destination.clone(),
             selection: r.selection.clone(),
+            transform: r.transform.as_ref().map(|t| t.program.clone()),
             operator: r.operator.clone(),
             identity: r.identity.clone(),
             reason: r.reason.clone(),
@@ -1687,6 +1691,17 @@ mod tests {
             "--transform failed on 3 messages; they stay in `orders.dlq` (the first, o-10: cannot parse <str> as number; every id, up to 100: transform.failed in --format json)".into(),
         ];
         insta::assert_snapshot!("redrive-run-transform", human(&r));
+
+        // Issue 52 (fixjq 3): the `started` record names the program as it names `--where`.
+        let started = serde_json::to_value(Started::of(&r, "redrive")).expect("JSON");
+        assert_eq!(started["selection"]["where"], ".body.region == \"eu\"");
+        assert_eq!(
+            started["transform"], ".body.amount |= tonumber",
+            "{started:#}"
+        );
+        r.transform = None;
+        let started = serde_json::to_value(Started::of(&r, "redrive")).expect("JSON");
+        assert!(started.get("transform").is_none(), "{started:#}");
     }
 
     /// Issue 37, to the failed consumer on SQS: sources are counted most first (then by

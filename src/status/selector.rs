@@ -35,7 +35,8 @@ pub(crate) type Filter = jaq_core::Filter<data::JustLut<Val>>;
 pub const MAX_BODY: usize = 1 << 20;
 
 /// At most this many outputs of an expression are looked at for a `true`: a generator
-/// (`range(1e9)`) ends the look there, as not selected.
+/// (`range(1e9)`) ends the look there, and the message is a failure of `--where` (not
+/// selected, reported, the run not complete).
 const MAX_OUTPUTS: usize = 1000;
 
 /// A compiled `--where` expression, shared by every thread of a run; cloning shares it and
@@ -153,9 +154,13 @@ impl Where {
     }
 }
 
-/// Whether `filter` yields `true` for `doc` among its first [`MAX_OUTPUTS`] outputs.
+/// Whether `filter` yields `true` for `doc` among its first [`MAX_OUTPUTS`] outputs; as many
+/// outputs without a `true` is a failure (issue 52): the ones not looked at might have held
+/// it, so the message is neither selected silently nor known not to be.
 fn eval(filter: &Filter, doc: Val) -> Result<bool, String> {
-    for out in outputs(filter, doc, MAX_OUTPUTS) {
+    let outs = outputs(filter, doc, MAX_OUTPUTS);
+    let cut = outs.len() >= MAX_OUTPUTS;
+    for out in outs {
         match out {
             Ok(Val::Bool(true)) => return Ok(true),
             Ok(Val::Bool(false) | Val::Null) => {}
@@ -164,6 +169,11 @@ fn eval(filter: &Filter, doc: Val) -> Result<bool, String> {
             }
             Err(e) => return Err(e),
         }
+    }
+    if cut {
+        return Err(format!(
+            "yields {MAX_OUTPUTS} outputs without a true and is not looked at further: write any(generator; condition), e.g. any(.body.items[]; . == 1), which is one true or false"
+        ));
     }
     Ok(false)
 }
@@ -210,6 +220,7 @@ pub(crate) fn compile(code: &str, flag: &str, help: &str) -> Result<Filter, Stri
         .chain(jaq_std::funs())
         .chain(jaq_json::funs())
         .filter(|(name, _, _)| !refused(name));
+    vet(code, flag, help)?;
     let arena = Arena::default();
     let modules = Loader::new(defs)
         .load(&arena, File { code, path: () })
@@ -241,6 +252,93 @@ pub(crate) fn compile(code: &str, flag: &str, help: &str) -> Result<Filter, Stri
             };
             format!("{flag} `{code}`: undefined {} ({why})", names.join(", "))
         })
+}
+
+/// Refuses what compiles but must not run (issue 52): `import`/`include` (a data import
+/// compiles, then panics in jaq when run, and the program reads no file anyway), and a
+/// number written so that a 64-bit float cannot hold it (`12345678901234567890124`,
+/// `0.1000000000000000055511151231257827`): jq compares numbers as floats, so it would
+/// equal another (`…123`), and a transform could leave the body's as it was. A program that
+/// does not lex is left to the loader, whose error names the column.
+fn vet(code: &str, flag: &str, help: &str) -> Result<(), String> {
+    use jaq_core::load::lex::{StrPart, Tok, Token};
+    fn walk<'a>(tokens: &[Token<&'a str>], top: bool, found: &mut Vec<Result<&'a str, &'a str>>) {
+        let mut previous: Option<&Token<&str>> = None;
+        for t in tokens {
+            match &t.1 {
+                Tok::Word
+                    if top
+                        && matches!(t.0, "import" | "include")
+                        && previous.is_none_or(|p| matches!(p.1, Tok::Sym) && p.0 == ";") =>
+                {
+                    found.push(Err(t.0));
+                }
+                Tok::Num if !float_holds(t.0) => found.push(Ok(t.0)),
+                Tok::Block(inner) => walk(inner, false, found),
+                Tok::Str(parts) => {
+                    for part in parts {
+                        if let StrPart::Term(term) = part {
+                            walk(std::slice::from_ref(term), false, found);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            previous = Some(t);
+        }
+    }
+    let Ok(tokens) = jaq_core::load::Lexer::new(code).lex() else {
+        return Ok(());
+    };
+    let mut found = Vec::new();
+    walk(&tokens, true, &mut found);
+    match found.first() {
+        None => Ok(()),
+        Some(Err(word)) => Err(format!(
+            "{flag} `{code}`: `{word}` is not allowed ({flag} reads no file or module: `import` and `include` are refused, the program is the whole expression; {help})"
+        )),
+        Some(Ok(number)) => Err(format!(
+            "{flag} `{code}`: the number {number} cannot be held exactly by a 64-bit float, as jq compares numbers (it would equal {}): write one that can ({help})",
+            number.parse::<f64>().unwrap_or(f64::NAN)
+        )),
+    }
+}
+
+/// Whether the number literal `text` (digits, a fraction, an exponent) means the 64-bit float
+/// it is read as: an integer exactly (beyond 2^53 not every one is there), a decimal as its
+/// shortest form (`0.1` is, `0.1000000000000000055511151231257827` is not).
+fn float_holds(text: &str) -> bool {
+    let Ok(x) = text.parse::<f64>() else {
+        return false;
+    };
+    if !x.is_finite() {
+        return false;
+    }
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        // An integer: exactly the float's value.
+        return match text.parse::<u128>() {
+            Ok(n) => x < 3.4e38 && x as u128 == n,
+            Err(_) => false,
+        };
+    }
+    digits(text) == digits(&format!("{x:e}"))
+}
+
+/// A decimal number's significant digits and exponent: `1.50e2` and `150` are `("15", 1)`.
+fn digits(text: &str) -> (String, i64) {
+    let (mantissa, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = format!("{int}{frac}");
+    let lead = all.len() - all.trim_start_matches('0').len();
+    let d = all.trim_start_matches('0').trim_end_matches('0').to_owned();
+    if d.is_empty() {
+        return (d, 0);
+    }
+    // The value is 0.<all> × 10^(len(int) + exp); as 0.<d> the exponent drops by `lead`.
+    (d, int.len() as i64 + exp - lead as i64)
 }
 
 /// The first `max` outputs of `filter` run on `doc`; an error is normalised as failure
@@ -580,6 +678,81 @@ mod tests {
             "now > 0",
             "(.body | type) == \"object\"",
         ] {
+            Where::compile(code).unwrap_or_else(|e| panic!("{code}: {e}"));
+        }
+    }
+
+    /// Issue 52 (fixjq 1): a number f64 cannot hold as written would be compared and
+    /// written as another (`12345678901234567890124` equals `…123` as floats).
+    #[test]
+    fn a_number_a_float_cannot_hold_is_refused_at_compile_time() {
+        for code in [
+            ".body.big = 12345678901234567890124",
+            ".body.n == 9007199254740993",
+            ".body.x == 0.1000000000000000055511151231257827",
+            "[.body[] | select(. == -12345678901234567890124)]",
+            r#".body.s == "\(12345678901234567890124)""#,
+        ] {
+            let err = Where::compile(code).expect_err(code);
+            assert!(err.starts_with("--where `"), "{code}: {err}");
+            assert!(err.contains("64-bit float"), "{code}: {err}");
+            assert!(!err.contains('\n'), "{code}: {err}");
+            let err = crate::redrive::transform::Transform::compile(code).expect_err(code);
+            assert!(err.contains("64-bit float"), "{code}: {err}");
+        }
+        for code in [
+            ".body.n == 9007199254740992",
+            ".body.n == 9007199254740994",
+            ".body.x == 0.1",
+            ".body.x == 1e2",
+            ".body.x == 1.5e-3",
+            ".body.x == 10000000000000000000000",
+            ".body.s == \"12345678901234567890124\"",
+        ] {
+            Where::compile(code).unwrap_or_else(|e| panic!("{code}: {e}"));
+        }
+    }
+
+    /// Issue 52 (fixjq 2): only the first outputs are looked at; a message whose expression
+    /// gave that many without a `true` is a failure (reported), not silently unselected.
+    #[test]
+    fn an_expression_cut_at_its_output_limit_is_a_failure_not_a_no() {
+        let w = Where::compile(".body.items[] == 1999").expect("compiles");
+        let items: Vec<u32> = (0..2000).collect();
+        let doc: Val =
+            serde_json::from_value(serde_json::json!({ "body": { "items": items } })).expect("doc");
+        assert!(!w.selects("m-1", doc));
+        let failures = w.failures().expect("a failure");
+        assert_eq!(failures.count, 1);
+        assert!(
+            failures.first_error.contains("any("),
+            "{}",
+            failures.first_error
+        );
+        // The `any(...)` form looks at every element and selects it.
+        let w = Where::compile("any(.body.items[]; . == 1999)").expect("compiles");
+        let doc: Val =
+            serde_json::from_value(serde_json::json!({ "body": { "items": items } })).expect("doc");
+        assert!(w.selects("m-1", doc));
+        assert!(w.failures().is_none());
+    }
+
+    /// Issue 52 (fixjq 4): `import`/`include` compiled, then every worker panicked in jaq.
+    #[test]
+    fn import_and_include_are_refused_at_compile_time() {
+        for code in [
+            r#"import "/etc/passwd" as $p; .body == $p"#,
+            r#"include "/etc/passwd"; ."#,
+            r#"import "m" as m; ."#,
+            r#"module {}; import "/etc/passwd" as $p; true"#,
+        ] {
+            let err = Where::compile(code).expect_err(code);
+            assert!(err.contains("import"), "{code}: {err}");
+            assert!(err.contains("reads no file"), "{code}: {err}");
+            let err = crate::redrive::transform::Transform::compile(code).expect_err(code);
+            assert!(err.contains("reads no file"), "{code}: {err}");
+        }
+        for code in [".import == 1", "{import: 1} | .import == 1", ".a.include"] {
             Where::compile(code).unwrap_or_else(|e| panic!("{code}: {e}"));
         }
     }

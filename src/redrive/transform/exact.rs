@@ -189,8 +189,33 @@ pub fn fresh(now: &Val) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Whether `now` is `was` exactly: jq's equality reads every number as a 64-bit float, so
+/// `12345678901234567890124` (a big integer jaq keeps whole) equals the body's
+/// `12345678901234567890123` (read as the nearest float) there; here numbers of different
+/// kinds (integer, big integer, float, decimal text) are the same only when written the same.
+fn same(was: &Val, now: &Val) -> bool {
+    use jaq_json::Num;
+    match (was, now) {
+        (Val::Num(a), Val::Num(b)) => match (a, b) {
+            (Num::Float(x), Num::Float(y)) => x.to_bits() == y.to_bits() || (x == y && *x != 0.0),
+            (Num::Int(x), Num::Int(y)) => x == y,
+            _ => a.to_string() == b.to_string(),
+        },
+        (Val::Arr(a), Val::Arr(b)) => {
+            a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| same(x, y))
+        }
+        (Val::Obj(a), Val::Obj(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
+        }
+        _ => was == now,
+    }
+}
+
 fn merge(raw: &Raw<'_>, was: &Val, now: &Val, out: &mut Vec<u8>) -> Result<(), String> {
-    if now == was {
+    if same(was, now) {
         out.extend_from_slice(raw.span());
         return Ok(());
     }
@@ -390,6 +415,38 @@ mod tests {
             .expect("same");
         assert_eq!(out, body.as_bytes());
         assert!(rewrite(b"not json", &val("1"), &val("2")).is_none());
+    }
+
+    #[test]
+    fn a_big_number_the_program_set_is_written_though_it_equals_as_a_float() {
+        // Issue 52 (fixjq 1): jaq keeps the program's 12345678901234567890124 as a big
+        // integer; the body's …123 is read as the nearest float, equal to it as floats.
+        let body = r#"{"big": 12345678901234567890123, "n": 1}"#;
+        let was = val(body);
+        let big =
+            Val::Num(jaq_json::Num::from_str_radix("12345678901234567890124", 10).expect("big"));
+        let Val::Obj(o) = &was else {
+            panic!("an object")
+        };
+        let now = Val::obj(
+            o.iter()
+                .map(|(k, v)| {
+                    let v = if *k == val(r#""big""#) {
+                        big.clone()
+                    } else {
+                        v.clone()
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        );
+        let out = rewrite(body.as_bytes(), &was, &now)
+            .expect("JSON")
+            .expect("rewritten");
+        assert_eq!(
+            String::from_utf8(out).expect("text"),
+            r#"{"big":12345678901234567890124,"n":1}"#
+        );
     }
 
     #[test]
