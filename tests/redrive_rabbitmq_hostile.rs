@@ -855,13 +855,21 @@ fn a_refusal_inside_the_window_of_unconfirmed_publishes_keeps_every_message_and_
         "{doc}"
     );
     let (in_dlq, in_main) = accounted(&doc, &dlq, &main, &ids("w", 3000));
-    let from_odd: BTreeSet<String> = (odd..3000).map(|i| format!("w{i:05}")).collect();
+    // The run stops at the refusal, or a little before it when the confirms of the messages
+    // just before it had not come back when the refusal did (a loaded 2-core machine: 29
+    // before it, once): those stay too, unacknowledged, and their copies count as possibly
+    // duplicated. Never past it, and never more than a settling batch (200) before it.
+    let moved = doc["moved"].as_u64().unwrap_or(u64::MAX) as usize;
+    assert!(
+        moved <= odd && odd - moved <= 200,
+        "stopped at the refusal or within a batch before it: {moved}\n{doc}"
+    );
+    let from_stop: BTreeSet<String> = (moved..3000).map(|i| format!("w{i:05}")).collect();
     assert_eq!(
         in_dlq.keys().cloned().collect::<BTreeSet<_>>(),
-        from_odd,
-        "the refused message and every one after it stay in the DLQ\n{doc}"
+        from_stop,
+        "the refused message and every one after it stay in the DLQ, with those not yet settled before it\n{doc}"
     );
-    assert_eq!(doc["moved"], json!(odd), "{doc}");
     assert!(!in_main.contains_key(&format!("w{odd:05}")), "{doc}");
     let both = in_dlq.keys().filter(|k| in_main.contains_key(*k)).count() as u64;
     assert_eq!(
@@ -869,7 +877,7 @@ fn a_refusal_inside_the_window_of_unconfirmed_publishes_keeps_every_message_and_
         both,
         "the copies confirmed after the refusal, counted as lapin reads them\n{doc}"
     );
-    assert_eq!(in_main.len() as u64, odd as u64 + both, "{doc}");
+    assert_eq!(in_main.len() as u64, moved as u64 + both, "{doc}");
 }
 
 /// The same with a refusal by the broker (a full main queue with `overflow: reject-publish`
