@@ -198,21 +198,8 @@ pub async fn read_keyed(
                 continue;
             }
             out.unlisted.push(store.name(&key));
-            if unlisted && hmac_key.is_some() {
-                return Err(format!(
-                    "{}: listed by no manifest, and an object no manifest lists carries no HMAC to check with the target's key (operations.hmacKeyEnv); --read-unlisted is refused with a key",
-                    store.name(&key)
-                ));
-            }
             if unlisted {
-                let name = store.name(&key);
-                let stored = store.get(&key).await.map_err(|e| e.to_string())?;
-                let plain = if n.ends_with(".gz") {
-                    gunzip(&stored).map_err(|e| format!("{name}: {e}"))?
-                } else {
-                    stored
-                };
-                let got = checked(&plain, &name)?;
+                let got = unlisted_records(store, &key, hmac_key.is_some()).await?;
                 out.read += got.len() as u64;
                 run_records.extend(got);
             }
@@ -231,21 +218,8 @@ pub async fn read_keyed(
     }
     for key in stray {
         out.unlisted.push(store.name(&key));
-        if unlisted && hmac_key.is_some() {
-            return Err(format!(
-                "{}: listed by no manifest, and an object no manifest lists carries no HMAC to check with the target's key (operations.hmacKeyEnv); --read-unlisted is refused with a key",
-                store.name(&key)
-            ));
-        }
         if unlisted {
-            let name = store.name(&key);
-            let stored = store.get(&key).await.map_err(|e| e.to_string())?;
-            let plain = if key.ends_with(".gz") {
-                gunzip(&stored).map_err(|e| format!("{name}: {e}"))?
-            } else {
-                stored
-            };
-            let got = checked(&plain, &name)?;
+            let got = unlisted_records(store, &key, hmac_key.is_some()).await?;
             out.read += got.len() as u64;
             let mut keys = Keys::default();
             for mut r in got {
@@ -265,6 +239,24 @@ pub async fn read_keyed(
     out.differing = dedup.differing;
     out.possibly_duplicated = dedup.possibly_duplicated;
     Ok(out)
+}
+
+/// The records of an object no manifest lists (`--read-unlisted`), each checked against its
+/// own sha256 only; refused when the target names a key: such an object carries no HMAC.
+async fn unlisted_records(store: &Store, key: &str, keyed: bool) -> Result<Vec<Record>, String> {
+    let name = store.name(key);
+    if keyed {
+        return Err(format!(
+            "{name}: listed by no manifest, and an object no manifest lists carries no HMAC to check with the target's key (operations.hmacKeyEnv); --read-unlisted is refused with a key"
+        ));
+    }
+    let stored = store.get(key).await.map_err(|e| e.to_string())?;
+    let plain = if key.ends_with(".gz") {
+        gunzip(&stored).map_err(|e| format!("{name}: {e}"))?
+    } else {
+        stored
+    };
+    checked(&plain, &name)
 }
 
 /// An object's records, each record's body checked against its own sha256.
