@@ -915,3 +915,132 @@ fn a_destination_that_fills_inside_the_window_stops_the_run_with_the_rest_in_the
     );
     assert_eq!(doc["possiblyDuplicated"].as_u64().unwrap_or(0), 0, "{doc}");
 }
+
+/// Every message of a queue, taken: id → its `x-delivery-count` (0 when absent): how many
+/// times a quorum queue handed it out and had it back.
+fn delivery_counts(queue: &str) -> BTreeMap<String, i64> {
+    block(rabbit::take_each(queue, |d| {
+        let p = &d.properties;
+        let id = p
+            .message_id()
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let n = rabbit::headers_of(p)
+            .get("x-delivery-count")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        (id, n)
+    }))
+    .into_iter()
+    .collect()
+}
+
+/// A policy on one queue (the highest priority: it wins over the fixture's), removed when
+/// dropped.
+struct Policy(String);
+
+impl Policy {
+    fn set(queue: &str, definition: Value) -> Self {
+        let name = format!("{queue}.test-policy");
+        block(rabbit::api_ok(
+            reqwest::Method::PUT,
+            &format!("/api/policies/%2F/{name}"),
+            json!({
+                "pattern": format!("^{}$", regex_escape(queue)),
+                "apply-to": "queues",
+                "priority": 900,
+                "definition": definition,
+            }),
+        ));
+        Policy(name)
+    }
+}
+
+impl Drop for Policy {
+    fn drop(&mut self) {
+        let _ = block(rabbit::api(
+            reqwest::Method::DELETE,
+            &format!("/api/policies/%2F/{}", self.0),
+            None,
+        ));
+    }
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let special = ".^$*+?()[]{}|\\".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+/// Issue 52, hx3 F1: a run hands back no message it did not examine. On a quorum DLQ each
+/// hand-back counts one delivery; with a prefetch of 2,000 every batch of `--batch 5` took the
+/// whole DLQ and handed back all but 5, so after three batches the 15 left had been delivered
+/// three times each (a delivery limit then drops them: the test below). Now a run takes no
+/// more than it may move, and the 15 left were never delivered (the lock held between batches
+/// takes the next one, once).
+#[test]
+fn a_batched_run_on_a_quorum_dlq_hands_back_nothing_it_did_not_examine() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "q", 30, |_| "poison");
+    let doc = redrive_ok(
+        &f,
+        &["--yes", "--batch", "5", "--until-empty", "--limit", "15"],
+    );
+    assert_eq!(doc["moved"], 15, "{doc}");
+    wait_count(&dlq, 15, Duration::from_secs(10));
+    let left = delivery_counts(&dlq);
+    let moved = take(&main);
+    assert_eq!(left.len() + moved.len(), 30, "nothing lost: {left:?}");
+    assert_eq!(
+        moved.keys().chain(left.keys()).collect::<BTreeSet<_>>(),
+        ids("q", 30).iter().collect(),
+    );
+    // The lock between batches holds one message (the next at the head) and hands it back
+    // once; nothing else left was delivered.
+    let handed_back: Vec<_> = left.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        handed_back.is_empty(),
+        "the messages left were delivered and handed back: {handed_back:?}"
+    );
+    assert!(
+        left.values().filter(|n| **n == 1).count() <= 2,
+        "only the lock's held message of each pause: {left:?}"
+    );
+}
+
+/// hx3 F1 as found: a delivery limit set on a quorum DLQ while a batched run pauses. Before,
+/// each message left had been handed back once per batch, and the next hand-back dropped those
+/// past the limit (lost: in neither queue). Now nothing is lost: the run stops at the next
+/// batch, refusing a DLQ with a delivery limit, and every message is in the DLQ or moved.
+#[test]
+fn a_delivery_limit_set_during_a_batched_run_on_a_quorum_dlq_loses_nothing() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "d", 40, |_| "poison");
+    let child = spawn_json(&f, &["--batch", "5", "--until-empty", "--pause", "1500ms"]);
+    // After the third batch (15 moved), during its pause.
+    wait_count(&main, 15, Duration::from_secs(30));
+    let _policy = Policy::set(&dlq, json!({"delivery-limit": 2}));
+    let (code, doc, err) = finish(child, Duration::from_secs(60));
+    assert_ne!(
+        code, 0,
+        "a delivery limit appeared: the run stops\n{doc}\n{err}"
+    );
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("delivery limit of 2")),
+        "stopped by the delivery limit, named: {doc}"
+    );
+    wait_back(&dlq, &main, 40, Duration::from_secs(10));
+    accounted(&doc, &dlq, &main, &ids("d", 40));
+}

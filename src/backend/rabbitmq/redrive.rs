@@ -199,8 +199,13 @@ impl Mover {
             .await
             .map_err(|e| fail("confirm.select", e))?;
         // Per consumer, for the consumers made after it (RabbitMQ applies a raised
-        // prefetch to new consumers only): see `Consuming::renew`.
-        ch.basic_qos(PREFETCH, BasicQosOptions::default())
+        // prefetch to new consumers only): see `Consuming::renew`. No more than the run may
+        // move: a delivery it does not move goes back at close, and on a quorum queue that
+        // counts one delivery of the message: a batched run of 5 with a prefetch of 2,000
+        // handed every message of the DLQ back once a batch, and a delivery limit set meanwhile
+        // dropped them (issue 52, hx3 F1).
+        let prefetch = prefetch_for(run.select.limit);
+        ch.basic_qos(prefetch, BasicQosOptions::default())
             .await
             .map_err(|e| fail("basic.qos", e))?;
         let tag = format!("{TAG} {}", run.holder);
@@ -212,7 +217,7 @@ impl Mover {
             Ok(n) => n,
             Err(e) => return Err(fail(&format!("count `{dlq}`"), e)),
         };
-        let mut consuming = match Consuming::start(&ch, dlq, &tag).await {
+        let mut consuming = match Consuming::start(&ch, dlq, &tag, prefetch).await {
             Ok(c) => c,
             Err(e) => {
                 let _ = conn.close(200, "redrive refused".into()).await;
@@ -322,18 +327,19 @@ impl Mover {
                 examined_then = examined;
                 ready = taken + more;
             }
-            if consuming.full(in_flight)
-                && let Err(e) = consuming.renew(&ch, dlq, &tag).await
-            {
-                result = Err(fail(&format!("consume from `{dlq}` again"), e));
-                break 'run;
-            }
             // The selected this batch may take: the limit, less what is moved and in flight
             // (a batch in flight is either moved whole or stops the run).
             let budget = run
                 .select
                 .limit
                 .map(|l| l.saturating_sub(run.tally.moved() + in_flight));
+            let want = budget.map_or(BATCH as u64, |b| b.min(BATCH as u64));
+            if consuming.full(in_flight, want)
+                && let Err(e) = consuming.renew(&ch, dlq, &tag).await
+            {
+                result = Err(fail(&format!("consume from `{dlq}` again"), e));
+                break 'run;
+            }
             // The batch before settles while this one is taken: its `multiple` is decided now,
             // from what was kept before this batch's first delivery (every tag kept later is
             // higher).
@@ -352,8 +358,8 @@ impl Mover {
                 while batch.len() < BATCH
                     && !run.stop.load(std::sync::atomic::Ordering::SeqCst)
                     && !stage.halted()
-                    && !consuming.full(in_flight)
-                    && budget.is_none_or(|b| b > 0)
+                    && !consuming.full(in_flight, want)
+                    && budget.is_none_or(|b| (batch.len() as u64) < b)
                 {
                     if taken >= ready {
                         break;
@@ -561,6 +567,10 @@ impl Mover {
             run.tally
                 .incomplete(redrive::refused_queue_line(q, why, ids, dlq, false));
         }
+        // No delivery after this: the consumer goes before the last batch is acknowledged,
+        // else each ack makes room the broker fills at once with messages this run will only
+        // hand back (one delivery each on a quorum queue). Its acks still go on the channel.
+        let buffered = consuming.stop(&ch, &tag).await;
         // The batch still in flight: acknowledged as confirmed when the run ends well (or
         // stopped on something of its own, the publish or the destination check of one
         // message); else left in the DLQ, its confirmed copies counted as duplicated.
@@ -580,7 +590,6 @@ impl Mover {
         // What is left, counted exactly before the channel hands back what it holds (a
         // quorum queue returns them asynchronously: counted after, they read as gone): the
         // ready messages plus every delivery not acknowledged, those lapin has buffered too.
-        let buffered = consuming.stop(&ch, &tag).await;
         if (result.is_ok() || conn.status().connected())
             && let Ok(n) = ready_count(&ch, dlq).await
         {
@@ -1269,6 +1278,16 @@ struct Consuming {
     held: u64,
     /// The stream ended: the consumer is gone (cancelled by the broker), nothing to cancel.
     ended: bool,
+    /// The channel's prefetch: see [`prefetch_for`].
+    prefetch: u16,
+}
+
+/// The prefetch of a run that moves at most `limit`: no more than it (a delivery not moved
+/// goes back at close, one delivery more on a quorum queue), at most [`PREFETCH`].
+fn prefetch_for(limit: Option<u64>) -> u16 {
+    limit.map_or(PREFETCH, |l| {
+        u16::try_from(l.clamp(1, u64::from(PREFETCH))).unwrap_or(PREFETCH)
+    })
 }
 
 enum Next {
@@ -1281,19 +1300,28 @@ enum Next {
 }
 
 impl Consuming {
-    async fn start(ch: &lapin::Channel, dlq: &str, tag: &str) -> Result<Self, lapin::Error> {
+    async fn start(
+        ch: &lapin::Channel,
+        dlq: &str,
+        tag: &str,
+        prefetch: u16,
+    ) -> Result<Self, lapin::Error> {
         Ok(Consuming {
             consumer: consume(ch, dlq, tag).await?,
             pending: std::collections::VecDeque::new(),
             held: 0,
             ended: false,
+            prefetch,
         })
     }
 
     /// Whether the messages held back and `in_flight` (taken, not settled) leave less room
-    /// than a batch before the prefetch.
-    fn full(&self, in_flight: u64) -> bool {
-        self.held + in_flight + BATCH as u64 >= u64::from(PREFETCH)
+    /// than the batch being taken `want`s before the prefetch, or than half the prefetch when
+    /// that is less: a small prefetch (a run of `--limit 100 --where …`) is not replaced for
+    /// every message held back.
+    fn full(&self, in_flight: u64, want: u64) -> bool {
+        let prefetch = u64::from(self.prefetch);
+        self.held + in_flight + want.min(prefetch / 2).max(1) > prefetch
     }
 
     fn hold(&mut self) {
