@@ -130,6 +130,17 @@ Exit codes:
   dlqctl archive orders dlq/ --to s3://dlq-archive/prod --older-than 7d --delete --yes
   dlqctl archive orders dlq/ --due --delete --yes")]
     Archive(Box<ArchiveArgs>),
+    /// Check audit journals (`--audit-log FILE`) for tampering: each record's `prev` chains it
+    /// to the line before, and with the target's key each record's `hmac` must verify.
+    ///
+    /// A line changed, removed or inserted breaks the chain at the next line, which is named.
+    /// Without the key, whoever can write the file can recompute the chain: pass --key-env
+    /// where the target names `operations.hmacKeyEnv`. Lines cut from the end are detected by
+    /// neither. Nothing is changed. Exit 0 intact, 1 broken, 2 unreadable, 64 usage error.
+    /// See docs/redrive.md (the audit journal).
+    #[command(after_help = "Example:
+  dlqctl audit /var/log/dlqctl/orders.jsonl --key-env DLQCTL_HMAC_KEY")]
+    Audit(AuditArgs),
     /// Write Prometheus alerting rules for the alarms of RabbitMQ and Kafka channels, or Cloud
     /// Monitoring alert policies for Pub/Sub channels (offline).
     ///
@@ -196,7 +207,7 @@ impl Command {
     /// The exit code for an error that stops the command (I/O, connection, usage).
     pub fn error_code(&self) -> u8 {
         match self {
-            Command::Lint(_) | Command::Schema(_) => 2,
+            Command::Lint(_) | Command::Schema(_) | Command::Audit(_) => 2,
             Command::Completions(_) | Command::Man(_) => 1,
             Command::Plan(_)
             | Command::Apply(_)
@@ -295,6 +306,18 @@ pub struct ManArgs {
     /// instead of printing dlqctl.1.
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The journals to check (files `--audit-log` appends to).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// The environment variable holding the HMAC key (the one the target's
+    /// `operations.hmacKeyEnv` names): every chained record's `hmac` must verify with it.
+    #[arg(long, value_name = "VAR")]
+    pub key_env: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -210,4 +210,53 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
     assert_eq!(e.line, 2, "{e}");
     let e = dlqctl::journal::verify(edited.as_bytes(), None).expect_err("edited");
     assert!(e.to_string().contains("line 2 was changed"), "{e}");
+
+    // The same through `dlqctl audit`, as an operator checks a journal: intact without the
+    // key; with it, line 4 named (exit 1); the edited copy's line 2 named, key or none.
+    let out = f.run(&["audit", "audit.jsonl"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("audit.jsonl: intact: 6 records, 6 chained"),
+        "{}",
+        out.stdout
+    );
+    let out = f.run(&["audit", "audit.jsonl", "--key-env", var]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("audit.jsonl:4: no `hmac`"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("owners hold"),
+        "the key is never shown"
+    );
+    std::fs::write(f.path().join("edited.jsonl"), &edited).expect("edited copy");
+    // Without the key the chain breaks at the next line, which names the changed one.
+    for (extra, named) in [
+        (
+            &[][..],
+            "edited.jsonl:3: its `prev` is not the sha256 of line 2",
+        ),
+        (
+            &["--key-env", var][..],
+            "edited.jsonl:2: its `hmac` does not verify",
+        ),
+    ] {
+        let mut args = vec!["audit", "edited.jsonl"];
+        args.extend_from_slice(extra);
+        let out = f.run(&args);
+        assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(named), "{}", out.stderr);
+    }
+    let out = f.run(&[
+        "audit",
+        "audit.jsonl",
+        "--key-env",
+        "DLQCTL_TEST_NO_SUCH_VAR",
+    ]);
+    assert_eq!(out.code, 64, "{}\n{}", out.stdout, out.stderr);
+    let out = f.run(&["audit", "missing.jsonl"]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
 }

@@ -443,6 +443,7 @@ fn help_is_snapshotted() {
         &["exporter", "--help"][..],
         &["redrive", "--help"][..],
         &["archive", "--help"][..],
+        &["audit", "--help"][..],
         &["alerts", "--help"][..],
         &["graph", "--help"][..],
         &["completions", "--help"][..],

@@ -4,6 +4,7 @@
 mod alerts;
 mod apply;
 mod archive;
+mod audit;
 mod completions;
 mod dashboards;
 mod exporter;
@@ -43,6 +44,7 @@ pub fn dispatch(command: Command, printer: &Printer) -> anyhow::Result<u8> {
         Command::Exporter(args) => exporter::run(&args, printer),
         Command::Redrive(args) => redrive::run(&args, printer),
         Command::Archive(args) => archive::run(&args, printer),
+        Command::Audit(args) => audit::run(&args, printer),
         Command::Alerts(args) => alerts::run(&args, printer),
         Command::Dashboards(args) => dashboards::run(&args, printer),
         Command::Graph(args) => graph::run(&args, printer),
