@@ -223,6 +223,14 @@ impl Command {
     }
 }
 
+/// A command line that parses but asks for what cannot be run as written (a `--where` or
+/// `--transform` program that does not compile or is refused: `import`, `env`, `halt`, a
+/// number a float cannot hold): said as any error is, on one line, and exits 64 as clap's own
+/// refusals do, so that a script tells a typo from a run that failed (issue 52, hx1 F6, F10).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
     /// Source excerpts with carets, for people.

@@ -82,7 +82,11 @@ pub fn run() -> ExitCode {
                 printer.paint_err("error:", printer::Style::Error),
                 status::safe_lines(&format!("{e:#}"))
             ));
-            ExitCode::from(on_error)
+            if e.downcast_ref::<cli::UsageError>().is_some() {
+                ExitCode::from(USAGE_EXIT)
+            } else {
+                ExitCode::from(on_error)
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         .as_deref()
         .map(redrive::transform::Transform::compile)
         .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .map_err(|e| anyhow::Error::new(crate::cli::UsageError(e)))?;
     let Some(loaded) =
         super::shared::load_checked(&args.paths, args.spec.targets.as_deref(), printer)?
     else {

@@ -245,7 +245,7 @@ pub fn selectors(
         .as_deref()
         .map(crate::status::selector::Where::compile)
         .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+        .map_err(|e| anyhow::Error::new(crate::cli::UsageError(e)))?;
     Ok((groups, where_))
 }
 
