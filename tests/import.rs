@@ -1536,6 +1536,7 @@ fn kafka_spring_dlt_and_retry_suffix_sets_import_and_plan_empty() {
 ///   retry queue (priority 0) is not the one applied;
 /// - a quorum main queue whose x-arguments set the dead-letter exchange and routing key while a
 ///   policy named after it sets only the delivery limit.
+///
 /// The old message said of both that they "get dead-lettering from a policy not named after the
 /// queue (or from both a policy and x-arguments)": wrong for the second (its policy is named
 /// after it) and silent on which settings came from where.

@@ -677,7 +677,7 @@ impl<'q> Members<'q> {
     fn at_most_once(&self) -> bool {
         matches!(self.model, Loop::DeliveryLimit(_))
             && self.main.settings.get("dead-letter-strategy") != Some(&Value::from("at-least-once"))
-            && self.main.settings.get("overflow").is_none()
+            && !self.main.settings.contains_key("overflow")
     }
 
     /// The main queue dead-letters into its first retry queue through the default exchange:
