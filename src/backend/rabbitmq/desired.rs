@@ -126,13 +126,15 @@ fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
             main.push(("delivery-limit", json!(r.max_attempts.saturating_sub(1))));
             main.extend(into_dlq());
             // Quorum dead-lettering is at-most-once unless both of these are set.
-            main.push(("dead-letter-strategy", json!("at-least-once")));
-            main.push(("overflow", json!("reject-publish")));
+            if rb.at_least_once {
+                main.push(("dead-letter-strategy", json!("at-least-once")));
+                main.push(("overflow", json!("reject-publish")));
+            }
         }
         RetryModel::Ttl => match r.retry_stages.first() {
-            // In policy mode a rejected message goes to the first retry queue rather than being
-            // dropped.
-            Some(first) if rb.dlx == DlxMode::Policy => {
+            // In policy mode (and in arguments mode with `rejectToRetry`) a rejected message
+            // goes to the first retry queue rather than being dropped.
+            Some(first) if rb.reject_to_retry => {
                 main.push(("dead-letter-exchange", json!("")));
                 main.push(("dead-letter-routing-key", json!(first.name)));
             }

@@ -37,8 +37,8 @@ pub use kafka::{
 };
 pub use pubsub::PubsubOptions;
 pub use rabbitmq::{
-    DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
-    RetryModel,
+    DeadLetterExchange, DeadLetterStrategy, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
+    RabbitMqOptions, RetryModel,
 };
 pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
 pub use targets::{

@@ -50,9 +50,12 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 18] = [
+pub const ADVICE_RULES: [&str; 21] = [
     "retry/none",
+    "pubsub/subscription-expires",
     "sqs/dlq-retention",
+    "kafka/dlt-partitions",
+    "rabbitmq/at-most-once",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
     "deadletter/retention-implicit",
