@@ -1044,3 +1044,50 @@ fn a_delivery_limit_set_during_a_batched_run_on_a_quorum_dlq_loses_nothing() {
     wait_back(&dlq, &main, 40, Duration::from_secs(10));
     accounted(&doc, &dlq, &main, &ids("d", 40));
 }
+
+/// hx4 B: on a quorum DLQ a selection behind a prefetch of messages not chosen moved nothing
+/// ("no delivery for 2 s … run it again"): the consumer started again reused its tag, and a
+/// quorum queue delivers nothing to it while the old one's deliveries are unacknowledged. 10
+/// `poison` then 10 `transient`, `--limit 5 --class transient`: exactly 5 transient move.
+#[test]
+fn a_selection_with_a_limit_behind_messages_not_chosen_moves_exactly_on_a_quorum_dlq() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(
+        &dlq,
+        "s",
+        20,
+        |i| if i < 10 { "poison" } else { "transient" },
+    );
+    let doc = redrive_ok(&f, &["--yes", "--limit", "5", "--class", "transient"]);
+    assert_eq!(doc["moved"], 5, "{doc}");
+    wait_back(&dlq, &main, 20, Duration::from_secs(10));
+    let (_, in_main) = accounted(&doc, &dlq, &main, &ids("s", 20));
+    let want: BTreeSet<String> = (10..15).map(|i| format!("s{i:05}")).collect();
+    assert_eq!(in_main.keys().cloned().collect::<BTreeSet<_>>(), want);
+}
+
+/// hx4 C: `--limit 1000` over 3,000 on a quorum DLQ handed 800 of the 2,000 left back (one
+/// delivery each): each batch acknowledged made room the broker filled at once. At most 400
+/// now (the prefetch), and nothing lost.
+#[test]
+fn a_large_limit_hands_back_at_most_two_batches_on_a_quorum_dlq() {
+    let Some(f) = rabbit::Fixture::applied_with(quorum) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "b", 3000, |_| "poison");
+    let doc = redrive_ok(&f, &["--yes", "--limit", "1000"]);
+    assert_eq!(doc["moved"], 1000, "{doc}");
+    wait_count(&dlq, 2000, Duration::from_secs(10));
+    let left = delivery_counts(&dlq);
+    let moved = take(&main);
+    assert_eq!(left.len() + moved.len(), 3000, "nothing lost");
+    let handed_back = left.values().filter(|n| **n > 0).count();
+    assert!(
+        handed_back <= 400,
+        "{handed_back} of the 2,000 left were delivered and handed back"
+    );
+}

@@ -652,6 +652,14 @@ impl Mover {
     ) -> Result<crate::backend::kit::doors::Lease, MoveError> {
         let vhost = r.rabbitmq.as_ref().map_or("/", |x| x.vhost.as_str());
         let dlq = r.dead_letter.clone();
+        // A quorum queue does not enforce an exclusive consumer (hx4 D: two runs and an
+        // outside consumer consumed beside one), so holding one locks nothing, and the message
+        // it held would count one delivery more each pause (a delivery limit set meanwhile
+        // dropped it: hx4 A). Nothing is held; the next batch's start checks for another run.
+        let q = self.queue(vhost, &dlq).await?;
+        if q.get("type").and_then(Value::as_str) == Some("quorum") {
+            return Ok(crate::backend::kit::doors::Lease::closing(async {}));
+        }
         let uri = with_heartbeat(&format!("{}/{}", self.amqp, seg(vhost)));
         let fail = |what: &str, e: lapin::Error| {
             MoveError(format!(
@@ -1280,13 +1288,22 @@ struct Consuming {
     ended: bool,
     /// The channel's prefetch: see [`prefetch_for`].
     prefetch: u16,
+    /// How many times the consumer was started again: each consumer after the first has a
+    /// tag of its own (`<tag> #<n>`). A quorum queue hands a new consumer with the tag of one
+    /// just cancelled nothing while that one's deliveries are unacknowledged (hx4 B: a
+    /// selection behind a prefetch of messages not chosen moved 0, "run it again").
+    serial: u32,
 }
 
-/// The prefetch of a run that moves at most `limit`: no more than it (a delivery not moved
-/// goes back at close, one delivery more on a quorum queue), at most [`PREFETCH`].
+/// The prefetch of a run that moves at most `limit`: no more than it, and no more than two
+/// batches (one settling while the next is taken): a delivery not moved goes back at close,
+/// one delivery more on a quorum queue, and each batch acknowledged makes room the broker
+/// fills at once, so a prefetch of the whole limit handed back up to `limit − 200` (hx4 C).
+/// Unlimited, [`PREFETCH`].
 fn prefetch_for(limit: Option<u64>) -> u16 {
+    let most = 2 * BATCH as u64;
     limit.map_or(PREFETCH, |l| {
-        u16::try_from(l.clamp(1, u64::from(PREFETCH))).unwrap_or(PREFETCH)
+        u16::try_from(l.clamp(1, most)).unwrap_or(PREFETCH)
     })
 }
 
@@ -1312,6 +1329,7 @@ impl Consuming {
             held: 0,
             ended: false,
             prefetch,
+            serial: 0,
         })
     }
 
@@ -1326,6 +1344,15 @@ impl Consuming {
 
     fn hold(&mut self) {
         self.held += 1;
+    }
+
+    /// The current consumer's tag, from the run's.
+    fn tag_of(&self, tag: &str) -> String {
+        if self.serial == 0 {
+            tag.to_owned()
+        } else {
+            format!("{tag} #{}", self.serial)
+        }
     }
 
     async fn next(&mut self, wait: std::time::Duration) -> Next {
@@ -1344,8 +1371,9 @@ impl Consuming {
     }
 
     /// Cancels the consumer, keeps what it had buffered, and consumes again with a fresh
-    /// prefetch (the same exclusive tag: no other consumer gets in unless it was waiting
-    /// for exactly this moment, and then the new consume is refused and the run stops).
+    /// prefetch (exclusive, under a tag of its own beginning with the run's: no other consumer
+    /// gets in unless it was waiting for exactly this moment, and then the new consume is
+    /// refused and the run stops).
     async fn renew(
         &mut self,
         ch: &lapin::Channel,
@@ -1363,7 +1391,8 @@ impl Consuming {
         dlq: &str,
         tag: &str,
     ) -> Result<(), lapin::Error> {
-        self.consumer = consume(ch, dlq, tag).await?;
+        self.serial += 1;
+        self.consumer = consume(ch, dlq, &self.tag_of(tag)).await?;
         self.held = 0;
         self.ended = false;
         Ok(())
@@ -1397,8 +1426,11 @@ impl Consuming {
             // Cancelled by the broker: no cancel-ok would come, nor any delivery.
             return Ok(());
         }
-        ch.basic_cancel(tag.into(), BasicCancelOptions::default())
-            .await?;
+        ch.basic_cancel(
+            self.tag_of(tag).as_str().into(),
+            BasicCancelOptions::default(),
+        )
+        .await?;
         // After cancel-ok the stream yields what it had buffered, then ends.
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         while let Ok(Some(Ok(d))) = tokio::time::timeout_at(deadline, self.consumer.next()).await {
@@ -1608,7 +1640,14 @@ fn holder(q: &Value) -> Option<String> {
         .iter()
         .filter_map(|c| c.get("consumer_tag").and_then(Value::as_str))
         .find(|t| t.starts_with(TAG))
-        .map(|t| t.trim_start_matches(TAG).trim().to_owned())
+        .map(|t| {
+            let t = t.trim_start_matches(TAG).trim();
+            // A run's consumers after its first: `<holder> #<n>`.
+            t.rsplit_once(" #")
+                .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(t, |(h, _)| h)
+                .to_owned()
+        })
 }
 
 /// The tags of the queue's consumers, if it has any.
