@@ -805,6 +805,76 @@ fn rabbitmq_archive_needs_no_dead_letter_exchange_on_the_main_queue() {
     assert_eq!(bodies(&got), want);
 }
 
+/// Issue 52 fixes, F7: a byte copy of a listed object — under another name in its run's
+/// folder, outside any run's folder, and the whole run folder (its manifest too) under a
+/// name that sorts first — is one archived dead letter, not another: `--read-unlisted`
+/// replays each of the 12 payments once (counted by `message_id` with lapin), the copies
+/// counted as duplicates, and a replay after that publishes nothing.
+#[test]
+fn rabbitmq_a_byte_copy_of_a_listed_object_is_never_published_twice() {
+    let Some(f) = rabbit_fixture() else {
+        return;
+    };
+    let b = rabbit_live(&f);
+    let main = f.names()[0].clone();
+    const N: usize = 12;
+    let letters: Vec<Letter> = (0..N)
+        .map(|i| Letter {
+            body: format!("{{\"payment\":{i}}}").into_bytes(),
+            id: Some(format!("pay-{i:02}")),
+            headers: Vec::new(),
+        })
+        .collect();
+    (b.put_letters)(&letters);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let doc = archive_ok(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(N as u64), "{doc}");
+    assert_eq!((b.count)(), 0, "{doc}");
+    let channel = root.join(&b.ws.channel);
+    let runs: Vec<_> = std::fs::read_dir(&channel)
+        .expect("channel folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    let object = run.join("batch-00001.jsonl");
+    std::fs::copy(&object, run.join("batch-00099.jsonl")).expect("copy in the run");
+    std::fs::copy(&object, channel.join("copy.jsonl")).expect("copy outside runs");
+    let first = channel.join("20000101T000000Z-1-00000000");
+    std::fs::create_dir(&first).expect("folder");
+    for name in ["batch-00001.jsonl", "manifest.json"] {
+        std::fs::copy(run.join(name), first.join(name)).expect("copy the run");
+    }
+    let by_id = || -> BTreeMap<String, u64> {
+        let mut n = BTreeMap::new();
+        for id in block(rabbit::take_each(&main, |d| {
+            d.properties
+                .message_id()
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        })) {
+            *n.entry(id).or_insert(0) += 1;
+        }
+        n
+    };
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", &to, "--yes", "--read-unlisted"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let got = by_id();
+    let want: BTreeMap<String, u64> = (0..N).map(|i| (format!("pay-{i:02}"), 1)).collect();
+    assert_eq!(got, want, "each payment once: {doc:#}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["archive"]["duplicates"], 3 * N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    // Replayed: nothing again, whichever copy a ledger names.
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", &to, "--yes", "--read-unlisted"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 0, "{doc:#}");
+    assert_eq!(doc["archive"]["alreadyReplayed"], N, "{doc:#}");
+    assert!(by_id().is_empty(), "{doc:#}");
+}
+
 /// Whether a policy's pattern (`^name$`, as dlqctl writes them) names `queue`.
 fn regex_lite_match(pattern: &str, queue: &str) -> bool {
     let p = pattern

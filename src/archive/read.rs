@@ -97,8 +97,11 @@ pub async fn read_keyed(
         unlisted_read: unlisted,
         ..Archived::default()
     };
-    // Every record with what its run did, in order.
-    let mut records: Vec<(Record, RunKind)> = Vec::new();
+    // Every record with what its run did and whether a manifest lists it, in order.
+    let mut records: Vec<(Record, RunKind, bool)> = Vec::new();
+    // Each record's written form when it carries a written key (format 2), for
+    // [`drop_copies`].
+    let mut forms: Vec<Option<Vec<u8>>> = Vec::new();
     for (run, names) in &runs {
         let mut listed: BTreeSet<String> = BTreeSet::new();
         let mut manifest = None;
@@ -178,7 +181,7 @@ pub async fn read_keyed(
                 }
                 out.read += got.len() as u64;
                 out.objects += 1;
-                run_records.extend(got);
+                run_records.extend(got.into_iter().map(|r| (r, true)));
                 listed.insert(entry.name.clone());
             }
             manifest = Some(m);
@@ -201,7 +204,7 @@ pub async fn read_keyed(
             if unlisted {
                 let got = unlisted_records(store, &key, hmac_key.is_some()).await?;
                 out.read += got.len() as u64;
-                run_records.extend(got);
+                run_records.extend(got.into_iter().map(|r| (r, false)));
             }
         }
         if manifest.as_ref().is_some_and(|m| !m.delete) {
@@ -210,10 +213,11 @@ pub async fn read_keyed(
         // A run without its manifest: what it did with its messages is not known.
         let kind = manifest.as_ref().map_or(RunKind::Unsure, RunKind::of);
         let mut keys = Keys::default();
-        for mut r in run_records {
+        for (mut r, listed) in run_records {
+            forms.push(written_form(&r));
             keys.assign(&mut r);
             r.run = (*run).to_owned();
-            records.push((r, kind));
+            records.push((r, kind, listed));
         }
     }
     for key in stray {
@@ -223,22 +227,80 @@ pub async fn read_keyed(
             out.read += got.len() as u64;
             let mut keys = Keys::default();
             for mut r in got {
+                forms.push(written_form(&r));
                 keys.assign(&mut r);
                 r.run = key.clone();
-                records.push((r, RunKind::Unsure));
+                records.push((r, RunKind::Unsure, false));
             }
         }
     }
+    let copies = drop_copies(&mut records, &forms);
     let mut dedup = Dedup::default();
     out.records = records
         .into_iter()
-        .filter(|(r, kind)| dedup.keep(r, *kind))
-        .map(|(r, _)| r)
+        .filter(|(r, kind, _)| dedup.keep(r, *kind))
+        .map(|(r, _, _)| r)
         .collect();
-    out.duplicates = dedup.duplicates;
+    out.duplicates = dedup.duplicates + copies;
     out.differing = dedup.differing;
     out.possibly_duplicated = dedup.possibly_duplicated;
     Ok(out)
+}
+
+/// Drops the byte copies of a record (issue 52 fixes, F7): an object copied under another
+/// name (`--read-unlisted` reads it) or a run folder copied under another run's name holds
+/// records equal in every written field to the original's — the same written
+/// [`Record::key`] (format 2: unique per dead letter in its run) and the same `archivedAt`
+/// (two runs never read a queue in the same millisecond: the per-DLQ lock) — which are one
+/// archived dead letter, not another the broker held: without this, each was published
+/// again ([`Dedup`] keeps a twin of a completed `--delete` run's record as a new dead
+/// letter). The record a manifest lists is kept (else the first read), with the runs of
+/// its dropped copies in [`Record::copies_in`] (a ledger naming any of them counts). Version 1
+/// records (no written key: two identical dead letters of one batch are equal in every
+/// field) are never dropped here. `forms`: each record's [`written_form`], in the same
+/// order. Returns how many were dropped.
+fn drop_copies(records: &mut Vec<(Record, RunKind, bool)>, forms: &[Option<Vec<u8>>]) -> u64 {
+    use std::collections::HashMap;
+    let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
+    // Listed records first, then the rest, each in order.
+    let order = (0..records.len())
+        .filter(|i| records[*i].2)
+        .chain((0..records.len()).filter(|i| !records[*i].2))
+        .collect::<Vec<_>>();
+    let mut dropped = vec![false; records.len()];
+    for i in order {
+        let Some(form) = forms.get(i).cloned().flatten() else {
+            continue;
+        };
+        match first.entry(form) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let kept = *o.get();
+                let run = records[i].0.run.clone();
+                if !records[kept].0.copies_in.contains(&run) && records[kept].0.run != run {
+                    records[kept].0.copies_in.push(run);
+                }
+                dropped[i] = true;
+            }
+        }
+    }
+    let n = dropped.iter().filter(|d| **d).count() as u64;
+    let mut at = 0;
+    records.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
+    n
+}
+
+/// A record as it was written (every field, `archivedAt` included; not the reader's `run`),
+/// when it carries the key its writer gave it (format 2): what [`drop_copies`] compares.
+fn written_form(r: &Record) -> Option<Vec<u8>> {
+    (r.format_version >= 2 && !r.key.is_empty())
+        .then(|| serde_json::to_vec(r).ok())
+        .flatten()
 }
 
 /// The records of an object no manifest lists (`--read-unlisted`), each checked against its

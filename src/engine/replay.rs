@@ -142,7 +142,11 @@ pub async fn prepare<'a>(
         let m = rec.message().map_err(refused)?;
         report.examined += 1;
         let reference = replayed::reference(rec);
-        if !opts.again && ledgers.replayed.contains(&reference) {
+        // The names of the record in a ledger: its own, and its byte copies' (F7).
+        let names = replayed::references(rec);
+        let replayed_before = names.iter().any(|n| ledgers.replayed.contains(n));
+        let unsure_by = names.iter().find_map(|n| ledgers.unsure.get(n));
+        if !opts.again && replayed_before {
             account.already_replayed += 1;
             continue;
         }
@@ -160,13 +164,12 @@ pub async fn prepare<'a>(
                     .or(m.published_ms);
                 ages.extend(since.map(|t| (now - t).max(0) as f64 / 1000.0));
                 if !opts.again
-                    && let Some(at) = ledgers.unsure.get(&reference)
+                    && let Some(at) = unsure_by
                 {
                     *unsure.entry(at.clone()).or_insert(0) += 1;
                 }
-                let before = ledgers.replayed.contains(&reference)
-                    || ledgers.unsure.contains_key(&reference);
-                if !before && ledgers.elsewhere.contains(&reference) {
+                let before = replayed_before || unsure_by.is_some();
+                if !before && names.iter().any(|n| ledgers.elsewhere.contains(n)) {
                     account.replayed_elsewhere += 1;
                 }
                 marks.push((before, archived.copy_runs.contains(&rec.run)));
