@@ -1083,6 +1083,60 @@ fn pubsub_an_archive_killed_part_way_then_run_again_misses_no_message() {
     kill_scenario(&pubsub_live(&f), "Pub/Sub");
 }
 
+/// Issue 52, second review: a rerun of an archive while a killed run's pulls are still
+/// leased to it (within the dead-letter subscription's ack deadline) cannot see those
+/// messages, and said "complete". It is not complete now (exit 1, the killed run named in
+/// `incomplete`); once the deadline passed, a third run archives the rest and is complete,
+/// and every message is in the archive (read back from the manifests), none left in the
+/// dead-letter subscription (read by pulling, the emulator's REST API).
+#[test]
+fn pubsub_a_rerun_while_a_killed_runs_messages_are_leased_is_not_complete() {
+    let Some(f) = pubsub_fixture() else {
+        return;
+    };
+    let b = pubsub_live(&f);
+    const N: usize = 200;
+    let want = expected(N - 1, true);
+    (b.put)(&want);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let mut run =
+        b.ws.command(&[
+            "archive",
+            b.ws.channel.as_str(),
+            "channel.yaml",
+            "--to",
+            &to,
+            "--delete",
+            "--yes",
+            "--rate",
+            "20",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("archive starts");
+    support::redrive::kill_part_way(
+        &mut run,
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || written(&root) >= 30,
+    );
+    let (code, doc, err) = archive(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(code, 1, "not complete: {doc:#}\n{err}");
+    let why = doc["incomplete"].to_string();
+    assert!(
+        why.contains("did not end complete") && why.contains("leased"),
+        "{doc:#}"
+    );
+    std::thread::sleep(b.held);
+    let (code, doc, err) = archive(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(code, 0, "past the deadline: {doc:#}\n{err}");
+    assert_eq!((b.count)(), 0, "{doc}");
+    let (got, _) = read_dir_archive(&root);
+    assert_eq!(bodies(&got), want);
+}
+
 #[test]
 fn pubsub_dead_letters_sharing_an_id_or_a_body_are_each_replayed_and_replays_continue() {
     let Some(f) = pubsub_fixture() else {

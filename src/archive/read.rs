@@ -303,6 +303,46 @@ fn written_form(r: &Record) -> Option<Vec<u8>> {
         .flatten()
 }
 
+/// The runs of `channel` in `store` that did not end (manifest `complete: false`: killed, or
+/// still running) and wrote their manifest less than `hold_ms` before `now_ms`: what such
+/// a run read may still be held by it (a Pub/Sub lease, an SQS visibility timeout, a Service
+/// Bus lock), unseen by another run until the hold runs out (issue 52, second review). By
+/// run, with when its manifest was last written (Unix ms). A manifest that does not read
+/// is skipped (the replay's read names it).
+pub async fn unfinished_within(
+    store: &Store,
+    channel: &str,
+    hold_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(String, i64)>, String> {
+    let mut out = Vec::new();
+    for key in store.list(channel).await.map_err(|e| e.to_string())? {
+        let mut parts = key.splitn(3, '/');
+        let (Some(_), Some(run), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if name != MANIFEST {
+            continue;
+        }
+        let Ok(bytes) = store.get(&key).await else {
+            continue;
+        };
+        let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
+            continue;
+        };
+        if m.complete {
+            continue;
+        }
+        let Some(at) = store.modified_ms(&key).await else {
+            continue;
+        };
+        if now_ms - at < hold_ms {
+            out.push((run.to_owned(), at));
+        }
+    }
+    Ok(out)
+}
+
 /// The records of an object no manifest lists (`--read-unlisted`), each checked against its
 /// own sha256 only; refused when the target names a key: such an object carries no HMAC.
 async fn unlisted_records(store: &Store, key: &str, keyed: bool) -> Result<Vec<Record>, String> {
