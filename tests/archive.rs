@@ -875,6 +875,82 @@ fn rabbitmq_a_byte_copy_of_a_listed_object_is_never_published_twice() {
     assert!(by_id().is_empty(), "{doc:#}");
 }
 
+/// Issue 52, second review F6: a manifest put back from an older copy (listing the first
+/// of two objects, the second object removed) hides 50 archived payments that are in no
+/// queue any more. With the journal the archive run wrote (`--audit-log`), the replay is
+/// refused, naming the manifest and the journal's line, nothing published (counted with
+/// lapin); the manifest restored, every payment is replayed once.
+#[test]
+fn rabbitmq_a_manifest_put_back_from_an_older_copy_is_refused_against_the_journal() {
+    let Some(f) = rabbit_fixture() else {
+        return;
+    };
+    let b = rabbit_live(&f);
+    let main = f.names()[0].clone();
+    const N: usize = 250;
+    let want = expected(N, false);
+    (b.put)(&want);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let journal = b.ws.path().join("journal.jsonl");
+    let journal = journal.to_str().expect("path").to_owned();
+    let doc = archive_ok(
+        b.ws,
+        &["--to", &to, "--delete", "--yes", "--audit-log", &journal],
+    );
+    assert_eq!(doc["archived"].as_u64(), Some(N as u64), "{doc}");
+    let objects = doc["objects"].as_array().expect("objects").len();
+    assert!(objects >= 2, "two objects at least: {doc:#}");
+    let run = root.join(doc["run"].as_str().expect("run"));
+    let at = run.join("manifest.json");
+    let whole = std::fs::read(&at).expect("manifest");
+    let mut m: Value = serde_json::from_slice(&whole).expect("json");
+    let last = m["objects"]
+        .as_array_mut()
+        .expect("objects")
+        .pop()
+        .expect("one");
+    let cut = last["records"].as_u64().expect("records");
+    m["records"] = (N as u64 - cut).into();
+    std::fs::write(&at, serde_json::to_vec_pretty(&m).expect("json")).expect("older");
+    let gone = run.join(last["name"].as_str().expect("name"));
+    let kept = std::fs::read(&gone).expect("object");
+    std::fs::remove_file(&gone).expect("remove");
+    let out = b.ws.run(&[
+        "redrive",
+        b.ws.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--from-archive",
+        &to,
+        "--audit-log",
+        &journal,
+    ]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let err = &out.stderr;
+    assert!(
+        err.contains("manifest.json") && err.contains("does not hold") && err.contains(&journal),
+        "{err}"
+    );
+    assert!(
+        block(rabbit::take_all(&main)).is_empty(),
+        "nothing published"
+    );
+    std::fs::write(&gone, kept).expect("restore the object");
+    std::fs::write(&at, whole).expect("restore the manifest");
+    let (code, doc, err) = redrive(
+        b.ws,
+        &["--from-archive", &to, "--yes", "--audit-log", &journal],
+    );
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let mut back: Vec<Vec<u8>> = block(rabbit::take_all(&main))
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    back.sort();
+    assert_eq!(back, want);
+}
+
 /// Whether a policy's pattern (`^name$`, as dlqctl writes them) names `queue`.
 fn regex_lite_match(pattern: &str, queue: &str) -> bool {
     let p = pattern

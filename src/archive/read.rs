@@ -55,6 +55,9 @@ pub struct Archived {
     /// The runs whose manifest says `delete: false` (copies: their messages stayed in the
     /// queue), by name.
     pub copy_runs: BTreeSet<String>,
+    /// Each run's manifest as read: the objects it lists, (name, sha256), by run name (for
+    /// the cross-check against the journal, issue 52 second review F6).
+    pub manifests: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// Reads every run of `channel` in `store` (see the module doc); with `unlisted`, also the
@@ -184,6 +187,13 @@ pub async fn read_keyed(
                 run_records.extend(got.into_iter().map(|r| (r, true)));
                 listed.insert(entry.name.clone());
             }
+            out.manifests.insert(
+                (*run).to_owned(),
+                m.objects
+                    .iter()
+                    .map(|o| (o.name.clone(), o.sha256.clone()))
+                    .collect(),
+            );
             manifest = Some(m);
         }
         // The one object a killed run can leave unlisted: the next after those listed.
@@ -245,6 +255,93 @@ pub async fn read_keyed(
     out.differing = dedup.differing;
     out.possibly_duplicated = dedup.possibly_duplicated;
     Ok(out)
+}
+
+/// Checks the archive as read against the journal (`--audit-log FILE`, issue 52 second
+/// review F6): every `dlqctl/archive` record of `channel` and `target` that wrote into
+/// `place` names its run and the objects its manifest listed when it ended (name, sha256).
+/// Each of them must still be listed by that run's manifest: a manifest put back from an
+/// older copy (a shorter list, signed or not), emptied, or a run folder removed, would else
+/// hide archived dead letters that are in no queue any more. Returns what does not agree,
+/// naming the journal's line; lines that are not JSON or not such a record are skipped.
+pub fn against_journal(
+    got: &Archived,
+    journal: &str,
+    at: &str,
+    place: &str,
+    channel: &str,
+    target: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, line) in journal.lines().enumerate() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let s = |k: &str| v.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+        if s("kind") != "dlqctl/archive" || s("channel") != channel || s("target") != target {
+            continue;
+        }
+        let (Some(run), Some(manifest)) = (
+            v.get("run").and_then(serde_json::Value::as_str),
+            v.get("manifest").and_then(serde_json::Value::as_str),
+        ) else {
+            continue;
+        };
+        let Some(run) = run.strip_prefix(&format!("{channel}/")) else {
+            continue;
+        };
+        // The archive the run wrote into: the manifest's name less `/<channel>/<run>/…`;
+        // a folder named another way (relative, a link) is the same one if it resolves so.
+        let Some(root) = manifest.strip_suffix(&format!("/{channel}/{run}/{MANIFEST}")) else {
+            continue;
+        };
+        let place = place.trim_end_matches('/');
+        let same = root == place
+            || std::fs::canonicalize(root)
+                .ok()
+                .is_some_and(|a| std::fs::canonicalize(place).ok() == Some(a));
+        if !same {
+            continue;
+        }
+        let journaled: Vec<(String, String)> = v
+            .get("objects")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                let f = |k: &str| {
+                    o.get(k)
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                (f("name"), f("sha256"))
+            })
+            .collect();
+        let line = i + 1;
+        match got.manifests.get(run) {
+            None if !journaled.is_empty() => out.push(format!(
+                "{manifest}: missing, though the journal ({at}:{line}) says run `{run}` archived {} object(s) there",
+                journaled.len()
+            )),
+            None => {}
+            Some(listed) => {
+                let gone: Vec<&str> = journaled
+                    .iter()
+                    .filter(|o| !listed.contains(o))
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                if !gone.is_empty() {
+                    out.push(format!(
+                        "{manifest} lists {} object(s), and not {} that the journal ({at}:{line}) says run `{run}` listed when it ended: a manifest put back from an older copy, or edited",
+                        listed.len(),
+                        gone.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Drops the byte copies of a record (issue 52 fixes, F7): an object copied under another

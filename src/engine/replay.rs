@@ -43,12 +43,15 @@ pub struct Prepared<'a> {
 
 /// What a replay was asked besides the redrive's selection.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
+pub struct Options<'a> {
     /// `--read-unlisted`: read the objects no manifest lists too (else such an archive is
     /// refused).
     pub read_unlisted: bool,
     /// `--replay-again`: publish what an earlier replay published, or may have.
     pub again: bool,
+    /// `--audit-log FILE`: the journal the archive runs wrote too; every manifest is checked
+    /// against what they recorded (F6).
+    pub journal: Option<&'a std::path::Path>,
 }
 
 /// Reads the archive at `place` for the session's channel and selects what would be
@@ -56,7 +59,7 @@ pub struct Options {
 pub async fn prepare<'a>(
     mut session: Session<'a>,
     place: &Place,
-    opts: Options,
+    opts: Options<'_>,
 ) -> Result<Prepared<'a>, RedriveError> {
     if let Place::Dir(p) = place
         && !p.is_dir()
@@ -95,6 +98,26 @@ pub async fn prepare<'a>(
             s = if n == 1 { "" } else { "s" },
             are = if n == 1 { "is" } else { "are" },
         )));
+    }
+    // Every manifest against what the archive runs journaled (F6): a manifest put back from
+    // an older copy lists fewer objects than its run wrote.
+    if let Some(path) = opts.journal
+        && let Ok(text) = std::fs::read_to_string(path)
+    {
+        let wrong = crate::archive::read::against_journal(
+            &archived,
+            &text,
+            &path.display().to_string(),
+            &place.to_string(),
+            &r.channel,
+            &r.target,
+        );
+        if !wrong.is_empty() {
+            return Err(refused(format!(
+                "the archive does not hold what the journal says was archived into it: {}. Archived dead letters that are in no queue any more would not be replayed; restore the manifest (or the run's folder) first",
+                wrong.join("; ")
+            )));
+        }
     }
     let ledgers = replayed::read(&store, &r.channel, &r.target, &session.checked.to.name)
         .await
