@@ -1032,6 +1032,52 @@ fn kafka_fixture() -> Option<(kafka::Fixture, kafka::Tail)> {
     Some((f, tail))
 }
 
+/// Issue 52 fixes, F3, live: the dead-letter topic deleted and made again, so its offsets
+/// repeat: a record archived (`--delete`, complete) from the first topic and an identical
+/// one (same key, body and headers, same `topic/partition/offset`) archived from the
+/// second are two dead letters. The replay publishes both, read back from the main topic
+/// with rdkafka; merged as one before the fix, one payment lost.
+#[test]
+fn kafka_a_remade_topics_record_is_replayed_beside_its_twin() {
+    let Some((f, main)) = kafka_fixture() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let group = format!("dlqctl-redrive.{}", f.channel);
+    let body = b"{\"payment\":7}".to_vec();
+    let root = f.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    kafka_put(&dlt, std::slice::from_ref(&body));
+    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(1), "{doc:#}");
+    let partitions = kafka::topics(&dlt).get(&dlt).copied().expect("the DLT");
+    kafka::delete_topics(&[dlt.as_str()]);
+    // Made again by apply once the deletion went through (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        if !kafka::topics(&dlt).contains_key(&dlt) && f.apply(&[]).code == 0 {
+            if kafka::topics(&dlt).contains_key(&dlt) {
+                break;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "the DLT made again");
+    }
+    // The redrive group starts the new topic from its first offset.
+    for p in 0..partitions {
+        kafka::commit(&dlt, &group, i32::try_from(p).expect("partition"), 0);
+    }
+    kafka_put(&dlt, std::slice::from_ref(&body));
+    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(1), "{doc:#}");
+    let (code, doc, err) = redrive(&f, &["--from-archive", &to, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let back = main.take(2);
+    assert_eq!(back.len(), 2, "both payments: {doc:#}");
+    assert!(back.iter().all(|(b, _)| *b == body), "{doc:#}");
+    assert_eq!(doc["moved"], 2, "{doc:#}");
+}
+
 #[test]
 fn kafka_archive_to_a_directory_keeps_or_deletes_and_replays_every_message_once() {
     let Some((f, main)) = kafka_fixture() else {
