@@ -94,6 +94,18 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
     queues
 }
 
+/// Whether the spec gives the channel's main queue a dead-letter exchange. Not in arguments
+/// mode with retry queues and no named dead-letter exchange (`dlx: arguments`, as consumers
+/// seed the queues): the consumer publishes a failure to the retry queues itself, and the
+/// main queue dead-letters nowhere by design (issue 52, M12 and second review F8).
+pub(super) fn main_dead_letters(r: &Resolved) -> bool {
+    r.rabbitmq.as_ref().is_some_and(|rb| {
+        main_settings(r, rb)
+            .iter()
+            .any(|(k, _)| *k == "dead-letter-exchange")
+    })
+}
+
 /// The main queue's settings: its retention, and where it dead-letters for the retry model
 /// (the DLQ after a delivery limit; the first retry queue in a TTL loop in policy mode).
 ///

@@ -235,6 +235,9 @@ impl Mover {
             headers,
         } = start;
         let hold = hold()?;
+        if let Some(sink) = run.archive.as_deref() {
+            sink.held_for(i64::from(hold) * 1000);
+        }
         // FIFO: the groups of messages this run leaves in place. SQS delivers nothing of a
         // group behind a message in flight, so nothing behind one can be read this run; and
         // what is behind it in this run's batches is held too, so each group moves in order
