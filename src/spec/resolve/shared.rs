@@ -74,3 +74,98 @@ impl Resolved {
         self.dead_letter_of.is_some() || !self.dead_letter_sources.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::load::load_str;
+    use crate::spec::rules;
+
+    const TARGETS: &str =
+        "apiVersion: dlqctl/v1\nkind: Targets\ntargets:\n  s: {backend: sqs, region: us-east-1}\n";
+
+    fn channel(name: &str, dead_letter: &str) -> String {
+        format!(
+            "---\napiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {name}}}\nspec:\n  target: s\n  retry: {{maxAttempts: 3}}\n  deadLetter: {dead_letter}\n"
+        )
+    }
+
+    /// A sharer takes its owner's DLQ (name, retention) and none of its alarms; every member
+    /// of the group knows the others' main queues; the SQS owner lists them all as sources.
+    #[test]
+    fn sharers_get_the_owners_destination_and_the_owner_its_sources() {
+        let text = format!(
+            "{TARGETS}{}{}{}",
+            channel(
+                "a",
+                "{name: shared, retention: 10d}\n  alarms: {depth: {above: 0}}"
+            ),
+            channel("b", "{of: a}"),
+            channel("c", "{of: a}"),
+        );
+        let ws = load_str("c.yaml", &text);
+        assert!(ws.diagnostics.is_empty(), "{:?}", ws.diagnostics);
+        let (diags, checked) = rules::check(&ws);
+        assert!(
+            diags
+                .iter()
+                .all(|d| d.severity != crate::diag::Severity::Error),
+            "{diags:?}"
+        );
+        let r: Vec<_> = checked.into_iter().map(|c| c.resolved).collect();
+        assert_eq!(r[1].dead_letter, "shared");
+        assert_eq!(r[1].dead_letter_retention, r[0].dead_letter_retention);
+        assert!(r[1].alarms.depth.is_none(), "the owner watches it");
+        assert_eq!(r[0].dead_letter_sources, ["b", "c"]);
+        assert_eq!(r[1].dead_letter_sources, ["a", "c"]);
+        assert!(r.iter().all(|x| x.shares_dead_letter()));
+        let owner = crate::backend::desired(&r[0]);
+        let dlq = owner
+            .iter()
+            .find(|d| d.role == crate::resource::Role::DeadLetter)
+            .expect("the owner declares the DLQ");
+        assert_eq!(
+            dlq.props.get("RedriveAllowPolicy.sourceQueues"),
+            Some(&serde_json::json!(["a", "b", "c"]))
+        );
+        let sharer = crate::backend::desired(&r[1]);
+        assert!(
+            sharer.iter().all(|d| d.role == crate::resource::Role::Main),
+            "a sharer provisions its main queue only: {sharer:?}"
+        );
+    }
+
+    /// `of` naming no channel, or a sharer, is refused; so is a sharer describing the DLQ.
+    #[test]
+    fn a_reference_without_an_owner_or_with_the_owners_fields_is_refused() {
+        let rules_of = |text: String| {
+            let ws = load_str("c.yaml", &text);
+            rules::check(&ws)
+                .0
+                .iter()
+                .filter(|d| d.severity == crate::diag::Severity::Error)
+                .map(|d| d.rule)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            rules_of(format!("{TARGETS}{}", channel("b", "{of: a}"))),
+            ["deadletter/shared-owner"]
+        );
+        assert_eq!(
+            rules_of(format!(
+                "{TARGETS}{}{}{}",
+                channel("a", "{name: shared}"),
+                channel("b", "{of: a}"),
+                channel("c", "{of: b}")
+            )),
+            ["deadletter/shared-owner"]
+        );
+        assert_eq!(
+            rules_of(format!(
+                "{TARGETS}{}{}",
+                channel("a", "{name: shared}"),
+                channel("b", "{of: a, name: other}")
+            )),
+            ["deadletter/shared-field"]
+        );
+    }
+}

@@ -36,7 +36,7 @@ pub(super) fn check_channel(
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
     check_dead_letter_block(doc, target_name, backend, out);
-    check_shared_fields(doc, out);
+    check_shared_fields(doc, backend, out);
     super::envelope::check_envelope(doc, backend, out);
     super::headers::check_redrive_headers(doc, out);
     check_consumer_group(doc, backend, out);
@@ -60,7 +60,7 @@ pub(super) fn check_channel(
 /// `deadletter/shared-field`: a channel that shares another's dead-letter destination
 /// (`deadLetter.of`) does not describe it: its name, retention, alarms and dead-letter
 /// exchange are the owner's to write, once.
-fn check_shared_fields(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
+fn check_shared_fields(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
     let Some(owner) = doc
         .value
         .spec
@@ -70,6 +70,20 @@ fn check_shared_fields(doc: &Doc<Channel>, out: &mut Vec<Diagnostic>) {
     else {
         return;
     };
+    // `deadletter/shared-backend`: provisioned, statused and redriven on SQS only so far.
+    if backend != Backend::Sqs {
+        out.push(
+            Diagnostic::error(
+                "deadletter/shared-backend",
+                format!(
+                    "`deadLetter.of` shares channel `{owner}`'s dead-letter destination, which this version provisions on SQS only; this channel's target is {}",
+                    backend.with_article()
+                ),
+            )
+            .at(doc.locs.key("/spec/deadLetter/of"))
+            .hint("give this channel its own dead-letter destination for now (remove `deadLetter.of`)"),
+        );
+    }
     let fields = crate::spec::model::DEAD_LETTER_OWNER_FIELDS
         .iter()
         .map(|f| (format!("/spec/deadLetter/{f}"), format!("deadLetter.{f}")))
