@@ -167,7 +167,7 @@ fn sqs_one_dlq_with_two_sources_imports_as_an_owner_and_a_sharer_and_plans_empty
     );
     let policy = aws.redrive_policy(&dlq, json!(3));
     for q in [&orders, &refunds] {
-        aws.create(q, &[policy.clone()], &[]);
+        aws.create(q, std::slice::from_ref(&policy), &[]);
     }
     let arns: Vec<String> = [&orders, &refunds]
         .iter()
