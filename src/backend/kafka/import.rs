@@ -261,6 +261,7 @@ fn base_spec(
         retention: retention(ml, &topic_id(t.target_name, main), findings),
         retry: None,
         dead_letter: Some(DeadLetter {
+            of: None,
             subscription: None,
             name: dead_letter_name,
             retention: keep.0,

@@ -159,6 +159,7 @@ pub fn group(
                 name: None,
             }),
             dead_letter: Some(DeadLetter {
+                of: None,
                 name: tpl(dlt, "{channel}-dlq"),
                 subscription: dlt_sub.and_then(|i| tpl(&i.name, "{channel}-dlq-sub")),
                 retention: keep.0,

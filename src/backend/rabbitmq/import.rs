@@ -774,6 +774,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         retention: ms.main.ttl().map(millis),
         retry: Some(retry),
         dead_letter: Some(DeadLetter {
+            of: None,
             subscription: None,
             name: non_default(dlq_t, "{channel}.dlq"),
             retention: keep.0,

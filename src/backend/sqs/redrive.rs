@@ -115,6 +115,7 @@ impl Mover {
             // Each message to the queue its DeadLetterQueueSourceArn names, as met.
             To::BySource(Routes {
                 main: r.main.clone(),
+                shared: r.dead_letter_sources.clone(),
                 dlq_arn: QueueArn::parse(&dlq_arn),
                 dlq_url: url.clone(),
                 known: HashMap::new(),
@@ -682,7 +683,9 @@ impl Mover {
             return Ok(known.clone());
         }
         let here = routes.dlq_arn.as_ref();
-        let own = q.name == routes.main && here.is_none_or(|d| d.account == q.account);
+        // A shared DLQ's declared sources (`deadLetter.of`) are the specs' own too.
+        let own = (q.name == routes.main || routes.shared.contains(&q.name))
+            && here.is_none_or(|d| d.account == q.account);
         // SQS keeps a DLQ in its sources' region; a client finds queues of its own region only.
         let elsewhere = here.is_some_and(|d| d.region != q.region);
         let found = if elsewhere {
@@ -940,6 +943,8 @@ struct Routes {
     /// The channel's main queue, and the DLQ's ARN: a source that is that queue in the
     /// DLQ's account is the channel's own.
     main: String,
+    /// The main queues of the channels sharing the DLQ (`deadLetter.of`): declared sources.
+    shared: Vec<String>,
     dlq_arn: Option<QueueArn>,
     /// The DLQ's URL (no message goes back into it).
     dlq_url: String,

@@ -51,6 +51,13 @@ pub struct ExchangeResolved {
     pub routing_keys: Vec<String>,
 }
 
+/// A channel that shares the dead-letter destination of `owner` (`deadLetter.of`)
+/// dead-letters through the owner's exchange, with the owner's routing key.
+pub(super) fn share_from(mine: &mut RabbitResolved, owner: &RabbitResolved) {
+    mine.dead_letter_exchange
+        .clone_from(&owner.dead_letter_exchange);
+}
+
 /// `spec.rabbitmq` with defaults filled in, the exchanges' names (and the dead-letter routing
 /// key) expanded. `queues`: the main queue's and the DLQ's names.
 pub(super) fn resolve(

@@ -124,6 +124,15 @@ fn run(ws: &Workspace, keep: bool) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
         out.extend(local);
     }
     names::check_across(&crossings, &mut out);
+    // Shared dead-letter destinations: each sharer gets its owner's, each owner its sources.
+    let (docs, mut resolved): (Vec<_>, Vec<_>) =
+        checked.into_iter().map(|c| (c.doc, c.resolved)).unzip();
+    crate::spec::resolve::link(&mut resolved);
+    let checked = docs
+        .into_iter()
+        .zip(resolved)
+        .map(|(doc, resolved)| Checked { doc, resolved })
+        .collect();
     (out, checked)
 }
 
