@@ -169,11 +169,14 @@ fn shared_sources(c: &Resolved, report: &mut status::DeadLetterReport) {
         report.by_source.clear();
         return;
     }
+    // By the source's own form, not the backend's name (the engine names no backend).
     let short = |s: &str| -> String {
-        match c.backend {
-            crate::spec::model::Backend::Sqs => s.rsplit(':').next().unwrap_or(s).to_owned(),
-            crate::spec::model::Backend::Pubsub => s.rsplit('/').next().unwrap_or(s).to_owned(),
-            _ => s.to_owned(),
+        if s.starts_with("arn:") {
+            s.rsplit(':').next().unwrap_or(s).to_owned()
+        } else if s.starts_with("projects/") {
+            s.rsplit('/').next().unwrap_or(s).to_owned()
+        } else {
+            s.to_owned()
         }
     };
     let mut by: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
