@@ -69,8 +69,9 @@ Exit codes:
     /// channel spec per dead-letter channel found, grouping each source with its DLQ, retry
     /// queues or topics and alarms by following the live links. What a spec cannot express,
     /// and what fits no channel, is listed on stderr per resource; stdout lists the files
-    /// written. Nothing is changed on the target: SQS queues and alarms not tagged as dlqctl's
-    /// are adopted later by `dlqctl apply --adopt`, which only adds the tags. See docs/import.md.
+    /// written. Nothing is changed on the target: SQS queues and alarms not tagged, and Pub/Sub
+    /// topics and subscriptions not labelled, as dlqctl's are adopted later by `dlqctl apply
+    /// --adopt`, which only adds the tags or labels. See docs/import.md.
     #[command(after_help = "Example:
   dlqctl import --target local-rabbitmq --prefix orders. --out dlq/")]
     Import(ImportArgs),

@@ -805,6 +805,152 @@ fn rabbitmq_archive_needs_no_dead_letter_exchange_on_the_main_queue() {
     assert_eq!(bodies(&got), want);
 }
 
+/// Issue 52 fixes, F7: a byte copy of a listed object — under another name in its run's
+/// folder, outside any run's folder, and the whole run folder (its manifest too) under a
+/// name that sorts first — is one archived dead letter, not another: `--read-unlisted`
+/// replays each of the 12 payments once (counted by `message_id` with lapin), the copies
+/// counted as duplicates, and a replay after that publishes nothing.
+#[test]
+fn rabbitmq_a_byte_copy_of_a_listed_object_is_never_published_twice() {
+    let Some(f) = rabbit_fixture() else {
+        return;
+    };
+    let b = rabbit_live(&f);
+    let main = f.names()[0].clone();
+    const N: usize = 12;
+    let letters: Vec<Letter> = (0..N)
+        .map(|i| Letter {
+            body: format!("{{\"payment\":{i}}}").into_bytes(),
+            id: Some(format!("pay-{i:02}")),
+            headers: Vec::new(),
+        })
+        .collect();
+    (b.put_letters)(&letters);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let doc = archive_ok(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(N as u64), "{doc}");
+    assert_eq!((b.count)(), 0, "{doc}");
+    let channel = root.join(&b.ws.channel);
+    let runs: Vec<_> = std::fs::read_dir(&channel)
+        .expect("channel folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    let object = run.join("batch-00001.jsonl");
+    std::fs::copy(&object, run.join("batch-00099.jsonl")).expect("copy in the run");
+    std::fs::copy(&object, channel.join("copy.jsonl")).expect("copy outside runs");
+    let first = channel.join("20000101T000000Z-1-00000000");
+    std::fs::create_dir(&first).expect("folder");
+    for name in ["batch-00001.jsonl", "manifest.json"] {
+        std::fs::copy(run.join(name), first.join(name)).expect("copy the run");
+    }
+    let by_id = || -> BTreeMap<String, u64> {
+        let mut n = BTreeMap::new();
+        for id in block(rabbit::take_each(&main, |d| {
+            d.properties
+                .message_id()
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        })) {
+            *n.entry(id).or_insert(0) += 1;
+        }
+        n
+    };
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", &to, "--yes", "--read-unlisted"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let got = by_id();
+    let want: BTreeMap<String, u64> = (0..N).map(|i| (format!("pay-{i:02}"), 1)).collect();
+    assert_eq!(got, want, "each payment once: {doc:#}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    assert_eq!(doc["archive"]["duplicates"], 3 * N, "{doc:#}");
+    assert_eq!(doc["possiblyDuplicated"], 0, "{doc:#}");
+    // Replayed: nothing again, whichever copy a ledger names.
+    let (code, doc, err) = redrive(b.ws, &["--from-archive", &to, "--yes", "--read-unlisted"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 0, "{doc:#}");
+    assert_eq!(doc["archive"]["alreadyReplayed"], N, "{doc:#}");
+    assert!(by_id().is_empty(), "{doc:#}");
+}
+
+/// Issue 52, second review F6: a manifest put back from an older copy (listing the first
+/// of two objects, the second object removed) hides 50 archived payments that are in no
+/// queue any more. With the journal the archive run wrote (`--audit-log`), the replay is
+/// refused, naming the manifest and the journal's line, nothing published (counted with
+/// lapin); the manifest restored, every payment is replayed once.
+#[test]
+fn rabbitmq_a_manifest_put_back_from_an_older_copy_is_refused_against_the_journal() {
+    let Some(f) = rabbit_fixture() else {
+        return;
+    };
+    let b = rabbit_live(&f);
+    let main = f.names()[0].clone();
+    const N: usize = 250;
+    let want = expected(N, false);
+    (b.put)(&want);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let journal = b.ws.path().join("journal.jsonl");
+    let journal = journal.to_str().expect("path").to_owned();
+    let doc = archive_ok(
+        b.ws,
+        &["--to", &to, "--delete", "--yes", "--audit-log", &journal],
+    );
+    assert_eq!(doc["archived"].as_u64(), Some(N as u64), "{doc}");
+    let objects = doc["objects"].as_array().expect("objects").len();
+    assert!(objects >= 2, "two objects at least: {doc:#}");
+    let run = root.join(doc["run"].as_str().expect("run"));
+    let at = run.join("manifest.json");
+    let whole = std::fs::read(&at).expect("manifest");
+    let mut m: Value = serde_json::from_slice(&whole).expect("json");
+    let last = m["objects"]
+        .as_array_mut()
+        .expect("objects")
+        .pop()
+        .expect("one");
+    let cut = last["records"].as_u64().expect("records");
+    m["records"] = (N as u64 - cut).into();
+    std::fs::write(&at, serde_json::to_vec_pretty(&m).expect("json")).expect("older");
+    let gone = run.join(last["name"].as_str().expect("name"));
+    let kept = std::fs::read(&gone).expect("object");
+    std::fs::remove_file(&gone).expect("remove");
+    let out = b.ws.run(&[
+        "redrive",
+        b.ws.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--from-archive",
+        &to,
+        "--audit-log",
+        &journal,
+    ]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let err = &out.stderr;
+    assert!(
+        err.contains("manifest.json") && err.contains("does not hold") && err.contains(&journal),
+        "{err}"
+    );
+    assert!(
+        block(rabbit::take_all(&main)).is_empty(),
+        "nothing published"
+    );
+    std::fs::write(&gone, kept).expect("restore the object");
+    std::fs::write(&at, whole).expect("restore the manifest");
+    let (code, doc, err) = redrive(
+        b.ws,
+        &["--from-archive", &to, "--yes", "--audit-log", &journal],
+    );
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let mut back: Vec<Vec<u8>> = block(rabbit::take_all(&main))
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    back.sort();
+    assert_eq!(back, want);
+}
+
 /// Whether a policy's pattern (`^name$`, as dlqctl writes them) names `queue`.
 fn regex_lite_match(pattern: &str, queue: &str) -> bool {
     let p = pattern
@@ -884,6 +1030,53 @@ fn kafka_fixture() -> Option<(kafka::Fixture, kafka::Tail)> {
     s3_env(&mut f);
     let tail = kafka::Tail::new(&f.main(), &format!("{}-reader", f.channel));
     Some((f, tail))
+}
+
+/// Issue 52 fixes, F3, live: the dead-letter topic deleted and made again, so its offsets
+/// repeat: a record archived (`--delete`, complete) from the first topic and an identical
+/// one (same key, body and headers, same `topic/partition/offset`) archived from the
+/// second are two dead letters. The replay publishes both, read back from the main topic
+/// with rdkafka; merged as one before the fix, one payment lost.
+#[test]
+fn kafka_a_remade_topics_record_is_replayed_beside_its_twin() {
+    let Some((f, main)) = kafka_fixture() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let group = format!("dlqctl-redrive.{}", f.channel);
+    let body = b"{\"payment\":7}".to_vec();
+    let root = f.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    kafka_put(&dlt, std::slice::from_ref(&body));
+    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(1), "{doc:#}");
+    let partitions = kafka::topics(&dlt).get(&dlt).copied().expect("the DLT");
+    kafka::delete_topics(&[dlt.as_str()]);
+    // Made again by apply once the deletion went through (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        if !kafka::topics(&dlt).contains_key(&dlt)
+            && f.apply(&[]).code == 0
+            && kafka::topics(&dlt).contains_key(&dlt)
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the DLT made again");
+    }
+    // The redrive group starts the new topic from its first offset.
+    for p in 0..partitions {
+        kafka::commit(&dlt, &group, i32::try_from(p).expect("partition"), 0);
+    }
+    kafka_put(&dlt, std::slice::from_ref(&body));
+    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(1), "{doc:#}");
+    let (code, doc, err) = redrive(&f, &["--from-archive", &to, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    let back = main.take(2);
+    assert_eq!(back.len(), 2, "both payments: {doc:#}");
+    assert!(back.iter().all(|(b, _)| *b == body), "{doc:#}");
+    assert_eq!(doc["moved"], 2, "{doc:#}");
 }
 
 #[test]
@@ -1011,6 +1204,60 @@ fn pubsub_an_archive_killed_part_way_then_run_again_misses_no_message() {
         return;
     };
     kill_scenario(&pubsub_live(&f), "Pub/Sub");
+}
+
+/// Issue 52, second review: a rerun of an archive while a killed run's pulls are still
+/// leased to it (within the dead-letter subscription's ack deadline) cannot see those
+/// messages, and said "complete". It is not complete now (exit 1, the killed run named in
+/// `incomplete`); once the deadline passed, a third run archives the rest and is complete,
+/// and every message is in the archive (read back from the manifests), none left in the
+/// dead-letter subscription (read by pulling, the emulator's REST API).
+#[test]
+fn pubsub_a_rerun_while_a_killed_runs_messages_are_leased_is_not_complete() {
+    let Some(f) = pubsub_fixture() else {
+        return;
+    };
+    let b = pubsub_live(&f);
+    const N: usize = 200;
+    let want = expected(N - 1, true);
+    (b.put)(&want);
+    let root = b.ws.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let mut run =
+        b.ws.command(&[
+            "archive",
+            b.ws.channel.as_str(),
+            "channel.yaml",
+            "--to",
+            &to,
+            "--delete",
+            "--yes",
+            "--rate",
+            "20",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("archive starts");
+    support::redrive::kill_part_way(
+        &mut run,
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || written(&root) >= 30,
+    );
+    let (code, doc, err) = archive(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(code, 1, "not complete: {doc:#}\n{err}");
+    let why = doc["incomplete"].to_string();
+    assert!(
+        why.contains("did not end complete") && why.contains("leased"),
+        "{doc:#}"
+    );
+    std::thread::sleep(b.held);
+    let (code, doc, err) = archive(b.ws, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(code, 0, "past the deadline: {doc:#}\n{err}");
+    assert_eq!((b.count)(), 0, "{doc}");
+    let (got, _) = read_dir_archive(&root);
+    assert_eq!(bodies(&got), want);
 }
 
 #[test]

@@ -147,7 +147,13 @@ impl World {
 }
 
 /// Lint warnings about the live state that import leaves on (it used to silence them).
-const RISKS: [&str; 3] = ["alarms/missing", "retry/none", "sqs/dlq-retention"];
+const RISKS: [&str; 5] = [
+    "alarms/missing",
+    "retry/none",
+    "sqs/dlq-retention",
+    "rabbitmq/at-most-once",
+    "kafka/dlt-partitions",
+];
 
 impl Deref for World {
     type Target = Workspace;
@@ -1201,4 +1207,404 @@ fn sqs_a_dlq_keeping_messages_no_longer_than_its_source_is_imported_with_a_warni
     let p = w.run(&["plan", "imported", "--detailed-exitcode"]);
     assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
     assert!(p.stdout.contains("MessageRetentionPeriod"), "{}", p.stdout);
+}
+
+/// Issue 53, Safety: a dead-letter TTL on a RabbitMQ DLQ that already holds messages (made by
+/// hand, then described by a spec) expires every message older than it at once. The policy that
+/// sets it used to be a plain create, applied without `--allow-message-loss` (the README's
+/// Safety table says a "lower or new" TTL is refused). Now the create, the update (a lower TTL)
+/// and the argument path (a replace of the DLQ) each need `--allow-message-loss`, the plan
+/// says how many messages the DLQ holds, an empty DLQ takes its TTL without the flag, and lapin
+/// counts every message still there after each refusal.
+#[test]
+fn rabbitmq_a_new_or_lower_message_ttl_on_a_dlq_holding_messages_needs_allow_message_loss() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (p_dlq, a_dlq, e_dlq) = (
+        format!("{s}.pol.dlq"),
+        format!("{s}.arg.dlq"),
+        format!("{s}.empty.dlq"),
+    );
+    block(async {
+        for q in [&p_dlq, &a_dlq, &e_dlq] {
+            declare_queue(q, json!({})).await;
+        }
+    });
+    let message = |tag: &'static str| {
+        move |i: usize| {
+            (
+                format!("{tag}-{i}").into_bytes(),
+                lapin::BasicProperties::default().with_message_id(format!("{tag}-{i}").into()),
+            )
+        }
+    };
+    support::rabbit::fill(&p_dlq, 5, message("pol"));
+    support::rabbit::fill(&a_dlq, 3, message("arg"));
+    wait_for_messages(&p_dlq, 5);
+    wait_for_messages(&a_dlq, 3);
+    let spec = |n: &str, after: &str, extra: &str| {
+        format!(
+            "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {{name: {s}.{n}}}\nspec:\n  target: local-rabbitmq\n  retry: {{maxAttempts: 1}}\n  deadLetter:\n    discard: {{after: {after}, reason: \"stale jobs are worthless\"}}\n{extra}"
+        )
+    };
+    let write = |dir: &str, n: &str, text: String| {
+        let d = w.path().join(dir);
+        std::fs::create_dir_all(&d).expect("dir");
+        std::fs::write(d.join(format!("{n}.yaml")), text).expect("spec");
+    };
+    write("specs", "pol", spec("pol", "1h", ""));
+    write("specs", "empty", spec("empty", "1h", ""));
+
+    // The create path: the DLQ's policy is new, the DLQ holds 5.
+    let p = w.run(&["plan", "specs", "--detailed-exitcode"]);
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    assert!(
+        p.stdout.contains("it holds 5 messages now"),
+        "the plan says what the DLQ holds\n{}",
+        p.stdout
+    );
+    let refused = w.run(&["apply", "specs", "--auto-approve"]);
+    assert_ne!(
+        refused.code, 0,
+        "a new TTL on a DLQ holding messages is refused\n{}{}",
+        refused.stdout, refused.stderr
+    );
+    refused.assert_stderr_contains("it holds 5 messages now");
+    refused.assert_stderr_contains("--allow-message-loss");
+    assert!(
+        !refused.stderr.contains(&e_dlq),
+        "an empty DLQ takes its TTL without the flag\n{}",
+        refused.stderr
+    );
+    assert_eq!(support::rabbit::count(&p_dlq), 5, "lapin: nothing expired");
+
+    // The argument path: the DLQ is replaced to carry x-message-ttl, guarded by its count.
+    write(
+        "args",
+        "arg",
+        spec("arg", "1h", "  rabbitmq: {dlx: arguments}\n"),
+    );
+    let refused = w.run(&["apply", "args", "--auto-approve", "--allow-replace"]);
+    assert_ne!(refused.code, 0, "{}{}", refused.stdout, refused.stderr);
+    refused.assert_stderr_contains("holds 3 messages");
+    refused.assert_stderr_contains("--allow-message-loss");
+    assert_eq!(
+        support::rabbit::count(&a_dlq),
+        3,
+        "lapin: the DLQ is untouched"
+    );
+
+    // Allowed, the TTL is set; the messages, younger than an hour, all stay.
+    w.ok(&["apply", "specs", "--auto-approve", "--allow-message-loss"]);
+    w.assert_empty_plan_of(&["specs"], &[], "after the allowed create", String::new);
+    assert_eq!(
+        support::rabbit::count(&p_dlq),
+        5,
+        "lapin: all 5 still there"
+    );
+
+    // The update path: a lower TTL, the DLQ holding 5.
+    write("specs", "pol", spec("pol", "30m", ""));
+    let refused = w.run(&["apply", "specs", "--auto-approve"]);
+    assert_ne!(refused.code, 0, "{}{}", refused.stdout, refused.stderr);
+    refused.assert_stderr_contains("lowering the dead-letter queue's message-ttl");
+    refused.assert_stderr_contains("it holds 5 messages now");
+    assert_eq!(support::rabbit::count(&p_dlq), 5, "lapin: nothing expired");
+    let ids: std::collections::BTreeSet<String> = block(support::rabbit::take_each(&p_dlq, |d| {
+        d.properties
+            .message_id()
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default()
+    }))
+    .into_iter()
+    .collect();
+    assert_eq!(
+        ids,
+        (0..5).map(|i| format!("pol-{i}")).collect(),
+        "every message back by id"
+    );
+}
+
+/// Issue 53: the broker-driven TTL retry loop by queue arguments: `process` dead-letters
+/// (x-arguments, default exchange) into `retry`, whose TTL dead-letters back into `process`;
+/// the DLQ sits beside them by name. It imported, but its first plan was a guarded replace of
+/// the main queue ("the spec cannot express arguments.x-dead-letter-exchange = \"\""): a spec
+/// in arguments mode left the main queue plain. Now `rabbitmq.rejectToRetry: true` says the
+/// main queue dead-letters into its first retry queue (what policy mode always does): lint
+/// without error, plan empty, and a hand-made change to the retry queue's TTL shows.
+#[test]
+fn rabbitmq_a_broker_driven_ttl_loop_by_arguments_imports_and_plans_empty() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (main, retry, dlq) = (
+        format!("{s}.work.process"),
+        format!("{s}.work.retry"),
+        format!("{s}.work.dlq"),
+    );
+    let retry_args = |ttl: u64| json!({"x-message-ttl": ttl, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": main});
+    block(async {
+        declare_queue(&dlq, json!({})).await;
+        declare_queue(&retry, retry_args(5000)).await;
+        declare_queue(
+            &main,
+            json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": retry}),
+        )
+        .await;
+    });
+    let o = w.import("local-rabbitmq", &[]);
+    let text = w.imported_text();
+    assert!(
+        !o.stderr.contains("cannot express") && !o.stderr.contains("fits no channel"),
+        "the loop is imported whole\n{}\n{text}",
+        o.stderr
+    );
+    for expected in ["dlx: arguments", "rejectToRetry: true", "initial: 5s"] {
+        assert!(text.contains(expected), "missing `{expected}`\n{text}");
+    }
+    w.assert_empty_plan(&["imported"], &[], "a broker-driven TTL loop by arguments");
+    let g = w.ok(&["graph", "imported"]);
+    assert!(
+        g.stdout.contains(&retry) && g.stdout.contains(&dlq),
+        "the graph draws the loop and the DLQ\n{}",
+        g.stdout
+    );
+
+    // A hand-made change: the retry queue declared again with another TTL.
+    support::rabbit::delete_queue(&retry);
+    block(declare_queue(&retry, retry_args(7000)));
+    assert_plan_shows(&w, "x-message-ttl", "a changed retry TTL");
+}
+
+/// Issue 53: quorum queues with `x-delivery-limit` dead-lettering through a named exchange,
+/// without a dead-letter routing key (a fanout DLX) and with one (a direct DLX), declared by
+/// x-arguments as hand-written consumers declare them: without `x-dead-letter-strategy` and
+/// `x-overflow` (RabbitMQ's at-most-once default). Import wrote the spec, but a spec always
+/// asked for at-least-once dead-lettering, so the first plan replaced both main queues. Now
+/// `deadLetterStrategy: atMostOnce` says what is live, lint warns with the fix
+/// (`rabbitmq/at-most-once`), the plan is empty, and a hand-made change to the delivery limit
+/// shows in the plan.
+#[test]
+fn rabbitmq_quorum_queues_with_a_delivery_limit_and_a_dlx_with_or_without_a_key_import_and_plan_empty()
+ {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (f_main, f_dlq, f_dlx) = (
+        format!("{s}.jobs"),
+        format!("{s}.jobs.dlq"),
+        format!("{s}.jobs.dlx"),
+    );
+    let (d_main, d_dlq, d_dlx) = (
+        format!("{s}.mail"),
+        format!("{s}.mail.dead"),
+        format!("{s}.mail.dlx"),
+    );
+    let quorum = |more: serde_json::Value| {
+        let mut a = json!({"x-queue-type": "quorum"});
+        if let (Some(a), Some(m)) = (a.as_object_mut(), more.as_object()) {
+            a.extend(m.clone());
+        }
+        a
+    };
+    let d_main_args = move |limit: u64| {
+        quorum(
+            json!({"x-delivery-limit": limit, "x-dead-letter-exchange": format!("{s}.mail.dlx"), "x-dead-letter-routing-key": "dead"}),
+        )
+    };
+    block(async {
+        declare_exchange(&f_dlx, "fanout").await;
+        declare_queue(&f_dlq, quorum(json!({}))).await;
+        bind(&f_dlx, &f_dlq, "").await;
+        declare_queue(
+            &f_main,
+            quorum(json!({"x-delivery-limit": 5, "x-dead-letter-exchange": f_dlx})),
+        )
+        .await;
+        declare_exchange(&d_dlx, "direct").await;
+        declare_queue(&d_dlq, quorum(json!({}))).await;
+        bind(&d_dlx, &d_dlq, "dead").await;
+        declare_queue(&d_main, d_main_args(3)).await;
+    });
+    let o = w.import("local-rabbitmq", &[]);
+    let text = w.imported_text();
+    assert!(
+        !o.stderr.contains("fits no channel") && !o.stderr.contains("cannot express"),
+        "both channels are imported whole\n{}\n{text}",
+        o.stderr
+    );
+    for (expected, n) in [
+        ("retryModel: deliveryLimit", 2),
+        ("\n    deadLetterStrategy: atMostOnce", 2),
+        ("keepRoutingKey: true", 1),
+        ("routingKey: dead", 1),
+        ("maxAttempts: 6", 1),
+        ("maxAttempts: 4", 1),
+    ] {
+        assert_eq!(text.matches(expected).count(), n, "`{expected}`\n{text}");
+    }
+    let lint = w.run(&["lint", "imported"]);
+    assert!(
+        lint.stdout.contains("warning[rabbitmq/at-most-once]"),
+        "a warning with the fix\n{}",
+        lint.stdout
+    );
+    w.assert_empty_plan(&["imported"], &[], "quorum delivery-limit channels");
+
+    // A hand-made change: the direct channel's main queue declared with another limit.
+    support::rabbit::delete_queue(&d_main);
+    block(declare_queue(&d_main, d_main_args(7)));
+    assert_plan_shows(&w, "x-delivery-limit", "a changed delivery limit");
+}
+
+/// Issue 53, Kafka: Spring Kafka's topic sets as applications make them.
+/// - A blocking `DeadLetterPublishingRecoverer`'s `<topic>.DLT` with fewer partitions than its
+///   source (6 and 1; the estate works when the recoverer lets Kafka choose the partition):
+///   refused by a lint error ("not imported: ... kafka/dlt-partitions"); now a warning with
+///   the fix.
+/// - `@RetryableTopic(retryTopicSuffix = ".retry", dltTopicSuffix = ".dlt")`: `<t>.retry-1000`,
+///   `<t>.retry-2000`, `<t>.dlt` were not recognised ("fits no channel").
+/// - The default suffixes with index naming, `<t>-retry-0`, `<t>-retry-1`, `<t>-dlt`.
+///
+/// Each imports, lints without error, plans empty; a hand-made change (the `.DLT`'s retention)
+/// shows in the plan.
+#[test]
+fn kafka_spring_dlt_and_retry_suffix_sets_import_and_plan_empty() {
+    let Some(w) = World::new(&["kafka"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let t = |n: &str| format!("{s}.{n}");
+    let week: &[(&str, &str)] = &[("retention.ms", "604800000")];
+    create_topics(&[
+        (&t("pay"), 6, week),
+        (&t("pay.DLT"), 1, week),
+        (&t("ship"), 2, week),
+        (&t("ship.retry-1000"), 2, week),
+        (&t("ship.retry-2000"), 2, week),
+        (&t("ship.dlt"), 2, week),
+        (&t("bill"), 2, week),
+        (&t("bill-retry-0"), 2, week),
+        (&t("bill-retry-1"), 2, week),
+        (&t("bill-dlt"), 2, week),
+    ]);
+    let o = w.import("local-kafka", &[]);
+    let text = w.imported_text();
+    assert!(
+        !o.stderr.contains("fits no channel") && !o.stderr.contains("not imported"),
+        "every topic is in a channel\n{}\n{text}",
+        o.stderr
+    );
+    for expected in [
+        "deadLetterPartitions: 1",
+        "retryTopicSuffix: \".retry\"",
+        "dltSuffix: \".dlt\"",
+        "name: \"{channel}.DLT\"",
+    ] {
+        assert!(text.contains(expected), "missing `{expected}`\n{text}");
+    }
+    let lint = w.run(&["lint", "imported"]);
+    assert!(
+        lint.stdout.contains("warning[kafka/dlt-partitions]")
+            && lint
+                .stdout
+                .contains("raise `kafka.deadLetterPartitions` to 6"),
+        "a warning with the fix\n{}",
+        lint.stdout
+    );
+    w.assert_empty_plan(&["imported"], &[], "Spring topic sets after import");
+
+    // A hand-made change: the blocking DLT's retention.
+    support::kafka::alter(
+        &t("pay.DLT"),
+        support::kafka::set("retention.ms", "86400000"),
+    );
+    assert_plan_shows(&w, "retention.ms", "the DLT's retention changed by hand");
+}
+
+/// Issue 53: "every message that blames an object names the object that actually causes it".
+/// Two shapes a spec cannot say, each reported with the queue, the setting and the object it
+/// comes from, as RabbitMQ applies them (x-arguments over the one policy it applies, the
+/// highest priority that matches):
+/// - a TTL loop whose retry queue gets its TTL and dead-letter settings from a policy that
+///   matches every retry queue (`{stem}-retries`, priority 5), while a policy named after the
+///   retry queue (priority 0) is not the one applied;
+/// - a quorum main queue whose x-arguments set the dead-letter exchange and routing key while a
+///   policy named after it sets only the delivery limit.
+///
+/// The old message said of both that they "get dead-lettering from a policy not named after the
+/// queue (or from both a policy and x-arguments)": wrong for the second (its policy is named
+/// after it) and silent on which settings came from where.
+#[test]
+fn rabbitmq_dead_lettering_from_another_policy_or_from_arguments_and_a_policy_names_its_source() {
+    let Some(w) = World::new(&["rabbitmq"]) else {
+        return;
+    };
+    let s = &w.stem;
+    let (main, retry, dlq) = (
+        format!("{s}.loop"),
+        format!("{s}.loop.retry"),
+        format!("{s}.loop.dlq"),
+    );
+    let (q_main, q_dlq) = (format!("{s}.limited"), format!("{s}.limited.dlq"));
+    let shared = format!("{s}-retries");
+    let quoted = |n: &str| format!("^{}$", n.replace('.', "\\."));
+    block(async {
+        let put = |name: String, body: serde_json::Value| async move {
+            api_ok(
+                reqwest::Method::PUT,
+                &format!("/api/policies/%2F/{name}"),
+                body,
+            )
+            .await;
+        };
+        put(
+            retry.clone(),
+            json!({"pattern": quoted(&retry), "apply-to": "queues", "priority": 0,
+                   "definition": {"max-length": 100000}}),
+        )
+        .await;
+        put(
+            shared.clone(),
+            json!({"pattern": format!("^{}\\..*\\.retry$", s), "apply-to": "queues", "priority": 5,
+                   "definition": {"message-ttl": 5000, "dead-letter-exchange": "", "dead-letter-routing-key": main}}),
+        )
+        .await;
+        put(
+            q_main.clone(),
+            json!({"pattern": quoted(&q_main), "apply-to": "queues", "priority": 10,
+                   "definition": {"delivery-limit": 4}}),
+        )
+        .await;
+        declare_queue(&main, json!({})).await;
+        declare_queue(&dlq, json!({})).await;
+        declare_queue(&retry, json!({})).await;
+        declare_queue(&q_dlq, json!({"x-queue-type": "quorum"})).await;
+        declare_queue(
+            &q_main,
+            json!({"x-queue-type": "quorum", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": q_dlq}),
+        )
+        .await;
+    });
+    support::rabbit::wait_for(&retry, "policy", "had the shared policy applied", |q| {
+        q["policy"].as_str() == Some(shared.as_str())
+    });
+    wait_for_policy(&q_main);
+    let o = w.ok(&["import", "--target", "local-rabbitmq", "--out", "imported"]);
+    o.assert_stderr_contains(&format!(
+        "{retry} gets message-ttl, dead-letter-exchange, dead-letter-routing-key from policy `{shared}`, which is not named after it"
+    ));
+    o.assert_stderr_contains(&format!(
+        "{q_main} gets dead-letter-exchange, dead-letter-routing-key from its x-arguments and delivery-limit from policy `{q_main}`"
+    ));
+    assert!(
+        !o.stderr.contains("(policy ") && !o.stderr.contains(&format!("policy `{retry}`")),
+        "no queue is blamed on a policy RabbitMQ does not apply\n{}",
+        o.stderr
+    );
 }

@@ -119,8 +119,8 @@ fn check_hook(hook: &str, env: &[(&str, String)]) {
     foreign.ok_with("a CloudFormation template is skipped, not failed");
 }
 
-#[test]
-fn the_system_hook_with_the_built_binary_passes_good_specs_fails_bad_ones_skips_foreign_yaml() {
+/// `PATH` with the binary this test run built first.
+fn path_with_built_binary() -> String {
     let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_dlqctl"))
         .parent()
         .expect("binary's folder")
@@ -129,10 +129,63 @@ fn the_system_hook_with_the_built_binary_passes_good_specs_fails_bad_ones_skips_
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .expect("PATH");
-    check_hook(
-        "dlqctl-lint-system",
-        &[("PATH", path.to_string_lossy().into_owned())],
-    );
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn the_system_hook_with_the_built_binary_passes_good_specs_fails_bad_ones_skips_foreign_yaml() {
+    check_hook("dlqctl-lint-system", &[("PATH", path_with_built_binary())]);
+}
+
+/// Issue 53: pre-commit passes the hook only the changed files. A channel whose `target` and
+/// `retry` come from a Defaults document in another file failed the hook (`spec/required`)
+/// while `--all-files` passed. dlqctl now reads the Defaults beside and above the inputs, up to
+/// the Targets file's folder, as it finds `dlqctl.yaml`: the changed spec alone passes, a bad
+/// value in it still fails, and so does a spec whose folder has no Defaults on its way up.
+#[test]
+fn the_system_hook_given_only_a_changed_spec_reads_the_defaults_above_it() {
+    let pre_commit = support::cache_dir().join("venv/bin/pre-commit");
+    if !support::require(
+        "pre-commit (scripts/stack up installs it)",
+        pre_commit.is_file(),
+    ) {
+        return;
+    }
+    let scratch = scratch_repo();
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("dlq/team")).expect("mkdir");
+    std::fs::write(
+        dir.join("dlq/defaults.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Defaults\nspec:\n  target: local-sqs\n  retry: {maxAttempts: 3}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("dlq/team/lean.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: lean}\nspec:\n  retention: 1d\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("dlq/team/lean-bad.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: lean-bad}\nspec:\n  retention: 20d\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(dir.join("elsewhere")).expect("mkdir");
+    std::fs::write(
+        dir.join("elsewhere/lone.yaml"),
+        "apiVersion: dlqctl/v1\nkind: Channel\nmetadata: {name: lone}\nspec:\n  retention: 1d\n",
+    )
+    .expect("write");
+    git(dir, &["add", "."]);
+    let env = [("PATH", path_with_built_binary())];
+    let hook = "dlqctl-lint-system";
+    let lean = try_repo(&pre_commit, dir, hook, "dlq/team/lean.yaml", &env);
+    lean.ok_with("the changed spec alone, its target and retry from the Defaults above it");
+    let bad = try_repo(&pre_commit, dir, hook, "dlq/team/lean-bad.yaml", &env);
+    assert_eq!(bad.code, 1, "{}\n{}", bad.stdout, bad.stderr);
+    bad.assert_stdout_contains("sqs/retention-range");
+    let lone = try_repo(&pre_commit, dir, hook, "elsewhere/lone.yaml", &env);
+    assert_eq!(lone.code, 1, "{}\n{}", lone.stdout, lone.stderr);
+    lone.assert_stdout_contains("spec/required");
 }
 
 #[test]

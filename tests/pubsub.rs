@@ -628,3 +628,94 @@ fn status_groups_dead_letters_by_fingerprint_without_consuming_them() {
     // What a third-party client reads afterwards: all 60, each once.
     assert_eq!(f.rest.take_ids(&dl_sub, 60).len(), 60, "nothing consumed");
 }
+
+/// Issue 53: a dead-letter estate as Google's Terraform example makes it
+/// (terraform-google-modules/docs-examples, pubsub_subscription_dead_letter/main.tf: a topic,
+/// a `-dead-letter` topic, a subscription with `dead_letter_policy`, no expiration policy), with
+/// a subscription on the dead-letter topic; subscriptions made without an expiration policy
+/// expire after 31 days, which Pub/Sub reports as `expirationPolicy.ttl: 2678400s` (set here
+/// explicitly: the emulator does not fill it in). Import planned `expirationPolicy.ttl:
+/// 2678400 → "never"` on both subscriptions; now it writes `pubsub.expireAfter: 31d` (lint warns
+/// with the fix), the plan is empty, the "Next:" hint speaks of Pub/Sub topics and
+/// subscriptions and their labels (it spoke of SQS queues and tags), and after a hand-made
+/// change to the subscription only the subscription is refused as not dlqctl's: the unchanged,
+/// unlabelled topics are not "impossible".
+#[test]
+fn a_terraform_made_estate_imports_with_its_expiry_plans_empty_and_refuses_only_what_changes() {
+    let Some(f) = Fixture::new() else { return };
+    let c = &f.channel;
+    let dlt = format!("{c}-dead-letter");
+    let expiry = json!({"ttl": "2678400s"});
+    f.rest.create_topic(c);
+    f.rest.create_topic(&dlt);
+    f.rest.create_subscription(
+        &f.subscription(),
+        json!({
+            "topic": topic(c),
+            "deadLetterPolicy": {"deadLetterTopic": topic(&dlt), "maxDeliveryAttempts": 10},
+            "expirationPolicy": expiry,
+        }),
+    );
+    f.rest.create_subscription(
+        &format!("{dlt}-sub"),
+        json!({"topic": topic(&dlt), "expirationPolicy": expiry}),
+    );
+    let o = f.run(&[
+        "import",
+        "--target",
+        "local-pubsub",
+        "--prefix",
+        c,
+        "--out",
+        "imported",
+    ]);
+    o.ok();
+    assert!(
+        o.stderr
+            .contains("Pub/Sub topic(s) and subscription(s) are not labelled")
+            && o.stderr.contains("labels")
+            && !o.stderr.contains("SQS"),
+        "the hint speaks of Pub/Sub\n{}",
+        o.stderr
+    );
+    let text = std::fs::read_dir(f.path().join("imported"))
+        .expect("imported/")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect::<Vec<_>>()
+        .join("---\n");
+    assert!(text.contains("expireAfter: 31d"), "{text}\n{}", o.stderr);
+    let lint = f.run(&["lint", "imported"]);
+    lint.ok_with("imported specs lint without errors");
+    assert!(
+        lint.stdout.contains("warning[pubsub/subscription-expires]"),
+        "a warning with the fix\n{}",
+        lint.stdout
+    );
+    f.assert_empty_plan_of(
+        &["imported"],
+        &[],
+        "a Terraform-made estate after import",
+        || text.clone(),
+    );
+
+    // A hand-made change to the subscription: it is not dlqctl's, so that change is refused;
+    // the topics, unchanged, are not.
+    f.rest.patch_subscription(
+        &f.subscription(),
+        json!({"ackDeadlineSeconds": 60}),
+        "ackDeadlineSeconds",
+    );
+    let p = f.run(&["plan", "imported", "--detailed-exitcode"]);
+    assert_eq!(p.code, 2, "{}{}", p.stdout, p.stderr);
+    assert!(p.stdout.contains("ackDeadline"), "{}", p.stdout);
+    let impossible: Vec<&str> = p
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with('!'))
+        .collect();
+    assert!(
+        !impossible.is_empty() && impossible.iter().all(|l| !l.contains("topic")),
+        "only the changed subscription is refused\n{}",
+        p.stdout
+    );
+}

@@ -706,3 +706,60 @@ fn rabbitmq_replay_of_a_copy_archive_counts_possibly_duplicated() {
     assert_eq!(doc["archive"]["fromCopy"], N, "{doc:#}");
     assert_eq!(text(block(rabbit::take_all(&main))).len(), N);
 }
+
+/// Issue 52, second review F8 (and M12's redrive): a `dlx: arguments` channel with retry
+/// queues, as consumers seed it, has a main queue with no dead-letter exchange by design
+/// (its consumer publishes failures to the retry queues itself). A replay to the main queue
+/// and a redrive `--to source` were refused, blaming a displaced policy this mode never has;
+/// both move now, counted by body with lapin, nothing left in the DLQ.
+#[test]
+fn rabbitmq_replay_and_redrive_into_a_seed_shaped_main_queue_are_not_refused() {
+    let Some(f) = rabbit::Fixture::new() else {
+        return;
+    };
+    f.write_example(|t| t.replace("dlx: policy", "dlx: arguments"));
+    f.apply(&[]).ok();
+    f.assert_empty_plan("arguments mode");
+    let [main, _, dlq, _] = f.names();
+    const N: usize = 5;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_one_run(
+        dir.path(),
+        &f.channel,
+        "local-rabbitmq",
+        "rabbitmq",
+        &dlq,
+        N,
+    );
+    let arch = dir.path().to_str().expect("utf-8 path");
+    let (code, doc, err) = redrive(&f, &["--from-archive", arch, "--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    let mut bodies: Vec<String> = text(block(rabbit::take_all(&main)))
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    bodies.sort_unstable();
+    let want: Vec<String> = (0..N).map(|i| format!("body-{}", id(i))).collect();
+    assert_eq!(bodies, want, "{doc:#}");
+    // A redrive to the main queue, from the DLQ.
+    rabbit::fill(&dlq, N, |i| {
+        let h = rabbit::table(&[("dlq-error-class", rabbit::text("poison"))]);
+        (
+            format!("dead-{i}").into_bytes(),
+            lapin::BasicProperties::default().with_headers(h),
+        )
+    });
+    rabbit::wait_for_messages(&dlq, N as u64);
+    let (code, doc, err) = redrive(&f, &["--yes"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], N, "{doc:#}");
+    let mut bodies: Vec<String> = text(block(rabbit::take_all(&main)))
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    bodies.sort_unstable();
+    let want: Vec<String> = (0..N).map(|i| format!("dead-{i}")).collect();
+    assert_eq!(bodies, want, "{doc:#}");
+    assert_eq!(rabbit::count(&dlq), 0, "{doc:#}");
+}

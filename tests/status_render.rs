@@ -30,6 +30,7 @@ fn depth(n: u64) -> Depth {
 
 fn report() -> Report {
     let holding = DeadLetterReport {
+        by_source: Default::default(),
         name: "orders.dlq".into(),
         depth: depth(7),
         oldest_age_seconds: Some(3725.4),
@@ -103,6 +104,7 @@ fn report() -> Report {
         selected: None,
     };
     let empty = DeadLetterReport {
+        by_source: Default::default(),
         name: "payments-dlq".into(),
         depth: Depth {
             delayed: Some(0),
@@ -124,6 +126,7 @@ fn report() -> Report {
         selected: None,
     };
     let kafka = DeadLetterReport {
+        by_source: Default::default(),
         name: "inventory-dlt".into(),
         depth: Depth::total(2, Measure::Retained),
         oldest_age_seconds: Some(90_061.0),
@@ -152,6 +155,7 @@ fn report() -> Report {
         selected: None,
     };
     let missing = DeadLetterReport {
+        by_source: Default::default(),
         name: "new-dlq".into(),
         depth: Depth::missing(),
         oldest_age_seconds: None,
@@ -258,6 +262,7 @@ fn status_renders_in_every_format() {
 #[test]
 fn status_renders_each_destination_of_a_channel_with_its_role() {
     let dl = |name: &str, n: u64, class: &str| DeadLetterReport {
+        by_source: Default::default(),
         name: name.into(),
         depth: depth(n),
         oldest_age_seconds: Some(60.0),
@@ -443,6 +448,7 @@ fn ages_read_as_people_say_them() {
 #[test]
 fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound() {
     let unknown = DeadLetterReport {
+        by_source: Default::default(),
         name: "orders.dlq".into(),
         depth: depth(2),
         oldest_age_seconds: None,
@@ -497,6 +503,7 @@ fn an_unknown_age_is_said_in_every_format_and_a_first_seen_one_is_a_lower_bound(
     );
 
     let first_seen = DeadLetterReport {
+        by_source: Default::default(),
         oldest_age_seconds: Some(125.0),
         oldest_age_since: Some("first-seen"),
         oldest_age_basis: Some(AgeBasis::FirstSeen),

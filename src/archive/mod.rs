@@ -205,6 +205,11 @@ pub struct Record {
     /// The run (folder) it was read from: set by the reader, not written.
     #[serde(skip)]
     pub run: String,
+    /// The runs (folders, or an unlisted object's name) of byte copies of this record the
+    /// reader dropped ([`read`]: the same written key and every field equal, `archivedAt`
+    /// included): a replay ledger naming the record under any of them counts for it.
+    #[serde(skip)]
+    pub copies_in: Vec<String>,
 }
 
 /// RFC 3339 (UTC, milliseconds) of a Unix time in milliseconds.
@@ -276,6 +281,7 @@ impl Record {
             published_at: m.published_ms.map(rfc3339),
             archived_at: rfc3339(archived_ms),
             run: String::new(),
+            copies_in: Vec::new(),
         }
     }
 

@@ -55,6 +55,9 @@ pub struct Archived {
     /// The runs whose manifest says `delete: false` (copies: their messages stayed in the
     /// queue), by name.
     pub copy_runs: BTreeSet<String>,
+    /// Each run's manifest as read: the objects it lists, (name, sha256), by run name (for
+    /// the cross-check against the journal, issue 52 second review F6).
+    pub manifests: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// Reads every run of `channel` in `store` (see the module doc); with `unlisted`, also the
@@ -97,8 +100,11 @@ pub async fn read_keyed(
         unlisted_read: unlisted,
         ..Archived::default()
     };
-    // Every record with what its run did, in order.
-    let mut records: Vec<(Record, RunKind)> = Vec::new();
+    // Every record with what its run did and whether a manifest lists it, in order.
+    let mut records: Vec<(Record, RunKind, bool)> = Vec::new();
+    // Each record's written form when it carries a written key (format 2), for
+    // [`drop_copies`].
+    let mut forms: Vec<Option<Vec<u8>>> = Vec::new();
     for (run, names) in &runs {
         let mut listed: BTreeSet<String> = BTreeSet::new();
         let mut manifest = None;
@@ -178,9 +184,16 @@ pub async fn read_keyed(
                 }
                 out.read += got.len() as u64;
                 out.objects += 1;
-                run_records.extend(got);
+                run_records.extend(got.into_iter().map(|r| (r, true)));
                 listed.insert(entry.name.clone());
             }
+            out.manifests.insert(
+                (*run).to_owned(),
+                m.objects
+                    .iter()
+                    .map(|o| (o.name.clone(), o.sha256.clone()))
+                    .collect(),
+            );
             manifest = Some(m);
         }
         // The one object a killed run can leave unlisted: the next after those listed.
@@ -201,7 +214,7 @@ pub async fn read_keyed(
             if unlisted {
                 let got = unlisted_records(store, &key, hmac_key.is_some()).await?;
                 out.read += got.len() as u64;
-                run_records.extend(got);
+                run_records.extend(got.into_iter().map(|r| (r, false)));
             }
         }
         if manifest.as_ref().is_some_and(|m| !m.delete) {
@@ -210,10 +223,11 @@ pub async fn read_keyed(
         // A run without its manifest: what it did with its messages is not known.
         let kind = manifest.as_ref().map_or(RunKind::Unsure, RunKind::of);
         let mut keys = Keys::default();
-        for mut r in run_records {
+        for (mut r, listed) in run_records {
+            forms.push(written_form(&r));
             keys.assign(&mut r);
             r.run = (*run).to_owned();
-            records.push((r, kind));
+            records.push((r, kind, listed));
         }
     }
     for key in stray {
@@ -223,21 +237,206 @@ pub async fn read_keyed(
             out.read += got.len() as u64;
             let mut keys = Keys::default();
             for mut r in got {
+                forms.push(written_form(&r));
                 keys.assign(&mut r);
                 r.run = key.clone();
-                records.push((r, RunKind::Unsure));
+                records.push((r, RunKind::Unsure, false));
             }
         }
     }
+    let copies = drop_copies(&mut records, &forms);
     let mut dedup = Dedup::default();
     out.records = records
         .into_iter()
-        .filter(|(r, kind)| dedup.keep(r, *kind))
-        .map(|(r, _)| r)
+        .filter(|(r, kind, _)| dedup.keep(r, *kind))
+        .map(|(r, _, _)| r)
         .collect();
-    out.duplicates = dedup.duplicates;
+    out.duplicates = dedup.duplicates + copies;
     out.differing = dedup.differing;
     out.possibly_duplicated = dedup.possibly_duplicated;
+    Ok(out)
+}
+
+/// Checks the archive as read against the journal (`--audit-log FILE`, issue 52 second
+/// review F6): every `dlqctl/archive` record of `channel` and `target` that wrote into
+/// `place` names its run and the objects its manifest listed when it ended (name, sha256).
+/// Each of them must still be listed by that run's manifest: a manifest put back from an
+/// older copy (a shorter list, signed or not), emptied, or a run folder removed, would else
+/// hide archived dead letters that are in no queue any more. Returns what does not agree,
+/// naming the journal's line; lines that are not JSON or not such a record are skipped.
+pub fn against_journal(
+    got: &Archived,
+    journal: &str,
+    at: &str,
+    place: &str,
+    channel: &str,
+    target: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, line) in journal.lines().enumerate() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let s = |k: &str| v.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+        if s("kind") != "dlqctl/archive" || s("channel") != channel || s("target") != target {
+            continue;
+        }
+        let (Some(run), Some(manifest)) = (
+            v.get("run").and_then(serde_json::Value::as_str),
+            v.get("manifest").and_then(serde_json::Value::as_str),
+        ) else {
+            continue;
+        };
+        let Some(run) = run.strip_prefix(&format!("{channel}/")) else {
+            continue;
+        };
+        // The archive the run wrote into: the manifest's name less `/<channel>/<run>/…`;
+        // a folder named another way (relative, a link) is the same one if it resolves so.
+        let Some(root) = manifest.strip_suffix(&format!("/{channel}/{run}/{MANIFEST}")) else {
+            continue;
+        };
+        let place = place.trim_end_matches('/');
+        let same = root == place
+            || std::fs::canonicalize(root)
+                .ok()
+                .is_some_and(|a| std::fs::canonicalize(place).ok() == Some(a));
+        if !same {
+            continue;
+        }
+        let journaled: Vec<(String, String)> = v
+            .get("objects")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                let f = |k: &str| {
+                    o.get(k)
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                (f("name"), f("sha256"))
+            })
+            .collect();
+        let line = i + 1;
+        match got.manifests.get(run) {
+            None if !journaled.is_empty() => out.push(format!(
+                "{manifest}: missing, though the journal ({at}:{line}) says run `{run}` archived {} object(s) there",
+                journaled.len()
+            )),
+            None => {}
+            Some(listed) => {
+                let gone: Vec<&str> = journaled
+                    .iter()
+                    .filter(|o| !listed.contains(o))
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                if !gone.is_empty() {
+                    out.push(format!(
+                        "{manifest} lists {} object(s), and not {} that the journal ({at}:{line}) says run `{run}` listed when it ended: a manifest put back from an older copy, or edited",
+                        listed.len(),
+                        gone.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Drops the byte copies of a record (issue 52 fixes, F7): an object copied under another
+/// name (`--read-unlisted` reads it) or a run folder copied under another run's name holds
+/// records equal in every written field to the original's — the same written
+/// [`Record::key`] (format 2: unique per dead letter in its run) and the same `archivedAt`
+/// (two runs never read a queue in the same millisecond: the per-DLQ lock) — which are one
+/// archived dead letter, not another the broker held: without this, each was published
+/// again ([`Dedup`] keeps a twin of a completed `--delete` run's record as a new dead
+/// letter). The record a manifest lists is kept (else the first read), with the runs of
+/// its dropped copies in [`Record::copies_in`] (a ledger naming any of them counts). Version 1
+/// records (no written key: two identical dead letters of one batch are equal in every
+/// field) are never dropped here. `forms`: each record's [`written_form`], in the same
+/// order. Returns how many were dropped.
+fn drop_copies(records: &mut Vec<(Record, RunKind, bool)>, forms: &[Option<Vec<u8>>]) -> u64 {
+    use std::collections::HashMap;
+    let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
+    // Listed records first, then the rest, each in order.
+    let order = (0..records.len())
+        .filter(|i| records[*i].2)
+        .chain((0..records.len()).filter(|i| !records[*i].2))
+        .collect::<Vec<_>>();
+    let mut dropped = vec![false; records.len()];
+    for i in order {
+        let Some(form) = forms.get(i).cloned().flatten() else {
+            continue;
+        };
+        match first.entry(form) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let kept = *o.get();
+                let run = records[i].0.run.clone();
+                if !records[kept].0.copies_in.contains(&run) && records[kept].0.run != run {
+                    records[kept].0.copies_in.push(run);
+                }
+                dropped[i] = true;
+            }
+        }
+    }
+    let n = dropped.iter().filter(|d| **d).count() as u64;
+    let mut at = 0;
+    records.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
+    });
+    n
+}
+
+/// A record as it was written (every field, `archivedAt` included; not the reader's `run`),
+/// when it carries the key its writer gave it (format 2): what [`drop_copies`] compares.
+fn written_form(r: &Record) -> Option<Vec<u8>> {
+    (r.format_version >= 2 && !r.key.is_empty())
+        .then(|| serde_json::to_vec(r).ok())
+        .flatten()
+}
+
+/// The runs of `channel` in `store` that did not end (manifest `complete: false`: killed, or
+/// still running) and wrote their manifest less than `hold_ms` before `now_ms`: what such
+/// a run read may still be held by it (a Pub/Sub lease, an SQS visibility timeout, a Service
+/// Bus lock), unseen by another run until the hold runs out (issue 52, second review). By
+/// run, with when its manifest was last written (Unix ms). A manifest that does not read
+/// is skipped (the replay's read names it).
+pub async fn unfinished_within(
+    store: &Store,
+    channel: &str,
+    hold_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(String, i64)>, String> {
+    let mut out = Vec::new();
+    for key in store.list(channel).await.map_err(|e| e.to_string())? {
+        let mut parts = key.splitn(3, '/');
+        let (Some(_), Some(run), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if name != MANIFEST {
+            continue;
+        }
+        let Ok(bytes) = store.get(&key).await else {
+            continue;
+        };
+        let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
+            continue;
+        };
+        if m.complete {
+            continue;
+        }
+        let Some(at) = store.modified_ms(&key).await else {
+            continue;
+        };
+        if now_ms - at < hold_ms {
+            out.push((run.to_owned(), at));
+        }
+    }
     Ok(out)
 }
 

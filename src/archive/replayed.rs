@@ -32,6 +32,16 @@ pub fn reference(r: &Record) -> String {
     )
 }
 
+/// Every name a ledger may give `r`: its [`reference`], and the same key under the runs of
+/// the byte copies of it the reader dropped ([`Record::copies_in`]; issue 52 fixes, F7): a
+/// replay that published the copy published the record.
+pub fn references(r: &Record) -> Vec<String> {
+    let key = if r.key.is_empty() { &r.id } else { &r.key };
+    std::iter::once(reference(r))
+        .chain(r.copies_in.iter().map(|run| format!("{run}/{key}")))
+        .collect()
+}
+
 /// One replay's ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

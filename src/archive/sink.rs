@@ -34,6 +34,9 @@ pub struct Sink {
     /// The target's HMAC key (`operations.hmacKeyEnv`): each object's entry and the
     /// manifest then carry an HMAC (issue 52, L4).
     key: Option<crate::integrity::Key>,
+    /// How long (ms) the backend holds what a run read from others, when it says
+    /// ([`Sink::held_for`]): a Pub/Sub lease, an SQS visibility timeout.
+    hold_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Sink {
@@ -56,7 +59,19 @@ impl Sink {
             keys: Mutex::new(Keys::default()),
             started: Mutex::new(false),
             key: None,
+            hold_ms: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// The mover says how long what it reads stays held from other readers (ms) until it
+    /// settles it: a killed run's messages stay unseen that long (issue 52, second review).
+    pub fn held_for(&self, ms: i64) {
+        self.hold_ms.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What [`Sink::held_for`] set (0: nothing held past the run's end).
+    pub fn hold_ms(&self) -> i64 {
+        self.hold_ms.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Signs each object and the manifest with `key` (the target's `operations.hmacKeyEnv`).

@@ -130,6 +130,28 @@ impl Store {
         }
     }
 
+    /// When `key` was last written (Unix milliseconds): the file's modification time, or
+    /// S3's `LastModified`; `None` when it cannot be told.
+    pub async fn modified_ms(&self, key: &str) -> Option<i64> {
+        match self {
+            Store::Dir(root) => {
+                let t = std::fs::metadata(root.join(key)).ok()?.modified().ok()?;
+                let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+                i64::try_from(d.as_millis()).ok()
+            }
+            Store::S3 { bucket, client, .. } => {
+                let head = client
+                    .head_object()
+                    .bucket(bucket)
+                    .key(self.key(key))
+                    .send()
+                    .await
+                    .ok()?;
+                head.last_modified().and_then(|t| t.to_millis().ok())
+            }
+        }
+    }
+
     /// The S3 key of `key` (the prefix, then `key`).
     fn key(&self, key: &str) -> String {
         match self {

@@ -603,6 +603,7 @@ mod tests {
         let reading = |n: u64, at: i64| {
             let mut c = status("a", "t1", None);
             c.dead_letter = Some(DeadLetterReport {
+                by_source: Default::default(),
                 name: "a.dlq".into(),
                 depth: Depth::total(n, Measure::Waiting),
                 oldest_age_seconds: None,
@@ -654,6 +655,7 @@ mod tests {
         let reading_at = |flow: Flow, at: i64| {
             let mut c = status("a", "t1", None);
             c.dead_letter = Some(DeadLetterReport {
+                by_source: Default::default(),
                 name: "a.dlq".into(),
                 depth: Depth::total(0, Measure::Waiting),
                 oldest_age_seconds: None,

@@ -56,7 +56,7 @@ pub fn run(args: &ImportArgs, printer: &Printer) -> anyhow::Result<u8> {
             printer.err(&format!("  {u}"));
         }
     }
-    report_next(args, &outcome, adopt, printer);
+    report_next(args, &outcome, adopt, target.backend, printer);
     Ok(0)
 }
 
@@ -188,14 +188,27 @@ fn write_specs(
     Ok(adopt)
 }
 
-/// Says on stderr what to run next (`--adopt` when `adopt` objects are not dlqctl's yet).
-fn report_next(args: &ImportArgs, outcome: &import::Outcome, adopt: usize, printer: &Printer) {
+/// Says on stderr what to run next (`--adopt` when `adopt` objects are not dlqctl's yet), in
+/// the words of the target's backend: what its objects are and how it marks them as dlqctl's.
+fn report_next(
+    args: &ImportArgs,
+    outcome: &import::Outcome,
+    adopt: usize,
+    backend: crate::spec::model::Backend,
+    printer: &Printer,
+) {
+    use crate::spec::model::Backend;
     let dir = args.out.display();
     if outcome.channels.is_empty() {
         printer.err("Nothing to import: no channel was found.");
     } else if adopt > 0 {
+        let (objects, state, marks) = match backend {
+            Backend::Sqs => ("SQS queue(s) and alarm(s)", "tagged", "tags"),
+            Backend::Pubsub => ("Pub/Sub topic(s) and subscription(s)", "labelled", "labels"),
+            _ => ("object(s)", "marked", "ownership marks"),
+        };
         printer.err(&format!(
-            "Next: `dlqctl lint {dir}`, then `dlqctl plan {dir} --adopt`: {adopt} SQS queue(s) and alarm(s) are not tagged as dlqctl's yet; `dlqctl apply {dir} --adopt` adds the `managed-by`/`dlqctl-channel` tags and changes nothing that already matches."
+            "Next: `dlqctl lint {dir}`, then `dlqctl plan {dir} --adopt`: {adopt} {objects} are not {state} as dlqctl's yet; `dlqctl apply {dir} --adopt` adds the `managed-by`/`dlqctl-channel` {marks} and changes nothing that already matches."
         ));
     } else {
         printer.err(&format!(

@@ -168,6 +168,7 @@ fn from_archive(
             replay::Options {
                 read_unlisted: args.read_unlisted,
                 again: args.replay_again,
+                journal: args.audit_log.as_deref(),
             },
         )),
         audit,

@@ -314,12 +314,41 @@ pub async fn run(
         reason: ask.reason.clone(),
         hmac_sha256: None,
     };
+    let sink_store = store.clone();
     let sink = Arc::new(
         Sink::new(store, manifest, r.envelope.clone(), ask.delete, ask.gzip).with_key(key),
     );
+    let channel = r.channel.clone();
+    let backend = r.backend.as_str();
     let mut done = session
         .run_with(depth, printer, Some(Arc::clone(&sink)))
         .await?;
+    // Runs of this channel that did not end shortly before this one started: what they
+    // read may still be held by them, unseen by this run (issue 52, second review: a
+    // rerun after a killed Pub/Sub run said "complete" while its leases ran).
+    let hold_ms = sink.hold_ms();
+    let own = sink.manifest().await.run;
+    let unfinished = if hold_ms > 0 {
+        crate::archive::read::unfinished_within(&sink_store, &channel, hold_ms, started_ms)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    for (run, at) in unfinished.into_iter().filter(|(run, _)| *run != own) {
+        done.incomplete.push(format!(
+            "archive run `{run}` of this channel did not end complete (killed, stopped, or still running) and last wrote its manifest at {}, less than {} s before this run started: messages it read may still be {}, and this run did not see them; how many is not known ({}). Run again after {}",
+            crate::archive::rfc3339(at),
+            hold_ms / 1000,
+            held_what(backend),
+            if backend == "pubsub" {
+                "Pub/Sub's API counts no leased messages"
+            } else {
+                "SQS counts messages in flight, not whose they are"
+            },
+            crate::archive::rfc3339(at + hold_ms),
+        ));
+    }
     if let Err(e) = sink.finish(redrive_driver::complete(&done)).await {
         done.error.get_or_insert(format!(
             "the manifest could not be marked complete: {e} (what it lists is archived all the same)"
@@ -327,6 +356,15 @@ pub async fn run(
     }
     let written = sink.manifest().await;
     Ok(report(&done, ask, Some(&sink), Some(&written)))
+}
+
+/// What holds a message a run read, by backend (the movers that say how long:
+/// [`Sink::held_for`]).
+fn held_what(backend: &str) -> &'static str {
+    match backend {
+        "pubsub" => "leased to it until the dead-letter subscription's ack deadline",
+        _ => "invisible until the redrive hold's visibility timeout",
+    }
 }
 
 fn report(

@@ -66,7 +66,9 @@ pub async fn run(
         ..Outcome::default()
     };
     let mut used: BTreeSet<String> = BTreeSet::new();
-    for mut c in candidates {
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    let mut candidates = candidates;
+    for c in &mut candidates {
         // Channel ids are unique per target.
         let base = c.channel.metadata.name.clone();
         let mut n = 2;
@@ -74,23 +76,77 @@ pub async fn run(
             c.channel.metadata.name = format!("{base}-{n}");
             n += 1;
         }
-        match check(c, target_name, target, targets_text) {
-            Ok(imported) => {
-                used.insert(imported.channel.metadata.name.clone());
-                out.channels.push(imported);
-            }
+        used.insert(c.channel.metadata.name.clone());
+        renamed
+            .entry(base)
+            .or_insert(c.channel.metadata.name.clone());
+    }
+    // A shared destination's sharers name its owner by id (`deadLetter.of`), as renamed.
+    for c in &mut candidates {
+        if let Some(of) = c
+            .channel
+            .spec
+            .dead_letter
+            .as_mut()
+            .and_then(|d| d.of.as_mut())
+            && let Some(new) = renamed.get(of.as_str())
+        {
+            of.clone_from(new);
+        }
+    }
+    let linked = linked(&candidates, target_name, target);
+    let channels: Vec<Channel> = candidates.iter().map(|c| c.channel.clone()).collect();
+    for (c, r) in candidates.into_iter().zip(linked) {
+        let peers = sharing_peers(&c.channel, &channels);
+        match check(c, r, &peers, target_name, targets_text) {
+            Ok(imported) => out.channels.push(imported),
             Err(why) => out.unmatched.extend(why),
         }
     }
     Ok(out)
 }
 
+/// Each candidate resolved as `plan` resolves it, with shared destinations linked
+/// ([`resolve::link`]): a sharer gets its owner's DLQ, an owner its sources.
+fn linked(
+    candidates: &[Candidate],
+    target_name: &str,
+    target: &Target,
+) -> Vec<Result<resolve::Resolved, String>> {
+    let each: Vec<Result<resolve::Resolved, String>> = candidates
+        .iter()
+        .map(|c| {
+            resolve::resolve(&c.channel, target_name, target)
+                .map_err(|e| format!("cannot be expressed: {}", e.message))
+        })
+        .collect();
+    let mut ok: Vec<resolve::Resolved> = each.iter().filter_map(|r| r.clone().ok()).collect();
+    resolve::link(&mut ok);
+    let mut ok = ok.into_iter();
+    each.into_iter()
+        .map(|r| r.and_then(|_| ok.next().ok_or_else(|| "cannot be resolved".to_owned())))
+        .collect()
+}
+
+/// The other channels of `c`'s shared destination (its owner and the owner's other sharers),
+/// linted beside it as they will be on disk.
+fn sharing_peers(c: &Channel, all: &[Channel]) -> Vec<Channel> {
+    let of = |x: &Channel| x.spec.dead_letter.as_ref().and_then(|d| d.of.clone());
+    let owner = of(c).unwrap_or_else(|| c.metadata.name.clone());
+    all.iter()
+        .filter(|x| x.metadata.name != c.metadata.name)
+        .filter(|x| x.metadata.name == owner || of(x).as_deref() == Some(owner.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// Checks a candidate as `plan` and `lint` would: every remaining difference is a finding;
 /// lint errors keep it from being written (`Err` lists why, per resource).
 fn check(
     c: Candidate,
+    resolved: Result<resolve::Resolved, String>,
+    peers: &[Channel],
     target_name: &str,
-    target: &Target,
     targets_text: &str,
 ) -> Result<Imported, Vec<String>> {
     let name = c.channel.metadata.name.clone();
@@ -101,8 +157,7 @@ fn check(
             .map(|m| format!("{m}: not imported: channel `{name}` {why}"))
             .collect()
     };
-    let resolved = resolve::resolve(&c.channel, target_name, target)
-        .map_err(|e| refuse(format!("cannot be expressed: {}", e.message)))?;
+    let resolved = resolved.map_err(refuse)?;
     let mut findings = c.findings.clone();
     for mut d in crate::backend::desired(&resolved) {
         d.props
@@ -115,14 +170,27 @@ fn check(
     // Lint it as it will be linted on disk. Import never silences a warning: a risk found
     // live (no alarm, no retry, a DLQ keeping messages no longer than its source) stays a
     // warning with its fix, said at the top of the file too.
+    // The channels it shares a destination with are linted beside it; only what is found in
+    // its own document is its.
     let channel = c.channel;
-    let text = format!(
-        "{}\n---\n{targets_text}",
-        emit::document("channel.v1.json", &[], &to_value(&channel))
-    );
+    let own = emit::document("channel.v1.json", &[], &to_value(&channel));
+    let mut text = own.clone();
+    for p in peers {
+        text.push_str("\n---\n");
+        text.push_str(&emit::document("channel.v1.json", &[], &to_value(p)));
+    }
+    let text = format!("{text}\n---\n{targets_text}");
     let ws = load::load_str("imported.yaml", &text);
     let diags = rules::findings(&ws);
-    let diags: Vec<_> = ws.diagnostics.iter().chain(diags.iter()).collect();
+    let mine = |d: &&crate::diag::Diagnostic| {
+        peers.is_empty() || d.loc.is_none_or(|l| l.span.start <= own.len())
+    };
+    let diags: Vec<_> = ws
+        .diagnostics
+        .iter()
+        .chain(diags.iter())
+        .filter(mine)
+        .collect();
     let errors: Vec<String> = diags
         .iter()
         .filter(|d| d.severity == Severity::Error)

@@ -229,6 +229,16 @@ pub fn check<'a>(
     };
     let to = if ask.to == redrive::FAILED_CONSUMER {
         failed_consumer(&r)?
+    } else if ask.to == "source"
+        && r.shares_dead_letter()
+        && matches!(
+            backend::failed_consumer(&r),
+            backend::FailedConsumer::PerMessage(_) | backend::FailedConsumer::BySource(_)
+        )
+    {
+        // A shared destination (`deadLetter.of`): each message goes back to the source the
+        // broker recorded on it, never to a channel it did not come from.
+        failed_consumer(&r)?
     } else if ask.to == "source" {
         Destination {
             name: r.main.clone(),

@@ -43,12 +43,15 @@ pub struct Prepared<'a> {
 
 /// What a replay was asked besides the redrive's selection.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
+pub struct Options<'a> {
     /// `--read-unlisted`: read the objects no manifest lists too (else such an archive is
     /// refused).
     pub read_unlisted: bool,
     /// `--replay-again`: publish what an earlier replay published, or may have.
     pub again: bool,
+    /// `--audit-log FILE`: the journal the archive runs wrote too; every manifest is checked
+    /// against what they recorded (F6).
+    pub journal: Option<&'a std::path::Path>,
 }
 
 /// Reads the archive at `place` for the session's channel and selects what would be
@@ -56,7 +59,7 @@ pub struct Options {
 pub async fn prepare<'a>(
     mut session: Session<'a>,
     place: &Place,
-    opts: Options,
+    opts: Options<'_>,
 ) -> Result<Prepared<'a>, RedriveError> {
     if let Place::Dir(p) = place
         && !p.is_dir()
@@ -95,6 +98,26 @@ pub async fn prepare<'a>(
             s = if n == 1 { "" } else { "s" },
             are = if n == 1 { "is" } else { "are" },
         )));
+    }
+    // Every manifest against what the archive runs journaled (F6): a manifest put back from
+    // an older copy lists fewer objects than its run wrote.
+    if let Some(path) = opts.journal
+        && let Ok(text) = std::fs::read_to_string(path)
+    {
+        let wrong = crate::archive::read::against_journal(
+            &archived,
+            &text,
+            &path.display().to_string(),
+            &place.to_string(),
+            &r.channel,
+            &r.target,
+        );
+        if !wrong.is_empty() {
+            return Err(refused(format!(
+                "the archive does not hold what the journal says was archived into it: {}. Archived dead letters that are in no queue any more would not be replayed; restore the manifest (or the run's folder) first",
+                wrong.join("; ")
+            )));
+        }
     }
     let ledgers = replayed::read(&store, &r.channel, &r.target, &session.checked.to.name)
         .await
@@ -142,7 +165,11 @@ pub async fn prepare<'a>(
         let m = rec.message().map_err(refused)?;
         report.examined += 1;
         let reference = replayed::reference(rec);
-        if !opts.again && ledgers.replayed.contains(&reference) {
+        // The names of the record in a ledger: its own, and its byte copies' (F7).
+        let names = replayed::references(rec);
+        let replayed_before = names.iter().any(|n| ledgers.replayed.contains(n));
+        let unsure_by = names.iter().find_map(|n| ledgers.unsure.get(n));
+        if !opts.again && replayed_before {
             account.already_replayed += 1;
             continue;
         }
@@ -160,13 +187,12 @@ pub async fn prepare<'a>(
                     .or(m.published_ms);
                 ages.extend(since.map(|t| (now - t).max(0) as f64 / 1000.0));
                 if !opts.again
-                    && let Some(at) = ledgers.unsure.get(&reference)
+                    && let Some(at) = unsure_by
                 {
                     *unsure.entry(at.clone()).or_insert(0) += 1;
                 }
-                let before = ledgers.replayed.contains(&reference)
-                    || ledgers.unsure.contains_key(&reference);
-                if !before && ledgers.elsewhere.contains(&reference) {
+                let before = replayed_before || unsure_by.is_some();
+                if !before && names.iter().any(|n| ledgers.elsewhere.contains(n)) {
                     account.replayed_elsewhere += 1;
                 }
                 marks.push((before, archived.copy_runs.contains(&rec.run)));

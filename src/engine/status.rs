@@ -137,6 +137,7 @@ pub async fn read(
                         now,
                     );
                     report.selected = selected;
+                    shared_sources(c, &mut report);
                     ChannelStatus {
                         dead_letter: Some(report),
                         queues,
@@ -158,4 +159,26 @@ pub async fn read(
         channels,
         generated_at_ms: now,
     }
+}
+
+/// The per-source counts of a shared dead-letter destination (`deadLetter.of`), each source
+/// by its short name (an SQS ARN's queue, a Pub/Sub subscription path's last part); none for
+/// a destination one channel has to itself.
+fn shared_sources(c: &Resolved, report: &mut status::DeadLetterReport) {
+    if !c.shares_dead_letter() || c.dead_letter_role != DeadLetterRole::DeadLetter {
+        report.by_source.clear();
+        return;
+    }
+    let short = |s: &str| -> String {
+        match c.backend {
+            crate::spec::model::Backend::Sqs => s.rsplit(':').next().unwrap_or(s).to_owned(),
+            crate::spec::model::Backend::Pubsub => s.rsplit('/').next().unwrap_or(s).to_owned(),
+            _ => s.to_owned(),
+        }
+    };
+    let mut by: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for (s, n) in std::mem::take(&mut report.by_source) {
+        *by.entry(short(&s)).or_default() += n;
+    }
+    report.by_source = by;
 }

@@ -179,6 +179,7 @@ mod tests {
 
     fn unknown(fingerprints: Vec<u64>) -> DeadLetterReport {
         DeadLetterReport {
+            by_source: Default::default(),
             name: "q".into(),
             depth: super::super::Depth::total(
                 fingerprints.len() as u64,

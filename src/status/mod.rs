@@ -46,6 +46,9 @@ pub const HEX_PREFIX: usize = 32;
 /// Sample ids kept per failure group.
 pub const GROUP_SAMPLE_IDS: usize = 3;
 
+/// The source of a dead letter that names none, in [`DeadLetterReport::by_source`].
+pub const UNKNOWN_SOURCE: &str = "(unknown)";
+
 /// What the driver asks of every backend's status door.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadOptions {
@@ -465,6 +468,11 @@ pub struct DeadLetterReport {
     /// `--where`/`--group`: how many of the messages read were chosen (the class counts,
     /// groups and samples are of those); `None` without a selection.
     pub selected: Option<Selected>,
+    /// A shared dead-letter destination (`deadLetter.of`): the messages read per source
+    /// queue or subscription, as the broker recorded it (SQS `DeadLetterQueueSourceArn`,
+    /// RabbitMQ `x-death`, Pub/Sub `CloudPubSubDeadLetterSourceSubscription`), `(unknown)`
+    /// for one that names none. Empty for a destination one channel has to itself.
+    pub by_source: BTreeMap<String, u64>,
 }
 
 /// What `status --where`/`--group` kept of the messages it read.
@@ -575,8 +583,14 @@ pub fn summarise(
     let mut oldest: Option<(f64, &'static str)> = None;
     let mut samples = Vec::new();
     let mut groups: BTreeMap<String, FailureGroup> = BTreeMap::new();
+    let mut by_source: BTreeMap<String, u64> = BTreeMap::new();
     for (i, m) in observed.messages.iter().enumerate() {
         let e = envelope::read(envelope, m);
+        let from = m
+            .source
+            .as_deref()
+            .map_or_else(|| UNKNOWN_SOURCE.to_owned(), |t| safe(&secrets::text(t)));
+        *by_source.entry(from).or_default() += 1;
         let class = safe(&secrets::text(&e.class));
         *by_class.entry(class.clone()).or_default() += 1;
         *by_label
@@ -718,6 +732,7 @@ pub fn summarise(
                 v
             }),
             selected: None,
+            by_source,
         },
         observed.others,
     )

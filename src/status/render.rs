@@ -391,6 +391,9 @@ pub fn human(report: &Report, printer: &Printer) -> String {
                 read_line(d)
             );
         }
+        if !d.by_source.is_empty() {
+            let _ = writeln!(out, "  sources   {}", classes(&d.by_source));
+        }
         if let Some(w) = where_failures_line(d) {
             let _ = writeln!(out, "  warning   {w}");
         }
@@ -749,6 +752,10 @@ pub fn json(report: &Report) -> String {
                         json!({"estimate": true, "classes": d.by_class_in_window})
                     },
                     });
+                    // Only for a shared destination (`deadLetter.of`).
+                    if let (false, Some(o)) = (d.by_source.is_empty(), v.as_object_mut()) {
+                        o.insert("bySource".into(), json!(d.by_source));
+                    }
                     // Only with `--group-by fingerprint`: the default document stays as it was.
                     if let (Some(groups), Some(o)) = (&d.groups, v.as_object_mut()) {
                         o.insert("groups".into(), groups_json(groups));

@@ -1,6 +1,7 @@
-//! Import from Kafka: a topic with a dead-letter topic next to it (`<main>-dlt`, or Spring's
-//! older `<main>.DLT`) becomes a channel, with its retry topics (`<main>-retry…`) and its
-//! invalid-message topic (`<main>-invalid-dlt`, `spec.invalid`).
+//! Import from Kafka: a topic with a dead-letter topic next to it (`<main>-dlt`, `.dlt` or
+//! `_dlt`, or the blocking recoverer's `<main>.DLT`) becomes a channel, with its retry topics
+//! (`<main>-retry…`, `.retry…`, `_retry…`, by the same suffix set) and its invalid-message
+//! topic (`<main>-invalid-dlt`, `spec.invalid`).
 //!
 //! Topics carry no links, so the grouping follows Spring Kafka's naming, the same profiles
 //! dlqctl writes (docs/kafka.md). Which profile, backoff and number of attempts give exactly
@@ -49,11 +50,14 @@ pub fn group(
     target: &Target,
 ) -> (Vec<Candidate>, Vec<String>) {
     let topics: BTreeSet<&str> = live.keys().map(|i| i.name.as_str()).collect();
+    // The DLT next to a main topic, with the suffix set that names it and its retry topics.
     let dlt_of = |main: &str| {
-        [format!("{main}-dlt"), format!("{main}.DLT")]
-            .into_iter()
-            .find(|d| topics.contains(d.as_str()))
+        SUFFIX_SETS
+            .iter()
+            .map(|(r, d)| (format!("{main}{d}"), *r, *d))
+            .find(|(d, _, _)| topics.contains(d.as_str()))
     };
+    let is_dlt = |t: &str| SUFFIX_SETS.iter().any(|(_, d)| t.ends_with(d));
     let mains: Vec<&str> = topics
         .iter()
         .copied()
@@ -63,17 +67,19 @@ pub fn group(
     let mut out = Vec::new();
     let mut unmatched = Vec::new();
     for main in &mains {
-        let Some(dlt) = dlt_of(main) else { continue };
+        let Some((dlt, retry_suffix, dlt_suffix)) = dlt_of(main) else {
+            continue;
+        };
         let retries: Vec<&str> = topics
             .iter()
             .copied()
             .filter(|t| {
                 t.strip_prefix(*main)
-                    .and_then(|r| r.strip_prefix("-retry"))
+                    .and_then(|r| r.strip_prefix(retry_suffix))
                     .is_some_and(|r| r.is_empty() || r.starts_with('-'))
                     && !mains.contains(t)
                     && dlt_of(t).is_none()
-                    && !t.ends_with("-dlt")
+                    && !is_dlt(t)
             })
             .collect();
         let invalid = format!("{main}{}", resolve::KAFKA_INVALID_SUFFIX);
@@ -88,6 +94,8 @@ pub fn group(
             target,
             main,
             dlt: &dlt,
+            retry_suffix,
+            dlt_suffix,
             retries: &retries,
             invalid: invalid.as_deref(),
         };
@@ -114,6 +122,17 @@ pub fn group(
     }
     (out, unmatched)
 }
+
+/// The suffix sets a Spring Kafka application names its retry and dead-letter topics with,
+/// most common first: `@RetryableTopic`'s defaults (`-retry`, `-dlt`), the dotted and
+/// underscored sets teams configure (`retryTopicSuffix`, `dltTopicSuffix`), and the blocking
+/// `DeadLetterPublishingRecoverer`'s `.DLT` (no retry topics of its own; `-retry` then).
+const SUFFIX_SETS: [(&str, &str); 4] = [
+    ("-retry", "-dlt"),
+    (".retry", ".dlt"),
+    ("_retry", "_dlt"),
+    ("-retry", ".DLT"),
+];
 
 /// The configs set on a topic (not broker defaults).
 fn topic_configs(l: &Live) -> BTreeMap<String, Value> {
@@ -156,6 +175,9 @@ struct Topics<'a> {
     target: &'a Target,
     main: &'a str,
     dlt: &'a str,
+    /// Spring's retry topic suffix and DLT suffix that name this channel's topics.
+    retry_suffix: &'a str,
+    dlt_suffix: &'a str,
     retries: &'a [&'a str],
     /// `<main>-invalid-dlt`, when it exists.
     invalid: Option<&'a str>,
@@ -222,11 +244,13 @@ fn base_spec(
         .collect();
     let shared = shared_configs(ml, &all);
     let (main, dlt) = (t.main, t.dlt);
-    let dead_letter_name = if dlt == format!("{main}-dlt") {
+    // `.DLT` (the blocking recoverer's) is a name; the others are Spring suffix sets.
+    let dead_letter_name = if t.dlt_suffix != ".DLT" {
         None
     } else {
         Some(template(dlt, id).ok_or_else(|| format!("the name {dlt} holds `{{` or `}}`"))?)
     };
+    let non_default = |v: &str, d: &str| (v != d && t.dlt_suffix != ".DLT").then(|| v.to_owned());
     let keep = crate::backend::kit::import::dead_letter_keep(
         crate::spec::model::Backend::Kafka,
         retention(dl, &topic_id(t.target_name, dlt), findings),
@@ -237,6 +261,7 @@ fn base_spec(
         retention: retention(ml, &topic_id(t.target_name, main), findings),
         retry: None,
         dead_letter: Some(DeadLetter {
+            of: None,
             subscription: None,
             name: dead_letter_name,
             retention: keep.0,
@@ -254,8 +279,8 @@ fn base_spec(
             replication_factor: replication,
             dead_letter_partitions: dlt_partitions.filter(|d| Some(*d) != partitions),
             naming: None,
-            retry_topic_suffix: None,
-            dlt_suffix: None,
+            retry_topic_suffix: non_default(t.retry_suffix, "-retry"),
+            dlt_suffix: non_default(t.dlt_suffix, "-dlt"),
             exception_based_dlts: None,
             same_interval_topic_reuse: None,
             acls: None,
@@ -323,7 +348,7 @@ fn shared_configs(ml: &Live, all: &[&Live]) -> BTreeMap<String, ConfigValue> {
 /// would, gives exactly the live retry topic names; with whether its delays are a guess.
 fn matching_retry(t: &Topics, id: &str, base: &ChannelSpec) -> Result<(ChannelSpec, bool), String> {
     let wanted: BTreeSet<&str> = t.retries.iter().copied().collect();
-    candidates(t.main, t.retries)
+    candidates(t.main, t.retry_suffix, t.retries)
         .into_iter()
         .map(|(naming, reuse, backoff, attempts, assumed)| {
             let mut spec = base.clone();
@@ -357,12 +382,15 @@ type Try = (KafkaNaming, TopicReuse, Option<Backoff>, u32, bool);
 
 /// Profiles, backoffs and attempt counts that may give these retry topics, most likely first;
 /// the last field says whether the delays are a guess.
-fn candidates(main: &str, retries: &[&str]) -> Vec<Try> {
+fn candidates(main: &str, retry_suffix: &str, retries: &[&str]) -> Vec<Try> {
     use KafkaNaming::{Index, Spring};
     use TopicReuse::{MultipleTopics, SingleTopic};
     let rests: Vec<&str> = retries
         .iter()
-        .filter_map(|r| r.strip_prefix(main).and_then(|r| r.strip_prefix("-retry")))
+        .filter_map(|r| {
+            r.strip_prefix(main)
+                .and_then(|r| r.strip_prefix(retry_suffix))
+        })
         .collect();
     let k = u32::try_from(rests.len()).unwrap_or(u32::MAX);
     if rests.is_empty() {

@@ -18,16 +18,18 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
     let (min_backoff, max_backoff) = p
         .backoff
         .map_or((Value::Null, Value::Null), |(a, b)| (secs(a), secs(b)));
+    let expiry = p.expire_after.map_or_else(|| json!(NEVER), secs);
     let dead_letter_sub: Props = [
         (TOPIC, json!(r.dead_letter)),
         (ACK_DEADLINE, secs(PUBSUB_DEFAULT_ACK_DEADLINE)),
         (RETENTION, opt(r.dead_letter_retention)),
-        // Dead letters do not dead-letter further, and wait for people: no policies, no expiry.
+        // Dead letters do not dead-letter further, and wait for people: no policies, and no
+        // expiry unless the spec says (`pubsub.expireAfter`, what an adopted estate has).
         (DEAD_LETTER_TOPIC, Value::Null),
         (MAX_ATTEMPTS, Value::Null),
         (MIN_BACKOFF, Value::Null),
         (MAX_BACKOFF, Value::Null),
-        (EXPIRY, json!(NEVER)),
+        (EXPIRY, expiry.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -40,7 +42,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         (MAX_ATTEMPTS, json!(r.max_attempts)),
         (MIN_BACKOFF, min_backoff),
         (MAX_BACKOFF, max_backoff),
-        (EXPIRY, json!(NEVER)),
+        (EXPIRY, expiry),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

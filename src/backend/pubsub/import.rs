@@ -124,15 +124,17 @@ pub fn group(
             jitter: None,
         });
         let ack = duration(sl, ACK_DEADLINE).map(|d| Duration::from_millis(d.as_millis()));
-        for (i, l) in
-            std::iter::once((*sid, *sl)).chain(dlt_sub.and_then(|i| Some((i, live.get(i)?))))
+        // The subscriptions' expiration policy, kept as found (`pubsub.expireAfter`; lint
+        // warns): the consumer's sets it, and a dead-letter subscription that differs is said.
+        let expire_after = duration(sl, EXPIRY);
+        if let Some((i, l)) = dlt_sub.and_then(|i| Some((i, live.get(i)?)))
+            && duration(l, EXPIRY) != expire_after
         {
-            if l.props.get(EXPIRY).and_then(Value::as_str) != Some(NEVER) {
-                findings.push(format!(
-                    "{i}: it expires after {} s without a pull; the spec keeps it forever (expirationPolicy never)",
-                    l.props.get(EXPIRY).map_or_else(String::new, Value::to_string)
-                ));
-            }
+            findings.push(format!(
+                "{i}: its expiration policy ({}) differs from the consumer's subscription's ({}); a spec gives both one `pubsub.expireAfter`: a plan shows the difference",
+                l.props.get(EXPIRY).map_or_else(String::new, Value::to_string),
+                sl.props.get(EXPIRY).map_or_else(String::new, Value::to_string)
+            ));
         }
         if let Some(l) = dl_live
             && duration(l, ACK_DEADLINE).is_some_and(|d| d != PUBSUB_DEFAULT_ACK_DEADLINE)
@@ -157,6 +159,7 @@ pub fn group(
                 name: None,
             }),
             dead_letter: Some(DeadLetter {
+                of: None,
                 name: tpl(dlt, "{channel}-dlq"),
                 subscription: dlt_sub.and_then(|i| tpl(&i.name, "{channel}-dlq-sub")),
                 retention: keep.0,
@@ -166,6 +169,7 @@ pub fn group(
             pubsub: Some(PubsubOptions {
                 subscription: tpl(&sid.name, "{channel}-sub"),
                 ack_deadline: ack.filter(|d| *d != PUBSUB_DEFAULT_ACK_DEADLINE),
+                expire_after,
             }),
             ..ChannelSpec::default()
         };

@@ -80,6 +80,19 @@ impl Mover {
             )));
         };
         run.check_owned(not_dlqctls(&found)).map_err(MoveError)?;
+        if let Some(sink) = run.archive.as_deref() {
+            // What a run pulls stays leased to it until the subscription's ack deadline
+            // (10 s when unset): a killed archive run's messages are unseen that long.
+            let deadline = self
+                .reader
+                .get_json(Kind::Subscription, &p.dead_letter_subscription)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|s| s.get("ackDeadlineSeconds").and_then(Value::as_i64))
+                .unwrap_or(10);
+            sink.held_for(deadline.saturating_mul(1000));
+        }
         let mut pace = Pace::new(run.rate);
         let mut seen: BTreeSet<String> = BTreeSet::new();
         for _ in 0..MAX_PULLS {

@@ -83,6 +83,11 @@ impl crate::backend::kit::doors::Review for Reader {
                 continue;
             };
             let pos = changes.iter().position(|c| c.resource == d.id);
+            // Nothing to write to it: an object that is not dlqctl's is refused only where the
+            // plan would change it (or `--adopt` would label it), never where nothing changes.
+            if pos.is_none() && !adopt {
+                continue;
+            }
             let in_place = pos.is_none_or(|p| changes[p].action == Action::Update);
             if adopt && crate::backend::kit::ownership::adoptable(&labels) && in_place {
                 let fields = vec![

@@ -94,6 +94,18 @@ fn queue_settings<'r>(r: &'r Resolved, rb: &RabbitResolved) -> Vec<QueueSettings
     queues
 }
 
+/// Whether the spec gives the channel's main queue a dead-letter exchange. Not in arguments
+/// mode with retry queues and no named dead-letter exchange (`dlx: arguments`, as consumers
+/// seed the queues): the consumer publishes a failure to the retry queues itself, and the
+/// main queue dead-letters nowhere by design (issue 52, M12 and second review F8).
+pub(super) fn main_dead_letters(r: &Resolved) -> bool {
+    r.rabbitmq.as_ref().is_some_and(|rb| {
+        main_settings(r, rb)
+            .iter()
+            .any(|(k, _)| *k == "dead-letter-exchange")
+    })
+}
+
 /// The main queue's settings: its retention, and where it dead-letters for the retry model
 /// (the DLQ after a delivery limit; the first retry queue in a TTL loop in policy mode).
 ///
@@ -126,13 +138,15 @@ fn main_settings(r: &Resolved, rb: &RabbitResolved) -> Settings {
             main.push(("delivery-limit", json!(r.max_attempts.saturating_sub(1))));
             main.extend(into_dlq());
             // Quorum dead-lettering is at-most-once unless both of these are set.
-            main.push(("dead-letter-strategy", json!("at-least-once")));
-            main.push(("overflow", json!("reject-publish")));
+            if rb.at_least_once {
+                main.push(("dead-letter-strategy", json!("at-least-once")));
+                main.push(("overflow", json!("reject-publish")));
+            }
         }
         RetryModel::Ttl => match r.retry_stages.first() {
-            // In policy mode a rejected message goes to the first retry queue rather than being
-            // dropped.
-            Some(first) if rb.dlx == DlxMode::Policy => {
+            // In policy mode (and in arguments mode with `rejectToRetry`) a rejected message
+            // goes to the first retry queue rather than being dropped.
+            Some(first) if rb.reject_to_retry => {
                 main.push(("dead-letter-exchange", json!("")));
                 main.push(("dead-letter-routing-key", json!(first.name)));
             }

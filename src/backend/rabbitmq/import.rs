@@ -28,8 +28,8 @@ use crate::backend::kit::import::{
 use crate::resource::Role;
 use crate::resource::{Kind, Live, ResourceId};
 use crate::spec::model::{
-    ChannelSpec, DeadLetter, DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, Invalid,
-    QueueType, RabbitMqOptions, Retry, RetryModel, Target,
+    ChannelSpec, DeadLetter, DeadLetterExchange, DeadLetterStrategy, DlxMode, ExchangeBinding,
+    ExchangeKind, Invalid, QueueType, RabbitMqOptions, Retry, RetryModel, Target,
 };
 use crate::spec::resolve::DEFAULT_POLICY_PRIORITY;
 
@@ -136,6 +136,11 @@ struct Queue<'a> {
     settings: BTreeMap<String, Value>,
     source: Source,
     policy: Option<String>,
+    /// The settings the applied policy gives it, and the ones its x-arguments give it.
+    policy_keys: Vec<&'static str>,
+    argument_keys: Vec<&'static str>,
+    /// The applied policy's pattern, when it was read.
+    pattern: Option<String>,
 }
 
 impl Queue<'_> {
@@ -209,21 +214,34 @@ fn queues<'a>(
                         == Some(crate::backend::rabbitmq::exact_pattern(&id.name).as_str())
                 })
         });
+        let mut policy_keys = Vec::new();
+        let mut pattern = None;
         if let Some(pl) = policy.as_deref().and_then(|p| policies.get(p)) {
+            pattern = pl
+                .props
+                .get("pattern")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             for k in SETTINGS {
                 if let Some(v) = pl.props.get(&format!("definition.{k}")) {
                     settings.insert(k.to_owned(), v.clone());
                     from_policy = true;
+                    policy_keys.push(k);
                 }
             }
         }
         let mut from_args = false;
+        let mut argument_keys = Vec::new();
         for k in SETTINGS {
+            // An x-argument wins over the policy's value, as in RabbitMQ.
             if let Some(v) = l.props.get(&format!("arguments.x-{k}")) {
                 settings.insert(k.to_owned(), v.clone());
                 from_args = true;
+                argument_keys.push(k);
+                policy_keys.retain(|p| *p != k);
             }
         }
+        let from_policy = from_policy && !policy_keys.is_empty();
         let source = match (from_args, from_policy) {
             (false, false) => Source::None,
             (true, false) => Source::Arguments,
@@ -239,6 +257,9 @@ fn queues<'a>(
                 settings,
                 source,
                 policy,
+                policy_keys,
+                argument_keys,
+                pattern,
             },
         );
     }
@@ -650,6 +671,25 @@ struct Members<'q> {
 }
 
 impl<'q> Members<'q> {
+    /// A delivery limit without `dead-letter-strategy: at-least-once` and without an overflow
+    /// (RabbitMQ's at-most-once default): `deadLetterStrategy: atMostOnce`. Any other mix is
+    /// left for the plan to report.
+    fn at_most_once(&self) -> bool {
+        matches!(self.model, Loop::DeliveryLimit(_))
+            && self.main.settings.get("dead-letter-strategy") != Some(&Value::from("at-least-once"))
+            && !self.main.settings.contains_key("overflow")
+    }
+
+    /// The main queue dead-letters into its first retry queue through the default exchange:
+    /// the broker drives the TTL loop (policy mode's shape; `rejectToRetry` in arguments mode).
+    fn rejects_to_retry(&self) -> bool {
+        self.model == Loop::Ttl
+            && self
+                .retries
+                .first()
+                .is_some_and(|r| self.main.edge() == Ok(Some(r.name)))
+    }
+
     /// Main queue, retry queues, dead-letter queue, invalid-message queue, in that order.
     fn all(&self) -> Vec<&'q Queue<'q>> {
         std::iter::once(self.main)
@@ -734,6 +774,7 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
         retention: ms.main.ttl().map(millis),
         retry: Some(retry),
         dead_letter: Some(DeadLetter {
+            of: None,
             subscription: None,
             name: non_default(dlq_t, "{channel}.dlq"),
             retention: keep.0,
@@ -754,6 +795,8 @@ fn candidate(s: &Scope, ms: &Members, names: &[&str]) -> Result<Candidate, Strin
             exchange,
             dead_letter_exchange: dlx.map(|d| d.0),
             policy_priority: policy_priority(s, &members),
+            reject_to_retry: (mode == DlxMode::Arguments && ms.rejects_to_retry()).then_some(true),
+            dead_letter_strategy: ms.at_most_once().then_some(DeadLetterStrategy::AtMostOnce),
         }),
         ..ChannelSpec::default()
     };
@@ -801,17 +844,53 @@ fn dlx_mode(members: &[&Queue]) -> Result<DlxMode, String> {
         [] | ["OwnPolicy"] => Ok(DlxMode::Policy),
         ["Arguments"] => Ok(DlxMode::Arguments),
         _ => {
-            let other: Vec<String> = members
+            // Each queue and the object its settings come from, as RabbitMQ applies them: the
+            // x-arguments, then the one policy it applies (the highest priority that matches).
+            let said: Vec<String> = members
                 .iter()
-                .filter(|q| matches!(q.source, Source::OtherPolicy | Source::Mixed))
-                .map(|q| format!("{} (policy {})", q.name, q.policy.as_deref().unwrap_or("-")))
+                .filter_map(|q| {
+                    let p = q.policy.as_deref().unwrap_or("-");
+                    let keys = |k: &[&str]| k.join(", ");
+                    match q.source {
+                        Source::OtherPolicy if q.name == p => Some(format!(
+                            "{} gets {} from policy `{p}`, whose pattern `{}` matches more than that queue",
+                            q.name,
+                            keys(&q.policy_keys),
+                            q.pattern.as_deref().unwrap_or("?")
+                        )),
+                        Source::OtherPolicy => Some(format!(
+                            "{} gets {} from policy `{p}`, which is not named after it",
+                            q.name,
+                            keys(&q.policy_keys)
+                        )),
+                        Source::Mixed => Some(format!(
+                            "{} gets {} from its x-arguments and {} from policy `{p}`",
+                            q.name,
+                            keys(&q.argument_keys),
+                            keys(&q.policy_keys)
+                        )),
+                        _ => None,
+                    }
+                })
                 .collect();
-            Err(if other.is_empty() {
-                "its queues mix x-arguments and policies; a spec uses one or the other".to_owned()
+            Err(if said.is_empty() {
+                let by = |s: Source| {
+                    members
+                        .iter()
+                        .filter(|q| q.source == s)
+                        .map(|q| q.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                format!(
+                    "its queues mix x-arguments ({}) and policies named after them ({}); a spec uses one or the other",
+                    by(Source::Arguments),
+                    by(Source::OwnPolicy)
+                )
             } else {
                 format!(
-                    "{} get dead-lettering from a policy not named after the queue (or from both a policy and x-arguments); dlqctl writes one policy per queue, named after it",
-                    other.join(", ")
+                    "{}; a spec sets each queue's dead-lettering in one place: x-arguments only, or one policy named after the queue that matches only it",
+                    said.join("; ")
                 )
             })
         }
@@ -990,7 +1069,10 @@ fn dead_letter_exchange<'l>(
                 None,
             )));
         }
-        None if mode == DlxMode::Policy && ms.model == Loop::Ttl && !ms.retries.is_empty() => {
+        None if (mode == DlxMode::Policy || ms.rejects_to_retry())
+            && ms.model == Loop::Ttl
+            && !ms.retries.is_empty() =>
+        {
             let members = ms.all();
             let by_exchange = bindings_by_exchange(s, &members);
             let only_dlq: Vec<(&'l str, String)> = by_exchange
@@ -1524,6 +1606,9 @@ mod tests {
                 settings: [("message-ttl".to_owned(), json!(ttl))].into(),
                 source: Source::Arguments,
                 policy: None,
+                policy_keys: Vec::new(),
+                argument_keys: vec!["message-ttl"],
+                pattern: None,
             }
         };
         let (a, b) = (mk("o.retry.1000", 1000), mk("o.retry.2000", 2000));

@@ -89,6 +89,77 @@ pub fn refine(change: &mut Change) {
     change.destructive = Some(how);
 }
 
+/// The queue a dead-letter (or invalid-message) policy change puts a new or lower
+/// `message-ttl` on, when that queue already exists: a create of the policy (the queue was
+/// made before, by hand or by another spec) is as destructive as the update [`refine`] guards,
+/// unless the TTL already in force on the queue (an x-argument, or another policy) is as short.
+/// `None`: no such TTL, or the queue is new (it holds nothing).
+pub fn ttl_on_existing_queue(c: &Change, live: &BTreeMap<ResourceId, Live>) -> Option<ResourceId> {
+    if c.resource.kind != Kind::Policy
+        || !matches!(c.role, Role::DeadLetterPolicy | Role::InvalidPolicy)
+    {
+        return None;
+    }
+    let new = c
+        .fields
+        .iter()
+        .find(|f| f.key == "definition.message-ttl")
+        .and_then(|f| f.new.as_ref())
+        .and_then(Value::as_u64)?;
+    let queue = ResourceId {
+        kind: Kind::Queue,
+        ..c.resource.clone()
+    };
+    let q = live.get(&queue)?;
+    match c.action {
+        Action::Update if c.destructive.is_some() => Some(queue),
+        Action::Create => {
+            let in_force = ["arguments.x-message-ttl", "@policy_definition.message-ttl"]
+                .iter()
+                .filter_map(|k| q.props.get(*k).and_then(Value::as_u64))
+                .min();
+            (in_force.is_none_or(|t| new < t)).then_some(queue)
+        }
+        _ => None,
+    }
+}
+
+/// Guards a new or lower dead-letter `message-ttl` on a queue that exists by what it holds
+/// now (`held`, `None`: RabbitMQ reported no count): a create needs `--allow-message-loss`
+/// unless the queue is empty, and both say how many messages are at risk.
+pub fn guard_ttl(c: &mut Change, held: Option<u64>) {
+    let (queue, item) = match c.role {
+        Role::InvalidPolicy => ("invalid-message queue", "invalid message"),
+        _ => ("dead-letter queue", "dead letter"),
+    };
+    let count = match held {
+        Some(n) => format!("it holds {n} messages now, each at risk"),
+        None => "RabbitMQ reports no message count for it yet: any it holds are at risk".into(),
+    };
+    match c.action {
+        Action::Create => {
+            if held == Some(0) {
+                return;
+            }
+            let n = c
+                .fields
+                .iter()
+                .find(|f| f.key == "definition.message-ttl")
+                .and_then(|f| f.new.as_ref())
+                .and_then(Value::as_u64)
+                .unwrap_or_default();
+            c.destructive = Some(format!(
+                "a new message-ttl of {n} ms on the {queue}, which exists, expires every {item} older than that at once; {count}"
+            ));
+        }
+        _ => {
+            if let Some(d) = c.destructive.as_mut() {
+                d.push_str(&format!("; {count}"));
+            }
+        }
+    }
+}
+
 /// Policy keys that change what a queue dead-letters, keeps or drops. Any of these set by a
 /// policy dlqctl does not own for that queue (or by an operator policy) is drift; others
 /// (`queue-mode`, `ha-*`, ...) are harmless to dead letters.
@@ -862,6 +933,79 @@ mod tests {
             new: new.map(|v| json!(v)),
         }];
         c
+    }
+
+    /// Issue 53: the create of a dead-letter policy with a TTL, for a DLQ that already exists,
+    /// is guarded by what the DLQ holds (not for a new DLQ, an empty one, or one whose TTL in
+    /// force is already as short), and says the count; a lower TTL says it too.
+    #[test]
+    fn a_new_ttl_on_an_existing_dlq_is_guarded_by_what_it_holds() {
+        let mut create = dlq_policy_update(None, Some(3_600_000), Role::DeadLetterPolicy);
+        create.action = Action::Create;
+        let queue_id = ResourceId {
+            kind: Kind::Queue,
+            ..create.resource.clone()
+        };
+        let live_with = |props: Value| -> BTreeMap<ResourceId, Live> {
+            [(
+                queue_id.clone(),
+                Live {
+                    props: serde_json::from_value(props).expect("props"),
+                    messages: None,
+                },
+            )]
+            .into()
+        };
+        assert_eq!(
+            ttl_on_existing_queue(&create, &BTreeMap::new()),
+            None,
+            "a new DLQ"
+        );
+        let plain = live_with(json!({"type": "classic"}));
+        assert_eq!(
+            ttl_on_existing_queue(&create, &plain),
+            Some(queue_id.clone())
+        );
+        let shorter = live_with(json!({"arguments.x-message-ttl": 1000}));
+        assert_eq!(
+            ttl_on_existing_queue(&create, &shorter),
+            None,
+            "already shorter"
+        );
+        let longer = live_with(json!({"@policy_definition.message-ttl": 86_400_000}));
+        assert!(ttl_on_existing_queue(&create, &longer).is_some());
+
+        let mut empty = create.clone();
+        guard_ttl(&mut empty, Some(0));
+        assert!(empty.destructive.is_none(), "an empty DLQ loses nothing");
+        let mut held = create.clone();
+        guard_ttl(&mut held, Some(5));
+        assert!(
+            held.destructive
+                .as_deref()
+                .is_some_and(|d| d.contains("3600000 ms") && d.contains("it holds 5 messages now")),
+            "{:?}",
+            held.destructive
+        );
+        assert!(held.may_lose_messages());
+        let mut unknown = create;
+        guard_ttl(&mut unknown, None);
+        assert!(unknown.may_lose_messages(), "no count: at risk");
+
+        let mut lower =
+            dlq_policy_update(Some(86_400_000), Some(3_600_000), Role::DeadLetterPolicy);
+        refine(&mut lower);
+        assert_eq!(ttl_on_existing_queue(&lower, &plain), Some(queue_id));
+        guard_ttl(&mut lower, Some(7));
+        assert!(
+            lower
+                .destructive
+                .as_deref()
+                .is_some_and(|d| d.starts_with("lowering")
+                    && d.ends_with("it holds 7 messages now, each at risk")),
+            "{:?}",
+            lower.destructive
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Confirmation, PublisherConfirm};
 use serde_json::Value;
 
+use super::desired::main_dead_letters;
 use super::read::Reader;
 use crate::backend::kit::connect::env_value;
 use crate::backend::kit::errors::{BackendError, MoveError};
@@ -769,7 +770,7 @@ impl Mover {
         let name = if run.to.source { &r.main } else { &run.to.name };
         run.check_owned(redrive::outside_prefixes(&self.reader.prefixes, name))
             .map_err(MoveError)?;
-        self.guard(vhost, name, run.to.source)
+        self.guard(vhost, name, run.to.source && main_dead_letters(r))
             .await
             .map_err(|e| MoveError(format!("destination: {}", e.0)))?;
         if !run.to.source {
@@ -788,11 +789,22 @@ impl Mover {
 pub(super) enum Dlx {
     /// Not asked (`--to QUEUE`: a queue the operator names).
     Unchecked,
-    /// The channel's main queue: its policy was displaced.
+    /// The channel's main queue, whose spec gives it a dead-letter exchange ([`main_dlx`]).
     Main,
     /// Another queue a message is sent back to by `--to failed-consumer` (issue 52, F2: a
     /// copy that failed again there was dropped).
     Side,
+}
+
+/// What [`guard`] asks of the channel's main queue: a dead-letter exchange when the spec
+/// gives it one; none in `dlx: arguments` mode, where it has none by design (issue 52, M12
+/// and second review F8: the refusal blamed a displaced policy this mode never has).
+fn main_dlx(r: &Resolved) -> Dlx {
+    if main_dead_letters(r) {
+        Dlx::Main
+    } else {
+        Dlx::Unchecked
+    }
 }
 
 /// Refuses a destination that would drop what it is given (a length cap with `drop-head`),
@@ -819,7 +831,7 @@ async fn guard(reader: &Reader, vhost: &str, name: &str, dlx: Dlx) -> Result<(),
             format!("{} applies to it and sets none", g.policies.join(", "))
         };
         let hint = if dlx == Dlx::Main {
-            "run `dlqctl plan` to see what displaced the channel's policy"
+            "the channel's spec gives it one: run `dlqctl plan` to see what differs (a policy displaced, or the queue declared without the argument)"
         } else {
             "give it one (a policy or an `x-dead-letter-exchange` argument), or redrive these messages --to a queue that has one"
         };
@@ -871,7 +883,7 @@ pub async fn failed_queue_ok(
             "not redriving into `{q}` (the queue a message was rejected from, by its x-death): {why}; dlqctl moves messages only into what the target owns. Pass --allow-unowned-destination to move them there anyway"
         )));
     }
-    let dlx = if q == r.main { Dlx::Main } else { Dlx::Side };
+    let dlx = if q == r.main { main_dlx(r) } else { Dlx::Side };
     guard(reader, vhost, q, dlx)
         .await
         .map_err(|e| MoveError(format!("destination: {}", e.0)))
@@ -1170,7 +1182,7 @@ impl<F: Fn(&str, lapin::Error) -> MoveError> Stage<'_, F> {
         } else if run.to.failed_consumer {
             let mut ok = Ok(());
             for q in &used {
-                let dlx = if q == &r.main { Dlx::Main } else { Dlx::Side };
+                let dlx = if q == &r.main { main_dlx(r) } else { Dlx::Side };
                 if let Err(e) = guard(&self.mover.reader, self.vhost, q, dlx).await {
                     ok = Err(e);
                     break;
@@ -1178,7 +1190,9 @@ impl<F: Fn(&str, lapin::Error) -> MoveError> Stage<'_, F> {
             }
             ok
         } else {
-            self.mover.guard(self.vhost, self.into, run.to.source).await
+            self.mover
+                .guard(self.vhost, self.into, run.to.source && main_dead_letters(r))
+                .await
         };
         if let Err(e) = guarded {
             run.tally

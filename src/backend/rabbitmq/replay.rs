@@ -3,7 +3,8 @@
 //! awaited; a message counts once the broker confirmed it (an unroutable one, returned, or
 //! a refused one, nacked, stops the run). The destination is guarded as the mover's is: a
 //! queue that would drop what it is given (a length cap with `drop-head`) or, for the main
-//! queue, one without a dead-letter exchange, is refused before anything is published.
+//! queue when the spec gives it a dead-letter exchange, one without it now, is refused
+//! before anything is published.
 //!
 //! Where it goes: `--to QUEUE` through the default exchange; the channel's main queue
 //! through the channel's exchange with the key the message was first published with (from
@@ -66,8 +67,13 @@ impl Replayer {
         let into = if job.to.source { &r.main } else { &job.to.name };
         job.check_owned(redrive::outside_prefixes(&self.prefixes, into))
             .map_err(MoveError)?;
+        // The main queue is asked for a dead-letter exchange only when the spec gives it
+        // one: a `dlx: arguments` channel's main queue has none by design (its consumer
+        // publishes failures to the retry queues), and a copy replayed there is as safe as
+        // any message published to it (issue 52, second review F8).
+        let dlx = job.to.source && super::desired::main_dead_letters(r);
         self.mover
-            .guard(vhost, into, job.to.source)
+            .guard(vhost, into, dlx)
             .await
             .map_err(|e| MoveError(format!("destination: {}; nothing was published", e.0)))?;
         let shown = &self.mover.shown;

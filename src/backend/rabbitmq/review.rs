@@ -30,6 +30,16 @@ impl crate::backend::kit::doors::Review for Reader {
                 .await?;
             super::plan::list_rebinds(c, &bindings);
         }
+        // A new or lower dead-letter TTL on a queue that exists: guarded by what it holds.
+        for c in changes.iter_mut() {
+            if c.resource.target != self.target {
+                continue;
+            }
+            if let Some(queue) = super::plan::ttl_on_existing_queue(c, live) {
+                let held = self.message_count(&queue).await?;
+                super::plan::guard_ttl(c, held);
+            }
+        }
         notes.extend(super::plan::quorum_notes(changes, live));
         // One small read, only where a channel of this target has a TTL retry loop: the
         // consumer contract depends on the broker's version.

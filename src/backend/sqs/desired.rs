@@ -52,7 +52,7 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         (DLQ_TARGET, Value::Null),
         (MAX_RECEIVE, Value::Null),
         (ALLOW_PERMISSION, json!("byQueue")),
-        (ALLOW_SOURCES, json!([r.main])),
+        (ALLOW_SOURCES, json!(allowed_sources(r))),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -94,7 +94,11 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
         protection(&mut props, s.dead_letter_encryption.as_ref(), None);
         (name, role, props)
     });
-    let mut out: Vec<Desired> = std::iter::once((&r.dead_letter, Role::DeadLetter, dlq))
+    // A channel sharing another's DLQ (`deadLetter.of`) leaves it, and its alarms, to the owner.
+    let owned = r.dead_letter_of.is_none();
+    let mut out: Vec<Desired> = owned
+        .then_some((&r.dead_letter, Role::DeadLetter, dlq))
+        .into_iter()
         .chain(invalid)
         .chain([(&r.main, Role::Main, main)])
         .map(|(name, role, props)| Desired {
@@ -106,8 +110,21 @@ pub fn desired(r: &Resolved) -> Vec<Desired> {
             present: true,
         })
         .collect();
-    out.extend(alarms::desired(r));
+    if owned {
+        out.extend(alarms::desired(r));
+    }
     out
+}
+
+/// The queues the DLQ's RedriveAllowPolicy lets dead-letter into it: the channel's main queue
+/// and those of the channels sharing it (`deadLetter.of`), sorted as SQS's are read.
+fn allowed_sources(r: &Resolved) -> Vec<&str> {
+    let mut v: Vec<&str> = std::iter::once(r.main.as_str())
+        .chain(r.dead_letter_sources.iter().map(String::as_str))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 #[cfg(test)]

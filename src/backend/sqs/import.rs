@@ -92,6 +92,8 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
     let mut claimed: BTreeSet<String> = BTreeSet::new();
     let mut handled: BTreeSet<String> = BTreeSet::new();
     let mut alarms_handled: BTreeSet<String> = BTreeSet::new();
+    // Each DLQ taken by a channel, with that channel (the owner of a shared DLQ).
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
     let is_dlq: BTreeSet<&str> = inv.queues.values().filter_map(dead_letter_target).collect();
     // Sources first: a queue that is itself some queue's DLQ comes after those that are not.
     let mut mains: Vec<(&String, &SeenQueue)> = inv
@@ -107,6 +109,20 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
             continue;
         };
         handled.insert(main.clone());
+        // A DLQ an earlier channel took: this queue shares it (`deadLetter.of` that channel).
+        if let Some(owner) = owners.get(dlq)
+            && !claimed.contains(main)
+            && !is_dlq.contains(main.as_str())
+        {
+            match sharer(inv, target_name, main, mq, owner) {
+                Ok(c) => {
+                    claimed.insert(main.clone());
+                    out.push(c);
+                }
+                Err(why) => unmatched.push(format!("{id}: fits no channel: {why}")),
+            }
+            continue;
+        }
         if let Some(why) = unlinkable(inv, main, dlq, &claimed) {
             unmatched.push(format!("{id}: fits no channel: it {why}"));
             continue;
@@ -126,6 +142,7 @@ pub fn group(inv: &Inventory, target_name: &str) -> (Vec<Candidate>, Vec<String>
             Ok(mut c) => {
                 claimed.insert(main.clone());
                 claimed.insert(dlq.to_owned());
+                owners.insert(dlq.to_owned(), c.channel.metadata.name.clone());
                 handled.insert(dlq.to_owned());
                 if let Some(name) = invalid_queue(inv, &c, &claimed, &is_dlq) {
                     add_invalid(&link, &mut c, &name, &mut alarms_handled);
@@ -288,6 +305,79 @@ fn unlinkable(
     }
 }
 
+/// A queue whose RedrivePolicy names a DLQ another imported channel (`owner`) already took:
+/// a channel of its own that shares the owner's DLQ (`deadLetter.of`), the DLQ's settings and
+/// alarms left to the owner.
+fn sharer(
+    inv: &Inventory,
+    target_name: &str,
+    main: &str,
+    mq: &SeenQueue,
+    owner: &str,
+) -> Result<Candidate, String> {
+    let fifo = mq.live.props.get(FIFO) == Some(&Value::Bool(true));
+    let stem = if fifo {
+        main.strip_suffix(".fifo").unwrap_or(main)
+    } else {
+        main
+    };
+    let id = match dlqctl_channel(&mq.tags) {
+        Some(a) if valid_channel_id(a) && a != owner => a.to_owned(),
+        _ if valid_channel_id(stem) => stem.to_owned(),
+        _ => sanitise_channel_id(stem),
+    };
+    let main_t = template(main, &id).ok_or_else(|| {
+        format!("the name {main} holds `{{` or `}}`, which a name template cannot")
+    })?;
+    let max_attempts = number(&mq.live, MAX_RECEIVE)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| "its RedrivePolicy has no maxReceiveCount".to_owned())?;
+    let secs = |k: &str| number(&mq.live, k).map(Duration::from_secs);
+    // Its own encryption and policy, as a main queue's (the DLQ's are the owner's).
+    let access = Access::of(mq, mq);
+    let spec = ChannelSpec {
+        target: Some(target_name.to_owned()),
+        name: non_default(main_t, if fifo { "{channel}.fifo" } else { "{channel}" }),
+        retention: secs(RETENTION),
+        retry: Some(Retry {
+            max_attempts: Some(max_attempts),
+            backoff: None,
+            name: None,
+        }),
+        dead_letter: Some(DeadLetter {
+            of: Some(owner.to_owned()),
+            ..DeadLetter::default()
+        }),
+        sqs: Some(SqsOptions {
+            visibility_timeout: secs(VISIBILITY),
+            fifo: fifo.then_some(true),
+            encryption: access.encryption,
+            policy: access.policy,
+        }),
+        ..ChannelSpec::default()
+    };
+    let rid = queue_id(target_name, main);
+    let mut c = Candidate {
+        channel: channel(&id, spec),
+        live: BTreeMap::from([(rid.clone(), mq.live.clone())]),
+        findings: Vec::new(),
+        to_adopt: Vec::new(),
+        unreadable: if inv.allow_policy_readable {
+            Vec::new()
+        } else {
+            vec!["RedriveAllowPolicy.".to_owned()]
+        },
+    };
+    match mq.tags.get(TAG_MANAGED_BY).map(String::as_str) {
+        None => c.to_adopt.push(rid),
+        Some(TAG_MANAGED_BY_VALUE) => {}
+        Some(other) => c.findings.push(format!(
+            "{rid}: tagged `{TAG_MANAGED_BY}: {other}`: another tool manages it, so dlqctl will never change it (a plan with changes shows it as impossible)"
+        )),
+    }
+    Ok(c)
+}
+
 /// A main queue and the dead-letter queue its RedrivePolicy names, with what they were read
 /// from.
 struct Link<'a> {
@@ -395,6 +485,7 @@ fn queue_spec(l: &Link, id: &str, fifo: bool) -> Result<ChannelSpec, String> {
             name: None,
         }),
         dead_letter: Some(DeadLetter {
+            of: None,
             subscription: None,
             name: non_default(dlq_t, dlq_default),
             retention: keep.0,

@@ -115,6 +115,7 @@ impl Mover {
             // Each message to the queue its DeadLetterQueueSourceArn names, as met.
             To::BySource(Routes {
                 main: r.main.clone(),
+                shared: r.dead_letter_sources.clone(),
                 dlq_arn: QueueArn::parse(&dlq_arn),
                 dlq_url: url.clone(),
                 known: HashMap::new(),
@@ -235,6 +236,9 @@ impl Mover {
             headers,
         } = start;
         let hold = hold()?;
+        if let Some(sink) = run.archive.as_deref() {
+            sink.held_for(i64::from(hold) * 1000);
+        }
         // FIFO: the groups of messages this run leaves in place. SQS delivers nothing of a
         // group behind a message in flight, so nothing behind one can be read this run; and
         // what is behind it in this run's batches is held too, so each group moves in order
@@ -679,7 +683,9 @@ impl Mover {
             return Ok(known.clone());
         }
         let here = routes.dlq_arn.as_ref();
-        let own = q.name == routes.main && here.is_none_or(|d| d.account == q.account);
+        // A shared DLQ's declared sources (`deadLetter.of`) are the specs' own too.
+        let own = (q.name == routes.main || routes.shared.contains(&q.name))
+            && here.is_none_or(|d| d.account == q.account);
         // SQS keeps a DLQ in its sources' region; a client finds queues of its own region only.
         let elsewhere = here.is_some_and(|d| d.region != q.region);
         let found = if elsewhere {
@@ -937,6 +943,8 @@ struct Routes {
     /// The channel's main queue, and the DLQ's ARN: a source that is that queue in the
     /// DLQ's account is the channel's own.
     main: String,
+    /// The main queues of the channels sharing the DLQ (`deadLetter.of`): declared sources.
+    shared: Vec<String>,
     dlq_arn: Option<QueueArn>,
     /// The DLQ's URL (no message goes back into it).
     dlq_url: String,

@@ -82,6 +82,92 @@ pub fn discover_targets(paths: &[PathBuf], already: &[PathBuf]) -> Option<PathBu
     None
 }
 
+/// The files holding a `Defaults` document beside and above the inputs, up to the folder of
+/// the Targets document (`top`), the way `dlqctl.yaml` is found: each input's folder, then
+/// each folder above it, the YAML files of each folder in name order, nearest folder first.
+/// Files in `already` (read as inputs) are left out. Inputs outside `top` look only in their
+/// own folder and above, until `top` or the file system's root; only files that say
+/// `kind: Defaults` in a dlqctl document are returned (read, never parsed here).
+///
+/// So a pre-commit hook given only the changed files reads the same Defaults a run over every
+/// file does, as long as the Defaults file sits on the way from the specs to the Targets file.
+pub fn discover_defaults(paths: &[PathBuf], already: &[PathBuf], top: &Path) -> Vec<PathBuf> {
+    let top = if top.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        top
+    };
+    let top = std::path::absolute(top).unwrap_or_else(|_| top.to_path_buf());
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        let start = if p.is_dir() {
+            Some(p.as_path())
+        } else {
+            p.parent()
+        };
+        let Some(abs) = start.and_then(|s| {
+            std::path::absolute(if s.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                s
+            })
+            .ok()
+        }) else {
+            continue;
+        };
+        if !abs.starts_with(&top) {
+            continue;
+        }
+        for dir in abs.ancestors() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map(|d| {
+                    d.filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|f| {
+                            f.extension().is_some_and(|e| e == "yaml" || e == "yml") && f.is_file()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.sort();
+            for f in files {
+                if already.iter().chain(&out).any(|a| same_file(a, &f)) {
+                    continue;
+                }
+                if holds_defaults(&f) {
+                    out.push(f);
+                }
+            }
+            if dir == top {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether a file (at most [`super::parse::MAX_FILE_BYTES`]) has a line `kind: Defaults` and says
+/// it is a dlqctl document (`apiVersion: dlqctl/...`).
+fn holds_defaults(f: &Path) -> bool {
+    if std::fs::metadata(f).map_or(true, |m| m.len() > super::parse::MAX_FILE_BYTES) {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(f) else {
+        return false;
+    };
+    let kind = text.lines().any(|l| {
+        let l = l.trim();
+        l.strip_prefix("kind:").map(|v| {
+            v.split('#')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches(['"', '\''])
+        }) == Some("Defaults")
+    });
+    kind && text.contains("dlqctl/")
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,

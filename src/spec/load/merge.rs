@@ -38,6 +38,7 @@ pub(super) fn defaults_into(
                 dl.retain(|k, _| !is_backend_block(k) || Some(k.as_str()) == backend);
             }
             drop_answered_retention(spec, &mut shared);
+            drop_owner_fields(spec, &mut shared);
             drop_whole_values(spec, &mut shared);
             merge_under(spec, &Value::Object(shared));
             d.locs.fill_from(dl, "/spec", "/spec");
@@ -59,6 +60,24 @@ pub(super) fn target_backends(raw: &[RawDoc]) -> HashMap<String, String> {
         .flat_map(|m| m.iter())
         .filter_map(|(name, t)| Some((name.clone(), t.get("backend")?.as_str()?.to_owned())))
         .collect()
+}
+
+/// A channel whose `deadLetter.of` names the owner of its destination inherits none of the
+/// destination's own fields from Defaults
+/// ([`crate::spec::model::DEAD_LETTER_OWNER_FIELDS`]), nor its alarms and dead-letter exchange.
+fn drop_owner_fields(spec: &Value, shared: &mut serde_json::Map<String, Value>) {
+    if spec.pointer("/deadLetter/of").is_none() {
+        return;
+    }
+    if let Some(Value::Object(from_defaults)) = shared.get_mut("deadLetter") {
+        from_defaults
+            .retain(|k, _| !crate::spec::model::DEAD_LETTER_OWNER_FIELDS.contains(&k.as_str()));
+    }
+    // The owner watches the destination and names its dead-letter exchange.
+    shared.remove("alarms");
+    if let Some(Value::Object(rabbitmq)) = shared.get_mut("rabbitmq") {
+        rabbitmq.remove("deadLetterExchange");
+    }
 }
 
 /// `deadLetter.retention` and `deadLetter.discard` answer one question (how long dead letters

@@ -29,7 +29,7 @@ mod parse;
 mod paths;
 mod workspace;
 
-pub use discover::{TARGETS_FILE_NAMES, discover_targets};
+pub use discover::{TARGETS_FILE_NAMES, discover_defaults, discover_targets};
 pub use parse::MAX_FILE_BYTES;
 pub use workspace::{Doc, LoadError, Workspace};
 
@@ -66,6 +66,32 @@ pub fn load(paths: &[PathBuf], targets_file: Option<&Path>) -> Result<Workspace,
         && let Some(found) = discover_targets(paths, &files)
     {
         read_file(&found, &mut ws, &mut raw)?;
+        files.push(found);
+    }
+    // No Defaults among what was read: the one beside or above the inputs, up to the folder of
+    // `dlqctl.yaml` (found beside or above them, or among them), as `dlqctl.yaml` is found: a
+    // hook given only the changed files then reads what a run over every file reads. Not with
+    // `--targets`, which names what to read, nor with a Targets document under another name
+    // (a folder of independent documents, such as lint's fixtures).
+    let targets_dir = raw
+        .iter()
+        .filter(|d| d.kind == DocKind::Targets)
+        .map(|d| ws.sources.path(d.loc.file))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| TARGETS_FILE_NAMES.contains(&n))
+        })
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    if targets_file.is_none()
+        && !raw.iter().any(|d| d.kind == DocKind::Defaults)
+        && let Some(top) = targets_dir
+    {
+        for found in discover_defaults(paths, &files, &top) {
+            let mut docs = Vec::new();
+            read_file(&found, &mut ws, &mut docs)?;
+            raw.extend(docs.into_iter().filter(|d| d.kind == DocKind::Defaults));
+        }
     }
     finish(&mut ws, raw);
     Ok(ws)

@@ -136,6 +136,18 @@ pub struct Backoff {
     pub jitter: Option<Duration>,
 }
 
+/// The fields of `deadLetter` that describe the destination itself: a channel that shares
+/// another's (`deadLetter.of`) leaves them to that channel, its owner.
+pub const DEAD_LETTER_OWNER_FIELDS: [&str; 7] = [
+    "name",
+    "retention",
+    "discard",
+    "archive",
+    "subscription",
+    "consumerGroup",
+    "sqs",
+];
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeadLetter {
@@ -147,6 +159,18 @@ pub struct DeadLetter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub name: Option<String>,
+    /// A dead-letter destination shared with another channel: the id of the channel (on the
+    /// same target) that declares and owns it. This channel's dead letters go there (SQS:
+    /// its RedrivePolicy names that channel's DLQ, which lists this queue in its
+    /// RedriveAllowPolicy; RabbitMQ: its queue dead-letters to that channel's exchange; Pub/Sub:
+    /// its subscription to that channel's dead-letter topic). The owner alone creates,
+    /// changes and watches the destination (`name`, `retention`, `discard`, `archive`,
+    /// `subscription`, `sqs` and the alarms are the owner's), and lint refuses to let it go
+    /// while a channel still names it here. `status` counts its dead letters per source, and
+    /// `redrive --to source` sends each back to the queue it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub of: Option<String>,
     /// How long dead letters are kept. On SQS it must exceed the main queue's retention.
     /// A retention that drops dead letters (RabbitMQ: any; Kafka: any; SQS: below 14d) is a
     /// decision: write it as `discard` instead, with its reason. Not with `discard`.

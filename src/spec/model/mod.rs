@@ -26,8 +26,8 @@ pub use alarms::{AgeAlarm, AlarmActions, Alarms, DepthAlarm, RateAlarm, Tier, Ti
 pub use api::{API_VERSION, ApiVersion};
 pub use azure::AzureServicebusOptions;
 pub use channel::{
-    Archive, Backoff, Channel, ChannelKind, ChannelSpec, DeadLetter, Defaults, DefaultsKind,
-    Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,
+    Archive, Backoff, Channel, ChannelKind, ChannelSpec, DEAD_LETTER_OWNER_FIELDS, DeadLetter,
+    Defaults, DefaultsKind, Discard, Invalid, LintOptions, Metadata, RedriveHeaders, Retry,
 };
 pub use connect::{CONNECTOR_OWNED_KEYS, ConnectorKind, ConnectorValue, KafkaConnector};
 pub use envelope::{ClassRule, Envelope, EnvelopeMapping, Field, Format, Patterns, Profile};
@@ -37,8 +37,8 @@ pub use kafka::{
 };
 pub use pubsub::PubsubOptions;
 pub use rabbitmq::{
-    DeadLetterExchange, DlxMode, ExchangeBinding, ExchangeKind, QueueType, RabbitMqOptions,
-    RetryModel,
+    DeadLetterExchange, DeadLetterStrategy, DlxMode, ExchangeBinding, ExchangeKind, QueueType,
+    RabbitMqOptions, RetryModel,
 };
 pub use sqs::{DeadLetterSqs, QueuePolicy, SqsEncryption, SqsOptions};
 pub use targets::{

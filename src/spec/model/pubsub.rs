@@ -21,4 +21,12 @@ pub struct PubsubOptions {
     /// 10s–600s, whole seconds). Default 10s, Pub/Sub's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack_deadline: Option<Duration>,
+    /// How long the channel's subscriptions (the consumer's and the dead-letter topic's) may go
+    /// without a pull before Pub/Sub deletes them (`expirationPolicy.ttl`). Default: never
+    /// (what dlqctl creates). Subscriptions made without an expiration policy (gcloud,
+    /// Terraform) expire after 31 days, which import writes as `expireAfter: 31d`; lint warns
+    /// (`pubsub/subscription-expires`): an expired dead-letter subscription takes its dead
+    /// letters with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after: Option<Duration>,
 }

@@ -21,10 +21,24 @@ pub struct RabbitMqOptions {
     /// or `arguments` (queue x-arguments, immutable: a change replaces the queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dlx: Option<DlxMode>,
+    /// Arguments mode only: `true` makes the main queue dead-letter into its first retry
+    /// queue (`x-dead-letter-exchange: ""`, `x-dead-letter-routing-key: <first retry queue>`),
+    /// as policy mode always does, so the broker drives the TTL loop: a reject goes round it,
+    /// and the consumer publishes to the DLQ after the last attempt. Default `false`: the main
+    /// queue stays plain and the consumer publishes to the retry queues itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reject_to_retry: Option<bool>,
     /// `ttl` (default): retry queues whose TTL dead-letters back to the main queue.
     /// `deliveryLimit` (quorum queues): the broker requeues and dead-letters after the limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_model: Option<RetryModel>,
+    /// `deliveryLimit` only: how the quorum main queue dead-letters. `atLeastOnce` (default):
+    /// `dead-letter-strategy: at-least-once` with `overflow: reject-publish`, so the broker
+    /// keeps a dead letter until the DLQ has confirmed it. `atMostOnce`: neither is set
+    /// (RabbitMQ's default, what hand-declared quorum queues usually have): a dead letter the
+    /// DLQ cannot take is lost (lint `rabbitmq/at-most-once`, a warning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter_strategy: Option<DeadLetterStrategy>,
     /// An exchange that routes into the main queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange: Option<ExchangeBinding>,
@@ -52,6 +66,13 @@ pub enum QueueType {
 pub enum DlxMode {
     Policy,
     Arguments,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DeadLetterStrategy {
+    AtLeastOnce,
+    AtMostOnce,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -75,6 +75,13 @@ pub struct Resolved {
     pub alarms: AlarmsResolved,
     /// What `status` and `redrive --dry-run` also hide of its messages (the target's `redact`).
     pub redact: crate::spec::model::Redact,
+    /// `deadLetter.of`: the channel that owns the dead-letter destination this one shares.
+    /// Once linked ([`super::shared::link`]), `dead_letter` and its settings are the owner's,
+    /// and this channel provisions none of them.
+    pub dead_letter_of: Option<String>,
+    /// A shared destination: the main queues of the other channels that dead-letter into it
+    /// (its owner's and those of the channels whose `deadLetter.of` names the owner), sorted.
+    pub dead_letter_sources: Vec<String>,
 }
 
 /// `spec.alarms` with defaults filled in.
@@ -430,6 +437,8 @@ pub fn resolve(
         azure,
         alarms: spec.alarms.as_ref().map(alarms).unwrap_or_default(),
         redact: target.redact.clone().unwrap_or_default(),
+        dead_letter_of: dl.and_then(|d| d.of.clone()),
+        dead_letter_sources: Vec::new(),
     })
 }
 

@@ -23,6 +23,7 @@ pub mod headers;
 mod kafka;
 mod pubsub;
 mod rabbitmq;
+mod shared;
 mod spring;
 mod sqs;
 mod views;
@@ -45,6 +46,7 @@ pub use envelope::EnvelopeResolved;
 pub use kafka::KafkaResolved;
 pub use pubsub::PubsubResolved;
 pub use rabbitmq::{DeadLetterExchangeResolved, ExchangeResolved, RabbitResolved};
+pub use shared::link;
 pub use spring::{
     SPRING_DLT_SUFFIX, SPRING_RETRY_SUFFIX, java_has_text, spring_retry_suffixes, spring_suffix,
 };

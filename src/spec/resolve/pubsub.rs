@@ -20,6 +20,8 @@ pub struct PubsubResolved {
     pub ack_deadline: Duration,
     /// retryPolicy (minimum, maximum backoff); `None`: no retry policy (redelivery at once).
     pub backoff: Option<(Duration, Duration)>,
+    /// Both subscriptions' `expirationPolicy.ttl`; `None`: they never expire.
+    pub expire_after: Option<Duration>,
 }
 
 /// `spec.pubsub` and `deadLetter.subscription` with defaults filled in, the subscription
@@ -63,5 +65,6 @@ pub(super) fn resolve(
         dead_letter_subscription,
         ack_deadline: o.ack_deadline.unwrap_or(PUBSUB_DEFAULT_ACK_DEADLINE),
         backoff,
+        expire_after: o.expire_after,
     })
 }

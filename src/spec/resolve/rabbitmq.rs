@@ -4,7 +4,9 @@
 use super::common::{ResolveError, RetryStage, expand, template_error};
 use super::defaults::DEFAULT_POLICY_PRIORITY;
 use crate::spec::duration::Duration;
-use crate::spec::model::{ChannelSpec, DlxMode, ExchangeKind, QueueType, RetryModel, Target};
+use crate::spec::model::{
+    ChannelSpec, DeadLetterStrategy, DlxMode, ExchangeKind, QueueType, RetryModel, Target,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RabbitResolved {
@@ -16,6 +18,12 @@ pub struct RabbitResolved {
     /// The named exchange the main queue dead-letters through (`None`: the default one).
     pub dead_letter_exchange: Option<DeadLetterExchangeResolved>,
     pub policy_priority: i32,
+    /// The main queue dead-letters into its first retry queue (the broker drives the TTL
+    /// loop): always in policy mode, with `rejectToRetry: true` in arguments mode.
+    pub reject_to_retry: bool,
+    /// `deliveryLimit`: the main queue dead-letters at least once (`dead-letter-strategy`
+    /// and `overflow: reject-publish` set); `false`: RabbitMQ's at-most-once default.
+    pub at_least_once: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +49,13 @@ pub struct ExchangeResolved {
     pub name: String,
     pub kind: ExchangeKind,
     pub routing_keys: Vec<String>,
+}
+
+/// A channel that shares the dead-letter destination of `owner` (`deadLetter.of`)
+/// dead-letters through the owner's exchange, with the owner's routing key.
+pub(super) fn share_from(mine: &mut RabbitResolved, owner: &RabbitResolved) {
+    mine.dead_letter_exchange
+        .clone_from(&owner.dead_letter_exchange);
 }
 
 /// `spec.rabbitmq` with defaults filled in, the exchanges' names (and the dead-letter routing
@@ -95,13 +110,16 @@ pub(super) fn resolve(
         }
         None => None,
     };
+    let dlx = o.dlx.unwrap_or(DlxMode::Policy);
     Ok(RabbitResolved {
+        reject_to_retry: dlx == DlxMode::Policy || o.reject_to_retry == Some(true),
+        at_least_once: o.dead_letter_strategy != Some(DeadLetterStrategy::AtMostOnce),
         vhost: o
             .vhost
             .or_else(|| target.vhost.clone())
             .unwrap_or_else(|| "/".to_owned()),
         queue_type: o.queue_type.unwrap_or(QueueType::Classic),
-        dlx: o.dlx.unwrap_or(DlxMode::Policy),
+        dlx,
         retry_model,
         exchange,
         dead_letter_exchange,

@@ -36,6 +36,7 @@ pub(super) fn check_channel(
     let backend = target.backend;
     check_backend_blocks(doc, target_name, backend, out);
     check_dead_letter_block(doc, target_name, backend, out);
+    check_shared_fields(doc, backend, out);
     super::envelope::check_envelope(doc, backend, out);
     super::headers::check_redrive_headers(doc, out);
     check_consumer_group(doc, backend, out);
@@ -54,6 +55,62 @@ pub(super) fn check_channel(
     deadletter::check_dead_letter(doc, &r, out);
     check_names(doc, &r, target, out);
     Some(r)
+}
+
+/// `deadletter/shared-field`: a channel that shares another's dead-letter destination
+/// (`deadLetter.of`) does not describe it: its name, retention, alarms and dead-letter
+/// exchange are the owner's to write, once.
+fn check_shared_fields(doc: &Doc<Channel>, backend: Backend, out: &mut Vec<Diagnostic>) {
+    let Some(owner) = doc
+        .value
+        .spec
+        .dead_letter
+        .as_ref()
+        .and_then(|d| d.of.as_deref())
+    else {
+        return;
+    };
+    // `deadletter/shared-backend`: provisioned, statused and redriven on SQS only so far.
+    if backend != Backend::Sqs {
+        out.push(
+            Diagnostic::error(
+                "deadletter/shared-backend",
+                format!(
+                    "`deadLetter.of` shares channel `{owner}`'s dead-letter destination, which this version provisions on SQS only; this channel's target is {}",
+                    backend.with_article()
+                ),
+            )
+            .at(doc.locs.key("/spec/deadLetter/of"))
+            .hint("give this channel its own dead-letter destination for now (remove `deadLetter.of`)"),
+        );
+    }
+    let fields = crate::spec::model::DEAD_LETTER_OWNER_FIELDS
+        .iter()
+        .map(|f| (format!("/spec/deadLetter/{f}"), format!("deadLetter.{f}")))
+        .chain([
+            ("/spec/alarms".to_owned(), "alarms".to_owned()),
+            (
+                "/spec/rabbitmq/deadLetterExchange".to_owned(),
+                "rabbitmq.deadLetterExchange".to_owned(),
+            ),
+        ]);
+    // Defaults give such a channel none of these (the merge leaves them out): what is set,
+    // the channel wrote.
+    let written = serde_json::to_value(&doc.value).unwrap_or_default();
+    for (pointer, field) in fields {
+        if written.pointer(&pointer).is_some_and(|v| !v.is_null()) {
+            out.push(
+                Diagnostic::error(
+                    "deadletter/shared-field",
+                    format!(
+                        "`{field}` is set, but this channel shares the dead-letter destination of channel `{owner}` (`deadLetter.of`), which declares it"
+                    ),
+                )
+                .at(doc.locs.key(&pointer))
+                .hint(format!("write it in channel `{owner}`'s spec, once, and remove it here")),
+            );
+        }
+    }
 }
 
 /// `deadletter/consumer-group`: only a Kafka dead-letter topic has a consumer group.
@@ -286,7 +343,8 @@ fn check_advice(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) {
         );
     }
     excessive_retries(doc, r, out);
-    if !has_alarms {
+    // A channel sharing another's destination leaves its alarms to that owner.
+    if !has_alarms && r.dead_letter_of.is_none() {
         out.push(
             Diagnostic::warning(
                 "alarms/missing",

@@ -70,15 +70,15 @@ pub(super) fn check_kafka(
     let Some(k) = &r.kafka else { return };
     if k.dead_letter_partitions < k.partitions {
         out.push(
-            Diagnostic::error(
+            Diagnostic::warning(
                 "kafka/dlt-partitions",
                 format!(
-                    "the dead-letter topic has {} partitions, fewer than its source's {}; a record published to the DLT's partition of the same number would fail",
+                    "the dead-letter topic has {} partitions, fewer than its source's {}; a recoverer that publishes to the partition of the same number (Spring Kafka's DeadLetterPublishingRecoverer by default) fails for records from the partitions the DLT lacks",
                     k.dead_letter_partitions, k.partitions
                 ),
             )
             .at(doc.locs.value("/spec/kafka/deadLetterPartitions"))
-            .hint("give the DLT at least as many partitions as the main topic (Spring Kafka's DeadLetterPublishingRecoverer uses the same partition)"),
+            .hint(format!("raise `kafka.deadLetterPartitions` to {} (partitions can be added, never removed), or have the recoverer let Kafka choose the partition (a destination resolver returning partition -1)", k.partitions)),
         );
     }
     for (field, pointer, value) in [

@@ -50,9 +50,12 @@ pub use rabbitmq::RABBIT_MAX_TTL_MS;
 pub use sqs::{SQS_MAX_RECEIVE_COUNT, SQS_MAX_RETENTION, SQS_MAX_VISIBILITY, SQS_MIN_RETENTION};
 
 /// The rules that only warn or inform: the ones `spec.lint.allow` can silence.
-pub const ADVICE_RULES: [&str; 18] = [
+pub const ADVICE_RULES: [&str; 21] = [
     "retry/none",
+    "pubsub/subscription-expires",
     "sqs/dlq-retention",
+    "kafka/dlt-partitions",
+    "rabbitmq/at-most-once",
     "deadletter/weaker-encryption",
     "deadletter/wider-access",
     "deadletter/retention-implicit",
@@ -121,6 +124,15 @@ fn run(ws: &Workspace, keep: bool) -> (Vec<Diagnostic>, Vec<Checked<'_>>) {
         out.extend(local);
     }
     names::check_across(&crossings, &mut out);
+    // Shared dead-letter destinations: each sharer gets its owner's, each owner its sources.
+    let (docs, mut resolved): (Vec<_>, Vec<_>) =
+        checked.into_iter().map(|c| (c.doc, c.resolved)).unzip();
+    crate::spec::resolve::link(&mut resolved);
+    let checked = docs
+        .into_iter()
+        .zip(resolved)
+        .map(|(doc, resolved)| Checked { doc, resolved })
+        .collect();
     (out, checked)
 }
 

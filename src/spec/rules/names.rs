@@ -319,6 +319,8 @@ pub(super) struct Crossing {
     /// Its queue, topic and subscription names: name, what it is (for the message), the scope
     /// names are unique in (a RabbitMQ vhost, or Pub/Sub's subscriptions), place.
     names: Vec<(String, String, String, Loc)>,
+    /// `deadLetter.of`: the channel whose dead-letter destination it shares, and where.
+    of: Option<(String, Loc)>,
 }
 
 impl Crossing {
@@ -329,9 +331,12 @@ impl Crossing {
             .as_ref()
             .map(|x| x.vhost.clone())
             .unwrap_or_default();
+        // A channel sharing another's destination (`deadLetter.of`) declares none of it.
+        let shares = r.dead_letter_of.is_some();
         let exchanges = r
             .exchanges()
             .into_iter()
+            .filter(|(_, _, dlx)| !(shares && *dlx))
             .map(|(name, pointer, dlx)| (name.to_owned(), doc.locs.value(pointer), dlx))
             .collect();
         // Pub/Sub subscriptions are a namespace of their own beside the topics.
@@ -345,6 +350,7 @@ impl Crossing {
                     .map(|(n, role)| (n, role, "subscriptions".to_owned())),
             );
         let names = scoped
+            .filter(|(_, role, _)| !(shares && role.starts_with("dead-letter")))
             .map(|(name, role, scope)| {
                 let what = if role.ends_with("subscription") {
                     role.to_owned()
@@ -362,12 +368,48 @@ impl Crossing {
             scope,
             exchanges,
             names,
+            of: r
+                .dead_letter_of
+                .clone()
+                .map(|o| (o, doc.locs.value("/spec/deadLetter/of"))),
         }
+    }
+}
+
+/// `deadletter/shared-owner`: each `deadLetter.of` names a channel of the same target that
+/// declares its own dead-letter destination (the owner), not itself nor another sharer.
+fn check_owners(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
+    let owns: BTreeMap<(&str, &str), bool> = crossings
+        .iter()
+        .map(|c| ((c.target.as_str(), c.channel.as_str()), c.of.is_none()))
+        .collect();
+    for c in crossings {
+        let Some((of, at)) = &c.of else { continue };
+        let why = match owns.get(&(c.target.as_str(), of.as_str())) {
+            _ if *of == c.channel => "names this channel itself".to_owned(),
+            None => format!(
+                "names channel `{of}`, which no spec declares on target `{}`: nothing would create or keep the dead-letter destination",
+                c.target
+            ),
+            Some(false) => format!(
+                "names channel `{of}`, which shares another channel's destination itself (its own `deadLetter.of`)"
+            ),
+            Some(true) => continue,
+        };
+        out.push(
+            Diagnostic::error(
+                "deadletter/shared-owner",
+                format!("`deadLetter.of` of channel `{}` {why}", c.channel),
+            )
+            .at(*at)
+            .hint("name the channel that declares the dead-letter destination (its owner), on the same target"),
+        );
     }
 }
 
 /// Rules across channels: unique channel names and resource names per target.
 pub(super) fn check_across(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
+    check_owners(crossings, out);
     let mut channels: BTreeMap<(&str, &str), Loc> = BTreeMap::new();
     let mut names: BTreeMap<(&str, &str, &str), (Loc, &str)> = BTreeMap::new();
     let mut exchanges: BTreeMap<(&str, &str, &str), (Loc, &str, bool)> = BTreeMap::new();
@@ -405,7 +447,7 @@ pub(super) fn check_across(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
                     )
                     .at(at)
                     .related(*first, format!("declared by `{other}` here"))
-                    .hint("give each channel its own dead-letter exchange, e.g. `{channel}.dlx`"),
+                    .hint(format!("give each channel its own dead-letter exchange, e.g. `{{channel}}.dlx`, or share it: declare it in channel `{other}` only and write `deadLetter: {{of: {other}}}` in this one")),
                 ),
                 Some(_) => {}
                 None => {
@@ -421,8 +463,8 @@ pub(super) fn check_across(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
             match names.get(&(c.target.as_str(), scope.as_str(), name.as_str())) {
                 // Within one channel, `check_names` has reported it already.
                 Some((_, other)) if *other == c.channel => {}
-                Some((first, other)) => out.push(
-                    Diagnostic::error(
+                Some((first, other)) => {
+                    let d = Diagnostic::error(
                         "name/collision",
                         format!(
                             "{what} `{name}` of channel `{}` is also used by channel `{other}` on target `{}`",
@@ -430,8 +472,16 @@ pub(super) fn check_across(crossings: &[Crossing], out: &mut Vec<Diagnostic>) {
                         ),
                     )
                     .at(at)
-                    .related(*first, format!("used by `{other}` here")),
-                ),
+                    .related(*first, format!("used by `{other}` here"));
+                    // Two owners of one destination: say how to share it.
+                    out.push(if what.starts_with("dead-letter") {
+                        d.hint(format!(
+                            "channels may share a dead-letter destination, owned once: declare it in channel `{other}` only, and write `deadLetter: {{of: {other}}}` in this one"
+                        ))
+                    } else {
+                        d
+                    });
+                }
                 None => {
                     names.insert(
                         (c.target.as_str(), scope.as_str(), name.as_str()),

@@ -42,6 +42,21 @@ pub(super) fn check_pubsub(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagn
         );
     }
     let Some(p) = &r.pubsub else { return };
+    // `pubsub/subscription-expires`: the dead-letter subscription goes, with its dead letters,
+    // after that long without a pull.
+    if let Some(after) = p.expire_after {
+        out.push(
+            Diagnostic::warning(
+                "pubsub/subscription-expires",
+                format!(
+                    "`pubsub.expireAfter` is {after}: Pub/Sub deletes the dead-letter subscription `{}`, and the dead letters it holds, when nobody pulls from it that long (and the consumer's subscription when its consumer stops)",
+                    p.dead_letter_subscription
+                ),
+            )
+            .at(at("/spec/pubsub/expireAfter"))
+            .hint("remove `pubsub.expireAfter`: dlqctl then sets the subscriptions to never expire (an in-place update)"),
+        );
+    }
     // `pubsub/backoff-range`: retryPolicy's backoffs are 0 to 600 s.
     if let Some((min, max)) = p.backoff {
         for (field, pointer, v) in [

@@ -10,7 +10,7 @@ use super::common::{invalid_retention_at, jitter_info, retention_field, retentio
 use super::names::check_scope;
 use crate::diag::Diagnostic;
 use crate::spec::load::Doc;
-use crate::spec::model::{Backend, Channel, DlxMode, ExchangeKind, QueueType, RetryModel, Target};
+use crate::spec::model::{Backend, Channel, ExchangeKind, QueueType, RetryModel, Target};
 use crate::spec::resolve::{RabbitResolved, Resolved};
 
 /// `x-message-ttl` is an unsigned 32-bit number of milliseconds.
@@ -104,7 +104,7 @@ fn check_dead_letter_exchange(
     }
     // Policy mode sends a rejected message round the retry loop: the exchange only sees what
     // the consumer publishes to it after the last attempt.
-    if rb.dlx == DlxMode::Policy
+    if rb.reject_to_retry
         && rb.retry_model == RetryModel::Ttl
         && let Some(first) = r.retry_stages.first()
     {
@@ -251,8 +251,19 @@ fn check_retry_ttl(doc: &Doc<Channel>, r: &Resolved, out: &mut Vec<Diagnostic>) 
     }
 }
 
-/// `rabbitmq/delivery-limit-quorum`: only quorum queues count deliveries.
+/// `rabbitmq/delivery-limit-quorum`: only quorum queues count deliveries;
+/// `rabbitmq/at-most-once`: a delivery limit whose dead letters the broker may drop.
 fn check_delivery_limit(doc: &Doc<Channel>, rb: &RabbitResolved, out: &mut Vec<Diagnostic>) {
+    if rb.retry_model == RetryModel::DeliveryLimit && !rb.at_least_once {
+        out.push(
+            Diagnostic::warning(
+                "rabbitmq/at-most-once",
+                "`deadLetterStrategy: atMostOnce`: the quorum main queue drops a dead letter the DLQ cannot take (full, gone, or not confirming)",
+            )
+            .at(doc.locs.value("/spec/rabbitmq/deadLetterStrategy"))
+            .hint("remove `deadLetterStrategy` (at least once: `dead-letter-strategy: at-least-once` with `overflow: reject-publish`); the main queue is then replaced in arguments mode, updated in place in policy mode"),
+        );
+    }
     if rb.retry_model == RetryModel::DeliveryLimit && rb.queue_type != QueueType::Quorum {
         out.push(
             Diagnostic::error(
