@@ -246,7 +246,7 @@ static ESCAPED_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// A member of a Python dict's repr (`{'password': 'x'}`, as an error message quotes it):
 /// its name (group 1) and value (group 3).
 static PY_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"'([^'\\\n]{1,64})'(\s*:\s*)('(?:[^'\\]|\\.)*(?:'|$)|-?[0-9][0-9.eE+-]*)"#)
+    Regex::new(r#"'([^'\\\n]{1,64})'(\s*:\s*)((?:[bBrRuU]{1,2})?'(?:[^'\\]|\\.)*(?:'|$)|-?[0-9][0-9.eE+-]*)"#)
         .expect("a valid pattern")
 });
 /// An `Authorization:` (or `Proxy-Authorization:`) header written in a text, with its scheme
@@ -267,6 +267,26 @@ static XML_ELEMENT: LazyLock<Regex> = LazyLock::new(|| {
 /// 1), the name (group 2), the value (group 3).
 static PAIR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(^|[^A-Za-z0-9_.\-])([A-Za-z][A-Za-z0-9_.\-]{0,63})=([^\s&;,"'<>(){}\[\]]+)"#)
+        .expect("a valid pattern")
+});
+
+/// What a person wrote or a message carries as a word of the report (a `--reason`, a
+/// message id): credentials and card numbers hidden (hx4 G: `--reason "card 4111…"` and an id
+/// `token=…` reached the journal in clear).
+pub fn said(text: &str) -> String {
+    mask_cards(&hide_secrets(text), false)
+}
+
+/// `Digest <params>` (RFC 7616): every parameter hidden (`response`, `nonce`, `cnonce` are
+/// the credentials; the `username` alone says who).
+static DIGEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(digest)(\s+)((?:[A-Za-z][A-Za-z0-9_-]*\s*=\s*(?:\\?"(?:[^"\\\n]|\\[^"\n])*\\?"|[^\s,"\\]+)\s*,?\s*)+)"#)
+        .expect("a valid pattern")
+});
+/// An XML element whose text is a CDATA section: name (group 1), attributes (group 2), text
+/// (group 3), closing name (group 4).
+static XML_CDATA: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"<([A-Za-z_][A-Za-z0-9_.:-]{0,63})((?:\s[^<>]*)?)><!\[CDATA\[((?s:.){0,4096}?)\]\]></([A-Za-z_][A-Za-z0-9_.:-]{0,63})>")
         .expect("a valid pattern")
 });
 
@@ -312,6 +332,9 @@ fn hidden(text: &str) -> String {
         };
         format!("\\\"{}\\\"{}{shown}", &c[1], &c[2])
     });
+    let s = DIGEST.replace_all(&s, |c: &Captures<'_>| {
+        format!("{}{}{}", &c[1], &c[2], redacted(c[3].len()))
+    });
     let s = AUTH_LINE.replace_all(&s, |c: &Captures<'_>| {
         let cred = &c[5];
         if cred.starts_with('«') {
@@ -339,12 +362,18 @@ fn hidden(text: &str) -> String {
         if !secret_name(&c[1]) {
             return c[0].to_owned();
         }
-        let v = &c[3];
+        let v = c[3].trim_start_matches(['b', 'B', 'r', 'R', 'u', 'U']);
         let len = match v.strip_prefix('\'') {
             Some(inner) => inner.strip_suffix('\'').unwrap_or(inner).len(),
             None => v.len(),
         };
         format!("'{}'{}'{}'", &c[1], &c[2], redacted(len))
+    });
+    let s = XML_CDATA.replace_all(&s, |c: &Captures<'_>| {
+        if c[1] != c[4] || !secret_name(&c[1]) {
+            return c[0].to_owned();
+        }
+        format!("<{}{}>{}</{}>", &c[1], &c[2], redacted(c[3].len()), &c[4])
     });
     let s = XML_ELEMENT.replace_all(&s, |c: &Captures<'_>| {
         if c[1] != c[4] || !secret_name(&c[1]) || c[3].starts_with('«') {
@@ -811,5 +840,30 @@ mod tests {
         ] {
             assert_eq!(text(plain), plain);
         }
+    }
+
+    #[test]
+    fn digest_credentials_cdata_passwords_python_bytes_and_said_words_are_hidden() {
+        let digest = r#"Authorization: Digest username="a", realm="r", nonce="n0nce", response="DIGESTSECRET000029""#;
+        let out = hidden(digest);
+        assert!(
+            !out.contains("DIGESTSECRET000029") && !out.contains("n0nce"),
+            "{out}"
+        );
+        let cdata = "<user><password><![CDATA[s3cr3t-in-cdata]]></password></user>";
+        let out = hidden(cdata);
+        assert!(!out.contains("s3cr3t-in-cdata"), "{out}");
+        let py = "{'password': b'pybytes-secret', 'user': 'bob'}";
+        let out = hidden(py);
+        assert!(
+            !out.contains("pybytes-secret") && out.contains("bob"),
+            "{out}"
+        );
+        let out = said("card 4111111111111111 token=IDSECRET0001");
+        assert!(
+            !out.contains("4111111111111111") && !out.contains("IDSECRET0001"),
+            "{out}"
+        );
+        assert_eq!(said("order 42 retried"), "order 42 retried");
     }
 }

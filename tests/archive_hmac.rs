@@ -260,3 +260,119 @@ fn rabbitmq_an_archive_edited_consistently_is_refused_with_the_targets_key() {
     let out = f.run(&["audit", "missing.jsonl"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
 }
+
+/// hx4 F: with the target's key, a forged replay ledger (unsigned, listing every record as
+/// replayed) hid the whole archive: "0 moved", `alreadyReplayed: 20`, exit 0. Now a ledger
+/// whose HMAC does not verify stops the replay, named; without it, the replay publishes every
+/// payment once, and its own (signed) ledger makes the next replay publish none.
+#[test]
+fn rabbitmq_a_forged_replay_ledger_never_hides_a_signed_archive() {
+    let Some(mut f) = rabbit::Fixture::applied() else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    let var = "DLQCTL_TEST_LEDGER_HMAC_KEY";
+    f.set_env(var, "the target's ledger key");
+    operations(&f, &format!("{{hmacKeyEnv: {var}}}"));
+    rabbit::fill(&dlq, 4, |i| {
+        let h = rabbit::table(&[("dlq-error-class", rabbit::text("poison"))]);
+        (
+            format!("{{\"payment\":{i}}}").into_bytes(),
+            lapin::BasicProperties::default()
+                .with_message_id(format!("pay-{i}").into())
+                .with_headers(h),
+        )
+    });
+    rabbit::wait_for_messages(&dlq, 4);
+    let root = f.path().join("arch");
+    let to = root.to_str().expect("path").to_owned();
+    let doc = archive_ok(&f, &["--to", &to, "--delete", "--yes"]);
+    assert_eq!(doc["archived"].as_u64(), Some(4), "{doc:#}");
+
+    // Every record's reference (`<run>/<key>`), as a forger reads them from the objects.
+    let channel_dir = std::fs::read_dir(&root)
+        .expect("archive")
+        .next()
+        .expect("a channel folder")
+        .expect("entry")
+        .path();
+    let channel = channel_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("name")
+        .to_owned();
+    let mut refs = Vec::new();
+    for run in std::fs::read_dir(&channel_dir).expect("runs").flatten() {
+        let run_name = run.file_name().to_string_lossy().into_owned();
+        for obj in std::fs::read_dir(run.path()).expect("run").flatten() {
+            if !obj.file_name().to_string_lossy().ends_with(".jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(obj.path()).expect("object");
+            for line in text.lines() {
+                let rec: Value = serde_json::from_str(line).expect("record");
+                refs.push(format!("{run_name}/{}", rec["key"].as_str().expect("key")));
+            }
+        }
+    }
+    assert_eq!(refs.len(), 4, "{refs:?}");
+    let ledgers = channel_dir.join("replays");
+    std::fs::create_dir_all(&ledgers).expect("replays");
+    let forged = ledgers.join("20261208T000000Z-1-deadbeef.json");
+    let ledger = serde_json::json!({
+        "format_version": 2,
+        "kind": "dlqctl/archive-replay",
+        "channel": channel,
+        "target": "local-rabbitmq",
+        "to": main,
+        "run": "20261208T000000Z-1-deadbeef",
+        "startedAt": "2026-12-08T00:00:00Z",
+        "endedAt": "2026-12-08T00:00:01Z",
+        "operator": "someone",
+        "complete": true,
+        "replayed": refs,
+        "unsure": [],
+    });
+    std::fs::write(&forged, serde_json::to_vec_pretty(&ledger).expect("json")).expect("forge");
+
+    let replay = |f: &support::workspace::Workspace| {
+        f.run(&[
+            "redrive",
+            f.channel.as_str(),
+            "channel.yaml",
+            "--from-archive",
+            &to,
+            "--yes",
+            "--format",
+            "json",
+        ])
+    };
+    let out = replay(&f);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("HMAC does not verify") || out.stderr.contains("HMAC does not verify"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        block(rabbit::take_all(&main)).is_empty(),
+        "nothing published"
+    );
+
+    std::fs::remove_file(&forged).expect("remove the forged ledger");
+    let out = replay(&f);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let mut got: Vec<String> = block(rabbit::take_all(&main))
+        .into_iter()
+        .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    got.sort();
+    assert_eq!(got.len(), 4, "every payment once: {got:?}");
+    let out = replay(&f);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        block(rabbit::take_all(&main)).is_empty(),
+        "the signed ledger holds"
+    );
+}

@@ -1091,3 +1091,24 @@ fn a_large_limit_hands_back_at_most_two_batches_on_a_quorum_dlq() {
         "{handed_back} of the 2,000 left were delivered and handed back"
     );
 }
+
+/// hx4 H: a `--where` generator cut at 1,000 outputs without a `true` chose nothing, counted
+/// `whereFailures`, and the run said "complete", exit 0: an output not looked at might have
+/// been `true`. Incomplete now (exit 1), every message still in the DLQ.
+#[test]
+fn a_where_cut_at_a_thousand_outputs_makes_the_run_incomplete() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    fill(&dlq, "w", 3, |_| "poison");
+    let (code, doc, err) = redrive(&f, &["--yes", "--where", "[range(1001)] | .[] | false"]);
+    assert_eq!(code, 1, "{doc}\n{err}");
+    assert_eq!(doc["moved"], 0, "{doc}");
+    assert!(
+        doc["incomplete"].to_string().contains("1000 outputs"),
+        "{doc}"
+    );
+    wait_back(&dlq, &main, 3, Duration::from_secs(10));
+    accounted(&doc, &dlq, &main, &ids("w", 3));
+}

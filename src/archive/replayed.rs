@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Record;
 use super::store::Store;
+use crate::integrity::Key;
 
 /// The folder of the ledgers, in the channel's folder (never a run's name: those start
 /// with the time).
@@ -65,6 +66,12 @@ pub struct Ledger {
     pub replayed: Vec<String>,
     /// Records that may or may not have been published.
     pub unsure: Vec<String>,
+    /// With the target's HMAC key (`operations.hmacKeyEnv`): the HMAC-SHA256 (hex) of the
+    /// ledger as written without this field. A ledger decides what is not published again,
+    /// so with a key one that does not verify stops the replay (hx4 F: a forged, unsigned
+    /// ledger listing every record hid the whole archive, "0 moved", exit 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmac_sha256: Option<String>,
 }
 
 impl Ledger {
@@ -73,9 +80,20 @@ impl Ledger {
         format!("{}/{FOLDER}/{}.json", self.channel, self.run)
     }
 
-    /// Writes it, durably.
-    pub async fn write(&self, store: &Store) -> Result<String, String> {
-        let mut bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+    /// The bytes it is signed over: itself without [`Ledger::hmac_sha256`].
+    fn unsigned(&self) -> Result<Vec<u8>, String> {
+        let mut u = self.clone();
+        u.hmac_sha256 = None;
+        serde_json::to_vec_pretty(&u).map_err(|e| e.to_string())
+    }
+
+    /// Writes it, durably; signed with `key` when the target names one.
+    pub async fn write(&self, store: &Store, key: Option<&Key>) -> Result<String, String> {
+        let mut signed = self.clone();
+        signed.hmac_sha256 = key
+            .map(|k| self.unsigned().map(|b| k.sign(&b)))
+            .transpose()?;
+        let mut bytes = serde_json::to_vec_pretty(&signed).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
         let key = self.key();
         store
@@ -109,6 +127,7 @@ pub async fn read(
     channel: &str,
     target: &str,
     to: &str,
+    hmac: Option<&Key>,
 ) -> Result<Replayed, String> {
     let mut out = Replayed::default();
     let folder = format!("{channel}/{FOLDER}");
@@ -125,6 +144,17 @@ pub async fn read(
                 "{at}: kind `{}` is not a replay ledger ({KIND})",
                 l.kind
             ));
+        }
+        if let Some(k) = hmac {
+            let ok = match &l.hmac_sha256 {
+                Some(tag) => k.verifies(&l.unsigned()?, tag),
+                None => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "{at}: this replay ledger's HMAC does not verify with the target's key (operations.hmacKeyEnv): it was written without the key, or changed, and what a ledger lists is not published again, so the replay stops. If it is a ledger of yours written before the key was set, move it out of `{folder}` and replay again"
+                ));
+            }
         }
         if l.target != target {
             continue;

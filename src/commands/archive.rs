@@ -14,6 +14,8 @@ use crate::redrive::AgeFrom;
 
 pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let (groups, where_) = super::shared::selectors(&args.select)?;
+    // What the operator wrote, as the report and the journal keep it (hx4 G).
+    let reason = args.reason.as_deref().map(crate::secrets::said);
     let given = args
         .to
         .as_deref()
@@ -68,7 +70,7 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
         delete: args.delete,
         dry_run: args.dry_run,
         rate: args.rate,
-        reason: args.reason.clone(),
+        reason: reason.clone(),
         gzip: args.compress == Some(Compression::Gzip),
         groups,
         where_,
@@ -83,7 +85,7 @@ pub fn run(args: &ArchiveArgs, printer: &Printer) -> anyhow::Result<u8> {
         opts,
         verb: crate::engine::redrive::Purpose::Archive.verb(),
         dry_run: args.dry_run,
-        reason: args.reason.as_deref(),
+        reason: reason.as_deref(),
     };
     let mut session = super::shared::journal_refused(
         driver::connect(&r, &loaded.targets, &redrive_ask, opts),

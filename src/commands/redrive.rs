@@ -14,6 +14,8 @@ use crate::redrive::{self, Report};
 
 pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
     let (groups, where_) = super::shared::selectors(&args.select)?;
+    // What the operator wrote, as the report and the journal keep it (hx4 G).
+    let reason = args.reason.as_deref().map(crate::secrets::said);
     let transform = args
         .transform
         .as_deref()
@@ -38,7 +40,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         rate: args.rate,
         samples: usize::from(args.samples),
         scan: usize::from(args.scan),
-        reason: args.reason.clone(),
+        reason: reason.clone(),
         allow_unowned: args.allow_unowned_destination,
         allow_fanout: args.allow_fanout,
         gates: Gates::new(
@@ -71,7 +73,7 @@ pub fn run(args: &RedriveArgs, printer: &Printer) -> anyhow::Result<u8> {
         opts: super::shared::connect_options(&args.spec, printer),
         verb: driver::Purpose::Redrive.verb(),
         dry_run: args.dry_run,
-        reason: args.reason.as_deref(),
+        reason: reason.as_deref(),
     };
     let checked = super::shared::journal_refused(
         driver::check(&r, &loaded.targets, &ask),

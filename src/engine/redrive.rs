@@ -817,6 +817,21 @@ impl Session<'_> {
                 report.dead_letter,
             ));
         }
+        if let Some(n) = ask
+            .where_
+            .as_ref()
+            .map(|w| w.undecided())
+            .filter(|n| *n > 0)
+        {
+            // Not chosen, though an output not looked at might have been `true`.
+            report.incomplete.push(format!(
+                "--where yielded 1000 outputs without a true on {n} message{} and was not looked at further (not selected; {} stay{} in `{}`; write any(generator; condition))",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it" } else { "they" },
+                if n == 1 { "s" } else { "" },
+                report.dead_letter,
+            ));
+        }
         if let Some(t) = report.transform.as_mut() {
             t.failed = ask.transform.as_ref().and_then(|t| t.failures());
             if let Some(f) = &t.failed {

@@ -119,9 +119,15 @@ pub async fn prepare<'a>(
             )));
         }
     }
-    let ledgers = replayed::read(&store, &r.channel, &r.target, &session.checked.to.name)
-        .await
-        .map_err(refused)?;
+    let ledgers = replayed::read(
+        &store,
+        &r.channel,
+        &r.target,
+        &session.checked.to.name,
+        key.as_ref(),
+    )
+    .await
+    .map_err(refused)?;
     let select = &session.checked.select;
     let role = r.dead_letter_role.as_str();
     let now = crate::status::now_ms();
@@ -306,9 +312,13 @@ impl Prepared<'_> {
             complete: false,
             replayed: Vec::new(),
             unsure: refs.clone(),
+            hmac_sha256: None,
         };
+        // Signed with the target's key, when it names one (the reading checked it is set).
+        let key = crate::integrity::key(&checked.r.target, &checked.target)
+            .map_err(RedriveError::Refused)?;
         if !messages.is_empty() {
-            let at = ledger.write(&store).await.map_err(|e| {
+            let at = ledger.write(&store, key.as_ref()).await.map_err(|e| {
                 RedriveError::Refused(format!(
                     "the replay's ledger could not be written into the archive: {e}; nothing was published"
                 ))
@@ -333,7 +343,7 @@ impl Prepared<'_> {
                 ledger.complete = true;
                 ledger.unsure = Vec::new();
                 ledger.ended_at = Some(crate::archive::rfc3339(crate::status::now_ms()));
-                let closed = ledger.write(&store).await.err().map_or(String::new(), |e| {
+                let closed = ledger.write(&store, key.as_ref()).await.err().map_or(String::new(), |e| {
                     format!(
                         " (this replay's own ledger {at} could not be closed: {e}; it names records as unsure that were not published)"
                     )
@@ -411,7 +421,7 @@ impl Prepared<'_> {
             };
             ledger.complete = true;
             ledger.ended_at = Some(crate::archive::rfc3339(crate::status::now_ms()));
-            if let Err(e) = ledger.write(&store).await {
+            if let Err(e) = ledger.write(&store, key.as_ref()).await {
                 report.error.get_or_insert(format!(
                     "the replay's ledger could not be written into the archive at the end: {e}; the next replay will stop at every record this one set out to publish"
                 ));

@@ -688,7 +688,7 @@ impl Run {
 pub fn without_death_line(id: &str, dlq: &str, would: bool) -> String {
     format!(
         "message {} has no x-death entry naming the queue it was rejected from; it {} in `{dlq}`",
-        status::safe(&crate::secrets::mask_cards(id, false)),
+        status::safe(&crate::secrets::said(id)),
         if would { "would stay" } else { "stays" },
     )
 }
@@ -699,7 +699,7 @@ pub fn refused_queue_line(q: &str, why: &str, ids: &[String], dlq: &str, would: 
     let shown: Vec<String> = ids
         .iter()
         .take(20)
-        .map(|id| status::safe(&crate::secrets::mask_cards(id, false)))
+        .map(|id| status::safe(&crate::secrets::said(id)))
         .collect();
     let one = ids.len() == 1;
     format!(
@@ -984,10 +984,7 @@ impl MovedIds {
     /// carry them whole.
     pub fn of(ids: Vec<String>) -> Self {
         use sha2::Digest;
-        let mut ids: Vec<String> = ids
-            .iter()
-            .map(|id| crate::secrets::mask_cards(id, false))
-            .collect();
+        let mut ids: Vec<String> = ids.iter().map(|id| crate::secrets::said(id)).collect();
         ids.sort();
         let mut h = sha2::Sha256::new();
         for id in &ids {

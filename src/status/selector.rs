@@ -38,6 +38,8 @@ pub const MAX_BODY: usize = 1 << 20;
 /// (`range(1e9)`) ends the look there, and the message is a failure of `--where` (not
 /// selected, reported, the run not complete).
 const MAX_OUTPUTS: usize = 1000;
+/// How the error of a program cut at [`MAX_OUTPUTS`] begins.
+const CUT: &str = "yields 1000 outputs without a true";
 
 /// A compiled `--where` expression, shared by every thread of a run; cloning shares it and
 /// its failure count.
@@ -54,6 +56,8 @@ pub struct Where {
 #[derive(Default)]
 struct Failures {
     count: AtomicU64,
+    /// Of them, those cut at [`MAX_OUTPUTS`] without a `true`: undecided, not a no.
+    undecided: AtomicU64,
     /// The first failure: the message's id, and the error normalised.
     first: Mutex<Option<(String, String)>>,
 }
@@ -113,6 +117,9 @@ impl Where {
             Ok(b) => b,
             Err(e) => {
                 self.failures.count.fetch_add(1, Ordering::Relaxed);
+                if e.starts_with(CUT) {
+                    self.failures.undecided.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Ok(mut first) = self.failures.first.lock()
                     && first.is_none()
                 {
@@ -140,6 +147,13 @@ impl Where {
     /// selected, and the run is not complete.
     pub fn over_budget(&self) -> u64 {
         self.pool.as_ref().map_or(0, |p| p.over_budget())
+    }
+
+    /// On how many messages it yielded [`MAX_OUTPUTS`] outputs without a `true`: not
+    /// selected, though one not looked at might have been `true`, so the run is not complete
+    /// (hx4 H: "Redrive complete", exit 0).
+    pub fn undecided(&self) -> u64 {
+        self.failures.undecided.load(Ordering::Relaxed)
     }
 
     /// The messages it failed on so far, if any.
@@ -172,7 +186,7 @@ fn eval(filter: &Filter, doc: Val) -> Result<bool, String> {
     }
     if cut {
         return Err(format!(
-            "yields {MAX_OUTPUTS} outputs without a true and is not looked at further: write any(generator; condition), e.g. any(.body.items[]; . == 1), which is one true or false"
+            "{CUT} and is not looked at further: write any(generator; condition), e.g. any(.body.items[]; . == 1), which is one true or false"
         ));
     }
     Ok(false)

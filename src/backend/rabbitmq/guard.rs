@@ -28,6 +28,8 @@ pub struct Governing {
     pub overflow: String,
     /// Where the queue's dead-letter exchange comes from, if it has one.
     pub dead_letter_exchange: Option<String>,
+    /// That exchange's name (`""`: the default exchange).
+    pub dead_letter_exchange_name: Option<String>,
     /// The policies that apply (the winner, or every policy tied at the top).
     pub policies: Vec<String>,
 }
@@ -149,6 +151,14 @@ pub fn governing(q: &Value, name: &str, policies: &[Value], operator: &[Value]) 
             .unwrap_or(&from_policies[0])
             .clone(),
     };
+    out.dead_letter_exchange_name = arg("x-dead-letter-exchange")
+        .map(|v| text(Some(v)))
+        .or_else(|| {
+            user.first()
+                .and_then(|p| definition(p))
+                .and_then(|d| d.get("dead-letter-exchange"))
+                .map(|v| text(Some(v)))
+        });
     out.dead_letter_exchange = match arg("x-dead-letter-exchange") {
         Some(_) => Some("argument".into()),
         None => {

@@ -839,6 +839,28 @@ async fn guard(reader: &Reader, vhost: &str, name: &str, dlx: Dlx) -> Result<(),
             "not redriving into `{name}`: it has no dead-letter exchange now ({by}), so a message that fails again would be dropped; {hint}"
         )));
     }
+    // A dead-letter exchange named but absent drops what fails again as surely as none (hx4
+    // E: `--to failed-consumer` moved three into a queue whose DLX was never declared).
+    if dlx != Dlx::Unchecked
+        && let (Some(from), Some(x)) = (&g.dead_letter_exchange, &g.dead_letter_exchange_name)
+        && !x.is_empty()
+    {
+        let path = format!("/api/exchanges/{}/{}", seg(vhost), seg(x));
+        let found = reader
+            .http
+            .get("GET /api/exchanges/{vhost}/{name}", &path)
+            .await
+            .map_err(|e| {
+                MoveError(format!(
+                    "destination `{name}`'s dead-letter exchange `{x}`: {e}"
+                ))
+            })?;
+        if found.is_none() {
+            return Err(MoveError(format!(
+                "not redriving into `{name}`: its dead-letter exchange `{x}` (set by {from}) does not exist (vhost {vhost}), so a message that fails again would be dropped; declare it, or redrive these messages --to a queue whose dead-letter exchange exists"
+            )));
+        }
+    }
     Ok(())
 }
 
