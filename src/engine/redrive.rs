@@ -843,11 +843,20 @@ impl Session<'_> {
                 }),
             ),
             _ if never_looked && !went_on => (None, None),
-            _ => {
-                let n = match watched {
-                    Some(n) => Some(n),
-                    None => left(r, &self.reader).await,
-                };
+            // The DLQ as the watch last read it, after the batch.
+            _ if watched.is_some() => (watched, Some(redrive::STATISTICS)),
+            // A pause or a gate came after the count: said as the last batch's (the
+            // backend's statistics may lag more than that, RabbitMQ's by 5 s).
+            Some(n) => (
+                Some(n),
+                Some(if statistics {
+                    redrive::STATISTICS
+                } else {
+                    redrive::LAST_BATCH
+                }),
+            ),
+            None => {
+                let n = left(r, &self.reader).await;
                 (n, n.map(|_| redrive::STATISTICS))
             }
         };

@@ -1189,6 +1189,9 @@ impl Started {
 /// `leftBasis` values.
 pub const EXACT: &str = "exact";
 pub const STATISTICS: &str = "statistics";
+/// Counted exactly by the run's last batch as it ended, before the pause or gate that came
+/// after it: what came back or arrived since is not in it.
+pub const LAST_BATCH: &str = "last-batch";
 
 /// Why a run ended (`stoppedBy`, and `batches.stoppedBy`), one value per cause (issue 52,
 /// F5: `stopped` used to stand for three). docs/redrive.md lists them.
@@ -1359,6 +1362,10 @@ pub fn human(r: &Report) -> String {
         if r.left_basis == Some(STATISTICS) {
             out.push_str(&format!(
                 "; about {left} left in {place} (the broker's statistics, which may lag)"
+            ));
+        } else if r.left_basis == Some(LAST_BATCH) {
+            out.push_str(&format!(
+                "; {left} left in {place} as the last batch ended (what came back or arrived after it is not counted)"
             ));
         } else {
             out.push_str(&format!("; {left} left in {place}"));
@@ -2245,6 +2252,15 @@ mod tests {
             stopped_by: stop::ONE_BATCH,
         });
         insta::assert_snapshot!("redrive-run-one-batch", human(&r));
+        // A count made before the pause that came after it is said as the last batch's.
+        let mut r = run_report();
+        r.stopped_by = Some(stop::MAX_DURATION);
+        r.left_basis = Some(LAST_BATCH);
+        assert!(
+            human(&r).contains("; 15 left in the dead-letter queue as the last batch ended"),
+            "{}",
+            human(&r)
+        );
         // Each cause its own word, none of them "complete".
         for (by, error, interrupted, incomplete) in [
             (stop::ERROR, true, false, false),
