@@ -112,6 +112,47 @@ fn rabbit_failing_app(
     })
 }
 
+/// The application that fails every message late: it takes what `queue` holds, waits
+/// `after`, then dead-letters each (publishes it to `dlq` as it came) and acknowledges it,
+/// until `stop` or 60 s.
+fn rabbit_slow_failing_app(
+    queue: String,
+    dlq: String,
+    stop: Arc<AtomicBool>,
+    after: Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        block(async move {
+            let conn = rabbit::amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            ch.confirm_select(ConfirmSelectOptions::default())
+                .await
+                .expect("confirms");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline && !stop.load(Ordering::SeqCst) {
+                let mut taken = Vec::new();
+                while let Some(m) = ch
+                    .basic_get(queue.as_str().into(), BasicGetOptions::default())
+                    .await
+                    .expect("basic.get")
+                {
+                    taken.push(m.delivery);
+                }
+                if taken.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                tokio::time::sleep(after).await;
+                for d in taken {
+                    rabbit::publish_on(&ch, "", &dlq, &d.data, d.properties.clone()).await;
+                    d.acker.ack(BasicAckOptions::default()).await.expect("ack");
+                }
+            }
+            let _ = conn.close(200, "done".into()).await;
+        });
+    })
+}
+
 /// The ids a report lists as moved, with how many times each.
 fn moved_ids(doc: &Value) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
@@ -676,6 +717,10 @@ fn the_lock_holds_between_batches(
         "a second redrive during the pause is refused: {doc:#}\n{err}"
     );
     assert_eq!(doc["moved"], 0, "{doc:#}");
+    // L8: refused before it looked, it counted nothing and says no figure (before: the
+    // backend's statistics, while the first run moves them).
+    assert!(doc["leftInDeadLetter"].is_null(), "{doc:#}");
+    assert_eq!(doc["stoppedBy"], "error", "{doc:#}");
     let archive_dir = ws.dir.path().join("archive");
     let archive_to = archive_dir.to_string_lossy().into_owned();
     let out = ws.run(&[
@@ -794,5 +839,311 @@ fn pubsub_a_batched_run_moves_each_message_once_while_the_downstream_fails_every
     assert!(
         in_dlq.values().all(|c| c.as_slice() == ["1"]),
         "each once, moved once: {in_dlq:?}"
+    );
+}
+
+/// F2 and F5: a run that stopped at `--limit`, or after a single `--batch`, with messages
+/// left never says "complete": the first line says where it stopped and what is left, and
+/// `stoppedBy` (and `batches.stoppedBy`) names that cause (before: "Redrive complete: 5
+/// moved", and no `stoppedBy` without `--batch`). Counted with lapin.
+#[test]
+fn rabbitmq_a_run_stopped_at_limit_or_after_one_batch_never_says_complete() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    rabbit_fill(&dlq, "t", 30);
+    let out = f.run(&[
+        "redrive",
+        f.channel.as_str(),
+        "channel.yaml",
+        "--yes",
+        "--limit",
+        "5",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let first = out.stdout.lines().next().unwrap_or_default().to_owned();
+    assert!(
+        first.starts_with("Redrive stopped at --limit: 5 moved") && first.contains("; 25 left in"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("complete"), "{}", out.stdout);
+    let (code, doc, err) = redrive(&f, &["--yes", "--limit", "5"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["stoppedBy"], "limit", "{doc:#}");
+    assert_eq!(doc["leftInDeadLetter"], 20, "{doc:#}");
+    let (code, doc, err) = redrive(&f, &["--yes", "--batch", "5"]);
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["moved"], 5, "{doc:#}");
+    assert_eq!(doc["stoppedBy"], "one-batch", "{doc:#}");
+    assert_eq!(doc["batches"]["stoppedBy"], "one-batch", "{doc:#}");
+    assert_eq!(doc["leftInDeadLetter"], 15, "{doc:#}");
+    assert_eq!(doc["cameBack"], 0, "present for a batched run: {doc:#}");
+    // What is left moves, and that run is complete.
+    let out = f.run(&["redrive", f.channel.as_str(), "channel.yaml", "--yes"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.starts_with("Redrive complete: 15 moved"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(rabbit::count(&dlq), 0);
+    let on_main = rabbit_take(&main);
+    assert_eq!(on_main.len(), 30, "each once: {on_main:?}");
+    assert!(on_main.values().all(|c| c.len() == 1), "{on_main:?}");
+}
+
+/// L8 and F3: a batched run stopped by `--verify-for` (the downstream fails every copy at
+/// once). The copies the watch saw back are counted in `cameBack` (before: absent), and
+/// what is left is the DLQ as the watch last read it, 10 never moved and the 10 back
+/// (before: the first batch's count, "about 10 left" with 20 there). Counted by id.
+#[test]
+fn rabbitmq_a_run_stopped_by_redead_counts_what_came_back_and_what_is_left() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    rabbit_fill(&dlq, "r", 20);
+    let stop = Arc::new(AtomicBool::new(false));
+    let app = rabbit_failing_app(main.clone(), dlq.clone(), Arc::clone(&stop));
+    let (code, doc, err) = redrive(
+        &f,
+        &[
+            "--yes",
+            "--batch",
+            "10",
+            "--until-empty",
+            "--verify-for",
+            "20s",
+            "--max-redead",
+            "99",
+        ],
+    );
+    stop.store(true, Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 1, "{doc:#}\n{err}");
+    assert_eq!(doc["stoppedBy"], "redead", "{doc:#}");
+    assert_eq!(doc["moved"], 10, "{doc:#}");
+    assert_eq!(doc["redead"]["count"], 10, "{doc:#}");
+    assert_eq!(doc["cameBack"], 10, "{doc:#}");
+    assert_eq!(doc["leftBasis"], "statistics", "{doc:#}");
+    // The lease holds the head message between batches: the statistics may not count it yet.
+    assert!(
+        doc["leftInDeadLetter"]
+            .as_u64()
+            .is_some_and(|n| (19..=20).contains(&n)),
+        "{doc:#}"
+    );
+    let in_dlq = rabbit_take(&dlq);
+    assert_eq!(in_dlq.len(), 20, "{in_dlq:?}");
+    let back = in_dlq.values().filter(|c| c.as_slice() == ["1"]).count();
+    assert_eq!(back, 10, "{in_dlq:?}");
+    assert_eq!(rabbit::count(&main), 0);
+}
+
+/// F3 on Kafka: a batched run stopped by `--verify-for`; `cameBack` is what came back, by
+/// record (before: absent). The DLT read back with rdkafka: each of the 5 moved is there
+/// twice (the original behind the group's offset, and its copy back).
+#[test]
+fn kafka_a_run_stopped_by_redead_counts_what_came_back() {
+    use rdkafka::Message;
+    use rdkafka::consumer::Consumer;
+    use rdkafka::message::{Header, Headers, OwnedHeaders};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let Some(f) = kafka::Fixture::applied() else {
+        return;
+    };
+    let dlt = format!("{}-dlt", f.channel);
+    let main = f.channel.clone();
+    let producer: FutureProducer = kafka::producer(&[]);
+    for i in 0..15 {
+        let body = format!("q-{i:02}");
+        block(producer.send(
+            FutureRecord::to(&dlt).key(&body).payload(&body),
+            Duration::from_secs(10),
+        ))
+        .map_err(|(e, _)| e)
+        .expect("produce");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (from, to, group, halt) = (
+        main.clone(),
+        dlt.clone(),
+        format!("{}-failing", f.channel),
+        Arc::clone(&stop),
+    );
+    let app = std::thread::spawn(move || {
+        let consumer = kafka::consumer(&group, &[("auto.offset.reset", "earliest")]);
+        consumer.subscribe(&[from.as_str()]).expect("subscribe");
+        let producer: FutureProducer = kafka::producer(&[]);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !halt.load(Ordering::SeqCst) && Instant::now() < deadline {
+            if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                let mut headers = OwnedHeaders::new();
+                if let Some(h) = m.headers() {
+                    for x in h.iter() {
+                        headers = headers.insert(Header {
+                            key: x.key,
+                            value: x.value,
+                        });
+                    }
+                }
+                let mut record = FutureRecord::<[u8], [u8]>::to(&to)
+                    .payload(m.payload().unwrap_or_default())
+                    .headers(headers);
+                if let Some(k) = m.key() {
+                    record = record.key(k);
+                }
+                block(producer.send(record, Duration::from_secs(10)))
+                    .map_err(|(e, _)| e)
+                    .expect("produce");
+            }
+        }
+    });
+    let (code, doc, err) = redrive(
+        &f,
+        &[
+            "--yes",
+            "--batch",
+            "5",
+            "--until-empty",
+            "--verify-for",
+            "30s",
+            "--max-redead",
+            "99",
+        ],
+    );
+    stop.store(true, Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 1, "{doc:#}\n{err}");
+    assert_eq!(doc["stoppedBy"], "redead", "{doc:#}");
+    assert_eq!(doc["moved"], 5, "{doc:#}");
+    assert_eq!(doc["redead"]["count"], 5, "{doc:#}");
+    assert_eq!(doc["cameBack"], 5, "{doc:#}");
+    let partitions = f.topics().get(&dlt).copied().unwrap_or(1) as i32;
+    let on_dlt = kafka::read_from_start(&dlt, partitions, 20, Duration::from_secs(3));
+    let mut each: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, _, body) in &on_dlt {
+        *each.entry(body.clone()).or_default() += 1;
+    }
+    assert_eq!(each.len(), 15, "{each:?}");
+    let back = each.values().filter(|n| **n == 2).count();
+    assert_eq!(back, 5, "the 5 moved, each back once: {each:?}");
+    assert!(each.values().all(|n| *n <= 2), "{each:?}");
+}
+
+/// Noted by hx3: another consumer holds one message unacknowledged for the whole run.
+/// `--batch 5 --until-empty` goes on batch after batch and moves the other 30; the held one
+/// is said (`heldElsewhere`, `incomplete`, exit 1), never examined (before: one batch of 5,
+/// `stoppedBy: stopped`). Counted with lapin.
+#[test]
+fn rabbitmq_a_message_held_elsewhere_stops_no_batch() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    rabbit_fill(&dlq, "w", 31);
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (close_tx, close_rx) = std::sync::mpsc::channel::<()>();
+    let queue = dlq.clone();
+    let holder = std::thread::spawn(move || {
+        block(async move {
+            let conn = rabbit::amqp().await;
+            let ch = conn.create_channel().await.expect("channel");
+            ch.basic_get(queue.as_str().into(), BasicGetOptions::default())
+                .await
+                .expect("basic.get")
+                .expect("a message to hold");
+            held_tx.send(()).expect("held");
+            let _ = close_rx.recv_timeout(Duration::from_secs(150));
+            let _ = conn.close(200, "handing back".into()).await;
+        });
+    });
+    held_rx.recv_timeout(Duration::from_secs(30)).expect("held");
+    rabbit::wait_for(&dlq, "messages_unacknowledged", "1 unacknowledged", |q| {
+        q["messages_unacknowledged"] == 1
+    });
+    let (code, doc, err) = redrive(
+        &f,
+        &["--yes", "--batch", "5", "--until-empty", "--pause", "200ms"],
+    );
+    close_tx.send(()).expect("close");
+    holder.join().expect("the holder");
+    assert_eq!(code, 1, "not complete: {doc:#}\n{err}");
+    assert_eq!(doc["moved"], 30, "{doc:#}");
+    assert_eq!(doc["stoppedBy"], "empty", "{doc:#}");
+    assert!(
+        doc["batches"]["count"].as_u64().is_some_and(|n| n >= 6),
+        "{doc:#}"
+    );
+    assert!(
+        doc["heldElsewhere"].as_u64().is_some_and(|n| n >= 1),
+        "{doc:#}"
+    );
+    assert_ne!(doc["leftBasis"], "exact", "{doc:#}");
+    assert!(
+        doc["incomplete"]
+            .as_array()
+            .is_some_and(|v| v.iter().any(|w| w
+                .as_str()
+                .is_some_and(|w| w.contains("held unacknowledged by another consumer")))),
+        "{doc:#}"
+    );
+    assert_eq!(
+        wait_for(1, Duration::from_secs(10), || rabbit::count(&dlq)),
+        1
+    );
+    let on_main = rabbit_take(&main);
+    assert_eq!(on_main.len(), 30, "{on_main:?}");
+    assert!(on_main.values().all(|c| c.len() == 1), "{on_main:?}");
+}
+
+/// L8 after a pause: the downstream fails every copy a second after it took it; one batch of
+/// 10, a 3 s pause (the 10 copies come back meanwhile), then `--max-duration` stops the run. The last batch's
+/// count (20) is said as that, `leftBasis: last-batch`, never `exact` with 30 there (before:
+/// `leftInDeadLetter: 20`, `exact`). Counted with lapin.
+#[test]
+fn rabbitmq_a_count_made_before_a_pause_is_never_called_exact() {
+    let Some(f) = rabbit::Fixture::applied_with(without_exchange) else {
+        return;
+    };
+    let [main, _, dlq, _] = f.names();
+    rabbit_fill(&dlq, "p", 30);
+    let stop = Arc::new(AtomicBool::new(false));
+    let app = rabbit_slow_failing_app(
+        main.clone(),
+        dlq.clone(),
+        Arc::clone(&stop),
+        Duration::from_secs(1),
+    );
+    let (code, doc, err) = redrive(
+        &f,
+        &[
+            "--yes",
+            "--batch",
+            "10",
+            "--until-empty",
+            "--pause",
+            "3s",
+            "--max-duration",
+            "1s",
+        ],
+    );
+    let back = wait_for(30, Duration::from_secs(20), || rabbit::count(&dlq));
+    stop.store(true, Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 0, "{doc:#}\n{err}");
+    assert_eq!(doc["stoppedBy"], "max-duration", "{doc:#}");
+    assert_eq!(doc["moved"], 10, "{doc:#}");
+    assert_eq!(doc["leftInDeadLetter"], 20, "{doc:#}");
+    assert_eq!(doc["leftBasis"], "last-batch", "{doc:#}");
+    assert_eq!(back, 30);
+    let in_dlq = rabbit_take(&dlq);
+    assert_eq!(in_dlq.len(), 30, "{in_dlq:?}");
+    assert_eq!(
+        in_dlq.values().filter(|c| c.as_slice() == ["1"]).count(),
+        10,
+        "{in_dlq:?}"
     );
 }

@@ -17,7 +17,7 @@ use crate::backend::{self, BackendError, ConnectOptions, Mover, Reader};
 use crate::printer::Printer;
 use crate::redrive::{
     self, AgeFrom, BatchRecord, Decision, Destination, Report, Run, Selection, SelectionRecord,
-    Tally, WouldMove,
+    Tally, WouldMove, stop,
 };
 use crate::spec::model::Target;
 use crate::spec::resolve::{DeadLetterRole, Resolved};
@@ -350,7 +350,9 @@ impl<'a> Checked<'a> {
             not_selected: 0,
             skipped_at_max_redrives: 0,
             possibly_duplicated: 0,
-            came_back: 0,
+            came_back: None,
+            stopped_by: None,
+            held_elsewhere: None,
             left_in_dead_letter: None,
             left_basis: None,
             interrupted: false,
@@ -558,7 +560,12 @@ impl Session<'_> {
         report.examined = dry.examined;
         report.not_selected = dry.not_selected;
         report.skipped_at_max_redrives = dry.at_limit;
-        report.left_in_dead_letter = left(r, &self.reader).await;
+        // The depth the dry run read its messages by (issue 52, L8: a second read of the
+        // listing, 5 s behind, said "about 10 left" beside 20 that would move).
+        report.left_in_dead_letter = match dry.total {
+            Some(n) => Some(n),
+            None => left(r, &self.reader).await,
+        };
         report.left_basis = report.left_in_dead_letter.map(|_| redrive::STATISTICS);
         report.would_move = Some(dry.would);
         report.incomplete.extend(dry.stays);
@@ -632,16 +639,22 @@ impl Session<'_> {
         let mut last: Option<Arc<Tally>> = None;
         let mut ids = Vec::new();
         let (mut waited, mut unknown) = (Vec::new(), 0);
+        // Whether the run went on after the last batch counted what it left (a watch, a
+        // pause, a gate asked): that count is then out of date (issue 52, L8), and the DLQ's
+        // depth as last read by the watch (`watched`) or the backend's statistics stand in.
+        let mut went_on = false;
+        let mut watched: Option<u64> = None;
         loop {
             // Ctrl-C or SIGTERM while a gate is asked: stopped, not unhealthy (issue 52).
             let verdict = ask.gates.check_unless(&stop).await;
+            went_on |= last.is_some() && !ask.gates.is_empty();
             if stop.load(Ordering::SeqCst) {
-                record.stopped_by = "stopped";
+                record.stopped_by = stop::INTERRUPTED;
                 break;
             }
             if let Some(why) = verdict {
                 self.report.unhealthy = Some(why);
-                record.stopped_by = "unhealthy";
+                record.stopped_by = stop::UNHEALTHY;
                 break;
             }
             let remaining = ask.limit.map(|l| l.saturating_sub(self.report.moved));
@@ -683,6 +696,7 @@ impl Session<'_> {
             let before = depth.map(|d| d.saturating_sub(self.report.moved));
             let progress = progress(Arc::clone(&tally), before, *printer);
             result = mover.redrive(r, &run).await;
+            (went_on, watched) = (false, None);
             if let Some(p) = progress {
                 p.abort();
             }
@@ -696,9 +710,18 @@ impl Session<'_> {
             shown.finish(moved);
             last = Some(Arc::clone(&tally));
             last_run = Some(run.clone());
-            if result.is_err() || stop.load(Ordering::SeqCst) || !self.report.incomplete.is_empty()
-            {
-                record.stopped_by = "stopped";
+            if result.is_err() {
+                record.stopped_by = stop::ERROR;
+                break;
+            }
+            if stop.load(Ordering::SeqCst) {
+                record.stopped_by = stop::INTERRUPTED;
+                break;
+            }
+            // Messages another consumer holds are said at the end; they stop no batch (issue
+            // 52: `--until-empty` used to stop after one batch while one message was held).
+            if !self.report.incomplete.is_empty() {
+                record.stopped_by = stop::INCOMPLETE;
                 break;
             }
             // Held from now until the next batch: the watch, the pause, the gates.
@@ -707,7 +730,7 @@ impl Session<'_> {
                     Ok(l) => lease = Some(l),
                     Err(e) => {
                         result = Err(e);
-                        record.stopped_by = "stopped";
+                        record.stopped_by = stop::ERROR;
                         break;
                     }
                 }
@@ -724,41 +747,63 @@ impl Session<'_> {
                     &stop,
                 )
                 .await;
-                let percent = back.len() as f64 * 100.0 / moved as f64;
+                went_on = true;
+                watched = back.total;
+                // The copies the watch saw back are came back, as a batch that meets them
+                // counts them (each once): F3, `cameBack` was short of the redead ones.
+                let counted = tally.came_back.load(Ordering::Relaxed);
+                for key in back.keys {
+                    copies.came_back(key, &tally);
+                }
+                let seen = tally.came_back.load(Ordering::Relaxed) - counted;
+                if seen > 0 {
+                    *self.report.came_back.get_or_insert(0) += seen;
+                }
+                let percent = back.ids.len() as f64 * 100.0 / moved as f64;
                 if percent > v.max_redead_percent {
                     self.report.redead = Some(redrive::Redead {
-                        count: back.len() as u64,
+                        count: back.ids.len() as u64,
                         of: moved,
                         percent: (percent * 10.0).round() / 10.0,
                         allowed_percent: v.max_redead_percent,
-                        ids: back.into_iter().take(100).collect(),
+                        ids: back.ids.into_iter().take(100).collect(),
                     });
-                    record.stopped_by = "redead";
+                    record.stopped_by = stop::REDEAD;
                     break;
                 }
             }
-            if !batched || !ask.batches.until_empty {
-                record.stopped_by = if batched { "one-batch" } else { "" };
+            // Fewer than it could take (or none): nothing more to move.
+            if limit.is_some_and(|l| moved < l) || (batched && moved == 0) {
+                record.stopped_by = stop::EMPTY;
                 break;
             }
-            if limit.is_some_and(|l| moved < l) || moved == 0 {
-                record.stopped_by = "empty";
+            if !batched {
+                record.stopped_by = if ask.limit.is_some() {
+                    stop::LIMIT
+                } else {
+                    stop::EMPTY
+                };
+                break;
+            }
+            if !ask.batches.until_empty {
+                record.stopped_by = stop::ONE_BATCH;
                 break;
             }
             if ask.limit.is_some_and(|l| self.report.moved >= l) {
-                record.stopped_by = "limit";
+                record.stopped_by = stop::LIMIT;
                 break;
             }
             if let Some(pause) = ask.batches.pause {
                 pause_unless_stopped(pause, &stop).await;
+                went_on = true;
                 if stop.load(Ordering::SeqCst) {
                     self.report.interrupted = true;
-                    record.stopped_by = "stopped";
+                    record.stopped_by = stop::INTERRUPTED;
                     break;
                 }
             }
             if ask.batches.bound().is_some_and(|m| started.elapsed() >= m) {
-                record.stopped_by = "max-duration";
+                record.stopped_by = stop::MAX_DURATION;
                 break;
             }
         }
@@ -776,7 +821,7 @@ impl Session<'_> {
         let report = &mut self.report;
         report.interrupted |= stop.load(Ordering::SeqCst);
         if batched || !ask.gates.is_empty() || ask.verify.is_some() {
-            report.batches = Some(record);
+            report.batches = Some(record.clone());
         }
         if report.moved_by.is_none() {
             report.moved_ids = Some(redrive::MovedIds::of(ids));
@@ -792,15 +837,69 @@ impl Session<'_> {
         let statistics = last
             .as_ref()
             .is_some_and(|t| t.left_statistics.load(Ordering::Relaxed));
+        // Refused or failed before it examined anything (another run holds the DLQ, ...):
+        // it counted nothing, and a statistic read now is no figure of this run's (issue 52,
+        // L8: "leftInDeadLetter 300" with 30 there while the other run moved them).
+        let never_looked = report.error.is_some() && report.examined == 0 && report.moved == 0;
         (report.left_in_dead_letter, report.left_basis) = match last.as_ref().and_then(|t| t.left())
         {
-            Some(n) if statistics => (Some(n), Some(redrive::STATISTICS)),
-            Some(n) => (Some(n), Some(redrive::EXACT)),
+            // What the last batch counted, when nothing came after it.
+            Some(n) if !went_on => (
+                Some(n),
+                Some(if statistics {
+                    redrive::STATISTICS
+                } else {
+                    redrive::EXACT
+                }),
+            ),
+            _ if never_looked && !went_on => (None, None),
+            // The DLQ as the watch last read it, after the batch.
+            _ if watched.is_some() => (watched, Some(redrive::STATISTICS)),
+            // A pause or a gate came after the count: said as the last batch's (the
+            // backend's statistics may lag more than that, RabbitMQ's by 5 s).
+            Some(n) => (
+                Some(n),
+                Some(if statistics {
+                    redrive::STATISTICS
+                } else {
+                    redrive::LAST_BATCH
+                }),
+            ),
             None => {
                 let n = left(r, &self.reader).await;
                 (n, n.map(|_| redrive::STATISTICS))
             }
         };
+        // Stopped at --limit or after one batch with nothing left: it did all there was.
+        if matches!(record.stopped_by, stop::LIMIT | stop::ONE_BATCH)
+            && report.left_in_dead_letter == Some(0)
+            && report.left_basis == Some(redrive::EXACT)
+        {
+            record.stopped_by = stop::EMPTY;
+        }
+        if let Some(b) = report.batches.as_mut() {
+            b.stopped_by = record.stopped_by;
+        }
+        report.stopped_by = Some(record.stopped_by).filter(|s| !s.is_empty());
+        // Every batched or verified run says what came back, 0 too (F3); others when any did.
+        if batched || ask.verify.is_some() {
+            report.came_back.get_or_insert(0);
+        }
+        let held = last
+            .as_ref()
+            .map_or(0, |t| t.held_elsewhere.load(Ordering::Relaxed));
+        if held > 0 {
+            report.held_elsewhere = Some(held);
+            let (s, are, were) = if held == 1 {
+                ("", "is", "was")
+            } else {
+                ("s", "are", "were")
+            };
+            report.incomplete.push(format!(
+                "{held} message{s} of `{}` {are} held unacknowledged by another consumer (the management API's messages_unacknowledged) and {were} not examined; what that consumer does not acknowledge goes back to the queue when it rejects or closes: run it again then",
+                report.dead_letter
+            ));
+        }
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
         if let Some(n) = ask
             .where_
@@ -866,7 +965,10 @@ fn add(report: &mut Report, t: &Tally) {
         record.add(t.transformed());
     }
     report.possibly_duplicated += t.duplicated.load(Ordering::Relaxed);
-    report.came_back += t.came_back.load(Ordering::Relaxed);
+    let back = t.came_back.load(Ordering::Relaxed);
+    if back > 0 {
+        *report.came_back.get_or_insert(0) += back;
+    }
     if t.by_service.load(Ordering::Relaxed) {
         report.moved_by = Some(redrive::SQS_MOVE_TASK);
     }
@@ -930,6 +1032,8 @@ struct Seen {
     items: Vec<SeenMessage>,
     /// The DLQ's depth, when the read did not see every message of it.
     partial_total: Option<u64>,
+    /// The DLQ's depth as the read found it.
+    total: Option<u64>,
 }
 
 async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> Option<Seen> {
@@ -963,7 +1067,33 @@ async fn dlq_prints(r: &Resolved, reader: &Reader, copies: &redrive::Copies) -> 
             })
             .collect(),
         partial_total: if partial { total } else { None },
+        total,
     })
+}
+
+/// The keys ([`redrive::Copies::ours`]) of this batch's copies (numbered from `first`) that
+/// `now` holds and `before` did not: back, exactly, as [`came_back`] counts them.
+fn copies_back(before: &Seen, now: &Seen, first: u64) -> Vec<String> {
+    let had: std::collections::HashSet<&str> = before
+        .items
+        .iter()
+        .filter_map(|(_, _, k)| k.as_ref().map(|(k, _)| k.as_str()))
+        .collect();
+    now.items
+        .iter()
+        .filter_map(|(_, _, k)| k.as_ref())
+        .filter(|(k, n)| *n >= first && !had.contains(k.as_str()))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// What `--verify-for` saw: the ids back ([`came_back`]), the keys of this run's copies
+/// among them ([`copies_back`]), and the DLQ's depth at its last read.
+#[derive(Debug, Default)]
+struct Watched {
+    ids: Vec<String>,
+    keys: Vec<String>,
+    total: Option<u64>,
 }
 
 /// Which of a batch's moved messages are back (issue 52, M1: only what was not in the DLQ
@@ -1052,14 +1182,19 @@ async fn watch_for_return(
     (before, moved, first): (&Seen, &[u64], u64),
     v: Verify,
     stop: &AtomicBool,
-) -> Vec<String> {
+) -> Watched {
     let until = tokio::time::Instant::now() + v.for_;
-    let mut back = Vec::new();
+    let mut back = Watched::default();
     loop {
         if let Some(now) = dlq_prints(r, reader, copies).await {
-            back = came_back(before, moved, &now, first);
+            back = Watched {
+                ids: came_back(before, moved, &now, first),
+                keys: copies_back(before, &now, first),
+                total: now.total,
+            };
         }
-        let too_many = back.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
+        let too_many =
+            back.ids.len() as f64 * 100.0 / moved.len().max(1) as f64 > v.max_redead_percent;
         if too_many || stop.load(Ordering::SeqCst) || tokio::time::Instant::now() >= until {
             return back;
         }
@@ -1168,6 +1303,8 @@ struct DryRun {
     /// `--to failed-consumer` per message: what would stay and why, as the run says it
     /// (`incomplete` lines).
     stays: Vec<String>,
+    /// The DLQ's depth as the read found it.
+    total: Option<u64>,
 }
 
 /// What a dry run reads and how it counts.
@@ -1355,6 +1492,7 @@ async fn dry_run(
         without_source,
         undecided,
         stays,
+        total,
     })
 }
 
@@ -1478,6 +1616,7 @@ mod tests {
         let seen = |items: Vec<SeenMessage>| Seen {
             items,
             partial_total: None,
+            total: None,
         };
         // 5 moved (body X), 20 others with body X stay; none came back.
         let before = seen((0..25).map(|i| at("X", &format!("o-{i}"))).collect());
@@ -1506,6 +1645,7 @@ mod tests {
         let part = |ids: std::ops::Range<usize>, total| Seen {
             items: ids.map(|i| at("X", &format!("o-{i}"))).collect(),
             partial_total: Some(total),
+            total: Some(total),
         };
         assert!(super::came_back(&part(0..10, 25), &moved, &part(10..20, 20), 0).is_empty());
         assert_eq!(
@@ -1521,5 +1661,8 @@ mod tests {
         // Only this batch's copies (numbered from 5): an earlier batch's, back only now, are
         // not counted against this one.
         assert_eq!(super::came_back(&before, &moved, &now, 5), ["b"]);
+        // Their keys, for `cameBack`: this batch's copies back, each by its key.
+        assert_eq!(super::copies_back(&before, &now, 0), ["run/7", "run/3"]);
+        assert_eq!(super::copies_back(&before, &now, 5), ["run/7"]);
     }
 }

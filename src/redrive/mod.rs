@@ -248,6 +248,10 @@ pub struct Tally {
     /// left there, not moved a second time (RabbitMQ, whose run takes what becomes ready
     /// while it goes).
     pub came_back: AtomicU64,
+    /// Messages of the DLQ another consumer held unacknowledged at the end of the batch (the
+    /// backend's statistics; RabbitMQ): not examined, said once for the run by the driver,
+    /// which goes on with the next batch meanwhile (issue 52: the run used to stop after one).
+    pub held_elsewhere: AtomicU64,
 }
 
 /// Bytes of a body that [`body_print`] reads (as a status read keeps them).
@@ -286,6 +290,7 @@ impl Default for Tally {
             sources: Mutex::new(Vec::new()),
             without_source: AtomicU64::new(0),
             came_back: AtomicU64::new(0),
+            held_elsewhere: AtomicU64::new(0),
         }
     }
 }
@@ -817,10 +822,6 @@ impl Pace {
     }
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// The final report (and the audit record with `--format json`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -844,10 +845,21 @@ pub struct Report {
     pub not_selected: u64,
     pub skipped_at_max_redrives: u64,
     pub possibly_duplicated: u64,
-    /// Copies this run moved that failed again and came back to the DLQ before it ended:
-    /// left there, not moved again (RabbitMQ).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub came_back: u64,
+    /// Copies this run moved that failed again and came back to the DLQ before it ended
+    /// (met by a batch, or seen by `--verify-for`), each once: left there, not moved again.
+    /// Always present for a batched run and a `--verify-for` run (0 too); otherwise only
+    /// when not 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub came_back: Option<u64>,
+    /// Why the run ended ([`stop`]): present for every run that moved or could have (not a
+    /// dry run); `batches.stoppedBy` says the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<&'static str>,
+    /// Messages another consumer held unacknowledged when the run ended (RabbitMQ's
+    /// `messages_unacknowledged`): not examined, and counted in `leftInDeadLetter` as a
+    /// statistic; the run is not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_elsewhere: Option<u64>,
     /// Messages in the DLQ afterwards, where the backend can tell.
     pub left_in_dead_letter: Option<u64>,
     /// How `left_in_dead_letter` was counted: `exact` (by the run itself, on its own
@@ -1047,11 +1059,7 @@ pub struct BatchRecord {
     pub max_duration_seconds: Option<u64>,
     /// Batches run.
     pub count: u64,
-    /// Why the run ended: `empty` (a batch found fewer than it could move), `limit`
-    /// (`--limit` reached), `max-duration`, `unhealthy` (a gate said so), `redead`
-    /// (`--verify-for` saw too many come back), `one-batch`
-    /// (`--batch` without `--until-empty`), `stopped` (an error, an interrupt, or a batch
-    /// that could not examine every message).
+    /// Why the run ended, one of [`stop`]'s values.
     pub stopped_by: &'static str,
 }
 
@@ -1178,6 +1186,33 @@ impl Started {
 /// `leftBasis` values.
 pub const EXACT: &str = "exact";
 pub const STATISTICS: &str = "statistics";
+/// Counted exactly by the run's last batch as it ended, before the pause or gate that came
+/// after it: what came back or arrived since is not in it.
+pub const LAST_BATCH: &str = "last-batch";
+
+/// Why a run ended (`stoppedBy`, and `batches.stoppedBy`), one value per cause (issue 52,
+/// F5: `stopped` used to stand for three). docs/redrive.md lists them.
+pub mod stop {
+    /// Nothing more the selection would move: the run (or its last batch) found fewer than
+    /// it could take. The only way a run is `complete`.
+    pub const EMPTY: &str = "empty";
+    /// `--limit` reached, with messages left in the DLQ.
+    pub const LIMIT: &str = "limit";
+    /// `--batch N` without `--until-empty`: one batch moved N, with messages left.
+    pub const ONE_BATCH: &str = "one-batch";
+    /// `--max-duration` (or the hour of an `--until-empty` run) passed.
+    pub const MAX_DURATION: &str = "max-duration";
+    /// A health gate said the downstream is not healthy.
+    pub const UNHEALTHY: &str = "unhealthy";
+    /// `--verify-for` saw more than `--max-redead` of a batch come back.
+    pub const REDEAD: &str = "redead";
+    /// Ctrl-C or SIGTERM.
+    pub const INTERRUPTED: &str = "interrupted";
+    /// An error or a refusal (`error` says which).
+    pub const ERROR: &str = "error";
+    /// A batch could not examine every message it set out to (`incomplete` says why).
+    pub const INCOMPLETE: &str = "incomplete";
+}
 
 /// The report for people.
 /// The source as people read it: `orders.dlq`, or `orders.invalid (invalid)` for another of
@@ -1325,15 +1360,29 @@ pub fn human(r: &Report) -> String {
             out.push_str(&format!(
                 "; about {left} left in {place} (the broker's statistics, which may lag)"
             ));
+        } else if r.left_basis == Some(LAST_BATCH) {
+            out.push_str(&format!(
+                "; {left} left in {place} as the last batch ended (what came back or arrived after it is not counted)"
+            ));
         } else {
             out.push_str(&format!("; {left} left in {place}"));
         }
     }
     out.push_str(".\n");
-    if r.came_back > 0 {
+    if let Some(n) = r.held_elsewhere {
+        out.push_str(&format!(
+            "  {n} held by another consumer (unacknowledged): not examined, still in {}.\n",
+            if r.role == "dead-letter" {
+                "the dead-letter queue"
+            } else {
+                r.dead_letter.as_str()
+            }
+        ));
+    }
+    if let Some(n) = r.came_back.filter(|n| *n > 0) {
         out.push_str(&format!(
             "  {} of the copies failed again and came back to {} while the run went; they were left there, not moved again.\n",
-            r.came_back,
+            n,
             if r.role == "dead-letter" { "the dead-letter queue" } else { r.dead_letter.as_str() }
         ));
     }
@@ -1398,11 +1447,14 @@ pub fn human(r: &Report) -> String {
     out
 }
 
-/// How a run ended, as the report's first line says it: `complete` only when it did all it
-/// set out to; else why it stopped (issue 52: never "complete" for a run a gate,
-/// `--verify-for` or `--max-duration` stopped early).
+/// How a run ended, as the report's first line says it: `complete` only when nothing more
+/// was there for it to move; else why it stopped (issue 52: never "complete" for a run a
+/// gate, `--verify-for`, `--max-duration`, `--limit` or a single `--batch` stopped early).
 fn outcome(r: &Report) -> &'static str {
-    let by = r.batches.as_ref().map_or("", |b| b.stopped_by);
+    let by = r
+        .stopped_by
+        .or(r.batches.as_ref().map(|b| b.stopped_by))
+        .unwrap_or("");
     if r.error.is_some() {
         "stopped"
     } else if r.interrupted {
@@ -1413,8 +1465,12 @@ fn outcome(r: &Report) -> &'static str {
         "stopped (not healthy)"
     } else if !r.incomplete.is_empty() {
         "incomplete"
-    } else if by == "max-duration" {
+    } else if by == stop::MAX_DURATION {
         "stopped at --max-duration"
+    } else if by == stop::LIMIT {
+        "stopped at --limit"
+    } else if by == stop::ONE_BATCH {
+        "stopped after one batch (--batch without --until-empty)"
     } else {
         "complete"
     }
@@ -1583,7 +1639,9 @@ mod tests {
             not_selected: 1800,
             skipped_at_max_redrives: 0,
             possibly_duplicated: 0,
-            came_back: 0,
+            came_back: None,
+            stopped_by: None,
+            held_elsewhere: None,
             left_in_dead_letter: Some(3000),
             left_basis: Some(STATISTICS),
             interrupted: false,
@@ -2093,7 +2151,9 @@ mod tests {
             not_selected: 0,
             skipped_at_max_redrives: 0,
             possibly_duplicated: 0,
-            came_back: 0,
+            came_back: None,
+            stopped_by: None,
+            held_elsewhere: None,
             left_in_dead_letter: Some(15),
             left_basis: Some(EXACT),
             interrupted: false,
@@ -2172,6 +2232,54 @@ mod tests {
             stopped_by: "max-duration",
         });
         insta::assert_snapshot!("redrive-run-max-duration", human(&r));
+        // F2: stopped at --limit, or after one --batch, with messages left: not "complete".
+        let mut r = run_report();
+        r.selection.limit = Some(5);
+        r.stopped_by = Some(stop::LIMIT);
+        r.left_in_dead_letter = Some(25);
+        insta::assert_snapshot!("redrive-run-limit", human(&r));
+        let mut r = run_report();
+        r.stopped_by = Some(stop::ONE_BATCH);
+        r.came_back = Some(0);
+        r.batches = Some(BatchRecord {
+            size: Some(5),
+            until_empty: false,
+            max_duration_seconds: None,
+            count: 1,
+            stopped_by: stop::ONE_BATCH,
+        });
+        insta::assert_snapshot!("redrive-run-one-batch", human(&r));
+        // A count made before the pause that came after it is said as the last batch's.
+        let mut r = run_report();
+        r.stopped_by = Some(stop::MAX_DURATION);
+        r.left_basis = Some(LAST_BATCH);
+        assert!(
+            human(&r).contains("; 15 left in the dead-letter queue as the last batch ended"),
+            "{}",
+            human(&r)
+        );
+        // Each cause its own word, none of them "complete".
+        for (by, error, interrupted, incomplete) in [
+            (stop::ERROR, true, false, false),
+            (stop::INTERRUPTED, false, true, false),
+            (stop::INCOMPLETE, false, false, true),
+        ] {
+            let mut r = run_report();
+            r.stopped_by = Some(by);
+            r.error = error.then(|| "refused".to_owned());
+            r.interrupted = interrupted;
+            if incomplete {
+                r.incomplete.push("3 not examined".into());
+            }
+            assert!(
+                !human(&r).starts_with("Redrive complete"),
+                "{by}: {}",
+                human(&r)
+            );
+            let doc: serde_json::Value =
+                serde_json::from_str(&json(&r)).expect("the report is JSON");
+            assert_eq!(doc["stoppedBy"], by);
+        }
         for r in [
             run_report(),
             Report {

@@ -631,14 +631,9 @@ impl Mover {
             run.tally.left.store(left + n, ordering);
         }
         run.tally.left_statistics.store(true, ordering);
-        let (s, are, were) = if n == 1 {
-            ("", "is", "was")
-        } else {
-            ("s", "are", "were")
-        };
-        run.tally.incomplete(format!(
-            "{n} message{s} of `{dlq}` {are} held unacknowledged by another consumer (the management API's messages_unacknowledged) and {were} not examined; what that consumer does not acknowledge goes back to the queue when it rejects or closes: run it again then"
-        ));
+        // Said by the driver once for the run (not complete), which goes on batch after
+        // batch meanwhile.
+        run.tally.held_elsewhere.store(n, ordering);
     }
 
     /// Between two batches of a run: the DLQ's exclusive consumer, under the run's tag, on a
