@@ -1147,3 +1147,74 @@ fn rabbitmq_a_count_made_before_a_pause_is_never_called_exact() {
         "{in_dlq:?}"
     );
 }
+
+/// F3 on SQS: a batched run stopped by `--verify-for`; `cameBack` is the copies that came
+/// back (SQS knows a copy by the id it was sent under), counted by body with the AWS SDK:
+/// the 5 moved are back in the DLQ with `dlq-redrive-count: 1` (before: no `cameBack`).
+#[test]
+fn sqs_a_run_stopped_by_redead_counts_what_came_back() {
+    let Some(f) = sqs::Fixture::applied() else {
+        return;
+    };
+    let [main, dlq, ..] = f.names();
+    let aws = sqs::Aws::new();
+    for i in 0..10 {
+        aws.send(&dlq, &format!("c-{i:02}"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (queue, halt) = (main.clone(), Arc::clone(&stop));
+    let app = std::thread::spawn(move || {
+        let aws = sqs::Aws::new();
+        let url = aws.url(&queue);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline && !halt.load(Ordering::SeqCst) {
+            // Fails each message: received, never deleted, visible again at once.
+            let _ = block(
+                aws.sqs
+                    .receive_message()
+                    .queue_url(&url)
+                    .max_number_of_messages(10)
+                    .visibility_timeout(0)
+                    .send(),
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let (code, doc, err) = redrive(
+        &f,
+        &[
+            "--yes",
+            "--batch",
+            "5",
+            "--until-empty",
+            "--verify-for",
+            "30s",
+            "--max-redead",
+            "99",
+        ],
+    );
+    stop.store(true, Ordering::SeqCst);
+    app.join().expect("the application");
+    assert_eq!(code, 1, "{doc:#}\n{err}");
+    assert_eq!(doc["stoppedBy"], "redead", "{doc:#}");
+    assert_eq!(doc["moved"], 5, "{doc:#}");
+    assert_eq!(doc["redead"]["count"], 5, "{doc:#}");
+    assert_eq!(doc["cameBack"], 5, "{doc:#}");
+    assert_eq!(
+        wait_for(10, Duration::from_secs(10), || aws.count(&dlq)),
+        10
+    );
+    let mut in_dlq: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (body, attrs) in aws.take(&dlq, 10) {
+        in_dlq
+            .entry(body)
+            .or_default()
+            .push(attrs.get("dlq-redrive-count").cloned().unwrap_or_default());
+    }
+    assert_eq!(in_dlq.len(), 10, "{in_dlq:?}");
+    assert_eq!(
+        in_dlq.values().filter(|c| c.as_slice() == ["1"]).count(),
+        5,
+        "{in_dlq:?}"
+    );
+}
