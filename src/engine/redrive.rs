@@ -901,35 +901,36 @@ impl Session<'_> {
             ));
         }
         report.where_failures = ask.where_.as_ref().and_then(|w| w.failures());
-        if let Some(n) = ask
-            .where_
-            .as_ref()
-            .map(|w| w.over_budget())
-            .filter(|n| *n > 0)
-        {
-            // Not chosen because the expression could not finish: the run is not "complete".
-            report.incomplete.push(format!(
-                "--where did not run to its end on {n} message{} (a budget ran out: not selected; {} stay{} in `{}`; docs/redrive.md, \"Budgets\")",
-                if n == 1 { "" } else { "s" },
-                if n == 1 { "it" } else { "they" },
-                if n == 1 { "s" } else { "" },
-                report.dead_letter,
-            ));
-        }
-        if let Some(n) = ask
-            .where_
-            .as_ref()
-            .map(|w| w.undecided())
-            .filter(|n| *n > 0)
-        {
-            // Not chosen, though an output not looked at might have been `true`.
-            report.incomplete.push(format!(
-                "--where yielded 1000 outputs without a true on {n} message{} and was not looked at further (not selected; {} stay{} in `{}`; write any(generator; condition))",
-                if n == 1 { "" } else { "s" },
-                if n == 1 { "it" } else { "they" },
-                if n == 1 { "s" } else { "" },
-                report.dead_letter,
-            ));
+        // Not chosen because the expression could not finish (a budget ran out), or finished
+        // undecided (cut at 1,000 outputs without a `true`): the run is not "complete".
+        if let Some(w) = ask.where_.as_ref() {
+            for (n, did, why, see) in [
+                (
+                    w.over_budget(),
+                    "did not run to its end on",
+                    "a budget ran out: not selected",
+                    "docs/redrive.md, \"Budgets\"",
+                ),
+                (
+                    w.undecided(),
+                    "yielded 1000 outputs without a true on",
+                    "not looked at further: not selected",
+                    "write any(generator; condition)",
+                ),
+            ] {
+                if n == 0 {
+                    continue;
+                }
+                let (s, they, stay) = if n == 1 {
+                    ("", "it", "stays")
+                } else {
+                    ("s", "they", "stay")
+                };
+                report.incomplete.push(format!(
+                    "--where {did} {n} message{s} ({why}; {they} {stay} in `{}`; {see})",
+                    report.dead_letter,
+                ));
+            }
         }
         if let Some(t) = report.transform.as_mut() {
             t.failed = ask.transform.as_ref().and_then(|t| t.failures());
