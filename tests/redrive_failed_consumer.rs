@@ -774,18 +774,46 @@ fn rabbitmq_failed_consumer_dry_run_counts_only_what_the_run_moves_and_names_wha
 /// move. Counted by id with lapin.
 #[test]
 fn rabbitmq_failed_consumer_leaves_the_messages_of_a_queue_without_a_dead_letter_exchange() {
+    failed_consumer_leaves_the_messages_of_a_side_queue(
+        ".side",
+        "s-side",
+        |_| json!({}),
+        &["dead-letter exchange"],
+    );
+}
+
+/// hx4 E: a queue whose `x-dead-letter-exchange` names an exchange that does not exist drops
+/// what fails again there as surely as a queue with none: its messages stay in the DLQ, named,
+/// and the rest move.
+#[test]
+fn rabbitmq_failed_consumer_leaves_the_messages_of_a_queue_whose_dead_letter_exchange_is_missing() {
+    failed_consumer_leaves_the_messages_of_a_side_queue(
+        ".side-nox",
+        "x-side",
+        |channel| json!({"x-dead-letter-exchange": format!("{channel}.no-such-exchange")}),
+        &[".no-such-exchange", "does not exist"],
+    );
+}
+
+/// Two dead letters rejected from the queue `<channel><suffix>` (declared with
+/// `arguments(channel)`), three from the main queue: `--to failed-consumer` moves the three,
+/// leaves the two in the DLQ (exit 1), and its incomplete reasons name them, the queue and each
+/// of `also` (a leading `.` stands for the channel's name before it).
+fn failed_consumer_leaves_the_messages_of_a_side_queue(
+    suffix: &str,
+    prefix: &str,
+    arguments: impl Fn(&str) -> serde_json::Value,
+    also: &[&str],
+) {
     let Some(f) = rabbit::Fixture::new() else {
         return;
     };
     f.write_example(reject_into_dlq);
     f.apply(&[]).ok_with("apply the channel");
     let [main, _, dlq, _] = f.names();
-    let side = format!("{}.side", f.channel);
-    block(rabbit::declare_queue(&side, json!({})));
-    let stays: BTreeSet<String> = ["s-side-0", "s-side-1"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    let side = format!("{}{suffix}", f.channel);
+    block(rabbit::declare_queue(&side, arguments(&f.channel)));
+    let stays: BTreeSet<String> = (0..2).map(|i| format!("{prefix}-{i}")).collect();
     for id in &stays {
         rejected_from(&dlq, id, &side);
     }
@@ -799,63 +827,15 @@ fn rabbitmq_failed_consumer_leaves_the_messages_of_a_queue_without_a_dead_letter
     assert_eq!(report["moved"], json!(3), "{report}\n{err}");
     assert_eq!(code, 1, "messages stayed: incomplete; {report}\n{err}");
     let reasons = report["incomplete"].to_string();
-    for want in [
-        "s-side-0",
-        "s-side-1",
-        side.as_str(),
-        "dead-letter exchange",
-    ] {
-        assert!(reasons.contains(want), "{want}: {report}");
-    }
-    assert!(
-        ids_in(&side).is_empty(),
-        "nothing sent where it could be dropped: {report}"
-    );
-    assert_eq!(ids_in(&main), ids, "{report}");
-    assert_eq!(ids_in(&dlq), stays, "{report}");
-}
-
-/// hx4 E: a queue whose `x-dead-letter-exchange` names an exchange that does not exist drops
-/// what fails again there as surely as a queue with none: its messages stay in the DLQ, named,
-/// and the rest move.
-#[test]
-fn rabbitmq_failed_consumer_leaves_the_messages_of_a_queue_whose_dead_letter_exchange_is_missing() {
-    let Some(f) = rabbit::Fixture::new() else {
-        return;
-    };
-    f.write_example(reject_into_dlq);
-    f.apply(&[]).ok_with("apply the channel");
-    let [main, _, dlq, _] = f.names();
-    let side = format!("{}.side-nox", f.channel);
-    let missing = format!("{}.no-such-exchange", f.channel);
-    block(rabbit::declare_queue(
-        &side,
-        json!({"x-dead-letter-exchange": missing}),
-    ));
-    let stays: BTreeSet<String> = ["x-side-0", "x-side-1"]
+    let named: Vec<String> = also
         .iter()
-        .map(|s| (*s).to_owned())
+        .map(|w| match w.strip_prefix('.') {
+            Some(rest) => format!("{}.{rest}", f.channel),
+            None => (*w).to_owned(),
+        })
         .collect();
-    for id in &stays {
-        rejected_from(&dlq, id, &side);
-    }
-    let ids: BTreeSet<String> = (0..3).map(|i| format!("n-{i}")).collect();
-    for id in &ids {
-        rejected_from(&dlq, id, &main);
-    }
-    rabbit::wait_for_messages(&dlq, 5);
-
-    let (code, report, err) = redrive(&f, &["--to", "failed-consumer", "--yes"]);
-    assert_eq!(report["moved"], json!(3), "{report}\n{err}");
-    assert_eq!(code, 1, "messages stayed: incomplete; {report}\n{err}");
-    let reasons = report["incomplete"].to_string();
-    for want in [
-        "x-side-0",
-        side.as_str(),
-        missing.as_str(),
-        "does not exist",
-    ] {
-        assert!(reasons.contains(want), "{want}: {report}");
+    for want in stays.iter().chain([&side]).chain(named.iter()) {
+        assert!(reasons.contains(want.as_str()), "{want}: {report}");
     }
     assert!(
         ids_in(&side).is_empty(),
